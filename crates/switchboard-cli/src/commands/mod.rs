@@ -1,0 +1,42 @@
+//! One module per subcommand; [`load`] is how every command gets its config and Host.
+
+pub mod call;
+pub mod config;
+pub mod serve;
+pub mod status;
+pub mod tool_server;
+pub mod tools;
+
+use std::path::Path;
+
+use anyhow::Context;
+use switchboard::Host;
+use switchboard_core::config::{Config, ProcessEnvironment, locate, Located};
+
+/// Finds and loads the config (lookup order in `Config` docs) and says which was used.
+pub fn load_config(explicit: Option<&Path>) -> anyhow::Result<Config> {
+    let env = ProcessEnvironment;
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    let user_dir = std::env::var_os("XDG_CONFIG_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| Path::new(&home).join(".config")));
+    let located = locate(explicit, &env, &cwd, user_dir.as_deref()).map_err(|errors| anyhow::anyhow!("{errors}"))?;
+    match located {
+        Located::File { path, .. } => {
+            tracing::info!("config: {}", path.display());
+            Config::load(&path, &env).map_err(|errors| anyhow::anyhow!("invalid config:\n{errors}"))
+        }
+        Located::BuiltinDefault => {
+            tracing::info!("config: built-in default (no config file found)");
+            Ok(Config::builtin_default())
+        }
+    }
+}
+
+/// Loads the config, starts a Host and waits for every server's first connection attempt.
+pub async fn start_host(explicit: Option<&Path>) -> anyhow::Result<Host> {
+    let config = load_config(explicit)?;
+    let host = Host::from_config(&config)?;
+    host.ready().await;
+    Ok(host)
+}

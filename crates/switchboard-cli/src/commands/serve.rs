@@ -1,0 +1,109 @@
+//! `switchboard serve`: the gateway. Stdio by default; `--http ADDR` for Streamable HTTP.
+//! SIGINT/SIGTERM (or stdin closing, on stdio) stop it gracefully: stop accepting, give
+//! in-flight calls a grace period, stop every server (killing child process groups), exit 0.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use switchboard::Host;
+use switchboard_core::CatalogProblem;
+use switchboard_mcp::front::http::{self, HttpOptions};
+use switchboard_mcp::front::stdio::{self, StdioOptions};
+use switchboard_mcp::front::Dispatcher;
+use tokio_util::sync::CancellationToken;
+
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// Serve Streamable HTTP at this address (path /mcp) instead of stdio, e.g. 127.0.0.1:8080.
+    #[arg(long, value_name = "ADDR")]
+    http: Option<SocketAddr>,
+    /// Expose upstream tool names unchanged (no server prefix); refused if names collide.
+    #[arg(long)]
+    no_prefix: bool,
+    /// Serve on behalf of this agent.
+    #[arg(long, value_name = "NAME")]
+    agent: Option<String>,
+    /// Extra allowed Origin for HTTP requests (repeatable); loopback origins are always allowed.
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    allow_origins: Vec<String>,
+    /// Seconds in-flight calls may take to finish on shutdown.
+    #[arg(long, default_value_t = 5)]
+    grace: u64,
+}
+
+pub async fn run(config: Option<&Path>, args: ServeArgs) -> anyhow::Result<ExitCode> {
+    let mut config = super::load_config(config)?;
+    if args.no_prefix {
+        config.gateway.prefix_tools = false;
+    }
+    let max_message_bytes = config.gateway.max_message_bytes;
+    let host = Host::from_config(&config)?;
+    let shutdown = CancellationToken::new();
+    tokio::spawn(watch_signals(shutdown.clone()));
+    if args.no_prefix {
+        host.ready().await;
+        refuse_collisions(&host).await?;
+    }
+    let dispatcher = Dispatcher::new(Arc::new(host.clone()), args.agent.clone());
+    let grace = Duration::from_secs(args.grace);
+    match args.http {
+        Some(address) => {
+            let listener = tokio::net::TcpListener::bind(address).await.with_context(|| format!("cannot listen on {address}"))?;
+            let bound = listener.local_addr()?;
+            let options = HttpOptions {
+                max_message_bytes,
+                allowed_origins: args.allow_origins,
+                allowed_hosts: Vec::new(),
+                check_host: bound.ip().is_loopback(),
+            };
+            eprintln!("switchboard: listening on http://{bound}/mcp");
+            tracing::info!("listening on http://{bound}/mcp");
+            let served = http::serve(dispatcher, listener, options, shutdown.clone());
+            tokio::pin!(served);
+            tokio::select! {
+                result = &mut served => result?,
+                () = shutdown.cancelled() => {
+                    // Axum stops accepting at once; give open requests the grace period.
+                    let _ = tokio::time::timeout(grace, served).await;
+                }
+            }
+        }
+        None => {
+            let options = StdioOptions { max_message_bytes, grace };
+            stdio::serve(dispatcher, tokio::io::stdin(), tokio::io::stdout(), options, shutdown.clone()).await;
+        }
+    }
+    host.shutdown().await;
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn refuse_collisions(host: &Host) -> anyhow::Result<()> {
+    let collisions: Vec<String> = host
+        .catalog_problems()
+        .iter()
+        .filter(|problem| matches!(problem, CatalogProblem::Collision { .. }))
+        .map(ToString::to_string)
+        .collect();
+    if collisions.is_empty() {
+        return Ok(());
+    }
+    host.shutdown().await;
+    bail!("--no-prefix: tool names collide:\n  {}\n  hint: drop --no-prefix, or rename the tools in the config", collisions.join("\n  "))
+}
+
+async fn watch_signals(shutdown: CancellationToken) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut terminate), Ok(mut interrupt)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+        tracing::warn!("cannot install signal handlers; stop the gateway by closing stdin");
+        return;
+    };
+    tokio::select! {
+        _ = terminate.recv() => tracing::info!("SIGTERM: shutting down"),
+        _ = interrupt.recv() => tracing::info!("SIGINT: shutting down"),
+    }
+    shutdown.cancel();
+}

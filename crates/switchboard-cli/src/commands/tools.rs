@@ -1,0 +1,71 @@
+//! `switchboard tools`: what the gateway would expose, as a table or JSON.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use serde_json::json;
+
+use crate::output::{print_json, print_line};
+
+#[derive(Debug, clap::Args)]
+pub struct ToolsArgs {
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    format: Format,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Table,
+    Json,
+}
+
+pub async fn run(config: Option<&Path>, args: ToolsArgs) -> anyhow::Result<ExitCode> {
+    let host = super::start_host(config).await?;
+    let catalog = host.catalog();
+    let status = host.status();
+    host.shutdown().await;
+    let state_of = |server: &str| status.iter().find(|s| s.server == server).map_or("unknown", |s| s.state);
+    match args.format {
+        Format::Json => {
+            let tools: Vec<_> = catalog
+                .entries()
+                .iter()
+                .map(|entry| {
+                    json!({
+                        "name": entry.exposed,
+                        "server": entry.spec.server,
+                        "tool": entry.upstream_name,
+                        "title": entry.spec.definition.title,
+                        "description": entry.spec.definition.description,
+                        "status": state_of(entry.spec.server.as_str()),
+                        "inputSchema": entry.spec.definition.input_schema,
+                    })
+                })
+                .collect();
+            print_json(&tools)?;
+        }
+        Format::Table => {
+            let width = catalog.entries().iter().map(|e| e.exposed.len()).max().unwrap_or(4).max(4);
+            let server_width = catalog.entries().iter().map(|e| e.spec.server.as_str().len()).max().unwrap_or(6).max(6);
+            print_line(&format!("{:width$}  {:server_width$}  DESCRIPTION", "NAME", "SERVER"))?;
+            for entry in catalog.entries() {
+                let description = entry.spec.definition.description.as_deref().unwrap_or("");
+                let first_line = description.lines().next().unwrap_or("");
+                print_line(&format!("{:width$}  {:server_width$}  {}", entry.exposed, entry.spec.server.as_str(), truncate(first_line, 80)))?;
+            }
+            for report in status.iter().filter(|s| s.state != "up") {
+                eprintln!("note: server '{}' is {}: {}", report.server, report.state, report.error.as_deref().unwrap_or("no reason given"));
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn truncate(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let cut: String = text.chars().take(max.saturating_sub(1)).collect();
+    format!("{cut}…")
+}

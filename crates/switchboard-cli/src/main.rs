@@ -1,0 +1,83 @@
+//! `switchboard`: the operator's command line and the gateway's entry point.
+//!
+//! Exit codes: 0 success; 1 failure (invalid config, a tool call that failed or returned
+//! `isError`, a server that could not be reached); 2 usage error. Errors go to stderr as one
+//! line plus hints; a closed stdout (broken pipe) ends the program quietly with 0.
+
+mod commands;
+mod logging;
+mod output;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Switchboard: one governed, latency-aware MCP endpoint in front of all your MCP servers.
+#[derive(Debug, Parser)]
+#[command(name = "switchboard", version, about, propagate_version = true)]
+struct Cli {
+    /// Config file (TOML, or the mcpServers / servers JSON forms). Default: $SWITCHBOARD_CONFIG,
+    /// ./switchboard.toml, the user config dir, else the built-in default.
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
+
+    /// Log filter for stderr (e.g. "info", "switchboard=debug"); also $SWITCHBOARD_LOG.
+    #[arg(long, global = true, value_name = "FILTER")]
+    log: Option<String>,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the gateway: an MCP server over stdio (default) or Streamable HTTP.
+    Serve(commands::serve::ServeArgs),
+    /// List the tools the gateway would expose.
+    Tools(commands::tools::ToolsArgs),
+    /// Call one tool through the pipeline and print its result.
+    Call(commands::call::CallArgs),
+    /// Show each server's state, era, tool count and last error.
+    Status(commands::status::StatusArgs),
+    /// Work with config files.
+    #[command(subcommand)]
+    Config(commands::config::ConfigCommand),
+    /// Serve one built-in tool provider as a standalone MCP server over stdio.
+    ToolServer(commands::tool_server::ToolServerArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let default_level = if matches!(cli.command, Command::Serve(_) | Command::ToolServer(_)) { "info" } else { "warn" };
+    logging::init(cli.log.as_deref(), default_level);
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("error: cannot start the async runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async move {
+        match cli.command {
+            Command::Serve(args) => commands::serve::run(cli.config.as_deref(), args).await,
+            Command::Tools(args) => commands::tools::run(cli.config.as_deref(), args).await,
+            Command::Call(args) => commands::call::run(cli.config.as_deref(), args).await,
+            Command::Status(args) => commands::status::run(cli.config.as_deref(), args).await,
+            Command::Config(command) => commands::config::run(command),
+            Command::ToolServer(args) => commands::tool_server::run(args).await,
+        }
+    });
+    // Don't wait for stray blocking tasks (stdin readers) at exit.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+    match result {
+        Ok(code) => code,
+        Err(error) => {
+            if output::is_broken_pipe(&error) {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,292 @@
+//! Every tool that exists right now, under the names clients see.
+//!
+//! A [`Catalog`] is an immutable snapshot built from one [`ServerSlice`] per connected server;
+//! when any server's tools change, a new catalog is built and swapped in whole. Building is
+//! cheap because each slice compiles its tools' input schemas once, when they are listed.
+//!
+//! Rules: listing order is by exposed name (deterministic across starts and replicas); two
+//! tools that would get the same exposed name never shadow each other silently — the one of
+//! the server listed first in the config keeps the name and the other is reported as a
+//! [`CatalogProblem::Collision`]; a tool whose input schema does not compile is quarantined;
+//! a tool that requires task augmentation is hidden until tasks are supported.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::naming::exposed_name;
+use crate::schema::InputSchema;
+use crate::{ServerId, ToolDefinition, ToolSpec};
+
+/// How the operator renamed or hid one tool (`[servers.X.tools.Y]`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ToolOverride {
+    pub name: Option<String>,
+    pub description: Option<String>,
+    pub hidden: bool,
+}
+
+/// One tool as listed by its server, with its input schema compiled.
+#[derive(Debug, Clone)]
+pub struct ListedTool {
+    pub definition: ToolDefinition,
+    pub schema: Result<Arc<InputSchema>, String>,
+}
+
+impl ListedTool {
+    pub fn compile(definition: ToolDefinition) -> Self {
+        let schema = InputSchema::compile(&definition.input_schema).map(Arc::new);
+        Self { definition, schema }
+    }
+}
+
+/// The tools of one server and how to name them.
+#[derive(Debug, Clone)]
+pub struct ServerSlice {
+    pub server: ServerId,
+    /// Prefix of exposed names; empty for pass-through.
+    pub prefix: String,
+    pub tools: Arc<[ListedTool]>,
+    pub overrides: BTreeMap<String, ToolOverride>,
+    pub call_timeout: Duration,
+}
+
+/// Naming rules shared by all servers.
+#[derive(Debug, Clone)]
+pub struct NamingRules {
+    pub separator: String,
+    /// Old exposed name → current exposed name.
+    pub aliases: BTreeMap<String, String>,
+}
+
+impl Default for NamingRules {
+    fn default() -> Self {
+        Self { separator: "__".to_owned(), aliases: BTreeMap::new() }
+    }
+}
+
+/// One exposed tool.
+#[derive(Debug)]
+pub struct CatalogEntry {
+    /// The name clients see and call.
+    pub exposed: String,
+    /// The definition as exposed (name and description overrides applied) and its server.
+    pub spec: ToolSpec,
+    /// The upstream's own name, used when calling it.
+    pub upstream_name: String,
+    pub schema: Arc<InputSchema>,
+    pub call_timeout: Duration,
+}
+
+/// Something about the catalog an operator should know.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CatalogProblem {
+    Collision { name: String, kept: ServerId, dropped: ServerId, tool: String },
+    InvalidSchema { server: ServerId, tool: String, reason: String },
+    TaskRequired { server: ServerId, tool: String },
+    DanglingAlias { alias: String, target: String },
+}
+
+impl CatalogProblem {
+    /// The server the problem belongs to, if any.
+    pub fn server(&self) -> Option<&ServerId> {
+        match self {
+            Self::Collision { dropped, .. } => Some(dropped),
+            Self::InvalidSchema { server, .. } | Self::TaskRequired { server, .. } => Some(server),
+            Self::DanglingAlias { .. } => None,
+        }
+    }
+}
+
+impl std::fmt::Display for CatalogProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Collision { name, kept, dropped, tool } => write!(
+                f,
+                "tool '{tool}' of server '{dropped}' is hidden: its name '{name}' is already used by server '{kept}' (give one server a prefix or rename the tool)"
+            ),
+            Self::InvalidSchema { server, tool, reason } => {
+                write!(f, "tool '{tool}' of server '{server}' is quarantined: {reason}")
+            }
+            Self::TaskRequired { server, tool } => write!(
+                f,
+                "tool '{tool}' of server '{server}' is hidden: it requires task augmentation, which Switchboard does not support yet"
+            ),
+            Self::DanglingAlias { alias, target } => {
+                write!(f, "alias '{alias}' points to '{target}', which is not in the catalog")
+            }
+        }
+    }
+}
+
+/// An immutable snapshot of every exposed tool.
+#[derive(Debug, Default)]
+pub struct Catalog {
+    entries: Vec<Arc<CatalogEntry>>,
+    by_name: HashMap<String, usize>,
+    aliases: HashMap<String, usize>,
+    problems: Vec<CatalogProblem>,
+}
+
+impl Catalog {
+    /// Builds a catalog from slices given in config order (the order that settles collisions).
+    pub fn build(slices: &[ServerSlice], rules: &NamingRules) -> Self {
+        let mut problems = Vec::new();
+        let mut named: BTreeMap<String, Arc<CatalogEntry>> = BTreeMap::new();
+        for slice in slices {
+            for listed in slice.tools.iter() {
+                let tool = &listed.definition.name;
+                let override_ = slice.overrides.get(tool).cloned().unwrap_or_default();
+                if override_.hidden {
+                    continue;
+                }
+                if listed.definition.task_support() == Some("required") {
+                    problems.push(CatalogProblem::TaskRequired { server: slice.server.clone(), tool: tool.clone() });
+                    continue;
+                }
+                let schema = match &listed.schema {
+                    Ok(schema) => schema.clone(),
+                    Err(reason) => {
+                        problems.push(CatalogProblem::InvalidSchema {
+                            server: slice.server.clone(),
+                            tool: tool.clone(),
+                            reason: reason.clone(),
+                        });
+                        continue;
+                    }
+                };
+                let local = override_.name.as_deref().unwrap_or(tool);
+                let exposed = exposed_name(&slice.prefix, &rules.separator, local);
+                if let Some(existing) = named.get(&exposed) {
+                    problems.push(CatalogProblem::Collision {
+                        name: exposed,
+                        kept: existing.spec.server.clone(),
+                        dropped: slice.server.clone(),
+                        tool: tool.clone(),
+                    });
+                    continue;
+                }
+                let mut definition = listed.definition.clone();
+                definition.name = exposed.clone();
+                if let Some(description) = override_.description {
+                    definition.description = Some(description);
+                }
+                let entry = CatalogEntry {
+                    exposed: exposed.clone(),
+                    spec: ToolSpec { server: slice.server.clone(), definition },
+                    upstream_name: tool.clone(),
+                    schema,
+                    call_timeout: slice.call_timeout,
+                };
+                named.insert(exposed, Arc::new(entry));
+            }
+        }
+        let entries: Vec<Arc<CatalogEntry>> = named.into_values().collect();
+        let by_name: HashMap<String, usize> =
+            entries.iter().enumerate().map(|(index, entry)| (entry.exposed.clone(), index)).collect();
+        let mut aliases = HashMap::new();
+        for (alias, target) in &rules.aliases {
+            match by_name.get(target) {
+                Some(&index) => {
+                    aliases.insert(alias.clone(), index);
+                }
+                None => problems.push(CatalogProblem::DanglingAlias { alias: alias.clone(), target: target.clone() }),
+            }
+        }
+        Self { entries, by_name, aliases, problems }
+    }
+
+    /// Every exposed tool, in listing order.
+    pub fn entries(&self) -> &[Arc<CatalogEntry>] {
+        &self.entries
+    }
+
+    /// Looks a tool up by exposed name or alias.
+    pub fn resolve(&self, name: &str) -> Option<&Arc<CatalogEntry>> {
+        let index = self.by_name.get(name).or_else(|| self.aliases.get(name))?;
+        self.entries.get(*index)
+    }
+
+    /// Problems found while building (collisions, quarantined and hidden tools).
+    pub fn problems(&self) -> &[CatalogProblem] {
+        &self.problems
+    }
+
+    /// Number of exposed tools of one server.
+    pub fn count_for(&self, server: &ServerId) -> usize {
+        self.entries.iter().filter(|entry| &entry.spec.server == server).count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn slice(server: &str, prefix: &str, tools: &[&str]) -> ServerSlice {
+        ServerSlice {
+            server: ServerId::new(server),
+            prefix: prefix.to_owned(),
+            tools: tools
+                .iter()
+                .map(|name| ListedTool::compile(ToolDefinition::new(*name, "d", json!({"type": "object"}))))
+                .collect(),
+            overrides: BTreeMap::new(),
+            call_timeout: Duration::from_secs(1),
+        }
+    }
+
+    fn names(catalog: &Catalog) -> Vec<&str> {
+        catalog.entries().iter().map(|entry| entry.exposed.as_str()).collect()
+    }
+
+    #[test]
+    fn namespaced_and_sorted() {
+        let catalog = Catalog::build(&[slice("b", "b", &["z", "a"]), slice("a", "a", &["m"])], &NamingRules::default());
+        assert_eq!(names(&catalog), ["a__m", "b__a", "b__z"]);
+        let entry = catalog.resolve("b__z").expect("resolves");
+        assert_eq!(entry.upstream_name, "z");
+        assert_eq!(entry.spec.server, ServerId::new("b"));
+    }
+
+    #[test]
+    fn collisions_keep_the_first_server_and_are_reported() {
+        let catalog = Catalog::build(&[slice("one", "", &["echo"]), slice("two", "", &["echo", "add"])], &NamingRules::default());
+        assert_eq!(names(&catalog), ["add", "echo"]);
+        assert_eq!(catalog.resolve("echo").expect("kept").spec.server, ServerId::new("one"));
+        assert_eq!(
+            catalog.problems(),
+            [CatalogProblem::Collision {
+                name: "echo".into(),
+                kept: ServerId::new("one"),
+                dropped: ServerId::new("two"),
+                tool: "echo".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn overrides_aliases_quarantine_and_tasks() {
+        let mut s = slice("fs", "fs", &["read_file", "write_file"]);
+        s.overrides.insert("read_file".into(), ToolOverride { name: Some("read".into()), description: Some("Read it".into()), hidden: false });
+        s.overrides.insert("write_file".into(), ToolOverride { hidden: true, ..Default::default() });
+        let mut broken = ToolDefinition::new("broken", "d", json!({"type": "object", "properties": {"x": {"type": 3}}}));
+        broken.name = "broken".into();
+        let mut tasky = ToolDefinition::new("tasky", "d", json!({"type": "object"}));
+        tasky.extra.insert("execution".into(), json!({"taskSupport": "required"}));
+        let mut s2 = slice("x", "x", &[]);
+        s2.tools = vec![ListedTool::compile(broken), ListedTool::compile(tasky)].into();
+        let rules = NamingRules {
+            separator: "__".into(),
+            aliases: BTreeMap::from([("old_read".into(), "fs__read".into()), ("gone".into(), "nowhere".into())]),
+        };
+        let catalog = Catalog::build(&[s, s2], &rules);
+        assert_eq!(names(&catalog), ["fs__read"]);
+        let entry = catalog.resolve("old_read").expect("alias resolves");
+        assert_eq!(entry.upstream_name, "read_file");
+        assert_eq!(entry.spec.definition.description.as_deref(), Some("Read it"));
+        assert_eq!(catalog.problems().len(), 3, "{:?}", catalog.problems());
+        assert!(catalog.resolve("fs__write_file").is_none());
+    }
+}

@@ -1,0 +1,62 @@
+//! A format-neutral tree of config values, each remembering where it was written.
+
+/// Where a node starts (1-based line and column).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Pos {
+    pub line: usize,
+    pub column: usize,
+}
+
+impl Pos {
+    /// The position of byte `offset` in `text`.
+    pub fn at(text: &str, offset: usize) -> Self {
+        let before = &text[..offset.min(text.len())];
+        let line = before.matches('\n').count() + 1;
+        let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+        Self { line, column }
+    }
+}
+
+/// A value and its position.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Node {
+    pub pos: Pos,
+    pub value: Value,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    Null,
+    Bool(bool),
+    Integer(i64),
+    Float(f64),
+    String(String),
+    Array(Vec<Node>),
+    /// Keys keep their own positions and their order.
+    Table(Vec<(String, Pos, Node)>),
+}
+
+impl Value {
+    /// What a user would call this kind of value.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Null => "null",
+            Self::Bool(_) => "a boolean",
+            Self::Integer(_) => "an integer",
+            Self::Float(_) => "a number",
+            Self::String(_) => "a string",
+            Self::Array(_) => "an array",
+            Self::Table(_) => "a table",
+        }
+    }
+}
+
+impl Node {
+    /// The entry `key` of a table node.
+    pub fn get(&self, key: &str) -> Option<&Node> {
+        match &self.value {
+            Value::Table(entries) => entries.iter().find(|(k, _, _)| k == key).map(|(_, _, node)| node),
+            _ => None,
+        }
+    }
+}

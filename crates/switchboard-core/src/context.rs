@@ -1,0 +1,59 @@
+//! What travels with a call besides its arguments: who is calling, where progress goes, and
+//! the token that cancels it.
+
+use std::fmt;
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+/// One progress report of a running call (`notifications/progress`, minus the token, which
+/// each side of the gateway maps for itself).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Progress {
+    pub progress: f64,
+    pub total: Option<f64>,
+    pub message: Option<String>,
+}
+
+/// Where the progress of a call is reported. Cheap to clone.
+#[derive(Clone)]
+pub struct ProgressSink(Arc<dyn Fn(Progress) + Send + Sync>);
+
+impl ProgressSink {
+    pub fn new(report: impl Fn(Progress) + Send + Sync + 'static) -> Self {
+        Self(Arc::new(report))
+    }
+
+    pub fn report(&self, progress: Progress) {
+        (self.0)(progress);
+    }
+}
+
+impl fmt::Debug for ProgressSink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ProgressSink")
+    }
+}
+
+/// The context of one call, from any front (stdio, HTTP, library).
+#[derive(Debug, Clone, Default)]
+pub struct CallContext {
+    /// The agent on whose behalf the call is made, if the front knows it.
+    pub agent: Option<String>,
+    /// Set when the caller asked for progress.
+    pub progress: Option<ProgressSink>,
+    /// Cancelled when the caller gives up (`notifications/cancelled`, a closed stream).
+    pub cancel: CancellationToken,
+}
+
+impl CallContext {
+    pub fn with_progress(mut self, sink: ProgressSink) -> Self {
+        self.progress = Some(sink);
+        self
+    }
+
+    pub fn with_agent(mut self, agent: impl Into<String>) -> Self {
+        self.agent = Some(agent.into());
+        self
+    }
+}

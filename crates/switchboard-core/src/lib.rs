@@ -1,0 +1,25 @@
+//! Switchboard's domain: the types every other crate speaks (`ToolSpec`, `ToolCall`,
+//! `ToolOutcome`, `CallContext`) and the pure logic built on them — configuration, the
+//! catalog and its naming rules, schema validation and the call pipeline.
+//!
+//! This crate never touches sockets, processes or the MCP wire format: upstreams are reached
+//! through the [`upstream::Upstream`] trait, and time through [`clock::Clock`], so everything
+//! here is testable on paused time and in memory.
+
+pub mod catalog;
+pub mod clock;
+pub mod config;
+pub mod context;
+pub mod naming;
+pub mod outcome;
+pub mod pipeline;
+pub mod schema;
+pub mod server;
+pub mod tool;
+pub mod upstream;
+
+pub use catalog::{Catalog, CatalogEntry, CatalogProblem, ServerSlice};
+pub use context::{CallContext, Progress, ProgressSink};
+pub use outcome::{ToolCall, ToolOutcome};
+pub use server::ServerId;
+pub use tool::{ToolAnnotations, ToolDefinition, ToolSpec};

@@ -1,0 +1,38 @@
+//! Stage: execute the call on its upstream, bounded by the tool's deadline and the caller's
+//! cancellation.
+//!
+//! Failures the model can act on (server down, deadline passed, garbled result) become
+//! `isError` outcomes; a JSON-RPC error from the upstream passes through as a
+//! [`CallError::Upstream`], and a cancelled call as [`CallError::Cancelled`].
+
+use serde_json::{Map, Value};
+
+use super::CallError;
+use crate::upstream::{UpstreamDirectory, UpstreamError};
+use crate::{CallContext, CatalogEntry, ToolOutcome};
+
+pub async fn execute(
+    upstreams: &dyn UpstreamDirectory,
+    entry: &CatalogEntry,
+    arguments: Map<String, Value>,
+    ctx: &CallContext,
+) -> Result<ToolOutcome, CallError> {
+    let server = &entry.spec.server;
+    let Some(upstream) = upstreams.upstream(server) else {
+        return Ok(ToolOutcome::error(format!("server '{server}' is not connected")));
+    };
+    let deadline = entry.call_timeout;
+    let call = upstream.call_tool(&entry.upstream_name, arguments, ctx);
+    let result = tokio::select! {
+        result = tokio::time::timeout(deadline, call) => {
+            result.unwrap_or(Err(UpstreamError::Timeout { server: server.clone(), after: deadline }))
+        }
+        () = ctx.cancel.cancelled() => Err(UpstreamError::Cancelled),
+    };
+    match result {
+        Ok(outcome) => Ok(outcome),
+        Err(UpstreamError::Cancelled) => Err(CallError::Cancelled),
+        Err(UpstreamError::Protocol { code, message, data, .. }) => Err(CallError::Upstream { code, message, data }),
+        Err(other) => Ok(ToolOutcome::error(format!("tool '{}' failed: {other}", entry.exposed))),
+    }
+}

@@ -1,0 +1,19 @@
+//! Stage 2: validate the arguments against the tool's compiled input schema.
+//!
+//! A violation is returned as a tool error (not a protocol error) listing every problem with
+//! its JSON path, so the model can read it and retry with fixed arguments.
+
+use serde_json::{Map, Value};
+
+use crate::{CatalogEntry, ToolOutcome};
+
+pub fn validate(entry: &CatalogEntry, arguments: &Map<String, Value>) -> Result<(), ToolOutcome> {
+    entry.schema.validate(arguments).map_err(|violations| {
+        let lines: Vec<String> = violations.iter().map(|violation| format!("- {violation}")).collect();
+        ToolOutcome::error(format!(
+            "invalid arguments for tool '{}':\n{}",
+            entry.exposed,
+            lines.join("\n")
+        ))
+    })
+}

@@ -1,0 +1,2 @@
+//! fixtures
+fn main() {}

@@ -1,0 +1,338 @@
+//! The Streamable HTTP front, both eras on one endpoint (`/mcp`).
+//!
+//! * Legacy (≤ 2025-11-25): `initialize` opens a session (`Mcp-Session-Id`); later requests
+//!   must name it (400 without, 404 for an unknown one); GET opens the session's notification
+//!   stream; DELETE ends it; `notifications/cancelled` cancels a call of the session.
+//! * Modern (2026-07-28): stateless; each request carries its version in `_meta`; an
+//!   `Mcp-Method` header, when sent, must match the body. Closing the response stream cancels
+//!   the call.
+//!
+//! Every request first passes the DNS-rebinding guard: an `Origin` or `Host` that is not
+//! allowed gets 403. Bodies over the message limit get 413. A call that asked for progress is
+//! answered with an SSE stream (progress notifications, then the result); others with JSON.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use futures::StreamExt;
+use rand::Rng;
+use serde_json::Value;
+use switchboard_core::{CallContext, ProgressSink};
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+use tokio_util::sync::{CancellationToken, DropGuard};
+
+use super::dispatch::{Dispatcher, RequestEra, progress_notification, progress_token};
+use crate::era::MODERN_VERSION;
+use crate::jsonrpc::{Message, RequestId, code};
+
+const SESSION_HEADER: &str = "mcp-session-id";
+const VERSION_HEADER: &str = "mcp-protocol-version";
+const METHOD_HEADER: &str = "mcp-method";
+
+/// Options of the HTTP front.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    pub max_message_bytes: usize,
+    /// Extra allowed `Origin` values (exact, e.g. `https://app.example.com`); loopback origins
+    /// are always allowed.
+    pub allowed_origins: Vec<String>,
+    /// Extra allowed `Host` names; loopback names are always allowed.
+    pub allowed_hosts: Vec<String>,
+    /// Whether the `Host` header is checked (on when bound to loopback).
+    pub check_host: bool,
+}
+
+struct Session {
+    in_flight: Mutex<HashMap<RequestId, CancellationToken>>,
+}
+
+struct HttpState {
+    dispatcher: Dispatcher,
+    options: HttpOptions,
+    sessions: Mutex<HashMap<String, Arc<Session>>>,
+}
+
+/// Serves until `shutdown` fires; in-flight requests are then given a grace period by the
+/// caller's runtime shutdown.
+pub async fn serve(dispatcher: Dispatcher, listener: TcpListener, options: HttpOptions, shutdown: CancellationToken) -> std::io::Result<()> {
+    let app = router(dispatcher, options);
+    axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
+        .with_graceful_shutdown(async move { shutdown.cancelled().await })
+        .await
+}
+
+/// The axum router of the front (exposed for tests and embedding).
+pub fn router(dispatcher: Dispatcher, options: HttpOptions) -> Router {
+    let limit = options.max_message_bytes;
+    let state = Arc::new(HttpState { dispatcher, options, sessions: Mutex::default() });
+    Router::new()
+        .route("/mcp", post(handle_post).get(handle_get).delete(handle_delete))
+        .layer(DefaultBodyLimit::max(limit))
+        .with_state(state)
+}
+
+fn rpc_response(status: StatusCode, message: &Message) -> Response {
+    (status, [(header::CONTENT_TYPE, "application/json")], message.to_line()).into_response()
+}
+
+fn plain(status: StatusCode, text: &str) -> Response {
+    (status, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text.to_owned()).into_response()
+}
+
+/// The DNS-rebinding guard.
+fn check_origin(state: &HttpState, headers: &HeaderMap) -> Result<(), Response> {
+    if let Some(origin) = headers.get(header::ORIGIN) {
+        let origin = origin.to_str().unwrap_or("");
+        let allowed = state.options.allowed_origins.iter().any(|allowed| allowed == origin) || is_loopback_origin(origin);
+        if !allowed {
+            return Err(plain(StatusCode::FORBIDDEN, &format!("origin '{origin}' is not allowed")));
+        }
+    }
+    if state.options.check_host {
+        let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("");
+        let name = host_name(host);
+        let allowed = is_loopback_name(name) || state.options.allowed_hosts.iter().any(|allowed| allowed == name);
+        if !allowed {
+            return Err(plain(StatusCode::FORBIDDEN, &format!("host '{host}' is not allowed")));
+        }
+    }
+    Ok(())
+}
+
+fn is_loopback_origin(origin: &str) -> bool {
+    let Some((_, rest)) = origin.split_once("://") else { return false };
+    is_loopback_name(host_name(rest))
+}
+
+/// The host part of `host[:port]` or `[v6]:port`.
+fn host_name(authority: &str) -> &str {
+    if let Some(rest) = authority.strip_prefix('[') {
+        return rest.split(']').next().unwrap_or("");
+    }
+    authority.split(':').next().unwrap_or("")
+}
+
+fn is_loopback_name(name: &str) -> bool {
+    matches!(name, "localhost" | "127.0.0.1" | "::1") || name.starts_with("127.")
+}
+
+fn header_str<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
+    headers.get(name).and_then(|value| value.to_str().ok())
+}
+
+async fn handle_post(State(state): State<Arc<HttpState>>, headers: HeaderMap, body: Bytes) -> Response {
+    if let Err(refusal) = check_origin(&state, &headers) {
+        return refusal;
+    }
+    let message = match Message::parse(&body) {
+        Ok(message) => message,
+        Err(malformed) => {
+            return rpc_response(StatusCode::BAD_REQUEST, &Message::Error { id: malformed.id, error: malformed.error });
+        }
+    };
+    let session_id = header_str(&headers, SESSION_HEADER).map(str::to_owned);
+    let (id, method, params) = match message {
+        Message::Request { id, method, params } => (id, method, params),
+        Message::Notification { method, params } => {
+            if method == "notifications/cancelled"
+                && let Some(session) = session_id.and_then(|id| find_session(&state, &id))
+            {
+                cancel_in_session(&session, params.as_ref());
+            }
+            return StatusCode::ACCEPTED.into_response();
+        }
+        Message::Response { .. } | Message::Error { .. } => return StatusCode::ACCEPTED.into_response(),
+    };
+    let modern = RequestEra::of(params.as_ref()) == RequestEra::Modern || header_str(&headers, VERSION_HEADER) == Some(MODERN_VERSION);
+    let mut new_session = None;
+    let session = if modern {
+        if let Some(declared) = header_str(&headers, METHOD_HEADER)
+            && declared != method
+        {
+            let error = Message::error(Some(id), code::INVALID_REQUEST, format!("header Mcp-Method '{declared}' does not match the body's method '{method}'"));
+            return rpc_response(StatusCode::BAD_REQUEST, &error);
+        }
+        None
+    } else if method == "initialize" {
+        let id: String = format!("{:032x}", rand::rng().random::<u128>());
+        let session = Arc::new(Session { in_flight: Mutex::default() });
+        if let Ok(mut sessions) = state.sessions.lock() {
+            sessions.insert(id.clone(), session.clone());
+        }
+        new_session = Some(id);
+        Some(session)
+    } else {
+        match session_id {
+            None => {
+                let error = Message::error(Some(id), code::INVALID_REQUEST, "missing Mcp-Session-Id header: send initialize first (or use protocol version 2026-07-28)");
+                return rpc_response(StatusCode::BAD_REQUEST, &error);
+            }
+            Some(session_id) => match find_session(&state, &session_id) {
+                Some(session) => Some(session),
+                None => {
+                    let error = Message::error(Some(id), code::INVALID_REQUEST, "unknown or expired session");
+                    return rpc_response(StatusCode::NOT_FOUND, &error);
+                }
+            },
+        }
+    };
+    let cancel = CancellationToken::new();
+    if let Some(session) = &session
+        && let Ok(mut map) = session.in_flight.lock()
+    {
+        map.insert(id.clone(), cancel.clone());
+    }
+    let mut response = match progress_token(params.as_ref()) {
+        Some(token) => stream_answer(state.dispatcher.clone(), session, id, method, params, token, cancel),
+        None => {
+            // If the client disconnects, this future is dropped and the guard cancels the call.
+            let guard = cancel.clone().drop_guard();
+            let ctx = CallContext { cancel: cancel.clone(), ..CallContext::default() };
+            let answer = state.dispatcher.handle(id.clone(), &method, params, ctx).await;
+            guard.disarm();
+            forget_request(session.as_deref(), &id);
+            rpc_response(StatusCode::OK, &answer)
+        }
+    };
+    if let Some(session_id) = new_session
+        && let Ok(value) = HeaderValue::from_str(&session_id)
+    {
+        response.headers_mut().insert(SESSION_HEADER, value);
+    }
+    response
+}
+
+/// Answers with an SSE stream: progress notifications, then the result. Dropping the stream
+/// (the client closed it) cancels the call.
+fn stream_answer(
+    dispatcher: Dispatcher,
+    session: Option<Arc<Session>>,
+    id: RequestId,
+    method: String,
+    params: Option<Value>,
+    token: Value,
+    cancel: CancellationToken,
+) -> Response {
+    let (events_tx, events) = mpsc::unbounded_channel::<String>();
+    let progress_out = events_tx.clone();
+    let ctx = CallContext {
+        cancel: cancel.clone(),
+        progress: Some(ProgressSink::new(move |progress| {
+            let _ = progress_out.send(progress_notification(&token, &progress).to_line());
+        })),
+        ..CallContext::default()
+    };
+    tokio::spawn(async move {
+        let answer = dispatcher.handle(id.clone(), &method, params, ctx).await;
+        forget_request(session.as_deref(), &id);
+        let _ = events_tx.send(answer.to_line());
+    });
+    let guard: DropGuard = cancel.drop_guard();
+    let stream = futures::stream::unfold((events, guard), |(mut events, guard)| async move {
+        let line = events.recv().await?;
+        let event = Bytes::from(format!("event: message\ndata: {line}\n\n"));
+        Some((Ok::<_, Infallible>(event), (events, guard)))
+    });
+    sse_response(Body::from_stream(stream))
+}
+
+fn sse_response(body: Body) -> Response {
+    Response::builder()
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .header(header::CACHE_CONTROL, "no-cache")
+        .body(body)
+        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}
+
+fn find_session(state: &HttpState, id: &str) -> Option<Arc<Session>> {
+    state.sessions.lock().ok()?.get(id).cloned()
+}
+
+fn forget_request(session: Option<&Session>, id: &RequestId) {
+    if let Some(session) = session
+        && let Ok(mut map) = session.in_flight.lock()
+    {
+        map.remove(id);
+    }
+}
+
+fn cancel_in_session(session: &Session, params: Option<&Value>) {
+    let Some(id) = params.and_then(|p| p.get("requestId")).cloned() else { return };
+    let Ok(id) = serde_json::from_value::<RequestId>(id) else { return };
+    let token = session.in_flight.lock().ok().and_then(|map| map.get(&id).cloned());
+    if let Some(token) = token {
+        token.cancel();
+    }
+}
+
+/// GET opens a legacy session's stream of server notifications (`list_changed`).
+async fn handle_get(State(state): State<Arc<HttpState>>, headers: HeaderMap) -> Response {
+    if let Err(refusal) = check_origin(&state, &headers) {
+        return refusal;
+    }
+    let Some(session_id) = header_str(&headers, SESSION_HEADER) else {
+        return plain(StatusCode::METHOD_NOT_ALLOWED, "GET needs an Mcp-Session-Id (legacy sessions only)");
+    };
+    if find_session(&state, session_id).is_none() {
+        return plain(StatusCode::NOT_FOUND, "unknown or expired session");
+    }
+    let mut version = state.dispatcher.backend().catalog_version();
+    version.mark_unchanged();
+    let stream = futures::stream::unfold(version, |mut version| async move {
+        version.changed().await.ok()?;
+        let note = Message::notification("notifications/tools/list_changed", serde_json::json!({}));
+        Some((Ok::<_, Infallible>(Bytes::from(format!("event: message\ndata: {}\n\n", note.to_line()))), version))
+    });
+    let keepalive = futures::stream::unfold((), |()| async {
+        tokio::time::sleep(Duration::from_secs(15)).await;
+        Some((Ok::<_, Infallible>(Bytes::from_static(b": keepalive\n\n")), ()))
+    });
+    sse_response(Body::from_stream(futures::stream::select(stream, keepalive).boxed()))
+}
+
+/// DELETE ends a legacy session.
+async fn handle_delete(State(state): State<Arc<HttpState>>, headers: HeaderMap) -> Response {
+    if let Err(refusal) = check_origin(&state, &headers) {
+        return refusal;
+    }
+    let Some(session_id) = header_str(&headers, SESSION_HEADER) else {
+        return plain(StatusCode::BAD_REQUEST, "missing Mcp-Session-Id header");
+    };
+    let removed = state.sessions.lock().ok().and_then(|mut sessions| sessions.remove(session_id));
+    match removed {
+        Some(session) => {
+            let pending: Vec<_> = session.in_flight.lock().map(|map| map.values().cloned().collect()).unwrap_or_default();
+            for cancel in pending {
+                cancel.cancel();
+            }
+            StatusCode::NO_CONTENT.into_response()
+        }
+        None => plain(StatusCode::NOT_FOUND, "unknown or expired session"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_names_and_origins() {
+        assert!(is_loopback_origin("http://localhost:3000"));
+        assert!(is_loopback_origin("http://127.0.0.1"));
+        assert!(is_loopback_origin("http://[::1]:8080"));
+        assert!(!is_loopback_origin("https://evil.example"));
+        assert!(!is_loopback_origin("http://localhost.evil.example"));
+        assert_eq!(host_name("127.0.0.1:8080"), "127.0.0.1");
+        assert_eq!(host_name("[::1]:8080"), "::1");
+    }
+}

@@ -1,0 +1,14 @@
+//! Switchboard as an MCP server: the gateway front.
+//!
+//! [`Backend`] is what the front serves (the Host implements it); [`dispatch`] answers one
+//! JSON-RPC request in either era; [`stdio`] and [`http`] carry requests in and answers out.
+//! Both eras are spoken on the same endpoint: a request is modern when its `_meta` carries
+//! the 2026-07-28 protocol version, legacy otherwise.
+
+pub mod backend;
+pub mod dispatch;
+pub mod http;
+pub mod stdio;
+
+pub use backend::{Backend, ServerIdentity};
+pub use dispatch::Dispatcher;

@@ -1,0 +1,198 @@
+//! The stdio front: one client on stdin/stdout, newline-delimited JSON-RPC.
+//!
+//! Requests run concurrently (each in its own task); answers and notifications go through one
+//! writer task that flushes once per burst. `notifications/cancelled` cancels the named call,
+//! which cancels it upstream. When stdin closes, in-flight calls get a grace period, then the
+//! front returns.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::Value;
+use switchboard_core::{CallContext, ProgressSink};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::dispatch::{Dispatcher, progress_notification, progress_token};
+use crate::jsonrpc::{Message, RequestId, code};
+
+/// Options of the stdio front.
+#[derive(Debug, Clone)]
+pub struct StdioOptions {
+    pub max_message_bytes: usize,
+    /// How long in-flight calls may run after stdin closes or shutdown is requested.
+    pub grace: Duration,
+}
+
+type InFlight = Arc<Mutex<HashMap<RequestId, CancellationToken>>>;
+
+/// Serves one client until `input` ends or `shutdown` fires.
+pub async fn serve(
+    dispatcher: Dispatcher,
+    input: impl AsyncRead + Unpin,
+    output: impl AsyncWrite + Unpin + Send + 'static,
+    options: StdioOptions,
+    shutdown: CancellationToken,
+) {
+    let (out_tx, out_rx) = mpsc::unbounded_channel::<String>();
+    let writer = tokio::spawn(write_lines(output, out_rx));
+    let in_flight: InFlight = Arc::default();
+    let tasks = tokio_util::task::TaskTracker::new();
+    let initialized = CancellationToken::new();
+    tasks.spawn(announce_changes(dispatcher.clone(), out_tx.clone(), initialized.clone(), shutdown.clone()));
+
+    let mut reader = BufReader::with_capacity(64 * 1024, input);
+    let mut line = Vec::with_capacity(4096);
+    loop {
+        line.clear();
+        let read = tokio::select! {
+            () = shutdown.cancelled() => break,
+            read = read_line(&mut reader, &mut line, options.max_message_bytes) => read,
+        };
+        match read {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(LineError::TooLong) => {
+                let message = Message::error(None, code::INVALID_REQUEST, format!("message exceeds the {}-byte limit", options.max_message_bytes));
+                let _ = out_tx.send(message.to_line());
+                continue;
+            }
+            Err(LineError::Io) => break,
+        }
+        let bytes = line.trim_ascii();
+        if bytes.is_empty() {
+            continue;
+        }
+        let message = match Message::parse(bytes) {
+            Ok(message) => message,
+            Err(malformed) => {
+                let _ = out_tx.send(Message::Error { id: malformed.id, error: malformed.error }.to_line());
+                continue;
+            }
+        };
+        match message {
+            Message::Request { id, method, params } => {
+                let cancel = CancellationToken::new();
+                if let Ok(mut map) = in_flight.lock() {
+                    map.insert(id.clone(), cancel.clone());
+                }
+                let mut ctx = CallContext { cancel, ..CallContext::default() };
+                if let Some(token) = progress_token(params.as_ref()) {
+                    let out = out_tx.clone();
+                    ctx.progress = Some(ProgressSink::new(move |progress| {
+                        let _ = out.send(progress_notification(&token, &progress).to_line());
+                    }));
+                }
+                let dispatcher = dispatcher.clone();
+                let out = out_tx.clone();
+                let in_flight = in_flight.clone();
+                tasks.spawn(async move {
+                    let cancel = ctx.cancel.clone();
+                    let answer = dispatcher.handle(id.clone(), &method, params, ctx).await;
+                    if let Ok(mut map) = in_flight.lock() {
+                        map.remove(&id);
+                    }
+                    // A cancelled request gets no answer (the client has moved on).
+                    if !cancel.is_cancelled() {
+                        let _ = out.send(answer.to_line());
+                    }
+                });
+            }
+            Message::Notification { method, params } => match method.as_str() {
+                "notifications/initialized" => initialized.cancel(),
+                "notifications/cancelled" => cancel_request(&in_flight, params.as_ref()),
+                _ => {}
+            },
+            Message::Response { .. } | Message::Error { .. } => {}
+        }
+    }
+    tasks.close();
+    if tokio::time::timeout(options.grace, tasks.wait()).await.is_err() {
+        let pending: Vec<_> = in_flight.lock().map(|map| map.values().cloned().collect()).unwrap_or_default();
+        for cancel in pending {
+            cancel.cancel();
+        }
+    }
+    shutdown.cancel();
+    drop(out_tx);
+    let _ = writer.await;
+}
+
+fn cancel_request(in_flight: &InFlight, params: Option<&Value>) {
+    let Some(id) = params.and_then(|p| p.get("requestId")).cloned() else { return };
+    let Ok(id) = serde_json::from_value::<RequestId>(id) else { return };
+    let token = in_flight.lock().ok().and_then(|map| map.get(&id).cloned());
+    if let Some(token) = token {
+        token.cancel();
+    }
+}
+
+/// Sends `notifications/tools/list_changed` whenever the catalog changes after the client
+/// finished initializing.
+async fn announce_changes(dispatcher: Dispatcher, out: mpsc::UnboundedSender<String>, initialized: CancellationToken, shutdown: CancellationToken) {
+    let mut version = dispatcher.backend().catalog_version();
+    version.mark_unchanged();
+    loop {
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            changed = version.changed() => if changed.is_err() { return },
+        }
+        if initialized.is_cancelled() {
+            let note = Message::notification("notifications/tools/list_changed", serde_json::json!({}));
+            if out.send(note.to_line()).is_err() {
+                return;
+            }
+        }
+    }
+}
+
+async fn write_lines(mut output: impl AsyncWrite + Unpin, mut lines: mpsc::UnboundedReceiver<String>) {
+    let mut buffer = Vec::with_capacity(8192);
+    while let Some(line) = lines.recv().await {
+        buffer.clear();
+        buffer.extend_from_slice(line.as_bytes());
+        buffer.push(b'\n');
+        while let Ok(more) = lines.try_recv() {
+            buffer.extend_from_slice(more.as_bytes());
+            buffer.push(b'\n');
+        }
+        if output.write_all(&buffer).await.is_err() || output.flush().await.is_err() {
+            // The client is gone (broken pipe): nothing left to say.
+            return;
+        }
+    }
+}
+
+enum LineError {
+    TooLong,
+    Io,
+}
+
+/// Reads one line; a line over the limit is skipped entirely and reported.
+async fn read_line(reader: &mut BufReader<impl AsyncRead + Unpin>, line: &mut Vec<u8>, max_bytes: usize) -> Result<usize, LineError> {
+    let mut too_long = false;
+    loop {
+        let available = reader.fill_buf().await.map_err(|_| LineError::Io)?;
+        if available.is_empty() {
+            return if too_long { Err(LineError::TooLong) } else { Ok(line.len()) };
+        }
+        let (chunk, done) = match available.iter().position(|&b| b == b'\n') {
+            Some(end) => (&available[..=end], true),
+            None => (available, false),
+        };
+        if !too_long {
+            line.extend_from_slice(chunk);
+            if line.len() > max_bytes {
+                too_long = true;
+                line.clear();
+            }
+        }
+        let consumed = chunk.len();
+        reader.consume(consumed);
+        if done {
+            return if too_long { Err(LineError::TooLong) } else { Ok(line.len()) };
+        }
+    }
+}

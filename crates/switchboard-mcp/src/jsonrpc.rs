@@ -1,0 +1,234 @@
+//! JSON-RPC 2.0 messages as MCP uses them, parsed once at the edge.
+//!
+//! Messages are kept close to the wire (`serde_json::Value` params and results) because the
+//! gateway routes most of them without looking inside; only the parts it acts on are typed.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// Standard JSON-RPC error codes used by MCP.
+pub mod code {
+    pub const PARSE_ERROR: i64 = -32700;
+    pub const INVALID_REQUEST: i64 = -32600;
+    pub const METHOD_NOT_FOUND: i64 = -32601;
+    pub const INVALID_PARAMS: i64 = -32602;
+    pub const INTERNAL_ERROR: i64 = -32603;
+    /// MCP: the requested resource does not exist.
+    pub const RESOURCE_NOT_FOUND: i64 = -32002;
+}
+
+/// A request or notification id: a string or an integer.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum RequestId {
+    Number(i64),
+    String(String),
+}
+
+impl std::fmt::Display for RequestId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Number(n) => write!(f, "{n}"),
+            Self::String(s) => write!(f, "{s}"),
+        }
+    }
+}
+
+/// The `error` member of an error response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RpcError {
+    pub code: i64,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+}
+
+impl RpcError {
+    pub fn new(code: i64, message: impl Into<String>) -> Self {
+        Self { code, message: message.into(), data: None }
+    }
+}
+
+/// One JSON-RPC message.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Message {
+    Request { id: RequestId, method: String, params: Option<Value> },
+    Notification { method: String, params: Option<Value> },
+    Response { id: RequestId, result: Value },
+    Error { id: Option<RequestId>, error: RpcError },
+}
+
+/// The shape every JSON-RPC message fits, before classification.
+#[derive(Deserialize)]
+struct Raw {
+    jsonrpc: Option<String>,
+    id: Option<Value>,
+    method: Option<String>,
+    params: Option<Value>,
+    result: Option<Value>,
+    error: Option<RpcError>,
+}
+
+/// Why bytes are not a JSON-RPC message; carries the id when one could be read, so the
+/// answer can name the request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Malformed {
+    pub id: Option<RequestId>,
+    pub error: RpcError,
+}
+
+impl Message {
+    /// Parses one message. Batches (arrays) are refused: MCP removed them in 2025-06-18.
+    pub fn parse(bytes: &[u8]) -> Result<Self, Malformed> {
+        let raw: Raw = serde_json::from_slice(bytes).map_err(|error| {
+            let kind = if error.is_data() { code::INVALID_REQUEST } else { code::PARSE_ERROR };
+            let what = if kind == code::PARSE_ERROR { "parse error" } else { "invalid request" };
+            Malformed { id: None, error: RpcError::new(kind, format!("{what}: {error}")) }
+        })?;
+        Self::classify(raw)
+    }
+
+    /// Classifies an already-parsed JSON value.
+    pub fn from_value(value: Value) -> Result<Self, Malformed> {
+        let raw: Raw = serde_json::from_value(value).map_err(|error| Malformed {
+            id: None,
+            error: RpcError::new(code::INVALID_REQUEST, format!("invalid request: {error}")),
+        })?;
+        Self::classify(raw)
+    }
+
+    fn classify(raw: Raw) -> Result<Self, Malformed> {
+        let id = match raw.id {
+            None | Some(Value::Null) => None,
+            Some(Value::Number(n)) => match n.as_i64() {
+                Some(n) => Some(RequestId::Number(n)),
+                None => return Err(invalid(None, "id must be a string or an integer")),
+            },
+            Some(Value::String(s)) => Some(RequestId::String(s)),
+            Some(_) => return Err(invalid(None, "id must be a string or an integer")),
+        };
+        if raw.jsonrpc.as_deref() != Some("2.0") {
+            return Err(invalid(id, "jsonrpc must be \"2.0\""));
+        }
+        if let Some(params) = &raw.params
+            && !params.is_object()
+            && !params.is_array()
+        {
+            return Err(invalid(id, "params must be an object"));
+        }
+        match (raw.method, id, raw.result, raw.error) {
+            (Some(method), Some(id), None, None) => Ok(Self::Request { id, method, params: raw.params }),
+            (Some(method), None, None, None) => Ok(Self::Notification { method, params: raw.params }),
+            (None, Some(id), Some(result), None) => Ok(Self::Response { id, result }),
+            (None, id, None, Some(error)) => Ok(Self::Error { id, error }),
+            (_, id, _, _) => Err(invalid(id, "not a request, notification or response")),
+        }
+    }
+
+    /// Serializes to one line of JSON (no trailing newline).
+    pub fn to_json(&self) -> Value {
+        match self {
+            Self::Request { id, method, params } => {
+                let mut object = envelope();
+                object.insert("id".into(), id_value(id));
+                object.insert("method".into(), Value::String(method.clone()));
+                if let Some(params) = params {
+                    object.insert("params".into(), params.clone());
+                }
+                Value::Object(object)
+            }
+            Self::Notification { method, params } => {
+                let mut object = envelope();
+                object.insert("method".into(), Value::String(method.clone()));
+                if let Some(params) = params {
+                    object.insert("params".into(), params.clone());
+                }
+                Value::Object(object)
+            }
+            Self::Response { id, result } => {
+                let mut object = envelope();
+                object.insert("id".into(), id_value(id));
+                object.insert("result".into(), result.clone());
+                Value::Object(object)
+            }
+            Self::Error { id, error } => {
+                let mut object = envelope();
+                // JSON-RPC 2.0: an error about a request whose id could not be read has id null.
+                object.insert("id".into(), id.as_ref().map_or(Value::Null, id_value));
+                object.insert("error".into(), serde_json::to_value(error).unwrap_or(Value::Null));
+                Value::Object(object)
+            }
+        }
+    }
+
+    pub fn to_line(&self) -> String {
+        self.to_json().to_string()
+    }
+
+    pub fn notification(method: &str, params: Value) -> Self {
+        Self::Notification { method: method.to_owned(), params: Some(params) }
+    }
+
+    pub fn error(id: Option<RequestId>, code: i64, message: impl Into<String>) -> Self {
+        Self::Error { id, error: RpcError::new(code, message) }
+    }
+}
+
+fn envelope() -> Map<String, Value> {
+    let mut object = Map::with_capacity(4);
+    object.insert("jsonrpc".into(), Value::String("2.0".into()));
+    object
+}
+
+fn id_value(id: &RequestId) -> Value {
+    match id {
+        RequestId::Number(n) => Value::from(*n),
+        RequestId::String(s) => Value::String(s.clone()),
+    }
+}
+
+fn invalid(id: Option<RequestId>, message: &str) -> Malformed {
+    Malformed { id, error: RpcError::new(code::INVALID_REQUEST, format!("invalid request: {message}")) }
+}
+
+/// The `_meta` object of a params value, if any.
+pub fn params_meta(params: Option<&Value>) -> Option<&Map<String, Value>> {
+    params?.get("_meta")?.as_object()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn classifies_every_kind() {
+        let request = Message::parse(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#).expect("request");
+        assert_eq!(request, Message::Request { id: RequestId::Number(1), method: "ping".into(), params: None });
+        let note = Message::parse(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).expect("note");
+        assert!(matches!(note, Message::Notification { .. }));
+        let response = Message::parse(br#"{"jsonrpc":"2.0","id":"a","result":{}}"#).expect("response");
+        assert_eq!(response, Message::Response { id: RequestId::String("a".into()), result: json!({}) });
+        let error = Message::parse(br#"{"jsonrpc":"2.0","id":2,"error":{"code":-1,"message":"x"}}"#).expect("error");
+        assert!(matches!(error, Message::Error { id: Some(RequestId::Number(2)), .. }));
+    }
+
+    #[test]
+    fn malformed_input_names_the_problem() {
+        let garbage = Message::parse(b"this is not json").expect_err("garbage");
+        assert_eq!(garbage.error.code, code::PARSE_ERROR);
+        let batch = Message::parse(br#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#).expect_err("batch");
+        assert_eq!(batch.error.code, code::INVALID_REQUEST);
+        let version = Message::parse(br#"{"jsonrpc":"1.0","id":7,"method":"ping"}"#).expect_err("version");
+        assert_eq!(version.id, Some(RequestId::Number(7)));
+        let params = Message::parse(br#"{"jsonrpc":"2.0","id":7,"method":"x","params":3}"#).expect_err("params");
+        assert!(params.error.message.contains("params"));
+    }
+
+    #[test]
+    fn round_trips() {
+        let message = Message::Request { id: RequestId::Number(3), method: "tools/list".into(), params: Some(json!({})) };
+        assert_eq!(Message::parse(message.to_line().as_bytes()).expect("parses"), message);
+    }
+}

@@ -1,0 +1,13 @@
+//! The one crate of Switchboard that speaks MCP.
+//!
+//! * [`upstream`]: Switchboard as a client of many servers (stdio children, Streamable HTTP,
+//!   legacy SSE, in-process providers), with era negotiation and supervision.
+//! * [`front`]: Switchboard as a server (stdio and Streamable HTTP, both eras).
+//! * [`jsonrpc`] and [`era`]: the wire format both sides share.
+//!
+//! Everything above this crate works on `switchboard-core`'s domain types.
+
+pub mod era;
+pub mod front;
+pub mod jsonrpc;
+pub mod upstream;

@@ -1,0 +1,17 @@
+//! Switchboard as an MCP client: one supervised connection per configured server.
+//!
+//! `transport` is the seam; `stdio` and `http` carry bytes; `client` speaks JSON-RPC;
+//! `session` negotiates the era and lists tools; `supervisor` keeps it all alive;
+//! `inprocess` adapts built-in tool providers.
+
+pub mod client;
+pub mod http;
+pub mod inprocess;
+pub mod session;
+pub mod stdio;
+pub mod supervisor;
+pub mod transport;
+
+pub use session::EraChoice;
+pub use stdio::StdioCommand;
+pub use supervisor::{Endpoint, ServerState, ServerStatus, Supervisor, UpstreamSpec};

@@ -1,0 +1,226 @@
+//! The stdio transport: the server is a child process speaking newline-delimited JSON-RPC on
+//! its stdin and stdout.
+//!
+//! The child runs in its own process group, so the whole group (an `npx` wrapper and the node
+//! process under it) is killed together when the connection is closed or dropped — no orphans.
+//! Its stderr is forwarded to the log under the server's name. Lines longer than the message
+//! limit are refused; lines that are not JSON are logged and remembered, so a failure to start
+//! can say what the server printed instead.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin, Command};
+use tokio::sync::mpsc;
+
+use super::transport::{Inbound, Opened, Transport, TransportError};
+use crate::jsonrpc::Message;
+
+/// How to start the child.
+#[derive(Debug, Clone)]
+pub struct StdioCommand {
+    pub command: String,
+    pub args: Vec<String>,
+    pub env: BTreeMap<String, String>,
+    pub cwd: Option<PathBuf>,
+    pub max_message_bytes: usize,
+}
+
+/// Kills the child's process group when dropped.
+struct GroupGuard {
+    pgid: Option<Pid>,
+}
+
+impl GroupGuard {
+    fn signal(&self, signal: Signal) {
+        if let Some(pgid) = self.pgid {
+            // ESRCH (already gone) is the expected case after a clean exit.
+            let _ = killpg(pgid, signal);
+        }
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        self.signal(Signal::SIGKILL);
+    }
+}
+
+struct StdioTransport {
+    outbound: mpsc::Sender<String>,
+    group: Arc<GroupGuard>,
+    child: tokio::sync::Mutex<Option<Child>>,
+    last_garbage: Arc<Mutex<Option<String>>>,
+}
+
+impl Transport for StdioTransport {
+    fn send(&self, message: Message) -> BoxFuture<'_, Result<(), TransportError>> {
+        Box::pin(async move {
+            self.outbound
+                .send(message.to_line())
+                .await
+                .map_err(|_| TransportError::new("the server's stdin is closed"))
+        })
+    }
+
+    fn diagnostics(&self) -> Option<String> {
+        let garbage = self.last_garbage.lock().ok()?.clone()?;
+        Some(format!("the server printed non-JSON on stdout: '{garbage}'"))
+    }
+
+    fn close(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            self.group.signal(Signal::SIGTERM);
+            let mut child = self.child.lock().await;
+            if let Some(child) = child.as_mut()
+                && tokio::time::timeout(Duration::from_secs(2), child.wait()).await.is_err()
+            {
+                self.group.signal(Signal::SIGKILL);
+                let _ = child.wait().await;
+            }
+            self.group.signal(Signal::SIGKILL);
+        })
+    }
+}
+
+/// Starts the child and wires its pipes.
+pub fn spawn(server: &str, spec: &StdioCommand) -> Result<Opened, TransportError> {
+    let mut command = Command::new(&spec.command);
+    command
+        .args(&spec.args)
+        .envs(&spec.env)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    if let Some(cwd) = &spec.cwd {
+        command.current_dir(cwd);
+    }
+    let mut child = command.spawn().map_err(|error| {
+        let hint = if error.kind() == std::io::ErrorKind::NotFound {
+            " (is it installed and on PATH?)"
+        } else {
+            ""
+        };
+        TransportError::new(format!("cannot start '{}': {error}{hint}", spec.command))
+    })?;
+    let group = Arc::new(GroupGuard { pgid: child.id().and_then(|id| i32::try_from(id).ok()).map(Pid::from_raw) });
+    let (Some(stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take())
+    else {
+        return Err(TransportError::new("the child's pipes were not created"));
+    };
+    let (outbound, outbound_rx) = mpsc::channel::<String>(256);
+    let (inbound_tx, inbound) = mpsc::channel::<Inbound>(256);
+    let last_garbage = Arc::new(Mutex::new(None::<String>));
+    tokio::spawn(write_lines(stdin, outbound_rx));
+    tokio::spawn(forward_stderr(server.to_owned(), stderr));
+    tokio::spawn(read_messages(server.to_owned(), stdout, inbound_tx, spec.max_message_bytes, last_garbage.clone()));
+    let transport = StdioTransport { outbound, group, child: tokio::sync::Mutex::new(Some(child)), last_garbage };
+    Ok(Opened { transport: Arc::new(transport), inbound })
+}
+
+/// Writes queued lines, flushing once per burst rather than once per line.
+async fn write_lines(mut stdin: ChildStdin, mut lines: mpsc::Receiver<String>) {
+    let mut buffer = Vec::with_capacity(4096);
+    while let Some(line) = lines.recv().await {
+        buffer.clear();
+        buffer.extend_from_slice(line.as_bytes());
+        buffer.push(b'\n');
+        while let Ok(more) = lines.try_recv() {
+            buffer.extend_from_slice(more.as_bytes());
+            buffer.push(b'\n');
+        }
+        if stdin.write_all(&buffer).await.is_err() || stdin.flush().await.is_err() {
+            return;
+        }
+    }
+}
+
+async fn forward_stderr(server: String, stderr: impl AsyncRead + Unpin) {
+    let mut lines = BufReader::new(stderr).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        tracing::info!(target: "switchboard::upstream::stderr", server = %server, "{line}");
+    }
+}
+
+async fn read_messages(
+    server: String,
+    stdout: impl AsyncRead + Unpin,
+    inbound: mpsc::Sender<Inbound>,
+    max_bytes: usize,
+    last_garbage: Arc<Mutex<Option<String>>>,
+) {
+    let mut reader = BufReader::with_capacity(64 * 1024, stdout);
+    let mut line = Vec::with_capacity(4096);
+    let reason = loop {
+        line.clear();
+        match read_bounded_line(&mut reader, &mut line, max_bytes).await {
+            Ok(0) => {
+                let garbage = last_garbage.lock().ok().and_then(|g| g.clone());
+                break match garbage {
+                    Some(text) => format!("the server closed stdout; it printed non-JSON output: '{text}'"),
+                    None => "the server closed stdout (exited?)".to_owned(),
+                };
+            }
+            Ok(_) => {}
+            Err(error) => break error,
+        }
+        let trimmed = line.trim_ascii();
+        if trimmed.is_empty() {
+            continue;
+        }
+        match Message::parse(trimmed) {
+            Ok(message) => {
+                if inbound.send(Inbound::Message(message)).await.is_err() {
+                    return;
+                }
+            }
+            Err(malformed) => {
+                let text: String = String::from_utf8_lossy(trimmed).chars().take(200).collect();
+                tracing::warn!(target: "switchboard::upstream", server = %server, "ignoring invalid message on stdout ({}): {text}", malformed.error.message);
+                if let Ok(mut slot) = last_garbage.lock() {
+                    *slot = Some(text);
+                }
+            }
+        }
+    };
+    let _ = inbound.send(Inbound::Closed(reason)).await;
+}
+
+/// Reads one line into `line`, refusing lines over `max_bytes`. Returns bytes read (0 = EOF).
+async fn read_bounded_line(
+    reader: &mut BufReader<impl AsyncRead + Unpin>,
+    line: &mut Vec<u8>,
+    max_bytes: usize,
+) -> Result<usize, String> {
+    loop {
+        let available = match reader.fill_buf().await {
+            Ok(bytes) => bytes,
+            Err(error) => return Err(format!("reading the server's stdout failed: {error}")),
+        };
+        if available.is_empty() {
+            return Ok(line.len());
+        }
+        let (chunk, done) = match available.iter().position(|&b| b == b'\n') {
+            Some(end) => (&available[..=end], true),
+            None => (available, false),
+        };
+        line.extend_from_slice(chunk);
+        let consumed = chunk.len();
+        reader.consume(consumed);
+        if line.len() > max_bytes {
+            return Err(format!("the server sent a message larger than the {max_bytes}-byte limit"));
+        }
+        if done {
+            return Ok(line.len());
+        }
+    }
+}

@@ -1,0 +1,50 @@
+//! The seam between an MCP client and the bytes: a [`Transport`] sends messages and a channel
+//! delivers what the server sends back, whatever carries them (a child's pipes, HTTP POSTs
+//! with JSON or SSE answers, a legacy SSE stream).
+
+use futures::future::BoxFuture;
+use tokio::sync::mpsc;
+
+use crate::jsonrpc::Message;
+
+/// Why a message could not be sent, or why the connection ended.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct TransportError(pub String);
+
+impl TransportError {
+    pub fn new(reason: impl Into<String>) -> Self {
+        Self(reason.into())
+    }
+}
+
+/// What the server sent: a message, or the end of the connection with its reason.
+#[derive(Debug)]
+pub enum Inbound {
+    Message(Message),
+    Closed(String),
+}
+
+/// Sends messages to one server.
+pub trait Transport: Send + Sync {
+    /// Sends one message. For HTTP transports, the answer (and any notifications sent on the
+    /// way) arrive on the inbound channel like every other message.
+    fn send(&self, message: Message) -> BoxFuture<'_, Result<(), TransportError>>;
+
+    /// Tells the transport which protocol version was negotiated (HTTP sends it as a header).
+    fn set_protocol_version(&self, _version: &str) {}
+
+    /// What the transport saw that may explain a failure (e.g. non-JSON on stdout).
+    fn diagnostics(&self) -> Option<String> {
+        None
+    }
+
+    /// Ends the connection: kills the child process group, or ends the HTTP session.
+    fn close(&self) -> BoxFuture<'_, ()>;
+}
+
+/// A freshly opened transport and the channel of what the server sends.
+pub struct Opened {
+    pub transport: std::sync::Arc<dyn Transport>,
+    pub inbound: mpsc::Receiver<Inbound>,
+}

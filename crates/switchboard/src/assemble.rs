@@ -1,0 +1,84 @@
+//! From a validated [`Config`] to running parts: each server config becomes an
+//! [`UpstreamSpec`] plus its naming, built-in servers are resolved to their providers, and
+//! gateway settings become [`HostOptions`].
+
+use std::sync::Arc;
+
+use switchboard_core::catalog::{NamingRules, ToolOverride};
+use switchboard_core::config::{Config, EraPreference, ServerConfig, Transport};
+use switchboard_core::ServerId;
+use switchboard_mcp::upstream::{Endpoint, EraChoice, StdioCommand, UpstreamSpec};
+
+use crate::host::{Host, HostOptions, ServerPlan};
+
+/// A config that validated but cannot be run (e.g. an unknown built-in).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct AssembleError(pub String);
+
+impl Host {
+    /// Builds and starts a Host from a config. Returns at once; servers connect in parallel.
+    pub fn from_config(config: &Config) -> Result<Self, AssembleError> {
+        Self::from_config_with(config, HostOptions::default())
+    }
+
+    /// Like [`Host::from_config`], with options (recorder, identity) chosen by the caller;
+    /// naming comes from the config.
+    pub fn from_config_with(config: &Config, mut options: HostOptions) -> Result<Self, AssembleError> {
+        let plans = plans(config)?;
+        options.naming = NamingRules { separator: config.gateway.separator.clone(), aliases: config.aliases.clone() };
+        Ok(Self::start(plans, options))
+    }
+}
+
+/// The server plans of a config, in config order; disabled servers are left out.
+pub fn plans(config: &Config) -> Result<Vec<ServerPlan>, AssembleError> {
+    config.servers.iter().filter(|server| server.enabled).map(|server| plan(config, server)).collect()
+}
+
+fn plan(config: &Config, server: &ServerConfig) -> Result<ServerPlan, AssembleError> {
+    let gateway = &config.gateway;
+    let endpoint = match &server.transport {
+        Transport::Stdio { command, args, env, cwd } => Endpoint::Stdio(StdioCommand {
+            command: command.clone(),
+            args: args.clone(),
+            env: env.clone(),
+            cwd: cwd.clone(),
+            max_message_bytes: gateway.max_message_bytes,
+        }),
+        Transport::Http { url, headers } => Endpoint::StreamableHttp { url: url.clone(), headers: headers.clone() },
+        Transport::Sse { url, headers } => Endpoint::Sse { url: url.clone(), headers: headers.clone() },
+        Transport::Builtin { name } => {
+            let provider = switchboard_tools::builtin(name).ok_or_else(|| {
+                AssembleError(format!(
+                    "server '{}': unknown built-in '{name}' (available: {})",
+                    server.id,
+                    switchboard_tools::BUILTINS.join(", ")
+                ))
+            })?;
+            Endpoint::InProcess(Arc::clone(&provider))
+        }
+    };
+    let prefix = if gateway.prefix_tools { server.prefix.clone().unwrap_or_else(|| server.id.clone()) } else { String::new() };
+    Ok(ServerPlan {
+        spec: UpstreamSpec {
+            id: ServerId::new(&server.id),
+            endpoint,
+            era: match server.era {
+                EraPreference::Auto => EraChoice::Auto,
+                EraPreference::Legacy => EraChoice::Legacy,
+                EraPreference::Modern => EraChoice::Modern,
+            },
+            connect_timeout: gateway.connect_timeout,
+            discover_timeout: gateway.discover_timeout,
+            max_message_bytes: gateway.max_message_bytes,
+        },
+        prefix,
+        overrides: server
+            .tools
+            .iter()
+            .map(|(tool, o)| (tool.clone(), ToolOverride { name: o.name.clone(), description: o.description.clone(), hidden: o.hidden }))
+            .collect(),
+        call_timeout: server.call_timeout.unwrap_or(gateway.call_timeout),
+    })
+}

@@ -1,0 +1,244 @@
+//! The Host: supervisors in, one catalog snapshot and one pipeline out.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use arc_swap::ArcSwap;
+use futures::future::BoxFuture;
+use serde::Serialize;
+use serde_json::{Map, Value};
+use switchboard_core::catalog::{NamingRules, ServerSlice, ToolOverride};
+use switchboard_core::clock::SystemClock;
+use switchboard_core::pipeline::{CallError, LogRecorder, Pipeline, Recorder};
+use switchboard_core::upstream::{Upstream, UpstreamDirectory};
+use switchboard_core::{CallContext, Catalog, CatalogProblem, ServerId, ToolCall, ToolDefinition, ToolOutcome};
+use switchboard_mcp::front::{Backend, ServerIdentity};
+use switchboard_mcp::upstream::{Supervisor, UpstreamSpec};
+use tokio::sync::watch;
+
+/// One server as the Host runs it.
+#[derive(Clone)]
+pub struct ServerPlan {
+    pub spec: UpstreamSpec,
+    /// Prefix of exposed names; empty for pass-through.
+    pub prefix: String,
+    pub overrides: BTreeMap<String, ToolOverride>,
+    pub call_timeout: Duration,
+}
+
+/// Host-wide options.
+#[derive(Clone)]
+pub struct HostOptions {
+    pub naming: NamingRules,
+    /// How long the first listing waits for servers' first connection attempts.
+    pub startup_wait: Duration,
+    pub identity: ServerIdentity,
+    pub recorder: Arc<dyn Recorder>,
+}
+
+impl Default for HostOptions {
+    fn default() -> Self {
+        Self {
+            naming: NamingRules::default(),
+            startup_wait: Duration::from_secs(10),
+            identity: ServerIdentity { name: "switchboard".to_owned(), version: env!("CARGO_PKG_VERSION").to_owned(), instructions: None },
+            recorder: Arc::new(LogRecorder),
+        }
+    }
+}
+
+/// One server's line in `switchboard status`.
+#[derive(Debug, Clone, Serialize)]
+pub struct ServerReport {
+    pub server: String,
+    pub state: &'static str,
+    pub era: Option<String>,
+    pub protocol_version: Option<String>,
+    pub transport: &'static str,
+    pub tools: usize,
+    pub error: Option<String>,
+    /// Tools of this server that are not exposed, and why.
+    pub notes: Vec<String>,
+}
+
+struct Inner {
+    plans: Vec<ServerPlan>,
+    supervisors: Vec<Arc<Supervisor>>,
+    catalog: ArcSwap<Catalog>,
+    version: watch::Sender<u64>,
+    rebuild_lock: Mutex<()>,
+    /// Set once the start-up wait is over.
+    started: std::sync::atomic::AtomicBool,
+    pipeline: Pipeline,
+    options: HostOptions,
+}
+
+/// A running Host. Cheap to clone.
+#[derive(Clone)]
+pub struct Host {
+    inner: Arc<Inner>,
+}
+
+impl Host {
+    /// Starts every server in parallel and returns at once; see [`Host::ready`].
+    pub fn start(plans: Vec<ServerPlan>, options: HostOptions) -> Self {
+        let inner = Arc::new_cyclic(|weak: &Weak<Inner>| {
+            let supervisors = plans
+                .iter()
+                .map(|plan| {
+                    let weak = weak.clone();
+                    Supervisor::start(plan.spec.clone(), Arc::new(move |_server: &ServerId| {
+                        if let Some(inner) = weak.upgrade() {
+                            inner.rebuild();
+                        }
+                    }))
+                })
+                .collect();
+            let (version, _) = watch::channel(0);
+            Inner {
+                plans,
+                supervisors,
+                catalog: ArcSwap::from_pointee(Catalog::default()),
+                version,
+                rebuild_lock: Mutex::new(()),
+                started: std::sync::atomic::AtomicBool::new(false),
+                pipeline: Pipeline::new(options.recorder.clone(), Arc::new(SystemClock)),
+                options,
+            }
+        });
+        inner.rebuild();
+        Self { inner }
+    }
+
+    /// Waits until every server's first connection attempt has finished (each is bounded by
+    /// its connect timeout, and they run in parallel).
+    pub async fn ready(&self) {
+        futures::future::join_all(self.inner.supervisors.iter().map(|s| s.settled())).await;
+        // A supervisor marks itself settled just before it asks for the rebuild: make sure
+        // the catalog already reflects what `settled` promised.
+        self.inner.rebuild();
+    }
+
+    /// The current catalog snapshot.
+    pub fn catalog(&self) -> Arc<Catalog> {
+        self.inner.catalog.load_full()
+    }
+
+    /// Runs one call through the pipeline.
+    pub async fn call(&self, ctx: &CallContext, name: &str, arguments: Map<String, Value>) -> Result<ToolOutcome, CallError> {
+        let catalog = self.catalog();
+        self.inner.pipeline.call(&catalog, self.inner.as_ref(), ctx, ToolCall::new(name, arguments)).await
+    }
+
+    /// Bumped on every change of the exposed catalog.
+    pub fn catalog_version(&self) -> watch::Receiver<u64> {
+        self.inner.version.subscribe()
+    }
+
+    /// Per-server state, in config order.
+    pub fn status(&self) -> Vec<ServerReport> {
+        let catalog = self.catalog();
+        self.inner
+            .plans
+            .iter()
+            .zip(&self.inner.supervisors)
+            .map(|(plan, supervisor)| {
+                let status = supervisor.status();
+                let notes = catalog
+                    .problems()
+                    .iter()
+                    .filter(|problem| problem.server() == Some(supervisor.id()))
+                    .map(CatalogProblem::to_string)
+                    .collect();
+                ServerReport {
+                    server: supervisor.id().to_string(),
+                    state: status.state.as_str(),
+                    era: status.era.as_ref().map(|era| era.label().to_owned()),
+                    protocol_version: status.era.as_ref().map(|era| era.version().to_owned()),
+                    transport: plan.spec.endpoint.transport_label(),
+                    tools: catalog.count_for(supervisor.id()),
+                    error: status.error,
+                    notes,
+                }
+            })
+            .collect()
+    }
+
+    /// Problems of the catalog that belong to no single server (dangling aliases).
+    pub fn catalog_problems(&self) -> Vec<CatalogProblem> {
+        self.catalog().problems().to_vec()
+    }
+
+    /// Stops every server (killing child process groups).
+    pub async fn shutdown(&self) {
+        futures::future::join_all(self.inner.supervisors.iter().map(|s| s.stop())).await;
+    }
+
+    /// At start-up only: waits (bounded) for the first connection attempts, so a client's
+    /// first listing is complete. Afterwards returns at once — listings never wait on the network.
+    async fn wait_for_startup(&self) {
+        if !self.inner.started.load(std::sync::atomic::Ordering::Acquire) {
+            let _ = tokio::time::timeout(self.inner.options.startup_wait, self.ready()).await;
+            self.inner.started.store(true, std::sync::atomic::Ordering::Release);
+        }
+    }
+
+}
+
+impl Inner {
+    /// Builds a new catalog from every server's current tools and swaps it in.
+    fn rebuild(&self) {
+        let Ok(_guard) = self.rebuild_lock.lock() else { return };
+        let slices: Vec<ServerSlice> = self
+            .plans
+            .iter()
+            .zip(&self.supervisors)
+            .map(|(plan, supervisor)| ServerSlice {
+                server: plan.spec.id.clone(),
+                prefix: plan.prefix.clone(),
+                tools: supervisor.status().tools,
+                overrides: plan.overrides.clone(),
+                call_timeout: plan.call_timeout,
+            })
+            .collect();
+        let catalog = Catalog::build(&slices, &self.options.naming);
+        let previous = self.catalog.load();
+        let changed = previous.entries().len() != catalog.entries().len()
+            || previous.entries().iter().zip(catalog.entries()).any(|(a, b)| a.spec != b.spec);
+        self.catalog.store(Arc::new(catalog));
+        if changed {
+            self.version.send_modify(|version| *version += 1);
+        }
+    }
+}
+
+impl UpstreamDirectory for Inner {
+    fn upstream(&self, server: &ServerId) -> Option<Arc<dyn Upstream>> {
+        self.supervisors.iter().find(|s| s.id() == server)?.upstream()
+    }
+}
+
+impl Backend for Host {
+    fn identity(&self) -> ServerIdentity {
+        self.inner.options.identity.clone()
+    }
+
+    fn list_tools(&self, _agent: Option<&str>) -> BoxFuture<'_, Vec<ToolDefinition>> {
+        Box::pin(async move {
+            self.wait_for_startup().await;
+            self.catalog().entries().iter().map(|entry| entry.spec.definition.clone()).collect()
+        })
+    }
+
+    fn call_tool(&self, ctx: CallContext, call: ToolCall) -> BoxFuture<'_, Result<ToolOutcome, CallError>> {
+        Box::pin(async move {
+            self.wait_for_startup().await;
+            self.call(&ctx, &call.name, call.arguments).await
+        })
+    }
+
+    fn catalog_version(&self) -> watch::Receiver<u64> {
+        Host::catalog_version(self)
+    }
+}

@@ -1,0 +1,26 @@
+//! The Switchboard Host: what an agent embeds, and what the gateway serves.
+//!
+//! A [`Host`] is built from a config: it supervises one connection per server, keeps the
+//! catalog of their tools as an immutable snapshot swapped whole on every change, and runs
+//! every call through the one pipeline.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use switchboard::Host;
+//! use switchboard_core::config::Config;
+//! let host = Host::from_config(&Config::builtin_default())?;
+//! host.ready().await;
+//! for tool in host.catalog().entries() {
+//!     println!("{}", tool.exposed);
+//! }
+//! let result = host.call(&Default::default(), "clock__now", Default::default()).await?;
+//! println!("{}", result.text_content());
+//! host.shutdown().await;
+//! # Ok(()) }
+//! ```
+
+mod assemble;
+mod host;
+
+pub use assemble::{AssembleError, plans};
+pub use host::{Host, HostOptions, ServerPlan, ServerReport};

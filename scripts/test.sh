@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Runs every check and test of Switchboard. On a fresh machine it first installs what the
+# end-to-end tests need (npm reference servers, Node 22, the Python SDK) from the pinned
+# manifests in e2e/; later runs reuse them.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+echo "== installing test prerequisites (e2e/package-lock.json, e2e/requirements.txt)"
+bash scripts/install-test-deps.sh
+
+echo "== cargo fmt --check"
+cargo fmt --all -- --check
+
+echo "== cargo clippy"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+echo "== cargo build (binaries the end-to-end tests run)"
+cargo build --workspace --locked --bins
+
+echo "== cargo test"
+cargo test --workspace --locked --no-fail-fast
