@@ -9,5 +9,9 @@ pub fn init(flag: Option<&str>, default_level: &str) {
         .or_else(|| std::env::var("SWITCHBOARD_LOG").ok())
         .unwrap_or_else(|| default_level.to_owned());
     let filter = EnvFilter::try_new(&filter).unwrap_or_else(|_| EnvFilter::new(default_level));
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).try_init();
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .try_init();
 }

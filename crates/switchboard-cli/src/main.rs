@@ -49,9 +49,16 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let default_level = if matches!(cli.command, Command::Serve(_) | Command::ToolServer(_)) { "info" } else { "warn" };
+    let default_level = if matches!(cli.command, Command::Serve(_) | Command::ToolServer(_)) {
+        "info"
+    } else {
+        "warn"
+    };
     logging::init(cli.log.as_deref(), default_level);
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("error: cannot start the async runtime: {error}");

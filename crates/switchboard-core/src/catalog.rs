@@ -61,7 +61,10 @@ pub struct NamingRules {
 
 impl Default for NamingRules {
     fn default() -> Self {
-        Self { separator: "__".to_owned(), aliases: BTreeMap::new() }
+        Self {
+            separator: "__".to_owned(),
+            aliases: BTreeMap::new(),
+        }
     }
 }
 
@@ -81,10 +84,25 @@ pub struct CatalogEntry {
 /// Something about the catalog an operator should know.
 #[derive(Debug, Clone, PartialEq)]
 pub enum CatalogProblem {
-    Collision { name: String, kept: ServerId, dropped: ServerId, tool: String },
-    InvalidSchema { server: ServerId, tool: String, reason: String },
-    TaskRequired { server: ServerId, tool: String },
-    DanglingAlias { alias: String, target: String },
+    Collision {
+        name: String,
+        kept: ServerId,
+        dropped: ServerId,
+        tool: String,
+    },
+    InvalidSchema {
+        server: ServerId,
+        tool: String,
+        reason: String,
+    },
+    TaskRequired {
+        server: ServerId,
+        tool: String,
+    },
+    DanglingAlias {
+        alias: String,
+        target: String,
+    },
 }
 
 impl CatalogProblem {
@@ -101,19 +119,34 @@ impl CatalogProblem {
 impl std::fmt::Display for CatalogProblem {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Self::Collision { name, kept, dropped, tool } => write!(
+            Self::Collision {
+                name,
+                kept,
+                dropped,
+                tool,
+            } => write!(
                 f,
                 "tool '{tool}' of server '{dropped}' is hidden: its name '{name}' is already used by server '{kept}' (give one server a prefix or rename the tool)"
             ),
-            Self::InvalidSchema { server, tool, reason } => {
-                write!(f, "tool '{tool}' of server '{server}' is quarantined: {reason}")
+            Self::InvalidSchema {
+                server,
+                tool,
+                reason,
+            } => {
+                write!(
+                    f,
+                    "tool '{tool}' of server '{server}' is quarantined: {reason}"
+                )
             }
             Self::TaskRequired { server, tool } => write!(
                 f,
                 "tool '{tool}' of server '{server}' is hidden: it requires task augmentation, which Switchboard does not support yet"
             ),
             Self::DanglingAlias { alias, target } => {
-                write!(f, "alias '{alias}' points to '{target}', which is not in the catalog")
+                write!(
+                    f,
+                    "alias '{alias}' points to '{target}', which is not in the catalog"
+                )
             }
         }
     }
@@ -141,7 +174,10 @@ impl Catalog {
                     continue;
                 }
                 if listed.definition.task_support() == Some("required") {
-                    problems.push(CatalogProblem::TaskRequired { server: slice.server.clone(), tool: tool.clone() });
+                    problems.push(CatalogProblem::TaskRequired {
+                        server: slice.server.clone(),
+                        tool: tool.clone(),
+                    });
                     continue;
                 }
                 let schema = match &listed.schema {
@@ -173,7 +209,10 @@ impl Catalog {
                 }
                 let entry = CatalogEntry {
                     exposed: exposed.clone(),
-                    spec: ToolSpec { server: slice.server.clone(), definition },
+                    spec: ToolSpec {
+                        server: slice.server.clone(),
+                        definition,
+                    },
                     upstream_name: tool.clone(),
                     schema,
                     call_timeout: slice.call_timeout,
@@ -182,18 +221,29 @@ impl Catalog {
             }
         }
         let entries: Vec<Arc<CatalogEntry>> = named.into_values().collect();
-        let by_name: HashMap<String, usize> =
-            entries.iter().enumerate().map(|(index, entry)| (entry.exposed.clone(), index)).collect();
+        let by_name: HashMap<String, usize> = entries
+            .iter()
+            .enumerate()
+            .map(|(index, entry)| (entry.exposed.clone(), index))
+            .collect();
         let mut aliases = HashMap::new();
         for (alias, target) in &rules.aliases {
             match by_name.get(target) {
                 Some(&index) => {
                     aliases.insert(alias.clone(), index);
                 }
-                None => problems.push(CatalogProblem::DanglingAlias { alias: alias.clone(), target: target.clone() }),
+                None => problems.push(CatalogProblem::DanglingAlias {
+                    alias: alias.clone(),
+                    target: target.clone(),
+                }),
             }
         }
-        Self { entries, by_name, aliases, problems }
+        Self {
+            entries,
+            by_name,
+            aliases,
+            problems,
+        }
     }
 
     /// Every exposed tool, in listing order.
@@ -214,7 +264,10 @@ impl Catalog {
 
     /// Number of exposed tools of one server.
     pub fn count_for(&self, server: &ServerId) -> usize {
-        self.entries.iter().filter(|entry| &entry.spec.server == server).count()
+        self.entries
+            .iter()
+            .filter(|entry| &entry.spec.server == server)
+            .count()
     }
 }
 
@@ -230,7 +283,9 @@ mod tests {
             prefix: prefix.to_owned(),
             tools: tools
                 .iter()
-                .map(|name| ListedTool::compile(ToolDefinition::new(*name, "d", json!({"type": "object"}))))
+                .map(|name| {
+                    ListedTool::compile(ToolDefinition::new(*name, "d", json!({"type": "object"})))
+                })
                 .collect(),
             overrides: BTreeMap::new(),
             call_timeout: Duration::from_secs(1),
@@ -238,12 +293,19 @@ mod tests {
     }
 
     fn names(catalog: &Catalog) -> Vec<&str> {
-        catalog.entries().iter().map(|entry| entry.exposed.as_str()).collect()
+        catalog
+            .entries()
+            .iter()
+            .map(|entry| entry.exposed.as_str())
+            .collect()
     }
 
     #[test]
     fn namespaced_and_sorted() {
-        let catalog = Catalog::build(&[slice("b", "b", &["z", "a"]), slice("a", "a", &["m"])], &NamingRules::default());
+        let catalog = Catalog::build(
+            &[slice("b", "b", &["z", "a"]), slice("a", "a", &["m"])],
+            &NamingRules::default(),
+        );
         assert_eq!(names(&catalog), ["a__m", "b__a", "b__z"]);
         let entry = catalog.resolve("b__z").expect("resolves");
         assert_eq!(entry.upstream_name, "z");
@@ -252,9 +314,18 @@ mod tests {
 
     #[test]
     fn collisions_keep_the_first_server_and_are_reported() {
-        let catalog = Catalog::build(&[slice("one", "", &["echo"]), slice("two", "", &["echo", "add"])], &NamingRules::default());
+        let catalog = Catalog::build(
+            &[
+                slice("one", "", &["echo"]),
+                slice("two", "", &["echo", "add"]),
+            ],
+            &NamingRules::default(),
+        );
         assert_eq!(names(&catalog), ["add", "echo"]);
-        assert_eq!(catalog.resolve("echo").expect("kept").spec.server, ServerId::new("one"));
+        assert_eq!(
+            catalog.resolve("echo").expect("kept").spec.server,
+            ServerId::new("one")
+        );
         assert_eq!(
             catalog.problems(),
             [CatalogProblem::Collision {
@@ -269,23 +340,48 @@ mod tests {
     #[test]
     fn overrides_aliases_quarantine_and_tasks() {
         let mut s = slice("fs", "fs", &["read_file", "write_file"]);
-        s.overrides.insert("read_file".into(), ToolOverride { name: Some("read".into()), description: Some("Read it".into()), hidden: false });
-        s.overrides.insert("write_file".into(), ToolOverride { hidden: true, ..Default::default() });
-        let mut broken = ToolDefinition::new("broken", "d", json!({"type": "object", "properties": {"x": {"type": 3}}}));
+        s.overrides.insert(
+            "read_file".into(),
+            ToolOverride {
+                name: Some("read".into()),
+                description: Some("Read it".into()),
+                hidden: false,
+            },
+        );
+        s.overrides.insert(
+            "write_file".into(),
+            ToolOverride {
+                hidden: true,
+                ..Default::default()
+            },
+        );
+        let mut broken = ToolDefinition::new(
+            "broken",
+            "d",
+            json!({"type": "object", "properties": {"x": {"type": 3}}}),
+        );
         broken.name = "broken".into();
         let mut tasky = ToolDefinition::new("tasky", "d", json!({"type": "object"}));
-        tasky.extra.insert("execution".into(), json!({"taskSupport": "required"}));
+        tasky
+            .extra
+            .insert("execution".into(), json!({"taskSupport": "required"}));
         let mut s2 = slice("x", "x", &[]);
         s2.tools = vec![ListedTool::compile(broken), ListedTool::compile(tasky)].into();
         let rules = NamingRules {
             separator: "__".into(),
-            aliases: BTreeMap::from([("old_read".into(), "fs__read".into()), ("gone".into(), "nowhere".into())]),
+            aliases: BTreeMap::from([
+                ("old_read".into(), "fs__read".into()),
+                ("gone".into(), "nowhere".into()),
+            ]),
         };
         let catalog = Catalog::build(&[s, s2], &rules);
         assert_eq!(names(&catalog), ["fs__read"]);
         let entry = catalog.resolve("old_read").expect("alias resolves");
         assert_eq!(entry.upstream_name, "read_file");
-        assert_eq!(entry.spec.definition.description.as_deref(), Some("Read it"));
+        assert_eq!(
+            entry.spec.definition.description.as_deref(),
+            Some("Read it")
+        );
         assert_eq!(catalog.problems().len(), 3, "{:?}", catalog.problems());
         assert!(catalog.resolve("fs__write_file").is_none());
     }

@@ -22,27 +22,46 @@ const HASH_HEX_DIGITS: usize = 8;
 
 /// Builds the exposed name of `tool` under `prefix` with `separator`.
 pub fn exposed_name(prefix: &str, separator: &str, tool: &str) -> String {
-    let joined = if prefix.is_empty() { tool.to_owned() } else { format!("{prefix}{separator}{tool}") };
+    let joined = if prefix.is_empty() {
+        tool.to_owned()
+    } else {
+        format!("{prefix}{separator}{tool}")
+    };
     fit_name(&joined)
 }
 
 /// Makes `name` a valid exposed name: allowed characters only, at most [`MAX_NAME_LEN`].
 pub fn fit_name(name: &str) -> String {
-    let cleaned: String = name.chars().map(|c| if is_name_char(c) { c } else { '_' }).collect();
-    let cleaned = if cleaned.is_empty() { "_".to_owned() } else { cleaned };
+    let cleaned: String = name
+        .chars()
+        .map(|c| if is_name_char(c) { c } else { '_' })
+        .collect();
+    let cleaned = if cleaned.is_empty() {
+        "_".to_owned()
+    } else {
+        cleaned
+    };
     if cleaned.len() <= MAX_NAME_LEN && cleaned == name {
         return cleaned;
     }
     if cleaned.len() <= MAX_NAME_LEN {
         // Characters were replaced: two different names could now coincide, so mark it.
-        return with_hash(&cleaned, name, cleaned.len().min(MAX_NAME_LEN - HASH_HEX_DIGITS - 1));
+        return with_hash(
+            &cleaned,
+            name,
+            cleaned.len().min(MAX_NAME_LEN - HASH_HEX_DIGITS - 1),
+        );
     }
     with_hash(&cleaned, name, MAX_NAME_LEN - HASH_HEX_DIGITS - 1)
 }
 
 fn with_hash(cleaned: &str, original: &str, keep: usize) -> String {
     let digest = Sha256::digest(original.as_bytes());
-    let hex: String = digest.iter().take(HASH_HEX_DIGITS / 2).map(|b| format!("{b:02x}")).collect();
+    let hex: String = digest
+        .iter()
+        .take(HASH_HEX_DIGITS / 2)
+        .map(|b| format!("{b:02x}"))
+        .collect();
     // `cleaned` is ASCII, so byte slicing is character slicing.
     format!("{}_{hex}", &cleaned[..keep])
 }
@@ -58,7 +77,10 @@ mod tests {
 
     #[test]
     fn prefixes_with_separator() {
-        assert_eq!(exposed_name("github", "__", "create_issue"), "github__create_issue");
+        assert_eq!(
+            exposed_name("github", "__", "create_issue"),
+            "github__create_issue"
+        );
         assert_eq!(exposed_name("", "__", "create_issue"), "create_issue");
     }
 

@@ -12,7 +12,10 @@ pub struct ToolCall {
 
 impl ToolCall {
     pub fn new(name: impl Into<String>, arguments: Map<String, Value>) -> Self {
-        Self { name: name.into(), arguments }
+        Self {
+            name: name.into(),
+            arguments,
+        }
     }
 }
 
@@ -50,14 +53,20 @@ impl ToolOutcome {
 
     /// A tool error holding one text block the model can read.
     pub fn error(text: impl Into<String>) -> Self {
-        Self { is_error: true, ..Self::text(text) }
+        Self {
+            is_error: true,
+            ..Self::text(text)
+        }
     }
 
     /// A successful result with structured content, and its JSON text as the text block
     /// (for clients that ignore `structuredContent`).
     pub fn structured(value: Value) -> Self {
         let text = value.to_string();
-        Self { structured_content: Some(value), ..Self::text(text) }
+        Self {
+            structured_content: Some(value),
+            ..Self::text(text)
+        }
     }
 
     /// The concatenated text of every text block.

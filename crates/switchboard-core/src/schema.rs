@@ -40,7 +40,9 @@ impl InputSchema {
         if let Some(kind) = object.get("type")
             && kind != "object"
         {
-            return Err(format!("inputSchema must have type \"object\", found {kind}"));
+            return Err(format!(
+                "inputSchema must have type \"object\", found {kind}"
+            ));
         }
         let validator = jsonschema::options()
             .should_validate_formats(false)
@@ -60,7 +62,11 @@ impl InputSchema {
                 message: error.to_string(),
             })
             .collect();
-        if violations.is_empty() { Ok(()) } else { Err(violations) }
+        if violations.is_empty() {
+            Ok(())
+        } else {
+            Err(violations)
+        }
     }
 }
 
@@ -98,10 +104,16 @@ mod tests {
             "required": ["items"]
         }))
         .expect("valid schema");
-        let errors = schema.validate(&args(json!({"items": [{"n": 1}, {"n": "x"}]}))).expect_err("invalid");
+        let errors = schema
+            .validate(&args(json!({"items": [{"n": 1}, {"n": "x"}]})))
+            .expect_err("invalid");
         assert_eq!(errors.len(), 1);
         assert_eq!(errors[0].path, "$.items[1].n");
-        assert!(errors[0].message.contains("integer"), "{}", errors[0].message);
+        assert!(
+            errors[0].message.contains("integer"),
+            "{}",
+            errors[0].message
+        );
 
         let missing = schema.validate(&Map::new()).expect_err("missing");
         assert_eq!(missing[0].path, "$");
@@ -110,7 +122,10 @@ mod tests {
 
     #[test]
     fn broken_schemas_are_refused() {
-        assert!(InputSchema::compile(&json!({"type": "object", "properties": {"a": {"type": 5}}})).is_err());
+        assert!(
+            InputSchema::compile(&json!({"type": "object", "properties": {"a": {"type": 5}}}))
+                .is_err()
+        );
         assert!(InputSchema::compile(&json!({"type": "string"})).is_err());
         assert!(InputSchema::compile(&json!([1])).is_err());
     }

@@ -37,7 +37,11 @@ fn empty_object_schema() -> Value {
 
 impl ToolDefinition {
     /// A definition with just a name, a description and an input schema.
-    pub fn new(name: impl Into<String>, description: impl Into<String>, input_schema: Value) -> Self {
+    pub fn new(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        input_schema: Value,
+    ) -> Self {
         Self {
             name: name.into(),
             title: None,
@@ -137,7 +141,10 @@ mod tests {
         assert!(!none.read_only());
         assert!(none.destructive());
         assert!(!none.idempotent());
-        let read_only = ToolAnnotations { read_only_hint: Some(true), ..Default::default() };
+        let read_only = ToolAnnotations {
+            read_only_hint: Some(true),
+            ..Default::default()
+        };
         assert!(!read_only.destructive());
         assert!(read_only.idempotent());
     }

@@ -18,7 +18,12 @@ pub enum UpstreamError {
     Unavailable { server: ServerId, reason: String },
     /// The server answered with a JSON-RPC error.
     #[error("server '{server}' returned error {code}: {message}")]
-    Protocol { server: ServerId, code: i64, message: String, data: Option<Value> },
+    Protocol {
+        server: ServerId,
+        code: i64,
+        message: String,
+        data: Option<Value>,
+    },
     /// The connection broke while the call was in flight.
     #[error("connection to server '{server}' was lost: {reason}")]
     Disconnected { server: ServerId, reason: String },

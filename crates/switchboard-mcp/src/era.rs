@@ -47,9 +47,14 @@ impl Era {
 
 /// Adds the modern era's per-request context to `params._meta`.
 pub fn add_modern_meta(params: &mut Map<String, Value>, client_info: &Value, capabilities: &Value) {
-    let meta = params.entry("_meta").or_insert_with(|| Value::Object(Map::new()));
+    let meta = params
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(Map::new()));
     if let Value::Object(meta) = meta {
-        meta.insert(META_PROTOCOL_VERSION.into(), Value::String(MODERN_VERSION.into()));
+        meta.insert(
+            META_PROTOCOL_VERSION.into(),
+            Value::String(MODERN_VERSION.into()),
+        );
         meta.insert(META_CLIENT_CAPABILITIES.into(), capabilities.clone());
         meta.insert(META_CLIENT_INFO.into(), client_info.clone());
     }

@@ -45,17 +45,34 @@ pub struct RpcError {
 
 impl RpcError {
     pub fn new(code: i64, message: impl Into<String>) -> Self {
-        Self { code, message: message.into(), data: None }
+        Self {
+            code,
+            message: message.into(),
+            data: None,
+        }
     }
 }
 
 /// One JSON-RPC message.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Message {
-    Request { id: RequestId, method: String, params: Option<Value> },
-    Notification { method: String, params: Option<Value> },
-    Response { id: RequestId, result: Value },
-    Error { id: Option<RequestId>, error: RpcError },
+    Request {
+        id: RequestId,
+        method: String,
+        params: Option<Value>,
+    },
+    Notification {
+        method: String,
+        params: Option<Value>,
+    },
+    Response {
+        id: RequestId,
+        result: Value,
+    },
+    Error {
+        id: Option<RequestId>,
+        error: RpcError,
+    },
 }
 
 /// The shape every JSON-RPC message fits, before classification.
@@ -81,9 +98,20 @@ impl Message {
     /// Parses one message. Batches (arrays) are refused: MCP removed them in 2025-06-18.
     pub fn parse(bytes: &[u8]) -> Result<Self, Malformed> {
         let raw: Raw = serde_json::from_slice(bytes).map_err(|error| {
-            let kind = if error.is_data() { code::INVALID_REQUEST } else { code::PARSE_ERROR };
-            let what = if kind == code::PARSE_ERROR { "parse error" } else { "invalid request" };
-            Malformed { id: None, error: RpcError::new(kind, format!("{what}: {error}")) }
+            let kind = if error.is_data() {
+                code::INVALID_REQUEST
+            } else {
+                code::PARSE_ERROR
+            };
+            let what = if kind == code::PARSE_ERROR {
+                "parse error"
+            } else {
+                "invalid request"
+            };
+            Malformed {
+                id: None,
+                error: RpcError::new(kind, format!("{what}: {error}")),
+            }
         })?;
         Self::classify(raw)
     }
@@ -117,8 +145,15 @@ impl Message {
             return Err(invalid(id, "params must be an object"));
         }
         match (raw.method, id, raw.result, raw.error) {
-            (Some(method), Some(id), None, None) => Ok(Self::Request { id, method, params: raw.params }),
-            (Some(method), None, None, None) => Ok(Self::Notification { method, params: raw.params }),
+            (Some(method), Some(id), None, None) => Ok(Self::Request {
+                id,
+                method,
+                params: raw.params,
+            }),
+            (Some(method), None, None, None) => Ok(Self::Notification {
+                method,
+                params: raw.params,
+            }),
             (None, Some(id), Some(result), None) => Ok(Self::Response { id, result }),
             (None, id, None, Some(error)) => Ok(Self::Error { id, error }),
             (_, id, _, _) => Err(invalid(id, "not a request, notification or response")),
@@ -155,7 +190,10 @@ impl Message {
                 let mut object = envelope();
                 // JSON-RPC 2.0: an error about a request whose id could not be read has id null.
                 object.insert("id".into(), id.as_ref().map_or(Value::Null, id_value));
-                object.insert("error".into(), serde_json::to_value(error).unwrap_or(Value::Null));
+                object.insert(
+                    "error".into(),
+                    serde_json::to_value(error).unwrap_or(Value::Null),
+                );
                 Value::Object(object)
             }
         }
@@ -166,11 +204,17 @@ impl Message {
     }
 
     pub fn notification(method: &str, params: Value) -> Self {
-        Self::Notification { method: method.to_owned(), params: Some(params) }
+        Self::Notification {
+            method: method.to_owned(),
+            params: Some(params),
+        }
     }
 
     pub fn error(id: Option<RequestId>, code: i64, message: impl Into<String>) -> Self {
-        Self::Error { id, error: RpcError::new(code, message) }
+        Self::Error {
+            id,
+            error: RpcError::new(code, message),
+        }
     }
 }
 
@@ -188,7 +232,10 @@ fn id_value(id: &RequestId) -> Value {
 }
 
 fn invalid(id: Option<RequestId>, message: &str) -> Malformed {
-    Malformed { id, error: RpcError::new(code::INVALID_REQUEST, format!("invalid request: {message}")) }
+    Malformed {
+        id,
+        error: RpcError::new(code::INVALID_REQUEST, format!("invalid request: {message}")),
+    }
 }
 
 /// The `_meta` object of a params value, if any.
@@ -204,31 +251,65 @@ mod tests {
 
     #[test]
     fn classifies_every_kind() {
-        let request = Message::parse(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#).expect("request");
-        assert_eq!(request, Message::Request { id: RequestId::Number(1), method: "ping".into(), params: None });
-        let note = Message::parse(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).expect("note");
+        let request =
+            Message::parse(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#).expect("request");
+        assert_eq!(
+            request,
+            Message::Request {
+                id: RequestId::Number(1),
+                method: "ping".into(),
+                params: None
+            }
+        );
+        let note = Message::parse(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
+            .expect("note");
         assert!(matches!(note, Message::Notification { .. }));
-        let response = Message::parse(br#"{"jsonrpc":"2.0","id":"a","result":{}}"#).expect("response");
-        assert_eq!(response, Message::Response { id: RequestId::String("a".into()), result: json!({}) });
-        let error = Message::parse(br#"{"jsonrpc":"2.0","id":2,"error":{"code":-1,"message":"x"}}"#).expect("error");
-        assert!(matches!(error, Message::Error { id: Some(RequestId::Number(2)), .. }));
+        let response =
+            Message::parse(br#"{"jsonrpc":"2.0","id":"a","result":{}}"#).expect("response");
+        assert_eq!(
+            response,
+            Message::Response {
+                id: RequestId::String("a".into()),
+                result: json!({})
+            }
+        );
+        let error =
+            Message::parse(br#"{"jsonrpc":"2.0","id":2,"error":{"code":-1,"message":"x"}}"#)
+                .expect("error");
+        assert!(matches!(
+            error,
+            Message::Error {
+                id: Some(RequestId::Number(2)),
+                ..
+            }
+        ));
     }
 
     #[test]
     fn malformed_input_names_the_problem() {
         let garbage = Message::parse(b"this is not json").expect_err("garbage");
         assert_eq!(garbage.error.code, code::PARSE_ERROR);
-        let batch = Message::parse(br#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#).expect_err("batch");
+        let batch =
+            Message::parse(br#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#).expect_err("batch");
         assert_eq!(batch.error.code, code::INVALID_REQUEST);
-        let version = Message::parse(br#"{"jsonrpc":"1.0","id":7,"method":"ping"}"#).expect_err("version");
+        let version =
+            Message::parse(br#"{"jsonrpc":"1.0","id":7,"method":"ping"}"#).expect_err("version");
         assert_eq!(version.id, Some(RequestId::Number(7)));
-        let params = Message::parse(br#"{"jsonrpc":"2.0","id":7,"method":"x","params":3}"#).expect_err("params");
+        let params = Message::parse(br#"{"jsonrpc":"2.0","id":7,"method":"x","params":3}"#)
+            .expect_err("params");
         assert!(params.error.message.contains("params"));
     }
 
     #[test]
     fn round_trips() {
-        let message = Message::Request { id: RequestId::Number(3), method: "tools/list".into(), params: Some(json!({})) };
-        assert_eq!(Message::parse(message.to_line().as_bytes()).expect("parses"), message);
+        let message = Message::Request {
+            id: RequestId::Number(3),
+            method: "tools/list".into(),
+            params: Some(json!({})),
+        };
+        assert_eq!(
+            Message::parse(message.to_line().as_bytes()).expect("parses"),
+            message
+        );
     }
 }

@@ -1,57 +1,16 @@
 //! The stdio front against an in-memory backend: framing, both eras, bad input, progress and
 //! cancellation — over a real byte pipe.
 
-use std::sync::Arc;
+mod support;
+
 use std::time::Duration;
 
-use futures::future::BoxFuture;
 use serde_json::{Value, json};
-use switchboard_core::pipeline::CallError;
-use switchboard_core::{CallContext, Progress, ToolCall, ToolDefinition, ToolOutcome};
+use switchboard_mcp::front::Dispatcher;
 use switchboard_mcp::front::stdio::{StdioOptions, serve};
-use switchboard_mcp::front::{Backend, Dispatcher, ServerIdentity};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
-
-struct FakeBackend {
-    version: watch::Sender<u64>,
-    cancelled: mpsc::UnboundedSender<String>,
-}
-
-impl Backend for FakeBackend {
-    fn identity(&self) -> ServerIdentity {
-        ServerIdentity { name: "fake".into(), version: "1".into(), instructions: None }
-    }
-
-    fn list_tools(&self, _agent: Option<&str>) -> BoxFuture<'_, Vec<ToolDefinition>> {
-        Box::pin(async { vec![ToolDefinition::new("echo", "Echo", json!({"type": "object"}))] })
-    }
-
-    fn call_tool(&self, ctx: CallContext, call: ToolCall) -> BoxFuture<'_, Result<ToolOutcome, CallError>> {
-        Box::pin(async move {
-            match call.name.as_str() {
-                "echo" => Ok(ToolOutcome::text(call.arguments.get("text").and_then(Value::as_str).unwrap_or(""))),
-                "progress" => {
-                    if let Some(sink) = &ctx.progress {
-                        sink.report(Progress { progress: 1.0, total: Some(2.0), message: Some("half".into()) });
-                    }
-                    Ok(ToolOutcome::text("done"))
-                }
-                "wait" => {
-                    ctx.cancel.cancelled().await;
-                    let _ = self.cancelled.send("wait".into());
-                    Err(CallError::Cancelled)
-                }
-                name => Err(CallError::UnknownTool { name: name.into() }),
-            }
-        })
-    }
-
-    fn catalog_version(&self) -> watch::Receiver<u64> {
-        self.version.subscribe()
-    }
-}
 
 struct Client {
     input: DuplexStream,
@@ -62,11 +21,18 @@ struct Client {
 
 impl Client {
     async fn send(&mut self, line: &str) {
-        self.input.write_all(format!("{line}\n").as_bytes()).await.expect("write");
+        self.input
+            .write_all(format!("{line}\n").as_bytes())
+            .await
+            .expect("write");
     }
 
     async fn receive(&mut self) -> Value {
-        let line = tokio::time::timeout(Duration::from_secs(5), self.output.next_line()).await.expect("an answer in time").expect("read").expect("a line");
+        let line = tokio::time::timeout(Duration::from_secs(5), self.output.next_line())
+            .await
+            .expect("an answer in time")
+            .expect("read")
+            .expect("a line");
         serde_json::from_str(&line).expect("JSON")
     }
 }
@@ -74,12 +40,24 @@ impl Client {
 fn start(max_message_bytes: usize) -> Client {
     let (client_in, server_in) = tokio::io::duplex(1 << 20);
     let (server_out, client_out) = tokio::io::duplex(1 << 20);
-    let (cancelled_tx, cancelled) = mpsc::unbounded_channel();
-    let (version, _) = watch::channel(0);
-    let backend = Arc::new(FakeBackend { version: version.clone(), cancelled: cancelled_tx });
-    let options = StdioOptions { max_message_bytes, grace: Duration::from_secs(1) };
-    tokio::spawn(serve(Dispatcher::new(backend, None), server_in, server_out, options, CancellationToken::new()));
-    Client { input: client_in, output: BufReader::new(client_out).lines(), cancelled, version }
+    let (backend, version, cancelled) = support::fake_backend();
+    let options = StdioOptions {
+        max_message_bytes,
+        grace: Duration::from_secs(1),
+    };
+    tokio::spawn(serve(
+        Dispatcher::new(backend, None),
+        server_in,
+        server_out,
+        options,
+        CancellationToken::new(),
+    ));
+    Client {
+        input: client_in,
+        output: BufReader::new(client_out).lines(),
+        cancelled,
+        version,
+    }
 }
 
 #[tokio::test]
@@ -89,11 +67,18 @@ async fn legacy_handshake_list_and_call() {
     let init = client.receive().await;
     assert_eq!(init["result"]["protocolVersion"], "2025-06-18");
     assert_eq!(init["result"]["serverInfo"]["name"], "fake");
-    client.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).await;
-    client.send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#).await;
+    client
+        .send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
+        .await;
+    client
+        .send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#)
+        .await;
     let list = client.receive().await;
     assert_eq!(list["result"]["tools"][0]["name"], "echo");
-    assert!(list["result"].get("resultType").is_none(), "legacy results carry no resultType");
+    assert!(
+        list["result"].get("resultType").is_none(),
+        "legacy results carry no resultType"
+    );
     client.send(r#"{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}"#).await;
     let call = client.receive().await;
     assert_eq!(call["id"], "c");
@@ -106,11 +91,23 @@ async fn legacy_handshake_list_and_call() {
 #[tokio::test]
 async fn modern_requests_are_stateless_and_checked() {
     let mut client = start(1 << 20);
-    client.send(r#"{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{}}"#).await;
+    client
+        .send(r#"{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{}}"#)
+        .await;
     let discover = client.receive().await;
-    assert!(discover["result"]["supportedVersions"].as_array().expect("versions").contains(&json!("2026-07-28")));
+    assert!(
+        discover["result"]["supportedVersions"]
+            .as_array()
+            .expect("versions")
+            .contains(&json!("2026-07-28"))
+    );
     let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}});
-    client.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"_meta": meta}}).to_string()).await;
+    client
+        .send(
+            &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"_meta": meta}})
+                .to_string(),
+        )
+        .await;
     let list = client.receive().await;
     assert_eq!(list["result"]["resultType"], "complete");
     assert_eq!(list["result"]["cacheScope"], "public");
@@ -119,7 +116,12 @@ async fn modern_requests_are_stateless_and_checked() {
     client.send(&json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {"_meta": partial}}).to_string()).await;
     let refused = client.receive().await;
     assert_eq!(refused["error"]["code"], -32602);
-    assert!(refused["error"]["message"].as_str().expect("message").contains("clientCapabilities"));
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .expect("message")
+            .contains("clientCapabilities")
+    );
 }
 
 #[tokio::test]
@@ -129,20 +131,38 @@ async fn bad_input_gets_errors_and_the_front_keeps_serving() {
     let parse = client.receive().await;
     assert_eq!(parse["error"]["code"], -32700);
     assert_eq!(parse["id"], Value::Null);
-    client.send(r#"{"jsonrpc":"1.0","id":4,"method":"ping"}"#).await;
+    client
+        .send(r#"{"jsonrpc":"1.0","id":4,"method":"ping"}"#)
+        .await;
     assert_eq!(client.receive().await["error"]["code"], -32600);
-    client.send(&format!(r#"{{"jsonrpc":"2.0","id":5,"method":"ping","params":{{"pad":"{}"}}}}"#, "x".repeat(1000))).await;
+    client
+        .send(&format!(
+            r#"{{"jsonrpc":"2.0","id":5,"method":"ping","params":{{"pad":"{}"}}}}"#,
+            "x".repeat(1000)
+        ))
+        .await;
     let oversized = client.receive().await;
-    assert!(oversized["error"]["message"].as_str().expect("message").contains("256-byte limit"));
-    client.send(r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"missing"}}"#).await;
+    assert!(
+        oversized["error"]["message"]
+            .as_str()
+            .expect("message")
+            .contains("256-byte limit")
+    );
+    client
+        .send(r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"missing"}}"#)
+        .await;
     let unknown = client.receive().await;
     assert_eq!(unknown["error"]["code"], -32602);
     assert_eq!(unknown["error"]["message"], "Unknown tool: missing");
     client.send(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":[1]}}"#).await;
     assert_eq!(client.receive().await["error"]["code"], -32602);
-    client.send(r#"{"jsonrpc":"2.0","id":8,"method":"no/such"}"#).await;
+    client
+        .send(r#"{"jsonrpc":"2.0","id":8,"method":"no/such"}"#)
+        .await;
     assert_eq!(client.receive().await["error"]["code"], -32601);
-    client.send(r#"{"jsonrpc":"2.0","id":9,"method":"ping"}"#).await;
+    client
+        .send(r#"{"jsonrpc":"2.0","id":9,"method":"ping"}"#)
+        .await;
     assert_eq!(client.receive().await["result"], json!({}));
 }
 
@@ -152,14 +172,26 @@ async fn progress_uses_the_clients_token_and_cancel_reaches_the_backend() {
     client.send(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"progress","_meta":{"progressToken":"tok-1"}}}"#).await;
     let progress = client.receive().await;
     assert_eq!(progress["method"], "notifications/progress");
-    assert_eq!(progress["params"], json!({"progressToken": "tok-1", "progress": 1.0, "total": 2.0, "message": "half"}));
-    assert_eq!(client.receive().await["result"]["content"][0]["text"], "done");
+    assert_eq!(
+        progress["params"],
+        json!({"progressToken": "tok-1", "progress": 1.0, "total": 2.0, "message": "half"})
+    );
+    assert_eq!(
+        client.receive().await["result"]["content"][0]["text"],
+        "done"
+    );
 
-    client.send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"wait"}}"#).await;
+    client
+        .send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"wait"}}"#)
+        .await;
     client.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2,"reason":"bored"}}"#).await;
-    let cancelled = tokio::time::timeout(Duration::from_secs(5), client.cancelled.recv()).await.expect("cancel in time");
+    let cancelled = tokio::time::timeout(Duration::from_secs(5), client.cancelled.recv())
+        .await
+        .expect("cancel in time");
     assert_eq!(cancelled.as_deref(), Some("wait"));
     // The cancelled request gets no answer; the next one does.
-    client.send(r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#).await;
+    client
+        .send(r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#)
+        .await;
     assert_eq!(client.receive().await["id"], 3);
 }

@@ -24,13 +24,23 @@ impl Clock {
         let offset = match arguments.get("utc_offset") {
             None | Some(Value::Null) => 0,
             Some(Value::String(text)) => parse_offset(text)?,
-            Some(_) => return Err(ToolError::new("utc_offset must be a string like \"+02:00\"")),
+            Some(_) => {
+                return Err(ToolError::new(
+                    "utc_offset must be a string like \"+02:00\"",
+                ));
+            }
         };
         let now = self.time.wall();
-        let unix = now.duration_since(UNIX_EPOCH).map_err(|_| ToolError::new("the system clock is before 1970"))?;
+        let unix = now
+            .duration_since(UNIX_EPOCH)
+            .map_err(|_| ToolError::new("the system clock is before 1970"))?;
         let local = shift(now, offset)?;
         let stamp = humantime::format_rfc3339_millis(local).to_string();
-        let iso = if offset == 0 { stamp } else { format!("{}{}", stamp.trim_end_matches('Z'), format_offset(offset)) };
+        let iso = if offset == 0 {
+            stamp
+        } else {
+            format!("{}{}", stamp.trim_end_matches('Z'), format_offset(offset))
+        };
         Ok(ToolOutcome::structured(json!({
             "iso8601": iso,
             "unix_ms": u64::try_from(unix.as_millis()).unwrap_or(u64::MAX),
@@ -41,13 +51,21 @@ impl Clock {
 
 fn shift(time: SystemTime, offset_seconds: i64) -> Result<SystemTime, ToolError> {
     let delta = Duration::from_secs(offset_seconds.unsigned_abs());
-    let shifted = if offset_seconds >= 0 { time.checked_add(delta) } else { time.checked_sub(delta) };
+    let shifted = if offset_seconds >= 0 {
+        time.checked_add(delta)
+    } else {
+        time.checked_sub(delta)
+    };
     shifted.ok_or_else(|| ToolError::new("time out of range"))
 }
 
 /// Parses `+HH:MM`, `-HH:MM`, `Z`; at most ±14:00.
 fn parse_offset(text: &str) -> Result<i64, ToolError> {
-    let bad = || ToolError::new(format!("utc_offset '{text}' is not of the form +HH:MM or -HH:MM (e.g. \"+02:00\")"));
+    let bad = || {
+        ToolError::new(format!(
+            "utc_offset '{text}' is not of the form +HH:MM or -HH:MM (e.g. \"+02:00\")"
+        ))
+    };
     if text == "Z" || text == "UTC" {
         return Ok(0);
     }
@@ -116,7 +134,12 @@ impl ToolProvider for Clock {
         vec![now]
     }
 
-    fn call<'a>(&'a self, tool: &'a str, arguments: Map<String, Value>, _ctx: &'a CallContext) -> BoxFuture<'a, Result<ToolOutcome, ToolError>> {
+    fn call<'a>(
+        &'a self,
+        tool: &'a str,
+        arguments: Map<String, Value>,
+        _ctx: &'a CallContext,
+    ) -> BoxFuture<'a, Result<ToolOutcome, ToolError>> {
         Box::pin(async move {
             match tool {
                 "now" => self.now(&arguments),
@@ -143,7 +166,9 @@ mod tests {
     }
 
     fn clock_at(unix_seconds: u64) -> Clock {
-        Clock::new(Arc::new(Fixed(UNIX_EPOCH + Duration::from_secs(unix_seconds))))
+        Clock::new(Arc::new(Fixed(
+            UNIX_EPOCH + Duration::from_secs(unix_seconds),
+        )))
     }
 
     fn args(value: Value) -> Map<String, Value> {
@@ -158,8 +183,14 @@ mod tests {
         let utc = utc.structured_content.expect("structured");
         assert_eq!(utc["iso8601"], "2023-11-14T22:13:20.000Z");
         assert_eq!(utc["unix_ms"], 1_700_000_000_000u64);
-        let shifted = clock.call("now", args(json!({"utc_offset": "-05:30"})), &ctx).await.expect("offset");
-        assert_eq!(shifted.structured_content.expect("structured")["iso8601"], "2023-11-14T16:43:20.000-05:30");
+        let shifted = clock
+            .call("now", args(json!({"utc_offset": "-05:30"})), &ctx)
+            .await
+            .expect("offset");
+        assert_eq!(
+            shifted.structured_content.expect("structured")["iso8601"],
+            "2023-11-14T16:43:20.000-05:30"
+        );
     }
 
     #[tokio::test]
@@ -167,10 +198,16 @@ mod tests {
         let clock = clock_at(0);
         let ctx = CallContext::default();
         for bad in ["5", "+25:00", "+01:99", "+1"] {
-            let error = clock.call("now", args(json!({"utc_offset": bad})), &ctx).await.expect_err(bad);
+            let error = clock
+                .call("now", args(json!({"utc_offset": bad})), &ctx)
+                .await
+                .expect_err(bad);
             assert!(error.0.contains(bad), "{}", error.0);
         }
-        let unknown = clock.call("later", Map::new(), &ctx).await.expect_err("unknown");
+        let unknown = clock
+            .call("later", Map::new(), &ctx)
+            .await
+            .expect_err("unknown");
         assert!(unknown.0.contains("later"));
     }
 }

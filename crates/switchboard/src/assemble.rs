@@ -4,9 +4,9 @@
 
 use std::sync::Arc;
 
+use switchboard_core::ServerId;
 use switchboard_core::catalog::{NamingRules, ToolOverride};
 use switchboard_core::config::{Config, EraPreference, ServerConfig, Transport};
-use switchboard_core::ServerId;
 use switchboard_mcp::upstream::{Endpoint, EraChoice, StdioCommand, UpstreamSpec};
 
 use crate::host::{Host, HostOptions, ServerPlan};
@@ -24,30 +24,52 @@ impl Host {
 
     /// Like [`Host::from_config`], with options (recorder, identity) chosen by the caller;
     /// naming comes from the config.
-    pub fn from_config_with(config: &Config, mut options: HostOptions) -> Result<Self, AssembleError> {
+    pub fn from_config_with(
+        config: &Config,
+        mut options: HostOptions,
+    ) -> Result<Self, AssembleError> {
         let plans = plans(config)?;
-        options.naming = NamingRules { separator: config.gateway.separator.clone(), aliases: config.aliases.clone() };
+        options.naming = NamingRules {
+            separator: config.gateway.separator.clone(),
+            aliases: config.aliases.clone(),
+        };
         Ok(Self::start(plans, options))
     }
 }
 
 /// The server plans of a config, in config order; disabled servers are left out.
 pub fn plans(config: &Config) -> Result<Vec<ServerPlan>, AssembleError> {
-    config.servers.iter().filter(|server| server.enabled).map(|server| plan(config, server)).collect()
+    config
+        .servers
+        .iter()
+        .filter(|server| server.enabled)
+        .map(|server| plan(config, server))
+        .collect()
 }
 
 fn plan(config: &Config, server: &ServerConfig) -> Result<ServerPlan, AssembleError> {
     let gateway = &config.gateway;
     let endpoint = match &server.transport {
-        Transport::Stdio { command, args, env, cwd } => Endpoint::Stdio(StdioCommand {
+        Transport::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => Endpoint::Stdio(StdioCommand {
             command: command.clone(),
             args: args.clone(),
             env: env.clone(),
             cwd: cwd.clone(),
             max_message_bytes: gateway.max_message_bytes,
         }),
-        Transport::Http { url, headers } => Endpoint::StreamableHttp { url: url.clone(), headers: headers.clone() },
-        Transport::Sse { url, headers } => Endpoint::Sse { url: url.clone(), headers: headers.clone() },
+        Transport::Http { url, headers } => Endpoint::StreamableHttp {
+            url: url.clone(),
+            headers: headers.clone(),
+        },
+        Transport::Sse { url, headers } => Endpoint::Sse {
+            url: url.clone(),
+            headers: headers.clone(),
+        },
         Transport::Builtin { name } => {
             let provider = switchboard_tools::builtin(name).ok_or_else(|| {
                 AssembleError(format!(
@@ -59,7 +81,11 @@ fn plan(config: &Config, server: &ServerConfig) -> Result<ServerPlan, AssembleEr
             Endpoint::InProcess(Arc::clone(&provider))
         }
     };
-    let prefix = if gateway.prefix_tools { server.prefix.clone().unwrap_or_else(|| server.id.clone()) } else { String::new() };
+    let prefix = if gateway.prefix_tools {
+        server.prefix.clone().unwrap_or_else(|| server.id.clone())
+    } else {
+        String::new()
+    };
     Ok(ServerPlan {
         spec: UpstreamSpec {
             id: ServerId::new(&server.id),
@@ -77,7 +103,16 @@ fn plan(config: &Config, server: &ServerConfig) -> Result<ServerPlan, AssembleEr
         overrides: server
             .tools
             .iter()
-            .map(|(tool, o)| (tool.clone(), ToolOverride { name: o.name.clone(), description: o.description.clone(), hidden: o.hidden }))
+            .map(|(tool, o)| {
+                (
+                    tool.clone(),
+                    ToolOverride {
+                        name: o.name.clone(),
+                        description: o.description.clone(),
+                        hidden: o.hidden,
+                    },
+                )
+            })
             .collect(),
         call_timeout: server.call_timeout.unwrap_or(gateway.call_timeout),
     })

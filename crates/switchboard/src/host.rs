@@ -12,7 +12,9 @@ use switchboard_core::catalog::{NamingRules, ServerSlice, ToolOverride};
 use switchboard_core::clock::SystemClock;
 use switchboard_core::pipeline::{CallError, LogRecorder, Pipeline, Recorder};
 use switchboard_core::upstream::{Upstream, UpstreamDirectory};
-use switchboard_core::{CallContext, Catalog, CatalogProblem, ServerId, ToolCall, ToolDefinition, ToolOutcome};
+use switchboard_core::{
+    CallContext, Catalog, CatalogProblem, ServerId, ToolCall, ToolDefinition, ToolOutcome,
+};
 use switchboard_mcp::front::{Backend, ServerIdentity};
 use switchboard_mcp::upstream::{Supervisor, UpstreamSpec};
 use tokio::sync::watch;
@@ -42,7 +44,11 @@ impl Default for HostOptions {
         Self {
             naming: NamingRules::default(),
             startup_wait: Duration::from_secs(10),
-            identity: ServerIdentity { name: "switchboard".to_owned(), version: env!("CARGO_PKG_VERSION").to_owned(), instructions: None },
+            identity: ServerIdentity {
+                name: "switchboard".to_owned(),
+                version: env!("CARGO_PKG_VERSION").to_owned(),
+                instructions: None,
+            },
             recorder: Arc::new(LogRecorder),
         }
     }
@@ -88,11 +94,14 @@ impl Host {
                 .iter()
                 .map(|plan| {
                     let weak = weak.clone();
-                    Supervisor::start(plan.spec.clone(), Arc::new(move |_server: &ServerId| {
-                        if let Some(inner) = weak.upgrade() {
-                            inner.rebuild();
-                        }
-                    }))
+                    Supervisor::start(
+                        plan.spec.clone(),
+                        Arc::new(move |_server: &ServerId| {
+                            if let Some(inner) = weak.upgrade() {
+                                inner.rebuild();
+                            }
+                        }),
+                    )
                 })
                 .collect();
             let (version, _) = watch::channel(0);
@@ -126,9 +135,22 @@ impl Host {
     }
 
     /// Runs one call through the pipeline.
-    pub async fn call(&self, ctx: &CallContext, name: &str, arguments: Map<String, Value>) -> Result<ToolOutcome, CallError> {
+    pub async fn call(
+        &self,
+        ctx: &CallContext,
+        name: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<ToolOutcome, CallError> {
         let catalog = self.catalog();
-        self.inner.pipeline.call(&catalog, self.inner.as_ref(), ctx, ToolCall::new(name, arguments)).await
+        self.inner
+            .pipeline
+            .call(
+                &catalog,
+                self.inner.as_ref(),
+                ctx,
+                ToolCall::new(name, arguments),
+            )
+            .await
     }
 
     /// Bumped on every change of the exposed catalog.
@@ -178,18 +200,25 @@ impl Host {
     /// At start-up only: waits (bounded) for the first connection attempts, so a client's
     /// first listing is complete. Afterwards returns at once — listings never wait on the network.
     async fn wait_for_startup(&self) {
-        if !self.inner.started.load(std::sync::atomic::Ordering::Acquire) {
+        if !self
+            .inner
+            .started
+            .load(std::sync::atomic::Ordering::Acquire)
+        {
             let _ = tokio::time::timeout(self.inner.options.startup_wait, self.ready()).await;
-            self.inner.started.store(true, std::sync::atomic::Ordering::Release);
+            self.inner
+                .started
+                .store(true, std::sync::atomic::Ordering::Release);
         }
     }
-
 }
 
 impl Inner {
     /// Builds a new catalog from every server's current tools and swaps it in.
     fn rebuild(&self) {
-        let Ok(_guard) = self.rebuild_lock.lock() else { return };
+        let Ok(_guard) = self.rebuild_lock.lock() else {
+            return;
+        };
         let slices: Vec<ServerSlice> = self
             .plans
             .iter()
@@ -205,7 +234,11 @@ impl Inner {
         let catalog = Catalog::build(&slices, &self.options.naming);
         let previous = self.catalog.load();
         let changed = previous.entries().len() != catalog.entries().len()
-            || previous.entries().iter().zip(catalog.entries()).any(|(a, b)| a.spec != b.spec);
+            || previous
+                .entries()
+                .iter()
+                .zip(catalog.entries())
+                .any(|(a, b)| a.spec != b.spec);
         self.catalog.store(Arc::new(catalog));
         if changed {
             self.version.send_modify(|version| *version += 1);
@@ -215,7 +248,10 @@ impl Inner {
 
 impl UpstreamDirectory for Inner {
     fn upstream(&self, server: &ServerId) -> Option<Arc<dyn Upstream>> {
-        self.supervisors.iter().find(|s| s.id() == server)?.upstream()
+        self.supervisors
+            .iter()
+            .find(|s| s.id() == server)?
+            .upstream()
     }
 }
 
@@ -227,11 +263,19 @@ impl Backend for Host {
     fn list_tools(&self, _agent: Option<&str>) -> BoxFuture<'_, Vec<ToolDefinition>> {
         Box::pin(async move {
             self.wait_for_startup().await;
-            self.catalog().entries().iter().map(|entry| entry.spec.definition.clone()).collect()
+            self.catalog()
+                .entries()
+                .iter()
+                .map(|entry| entry.spec.definition.clone())
+                .collect()
         })
     }
 
-    fn call_tool(&self, ctx: CallContext, call: ToolCall) -> BoxFuture<'_, Result<ToolOutcome, CallError>> {
+    fn call_tool(
+        &self,
+        ctx: CallContext,
+        call: ToolCall,
+    ) -> BoxFuture<'_, Result<ToolOutcome, CallError>> {
         Box::pin(async move {
             self.wait_for_startup().await;
             self.call(&ctx, &call.name, call.arguments).await

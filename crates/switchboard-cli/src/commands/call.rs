@@ -30,31 +30,47 @@ pub struct CallArgs {
 pub async fn run(config: Option<&Path>, args: CallArgs) -> anyhow::Result<ExitCode> {
     let arguments = parse_arguments(args.args.as_deref(), &args.pairs)?;
     let host = super::start_host(config).await?;
-    let result = host.call(&CallContext::default(), &args.tool, arguments).await;
+    let result = host
+        .call(&CallContext::default(), &args.tool, arguments)
+        .await;
     host.shutdown().await;
-    let outcome = result.map_err(|error| anyhow::anyhow!("{error}\n  hint: `switchboard tools` lists the tools that can be called"))?;
+    let outcome = result.map_err(|error| {
+        anyhow::anyhow!("{error}\n  hint: `switchboard tools` lists the tools that can be called")
+    })?;
     if args.json {
         print_json(&outcome)?;
-    } else if let Some(structured) = outcome.structured_content.as_ref().filter(|_| outcome.text_content().is_empty()) {
+    } else if let Some(structured) = outcome
+        .structured_content
+        .as_ref()
+        .filter(|_| outcome.text_content().is_empty())
+    {
         print_json(structured)?;
     } else {
         for block in &outcome.content {
             match block.get("type").and_then(Value::as_str) {
-                Some("text") => print_line(block.get("text").and_then(Value::as_str).unwrap_or(""))?,
+                Some("text") => {
+                    print_line(block.get("text").and_then(Value::as_str).unwrap_or(""))?
+                }
                 _ => print_line(&block.to_string())?,
             }
         }
     }
-    Ok(if outcome.is_error { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+    Ok(if outcome.is_error {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 fn parse_arguments(json: Option<&str>, pairs: &[String]) -> anyhow::Result<Map<String, Value>> {
     let mut arguments = match json {
         None => Map::new(),
-        Some(text) => match serde_json::from_str::<Value>(text).context("--args is not valid JSON")? {
-            Value::Object(map) => map,
-            other => bail!("--args must be a JSON object, got {}", kind(&other)),
-        },
+        Some(text) => {
+            match serde_json::from_str::<Value>(text).context("--args is not valid JSON")? {
+                Value::Object(map) => map,
+                other => bail!("--args must be a JSON object, got {}", kind(&other)),
+            }
+        }
     };
     for pair in pairs {
         let Some((key, raw)) = pair.split_once('=') else {
@@ -85,8 +101,15 @@ mod tests {
 
     #[test]
     fn pairs_are_json_when_they_parse() {
-        let parsed = parse_arguments(Some(r#"{"a": 1}"#), &["n=3".into(), "name=bob".into(), "flag=true".into()]).expect("parses");
-        assert_eq!(Value::Object(parsed), json!({"a": 1, "n": 3, "name": "bob", "flag": true}));
+        let parsed = parse_arguments(
+            Some(r#"{"a": 1}"#),
+            &["n=3".into(), "name=bob".into(), "flag=true".into()],
+        )
+        .expect("parses");
+        assert_eq!(
+            Value::Object(parsed),
+            json!({"a": 1, "n": 3, "name": "bob", "flag": true})
+        );
         assert!(parse_arguments(Some("[1]"), &[]).is_err());
         assert!(parse_arguments(None, &["novalue".into()]).is_err());
     }

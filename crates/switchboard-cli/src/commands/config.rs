@@ -22,7 +22,12 @@ pub fn run(command: ConfigCommand) -> anyhow::Result<ExitCode> {
         ConfigCommand::Check { file } => match Config::load(&file, &ProcessEnvironment) {
             Ok(config) => {
                 let enabled = config.servers.iter().filter(|s| s.enabled).count();
-                print_line(&format!("{}: ok ({} servers, {} enabled)", file.display(), config.servers.len(), enabled))?;
+                print_line(&format!(
+                    "{}: ok ({} servers, {} enabled)",
+                    file.display(),
+                    config.servers.len(),
+                    enabled
+                ))?;
                 Ok(ExitCode::SUCCESS)
             }
             Err(errors) => {

@@ -11,7 +11,7 @@ use std::path::Path;
 
 use anyhow::Context;
 use switchboard::Host;
-use switchboard_core::config::{Config, ProcessEnvironment, locate, Located};
+use switchboard_core::config::{Config, Located, ProcessEnvironment, locate};
 
 /// Finds and loads the config (lookup order in `Config` docs) and says which was used.
 pub fn load_config(explicit: Option<&Path>) -> anyhow::Result<Config> {
@@ -20,7 +20,8 @@ pub fn load_config(explicit: Option<&Path>) -> anyhow::Result<Config> {
     let user_dir = std::env::var_os("XDG_CONFIG_HOME")
         .map(std::path::PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|home| Path::new(&home).join(".config")));
-    let located = locate(explicit, &env, &cwd, user_dir.as_deref()).map_err(|errors| anyhow::anyhow!("{errors}"))?;
+    let located = locate(explicit, &env, &cwd, user_dir.as_deref())
+        .map_err(|errors| anyhow::anyhow!("{errors}"))?;
     match located {
         Located::File { path, .. } => {
             tracing::info!("config: {}", path.display());

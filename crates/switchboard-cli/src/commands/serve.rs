@@ -11,9 +11,9 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use switchboard::Host;
 use switchboard_core::CatalogProblem;
+use switchboard_mcp::front::Dispatcher;
 use switchboard_mcp::front::http::{self, HttpOptions};
 use switchboard_mcp::front::stdio::{self, StdioOptions};
-use switchboard_mcp::front::Dispatcher;
 use tokio_util::sync::CancellationToken;
 
 #[derive(Debug, clap::Args)]
@@ -52,7 +52,9 @@ pub async fn run(config: Option<&Path>, args: ServeArgs) -> anyhow::Result<ExitC
     let grace = Duration::from_secs(args.grace);
     match args.http {
         Some(address) => {
-            let listener = tokio::net::TcpListener::bind(address).await.with_context(|| format!("cannot listen on {address}"))?;
+            let listener = tokio::net::TcpListener::bind(address)
+                .await
+                .with_context(|| format!("cannot listen on {address}"))?;
             let bound = listener.local_addr()?;
             let options = HttpOptions {
                 max_message_bytes,
@@ -73,8 +75,18 @@ pub async fn run(config: Option<&Path>, args: ServeArgs) -> anyhow::Result<ExitC
             }
         }
         None => {
-            let options = StdioOptions { max_message_bytes, grace };
-            stdio::serve(dispatcher, tokio::io::stdin(), tokio::io::stdout(), options, shutdown.clone()).await;
+            let options = StdioOptions {
+                max_message_bytes,
+                grace,
+            };
+            stdio::serve(
+                dispatcher,
+                tokio::io::stdin(),
+                tokio::io::stdout(),
+                options,
+                shutdown.clone(),
+            )
+            .await;
         }
     }
     host.shutdown().await;
@@ -92,12 +104,18 @@ async fn refuse_collisions(host: &Host) -> anyhow::Result<()> {
         return Ok(());
     }
     host.shutdown().await;
-    bail!("--no-prefix: tool names collide:\n  {}\n  hint: drop --no-prefix, or rename the tools in the config", collisions.join("\n  "))
+    bail!(
+        "--no-prefix: tool names collide:\n  {}\n  hint: drop --no-prefix, or rename the tools in the config",
+        collisions.join("\n  ")
+    )
 }
 
 async fn watch_signals(shutdown: CancellationToken) {
     use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut terminate), Ok(mut interrupt)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+    let (Ok(mut terminate), Ok(mut interrupt)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
         tracing::warn!("cannot install signal handlers; stop the gateway by closing stdin");
         return;
     };

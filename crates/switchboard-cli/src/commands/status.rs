@@ -21,7 +21,10 @@ pub async fn run(config: Option<&Path>, args: StatusArgs) -> anyhow::Result<Exit
         print_json(&reports)?;
         return Ok(ExitCode::SUCCESS);
     }
-    print_line(&format!("{:20}  {:8}  {:8}  {:15}  {:>5}  ERROR", "SERVER", "STATE", "ERA", "TRANSPORT", "TOOLS"))?;
+    print_line(&format!(
+        "{:20}  {:8}  {:8}  {:15}  {:>5}  ERROR",
+        "SERVER", "STATE", "ERA", "TRANSPORT", "TOOLS"
+    ))?;
     for report in &reports {
         print_line(&format!(
             "{:20}  {:8}  {:8}  {:15}  {:>5}  {}",

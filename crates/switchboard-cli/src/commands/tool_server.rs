@@ -20,8 +20,13 @@ pub struct ToolServerArgs {
 }
 
 pub async fn run(args: ToolServerArgs) -> anyhow::Result<ExitCode> {
-    let provider = switchboard_tools::builtin(&args.name)
-        .ok_or_else(|| anyhow!("unknown built-in tool server '{}' (available: {})", args.name, switchboard_tools::BUILTINS.join(", ")))?;
+    let provider = switchboard_tools::builtin(&args.name).ok_or_else(|| {
+        anyhow!(
+            "unknown built-in tool server '{}' (available: {})",
+            args.name,
+            switchboard_tools::BUILTINS.join(", ")
+        )
+    })?;
     let plan = ServerPlan {
         spec: UpstreamSpec {
             id: ServerId::new(&args.name),
@@ -36,13 +41,27 @@ pub async fn run(args: ToolServerArgs) -> anyhow::Result<ExitCode> {
         call_timeout: Duration::from_secs(60),
     };
     let options = HostOptions {
-        identity: ServerIdentity { name: format!("switchboard-{}", args.name), version: env!("CARGO_PKG_VERSION").to_owned(), instructions: None },
+        identity: ServerIdentity {
+            name: format!("switchboard-{}", args.name),
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            instructions: None,
+        },
         ..HostOptions::default()
     };
     let host = Host::start(vec![plan], options);
     let dispatcher = Dispatcher::new(Arc::new(host.clone()), None);
-    let options = StdioOptions { max_message_bytes: 16 << 20, grace: Duration::from_secs(5) };
-    stdio::serve(dispatcher, tokio::io::stdin(), tokio::io::stdout(), options, CancellationToken::new()).await;
+    let options = StdioOptions {
+        max_message_bytes: 16 << 20,
+        grace: Duration::from_secs(5),
+    };
+    stdio::serve(
+        dispatcher,
+        tokio::io::stdin(),
+        tokio::io::stdout(),
+        options,
+        CancellationToken::new(),
+    )
+    .await;
     host.shutdown().await;
     Ok(ExitCode::SUCCESS)
 }

@@ -25,7 +25,12 @@ pub async fn run(config: Option<&Path>, args: ToolsArgs) -> anyhow::Result<ExitC
     let catalog = host.catalog();
     let status = host.status();
     host.shutdown().await;
-    let state_of = |server: &str| status.iter().find(|s| s.server == server).map_or("unknown", |s| s.state);
+    let state_of = |server: &str| {
+        status
+            .iter()
+            .find(|s| s.server == server)
+            .map_or("unknown", |s| s.state)
+    };
     match args.format {
         Format::Json => {
             let tools: Vec<_> = catalog
@@ -46,16 +51,41 @@ pub async fn run(config: Option<&Path>, args: ToolsArgs) -> anyhow::Result<ExitC
             print_json(&tools)?;
         }
         Format::Table => {
-            let width = catalog.entries().iter().map(|e| e.exposed.len()).max().unwrap_or(4).max(4);
-            let server_width = catalog.entries().iter().map(|e| e.spec.server.as_str().len()).max().unwrap_or(6).max(6);
-            print_line(&format!("{:width$}  {:server_width$}  DESCRIPTION", "NAME", "SERVER"))?;
+            let width = catalog
+                .entries()
+                .iter()
+                .map(|e| e.exposed.len())
+                .max()
+                .unwrap_or(4)
+                .max(4);
+            let server_width = catalog
+                .entries()
+                .iter()
+                .map(|e| e.spec.server.as_str().len())
+                .max()
+                .unwrap_or(6)
+                .max(6);
+            print_line(&format!(
+                "{:width$}  {:server_width$}  DESCRIPTION",
+                "NAME", "SERVER"
+            ))?;
             for entry in catalog.entries() {
                 let description = entry.spec.definition.description.as_deref().unwrap_or("");
                 let first_line = description.lines().next().unwrap_or("");
-                print_line(&format!("{:width$}  {:server_width$}  {}", entry.exposed, entry.spec.server.as_str(), truncate(first_line, 80)))?;
+                print_line(&format!(
+                    "{:width$}  {:server_width$}  {}",
+                    entry.exposed,
+                    entry.spec.server.as_str(),
+                    truncate(first_line, 80)
+                ))?;
             }
             for report in status.iter().filter(|s| s.state != "up") {
-                eprintln!("note: server '{}' is {}: {}", report.server, report.state, report.error.as_deref().unwrap_or("no reason given"));
+                eprintln!(
+                    "note: server '{}' is {}: {}",
+                    report.server,
+                    report.state,
+                    report.error.as_deref().unwrap_or("no reason given")
+                );
             }
         }
     }

@@ -7,7 +7,12 @@ type ParseError = (usize, usize, String);
 
 /// Parses JSON (with comments and trailing commas).
 pub fn parse(text: &str) -> Result<Node, ParseError> {
-    let mut parser = Parser { text, bytes: text.as_bytes(), at: 0, depth: 0 };
+    let mut parser = Parser {
+        text,
+        bytes: text.as_bytes(),
+        at: 0,
+        depth: 0,
+    };
     parser.skip_space()?;
     let node = parser.value()?;
     parser.skip_space()?;
@@ -33,7 +38,11 @@ impl Parser<'_> {
 
     fn error(&self, message: &str) -> ParseError {
         let pos = self.pos();
-        (pos.line, pos.column, format!("JSON syntax error: {message}"))
+        (
+            pos.line,
+            pos.column,
+            format!("JSON syntax error: {message}"),
+        )
     }
 
     fn peek(&self) -> Option<u8> {
@@ -90,7 +99,10 @@ impl Parser<'_> {
         Ok(Node { pos, value })
     }
 
-    fn nested(&mut self, parse: fn(&mut Self) -> Result<Value, ParseError>) -> Result<Value, ParseError> {
+    fn nested(
+        &mut self,
+        parse: fn(&mut Self) -> Result<Value, ParseError>,
+    ) -> Result<Value, ParseError> {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
             return Err(self.error("nested too deeply"));
@@ -111,7 +123,10 @@ impl Parser<'_> {
 
     fn number(&mut self) -> Result<Value, ParseError> {
         let start = self.at;
-        while matches!(self.peek(), Some(b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')) {
+        while matches!(
+            self.peek(),
+            Some(b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')
+        ) {
             self.at += 1;
         }
         let literal = &self.text[start..self.at];
@@ -142,14 +157,17 @@ impl Parser<'_> {
                     let escape_start = self.at;
                     let end = (self.at + 12).min(self.text.len());
                     let window = self.text.get(escape_start..end).unwrap_or("");
-                    let (decoded, used) = decode_escape(window).ok_or_else(|| self.error("invalid escape sequence"))?;
+                    let (decoded, used) = decode_escape(window)
+                        .ok_or_else(|| self.error("invalid escape sequence"))?;
                     out.push_str(&decoded);
                     self.at += used;
                 }
                 b'\n' => return Err(self.error("line break inside a string")),
                 _ => {
                     let rest = &self.text[self.at..];
-                    let Some(ch) = rest.chars().next() else { return Err(self.error("invalid text")) };
+                    let Some(ch) = rest.chars().next() else {
+                        return Err(self.error("invalid text"));
+                    };
                     out.push(ch);
                     self.at += ch.len_utf8();
                 }
@@ -192,7 +210,11 @@ impl Parser<'_> {
             let key_pos = self.pos();
             let key = self.string()?;
             if entries.iter().any(|(existing, _, _)| existing == &key) {
-                return Err((key_pos.line, key_pos.column, format!("JSON syntax error: duplicate key \"{key}\"")));
+                return Err((
+                    key_pos.line,
+                    key_pos.column,
+                    format!("JSON syntax error: duplicate key \"{key}\""),
+                ));
             }
             self.skip_space()?;
             if self.peek() != Some(b':') {
@@ -236,7 +258,10 @@ fn decode_escape(window: &str) -> Option<(String, usize)> {
     }
     let high = u32::from_str_radix(window.get(2..6)?, 16).ok()?;
     if (0xD800..0xDC00).contains(&high) {
-        let low = window.get(6..12).filter(|s| s.starts_with("\\u")).and_then(|s| u32::from_str_radix(&s[2..], 16).ok())?;
+        let low = window
+            .get(6..12)
+            .filter(|s| s.starts_with("\\u"))
+            .and_then(|s| u32::from_str_radix(&s[2..], 16).ok())?;
         let code = 0x10000 + ((high - 0xD800) << 10) + (low.checked_sub(0xDC00)?);
         return Some((char::from_u32(code)?.to_string(), 12));
     }
@@ -249,11 +274,17 @@ mod tests {
 
     #[test]
     fn comments_trailing_commas_and_positions() {
-        let text = "{\n  // servers\n  \"a\": [1, 2,],\n  /* x */ \"b\": {\"c\": \"\\u00e9\\n\"},\n}";
+        let text =
+            "{\n  // servers\n  \"a\": [1, 2,],\n  /* x */ \"b\": {\"c\": \"\\u00e9\\n\"},\n}";
         let root = parse(text).expect("parses");
         let a = root.get("a").expect("a");
         assert_eq!(a.pos, Pos { line: 3, column: 8 });
-        assert_eq!(root.get("b").and_then(|b| b.get("c")).map(|c| c.value.clone()), Some(Value::String("é\n".into())));
+        assert_eq!(
+            root.get("b")
+                .and_then(|b| b.get("c"))
+                .map(|c| c.value.clone()),
+            Some(Value::String("é\n".into()))
+        );
     }
 
     #[test]
@@ -262,7 +293,12 @@ mod tests {
         let (line, column, message) = parse("{\"a\": 1 \"b\": 2}").expect_err("missing comma");
         assert_eq!((line, column), (1, 9));
         assert!(message.contains("expected ','"), "{message}");
-        assert!(parse("{\"a\": 1, \"a\": 2}").expect_err("dup").2.contains("duplicate"));
+        assert!(
+            parse("{\"a\": 1, \"a\": 2}")
+                .expect_err("dup")
+                .2
+                .contains("duplicate")
+        );
         assert!(parse(&"[".repeat(500)).is_err());
     }
 }

@@ -23,7 +23,9 @@ mod validate;
 use std::path::Path;
 
 pub use locate::{Located, locate};
-pub use model::{Config, EraPreference, GatewayConfig, ServerConfig, ToolOverrideConfig, Transport};
+pub use model::{
+    Config, EraPreference, GatewayConfig, ServerConfig, ToolOverrideConfig, Transport,
+};
 pub use problem::{ConfigErrors, Problem};
 pub use schema::native_schema;
 pub use substitute::{Environment, MapEnvironment, ProcessEnvironment};
@@ -50,7 +52,13 @@ impl Config {
     pub fn load(path: &Path, env: &dyn Environment) -> Result<Self, ConfigErrors> {
         let origin = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|error| {
-            ConfigErrors(vec![Problem::new(&origin, 0, 0, format!("cannot read the config file: {error}"), None)])
+            ConfigErrors(vec![Problem::new(
+                &origin,
+                0,
+                0,
+                format!("cannot read the config file: {error}"),
+                None,
+            )])
         })?;
         let mut config = Self::parse(&text, &origin, Format::of(path), env)?;
         config.source = Some(path.to_path_buf());
@@ -58,12 +66,19 @@ impl Config {
     }
 
     /// Validates config text; `origin` names it in problems.
-    pub fn parse(text: &str, origin: &str, format: Format, env: &dyn Environment) -> Result<Self, ConfigErrors> {
+    pub fn parse(
+        text: &str,
+        origin: &str,
+        format: Format,
+        env: &dyn Environment,
+    ) -> Result<Self, ConfigErrors> {
         let root = match format {
             Format::Toml => toml_tree::parse(text),
             Format::Json => json::parse(text),
         }
-        .map_err(|(line, column, message)| ConfigErrors(vec![Problem::new(origin, line, column, message, None)]))?;
+        .map_err(|(line, column, message)| {
+            ConfigErrors(vec![Problem::new(origin, line, column, message, None)])
+        })?;
         validate::validate(&root, origin, format, env)
     }
 }

@@ -22,7 +22,12 @@ impl Config {
         Self {
             source: None,
             gateway: GatewayConfig::default(),
-            servers: vec![ServerConfig::new("clock", Transport::Builtin { name: "clock".to_owned() })],
+            servers: vec![ServerConfig::new(
+                "clock",
+                Transport::Builtin {
+                    name: "clock".to_owned(),
+                },
+            )],
             aliases: BTreeMap::new(),
         }
     }
@@ -91,10 +96,23 @@ impl ServerConfig {
 /// How to reach a server.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Transport {
-    Stdio { command: String, args: Vec<String>, env: BTreeMap<String, String>, cwd: Option<PathBuf> },
-    Http { url: String, headers: BTreeMap<String, String> },
-    Sse { url: String, headers: BTreeMap<String, String> },
-    Builtin { name: String },
+    Stdio {
+        command: String,
+        args: Vec<String>,
+        env: BTreeMap<String, String>,
+        cwd: Option<PathBuf>,
+    },
+    Http {
+        url: String,
+        headers: BTreeMap<String, String>,
+    },
+    Sse {
+        url: String,
+        headers: BTreeMap<String, String>,
+    },
+    Builtin {
+        name: String,
+    },
 }
 
 /// Which protocol era to speak with a server.

@@ -13,8 +13,20 @@ pub struct Problem {
 }
 
 impl Problem {
-    pub fn new(origin: &str, line: usize, column: usize, message: impl Into<String>, hint: Option<String>) -> Self {
-        Self { origin: origin.to_owned(), line, column, message: message.into(), hint }
+    pub fn new(
+        origin: &str,
+        line: usize,
+        column: usize,
+        message: impl Into<String>,
+        hint: Option<String>,
+    ) -> Self {
+        Self {
+            origin: origin.to_owned(),
+            line,
+            column,
+            message: message.into(),
+            hint,
+        }
     }
 }
 
@@ -23,7 +35,11 @@ impl fmt::Display for Problem {
         if self.line == 0 {
             write!(f, "{}: {}", self.origin, self.message)?;
         } else {
-            write!(f, "{}:{}:{}: {}", self.origin, self.line, self.column, self.message)?;
+            write!(
+                f,
+                "{}:{}:{}: {}",
+                self.origin, self.line, self.column, self.message
+            )?;
         }
         if let Some(hint) = &self.hint {
             write!(f, "\n  hint: {hint}")?;

@@ -106,7 +106,8 @@ mod tests {
 
     #[test]
     fn checked_in_schema_matches_the_types() {
-        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../schema/switchboard.schema.json");
+        let path =
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../schema/switchboard.schema.json");
         let generated = native_schema();
         if std::env::var_os("SWITCHBOARD_BLESS").is_some() {
             std::fs::write(&path, &generated).expect("write schema");

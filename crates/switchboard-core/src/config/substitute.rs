@@ -60,7 +60,11 @@ pub fn substitute(text: &str, env: &dyn Environment) -> Result<String, Substitut
             continue;
         };
         let Some(end) = body.find('}') else {
-            return Err(SubstitutionError { offset: here, message: "unclosed '${' in string".to_owned(), hint: Some("write ${NAME}, or $$ for a literal $".to_owned()) });
+            return Err(SubstitutionError {
+                offset: here,
+                message: "unclosed '${' in string".to_owned(),
+                hint: Some("write ${NAME}, or $$ for a literal $".to_owned()),
+            });
         };
         let reference = &body[..end];
         let (name, default) = match reference.split_once(":-") {
@@ -71,7 +75,9 @@ pub fn substitute(text: &str, env: &dyn Environment) -> Result<String, Substitut
             return Err(SubstitutionError {
                 offset: here,
                 message: format!("'${{{reference}}}' is not a valid variable reference"),
-                hint: Some("names are letters, digits and _; write ${NAME} or ${NAME:-default}".to_owned()),
+                hint: Some(
+                    "names are letters, digits and _; write ${NAME} or ${NAME:-default}".to_owned(),
+                ),
             });
         }
         match (env.var(name), default) {
@@ -98,7 +104,10 @@ mod tests {
     use super::*;
 
     fn env() -> MapEnvironment {
-        MapEnvironment(BTreeMap::from([("HOME".into(), "/home/a".into()), ("EMPTY".into(), String::new())]))
+        MapEnvironment(BTreeMap::from([
+            ("HOME".into(), "/home/a".into()),
+            ("EMPTY".into(), String::new()),
+        ]))
     }
 
     #[test]

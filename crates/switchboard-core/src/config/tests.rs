@@ -6,7 +6,10 @@ use std::time::Duration;
 use super::*;
 
 fn env() -> MapEnvironment {
-    MapEnvironment(BTreeMap::from([("HOME".into(), "/home/u".into()), ("TOKEN".into(), "t0k".into())]))
+    MapEnvironment(BTreeMap::from([
+        ("HOME".into(), "/home/u".into()),
+        ("TOKEN".into(), "t0k".into()),
+    ]))
 }
 
 fn ok(text: &str, format: Format) -> Config {
@@ -19,7 +22,11 @@ fn ok(text: &str, format: Format) -> Config {
 /// Asserts the exact problems as "line:col: message-fragment".
 fn problems(text: &str, format: Format, expected: &[(usize, usize, &str)]) {
     let errors = Config::parse(text, "test", format, &env()).expect_err("expected problems");
-    let found: Vec<(usize, usize, String)> = errors.0.iter().map(|p| (p.line, p.column, p.message.clone())).collect();
+    let found: Vec<(usize, usize, String)> = errors
+        .0
+        .iter()
+        .map(|p| (p.line, p.column, p.message.clone()))
+        .collect();
     assert_eq!(found.len(), expected.len(), "{errors}");
     for ((line, column, message), (el, ec, fragment)) in found.iter().zip(expected) {
         assert_eq!((line, column), (el, ec), "{message}");
@@ -65,12 +72,23 @@ old = "files.read"
     assert_eq!(config.gateway.connect_timeout, Duration::from_millis(1500));
     let ids: Vec<&str> = config.servers.iter().map(|s| s.id.as_str()).collect();
     assert_eq!(ids, ["fs", "remote", "clock"]);
-    let Transport::Stdio { args, env, .. } = &config.servers[0].transport else { panic!("stdio") };
+    let Transport::Stdio { args, env, .. } = &config.servers[0].transport else {
+        panic!("stdio")
+    };
     assert_eq!(args[2], "/home/u/work");
     assert_eq!(env["LEVEL"], "info");
     assert_eq!(config.servers[0].era, EraPreference::Legacy);
-    assert_eq!(config.servers[0].tools["read_file"].name.as_deref(), Some("read"));
-    assert_eq!(config.servers[1].transport, Transport::Sse { url: "http://127.0.0.1:9/mcp".into(), headers: BTreeMap::from([("Authorization".into(), "Bearer t0k".into())]) });
+    assert_eq!(
+        config.servers[0].tools["read_file"].name.as_deref(),
+        Some("read")
+    );
+    assert_eq!(
+        config.servers[1].transport,
+        Transport::Sse {
+            url: "http://127.0.0.1:9/mcp".into(),
+            headers: BTreeMap::from([("Authorization".into(), "Bearer t0k".into())])
+        }
+    );
     assert!(!config.servers[2].enabled);
     assert_eq!(config.aliases["old"], "files.read");
 }
@@ -88,10 +106,19 @@ fn claude_desktop_vscode_and_seed_json() {
         Format::Json,
     );
     assert_eq!(claude.servers.len(), 2);
-    assert!(matches!(claude.servers[1].transport, Transport::Http { .. }));
-    let vscode = ok(r#"{"servers": {"s": {"type": "sse", "url": "http://127.0.0.1:1/sse"}, "p": {"type": "stdio", "command": "x"}}}"#, Format::Json);
+    assert!(matches!(
+        claude.servers[1].transport,
+        Transport::Http { .. }
+    ));
+    let vscode = ok(
+        r#"{"servers": {"s": {"type": "sse", "url": "http://127.0.0.1:1/sse"}, "p": {"type": "stdio", "command": "x"}}}"#,
+        Format::Json,
+    );
     assert!(matches!(vscode.servers[0].transport, Transport::Sse { .. }));
-    let seeds = ok(r#"{"servers": [{"id": "mem", "name": "Memory", "command": "node", "args": [], "env": {}, "enabled": false}]}"#, Format::Json);
+    let seeds = ok(
+        r#"{"servers": [{"id": "mem", "name": "Memory", "command": "node", "args": [], "env": {}, "enabled": false}]}"#,
+        Format::Json,
+    );
     assert_eq!(seeds.servers[0].id, "mem");
     assert_eq!(seeds.servers[0].display_name.as_deref(), Some("Memory"));
     assert!(!seeds.servers[0].enabled);
@@ -110,15 +137,33 @@ fn every_problem_is_located() {
             (13, 12, "NOPE is not set"),
         ],
     );
-    problems("{\"mcpServers\": {\"a b\": {\"command\": 3}}}", Format::Json, &[(1, 17, "server id 'a b'"), (1, 36, "must be a string")]);
-    problems("[servers.x]\nurl = \"ftp://h\"\n", Format::Toml, &[(2, 7, "must start with http")]);
+    problems(
+        "{\"mcpServers\": {\"a b\": {\"command\": 3}}}",
+        Format::Json,
+        &[(1, 17, "server id 'a b'"), (1, 36, "must be a string")],
+    );
+    problems(
+        "[servers.x]\nurl = \"ftp://h\"\n",
+        Format::Toml,
+        &[(2, 7, "must start with http")],
+    );
     problems("[servers\n", Format::Toml, &[(1, 9, "TOML syntax error")]);
-    problems("{\"servers\": [{\"command\": \"x\"}]}", Format::Json, &[(1, 14, "has no \"id\"")]);
+    problems(
+        "{\"servers\": [{\"command\": \"x\"}]}",
+        Format::Json,
+        &[(1, 14, "has no \"id\"")],
+    );
 }
 
 #[test]
 fn hints_suggest_the_closest_key() {
-    let errors = Config::parse("[servers.a]\ncomand = \"x\"\n", "f.toml", Format::Toml, &env()).expect_err("typo");
+    let errors = Config::parse(
+        "[servers.a]\ncomand = \"x\"\n",
+        "f.toml",
+        Format::Toml,
+        &env(),
+    )
+    .expect_err("typo");
     let text = errors.to_string();
     assert!(text.contains("f.toml:2:1: unknown key 'comand'"), "{text}");
     assert!(text.contains("did you mean 'command'?"), "{text}");
@@ -138,5 +183,10 @@ fn durations() {
 fn default_config_runs_the_clock() {
     let config = Config::builtin_default();
     assert_eq!(config.servers.len(), 1);
-    assert_eq!(config.servers[0].transport, Transport::Builtin { name: "clock".into() });
+    assert_eq!(
+        config.servers[0].transport,
+        Transport::Builtin {
+            name: "clock".into()
+        }
+    );
 }

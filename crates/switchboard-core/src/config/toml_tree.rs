@@ -1,28 +1,47 @@
 //! TOML text → [`Node`] tree, keeping every key's and value's position.
 
-use toml::de::{DeTable, DeValue};
 use toml::Spanned;
+use toml::de::{DeTable, DeValue};
 
 use super::tree::{Node, Pos, Value};
 
 /// Parses TOML; a syntax error comes back as (line, column, message).
 pub fn parse(text: &str) -> Result<Node, (usize, usize, String)> {
     let table = DeTable::parse(text).map_err(|error| {
-        let pos = error.span().map(|span| Pos::at(text, span.start)).unwrap_or_default();
-        (pos.line, pos.column, format!("TOML syntax error: {}", error.message().trim()))
+        let pos = error
+            .span()
+            .map(|span| Pos::at(text, span.start))
+            .unwrap_or_default();
+        (
+            pos.line,
+            pos.column,
+            format!("TOML syntax error: {}", error.message().trim()),
+        )
     })?;
     let span = table.span();
-    Ok(Node { pos: Pos::at(text, span.start), value: convert_table(text, table.get_ref()) })
+    Ok(Node {
+        pos: Pos::at(text, span.start),
+        value: convert_table(text, table.get_ref()),
+    })
 }
 
 /// Entries in file order (the parser's map is sorted by key; the order of servers matters).
 fn convert_table(text: &str, table: &DeTable<'_>) -> Value {
-    let mut entries: Vec<_> = table.iter().map(|(key, value)| (key.span().start, key, value)).collect();
+    let mut entries: Vec<_> = table
+        .iter()
+        .map(|(key, value)| (key.span().start, key, value))
+        .collect();
     entries.sort_by_key(|(start, _, _)| *start);
     Value::Table(
         entries
             .into_iter()
-            .map(|(start, key, value)| (key.get_ref().to_string(), Pos::at(text, start), convert(text, value)))
+            .map(|(start, key, value)| {
+                (
+                    key.get_ref().to_string(),
+                    Pos::at(text, start),
+                    convert(text, value),
+                )
+            })
             .collect(),
     )
 }
@@ -37,14 +56,29 @@ fn convert(text: &str, value: &Spanned<DeValue<'_>>) -> Node {
                 Some(rest) => (-1, rest.to_owned()),
                 None => (1, digits.trim_start_matches('+').to_owned()),
             };
-            let body = body.trim_start_matches("0x").trim_start_matches("0o").trim_start_matches("0b");
-            i64::from_str_radix(body, i.radix()).map(|n| Value::Integer(sign * n)).unwrap_or(Value::Null)
+            let body = body
+                .trim_start_matches("0x")
+                .trim_start_matches("0o")
+                .trim_start_matches("0b");
+            i64::from_str_radix(body, i.radix())
+                .map(|n| Value::Integer(sign * n))
+                .unwrap_or(Value::Null)
         }
-        DeValue::Float(f) => f.as_str().replace('_', "").parse().map(Value::Float).unwrap_or(Value::Null),
+        DeValue::Float(f) => f
+            .as_str()
+            .replace('_', "")
+            .parse()
+            .map(Value::Float)
+            .unwrap_or(Value::Null),
         DeValue::Boolean(b) => Value::Bool(*b),
         DeValue::Datetime(d) => Value::String(d.to_string()),
-        DeValue::Array(items) => Value::Array(items.iter().map(|item| convert(text, item)).collect()),
+        DeValue::Array(items) => {
+            Value::Array(items.iter().map(|item| convert(text, item)).collect())
+        }
         DeValue::Table(table) => convert_table(text, table),
     };
-    Node { pos, value: converted }
+    Node {
+        pos,
+        value: converted,
+    }
 }

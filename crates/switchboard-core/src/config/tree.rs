@@ -55,7 +55,10 @@ impl Node {
     /// The entry `key` of a table node.
     pub fn get(&self, key: &str) -> Option<&Node> {
         match &self.value {
-            Value::Table(entries) => entries.iter().find(|(k, _, _)| k == key).map(|(_, _, node)| node),
+            Value::Table(entries) => entries
+                .iter()
+                .find(|(k, _, _)| k == key)
+                .map(|(_, _, node)| node),
             _ => None,
         }
     }

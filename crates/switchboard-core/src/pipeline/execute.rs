@@ -19,7 +19,9 @@ pub async fn execute(
 ) -> Result<ToolOutcome, CallError> {
     let server = &entry.spec.server;
     let Some(upstream) = upstreams.upstream(server) else {
-        return Ok(ToolOutcome::error(format!("server '{server}' is not connected")));
+        return Ok(ToolOutcome::error(format!(
+            "server '{server}' is not connected"
+        )));
     };
     let deadline = entry.call_timeout;
     let call = upstream.call_tool(&entry.upstream_name, arguments, ctx);
@@ -32,7 +34,19 @@ pub async fn execute(
     match result {
         Ok(outcome) => Ok(outcome),
         Err(UpstreamError::Cancelled) => Err(CallError::Cancelled),
-        Err(UpstreamError::Protocol { code, message, data, .. }) => Err(CallError::Upstream { code, message, data }),
-        Err(other) => Ok(ToolOutcome::error(format!("tool '{}' failed: {other}", entry.exposed))),
+        Err(UpstreamError::Protocol {
+            code,
+            message,
+            data,
+            ..
+        }) => Err(CallError::Upstream {
+            code,
+            message,
+            data,
+        }),
+        Err(other) => Ok(ToolOutcome::error(format!(
+            "tool '{}' failed: {other}",
+            entry.exposed
+        ))),
     }
 }

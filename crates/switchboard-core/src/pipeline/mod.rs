@@ -33,7 +33,11 @@ pub enum CallError {
     UnknownTool { name: String },
     /// The upstream answered with a JSON-RPC error; passed through unchanged.
     #[error("{message}")]
-    Upstream { code: i64, message: String, data: Option<Value> },
+    Upstream {
+        code: i64,
+        message: String,
+        data: Option<Value>,
+    },
     /// The caller cancelled the call; no result is owed.
     #[error("the call was cancelled")]
     Cancelled,
@@ -61,12 +65,15 @@ impl Pipeline {
         let started = self.clock.now();
         let started_wall = self.clock.wall();
         let entry = resolve::resolve(catalog, &call.name);
-        let target = entry.as_ref().ok().map(|entry| (entry.spec.server.clone(), entry.upstream_name.clone()));
+        let target = entry
+            .as_ref()
+            .ok()
+            .map(|entry| (entry.spec.server.clone(), entry.upstream_name.clone()));
         let result = match entry {
             Err(error) => Err(error),
             Ok(entry) => match validate::validate(entry, &call.arguments) {
-                Err(refusal) => Ok(refusal),
-                Ok(()) => execute::execute(upstreams, entry, call.arguments, ctx).await,
+                Some(refusal) => Ok(refusal),
+                None => execute::execute(upstreams, entry, call.arguments, ctx).await,
             },
         };
         let record = CallRecord {

@@ -6,5 +6,7 @@ use super::CallError;
 use crate::{Catalog, CatalogEntry};
 
 pub fn resolve<'c>(catalog: &'c Catalog, name: &str) -> Result<&'c Arc<CatalogEntry>, CallError> {
-    catalog.resolve(name).ok_or_else(|| CallError::UnknownTool { name: name.to_owned() })
+    catalog.resolve(name).ok_or_else(|| CallError::UnknownTool {
+        name: name.to_owned(),
+    })
 }

@@ -16,22 +16,41 @@ use crate::{ServerId, ToolDefinition};
 struct Scripted;
 
 impl Upstream for Scripted {
-    fn call_tool<'a>(&'a self, tool: &'a str, arguments: Map<String, Value>, ctx: &'a CallContext) -> BoxFuture<'a, Result<ToolOutcome, UpstreamError>> {
+    fn call_tool<'a>(
+        &'a self,
+        tool: &'a str,
+        arguments: Map<String, Value>,
+        ctx: &'a CallContext,
+    ) -> BoxFuture<'a, Result<ToolOutcome, UpstreamError>> {
         Box::pin(async move {
             match tool {
-                "echo" => Ok(ToolOutcome::text(arguments["text"].as_str().unwrap_or_default())),
+                "echo" => Ok(ToolOutcome::text(
+                    arguments["text"].as_str().unwrap_or_default(),
+                )),
                 "slow" => {
                     tokio::time::sleep(Duration::from_secs(3600)).await;
                     Ok(ToolOutcome::text("late"))
                 }
                 "progress" => {
                     if let Some(sink) = &ctx.progress {
-                        sink.report(crate::Progress { progress: 1.0, total: Some(2.0), message: None });
+                        sink.report(crate::Progress {
+                            progress: 1.0,
+                            total: Some(2.0),
+                            message: None,
+                        });
                     }
                     Ok(ToolOutcome::text("done"))
                 }
-                "reject" => Err(UpstreamError::Protocol { server: ServerId::new("s"), code: -32602, message: "no".into(), data: None }),
-                _ => Err(UpstreamError::Unavailable { server: ServerId::new("s"), reason: "crashed".into() }),
+                "reject" => Err(UpstreamError::Protocol {
+                    server: ServerId::new("s"),
+                    code: -32602,
+                    message: "no".into(),
+                    data: None,
+                }),
+                _ => Err(UpstreamError::Unavailable {
+                    server: ServerId::new("s"),
+                    reason: "crashed".into(),
+                }),
             }
         })
     }
@@ -62,7 +81,13 @@ fn catalog() -> Catalog {
         .iter()
         .map(|name| ListedTool::compile(ToolDefinition::new(*name, "d", schema.clone())))
         .collect();
-    let slice = ServerSlice { server: ServerId::new("s"), prefix: "s".into(), tools, overrides: Default::default(), call_timeout: Duration::from_secs(5) };
+    let slice = ServerSlice {
+        server: ServerId::new("s"),
+        prefix: "s".into(),
+        tools,
+        overrides: Default::default(),
+        call_timeout: Duration::from_secs(5),
+    };
     Catalog::build(&[slice], &NamingRules::default())
 }
 
@@ -80,15 +105,36 @@ struct Fixture {
 impl Fixture {
     fn new() -> Self {
         let records = Arc::new(Records::default());
-        Self { pipeline: Pipeline::new(records.clone(), Arc::new(SystemClock)), records, catalog: catalog(), directory: Directory(Some(Arc::new(Scripted))) }
+        Self {
+            pipeline: Pipeline::new(records.clone(), Arc::new(SystemClock)),
+            records,
+            catalog: catalog(),
+            directory: Directory(Some(Arc::new(Scripted))),
+        }
     }
 
-    async fn call(&self, ctx: &CallContext, name: &str, arguments: Value) -> Result<ToolOutcome, CallError> {
-        self.pipeline.call(&self.catalog, &self.directory, ctx, ToolCall::new(name, args(arguments))).await
+    async fn call(
+        &self,
+        ctx: &CallContext,
+        name: &str,
+        arguments: Value,
+    ) -> Result<ToolOutcome, CallError> {
+        self.pipeline
+            .call(
+                &self.catalog,
+                &self.directory,
+                ctx,
+                ToolCall::new(name, args(arguments)),
+            )
+            .await
     }
 
     fn statuses(&self) -> Vec<CallStatus> {
-        self.records.0.lock().map(|r| r.iter().map(|r| r.status).collect()).unwrap_or_default()
+        self.records
+            .0
+            .lock()
+            .map(|r| r.iter().map(|r| r.status).collect())
+            .unwrap_or_default()
     }
 }
 
@@ -96,21 +142,47 @@ impl Fixture {
 async fn every_fate_is_recorded_once() {
     let fixture = Fixture::new();
     let ctx = CallContext::default();
-    let ok = fixture.call(&ctx, "s__echo", json!({"text": "hi"})).await.expect("ok");
+    let ok = fixture
+        .call(&ctx, "s__echo", json!({"text": "hi"}))
+        .await
+        .expect("ok");
     assert_eq!(ok.text_content(), "hi");
-    let unknown = fixture.call(&ctx, "s__nope", json!({})).await.expect_err("unknown");
-    assert_eq!(unknown, CallError::UnknownTool { name: "s__nope".into() });
-    let invalid = fixture.call(&ctx, "s__echo", json!({"text": 5, "extra": true})).await.expect("tool error");
+    let unknown = fixture
+        .call(&ctx, "s__nope", json!({}))
+        .await
+        .expect_err("unknown");
+    assert_eq!(
+        unknown,
+        CallError::UnknownTool {
+            name: "s__nope".into()
+        }
+    );
+    let invalid = fixture
+        .call(&ctx, "s__echo", json!({"text": 5, "extra": true}))
+        .await
+        .expect("tool error");
     assert!(invalid.is_error);
     let text = invalid.text_content();
     assert!(text.contains("$.text") && text.contains("extra"), "{text}");
-    let rejected = fixture.call(&ctx, "s__reject", json!({})).await.expect_err("passthrough");
+    let rejected = fixture
+        .call(&ctx, "s__reject", json!({}))
+        .await
+        .expect_err("passthrough");
     assert!(matches!(rejected, CallError::Upstream { code: -32602, .. }));
-    let down = fixture.call(&ctx, "s__down", json!({})).await.expect("tool error");
+    let down = fixture
+        .call(&ctx, "s__down", json!({}))
+        .await
+        .expect("tool error");
     assert!(down.is_error && down.text_content().contains("crashed"));
     assert_eq!(
         fixture.statuses(),
-        [CallStatus::Ok, CallStatus::UnknownTool, CallStatus::ToolError, CallStatus::UpstreamError, CallStatus::ToolError]
+        [
+            CallStatus::Ok,
+            CallStatus::UnknownTool,
+            CallStatus::ToolError,
+            CallStatus::UpstreamError,
+            CallStatus::ToolError
+        ]
     );
 }
 
@@ -118,11 +190,23 @@ async fn every_fate_is_recorded_once() {
 async fn deadline_ends_a_slow_call_with_a_tool_error() {
     let fixture = Fixture::new();
     let started = tokio::time::Instant::now();
-    let outcome = fixture.call(&CallContext::default(), "s__slow", json!({})).await.expect("tool error");
+    let outcome = fixture
+        .call(&CallContext::default(), "s__slow", json!({}))
+        .await
+        .expect("tool error");
     assert!(outcome.is_error);
-    assert!(outcome.text_content().contains("5000ms"), "{}", outcome.text_content());
+    assert!(
+        outcome.text_content().contains("5000ms"),
+        "{}",
+        outcome.text_content()
+    );
     assert_eq!(started.elapsed(), Duration::from_secs(5));
-    let records = fixture.records.0.lock().map(|r| r[0].duration).unwrap_or_default();
+    let records = fixture
+        .records
+        .0
+        .lock()
+        .map(|r| r[0].duration)
+        .unwrap_or_default();
     assert_eq!(records, Duration::from_secs(5));
 }
 
@@ -150,10 +234,19 @@ async fn progress_reaches_the_caller_and_missing_upstreams_are_tool_errors() {
             seen.push(p.progress);
         }
     }));
-    fixture.call(&ctx, "s__progress", json!({})).await.expect("ok");
+    fixture
+        .call(&ctx, "s__progress", json!({}))
+        .await
+        .expect("ok");
     assert_eq!(seen.lock().map(|s| s.clone()).unwrap_or_default(), [1.0]);
 
-    let orphan = Fixture { directory: Directory(None), ..Fixture::new() };
-    let outcome = orphan.call(&CallContext::default(), "s__echo", json!({"text": "x"})).await.expect("tool error");
+    let orphan = Fixture {
+        directory: Directory(None),
+        ..Fixture::new()
+    };
+    let outcome = orphan
+        .call(&CallContext::default(), "s__echo", json!({"text": "x"}))
+        .await
+        .expect("tool error");
     assert!(outcome.is_error && outcome.text_content().contains("not connected"));
 }

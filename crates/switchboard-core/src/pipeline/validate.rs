@@ -7,9 +7,13 @@ use serde_json::{Map, Value};
 
 use crate::{CatalogEntry, ToolOutcome};
 
-pub fn validate(entry: &CatalogEntry, arguments: &Map<String, Value>) -> Result<(), ToolOutcome> {
-    entry.schema.validate(arguments).map_err(|violations| {
-        let lines: Vec<String> = violations.iter().map(|violation| format!("- {violation}")).collect();
+/// Returns the refusal to send back, or `None` when the arguments are valid.
+pub fn validate(entry: &CatalogEntry, arguments: &Map<String, Value>) -> Option<ToolOutcome> {
+    entry.schema.validate(arguments).err().map(|violations| {
+        let lines: Vec<String> = violations
+            .iter()
+            .map(|violation| format!("- {violation}"))
+            .collect();
         ToolOutcome::error(format!(
             "invalid arguments for tool '{}':\n{}",
             entry.exposed,

@@ -22,7 +22,11 @@ pub trait Backend: Send + Sync + 'static {
     fn list_tools(&self, agent: Option<&str>) -> BoxFuture<'_, Vec<ToolDefinition>>;
 
     /// Runs a call through the pipeline.
-    fn call_tool(&self, ctx: CallContext, call: ToolCall) -> BoxFuture<'_, Result<ToolOutcome, CallError>>;
+    fn call_tool(
+        &self,
+        ctx: CallContext,
+        call: ToolCall,
+    ) -> BoxFuture<'_, Result<ToolOutcome, CallError>>;
 
     /// Bumped whenever the catalog changes (clients are sent `list_changed`).
     fn catalog_version(&self) -> watch::Receiver<u64>;

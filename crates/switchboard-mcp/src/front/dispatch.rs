@@ -13,7 +13,10 @@ use switchboard_core::pipeline::CallError;
 use switchboard_core::{CallContext, ToolCall};
 
 use super::backend::Backend;
-use crate::era::{LATEST_LEGACY_VERSION, LEGACY_VERSIONS, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, META_SERVER_INFO, MODERN_VERSION};
+use crate::era::{
+    LATEST_LEGACY_VERSION, LEGACY_VERSIONS, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION,
+    META_SERVER_INFO, MODERN_VERSION,
+};
 use crate::jsonrpc::{Message, RequestId, RpcError, code, params_meta};
 
 /// Which era one request speaks.
@@ -26,8 +29,14 @@ pub enum RequestEra {
 impl RequestEra {
     /// Reads the era from a request's `_meta`.
     pub fn of(params: Option<&Value>) -> Self {
-        let version = params_meta(params).and_then(|meta| meta.get(META_PROTOCOL_VERSION)).and_then(Value::as_str);
-        if version == Some(MODERN_VERSION) { Self::Modern } else { Self::Legacy }
+        let version = params_meta(params)
+            .and_then(|meta| meta.get(META_PROTOCOL_VERSION))
+            .and_then(Value::as_str);
+        if version == Some(MODERN_VERSION) {
+            Self::Modern
+        } else {
+            Self::Legacy
+        }
     }
 }
 
@@ -49,12 +58,24 @@ impl Dispatcher {
     }
 
     /// Answers one request. `ctx` carries the caller's cancellation and progress sink.
-    pub async fn handle(&self, id: RequestId, method: &str, params: Option<Value>, ctx: CallContext) -> Message {
+    pub async fn handle(
+        &self,
+        id: RequestId,
+        method: &str,
+        params: Option<Value>,
+        ctx: CallContext,
+    ) -> Message {
         let era = RequestEra::of(params.as_ref());
         if era == RequestEra::Modern
             && let Some(missing) = missing_modern_meta(params.as_ref())
         {
-            return Message::error(Some(id), code::INVALID_PARAMS, format!("missing required _meta key '{missing}' for protocol version {MODERN_VERSION}"));
+            return Message::error(
+                Some(id),
+                code::INVALID_PARAMS,
+                format!(
+                    "missing required _meta key '{missing}' for protocol version {MODERN_VERSION}"
+                ),
+            );
         }
         let answer = match method {
             "initialize" => Ok(self.initialize(params.as_ref())),
@@ -66,18 +87,25 @@ impl Dispatcher {
             "resources/list" => Ok(json!({"resources": []})),
             "resources/templates/list" => Ok(json!({"resourceTemplates": []})),
             "prompts/list" => Ok(json!({"prompts": []})),
-            other => Err(RpcError::new(code::METHOD_NOT_FOUND, format!("Method not found: {other}"))),
+            other => Err(RpcError::new(
+                code::METHOD_NOT_FOUND,
+                format!("Method not found: {other}"),
+            )),
         };
         match answer {
             Ok(mut result) => {
                 if era == RequestEra::Modern
                     && let Value::Object(map) = &mut result
                 {
-                    map.entry("resultType").or_insert_with(|| Value::String("complete".into()));
+                    map.entry("resultType")
+                        .or_insert_with(|| Value::String("complete".into()));
                 }
                 Message::Response { id, result }
             }
-            Err(error) => Message::Error { id: Some(id), error },
+            Err(error) => Message::Error {
+                id: Some(id),
+                error,
+            },
         }
     }
 
@@ -86,8 +114,15 @@ impl Dispatcher {
     }
 
     fn initialize(&self, params: Option<&Value>) -> Value {
-        let requested = params.and_then(|p| p.get("protocolVersion")).and_then(Value::as_str).unwrap_or(LATEST_LEGACY_VERSION);
-        let version = if LEGACY_VERSIONS.contains(&requested) { requested } else { LATEST_LEGACY_VERSION };
+        let requested = params
+            .and_then(|p| p.get("protocolVersion"))
+            .and_then(Value::as_str)
+            .unwrap_or(LATEST_LEGACY_VERSION);
+        let version = if LEGACY_VERSIONS.contains(&requested) {
+            requested
+        } else {
+            LATEST_LEGACY_VERSION
+        };
         let identity = self.backend.identity();
         let mut result = json!({
             "protocolVersion": version,
@@ -120,38 +155,79 @@ impl Dispatcher {
 
     async fn list_tools(&self, era: RequestEra) -> Value {
         let tools = self.backend.list_tools(self.agent.as_deref()).await;
-        let tools: Vec<Value> = tools.iter().filter_map(|tool| serde_json::to_value(tool).ok()).collect();
+        let tools: Vec<Value> = tools
+            .iter()
+            .filter_map(|tool| serde_json::to_value(tool).ok())
+            .collect();
         let mut result = json!({"tools": tools});
         if era == RequestEra::Modern
             && let Value::Object(map) = &mut result
         {
             map.insert("ttlMs".into(), json!(0));
-            let scope = if self.agent.is_some() { "private" } else { "public" };
+            let scope = if self.agent.is_some() {
+                "private"
+            } else {
+                "public"
+            };
             map.insert("cacheScope".into(), json!(scope));
         }
         result
     }
 
-    async fn call_tool(&self, params: Option<Value>, mut ctx: CallContext) -> Result<Value, RpcError> {
+    async fn call_tool(
+        &self,
+        params: Option<Value>,
+        mut ctx: CallContext,
+    ) -> Result<Value, RpcError> {
         let Some(Value::Object(mut params)) = params else {
-            return Err(RpcError::new(code::INVALID_PARAMS, "tools/call needs params with a 'name'"));
+            return Err(RpcError::new(
+                code::INVALID_PARAMS,
+                "tools/call needs params with a 'name'",
+            ));
         };
         let Some(Value::String(name)) = params.remove("name") else {
-            return Err(RpcError::new(code::INVALID_PARAMS, "tools/call: 'name' must be a string"));
+            return Err(RpcError::new(
+                code::INVALID_PARAMS,
+                "tools/call: 'name' must be a string",
+            ));
         };
         let arguments = match params.remove("arguments") {
             None | Some(Value::Null) => Map::new(),
             Some(Value::Object(arguments)) => arguments,
-            Some(_) => return Err(RpcError::new(code::INVALID_PARAMS, "tools/call: 'arguments' must be an object")),
+            Some(_) => {
+                return Err(RpcError::new(
+                    code::INVALID_PARAMS,
+                    "tools/call: 'arguments' must be an object",
+                ));
+            }
         };
         if ctx.agent.is_none() {
             ctx.agent = self.agent.clone();
         }
-        match self.backend.call_tool(ctx, ToolCall::new(name, arguments)).await {
-            Ok(outcome) => serde_json::to_value(outcome).map_err(|error| RpcError::new(code::INTERNAL_ERROR, error.to_string())),
-            Err(CallError::UnknownTool { name }) => Err(RpcError::new(code::INVALID_PARAMS, format!("Unknown tool: {name}"))),
-            Err(CallError::Upstream { code, message, data }) => Err(RpcError { code, message, data }),
-            Err(CallError::Cancelled) => Err(RpcError::new(code::INTERNAL_ERROR, "the call was cancelled")),
+        match self
+            .backend
+            .call_tool(ctx, ToolCall::new(name, arguments))
+            .await
+        {
+            Ok(outcome) => serde_json::to_value(outcome)
+                .map_err(|error| RpcError::new(code::INTERNAL_ERROR, error.to_string())),
+            Err(CallError::UnknownTool { name }) => Err(RpcError::new(
+                code::INVALID_PARAMS,
+                format!("Unknown tool: {name}"),
+            )),
+            Err(CallError::Upstream {
+                code,
+                message,
+                data,
+            }) => Err(RpcError {
+                code,
+                message,
+                data,
+            }),
+            Err(CallError::Cancelled) => Err(RpcError::new(
+                code::INTERNAL_ERROR,
+                "the call was cancelled",
+            )),
             Err(other) => Err(RpcError::new(code::INTERNAL_ERROR, other.to_string())),
         }
     }
@@ -159,12 +235,17 @@ impl Dispatcher {
 
 fn missing_modern_meta(params: Option<&Value>) -> Option<&'static str> {
     let meta = params_meta(params)?;
-    [META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES].into_iter().find(|key| !meta.contains_key(*key))
+    [META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES]
+        .into_iter()
+        .find(|key| !meta.contains_key(*key))
 }
 
 /// The client's progress token of a request, if it asked for progress.
 pub fn progress_token(params: Option<&Value>) -> Option<Value> {
-    params_meta(params)?.get("progressToken").filter(|token| token.is_string() || token.is_number()).cloned()
+    params_meta(params)?
+        .get("progressToken")
+        .filter(|token| token.is_string() || token.is_number())
+        .cloned()
 }
 
 /// The `notifications/progress` message for a client's token.

@@ -64,53 +64,99 @@ struct HttpState {
 
 /// Serves until `shutdown` fires; in-flight requests are then given a grace period by the
 /// caller's runtime shutdown.
-pub async fn serve(dispatcher: Dispatcher, listener: TcpListener, options: HttpOptions, shutdown: CancellationToken) -> std::io::Result<()> {
+pub async fn serve(
+    dispatcher: Dispatcher,
+    listener: TcpListener,
+    options: HttpOptions,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
     let app = router(dispatcher, options);
-    axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
-        .with_graceful_shutdown(async move { shutdown.cancelled().await })
-        .await
+    axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(async move { shutdown.cancelled().await })
+    .await
 }
 
 /// The axum router of the front (exposed for tests and embedding).
 pub fn router(dispatcher: Dispatcher, options: HttpOptions) -> Router {
     let limit = options.max_message_bytes;
-    let state = Arc::new(HttpState { dispatcher, options, sessions: Mutex::default() });
+    let state = Arc::new(HttpState {
+        dispatcher,
+        options,
+        sessions: Mutex::default(),
+    });
     Router::new()
-        .route("/mcp", post(handle_post).get(handle_get).delete(handle_delete))
+        .route(
+            "/mcp",
+            post(handle_post).get(handle_get).delete(handle_delete),
+        )
         .layer(DefaultBodyLimit::max(limit))
         .with_state(state)
 }
 
 fn rpc_response(status: StatusCode, message: &Message) -> Response {
-    (status, [(header::CONTENT_TYPE, "application/json")], message.to_line()).into_response()
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        message.to_line(),
+    )
+        .into_response()
 }
 
 fn plain(status: StatusCode, text: &str) -> Response {
-    (status, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text.to_owned()).into_response()
+    (
+        status,
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        text.to_owned(),
+    )
+        .into_response()
 }
 
 /// The DNS-rebinding guard.
 fn check_origin(state: &HttpState, headers: &HeaderMap) -> Result<(), Response> {
     if let Some(origin) = headers.get(header::ORIGIN) {
         let origin = origin.to_str().unwrap_or("");
-        let allowed = state.options.allowed_origins.iter().any(|allowed| allowed == origin) || is_loopback_origin(origin);
+        let allowed = state
+            .options
+            .allowed_origins
+            .iter()
+            .any(|allowed| allowed == origin)
+            || is_loopback_origin(origin);
         if !allowed {
-            return Err(plain(StatusCode::FORBIDDEN, &format!("origin '{origin}' is not allowed")));
+            return Err(plain(
+                StatusCode::FORBIDDEN,
+                &format!("origin '{origin}' is not allowed"),
+            ));
         }
     }
     if state.options.check_host {
-        let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("");
+        let host = headers
+            .get(header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .unwrap_or("");
         let name = host_name(host);
-        let allowed = is_loopback_name(name) || state.options.allowed_hosts.iter().any(|allowed| allowed == name);
+        let allowed = is_loopback_name(name)
+            || state
+                .options
+                .allowed_hosts
+                .iter()
+                .any(|allowed| allowed == name);
         if !allowed {
-            return Err(plain(StatusCode::FORBIDDEN, &format!("host '{host}' is not allowed")));
+            return Err(plain(
+                StatusCode::FORBIDDEN,
+                &format!("host '{host}' is not allowed"),
+            ));
         }
     }
     Ok(())
 }
 
 fn is_loopback_origin(origin: &str) -> bool {
-    let Some((_, rest)) = origin.split_once("://") else { return false };
+    let Some((_, rest)) = origin.split_once("://") else {
+        return false;
+    };
     is_loopback_name(host_name(rest))
 }
 
@@ -130,14 +176,24 @@ fn header_str<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
     headers.get(name).and_then(|value| value.to_str().ok())
 }
 
-async fn handle_post(State(state): State<Arc<HttpState>>, headers: HeaderMap, body: Bytes) -> Response {
+async fn handle_post(
+    State(state): State<Arc<HttpState>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     if let Err(refusal) = check_origin(&state, &headers) {
         return refusal;
     }
     let message = match Message::parse(&body) {
         Ok(message) => message,
         Err(malformed) => {
-            return rpc_response(StatusCode::BAD_REQUEST, &Message::Error { id: malformed.id, error: malformed.error });
+            return rpc_response(
+                StatusCode::BAD_REQUEST,
+                &Message::Error {
+                    id: malformed.id,
+                    error: malformed.error,
+                },
+            );
         }
     };
     let session_id = header_str(&headers, SESSION_HEADER).map(str::to_owned);
@@ -151,21 +207,34 @@ async fn handle_post(State(state): State<Arc<HttpState>>, headers: HeaderMap, bo
             }
             return StatusCode::ACCEPTED.into_response();
         }
-        Message::Response { .. } | Message::Error { .. } => return StatusCode::ACCEPTED.into_response(),
+        Message::Response { .. } | Message::Error { .. } => {
+            return StatusCode::ACCEPTED.into_response();
+        }
     };
-    let modern = RequestEra::of(params.as_ref()) == RequestEra::Modern || header_str(&headers, VERSION_HEADER) == Some(MODERN_VERSION);
+    // `server/discover` is how a modern client starts, so it never needs a session.
+    let modern = method == "server/discover"
+        || RequestEra::of(params.as_ref()) == RequestEra::Modern
+        || header_str(&headers, VERSION_HEADER) == Some(MODERN_VERSION);
     let mut new_session = None;
     let session = if modern {
         if let Some(declared) = header_str(&headers, METHOD_HEADER)
             && declared != method
         {
-            let error = Message::error(Some(id), code::INVALID_REQUEST, format!("header Mcp-Method '{declared}' does not match the body's method '{method}'"));
+            let error = Message::error(
+                Some(id),
+                code::INVALID_REQUEST,
+                format!(
+                    "header Mcp-Method '{declared}' does not match the body's method '{method}'"
+                ),
+            );
             return rpc_response(StatusCode::BAD_REQUEST, &error);
         }
         None
     } else if method == "initialize" {
         let id: String = format!("{:032x}", rand::rng().random::<u128>());
-        let session = Arc::new(Session { in_flight: Mutex::default() });
+        let session = Arc::new(Session {
+            in_flight: Mutex::default(),
+        });
         if let Ok(mut sessions) = state.sessions.lock() {
             sessions.insert(id.clone(), session.clone());
         }
@@ -174,13 +243,21 @@ async fn handle_post(State(state): State<Arc<HttpState>>, headers: HeaderMap, bo
     } else {
         match session_id {
             None => {
-                let error = Message::error(Some(id), code::INVALID_REQUEST, "missing Mcp-Session-Id header: send initialize first (or use protocol version 2026-07-28)");
+                let error = Message::error(
+                    Some(id),
+                    code::INVALID_REQUEST,
+                    "missing Mcp-Session-Id header: send initialize first (or use protocol version 2026-07-28)",
+                );
                 return rpc_response(StatusCode::BAD_REQUEST, &error);
             }
             Some(session_id) => match find_session(&state, &session_id) {
                 Some(session) => Some(session),
                 None => {
-                    let error = Message::error(Some(id), code::INVALID_REQUEST, "unknown or expired session");
+                    let error = Message::error(
+                        Some(id),
+                        code::INVALID_REQUEST,
+                        "unknown or expired session",
+                    );
                     return rpc_response(StatusCode::NOT_FOUND, &error);
                 }
             },
@@ -193,12 +270,26 @@ async fn handle_post(State(state): State<Arc<HttpState>>, headers: HeaderMap, bo
         map.insert(id.clone(), cancel.clone());
     }
     let mut response = match progress_token(params.as_ref()) {
-        Some(token) => stream_answer(state.dispatcher.clone(), session, id, method, params, token, cancel),
+        Some(token) => stream_answer(
+            state.dispatcher.clone(),
+            session,
+            id,
+            method,
+            params,
+            token,
+            cancel,
+        ),
         None => {
             // If the client disconnects, this future is dropped and the guard cancels the call.
             let guard = cancel.clone().drop_guard();
-            let ctx = CallContext { cancel: cancel.clone(), ..CallContext::default() };
-            let answer = state.dispatcher.handle(id.clone(), &method, params, ctx).await;
+            let ctx = CallContext {
+                cancel: cancel.clone(),
+                ..CallContext::default()
+            };
+            let answer = state
+                .dispatcher
+                .handle(id.clone(), &method, params, ctx)
+                .await;
             guard.disarm();
             forget_request(session.as_deref(), &id);
             rpc_response(StatusCode::OK, &answer)
@@ -267,9 +358,17 @@ fn forget_request(session: Option<&Session>, id: &RequestId) {
 }
 
 fn cancel_in_session(session: &Session, params: Option<&Value>) {
-    let Some(id) = params.and_then(|p| p.get("requestId")).cloned() else { return };
-    let Ok(id) = serde_json::from_value::<RequestId>(id) else { return };
-    let token = session.in_flight.lock().ok().and_then(|map| map.get(&id).cloned());
+    let Some(id) = params.and_then(|p| p.get("requestId")).cloned() else {
+        return;
+    };
+    let Ok(id) = serde_json::from_value::<RequestId>(id) else {
+        return;
+    };
+    let token = session
+        .in_flight
+        .lock()
+        .ok()
+        .and_then(|map| map.get(&id).cloned());
     if let Some(token) = token {
         token.cancel();
     }
@@ -281,7 +380,10 @@ async fn handle_get(State(state): State<Arc<HttpState>>, headers: HeaderMap) -> 
         return refusal;
     }
     let Some(session_id) = header_str(&headers, SESSION_HEADER) else {
-        return plain(StatusCode::METHOD_NOT_ALLOWED, "GET needs an Mcp-Session-Id (legacy sessions only)");
+        return plain(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "GET needs an Mcp-Session-Id (legacy sessions only)",
+        );
     };
     if find_session(&state, session_id).is_none() {
         return plain(StatusCode::NOT_FOUND, "unknown or expired session");
@@ -291,13 +393,24 @@ async fn handle_get(State(state): State<Arc<HttpState>>, headers: HeaderMap) -> 
     let stream = futures::stream::unfold(version, |mut version| async move {
         version.changed().await.ok()?;
         let note = Message::notification("notifications/tools/list_changed", serde_json::json!({}));
-        Some((Ok::<_, Infallible>(Bytes::from(format!("event: message\ndata: {}\n\n", note.to_line()))), version))
+        Some((
+            Ok::<_, Infallible>(Bytes::from(format!(
+                "event: message\ndata: {}\n\n",
+                note.to_line()
+            ))),
+            version,
+        ))
     });
     let keepalive = futures::stream::unfold((), |()| async {
         tokio::time::sleep(Duration::from_secs(15)).await;
-        Some((Ok::<_, Infallible>(Bytes::from_static(b": keepalive\n\n")), ()))
+        Some((
+            Ok::<_, Infallible>(Bytes::from_static(b": keepalive\n\n")),
+            (),
+        ))
     });
-    sse_response(Body::from_stream(futures::stream::select(stream, keepalive).boxed()))
+    sse_response(Body::from_stream(
+        futures::stream::select(stream, keepalive).boxed(),
+    ))
 }
 
 /// DELETE ends a legacy session.
@@ -308,10 +421,18 @@ async fn handle_delete(State(state): State<Arc<HttpState>>, headers: HeaderMap) 
     let Some(session_id) = header_str(&headers, SESSION_HEADER) else {
         return plain(StatusCode::BAD_REQUEST, "missing Mcp-Session-Id header");
     };
-    let removed = state.sessions.lock().ok().and_then(|mut sessions| sessions.remove(session_id));
+    let removed = state
+        .sessions
+        .lock()
+        .ok()
+        .and_then(|mut sessions| sessions.remove(session_id));
     match removed {
         Some(session) => {
-            let pending: Vec<_> = session.in_flight.lock().map(|map| map.values().cloned().collect()).unwrap_or_default();
+            let pending: Vec<_> = session
+                .in_flight
+                .lock()
+                .map(|map| map.values().cloned().collect())
+                .unwrap_or_default();
             for cancel in pending {
                 cancel.cancel();
             }

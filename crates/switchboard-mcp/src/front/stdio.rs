@@ -41,7 +41,12 @@ pub async fn serve(
     let in_flight: InFlight = Arc::default();
     let tasks = tokio_util::task::TaskTracker::new();
     let initialized = CancellationToken::new();
-    tasks.spawn(announce_changes(dispatcher.clone(), out_tx.clone(), initialized.clone(), shutdown.clone()));
+    tasks.spawn(announce_changes(
+        dispatcher.clone(),
+        out_tx.clone(),
+        initialized.clone(),
+        shutdown.clone(),
+    ));
 
     let mut reader = BufReader::with_capacity(64 * 1024, input);
     let mut line = Vec::with_capacity(4096);
@@ -55,7 +60,14 @@ pub async fn serve(
             Ok(0) => break,
             Ok(_) => {}
             Err(LineError::TooLong) => {
-                let message = Message::error(None, code::INVALID_REQUEST, format!("message exceeds the {}-byte limit", options.max_message_bytes));
+                let message = Message::error(
+                    None,
+                    code::INVALID_REQUEST,
+                    format!(
+                        "message exceeds the {}-byte limit",
+                        options.max_message_bytes
+                    ),
+                );
                 let _ = out_tx.send(message.to_line());
                 continue;
             }
@@ -68,7 +80,13 @@ pub async fn serve(
         let message = match Message::parse(bytes) {
             Ok(message) => message,
             Err(malformed) => {
-                let _ = out_tx.send(Message::Error { id: malformed.id, error: malformed.error }.to_line());
+                let _ = out_tx.send(
+                    Message::Error {
+                        id: malformed.id,
+                        error: malformed.error,
+                    }
+                    .to_line(),
+                );
                 continue;
             }
         };
@@ -78,7 +96,10 @@ pub async fn serve(
                 if let Ok(mut map) = in_flight.lock() {
                     map.insert(id.clone(), cancel.clone());
                 }
-                let mut ctx = CallContext { cancel, ..CallContext::default() };
+                let mut ctx = CallContext {
+                    cancel,
+                    ..CallContext::default()
+                };
                 if let Some(token) = progress_token(params.as_ref()) {
                     let out = out_tx.clone();
                     ctx.progress = Some(ProgressSink::new(move |progress| {
@@ -109,8 +130,14 @@ pub async fn serve(
         }
     }
     tasks.close();
-    if tokio::time::timeout(options.grace, tasks.wait()).await.is_err() {
-        let pending: Vec<_> = in_flight.lock().map(|map| map.values().cloned().collect()).unwrap_or_default();
+    if tokio::time::timeout(options.grace, tasks.wait())
+        .await
+        .is_err()
+    {
+        let pending: Vec<_> = in_flight
+            .lock()
+            .map(|map| map.values().cloned().collect())
+            .unwrap_or_default();
         for cancel in pending {
             cancel.cancel();
         }
@@ -121,8 +148,12 @@ pub async fn serve(
 }
 
 fn cancel_request(in_flight: &InFlight, params: Option<&Value>) {
-    let Some(id) = params.and_then(|p| p.get("requestId")).cloned() else { return };
-    let Ok(id) = serde_json::from_value::<RequestId>(id) else { return };
+    let Some(id) = params.and_then(|p| p.get("requestId")).cloned() else {
+        return;
+    };
+    let Ok(id) = serde_json::from_value::<RequestId>(id) else {
+        return;
+    };
     let token = in_flight.lock().ok().and_then(|map| map.get(&id).cloned());
     if let Some(token) = token {
         token.cancel();
@@ -131,7 +162,12 @@ fn cancel_request(in_flight: &InFlight, params: Option<&Value>) {
 
 /// Sends `notifications/tools/list_changed` whenever the catalog changes after the client
 /// finished initializing.
-async fn announce_changes(dispatcher: Dispatcher, out: mpsc::UnboundedSender<String>, initialized: CancellationToken, shutdown: CancellationToken) {
+async fn announce_changes(
+    dispatcher: Dispatcher,
+    out: mpsc::UnboundedSender<String>,
+    initialized: CancellationToken,
+    shutdown: CancellationToken,
+) {
     let mut version = dispatcher.backend().catalog_version();
     version.mark_unchanged();
     loop {
@@ -140,7 +176,8 @@ async fn announce_changes(dispatcher: Dispatcher, out: mpsc::UnboundedSender<Str
             changed = version.changed() => if changed.is_err() { return },
         }
         if initialized.is_cancelled() {
-            let note = Message::notification("notifications/tools/list_changed", serde_json::json!({}));
+            let note =
+                Message::notification("notifications/tools/list_changed", serde_json::json!({}));
             if out.send(note.to_line()).is_err() {
                 return;
             }
@@ -148,7 +185,10 @@ async fn announce_changes(dispatcher: Dispatcher, out: mpsc::UnboundedSender<Str
     }
 }
 
-async fn write_lines(mut output: impl AsyncWrite + Unpin, mut lines: mpsc::UnboundedReceiver<String>) {
+async fn write_lines(
+    mut output: impl AsyncWrite + Unpin,
+    mut lines: mpsc::UnboundedReceiver<String>,
+) {
     let mut buffer = Vec::with_capacity(8192);
     while let Some(line) = lines.recv().await {
         buffer.clear();
@@ -171,12 +211,20 @@ enum LineError {
 }
 
 /// Reads one line; a line over the limit is skipped entirely and reported.
-async fn read_line(reader: &mut BufReader<impl AsyncRead + Unpin>, line: &mut Vec<u8>, max_bytes: usize) -> Result<usize, LineError> {
+async fn read_line(
+    reader: &mut BufReader<impl AsyncRead + Unpin>,
+    line: &mut Vec<u8>,
+    max_bytes: usize,
+) -> Result<usize, LineError> {
     let mut too_long = false;
     loop {
         let available = reader.fill_buf().await.map_err(|_| LineError::Io)?;
         if available.is_empty() {
-            return if too_long { Err(LineError::TooLong) } else { Ok(line.len()) };
+            return if too_long {
+                Err(LineError::TooLong)
+            } else {
+                Ok(line.len())
+            };
         }
         let (chunk, done) = match available.iter().position(|&b| b == b'\n') {
             Some(end) => (&available[..=end], true),
@@ -192,7 +240,11 @@ async fn read_line(reader: &mut BufReader<impl AsyncRead + Unpin>, line: &mut Ve
         let consumed = chunk.len();
         reader.consume(consumed);
         if done {
-            return if too_long { Err(LineError::TooLong) } else { Ok(line.len()) };
+            return if too_long {
+                Err(LineError::TooLong)
+            } else {
+                Ok(line.len())
+            };
         }
     }
 }

@@ -53,8 +53,15 @@ pub struct RpcClient {
 
 impl RpcClient {
     /// Starts reading the transport's inbound channel. Events (list changes) go to `events`.
-    pub fn start(server: ServerId, opened: Opened, events: mpsc::UnboundedSender<ServerEvent>) -> Arc<Self> {
-        let shared = Arc::new(Shared { pending: Mutex::default(), progress: Mutex::default() });
+    pub fn start(
+        server: ServerId,
+        opened: Opened,
+        events: mpsc::UnboundedSender<ServerEvent>,
+    ) -> Arc<Self> {
+        let shared = Arc::new(Shared {
+            pending: Mutex::default(),
+            progress: Mutex::default(),
+        });
         let (closed_tx, closed) = watch::channel(None);
         let client = Arc::new(Self {
             server,
@@ -64,7 +71,14 @@ impl RpcClient {
             era: RwLock::new(None),
             closed,
         });
-        tokio::spawn(read_loop(opened.transport, opened.inbound, shared, events, closed_tx, client.server.clone()));
+        tokio::spawn(read_loop(
+            opened.transport,
+            opened.inbound,
+            shared,
+            events,
+            closed_tx,
+            client.server.clone(),
+        ));
         client
     }
 
@@ -107,7 +121,12 @@ impl RpcClient {
     }
 
     /// Like [`Self::request`], with progress reported into `progress` when set.
-    pub async fn request_with_progress(&self, method: &str, params: Option<Value>, progress: Option<ProgressSink>) -> Answer {
+    pub async fn request_with_progress(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        progress: Option<ProgressSink>,
+    ) -> Answer {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let mut params = match params {
             Some(Value::Object(map)) => map,
@@ -118,7 +137,9 @@ impl RpcClient {
             if let Ok(mut map) = self.shared.progress.lock() {
                 map.insert(token.clone(), sink);
             }
-            let meta = params.entry("_meta").or_insert_with(|| Value::Object(Map::new()));
+            let meta = params
+                .entry("_meta")
+                .or_insert_with(|| Value::Object(Map::new()));
             if let Value::Object(meta) = meta {
                 meta.insert("progressToken".into(), Value::String(token.clone()));
             }
@@ -131,13 +152,24 @@ impl RpcClient {
         if let Ok(mut pending) = self.shared.pending.lock() {
             pending.insert(id, answer_tx);
         }
-        let mut guard = InFlight { client: self, id, token, answered: false };
-        let message = Message::Request { id: RequestId::Number(id), method: method.to_owned(), params: Some(Value::Object(params)) };
+        let mut guard = InFlight {
+            client: self,
+            id,
+            token,
+            answered: false,
+        };
+        let message = Message::Request {
+            id: RequestId::Number(id),
+            method: method.to_owned(),
+            params: Some(Value::Object(params)),
+        };
         if let Err(error) = self.transport.send(message).await {
             guard.answered = true;
             return Err(ClientError::Disconnected(error.0));
         }
-        let answer = answer_rx.await.unwrap_or_else(|_| Err(ClientError::Disconnected("connection closed".into())));
+        let answer = answer_rx
+            .await
+            .unwrap_or_else(|_| Err(ClientError::Disconnected("connection closed".into())));
         guard.answered = true;
         answer
     }
@@ -145,7 +177,10 @@ impl RpcClient {
     /// Sends a notification.
     pub async fn notify(&self, method: &str, params: Option<Value>) -> Result<(), ClientError> {
         self.transport
-            .send(Message::Notification { method: method.to_owned(), params })
+            .send(Message::Notification {
+                method: method.to_owned(),
+                params,
+            })
             .await
             .map_err(|error| ClientError::Disconnected(error.0))
     }
@@ -187,7 +222,9 @@ impl Drop for InFlight<'_> {
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
                 let params = json!({"requestId": id, "reason": "cancelled by the caller"});
-                let _ = transport.send(Message::notification("notifications/cancelled", params)).await;
+                let _ = transport
+                    .send(Message::notification("notifications/cancelled", params))
+                    .await;
             });
         }
     }
@@ -202,29 +239,53 @@ async fn read_loop(
     server: ServerId,
 ) {
     let reason = loop {
-        let Some(item) = inbound.recv().await else { break "connection closed".to_owned() };
+        let Some(item) = inbound.recv().await else {
+            break "connection closed".to_owned();
+        };
         let message = match item {
             Inbound::Message(message) => message,
             Inbound::Closed(reason) => break reason,
         };
         match message {
-            Message::Response { id: RequestId::Number(id), result } => answer(&shared, id, Ok(result)),
-            Message::Error { id: Some(RequestId::Number(id)), error } => answer(&shared, id, Err(ClientError::Rpc(error))),
+            Message::Response {
+                id: RequestId::Number(id),
+                result,
+            } => answer(&shared, id, Ok(result)),
+            Message::Error {
+                id: Some(RequestId::Number(id)),
+                error,
+            } => answer(&shared, id, Err(ClientError::Rpc(error))),
             Message::Response { .. } | Message::Error { .. } => {
                 tracing::debug!(target: "switchboard::upstream", server = %server, "ignoring an answer to no request of ours");
             }
-            Message::Notification { method, params } => handle_notification(&shared, &events, &server, &method, params),
+            Message::Notification { method, params } => {
+                handle_notification(&shared, &events, &server, &method, params)
+            }
             Message::Request { id, method, .. } => {
                 let reply = match method.as_str() {
-                    "ping" => Message::Response { id, result: json!({}) },
-                    "roots/list" => Message::Response { id, result: json!({"roots": []}) },
-                    other => Message::error(Some(id), code::METHOD_NOT_FOUND, format!("Switchboard does not support {other} from upstream servers yet")),
+                    "ping" => Message::Response {
+                        id,
+                        result: json!({}),
+                    },
+                    "roots/list" => Message::Response {
+                        id,
+                        result: json!({"roots": []}),
+                    },
+                    other => Message::error(
+                        Some(id),
+                        code::METHOD_NOT_FOUND,
+                        format!("Switchboard does not support {other} from upstream servers yet"),
+                    ),
                 };
                 let _ = transport.send(reply).await;
             }
         }
     };
-    let pending: Vec<_> = shared.pending.lock().map(|mut map| map.drain().collect()).unwrap_or_default();
+    let pending: Vec<_> = shared
+        .pending
+        .lock()
+        .map(|mut map| map.drain().collect())
+        .unwrap_or_default();
     for (_, waiter) in pending {
         let _ = waiter.send(Err(ClientError::Disconnected(reason.clone())));
     }
@@ -232,7 +293,11 @@ async fn read_loop(
 }
 
 fn answer(shared: &Shared, id: i64, answer: Answer) {
-    let waiter = shared.pending.lock().ok().and_then(|mut map| map.remove(&id));
+    let waiter = shared
+        .pending
+        .lock()
+        .ok()
+        .and_then(|mut map| map.remove(&id));
     if let Some(waiter) = waiter {
         let _ = waiter.send(answer);
     }
@@ -253,12 +318,21 @@ fn handle_notification(
                 Some(other) => other.to_string(),
                 None => return,
             };
-            let sink = shared.progress.lock().ok().and_then(|map| map.get(&token).cloned());
-            if let (Some(sink), Some(progress)) = (sink, params.get("progress").and_then(Value::as_f64)) {
+            let sink = shared
+                .progress
+                .lock()
+                .ok()
+                .and_then(|map| map.get(&token).cloned());
+            if let (Some(sink), Some(progress)) =
+                (sink, params.get("progress").and_then(Value::as_f64))
+            {
                 sink.report(Progress {
                     progress,
                     total: params.get("total").and_then(Value::as_f64),
-                    message: params.get("message").and_then(Value::as_str).map(str::to_owned),
+                    message: params
+                        .get("message")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned),
                 });
             }
         }

@@ -10,7 +10,9 @@ pub fn open_streamable_http(
     _headers: &BTreeMap<String, String>,
     _max_message_bytes: usize,
 ) -> Result<Opened, TransportError> {
-    Err(TransportError::new(format!("streamable HTTP upstreams are not available yet ({url})")))
+    Err(TransportError::new(format!(
+        "streamable HTTP upstreams are not available yet ({url})"
+    )))
 }
 
 pub async fn open_legacy_sse(
@@ -19,5 +21,7 @@ pub async fn open_legacy_sse(
     _headers: &BTreeMap<String, String>,
     _max_message_bytes: usize,
 ) -> Result<Opened, TransportError> {
-    Err(TransportError::new(format!("SSE upstreams are not available yet ({url})")))
+    Err(TransportError::new(format!(
+        "SSE upstreams are not available yet ({url})"
+    )))
 }

@@ -38,17 +38,34 @@ pub struct Negotiated {
 const MAX_PAGES: usize = 10_000;
 
 /// Negotiates the era with a server.
-pub async fn negotiate(client: &RpcClient, choice: EraChoice, discover_timeout: Duration) -> Result<Negotiated, String> {
+pub async fn negotiate(
+    client: &RpcClient,
+    choice: EraChoice,
+    discover_timeout: Duration,
+) -> Result<Negotiated, String> {
     if choice != EraChoice::Legacy {
-        let probe = tokio::time::timeout(discover_timeout, client.request("server/discover", Some(json!({}))));
+        let probe = tokio::time::timeout(
+            discover_timeout,
+            client.request("server/discover", Some(json!({}))),
+        );
         match probe.await {
             Ok(Ok(result)) if supports_modern(&result) => {
                 client.set_era(Era::Modern);
                 return Ok(Negotiated {
                     era: Era::Modern,
-                    server_info: result.get("_meta").and_then(|m| m.get(META_SERVER_INFO)).cloned().unwrap_or(Value::Null),
-                    capabilities: result.get("capabilities").cloned().unwrap_or_else(|| json!({})),
-                    instructions: result.get("instructions").and_then(Value::as_str).map(str::to_owned),
+                    server_info: result
+                        .get("_meta")
+                        .and_then(|m| m.get(META_SERVER_INFO))
+                        .cloned()
+                        .unwrap_or(Value::Null),
+                    capabilities: result
+                        .get("capabilities")
+                        .cloned()
+                        .unwrap_or_else(|| json!({})),
+                    instructions: result
+                        .get("instructions")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned),
                 });
             }
             Ok(Err(ClientError::Disconnected(reason))) => return Err(reason),
@@ -74,22 +91,42 @@ async fn initialize(client: &RpcClient) -> Result<Negotiated, String> {
         "capabilities": {"roots": {"listChanged": false}},
         "clientInfo": client_info(),
     });
-    let result = client.request("initialize", Some(params)).await.map_err(|error| match error {
-        ClientError::Rpc(error) => format!("initialize failed: error {}: {}", error.code, error.message),
-        ClientError::Disconnected(reason) => reason,
-    })?;
-    let version = result.get("protocolVersion").and_then(Value::as_str).unwrap_or_default().to_owned();
+    let result = client
+        .request("initialize", Some(params))
+        .await
+        .map_err(|error| match error {
+            ClientError::Rpc(error) => {
+                format!("initialize failed: error {}: {}", error.code, error.message)
+            }
+            ClientError::Disconnected(reason) => reason,
+        })?;
+    let version = result
+        .get("protocolVersion")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
     if !Era::is_legacy_version(&version) {
-        return Err(format!("the server chose protocol version '{version}', which Switchboard does not speak"));
+        return Err(format!(
+            "the server chose protocol version '{version}', which Switchboard does not speak"
+        ));
     }
     let era = Era::Legacy { version };
     client.set_era(era.clone());
-    client.notify("notifications/initialized", None).await.map_err(|error| error.to_string())?;
+    client
+        .notify("notifications/initialized", None)
+        .await
+        .map_err(|error| error.to_string())?;
     Ok(Negotiated {
         era,
         server_info: result.get("serverInfo").cloned().unwrap_or(Value::Null),
-        capabilities: result.get("capabilities").cloned().unwrap_or_else(|| json!({})),
-        instructions: result.get("instructions").and_then(Value::as_str).map(str::to_owned),
+        capabilities: result
+            .get("capabilities")
+            .cloned()
+            .unwrap_or_else(|| json!({})),
+        instructions: result
+            .get("instructions")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
     })
 }
 
@@ -102,7 +139,10 @@ pub async fn list_tools(client: &RpcClient) -> Result<Vec<ToolDefinition>, Strin
             Some(cursor) => json!({"cursor": cursor}),
             None => json!({}),
         };
-        let page = client.request("tools/list", Some(params)).await.map_err(|error| format!("tools/list failed: {error}"))?;
+        let page = client
+            .request("tools/list", Some(params))
+            .await
+            .map_err(|error| format!("tools/list failed: {error}"))?;
         let Some(items) = page.get("tools").and_then(Value::as_array) else {
             return Err("tools/list result has no 'tools' array".to_owned());
         };
@@ -135,7 +175,9 @@ impl Upstream for RpcClient {
     ) -> BoxFuture<'a, Result<ToolOutcome, UpstreamError>> {
         Box::pin(async move {
             let params = json!({"name": tool, "arguments": arguments});
-            let result = self.request_with_progress("tools/call", Some(params), ctx.progress.clone()).await;
+            let result = self
+                .request_with_progress("tools/call", Some(params), ctx.progress.clone())
+                .await;
             match result {
                 Ok(mut value) => {
                     if value.get("resultType").and_then(Value::as_str) == Some("input_required") {
@@ -157,9 +199,10 @@ impl Upstream for RpcClient {
                     message: error.message,
                     data: error.data,
                 }),
-                Err(ClientError::Disconnected(reason)) => {
-                    Err(UpstreamError::Disconnected { server: self.server().clone(), reason })
-                }
+                Err(ClientError::Disconnected(reason)) => Err(UpstreamError::Disconnected {
+                    server: self.server().clone(),
+                    reason,
+                }),
             }
         })
     }

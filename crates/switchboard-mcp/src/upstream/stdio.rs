@@ -72,7 +72,9 @@ impl Transport for StdioTransport {
 
     fn diagnostics(&self) -> Option<String> {
         let garbage = self.last_garbage.lock().ok()?.clone()?;
-        Some(format!("the server printed non-JSON on stdout: '{garbage}'"))
+        Some(format!(
+            "the server printed non-JSON on stdout: '{garbage}'"
+        ))
     }
 
     fn close(&self) -> BoxFuture<'_, ()> {
@@ -80,7 +82,9 @@ impl Transport for StdioTransport {
             self.group.signal(Signal::SIGTERM);
             let mut child = self.child.lock().await;
             if let Some(child) = child.as_mut()
-                && tokio::time::timeout(Duration::from_secs(2), child.wait()).await.is_err()
+                && tokio::time::timeout(Duration::from_secs(2), child.wait())
+                    .await
+                    .is_err()
             {
                 self.group.signal(Signal::SIGKILL);
                 let _ = child.wait().await;
@@ -112,8 +116,14 @@ pub fn spawn(server: &str, spec: &StdioCommand) -> Result<Opened, TransportError
         };
         TransportError::new(format!("cannot start '{}': {error}{hint}", spec.command))
     })?;
-    let group = Arc::new(GroupGuard { pgid: child.id().and_then(|id| i32::try_from(id).ok()).map(Pid::from_raw) });
-    let (Some(stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take())
+    let group = Arc::new(GroupGuard {
+        pgid: child
+            .id()
+            .and_then(|id| i32::try_from(id).ok())
+            .map(Pid::from_raw),
+    });
+    let (Some(stdin), Some(stdout), Some(stderr)) =
+        (child.stdin.take(), child.stdout.take(), child.stderr.take())
     else {
         return Err(TransportError::new("the child's pipes were not created"));
     };
@@ -122,9 +132,23 @@ pub fn spawn(server: &str, spec: &StdioCommand) -> Result<Opened, TransportError
     let last_garbage = Arc::new(Mutex::new(None::<String>));
     tokio::spawn(write_lines(stdin, outbound_rx));
     tokio::spawn(forward_stderr(server.to_owned(), stderr));
-    tokio::spawn(read_messages(server.to_owned(), stdout, inbound_tx, spec.max_message_bytes, last_garbage.clone()));
-    let transport = StdioTransport { outbound, group, child: tokio::sync::Mutex::new(Some(child)), last_garbage };
-    Ok(Opened { transport: Arc::new(transport), inbound })
+    tokio::spawn(read_messages(
+        server.to_owned(),
+        stdout,
+        inbound_tx,
+        spec.max_message_bytes,
+        last_garbage.clone(),
+    ));
+    let transport = StdioTransport {
+        outbound,
+        group,
+        child: tokio::sync::Mutex::new(Some(child)),
+        last_garbage,
+    };
+    Ok(Opened {
+        transport: Arc::new(transport),
+        inbound,
+    })
 }
 
 /// Writes queued lines, flushing once per burst rather than once per line.
@@ -166,7 +190,9 @@ async fn read_messages(
             Ok(0) => {
                 let garbage = last_garbage.lock().ok().and_then(|g| g.clone());
                 break match garbage {
-                    Some(text) => format!("the server closed stdout; it printed non-JSON output: '{text}'"),
+                    Some(text) => {
+                        format!("the server closed stdout; it printed non-JSON output: '{text}'")
+                    }
                     None => "the server closed stdout (exited?)".to_owned(),
                 };
             }
@@ -217,7 +243,9 @@ async fn read_bounded_line(
         let consumed = chunk.len();
         reader.consume(consumed);
         if line.len() > max_bytes {
-            return Err(format!("the server sent a message larger than the {max_bytes}-byte limit"));
+            return Err(format!(
+                "the server sent a message larger than the {max_bytes}-byte limit"
+            ));
         }
         if done {
             return Ok(line.len());

@@ -11,28 +11,34 @@ use std::time::Duration;
 
 use rand::Rng;
 use serde_json::Value;
+use switchboard_core::ServerId;
 use switchboard_core::catalog::ListedTool;
 use switchboard_core::upstream::{ToolProvider, Upstream};
-use switchboard_core::ServerId;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::client::{RpcClient, ServerEvent};
+use super::http;
 use super::inprocess::InProcess;
 use super::session::{EraChoice, list_tools, negotiate};
 use super::stdio::{self, StdioCommand};
 use super::transport::{Opened, TransportError};
-use super::http;
 use crate::era::Era;
 
 /// Where a server lives.
 #[derive(Clone)]
 pub enum Endpoint {
     Stdio(StdioCommand),
-    StreamableHttp { url: String, headers: BTreeMap<String, String> },
-    Sse { url: String, headers: BTreeMap<String, String> },
+    StreamableHttp {
+        url: String,
+        headers: BTreeMap<String, String>,
+    },
+    Sse {
+        url: String,
+        headers: BTreeMap<String, String>,
+    },
     InProcess(Arc<dyn ToolProvider>),
 }
 
@@ -93,7 +99,15 @@ pub struct ServerStatus {
 
 impl ServerStatus {
     fn starting() -> Self {
-        Self { state: ServerState::Starting, era: None, tools: Arc::from([]), error: None, server_info: Value::Null, failures: 0, settled: false }
+        Self {
+            state: ServerState::Starting,
+            era: None,
+            tools: Arc::from([]),
+            error: None,
+            server_info: Value::Null,
+            failures: 0,
+            settled: false,
+        }
     }
 }
 
@@ -120,9 +134,21 @@ impl Supervisor {
         let current = Arc::new(RwLock::new(None));
         let stop = CancellationToken::new();
         let id = spec.id.clone();
-        let worker = Worker { spec, status: status_tx, current: current.clone(), stop: stop.clone(), on_change };
+        let worker = Worker {
+            spec,
+            status: status_tx,
+            current: current.clone(),
+            stop: stop.clone(),
+            on_change,
+        };
         let task = tokio::spawn(worker.run());
-        Arc::new(Self { id, status, current, stop, task: Mutex::new(Some(task)) })
+        Arc::new(Self {
+            id,
+            status,
+            current,
+            stop,
+            task: Mutex::new(Some(task)),
+        })
     }
 
     pub fn id(&self) -> &ServerId {
@@ -165,7 +191,11 @@ struct Worker {
 impl Worker {
     async fn run(self) {
         if let Endpoint::InProcess(provider) = &self.spec.endpoint {
-            let tools: Arc<[ListedTool]> = provider.tools().into_iter().map(ListedTool::compile).collect();
+            let tools: Arc<[ListedTool]> = provider
+                .tools()
+                .into_iter()
+                .map(ListedTool::compile)
+                .collect();
             self.set_current(Some(Arc::new(InProcess::new(provider.clone()))));
             self.publish(|status| {
                 *status = ServerStatus {
@@ -216,7 +246,12 @@ impl Worker {
         let opened = match tokio::time::timeout_at(deadline, open(&self.spec)).await {
             Ok(Ok(opened)) => opened,
             Ok(Err(error)) => return Some(error.0),
-            Err(_) => return Some(format!("timed out after {} ms connecting", self.spec.connect_timeout.as_millis())),
+            Err(_) => {
+                return Some(format!(
+                    "timed out after {} ms connecting",
+                    self.spec.connect_timeout.as_millis()
+                ));
+            }
         };
         let (events_tx, mut events) = mpsc::unbounded_channel();
         let client = RpcClient::start(self.spec.id.clone(), opened, events_tx);
@@ -229,7 +264,10 @@ impl Worker {
             Ok(Ok(ready)) => ready,
             Ok(Err(reason)) => return Some(self.fail(&client, reason).await),
             Err(_) => {
-                let reason = format!("timed out after {} ms waiting for the server to initialize", self.spec.connect_timeout.as_millis());
+                let reason = format!(
+                    "timed out after {} ms waiting for the server to initialize",
+                    self.spec.connect_timeout.as_millis()
+                );
                 return Some(self.fail(&client, reason).await);
             }
         };
@@ -297,8 +335,12 @@ fn client_diagnostics(client: &RpcClient) -> Option<String> {
 async fn open(spec: &UpstreamSpec) -> Result<Opened, TransportError> {
     match &spec.endpoint {
         Endpoint::Stdio(command) => stdio::spawn(spec.id.as_str(), command),
-        Endpoint::StreamableHttp { url, headers } => http::open_streamable_http(spec.id.as_str(), url, headers, spec.max_message_bytes),
-        Endpoint::Sse { url, headers } => http::open_legacy_sse(spec.id.as_str(), url, headers, spec.max_message_bytes).await,
+        Endpoint::StreamableHttp { url, headers } => {
+            http::open_streamable_http(spec.id.as_str(), url, headers, spec.max_message_bytes)
+        }
+        Endpoint::Sse { url, headers } => {
+            http::open_legacy_sse(spec.id.as_str(), url, headers, spec.max_message_bytes).await
+        }
         Endpoint::InProcess(_) => Err(TransportError::new("in-process servers have no transport")),
     }
 }
@@ -319,8 +361,13 @@ mod tests {
     fn backoff_grows_and_is_capped() {
         for failures in 1..40 {
             let delay = backoff(failures);
-            let step = BACKOFF_BASE.saturating_mul(1 << failures.saturating_sub(1).min(16)).min(BACKOFF_MAX);
-            assert!(delay >= step / 2 && delay <= step, "{failures}: {delay:?} vs {step:?}");
+            let step = BACKOFF_BASE
+                .saturating_mul(1 << failures.saturating_sub(1).min(16))
+                .min(BACKOFF_MAX);
+            assert!(
+                delay >= step / 2 && delay <= step,
+                "{failures}: {delay:?} vs {step:?}"
+            );
         }
         assert!(backoff(30) <= BACKOFF_MAX);
     }

@@ -1,0 +1,244 @@
+//! The Streamable HTTP front over real HTTP on 127.0.0.1: sessions, both eras, the
+//! DNS-rebinding guard, size limits, SSE progress and cancellation by closing the stream.
+
+mod support;
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use switchboard_mcp::front::Dispatcher;
+use switchboard_mcp::front::http::{HttpOptions, serve};
+use tokio_util::sync::CancellationToken;
+
+struct Server {
+    url: String,
+    client: reqwest::Client,
+    cancelled: tokio::sync::mpsc::UnboundedReceiver<String>,
+}
+
+async fn start() -> Server {
+    let (backend, _version, cancelled) = support::fake_backend();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let address: SocketAddr = listener.local_addr().expect("address");
+    let options = HttpOptions {
+        max_message_bytes: 4096,
+        allowed_origins: vec!["https://app.example".into()],
+        allowed_hosts: Vec::new(),
+        check_host: true,
+    };
+    tokio::spawn(serve(
+        Dispatcher::new(backend, None),
+        listener,
+        options,
+        CancellationToken::new(),
+    ));
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .expect("client");
+    Server {
+        url: format!("http://{address}/mcp"),
+        client,
+        cancelled,
+    }
+}
+
+const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+
+impl Server {
+    fn post(&self, body: impl Into<String>) -> reqwest::RequestBuilder {
+        self.client
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(body.into())
+    }
+}
+
+fn modern(id: u64, method: &str, mut params: Value) -> String {
+    params["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!("2026-07-28");
+    params["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({});
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string()
+}
+
+#[tokio::test]
+async fn legacy_sessions() {
+    let server = start().await;
+    let init = server.post(INIT).send().await.expect("initialize");
+    assert_eq!(init.status(), 200);
+    let session = init
+        .headers()
+        .get("mcp-session-id")
+        .expect("session id")
+        .to_str()
+        .expect("ascii")
+        .to_owned();
+    let body: Value = init.json().await.expect("json");
+    assert_eq!(body["result"]["protocolVersion"], "2025-11-25");
+
+    let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+    let without = server.post(list).send().await.expect("no session");
+    assert_eq!(without.status(), 400);
+    let unknown = server
+        .post(list)
+        .header("mcp-session-id", "nope")
+        .send()
+        .await
+        .expect("bad session");
+    assert_eq!(unknown.status(), 404);
+    let listed: Value = server
+        .post(list)
+        .header("mcp-session-id", &session)
+        .send()
+        .await
+        .expect("list")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(listed["result"]["tools"][0]["name"], "echo");
+
+    let note = server
+        .post(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
+        .header("mcp-session-id", &session)
+        .send()
+        .await
+        .expect("note");
+    assert_eq!(note.status(), 202);
+    let deleted = server
+        .client
+        .delete(&server.url)
+        .header("mcp-session-id", &session)
+        .send()
+        .await
+        .expect("delete");
+    assert_eq!(deleted.status(), 204);
+    let after = server
+        .post(list)
+        .header("mcp-session-id", &session)
+        .send()
+        .await
+        .expect("after delete");
+    assert_eq!(after.status(), 404);
+}
+
+#[tokio::test]
+async fn modern_requests_need_no_session_and_headers_must_match() {
+    let server = start().await;
+    let body = modern(
+        1,
+        "tools/call",
+        json!({"name": "echo", "arguments": {"text": "hi"}}),
+    );
+    let answer: Value = server
+        .post(body.clone())
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "echo")
+        .send()
+        .await
+        .expect("call")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(answer["result"]["content"][0]["text"], "hi");
+    assert_eq!(answer["result"]["resultType"], "complete");
+    let mismatch = server
+        .post(body)
+        .header("mcp-method", "tools/list")
+        .send()
+        .await
+        .expect("mismatch");
+    assert_eq!(mismatch.status(), 400);
+    let discover: Value = server
+        .post(r#"{"jsonrpc":"2.0","id":3,"method":"server/discover","params":{}}"#)
+        .send()
+        .await
+        .expect("discover")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(discover["result"]["supportedVersions"][0], "2026-07-28");
+}
+
+#[tokio::test]
+async fn hostile_origins_hosts_and_oversized_bodies_are_refused() {
+    let server = start().await;
+    let evil = server
+        .post(INIT)
+        .header("origin", "https://evil.example")
+        .send()
+        .await
+        .expect("evil");
+    assert_eq!(evil.status(), 403);
+    let allowed = server
+        .post(INIT)
+        .header("origin", "https://app.example")
+        .send()
+        .await
+        .expect("allowed");
+    assert_eq!(allowed.status(), 200);
+    let local = server
+        .post(INIT)
+        .header("origin", "http://localhost:5173")
+        .send()
+        .await
+        .expect("local");
+    assert_eq!(local.status(), 200);
+    let rebound = server
+        .post(INIT)
+        .header("host", "attacker.example:80")
+        .send()
+        .await
+        .expect("host");
+    assert_eq!(rebound.status(), 403);
+    let huge = server
+        .post(format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"ping","params":{{"x":"{}"}}}}"#,
+            "a".repeat(10_000)
+        ))
+        .send()
+        .await
+        .expect("huge");
+    assert_eq!(huge.status(), 413);
+    let garbage = server.post("{not json").send().await.expect("garbage");
+    assert_eq!(garbage.status(), 400);
+    let error: Value = garbage.json().await.expect("json error body");
+    assert_eq!(error["error"]["code"], -32700);
+    // Still serving.
+    assert_eq!(server.post(INIT).send().await.expect("again").status(), 200);
+}
+
+#[tokio::test]
+async fn progress_streams_and_closing_the_stream_cancels() {
+    let mut server = start().await;
+    let body = modern(
+        1,
+        "tools/call",
+        json!({"name": "progress", "_meta": {"progressToken": 7}}),
+    );
+    let response = server.post(body).send().await.expect("progress");
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let text = response.text().await.expect("stream");
+    let events: Vec<Value> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(|d| serde_json::from_str(d).expect("event json"))
+        .collect();
+    assert_eq!(events.len(), 2, "{text}");
+    assert_eq!(events[0]["params"]["progressToken"], 7);
+    assert_eq!(events[1]["result"]["content"][0]["text"], "done");
+
+    let wait = modern(
+        2,
+        "tools/call",
+        json!({"name": "wait", "_meta": {"progressToken": "w"}}),
+    );
+    let response = server.post(wait).send().await.expect("wait");
+    drop(response);
+    let cancelled = tokio::time::timeout(Duration::from_secs(5), server.cancelled.recv())
+        .await
+        .expect("cancel reaches the backend");
+    assert_eq!(cancelled.as_deref(), Some("wait"));
+}

@@ -1,0 +1,91 @@
+//! A backend for front tests: `echo`, `progress` (reports once), `wait` (until cancelled,
+//! then reports the cancellation), anything else unknown.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+use switchboard_core::pipeline::CallError;
+use switchboard_core::{CallContext, Progress, ToolCall, ToolDefinition, ToolOutcome};
+use switchboard_mcp::front::{Backend, ServerIdentity};
+use tokio::sync::{mpsc, watch};
+
+pub struct FakeBackend {
+    pub version: watch::Sender<u64>,
+    pub cancelled: mpsc::UnboundedSender<String>,
+}
+
+impl Backend for FakeBackend {
+    fn identity(&self) -> ServerIdentity {
+        ServerIdentity {
+            name: "fake".into(),
+            version: "1".into(),
+            instructions: None,
+        }
+    }
+
+    fn list_tools(&self, _agent: Option<&str>) -> BoxFuture<'_, Vec<ToolDefinition>> {
+        Box::pin(async {
+            vec![ToolDefinition::new(
+                "echo",
+                "Echo",
+                json!({"type": "object"}),
+            )]
+        })
+    }
+
+    fn call_tool(
+        &self,
+        ctx: CallContext,
+        call: ToolCall,
+    ) -> BoxFuture<'_, Result<ToolOutcome, CallError>> {
+        Box::pin(async move {
+            match call.name.as_str() {
+                "echo" => Ok(ToolOutcome::text(
+                    call.arguments
+                        .get("text")
+                        .and_then(Value::as_str)
+                        .unwrap_or(""),
+                )),
+                "progress" => {
+                    if let Some(sink) = &ctx.progress {
+                        sink.report(Progress {
+                            progress: 1.0,
+                            total: Some(2.0),
+                            message: Some("half".into()),
+                        });
+                    }
+                    Ok(ToolOutcome::text("done"))
+                }
+                "wait" => {
+                    ctx.cancel.cancelled().await;
+                    let _ = self.cancelled.send("wait".into());
+                    Err(CallError::Cancelled)
+                }
+                name => Err(CallError::UnknownTool { name: name.into() }),
+            }
+        })
+    }
+
+    fn catalog_version(&self) -> watch::Receiver<u64> {
+        self.version.subscribe()
+    }
+}
+
+/// A backend, its catalog-version handle, and the channel where cancellations show up.
+pub fn fake_backend() -> (
+    Arc<FakeBackend>,
+    watch::Sender<u64>,
+    mpsc::UnboundedReceiver<String>,
+) {
+    let (cancelled_tx, cancelled) = mpsc::unbounded_channel();
+    let (version, _) = watch::channel(0);
+    (
+        Arc::new(FakeBackend {
+            version: version.clone(),
+            cancelled: cancelled_tx,
+        }),
+        version,
+        cancelled,
+    )
+}
