@@ -16,6 +16,7 @@ use switchboard_core::{
     CallContext, Catalog, CatalogProblem, ServerId, ToolCall, ToolDefinition, ToolOutcome,
 };
 use switchboard_mcp::front::{Backend, ServerIdentity};
+use switchboard_mcp::jsonrpc::RpcError;
 use switchboard_mcp::upstream::{Supervisor, UpstreamSpec};
 use tokio::sync::watch;
 
@@ -68,22 +69,25 @@ pub struct ServerReport {
     pub notes: Vec<String>,
 }
 
-struct Inner {
-    plans: Vec<ServerPlan>,
-    supervisors: Vec<Arc<Supervisor>>,
+pub(crate) struct Inner {
+    pub(crate) plans: Vec<ServerPlan>,
+    pub(crate) supervisors: Vec<Arc<Supervisor>>,
+    /// Resource URIs seen in tool results → the server whose tool returned them, so a
+    /// `resource_link` can be read back through the gateway.
+    pub(crate) resource_routes: Mutex<std::collections::HashMap<String, ServerId>>,
     catalog: ArcSwap<Catalog>,
     version: watch::Sender<u64>,
     rebuild_lock: Mutex<()>,
     /// Set once the start-up wait is over.
     started: std::sync::atomic::AtomicBool,
     pipeline: Pipeline,
-    options: HostOptions,
+    pub(crate) options: HostOptions,
 }
 
 /// A running Host. Cheap to clone.
 #[derive(Clone)]
 pub struct Host {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
 }
 
 impl Host {
@@ -111,6 +115,7 @@ impl Host {
                 catalog: ArcSwap::from_pointee(Catalog::default()),
                 version,
                 rebuild_lock: Mutex::new(()),
+                resource_routes: Mutex::default(),
                 started: std::sync::atomic::AtomicBool::new(false),
                 pipeline: Pipeline::new(options.recorder.clone(), Arc::new(SystemClock)),
                 options,
@@ -142,7 +147,8 @@ impl Host {
         arguments: Map<String, Value>,
     ) -> Result<ToolOutcome, CallError> {
         let catalog = self.catalog();
-        self.inner
+        let outcome = self
+            .inner
             .pipeline
             .call(
                 &catalog,
@@ -150,7 +156,11 @@ impl Host {
                 ctx,
                 ToolCall::new(name, arguments),
             )
-            .await
+            .await;
+        if let (Ok(outcome), Some(entry)) = (&outcome, catalog.resolve(name)) {
+            self.remember_resource_links(&entry.spec.server, outcome);
+        }
+        outcome
     }
 
     /// Bumped on every change of the exposed catalog.
@@ -199,7 +209,7 @@ impl Host {
 
     /// At start-up only: waits (bounded) for the first connection attempts, so a client's
     /// first listing is complete. Afterwards returns at once — listings never wait on the network.
-    async fn wait_for_startup(&self) {
+    pub(crate) async fn wait_for_startup(&self) {
         if !self
             .inner
             .started
@@ -284,5 +294,41 @@ impl Backend for Host {
 
     fn catalog_version(&self) -> watch::Receiver<u64> {
         Host::catalog_version(self)
+    }
+
+    fn list_prompts(&self) -> BoxFuture<'_, Vec<Value>> {
+        Box::pin(async move {
+            self.wait_for_startup().await;
+            self.prompts()
+                .into_iter()
+                .map(|prompt| prompt.definition)
+                .collect()
+        })
+    }
+
+    fn get_prompt(
+        &self,
+        name: String,
+        arguments: Option<Value>,
+    ) -> BoxFuture<'_, Result<Value, RpcError>> {
+        Box::pin(async move { Host::get_prompt(self, &name, arguments).await })
+    }
+
+    fn list_resources(&self) -> BoxFuture<'_, Vec<Value>> {
+        Box::pin(async move {
+            self.wait_for_startup().await;
+            self.resources()
+        })
+    }
+
+    fn list_resource_templates(&self) -> BoxFuture<'_, Vec<Value>> {
+        Box::pin(async move {
+            self.wait_for_startup().await;
+            self.resource_templates()
+        })
+    }
+
+    fn read_resource(&self, uri: String) -> BoxFuture<'_, Result<Value, RpcError>> {
+        Box::pin(async move { Host::read_resource(self, &uri).await })
     }
 }

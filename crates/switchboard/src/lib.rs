@@ -21,6 +21,8 @@
 
 mod assemble;
 mod host;
+mod prompts;
+mod resources;
 
 pub use assemble::{AssembleError, plans};
 pub use host::{Host, HostOptions, ServerPlan, ServerReport};

@@ -1,9 +1,12 @@
 //! What the front serves. Implemented by the Host, so this crate never depends on it.
 
 use futures::future::BoxFuture;
+use serde_json::Value;
 use switchboard_core::pipeline::CallError;
 use switchboard_core::{CallContext, ToolCall, ToolDefinition, ToolOutcome};
 use tokio::sync::watch;
+
+use crate::jsonrpc::{RpcError, code};
 
 /// How the gateway introduces itself to clients.
 #[derive(Debug, Clone, PartialEq)]
@@ -30,4 +33,44 @@ pub trait Backend: Send + Sync + 'static {
 
     /// Bumped whenever the catalog changes (clients are sent `list_changed`).
     fn catalog_version(&self) -> watch::Receiver<u64>;
+
+    /// Every server's prompts, names as exposed. Default: none.
+    fn list_prompts(&self) -> BoxFuture<'_, Vec<Value>> {
+        Box::pin(async { Vec::new() })
+    }
+
+    /// `prompts/get` for an exposed prompt name; the result as the upstream sent it.
+    fn get_prompt(
+        &self,
+        name: String,
+        arguments: Option<Value>,
+    ) -> BoxFuture<'_, Result<Value, RpcError>> {
+        let _ = arguments;
+        Box::pin(async move {
+            Err(RpcError::new(
+                code::INVALID_PARAMS,
+                format!("Unknown prompt: {name}"),
+            ))
+        })
+    }
+
+    /// Every server's resources (URIs unchanged). Default: none.
+    fn list_resources(&self) -> BoxFuture<'_, Vec<Value>> {
+        Box::pin(async { Vec::new() })
+    }
+
+    /// Every server's resource templates. Default: none.
+    fn list_resource_templates(&self) -> BoxFuture<'_, Vec<Value>> {
+        Box::pin(async { Vec::new() })
+    }
+
+    /// `resources/read`, routed to the server that owns the URI.
+    fn read_resource(&self, uri: String) -> BoxFuture<'_, Result<Value, RpcError>> {
+        Box::pin(async move {
+            Err(RpcError::new(
+                code::RESOURCE_NOT_FOUND,
+                format!("Resource not found: {uri}"),
+            ))
+        })
+    }
 }

@@ -84,9 +84,28 @@ impl Dispatcher {
             "tools/list" => Ok(self.list_tools(era).await),
             "tools/call" => self.call_tool(params, ctx).await,
             "logging/setLevel" => Ok(json!({})),
-            "resources/list" => Ok(json!({"resources": []})),
-            "resources/templates/list" => Ok(json!({"resourceTemplates": []})),
-            "prompts/list" => Ok(json!({"prompts": []})),
+            "prompts/list" => Ok(self.listed("prompts", self.backend.list_prompts().await, era)),
+            "resources/list" => {
+                Ok(self.listed("resources", self.backend.list_resources().await, era))
+            }
+            "resources/templates/list" => Ok(self.listed(
+                "resourceTemplates",
+                self.backend.list_resource_templates().await,
+                era,
+            )),
+            "prompts/get" => match string_param(params.as_ref(), "name") {
+                Ok(name) => {
+                    let arguments = params.as_ref().and_then(|p| p.get("arguments")).cloned();
+                    self.backend.get_prompt(name, arguments).await
+                }
+                Err(error) => Err(error),
+            },
+            "resources/read" => match string_param(params.as_ref(), "uri") {
+                Ok(uri) => self.backend.read_resource(uri).await,
+                Err(error) => Err(error),
+            },
+            "resources/subscribe" | "resources/unsubscribe" => Ok(json!({})),
+            "completion/complete" => Ok(json!({"completion": {"values": [], "hasMore": false}})),
             other => Err(RpcError::new(
                 code::METHOD_NOT_FOUND,
                 format!("Method not found: {other}"),
@@ -110,7 +129,29 @@ impl Dispatcher {
     }
 
     fn capabilities(&self) -> Value {
-        json!({"tools": {"listChanged": true}, "logging": {}})
+        json!({
+            "tools": {"listChanged": true},
+            "prompts": {"listChanged": false},
+            "resources": {"listChanged": false, "subscribe": false},
+            "completions": {},
+            "logging": {},
+        })
+    }
+
+    /// A list result, with the modern era's cache hints.
+    fn listed(&self, key: &str, items: Vec<Value>, era: RequestEra) -> Value {
+        let mut result = serde_json::Map::new();
+        result.insert(key.to_owned(), Value::Array(items));
+        if era == RequestEra::Modern {
+            result.insert("ttlMs".into(), json!(0));
+            let scope = if self.agent.is_some() {
+                "private"
+            } else {
+                "public"
+            };
+            result.insert("cacheScope".into(), json!(scope));
+        }
+        Value::Object(result)
     }
 
     fn initialize(&self, params: Option<&Value>) -> Value {
@@ -155,23 +196,11 @@ impl Dispatcher {
 
     async fn list_tools(&self, era: RequestEra) -> Value {
         let tools = self.backend.list_tools(self.agent.as_deref()).await;
-        let tools: Vec<Value> = tools
+        let tools = tools
             .iter()
             .filter_map(|tool| serde_json::to_value(tool).ok())
             .collect();
-        let mut result = json!({"tools": tools});
-        if era == RequestEra::Modern
-            && let Value::Object(map) = &mut result
-        {
-            map.insert("ttlMs".into(), json!(0));
-            let scope = if self.agent.is_some() {
-                "private"
-            } else {
-                "public"
-            };
-            map.insert("cacheScope".into(), json!(scope));
-        }
-        result
+        self.listed("tools", tools, era)
     }
 
     async fn call_tool(
@@ -231,6 +260,19 @@ impl Dispatcher {
             Err(other) => Err(RpcError::new(code::INTERNAL_ERROR, other.to_string())),
         }
     }
+}
+
+fn string_param(params: Option<&Value>, key: &str) -> Result<String, RpcError> {
+    params
+        .and_then(|p| p.get(key))
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .ok_or_else(|| {
+            RpcError::new(
+                code::INVALID_PARAMS,
+                format!("params.{key} must be a string"),
+            )
+        })
 }
 
 fn missing_modern_meta(params: Option<&Value>) -> Option<&'static str> {

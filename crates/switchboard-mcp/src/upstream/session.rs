@@ -5,6 +5,7 @@
 //! silence — falls back to the `initialize` handshake. The era is then fixed for the life of
 //! the connection.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -130,9 +131,10 @@ async fn initialize(client: &RpcClient) -> Result<Negotiated, String> {
     })
 }
 
-/// Walks `tools/list` to its last page. Tools that cannot be parsed are skipped with a warning.
-pub async fn list_tools(client: &RpcClient) -> Result<Vec<ToolDefinition>, String> {
-    let mut tools = Vec::new();
+/// Walks a paginated list method (`tools/list`, `prompts/list`, …) to its last page and
+/// returns the items under `key`.
+pub async fn list_all(client: &RpcClient, method: &str, key: &str) -> Result<Vec<Value>, String> {
+    let mut items = Vec::new();
     let mut cursor: Option<String> = None;
     for _ in 0..MAX_PAGES {
         let params = match &cursor {
@@ -140,30 +142,87 @@ pub async fn list_tools(client: &RpcClient) -> Result<Vec<ToolDefinition>, Strin
             None => json!({}),
         };
         let page = client
-            .request("tools/list", Some(params))
+            .request(method, Some(params))
             .await
-            .map_err(|error| format!("tools/list failed: {error}"))?;
-        let Some(items) = page.get("tools").and_then(Value::as_array) else {
-            return Err("tools/list result has no 'tools' array".to_owned());
+            .map_err(|error| format!("{method} failed: {error}"))?;
+        let Some(Value::Array(page_items)) = page.get(key) else {
+            return Err(format!("{method} result has no '{key}' array"));
         };
-        for item in items {
-            match serde_json::from_value::<ToolDefinition>(item.clone()) {
-                Ok(tool) => tools.push(tool),
-                Err(error) => tracing::warn!(
-                    target: "switchboard::upstream",
-                    server = %client.server(),
-                    "skipping a tool that is not a valid definition ({error}): {}",
-                    item.to_string().chars().take(200).collect::<String>()
-                ),
-            }
-        }
+        items.extend(page_items.iter().cloned());
         match page.get("nextCursor").and_then(Value::as_str) {
             Some(next) if Some(next) != cursor.as_deref() => cursor = Some(next.to_owned()),
-            Some(_) => return Err("tools/list returned the same cursor twice".to_owned()),
-            None => return Ok(tools),
+            Some(_) => return Err(format!("{method} returned the same cursor twice")),
+            None => return Ok(items),
         }
     }
-    Err(format!("tools/list did not end after {MAX_PAGES} pages"))
+    Err(format!("{method} did not end after {MAX_PAGES} pages"))
+}
+
+/// Walks `tools/list` to its last page. Tools that cannot be parsed are skipped with a warning.
+pub async fn list_tools(client: &RpcClient) -> Result<Vec<ToolDefinition>, String> {
+    let items = list_all(client, "tools/list", "tools").await?;
+    Ok(items
+        .into_iter()
+        .filter_map(
+            |item| match serde_json::from_value::<ToolDefinition>(item.clone()) {
+                Ok(tool) => Some(tool),
+                Err(error) => {
+                    tracing::warn!(
+                        target: "switchboard::upstream",
+                        server = %client.server(),
+                        "skipping a tool that is not a valid definition ({error}): {}",
+                        item.to_string().chars().take(200).collect::<String>()
+                    );
+                    None
+                }
+            },
+        )
+        .collect())
+}
+
+/// Prompts, resources and resource templates of a server, per its capabilities. A server
+/// that advertises a capability but fails to list it is logged, not failed: its tools still
+/// work.
+#[derive(Debug, Clone, Default)]
+pub struct Extras {
+    pub prompts: Arc<[Value]>,
+    pub resources: Arc<[Value]>,
+    pub resource_templates: Arc<[Value]>,
+}
+
+pub async fn list_prompts(client: &RpcClient, capabilities: &Value) -> Arc<[Value]> {
+    if capabilities.get("prompts").is_none() {
+        return Arc::from([]);
+    }
+    logged(client, list_all(client, "prompts/list", "prompts").await)
+}
+
+pub async fn list_resources(
+    client: &RpcClient,
+    capabilities: &Value,
+) -> (Arc<[Value]>, Arc<[Value]>) {
+    if capabilities.get("resources").is_none() {
+        return (Arc::from([]), Arc::from([]));
+    }
+    let resources = logged(
+        client,
+        list_all(client, "resources/list", "resources").await,
+    );
+    let templates = logged(
+        client,
+        list_all(client, "resources/templates/list", "resourceTemplates").await,
+    );
+    (resources, templates)
+}
+
+fn logged(client: &RpcClient, items: Result<Vec<Value>, String>) -> Arc<[Value]> {
+    match items {
+        Ok(items) => items.into(),
+        Err(reason) => {
+            tracing::warn!(target: "switchboard::upstream", server = %client.server(), "{reason}");
+            Arc::from([])
+        }
+    }
 }
 
 impl Upstream for RpcClient {

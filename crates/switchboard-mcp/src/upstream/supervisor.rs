@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 use super::client::{RpcClient, ServerEvent};
 use super::http;
 use super::inprocess::InProcess;
-use super::session::{EraChoice, list_tools, negotiate};
+use super::session::{EraChoice, Extras, list_prompts, list_resources, list_tools, negotiate};
 use super::stdio::{self, StdioCommand};
 use super::transport::{Opened, TransportError};
 use crate::era::Era;
@@ -91,6 +91,10 @@ pub struct ServerStatus {
     /// Why the server is down (or why it last went down).
     pub error: Option<String>,
     pub server_info: Value,
+    /// What the server said it can do (`initialize` / `server/discover`).
+    pub capabilities: Value,
+    /// Its prompts, resources and resource templates.
+    pub extras: Extras,
     /// Failed connection attempts since the last success.
     pub failures: u32,
     /// Whether the first connection attempt has finished (either way).
@@ -105,6 +109,8 @@ impl ServerStatus {
             tools: Arc::from([]),
             error: None,
             server_info: Value::Null,
+            capabilities: Value::Null,
+            extras: Extras::default(),
             failures: 0,
             settled: false,
         }
@@ -118,6 +124,7 @@ pub struct Supervisor {
     id: ServerId,
     status: watch::Receiver<ServerStatus>,
     current: Arc<RwLock<Option<Arc<dyn Upstream>>>>,
+    client: Arc<RwLock<Option<Arc<RpcClient>>>>,
     stop: CancellationToken,
     task: Mutex<Option<JoinHandle<()>>>,
 }
@@ -132,12 +139,14 @@ impl Supervisor {
     pub fn start(spec: UpstreamSpec, on_change: OnChange) -> Arc<Self> {
         let (status_tx, status) = watch::channel(ServerStatus::starting());
         let current = Arc::new(RwLock::new(None));
+        let client = Arc::new(RwLock::new(None));
         let stop = CancellationToken::new();
         let id = spec.id.clone();
         let worker = Worker {
             spec,
             status: status_tx,
             current: current.clone(),
+            client: client.clone(),
             stop: stop.clone(),
             on_change,
         };
@@ -146,6 +155,7 @@ impl Supervisor {
             id,
             status,
             current,
+            client,
             stop,
             task: Mutex::new(Some(task)),
         })
@@ -162,6 +172,12 @@ impl Supervisor {
     /// The connected upstream, if the server is up.
     pub fn upstream(&self) -> Option<Arc<dyn Upstream>> {
         self.current.read().ok().and_then(|slot| slot.clone())
+    }
+
+    /// The JSON-RPC connection, when the server is an MCP server and up (for requests other
+    /// than tool calls: prompts, resources).
+    pub fn client(&self) -> Option<Arc<RpcClient>> {
+        self.client.read().ok().and_then(|slot| slot.clone())
     }
 
     /// Waits until the first connection attempt has finished, successfully or not.
@@ -184,6 +200,7 @@ struct Worker {
     spec: UpstreamSpec,
     status: watch::Sender<ServerStatus>,
     current: Arc<RwLock<Option<Arc<dyn Upstream>>>>,
+    client: Arc<RwLock<Option<Arc<RpcClient>>>>,
     stop: CancellationToken,
     on_change: OnChange,
 }
@@ -204,6 +221,8 @@ impl Worker {
                     tools,
                     error: None,
                     server_info: serde_json::json!({"name": provider.name()}),
+                    capabilities: serde_json::json!({"tools": {}}),
+                    extras: Extras::default(),
                     failures: 0,
                     settled: true,
                 };
@@ -258,9 +277,20 @@ impl Worker {
         let handshake = async {
             let negotiated = negotiate(&client, self.spec.era, self.spec.discover_timeout).await?;
             let tools = list_tools(&client).await?;
-            Ok::<_, String>((negotiated, tools))
+            let prompts = list_prompts(&client, &negotiated.capabilities).await;
+            let (resources, resource_templates) =
+                list_resources(&client, &negotiated.capabilities).await;
+            Ok::<_, String>((
+                negotiated,
+                tools,
+                Extras {
+                    prompts,
+                    resources,
+                    resource_templates,
+                },
+            ))
         };
-        let (negotiated, tools) = match tokio::time::timeout_at(deadline, handshake).await {
+        let (negotiated, tools, extras) = match tokio::time::timeout_at(deadline, handshake).await {
             Ok(Ok(ready)) => ready,
             Ok(Err(reason)) => return Some(self.fail(&client, reason).await),
             Err(_) => {
@@ -273,6 +303,7 @@ impl Worker {
         };
         tracing::info!(target: "switchboard::upstream", server = %self.spec.id, era = negotiated.era.label(), version = negotiated.era.version(), tools = tools.len(), "connected");
         self.set_current(Some(client.clone()));
+        self.set_client(Some(client.clone()));
         self.publish(|status| {
             *status = ServerStatus {
                 state: ServerState::Up,
@@ -280,6 +311,8 @@ impl Worker {
                 tools: tools.into_iter().map(ListedTool::compile).collect(),
                 error: None,
                 server_info: negotiated.server_info.clone(),
+                capabilities: negotiated.capabilities.clone(),
+                extras,
                 failures: 0,
                 settled: true,
             };
@@ -288,22 +321,48 @@ impl Worker {
             tokio::select! {
                 () = self.stop.cancelled() => {
                     self.set_current(None);
+                    self.set_client(None);
                     client.close().await;
                     return None;
                 }
                 reason = client.closed() => {
+                    self.set_client(None);
                     client.close().await;
                     return Some(reason);
                 }
-                Some(event) = events.recv() => {
-                    if event == ServerEvent::ToolsChanged {
-                        match list_tools(&client).await {
-                            Ok(tools) => self.publish(|status| status.tools = tools.into_iter().map(ListedTool::compile).collect()),
-                            Err(reason) => tracing::warn!(target: "switchboard::upstream", server = %self.spec.id, "refreshing tools failed: {reason}"),
-                        }
-                    }
-                }
+                Some(event) = events.recv() => self.refresh(&client, &negotiated.capabilities, event).await,
             }
+        }
+    }
+
+    /// Re-lists what a `list_changed` notification says has changed.
+    async fn refresh(&self, client: &RpcClient, capabilities: &Value, event: ServerEvent) {
+        match event {
+            ServerEvent::ToolsChanged => match list_tools(client).await {
+                Ok(tools) => self.publish(|status| {
+                    status.tools = tools.into_iter().map(ListedTool::compile).collect()
+                }),
+                Err(reason) => {
+                    tracing::warn!(target: "switchboard::upstream", server = %self.spec.id, "refreshing tools failed: {reason}")
+                }
+            },
+            ServerEvent::PromptsChanged => {
+                let prompts = list_prompts(client, capabilities).await;
+                self.publish(|status| status.extras.prompts = prompts);
+            }
+            ServerEvent::ResourcesChanged => {
+                let (resources, templates) = list_resources(client, capabilities).await;
+                self.publish(|status| {
+                    status.extras.resources = resources;
+                    status.extras.resource_templates = templates;
+                });
+            }
+        }
+    }
+
+    fn set_client(&self, client: Option<Arc<RpcClient>>) {
+        if let Ok(mut slot) = self.client.write() {
+            *slot = client;
         }
     }
 

@@ -1,0 +1,77 @@
+//! Prompts of every server under exposed names (`<prefix><separator><prompt>`, the same rule as
+//! tools, first server wins on a collision), and `prompts/get` routed back to the owner.
+
+use serde_json::{Value, json};
+use switchboard_core::naming::exposed_name;
+use switchboard_mcp::jsonrpc::{RpcError, code};
+
+use crate::Host;
+
+/// One exposed prompt.
+pub(crate) struct ExposedPrompt {
+    /// The definition with its exposed name.
+    pub definition: Value,
+    pub server_index: usize,
+    pub upstream_name: String,
+}
+
+impl Host {
+    /// Every server's prompts, in config order, with exposed names.
+    pub(crate) fn prompts(&self) -> Vec<ExposedPrompt> {
+        let separator = &self.inner.options.naming.separator;
+        let mut exposed: Vec<ExposedPrompt> = Vec::new();
+        for (index, (plan, supervisor)) in self
+            .inner
+            .plans
+            .iter()
+            .zip(&self.inner.supervisors)
+            .enumerate()
+        {
+            for prompt in supervisor.status().extras.prompts.iter() {
+                let Some(name) = prompt.get("name").and_then(Value::as_str) else {
+                    continue;
+                };
+                let public = exposed_name(&plan.prefix, separator, name);
+                if exposed
+                    .iter()
+                    .any(|p| p.definition["name"] == public.as_str())
+                {
+                    tracing::warn!(server = %plan.spec.id, "prompt '{name}' is hidden: '{public}' is already taken");
+                    continue;
+                }
+                let mut definition = prompt.clone();
+                definition["name"] = json!(public);
+                exposed.push(ExposedPrompt {
+                    definition,
+                    server_index: index,
+                    upstream_name: name.to_owned(),
+                });
+            }
+        }
+        exposed
+    }
+
+    /// `prompts/get` on the server that owns the prompt.
+    pub(crate) async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: Option<Value>,
+    ) -> Result<Value, RpcError> {
+        self.wait_for_startup().await;
+        let unknown = || RpcError::new(code::INVALID_PARAMS, format!("Unknown prompt: {name}"));
+        let prompt = self
+            .prompts()
+            .into_iter()
+            .find(|p| p.definition["name"] == name)
+            .ok_or_else(unknown)?;
+        let client = self.inner.supervisors[prompt.server_index]
+            .client()
+            .ok_or_else(unknown)?;
+        let mut params = json!({"name": prompt.upstream_name});
+        if let Some(arguments) = arguments {
+            params["arguments"] = arguments;
+        }
+        let timeout = self.inner.plans[prompt.server_index].call_timeout;
+        self.forward(&client, "prompts/get", params, timeout).await
+    }
+}

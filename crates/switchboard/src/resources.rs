@@ -1,0 +1,156 @@
+//! Resources of every server, URIs unchanged, and `resources/read` routed to the owner.
+//!
+//! Routing, in order: a URI some server listed; a URI a tool of some server returned (a
+//! `resource_link` or an embedded resource — recorded when the result passed through); the
+//! server whose resource template's fixed prefix matches; else each server that serves
+//! resources, in config order, until one has it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use switchboard_core::{ServerId, ToolOutcome};
+use switchboard_mcp::jsonrpc::{RpcError, code};
+use switchboard_mcp::upstream::client::{ClientError, RpcClient};
+
+use crate::Host;
+
+impl Host {
+    pub(crate) fn resources(&self) -> Vec<Value> {
+        self.inner
+            .supervisors
+            .iter()
+            .flat_map(|s| s.status().extras.resources.to_vec())
+            .collect()
+    }
+
+    pub(crate) fn resource_templates(&self) -> Vec<Value> {
+        self.inner
+            .supervisors
+            .iter()
+            .flat_map(|s| s.status().extras.resource_templates.to_vec())
+            .collect()
+    }
+
+    /// Records the URIs a tool result links to, so they can be read back.
+    pub(crate) fn remember_resource_links(&self, server: &ServerId, outcome: &ToolOutcome) {
+        let uris = outcome.content.iter().filter_map(|block| {
+            match block.get("type").and_then(Value::as_str) {
+                Some("resource_link") => block.get("uri").and_then(Value::as_str),
+                Some("resource") => block
+                    .get("resource")
+                    .and_then(|r| r.get("uri"))
+                    .and_then(Value::as_str),
+                _ => None,
+            }
+        });
+        let Ok(mut routes) = self.inner.resource_routes.lock() else {
+            return;
+        };
+        for uri in uris {
+            routes.insert(uri.to_owned(), server.clone());
+        }
+    }
+
+    pub(crate) async fn read_resource(&self, uri: &str) -> Result<Value, RpcError> {
+        self.wait_for_startup().await;
+        let not_found = || {
+            RpcError::new(
+                code::RESOURCE_NOT_FOUND,
+                format!("Resource not found: {uri}"),
+            )
+        };
+        let candidates = self.resource_candidates(uri);
+        let mut last_error = None;
+        for index in candidates {
+            let Some(client) = self.inner.supervisors[index].client() else {
+                continue;
+            };
+            let timeout = self.inner.plans[index].call_timeout;
+            match self
+                .forward(&client, "resources/read", json!({"uri": uri}), timeout)
+                .await
+            {
+                Ok(result) => return Ok(result),
+                Err(error) => last_error = Some(error),
+            }
+        }
+        Err(last_error.unwrap_or_else(not_found))
+    }
+
+    /// Servers that may own `uri`, most likely first.
+    fn resource_candidates(&self, uri: &str) -> Vec<usize> {
+        let supervisors = &self.inner.supervisors;
+        let listed = supervisors.iter().position(|s| {
+            s.status()
+                .extras
+                .resources
+                .iter()
+                .any(|r| r.get("uri").and_then(Value::as_str) == Some(uri))
+        });
+        if let Some(index) = listed {
+            return vec![index];
+        }
+        let routed = self
+            .inner
+            .resource_routes
+            .lock()
+            .ok()
+            .and_then(|routes| routes.get(uri).cloned());
+        if let Some(index) =
+            routed.and_then(|server| supervisors.iter().position(|s| s.id() == &server))
+        {
+            return vec![index];
+        }
+        let templated = supervisors.iter().position(|s| {
+            s.status().extras.resource_templates.iter().any(|t| {
+                let template = t.get("uriTemplate").and_then(Value::as_str).unwrap_or("");
+                let prefix = template.split('{').next().unwrap_or("");
+                !prefix.is_empty() && uri.starts_with(prefix)
+            })
+        });
+        if let Some(index) = templated {
+            return vec![index];
+        }
+        (0..supervisors.len())
+            .filter(|&i| {
+                supervisors[i]
+                    .status()
+                    .capabilities
+                    .get("resources")
+                    .is_some()
+            })
+            .collect()
+    }
+
+    /// Sends one request to an upstream under a deadline; JSON-RPC errors pass through.
+    pub(crate) async fn forward(
+        &self,
+        client: &Arc<RpcClient>,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> Result<Value, RpcError> {
+        match tokio::time::timeout(timeout, client.request(method, Some(params))).await {
+            Ok(Ok(mut result)) => {
+                if let Value::Object(map) = &mut result {
+                    map.remove("resultType");
+                }
+                Ok(result)
+            }
+            Ok(Err(ClientError::Rpc(error))) => Err(error),
+            Ok(Err(ClientError::Disconnected(reason))) => Err(RpcError::new(
+                code::INTERNAL_ERROR,
+                format!("server '{}' is unavailable: {reason}", client.server()),
+            )),
+            Err(_) => Err(RpcError::new(
+                code::INTERNAL_ERROR,
+                format!(
+                    "server '{}' did not answer {method} within {} ms",
+                    client.server(),
+                    timeout.as_millis()
+                ),
+            )),
+        }
+    }
+}
