@@ -1,0 +1,212 @@
+//! The scenarios. Each starts real processes: the `switchboard` gateway over stdio and the
+//! `switchboard-fixture` servers behind it.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use serde_json::{Value, json};
+
+use crate::client::StdioClient;
+use crate::report::{Percentiles, ScenarioResult};
+
+/// The binaries under test, found next to this executable.
+pub struct Binaries {
+    pub switchboard: PathBuf,
+    pub fixture: PathBuf,
+}
+
+impl Binaries {
+    pub fn locate() -> anyhow::Result<Self> {
+        let exe = std::env::current_exe()?;
+        let dir = exe
+            .parent()
+            .context("the bench executable has no directory")?;
+        let bins = Self {
+            switchboard: dir.join("switchboard"),
+            fixture: dir.join("switchboard-fixture"),
+        };
+        for bin in [&bins.switchboard, &bins.fixture] {
+            if !bin.is_file() {
+                bail!(
+                    "{} is missing: run `cargo build --release -p switchboard-cli -p switchboard-fixtures` first",
+                    bin.display()
+                );
+            }
+        }
+        Ok(bins)
+    }
+
+    fn gateway(&self, config: &Path) -> Command {
+        let mut command = Command::new(&self.switchboard);
+        command
+            .arg("--config")
+            .arg(config)
+            .arg("--log")
+            .arg("error")
+            .arg("serve");
+        command
+    }
+}
+
+fn write_config(dir: &Path, servers: &[(String, Vec<String>)]) -> anyhow::Result<PathBuf> {
+    let mut text = String::from("[gateway]\nconnect_timeout = \"10s\"\n");
+    for (id, args) in servers {
+        text.push_str(&format!(
+            "\n[servers.{id}]\ncommand = {}\nargs = {}\n",
+            json!(args[0]),
+            json!(args[1..])
+        ));
+    }
+    let path = dir.join("switchboard.toml");
+    std::fs::write(&path, text)?;
+    Ok(path)
+}
+
+fn tool_count(result: &Value) -> usize {
+    result
+        .get("tools")
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len)
+}
+
+/// Time from spawning the gateway to a complete first `tools/list`.
+pub fn startup(
+    bins: &Binaries,
+    servers: usize,
+    delay_ms: u64,
+    runs: usize,
+) -> anyhow::Result<ScenarioResult> {
+    let dir = tempfile::tempdir()?;
+    let fixture = bins.fixture.display().to_string();
+    let specs: Vec<(String, Vec<String>)> = (0..servers)
+        .map(|i| {
+            (
+                format!("s{i}"),
+                vec![
+                    fixture.clone(),
+                    "echo".into(),
+                    "--start-delay-ms".into(),
+                    delay_ms.to_string(),
+                ],
+            )
+        })
+        .collect();
+    let config = write_config(dir.path(), &specs)?;
+    let mut samples = Vec::new();
+    let mut tools = 0;
+    for _ in 0..runs {
+        let started = Instant::now();
+        let mut client = StdioClient::spawn(&mut bins.gateway(&config))?;
+        client.initialize()?;
+        let listed = client.request("tools/list", json!({}))?;
+        samples.push(started.elapsed());
+        tools = tool_count(&listed);
+    }
+    Ok(ScenarioResult {
+        scenario: format!(
+            "start-up: {servers} stdio servers of ~{delay_ms} ms each, spawn → complete tools/list"
+        ),
+        rows: vec![("switchboard".into(), Percentiles::of(&mut samples))],
+        notes: vec![format!(
+            "tools listed: {tools} (every server's tools present)"
+        )],
+    })
+}
+
+/// `tools/list` latency through the gateway over a replayed catalog, after the first listing.
+pub fn list(bins: &Binaries, catalog: &Path, calls: usize) -> anyhow::Result<ScenarioResult> {
+    let catalog = catalog
+        .canonicalize()
+        .with_context(|| format!("catalog {} not found", catalog.display()))?;
+    let dir = tempfile::tempdir()?;
+    let spec = vec![
+        bins.fixture.display().to_string(),
+        "replay".into(),
+        "--catalog".into(),
+        catalog.display().to_string(),
+    ];
+    let config = write_config(dir.path(), &[("catalog".into(), spec.clone())])?;
+    let mut gateway = StdioClient::spawn(&mut bins.gateway(&config))?;
+    gateway.initialize()?;
+    let first = gateway.request("tools/list", json!({}))?;
+    let mut direct = StdioClient::spawn(Command::new(&spec[0]).args(&spec[1..]))?;
+    direct.initialize()?;
+    let mut through = Vec::with_capacity(calls);
+    let mut straight = Vec::with_capacity(calls);
+    for _ in 0..calls {
+        let started = Instant::now();
+        gateway.request("tools/list", json!({}))?;
+        through.push(started.elapsed());
+        let started = Instant::now();
+        direct.request("tools/list", json!({}))?;
+        straight.push(started.elapsed());
+    }
+    Ok(ScenarioResult {
+        scenario: format!(
+            "tools/list over {} real tools ({})",
+            tool_count(&first),
+            catalog.display()
+        ),
+        rows: vec![
+            (
+                "direct to the replay server".into(),
+                Percentiles::of(&mut straight),
+            ),
+            ("through switchboard".into(), Percentiles::of(&mut through)),
+        ],
+        notes: vec![],
+    })
+}
+
+/// Sequential `tools/call` of `echo`: direct vs through the gateway, alternating.
+pub fn latency(bins: &Binaries, calls: usize) -> anyhow::Result<ScenarioResult> {
+    let dir = tempfile::tempdir()?;
+    let spec = vec![bins.fixture.display().to_string(), "echo".into()];
+    let config = write_config(dir.path(), &[("echo".into(), spec.clone())])?;
+    let mut gateway = StdioClient::spawn(&mut bins.gateway(&config))?;
+    gateway.initialize()?;
+    let mut direct = StdioClient::spawn(Command::new(&spec[0]).args(&spec[1..]))?;
+    direct.initialize()?;
+    let through_params = json!({"name": "echo__echo", "arguments": {"message": "hello"}});
+    let direct_params = json!({"name": "echo", "arguments": {"message": "hello"}});
+    for _ in 0..200 {
+        gateway.request("tools/call", through_params.clone())?;
+        direct.request("tools/call", direct_params.clone())?;
+    }
+    let mut through = Vec::with_capacity(calls);
+    let mut straight = Vec::with_capacity(calls);
+    for _ in 0..calls {
+        let started = Instant::now();
+        direct.request("tools/call", direct_params.clone())?;
+        straight.push(started.elapsed());
+        let started = Instant::now();
+        gateway.request("tools/call", through_params.clone())?;
+        through.push(started.elapsed());
+    }
+    let direct_p = Percentiles::of(&mut straight);
+    let through_p = Percentiles::of(&mut through);
+    let added = through_p.p50_us - direct_p.p50_us;
+    Ok(ScenarioResult {
+        scenario: format!(
+            "tools/call echo, sequential, stdio → stdio, {calls} calls after 200 warm-up"
+        ),
+        rows: vec![
+            ("direct to the echo fixture".into(), direct_p),
+            ("through switchboard".into(), through_p),
+        ],
+        notes: vec![
+            format!("added latency at p50: {added:.1} µs"),
+            format!("measured {}", chrono_free_now()),
+        ],
+    })
+}
+
+fn chrono_free_now() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or(Duration::ZERO)
+        .as_secs();
+    format!("at unix time {secs}")
+}
