@@ -195,3 +195,40 @@ async fn progress_uses_the_clients_token_and_cancel_reaches_the_backend() {
         .await;
     assert_eq!(client.receive().await["id"], 3);
 }
+
+#[tokio::test]
+async fn subscriptions_listen_streams_list_changes_until_cancelled() {
+    let mut client = start(1 << 20);
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}});
+    let listen = json!({"jsonrpc": "2.0", "id": 9, "method": "subscriptions/listen",
+        "params": {"_meta": meta, "notifications": {"toolsListChanged": true, "resourceSubscriptions": ["x://y"]}}});
+    client.send(&listen.to_string()).await;
+    let ack = client.receive().await;
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+    assert_eq!(
+        ack["params"]["notifications"],
+        json!({"toolsListChanged": true})
+    );
+    assert_eq!(
+        ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        9
+    );
+    client.version.send_modify(|v| *v += 1);
+    let changed = client.receive().await;
+    assert_eq!(changed["method"], "notifications/tools/list_changed");
+    assert_eq!(
+        changed["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        9
+    );
+    client
+        .send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9}}"#)
+        .await;
+    client
+        .send(r#"{"jsonrpc":"2.0","id":10,"method":"ping"}"#)
+        .await;
+    assert_eq!(
+        client.receive().await["id"],
+        10,
+        "the cancelled subscription ends without an answer"
+    );
+}

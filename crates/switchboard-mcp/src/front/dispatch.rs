@@ -19,6 +19,11 @@ use crate::era::{
 };
 use crate::jsonrpc::{Message, RequestId, RpcError, code, params_meta};
 
+/// Delivers notifications that belong to one request (its stream).
+pub type Notifier = std::sync::Arc<dyn Fn(Message) + Send + Sync>;
+
+const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+
 /// Which era one request speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RequestEra {
@@ -65,6 +70,19 @@ impl Dispatcher {
         params: Option<Value>,
         ctx: CallContext,
     ) -> Message {
+        self.handle_streaming(id, method, params, ctx, None).await
+    }
+
+    /// Like [`Self::handle`], for fronts that can deliver notifications tied to the request
+    /// (needed by `subscriptions/listen`, which streams until cancelled).
+    pub async fn handle_streaming(
+        &self,
+        id: RequestId,
+        method: &str,
+        params: Option<Value>,
+        ctx: CallContext,
+        notify: Option<Notifier>,
+    ) -> Message {
         let era = RequestEra::of(params.as_ref());
         if era == RequestEra::Modern
             && let Some(missing) = missing_modern_meta(params.as_ref())
@@ -81,6 +99,13 @@ impl Dispatcher {
             "initialize" => Ok(self.initialize(params.as_ref())),
             "server/discover" => Ok(self.discover()),
             "ping" => Ok(json!({})),
+            "subscriptions/listen" => match &notify {
+                Some(notify) => Ok(self.listen(&id, params.as_ref(), &ctx, notify).await),
+                None => Err(RpcError::new(
+                    code::METHOD_NOT_FOUND,
+                    "subscriptions/listen needs a streaming transport",
+                )),
+            },
             "tools/list" => Ok(self.list_tools(era).await),
             "tools/call" => self.call_tool(params, ctx).await,
             "logging/setLevel" => Ok(json!({})),
@@ -126,6 +151,48 @@ impl Dispatcher {
                 error,
             },
         }
+    }
+
+    /// `subscriptions/listen`: acknowledges the accepted filter, then sends
+    /// `notifications/tools/list_changed` on every catalog change until the caller cancels.
+    async fn listen(
+        &self,
+        id: &RequestId,
+        params: Option<&Value>,
+        ctx: &CallContext,
+        notify: &Notifier,
+    ) -> Value {
+        let requested = params.and_then(|p| p.get("notifications"));
+        let tools = requested
+            .and_then(|n| n.get("toolsListChanged"))
+            .and_then(Value::as_bool)
+            == Some(true);
+        let meta = json!({SUBSCRIPTION_ID: id});
+        let accepted = if tools {
+            json!({"toolsListChanged": true})
+        } else {
+            json!({})
+        };
+        notify(Message::notification(
+            "notifications/subscriptions/acknowledged",
+            json!({"_meta": meta, "notifications": accepted}),
+        ));
+        let mut version = self.backend.catalog_version();
+        version.mark_unchanged();
+        loop {
+            tokio::select! {
+                () = ctx.cancel.cancelled() => break,
+                changed = version.changed() => {
+                    if changed.is_err() {
+                        break;
+                    }
+                    if tools {
+                        notify(Message::notification("notifications/tools/list_changed", json!({"_meta": meta})));
+                    }
+                }
+            }
+        }
+        json!({"_meta": meta})
     }
 
     fn capabilities(&self) -> Value {

@@ -31,7 +31,7 @@ use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-use super::dispatch::{Dispatcher, RequestEra, progress_notification, progress_token};
+use super::dispatch::{Dispatcher, Notifier, RequestEra, progress_notification, progress_token};
 use crate::era::MODERN_VERSION;
 use crate::jsonrpc::{Message, RequestId, code};
 
@@ -269,8 +269,10 @@ async fn handle_post(
     {
         map.insert(id.clone(), cancel.clone());
     }
-    let mut response = match progress_token(params.as_ref()) {
-        Some(token) => stream_answer(
+    let token = progress_token(params.as_ref());
+    let streams = token.is_some() || method == "subscriptions/listen";
+    let mut response = if streams {
+        stream_answer(
             state.dispatcher.clone(),
             session,
             id,
@@ -278,8 +280,9 @@ async fn handle_post(
             params,
             token,
             cancel,
-        ),
-        None => {
+        )
+    } else {
+        {
             // If the client disconnects, this future is dropped and the guard cancels the call.
             let guard = cancel.clone().drop_guard();
             let ctx = CallContext {
@@ -303,28 +306,36 @@ async fn handle_post(
     response
 }
 
-/// Answers with an SSE stream: progress notifications, then the result. Dropping the stream
-/// (the client closed it) cancels the call.
+/// Answers with an SSE stream: progress notifications (or a subscription's notifications),
+/// then the result. Dropping the stream (the client closed it) cancels the call.
 fn stream_answer(
     dispatcher: Dispatcher,
     session: Option<Arc<Session>>,
     id: RequestId,
     method: String,
     params: Option<Value>,
-    token: Value,
+    token: Option<Value>,
     cancel: CancellationToken,
 ) -> Response {
     let (events_tx, events) = mpsc::unbounded_channel::<String>();
-    let progress_out = events_tx.clone();
-    let ctx = CallContext {
+    let mut ctx = CallContext {
         cancel: cancel.clone(),
-        progress: Some(ProgressSink::new(move |progress| {
-            let _ = progress_out.send(progress_notification(&token, &progress).to_line());
-        })),
         ..CallContext::default()
     };
+    if let Some(token) = token {
+        let progress_out = events_tx.clone();
+        ctx.progress = Some(ProgressSink::new(move |progress| {
+            let _ = progress_out.send(progress_notification(&token, &progress).to_line());
+        }));
+    }
+    let notify_out = events_tx.clone();
+    let notify: Notifier = Arc::new(move |message: Message| {
+        let _ = notify_out.send(message.to_line());
+    });
     tokio::spawn(async move {
-        let answer = dispatcher.handle(id.clone(), &method, params, ctx).await;
+        let answer = dispatcher
+            .handle_streaming(id.clone(), &method, params, ctx, Some(notify))
+            .await;
         forget_request(session.as_deref(), &id);
         let _ = events_tx.send(answer.to_line());
     });

@@ -15,7 +15,7 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::dispatch::{Dispatcher, progress_notification, progress_token};
+use super::dispatch::{Dispatcher, Notifier, progress_notification, progress_token};
 use crate::jsonrpc::{Message, RequestId, code};
 
 /// Options of the stdio front.
@@ -108,10 +108,16 @@ pub async fn serve(
                 }
                 let dispatcher = dispatcher.clone();
                 let out = out_tx.clone();
+                let notify_out = out_tx.clone();
+                let notify: Notifier = Arc::new(move |message: Message| {
+                    let _ = notify_out.send(message.to_line());
+                });
                 let in_flight = in_flight.clone();
                 tasks.spawn(async move {
                     let cancel = ctx.cancel.clone();
-                    let answer = dispatcher.handle(id.clone(), &method, params, ctx).await;
+                    let answer = dispatcher
+                        .handle_streaming(id.clone(), &method, params, ctx, Some(notify))
+                        .await;
                     if let Ok(mut map) = in_flight.lock() {
                         map.remove(&id);
                     }

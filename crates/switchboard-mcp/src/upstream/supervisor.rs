@@ -22,7 +22,9 @@ use tokio_util::sync::CancellationToken;
 use super::client::{RpcClient, ServerEvent};
 use super::http;
 use super::inprocess::InProcess;
-use super::session::{EraChoice, Extras, list_prompts, list_resources, list_tools, negotiate};
+use super::session::{
+    EraChoice, Extras, Negotiated, list_prompts, list_resources, list_tools, negotiate,
+};
 use super::stdio::{self, StdioCommand};
 use super::transport::{Opened, TransportError};
 use crate::era::Era;
@@ -317,8 +319,14 @@ impl Worker {
                 settled: true,
             };
         });
+        // Modern servers send list changes only on a subscription stream; legacy ones send them
+        // unasked. The stream lives as long as the connection.
+        let listen = listen_for_changes(&client, &negotiated);
+        tokio::pin!(listen);
+        let mut listening = true;
         loop {
             tokio::select! {
+                () = &mut listen, if listening => listening = false,
                 () = self.stop.cancelled() => {
                     self.set_current(None);
                     self.set_client(None);
@@ -384,6 +392,40 @@ impl Worker {
     fn publish(&self, change: impl FnOnce(&mut ServerStatus)) {
         self.status.send_modify(change);
         (self.on_change)(&self.spec.id);
+    }
+}
+
+/// Opens `subscriptions/listen` on a modern server that can announce list changes; the
+/// notifications it streams reach the client's event channel like any others. Returns when
+/// the subscription ends (or at once, when there is nothing to listen to).
+async fn listen_for_changes(client: &RpcClient, negotiated: &Negotiated) {
+    if negotiated.era != Era::Modern {
+        return;
+    }
+    let announces = |key: &str| {
+        negotiated
+            .capabilities
+            .get(key)
+            .and_then(|c| c.get("listChanged"))
+            .and_then(Value::as_bool)
+            == Some(true)
+    };
+    let filter = serde_json::json!({
+        "toolsListChanged": announces("tools"),
+        "promptsListChanged": announces("prompts"),
+        "resourcesListChanged": announces("resources"),
+    });
+    if !(announces("tools") || announces("prompts") || announces("resources")) {
+        return;
+    }
+    if let Err(error) = client
+        .request(
+            "subscriptions/listen",
+            Some(serde_json::json!({"notifications": filter})),
+        )
+        .await
+    {
+        tracing::info!(target: "switchboard::upstream", server = %client.server(), "subscriptions/listen ended: {error}");
     }
 }
 
