@@ -135,6 +135,8 @@ pub async fn serve(
             Message::Response { .. } | Message::Error { .. } => {}
         }
     }
+    // Input is over: stop announcing changes, and give in-flight calls their grace period.
+    shutdown.cancel();
     tasks.close();
     if tokio::time::timeout(options.grace, tasks.wait())
         .await
@@ -148,7 +150,6 @@ pub async fn serve(
             cancel.cancel();
         }
     }
-    shutdown.cancel();
     drop(out_tx);
     let _ = writer.await;
 }
