@@ -1,2 +1,138 @@
-//! fixtures
-fn main() {}
+//! `switchboard-fixture`: small, fast MCP servers over stdio for Switchboard's tests and
+//! benchmarks. Deliberately independent of every Switchboard crate — it speaks
+//! newline-delimited JSON-RPC itself — so the gateway is never tested against itself.
+//!
+//! Modes: `echo` (a tool set for calls, progress, cancellation and list changes, optionally
+//! slow to start and in either protocol era), `paginate`, `replay` (a catalog file), and the
+//! faults `exit-immediately`, `hang`, `garbage` and `crash-after`.
+
+mod server;
+mod tools;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+#[derive(Parser)]
+#[command(name = "switchboard-fixture", about = "MCP test servers over stdio")]
+struct Args {
+    #[command(subcommand)]
+    mode: Mode,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Era {
+    /// initialize only; server/discover is "method not found".
+    Legacy,
+    /// server/discover only (2026-07-28); no initialize needed.
+    Modern,
+    /// Both.
+    Both,
+}
+
+#[derive(Subcommand)]
+enum Mode {
+    /// echo, add, sleep, progress, fail, change_tools, pid.
+    Echo {
+        /// Sleep this long before reading stdin (a slow-starting server).
+        #[arg(long, default_value_t = 0)]
+        start_delay_ms: u64,
+        #[arg(long, value_enum, default_value_t = Era::Legacy)]
+        era: Era,
+        /// serverInfo.name.
+        #[arg(long, default_value = "fixture-echo")]
+        name: String,
+    },
+    /// tool_000 … tool_N-1, listed in pages.
+    Paginate {
+        #[arg(long, default_value_t = 250)]
+        tools: usize,
+        #[arg(long, default_value_t = 50)]
+        page_size: usize,
+    },
+    /// Serves every tool of a catalog file shaped like shared/catalog/tools.json.
+    Replay {
+        #[arg(long)]
+        catalog: PathBuf,
+    },
+    /// Exits with code 3 at once.
+    ExitImmediately,
+    /// Reads stdin and never answers.
+    Hang,
+    /// Answers every line with a line that is not JSON.
+    Garbage,
+    /// An echo server that exits with code 4 after answering N tool calls.
+    CrashAfter {
+        #[arg(long)]
+        calls: usize,
+    },
+}
+
+fn main() {
+    let args = Args::parse();
+    let code = match args.mode {
+        Mode::Echo {
+            start_delay_ms,
+            era,
+            name,
+        } => {
+            std::thread::sleep(Duration::from_millis(start_delay_ms));
+            server::serve(server::Options::new(name, era, tools::Toolset::echo()))
+        }
+        Mode::Paginate { tools, page_size } => {
+            let mut options = server::Options::new(
+                "fixture-paginate".into(),
+                Era::Legacy,
+                tools::Toolset::numbered(tools),
+            );
+            options.page_size = page_size.max(1);
+            server::serve(options)
+        }
+        Mode::Replay { catalog } => match tools::Toolset::replay(&catalog) {
+            Ok(toolset) => server::serve(server::Options::new(
+                "fixture-replay".into(),
+                Era::Legacy,
+                toolset,
+            )),
+            Err(error) => {
+                eprintln!("switchboard-fixture replay: {error}");
+                2
+            }
+        },
+        Mode::ExitImmediately => {
+            eprintln!("switchboard-fixture: exiting at once, as asked");
+            3
+        }
+        Mode::Hang => {
+            let mut sink = String::new();
+            while std::io::stdin()
+                .read_line(&mut sink)
+                .map(|n| n > 0)
+                .unwrap_or(false)
+            {
+                sink.clear();
+            }
+            0
+        }
+        Mode::Garbage => {
+            let mut line = String::new();
+            while std::io::stdin()
+                .read_line(&mut line)
+                .map(|n| n > 0)
+                .unwrap_or(false)
+            {
+                println!("this is not json");
+                line.clear();
+            }
+            0
+        }
+        Mode::CrashAfter { calls } => {
+            let mut options =
+                server::Options::new("fixture-crash".into(), Era::Legacy, tools::Toolset::echo());
+            options.crash_after = Some(calls);
+            server::serve(options)
+        }
+    };
+    std::process::exit(code);
+}
