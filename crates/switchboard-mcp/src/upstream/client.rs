@@ -145,7 +145,8 @@ impl RpcClient {
             }
             token
         });
-        if matches!(self.era(), Some(Era::Modern)) && method != "server/discover" {
+        // The discover probe is itself a modern request: servers expect its `_meta` too.
+        if matches!(self.era(), Some(Era::Modern)) || method == "server/discover" {
             add_modern_meta(&mut params, &client_info(), &json!({}));
         }
         let (answer_tx, answer_rx) = oneshot::channel();

@@ -1,0 +1,209 @@
+//! Shared by the end-to-end tests: where the real peers live, how to start the gateway and
+//! the Python SDK client, and how to wait for things without sleeping blindly.
+//!
+//! A missing prerequisite is a failing test that says how to install it — never a skip.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("repo root")
+}
+
+/// Fails the test with an install hint when `path` is missing.
+pub fn prerequisite(path: PathBuf, what: &str) -> PathBuf {
+    assert!(
+        path.exists(),
+        "{what} is missing at {}: run `scripts/install-test-deps.sh` (or the README's test command) first",
+        path.display()
+    );
+    path
+}
+
+pub fn switchboard() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_switchboard"))
+}
+
+/// The fixture servers' binary (built with the workspace).
+pub fn fixture() -> String {
+    let path = switchboard().with_file_name("switchboard-fixture");
+    assert!(
+        path.is_file(),
+        "{} is missing: run `cargo build --workspace --bins` first",
+        path.display()
+    );
+    path.display().to_string()
+}
+
+pub fn node_bin() -> PathBuf {
+    prerequisite(
+        repo_root().join("e2e/node_modules/.bin"),
+        "the npm test packages (e2e/node_modules)",
+    )
+}
+
+pub fn venv_bin() -> PathBuf {
+    prerequisite(
+        repo_root().join(".deps/venv/bin"),
+        "the Python test environment (.deps/venv)",
+    )
+}
+
+/// PATH with Node 22 and the npm servers first, for children that run node scripts.
+pub fn node_path() -> String {
+    format!(
+        "{}:{}",
+        node_bin().display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+/// A TOML string literal.
+pub fn quoted(text: &str) -> String {
+    serde_json::to_string(text).expect("string")
+}
+
+/// Writes a config file into `dir`.
+pub fn write_config(dir: &Path, text: &str) -> PathBuf {
+    let path = dir.join("switchboard.toml");
+    std::fs::write(&path, text).expect("write config");
+    path
+}
+
+/// Runs `switchboard --config CONFIG ARGS...` to completion.
+pub fn run_switchboard(config: &Path, args: &[&str]) -> Output {
+    Command::new(switchboard())
+        .arg("--config")
+        .arg(config)
+        .args(args)
+        .env("PATH", node_path())
+        .output()
+        .expect("run switchboard")
+}
+
+pub fn stdout_json(output: &Output) -> Value {
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|error| {
+        panic!(
+            "stdout is not JSON ({error}):\n{}\nstderr:\n{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        )
+    })
+}
+
+/// Runs the Python SDK client (`e2e/py/client.py`) and returns its JSON answer.
+pub fn python_client(args: &[&str]) -> Value {
+    let python = venv_bin().join("python");
+    let script = repo_root().join("e2e/py/client.py");
+    let output = Command::new(python)
+        .arg(script)
+        .args(args)
+        .env("PATH", node_path())
+        .output()
+        .expect("run the Python client");
+    assert!(
+        output.status.success(),
+        "the Python SDK client failed ({:?}):\n{}\n{}",
+        args,
+        String::from_utf8_lossy(&output.stderr),
+        String::from_utf8_lossy(&output.stdout)
+    );
+    stdout_json(&output)
+}
+
+/// A gateway serving HTTP on a free loopback port; killed (SIGTERM) when dropped.
+pub struct HttpGateway {
+    pub child: Child,
+    pub url: String,
+}
+
+impl HttpGateway {
+    pub fn start(config: &Path, extra: &[&str]) -> Self {
+        let mut child = Command::new(switchboard())
+            .arg("--config")
+            .arg(config)
+            .args(["serve", "--http", "127.0.0.1:0"])
+            .args(extra)
+            .env("PATH", node_path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start the gateway");
+        let stderr = child.stderr.take().expect("stderr");
+        let mut lines = BufReader::new(stderr).lines();
+        let url = loop {
+            let line = lines
+                .next()
+                .expect("the gateway exited before listening")
+                .expect("read stderr");
+            if let Some(rest) = line.strip_prefix("switchboard: listening on ") {
+                break rest.trim().to_owned();
+            }
+        };
+        // Keep draining stderr so the gateway never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines {});
+        Self { child, url }
+    }
+
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        let pid = nix::unistd::Pid::from_raw(i32::try_from(self.child.id()).expect("pid"));
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        wait_for(Duration::from_secs(15), || {
+            self.child.try_wait().ok().flatten()
+        })
+        .expect("the gateway exits after SIGTERM")
+    }
+}
+
+impl Drop for HttpGateway {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            self.terminate();
+        }
+    }
+}
+
+/// Polls `check` until it returns `Some`, or gives up after `limit`.
+pub fn wait_for<T>(limit: Duration, mut check: impl FnMut() -> Option<T>) -> Option<T> {
+    let started = Instant::now();
+    loop {
+        if let Some(value) = check() {
+            return Some(value);
+        }
+        if started.elapsed() > limit {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Whether a process is alive (and not a zombie).
+pub fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat
+            .split(") ")
+            .nth(1)
+            .is_some_and(|rest| rest.starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+/// Names of the tools in a `list` answer of the Python client.
+pub fn names(tools: &Value) -> Vec<String> {
+    tools
+        .as_array()
+        .expect("array")
+        .iter()
+        .filter_map(|t| t["name"].as_str().map(str::to_owned))
+        .collect()
+}
