@@ -5,7 +5,6 @@
 //! and `switchboard-fixture` binaries next to its own executable (build them with
 //! `cargo build --release -p switchboard-cli -p switchboard-fixtures`).
 
-mod client;
 mod report;
 mod scenarios;
 

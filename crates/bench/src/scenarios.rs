@@ -2,14 +2,14 @@
 //! `switchboard-fixture` servers behind it.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
 
-use crate::client::StdioClient;
 use crate::report::{Percentiles, ScenarioResult};
+use switchboard_fixtures::client::StdioClient;
 
 /// The binaries under test, found next to this executable.
 pub struct Binaries {
@@ -45,7 +45,8 @@ impl Binaries {
             .arg(config)
             .arg("--log")
             .arg("error")
-            .arg("serve");
+            .arg("serve")
+            .stderr(Stdio::null());
         command
     }
 }
@@ -131,7 +132,11 @@ pub fn list(bins: &Binaries, catalog: &Path, calls: usize) -> anyhow::Result<Sce
     let mut gateway = StdioClient::spawn(&mut bins.gateway(&config))?;
     gateway.initialize()?;
     let first = gateway.request("tools/list", json!({}))?;
-    let mut direct = StdioClient::spawn(Command::new(&spec[0]).args(&spec[1..]))?;
+    let mut direct = StdioClient::spawn(
+        Command::new(&spec[0])
+            .args(&spec[1..])
+            .stderr(Stdio::null()),
+    )?;
     direct.initialize()?;
     let mut through = Vec::with_capacity(calls);
     let mut straight = Vec::with_capacity(calls);
@@ -167,7 +172,11 @@ pub fn latency(bins: &Binaries, calls: usize) -> anyhow::Result<ScenarioResult> 
     let config = write_config(dir.path(), &[("echo".into(), spec.clone())])?;
     let mut gateway = StdioClient::spawn(&mut bins.gateway(&config))?;
     gateway.initialize()?;
-    let mut direct = StdioClient::spawn(Command::new(&spec[0]).args(&spec[1..]))?;
+    let mut direct = StdioClient::spawn(
+        Command::new(&spec[0])
+            .args(&spec[1..])
+            .stderr(Stdio::null()),
+    )?;
     direct.initialize()?;
     let through_params = json!({"name": "echo__echo", "arguments": {"message": "hello"}});
     let direct_params = json!({"name": "echo", "arguments": {"message": "hello"}});

@@ -1,0 +1,218 @@
+//! The gateway's life: no child outlives it (stdin closed, SIGTERM), a caller's cancellation
+//! reaches the upstream, list changes reach the client, pass-through names refuse collisions.
+
+mod support;
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use serde_json::json;
+use support::*;
+use switchboard_fixtures::client::StdioClient;
+
+fn echo_config(dir: &std::path::Path, servers: &[&str]) -> std::path::PathBuf {
+    let mut text = String::from("[gateway]\ncall_timeout = \"30s\"\n");
+    for id in servers {
+        text.push_str(&format!(
+            "\n[servers.{id}]\ncommand = {}\nargs = [\"echo\"]\n",
+            quoted(&fixture())
+        ));
+    }
+    write_config(dir, &text)
+}
+
+fn gateway(config: &std::path::Path, extra: &[&str]) -> StdioClient {
+    let mut command = Command::new(switchboard());
+    command
+        .arg("--config")
+        .arg(config)
+        .args(["--log", "error", "serve"])
+        .args(extra)
+        .stderr(Stdio::null());
+    let mut client = StdioClient::spawn(&mut command).expect("gateway");
+    client.initialize().expect("initialize");
+    client
+}
+
+fn child_pids(client: &mut StdioClient, servers: &[&str]) -> Vec<u32> {
+    servers
+        .iter()
+        .map(|id| {
+            let result = client
+                .request("tools/call", json!({"name": format!("{id}__pid")}))
+                .expect("pid");
+            result["content"][0]["text"]
+                .as_str()
+                .and_then(|t| t.parse().ok())
+                .expect("a pid")
+        })
+        .collect()
+}
+
+#[test]
+fn no_child_outlives_the_gateway() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let servers = ["a", "b", "c"];
+    let config = echo_config(dir.path(), &servers);
+
+    let mut closed = gateway(&config, &[]);
+    let pids = child_pids(&mut closed, &servers);
+    assert!(pids.iter().all(|pid| alive(*pid)));
+    let status = closed
+        .close_and_wait(Duration::from_secs(10))
+        .expect("exits when stdin closes");
+    assert!(status.success(), "{status:?}");
+    assert!(
+        wait_for(Duration::from_secs(5), || pids
+            .iter()
+            .all(|pid| !alive(*pid))
+            .then_some(()))
+        .is_some(),
+        "orphans: {pids:?}"
+    );
+
+    let mut terminated = gateway(&config, &[]);
+    let pids = child_pids(&mut terminated, &servers);
+    let gateway_pid = nix::unistd::Pid::from_raw(i32::try_from(terminated.pid()).expect("pid"));
+    nix::sys::signal::kill(gateway_pid, nix::sys::signal::Signal::SIGTERM).expect("SIGTERM");
+    let status = terminated
+        .wait(Duration::from_secs(10))
+        .expect("exits on SIGTERM");
+    assert!(
+        status.success(),
+        "exit code 0 after SIGTERM, got {status:?}"
+    );
+    assert!(
+        wait_for(Duration::from_secs(5), || pids
+            .iter()
+            .all(|pid| !alive(*pid))
+            .then_some(()))
+        .is_some(),
+        "orphans: {pids:?}"
+    );
+}
+
+#[test]
+fn cancelling_a_call_cancels_it_upstream() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = dir.path().join("cancelled.log");
+    let text = format!(
+        "[servers.slow]\ncommand = {}\nargs = [\"echo\"]\nenv = {{ FIXTURE_CANCEL_LOG = {} }}\n",
+        quoted(&fixture()),
+        quoted(&log.display().to_string())
+    );
+    let config = write_config(dir.path(), &text);
+    let gateway_bin = switchboard().display().to_string();
+    let config_arg = config.display().to_string();
+    let stdio = python_client(&[
+        "--era",
+        "legacy",
+        "cancel",
+        "slow__sleep",
+        r#"{"ms": 20000}"#,
+        "1",
+        "--stdio",
+        "--",
+        &gateway_bin,
+        "--config",
+        &config_arg,
+        "--log",
+        "error",
+        "serve",
+    ]);
+    assert_eq!(stdio["cancelled"], true);
+    let seen = wait_for(Duration::from_secs(5), || {
+        std::fs::read_to_string(&log)
+            .ok()
+            .filter(|t| t.contains("cancelled"))
+    });
+    assert!(
+        seen.is_some(),
+        "the upstream never saw the cancellation (stdio, legacy)"
+    );
+    std::fs::remove_file(&log).expect("reset the log");
+
+    let http = HttpGateway::start(&config, &[]);
+    let answer = python_client(&[
+        "--era",
+        "modern",
+        "--http",
+        &http.url,
+        "cancel",
+        "slow__sleep",
+        r#"{"ms": 20000}"#,
+        "1",
+    ]);
+    assert_eq!(answer["cancelled"], true);
+    let seen = wait_for(Duration::from_secs(5), || {
+        std::fs::read_to_string(&log)
+            .ok()
+            .filter(|t| t.contains("cancelled"))
+    });
+    assert!(
+        seen.is_some(),
+        "the upstream never saw the cancellation (HTTP, modern: closed stream)"
+    );
+}
+
+#[test]
+fn upstream_list_changes_reach_the_client() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = echo_config(dir.path(), &["live"]);
+    let mut client = gateway(&config, &[]);
+    let before = client.request("tools/list", json!({})).expect("list");
+    assert!(!before.to_string().contains("live__extra_tool"));
+    client
+        .request("tools/call", json!({"name": "live__change_tools"}))
+        .expect("change");
+    let mut announced = false;
+    for _ in 0..20 {
+        let message = client.read_message().expect("a notification");
+        if message["method"] == "notifications/tools/list_changed" {
+            announced = true;
+            break;
+        }
+    }
+    assert!(
+        announced,
+        "no notifications/tools/list_changed reached the client"
+    );
+    let after = client.request("tools/list", json!({})).expect("list");
+    assert!(after.to_string().contains("live__extra_tool"), "{after}");
+    let call = client
+        .request(
+            "tools/call",
+            json!({"name": "live__extra_tool", "arguments": {"message": "new"}}),
+        )
+        .expect("call");
+    assert_eq!(call["content"][0]["text"], "new");
+}
+
+#[test]
+fn pass_through_names_refuse_collisions() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = echo_config(dir.path(), &["one", "two"]);
+    let output = Command::new(switchboard())
+        .arg("--config")
+        .arg(&config)
+        .args(["serve", "--no-prefix"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run");
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("--no-prefix: tool names collide") && stderr.contains("'echo'"),
+        "{stderr}"
+    );
+
+    let single = echo_config(dir.path(), &["only"]);
+    let mut client = gateway(&single, &["--no-prefix"]);
+    let call = client
+        .request(
+            "tools/call",
+            json!({"name": "echo", "arguments": {"message": "bare"}}),
+        )
+        .expect("bare name");
+    assert_eq!(call["content"][0]["text"], "bare");
+}
