@@ -1,0 +1,164 @@
+//! The operator's command line: output shapes for scripts, exit codes, config errors with
+//! their location, and quiet exits on a closed pipe.
+
+mod support;
+
+use std::io::Read;
+use std::process::{Command, Stdio};
+
+use support::*;
+
+#[test]
+fn builtin_default_lists_and_calls_the_clock() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = |args: &[&str]| {
+        Command::new(switchboard())
+            .args(args)
+            .current_dir(dir.path())
+            .env_remove("SWITCHBOARD_CONFIG")
+            .env("XDG_CONFIG_HOME", dir.path())
+            .output()
+            .expect("run")
+    };
+    let tools = stdout_json(&run(&["tools", "--format", "json"]));
+    assert_eq!(tools[0]["name"], "clock__now");
+    assert_eq!(tools[0]["server"], "clock");
+    assert_eq!(tools[0]["tool"], "now");
+    assert!(
+        tools[0]["description"]
+            .as_str()
+            .is_some_and(|d| d.contains("ISO 8601"))
+    );
+
+    let call = run(&["call", "clock__now", "utc_offset=+05:30", "--json"]);
+    assert!(call.status.success());
+    let result = stdout_json(&call);
+    assert!(
+        result["structuredContent"]["iso8601"]
+            .as_str()
+            .is_some_and(|t| t.ends_with("+05:30")),
+        "{result}"
+    );
+    assert!(result["content"].is_array());
+
+    let bad = run(&["call", "clock__now", "utc_offset=nonsense", "--json"]);
+    assert_eq!(bad.status.code(), Some(1), "a tool error exits 1");
+    assert_eq!(stdout_json(&bad)["isError"], true);
+
+    let unknown = run(&["call", "nope"]);
+    assert_eq!(unknown.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&unknown.stderr);
+    assert!(
+        stderr.contains("unknown tool: nope") && stderr.contains("hint:"),
+        "{stderr}"
+    );
+
+    let status = stdout_json(&run(&["status", "--json"]));
+    assert_eq!(status[0]["server"], "clock");
+    assert_eq!(status[0]["state"], "up");
+    assert_eq!(status[0]["tools"], 1);
+    assert!(status[0].get("era").is_some() && status[0].get("error").is_some());
+
+    let usage = run(&["call"]);
+    assert_eq!(usage.status.code(), Some(2), "usage errors exit 2");
+}
+
+#[test]
+fn config_check_reports_every_problem_with_its_place() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let good = write_config(dir.path(), "[servers.clock]\nbuiltin = \"clock\"\n");
+    let ok = Command::new(switchboard())
+        .args(["config", "check"])
+        .arg(&good)
+        .output()
+        .expect("run");
+    assert!(ok.status.success());
+    assert!(String::from_utf8_lossy(&ok.stdout).contains("ok (1 servers, 1 enabled)"));
+
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(
+        &bad,
+        "[servers.a]\ncomand = \"x\"\n\n[servers.b]\nurl = \"ftp://nowhere\"\n",
+    )
+    .expect("write");
+    let output = Command::new(switchboard())
+        .args(["config", "check"])
+        .arg(&bad)
+        .output()
+        .expect("run");
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let path = bad.display().to_string();
+    assert!(
+        stderr.contains(&format!("{path}:2:1: unknown key 'comand'")),
+        "{stderr}"
+    );
+    assert!(stderr.contains("did you mean 'command'?"), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "{path}:5:7: url 'ftp://nowhere' must start with http"
+        )),
+        "{stderr}"
+    );
+
+    let json = dir.path().join("claude.json");
+    std::fs::write(
+        &json,
+        "{\"mcpServers\": {\"t\": {\"command\": \"x\", \"args\": [1]}}}",
+    )
+    .expect("write");
+    let output = Command::new(switchboard())
+        .args(["config", "check"])
+        .arg(&json)
+        .output()
+        .expect("run");
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&output.stderr)
+            .contains(":1:48: mcpServers.t.args[0] must be a string"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+
+    let missing = Command::new(switchboard())
+        .args(["--config", "/nonexistent.toml", "tools"])
+        .output()
+        .expect("run");
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("does not exist"));
+}
+
+#[test]
+fn a_closed_pipe_exits_quietly() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let text = format!(
+        "[servers.many]\ncommand = {}\nargs = [\"paginate\", \"--tools\", \"2000\", \"--page-size\", \"500\"]\n",
+        quoted(&fixture())
+    );
+    let config = write_config(dir.path(), &text);
+    let mut child = Command::new(switchboard())
+        .arg("--config")
+        .arg(&config)
+        .arg("tools")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run");
+    let mut stdout = child.stdout.take().expect("stdout");
+    let mut first = [0u8; 64];
+    stdout.read_exact(&mut first).expect("some output");
+    drop(stdout);
+    let status = child.wait().expect("exit");
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut stderr)
+        .expect("stderr");
+    assert!(
+        status.success(),
+        "broken pipe should exit 0, got {status:?}: {stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
