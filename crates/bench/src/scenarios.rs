@@ -138,14 +138,15 @@ pub fn list(bins: &Binaries, catalog: &Path, calls: usize) -> anyhow::Result<Sce
             .stderr(Stdio::null()),
     )?;
     direct.initialize()?;
+    let empty = json!({});
     let mut through = Vec::with_capacity(calls);
     let mut straight = Vec::with_capacity(calls);
     for _ in 0..calls {
         let started = Instant::now();
-        gateway.request("tools/list", json!({}))?;
+        gateway.request_lean("tools/list", &empty)?;
         through.push(started.elapsed());
         let started = Instant::now();
-        direct.request("tools/list", json!({}))?;
+        direct.request_lean("tools/list", &empty)?;
         straight.push(started.elapsed());
     }
     Ok(ScenarioResult {
@@ -188,10 +189,10 @@ pub fn latency(bins: &Binaries, calls: usize) -> anyhow::Result<ScenarioResult> 
     let mut straight = Vec::with_capacity(calls);
     for _ in 0..calls {
         let started = Instant::now();
-        direct.request("tools/call", direct_params.clone())?;
+        direct.request_lean("tools/call", &direct_params)?;
         straight.push(started.elapsed());
         let started = Instant::now();
-        gateway.request("tools/call", through_params.clone())?;
+        gateway.request_lean("tools/call", &through_params)?;
         through.push(started.elapsed());
     }
     let direct_p = Percentiles::of(&mut straight);

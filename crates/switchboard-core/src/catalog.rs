@@ -155,6 +155,8 @@ impl std::fmt::Display for CatalogProblem {
 /// An immutable snapshot of every exposed tool.
 #[derive(Debug, Default)]
 pub struct Catalog {
+    /// The `tools` array of a listing, serialized once per snapshot on first use.
+    listing: std::sync::OnceLock<Arc<str>>,
     entries: Vec<Arc<CatalogEntry>>,
     by_name: HashMap<String, usize>,
     aliases: HashMap<String, usize>,
@@ -239,6 +241,7 @@ impl Catalog {
             }
         }
         Self {
+            listing: std::sync::OnceLock::new(),
             entries,
             by_name,
             aliases,
@@ -249,6 +252,21 @@ impl Catalog {
     /// Every exposed tool, in listing order.
     pub fn entries(&self) -> &[Arc<CatalogEntry>] {
         &self.entries
+    }
+
+    /// Every exposed tool's definition as one JSON array, serialized once per snapshot: a
+    /// listing is then a copy, not a rebuild.
+    pub fn listing_json(&self) -> Arc<str> {
+        self.listing
+            .get_or_init(|| {
+                let definitions: Vec<&crate::ToolDefinition> = self
+                    .entries
+                    .iter()
+                    .map(|entry| &entry.spec.definition)
+                    .collect();
+                Arc::from(serde_json::to_string(&definitions).unwrap_or_else(|_| "[]".to_owned()))
+            })
+            .clone()
     }
 
     /// Looks a tool up by exposed name or alias.

@@ -24,7 +24,7 @@ impl StdioClient {
             .spawn()
             .context("spawning the target")?;
         let stdin = child.stdin.take().context("stdin")?;
-        let stdout = BufReader::new(child.stdout.take().context("stdout")?);
+        let stdout = BufReader::with_capacity(1 << 20, child.stdout.take().context("stdout")?);
         Ok(Self {
             child,
             stdin: Some(stdin),
@@ -56,6 +56,37 @@ impl StdioClient {
             let value = self.read_message()?;
             if value.get("id") == Some(&json!(id)) {
                 return Ok(value);
+            }
+        }
+    }
+
+    /// Sends a request and waits for its answer without building it as a JSON value (only
+    /// the `id` is read), so a benchmark measures the server rather than this client's
+    /// parser. Returns the answer's size in bytes; a JSON-RPC error is an `Err`.
+    pub fn request_lean(&mut self, method: &str, params: &Value) -> anyhow::Result<usize> {
+        #[derive(serde::Deserialize)]
+        struct Envelope {
+            id: Option<u64>,
+            error: Option<serde::de::IgnoredAny>,
+        }
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send_line(
+            &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string(),
+        )?;
+        loop {
+            self.line.clear();
+            if self.stdout.read_line(&mut self.line)? == 0 {
+                bail!("the target closed its stdout during {method}");
+            }
+            let Ok(envelope) = serde_json::from_str::<Envelope>(&self.line) else {
+                continue;
+            };
+            if envelope.id == Some(id) {
+                if envelope.error.is_some() {
+                    bail!("{method} failed: {}", self.line.trim());
+                }
+                return Ok(self.line.len());
             }
         }
     }

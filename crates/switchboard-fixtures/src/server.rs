@@ -37,8 +37,12 @@ pub struct Out(Arc<Mutex<std::io::Stdout>>);
 
 impl Out {
     pub fn send(&self, message: &Value) {
+        // One write per message: formatting straight into stdout's line buffer would cost a
+        // system call per kilobyte of a large listing.
+        let mut line = message.to_string();
+        line.push('\n');
         if let Ok(mut out) = self.0.lock() {
-            let _ = writeln!(out, "{message}");
+            let _ = out.write_all(line.as_bytes());
             let _ = out.flush();
         }
     }

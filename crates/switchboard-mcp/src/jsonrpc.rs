@@ -73,6 +73,12 @@ pub enum Message {
         id: Option<RequestId>,
         error: RpcError,
     },
+    /// A response whose result is already serialized JSON (a cached listing), so a large
+    /// answer is not rebuilt value by value on every request. Never produced by parsing.
+    PreparedResponse {
+        id: RequestId,
+        result: std::sync::Arc<str>,
+    },
 }
 
 /// The shape every JSON-RPC message fits, before classification.
@@ -163,6 +169,15 @@ impl Message {
     /// Serializes to one line of JSON (no trailing newline).
     pub fn to_json(&self) -> Value {
         match self {
+            Self::PreparedResponse { id, result } => {
+                let mut object = envelope();
+                object.insert("id".into(), id_value(id));
+                object.insert(
+                    "result".into(),
+                    serde_json::from_str(result).unwrap_or(Value::Null),
+                );
+                Value::Object(object)
+            }
             Self::Request { id, method, params } => {
                 let mut object = envelope();
                 object.insert("id".into(), id_value(id));
@@ -200,7 +215,19 @@ impl Message {
     }
 
     pub fn to_line(&self) -> String {
-        self.to_json().to_string()
+        match self {
+            Self::PreparedResponse { id, result } => {
+                let id = serde_json::to_string(id).unwrap_or_else(|_| "null".to_owned());
+                let mut line = String::with_capacity(result.len() + id.len() + 32);
+                line.push_str(r#"{"jsonrpc":"2.0","id":"#);
+                line.push_str(&id);
+                line.push_str(r#","result":"#);
+                line.push_str(result);
+                line.push('}');
+                line
+            }
+            other => other.to_json().to_string(),
+        }
     }
 
     pub fn notification(method: &str, params: Value) -> Self {

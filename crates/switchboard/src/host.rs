@@ -281,6 +281,13 @@ impl Backend for Host {
         })
     }
 
+    fn tools_json(&self, _agent: Option<&str>) -> BoxFuture<'_, Arc<str>> {
+        Box::pin(async move {
+            self.wait_for_startup().await;
+            self.catalog().listing_json()
+        })
+    }
+
     fn call_tool(
         &self,
         ctx: CallContext,

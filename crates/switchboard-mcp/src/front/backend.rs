@@ -24,6 +24,16 @@ pub trait Backend: Send + Sync + 'static {
     /// first connection attempts; never waits on the network afterwards.
     fn list_tools(&self, agent: Option<&str>) -> BoxFuture<'_, Vec<ToolDefinition>>;
 
+    /// The same tools as one serialized JSON array. Backends with a snapshot cache it; the
+    /// default serializes [`Backend::list_tools`].
+    fn tools_json(&self, agent: Option<&str>) -> BoxFuture<'_, std::sync::Arc<str>> {
+        let agent = agent.map(str::to_owned);
+        Box::pin(async move {
+            let tools = self.list_tools(agent.as_deref()).await;
+            std::sync::Arc::from(serde_json::to_string(&tools).unwrap_or_else(|_| "[]".to_owned()))
+        })
+    }
+
     /// Runs a call through the pipeline.
     fn call_tool(
         &self,

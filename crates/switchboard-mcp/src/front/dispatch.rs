@@ -95,6 +95,9 @@ impl Dispatcher {
                 ),
             );
         }
+        if method == "tools/list" {
+            return self.list_tools(id, era).await;
+        }
         let answer = match method {
             "initialize" => Ok(self.initialize(params.as_ref())),
             "server/discover" => Ok(self.discover()),
@@ -106,7 +109,6 @@ impl Dispatcher {
                     "subscriptions/listen needs a streaming transport",
                 )),
             },
-            "tools/list" => Ok(self.list_tools(era).await),
             "tools/call" => self.call_tool(params, ctx).await,
             "logging/setLevel" => Ok(json!({})),
             "prompts/list" => Ok(self.listed("prompts", self.backend.list_prompts().await, era)),
@@ -261,13 +263,27 @@ impl Dispatcher {
         result
     }
 
-    async fn list_tools(&self, era: RequestEra) -> Value {
-        let tools = self.backend.list_tools(self.agent.as_deref()).await;
-        let tools = tools
-            .iter()
-            .filter_map(|tool| serde_json::to_value(tool).ok())
-            .collect();
-        self.listed("tools", tools, era)
+    /// `tools/list` from the backend's serialized listing: one page, spliced, not rebuilt.
+    async fn list_tools(&self, id: RequestId, era: RequestEra) -> Message {
+        let tools = self.backend.tools_json(self.agent.as_deref()).await;
+        let mut result = String::with_capacity(tools.len() + 96);
+        result.push_str(r#"{"tools":"#);
+        result.push_str(&tools);
+        if era == RequestEra::Modern {
+            let scope = if self.agent.is_some() {
+                "private"
+            } else {
+                "public"
+            };
+            result.push_str(&format!(
+                r#","ttlMs":0,"cacheScope":"{scope}","resultType":"complete""#
+            ));
+        }
+        result.push('}');
+        Message::PreparedResponse {
+            id,
+            result: result.into(),
+        }
     }
 
     async fn call_tool(

@@ -207,7 +207,7 @@ async fn handle_post(
             }
             return StatusCode::ACCEPTED.into_response();
         }
-        Message::Response { .. } | Message::Error { .. } => {
+        Message::Response { .. } | Message::Error { .. } | Message::PreparedResponse { .. } => {
             return StatusCode::ACCEPTED.into_response();
         }
     };

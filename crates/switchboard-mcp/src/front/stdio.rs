@@ -132,7 +132,8 @@ pub async fn serve(
                 "notifications/cancelled" => cancel_request(&in_flight, params.as_ref()),
                 _ => {}
             },
-            Message::Response { .. } | Message::Error { .. } => {}
+            Message::Response { .. } | Message::Error { .. } | Message::PreparedResponse { .. } => {
+            }
         }
     }
     // Input is over: stop announcing changes, and give in-flight calls their grace period.

@@ -256,7 +256,7 @@ async fn read_loop(
                 id: Some(RequestId::Number(id)),
                 error,
             } => answer(&shared, id, Err(ClientError::Rpc(error))),
-            Message::Response { .. } | Message::Error { .. } => {
+            Message::Response { .. } | Message::Error { .. } | Message::PreparedResponse { .. } => {
                 tracing::debug!(target: "switchboard::upstream", server = %server, "ignoring an answer to no request of ours");
             }
             Message::Notification { method, params } => {
