@@ -1,0 +1,177 @@
+//! The legacy HTTP+SSE client transport (protocol 2024-11-05): a GET opens an event stream
+//! whose first `endpoint` event names where to POST messages; every answer and notification
+//! arrives as a `message` event on that stream.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::AbortHandle;
+
+use super::sse::SseParser;
+use super::{failed_request, header_map, http_client, snippet};
+use crate::jsonrpc::Message;
+use crate::upstream::transport::{Inbound, Opened, Transport, TransportError};
+
+struct LegacySse {
+    endpoint: reqwest::Url,
+    headers: HeaderMap,
+    inbound: mpsc::Sender<Inbound>,
+    reader: Mutex<Option<AbortHandle>>,
+}
+
+/// Opens the event stream and waits for the `endpoint` event (the caller bounds the wait).
+pub async fn open_legacy_sse(
+    server: &str,
+    url: &str,
+    headers: &BTreeMap<String, String>,
+    max_message_bytes: usize,
+) -> Result<Opened, TransportError> {
+    let client = http_client()?;
+    let base = reqwest::Url::parse(url)
+        .map_err(|error| TransportError::new(format!("invalid URL '{url}': {error}")))?;
+    let headers = header_map(headers)?;
+    let response = client
+        .get(base.clone())
+        .headers(headers.clone())
+        .header(ACCEPT, "text/event-stream")
+        .send()
+        .await
+        .map_err(|error| TransportError::new(format!("cannot reach {url}: {error}")))?;
+    if !response.status().is_success() {
+        let status = response.status();
+        let body = response.text().await.unwrap_or_default();
+        return Err(TransportError::new(format!(
+            "HTTP {status} from {url}{}",
+            snippet(&body)
+        )));
+    }
+    let (inbound_tx, inbound) = mpsc::channel(256);
+    let (endpoint_tx, endpoint_rx) = oneshot::channel::<String>();
+    let reader = tokio::spawn(read_events(
+        server.to_owned(),
+        response,
+        inbound_tx.clone(),
+        endpoint_tx,
+        max_message_bytes,
+    ));
+    let endpoint = endpoint_rx.await.map_err(|_| {
+        TransportError::new(format!(
+            "{url} closed the event stream before sending its endpoint"
+        ))
+    })?;
+    let endpoint = base
+        .join(&endpoint)
+        .map_err(|error| TransportError::new(format!("invalid endpoint '{endpoint}': {error}")))?;
+    if endpoint.origin() != base.origin() {
+        reader.abort();
+        return Err(TransportError::new(format!(
+            "the endpoint {endpoint} is not on the origin of {url}; refusing it"
+        )));
+    }
+    let transport = LegacySse {
+        endpoint,
+        headers,
+        inbound: inbound_tx,
+        reader: Mutex::new(Some(reader.abort_handle())),
+    };
+    Ok(Opened {
+        transport: Arc::new(transport),
+        inbound,
+    })
+}
+
+async fn read_events(
+    server: String,
+    response: reqwest::Response,
+    inbound: mpsc::Sender<Inbound>,
+    endpoint: oneshot::Sender<String>,
+    max_bytes: usize,
+) {
+    let mut endpoint = Some(endpoint);
+    let mut parser = SseParser::default();
+    let mut body = response.bytes_stream();
+    let reason = loop {
+        let Some(chunk) = body.next().await else {
+            break "the SSE stream ended".to_owned();
+        };
+        let chunk = match chunk {
+            Ok(chunk) => chunk,
+            Err(error) => break format!("the SSE stream broke: {error}"),
+        };
+        let Ok(events) = parser.feed(&chunk, max_bytes) else {
+            break format!("the server sent a message over the {max_bytes}-byte limit");
+        };
+        for event in events {
+            match event.kind.as_str() {
+                "endpoint" => {
+                    if let Some(endpoint) = endpoint.take() {
+                        let _ = endpoint.send(event.data);
+                    }
+                }
+                "message" => match Message::parse(event.data.as_bytes()) {
+                    Ok(message) => {
+                        if inbound.send(Inbound::Message(message)).await.is_err() {
+                            return;
+                        }
+                    }
+                    Err(malformed) => {
+                        tracing::warn!(target: "switchboard::upstream", server = %server, "ignoring an invalid SSE message: {}", malformed.error.message)
+                    }
+                },
+                _ => {}
+            }
+        }
+    };
+    let _ = inbound.send(Inbound::Closed(reason)).await;
+}
+
+impl Transport for LegacySse {
+    fn send(&self, message: Message) -> BoxFuture<'_, Result<(), TransportError>> {
+        Box::pin(async move {
+            let client = http_client()?;
+            let id = match &message {
+                Message::Request { id, .. } => Some(id.clone()),
+                _ => None,
+            };
+            let response = client
+                .post(self.endpoint.clone())
+                .headers(self.headers.clone())
+                .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
+                .body(message.to_line())
+                .send()
+                .await;
+            let failure = match response {
+                Ok(response) if response.status().is_success() => None,
+                Ok(response) => {
+                    let status = response.status();
+                    let body = response.text().await.unwrap_or_default();
+                    Some(format!(
+                        "HTTP {status} from {}{}",
+                        self.endpoint,
+                        snippet(&body)
+                    ))
+                }
+                Err(error) => Some(format!("cannot reach {}: {error}", self.endpoint)),
+            };
+            if let (Some(reason), Some(id)) = (failure, id) {
+                let _ = self
+                    .inbound
+                    .send(Inbound::Message(failed_request(&id, reason)))
+                    .await;
+            }
+            Ok(())
+        })
+    }
+
+    fn close(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            if let Some(reader) = self.reader.lock().ok().and_then(|mut r| r.take()) {
+                reader.abort();
+            }
+        })
+    }
+}
