@@ -44,6 +44,32 @@ pub struct CallContext {
     pub progress: Option<ProgressSink>,
     /// Cancelled when the caller gives up (`notifications/cancelled`, a closed stream).
     pub cancel: CancellationToken,
+    /// How an upstream reaches back to the caller during the call (sampling, elicitation,
+    /// roots, log messages), when the front can carry it.
+    pub caller: Option<Arc<dyn CallerChannel>>,
+}
+
+/// Why the caller could not answer a request relayed to it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallerError {
+    pub code: i64,
+    pub message: String,
+}
+
+/// The way back to whoever made a call: an upstream server's own requests to its client
+/// (`sampling/createMessage`, `elicitation/create`, `roots/list`) and its log messages are
+/// relayed through it to the real client, which alone can answer them.
+pub trait CallerChannel: Send + Sync + fmt::Debug {
+    /// Whether the caller declared it can answer `method` (a client capability).
+    fn supports(&self, method: &str) -> bool;
+    /// Relays a request to the caller and waits for its answer.
+    fn request(
+        &self,
+        method: &str,
+        params: serde_json::Value,
+    ) -> futures::future::BoxFuture<'_, Result<serde_json::Value, CallerError>>;
+    /// Relays a notification (e.g. `notifications/message`) to the caller.
+    fn notify(&self, method: &str, params: serde_json::Value);
 }
 
 impl CallContext {

@@ -19,7 +19,7 @@ pub mod tool;
 pub mod upstream;
 
 pub use catalog::{Catalog, CatalogEntry, CatalogProblem, ServerSlice};
-pub use context::{CallContext, Progress, ProgressSink};
+pub use context::{CallContext, CallerChannel, CallerError, Progress, ProgressSink};
 pub use outcome::{ToolCall, ToolOutcome};
 pub use server::ServerId;
 pub use tool::{ToolAnnotations, ToolDefinition, ToolSpec};

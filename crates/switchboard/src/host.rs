@@ -17,7 +17,7 @@ use switchboard_core::{
 };
 use switchboard_mcp::front::{Backend, ServerIdentity};
 use switchboard_mcp::jsonrpc::RpcError;
-use switchboard_mcp::upstream::{Supervisor, UpstreamSpec};
+use switchboard_mcp::upstream::{Supervisor, SupervisorObserver, UpstreamSpec};
 use tokio::sync::watch;
 
 /// One server as the Host runs it.
@@ -78,6 +78,8 @@ pub(crate) struct Inner {
     catalog: ArcSwap<Catalog>,
     version: watch::Sender<u64>,
     rebuild_lock: Mutex<()>,
+    /// URIs of resources an upstream said changed (`notifications/resources/updated`).
+    pub(crate) resource_updates: tokio::sync::broadcast::Sender<String>,
     /// Set once the start-up wait is over.
     started: std::sync::atomic::AtomicBool,
     pipeline: Pipeline,
@@ -97,19 +99,16 @@ impl Host {
             let supervisors = plans
                 .iter()
                 .map(|plan| {
-                    let weak = weak.clone();
-                    Supervisor::start(
-                        plan.spec.clone(),
-                        Arc::new(move |_server: &ServerId| {
-                            if let Some(inner) = weak.upgrade() {
-                                inner.rebuild();
-                            }
-                        }),
-                    )
+                    let observer = Arc::new(HostObserver {
+                        inner: weak.clone(),
+                    });
+                    Supervisor::start(plan.spec.clone(), observer)
                 })
                 .collect();
             let (version, _) = watch::channel(0);
+            let (resource_updates, _) = tokio::sync::broadcast::channel(256);
             Inner {
+                resource_updates,
                 plans,
                 supervisors,
                 catalog: ArcSwap::from_pointee(Catalog::default()),
@@ -219,6 +218,26 @@ impl Host {
             self.inner
                 .started
                 .store(true, std::sync::atomic::Ordering::Release);
+        }
+    }
+}
+
+/// Hears the supervisors: rebuilds the catalog on every status change, passes resource
+/// updates on to the fronts.
+struct HostObserver {
+    inner: Weak<Inner>,
+}
+
+impl SupervisorObserver for HostObserver {
+    fn status_changed(&self, _server: &ServerId) {
+        if let Some(inner) = self.inner.upgrade() {
+            inner.rebuild();
+        }
+    }
+
+    fn resource_updated(&self, _server: &ServerId, uri: &str) {
+        if let Some(inner) = self.inner.upgrade() {
+            let _ = inner.resource_updates.send(uri.to_owned());
         }
     }
 }

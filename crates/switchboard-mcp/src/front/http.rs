@@ -32,6 +32,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::dispatch::{Dispatcher, Notifier, RequestEra, progress_notification, progress_token};
+use super::relay::Relay;
 use crate::era::MODERN_VERSION;
 use crate::jsonrpc::{Message, RequestId, code};
 
@@ -54,6 +55,8 @@ pub struct HttpOptions {
 
 struct Session {
     in_flight: Mutex<HashMap<RequestId, CancellationToken>>,
+    /// Requests relayed to this session's client, and what it said it supports.
+    relay: Arc<Relay>,
 }
 
 struct HttpState {
@@ -207,9 +210,13 @@ async fn handle_post(
             }
             return StatusCode::ACCEPTED.into_response();
         }
-        Message::Response { .. } | Message::Error { .. } | Message::PreparedResponse { .. } => {
+        answer @ (Message::Response { .. } | Message::Error { .. }) => {
+            if let Some(session) = session_id.and_then(|id| find_session(&state, &id)) {
+                session.relay.complete(&answer);
+            }
             return StatusCode::ACCEPTED.into_response();
         }
+        Message::PreparedResponse { .. } => return StatusCode::ACCEPTED.into_response(),
     };
     // `server/discover` is how a modern client starts, so it never needs a session.
     let modern = method == "server/discover"
@@ -234,7 +241,9 @@ async fn handle_post(
         let id: String = format!("{:032x}", rand::rng().random::<u128>());
         let session = Arc::new(Session {
             in_flight: Mutex::default(),
+            relay: Arc::new(Relay::default()),
         });
+        session.relay.remember_capabilities(params.as_ref());
         if let Ok(mut sessions) = state.sessions.lock() {
             sessions.insert(id.clone(), session.clone());
         }
@@ -270,7 +279,15 @@ async fn handle_post(
         map.insert(id.clone(), cancel.clone());
     }
     let token = progress_token(params.as_ref());
-    let streams = token.is_some() || method == "subscriptions/listen";
+    // A legacy tool call may need to ask the client something (sampling, elicitation) or pass
+    // on log messages: that needs a stream.
+    let streams = token.is_some()
+        || method == "subscriptions/listen"
+        || (session.is_some()
+            && matches!(
+                method.as_str(),
+                "tools/call" | "prompts/get" | "resources/read"
+            ));
     let mut response = if streams {
         stream_answer(
             state.dispatcher.clone(),
@@ -332,6 +349,9 @@ fn stream_answer(
     let notify: Notifier = Arc::new(move |message: Message| {
         let _ = notify_out.send(message.to_line());
     });
+    if let Some(session) = &session {
+        ctx.caller = Some(session.relay.caller(notify.clone()));
+    }
     tokio::spawn(async move {
         let answer = dispatcher
             .handle_streaming(id.clone(), &method, params, ctx, Some(notify))

@@ -8,6 +8,7 @@
 pub mod backend;
 pub mod dispatch;
 pub mod http;
+pub mod relay;
 pub mod stdio;
 
 pub use backend::{Backend, ServerIdentity};

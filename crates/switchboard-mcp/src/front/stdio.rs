@@ -15,7 +15,8 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::dispatch::{Dispatcher, Notifier, progress_notification, progress_token};
+use super::dispatch::{Dispatcher, Notifier, RequestEra, progress_notification, progress_token};
+use super::relay::Relay;
 use crate::jsonrpc::{Message, RequestId, code};
 
 /// Options of the stdio front.
@@ -39,6 +40,7 @@ pub async fn serve(
     let (out_tx, out_rx) = mpsc::unbounded_channel::<String>();
     let writer = tokio::spawn(write_lines(output, out_rx));
     let in_flight: InFlight = Arc::default();
+    let relay = Arc::new(Relay::default());
     let tasks = tokio_util::task::TaskTracker::new();
     let initialized = CancellationToken::new();
     tasks.spawn(announce_changes(
@@ -106,12 +108,19 @@ pub async fn serve(
                         let _ = out.send(progress_notification(&token, &progress).to_line());
                     }));
                 }
-                let dispatcher = dispatcher.clone();
-                let out = out_tx.clone();
                 let notify_out = out_tx.clone();
                 let notify: Notifier = Arc::new(move |message: Message| {
                     let _ = notify_out.send(message.to_line());
                 });
+                if method == "initialize" {
+                    relay.remember_capabilities(params.as_ref());
+                }
+                // Legacy clients can be asked things mid-call; modern ones answer input_required.
+                if RequestEra::of(params.as_ref()) == RequestEra::Legacy {
+                    ctx.caller = Some(relay.caller(notify.clone()));
+                }
+                let dispatcher = dispatcher.clone();
+                let out = out_tx.clone();
                 let in_flight = in_flight.clone();
                 tasks.spawn(async move {
                     let cancel = ctx.cancel.clone();

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use serde_json::{Map, Value, json};
-use switchboard_core::{Progress, ProgressSink, ServerId};
+use switchboard_core::{CallerChannel, Progress, ProgressSink, ServerId};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::transport::{Inbound, Opened, Transport};
@@ -32,6 +32,8 @@ pub enum ServerEvent {
     ToolsChanged,
     ResourcesChanged,
     PromptsChanged,
+    /// `notifications/resources/updated` for a subscribed URI.
+    ResourceUpdated(String),
 }
 
 type Answer = Result<Value, ClientError>;
@@ -39,6 +41,21 @@ type Answer = Result<Value, ClientError>;
 struct Shared {
     pending: Mutex<HashMap<i64, oneshot::Sender<Answer>>>,
     progress: Mutex<HashMap<String, ProgressSink>>,
+    /// Callers of requests in flight, oldest first: where this server's own requests and log
+    /// messages are relayed. MCP does not say which request a server request belongs to
+    /// (except on an HTTP response stream), so the most recent caller that can answer it does.
+    callers: Mutex<Vec<(i64, Arc<dyn CallerChannel>)>>,
+}
+
+impl Shared {
+    fn caller_for(&self, method: &str) -> Option<Arc<dyn CallerChannel>> {
+        let callers = self.callers.lock().ok()?;
+        callers
+            .iter()
+            .rev()
+            .find(|(_, caller)| caller.supports(method))
+            .map(|(_, caller)| caller.clone())
+    }
 }
 
 /// One live JSON-RPC connection to one server.
@@ -61,6 +78,7 @@ impl RpcClient {
         let shared = Arc::new(Shared {
             pending: Mutex::default(),
             progress: Mutex::default(),
+            callers: Mutex::default(),
         });
         let (closed_tx, closed) = watch::channel(None);
         let client = Arc::new(Self {
@@ -127,7 +145,22 @@ impl RpcClient {
         params: Option<Value>,
         progress: Option<ProgressSink>,
     ) -> Answer {
+        self.request_for(method, params, progress, None).await
+    }
+
+    /// A request made on behalf of a caller: progress goes to `progress`, and the server's own
+    /// requests and log messages while it runs are relayed to `caller`.
+    pub async fn request_for(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        progress: Option<ProgressSink>,
+        caller: Option<Arc<dyn CallerChannel>>,
+    ) -> Answer {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        if let (Some(caller), Ok(mut callers)) = (caller, self.shared.callers.lock()) {
+            callers.push((id, caller));
+        }
         let mut params = match params {
             Some(Value::Object(map)) => map,
             _ => Map::new(),
@@ -207,6 +240,9 @@ struct InFlight<'a> {
 
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
+        if let Ok(mut callers) = self.client.shared.callers.lock() {
+            callers.retain(|(id, _)| *id != self.id);
+        }
         if let Some(token) = &self.token
             && let Ok(mut map) = self.client.shared.progress.lock()
         {
@@ -262,23 +298,13 @@ async fn read_loop(
             Message::Notification { method, params } => {
                 handle_notification(&shared, &events, &server, &method, params)
             }
-            Message::Request { id, method, .. } => {
-                let reply = match method.as_str() {
-                    "ping" => Message::Response {
-                        id,
-                        result: json!({}),
-                    },
-                    "roots/list" => Message::Response {
-                        id,
-                        result: json!({"roots": []}),
-                    },
-                    other => Message::error(
-                        Some(id),
-                        code::METHOD_NOT_FOUND,
-                        format!("Switchboard does not support {other} from upstream servers yet"),
-                    ),
-                };
-                let _ = transport.send(reply).await;
+            Message::Request { id, method, params } => {
+                let transport = transport.clone();
+                let caller = shared.caller_for(&method);
+                tokio::spawn(async move {
+                    let reply = answer_server_request(id, &method, params, caller).await;
+                    let _ = transport.send(reply).await;
+                });
             }
         }
     };
@@ -291,6 +317,55 @@ async fn read_loop(
         let _ = waiter.send(Err(ClientError::Disconnected(reason.clone())));
     }
     let _ = closed.send(Some(reason));
+}
+
+/// Answers a request the server sent us: relayed to the caller when one can answer it.
+async fn answer_server_request(
+    id: RequestId,
+    method: &str,
+    params: Option<Value>,
+    caller: Option<Arc<dyn CallerChannel>>,
+) -> Message {
+    if method == "ping" {
+        return Message::Response {
+            id,
+            result: json!({}),
+        };
+    }
+    let relayable = matches!(
+        method,
+        "sampling/createMessage" | "elicitation/create" | "roots/list"
+    );
+    match caller {
+        Some(caller) if relayable => match caller
+            .request(method, params.unwrap_or_else(|| json!({})))
+            .await
+        {
+            Ok(result) => Message::Response { id, result },
+            Err(error) => Message::Error {
+                id: Some(id),
+                error: RpcError {
+                    code: error.code,
+                    message: error.message,
+                    data: None,
+                },
+            },
+        },
+        _ if method == "roots/list" => Message::Response {
+            id,
+            result: json!({"roots": []}),
+        },
+        _ if relayable => Message::error(
+            Some(id),
+            code::METHOD_NOT_FOUND,
+            format!("the client calling through Switchboard does not support {method}"),
+        ),
+        _ => Message::error(
+            Some(id),
+            code::METHOD_NOT_FOUND,
+            format!("Method not found: {method}"),
+        ),
+    }
 }
 
 fn answer(shared: &Shared, id: i64, answer: Answer) {
@@ -348,7 +423,21 @@ fn handle_notification(
         }
         "notifications/message" => {
             let params = params.unwrap_or(Value::Null);
-            tracing::info!(target: "switchboard::upstream::log", server = %server, "{params}");
+            match shared.caller_for(method) {
+                Some(caller) => caller.notify(method, params),
+                None => {
+                    tracing::info!(target: "switchboard::upstream::log", server = %server, "{params}")
+                }
+            }
+        }
+        "notifications/resources/updated" => {
+            if let Some(uri) = params
+                .as_ref()
+                .and_then(|p| p.get("uri"))
+                .and_then(Value::as_str)
+            {
+                let _ = events.send(ServerEvent::ResourceUpdated(uri.to_owned()));
+            }
         }
         _ => {}
     }

@@ -14,4 +14,6 @@ pub mod transport;
 
 pub use session::EraChoice;
 pub use stdio::StdioCommand;
-pub use supervisor::{Endpoint, ServerState, ServerStatus, Supervisor, UpstreamSpec};
+pub use supervisor::{
+    Endpoint, ServerState, ServerStatus, Supervisor, SupervisorObserver, UpstreamSpec,
+};

@@ -89,7 +89,7 @@ fn supports_modern(result: &Value) -> bool {
 async fn initialize(client: &RpcClient) -> Result<Negotiated, String> {
     let params = json!({
         "protocolVersion": LATEST_LEGACY_VERSION,
-        "capabilities": {"roots": {"listChanged": false}},
+        "capabilities": {"roots": {"listChanged": false}, "sampling": {}, "elicitation": {}},
         "clientInfo": client_info(),
     });
     let result = client
@@ -235,7 +235,12 @@ impl Upstream for RpcClient {
         Box::pin(async move {
             let params = json!({"name": tool, "arguments": arguments});
             let result = self
-                .request_with_progress("tools/call", Some(params), ctx.progress.clone())
+                .request_for(
+                    "tools/call",
+                    Some(params),
+                    ctx.progress.clone(),
+                    ctx.caller.clone(),
+                )
                 .await;
             match result {
                 Ok(mut value) => {

@@ -119,7 +119,15 @@ impl ServerStatus {
     }
 }
 
-type OnChange = Arc<dyn Fn(&ServerId) + Send + Sync>;
+/// Who hears about a supervised server: every status change, and resource updates.
+pub trait SupervisorObserver: Send + Sync {
+    /// The server's status changed (state, tools, prompts, resources).
+    fn status_changed(&self, server: &ServerId);
+    /// The server said a subscribed resource changed.
+    fn resource_updated(&self, _server: &ServerId, _uri: &str) {}
+}
+
+type OnChange = Arc<dyn SupervisorObserver>;
 
 /// A running supervisor of one upstream.
 pub struct Supervisor {
@@ -137,7 +145,7 @@ const BACKOFF_MAX: Duration = Duration::from_secs(30);
 const STABLE_AFTER: Duration = Duration::from_secs(60);
 
 impl Supervisor {
-    /// Starts supervising; `on_change` is called after every status change.
+    /// Starts supervising; `on_change` hears of every status change.
     pub fn start(spec: UpstreamSpec, on_change: OnChange) -> Arc<Self> {
         let (status_tx, status) = watch::channel(ServerStatus::starting());
         let current = Arc::new(RwLock::new(None));
@@ -346,6 +354,9 @@ impl Worker {
     /// Re-lists what a `list_changed` notification says has changed.
     async fn refresh(&self, client: &RpcClient, capabilities: &Value, event: ServerEvent) {
         match event {
+            ServerEvent::ResourceUpdated(uri) => {
+                self.on_change.resource_updated(&self.spec.id, &uri)
+            }
             ServerEvent::ToolsChanged => match list_tools(client).await {
                 Ok(tools) => self.publish(|status| {
                     status.tools = tools.into_iter().map(ListedTool::compile).collect()
@@ -391,7 +402,7 @@ impl Worker {
 
     fn publish(&self, change: impl FnOnce(&mut ServerStatus)) {
         self.status.send_modify(change);
-        (self.on_change)(&self.spec.id);
+        self.on_change.status_changed(&self.spec.id);
     }
 }
 

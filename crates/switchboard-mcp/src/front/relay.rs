@@ -1,0 +1,144 @@
+//! Relaying an upstream's requests to the real client: the gateway sends them to its client
+//! under ids of its own (`sb-1`, `sb-2`, …), matches the client's answers back, and only asks
+//! for what the client declared it supports (its `initialize` capabilities).
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+use switchboard_core::{CallerChannel, CallerError};
+use tokio::sync::oneshot;
+
+use super::dispatch::Notifier;
+use crate::jsonrpc::{Message, RequestId, code};
+
+type Waiter = oneshot::Sender<Result<Value, CallerError>>;
+
+/// One client connection's (or session's) relay state.
+#[derive(Default)]
+pub struct Relay {
+    pending: Mutex<HashMap<String, Waiter>>,
+    next: AtomicU64,
+    capabilities: RwLock<Value>,
+}
+
+impl fmt::Debug for Relay {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Relay")
+    }
+}
+
+impl Relay {
+    /// Remembers what the client declared in `initialize`.
+    pub fn remember_capabilities(&self, initialize_params: Option<&Value>) {
+        let capabilities = initialize_params
+            .and_then(|p| p.get("capabilities"))
+            .cloned()
+            .unwrap_or_else(|| json!({}));
+        if let Ok(mut slot) = self.capabilities.write() {
+            *slot = capabilities;
+        }
+    }
+
+    /// Takes a message from the client that answers one of our requests; returns whether it
+    /// was one.
+    pub fn complete(&self, message: &Message) -> bool {
+        let (id, answer) = match message {
+            Message::Response {
+                id: RequestId::String(id),
+                result,
+            } => (id, Ok(result.clone())),
+            Message::Error {
+                id: Some(RequestId::String(id)),
+                error,
+            } => (
+                id,
+                Err(CallerError {
+                    code: error.code,
+                    message: error.message.clone(),
+                }),
+            ),
+            _ => return false,
+        };
+        let waiter = self.pending.lock().ok().and_then(|mut map| map.remove(id));
+        match waiter {
+            Some(waiter) => {
+                let _ = waiter.send(answer);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// A caller channel that writes through `sink` (the connection, or one response stream).
+    pub fn caller(self: &Arc<Self>, sink: Notifier) -> Arc<dyn CallerChannel> {
+        Arc::new(RelayCaller {
+            relay: self.clone(),
+            sink,
+        })
+    }
+}
+
+struct RelayCaller {
+    relay: Arc<Relay>,
+    sink: Notifier,
+}
+
+impl fmt::Debug for RelayCaller {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("RelayCaller")
+    }
+}
+
+impl CallerChannel for RelayCaller {
+    fn supports(&self, method: &str) -> bool {
+        let capability = match method {
+            "sampling/createMessage" => "sampling",
+            "elicitation/create" => "elicitation",
+            "roots/list" => "roots",
+            "notifications/message" => return true,
+            _ => return false,
+        };
+        self.relay
+            .capabilities
+            .read()
+            .map(|caps| caps.get(capability).is_some())
+            .unwrap_or(false)
+    }
+
+    fn request(&self, method: &str, params: Value) -> BoxFuture<'_, Result<Value, CallerError>> {
+        let method = method.to_owned();
+        Box::pin(async move {
+            let id = format!("sb-{}", self.relay.next.fetch_add(1, Ordering::Relaxed) + 1);
+            let (waiter, answer) = oneshot::channel();
+            if let Ok(mut pending) = self.relay.pending.lock() {
+                pending.insert(id.clone(), waiter);
+            }
+            (self.sink)(Message::Request {
+                id: RequestId::String(id.clone()),
+                method,
+                params: Some(params),
+            });
+            let result = answer.await;
+            if let Ok(mut pending) = self.relay.pending.lock() {
+                pending.remove(&id);
+            }
+            result.unwrap_or_else(|_| {
+                Err(CallerError {
+                    code: code::INTERNAL_ERROR,
+                    message: "the client went away".to_owned(),
+                })
+            })
+        })
+    }
+
+    fn notify(&self, method: &str, params: Value) {
+        (self.sink)(Message::Notification {
+            method: method.to_owned(),
+            params: Some(params),
+        });
+    }
+}
