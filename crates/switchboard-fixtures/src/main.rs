@@ -6,6 +6,7 @@
 //! slow to start and in either protocol era), `paginate`, `replay` (a catalog file), and the
 //! faults `exit-immediately`, `hang`, `garbage` and `crash-after`.
 
+mod conformance;
 mod server;
 mod tools;
 
@@ -56,6 +57,8 @@ enum Mode {
         #[arg(long)]
         catalog: PathBuf,
     },
+    /// The tools, resources and prompts the MCP conformance suite's server scenarios expect.
+    Conformance,
     /// Exits with code 3 at once.
     ExitImmediately,
     /// Reads stdin and never answers.
@@ -100,6 +103,7 @@ fn main() {
                 2
             }
         },
+        Mode::Conformance => conformance::serve(),
         Mode::ExitImmediately => {
             eprintln!("switchboard-fixture: exiting at once, as asked");
             3

@@ -36,6 +36,10 @@ impl Options {
 pub struct Out(Arc<Mutex<std::io::Stdout>>);
 
 impl Out {
+    pub fn stdout() -> Self {
+        Self(Arc::new(Mutex::new(std::io::stdout())))
+    }
+
     pub fn send(&self, message: &Value) {
         // One write per message: formatting straight into stdout's line buffer would cost a
         // system call per kilobyte of a large listing.
@@ -64,7 +68,7 @@ fn answer(out: &Out, id: &Value, result: Result<Value, (i64, String)>) {
 
 /// Serves stdin/stdout until stdin closes; returns the exit code.
 pub fn serve(options: Options) -> i32 {
-    let out = Out(Arc::new(Mutex::new(std::io::stdout())));
+    let out = Out::stdout();
     let Options {
         name,
         era,

@@ -1,0 +1,278 @@
+//! `conformance`: a server with the tools, resources and prompts the MCP conformance suite's
+//! server scenarios call (`test_simple_text`, `test://static-text`, `test_simple_prompt`, …),
+//! so the suite can run against the gateway in pass-through mode in front of it. Written from
+//! the scenarios' expectations; it also asks its client for sampling and elicitation, which
+//! the gateway must relay.
+
+use std::collections::HashMap;
+use std::io::BufRead;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::mpsc::{Sender, channel};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::server::Out;
+
+const IMAGE: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+const AUDIO: &str = "UklGRjQAAABXQVZFZm10IBAAAAABAAEAQB8AAIA+AAACABAAZGF0YRAAAAAAAAAAAAAAAAAAAAAAAAAA";
+
+type Pending = Arc<Mutex<HashMap<i64, Sender<Value>>>>;
+
+struct Peer {
+    out: Out,
+    pending: Pending,
+    next_id: AtomicI64,
+}
+
+impl Peer {
+    /// Sends a request to the client and waits for its answer (result or error object).
+    fn ask(&self, method: &str, params: Value) -> Result<Value, String> {
+        let id = self.next_id.fetch_add(1, Ordering::SeqCst);
+        let (tx, rx) = channel();
+        if let Ok(mut pending) = self.pending.lock() {
+            pending.insert(id, tx);
+        }
+        self.out.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let answer = rx.recv_timeout(Duration::from_secs(60)).map_err(|_| "no answer from the client".to_owned())?;
+        match answer.get("error") {
+            Some(error) => Err(error.get("message").and_then(Value::as_str).unwrap_or("error").to_owned()),
+            None => Ok(answer.get("result").cloned().unwrap_or(Value::Null)),
+        }
+    }
+
+    fn log(&self, text: &str) {
+        self.out.notify("notifications/message", json!({"level": "info", "data": text}));
+    }
+}
+
+fn text(text: impl Into<String>) -> Value {
+    json!({"content": [{"type": "text", "text": text.into()}]})
+}
+
+fn tools() -> Value {
+    let empty = json!({"type": "object", "properties": {}});
+    let with = |name: &str, description: &str| json!({"type": "object", "properties": {name: {"type": "string", "description": description}}, "required": [name]});
+    let schema_2020 = json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "$defs": {"address": {"$anchor": "addressDef", "type": "object", "properties": {"street": {"type": "string"}, "city": {"type": "string"}}}},
+        "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}, "contactMethod": {"type": "string", "enum": ["phone", "email"]}, "phone": {"type": "string"}, "email": {"type": "string"}},
+        "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+        "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+        "then": {"required": ["phone"]},
+        "else": {"required": ["email"]},
+        "additionalProperties": false
+    });
+    let tool = |name: &str, description: &str, schema: &Value| json!({"name": name, "description": description, "inputSchema": schema});
+    json!([
+        tool("test_simple_text", "Tests simple text content response", &empty),
+        tool("test_image_content", "Tests image content response", &empty),
+        tool("test_audio_content", "Tests audio content response", &empty),
+        tool("test_embedded_resource", "Tests embedded resource content response", &empty),
+        tool("test_multiple_content_types", "Tests response with multiple content types (text, image, resource)", &empty),
+        tool("test_tool_with_logging", "Tests tool that emits log messages during execution", &empty),
+        tool("test_tool_with_progress", "Tests tool that reports progress notifications", &empty),
+        tool("test_error_handling", "Tests error response handling", &empty),
+        tool("test_sampling", "Tests server-initiated sampling (LLM completion request)", &with("prompt", "The prompt to send to the LLM")),
+        tool("test_elicitation", "Tests server-initiated elicitation (user input request)", &with("message", "The message to show the user")),
+        tool("test_elicitation_sep1034_defaults", "Tests elicitation with default values per SEP-1034", &empty),
+        tool("test_elicitation_sep1330_enums", "Tests elicitation with enum schema improvements per SEP-1330", &empty),
+        tool("json_schema_2020_12_tool", "Tool with JSON Schema 2020-12 features for conformance testing (SEP-1613)", &schema_2020),
+    ])
+}
+
+fn call_tool(peer: &Peer, params: &Value) -> Result<Value, (i64, String)> {
+    let name = params.get("name").and_then(Value::as_str).unwrap_or("");
+    let args = params.get("arguments").cloned().unwrap_or(json!({}));
+    Ok(match name {
+        "test_simple_text" => text("This is a simple text response for testing."),
+        "test_image_content" => json!({"content": [{"type": "image", "data": IMAGE, "mimeType": "image/png"}]}),
+        "test_audio_content" => json!({"content": [{"type": "audio", "data": AUDIO, "mimeType": "audio/wav"}]}),
+        "test_embedded_resource" => json!({"content": [{"type": "resource", "resource": {"uri": "test://embedded-resource", "mimeType": "text/plain", "text": "This is an embedded resource content."}}]}),
+        "test_multiple_content_types" => json!({"content": [
+            {"type": "text", "text": "Multiple content types test:"},
+            {"type": "image", "data": IMAGE, "mimeType": "image/png"},
+            {"type": "resource", "resource": {"uri": "test://mixed-content-resource", "mimeType": "application/json", "text": "{\"test\":\"data\",\"value\":123}"}}
+        ]}),
+        "test_tool_with_logging" => {
+            for (index, message) in ["Tool execution started", "Tool processing data", "Tool execution completed"].iter().enumerate() {
+                if index > 0 {
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                peer.log(message);
+            }
+            text("Tool with logging executed successfully")
+        }
+        "test_tool_with_progress" => {
+            let token = params.get("_meta").and_then(|m| m.get("progressToken")).cloned().unwrap_or(json!(0));
+            for (index, step) in [0, 50, 100].iter().enumerate() {
+                if index > 0 {
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                peer.out.notify("notifications/progress", json!({"progressToken": token, "progress": step, "total": 100, "message": format!("Completed step {step} of 100")}));
+            }
+            text(match &token {
+                Value::String(token) => token.clone(),
+                other => other.to_string(),
+            })
+        }
+        "test_error_handling" => json!({"content": [{"type": "text", "text": "This tool intentionally returns an error for testing"}], "isError": true}),
+        "test_sampling" => {
+            let prompt = args.get("prompt").and_then(Value::as_str).unwrap_or("");
+            let request = json!({"messages": [{"role": "user", "content": {"type": "text", "text": prompt}}], "maxTokens": 100});
+            match peer.ask("sampling/createMessage", request) {
+                Ok(result) => {
+                    let reply = result.pointer("/content/text").and_then(Value::as_str).unwrap_or("No response");
+                    text(format!("LLM response: {reply}"))
+                }
+                Err(error) => text(format!("Sampling not supported or error: {error}")),
+            }
+        }
+        "test_elicitation" => {
+            let message = args.get("message").and_then(Value::as_str).unwrap_or("");
+            let schema = json!({"type": "object", "properties": {"response": {"type": "string", "description": "User's response"}}, "required": ["response"]});
+            elicit(peer, message, schema, "User response")
+        }
+        "test_elicitation_sep1034_defaults" => {
+            let schema = json!({"type": "object", "properties": {
+                "name": {"type": "string", "description": "User name", "default": "John Doe"},
+                "age": {"type": "integer", "description": "User age", "default": 30},
+                "score": {"type": "number", "description": "User score", "default": 95.5},
+                "status": {"type": "string", "description": "User status", "enum": ["active", "inactive", "pending"], "default": "active"},
+                "verified": {"type": "boolean", "description": "Verification status", "default": true}
+            }, "required": []});
+            elicit(peer, "Please review and update the form fields with defaults", schema, "Elicitation completed")
+        }
+        "test_elicitation_sep1330_enums" => {
+            let schema = json!({"type": "object", "properties": {
+                "untitledSingle": {"type": "string", "description": "Select one option", "enum": ["option1", "option2", "option3"]},
+                "titledSingle": {"type": "string", "description": "Select one option with titles", "oneOf": [{"const": "value1", "title": "First Option"}, {"const": "value2", "title": "Second Option"}, {"const": "value3", "title": "Third Option"}]},
+                "legacyEnum": {"type": "string", "description": "Select one option (legacy)", "enum": ["opt1", "opt2", "opt3"], "enumNames": ["Option One", "Option Two", "Option Three"]},
+                "untitledMulti": {"type": "array", "description": "Select multiple options", "minItems": 1, "maxItems": 3, "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
+                "titledMulti": {"type": "array", "description": "Select multiple options with titles", "minItems": 1, "maxItems": 3, "items": {"anyOf": [{"const": "value1", "title": "First Choice"}, {"const": "value2", "title": "Second Choice"}, {"const": "value3", "title": "Third Choice"}]}}
+            }, "required": []});
+            elicit(peer, "Please select options from the enum fields", schema, "Elicitation completed")
+        }
+        "json_schema_2020_12_tool" => text(format!("JSON Schema 2020-12 tool called with: {args}")),
+        other => return Err((-32602, format!("Unknown tool: {other}"))),
+    })
+}
+
+fn elicit(peer: &Peer, message: &str, schema: Value, label: &str) -> Value {
+    match peer.ask("elicitation/create", json!({"message": message, "requestedSchema": schema})) {
+        Ok(result) => {
+            let action = result.get("action").and_then(Value::as_str).unwrap_or("unknown");
+            let content = result.get("content").cloned().unwrap_or(json!({}));
+            text(format!("{label}: action={action}, content={content}"))
+        }
+        Err(error) => text(format!("Elicitation not supported or error: {error}")),
+    }
+}
+
+fn resources() -> Value {
+    json!([
+        {"uri": "test://static-text", "name": "static-text", "title": "Static Text Resource", "description": "A static text resource for testing", "mimeType": "text/plain"},
+        {"uri": "test://static-binary", "name": "static-binary", "title": "Static Binary Resource", "description": "A static binary resource (image) for testing", "mimeType": "image/png"},
+        {"uri": "test://watched-resource", "name": "watched-resource", "title": "Watched Resource", "description": "A resource that auto-updates every 3 seconds", "mimeType": "text/plain"}
+    ])
+}
+
+fn read_resource(uri: &str) -> Result<Value, (i64, String)> {
+    let contents = match uri {
+        "test://static-text" => json!({"uri": uri, "mimeType": "text/plain", "text": "This is the content of the static text resource."}),
+        "test://static-binary" => json!({"uri": uri, "mimeType": "image/png", "blob": IMAGE}),
+        "test://watched-resource" => json!({"uri": uri, "mimeType": "text/plain", "text": "Watched resource content"}),
+        _ => match uri.strip_prefix("test://template/").and_then(|rest| rest.strip_suffix("/data")) {
+            Some(id) => {
+                let data = json!({"id": id, "templateTest": true, "data": format!("Data for ID: {id}")});
+                json!({"uri": uri, "mimeType": "application/json", "text": data.to_string()})
+            }
+            None => return Err((-32002, format!("Resource not found: {uri}"))),
+        },
+    };
+    Ok(json!({"contents": [contents]}))
+}
+
+fn prompts() -> Value {
+    json!([
+        {"name": "test_simple_prompt", "title": "Simple Test Prompt", "description": "A simple prompt without arguments"},
+        {"name": "test_prompt_with_arguments", "title": "Prompt With Arguments", "description": "A prompt with required arguments",
+         "arguments": [{"name": "arg1", "description": "First test argument", "required": true}, {"name": "arg2", "description": "Second test argument", "required": true}]},
+        {"name": "test_prompt_with_embedded_resource", "title": "Prompt With Embedded Resource", "description": "A prompt that includes an embedded resource",
+         "arguments": [{"name": "resourceUri", "description": "URI of the resource to embed", "required": true}]},
+        {"name": "test_prompt_with_image", "title": "Prompt With Image", "description": "A prompt that includes image content"}
+    ])
+}
+
+fn get_prompt(params: &Value) -> Result<Value, (i64, String)> {
+    let name = params.get("name").and_then(Value::as_str).unwrap_or("");
+    let arg = |key: &str| params.pointer(&format!("/arguments/{key}")).and_then(Value::as_str).unwrap_or("").to_owned();
+    let user = |content: Value| json!({"role": "user", "content": content});
+    let messages = match name {
+        "test_simple_prompt" => json!([user(json!({"type": "text", "text": "This is a simple prompt for testing."}))]),
+        "test_prompt_with_arguments" => json!([user(json!({"type": "text", "text": format!("Prompt with arguments: arg1='{}', arg2='{}'", arg("arg1"), arg("arg2"))}))]),
+        "test_prompt_with_embedded_resource" => json!([
+            user(json!({"type": "resource", "resource": {"uri": arg("resourceUri"), "mimeType": "text/plain", "text": "Embedded resource content for testing."}})),
+            user(json!({"type": "text", "text": "Please process the embedded resource above."}))
+        ]),
+        "test_prompt_with_image" => json!([
+            user(json!({"type": "image", "data": IMAGE, "mimeType": "image/png"})),
+            user(json!({"type": "text", "text": "Please analyze the image above."}))
+        ]),
+        other => return Err((-32602, format!("Unknown prompt: {other}"))),
+    };
+    Ok(json!({"messages": messages}))
+}
+
+/// Serves the conformance fixture on stdin/stdout until stdin closes.
+pub fn serve() -> i32 {
+    let out = Out::stdout();
+    let pending: Pending = Arc::default();
+    let peer = Arc::new(Peer { out: out.clone(), pending: pending.clone(), next_id: AtomicI64::new(1_000_000) });
+    for line in std::io::stdin().lock().lines() {
+        let Ok(line) = line else { return 0 };
+        let Ok(message) = serde_json::from_str::<Value>(&line) else { continue };
+        let Some(id) = message.get("id").cloned() else { continue };
+        let Some(method) = message.get("method").and_then(Value::as_str).map(str::to_owned) else {
+            let waiter = id.as_i64().and_then(|id| pending.lock().ok().and_then(|mut map| map.remove(&id)));
+            if let Some(waiter) = waiter {
+                let _ = waiter.send(message);
+            }
+            continue;
+        };
+        let params = message.get("params").cloned().unwrap_or(json!({}));
+        let peer = peer.clone();
+        // Each request on its own thread: a tool waiting on the client must not block reading.
+        std::thread::spawn(move || {
+            let result = match method.as_str() {
+                "initialize" => Ok(json!({
+                    "protocolVersion": params.get("protocolVersion").cloned().unwrap_or(json!("2025-11-25")),
+                    "capabilities": {"tools": {"listChanged": true}, "resources": {"subscribe": true, "listChanged": true}, "prompts": {"listChanged": true}, "logging": {}, "completions": {}},
+                    "serverInfo": {"name": "mcp-conformance-test-server", "version": "1.0.0"}
+                })),
+                "ping" | "resources/subscribe" | "resources/unsubscribe" => Ok(json!({})),
+                "logging/setLevel" => {
+                    peer.log(&format!("Log level set to: {}", params.get("level").and_then(Value::as_str).unwrap_or("")));
+                    Ok(json!({}))
+                }
+                "completion/complete" => Ok(json!({"completion": {"values": [], "total": 0, "hasMore": false}})),
+                "tools/list" => Ok(json!({"tools": tools()})),
+                "tools/call" => call_tool(&peer, &params),
+                "resources/list" => Ok(json!({"resources": resources()})),
+                "resources/templates/list" => Ok(json!({"resourceTemplates": [{"uriTemplate": "test://template/{id}/data", "name": "template", "title": "Resource Template", "description": "A resource template with parameter substitution", "mimeType": "application/json"}]})),
+                "resources/read" => read_resource(params.get("uri").and_then(Value::as_str).unwrap_or("")),
+                "prompts/list" => Ok(json!({"prompts": prompts()})),
+                "prompts/get" => get_prompt(&params),
+                other => Err((-32601, format!("Method not found: {other}"))),
+            };
+            let answer = match result {
+                Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+                Err((code, message)) => json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}),
+            };
+            peer.out.send(&answer);
+        });
+    }
+    0
+}
