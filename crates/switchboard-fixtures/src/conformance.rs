@@ -16,7 +16,8 @@ use serde_json::{Value, json};
 use crate::server::Out;
 
 const IMAGE: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
-const AUDIO: &str = "UklGRjQAAABXQVZFZm10IBAAAAABAAEAQB8AAIA+AAACABAAZGF0YRAAAAAAAAAAAAAAAAAAAAAAAAAA";
+const AUDIO: &str =
+    "UklGRjQAAABXQVZFZm10IBAAAAABAAEAQB8AAIA+AAACABAAZGF0YRAAAAAAAAAAAAAAAAAAAAAAAAAA";
 
 type Pending = Arc<Mutex<HashMap<i64, Sender<Value>>>>;
 
@@ -34,16 +35,26 @@ impl Peer {
         if let Ok(mut pending) = self.pending.lock() {
             pending.insert(id, tx);
         }
-        self.out.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        let answer = rx.recv_timeout(Duration::from_secs(60)).map_err(|_| "no answer from the client".to_owned())?;
+        self.out
+            .send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let answer = rx
+            .recv_timeout(Duration::from_secs(60))
+            .map_err(|_| "no answer from the client".to_owned())?;
         match answer.get("error") {
-            Some(error) => Err(error.get("message").and_then(Value::as_str).unwrap_or("error").to_owned()),
+            Some(error) => Err(error
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("error")
+                .to_owned()),
             None => Ok(answer.get("result").cloned().unwrap_or(Value::Null)),
         }
     }
 
     fn log(&self, text: &str) {
-        self.out.notify("notifications/message", json!({"level": "info", "data": text}));
+        self.out.notify(
+            "notifications/message",
+            json!({"level": "info", "data": text}),
+        );
     }
 }
 
@@ -67,19 +78,63 @@ fn tools() -> Value {
     });
     let tool = |name: &str, description: &str, schema: &Value| json!({"name": name, "description": description, "inputSchema": schema});
     json!([
-        tool("test_simple_text", "Tests simple text content response", &empty),
+        tool(
+            "test_simple_text",
+            "Tests simple text content response",
+            &empty
+        ),
         tool("test_image_content", "Tests image content response", &empty),
         tool("test_audio_content", "Tests audio content response", &empty),
-        tool("test_embedded_resource", "Tests embedded resource content response", &empty),
-        tool("test_multiple_content_types", "Tests response with multiple content types (text, image, resource)", &empty),
-        tool("test_tool_with_logging", "Tests tool that emits log messages during execution", &empty),
-        tool("test_tool_with_progress", "Tests tool that reports progress notifications", &empty),
-        tool("test_error_handling", "Tests error response handling", &empty),
-        tool("test_sampling", "Tests server-initiated sampling (LLM completion request)", &with("prompt", "The prompt to send to the LLM")),
-        tool("test_elicitation", "Tests server-initiated elicitation (user input request)", &with("message", "The message to show the user")),
-        tool("test_elicitation_sep1034_defaults", "Tests elicitation with default values per SEP-1034", &empty),
-        tool("test_elicitation_sep1330_enums", "Tests elicitation with enum schema improvements per SEP-1330", &empty),
-        tool("json_schema_2020_12_tool", "Tool with JSON Schema 2020-12 features for conformance testing (SEP-1613)", &schema_2020),
+        tool(
+            "test_embedded_resource",
+            "Tests embedded resource content response",
+            &empty
+        ),
+        tool(
+            "test_multiple_content_types",
+            "Tests response with multiple content types (text, image, resource)",
+            &empty
+        ),
+        tool(
+            "test_tool_with_logging",
+            "Tests tool that emits log messages during execution",
+            &empty
+        ),
+        tool(
+            "test_tool_with_progress",
+            "Tests tool that reports progress notifications",
+            &empty
+        ),
+        tool(
+            "test_error_handling",
+            "Tests error response handling",
+            &empty
+        ),
+        tool(
+            "test_sampling",
+            "Tests server-initiated sampling (LLM completion request)",
+            &with("prompt", "The prompt to send to the LLM")
+        ),
+        tool(
+            "test_elicitation",
+            "Tests server-initiated elicitation (user input request)",
+            &with("message", "The message to show the user")
+        ),
+        tool(
+            "test_elicitation_sep1034_defaults",
+            "Tests elicitation with default values per SEP-1034",
+            &empty
+        ),
+        tool(
+            "test_elicitation_sep1330_enums",
+            "Tests elicitation with enum schema improvements per SEP-1330",
+            &empty
+        ),
+        tool(
+            "json_schema_2020_12_tool",
+            "Tool with JSON Schema 2020-12 features for conformance testing (SEP-1613)",
+            &schema_2020
+        ),
     ])
 }
 
@@ -88,16 +143,29 @@ fn call_tool(peer: &Peer, params: &Value) -> Result<Value, (i64, String)> {
     let args = params.get("arguments").cloned().unwrap_or(json!({}));
     Ok(match name {
         "test_simple_text" => text("This is a simple text response for testing."),
-        "test_image_content" => json!({"content": [{"type": "image", "data": IMAGE, "mimeType": "image/png"}]}),
-        "test_audio_content" => json!({"content": [{"type": "audio", "data": AUDIO, "mimeType": "audio/wav"}]}),
-        "test_embedded_resource" => json!({"content": [{"type": "resource", "resource": {"uri": "test://embedded-resource", "mimeType": "text/plain", "text": "This is an embedded resource content."}}]}),
+        "test_image_content" => {
+            json!({"content": [{"type": "image", "data": IMAGE, "mimeType": "image/png"}]})
+        }
+        "test_audio_content" => {
+            json!({"content": [{"type": "audio", "data": AUDIO, "mimeType": "audio/wav"}]})
+        }
+        "test_embedded_resource" => {
+            json!({"content": [{"type": "resource", "resource": {"uri": "test://embedded-resource", "mimeType": "text/plain", "text": "This is an embedded resource content."}}]})
+        }
         "test_multiple_content_types" => json!({"content": [
             {"type": "text", "text": "Multiple content types test:"},
             {"type": "image", "data": IMAGE, "mimeType": "image/png"},
             {"type": "resource", "resource": {"uri": "test://mixed-content-resource", "mimeType": "application/json", "text": "{\"test\":\"data\",\"value\":123}"}}
         ]}),
         "test_tool_with_logging" => {
-            for (index, message) in ["Tool execution started", "Tool processing data", "Tool execution completed"].iter().enumerate() {
+            for (index, message) in [
+                "Tool execution started",
+                "Tool processing data",
+                "Tool execution completed",
+            ]
+            .iter()
+            .enumerate()
+            {
                 if index > 0 {
                     std::thread::sleep(Duration::from_millis(50));
                 }
@@ -106,7 +174,11 @@ fn call_tool(peer: &Peer, params: &Value) -> Result<Value, (i64, String)> {
             text("Tool with logging executed successfully")
         }
         "test_tool_with_progress" => {
-            let token = params.get("_meta").and_then(|m| m.get("progressToken")).cloned().unwrap_or(json!(0));
+            let token = params
+                .get("_meta")
+                .and_then(|m| m.get("progressToken"))
+                .cloned()
+                .unwrap_or(json!(0));
             for (index, step) in [0, 50, 100].iter().enumerate() {
                 if index > 0 {
                     std::thread::sleep(Duration::from_millis(50));
@@ -118,13 +190,18 @@ fn call_tool(peer: &Peer, params: &Value) -> Result<Value, (i64, String)> {
                 other => other.to_string(),
             })
         }
-        "test_error_handling" => json!({"content": [{"type": "text", "text": "This tool intentionally returns an error for testing"}], "isError": true}),
+        "test_error_handling" => {
+            json!({"content": [{"type": "text", "text": "This tool intentionally returns an error for testing"}], "isError": true})
+        }
         "test_sampling" => {
             let prompt = args.get("prompt").and_then(Value::as_str).unwrap_or("");
             let request = json!({"messages": [{"role": "user", "content": {"type": "text", "text": prompt}}], "maxTokens": 100});
             match peer.ask("sampling/createMessage", request) {
                 Ok(result) => {
-                    let reply = result.pointer("/content/text").and_then(Value::as_str).unwrap_or("No response");
+                    let reply = result
+                        .pointer("/content/text")
+                        .and_then(Value::as_str)
+                        .unwrap_or("No response");
                     text(format!("LLM response: {reply}"))
                 }
                 Err(error) => text(format!("Sampling not supported or error: {error}")),
@@ -143,7 +220,12 @@ fn call_tool(peer: &Peer, params: &Value) -> Result<Value, (i64, String)> {
                 "status": {"type": "string", "description": "User status", "enum": ["active", "inactive", "pending"], "default": "active"},
                 "verified": {"type": "boolean", "description": "Verification status", "default": true}
             }, "required": []});
-            elicit(peer, "Please review and update the form fields with defaults", schema, "Elicitation completed")
+            elicit(
+                peer,
+                "Please review and update the form fields with defaults",
+                schema,
+                "Elicitation completed",
+            )
         }
         "test_elicitation_sep1330_enums" => {
             let schema = json!({"type": "object", "properties": {
@@ -153,7 +235,12 @@ fn call_tool(peer: &Peer, params: &Value) -> Result<Value, (i64, String)> {
                 "untitledMulti": {"type": "array", "description": "Select multiple options", "minItems": 1, "maxItems": 3, "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
                 "titledMulti": {"type": "array", "description": "Select multiple options with titles", "minItems": 1, "maxItems": 3, "items": {"anyOf": [{"const": "value1", "title": "First Choice"}, {"const": "value2", "title": "Second Choice"}, {"const": "value3", "title": "Third Choice"}]}}
             }, "required": []});
-            elicit(peer, "Please select options from the enum fields", schema, "Elicitation completed")
+            elicit(
+                peer,
+                "Please select options from the enum fields",
+                schema,
+                "Elicitation completed",
+            )
         }
         "json_schema_2020_12_tool" => text(format!("JSON Schema 2020-12 tool called with: {args}")),
         other => return Err((-32602, format!("Unknown tool: {other}"))),
@@ -161,9 +248,15 @@ fn call_tool(peer: &Peer, params: &Value) -> Result<Value, (i64, String)> {
 }
 
 fn elicit(peer: &Peer, message: &str, schema: Value, label: &str) -> Value {
-    match peer.ask("elicitation/create", json!({"message": message, "requestedSchema": schema})) {
+    match peer.ask(
+        "elicitation/create",
+        json!({"message": message, "requestedSchema": schema}),
+    ) {
         Ok(result) => {
-            let action = result.get("action").and_then(Value::as_str).unwrap_or("unknown");
+            let action = result
+                .get("action")
+                .and_then(Value::as_str)
+                .unwrap_or("unknown");
             let content = result.get("content").cloned().unwrap_or(json!({}));
             text(format!("{label}: action={action}, content={content}"))
         }
@@ -181,12 +274,20 @@ fn resources() -> Value {
 
 fn read_resource(uri: &str) -> Result<Value, (i64, String)> {
     let contents = match uri {
-        "test://static-text" => json!({"uri": uri, "mimeType": "text/plain", "text": "This is the content of the static text resource."}),
+        "test://static-text" => {
+            json!({"uri": uri, "mimeType": "text/plain", "text": "This is the content of the static text resource."})
+        }
         "test://static-binary" => json!({"uri": uri, "mimeType": "image/png", "blob": IMAGE}),
-        "test://watched-resource" => json!({"uri": uri, "mimeType": "text/plain", "text": "Watched resource content"}),
-        _ => match uri.strip_prefix("test://template/").and_then(|rest| rest.strip_suffix("/data")) {
+        "test://watched-resource" => {
+            json!({"uri": uri, "mimeType": "text/plain", "text": "Watched resource content"})
+        }
+        _ => match uri
+            .strip_prefix("test://template/")
+            .and_then(|rest| rest.strip_suffix("/data"))
+        {
             Some(id) => {
-                let data = json!({"id": id, "templateTest": true, "data": format!("Data for ID: {id}")});
+                let data =
+                    json!({"id": id, "templateTest": true, "data": format!("Data for ID: {id}")});
                 json!({"uri": uri, "mimeType": "application/json", "text": data.to_string()})
             }
             None => return Err((-32002, format!("Resource not found: {uri}"))),
@@ -208,13 +309,25 @@ fn prompts() -> Value {
 
 fn get_prompt(params: &Value) -> Result<Value, (i64, String)> {
     let name = params.get("name").and_then(Value::as_str).unwrap_or("");
-    let arg = |key: &str| params.pointer(&format!("/arguments/{key}")).and_then(Value::as_str).unwrap_or("").to_owned();
+    let arg = |key: &str| {
+        params
+            .pointer(&format!("/arguments/{key}"))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned()
+    };
     let user = |content: Value| json!({"role": "user", "content": content});
     let messages = match name {
-        "test_simple_prompt" => json!([user(json!({"type": "text", "text": "This is a simple prompt for testing."}))]),
-        "test_prompt_with_arguments" => json!([user(json!({"type": "text", "text": format!("Prompt with arguments: arg1='{}', arg2='{}'", arg("arg1"), arg("arg2"))}))]),
+        "test_simple_prompt" => json!([user(
+            json!({"type": "text", "text": "This is a simple prompt for testing."})
+        )]),
+        "test_prompt_with_arguments" => json!([user(
+            json!({"type": "text", "text": format!("Prompt with arguments: arg1='{}', arg2='{}'", arg("arg1"), arg("arg2"))})
+        )]),
         "test_prompt_with_embedded_resource" => json!([
-            user(json!({"type": "resource", "resource": {"uri": arg("resourceUri"), "mimeType": "text/plain", "text": "Embedded resource content for testing."}})),
+            user(
+                json!({"type": "resource", "resource": {"uri": arg("resourceUri"), "mimeType": "text/plain", "text": "Embedded resource content for testing."}})
+            ),
             user(json!({"type": "text", "text": "Please process the embedded resource above."}))
         ]),
         "test_prompt_with_image" => json!([
@@ -230,13 +343,27 @@ fn get_prompt(params: &Value) -> Result<Value, (i64, String)> {
 pub fn serve() -> i32 {
     let out = Out::stdout();
     let pending: Pending = Arc::default();
-    let peer = Arc::new(Peer { out: out.clone(), pending: pending.clone(), next_id: AtomicI64::new(1_000_000) });
+    let peer = Arc::new(Peer {
+        out: out.clone(),
+        pending: pending.clone(),
+        next_id: AtomicI64::new(1_000_000),
+    });
     for line in std::io::stdin().lock().lines() {
         let Ok(line) = line else { return 0 };
-        let Ok(message) = serde_json::from_str::<Value>(&line) else { continue };
-        let Some(id) = message.get("id").cloned() else { continue };
-        let Some(method) = message.get("method").and_then(Value::as_str).map(str::to_owned) else {
-            let waiter = id.as_i64().and_then(|id| pending.lock().ok().and_then(|mut map| map.remove(&id)));
+        let Ok(message) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
+        let Some(id) = message.get("id").cloned() else {
+            continue;
+        };
+        let Some(method) = message
+            .get("method")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+        else {
+            let waiter = id
+                .as_i64()
+                .and_then(|id| pending.lock().ok().and_then(|mut map| map.remove(&id)));
             if let Some(waiter) = waiter {
                 let _ = waiter.send(message);
             }
@@ -254,22 +381,33 @@ pub fn serve() -> i32 {
                 })),
                 "ping" | "resources/subscribe" | "resources/unsubscribe" => Ok(json!({})),
                 "logging/setLevel" => {
-                    peer.log(&format!("Log level set to: {}", params.get("level").and_then(Value::as_str).unwrap_or("")));
+                    peer.log(&format!(
+                        "Log level set to: {}",
+                        params.get("level").and_then(Value::as_str).unwrap_or("")
+                    ));
                     Ok(json!({}))
                 }
-                "completion/complete" => Ok(json!({"completion": {"values": [], "total": 0, "hasMore": false}})),
+                "completion/complete" => {
+                    Ok(json!({"completion": {"values": [], "total": 0, "hasMore": false}}))
+                }
                 "tools/list" => Ok(json!({"tools": tools()})),
                 "tools/call" => call_tool(&peer, &params),
                 "resources/list" => Ok(json!({"resources": resources()})),
-                "resources/templates/list" => Ok(json!({"resourceTemplates": [{"uriTemplate": "test://template/{id}/data", "name": "template", "title": "Resource Template", "description": "A resource template with parameter substitution", "mimeType": "application/json"}]})),
-                "resources/read" => read_resource(params.get("uri").and_then(Value::as_str).unwrap_or("")),
+                "resources/templates/list" => Ok(
+                    json!({"resourceTemplates": [{"uriTemplate": "test://template/{id}/data", "name": "template", "title": "Resource Template", "description": "A resource template with parameter substitution", "mimeType": "application/json"}]}),
+                ),
+                "resources/read" => {
+                    read_resource(params.get("uri").and_then(Value::as_str).unwrap_or(""))
+                }
                 "prompts/list" => Ok(json!({"prompts": prompts()})),
                 "prompts/get" => get_prompt(&params),
                 other => Err((-32601, format!("Method not found: {other}"))),
             };
             let answer = match result {
                 Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
-                Err((code, message)) => json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}),
+                Err((code, message)) => {
+                    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+                }
             };
             peer.out.send(&answer);
         });

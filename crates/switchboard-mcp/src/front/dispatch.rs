@@ -145,6 +145,16 @@ impl Dispatcher {
                 {
                     map.entry("resultType")
                         .or_insert_with(|| Value::String("complete".into()));
+                    // Cacheable results carry freshness hints in the modern era (SEP-2549).
+                    if method == "resources/read" {
+                        map.entry("ttlMs").or_insert_with(|| json!(0));
+                        let scope = if self.agent.is_some() {
+                            "private"
+                        } else {
+                            "public"
+                        };
+                        map.entry("cacheScope").or_insert_with(|| json!(scope));
+                    }
                 }
                 Message::Response { id, result }
             }
