@@ -278,7 +278,7 @@ mod tests {
             "{\n  // servers\n  \"a\": [1, 2,],\n  /* x */ \"b\": {\"c\": \"\\u00e9\\n\"},\n}";
         let root = parse(text).expect("parses");
         let a = root.get("a").expect("a");
-        assert_eq!(a.pos, Pos { line: 3, column: 8 });
+        assert_eq!((a.pos.line, a.pos.column), (3, 8));
         assert_eq!(
             root.get("b")
                 .and_then(|b| b.get("c"))

@@ -7,28 +7,39 @@
 //! reported with file, line, column and a hint, all at once. `${VAR}` and `${VAR:-default}` are
 //! substituted in every string.
 //!
-//! This module reads no files except in [`Config::load`], and no environment except through
-//! the [`Environment`] trait.
+//! Code map: `toml_tree`/`json` (text → tree), `validate` (root, `[gateway]`, typed readers),
+//! `server` and `transport` (one server), `substitute`, `duration`, `suggest` (did-you-mean),
+//! `model` (the result), `problem` (located errors), `locate` (which file), `schema` (the
+//! checked-in JSON Schema).
+//!
+//! This module reads no files except in [`Config::load`] and [`locate`], and no environment
+//! except through the [`Environment`] trait. It never starts anything: it only describes.
 
+mod duration;
 mod json;
 mod locate;
 mod model;
 mod problem;
 mod schema;
+mod server;
 mod substitute;
+mod suggest;
 mod toml_tree;
+mod transport;
 mod tree;
 mod validate;
 
 use std::path::Path;
 
-pub use locate::{Located, locate};
+pub use duration::parse_duration;
+pub use locate::{Located, LookupStep, locate};
 pub use model::{
     Config, EraPreference, GatewayConfig, ServerConfig, ToolOverrideConfig, Transport,
 };
-pub use problem::{ConfigErrors, Problem};
+pub use problem::{ConfigErrors, Origin, Problem};
 pub use schema::native_schema;
 pub use substitute::{Environment, MapEnvironment, ProcessEnvironment};
+pub use transport::BUILTINS;
 
 /// The syntax of a config file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,45 +52,65 @@ impl Format {
     /// The format a path's extension implies (`.json`/`.jsonc` → JSON, anything else TOML).
     pub fn of(path: &Path) -> Self {
         match path.extension().and_then(|e| e.to_str()) {
-            Some("json" | "jsonc") => Self::Json,
+            Some(ext) if ext.eq_ignore_ascii_case("json") || ext.eq_ignore_ascii_case("jsonc") => {
+                Self::Json
+            }
             _ => Self::Toml,
         }
     }
 }
 
+/// A parsed tree with the text and syntax it came from.
+struct ParsedText<'a> {
+    text: &'a str,
+    format: Format,
+    root: &'a tree::Node,
+}
+
 impl Config {
-    /// Reads and validates a config file.
+    /// Reads and validates a config file; the format follows the extension ([`Format::of`]).
     pub fn load(path: &Path, env: &dyn Environment) -> Result<Self, ConfigErrors> {
-        let origin = path.display().to_string();
+        let origin = Origin::from(path);
         let text = std::fs::read_to_string(path).map_err(|error| {
             ConfigErrors(vec![Problem::new(
-                &origin,
+                &origin.to_string(),
                 0,
                 0,
                 format!("cannot read the config file: {error}"),
                 None,
             )])
         })?;
-        let mut config = Self::parse(&text, &origin, Format::of(path), env)?;
-        config.source = Some(path.to_path_buf());
-        Ok(config)
+        Self::parse(&text, origin, Format::of(path), env)
     }
 
-    /// Validates config text; `origin` names it in problems.
+    /// Validates config text. `origin` names it in problems and, for a file, becomes
+    /// [`Config::source`].
     pub fn parse(
         text: &str,
-        origin: &str,
+        origin: impl Into<Origin>,
         format: Format,
         env: &dyn Environment,
     ) -> Result<Self, ConfigErrors> {
+        let origin = origin.into();
         let root = match format {
             Format::Toml => toml_tree::parse(text),
             Format::Json => json::parse(text),
         }
         .map_err(|(line, column, message)| {
-            ConfigErrors(vec![Problem::new(origin, line, column, message, None)])
+            ConfigErrors(vec![Problem::new(
+                &origin.to_string(),
+                line,
+                column,
+                message,
+                None,
+            )])
         })?;
-        validate::validate(&root, origin, format, env)
+        let parsed = ParsedText {
+            text,
+            format,
+            root: &root,
+        };
+        validate::validate(&parsed, &origin, env)
     }
 }
 

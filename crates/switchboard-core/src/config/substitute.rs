@@ -27,7 +27,7 @@ impl Environment for MapEnvironment {
     }
 }
 
-/// Why a substitution failed, and at which character offset of the string.
+/// Why a substitution failed, and at which byte offset of the string (the `$` of the reference).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SubstitutionError {
     pub offset: usize,
@@ -46,7 +46,7 @@ pub fn substitute(text: &str, env: &dyn Environment) -> Result<String, Substitut
     while let Some(index) = rest.find('$') {
         out.push_str(&rest[..index]);
         let after = &rest[index + 1..];
-        let here = text[..offset + index].chars().count();
+        let here = offset + index;
         if let Some(tail) = after.strip_prefix('$') {
             out.push('$');
             offset += rest[..index].len() + 2;

@@ -1,6 +1,10 @@
 //! Data-driven tests of the whole config path: text in, config or located problems out.
+//! Problem cases (exact line:column) are in `tests/problems.rs`.
+
+mod problems;
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use super::*;
@@ -9,49 +13,78 @@ fn env() -> MapEnvironment {
     MapEnvironment(BTreeMap::from([
         ("HOME".into(), "/home/u".into()),
         ("TOKEN".into(), "t0k".into()),
+        ("EMPTY".into(), String::new()),
     ]))
 }
 
-fn ok(text: &str, format: Format) -> Config {
-    match Config::parse(text, "test", format, &env()) {
+fn check_ok(text: &str, format: Format) -> Config {
+    match Config::parse(text, Origin::Inline, format, &env()) {
         Ok(config) => config,
         Err(errors) => panic!("expected a valid config, got:\n{errors}"),
     }
 }
 
-/// Asserts the exact problems as "line:col: message-fragment".
-fn problems(text: &str, format: Format, expected: &[(usize, usize, &str)]) {
-    let errors = Config::parse(text, "test", format, &env()).expect_err("expected problems");
-    let found: Vec<(usize, usize, String)> = errors
-        .0
-        .iter()
-        .map(|p| (p.line, p.column, p.message.clone()))
-        .collect();
-    assert_eq!(found.len(), expected.len(), "{errors}");
-    for ((line, column, message), (el, ec, fragment)) in found.iter().zip(expected) {
-        assert_eq!((line, column), (el, ec), "{message}");
-        assert!(message.contains(fragment), "'{message}' lacks '{fragment}'");
+fn stdio(command: &str, args: &[&str]) -> Transport {
+    Transport::Stdio {
+        command: command.into(),
+        args: args.iter().map(|a| (*a).into()).collect(),
+        env: BTreeMap::new(),
+        cwd: None,
     }
+}
+
+fn http(url: &str) -> Transport {
+    Transport::Http {
+        url: url.into(),
+        headers: BTreeMap::new(),
+    }
+}
+
+fn sse(url: &str) -> Transport {
+    Transport::Sse {
+        url: url.into(),
+        headers: BTreeMap::new(),
+    }
+}
+
+/// Parses `text` and compares `(id, transport)` of every server, in file order.
+fn check_servers(text: &str, format: Format, expected: &[(&str, Transport)]) -> Config {
+    let config = check_ok(text, format);
+    let found: Vec<(&str, &Transport)> = config
+        .servers
+        .iter()
+        .map(|s| (s.id.as_str(), &s.transport))
+        .collect();
+    let expected: Vec<(&str, &Transport)> = expected.iter().map(|(id, t)| (*id, t)).collect();
+    assert_eq!(found, expected, "{text}");
+    config
 }
 
 #[test]
 fn native_toml() {
-    let config = ok(
+    let config = check_ok(
         r#"
 [gateway]
 separator = "."
+prefix_tools = false
 call_timeout = "10s"
 connect_timeout = 1500
+discover_timeout = "250ms"
+max_message_bytes = 1048576
 
 [servers.fs]
 command = "npx"
 args = ["-y", "server-filesystem", "${HOME}/work"]
 env = { TOKEN = "${TOKEN}", LEVEL = "${LEVEL:-info}" }
+cwd = "/tmp"
 prefix = "files"
+call_timeout = "2m"
 era = "legacy"
 [servers.fs.tools.read_file]
 name = "read"
-hidden = false
+description = "Read a file"
+[servers.fs.tools.write_file]
+hidden = true
 
 [servers.remote]
 url = "http://127.0.0.1:9/mcp"
@@ -61,27 +94,51 @@ headers = { Authorization = "Bearer ${TOKEN}" }
 [servers.clock]
 builtin = "clock"
 enabled = false
+prefix = ""
 
 [aliases]
 old = "files.read"
 "#,
         Format::Toml,
     );
-    assert_eq!(config.gateway.separator, ".");
-    assert_eq!(config.gateway.call_timeout, Duration::from_secs(10));
-    assert_eq!(config.gateway.connect_timeout, Duration::from_millis(1500));
+    let gateway = &config.gateway;
+    assert_eq!(gateway.separator, ".");
+    assert!(!gateway.prefix_tools);
+    assert_eq!(gateway.call_timeout, Duration::from_secs(10));
+    assert_eq!(gateway.connect_timeout, Duration::from_millis(1500));
+    assert_eq!(gateway.discover_timeout, Duration::from_millis(250));
+    assert_eq!(gateway.max_message_bytes, 1 << 20);
     let ids: Vec<&str> = config.servers.iter().map(|s| s.id.as_str()).collect();
-    assert_eq!(ids, ["fs", "remote", "clock"]);
-    let Transport::Stdio { args, env, .. } = &config.servers[0].transport else {
-        panic!("stdio")
-    };
-    assert_eq!(args[2], "/home/u/work");
-    assert_eq!(env["LEVEL"], "info");
-    assert_eq!(config.servers[0].era, EraPreference::Legacy);
+    assert_eq!(ids, ["fs", "remote", "clock"], "file order, not sorted");
+    let fs = &config.servers[0];
     assert_eq!(
-        config.servers[0].tools["read_file"].name.as_deref(),
-        Some("read")
+        fs.transport,
+        Transport::Stdio {
+            command: "npx".into(),
+            args: vec![
+                "-y".into(),
+                "server-filesystem".into(),
+                "/home/u/work".into()
+            ],
+            env: BTreeMap::from([
+                ("LEVEL".into(), "info".into()),
+                ("TOKEN".into(), "t0k".into())
+            ]),
+            cwd: Some(PathBuf::from("/tmp")),
+        }
     );
+    assert_eq!(fs.prefix.as_deref(), Some("files"));
+    assert_eq!(fs.call_timeout, Some(Duration::from_secs(120)));
+    assert_eq!(fs.era, EraPreference::Legacy);
+    assert_eq!(
+        fs.tools["read_file"],
+        ToolOverrideConfig {
+            name: Some("read".into()),
+            description: Some("Read a file".into()),
+            hidden: false,
+        }
+    );
+    assert!(fs.tools["write_file"].hidden);
     assert_eq!(
         config.servers[1].transport,
         Transport::Sse {
@@ -90,103 +147,251 @@ old = "files.read"
         }
     );
     assert!(!config.servers[2].enabled);
+    assert_eq!(config.servers[2].prefix.as_deref(), Some(""));
     assert_eq!(config.aliases["old"], "files.read");
+    assert_eq!(config.source, None);
 }
 
 #[test]
-fn claude_desktop_vscode_and_seed_json() {
-    let claude = ok(
+fn an_empty_file_means_defaults_and_no_servers() {
+    let config = check_ok("", Format::Toml);
+    assert_eq!(config.gateway, GatewayConfig::default());
+    assert!(config.servers.is_empty());
+    let server = &check_ok("[servers.a]\ncommand = \"x\"\n", Format::Toml).servers[0];
+    assert_eq!(server, &ServerConfig::new("a", stdio("x", &[])));
+    assert_eq!(server.prefix, None);
+    assert_eq!(server.era, EraPreference::Auto);
+    assert!(server.enabled);
+}
+
+#[test]
+fn json_shapes() {
+    // Claude Desktop / Cursor, with JSONC comments and trailing commas.
+    check_servers(
         r#"{
   // Claude Desktop / Cursor
   "mcpServers": {
     "fs": {"command": "npx", "args": ["a"], "env": {"A": "1"}, "cwd": "/tmp"},
-    "web": {"url": "https://example.com/mcp", "headers": {"X": "y"}},
-  }
+    /* remote */ "web": {"url": "https://example.com/mcp", "headers": {"X": "y"},},
+    "old": {"url": "http://h/sse", "type": "sse"},
+    "new": {"url": "http://h/mcp", "type": "streamable-http"},
+  },
 }"#,
         Format::Json,
-    );
-    assert_eq!(claude.servers.len(), 2);
-    assert!(matches!(
-        claude.servers[1].transport,
-        Transport::Http { .. }
-    ));
-    let vscode = ok(
-        r#"{"servers": {"s": {"type": "sse", "url": "http://127.0.0.1:1/sse"}, "p": {"type": "stdio", "command": "x"}}}"#,
-        Format::Json,
-    );
-    assert!(matches!(vscode.servers[0].transport, Transport::Sse { .. }));
-    let seeds = ok(
-        r#"{"servers": [{"id": "mem", "name": "Memory", "command": "node", "args": [], "env": {}, "enabled": false}]}"#,
-        Format::Json,
-    );
-    assert_eq!(seeds.servers[0].id, "mem");
-    assert_eq!(seeds.servers[0].display_name.as_deref(), Some("Memory"));
-    assert!(!seeds.servers[0].enabled);
-}
-
-#[test]
-fn every_problem_is_located() {
-    problems(
-        "[gateway]\nseparatr = \"_\"\n\n[servers.a]\ncommand = \"x\"\nurl = \"http://h\"\n\n[servers.b]\nbuiltin = \"clok\"\ncall_timeout = \"soon\"\n\n[servers.c]\ncommand = \"${NOPE}\"\n",
-        Format::Toml,
         &[
-            (2, 1, "unknown key 'separatr'"),
-            (4, 1, "more than one"),
-            (9, 11, "unknown built-in 'clok'"),
-            (10, 16, "not a duration"),
-            (13, 12, "NOPE is not set"),
+            (
+                "fs",
+                Transport::Stdio {
+                    command: "npx".into(),
+                    args: vec!["a".into()],
+                    env: BTreeMap::from([("A".into(), "1".into())]),
+                    cwd: Some("/tmp".into()),
+                },
+            ),
+            (
+                "web",
+                Transport::Http {
+                    url: "https://example.com/mcp".into(),
+                    headers: BTreeMap::from([("X".into(), "y".into())]),
+                },
+            ),
+            ("old", sse("http://h/sse")),
+            ("new", http("http://h/mcp")),
         ],
     );
-    problems(
-        "{\"mcpServers\": {\"a b\": {\"command\": 3}}}",
+    // VS Code's .vscode/mcp.json.
+    check_servers(
+        r#"{"servers": {"s": {"type": "sse", "url": "http://127.0.0.1:1/sse"}, "h": {"type": "http", "url": "http://h/"}, "p": {"type": "stdio", "command": "x"}}}"#,
         Format::Json,
-        &[(1, 17, "server id 'a b'"), (1, 36, "must be a string")],
+        &[
+            ("s", sse("http://127.0.0.1:1/sse")),
+            ("h", http("http://h/")),
+            ("p", stdio("x", &[])),
+        ],
     );
-    problems(
-        "[servers.x]\nurl = \"ftp://h\"\n",
-        Format::Toml,
-        &[(2, 7, "must start with http")],
-    );
-    problems("[servers\n", Format::Toml, &[(1, 9, "TOML syntax error")]);
-    problems(
-        "{\"servers\": [{\"command\": \"x\"}]}",
+    // The seeds' array: `name` is a display name, `id` names the server.
+    let seeds = check_servers(
+        r#"{"servers": [{"id": "mem", "name": "Memory", "command": "node", "args": ["m.js"], "env": {}, "enabled": false}, {"id": "b", "command": "y"}]}"#,
         Format::Json,
-        &[(1, 14, "has no \"id\"")],
+        &[("mem", stdio("node", &["m.js"])), ("b", stdio("y", &[]))],
     );
+    assert_eq!(seeds.servers[0].display_name.as_deref(), Some("Memory"));
+    assert!(!seeds.servers[0].enabled);
+    assert!(seeds.servers[1].enabled);
+    // Foreign keys other clients write are accepted; `disabled` is honoured.
+    let foreign = check_ok(
+        r#"{"mcpServers": {"a": {"command": "x", "disabled": true, "autoApprove": [], "timeout": 5}}, "gateway": {"separator": "."}}"#,
+        Format::Json,
+    );
+    assert!(!foreign.servers[0].enabled);
+    assert_eq!(foreign.gateway.separator, ".");
 }
 
 #[test]
-fn hints_suggest_the_closest_key() {
-    let errors = Config::parse(
-        "[servers.a]\ncomand = \"x\"\n",
-        "f.toml",
+fn substitution() {
+    let cases = [
+        ("${HOME}/x", "/home/u/x"),
+        ("${MISSING:-fallback}", "fallback"),
+        ("${MISSING:-}", ""),
+        ("${HOME:-unused}", "/home/u"),
+        ("[${EMPTY}]", "[]"),
+        ("$${HOME}", "${HOME}"),
+        ("cost $$5", "cost $5"),
+        ("$HOME stays", "$HOME stays"),
+        ("${TOKEN}${TOKEN}", "t0kt0k"),
+        ("${MISSING:-a b:c}", "a b:c"),
+    ];
+    for (input, expected) in cases {
+        for format in [Format::Toml, Format::Json] {
+            let text = match format {
+                Format::Toml => format!("[servers.a]\ncommand = \"x\"\nargs = [{input:?}]\n"),
+                Format::Json => format!(
+                    "{{\"servers\": {{\"a\": {{\"command\": \"x\", \"args\": [{input:?}]}}}}}}"
+                ),
+            };
+            let config = check_ok(&text, format);
+            assert_eq!(
+                config.servers[0].transport,
+                stdio("x", &[expected]),
+                "{input} in {format:?}"
+            );
+        }
+    }
+    // Every string value is substituted: url, headers, cwd, env, aliases.
+    let config = check_ok(
+        "[servers.a]\nurl = \"https://${MISSING:-h}/${TOKEN}\"\nheaders = { A = \"${TOKEN}\" }\n[aliases]\nx = \"${TOKEN}\"\n",
         Format::Toml,
-        &env(),
-    )
-    .expect_err("typo");
-    let text = errors.to_string();
-    assert!(text.contains("f.toml:2:1: unknown key 'comand'"), "{text}");
-    assert!(text.contains("did you mean 'command'?"), "{text}");
+    );
+    assert_eq!(
+        config.servers[0].transport,
+        Transport::Http {
+            url: "https://h/t0k".into(),
+            headers: BTreeMap::from([("A".into(), "t0k".into())])
+        }
+    );
+    assert_eq!(config.aliases["x"], "t0k");
 }
 
 #[test]
 fn durations() {
-    use super::validate::parse_duration;
-    assert_eq!(parse_duration("500ms"), Some(Duration::from_millis(500)));
-    assert_eq!(parse_duration("1.5s"), Some(Duration::from_millis(1500)));
-    assert_eq!(parse_duration("2m"), Some(Duration::from_secs(120)));
-    assert_eq!(parse_duration("s"), None);
-    assert_eq!(parse_duration("5 parsecs"), None);
+    let cases = [
+        ("\"500ms\"", Some(Duration::from_millis(500))),
+        ("\"30s\"", Some(Duration::from_secs(30))),
+        ("\"2m\"", Some(Duration::from_secs(120))),
+        ("\"1.5s\"", Some(Duration::from_millis(1500))),
+        ("\"${TIMEOUT:-5s}\"", Some(Duration::from_secs(5))),
+        ("250", Some(Duration::from_millis(250))),
+        ("0", Some(Duration::ZERO)),
+        ("-1", None),
+        ("1.5", None),
+        ("\"30\"", None),
+        ("\"soon\"", None),
+        ("true", None),
+    ];
+    for (value, expected) in cases {
+        let text = format!("[gateway]\ncall_timeout = {value}\n");
+        let parsed = Config::parse(&text, Origin::Inline, Format::Toml, &env());
+        assert_eq!(
+            parsed.ok().map(|c| c.gateway.call_timeout),
+            expected,
+            "{value}"
+        );
+    }
+}
+
+#[test]
+fn format_follows_the_extension() {
+    let cases = [
+        ("switchboard.toml", Format::Toml),
+        ("claude_desktop_config.json", Format::Json),
+        (".vscode/mcp.jsonc", Format::Json),
+        ("X.JSON", Format::Json),
+        ("noext", Format::Toml),
+    ];
+    for (path, expected) in cases {
+        assert_eq!(Format::of(Path::new(path)), expected, "{path}");
+    }
+}
+
+#[test]
+fn load_reads_a_file_and_records_its_source() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("mcp.json");
+    std::fs::write(&path, r#"{"mcpServers": {"a": {"command": "x"}}}"#).expect("write");
+    let config = Config::load(&path, &env()).expect("valid");
+    assert_eq!(config.source.as_deref(), Some(path.as_path()));
+    assert_eq!(config.servers[0].transport, stdio("x", &[]));
+    let missing = dir.path().join("missing.toml");
+    let errors = Config::load(&missing, &env()).expect_err("missing");
+    assert_eq!(errors.0.len(), 1);
+    assert!(
+        errors
+            .to_string()
+            .starts_with(&format!("{}: cannot read", missing.display()))
+    );
+}
+
+/// The full example in docs/config.md is valid (and stays so).
+#[test]
+fn the_documented_example_is_valid() {
+    let docs = include_str!("../../../../docs/config.md");
+    let example = docs
+        .split("```toml\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("docs/config.md has a ```toml example");
+    let config = check_ok(example, Format::Toml);
+    assert!(config.servers.len() >= 3, "{config:?}");
 }
 
 #[test]
 fn default_config_runs_the_clock() {
     let config = Config::builtin_default();
-    assert_eq!(config.servers.len(), 1);
+    assert_eq!(config.source, None);
+    assert_eq!(config.gateway, GatewayConfig::default());
+    assert_eq!(config.gateway.separator, "__");
+    assert_eq!(config.gateway.call_timeout, Duration::from_secs(60));
+    assert_eq!(config.gateway.connect_timeout, Duration::from_secs(30));
+    assert_eq!(config.gateway.discover_timeout, Duration::from_secs(2));
+    assert_eq!(config.gateway.max_message_bytes, 16 * 1024 * 1024);
+    let ids: Vec<(&str, &Transport)> = config
+        .servers
+        .iter()
+        .map(|s| (s.id.as_str(), &s.transport))
+        .collect();
     assert_eq!(
-        config.servers[0].transport,
-        Transport::Builtin {
-            name: "clock".into()
-        }
+        ids,
+        [(
+            "clock",
+            &Transport::Builtin {
+                name: "clock".into()
+            }
+        )]
     );
+}
+
+/// Every prefix of a valid file (a half-written or truncated config) gives problems or a
+/// config, never a panic; positions stay inside the text.
+#[test]
+fn truncated_files_never_panic() {
+    let samples = [
+        (
+            "[gateway]\nseparator = \"__\"\n[servers.é]\ncommand = \"${HOME}/ü\"\nargs = [\"\\u00e9\", '''x''']\n[servers.é.tools.t]\nname = \"n\"\n",
+            Format::Toml,
+        ),
+        (
+            "{\n // c\n \"mcpServers\": {\"é\": {\"command\": \"x\\u00e9${A:-b}\", /* c */ \"args\": [1.5e3, -2, true, null],},\n \"w\": {\"url\": \"http://h\", \"type\": \"sse\"}}}",
+            Format::Json,
+        ),
+    ];
+    for (text, format) in samples {
+        let lines = text.lines().count().max(1);
+        for end in (0..=text.len()).filter(|i| text.is_char_boundary(*i)) {
+            if let Err(errors) = Config::parse(&text[..end], Origin::Inline, format, &env()) {
+                for problem in &errors.0 {
+                    assert!(problem.line <= lines, "{problem} in {:?}", &text[..end]);
+                }
+            }
+        }
+    }
 }

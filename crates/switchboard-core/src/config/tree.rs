@@ -1,19 +1,29 @@
 //! A format-neutral tree of config values, each remembering where it was written.
 
-/// Where a node starts (1-based line and column).
+/// Where a node starts: 1-based line and column (in characters), and the byte offset in the
+/// source text (which lets a problem inside a string point at the exact character).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Pos {
     pub line: usize,
     pub column: usize,
+    pub offset: usize,
 }
 
 impl Pos {
     /// The position of byte `offset` in `text`.
     pub fn at(text: &str, offset: usize) -> Self {
-        let before = &text[..offset.min(text.len())];
+        let mut offset = offset.min(text.len());
+        while !text.is_char_boundary(offset) {
+            offset -= 1;
+        }
+        let before = &text[..offset];
         let line = before.matches('\n').count() + 1;
         let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-        Self { line, column }
+        Self {
+            line,
+            column,
+            offset,
+        }
     }
 }
 
@@ -59,6 +69,17 @@ impl Node {
                 .iter()
                 .find(|(k, _, _)| k == key)
                 .map(|(_, _, node)| node),
+            _ => None,
+        }
+    }
+
+    /// Where the key `key` of a table node was written.
+    pub fn key_pos(&self, key: &str) -> Option<Pos> {
+        match &self.value {
+            Value::Table(entries) => entries
+                .iter()
+                .find(|(k, _, _)| k == key)
+                .map(|(_, pos, _)| *pos),
             _ => None,
         }
     }

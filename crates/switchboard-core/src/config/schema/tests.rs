@@ -1,0 +1,91 @@
+//! The checked-in schema matches the types, has the validator's keys, and accepts the
+//! documented example.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use super::native_schema;
+use crate::config::server::{SERVER_KEYS, TOOL_KEYS};
+use crate::config::validate::{GATEWAY_KEYS, ROOT_KEYS};
+
+fn schema() -> Value {
+    serde_json::from_str(&native_schema()).expect("the generated schema is JSON")
+}
+
+fn properties(schema: &Value, pointer: &str) -> BTreeSet<String> {
+    schema
+        .pointer(pointer)
+        .and_then(Value::as_object)
+        .map(|props| props.keys().cloned().collect())
+        .unwrap_or_default()
+}
+
+fn keys(list: &[&str], json_only: &[&str]) -> BTreeSet<String> {
+    list.iter()
+        .filter(|k| !json_only.contains(k))
+        .map(|k| (*k).to_owned())
+        .collect()
+}
+
+#[test]
+fn checked_in_schema_matches_the_types() {
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../schema/switchboard.schema.json");
+    let generated = native_schema();
+    if std::env::var_os("SWITCHBOARD_BLESS").is_some() {
+        std::fs::write(&path, &generated).expect("write schema");
+    }
+    let checked_in = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        checked_in == generated,
+        "{} is out of date with the types in config/schema.rs; \
+         run SWITCHBOARD_BLESS=1 cargo test -p switchboard-core config to update it, and commit it",
+        path.display()
+    );
+}
+
+/// The schema describes exactly the keys the validator accepts (minus the JSON-only ones).
+#[test]
+fn schema_and_validator_know_the_same_keys() {
+    let schema = schema();
+    let cases = [
+        ("/properties", keys(&ROOT_KEYS, &["mcpServers"])),
+        ("/$defs/Gateway/properties", keys(&GATEWAY_KEYS, &[])),
+        (
+            "/$defs/Server/properties",
+            keys(&SERVER_KEYS, &["type", "id"]),
+        ),
+        ("/$defs/ToolOverride/properties", keys(&TOOL_KEYS, &[])),
+    ];
+    for (pointer, expected) in cases {
+        assert_eq!(properties(&schema, pointer), expected, "{pointer}");
+    }
+}
+
+#[test]
+fn the_documented_example_satisfies_the_schema() {
+    let docs = include_str!("../../../../../docs/config.md");
+    let example = docs
+        .split("```toml\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("docs/config.md has a ```toml example");
+    let instance: Value = toml::from_str(example).expect("the example is TOML");
+    let validator = jsonschema::validator_for(&schema()).expect("a valid schema");
+    let errors: Vec<String> = validator
+        .iter_errors(&instance)
+        .map(|e| format!("{}: {e}", e.instance_path))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    let bad: Value = toml::from_str(
+        "[gateway]\nseparatr = \"_\"\n[servers.\"a b\"]\nera = \"new\"\ncall_timeout = \"soon\"\n",
+    )
+    .expect("TOML");
+    assert_eq!(
+        validator.iter_errors(&bad).count(),
+        4,
+        "every mistake is caught"
+    );
+}

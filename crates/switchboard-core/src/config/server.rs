@@ -1,0 +1,200 @@
+//! `[servers.ID]` (and the JSON `mcpServers` / `servers` forms): one server's settings and
+//! its per-tool overrides. The transport keys are read by [`super::transport`].
+
+use super::model::{EraPreference, ServerConfig, ToolOverrideConfig, Transport};
+use super::tree::{Node, Pos, Value};
+use super::validate::{Walk, is_name_text};
+
+/// Keys a server entry may carry (native and JSON forms together).
+pub(super) const SERVER_KEYS: [&str; 16] = [
+    "command",
+    "args",
+    "env",
+    "cwd",
+    "url",
+    "headers",
+    "transport",
+    "type",
+    "builtin",
+    "prefix",
+    "era",
+    "call_timeout",
+    "tools",
+    "enabled",
+    "id",
+    "name",
+];
+/// Keys other MCP clients write in the same files; accepted and ignored (`disabled` is mapped).
+pub(super) const FOREIGN_SERVER_KEYS: [&str; 5] = [
+    "disabled",
+    "autoApprove",
+    "alwaysAllow",
+    "timeout",
+    "description",
+];
+pub(super) const TOOL_KEYS: [&str; 3] = ["name", "description", "hidden"];
+const MAX_ID_LEN: usize = 64;
+
+impl Walk<'_> {
+    /// `servers` / `mcpServers`: an object keyed by id, or the seeds' array of `{"id": …}`.
+    pub(super) fn servers(&mut self, node: &Node, key: &str, servers: &mut Vec<ServerConfig>) {
+        match &node.value {
+            Value::Table(entries) => {
+                for (id, id_pos, server) in entries {
+                    self.server(id, *id_pos, server, key, servers);
+                }
+            }
+            Value::Array(items) => {
+                for (index, item) in items.iter().enumerate() {
+                    match item.get("id") {
+                        Some(Node {
+                            value: Value::String(id),
+                            pos,
+                        }) => self.server(id, *pos, item, key, servers),
+                        Some(other) => self.problem(
+                            other.pos,
+                            format!(
+                                "{key}[{index}].id must be a string, found {}",
+                                other.value.kind()
+                            ),
+                            None,
+                        ),
+                        None => self.problem(
+                            item.pos,
+                            format!("{key}[{index}] has no \"id\""),
+                            Some("each entry of a servers array needs an \"id\" string".to_owned()),
+                        ),
+                    }
+                }
+            }
+            other => self.problem(
+                node.pos,
+                format!(
+                    "{key} must be a table/object or an array, found {}",
+                    other.kind()
+                ),
+                None,
+            ),
+        }
+    }
+
+    fn server(
+        &mut self,
+        id: &str,
+        id_pos: Pos,
+        node: &Node,
+        section: &str,
+        servers: &mut Vec<ServerConfig>,
+    ) {
+        let what = format!("{section}.{id}");
+        if !is_valid_id(id) {
+            self.problem(
+                id_pos,
+                format!("server id '{id}' is not allowed"),
+                Some(format!("use 1-{MAX_ID_LEN} characters of A-Z a-z 0-9 _ -")),
+            );
+        }
+        if servers.iter().any(|s| s.id == id) {
+            self.problem(
+                id_pos,
+                format!("server id '{id}' is used twice"),
+                Some("server ids must be unique across \"servers\" and \"mcpServers\"".to_owned()),
+            );
+        }
+        let entries = self.table(node, &what);
+        for (key, key_pos, _) in entries {
+            if !SERVER_KEYS.contains(&key.as_str()) && !FOREIGN_SERVER_KEYS.contains(&key.as_str())
+            {
+                self.unknown(*key_pos, key, &what, &SERVER_KEYS);
+            }
+        }
+        let transport = self.transport(node, &what);
+        // A placeholder keeps the walk going; the problem above already fails the config.
+        let placeholder = Transport::Builtin {
+            name: String::new(),
+        };
+        let mut server = ServerConfig::new(id, transport.unwrap_or(placeholder));
+        for (key, _, value) in entries {
+            let key_what = format!("{what}.{key}");
+            match key.as_str() {
+                "name" => server.display_name = self.string(value, &key_what),
+                "enabled" => server.enabled = self.bool(value, &key_what).unwrap_or(true),
+                "disabled" => server.enabled = !self.bool(value, &key_what).unwrap_or(false),
+                "prefix" => server.prefix = self.prefix(value, &key_what),
+                "call_timeout" => server.call_timeout = self.duration(value, &key_what),
+                "era" => server.era = self.era(value, &key_what),
+                "tools" => {
+                    for (tool, _, spec) in self.table(value, &key_what) {
+                        let spec = self.tool_override(spec, &format!("{key_what}.{tool}"));
+                        server.tools.insert(tool.clone(), spec);
+                    }
+                }
+                _ => {}
+            }
+        }
+        servers.push(server);
+    }
+
+    fn prefix(&mut self, node: &Node, what: &str) -> Option<String> {
+        let prefix = self.string(node, what)?;
+        if !is_name_text(&prefix) {
+            self.problem(
+                node.pos,
+                format!("prefix '{prefix}' is not allowed"),
+                Some("use A-Z a-z 0-9 _ - . or \"\" for no prefix".to_owned()),
+            );
+        }
+        Some(prefix)
+    }
+
+    fn era(&mut self, node: &Node, what: &str) -> EraPreference {
+        match self.string(node, what).as_deref() {
+            Some("auto") | None => EraPreference::Auto,
+            Some("legacy") => EraPreference::Legacy,
+            Some("modern") => EraPreference::Modern,
+            Some(other) => {
+                self.problem(
+                    node.pos,
+                    format!("era '{other}' is not known"),
+                    Some("use \"auto\", \"legacy\" or \"modern\"".to_owned()),
+                );
+                EraPreference::Auto
+            }
+        }
+    }
+
+    fn tool_override(&mut self, node: &Node, what: &str) -> ToolOverrideConfig {
+        let mut spec = ToolOverrideConfig::default();
+        for (key, key_pos, value) in self.table(node, what) {
+            let key_what = format!("{what}.{key}");
+            match key.as_str() {
+                "name" => {
+                    spec.name = self.string(value, &key_what);
+                    if spec.name.as_deref() == Some("") {
+                        self.problem(
+                            value.pos,
+                            format!("{key_what} is empty"),
+                            Some(
+                                "omit it to keep the upstream name, or set hidden = true"
+                                    .to_owned(),
+                            ),
+                        );
+                    }
+                }
+                "description" => spec.description = self.string(value, &key_what),
+                "hidden" => spec.hidden = self.bool(value, &key_what).unwrap_or(false),
+                other => self.unknown(*key_pos, other, what, &TOOL_KEYS),
+            }
+        }
+        spec
+    }
+}
+
+/// A server id: 1–64 characters of `A-Z a-z 0-9 _ -`.
+fn is_valid_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= MAX_ID_LEN
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}

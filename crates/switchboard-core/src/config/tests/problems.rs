@@ -1,0 +1,321 @@
+//! Every kind of problem, each with its exact `line:column`, and several at once.
+
+use super::*;
+
+/// Asserts the exact problems, in order, as (line, column, message fragment).
+fn check(text: &str, format: Format, expected: &[(usize, usize, &str)]) {
+    let errors = match Config::parse(text, Origin::Inline, format, &env()) {
+        Ok(config) => panic!("expected problems in\n{text}\ngot {config:?}"),
+        Err(errors) => errors,
+    };
+    let found: Vec<(usize, usize, &str)> = errors
+        .0
+        .iter()
+        .map(|p| (p.line, p.column, p.message.as_str()))
+        .collect();
+    assert_eq!(found.len(), expected.len(), "{text}\n---\n{errors}");
+    for (found, expected) in found.iter().zip(expected) {
+        assert_eq!(
+            (found.0, found.1),
+            (expected.0, expected.1),
+            "{text}\n---\n{errors}"
+        );
+        assert!(
+            found.2.contains(expected.2),
+            "'{}' lacks '{}'",
+            found.2,
+            expected.2
+        );
+    }
+}
+
+fn toml(text: &str, expected: &[(usize, usize, &str)]) {
+    check(text, Format::Toml, expected);
+}
+
+fn json(text: &str, expected: &[(usize, usize, &str)]) {
+    check(text, Format::Json, expected);
+}
+
+#[test]
+fn syntax_errors() {
+    toml("[servers\n", &[(1, 9, "TOML syntax error")]);
+    toml("a = \n", &[(1, 5, "TOML syntax error")]);
+    json(
+        "{\n  \"mcpServers\": {\n    \"a\": {\"command\": \"x\"\n  }\n",
+        &[(5, 1, "JSON syntax error")],
+    );
+    json("{\"a\": 1 \"b\": 2}", &[(1, 9, "expected ','")]);
+    json(
+        "{\"mcpServers\": {}, \"mcpServers\": {}}",
+        &[(1, 20, "duplicate key")],
+    );
+    json("[1, 2]", &[(1, 1, "must be a table/object")]);
+}
+
+#[test]
+fn unknown_keys_with_hints() {
+    toml(
+        "[gateway]\nseparatr = \"_\"\n",
+        &[(2, 1, "unknown key 'separatr' in [gateway]")],
+    );
+    toml(
+        "[server.a]\ncommand = \"x\"\n",
+        &[(1, 2, "unknown key 'server'")],
+    );
+    toml(
+        "[servers.a]\ncommand = \"x\"\n  argz = []\n",
+        &[(3, 3, "unknown key 'argz' in servers.a")],
+    );
+    toml(
+        "[servers.a]\ncommand = \"x\"\n[servers.a.tools.t]\nhide = true\n",
+        &[(4, 1, "unknown key 'hide' in servers.a.tools.t")],
+    );
+    json(
+        "{\"mcpServers\": {\"a\": {\"command\": \"x\", \"arg\": []}}}",
+        &[(1, 39, "unknown key 'arg'")],
+    );
+    json("{}", &[(1, 1, "no servers")]);
+    let errors = Config::parse(
+        "[servers.a]\ncomand = \"x\"\n",
+        "f.toml",
+        Format::Toml,
+        &env(),
+    )
+    .expect_err("typo");
+    let text = errors.to_string();
+    assert!(
+        text.contains(
+            "f.toml:2:1: unknown key 'comand' in servers.a\n  hint: did you mean 'command'?"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn wrong_types() {
+    toml(
+        "[gateway]\nprefix_tools = \"yes\"\n",
+        &[(2, 16, "must be true or false, found a string")],
+    );
+    toml(
+        "[gateway]\nmax_message_bytes = 10\n",
+        &[(2, 21, "at least 1024")],
+    );
+    toml(
+        "gateway = 3\n",
+        &[(1, 11, "gateway must be a table/object, found an integer")],
+    );
+    toml(
+        "[servers.a]\ncommand = \"x\"\nargs = \"-v\"\n",
+        &[(3, 8, "must be an array of strings")],
+    );
+    toml(
+        "[servers.a]\ncommand = \"x\"\nargs = [\"a\", 2]\n",
+        &[(3, 14, "args[1] must be a string, found an integer")],
+    );
+    toml(
+        "[servers.a]\ncommand = \"x\"\nenv = { A = 1 }\n",
+        &[(3, 13, "env.A must be a string")],
+    );
+    toml(
+        "[servers.a]\ncommand = \"x\"\nenabled = 1\n",
+        &[(3, 11, "must be true or false")],
+    );
+    json(
+        "{\"mcpServers\": {\"a\": {\"command\": 3}}}",
+        &[(1, 34, "command must be a string")],
+    );
+    json(
+        "{\"servers\": 3}",
+        &[(1, 13, "must be a table/object or an array")],
+    );
+    json(
+        "{\"servers\": [{\"command\": \"x\"}]}",
+        &[(1, 14, "has no \"id\"")],
+    );
+    json(
+        "{\"servers\": [{\"id\": 7, \"command\": \"x\"}]}",
+        &[(1, 21, "id must be a string")],
+    );
+}
+
+#[test]
+fn transports() {
+    toml(
+        "[servers.a]\ncommand = \"x\"\nurl = \"http://h\"\n",
+        &[(
+            3,
+            1,
+            "more than one of \"command\", \"url\" and \"builtin\"",
+        )],
+    );
+    toml(
+        "[servers.a]\nprefix = \"p\"\n",
+        &[(1, 1, "needs one of \"command\"")],
+    );
+    json("{\"mcpServers\": {\"a\": {}}}", &[(1, 22, "needs one of")]);
+    toml(
+        "[servers.a]\ncommand = \"  \"\n",
+        &[(2, 11, "servers.a.command is empty")],
+    );
+    toml(
+        "[servers.a]\nurl = \"ftp://h\"\n",
+        &[(2, 7, "must start with http:// or https://")],
+    );
+    toml(
+        "[servers.a]\nurl = \"localhost:8000\"\n",
+        &[(2, 7, "must start with http://")],
+    );
+    toml(
+        "[servers.a]\nurl = \"https:///mcp\"\n",
+        &[(2, 7, "has no host")],
+    );
+    toml(
+        "[servers.a]\nbuiltin = \"clok\"\n",
+        &[(2, 11, "unknown built-in 'clok'")],
+    );
+    toml(
+        "[servers.a]\nurl = \"http://h\"\ntransport = \"websocket\"\n",
+        &[(3, 13, "transport 'websocket' does not go with \"url\"")],
+    );
+    toml(
+        "[servers.a]\ncommand = \"x\"\ntransport = \"sse\"\n",
+        &[(3, 13, "transport 'sse' does not go with \"command\"")],
+    );
+    toml(
+        "[servers.a]\nurl = \"http://h\"\nargs = [\"x\"]\n",
+        &[(3, 1, "args is for stdio servers")],
+    );
+    toml(
+        "[servers.a]\ncommand = \"x\"\nheaders = {}\n",
+        &[(3, 1, "headers is for HTTP servers")],
+    );
+}
+
+#[test]
+fn names_and_values() {
+    toml(
+        "[servers.\"a b\"]\nbuiltin = \"clock\"\n",
+        &[(1, 10, "server id 'a b' is not allowed")],
+    );
+    let long = "x".repeat(65);
+    toml(
+        &format!("[servers.{long}]\nbuiltin = \"clock\"\n"),
+        &[(1, 10, "is not allowed")],
+    );
+    check_ok(
+        &format!("[servers.{}]\nbuiltin = \"clock\"\n", &long[1..]),
+        Format::Toml,
+    );
+    toml(
+        "[gateway]\nseparator = \"\"\n",
+        &[(2, 13, "separator '' is not allowed")],
+    );
+    toml(
+        "[gateway]\nseparator = \"::\"\n",
+        &[(2, 13, "separator '::' is not allowed")],
+    );
+    toml(
+        "[servers.a]\nbuiltin = \"clock\"\nprefix = \"a/b\"\n",
+        &[(3, 10, "prefix 'a/b'")],
+    );
+    toml(
+        "[servers.a]\nbuiltin = \"clock\"\nera = \"2025\"\n",
+        &[(3, 7, "era '2025' is not known")],
+    );
+    toml(
+        "[servers.a]\nbuiltin = \"clock\"\ncall_timeout = \"soon\"\n",
+        &[(3, 16, "not a duration")],
+    );
+    toml(
+        "[gateway]\nconnect_timeout = -5\n",
+        &[(2, 19, "not a duration")],
+    );
+    toml(
+        "[servers.a]\nbuiltin = \"clock\"\n[servers.a.tools.t]\nname = \"\"\n",
+        &[(4, 8, "tools.t.name is empty")],
+    );
+    json(
+        "{\"mcpServers\": {\"a\": {\"command\": \"x\"}}, \"servers\": {\"a\": {\"command\": \"y\"}}}",
+        &[(1, 53, "server id 'a' is used twice")],
+    );
+}
+
+#[test]
+fn unset_variables_point_at_the_reference() {
+    toml(
+        "[servers.a]\ncommand = \"${NOPE}\"\n",
+        &[(2, 12, "NOPE is not set")],
+    );
+    toml(
+        "[servers.a]\ncommand = \"x\"\nargs = [\"$$\", \"a $$ ${NOPE}\"]\n",
+        &[(3, 21, "args[1]: environment variable NOPE is not set")],
+    );
+    // An escape before the reference does not shift the column.
+    toml(
+        "[servers.a]\ncommand = \"\\t${NOPE}\"\n",
+        &[(2, 14, "NOPE")],
+    );
+    // In a multi-line string the reference's own line is reported.
+    toml(
+        "[servers.a]\ncommand = \"\"\"\nx\n  ${NOPE}\"\"\"\n",
+        &[(4, 3, "NOPE")],
+    );
+    json(
+        "{\"mcpServers\": {\"a\": {\"url\": \"http://${HOST}/\"}}}",
+        &[(1, 38, "HOST is not set")],
+    );
+    toml(
+        "[servers.a]\ncommand = \"${bad name}\"\n",
+        &[(2, 12, "not a valid variable reference")],
+    );
+    toml(
+        "[servers.a]\ncommand = \"${OPEN\"\n",
+        &[(2, 12, "unclosed")],
+    );
+}
+
+#[test]
+fn every_problem_is_reported_at_once() {
+    toml(
+        "[gateway]\nseparatr = \"_\"\ncall_timeout = \"fast\"\n\n[servers.a]\ncommand = \"x\"\nurl = \"http://h\"\n\n[servers.b]\nbuiltin = \"clok\"\ncall_timeout = \"soon\"\n\n[servers.c]\ncommand = \"${NOPE}\"\nera = \"new\"\n",
+        &[
+            (2, 1, "unknown key 'separatr'"),
+            (3, 16, "gateway.call_timeout is not a duration"),
+            (7, 1, "more than one"),
+            (10, 11, "unknown built-in 'clok'"),
+            (11, 16, "not a duration"),
+            (14, 12, "NOPE is not set"),
+            (15, 7, "era 'new'"),
+        ],
+    );
+    json(
+        "{\n  \"mcpServers\": {\n    \"a b\": {\"command\": 3},\n    \"ok\": {\"command\": \"x\"},\n    \"c\": {\"url\": \"ftp://x\", \"tols\": {}}\n  }\n}",
+        &[
+            (3, 5, "server id 'a b'"),
+            (3, 24, "must be a string"),
+            (5, 29, "unknown key 'tols'"),
+            (5, 18, "must start with http"),
+        ],
+    );
+}
+
+#[test]
+fn display_lists_every_problem_with_its_hint() {
+    let errors = ConfigErrors(vec![
+        Problem::new(
+            "c.toml",
+            2,
+            1,
+            "unknown key 'comand'",
+            Some("did you mean 'command'?".into()),
+        ),
+        Problem::new("c.toml", 5, 7, "bad", None),
+        Problem::new("c.toml", 0, 0, "cannot read", None),
+    ]);
+    assert_eq!(
+        errors.to_string(),
+        "c.toml:2:1: unknown key 'comand'\n  hint: did you mean 'command'?\nc.toml:5:7: bad\nc.toml: cannot read"
+    );
+}

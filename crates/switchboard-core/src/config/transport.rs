@@ -1,0 +1,194 @@
+//! How a server is reached: exactly one of `command` (stdio child), `url` (Streamable HTTP or
+//! legacy SSE) or `builtin` (in-process), plus the keys that go with it.
+
+use std::path::PathBuf;
+
+use super::model::Transport;
+use super::suggest;
+use super::tree::{Node, Pos};
+use super::validate::Walk;
+
+/// Built-in tool providers a config may name (kept in step with `switchboard-tools`).
+pub const BUILTINS: [&str; 1] = ["clock"];
+
+/// Spellings of the Streamable HTTP transport that MCP clients write.
+const HTTP_KINDS: [&str; 4] = [
+    "http",
+    "streamable-http",
+    "streamableHttp",
+    "streamable_http",
+];
+const TRANSPORT_HINT: &str = "stdio: command = \"npx\"; HTTP: url = \"http://127.0.0.1:8000/mcp\"; built-in: builtin = \"clock\"";
+
+impl Walk<'_> {
+    /// Reads the transport of the server table `node`; `None` after reporting a problem.
+    pub(super) fn transport(&mut self, node: &Node, what: &str) -> Option<Transport> {
+        let field = |name: &str| node.get(name);
+        let kind_node = field("transport").or_else(|| field("type"));
+        let kind = kind_node.and_then(|n| self.string(n, &format!("{what}.transport")));
+        let kind_pos = kind_node.map_or(node.pos, |n| n.pos);
+        let (command, url, builtin) = (field("command"), field("url"), field("builtin"));
+        let given = [command, url, builtin].iter().flatten().count();
+        if given != 1 {
+            let (pos, message) = if given == 0 {
+                (
+                    node.pos,
+                    format!(
+                        "server '{what}' needs one of \"command\" (stdio), \"url\" (HTTP) or \"builtin\""
+                    ),
+                )
+            } else {
+                // Point at the second of the clashing keys, where the conflict becomes visible.
+                let second = [("command", command), ("url", url), ("builtin", builtin)]
+                    .into_iter()
+                    .filter_map(|(key, value)| Some(node.key_pos(key).unwrap_or(value?.pos)))
+                    .nth(1)
+                    .unwrap_or(node.pos);
+                (
+                    second,
+                    format!(
+                        "server '{what}' has more than one of \"command\", \"url\" and \"builtin\""
+                    ),
+                )
+            };
+            self.problem(pos, message, Some(TRANSPORT_HINT.to_owned()));
+            return None;
+        }
+        if let Some(command_node) = command {
+            if let Some(kind) = kind.as_deref().filter(|k| *k != "stdio") {
+                self.problem(
+                    kind_pos,
+                    format!("transport '{kind}' does not go with \"command\""),
+                    Some(
+                        "a command is run as a stdio child; drop transport, or use url for HTTP"
+                            .to_owned(),
+                    ),
+                );
+            }
+            return self.stdio(node, command_node, what);
+        }
+        if let Some(url_node) = url {
+            return self.http(node, url_node, kind.as_deref(), kind_pos, what);
+        }
+        let builtin_node = builtin?;
+        if let Some(kind) = kind {
+            self.problem(
+                kind_pos,
+                format!("transport '{kind}' does not go with \"builtin\""),
+                Some("a built-in is served in-process; drop transport".to_owned()),
+            );
+        }
+        let name = self.string(builtin_node, &format!("{what}.builtin"))?;
+        if !BUILTINS.contains(&name.as_str()) {
+            self.problem(
+                builtin_node.pos,
+                format!("unknown built-in '{name}'"),
+                Some(suggest::hint(&name, &BUILTINS, "available")),
+            );
+            return None;
+        }
+        Some(Transport::Builtin { name })
+    }
+
+    fn stdio(&mut self, node: &Node, command_node: &Node, what: &str) -> Option<Transport> {
+        let command = self.string(command_node, &format!("{what}.command"));
+        let args = node
+            .get("args")
+            .map(|n| self.strings(n, &format!("{what}.args")))
+            .unwrap_or_default();
+        let env = node
+            .get("env")
+            .map(|n| self.string_map(n, &format!("{what}.env")))
+            .unwrap_or_default();
+        let cwd = node
+            .get("cwd")
+            .and_then(|n| self.string(n, &format!("{what}.cwd")))
+            .map(PathBuf::from);
+        self.reject_keys(node, what, &["url", "headers"], "HTTP", "\"command\"");
+        let command = command?;
+        if command.trim().is_empty() {
+            self.problem(
+                command_node.pos,
+                format!("{what}.command is empty"),
+                Some("name the program to run, e.g. command = \"npx\"".to_owned()),
+            );
+            return None;
+        }
+        Some(Transport::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        })
+    }
+
+    fn http(
+        &mut self,
+        node: &Node,
+        url_node: &Node,
+        kind: Option<&str>,
+        kind_pos: Pos,
+        what: &str,
+    ) -> Option<Transport> {
+        let url = self.string(url_node, &format!("{what}.url"));
+        let headers = node
+            .get("headers")
+            .map(|n| self.string_map(n, &format!("{what}.headers")))
+            .unwrap_or_default();
+        self.reject_keys(node, what, &["args", "env", "cwd"], "stdio", "\"url\"");
+        let url = url?;
+        if let Err(message) = check_url(&url) {
+            self.problem(
+                url_node.pos,
+                format!("url '{url}' {message}"),
+                Some(
+                    "write e.g. \"http://127.0.0.1:8000/mcp\" or \"https://example.com/mcp\""
+                        .to_owned(),
+                ),
+            );
+            return None;
+        }
+        match kind {
+            None => Some(Transport::Http { url, headers }),
+            Some(k) if HTTP_KINDS.contains(&k) => Some(Transport::Http { url, headers }),
+            Some("sse") => Some(Transport::Sse { url, headers }),
+            Some(other) => {
+                self.problem(
+                    kind_pos,
+                    format!("transport '{other}' does not go with \"url\""),
+                    Some("use \"streamable-http\" (the default for url) or \"sse\"".to_owned()),
+                );
+                None
+            }
+        }
+    }
+
+    /// Reports keys of the other transport (`args` next to `url`, `headers` next to `command`).
+    fn reject_keys(&mut self, node: &Node, what: &str, keys: &[&str], other: &str, chosen: &str) {
+        for key in keys {
+            if let Some(value) = node.get(key) {
+                let pos = node.key_pos(key).unwrap_or(value.pos);
+                self.problem(
+                    pos,
+                    format!("{what}.{key} is for {other} servers, but this one has {chosen}"),
+                    None,
+                );
+            }
+        }
+    }
+}
+
+/// An upstream URL: `http://` or `https://` and a host.
+fn check_url(url: &str) -> Result<(), &'static str> {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return Err("must start with http:// or https://");
+    };
+    if !scheme.eq_ignore_ascii_case("http") && !scheme.eq_ignore_ascii_case("https") {
+        return Err("must start with http:// or https://");
+    }
+    let host = rest.split(['/', '?', '#']).next().unwrap_or("");
+    if host.is_empty() || host.contains(char::is_whitespace) {
+        return Err("has no host");
+    }
+    Ok(())
+}
