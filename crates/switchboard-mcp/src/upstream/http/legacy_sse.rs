@@ -3,6 +3,7 @@
 //! arrives as a `message` event on that stream.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
@@ -12,15 +13,36 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::AbortHandle;
 
 use super::sse::SseParser;
-use super::{failed_request, header_map, http_client, snippet};
+use super::{error_chain, failed_request, header_map, http_client, snippet};
 use crate::jsonrpc::Message;
 use crate::upstream::transport::{Inbound, Opened, Transport, TransportError};
 
-struct LegacySse {
+struct Inner {
+    server: String,
     endpoint: reqwest::Url,
     headers: HeaderMap,
     inbound: mpsc::Sender<Inbound>,
     reader: Mutex<Option<AbortHandle>>,
+    closed: AtomicBool,
+}
+
+struct LegacySse(Arc<Inner>);
+
+/// Aborts the stream reader unless disarmed.
+struct AbortOnDrop(Option<AbortHandle>);
+
+impl AbortOnDrop {
+    fn disarm(mut self) -> Option<AbortHandle> {
+        self.0.take()
+    }
+}
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        if let Some(handle) = self.0.take() {
+            handle.abort();
+        }
+    }
 }
 
 /// Opens the event stream and waits for the `endpoint` event (the caller bounds the wait).
@@ -40,7 +62,9 @@ pub async fn open_legacy_sse(
         .header(ACCEPT, "text/event-stream")
         .send()
         .await
-        .map_err(|error| TransportError::new(format!("cannot reach {url}: {error}")))?;
+        .map_err(|error| {
+            TransportError::new(format!("cannot reach {url}: {}", error_chain(&error)))
+        })?;
     if !response.status().is_success() {
         let status = response.status();
         let body = response.text().await.unwrap_or_default();
@@ -58,28 +82,31 @@ pub async fn open_legacy_sse(
         endpoint_tx,
         max_message_bytes,
     ));
+    // Dropped (an error, or the caller's timeout) before the transport exists: stop reading.
+    let reader = AbortOnDrop(Some(reader.abort_handle()));
     let endpoint = endpoint_rx.await.map_err(|_| {
         TransportError::new(format!(
             "{url} closed the event stream before sending its endpoint"
         ))
     })?;
     let endpoint = base
-        .join(&endpoint)
+        .join(endpoint.trim())
         .map_err(|error| TransportError::new(format!("invalid endpoint '{endpoint}': {error}")))?;
     if endpoint.origin() != base.origin() {
-        reader.abort();
         return Err(TransportError::new(format!(
             "the endpoint {endpoint} is not on the origin of {url}; refusing it"
         )));
     }
-    let transport = LegacySse {
+    let transport = Inner {
+        server: server.to_owned(),
         endpoint,
         headers,
         inbound: inbound_tx,
-        reader: Mutex::new(Some(reader.abort_handle())),
+        reader: Mutex::new(reader.disarm()),
+        closed: AtomicBool::new(false),
     };
     Ok(Opened {
-        transport: Arc::new(transport),
+        transport: Arc::new(LegacySse(Arc::new(transport))),
         inbound,
     })
 }
@@ -129,47 +156,69 @@ async fn read_events(
     let _ = inbound.send(Inbound::Closed(reason)).await;
 }
 
-impl Transport for LegacySse {
-    fn send(&self, message: Message) -> BoxFuture<'_, Result<(), TransportError>> {
-        Box::pin(async move {
-            let client = http_client()?;
-            let id = match &message {
-                Message::Request { id, .. } => Some(id.clone()),
-                _ => None,
-            };
-            let response = client
-                .post(self.endpoint.clone())
-                .headers(self.headers.clone())
-                .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
-                .body(message.to_line())
-                .send()
-                .await;
-            let failure = match response {
-                Ok(response) if response.status().is_success() => None,
-                Ok(response) => {
-                    let status = response.status();
-                    let body = response.text().await.unwrap_or_default();
-                    Some(format!(
-                        "HTTP {status} from {}{}",
+impl Inner {
+    /// POSTs one message; a refused request is answered with an error.
+    async fn post(self: Arc<Self>, message: Message) {
+        let id = match &message {
+            Message::Request { id, .. } => Some(id.clone()),
+            _ => None,
+        };
+        let failure = match http_client() {
+            Ok(client) => {
+                let response = client
+                    .post(self.endpoint.clone())
+                    .headers(self.headers.clone())
+                    .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
+                    .body(message.to_line())
+                    .send()
+                    .await;
+                match response {
+                    Ok(response) if response.status().is_success() => None,
+                    Ok(response) => {
+                        let status = response.status();
+                        let body = response.text().await.unwrap_or_default();
+                        let endpoint = &self.endpoint;
+                        Some(format!("HTTP {status} from {endpoint}{}", snippet(&body)))
+                    }
+                    Err(error) => Some(format!(
+                        "cannot reach {}: {}",
                         self.endpoint,
-                        snippet(&body)
-                    ))
+                        error_chain(&error)
+                    )),
                 }
-                Err(error) => Some(format!("cannot reach {}: {error}", self.endpoint)),
-            };
-            if let (Some(reason), Some(id)) = (failure, id) {
+            }
+            Err(error) => Some(error.0),
+        };
+        match (failure, id) {
+            (Some(reason), Some(id)) => {
                 let _ = self
                     .inbound
                     .send(Inbound::Message(failed_request(&id, reason)))
                     .await;
             }
+            (Some(reason), None) => {
+                tracing::warn!(target: "switchboard::upstream", server = %self.server, "{reason}")
+            }
+            (None, _) => {}
+        }
+    }
+}
+
+impl Transport for LegacySse {
+    fn send(&self, message: Message) -> BoxFuture<'_, Result<(), TransportError>> {
+        Box::pin(async move {
+            if self.0.closed.load(Ordering::Relaxed) {
+                return Err(TransportError::new("the SSE connection is closed"));
+            }
+            tokio::spawn(self.0.clone().post(message));
             Ok(())
         })
     }
 
     fn close(&self) -> BoxFuture<'_, ()> {
         Box::pin(async move {
-            if let Some(reader) = self.reader.lock().ok().and_then(|mut r| r.take()) {
+            self.0.closed.store(true, Ordering::Relaxed);
+            if let Some(reader) = self.0.reader.lock().ok().and_then(|mut r| r.take()) {
                 reader.abort();
             }
         })

@@ -2,6 +2,8 @@
 //! transport of 2024-11-05. Both deliver what the server sends into the inbound channel,
 //! like the stdio transport, so the JSON-RPC client above them does not care which it has.
 
+mod exchange;
+mod headers;
 mod legacy_sse;
 mod sse;
 mod streamable;
@@ -26,6 +28,7 @@ fn http_client() -> Result<&'static reqwest::Client, TransportError> {
                 .no_proxy()
                 .connect_timeout(Duration::from_secs(10))
                 .pool_idle_timeout(Duration::from_secs(90))
+                .tcp_keepalive(Duration::from_secs(30))
                 .build()
                 .map_err(|error| error.to_string())
         })
@@ -54,6 +57,21 @@ fn failed_request(id: &RequestId, message: String) -> Message {
         id: Some(id.clone()),
         error: RpcError::new(code::INTERNAL_ERROR, message),
     }
+}
+
+/// The causes of a reqwest error on one line ("connection refused" is deep inside).
+fn error_chain(error: &reqwest::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
 }
 
 /// The first bytes of an error body, for messages.

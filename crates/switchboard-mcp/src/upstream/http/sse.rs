@@ -1,4 +1,8 @@
-//! An incremental Server-Sent Events parser: bytes in, complete events out.
+//! An incremental Server-Sent Events parser (the WHATWG event-stream format): bytes in,
+//! complete events out. Handles lines split across chunks, `\n`, `\r\n` and lone `\r` line
+//! ends, comments, multi-line `data:`, `id:` (remembered for resumption) and `retry:`.
+
+use std::time::Duration;
 
 /// One event: its type (`message` when absent) and its data lines joined by `\n`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -11,11 +15,16 @@ pub struct Event {
 #[derive(Debug, Default)]
 pub struct SseParser {
     buffer: Vec<u8>,
+    /// The previous chunk ended in `\r`: a `\n` starting the next one belongs to it.
+    after_cr: bool,
+    started: bool,
     kind: Option<String>,
-    data: Vec<String>,
+    data: Option<String>,
+    last_event_id: Option<String>,
+    retry: Option<Duration>,
 }
 
-/// Why the stream is unusable.
+/// An event (or a line) over the size limit: the stream must be dropped.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TooLarge;
 
@@ -23,48 +32,107 @@ impl SseParser {
     /// Feeds a chunk; returns the events it completed. An event larger than `max_bytes` is an
     /// error (the stream must be dropped).
     pub fn feed(&mut self, chunk: &[u8], max_bytes: usize) -> Result<Vec<Event>, TooLarge> {
+        let mut chunk = chunk;
+        if self.after_cr && chunk.first() == Some(&b'\n') {
+            chunk = &chunk[1..];
+        }
+        self.after_cr = false;
         self.buffer.extend_from_slice(chunk);
         let mut events = Vec::new();
-        while let Some(end) = self.buffer.iter().position(|&b| b == b'\n') {
-            let mut line: Vec<u8> = self.buffer.drain(..=end).collect();
-            line.pop();
-            if line.last() == Some(&b'\r') {
-                line.pop();
-            }
-            let line = String::from_utf8_lossy(&line).into_owned();
-            if line.is_empty() {
-                if !self.data.is_empty() {
-                    events.push(Event {
-                        kind: self.kind.take().unwrap_or_else(|| "message".to_owned()),
-                        data: self.data.join("\n"),
-                    });
-                    self.data.clear();
+        let mut start = 0;
+        while let Some(offset) = self.buffer[start..]
+            .iter()
+            .position(|&b| b == b'\n' || b == b'\r')
+        {
+            let end = start + offset;
+            let line = String::from_utf8_lossy(&self.buffer[start..end]).into_owned();
+            start = end + 1;
+            if self.buffer[end] == b'\r' {
+                match self.buffer.get(start) {
+                    Some(b'\n') => start += 1,
+                    Some(_) => {}
+                    None => self.after_cr = true,
                 }
-                self.kind = None;
-                continue;
             }
-            if line.starts_with(':') {
-                continue;
+            if let Some(event) = self.line(line) {
+                events.push(event);
             }
-            let (field, value) = match line.split_once(':') {
-                Some((field, value)) => (
-                    field.to_owned(),
-                    value.strip_prefix(' ').unwrap_or(value).to_owned(),
-                ),
-                None => (line.clone(), String::new()),
-            };
-            match field.as_str() {
-                "data" => self.data.push(value),
-                "event" => self.kind = Some(value),
-                _ => {}
+            if self.pending() > max_bytes {
+                return Err(TooLarge);
             }
         }
-        let pending = self.buffer.len() + self.data.iter().map(String::len).sum::<usize>();
-        if pending > max_bytes {
-            Err(TooLarge)
-        } else {
-            Ok(events)
+        self.buffer.drain(..start);
+        if self.pending() > max_bytes {
+            return Err(TooLarge);
         }
+        Ok(events)
+    }
+
+    /// The id of the last event that set one (`Last-Event-ID` when resuming).
+    pub fn last_event_id(&self) -> Option<&str> {
+        self.last_event_id.as_deref().filter(|id| !id.is_empty())
+    }
+
+    /// The reconnection delay the server asked for, if any.
+    pub fn retry(&self) -> Option<Duration> {
+        self.retry
+    }
+
+    /// Forgets a partial event (the connection broke mid-event); keeps the id and retry.
+    pub fn reset_partial(&mut self) {
+        self.buffer.clear();
+        self.after_cr = false;
+        self.started = false;
+        self.kind = None;
+        self.data = None;
+    }
+
+    fn pending(&self) -> usize {
+        self.buffer.len() + self.data.as_ref().map_or(0, String::len)
+    }
+
+    fn line(&mut self, mut line: String) -> Option<Event> {
+        if !self.started {
+            self.started = true;
+            if let Some(rest) = line.strip_prefix('\u{feff}') {
+                line = rest.to_owned();
+            }
+        }
+        if line.is_empty() {
+            let kind = self.kind.take();
+            let data = self.data.take()?;
+            return Some(Event {
+                kind: kind
+                    .filter(|k| !k.is_empty())
+                    .unwrap_or_else(|| "message".to_owned()),
+                data,
+            });
+        }
+        if line.starts_with(':') {
+            return None;
+        }
+        let (field, value) = match line.split_once(':') {
+            Some((field, value)) => (field, value.strip_prefix(' ').unwrap_or(value)),
+            None => (line.as_str(), ""),
+        };
+        match field {
+            "data" => match &mut self.data {
+                Some(data) => {
+                    data.push('\n');
+                    data.push_str(value);
+                }
+                None => self.data = Some(value.to_owned()),
+            },
+            "event" => self.kind = Some(value.to_owned()),
+            "id" if !value.contains('\0') => self.last_event_id = Some(value.to_owned()),
+            "retry" => {
+                if let Ok(millis) = value.parse::<u64>() {
+                    self.retry = Some(Duration::from_millis(millis));
+                }
+            }
+            _ => {}
+        }
+        None
     }
 }
 
@@ -72,15 +140,18 @@ impl SseParser {
 mod tests {
     use super::*;
 
+    fn message(data: &str) -> Event {
+        Event {
+            kind: "message".into(),
+            data: data.into(),
+        }
+    }
+
     #[test]
     fn events_across_chunks_with_comments_and_crlf() {
         let mut parser = SseParser::default();
-        assert!(
-            parser
-                .feed(b": keepalive\n\nevent: endp", 1 << 20)
-                .expect("ok")
-                .is_empty()
-        );
+        let first = parser.feed(b": keepalive\n\nevent: endp", 1 << 20);
+        assert_eq!(first, Ok(vec![]));
         let events = parser
             .feed(
                 b"oint\r\ndata: /messages?s=1\r\n\r\ndata: {\"a\":\ndata: 1}\n\n",
@@ -94,17 +165,40 @@ mod tests {
                     kind: "endpoint".into(),
                     data: "/messages?s=1".into()
                 },
-                Event {
-                    kind: "message".into(),
-                    data: "{\"a\":\n1}".into()
-                },
+                message("{\"a\":\n1}"),
             ]
         );
+    }
+
+    #[test]
+    fn ids_retry_and_lone_carriage_returns() {
+        let mut parser = SseParser::default();
+        let events = parser
+            .feed(b"\xef\xbb\xbfid: 7\rretry: 1500\rdata:x\r", 1 << 10)
+            .expect("ok");
+        assert!(events.is_empty());
+        // The `\n` of a `\r\n` split across chunks is not a second (empty) line.
+        assert_eq!(parser.feed(b"\n", 1 << 10), Ok(vec![]));
+        assert_eq!(parser.feed(b"\n", 1 << 10), Ok(vec![message("x")]));
+        assert_eq!(parser.last_event_id(), Some("7"));
+        assert_eq!(parser.retry(), Some(Duration::from_millis(1500)));
+        // An event with an id but no data (a resumption primer) dispatches nothing.
+        assert_eq!(
+            parser.feed(b"id: 8\ndata\n\nid: 9\n\n", 1 << 10),
+            Ok(vec![message("")])
+        );
+        assert_eq!(parser.last_event_id(), Some("9"));
     }
 
     #[test]
     fn oversized_events_are_refused() {
         let mut parser = SseParser::default();
         assert_eq!(parser.feed(&[b'x'; 100], 50), Err(TooLarge));
+        let mut parser = SseParser::default();
+        let mut lines = Vec::new();
+        for _ in 0..10 {
+            lines.extend_from_slice(b"data: 0123456789\n");
+        }
+        assert_eq!(parser.feed(&lines, 50), Err(TooLarge));
     }
 }

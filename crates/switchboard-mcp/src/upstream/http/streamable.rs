@@ -1,38 +1,43 @@
 //! The Streamable HTTP client transport.
 //!
-//! Every message is a POST. An answer comes back as JSON or as an SSE stream (notifications
-//! first, then the answer); 202 means nothing to deliver. Legacy era: the session id from the
-//! `initialize` answer goes on every later request, a GET stream carries the server's own
-//! notifications, and DELETE ends the session. Modern era (2026-07-28): no session, requests
-//! carry `Mcp-Method` / `Mcp-Name` headers, and closing a request's response stream is how it
-//! is cancelled. An HTTP failure of a request becomes an error answer to that request; an
-//! expired session (404) ends the connection so the supervisor reconnects.
+//! Every message is a POST, run on its own task so `send` returns at once. An answer comes
+//! back as JSON or as an SSE stream (notifications first, then the answer); 202 means nothing
+//! to deliver (see [`super::exchange`]). Legacy era: the session id from the `initialize`
+//! answer goes on every later request, a GET stream carries the server's own notifications,
+//! and DELETE ends the session. Modern era (2026-07-28): no session, requests carry
+//! `Mcp-Method` / `Mcp-Name` headers, and closing a request's response stream is how it is
+//! cancelled (no `notifications/cancelled` is sent). An HTTP failure of a request becomes an
+//! error answer to that request; an expired session (404) ends the connection so the
+//! supervisor reconnects.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
 
-use futures::StreamExt;
 use futures::future::BoxFuture;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
-use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
-use super::sse::SseParser;
-use super::{failed_request, header_map, http_client, snippet};
+use super::headers::{PROTOCOL_VERSION, SESSION_ID, add_routing_headers};
+use super::{header_map, http_client};
 use crate::era::MODERN_VERSION;
 use crate::jsonrpc::{Message, RequestId};
 use crate::upstream::transport::{Inbound, Opened, Transport, TransportError};
 
-struct Shared {
-    server: String,
-    url: String,
-    headers: HeaderMap,
-    max_bytes: usize,
-    inbound: mpsc::Sender<Inbound>,
-    session: RwLock<Option<String>>,
+/// How long `close` waits for the server to acknowledge the DELETE of its session.
+const DELETE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// State shared by the transport and its request tasks.
+pub(super) struct Shared {
+    pub(super) server: String,
+    pub(super) url: String,
+    pub(super) headers: HeaderMap,
+    pub(super) max_bytes: usize,
+    pub(super) inbound: mpsc::Sender<Inbound>,
+    pub(super) session: RwLock<Option<String>>,
     version: RwLock<Option<String>>,
-    /// POSTs in flight by request id, so a cancel can close the stream (modern era).
+    /// POSTs in flight by request id, so a cancel can close the stream.
     in_flight: Mutex<HashMap<RequestId, AbortHandle>>,
     background: Mutex<Vec<AbortHandle>>,
 }
@@ -49,6 +54,8 @@ pub fn open_streamable_http(
     max_message_bytes: usize,
 ) -> Result<Opened, TransportError> {
     http_client()?;
+    reqwest::Url::parse(url)
+        .map_err(|error| TransportError::new(format!("invalid URL '{url}': {error}")))?;
     let (inbound_tx, inbound) = mpsc::channel(256);
     let shared = Arc::new(Shared {
         server: server.to_owned(),
@@ -68,298 +75,135 @@ pub fn open_streamable_http(
 }
 
 impl Shared {
-    fn modern(&self) -> bool {
-        self.version.read().ok().and_then(|v| v.clone()).as_deref() == Some(MODERN_VERSION)
+    pub(super) fn version(&self) -> Option<String> {
+        self.version.read().ok().and_then(|v| v.clone())
     }
 
-    fn session(&self) -> Option<String> {
+    pub(super) fn modern(&self) -> bool {
+        self.version().as_deref() == Some(MODERN_VERSION)
+    }
+
+    pub(super) fn session(&self) -> Option<String> {
         self.session.read().ok().and_then(|s| s.clone())
     }
 
-    fn request_headers(&self, message: &Message) -> HeaderMap {
+    /// The configured headers plus the version and session ones (for GET and DELETE too).
+    pub(super) fn base_headers(&self) -> HeaderMap {
         let mut headers = self.headers.clone();
+        if let Some(version) = self.version().and_then(|v| HeaderValue::from_str(&v).ok()) {
+            headers.insert(PROTOCOL_VERSION, version);
+        }
+        if let Some(session) = self.session().and_then(|s| HeaderValue::from_str(&s).ok()) {
+            headers.insert(SESSION_ID, session);
+        }
+        headers
+    }
+
+    /// The headers of the POST carrying `message`.
+    pub(super) fn post_headers(&self, message: &Message) -> HeaderMap {
+        let mut headers = self.base_headers();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         headers.insert(
             ACCEPT,
             HeaderValue::from_static("application/json, text/event-stream"),
         );
+        // The discover probe is a modern request before any version is fixed.
         let probe =
             matches!(message, Message::Request { method, .. } if method == "server/discover");
-        let version = self
-            .version
-            .read()
-            .ok()
-            .and_then(|v| v.clone())
-            .or_else(|| probe.then(|| MODERN_VERSION.to_owned()));
-        if let Some(version) = version
-            .as_deref()
-            .and_then(|v| HeaderValue::from_str(v).ok())
-        {
-            headers.insert("mcp-protocol-version", version);
+        if probe && self.version().is_none() {
+            headers.insert(PROTOCOL_VERSION, HeaderValue::from_static(MODERN_VERSION));
         }
-        if let Some(session) = self.session().and_then(|s| HeaderValue::from_str(&s).ok()) {
-            headers.insert("mcp-session-id", session);
-        }
-        let modern = self.modern() || probe;
-        if let (true, Message::Request { method, params, .. }) = (modern, message) {
-            if let Ok(value) = HeaderValue::from_str(method) {
-                headers.insert("mcp-method", value);
-            }
-            let name = match method.as_str() {
-                "tools/call" | "prompts/get" => params.as_ref().and_then(|p| p.get("name")),
-                "resources/read" => params.as_ref().and_then(|p| p.get("uri")),
-                _ => None,
-            };
-            if let Some(value) = name
-                .and_then(Value::as_str)
-                .and_then(|n| HeaderValue::from_str(n).ok())
-            {
-                headers.insert("mcp-name", value);
-            }
+        if self.modern() || probe {
+            add_routing_headers(&mut headers, message);
         }
         headers
     }
 
-    async fn deliver(&self, message: Message) {
-        let _ = self.inbound.send(Inbound::Message(message)).await;
-    }
-
-    /// One POST and whatever comes back.
-    async fn post(self: Arc<Self>, message: Message) {
-        let id = match &message {
-            Message::Request { id, .. } => Some(id.clone()),
-            _ => None,
-        };
-        let is_initialize =
-            matches!(&message, Message::Request { method, .. } if method == "initialize");
-        let had_session = self.session().is_some();
-        let request = match http_client() {
-            Ok(client) => client
-                .post(&self.url)
-                .headers(self.request_headers(&message))
-                .body(message.to_line()),
-            Err(error) => return self.fail(id.as_ref(), error.0).await,
-        };
-        let response = match request.send().await {
-            Ok(response) => response,
-            Err(error) => {
-                let reason = format!("cannot reach {}: {}", self.url, error_chain(&error));
-                return self.fail(id.as_ref(), reason).await;
-            }
-        };
-        let status = response.status();
-        if is_initialize
-            && let Some(session) = response
-                .headers()
-                .get("mcp-session-id")
-                .and_then(|v| v.to_str().ok())
-            && let Ok(mut slot) = self.session.write()
-        {
-            *slot = Some(session.to_owned());
-        }
-        if status == reqwest::StatusCode::NOT_FOUND && had_session {
-            let _ = self
-                .inbound
-                .send(Inbound::Closed(
-                    "the server ended the session (HTTP 404)".to_owned(),
-                ))
-                .await;
-            return;
-        }
-        if status == reqwest::StatusCode::ACCEPTED {
-            return;
-        }
-        let is_sse = response
-            .headers()
-            .get(CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("text/event-stream"));
-        if !status.is_success() {
-            let body = response.text().await.unwrap_or_default();
-            // A JSON-RPC error body answers the request (servers often leave its id null).
-            if let Ok(Message::Error {
-                id: answered,
-                error,
-            }) = Message::parse(body.as_bytes())
-            {
-                return self
-                    .deliver(Message::Error {
-                        id: answered.or(id),
-                        error,
-                    })
-                    .await;
-            }
-            return self
-                .fail(
-                    id.as_ref(),
-                    format!("HTTP {status} from {}{}", self.url, snippet(&body)),
-                )
-                .await;
-        }
-        if is_sse {
-            self.read_stream(response, id.as_ref()).await;
-        } else {
-            match read_limited(response, self.max_bytes).await {
-                Ok(body) if body.iter().all(u8::is_ascii_whitespace) => {}
-                Ok(body) => match Message::parse(&body) {
-                    Ok(answer) => self.deliver(answer).await,
-                    Err(malformed) => {
-                        self.fail(
-                            id.as_ref(),
-                            format!(
-                                "invalid answer from {}: {}",
-                                self.url, malformed.error.message
-                            ),
-                        )
-                        .await
-                    }
-                },
-                Err(reason) => self.fail(id.as_ref(), reason).await,
-            }
+    fn track(&self, id: RequestId, task: AbortHandle) {
+        if let Ok(mut map) = self.in_flight.lock() {
+            map.retain(|_, handle| !handle.is_finished());
+            map.insert(id, task);
         }
     }
 
-    /// Delivers every message of an SSE response.
-    async fn read_stream(&self, response: reqwest::Response, id: Option<&RequestId>) {
-        let mut parser = SseParser::default();
-        let mut body = response.bytes_stream();
-        while let Some(chunk) = body.next().await {
-            let chunk = match chunk {
-                Ok(chunk) => chunk,
-                Err(error) => {
-                    return self
-                        .fail(
-                            id,
-                            format!("the response stream from {} broke: {error}", self.url),
-                        )
-                        .await;
-                }
-            };
-            let Ok(events) = parser.feed(&chunk, self.max_bytes) else {
-                return self
-                    .fail(
-                        id,
-                        format!(
-                            "{} sent a message over the {}-byte limit",
-                            self.url, self.max_bytes
-                        ),
-                    )
-                    .await;
-            };
-            // Events without data (resumability primers) carry no message.
-            for event in events
-                .into_iter()
-                .filter(|e| e.kind == "message" && !e.data.trim().is_empty())
-            {
-                match Message::parse(event.data.as_bytes()) {
-                    Ok(message) => self.deliver(message).await,
-                    Err(malformed) => {
-                        tracing::warn!(target: "switchboard::upstream", server = %self.server, "ignoring an invalid SSE message: {}", malformed.error.message)
-                    }
-                }
-            }
-        }
-    }
-
-    async fn fail(&self, id: Option<&RequestId>, reason: String) {
-        match id {
-            Some(id) => self.deliver(failed_request(id, reason)).await,
-            None => {
-                tracing::warn!(target: "switchboard::upstream", server = %self.server, "{reason}")
-            }
-        }
-    }
-
-    /// The legacy session's GET stream of server-initiated messages (405: not offered).
-    async fn listen(self: Arc<Self>) {
-        let Ok(client) = http_client() else { return };
-        let mut headers = self.headers.clone();
-        headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
-        if let Some(session) = self.session().and_then(|s| HeaderValue::from_str(&s).ok()) {
-            headers.insert("mcp-session-id", session);
-        }
-        if let Some(version) = self
-            .version
-            .read()
+    /// Stops reading the answer of a request the caller gave up on.
+    fn abort(&self, id: &RequestId) -> bool {
+        let handle = self
+            .in_flight
+            .lock()
             .ok()
-            .and_then(|v| v.clone())
-            .and_then(|v| HeaderValue::from_str(&v).ok())
-        {
-            headers.insert("mcp-protocol-version", version);
+            .and_then(|mut map| map.remove(id));
+        handle.is_some_and(|handle| {
+            handle.abort();
+            true
+        })
+    }
+
+    fn keep_background(&self, task: AbortHandle) {
+        if let Ok(mut background) = self.background.lock() {
+            background.push(task);
         }
-        match client.get(&self.url).headers(headers).send().await {
-            Ok(response) if response.status().is_success() => {
-                self.read_stream(response, None).await
-            }
-            Ok(_) | Err(_) => {}
+    }
+
+    fn abort_all(&self) {
+        let background = self
+            .background
+            .lock()
+            .map(|mut b| std::mem::take(&mut *b))
+            .unwrap_or_default();
+        let in_flight = self
+            .in_flight
+            .lock()
+            .map(|mut m| std::mem::take(&mut *m))
+            .unwrap_or_default();
+        for handle in background.into_iter().chain(in_flight.into_values()) {
+            handle.abort();
         }
     }
 }
 
-/// The causes of a reqwest error on one line ("connection refused" is deep inside).
-fn error_chain(error: &reqwest::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
-}
-
-async fn read_limited(response: reqwest::Response, max_bytes: usize) -> Result<Vec<u8>, String> {
-    let mut body = Vec::new();
-    let mut stream = response.bytes_stream();
-    while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|error| format!("reading the answer failed: {error}"))?;
-        body.extend_from_slice(&chunk);
-        if body.len() > max_bytes {
-            return Err(format!("the answer exceeds the {max_bytes}-byte limit"));
+/// The request id a `notifications/cancelled` names.
+fn cancelled_id(message: &Message) -> Option<RequestId> {
+    match message {
+        Message::Notification { method, params } if method == "notifications/cancelled" => {
+            serde_json::from_value(params.as_ref()?.get("requestId")?.clone()).ok()
         }
+        _ => None,
     }
-    Ok(body)
 }
 
 impl Transport for StreamableHttp {
     fn send(&self, message: Message) -> BoxFuture<'_, Result<(), TransportError>> {
         Box::pin(async move {
             let shared = &self.shared;
-            if let Message::Notification { method, params } = &message {
-                if method == "notifications/cancelled" && shared.modern() {
-                    // Modern HTTP has no client notifications: closing the stream is the cancel.
-                    let id = params
-                        .as_ref()
-                        .and_then(|p| p.get("requestId"))
-                        .cloned()
-                        .and_then(|id| serde_json::from_value::<RequestId>(id).ok());
-                    let handle = id.and_then(|id| {
-                        shared
-                            .in_flight
-                            .lock()
-                            .ok()
-                            .and_then(|mut map| map.remove(&id))
-                    });
-                    if let Some(handle) = handle {
-                        handle.abort();
+            if let Some(id) = cancelled_id(&message) {
+                let aborted = shared.abort(&id);
+                // Modern HTTP: closing the response stream is the cancel, nothing is sent.
+                if shared.modern() {
+                    if !aborted {
+                        tracing::debug!(target: "switchboard::upstream", server = %shared.server, "cancel of request {id}, which is no longer in flight");
                     }
                     return Ok(());
                 }
-                if method == "notifications/initialized" {
-                    let listener = tokio::spawn(shared.clone().listen());
-                    if let Ok(mut background) = shared.background.lock() {
-                        background.push(listener.abort_handle());
-                    }
-                }
             }
+            let initialized = matches!(&message, Message::Notification { method, .. } if method == "notifications/initialized");
             let id = match &message {
                 Message::Request { id, .. } => Some(id.clone()),
                 _ => None,
             };
+            if initialized && !shared.modern() {
+                // The session's GET stream opens once the server has taken `initialized`.
+                let session = shared.clone();
+                let task = tokio::spawn(async move {
+                    session.clone().post(message).await;
+                    session.listen().await;
+                });
+                shared.keep_background(task.abort_handle());
+                return Ok(());
+            }
             let task = tokio::spawn(shared.clone().post(message));
-            if let (Some(id), Ok(mut map)) = (id, shared.in_flight.lock()) {
-                map.retain(|_, handle| !handle.is_finished());
-                map.insert(id, task.abort_handle());
+            if let Some(id) = id {
+                shared.track(id, task.abort_handle());
             }
             Ok(())
         })
@@ -374,27 +218,17 @@ impl Transport for StreamableHttp {
     fn close(&self) -> BoxFuture<'_, ()> {
         Box::pin(async move {
             let shared = &self.shared;
-            for handle in shared
-                .background
-                .lock()
-                .map(|mut b| std::mem::take(&mut *b))
-                .unwrap_or_default()
-            {
-                handle.abort();
-            }
-            for (_, handle) in shared
-                .in_flight
-                .lock()
-                .map(|mut m| std::mem::take(&mut *m))
-                .unwrap_or_default()
-            {
-                handle.abort();
-            }
-            if let (Some(session), Ok(client)) = (shared.session(), http_client()) {
+            shared.abort_all();
+            let session = shared.session.write().ok().and_then(|mut s| s.take());
+            if let (Some(session), Ok(client)) = (session, http_client()) {
+                let mut headers = shared.base_headers();
+                if let Ok(session) = HeaderValue::from_str(&session) {
+                    headers.insert(SESSION_ID, session);
+                }
                 let _ = client
                     .delete(&shared.url)
-                    .headers(shared.headers.clone())
-                    .header("mcp-session-id", session)
+                    .headers(headers)
+                    .timeout(DELETE_TIMEOUT)
                     .send()
                     .await;
             }

@@ -1,0 +1,320 @@
+//! One Streamable HTTP exchange: a POST and whatever comes back (JSON, an SSE stream, 202 or
+//! an HTTP failure), plus the legacy session's GET stream of server-initiated messages.
+//!
+//! A legacy-era response stream that ends before the answer is resumed with a GET carrying
+//! `Last-Event-ID` when the server gave its events ids; otherwise the request gets an error
+//! answer, so no caller waits for an answer that cannot come.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use reqwest::StatusCode;
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
+
+use super::headers::SESSION_ID;
+use super::sse::SseParser;
+use super::streamable::Shared;
+use super::{error_chain, failed_request, http_client, snippet};
+use crate::jsonrpc::{Message, RequestId};
+use crate::upstream::transport::Inbound;
+
+/// Reconnections in a row that bring no event before a stream is given up.
+const MAX_RECONNECTS: u32 = 5;
+/// The wait before reconnecting when the server did not set `retry:`.
+const DEFAULT_RETRY: Duration = Duration::from_secs(1);
+/// The longest `retry:` honoured.
+const MAX_RETRY: Duration = Duration::from_secs(30);
+
+/// How reading a stream ended.
+enum StreamEnd {
+    /// The answer to the request arrived (the rest of the stream is not needed).
+    Answered,
+    /// The stream ended or broke; `progressed` when it delivered at least one event.
+    Ended { reason: String, progressed: bool },
+    /// Fatal for the stream: a message over the limit, or nobody listens any more.
+    Failed(Option<String>),
+}
+
+impl Shared {
+    async fn deliver(&self, message: Message) -> bool {
+        self.inbound.send(Inbound::Message(message)).await.is_ok()
+    }
+
+    async fn fail(&self, id: Option<&RequestId>, reason: String) {
+        match id {
+            Some(id) => {
+                self.deliver(failed_request(id, reason)).await;
+            }
+            None => {
+                tracing::warn!(target: "switchboard::upstream", server = %self.server, "{reason}")
+            }
+        }
+    }
+
+    /// One POST and whatever comes back.
+    pub(super) async fn post(self: Arc<Self>, message: Message) {
+        let id = match &message {
+            Message::Request { id, .. } => Some(id.clone()),
+            _ => None,
+        };
+        let is_initialize =
+            matches!(&message, Message::Request { method, .. } if method == "initialize");
+        let had_session = self.session().is_some();
+        let client = match http_client() {
+            Ok(client) => client,
+            Err(error) => return self.fail(id.as_ref(), error.0).await,
+        };
+        let request = client
+            .post(&self.url)
+            .headers(self.post_headers(&message))
+            .body(message.to_line());
+        let response = match request.send().await {
+            Ok(response) => response,
+            Err(error) => {
+                let reason = format!("cannot reach {}: {}", self.url, error_chain(&error));
+                return self.fail(id.as_ref(), reason).await;
+            }
+        };
+        let status = response.status();
+        if is_initialize
+            && status.is_success()
+            && let Some(session) = response
+                .headers()
+                .get(SESSION_ID)
+                .and_then(|v| v.to_str().ok())
+            && let Ok(mut slot) = self.session.write()
+        {
+            *slot = Some(session.to_owned());
+        }
+        if status == StatusCode::NOT_FOUND && had_session {
+            let reason = format!("session expired (HTTP 404 from {})", self.url);
+            let _ = self.inbound.send(Inbound::Closed(reason)).await;
+            return;
+        }
+        if status == StatusCode::ACCEPTED {
+            if let Some(id) = &id {
+                tracing::debug!(target: "switchboard::upstream", server = %self.server, "request {id} was answered 202; expecting its answer on another stream");
+            }
+            return;
+        }
+        if !status.is_success() {
+            let body = response.text().await.unwrap_or_default();
+            // A JSON-RPC error body answers the request (servers often leave its id null).
+            if let (
+                Some(id),
+                Ok(Message::Error {
+                    id: answered,
+                    error,
+                }),
+            ) = (&id, Message::parse(body.as_bytes()))
+            {
+                let id = answered.unwrap_or_else(|| id.clone());
+                self.deliver(Message::Error {
+                    id: Some(id),
+                    error,
+                })
+                .await;
+                return;
+            }
+            let reason = format!("HTTP {status} from {}{}", self.url, snippet(&body));
+            return self.fail(id.as_ref(), reason).await;
+        }
+        let is_sse = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.trim_start().starts_with("text/event-stream"));
+        if is_sse {
+            return self.answer_stream(response, id.as_ref()).await;
+        }
+        match read_limited(response, self.max_bytes).await {
+            Ok(body) if body.iter().all(u8::is_ascii_whitespace) => {
+                if let Some(id) = &id {
+                    let reason = format!("{} answered request {id} with an empty body", self.url);
+                    self.fail(Some(id), reason).await;
+                }
+            }
+            Ok(body) => match Message::parse(&body) {
+                Ok(answer) => {
+                    self.deliver(answer).await;
+                }
+                Err(malformed) => {
+                    let reason = format!(
+                        "invalid answer from {}: {}",
+                        self.url, malformed.error.message
+                    );
+                    self.fail(id.as_ref(), reason).await;
+                }
+            },
+            Err(reason) => self.fail(id.as_ref(), reason).await,
+        }
+    }
+
+    /// Reads a request's SSE answer, resuming it (legacy era) when it ends early.
+    async fn answer_stream(&self, response: reqwest::Response, id: Option<&RequestId>) {
+        let mut parser = SseParser::default();
+        let mut response = response;
+        let mut idle_reconnects = 0;
+        loop {
+            let (reason, progressed) = match self.pump(response, &mut parser, id).await {
+                StreamEnd::Answered => return,
+                StreamEnd::Failed(reason) => {
+                    if let Some(reason) = reason {
+                        self.fail(id, reason).await;
+                    }
+                    return;
+                }
+                StreamEnd::Ended { reason, progressed } => (reason, progressed),
+            };
+            let Some(request) = id else { return };
+            idle_reconnects = if progressed { 0 } else { idle_reconnects + 1 };
+            let resumable = !self.modern() && parser.last_event_id().is_some();
+            if !resumable || idle_reconnects > MAX_RECONNECTS {
+                let reason = format!("{reason} before the answer to request {request}");
+                return self.fail(id, reason).await;
+            }
+            tokio::time::sleep(parser.retry().unwrap_or(DEFAULT_RETRY).min(MAX_RETRY)).await;
+            parser.reset_partial();
+            match self.get_stream(parser.last_event_id()).await {
+                Ok(Some(next)) => response = next,
+                Ok(None) => {
+                    let reason = format!("{} cannot resume the answer to {request}", self.url);
+                    return self.fail(id, reason).await;
+                }
+                Err(reason) => return self.fail(id, reason).await,
+            }
+        }
+    }
+
+    /// Delivers every message of an SSE stream until it ends or carries the answer to `id`.
+    async fn pump(
+        &self,
+        response: reqwest::Response,
+        parser: &mut SseParser,
+        id: Option<&RequestId>,
+    ) -> StreamEnd {
+        let mut body = response.bytes_stream();
+        let mut progressed = false;
+        while let Some(chunk) = body.next().await {
+            let chunk = match chunk {
+                Ok(chunk) => chunk,
+                Err(error) => {
+                    let reason = format!(
+                        "the response stream from {} broke ({})",
+                        self.url,
+                        error_chain(&error)
+                    );
+                    return StreamEnd::Ended { reason, progressed };
+                }
+            };
+            let Ok(events) = parser.feed(&chunk, self.max_bytes) else {
+                let limit = self.max_bytes;
+                let reason = format!("{} sent a message over the {limit}-byte limit", self.url);
+                return StreamEnd::Failed(Some(reason));
+            };
+            progressed |= !events.is_empty();
+            // Events without data (resumability primers) carry no message.
+            for event in events
+                .into_iter()
+                .filter(|e| e.kind == "message" && !e.data.trim().is_empty())
+            {
+                let message = match Message::parse(event.data.as_bytes()) {
+                    Ok(message) => message,
+                    Err(malformed) => {
+                        tracing::warn!(target: "switchboard::upstream", server = %self.server, "ignoring an invalid SSE message: {}", malformed.error.message);
+                        continue;
+                    }
+                };
+                let answers = match (&message, id) {
+                    (Message::Response { id: got, .. }, Some(id)) => got == id,
+                    (Message::Error { id: Some(got), .. }, Some(id)) => got == id,
+                    _ => false,
+                };
+                if !self.deliver(message).await {
+                    return StreamEnd::Failed(None);
+                }
+                if answers {
+                    return StreamEnd::Answered;
+                }
+            }
+        }
+        let reason = format!("the response stream from {} ended", self.url);
+        StreamEnd::Ended { reason, progressed }
+    }
+
+    /// A GET event stream (optionally resuming after `last_event_id`). `Ok(None)`: the server
+    /// offers none (405, or any other refusal).
+    async fn get_stream(
+        &self,
+        last_event_id: Option<&str>,
+    ) -> Result<Option<reqwest::Response>, String> {
+        let client = http_client().map_err(|error| error.0)?;
+        let mut headers = self.base_headers();
+        headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+        if let Some(last) = last_event_id.and_then(|id| HeaderValue::from_str(id).ok()) {
+            headers.insert("last-event-id", last);
+        }
+        let response = client
+            .get(&self.url)
+            .headers(headers)
+            .send()
+            .await
+            .map_err(|error| format!("cannot reach {}: {}", self.url, error_chain(&error)))?;
+        let status = response.status();
+        if status.is_success() {
+            return Ok(Some(response));
+        }
+        if status != StatusCode::METHOD_NOT_ALLOWED {
+            tracing::debug!(target: "switchboard::upstream", server = %self.server, "GET {} answered HTTP {status}", self.url);
+        }
+        Ok(None)
+    }
+
+    /// The legacy session's GET stream of server-initiated messages (405: not offered). It is
+    /// reopened when it ends, until it stays empty several times in a row.
+    pub(super) async fn listen(self: Arc<Self>) {
+        let mut parser = SseParser::default();
+        let mut idle_rounds = 0;
+        while idle_rounds <= MAX_RECONNECTS {
+            let response = match self.get_stream(parser.last_event_id()).await {
+                Ok(Some(response)) => response,
+                Ok(None) => return,
+                Err(reason) => {
+                    tracing::debug!(target: "switchboard::upstream", server = %self.server, "{reason}");
+                    idle_rounds += 1;
+                    tokio::time::sleep(DEFAULT_RETRY).await;
+                    continue;
+                }
+            };
+            match self.pump(response, &mut parser, None).await {
+                StreamEnd::Ended { progressed, .. } => {
+                    idle_rounds = if progressed { 0 } else { idle_rounds + 1 };
+                }
+                StreamEnd::Failed(reason) => {
+                    if let Some(reason) = reason {
+                        tracing::warn!(target: "switchboard::upstream", server = %self.server, "dropping the notification stream: {reason}");
+                    }
+                    return;
+                }
+                StreamEnd::Answered => return,
+            }
+            parser.reset_partial();
+            tokio::time::sleep(parser.retry().unwrap_or(DEFAULT_RETRY).min(MAX_RETRY)).await;
+        }
+    }
+}
+
+async fn read_limited(response: reqwest::Response, max_bytes: usize) -> Result<Vec<u8>, String> {
+    let mut body = Vec::new();
+    let mut stream = response.bytes_stream();
+    while let Some(chunk) = stream.next().await {
+        let chunk =
+            chunk.map_err(|error| format!("reading the answer failed: {}", error_chain(&error)))?;
+        body.extend_from_slice(&chunk);
+        if body.len() > max_bytes {
+            return Err(format!("the answer exceeds the {max_bytes}-byte limit"));
+        }
+    }
+    Ok(body)
+}
