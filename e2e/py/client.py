@@ -2,16 +2,22 @@
 end-to-end tests to drive the gateway the way a real client does.
 
 Usage:
-  client.py [--era legacy|auto|modern] (--stdio -- CMD ARGS... | --http URL) ACTION ...
+  client.py [--era legacy|auto|modern] (--http URL | --stdio) ACTION ARGS... [-- CMD ARGS...]
+Eras (the SDK's `Client(mode=...)`):
+  legacy   the 2025-11-25 initialize handshake (mode="legacy")
+  modern   2026-07-28, stateless: sends server/discover and adopts its answer; no fallback
+  auto     the SDK default: server/discover, falling back to initialize on a legacy server
 Actions (each prints one JSON document on stdout):
-  list                       -> [{"name", "description"}, ...] (all pages)
-  call NAME JSON             -> {"content", "structuredContent", "isError"}
-  progress NAME JSON         -> {"progress": [values...], "result": {...}}
-  cancel NAME JSON SECONDS   -> {"cancelled": true} after cancelling the call
-  prompts                    -> [{"name"}...]
-  resources                  -> [{"uri"}...]
-  read URI                   -> the ReadResourceResult
-  info                       -> {"protocolVersion", "serverInfo"}
+  list                             -> [{"name", "description"}, ...] (all pages)
+  call NAME JSON                   -> {"content", "structuredContent", "isError"}
+  progress NAME JSON               -> {"progress": [values...], "result": {...}}
+  cancel NAME JSON --after SECS    -> {"cancelled": true} after cancelling the call
+                                      (SECS may also be given positionally after JSON)
+  prompts                          -> [{"name"}...]
+  resources                        -> [{"uri"}...]
+  read URI                         -> the ReadResourceResult
+  info                             -> {"protocolVersion", "serverInfo"}
+With --stdio, everything after `--` is the server's command line.
 Errors: exit code 1 and one line on stderr.
 """
 
@@ -20,27 +26,56 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 import anyio
+import mcp_types as types
 from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters
 
-ERAS = {"legacy": "legacy", "auto": "auto", "modern": "2026-07-28"}
+MODERN_VERSION = "2026-07-28"
+# Client(mode=...) per era. "modern" pins the version (no initialize), then run() sends a real
+# server/discover and adopts the server's answer, so a server without the modern era fails.
+MODES = {"legacy": "legacy", "auto": "auto", "modern": MODERN_VERSION}
+
+
+class UsageError(Exception):
+    pass
 
 
 def dump(model: Any) -> Any:
     return model.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
+def need(value: str | None, what: str) -> str:
+    if value is None:
+        raise UsageError(f"missing {what}")
+    return value
+
+
+def arguments(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise UsageError(f"JSON_ARGS is not JSON: {error}") from None
+    if not isinstance(value, dict):
+        raise UsageError("JSON_ARGS must be a JSON object")
+    return value
+
+
+async def discover(client: Client) -> None:
+    raw = await client.session.send_discover(MODERN_VERSION)
+    client.session.adopt(types.DiscoverResult.model_validate(raw))
+
+
 async def run(args: argparse.Namespace) -> Any:
     if args.http:
         server: Any = args.http
     else:
-        if not args.command:
-            raise SystemExit("--stdio needs a command after --")
         server = StdioServerParameters(command=args.command[0], args=args.command[1:])
-    async with Client(server, mode=ERAS[args.era], read_timeout_seconds=30) as client:
+    async with Client(server, mode=MODES[args.era], read_timeout_seconds=30) as client:
+        if args.era == "modern":
+            await discover(client)
         action = args.action
         if action == "info":
             info = client.server_info
@@ -54,19 +89,21 @@ async def run(args: argparse.Namespace) -> Any:
                 if not cursor:
                     return tools
         if action == "call":
-            result = await client.call_tool(args.name, json.loads(args.arguments))
-            return dump(result)
+            result = await client.call_tool(need(args.name, "NAME"), arguments(args.arguments))
+            return {"structuredContent": None, **dump(result)}
         if action == "progress":
             seen: list[float] = []
 
             async def on_progress(progress: float, total: float | None, message: str | None) -> None:
                 seen.append(progress)
 
-            result = await client.call_tool(args.name, json.loads(args.arguments), progress_callback=on_progress)
-            return {"progress": seen, "result": dump(result)}
+            result = await client.call_tool(
+                need(args.name, "NAME"), arguments(args.arguments), progress_callback=on_progress
+            )
+            return {"progress": seen, "result": {"structuredContent": None, **dump(result)}}
         if action == "cancel":
-            with anyio.move_on_after(float(args.seconds)) as scope:
-                await client.call_tool(args.name, json.loads(args.arguments))
+            with anyio.move_on_after(args.after) as scope:
+                await client.call_tool(need(args.name, "NAME"), arguments(args.arguments))
             # Give the cancellation notification time to leave before the connection closes.
             await anyio.sleep(0.5)
             return {"cancelled": scope.cancelled_caught}
@@ -75,32 +112,69 @@ async def run(args: argparse.Namespace) -> Any:
         if action == "resources":
             return [{"uri": str(r.uri)} for r in (await client.list_resources()).resources]
         if action == "read":
-            return dump(await client.read_resource(args.name))
-        raise SystemExit(f"unknown action {action}")
+            return dump(await client.read_resource(need(args.name, "URI")))
+        raise UsageError(f"unknown action {action}")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--era", choices=sorted(ERAS), default="auto")
-    parser.add_argument("--http")
-    parser.add_argument("--stdio", action="store_true")
-    parser.add_argument("action")
-    parser.add_argument("name", nargs="?")
-    parser.add_argument("arguments", nargs="?", default="{}")
-    parser.add_argument("seconds", nargs="?", default="1")
-    parser.add_argument("command", nargs=argparse.REMAINDER)
-    argv = sys.argv[1:]
+def innermost(error: BaseException) -> BaseException:
+    # anyio task groups wrap the real failure; show the innermost one.
+    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+        error = error.exceptions[0]
+    return error
+
+
+def one_line(error: BaseException) -> str:
+    text = " ".join(str(error).split()) or "(no message)"
+    if isinstance(error, UsageError):
+        return text
+    return f"{type(error).__name__}: {text}"
+
+
+def fail(message: str) -> NoReturn:
+    print(f"client error: {message}", file=sys.stderr)
+    sys.exit(1)
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        fail(f"usage: {message} (see client.py --help)")
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
     command: list[str] = []
     if "--" in argv:
         split = argv.index("--")
         argv, command = argv[:split], argv[split + 1 :]
+    parser = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--era", choices=sorted(MODES), default="auto")
+    parser.add_argument("--http", metavar="URL")
+    parser.add_argument("--stdio", action="store_true", help="run the server command given after --")
+    parser.add_argument("--after", type=float, metavar="SECONDS", help="cancel: cancel after this long")
+    parser.add_argument("action")
+    parser.add_argument("name", nargs="?")
+    parser.add_argument("arguments", nargs="?", default="{}")
+    parser.add_argument("seconds", nargs="?", type=float)
     args = parser.parse_args(argv)
     args.command = command
+    if bool(args.http) == bool(args.stdio):
+        parser.error("give exactly one of --http URL or --stdio -- CMD ARGS...")
+    if args.stdio and not command:
+        parser.error("--stdio needs the server's command after --")
+    if args.after is None:
+        args.after = args.seconds if args.seconds is not None else 1.0
+    return args
+
+
+def main() -> None:
+    args = parse(sys.argv[1:])
     try:
         result = anyio.run(run, args)
-    except Exception as error:  # noqa: BLE001 - one clear line for the test to show
-        print(f"client error: {type(error).__name__}: {error}", file=sys.stderr)
-        sys.exit(1)
+    except KeyboardInterrupt:
+        fail("interrupted")
+    except BaseException as error:  # noqa: BLE001 - one clear line for the test to show
+        if isinstance(error, SystemExit):
+            raise
+        fail(one_line(innermost(error)))
     print(json.dumps(result))
 
 

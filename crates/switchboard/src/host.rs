@@ -354,6 +354,26 @@ impl Backend for Host {
         })
     }
 
+    fn settled(&self) -> BoxFuture<'_, ()> {
+        Box::pin(self.wait_for_startup())
+    }
+
+    fn complete(&self, params: Value) -> BoxFuture<'_, Result<Value, RpcError>> {
+        Box::pin(async move { Host::complete(self, params).await })
+    }
+
+    fn subscribe_resource(
+        &self,
+        uri: String,
+        subscribe: bool,
+    ) -> BoxFuture<'_, Result<Value, RpcError>> {
+        Box::pin(async move { Host::subscribe_resource(self, &uri, subscribe).await })
+    }
+
+    fn resource_updates(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {
+        Some(self.inner.resource_updates.subscribe())
+    }
+
     fn read_resource(&self, uri: String) -> BoxFuture<'_, Result<Value, RpcError>> {
         Box::pin(async move { Host::read_resource(self, &uri).await })
     }

@@ -75,3 +75,59 @@ impl Host {
         self.forward(&client, "prompts/get", params, timeout).await
     }
 }
+
+impl Host {
+    /// `completion/complete`: a prompt reference goes to the prompt's server under its own
+    /// name, a resource reference to the resource's server; no owner, no suggestions.
+    pub(crate) async fn complete(&self, mut params: Value) -> Result<Value, RpcError> {
+        self.wait_for_startup().await;
+        let empty = json!({"completion": {"values": [], "hasMore": false}});
+        let owner = match params.pointer("/ref/type").and_then(Value::as_str) {
+            Some("ref/prompt") => {
+                let name = params
+                    .pointer("/ref/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned();
+                let Some(prompt) = self
+                    .prompts()
+                    .into_iter()
+                    .find(|p| p.definition["name"] == name.as_str())
+                else {
+                    return Ok(empty);
+                };
+                params["ref"]["name"] = json!(prompt.upstream_name);
+                Some(prompt.server_index)
+            }
+            Some("ref/resource") => {
+                let uri = params
+                    .pointer("/ref/uri")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned();
+                self.resource_owner(&uri)
+            }
+            _ => None,
+        };
+        let Some(index) = owner else { return Ok(empty) };
+        let supervisor = &self.inner.supervisors[index];
+        if supervisor
+            .status()
+            .capabilities
+            .get("completions")
+            .is_none()
+        {
+            return Ok(empty);
+        }
+        let Some(client) = supervisor.client() else {
+            return Ok(empty);
+        };
+        self.forward(
+            &client,
+            "completion/complete",
+            params,
+            self.inner.plans[index].call_timeout,
+        )
+        .await
+    }
+}

@@ -78,6 +78,56 @@ impl Host {
         Err(last_error.unwrap_or_else(not_found))
     }
 
+    /// `resources/subscribe` or `resources/unsubscribe` on the server that owns `uri`.
+    pub(crate) async fn subscribe_resource(
+        &self,
+        uri: &str,
+        subscribe: bool,
+    ) -> Result<Value, RpcError> {
+        self.wait_for_startup().await;
+        let method = if subscribe {
+            "resources/subscribe"
+        } else {
+            "resources/unsubscribe"
+        };
+        let mut last_error = None;
+        for index in self.resource_candidates(uri) {
+            let supervisor = &self.inner.supervisors[index];
+            let subscribable = supervisor
+                .status()
+                .capabilities
+                .pointer("/resources/subscribe")
+                .and_then(Value::as_bool)
+                == Some(true);
+            let Some(client) = supervisor.client().filter(|_| subscribable) else {
+                continue;
+            };
+            match self
+                .forward(
+                    &client,
+                    method,
+                    json!({"uri": uri}),
+                    self.inner.plans[index].call_timeout,
+                )
+                .await
+            {
+                Ok(result) => return Ok(result),
+                Err(error) => last_error = Some(error),
+            }
+        }
+        Err(last_error.unwrap_or_else(|| {
+            RpcError::new(
+                code::INVALID_PARAMS,
+                format!("no server offers subscriptions to {uri}"),
+            )
+        }))
+    }
+
+    /// The most likely owner of `uri`, if any server could own it.
+    pub(crate) fn resource_owner(&self, uri: &str) -> Option<usize> {
+        self.resource_candidates(uri).first().copied()
+    }
+
     /// Servers that may own `uri`, most likely first.
     fn resource_candidates(&self, uri: &str) -> Vec<usize> {
         let supervisors = &self.inner.supervisors;

@@ -83,4 +83,32 @@ pub trait Backend: Send + Sync + 'static {
             ))
         })
     }
+
+    /// `resources/subscribe` (`subscribe`) or `resources/unsubscribe`, routed to the owner.
+    fn subscribe_resource(
+        &self,
+        uri: String,
+        subscribe: bool,
+    ) -> BoxFuture<'_, Result<Value, RpcError>> {
+        let _ = (uri, subscribe);
+        Box::pin(async { Ok(Value::Object(serde_json::Map::new())) })
+    }
+
+    /// URIs of resources that changed (`notifications/resources/updated` from upstreams).
+    fn resource_updates(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {
+        None
+    }
+
+    /// `completion/complete`, routed to the server that owns the prompt or resource referred
+    /// to. Default: no suggestions.
+    fn complete(&self, params: Value) -> BoxFuture<'_, Result<Value, RpcError>> {
+        let _ = params;
+        Box::pin(async { Ok(serde_json::json!({"completion": {"values": [], "hasMore": false}})) })
+    }
+
+    /// Resolves once start-up is over (first connection attempts done, bounded), so a front
+    /// announces real changes only, not the catalog filling up. Default: at once.
+    fn settled(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
 }

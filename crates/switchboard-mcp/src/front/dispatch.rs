@@ -131,8 +131,21 @@ impl Dispatcher {
                 Ok(uri) => self.backend.read_resource(uri).await,
                 Err(error) => Err(error),
             },
-            "resources/subscribe" | "resources/unsubscribe" => Ok(json!({})),
-            "completion/complete" => Ok(json!({"completion": {"values": [], "hasMore": false}})),
+            "resources/subscribe" | "resources/unsubscribe" => {
+                match string_param(params.as_ref(), "uri") {
+                    Ok(uri) => {
+                        self.backend
+                            .subscribe_resource(uri, method == "resources/subscribe")
+                            .await
+                    }
+                    Err(error) => Err(error),
+                }
+            }
+            "completion/complete" => {
+                self.backend
+                    .complete(params.clone().unwrap_or_else(|| json!({})))
+                    .await
+            }
             other => Err(RpcError::new(
                 code::METHOD_NOT_FOUND,
                 format!("Method not found: {other}"),
@@ -211,7 +224,7 @@ impl Dispatcher {
         json!({
             "tools": {"listChanged": true},
             "prompts": {"listChanged": false},
-            "resources": {"listChanged": false, "subscribe": false},
+            "resources": {"listChanged": false, "subscribe": true},
             "completions": {},
             "logging": {},
         })

@@ -33,6 +33,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::dispatch::{Dispatcher, Notifier, RequestEra, progress_notification, progress_token};
 use super::relay::Relay;
+use super::subscriptions::ResourceSubscriptions;
 use crate::era::MODERN_VERSION;
 use crate::jsonrpc::{Message, RequestId, code};
 
@@ -57,6 +58,7 @@ struct Session {
     in_flight: Mutex<HashMap<RequestId, CancellationToken>>,
     /// Requests relayed to this session's client, and what it said it supports.
     relay: Arc<Relay>,
+    subscriptions: Arc<ResourceSubscriptions>,
 }
 
 struct HttpState {
@@ -242,6 +244,7 @@ async fn handle_post(
         let session = Arc::new(Session {
             in_flight: Mutex::default(),
             relay: Arc::new(Relay::default()),
+            subscriptions: Arc::default(),
         });
         session.relay.remember_capabilities(params.as_ref());
         if let Ok(mut sessions) = state.sessions.lock() {
@@ -272,6 +275,9 @@ async fn handle_post(
             },
         }
     };
+    if let Some(session) = &session {
+        session.subscriptions.note(&method, params.as_ref());
+    }
     let cancel = CancellationToken::new();
     if let Some(session) = &session
         && let Ok(mut map) = session.in_flight.lock()
@@ -416,9 +422,20 @@ async fn handle_get(State(state): State<Arc<HttpState>>, headers: HeaderMap) -> 
             "GET needs an Mcp-Session-Id (legacy sessions only)",
         );
     };
-    if find_session(&state, session_id).is_none() {
+    let Some(session) = find_session(&state, session_id) else {
         return plain(StatusCode::NOT_FOUND, "unknown or expired session");
-    }
+    };
+    let updates = session
+        .subscriptions
+        .clone()
+        .updates(state.dispatcher.backend().as_ref())
+        .map(|note| {
+            Ok::<_, Infallible>(Bytes::from(format!(
+                "event: message\ndata: {}\n\n",
+                note.to_line()
+            )))
+        });
+    state.dispatcher.backend().settled().await;
     let mut version = state.dispatcher.backend().catalog_version();
     version.mark_unchanged();
     let stream = futures::stream::unfold(version, |mut version| async move {
@@ -439,9 +456,8 @@ async fn handle_get(State(state): State<Arc<HttpState>>, headers: HeaderMap) -> 
             (),
         ))
     });
-    sse_response(Body::from_stream(
-        futures::stream::select(stream, keepalive).boxed(),
-    ))
+    let events = futures::stream::select(futures::stream::select(stream, updates), keepalive);
+    sse_response(Body::from_stream(events.boxed()))
 }
 
 /// DELETE ends a legacy session.

@@ -10,6 +10,7 @@ pub mod dispatch;
 pub mod http;
 pub mod relay;
 pub mod stdio;
+pub mod subscriptions;
 
 pub use backend::{Backend, ServerIdentity};
 pub use dispatch::Dispatcher;

@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::dispatch::{Dispatcher, Notifier, RequestEra, progress_notification, progress_token};
 use super::relay::Relay;
+use super::subscriptions::ResourceSubscriptions;
 use crate::jsonrpc::{Message, RequestId, code};
 
 /// Options of the stdio front.
@@ -49,6 +50,9 @@ pub async fn serve(
         initialized.clone(),
         shutdown.clone(),
     ));
+    let subscriptions = Arc::new(ResourceSubscriptions::default());
+    let updates = subscriptions.clone().updates(dispatcher.backend().as_ref());
+    tasks.spawn(forward_updates(updates, out_tx.clone(), shutdown.clone()));
 
     let mut reader = BufReader::with_capacity(64 * 1024, input);
     let mut line = Vec::with_capacity(4096);
@@ -115,6 +119,7 @@ pub async fn serve(
                 if method == "initialize" {
                     relay.remember_capabilities(params.as_ref());
                 }
+                subscriptions.note(&method, params.as_ref());
                 // Legacy clients can be asked things mid-call; modern ones answer input_required.
                 if RequestEra::of(params.as_ref()) == RequestEra::Legacy {
                     ctx.caller = Some(relay.caller(notify.clone()));
@@ -141,8 +146,10 @@ pub async fn serve(
                 "notifications/cancelled" => cancel_request(&in_flight, params.as_ref()),
                 _ => {}
             },
-            Message::Response { .. } | Message::Error { .. } | Message::PreparedResponse { .. } => {
+            answer @ (Message::Response { .. } | Message::Error { .. }) => {
+                relay.complete(&answer);
             }
+            Message::PreparedResponse { .. } => {}
         }
     }
     // Input is over: stop announcing changes, and give in-flight calls their grace period.
@@ -177,6 +184,25 @@ fn cancel_request(in_flight: &InFlight, params: Option<&Value>) {
     }
 }
 
+/// Writes resource-update notifications until shutdown.
+async fn forward_updates(
+    updates: impl futures::Stream<Item = Message>,
+    out: mpsc::UnboundedSender<String>,
+    shutdown: CancellationToken,
+) {
+    use futures::StreamExt;
+    let mut updates = std::pin::pin!(updates);
+    loop {
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            next = updates.next() => match next {
+                Some(note) => if out.send(note.to_line()).is_err() { return },
+                None => return,
+            },
+        }
+    }
+}
+
 /// Sends `notifications/tools/list_changed` whenever the catalog changes after the client
 /// finished initializing.
 async fn announce_changes(
@@ -185,6 +211,7 @@ async fn announce_changes(
     initialized: CancellationToken,
     shutdown: CancellationToken,
 ) {
+    dispatcher.backend().settled().await;
     let mut version = dispatcher.backend().catalog_version();
     version.mark_unchanged();
     loop {
