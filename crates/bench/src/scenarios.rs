@@ -128,27 +128,10 @@ pub fn list(bins: &Binaries, catalog: &Path, calls: usize) -> anyhow::Result<Sce
         "--catalog".into(),
         catalog.display().to_string(),
     ];
-    let config = write_config(dir.path(), &[("catalog".into(), spec.clone())])?;
-    let mut gateway = StdioClient::spawn(&mut bins.gateway(&config))?;
-    gateway.initialize()?;
-    let first = gateway.request("tools/list", json!({}))?;
-    let mut direct = StdioClient::spawn(
-        Command::new(&spec[0])
-            .args(&spec[1..])
-            .stderr(Stdio::null()),
-    )?;
-    direct.initialize()?;
+    let mut pair = SideBySide::open(bins, dir.path(), "catalog", spec)?;
+    let first = pair.gateway.request("tools/list", json!({}))?;
     let empty = json!({});
-    let mut through = Vec::with_capacity(calls);
-    let mut straight = Vec::with_capacity(calls);
-    for _ in 0..calls {
-        let started = Instant::now();
-        gateway.request_lean("tools/list", &empty)?;
-        through.push(started.elapsed());
-        let started = Instant::now();
-        direct.request_lean("tools/list", &empty)?;
-        straight.push(started.elapsed());
-    }
+    let (mut straight, mut through) = pair.alternate("tools/list", &empty, &empty, calls)?;
     Ok(ScenarioResult {
         scenario: format!(
             "tools/list over {} real tools ({})",
@@ -166,35 +149,59 @@ pub fn list(bins: &Binaries, catalog: &Path, calls: usize) -> anyhow::Result<Sce
     })
 }
 
+/// One upstream reached two ways at once: through a gateway in front of it, and directly.
+struct SideBySide {
+    gateway: StdioClient,
+    direct: StdioClient,
+}
+
+impl SideBySide {
+    /// Starts the server `spec` directly and behind a gateway (as server `id`), both initialized.
+    fn open(bins: &Binaries, dir: &Path, id: &str, spec: Vec<String>) -> anyhow::Result<Self> {
+        let config = write_config(dir, &[(id.to_owned(), spec.clone())])?;
+        let mut gateway = StdioClient::spawn(&mut bins.gateway(&config))?;
+        gateway.initialize()?;
+        let mut direct = StdioClient::spawn(
+            Command::new(&spec[0])
+                .args(&spec[1..])
+                .stderr(Stdio::null()),
+        )?;
+        direct.initialize()?;
+        Ok(Self { gateway, direct })
+    }
+
+    /// `calls` rounds of one request each way, alternating; returns (direct, through) times.
+    fn alternate(
+        &mut self,
+        method: &str,
+        direct_params: &Value,
+        through_params: &Value,
+        calls: usize,
+    ) -> anyhow::Result<(Vec<Duration>, Vec<Duration>)> {
+        let mut straight = Vec::with_capacity(calls);
+        let mut through = Vec::with_capacity(calls);
+        for _ in 0..calls {
+            let started = Instant::now();
+            self.direct.request_lean(method, direct_params)?;
+            straight.push(started.elapsed());
+            let started = Instant::now();
+            self.gateway.request_lean(method, through_params)?;
+            through.push(started.elapsed());
+        }
+        Ok((straight, through))
+    }
+}
+
 /// Sequential `tools/call` of `echo`: direct vs through the gateway, alternating.
 pub fn latency(bins: &Binaries, calls: usize) -> anyhow::Result<ScenarioResult> {
     let dir = tempfile::tempdir()?;
     let spec = vec![bins.fixture.display().to_string(), "echo".into()];
-    let config = write_config(dir.path(), &[("echo".into(), spec.clone())])?;
-    let mut gateway = StdioClient::spawn(&mut bins.gateway(&config))?;
-    gateway.initialize()?;
-    let mut direct = StdioClient::spawn(
-        Command::new(&spec[0])
-            .args(&spec[1..])
-            .stderr(Stdio::null()),
-    )?;
-    direct.initialize()?;
+    let mut pair = SideBySide::open(bins, dir.path(), "echo", spec)?;
     let through_params = json!({"name": "echo__echo", "arguments": {"message": "hello"}});
     let direct_params = json!({"name": "echo", "arguments": {"message": "hello"}});
-    for _ in 0..200 {
-        gateway.request("tools/call", through_params.clone())?;
-        direct.request("tools/call", direct_params.clone())?;
-    }
-    let mut through = Vec::with_capacity(calls);
-    let mut straight = Vec::with_capacity(calls);
-    for _ in 0..calls {
-        let started = Instant::now();
-        direct.request_lean("tools/call", &direct_params)?;
-        straight.push(started.elapsed());
-        let started = Instant::now();
-        gateway.request_lean("tools/call", &through_params)?;
-        through.push(started.elapsed());
-    }
+    pair.alternate("tools/call", &direct_params, &through_params, 200)?;
+    let (mut straight, mut through) =
+        pair.alternate("tools/call", &direct_params, &through_params, calls)?;
     let direct_p = Percentiles::of(&mut straight);
     let through_p = Percentiles::of(&mut through);
     let added = through_p.p50_us - direct_p.p50_us;

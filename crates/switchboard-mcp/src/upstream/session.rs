@@ -35,6 +35,25 @@ pub struct Negotiated {
     pub instructions: Option<String>,
 }
 
+impl Negotiated {
+    /// From a `server/discover` or `initialize` answer; the two differ in where the server's
+    /// identity is.
+    fn from_answer(era: Era, answer: &Value, server_info: Option<&Value>) -> Self {
+        Self {
+            era,
+            server_info: server_info.cloned().unwrap_or(Value::Null),
+            capabilities: answer
+                .get("capabilities")
+                .cloned()
+                .unwrap_or_else(|| json!({})),
+            instructions: answer
+                .get("instructions")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+        }
+    }
+}
+
 /// Most pages a `tools/list` walk follows before deciding the server loops.
 const MAX_PAGES: usize = 10_000;
 
@@ -52,22 +71,8 @@ pub async fn negotiate(
         match probe.await {
             Ok(Ok(result)) if supports_modern(&result) => {
                 client.set_era(Era::Modern);
-                return Ok(Negotiated {
-                    era: Era::Modern,
-                    server_info: result
-                        .get("_meta")
-                        .and_then(|m| m.get(META_SERVER_INFO))
-                        .cloned()
-                        .unwrap_or(Value::Null),
-                    capabilities: result
-                        .get("capabilities")
-                        .cloned()
-                        .unwrap_or_else(|| json!({})),
-                    instructions: result
-                        .get("instructions")
-                        .and_then(Value::as_str)
-                        .map(str::to_owned),
-                });
+                let server_info = result.get("_meta").and_then(|m| m.get(META_SERVER_INFO));
+                return Ok(Negotiated::from_answer(Era::Modern, &result, server_info));
             }
             Ok(Err(ClientError::Disconnected(reason))) => return Err(reason),
             _ if choice == EraChoice::Modern => {
@@ -117,18 +122,11 @@ async fn initialize(client: &RpcClient) -> Result<Negotiated, String> {
         .notify("notifications/initialized", None)
         .await
         .map_err(|error| error.to_string())?;
-    Ok(Negotiated {
+    Ok(Negotiated::from_answer(
         era,
-        server_info: result.get("serverInfo").cloned().unwrap_or(Value::Null),
-        capabilities: result
-            .get("capabilities")
-            .cloned()
-            .unwrap_or_else(|| json!({})),
-        instructions: result
-            .get("instructions")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
-    })
+        &result,
+        result.get("serverInfo"),
+    ))
 }
 
 /// Walks a paginated list method (`tools/list`, `prompts/list`, …) to its last page and
