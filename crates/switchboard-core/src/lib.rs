@@ -10,7 +10,9 @@ pub mod catalog;
 pub mod clock;
 pub mod config;
 pub mod context;
+pub mod latency_meta;
 pub mod naming;
+pub mod offline;
 pub mod outcome;
 pub mod pipeline;
 pub mod schema;
@@ -20,6 +22,7 @@ pub mod upstream;
 
 pub use catalog::{Catalog, CatalogEntry, CatalogProblem, ServerSlice};
 pub use context::{CallContext, CallerChannel, CallerError, Progress, ProgressSink};
+pub use latency_meta::{LATENCY_META_KEY, LatencyMeta};
 pub use outcome::{ToolCall, ToolOutcome};
 pub use server::ServerId;
 pub use tool::{ToolAnnotations, ToolDefinition, ToolSpec};

@@ -1,0 +1,90 @@
+//! Declared latency metadata: what a tool's author says it costs, carried in the tool's
+//! `_meta` under one namespaced key, [`LATENCY_META_KEY`].
+//!
+//! ```json
+//! "_meta": { "switchboard.dev/latency": {
+//!     "estimated_duration_ms": 5, "max_duration_ms": 50,
+//!     "idempotent": true, "cacheable_seconds": 0 } }
+//! ```
+//!
+//! Every field is optional. These are claims, not measurements: the latency-budget layer
+//! replaces them with measured figures once it has enough samples.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// The `_meta` key under which declared latency metadata lives.
+pub const LATENCY_META_KEY: &str = "switchboard.dev/latency";
+
+/// Declared latency metadata of one tool.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatencyMeta {
+    /// Typical duration (p50), in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub estimated_duration_ms: Option<u64>,
+    /// Upper bound (p99), in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_duration_ms: Option<u64>,
+    /// Calling twice with the same arguments has the same effect as calling once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotent: Option<bool>,
+    /// How long a result may be reused for identical arguments (0 = never).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cacheable_seconds: Option<u64>,
+}
+
+impl LatencyMeta {
+    /// Metadata with an estimate and a bound.
+    pub fn new(estimated_duration_ms: u64, max_duration_ms: u64) -> Self {
+        Self {
+            estimated_duration_ms: Some(estimated_duration_ms),
+            max_duration_ms: Some(max_duration_ms),
+            ..Self::default()
+        }
+    }
+
+    pub fn idempotent(mut self, idempotent: bool) -> Self {
+        self.idempotent = Some(idempotent);
+        self
+    }
+
+    pub fn cacheable_seconds(mut self, seconds: u64) -> Self {
+        self.cacheable_seconds = Some(seconds);
+        self
+    }
+
+    /// Reads the metadata from a tool's `_meta`; `None` when the key is absent or malformed
+    /// (declared metadata is untrusted input, never an error).
+    pub fn from_meta(meta: Option<&Map<String, Value>>) -> Option<Self> {
+        let value = meta?.get(LATENCY_META_KEY)?;
+        serde_json::from_value(value.clone()).ok()
+    }
+
+    /// Writes the metadata into a `_meta` map (creating it), keeping every other key.
+    pub fn write_into(&self, meta: &mut Option<Map<String, Value>>) {
+        let value = serde_json::to_value(self).unwrap_or(Value::Null);
+        meta.get_or_insert_with(Map::new)
+            .insert(LATENCY_META_KEY.to_owned(), value);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn round_trips_through_meta_and_ignores_malformed_values() {
+        let declared = LatencyMeta::new(5, 50)
+            .idempotent(true)
+            .cacheable_seconds(30);
+        let mut meta = Some(Map::from_iter([("other".to_owned(), json!(1))]));
+        declared.write_into(&mut meta);
+        assert_eq!(LatencyMeta::from_meta(meta.as_ref()), Some(declared));
+        assert_eq!(meta.as_ref().and_then(|m| m.get("other")), Some(&json!(1)));
+
+        let bad = Map::from_iter([(LATENCY_META_KEY.to_owned(), json!({"max_duration_ms": "x"}))]);
+        assert_eq!(LatencyMeta::from_meta(Some(&bad)), None);
+        assert_eq!(LatencyMeta::from_meta(None), None);
+    }
+}
