@@ -6,6 +6,7 @@
 //! through the [`upstream::Upstream`] trait, and time through [`clock::Clock`], so everything
 //! here is testable on paused time and in memory.
 
+pub mod agent;
 pub mod catalog;
 pub mod clock;
 pub mod config;

@@ -7,15 +7,32 @@ pub mod clock;
 use std::sync::Arc;
 
 use switchboard_core::clock::SystemClock;
+use switchboard_core::config::BuiltinSettings;
 use switchboard_core::upstream::ToolProvider;
 
-/// Names of every built-in provider, for config validation and help texts.
+/// Names of every built-in provider, for help texts (the config validator keeps the same
+/// list in `switchboard_core::config::BUILTINS`).
 pub const BUILTINS: [&str; 1] = ["clock"];
 
-/// The built-in provider with this name, on the system clock.
-pub fn builtin(name: &str) -> Option<Arc<dyn ToolProvider>> {
+/// Why a built-in could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum BuiltinError {
+    #[error("unknown built-in '{name}' (available: {})", BUILTINS.join(", "))]
+    Unknown { name: String },
+    #[error("built-in '{name}' cannot start: {reason}")]
+    Setup { name: String, reason: String },
+}
+
+/// The built-in provider `name`, set up with `settings` (unset values take the built-in's
+/// defaults), on the system clock.
+pub fn builtin(
+    name: &str,
+    _settings: &BuiltinSettings,
+) -> Result<Arc<dyn ToolProvider>, BuiltinError> {
     match name {
-        "clock" => Some(Arc::new(clock::Clock::new(Arc::new(SystemClock)))),
-        _ => None,
+        "clock" => Ok(Arc::new(clock::Clock::new(Arc::new(SystemClock)))),
+        _ => Err(BuiltinError::Unknown {
+            name: name.to_owned(),
+        }),
     }
 }

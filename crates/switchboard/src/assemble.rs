@@ -33,6 +33,11 @@ impl Host {
             separator: config.gateway.separator.clone(),
             aliases: config.aliases.clone(),
         };
+        options.agents = config
+            .agents
+            .keys()
+            .filter_map(|name| Some((name.clone(), Arc::new(config.agent_policy(name)?))))
+            .collect();
         Ok(Self::start(plans, options))
     }
 }
@@ -70,15 +75,10 @@ fn plan(config: &Config, server: &ServerConfig) -> Result<ServerPlan, AssembleEr
             url: url.clone(),
             headers: headers.clone(),
         },
-        Transport::Builtin { name } => {
-            let provider = switchboard_tools::builtin(name).ok_or_else(|| {
-                AssembleError(format!(
-                    "server '{}': unknown built-in '{name}' (available: {})",
-                    server.id,
-                    switchboard_tools::BUILTINS.join(", ")
-                ))
-            })?;
-            Endpoint::InProcess(Arc::clone(&provider))
+        Transport::Builtin { name, settings } => {
+            let provider = switchboard_tools::builtin(name, settings)
+                .map_err(|error| AssembleError(format!("server '{}': {error}", server.id)))?;
+            Endpoint::InProcess(provider)
         }
     };
     let prefix = if gateway.prefix_tools {

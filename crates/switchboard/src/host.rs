@@ -8,12 +8,14 @@ use arc_swap::ArcSwap;
 use futures::future::BoxFuture;
 use serde::Serialize;
 use serde_json::{Map, Value};
+use switchboard_core::agent::{AgentPolicy, FullView, ToolPattern, View};
 use switchboard_core::catalog::{NamingRules, ServerSlice, ToolOverride};
 use switchboard_core::clock::SystemClock;
 use switchboard_core::pipeline::{CallError, LogRecorder, Pipeline, Recorder};
 use switchboard_core::upstream::{Upstream, UpstreamDirectory};
 use switchboard_core::{
-    CallContext, Catalog, CatalogProblem, ServerId, ToolCall, ToolDefinition, ToolOutcome,
+    CallContext, Catalog, CatalogEntry, CatalogProblem, ServerId, ToolCall, ToolDefinition,
+    ToolOutcome,
 };
 use switchboard_mcp::front::{Backend, ServerIdentity};
 use switchboard_mcp::jsonrpc::RpcError;
@@ -38,6 +40,9 @@ pub struct HostOptions {
     pub startup_wait: Duration,
     pub identity: ServerIdentity,
     pub recorder: Arc<dyn Recorder>,
+    /// Agents by name. Empty = no agents: every caller sees every tool. A caller naming an
+    /// agent that is not here sees nothing.
+    pub agents: BTreeMap<String, Arc<AgentPolicy>>,
 }
 
 impl Default for HostOptions {
@@ -51,6 +56,7 @@ impl Default for HostOptions {
                 instructions: None,
             },
             recorder: Arc::new(LogRecorder),
+            agents: BTreeMap::new(),
         }
     }
 }
@@ -80,6 +86,8 @@ pub(crate) struct Inner {
     rebuild_lock: Mutex<()>,
     /// URIs of resources an upstream said changed (`notifications/resources/updated`).
     pub(crate) resource_updates: tokio::sync::broadcast::Sender<String>,
+    /// Per-agent listings, serialized once per catalog version.
+    listings: Mutex<std::collections::HashMap<String, (u64, Arc<str>)>>,
     /// Set once the start-up wait is over.
     started: std::sync::atomic::AtomicBool,
     pipeline: Pipeline,
@@ -115,6 +123,7 @@ impl Host {
                 version,
                 rebuild_lock: Mutex::new(()),
                 resource_routes: Mutex::default(),
+                listings: Mutex::default(),
                 started: std::sync::atomic::AtomicBool::new(false),
                 pipeline: Pipeline::new(options.recorder.clone(), Arc::new(SystemClock)),
                 options,
@@ -138,7 +147,66 @@ impl Host {
         self.inner.catalog.load_full()
     }
 
-    /// Runs one call through the pipeline.
+    /// What a caller acting for `agent` may see and call: everything when no agents are
+    /// configured or no agent is named, that agent's permissions otherwise, nothing for an
+    /// agent the config does not know.
+    pub fn view(&self, agent: Option<&str>) -> Arc<dyn View> {
+        match agent {
+            Some(name) if !self.inner.options.agents.is_empty() => {
+                match self.inner.options.agents.get(name) {
+                    Some(policy) => policy.clone(),
+                    None => Arc::new(AgentPolicy {
+                        name: name.to_owned(),
+                        allow: vec![],
+                        deny: vec![ToolPattern::parse("*"), ToolPattern::parse("*:*")],
+                    }),
+                }
+            }
+            _ => Arc::new(FullView),
+        }
+    }
+
+    /// Whether the config names this agent (always true when no agents are configured).
+    pub fn knows_agent(&self, agent: &str) -> bool {
+        self.inner.options.agents.is_empty() || self.inner.options.agents.contains_key(agent)
+    }
+
+    /// The catalog entries `agent` may see, in listing order.
+    pub fn visible_tools(&self, agent: Option<&str>) -> Vec<Arc<CatalogEntry>> {
+        let view = self.view(agent);
+        self.catalog()
+            .entries()
+            .iter()
+            .filter(|entry| view.contains(entry))
+            .cloned()
+            .collect()
+    }
+
+    /// The JSON array of the tools `agent` may see, serialized once per catalog version.
+    pub fn listing_json(&self, agent: Option<&str>) -> Arc<str> {
+        let restricted = agent.filter(|_| !self.inner.options.agents.is_empty());
+        let Some(name) = restricted else {
+            return self.catalog().listing_json();
+        };
+        let version = *self.inner.version.borrow();
+        if let Ok(cache) = self.inner.listings.lock()
+            && let Some((cached, json)) = cache.get(name)
+            && *cached == version
+        {
+            return json.clone();
+        }
+        let tools = self.visible_tools(Some(name));
+        let definitions: Vec<&ToolDefinition> =
+            tools.iter().map(|entry| &entry.spec.definition).collect();
+        let json: Arc<str> =
+            Arc::from(serde_json::to_string(&definitions).unwrap_or_else(|_| "[]".to_owned()));
+        if let Ok(mut cache) = self.inner.listings.lock() {
+            cache.insert(name.to_owned(), (version, json.clone()));
+        }
+        json
+    }
+
+    /// Runs one call through the pipeline, within the view of `ctx.agent`.
     pub async fn call(
         &self,
         ctx: &CallContext,
@@ -146,11 +214,13 @@ impl Host {
         arguments: Map<String, Value>,
     ) -> Result<ToolOutcome, CallError> {
         let catalog = self.catalog();
+        let view = self.view(ctx.agent.as_deref());
         let outcome = self
             .inner
             .pipeline
             .call(
                 &catalog,
+                view.as_ref(),
                 self.inner.as_ref(),
                 ctx,
                 ToolCall::new(name, arguments),
@@ -289,21 +359,22 @@ impl Backend for Host {
         self.inner.options.identity.clone()
     }
 
-    fn list_tools(&self, _agent: Option<&str>) -> BoxFuture<'_, Vec<ToolDefinition>> {
+    fn list_tools(&self, agent: Option<&str>) -> BoxFuture<'_, Vec<ToolDefinition>> {
+        let agent = agent.map(str::to_owned);
         Box::pin(async move {
             self.wait_for_startup().await;
-            self.catalog()
-                .entries()
+            self.visible_tools(agent.as_deref())
                 .iter()
                 .map(|entry| entry.spec.definition.clone())
                 .collect()
         })
     }
 
-    fn tools_json(&self, _agent: Option<&str>) -> BoxFuture<'_, Arc<str>> {
+    fn tools_json(&self, agent: Option<&str>) -> BoxFuture<'_, Arc<str>> {
+        let agent = agent.map(str::to_owned);
         Box::pin(async move {
             self.wait_for_startup().await;
-            self.catalog().listing_json()
+            self.listing_json(agent.as_deref())
         })
     }
 

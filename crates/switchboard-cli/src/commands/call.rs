@@ -25,14 +25,17 @@ pub struct CallArgs {
     /// Print the MCP CallToolResult as JSON.
     #[arg(long)]
     json: bool,
+    /// Call as this agent (one of the config's [agents]), within its permissions.
+    #[arg(long, value_name = "NAME")]
+    agent: Option<String>,
 }
 
 pub async fn run(config: Option<&Path>, args: CallArgs) -> anyhow::Result<ExitCode> {
     let arguments = parse_arguments(args.args.as_deref(), &args.pairs)?;
-    let host = super::start_host(config).await?;
-    let result = host
-        .call(&CallContext::default(), &args.tool, arguments)
-        .await;
+    let host = super::start_host(config, args.agent.as_deref()).await?;
+    let mut ctx = CallContext::default();
+    ctx.agent = args.agent.clone();
+    let result = host.call(&ctx, &args.tool, arguments).await;
     host.shutdown().await;
     let outcome = result.map_err(|error| {
         anyhow::anyhow!("{error}\n  hint: `switchboard tools` lists the tools that can be called")

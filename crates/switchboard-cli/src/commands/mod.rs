@@ -35,9 +35,25 @@ pub fn load_config(explicit: Option<&Path>) -> anyhow::Result<Config> {
 }
 
 /// Loads the config, starts a Host and waits for every server's first connection attempt.
-pub async fn start_host(explicit: Option<&Path>) -> anyhow::Result<Host> {
+/// An `agent` the config does not define is refused before anything starts.
+pub async fn start_host(explicit: Option<&Path>, agent: Option<&str>) -> anyhow::Result<Host> {
     let config = load_config(explicit)?;
+    check_agent(&config, agent)?;
     let host = Host::from_config(&config)?;
     host.ready().await;
     Ok(host)
+}
+
+/// Refuses an agent name the config does not define (any name goes when it defines none).
+pub fn check_agent(config: &Config, agent: Option<&str>) -> anyhow::Result<()> {
+    match agent {
+        Some(name) if !config.agents.is_empty() && !config.agents.contains_key(name) => {
+            let known: Vec<&str> = config.agents.keys().map(String::as_str).collect();
+            anyhow::bail!(
+                "unknown agent '{name}' (the config defines: {})",
+                known.join(", ")
+            )
+        }
+        _ => Ok(()),
+    }
 }

@@ -24,7 +24,8 @@ pub struct ServeArgs {
     /// Expose upstream tool names unchanged (no server prefix); refused if names collide.
     #[arg(long)]
     no_prefix: bool,
-    /// Serve on behalf of this agent.
+    /// Serve on behalf of this agent (one of the config's [agents]): only its tools are
+    /// listed and callable.
     #[arg(long, value_name = "NAME")]
     agent: Option<String>,
     /// Extra allowed Origin for HTTP requests (repeatable); loopback origins are always allowed.
@@ -40,6 +41,7 @@ pub async fn run(config: Option<&Path>, args: ServeArgs) -> anyhow::Result<ExitC
     if args.no_prefix {
         config.gateway.prefix_tools = false;
     }
+    super::check_agent(&config, args.agent.as_deref())?;
     let max_message_bytes = config.gateway.max_message_bytes;
     let host = Host::from_config(&config)?;
     let shutdown = CancellationToken::new();

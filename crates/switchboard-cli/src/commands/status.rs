@@ -13,7 +13,7 @@ pub struct StatusArgs {
 }
 
 pub async fn run(config: Option<&Path>, args: StatusArgs) -> anyhow::Result<ExitCode> {
-    let host = super::start_host(config).await?;
+    let host = super::start_host(config, None).await?;
     let reports = host.status();
     let problems = host.catalog_problems();
     host.shutdown().await;

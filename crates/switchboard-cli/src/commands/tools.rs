@@ -12,6 +12,9 @@ pub struct ToolsArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
+    /// Only the tools this agent (one of the config's [agents]) may see and call.
+    #[arg(long, value_name = "NAME")]
+    agent: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -21,8 +24,8 @@ pub enum Format {
 }
 
 pub async fn run(config: Option<&Path>, args: ToolsArgs) -> anyhow::Result<ExitCode> {
-    let host = super::start_host(config).await?;
-    let catalog = host.catalog();
+    let host = super::start_host(config, args.agent.as_deref()).await?;
+    let entries = host.visible_tools(args.agent.as_deref());
     let status = host.status();
     host.shutdown().await;
     let state_of = |server: &str| {
@@ -33,8 +36,7 @@ pub async fn run(config: Option<&Path>, args: ToolsArgs) -> anyhow::Result<ExitC
     };
     match args.format {
         Format::Json => {
-            let tools: Vec<_> = catalog
-                .entries()
+            let tools: Vec<_> = entries
                 .iter()
                 .map(|entry| {
                     json!({
@@ -51,15 +53,13 @@ pub async fn run(config: Option<&Path>, args: ToolsArgs) -> anyhow::Result<ExitC
             print_json(&tools)?;
         }
         Format::Table => {
-            let width = catalog
-                .entries()
+            let width = entries
                 .iter()
                 .map(|e| e.exposed.len())
                 .max()
                 .unwrap_or(4)
                 .max(4);
-            let server_width = catalog
-                .entries()
+            let server_width = entries
                 .iter()
                 .map(|e| e.spec.server.as_str().len())
                 .max()
@@ -69,7 +69,7 @@ pub async fn run(config: Option<&Path>, args: ToolsArgs) -> anyhow::Result<ExitC
                 "{:width$}  {:server_width$}  DESCRIPTION",
                 "NAME", "SERVER"
             ))?;
-            for entry in catalog.entries() {
+            for entry in &entries {
                 let description = entry.spec.definition.description.as_deref().unwrap_or("");
                 let first_line = description.lines().next().unwrap_or("");
                 print_line(&format!(

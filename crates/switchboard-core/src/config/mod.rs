@@ -15,6 +15,8 @@
 //! This module reads no files except in [`Config::load`] and [`locate`], and no environment
 //! except through the [`Environment`] trait. It never starts anything: it only describes.
 
+mod agents;
+mod builtin;
 mod duration;
 mod json;
 mod locate;
@@ -31,15 +33,16 @@ mod validate;
 
 use std::path::Path;
 
+pub use builtin::BUILTINS;
 pub use duration::parse_duration;
 pub use locate::{Located, LookupStep, locate};
 pub use model::{
-    Config, EraPreference, GatewayConfig, ServerConfig, ToolOverrideConfig, Transport,
+    AgentConfig, BuiltinSettings, Config, EraPreference, Exposure, GatewayConfig, RootConfig,
+    ServerConfig, ToolOverrideConfig, Transport,
 };
 pub use problem::{ConfigErrors, Origin, Problem};
 pub use schema::native_schema;
 pub use substitute::{Environment, MapEnvironment, ProcessEnvironment};
-pub use transport::BUILTINS;
 
 /// The syntax of a config file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

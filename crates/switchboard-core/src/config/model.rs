@@ -14,21 +14,88 @@ pub struct Config {
     pub servers: Vec<ServerConfig>,
     /// Old exposed name → current exposed name.
     pub aliases: BTreeMap<String, String>,
+    /// Named sets of tool globs that agents can be given.
+    pub capabilities: BTreeMap<String, Vec<String>>,
+    /// Agents by name; empty = no agents (every caller sees every tool).
+    pub agents: BTreeMap<String, AgentConfig>,
 }
 
 impl Config {
-    /// What runs when no config file exists: the built-in tools, no external servers.
+    /// The permissions of agent `name`: its allow globs plus those of its capabilities, and
+    /// its deny globs. `None` for an agent the config does not name.
+    pub fn agent_policy(&self, name: &str) -> Option<crate::agent::AgentPolicy> {
+        use crate::agent::{AgentPolicy, ToolPattern};
+        let agent = self.agents.get(name)?;
+        let allow = agent
+            .allow
+            .iter()
+            .chain(
+                agent
+                    .capabilities
+                    .iter()
+                    .filter_map(|capability| self.capabilities.get(capability))
+                    .flatten(),
+            )
+            .map(|glob| ToolPattern::parse(glob))
+            .collect();
+        let deny = agent
+            .deny
+            .iter()
+            .map(|glob| ToolPattern::parse(glob))
+            .collect();
+        Some(AgentPolicy {
+            name: name.to_owned(),
+            allow,
+            deny,
+        })
+    }
+}
+
+/// `[agents.NAME]`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AgentConfig {
+    /// Globs over exposed names or `server:tool`; empty (and no capabilities) = every tool.
+    pub allow: Vec<String>,
+    /// Wins over allow.
+    pub deny: Vec<String>,
+    /// Names from `[capabilities]`, whose globs are added to `allow`.
+    pub capabilities: Vec<String>,
+    /// How the listing is presented to this agent.
+    pub exposure: Exposure,
+    /// Globs of tools always listed in full, whatever the exposure mode.
+    pub pinned: Vec<String>,
+    /// The listing must fit in this many tokens (the gateway picks the exposure that fits).
+    pub max_listing_tokens: Option<u64>,
+    /// Larger tool results are truncated (default 25,000 tokens).
+    pub max_result_tokens: Option<u64>,
+}
+
+/// How an agent's tools are listed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Exposure {
+    /// Every visible tool.
+    #[default]
+    Full,
+    /// Meta-tools to list and load categories; loaded categories' tools are listed.
+    Categories,
+    /// Meta-tools to search, describe and call tools.
+    Search,
+}
+
+impl Config {
+    /// What runs when no config file exists: every built-in tool server with its defaults,
+    /// no external servers.
     pub fn builtin_default() -> Self {
         Self {
             source: None,
             gateway: GatewayConfig::default(),
-            servers: vec![ServerConfig::new(
-                "clock",
-                Transport::Builtin {
-                    name: "clock".to_owned(),
-                },
-            )],
+            servers: super::BUILTINS
+                .iter()
+                .map(|name| ServerConfig::new(name, Transport::builtin(name)))
+                .collect(),
             aliases: BTreeMap::new(),
+            capabilities: BTreeMap::new(),
+            agents: BTreeMap::new(),
         }
     }
 }
@@ -112,7 +179,43 @@ pub enum Transport {
     },
     Builtin {
         name: String,
+        settings: BuiltinSettings,
     },
+}
+
+impl Transport {
+    /// A built-in with default settings.
+    pub fn builtin(name: &str) -> Self {
+        Self::Builtin {
+            name: name.to_owned(),
+            settings: BuiltinSettings::default(),
+        }
+    }
+}
+
+/// Settings of a built-in tool server; each built-in reads only its own keys (the validator
+/// refuses the others). Unset values take the built-in's defaults.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BuiltinSettings {
+    /// `files`: the directories it may touch (default: the working directory).
+    pub roots: Vec<RootConfig>,
+    /// `files`: the largest file read, in bytes.
+    pub max_read_bytes: Option<u64>,
+    /// `files`: the largest file written, in bytes.
+    pub max_write_bytes: Option<u64>,
+    /// `dice`: where random tables are read from.
+    pub tables_dir: Option<PathBuf>,
+    /// `dice`: a fixed seed for reproducible rolls (default: OS randomness).
+    pub seed: Option<u64>,
+    /// `memory`: the SQLite file (default: under the user data directory).
+    pub database: Option<PathBuf>,
+}
+
+/// One root of the `files` built-in.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RootConfig {
+    pub path: PathBuf,
+    pub read_only: bool,
 }
 
 /// Which protocol era to speak with a server.

@@ -22,6 +22,50 @@ struct SwitchboardConfig {
     /// Old exposed tool name → current exposed name; calls to the old name still work.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     aliases: BTreeMap<String, String>,
+    /// Agents by name: what each may see and how its listing is presented. With no agents,
+    /// every caller sees every tool.
+    #[schemars(extend("propertyNames" = {"pattern": "^[A-Za-z0-9_-]{1,64}$"}))]
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    agents: BTreeMap<String, Agent>,
+    /// Named sets of tool globs (exposed-name globs or server:tool globs) agents can be given.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    capabilities: BTreeMap<String, Vec<String>>,
+}
+
+/// One agent.
+#[derive(JsonSchema, Default)]
+#[serde(default, deny_unknown_fields)]
+#[allow(dead_code)]
+struct Agent {
+    /// Globs over exposed names ("dice__*") or server:tool globs ("files:read_*"); empty (and
+    /// no capabilities) = every tool.
+    allow: Vec<String>,
+    /// Globs that are refused even when allowed.
+    deny: Vec<String>,
+    /// Names from [capabilities] whose globs are added to allow.
+    capabilities: Vec<String>,
+    /// How tools are listed: full (default), categories or search.
+    exposure: Option<ExposureMode>,
+    /// Globs of tools always listed in full, in every exposure mode.
+    pinned: Vec<String>,
+    /// The listing must fit in this many tokens; the gateway picks the exposure that fits.
+    #[schemars(range(min = 1))]
+    max_listing_tokens: Option<u64>,
+    /// Larger tool results are truncated (default 25000 tokens).
+    #[schemars(range(min = 1))]
+    max_result_tokens: Option<u64>,
+}
+
+#[derive(JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[allow(dead_code)]
+enum ExposureMode {
+    /// Every visible tool.
+    Full,
+    /// Meta-tools list_categories / load_category / unload_category.
+    Categories,
+    /// Meta-tools search_tools / describe_tool / call_tool.
+    Search,
 }
 
 /// A duration: "500ms", "30s", "2m", "1h", "1.5s", or an integer number of milliseconds.
@@ -101,6 +145,41 @@ struct Server {
     /// Per-tool overrides, by the upstream's tool name.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     tools: BTreeMap<String, ToolOverride>,
+    /// builtin = "files": directories it may touch (default: the working directory).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    roots: Vec<Root>,
+    /// builtin = "files": largest file read, in bytes (default 10 MiB).
+    #[schemars(range(min = 1))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_read_bytes: Option<u64>,
+    /// builtin = "files": largest file written, in bytes (default 10 MiB).
+    #[schemars(range(min = 1))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_write_bytes: Option<u64>,
+    /// builtin = "dice": directory of random tables (*.toml, *.csv).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    tables_dir: String,
+    /// builtin = "dice": fixed seed for reproducible rolls (default: OS randomness).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    seed: Option<u64>,
+    /// builtin = "memory": the SQLite file (default: under the user data directory).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    database: String,
+}
+
+/// A root of the files built-in: a path, or a path with flags.
+#[derive(JsonSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+enum Root {
+    Path(String),
+    Detailed {
+        /// The directory.
+        path: String,
+        /// Refuse every write under this root (default false).
+        #[serde(default)]
+        read_only: bool,
+    },
 }
 
 #[derive(JsonSchema)]
@@ -120,6 +199,12 @@ enum HttpTransport {
 enum Builtin {
     /// The clock: current time and time zones.
     Clock,
+    /// Dice rolls with a full dice grammar, and random tables.
+    Dice,
+    /// Files under configured roots.
+    Files,
+    /// A knowledge store in SQLite: entities, relations, facts, session summaries.
+    Memory,
 }
 
 #[derive(JsonSchema)]
@@ -181,6 +266,12 @@ impl Default for Server {
             enabled: true,
             name: String::new(),
             tools: BTreeMap::new(),
+            roots: Vec::new(),
+            max_read_bytes: None,
+            max_write_bytes: None,
+            tables_dir: String::new(),
+            seed: None,
+            database: String::new(),
         }
     }
 }

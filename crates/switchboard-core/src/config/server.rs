@@ -1,6 +1,7 @@
 //! `[servers.ID]` (and the JSON `mcpServers` / `servers` forms): one server's settings and
 //! its per-tool overrides. The transport keys are read by [`super::transport`].
 
+use super::builtin::SETTINGS_KEYS;
 use super::model::{EraPreference, ServerConfig, ToolOverrideConfig, Transport};
 use super::tree::{Node, Pos, Value};
 use super::validate::{Walk, is_name_text};
@@ -103,16 +104,19 @@ impl Walk<'_> {
         }
         let entries = self.table(node, &what);
         for (key, key_pos, _) in entries {
-            if !SERVER_KEYS.contains(&key.as_str()) && !FOREIGN_SERVER_KEYS.contains(&key.as_str())
+            if !SERVER_KEYS.contains(&key.as_str())
+                && !FOREIGN_SERVER_KEYS.contains(&key.as_str())
+                && !SETTINGS_KEYS.contains(&key.as_str())
             {
                 self.unknown(*key_pos, key, &what, &SERVER_KEYS);
             }
         }
         let transport = self.transport(node, &what);
+        if !matches!(transport, Some(Transport::Builtin { .. })) && node.get("builtin").is_none() {
+            self.builtin_settings(node, None, &what);
+        }
         // A placeholder keeps the walk going; the problem above already fails the config.
-        let placeholder = Transport::Builtin {
-            name: String::new(),
-        };
+        let placeholder = Transport::builtin("");
         let mut server = ServerConfig::new(id, transport.unwrap_or(placeholder));
         for (key, _, value) in entries {
             let key_what = format!("{what}.{key}");
@@ -191,7 +195,7 @@ impl Walk<'_> {
 }
 
 /// A server id: 1–64 characters of `A-Z a-z 0-9 _ -`.
-fn is_valid_id(id: &str) -> bool {
+pub(super) fn is_valid_id(id: &str) -> bool {
     !id.is_empty()
         && id.len() <= MAX_ID_LEN
         && id

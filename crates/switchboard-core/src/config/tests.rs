@@ -345,7 +345,7 @@ fn the_documented_example_is_valid() {
 }
 
 #[test]
-fn default_config_runs_the_clock() {
+fn default_config_runs_every_builtin() {
     let config = Config::builtin_default();
     assert_eq!(config.source, None);
     assert_eq!(config.gateway, GatewayConfig::default());
@@ -359,14 +359,49 @@ fn default_config_runs_the_clock() {
         .iter()
         .map(|s| (s.id.as_str(), &s.transport))
         .collect();
+    let expected: Vec<(&str, Transport)> = ["clock", "dice", "files", "memory"]
+        .into_iter()
+        .map(|name| (name, Transport::builtin(name)))
+        .collect();
+    let expected: Vec<(&str, &Transport)> = expected.iter().map(|(n, t)| (*n, t)).collect();
+    assert_eq!(ids, expected);
+}
+
+#[test]
+fn builtin_settings_are_read_and_relative_paths_follow_the_file() {
+    let text = "[servers.files]\nbuiltin = \"files\"\nroots = [\"work\", { path = \"/srv/docs\", read_only = true }]\nmax_read_bytes = 4096\n\n[servers.dice]\nbuiltin = \"dice\"\ntables_dir = \"tables\"\nseed = 7\n\n[servers.memory]\nbuiltin = \"memory\"\ndatabase = \"/var/lib/sb/memory.db\"\n";
+    let origin = Origin::File(std::path::PathBuf::from("/etc/sb/switchboard.toml"));
+    let config = Config::parse(text, origin, Format::Toml, &env()).expect("valid");
+    let settings = |id: &str| match &config
+        .servers
+        .iter()
+        .find(|s| s.id == id)
+        .expect(id)
+        .transport
+    {
+        Transport::Builtin { settings, .. } => settings.clone(),
+        other => panic!("{other:?}"),
+    };
+    let files = settings("files");
     assert_eq!(
-        ids,
-        [(
-            "clock",
-            &Transport::Builtin {
-                name: "clock".into()
-            }
-        )]
+        files.roots,
+        [
+            RootConfig {
+                path: "/etc/sb/work".into(),
+                read_only: false
+            },
+            RootConfig {
+                path: "/srv/docs".into(),
+                read_only: true
+            },
+        ]
+    );
+    assert_eq!(files.max_read_bytes, Some(4096));
+    assert_eq!(settings("dice").tables_dir, Some("/etc/sb/tables".into()));
+    assert_eq!(settings("dice").seed, Some(7));
+    assert_eq!(
+        settings("memory").database,
+        Some("/var/lib/sb/memory.db".into())
     );
 }
 
@@ -394,4 +429,28 @@ fn truncated_files_never_panic() {
             }
         }
     }
+}
+
+#[test]
+fn agent_policies_join_allow_globs_and_capabilities() {
+    use crate::agent::ToolPattern;
+    let text = "[capabilities]\nread_memory = [\"memory__search_*\", \"memory:query_entities\"]\n\n[agents.npc]\nallow = [\"dice:*\"]\ncapabilities = [\"read_memory\"]\ndeny = [\"dice__roll_table\"]\nexposure = \"search\"\n\n[agents.qa]\n";
+    let config = Config::parse(text, Origin::Inline, Format::Toml, &env()).expect("valid");
+    let npc = config.agent_policy("npc").expect("npc");
+    assert_eq!(
+        npc.allow,
+        [
+            ToolPattern::parse("dice:*"),
+            ToolPattern::parse("memory__search_*"),
+            ToolPattern::parse("memory:query_entities"),
+        ]
+    );
+    assert_eq!(npc.deny, [ToolPattern::parse("dice__roll_table")]);
+    assert_eq!(
+        config.agents["npc"].exposure,
+        crate::config::Exposure::Search
+    );
+    let qa = config.agent_policy("qa").expect("qa");
+    assert!(qa.allow.is_empty() && qa.deny.is_empty());
+    assert!(config.agent_policy("nobody").is_none());
 }

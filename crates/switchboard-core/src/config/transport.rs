@@ -8,8 +8,7 @@ use super::suggest;
 use super::tree::{Node, Pos};
 use super::validate::Walk;
 
-/// Built-in tool providers a config may name (kept in step with `switchboard-tools`).
-pub const BUILTINS: [&str; 1] = ["clock"];
+use super::builtin::BUILTINS;
 
 /// Spellings of the Streamable HTTP transport that MCP clients write.
 const HTTP_KINDS: [&str; 4] = [
@@ -87,7 +86,8 @@ impl Walk<'_> {
             );
             return None;
         }
-        Some(Transport::Builtin { name })
+        let settings = self.builtin_settings(node, Some(&name), what);
+        Some(Transport::Builtin { name, settings })
     }
 
     fn stdio(&mut self, node: &Node, command_node: &Node, what: &str) -> Option<Transport> {

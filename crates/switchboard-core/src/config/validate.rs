@@ -6,6 +6,7 @@
 //! the typed readers (string with substitution, bool, duration, …) they all share.
 
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::duration::{DURATION_HINT, parse_duration};
@@ -16,7 +17,14 @@ use super::suggest;
 use super::tree::{Node, Pos, Value};
 use super::{Format, ParsedText};
 
-pub(super) const ROOT_KEYS: [&str; 4] = ["gateway", "servers", "aliases", "mcpServers"];
+pub(super) const ROOT_KEYS: [&str; 6] = [
+    "gateway",
+    "servers",
+    "aliases",
+    "mcpServers",
+    "agents",
+    "capabilities",
+];
 pub(super) const GATEWAY_KEYS: [&str; 6] = [
     "separator",
     "prefix_tools",
@@ -34,6 +42,8 @@ pub(super) struct Walk<'a> {
     /// The source text, to turn a byte offset inside a string into a line and column.
     text: &'a str,
     pub(super) env: &'a dyn Environment,
+    /// The config file's directory: relative paths in the file are taken from it.
+    base_dir: Option<PathBuf>,
     problems: Vec<Problem>,
 }
 
@@ -48,6 +58,10 @@ pub fn validate(
         origin: origin.to_string(),
         text: parsed.text,
         env,
+        base_dir: origin
+            .path()
+            .and_then(|path| path.parent())
+            .map(ToOwned::to_owned),
         problems: Vec::new(),
     };
     let mut config = Config {
@@ -55,6 +69,8 @@ pub fn validate(
         gateway: GatewayConfig::default(),
         servers: Vec::new(),
         aliases: BTreeMap::new(),
+        capabilities: BTreeMap::new(),
+        agents: BTreeMap::new(),
     };
     let Value::Table(entries) = &root.value else {
         walk.problem(
@@ -67,8 +83,14 @@ pub fn validate(
         );
         return Err(ConfigErrors(walk.problems));
     };
+    // Capabilities first: agents refer to them wherever they are written.
+    if let Some((_, _, node)) = entries.iter().find(|(key, _, _)| key == "capabilities") {
+        config.capabilities = walk.capabilities(node);
+    }
     for (key, key_pos, node) in entries {
         match key.as_str() {
+            "capabilities" => {}
+            "agents" => config.agents = walk.agents(node, &config.capabilities),
             "gateway" => walk.gateway(node, &mut config.gateway),
             "aliases" => config.aliases = walk.string_map(node, "aliases"),
             "servers" | "mcpServers" => walk.servers(node, key, &mut config.servers),
@@ -93,6 +115,10 @@ pub fn validate(
 }
 
 impl Walk<'_> {
+    pub(super) fn base_dir(&self) -> Option<&Path> {
+        self.base_dir.as_deref()
+    }
+
     pub(super) fn problem(&mut self, pos: Pos, message: impl Into<String>, hint: Option<String>) {
         self.problems.push(Problem::new(
             &self.origin,

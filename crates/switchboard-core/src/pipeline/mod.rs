@@ -2,7 +2,7 @@
 //! other path reaches an upstream.
 //!
 //! The stages, in order, each a small module with one job:
-//! [`resolve`] the exposed name → [`validate`] the arguments → [`execute`] on the upstream
+//! [`resolve`] the exposed name within the caller's view → [`validate`] the arguments → [`execute`] on the upstream
 //! under the tool's deadline → [`record`] the outcome and its wall time. Recording wraps the
 //! whole, so refused calls are recorded too. Later stages (policy, approval, rate limits,
 //! cache) slot in between validate and execute.
@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::agent::View;
 use crate::clock::Clock;
 use crate::upstream::UpstreamDirectory;
 use crate::{CallContext, Catalog, ToolCall, ToolOutcome};
@@ -54,17 +55,18 @@ impl Pipeline {
         Self { recorder, clock }
     }
 
-    /// Runs one call against a catalog snapshot.
+    /// Runs one call against a catalog snapshot, as a caller who sees `view` of it.
     pub async fn call(
         &self,
         catalog: &Catalog,
+        view: &dyn View,
         upstreams: &dyn UpstreamDirectory,
         ctx: &CallContext,
         call: ToolCall,
     ) -> Result<ToolOutcome, CallError> {
         let started = self.clock.now();
         let started_wall = self.clock.wall();
-        let entry = resolve::resolve(catalog, &call.name);
+        let entry = resolve::resolve(catalog, view, &call.name);
         let target = entry
             .as_ref()
             .ok()

@@ -119,9 +119,21 @@ impl Fixture {
         name: &str,
         arguments: Value,
     ) -> Result<ToolOutcome, CallError> {
+        self.call_as(&crate::agent::FullView, ctx, name, arguments)
+            .await
+    }
+
+    async fn call_as(
+        &self,
+        view: &dyn crate::agent::View,
+        ctx: &CallContext,
+        name: &str,
+        arguments: Value,
+    ) -> Result<ToolOutcome, CallError> {
         self.pipeline
             .call(
                 &self.catalog,
+                view,
                 &self.directory,
                 ctx,
                 ToolCall::new(name, args(arguments)),
@@ -249,4 +261,61 @@ async fn progress_reaches_the_caller_and_missing_upstreams_are_tool_errors() {
         .await
         .expect("tool error");
     assert!(outcome.is_error && outcome.text_content().contains("not connected"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_tool_outside_the_view_is_refused_like_an_unknown_tool() {
+    use crate::agent::{AgentPolicy, ToolPattern};
+    let fixture = Fixture::new();
+    let ctx = CallContext::default();
+    let only_echo = AgentPolicy {
+        name: "npc".into(),
+        allow: vec![ToolPattern::parse("s:echo")],
+        deny: vec![],
+    };
+    let allowed = fixture
+        .call_as(&only_echo, &ctx, "s__echo", json!({"text": "hi"}))
+        .await
+        .expect("echo is in the view");
+    assert_eq!(allowed.text_content(), "hi");
+    let hidden = fixture
+        .call_as(&only_echo, &ctx, "s__progress", json!({}))
+        .await
+        .expect_err("outside the view");
+    let missing = fixture
+        .call_as(&only_echo, &ctx, "s__nope", json!({}))
+        .await
+        .expect_err("unknown");
+    assert_eq!(
+        hidden,
+        CallError::UnknownTool {
+            name: "s__progress".into()
+        }
+    );
+    assert_eq!(
+        missing,
+        CallError::UnknownTool {
+            name: "s__nope".into()
+        }
+    );
+    let denied = AgentPolicy {
+        name: "npc".into(),
+        allow: vec![],
+        deny: vec![ToolPattern::parse("s__e*")],
+    };
+    assert!(
+        fixture
+            .call_as(&denied, &ctx, "s__echo", json!({"text": "x"}))
+            .await
+            .is_err()
+    );
+    assert_eq!(
+        fixture.statuses(),
+        [
+            CallStatus::Ok,
+            CallStatus::UnknownTool,
+            CallStatus::UnknownTool,
+            CallStatus::UnknownTool
+        ]
+    );
 }

@@ -7,6 +7,8 @@ use std::path::PathBuf;
 use serde_json::Value;
 
 use super::native_schema;
+use crate::config::agents::AGENT_KEYS;
+use crate::config::builtin::SETTINGS_KEYS;
 use crate::config::server::{SERVER_KEYS, TOOL_KEYS};
 use crate::config::validate::{GATEWAY_KEYS, ROOT_KEYS};
 
@@ -55,9 +57,13 @@ fn schema_and_validator_know_the_same_keys() {
         ("/$defs/Gateway/properties", keys(&GATEWAY_KEYS, &[])),
         (
             "/$defs/Server/properties",
-            keys(&SERVER_KEYS, &["type", "id"]),
+            keys(&SERVER_KEYS, &["type", "id"])
+                .into_iter()
+                .chain(SETTINGS_KEYS.iter().map(|k| (*k).to_owned()))
+                .collect(),
         ),
         ("/$defs/ToolOverride/properties", keys(&TOOL_KEYS, &[])),
+        ("/$defs/Agent/properties", keys(&AGENT_KEYS, &[])),
     ];
     for (pointer, expected) in cases {
         assert_eq!(properties(&schema, pointer), expected, "{pointer}");

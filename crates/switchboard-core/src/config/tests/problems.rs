@@ -319,3 +319,73 @@ fn display_lists_every_problem_with_its_hint() {
         "c.toml:2:1: unknown key 'comand'\n  hint: did you mean 'command'?\nc.toml:5:7: bad\nc.toml: cannot read"
     );
 }
+
+#[test]
+fn builtin_settings_problems() {
+    toml(
+        "[servers.a]\nbuiltin = \"dice\"\nroots = [\"x\"]\n",
+        &[(
+            3,
+            1,
+            "servers.a.roots is a setting of the 'files' built-in, but this one is builtin = \"dice\"",
+        )],
+    );
+    toml(
+        "[servers.a]\ncommand = \"x\"\ndatabase = \"m.db\"\n",
+        &[(
+            3,
+            1,
+            "servers.a.database is a setting of the 'memory' built-in, but this server is not a built-in",
+        )],
+    );
+    toml(
+        "[servers.a]\nbuiltin = \"files\"\nroots = [\"ok\", 3, { read_only = true }, { path = \"p\", ro = 1 }]\nmax_read_bytes = 0\n",
+        &[
+            (
+                3,
+                16,
+                "servers.a.roots[1] must be a path or { path, read_only }, found an integer",
+            ),
+            (3, 19, "servers.a.roots[2] has no \"path\""),
+            (3, 55, "unknown key 'ro' in servers.a.roots[3]"),
+            (
+                4,
+                18,
+                "servers.a.max_read_bytes must be an integer of at least 1, found 0",
+            ),
+        ],
+    );
+    toml(
+        "[servers.a]\nbuiltin = \"dice\"\nseed = -1\ntables_dir = \"\"\n",
+        &[
+            (
+                3,
+                8,
+                "servers.a.seed must be an integer of at least 0, found -1",
+            ),
+            (4, 14, "servers.a.tables_dir is empty"),
+        ],
+    );
+}
+
+#[test]
+fn agent_problems() {
+    toml(
+        "[agents.npc]\nallow = \"dice__*\"\ncapabilities = [\"read_memry\"]\nexposure = \"lazy\"\nmax_listing_tokens = 0\ncolour = 1\n\n[capabilities]\nread_memory = [\"memory__search_*\"]\n",
+        &[
+            (2, 9, "agents.npc.allow must be an array of strings"),
+            (3, 17, "agents.npc names unknown capability 'read_memry'"),
+            (4, 12, "agents.npc.exposure 'lazy' is not known"),
+            (
+                5,
+                22,
+                "agents.npc.max_listing_tokens must be a positive integer",
+            ),
+            (6, 1, "unknown key 'colour' in agents.npc"),
+        ],
+    );
+    toml(
+        "[agents.\"n p c\"]\n",
+        &[(1, 9, "agent name 'n p c' is not allowed")],
+    );
+}

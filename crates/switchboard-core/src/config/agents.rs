@@ -1,0 +1,139 @@
+//! `[agents.NAME]` and `[capabilities]`: who may see which tools.
+//!
+//! ```toml
+//! [capabilities]
+//! read_memory = ["memory__query_entities", "memory__search_*"]
+//!
+//! [agents.npc]
+//! allow = ["dice:*"]            # globs over exposed names, or server:tool globs
+//! capabilities = ["read_memory"] # named sets of globs, added to allow
+//! deny = ["dice__roll_table"]    # wins over allow
+//! exposure = "full"              # full | categories | search
+//! pinned = ["dice__roll"]        # always listed in full, in every exposure mode
+//! ```
+
+use std::collections::BTreeMap;
+
+use super::model::{AgentConfig, Exposure};
+use super::tree::{Node, Value};
+use super::validate::Walk;
+
+pub(super) const AGENT_KEYS: [&str; 7] = [
+    "allow",
+    "deny",
+    "capabilities",
+    "exposure",
+    "pinned",
+    "max_listing_tokens",
+    "max_result_tokens",
+];
+
+impl Walk<'_> {
+    /// `[capabilities]`: name → globs.
+    pub(super) fn capabilities(&mut self, node: &Node) -> BTreeMap<String, Vec<String>> {
+        let mut capabilities = BTreeMap::new();
+        for (name, _, value) in self.table(node, "capabilities") {
+            let globs = self.strings(value, &format!("capabilities.{name}"));
+            capabilities.insert(name.clone(), globs);
+        }
+        capabilities
+    }
+
+    /// `[agents]`: name → settings; every capability an agent names must be defined.
+    pub(super) fn agents(
+        &mut self,
+        node: &Node,
+        capabilities: &BTreeMap<String, Vec<String>>,
+    ) -> BTreeMap<String, AgentConfig> {
+        let mut agents = BTreeMap::new();
+        for (name, name_pos, value) in self.table(node, "agents") {
+            if !super::server::is_valid_id(name) {
+                self.problem(
+                    *name_pos,
+                    format!("agent name '{name}' is not allowed"),
+                    Some("use 1-64 characters of A-Z a-z 0-9 _ -".to_owned()),
+                );
+            }
+            let agent = self.agent(value, &format!("agents.{name}"), capabilities);
+            agents.insert(name.clone(), agent);
+        }
+        agents
+    }
+
+    fn agent(
+        &mut self,
+        node: &Node,
+        what: &str,
+        capabilities: &BTreeMap<String, Vec<String>>,
+    ) -> AgentConfig {
+        let mut agent = AgentConfig::default();
+        for (key, key_pos, value) in self.table(node, what) {
+            let key_what = format!("{what}.{key}");
+            match key.as_str() {
+                "allow" => agent.allow = self.strings(value, &key_what),
+                "deny" => agent.deny = self.strings(value, &key_what),
+                "pinned" => agent.pinned = self.strings(value, &key_what),
+                "capabilities" => {
+                    if let Value::Array(items) = &value.value {
+                        for (index, item) in items.iter().enumerate() {
+                            let Some(name) = self.string(item, &format!("{key_what}[{index}]"))
+                            else {
+                                continue;
+                            };
+                            if !capabilities.contains_key(&name) {
+                                let known: Vec<&str> =
+                                    capabilities.keys().map(String::as_str).collect();
+                                self.problem(
+                                    item.pos,
+                                    format!("{what} names unknown capability '{name}'"),
+                                    Some(super::suggest::hint(
+                                        &name,
+                                        &known,
+                                        "defined in [capabilities]",
+                                    )),
+                                );
+                            }
+                            agent.capabilities.push(name);
+                        }
+                    } else {
+                        self.strings(value, &key_what);
+                    }
+                }
+                "exposure" => {
+                    agent.exposure = match self.string(value, &key_what).as_deref() {
+                        Some("full") | None => Exposure::Full,
+                        Some("categories") => Exposure::Categories,
+                        Some("search") => Exposure::Search,
+                        Some(other) => {
+                            self.problem(
+                                value.pos,
+                                format!("{key_what} '{other}' is not known"),
+                                Some("use \"full\", \"categories\" or \"search\"".to_owned()),
+                            );
+                            Exposure::Full
+                        }
+                    };
+                }
+                "max_listing_tokens" => agent.max_listing_tokens = self.count(value, &key_what),
+                "max_result_tokens" => agent.max_result_tokens = self.count(value, &key_what),
+                other => self.unknown(*key_pos, other, what, &AGENT_KEYS),
+            }
+        }
+        agent
+    }
+
+    /// A positive integer.
+    pub(super) fn count(&mut self, node: &Node, what: &str) -> Option<u64> {
+        match node.value {
+            Value::Integer(n) if n >= 1 => u64::try_from(n).ok(),
+            ref other => {
+                self.problem(
+                    node.pos,
+                    format!("{what} must be a positive integer, found {}", other.kind()),
+                    None,
+                );
+                None
+            }
+        }
+    }
+}
