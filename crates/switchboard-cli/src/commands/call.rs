@@ -33,8 +33,10 @@ pub struct CallArgs {
 pub async fn run(config: Option<&Path>, args: CallArgs) -> anyhow::Result<ExitCode> {
     let arguments = parse_arguments(args.args.as_deref(), &args.pairs)?;
     let host = super::start_host(config, args.agent.as_deref()).await?;
-    let mut ctx = CallContext::default();
-    ctx.agent = args.agent.clone();
+    let ctx = CallContext {
+        agent: args.agent.clone(),
+        ..CallContext::default()
+    };
     let result = host.call(&ctx, &args.tool, arguments).await;
     host.shutdown().await;
     let outcome = result.map_err(|error| {
