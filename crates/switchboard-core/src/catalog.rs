@@ -24,6 +24,8 @@ pub struct ToolOverride {
     pub name: Option<String>,
     pub description: Option<String>,
     pub hidden: bool,
+    /// Replaces the server's category for this tool.
+    pub category: Option<String>,
 }
 
 /// One tool as listed by its server, with its input schema compiled.
@@ -49,6 +51,9 @@ pub struct ServerSlice {
     pub tools: Arc<[ListedTool]>,
     pub overrides: BTreeMap<String, ToolOverride>,
     pub call_timeout: Duration,
+    /// The category of the server's tools (`/` separates levels: `games/dice`); empty = the
+    /// server id.
+    pub category: String,
 }
 
 /// Naming rules shared by all servers.
@@ -79,6 +84,8 @@ pub struct CatalogEntry {
     pub upstream_name: String,
     pub schema: Arc<InputSchema>,
     pub call_timeout: Duration,
+    /// Where the tool is filed for lazy loading (`games/dice`); levels separated by `/`.
+    pub category: String,
 }
 
 /// Something about the catalog an operator should know.
@@ -218,6 +225,11 @@ impl Catalog {
                     upstream_name: tool.clone(),
                     schema,
                     call_timeout: slice.call_timeout,
+                    category: override_
+                        .category
+                        .clone()
+                        .or_else(|| (!slice.category.is_empty()).then(|| slice.category.clone()))
+                        .unwrap_or_else(|| slice.server.as_str().to_owned()),
                 };
                 named.insert(exposed, Arc::new(entry));
             }
@@ -306,6 +318,7 @@ mod tests {
                 })
                 .collect(),
             overrides: BTreeMap::new(),
+            category: String::new(),
             call_timeout: Duration::from_secs(1),
         }
     }
@@ -364,6 +377,7 @@ mod tests {
                 name: Some("read".into()),
                 description: Some("Read it".into()),
                 hidden: false,
+                category: Some("files/read".into()),
             },
         );
         s.overrides.insert(
@@ -402,5 +416,19 @@ mod tests {
         );
         assert_eq!(catalog.problems().len(), 3, "{:?}", catalog.problems());
         assert!(catalog.resolve("fs__write_file").is_none());
+        assert_eq!(entry.category, "files/read", "the tool's own category wins");
+    }
+
+    #[test]
+    fn categories_default_to_the_server_id() {
+        let mut filed = slice("dice", "dice", &["roll"]);
+        filed.category = "games/dice".into();
+        let catalog = Catalog::build(
+            &[filed, slice("clock", "clock", &["now"])],
+            &NamingRules::default(),
+        );
+        let category = |name: &str| catalog.resolve(name).map(|e| e.category.clone());
+        assert_eq!(category("dice__roll").as_deref(), Some("games/dice"));
+        assert_eq!(category("clock__now").as_deref(), Some("clock"));
     }
 }

@@ -40,6 +40,9 @@ impl fmt::Debug for ProgressSink {
 pub struct CallContext {
     /// The agent on whose behalf the call is made, if the front knows it.
     pub agent: Option<String>,
+    /// The client session the call came from (a stdio connection, an HTTP session), if any:
+    /// per-session state such as loaded tool categories hangs off it.
+    pub session: Option<String>,
     /// Set when the caller asked for progress.
     pub progress: Option<ProgressSink>,
     /// Cancelled when the caller gives up (`notifications/cancelled`, a closed stream).
@@ -81,5 +84,23 @@ impl CallContext {
     pub fn with_agent(mut self, agent: impl Into<String>) -> Self {
         self.agent = Some(agent.into());
         self
+    }
+}
+
+/// Who is asking for a listing: the agent and the session, as the front knows them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct Caller {
+    pub agent: Option<String>,
+    pub session: Option<String>,
+}
+
+impl Caller {
+    pub fn new(agent: Option<String>, session: Option<String>) -> Self {
+        Self { agent, session }
+    }
+
+    /// The caller of a call.
+    pub fn of(ctx: &CallContext) -> Self {
+        Self::new(ctx.agent.clone(), ctx.session.clone())
     }
 }

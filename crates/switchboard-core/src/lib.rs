@@ -22,7 +22,7 @@ pub mod tool;
 pub mod upstream;
 
 pub use catalog::{Catalog, CatalogEntry, CatalogProblem, ServerSlice};
-pub use context::{CallContext, CallerChannel, CallerError, Progress, ProgressSink};
+pub use context::{CallContext, Caller, CallerChannel, CallerError, Progress, ProgressSink};
 pub use latency_meta::{LATENCY_META_KEY, LatencyMeta};
 pub use outcome::{ToolCall, ToolOutcome};
 pub use server::ServerId;

@@ -5,10 +5,12 @@
 use std::sync::Arc;
 
 use switchboard_core::ServerId;
+use switchboard_core::agent::ToolPattern;
 use switchboard_core::catalog::{NamingRules, ToolOverride};
 use switchboard_core::config::{Config, EraPreference, ServerConfig, Transport};
 use switchboard_mcp::upstream::{Endpoint, EraChoice, StdioCommand, UpstreamSpec};
 
+use crate::exposure::AgentProfile;
 use crate::host::{Host, HostOptions, ServerPlan};
 
 /// A config that validated but cannot be run (e.g. an unknown built-in).
@@ -33,10 +35,20 @@ impl Host {
             separator: config.gateway.separator.clone(),
             aliases: config.aliases.clone(),
         };
+        options.exposure = config.gateway.exposure;
         options.agents = config
             .agents
-            .keys()
-            .filter_map(|name| Some((name.clone(), Arc::new(config.agent_policy(name)?))))
+            .iter()
+            .filter_map(|(name, agent)| {
+                let profile = AgentProfile {
+                    policy: config.agent_policy(name)?,
+                    exposure: agent.exposure,
+                    pinned: agent.pinned.iter().map(|g| ToolPattern::parse(g)).collect(),
+                    max_listing_tokens: agent.max_listing_tokens,
+                    max_result_tokens: agent.max_result_tokens,
+                };
+                Some((name.clone(), Arc::new(profile)))
+            })
             .collect();
         Ok(Self::start(plans, options))
     }
@@ -110,10 +122,12 @@ fn plan(config: &Config, server: &ServerConfig) -> Result<ServerPlan, AssembleEr
                         name: o.name.clone(),
                         description: o.description.clone(),
                         hidden: o.hidden,
+                        category: o.category.clone(),
                     },
                 )
             })
             .collect(),
         call_timeout: server.call_timeout.unwrap_or(gateway.call_timeout),
+        category: server.category.clone().unwrap_or_default(),
     })
 }

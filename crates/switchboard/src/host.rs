@@ -11,16 +11,20 @@ use serde_json::{Map, Value};
 use switchboard_core::agent::{AgentPolicy, FullView, ToolPattern, View};
 use switchboard_core::catalog::{NamingRules, ServerSlice, ToolOverride};
 use switchboard_core::clock::SystemClock;
+use switchboard_core::config::Exposure;
 use switchboard_core::pipeline::{CallError, LogRecorder, Pipeline, Recorder};
 use switchboard_core::upstream::{Upstream, UpstreamDirectory};
 use switchboard_core::{
-    CallContext, Catalog, CatalogEntry, CatalogProblem, ServerId, ToolCall, ToolDefinition,
+    CallContext, Caller, Catalog, CatalogEntry, CatalogProblem, ServerId, ToolCall, ToolDefinition,
     ToolOutcome,
 };
 use switchboard_mcp::front::{Backend, ServerIdentity};
 use switchboard_mcp::jsonrpc::RpcError;
 use switchboard_mcp::upstream::{Supervisor, SupervisorObserver, UpstreamSpec};
 use tokio::sync::watch;
+
+use crate::exposure::AgentProfile;
+use crate::sessions::Sessions;
 
 /// One server as the Host runs it.
 #[derive(Clone)]
@@ -30,6 +34,8 @@ pub struct ServerPlan {
     pub prefix: String,
     pub overrides: BTreeMap<String, ToolOverride>,
     pub call_timeout: Duration,
+    /// Category of the server's tools; empty = the server id.
+    pub category: String,
 }
 
 /// Host-wide options.
@@ -42,7 +48,9 @@ pub struct HostOptions {
     pub recorder: Arc<dyn Recorder>,
     /// Agents by name. Empty = no agents: every caller sees every tool. A caller naming an
     /// agent that is not here sees nothing.
-    pub agents: BTreeMap<String, Arc<AgentPolicy>>,
+    pub agents: BTreeMap<String, Arc<AgentProfile>>,
+    /// The exposure mode of callers without an agent profile.
+    pub exposure: Exposure,
 }
 
 impl Default for HostOptions {
@@ -57,6 +65,7 @@ impl Default for HostOptions {
             },
             recorder: Arc::new(LogRecorder),
             agents: BTreeMap::new(),
+            exposure: Exposure::Full,
         }
     }
 }
@@ -86,6 +95,8 @@ pub(crate) struct Inner {
     rebuild_lock: Mutex<()>,
     /// URIs of resources an upstream said changed (`notifications/resources/updated`).
     pub(crate) resource_updates: tokio::sync::broadcast::Sender<String>,
+    /// Per-session state (loaded categories, truncated results).
+    pub(crate) sessions: Sessions,
     /// Per-agent listings, serialized once per catalog version.
     listings: Mutex<std::collections::HashMap<String, (u64, Arc<str>)>>,
     /// Set once the start-up wait is over.
@@ -124,6 +135,7 @@ impl Host {
                 rebuild_lock: Mutex::new(()),
                 resource_routes: Mutex::default(),
                 listings: Mutex::default(),
+                sessions: Sessions::default(),
                 started: std::sync::atomic::AtomicBool::new(false),
                 pipeline: Pipeline::new(options.recorder.clone(), Arc::new(SystemClock)),
                 options,
@@ -154,7 +166,7 @@ impl Host {
         match agent {
             Some(name) if !self.inner.options.agents.is_empty() => {
                 match self.inner.options.agents.get(name) {
-                    Some(policy) => policy.clone(),
+                    Some(profile) => Arc::new(profile.policy.clone()),
                     None => Arc::new(AgentPolicy {
                         name: name.to_owned(),
                         allow: vec![],
@@ -164,6 +176,11 @@ impl Host {
             }
             _ => Arc::new(FullView),
         }
+    }
+
+    /// The profile of a configured agent.
+    pub fn profile(&self, agent: Option<&str>) -> Option<Arc<AgentProfile>> {
+        self.inner.options.agents.get(agent?).cloned()
     }
 
     /// Whether the config names this agent (always true when no agents are configured).
@@ -328,6 +345,7 @@ impl Inner {
                 tools: supervisor.status().tools,
                 overrides: plan.overrides.clone(),
                 call_timeout: plan.call_timeout,
+                category: plan.category.clone(),
             })
             .collect();
         let catalog = Catalog::build(&slices, &self.options.naming);
@@ -341,6 +359,7 @@ impl Inner {
         self.catalog.store(Arc::new(catalog));
         if changed {
             self.version.send_modify(|version| *version += 1);
+            self.sessions.bump_all();
         }
     }
 }
@@ -359,22 +378,26 @@ impl Backend for Host {
         self.inner.options.identity.clone()
     }
 
-    fn list_tools(&self, agent: Option<&str>) -> BoxFuture<'_, Vec<ToolDefinition>> {
-        let agent = agent.map(str::to_owned);
+    fn list_tools<'a>(&'a self, caller: &'a Caller) -> BoxFuture<'a, Vec<ToolDefinition>> {
         Box::pin(async move {
             self.wait_for_startup().await;
-            self.visible_tools(agent.as_deref())
-                .iter()
-                .map(|entry| entry.spec.definition.clone())
-                .collect()
+            self.listed_tools(caller)
         })
     }
 
-    fn tools_json(&self, agent: Option<&str>) -> BoxFuture<'_, Arc<str>> {
-        let agent = agent.map(str::to_owned);
+    fn tools_json<'a>(&'a self, caller: &'a Caller) -> BoxFuture<'a, Arc<str>> {
         Box::pin(async move {
             self.wait_for_startup().await;
-            self.listing_json(agent.as_deref())
+            let plain = self.exposure_of(caller) == Exposure::Full
+                && !self
+                    .inner
+                    .sessions
+                    .with(caller, |state| state.read_more_listed);
+            if plain {
+                return self.listing_json(caller.agent.as_deref());
+            }
+            let tools = self.listed_tools(caller);
+            Arc::from(serde_json::to_string(&tools).unwrap_or_else(|_| "[]".to_owned()))
         })
     }
 
@@ -385,12 +408,19 @@ impl Backend for Host {
     ) -> BoxFuture<'_, Result<ToolOutcome, CallError>> {
         Box::pin(async move {
             self.wait_for_startup().await;
+            if let Some(answer) = self.call_meta(&ctx, &call.name, &call.arguments).await {
+                return answer;
+            }
             self.call(&ctx, &call.name, call.arguments).await
         })
     }
 
-    fn catalog_version(&self) -> watch::Receiver<u64> {
-        Host::catalog_version(self)
+    fn listing_version(&self, caller: &Caller) -> watch::Receiver<u64> {
+        self.inner.sessions.subscribe(caller)
+    }
+
+    fn session_closed(&self, session: &str) {
+        self.inner.sessions.close(session);
     }
 
     fn list_prompts(&self) -> BoxFuture<'_, Vec<Value>> {

@@ -20,9 +20,13 @@
 //! ```
 
 mod assemble;
+mod exposure;
 mod host;
+mod meta_tools;
 mod prompts;
 mod resources;
+mod sessions;
 
 pub use assemble::{AssembleError, plans};
+pub use exposure::AgentProfile;
 pub use host::{Host, HostOptions, ServerPlan, ServerReport};

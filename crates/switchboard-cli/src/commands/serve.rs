@@ -11,6 +11,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use switchboard::Host;
 use switchboard_core::CatalogProblem;
+use switchboard_core::config::Exposure;
 use switchboard_mcp::front::Dispatcher;
 use switchboard_mcp::front::http::{self, HttpOptions};
 use switchboard_mcp::front::stdio::{self, StdioOptions};
@@ -31,6 +32,10 @@ pub struct ServeArgs {
     /// Extra allowed Origin for HTTP requests (repeatable); loopback origins are always allowed.
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     allow_origins: Vec<String>,
+    /// How tools are listed to callers whose agent does not choose (overrides
+    /// gateway.exposure): full, categories or search.
+    #[arg(long, value_enum, value_name = "MODE")]
+    exposure: Option<ExposureArg>,
     /// Seconds in-flight calls may take to finish on shutdown.
     #[arg(long, default_value_t = 5)]
     grace: u64,
@@ -40,6 +45,9 @@ pub async fn run(config: Option<&Path>, args: ServeArgs) -> anyhow::Result<ExitC
     let mut config = super::load_config(config)?;
     if args.no_prefix {
         config.gateway.prefix_tools = false;
+    }
+    if let Some(exposure) = args.exposure {
+        config.gateway.exposure = exposure.into();
     }
     super::check_agent(&config, args.agent.as_deref())?;
     let max_message_bytes = config.gateway.max_message_bytes;
@@ -126,4 +134,22 @@ async fn watch_signals(shutdown: CancellationToken) {
         _ = interrupt.recv() => tracing::info!("SIGINT: shutting down"),
     }
     shutdown.cancel();
+}
+
+/// `--exposure`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExposureArg {
+    Full,
+    Categories,
+    Search,
+}
+
+impl From<ExposureArg> for Exposure {
+    fn from(arg: ExposureArg) -> Self {
+        match arg {
+            ExposureArg::Full => Self::Full,
+            ExposureArg::Categories => Self::Categories,
+            ExposureArg::Search => Self::Search,
+        }
+    }
 }

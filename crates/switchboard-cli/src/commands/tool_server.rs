@@ -79,6 +79,7 @@ pub async fn run(args: ToolServerArgs) -> anyhow::Result<ExitCode> {
         prefix: String::new(),
         overrides: Default::default(),
         call_timeout: Duration::from_secs(60),
+        category: String::new(),
     };
     let options = HostOptions {
         identity: ServerIdentity {

@@ -100,19 +100,7 @@ impl Walk<'_> {
                     }
                 }
                 "exposure" => {
-                    agent.exposure = match self.string(value, &key_what).as_deref() {
-                        Some("full") | None => Exposure::Full,
-                        Some("categories") => Exposure::Categories,
-                        Some("search") => Exposure::Search,
-                        Some(other) => {
-                            self.problem(
-                                value.pos,
-                                format!("{key_what} '{other}' is not known"),
-                                Some("use \"full\", \"categories\" or \"search\"".to_owned()),
-                            );
-                            Exposure::Full
-                        }
-                    };
+                    agent.exposure = self.exposure(value, &key_what);
                 }
                 "max_listing_tokens" => agent.max_listing_tokens = self.count(value, &key_what),
                 "max_result_tokens" => agent.max_result_tokens = self.count(value, &key_what),
@@ -120,6 +108,23 @@ impl Walk<'_> {
             }
         }
         agent
+    }
+
+    /// `full`, `categories` or `search`.
+    pub(super) fn exposure(&mut self, node: &Node, what: &str) -> Option<Exposure> {
+        match self.string(node, what)?.as_str() {
+            "full" => Some(Exposure::Full),
+            "categories" => Some(Exposure::Categories),
+            "search" => Some(Exposure::Search),
+            other => {
+                self.problem(
+                    node.pos,
+                    format!("{what} '{other}' is not known"),
+                    Some("use \"full\", \"categories\" or \"search\"".to_owned()),
+                );
+                None
+            }
+        }
     }
 
     /// A positive integer.

@@ -60,8 +60,8 @@ pub struct AgentConfig {
     pub deny: Vec<String>,
     /// Names from `[capabilities]`, whose globs are added to `allow`.
     pub capabilities: Vec<String>,
-    /// How the listing is presented to this agent.
-    pub exposure: Exposure,
+    /// How the listing is presented to this agent (None = the gateway's default).
+    pub exposure: Option<Exposure>,
     /// Globs of tools always listed in full, whatever the exposure mode.
     pub pinned: Vec<String>,
     /// The listing must fit in this many tokens (the gateway picks the exposure that fits).
@@ -115,6 +115,8 @@ pub struct GatewayConfig {
     pub discover_timeout: Duration,
     /// Largest JSON-RPC message accepted from a client or a server.
     pub max_message_bytes: usize,
+    /// How tools are listed to callers whose agent does not choose.
+    pub exposure: Exposure,
 }
 
 impl Default for GatewayConfig {
@@ -126,6 +128,7 @@ impl Default for GatewayConfig {
             connect_timeout: Duration::from_secs(30),
             discover_timeout: Duration::from_secs(2),
             max_message_bytes: 16 * 1024 * 1024,
+            exposure: Exposure::Full,
         }
     }
 }
@@ -143,6 +146,8 @@ pub struct ServerConfig {
     pub era: EraPreference,
     /// Per-tool overrides, by the upstream's tool name.
     pub tools: BTreeMap<String, ToolOverrideConfig>,
+    /// Category of the server's tools for lazy loading (`games/dice`); default the server id.
+    pub category: Option<String>,
 }
 
 impl ServerConfig {
@@ -156,6 +161,7 @@ impl ServerConfig {
             call_timeout: None,
             era: EraPreference::Auto,
             tools: BTreeMap::new(),
+            category: None,
         }
     }
 }
@@ -233,4 +239,6 @@ pub struct ToolOverrideConfig {
     pub name: Option<String>,
     pub description: Option<String>,
     pub hidden: bool,
+    /// Replaces the server's category for this tool.
+    pub category: Option<String>,
 }

@@ -98,6 +98,9 @@ struct Gateway {
     /// Largest accepted JSON-RPC message in bytes (default 16777216 = 16 MiB).
     #[schemars(range(min = 1024))]
     max_message_bytes: u64,
+    /// How tools are listed to callers whose agent does not choose: full (default),
+    /// categories or search.
+    exposure: Option<ExposureMode>,
 }
 
 /// One server: exactly one of `command` (stdio), `url` (HTTP) or `builtin`.
@@ -145,6 +148,11 @@ struct Server {
     /// Per-tool overrides, by the upstream's tool name.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     tools: BTreeMap<String, ToolOverride>,
+    /// Category of this server's tools for lazy loading, levels separated by / (default: the
+    /// server id).
+    #[schemars(regex(pattern = r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$"))]
+    #[serde(skip_serializing_if = "String::is_empty")]
+    category: String,
     /// builtin = "files": directories it may touch (default: the working directory).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     roots: Vec<Root>,
@@ -232,6 +240,10 @@ struct ToolOverride {
     description: String,
     /// Hide the tool (default false).
     hidden: bool,
+    /// Category of this tool (replaces the server's).
+    #[schemars(regex(pattern = r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$"))]
+    #[serde(skip_serializing_if = "String::is_empty")]
+    category: String,
 }
 
 // Defaults: `Serialize` types show theirs in the schema (the real ones, below); the enums
@@ -245,6 +257,7 @@ impl Default for Gateway {
             connect_timeout: Duration::Millis(30_000),
             discover_timeout: Duration::Millis(2_000),
             max_message_bytes: 16 * 1024 * 1024,
+            exposure: None,
         }
     }
 }
@@ -266,6 +279,7 @@ impl Default for Server {
             enabled: true,
             name: String::new(),
             tools: BTreeMap::new(),
+            category: String::new(),
             roots: Vec::new(),
             max_read_bytes: None,
             max_write_bytes: None,

@@ -7,7 +7,8 @@ use super::tree::{Node, Pos, Value};
 use super::validate::{Walk, is_name_text};
 
 /// Keys a server entry may carry (native and JSON forms together).
-pub(super) const SERVER_KEYS: [&str; 16] = [
+pub(super) const SERVER_KEYS: [&str; 17] = [
+    "category",
     "command",
     "args",
     "env",
@@ -33,7 +34,7 @@ pub(super) const FOREIGN_SERVER_KEYS: [&str; 5] = [
     "timeout",
     "description",
 ];
-pub(super) const TOOL_KEYS: [&str; 3] = ["name", "description", "hidden"];
+pub(super) const TOOL_KEYS: [&str; 4] = ["name", "description", "hidden", "category"];
 const MAX_ID_LEN: usize = 64;
 
 impl Walk<'_> {
@@ -126,6 +127,7 @@ impl Walk<'_> {
                 "disabled" => server.enabled = !self.bool(value, &key_what).unwrap_or(false),
                 "prefix" => server.prefix = self.prefix(value, &key_what),
                 "call_timeout" => server.call_timeout = self.duration(value, &key_what),
+                "category" => server.category = self.category(value, &key_what),
                 "era" => server.era = self.era(value, &key_what),
                 "tools" => {
                     for (tool, _, spec) in self.table(value, &key_what) {
@@ -149,6 +151,27 @@ impl Walk<'_> {
             );
         }
         Some(prefix)
+    }
+
+    /// A category path: levels of `A-Z a-z 0-9 _ - .` separated by single `/`.
+    fn category(&mut self, node: &Node, what: &str) -> Option<String> {
+        let category = self.string(node, what)?;
+        let valid = !category.is_empty()
+            && category
+                .split('/')
+                .all(|level| !level.is_empty() && is_name_text(level));
+        if !valid {
+            self.problem(
+                node.pos,
+                format!("category '{category}' is not allowed"),
+                Some(
+                    "use levels of A-Z a-z 0-9 _ - . separated by /, e.g. \"games/dice\""
+                        .to_owned(),
+                ),
+            );
+            return None;
+        }
+        Some(category)
     }
 
     fn era(&mut self, node: &Node, what: &str) -> EraPreference {
@@ -187,6 +210,7 @@ impl Walk<'_> {
                 }
                 "description" => spec.description = self.string(value, &key_what),
                 "hidden" => spec.hidden = self.bool(value, &key_what).unwrap_or(false),
+                "category" => spec.category = self.category(value, &key_what),
                 other => self.unknown(*key_pos, other, what, &TOOL_KEYS),
             }
         }

@@ -136,6 +136,7 @@ old = "files.read"
             name: Some("read".into()),
             description: Some("Read a file".into()),
             hidden: false,
+            category: None,
         }
     );
     assert!(fs.tools["write_file"].hidden);
@@ -448,9 +449,28 @@ fn agent_policies_join_allow_globs_and_capabilities() {
     assert_eq!(npc.deny, [ToolPattern::parse("dice__roll_table")]);
     assert_eq!(
         config.agents["npc"].exposure,
-        crate::config::Exposure::Search
+        Some(crate::config::Exposure::Search)
     );
     let qa = config.agent_policy("qa").expect("qa");
     assert!(qa.allow.is_empty() && qa.deny.is_empty());
     assert!(config.agent_policy("nobody").is_none());
+}
+
+#[test]
+fn categories_on_servers_and_tools() {
+    let text = "[servers.dice]\nbuiltin = \"dice\"\ncategory = \"games/dice\"\n[servers.dice.tools.roll_table]\ncategory = \"games/tables\"\n";
+    let config = Config::parse(text, Origin::Inline, Format::Toml, &env()).expect("valid");
+    assert_eq!(config.servers[0].category.as_deref(), Some("games/dice"));
+    assert_eq!(
+        config.servers[0].tools["roll_table"].category.as_deref(),
+        Some("games/tables")
+    );
+    let errors = Config::parse(
+        "[servers.dice]\nbuiltin = \"dice\"\ncategory = \"games//dice\"\n",
+        Origin::Inline,
+        Format::Toml,
+        &env(),
+    )
+    .expect_err("empty level");
+    assert!(errors.to_string().contains("3:12"), "{errors}");
 }

@@ -25,7 +25,8 @@ pub(super) const ROOT_KEYS: [&str; 6] = [
     "agents",
     "capabilities",
 ];
-pub(super) const GATEWAY_KEYS: [&str; 6] = [
+pub(super) const GATEWAY_KEYS: [&str; 7] = [
+    "exposure",
     "separator",
     "prefix_tools",
     "call_timeout",
@@ -264,6 +265,9 @@ impl Walk<'_> {
                     }
                 }
                 "prefix_tools" => gateway.prefix_tools = self.bool(value, &what).unwrap_or(true),
+                "exposure" => {
+                    gateway.exposure = self.exposure(value, &what).unwrap_or(gateway.exposure);
+                }
                 "call_timeout" => {
                     gateway.call_timeout =
                         self.duration(value, &what).unwrap_or(gateway.call_timeout);

@@ -87,6 +87,7 @@ fn catalog() -> Catalog {
         tools,
         overrides: Default::default(),
         call_timeout: Duration::from_secs(5),
+        category: String::new(),
     };
     Catalog::build(&[slice], &NamingRules::default())
 }

@@ -3,7 +3,7 @@
 use futures::future::BoxFuture;
 use serde_json::Value;
 use switchboard_core::pipeline::CallError;
-use switchboard_core::{CallContext, ToolCall, ToolDefinition, ToolOutcome};
+use switchboard_core::{CallContext, Caller, ToolCall, ToolDefinition, ToolOutcome};
 use tokio::sync::watch;
 
 use crate::jsonrpc::{RpcError, code};
@@ -20,16 +20,15 @@ pub struct ServerIdentity {
 pub trait Backend: Send + Sync + 'static {
     fn identity(&self) -> ServerIdentity;
 
-    /// The tools visible to `agent` (exposed names). May wait briefly at start-up for the
+    /// The tools listed to `caller` (exposed names). May wait briefly at start-up for the
     /// first connection attempts; never waits on the network afterwards.
-    fn list_tools(&self, agent: Option<&str>) -> BoxFuture<'_, Vec<ToolDefinition>>;
+    fn list_tools<'a>(&'a self, caller: &'a Caller) -> BoxFuture<'a, Vec<ToolDefinition>>;
 
     /// The same tools as one serialized JSON array. Backends with a snapshot cache it; the
     /// default serializes [`Backend::list_tools`].
-    fn tools_json(&self, agent: Option<&str>) -> BoxFuture<'_, std::sync::Arc<str>> {
-        let agent = agent.map(str::to_owned);
+    fn tools_json<'a>(&'a self, caller: &'a Caller) -> BoxFuture<'a, std::sync::Arc<str>> {
         Box::pin(async move {
-            let tools = self.list_tools(agent.as_deref()).await;
+            let tools = self.list_tools(caller).await;
             std::sync::Arc::from(serde_json::to_string(&tools).unwrap_or_else(|_| "[]".to_owned()))
         })
     }
@@ -41,8 +40,13 @@ pub trait Backend: Send + Sync + 'static {
         call: ToolCall,
     ) -> BoxFuture<'_, Result<ToolOutcome, CallError>>;
 
-    /// Bumped whenever the catalog changes (clients are sent `list_changed`).
-    fn catalog_version(&self) -> watch::Receiver<u64>;
+    /// Bumped whenever the tools listed to `caller` may have changed (the client is sent
+    /// `notifications/tools/list_changed`): catalog changes, and the caller's own changes
+    /// such as a loaded category.
+    fn listing_version(&self, caller: &Caller) -> watch::Receiver<u64>;
+
+    /// The session ended (stdio connection closed, HTTP session deleted): drop its state.
+    fn session_closed(&self, _session: &str) {}
 
     /// Every server's prompts, names as exposed. Default: none.
     fn list_prompts(&self) -> BoxFuture<'_, Vec<Value>> {

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 use switchboard_core::pipeline::CallError;
-use switchboard_core::{CallContext, ToolCall};
+use switchboard_core::{CallContext, Caller, ToolCall};
 
 use super::backend::Backend;
 use crate::era::{
@@ -51,11 +51,36 @@ pub struct Dispatcher {
     backend: Arc<dyn Backend>,
     /// The agent on whose behalf this front serves (stdio `--agent`, HTTP identity).
     agent: Option<String>,
+    /// The client session requests come from (stdio connection, HTTP session), if any.
+    session: Option<String>,
 }
 
 impl Dispatcher {
     pub fn new(backend: Arc<dyn Backend>, agent: Option<String>) -> Self {
-        Self { backend, agent }
+        Self {
+            backend,
+            agent,
+            session: None,
+        }
+    }
+
+    /// The same dispatcher, answering for one client session.
+    pub fn for_session(&self, session: Option<String>) -> Self {
+        Self {
+            backend: self.backend.clone(),
+            agent: self.agent.clone(),
+            session,
+        }
+    }
+
+    /// The session this dispatcher answers for.
+    pub fn session(&self) -> Option<&str> {
+        self.session.as_deref()
+    }
+
+    /// Who this dispatcher answers for.
+    pub fn caller(&self) -> Caller {
+        Caller::new(self.agent.clone(), self.session.clone())
     }
 
     pub fn backend(&self) -> &Arc<dyn Backend> {
@@ -202,7 +227,7 @@ impl Dispatcher {
             "notifications/subscriptions/acknowledged",
             json!({"_meta": meta, "notifications": accepted}),
         ));
-        let mut version = self.backend.catalog_version();
+        let mut version = self.backend.listing_version(&self.caller());
         version.mark_unchanged();
         loop {
             tokio::select! {
@@ -288,7 +313,7 @@ impl Dispatcher {
 
     /// `tools/list` from the backend's serialized listing: one page, spliced, not rebuilt.
     async fn list_tools(&self, id: RequestId, era: RequestEra) -> Message {
-        let tools = self.backend.tools_json(self.agent.as_deref()).await;
+        let tools = self.backend.tools_json(&self.caller()).await;
         let mut result = String::with_capacity(tools.len() + 96);
         result.push_str(r#"{"tools":"#);
         result.push_str(&tools);
@@ -338,6 +363,9 @@ impl Dispatcher {
         };
         if ctx.agent.is_none() {
             ctx.agent = self.agent.clone();
+        }
+        if ctx.session.is_none() {
+            ctx.session = self.session.clone();
         }
         match self
             .backend

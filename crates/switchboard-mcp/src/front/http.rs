@@ -253,7 +253,7 @@ async fn handle_post(
         new_session = Some(id);
         Some(session)
     } else {
-        match session_id {
+        match session_id.clone() {
             None => {
                 let error = Message::error(
                     Some(id),
@@ -294,16 +294,11 @@ async fn handle_post(
                 method.as_str(),
                 "tools/call" | "prompts/get" | "resources/read"
             ));
+    let dispatcher = state
+        .dispatcher
+        .for_session(new_session.clone().or(session_id));
     let mut response = if streams {
-        stream_answer(
-            state.dispatcher.clone(),
-            session,
-            id,
-            method,
-            params,
-            token,
-            cancel,
-        )
+        stream_answer(dispatcher, session, id, method, params, token, cancel)
     } else {
         {
             // If the client disconnects, this future is dropped and the guard cancels the call.
@@ -312,10 +307,7 @@ async fn handle_post(
                 cancel: cancel.clone(),
                 ..CallContext::default()
             };
-            let answer = state
-                .dispatcher
-                .handle(id.clone(), &method, params, ctx)
-                .await;
+            let answer = dispatcher.handle(id.clone(), &method, params, ctx).await;
             guard.disarm();
             forget_request(session.as_deref(), &id);
             rpc_response(StatusCode::OK, &answer)
@@ -436,7 +428,11 @@ async fn handle_get(State(state): State<Arc<HttpState>>, headers: HeaderMap) -> 
             )))
         });
     state.dispatcher.backend().settled().await;
-    let mut version = state.dispatcher.backend().catalog_version();
+    let caller = state
+        .dispatcher
+        .for_session(Some(session_id.to_owned()))
+        .caller();
+    let mut version = state.dispatcher.backend().listing_version(&caller);
     version.mark_unchanged();
     let stream = futures::stream::unfold(version, |mut version| async move {
         version.changed().await.ok()?;
@@ -483,6 +479,7 @@ async fn handle_delete(State(state): State<Arc<HttpState>>, headers: HeaderMap) 
             for cancel in pending {
                 cancel.cancel();
             }
+            state.dispatcher.backend().session_closed(session_id);
             StatusCode::NO_CONTENT.into_response()
         }
         None => plain(StatusCode::NOT_FOUND, "unknown or expired session"),

@@ -38,6 +38,15 @@ pub async fn serve(
     options: StdioOptions,
     shutdown: CancellationToken,
 ) {
+    // One connection is one session.
+    let dispatcher = match dispatcher.session() {
+        Some(_) => dispatcher,
+        None => {
+            static CONNECTIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+            let n = CONNECTIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            dispatcher.for_session(Some(format!("stdio-{}-{n}", std::process::id())))
+        }
+    };
     let (out_tx, out_rx) = mpsc::unbounded_channel::<String>();
     let writer = tokio::spawn(write_lines(output, out_rx));
     let in_flight: InFlight = Arc::default();
@@ -169,6 +178,9 @@ pub async fn serve(
     }
     drop(out_tx);
     let _ = writer.await;
+    if let Some(session) = dispatcher.session() {
+        dispatcher.backend().session_closed(session);
+    }
 }
 
 fn cancel_request(in_flight: &InFlight, params: Option<&Value>) {
@@ -212,7 +224,7 @@ async fn announce_changes(
     shutdown: CancellationToken,
 ) {
     dispatcher.backend().settled().await;
-    let mut version = dispatcher.backend().catalog_version();
+    let mut version = dispatcher.backend().listing_version(&dispatcher.caller());
     version.mark_unchanged();
     loop {
         tokio::select! {

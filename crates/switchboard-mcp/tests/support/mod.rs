@@ -6,7 +6,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use switchboard_core::pipeline::CallError;
-use switchboard_core::{CallContext, Progress, ToolCall, ToolDefinition, ToolOutcome};
+use switchboard_core::{CallContext, Caller, Progress, ToolCall, ToolDefinition, ToolOutcome};
 use switchboard_mcp::front::{Backend, ServerIdentity};
 use tokio::sync::{mpsc, watch};
 
@@ -24,7 +24,7 @@ impl Backend for FakeBackend {
         }
     }
 
-    fn list_tools(&self, _agent: Option<&str>) -> BoxFuture<'_, Vec<ToolDefinition>> {
+    fn list_tools<'a>(&'a self, _caller: &'a Caller) -> BoxFuture<'a, Vec<ToolDefinition>> {
         Box::pin(async {
             vec![ToolDefinition::new(
                 "echo",
@@ -67,7 +67,7 @@ impl Backend for FakeBackend {
         })
     }
 
-    fn catalog_version(&self) -> watch::Receiver<u64> {
+    fn listing_version(&self, _caller: &Caller) -> watch::Receiver<u64> {
         self.version.subscribe()
     }
 }

@@ -1,0 +1,282 @@
+//! The Host's views and exposure modes, end to end through the `Backend` a front uses, with
+//! in-process providers: what is listed and what is callable always agree.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use serde_json::{Map, Value, json};
+use switchboard::{AgentProfile, Host, HostOptions, ServerPlan};
+use switchboard_core::agent::{AgentPolicy, ToolPattern};
+use switchboard_core::config::Exposure;
+use switchboard_core::pipeline::CallError;
+use switchboard_core::upstream::{ToolError, ToolProvider};
+use switchboard_core::{CallContext, Caller, ServerId, ToolCall, ToolDefinition, ToolOutcome};
+use switchboard_mcp::front::Backend;
+use switchboard_mcp::upstream::{Endpoint, EraChoice, UpstreamSpec};
+
+/// A provider whose tools echo their own name.
+struct Named {
+    id: &'static str,
+    tools: &'static [&'static str],
+}
+
+impl ToolProvider for Named {
+    fn name(&self) -> &str {
+        self.id
+    }
+
+    fn tools(&self) -> Vec<ToolDefinition> {
+        self.tools
+            .iter()
+            .map(|tool| {
+                ToolDefinition::new(*tool, format!("The {tool} tool"), json!({"type": "object"}))
+            })
+            .collect()
+    }
+
+    fn call<'a>(
+        &'a self,
+        tool: &'a str,
+        _arguments: Map<String, Value>,
+        _ctx: &'a CallContext,
+    ) -> BoxFuture<'a, Result<ToolOutcome, ToolError>> {
+        Box::pin(async move { Ok(ToolOutcome::text(format!("{}:{tool}", self.id))) })
+    }
+}
+
+fn plan(provider: Named, category: &str) -> ServerPlan {
+    let id = provider.id;
+    ServerPlan {
+        spec: UpstreamSpec {
+            id: ServerId::new(id),
+            endpoint: Endpoint::InProcess(Arc::new(provider)),
+            era: EraChoice::Auto,
+            connect_timeout: Duration::from_secs(1),
+            discover_timeout: Duration::from_secs(1),
+            max_message_bytes: 1 << 20,
+        },
+        prefix: id.to_owned(),
+        overrides: BTreeMap::new(),
+        call_timeout: Duration::from_secs(5),
+        category: category.to_owned(),
+    }
+}
+
+fn profile(
+    name: &str,
+    allow: &[&str],
+    exposure: Option<Exposure>,
+    pinned: &[&str],
+) -> Arc<AgentProfile> {
+    Arc::new(AgentProfile {
+        policy: AgentPolicy {
+            name: name.to_owned(),
+            allow: allow.iter().map(|g| ToolPattern::parse(g)).collect(),
+            deny: vec![],
+        },
+        exposure,
+        pinned: pinned.iter().map(|g| ToolPattern::parse(g)).collect(),
+        max_listing_tokens: None,
+        max_result_tokens: None,
+    })
+}
+
+async fn host() -> Host {
+    let plans = vec![
+        plan(
+            Named {
+                id: "dice",
+                tools: &["roll", "roll_table"],
+            },
+            "games/dice",
+        ),
+        plan(
+            Named {
+                id: "cards",
+                tools: &["draw"],
+            },
+            "games/cards",
+        ),
+        plan(
+            Named {
+                id: "files",
+                tools: &["read_file", "write_file"],
+            },
+            "",
+        ),
+    ];
+    let agents = BTreeMap::from([
+        (
+            "npc".to_owned(),
+            profile("npc", &["dice:*", "cards__draw"], None, &[]),
+        ),
+        (
+            "lazy".to_owned(),
+            profile(
+                "lazy",
+                &[],
+                Some(Exposure::Categories),
+                &["files__read_file"],
+            ),
+        ),
+        ("qa".to_owned(), profile("qa", &[], None, &[])),
+    ]);
+    let options = HostOptions {
+        agents,
+        ..HostOptions::default()
+    };
+    let host = Host::start(plans, options);
+    host.ready().await;
+    host
+}
+
+fn caller(agent: &str, session: &str) -> Caller {
+    Caller::new(Some(agent.to_owned()), Some(session.to_owned()))
+}
+
+async fn listed(host: &Host, caller: &Caller) -> Vec<String> {
+    host.list_tools(caller)
+        .await
+        .into_iter()
+        .map(|t| t.name)
+        .collect()
+}
+
+async fn call(
+    host: &Host,
+    caller: &Caller,
+    name: &str,
+    arguments: Value,
+) -> Result<ToolOutcome, CallError> {
+    let ctx = CallContext {
+        agent: caller.agent.clone(),
+        session: caller.session.clone(),
+        ..CallContext::default()
+    };
+    let arguments = arguments.as_object().cloned().unwrap_or_default();
+    host.call_tool(ctx, ToolCall::new(name, arguments)).await
+}
+
+#[tokio::test]
+async fn listing_and_calling_agree_for_every_agent_and_tool() {
+    let host = host().await;
+    let every_tool = [
+        "cards__draw",
+        "dice__roll",
+        "dice__roll_table",
+        "files__read_file",
+        "files__write_file",
+    ];
+    for agent in ["npc", "qa", "stranger"] {
+        let who = caller(agent, "s");
+        let visible = listed(&host, &who).await;
+        let json: Vec<Value> = serde_json::from_str(&host.tools_json(&who).await).expect("json");
+        assert_eq!(
+            json.len(),
+            visible.len(),
+            "{agent}: tools_json agrees with list_tools"
+        );
+        for tool in every_tool {
+            let answer = call(&host, &who, tool, json!({})).await;
+            assert_eq!(
+                answer.is_ok(),
+                visible.iter().any(|v| v == tool),
+                "{agent} × {tool}: listed iff callable ({answer:?})"
+            );
+            if let Err(error) = answer {
+                assert_eq!(
+                    error,
+                    CallError::UnknownTool {
+                        name: tool.to_owned()
+                    }
+                );
+            }
+        }
+    }
+    assert_eq!(
+        listed(&host, &caller("npc", "s")).await,
+        ["cards__draw", "dice__roll", "dice__roll_table"]
+    );
+    assert_eq!(listed(&host, &caller("qa", "s")).await.len(), 5);
+    assert!(listed(&host, &caller("stranger", "s")).await.is_empty());
+    // No agent named: everything.
+    assert_eq!(listed(&host, &Caller::default()).await.len(), 5);
+}
+
+#[tokio::test]
+async fn categories_load_per_session_and_announce_the_change() {
+    let host = host().await;
+    let one = caller("lazy", "one");
+    let other = caller("lazy", "other");
+    assert_eq!(
+        listed(&host, &one).await,
+        [
+            "list_categories",
+            "load_category",
+            "unload_category",
+            "files__read_file"
+        ],
+        "meta-tools and the pinned tool only"
+    );
+    let categories = call(&host, &one, "list_categories", json!({}))
+        .await
+        .expect("list");
+    let names: Vec<&str> =
+        categories.structured_content.as_ref().expect("structured")["categories"]
+            .as_array()
+            .expect("array")
+            .iter()
+            .filter_map(|c| c["name"].as_str())
+            .collect();
+    assert_eq!(names, ["files", "games", "games/cards", "games/dice"]);
+
+    let mut version = host.listing_version(&one);
+    let loaded = call(&host, &one, "load_category", json!({"name": "games"}))
+        .await
+        .expect("load");
+    assert!(!loaded.is_error, "{loaded:?}");
+    assert!(
+        version.has_changed().expect("open"),
+        "loading announces a list change"
+    );
+    version.mark_unchanged();
+    let now = listed(&host, &one).await;
+    assert!(
+        now.contains(&"dice__roll".to_owned()) && now.contains(&"cards__draw".to_owned()),
+        "{now:?}"
+    );
+    assert!(
+        !listed(&host, &other)
+            .await
+            .contains(&"dice__roll".to_owned()),
+        "another session is unaffected"
+    );
+
+    // A tool in the view is callable whether or not its category is loaded; an unknown
+    // category is a readable error.
+    assert!(call(&host, &other, "dice__roll", json!({})).await.is_ok());
+    let unknown = call(&host, &one, "load_category", json!({"name": "gmaes"}))
+        .await
+        .expect("answer");
+    assert!(
+        unknown.is_error && unknown.text_content().contains("games/dice"),
+        "{unknown:?}"
+    );
+
+    let unloaded = call(&host, &one, "unload_category", json!({"name": "games"}))
+        .await
+        .expect("unload");
+    assert!(!unloaded.is_error);
+    assert!(version.has_changed().expect("open"));
+    assert!(!listed(&host, &one).await.contains(&"dice__roll".to_owned()));
+    // Meta-tools exist only in their mode.
+    let full = call(&host, &caller("qa", "s"), "list_categories", json!({})).await;
+    assert_eq!(
+        full,
+        Err(CallError::UnknownTool {
+            name: "list_categories".into()
+        })
+    );
+}
