@@ -7,11 +7,13 @@
 //! here is testable on paused time and in memory.
 
 pub mod agent;
+pub mod call_id;
 pub mod catalog;
 pub mod clock;
 pub mod config;
 pub mod context;
 pub mod latency_meta;
+pub mod limits;
 pub mod naming;
 pub mod offline;
 pub mod outcome;

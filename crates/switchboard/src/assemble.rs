@@ -2,12 +2,17 @@
 //! [`UpstreamSpec`] plus its naming, built-in servers are resolved to their providers, and
 //! gateway settings become [`HostOptions`].
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use switchboard_core::ServerId;
 use switchboard_core::agent::ToolPattern;
 use switchboard_core::catalog::{NamingRules, ToolOverride};
-use switchboard_core::config::{Config, EraPreference, ServerConfig, Transport};
+use switchboard_core::config::{
+    Config, CostConfig, EraPreference, LimitsConfig, ServerConfig, Transport,
+};
+use switchboard_core::limits::{CostModel, LimitSpec, Limits, Quota, Scope};
+use switchboard_core::pipeline::Governance;
 use switchboard_mcp::upstream::{Endpoint, EraChoice, StdioCommand, UpstreamSpec};
 
 use crate::exposure::AgentProfile;
@@ -36,6 +41,7 @@ impl Host {
             aliases: config.aliases.clone(),
         };
         options.exposure = config.gateway.exposure;
+        options.governance = Arc::new(governance(config));
         options.agents = config
             .agents
             .iter()
@@ -130,4 +136,55 @@ fn plan(config: &Config, server: &ServerConfig) -> Result<ServerPlan, AssembleEr
         call_timeout: server.call_timeout.unwrap_or(gateway.call_timeout),
         category: server.category.clone().unwrap_or_default(),
     })
+}
+
+/// Limits, quotas and costs of a config, by scope.
+pub fn governance(config: &Config) -> Governance {
+    let mut specs = HashMap::new();
+    let mut add = |scope: Scope, limits: &LimitsConfig| {
+        if !limits.is_empty() {
+            specs.insert(
+                scope,
+                LimitSpec {
+                    per_minute: limits.per_minute,
+                    burst: limits.burst,
+                    max_concurrent: limits.max_concurrent,
+                    queue: limits.queue,
+                },
+            );
+        }
+    };
+    add(Scope::Global, &config.gateway.limits);
+    let mut costs = HashMap::new();
+    let model = |cost: &CostConfig| CostModel {
+        fixed: cost.fixed,
+        per_second: cost.per_second,
+    };
+    for (name, agent) in &config.agents {
+        add(Scope::Agent(name.clone()), &agent.limits);
+    }
+    for server in &config.servers {
+        add(Scope::Server(server.id.clone()), &server.limits);
+        if let Some(cost) = &server.cost {
+            costs.insert((server.id.clone(), "*".to_owned()), model(cost));
+        }
+        for (tool, spec) in &server.tools {
+            add(Scope::Tool(format!("{}/{tool}", server.id)), &spec.limits);
+            if let Some(cost) = &spec.cost {
+                costs.insert((server.id.clone(), tool.clone()), model(cost));
+            }
+        }
+    }
+    let quotas = config
+        .agents
+        .iter()
+        .filter_map(|(name, agent)| {
+            let quota = agent.quota?;
+            Some((name.clone(), Quota::new(quota.cost, quota.window)))
+        })
+        .collect();
+    Governance {
+        limits: Limits::new(specs, quotas),
+        costs,
+    }
 }

@@ -12,7 +12,7 @@ use switchboard_core::agent::{AgentPolicy, FullView, ToolPattern, View};
 use switchboard_core::catalog::{NamingRules, ServerSlice, ToolOverride};
 use switchboard_core::clock::SystemClock;
 use switchboard_core::config::Exposure;
-use switchboard_core::pipeline::{CallError, LogRecorder, Pipeline, Recorder};
+use switchboard_core::pipeline::{CallError, Governance, LogRecorder, Pipeline, Recorder};
 use switchboard_core::upstream::{Upstream, UpstreamDirectory};
 use switchboard_core::{
     CallContext, Caller, Catalog, CatalogEntry, CatalogProblem, ServerId, ToolCall, ToolDefinition,
@@ -51,6 +51,8 @@ pub struct HostOptions {
     pub agents: BTreeMap<String, Arc<AgentProfile>>,
     /// The exposure mode of callers without an agent profile.
     pub exposure: Exposure,
+    /// Rate limits, quotas and costs.
+    pub governance: Arc<Governance>,
 }
 
 impl Default for HostOptions {
@@ -66,6 +68,7 @@ impl Default for HostOptions {
             recorder: Arc::new(LogRecorder),
             agents: BTreeMap::new(),
             exposure: Exposure::Full,
+            governance: Arc::new(Governance::default()),
         }
     }
 }
@@ -137,7 +140,11 @@ impl Host {
                 listings: Mutex::default(),
                 sessions: Sessions::default(),
                 started: std::sync::atomic::AtomicBool::new(false),
-                pipeline: Pipeline::new(options.recorder.clone(), Arc::new(SystemClock)),
+                pipeline: Pipeline::governed(
+                    options.recorder.clone(),
+                    Arc::new(SystemClock),
+                    options.governance.clone(),
+                ),
                 options,
             }
         });

@@ -27,6 +27,6 @@ mod prompts;
 mod resources;
 mod sessions;
 
-pub use assemble::{AssembleError, plans};
+pub use assemble::{AssembleError, governance, plans};
 pub use exposure::AgentProfile;
 pub use host::{Host, HostOptions, ServerPlan, ServerReport};

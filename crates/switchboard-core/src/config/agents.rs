@@ -18,7 +18,9 @@ use super::model::{AgentConfig, Exposure};
 use super::tree::{Node, Value};
 use super::validate::Walk;
 
-pub(super) const AGENT_KEYS: [&str; 7] = [
+pub(super) const AGENT_KEYS: [&str; 9] = [
+    "limits",
+    "quota",
     "allow",
     "deny",
     "capabilities",
@@ -104,6 +106,8 @@ impl Walk<'_> {
                 }
                 "max_listing_tokens" => agent.max_listing_tokens = self.count(value, &key_what),
                 "max_result_tokens" => agent.max_result_tokens = self.count(value, &key_what),
+                "limits" => agent.limits = self.limits(value, &key_what),
+                "quota" => agent.quota = self.quota(value, &key_what),
                 other => self.unknown(*key_pos, other, what, &AGENT_KEYS),
             }
         }

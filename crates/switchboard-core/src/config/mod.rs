@@ -19,6 +19,7 @@ mod agents;
 mod builtin;
 mod duration;
 mod json;
+mod limits;
 mod locate;
 mod model;
 mod problem;
@@ -37,8 +38,8 @@ pub use builtin::BUILTINS;
 pub use duration::parse_duration;
 pub use locate::{Located, LookupStep, locate};
 pub use model::{
-    AgentConfig, BuiltinSettings, Config, EraPreference, Exposure, GatewayConfig, RootConfig,
-    ServerConfig, ToolOverrideConfig, Transport,
+    AgentConfig, BuiltinSettings, Config, CostConfig, EraPreference, Exposure, GatewayConfig,
+    LimitsConfig, QuotaConfig, RootConfig, ServerConfig, ToolOverrideConfig, Transport,
 };
 pub use problem::{ConfigErrors, Origin, Problem};
 pub use schema::native_schema;

@@ -68,6 +68,10 @@ pub struct AgentConfig {
     pub max_listing_tokens: Option<u64>,
     /// Larger tool results are truncated (default 25,000 tokens).
     pub max_result_tokens: Option<u64>,
+    /// Limits on this agent's calls together.
+    pub limits: LimitsConfig,
+    /// Cost budget over a window.
+    pub quota: Option<QuotaConfig>,
 }
 
 /// How an agent's tools are listed.
@@ -117,6 +121,8 @@ pub struct GatewayConfig {
     pub max_message_bytes: usize,
     /// How tools are listed to callers whose agent does not choose.
     pub exposure: Exposure,
+    /// Limits on every call together.
+    pub limits: LimitsConfig,
 }
 
 impl Default for GatewayConfig {
@@ -129,6 +135,7 @@ impl Default for GatewayConfig {
             discover_timeout: Duration::from_secs(2),
             max_message_bytes: 16 * 1024 * 1024,
             exposure: Exposure::Full,
+            limits: LimitsConfig::default(),
         }
     }
 }
@@ -148,6 +155,10 @@ pub struct ServerConfig {
     pub tools: BTreeMap<String, ToolOverrideConfig>,
     /// Category of the server's tools for lazy loading (`games/dice`); default the server id.
     pub category: Option<String>,
+    /// Limits on this server's calls together.
+    pub limits: LimitsConfig,
+    /// Cost of each of its tools' calls (tools may override).
+    pub cost: Option<CostConfig>,
 }
 
 impl ServerConfig {
@@ -162,6 +173,8 @@ impl ServerConfig {
             era: EraPreference::Auto,
             tools: BTreeMap::new(),
             category: None,
+            limits: LimitsConfig::default(),
+            cost: None,
         }
     }
 }
@@ -241,4 +254,41 @@ pub struct ToolOverrideConfig {
     pub hidden: bool,
     /// Replaces the server's category for this tool.
     pub category: Option<String>,
+    /// Limits on this tool's calls.
+    pub limits: LimitsConfig,
+    /// Cost of each call (replaces the server's).
+    pub cost: Option<CostConfig>,
+}
+
+/// `limits = { ... }` of the gateway, an agent, a server or a tool.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct LimitsConfig {
+    /// Requests per minute (GCRA).
+    pub per_minute: Option<f64>,
+    /// Requests allowed back to back above the steady rate.
+    pub burst: Option<u32>,
+    /// Calls in flight at once.
+    pub max_concurrent: Option<u32>,
+    /// How long an over-limit call waits for its turn before it is refused.
+    pub queue: Option<Duration>,
+}
+
+impl LimitsConfig {
+    pub fn is_empty(&self) -> bool {
+        self.per_minute.is_none() && self.max_concurrent.is_none()
+    }
+}
+
+/// `cost` of a server's or tool's calls.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct CostConfig {
+    pub fixed: f64,
+    pub per_second: f64,
+}
+
+/// `quota` of an agent: a cost budget over a sliding window.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct QuotaConfig {
+    pub cost: f64,
+    pub window: Duration,
 }

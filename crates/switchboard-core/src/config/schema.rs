@@ -32,6 +32,53 @@ struct SwitchboardConfig {
     capabilities: BTreeMap<String, Vec<String>>,
 }
 
+/// Limits on calls: request rate (GCRA), concurrency, and how long an over-limit call waits.
+#[derive(JsonSchema, Default)]
+#[serde(default, deny_unknown_fields)]
+#[allow(dead_code)]
+struct Limits {
+    /// Requests per minute.
+    #[schemars(range(min = 0))]
+    per_minute: Option<f64>,
+    /// Requests allowed back to back above the steady rate (default 1).
+    #[schemars(range(min = 1))]
+    burst: Option<u32>,
+    /// Calls in flight at once.
+    #[schemars(range(min = 1))]
+    max_concurrent: Option<u32>,
+    /// How long an over-limit call waits for its turn before it is refused (default 0).
+    queue: Option<Duration>,
+}
+
+/// Cost of each call: a number, or a fixed part plus a part per second of wall time.
+#[derive(JsonSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+enum Cost {
+    Fixed(#[schemars(range(min = 0))] f64),
+    Detailed {
+        #[schemars(range(min = 0))]
+        #[serde(default)]
+        fixed: f64,
+        #[schemars(range(min = 0))]
+        #[serde(default)]
+        per_second: f64,
+    },
+}
+
+/// A cost budget over a sliding window.
+#[derive(JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct Quota {
+    /// The budget.
+    #[schemars(range(min = 0))]
+    cost: f64,
+    /// The window (default 1h).
+    #[serde(default)]
+    window: Option<Duration>,
+}
+
 /// One agent.
 #[derive(JsonSchema, Default)]
 #[serde(default, deny_unknown_fields)]
@@ -54,6 +101,10 @@ struct Agent {
     /// Larger tool results are truncated (default 25000 tokens).
     #[schemars(range(min = 1))]
     max_result_tokens: Option<u64>,
+    /// Limits on this agent's calls together.
+    limits: Option<Limits>,
+    /// Cost budget over a window.
+    quota: Option<Quota>,
 }
 
 #[derive(JsonSchema)]
@@ -101,6 +152,9 @@ struct Gateway {
     /// How tools are listed to callers whose agent does not choose: full (default),
     /// categories or search.
     exposure: Option<ExposureMode>,
+    /// Limits on every call together.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    limits: Option<Limits>,
 }
 
 /// One server: exactly one of `command` (stdio), `url` (HTTP) or `builtin`.
@@ -153,6 +207,12 @@ struct Server {
     #[schemars(regex(pattern = r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$"))]
     #[serde(skip_serializing_if = "String::is_empty")]
     category: String,
+    /// Limits on this server's calls together.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    limits: Option<Limits>,
+    /// Cost of each call of its tools (tools may override).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cost: Option<Cost>,
     /// builtin = "files": directories it may touch (default: the working directory).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     roots: Vec<Root>,
@@ -244,6 +304,12 @@ struct ToolOverride {
     #[schemars(regex(pattern = r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$"))]
     #[serde(skip_serializing_if = "String::is_empty")]
     category: String,
+    /// Limits on this tool's calls.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    limits: Option<Limits>,
+    /// Cost of each call (replaces the server's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cost: Option<Cost>,
 }
 
 // Defaults: `Serialize` types show theirs in the schema (the real ones, below); the enums
@@ -258,6 +324,7 @@ impl Default for Gateway {
             discover_timeout: Duration::Millis(2_000),
             max_message_bytes: 16 * 1024 * 1024,
             exposure: None,
+            limits: None,
         }
     }
 }
@@ -280,6 +347,8 @@ impl Default for Server {
             name: String::new(),
             tools: BTreeMap::new(),
             category: String::new(),
+            limits: None,
+            cost: None,
             roots: Vec::new(),
             max_read_bytes: None,
             max_write_bytes: None,

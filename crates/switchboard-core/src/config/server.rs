@@ -7,8 +7,10 @@ use super::tree::{Node, Pos, Value};
 use super::validate::{Walk, is_name_text};
 
 /// Keys a server entry may carry (native and JSON forms together).
-pub(super) const SERVER_KEYS: [&str; 17] = [
+pub(super) const SERVER_KEYS: [&str; 19] = [
     "category",
+    "limits",
+    "cost",
     "command",
     "args",
     "env",
@@ -34,7 +36,14 @@ pub(super) const FOREIGN_SERVER_KEYS: [&str; 5] = [
     "timeout",
     "description",
 ];
-pub(super) const TOOL_KEYS: [&str; 4] = ["name", "description", "hidden", "category"];
+pub(super) const TOOL_KEYS: [&str; 6] = [
+    "name",
+    "description",
+    "hidden",
+    "category",
+    "limits",
+    "cost",
+];
 const MAX_ID_LEN: usize = 64;
 
 impl Walk<'_> {
@@ -128,6 +137,8 @@ impl Walk<'_> {
                 "prefix" => server.prefix = self.prefix(value, &key_what),
                 "call_timeout" => server.call_timeout = self.duration(value, &key_what),
                 "category" => server.category = self.category(value, &key_what),
+                "limits" => server.limits = self.limits(value, &key_what),
+                "cost" => server.cost = self.cost(value, &key_what),
                 "era" => server.era = self.era(value, &key_what),
                 "tools" => {
                     for (tool, _, spec) in self.table(value, &key_what) {
@@ -211,6 +222,8 @@ impl Walk<'_> {
                 "description" => spec.description = self.string(value, &key_what),
                 "hidden" => spec.hidden = self.bool(value, &key_what).unwrap_or(false),
                 "category" => spec.category = self.category(value, &key_what),
+                "limits" => spec.limits = self.limits(value, &key_what),
+                "cost" => spec.cost = self.cost(value, &key_what),
                 other => self.unknown(*key_pos, other, what, &TOOL_KEYS),
             }
         }

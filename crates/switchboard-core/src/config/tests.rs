@@ -137,6 +137,7 @@ old = "files.read"
             description: Some("Read a file".into()),
             hidden: false,
             category: None,
+            ..ToolOverrideConfig::default()
         }
     );
     assert!(fs.tools["write_file"].hidden);
@@ -473,4 +474,45 @@ fn categories_on_servers_and_tools() {
     )
     .expect_err("empty level");
     assert!(errors.to_string().contains("3:12"), "{errors}");
+}
+
+#[test]
+fn limits_costs_and_quotas() {
+    let text = "[gateway]\nlimits = { per_minute = 600 }\n\n[agents.npc]\nlimits = { per_minute = 60, burst = 5, max_concurrent = 2, queue = \"2s\" }\nquota = { cost = 100, window = \"30m\" }\n\n[servers.s]\nbuiltin = \"clock\"\nlimits = { max_concurrent = 4 }\ncost = { fixed = 1, per_second = 0.5 }\n[servers.s.tools.now]\ncost = 2.5\nlimits = { per_minute = 10 }\n";
+    let config = Config::parse(text, Origin::Inline, Format::Toml, &env()).expect("valid");
+    assert_eq!(config.gateway.limits.per_minute, Some(600.0));
+    let npc = &config.agents["npc"];
+    assert_eq!(
+        npc.limits,
+        crate::config::LimitsConfig {
+            per_minute: Some(60.0),
+            burst: Some(5),
+            max_concurrent: Some(2),
+            queue: Some(Duration::from_secs(2)),
+        }
+    );
+    assert_eq!(
+        npc.quota,
+        Some(crate::config::QuotaConfig {
+            cost: 100.0,
+            window: Duration::from_secs(1800)
+        })
+    );
+    let server = &config.servers[0];
+    assert_eq!(server.limits.max_concurrent, Some(4));
+    assert_eq!(
+        server.cost,
+        Some(crate::config::CostConfig {
+            fixed: 1.0,
+            per_second: 0.5
+        })
+    );
+    assert_eq!(
+        server.tools["now"].cost,
+        Some(crate::config::CostConfig {
+            fixed: 2.5,
+            per_second: 0.0
+        })
+    );
+    assert_eq!(server.tools["now"].limits.per_minute, Some(10.0));
 }

@@ -25,8 +25,9 @@ pub(super) const ROOT_KEYS: [&str; 6] = [
     "agents",
     "capabilities",
 ];
-pub(super) const GATEWAY_KEYS: [&str; 7] = [
+pub(super) const GATEWAY_KEYS: [&str; 8] = [
     "exposure",
+    "limits",
     "separator",
     "prefix_tools",
     "call_timeout",
@@ -265,6 +266,7 @@ impl Walk<'_> {
                     }
                 }
                 "prefix_tools" => gateway.prefix_tools = self.bool(value, &what).unwrap_or(true),
+                "limits" => gateway.limits = self.limits(value, &what),
                 "exposure" => {
                     gateway.exposure = self.exposure(value, &what).unwrap_or(gateway.exposure);
                 }

@@ -7,21 +7,20 @@
 
 use serde_json::{Map, Value};
 
-use super::CallError;
+use super::{CallError, CallStatus, Fate};
 use crate::upstream::{UpstreamDirectory, UpstreamError};
 use crate::{CallContext, CatalogEntry, ToolOutcome};
 
-pub async fn execute(
+pub(crate) async fn execute(
     upstreams: &dyn UpstreamDirectory,
     entry: &CatalogEntry,
     arguments: Map<String, Value>,
     ctx: &CallContext,
-) -> Result<ToolOutcome, CallError> {
+) -> Fate {
     let server = &entry.spec.server;
     let Some(upstream) = upstreams.upstream(server) else {
-        return Ok(ToolOutcome::error(format!(
-            "server '{server}' is not connected"
-        )));
+        let outcome = ToolOutcome::error(format!("server '{server}' is not connected"));
+        return Fate::new(Ok(outcome), CallStatus::UpstreamDown);
     };
     let deadline = entry.call_timeout;
     let call = upstream.call_tool(&entry.upstream_name, arguments, ctx);
@@ -31,7 +30,18 @@ pub async fn execute(
         }
         () = ctx.cancel.cancelled() => Err(UpstreamError::Cancelled),
     };
-    match result {
+    let status = match &result {
+        Ok(outcome) if outcome.is_error => CallStatus::ToolError,
+        Ok(_) => CallStatus::Ok,
+        Err(UpstreamError::Cancelled) => CallStatus::Cancelled,
+        Err(UpstreamError::Protocol { .. }) => CallStatus::UpstreamError,
+        Err(UpstreamError::Timeout { .. }) => CallStatus::TimedOut,
+        Err(UpstreamError::Unavailable { .. } | UpstreamError::Disconnected { .. }) => {
+            CallStatus::UpstreamDown
+        }
+        Err(_) => CallStatus::UpstreamError,
+    };
+    let result = match result {
         Ok(outcome) => Ok(outcome),
         Err(UpstreamError::Cancelled) => Err(CallError::Cancelled),
         Err(UpstreamError::Protocol {
@@ -48,5 +58,6 @@ pub async fn execute(
             "tool '{}' failed: {other}",
             entry.exposed
         ))),
-    }
+    };
+    Fate::new(result, status)
 }

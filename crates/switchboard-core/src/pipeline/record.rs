@@ -5,37 +5,46 @@
 
 use std::time::{Duration, SystemTime};
 
-use super::CallError;
-use crate::{ServerId, ToolOutcome};
+use crate::ServerId;
 
 /// How a call ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CallStatus {
+    /// The tool ran and succeeded.
     Ok,
+    /// The tool ran and reported an error (`isError`).
     ToolError,
+    /// No visible tool had the name.
     UnknownTool,
-    UpstreamError,
+    /// The arguments did not match the input schema; the tool did not run.
+    InvalidArguments,
+    /// Refused by policy, a hook or an approver; the tool did not run.
+    Denied,
+    /// Over a rate limit, concurrency cap or quota; the tool did not run.
+    RateLimited,
+    /// The deadline passed.
+    TimedOut,
+    /// The caller cancelled.
     Cancelled,
+    /// The server was not connected or the connection broke.
+    UpstreamDown,
+    /// The server answered with a protocol error or an unreadable result.
+    UpstreamError,
 }
 
 impl CallStatus {
-    pub fn of(result: &Result<ToolOutcome, CallError>) -> Self {
-        match result {
-            Ok(outcome) if outcome.is_error => Self::ToolError,
-            Ok(_) => Self::Ok,
-            Err(CallError::UnknownTool { .. }) => Self::UnknownTool,
-            Err(CallError::Upstream { .. }) => Self::UpstreamError,
-            Err(CallError::Cancelled) => Self::Cancelled,
-        }
-    }
-
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Ok => "ok",
             Self::ToolError => "tool_error",
             Self::UnknownTool => "unknown_tool",
-            Self::UpstreamError => "upstream_error",
+            Self::InvalidArguments => "invalid_arguments",
+            Self::Denied => "denied",
+            Self::RateLimited => "rate_limited",
+            Self::TimedOut => "timed_out",
             Self::Cancelled => "cancelled",
+            Self::UpstreamDown => "upstream_down",
+            Self::UpstreamError => "upstream_error",
         }
     }
 }
@@ -43,14 +52,20 @@ impl CallStatus {
 /// What is recorded about one call.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CallRecord {
+    /// Sortable unique id (a ULID), also in the result's `_meta`.
+    pub call_id: String,
     /// The name the caller used.
     pub name: String,
     /// The (server, upstream tool name) it resolved to, if it resolved.
     pub target: Option<(ServerId, String)>,
     pub agent: Option<String>,
+    pub session: Option<String>,
     pub started: SystemTime,
     pub duration: Duration,
     pub status: CallStatus,
+    pub cost: f64,
+    /// The error text the caller saw, for failed calls.
+    pub error: Option<String>,
 }
 
 /// Receives every call record. Must not block: the ledger queues to its writer task.
@@ -70,6 +85,7 @@ impl Recorder for LogRecorder {
         };
         tracing::info!(
             target: "switchboard::call",
+            id = %record.call_id,
             name = %record.name,
             server,
             tool,

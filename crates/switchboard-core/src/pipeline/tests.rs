@@ -192,11 +192,26 @@ async fn every_fate_is_recorded_once() {
         [
             CallStatus::Ok,
             CallStatus::UnknownTool,
-            CallStatus::ToolError,
+            CallStatus::InvalidArguments,
             CallStatus::UpstreamError,
-            CallStatus::ToolError
+            CallStatus::UpstreamDown
         ]
     );
+    // Every result carries the envelope, whose id is the record's.
+    let envelope = &ok.meta.as_ref().expect("meta")[CALL_META_KEY];
+    assert_eq!(envelope["server"], "s");
+    assert_eq!(envelope["cached"], false);
+    let records = fixture
+        .records
+        .0
+        .lock()
+        .map(|r| r.clone())
+        .unwrap_or_default();
+    assert_eq!(envelope["id"], records[0].call_id.as_str());
+    assert_eq!(records[1].error.as_deref(), Some("unknown tool: s__nope"));
+    let ids: std::collections::BTreeSet<&str> =
+        records.iter().map(|r| r.call_id.as_str()).collect();
+    assert_eq!(ids.len(), records.len(), "ids are unique");
 }
 
 #[tokio::test(start_paused = true)]
@@ -221,6 +236,7 @@ async fn deadline_ends_a_slow_call_with_a_tool_error() {
         .map(|r| r[0].duration)
         .unwrap_or_default();
     assert_eq!(records, Duration::from_secs(5));
+    assert_eq!(fixture.statuses(), [CallStatus::TimedOut]);
 }
 
 #[tokio::test(start_paused = true)]
@@ -319,4 +335,87 @@ async fn a_tool_outside_the_view_is_refused_like_an_unknown_tool() {
             CallStatus::UnknownTool
         ]
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn limits_refuse_with_a_readable_error_and_costs_are_charged() {
+    use std::collections::HashMap;
+
+    use crate::limits::{CostModel, LimitSpec, Limits, Quota, Scope};
+    let specs = HashMap::from([(
+        Scope::Tool("s/echo".into()),
+        LimitSpec {
+            per_minute: Some(60.0),
+            ..LimitSpec::default()
+        },
+    )]);
+    let quotas = HashMap::from([("npc".to_owned(), Quota::new(2.0, Duration::from_secs(3600)))]);
+    let governance = Governance {
+        limits: Limits::new(specs, quotas),
+        costs: HashMap::from([(
+            ("s".into(), "*".into()),
+            CostModel {
+                fixed: 1.0,
+                per_second: 0.0,
+            },
+        )]),
+    };
+    let mut fixture = Fixture::new();
+    fixture.pipeline = Pipeline::governed(
+        fixture.records.clone(),
+        Arc::new(SystemClock),
+        Arc::new(governance),
+    );
+    let npc = CallContext::default().with_agent("npc");
+    let first = fixture
+        .call(&npc, "s__echo", json!({"text": "a"}))
+        .await
+        .expect("ok");
+    assert_eq!(
+        first.meta.as_ref().expect("meta")[CALL_META_KEY]["cost"],
+        1.0
+    );
+    let limited = fixture
+        .call(&npc, "s__echo", json!({"text": "b"}))
+        .await
+        .expect("refusal");
+    assert!(limited.is_error);
+    assert!(
+        limited
+            .text_content()
+            .contains("rate limited (tool s/echo), retry after 1000 ms"),
+        "{}",
+        limited.text_content()
+    );
+    fixture
+        .call(&npc, "s__progress", json!({}))
+        .await
+        .expect("ok");
+    let broke = fixture
+        .call(&npc, "s__progress", json!({}))
+        .await
+        .expect("refusal");
+    assert!(
+        broke
+            .text_content()
+            .contains("quota exceeded: 2.00 of 2.00"),
+        "{}",
+        broke.text_content()
+    );
+    assert_eq!(
+        fixture.statuses(),
+        [
+            CallStatus::Ok,
+            CallStatus::RateLimited,
+            CallStatus::Ok,
+            CallStatus::RateLimited
+        ]
+    );
+    let costs: Vec<f64> = fixture
+        .records
+        .0
+        .lock()
+        .map(|r| r.iter().map(|r| r.cost).collect())
+        .unwrap_or_default();
+    assert_eq!(costs, [1.0, 0.0, 1.0, 0.0], "refused calls cost nothing");
 }

@@ -389,3 +389,25 @@ fn agent_problems() {
         &[(1, 9, "agent name 'n p c' is not allowed")],
     );
 }
+
+#[test]
+fn limit_problems() {
+    toml(
+        "[gateway]\nlimits = { per_minute = 0, burts = 2, queue = \"soon\" }\n\n[agents.a]\nquota = { window = \"1h\" }\n\n[servers.s]\nbuiltin = \"clock\"\ncost = -1\n",
+        &[
+            (
+                2,
+                25,
+                "gateway.limits.per_minute must be a number above 0, found 0",
+            ),
+            (2, 28, "unknown key 'burts' in gateway.limits"),
+            (2, 47, "gateway.limits.queue is not a duration"),
+            (5, 9, "agents.a.quota needs \"cost\""),
+            (
+                9,
+                8,
+                "servers.s.cost must be a number of at least 0, found -1",
+            ),
+        ],
+    );
+}

@@ -1,0 +1,204 @@
+//! Rate limits, concurrency caps and cost quotas: nothing runs away.
+//!
+//! Every call passes [`Limits::admit`] between approval and execution. It holds the call's
+//! concurrency permits (per server, per tool, per agent) while the call runs, spaces requests
+//! with GCRA per agent, per tool and globally, and checks the agent's cost quota. An
+//! over-limit call waits up to the queue time of the limit that stopped it, then fails with
+//! "rate limited, retry after N ms". All waiting is on the injected clock's timeline
+//! (tokio time), so tests run on paused time.
+
+mod gcra;
+mod quota;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::time::Instant;
+
+pub use gcra::Gcra;
+pub use quota::{CostModel, Quota, QuotaExceeded};
+
+/// Limits of one scope (an agent, a tool, a server, or everything).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct LimitSpec {
+    /// Requests per minute (GCRA); `None` = unlimited.
+    pub per_minute: Option<f64>,
+    /// Requests allowed back to back above the steady rate (default 1).
+    pub burst: Option<u32>,
+    /// Calls in flight at once; `None` = unlimited.
+    pub max_concurrent: Option<u32>,
+    /// How long an over-limit call may wait for its turn (default 0: fail at once).
+    pub queue: Option<Duration>,
+}
+
+/// Why a call was not admitted.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Refusal {
+    #[error("rate limited ({scope}), retry after {} ms", retry_after.as_millis())]
+    RateLimited {
+        scope: String,
+        retry_after: Duration,
+    },
+    #[error("{0}")]
+    Quota(QuotaExceeded),
+}
+
+/// The scopes one call is limited by.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Scope {
+    Global,
+    Agent(String),
+    Server(String),
+    Tool(String),
+}
+
+impl std::fmt::Display for Scope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Global => f.write_str("gateway"),
+            Self::Agent(name) => write!(f, "agent {name}"),
+            Self::Server(name) => write!(f, "server {name}"),
+            Self::Tool(name) => write!(f, "tool {name}"),
+        }
+    }
+}
+
+struct Limiter {
+    spec: LimitSpec,
+    rate: Option<Gcra>,
+    slots: Option<Arc<Semaphore>>,
+}
+
+impl Limiter {
+    fn new(spec: LimitSpec) -> Self {
+        Self {
+            spec,
+            rate: spec
+                .per_minute
+                .filter(|rate| *rate > 0.0)
+                .map(|rate| Gcra::per_minute(rate, spec.burst.unwrap_or(1))),
+            slots: spec
+                .max_concurrent
+                .map(|n| Arc::new(Semaphore::new(n.max(1) as usize))),
+        }
+    }
+}
+
+/// Permits a call holds while it runs; dropping them frees the slots.
+#[derive(Debug, Default)]
+pub struct Admission {
+    _permits: Vec<OwnedSemaphorePermit>,
+}
+
+/// Every limit of the gateway, by scope. Built once from config; cheap to share.
+#[derive(Default)]
+pub struct Limits {
+    specs: HashMap<Scope, LimitSpec>,
+    limiters: Mutex<HashMap<Scope, Arc<Limiter>>>,
+    quotas: HashMap<String, Arc<Quota>>,
+}
+
+impl Limits {
+    /// Limits with these specs per scope and cost quotas per agent.
+    pub fn new(specs: HashMap<Scope, LimitSpec>, quotas: HashMap<String, Quota>) -> Self {
+        Self {
+            specs,
+            limiters: Mutex::default(),
+            quotas: quotas
+                .into_iter()
+                .map(|(agent, quota)| (agent, Arc::new(quota)))
+                .collect(),
+        }
+    }
+
+    /// Whether any limit is configured (the pipeline skips the stage otherwise).
+    pub fn is_empty(&self) -> bool {
+        self.specs.is_empty() && self.quotas.is_empty()
+    }
+
+    fn limiter(&self, scope: &Scope) -> Option<Arc<Limiter>> {
+        let spec = *self.specs.get(scope)?;
+        let mut limiters = match self.limiters.lock() {
+            Ok(limiters) => limiters,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        Some(
+            limiters
+                .entry(scope.clone())
+                .or_insert_with(|| Arc::new(Limiter::new(spec)))
+                .clone(),
+        )
+    }
+
+    /// Admits one call limited by `scopes` (checked in order), waiting up to each limit's
+    /// queue time. Quota is checked for `agent`, if it has one.
+    pub async fn admit(&self, scopes: &[Scope], agent: Option<&str>) -> Result<Admission, Refusal> {
+        if let Some(quota) = agent.and_then(|a| self.quotas.get(a)) {
+            quota.check(Instant::now()).map_err(Refusal::Quota)?;
+        }
+        let mut admission = Admission::default();
+        for scope in scopes {
+            let Some(limiter) = self.limiter(scope) else {
+                continue;
+            };
+            let queue = limiter.spec.queue.unwrap_or_default();
+            if let Some(rate) = &limiter.rate {
+                match rate.reserve(Instant::now(), queue) {
+                    Ok(wait) => {
+                        if !wait.is_zero() {
+                            tokio::time::sleep(wait).await;
+                        }
+                    }
+                    Err(retry_after) => {
+                        return Err(Refusal::RateLimited {
+                            scope: scope.to_string(),
+                            retry_after,
+                        });
+                    }
+                }
+            }
+            if let Some(slots) = &limiter.slots {
+                let permit = match slots.clone().try_acquire_owned() {
+                    Ok(permit) => permit,
+                    Err(_) if queue.is_zero() => {
+                        return Err(Refusal::RateLimited {
+                            scope: format!(
+                                "{scope}: {} calls in flight",
+                                limiter.spec.max_concurrent.unwrap_or(0)
+                            ),
+                            retry_after: Duration::from_millis(100),
+                        });
+                    }
+                    Err(_) => {
+                        match tokio::time::timeout(queue, slots.clone().acquire_owned()).await {
+                            Ok(Ok(permit)) => permit,
+                            _ => {
+                                return Err(Refusal::RateLimited {
+                                    scope: format!(
+                                        "{scope}: {} calls in flight",
+                                        limiter.spec.max_concurrent.unwrap_or(0)
+                                    ),
+                                    retry_after: queue,
+                                });
+                            }
+                        }
+                    }
+                };
+                admission._permits.push(permit);
+            }
+        }
+        Ok(admission)
+    }
+
+    /// Charges `cost` to `agent`'s quota.
+    pub fn charge(&self, agent: Option<&str>, cost: f64) {
+        if let Some(quota) = agent.and_then(|a| self.quotas.get(a)) {
+            quota.charge(Instant::now(), cost);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,97 @@
+//! Cost accounting: what a call costs (fixed and per second of wall time) and an agent's
+//! budget of cost over a sliding window.
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+/// How a tool's calls are costed.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct CostModel {
+    pub fixed: f64,
+    pub per_second: f64,
+}
+
+impl CostModel {
+    pub fn cost(&self, wall: Duration) -> f64 {
+        self.fixed + self.per_second * wall.as_secs_f64()
+    }
+}
+
+/// A budget of cost over a sliding window.
+#[derive(Debug)]
+pub struct Quota {
+    limit: f64,
+    window: Duration,
+    spent: Mutex<VecDeque<(Instant, f64)>>,
+}
+
+/// The quota is used up.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("quota exceeded: {spent:.2} of {limit:.2} used in the last {}s; retry after {} ms", window.as_secs(), retry_after.as_millis())]
+pub struct QuotaExceeded {
+    pub spent: f64,
+    pub limit: f64,
+    pub window: Duration,
+    pub retry_after: Duration,
+}
+
+impl Quota {
+    pub fn new(limit: f64, window: Duration) -> Self {
+        Self {
+            limit,
+            window,
+            spent: Mutex::default(),
+        }
+    }
+
+    fn spent_at(&self, now: Instant, spent: &mut VecDeque<(Instant, f64)>) -> f64 {
+        while let Some((at, _)) = spent.front() {
+            if now.saturating_duration_since(*at) >= self.window {
+                spent.pop_front();
+            } else {
+                break;
+            }
+        }
+        spent.iter().map(|(_, cost)| cost).sum()
+    }
+
+    /// Refuses when the window's spending has reached the limit.
+    pub fn check(&self, now: Instant) -> Result<(), QuotaExceeded> {
+        let mut spent = match self.spent.lock() {
+            Ok(spent) => spent,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let total = self.spent_at(now, &mut spent);
+        if total < self.limit {
+            return Ok(());
+        }
+        // The budget frees up as the oldest charges leave the window.
+        let mut remaining = total;
+        let mut retry_after = self.window;
+        for (at, cost) in spent.iter() {
+            remaining -= cost;
+            if remaining < self.limit {
+                retry_after = (*at + self.window).saturating_duration_since(now);
+                break;
+            }
+        }
+        Err(QuotaExceeded {
+            spent: total,
+            limit: self.limit,
+            window: self.window,
+            retry_after,
+        })
+    }
+
+    pub fn charge(&self, now: Instant, cost: f64) {
+        if cost <= 0.0 {
+            return;
+        }
+        if let Ok(mut spent) = self.spent.lock() {
+            spent.push_back((now, cost));
+        }
+    }
+}
