@@ -12,6 +12,7 @@ pub mod catalog;
 pub mod clock;
 pub mod config;
 pub mod context;
+pub mod hooks;
 pub mod latency_meta;
 pub mod limits;
 pub mod naming;

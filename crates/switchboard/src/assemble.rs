@@ -186,5 +186,6 @@ pub fn governance(config: &Config) -> Governance {
     Governance {
         limits: Limits::new(specs, quotas),
         costs,
+        hooks: crate::command_hook::command_hooks(&config.hooks),
     }
 }

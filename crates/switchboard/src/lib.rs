@@ -20,6 +20,7 @@
 //! ```
 
 mod assemble;
+mod command_hook;
 mod exposure;
 mod host;
 mod meta_tools;
@@ -28,5 +29,6 @@ mod resources;
 mod sessions;
 
 pub use assemble::{AssembleError, governance, plans};
+pub use command_hook::{CommandHook, command_hooks};
 pub use exposure::AgentProfile;
 pub use host::{Host, HostOptions, ServerPlan, ServerReport};

@@ -1,68 +1,19 @@
 //! The Host's views and exposure modes, end to end through the `Backend` a front uses, with
 //! in-process providers: what is listed and what is callable always agree.
 
+mod support;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
 
-use futures::future::BoxFuture;
-use serde_json::{Map, Value, json};
-use switchboard::{AgentProfile, Host, HostOptions, ServerPlan};
+use serde_json::{Value, json};
+use support::{Named, plan};
+use switchboard::{AgentProfile, Host, HostOptions};
 use switchboard_core::agent::{AgentPolicy, ToolPattern};
 use switchboard_core::config::Exposure;
 use switchboard_core::pipeline::CallError;
-use switchboard_core::upstream::{ToolError, ToolProvider};
-use switchboard_core::{CallContext, Caller, ServerId, ToolCall, ToolDefinition, ToolOutcome};
+use switchboard_core::{CallContext, Caller, ToolCall, ToolOutcome};
 use switchboard_mcp::front::Backend;
-use switchboard_mcp::upstream::{Endpoint, EraChoice, UpstreamSpec};
-
-/// A provider whose tools echo their own name.
-struct Named {
-    id: &'static str,
-    tools: &'static [&'static str],
-}
-
-impl ToolProvider for Named {
-    fn name(&self) -> &str {
-        self.id
-    }
-
-    fn tools(&self) -> Vec<ToolDefinition> {
-        self.tools
-            .iter()
-            .map(|tool| {
-                ToolDefinition::new(*tool, format!("The {tool} tool"), json!({"type": "object"}))
-            })
-            .collect()
-    }
-
-    fn call<'a>(
-        &'a self,
-        tool: &'a str,
-        _arguments: Map<String, Value>,
-        _ctx: &'a CallContext,
-    ) -> BoxFuture<'a, Result<ToolOutcome, ToolError>> {
-        Box::pin(async move { Ok(ToolOutcome::text(format!("{}:{tool}", self.id))) })
-    }
-}
-
-fn plan(provider: Named, category: &str) -> ServerPlan {
-    let id = provider.id;
-    ServerPlan {
-        spec: UpstreamSpec {
-            id: ServerId::new(id),
-            endpoint: Endpoint::InProcess(Arc::new(provider)),
-            era: EraChoice::Auto,
-            connect_timeout: Duration::from_secs(1),
-            discover_timeout: Duration::from_secs(1),
-            max_message_bytes: 1 << 20,
-        },
-        prefix: id.to_owned(),
-        overrides: BTreeMap::new(),
-        call_timeout: Duration::from_secs(5),
-        category: category.to_owned(),
-    }
-}
 
 fn profile(
     name: &str,

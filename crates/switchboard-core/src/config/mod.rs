@@ -18,6 +18,7 @@
 mod agents;
 mod builtin;
 mod duration;
+mod hooks;
 mod json;
 mod limits;
 mod locate;
@@ -39,7 +40,8 @@ pub use duration::parse_duration;
 pub use locate::{Located, LookupStep, locate};
 pub use model::{
     AgentConfig, BuiltinSettings, Config, CostConfig, EraPreference, Exposure, GatewayConfig,
-    LimitsConfig, QuotaConfig, RootConfig, ServerConfig, ToolOverrideConfig, Transport,
+    HookConfig, HookEvent, LimitsConfig, QuotaConfig, RootConfig, ServerConfig, ToolOverrideConfig,
+    Transport,
 };
 pub use problem::{ConfigErrors, Origin, Problem};
 pub use schema::native_schema;

@@ -18,6 +18,8 @@ pub struct Config {
     pub capabilities: BTreeMap<String, Vec<String>>,
     /// Agents by name; empty = no agents (every caller sees every tool).
     pub agents: BTreeMap<String, AgentConfig>,
+    /// External command hooks, in file order.
+    pub hooks: Vec<HookConfig>,
 }
 
 impl Config {
@@ -100,6 +102,7 @@ impl Config {
             aliases: BTreeMap::new(),
             capabilities: BTreeMap::new(),
             agents: BTreeMap::new(),
+            hooks: Vec::new(),
         }
     }
 }
@@ -291,4 +294,26 @@ pub struct CostConfig {
 pub struct QuotaConfig {
     pub cost: f64,
     pub window: Duration,
+}
+
+/// When a hook runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HookEvent {
+    PreCall,
+    PostCall,
+}
+
+/// One `[[hooks]]` entry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HookConfig {
+    pub event: HookEvent,
+    pub command: PathBuf,
+    pub args: Vec<String>,
+    /// Globs of the tools it sees (empty = all).
+    pub tools: Vec<String>,
+    /// Agents it sees (empty = all).
+    pub agents: Vec<String>,
+    pub timeout: Duration,
+    /// true: a failing hook lets the call go on; false: it denies the call.
+    pub fail_open: bool,
 }

@@ -30,6 +30,57 @@ struct SwitchboardConfig {
     /// Named sets of tool globs (exposed-name globs or server:tool globs) agents can be given.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     capabilities: BTreeMap<String, Vec<String>>,
+    /// External commands run before or after calls ([[hooks]]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    hooks: Vec<HookEntry>,
+}
+
+/// An external command that sees calls: gets the call as JSON on stdin, answers JSON on
+/// stdout (see docs/config.md).
+#[derive(JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct HookEntry {
+    /// When it runs.
+    event: HookEventName,
+    /// The program.
+    #[schemars(length(min = 1))]
+    command: String,
+    /// Its arguments.
+    #[serde(default)]
+    args: Vec<String>,
+    /// Globs of the tools it sees (default: all).
+    #[serde(default)]
+    tools: Vec<String>,
+    /// Agents it sees (default: all).
+    #[serde(default)]
+    agents: Vec<String>,
+    /// How long it may take (default 5s).
+    #[serde(default)]
+    timeout: Option<Duration>,
+    /// What a failing hook means: deny (default) or allow.
+    #[serde(default)]
+    on_failure: Option<OnFailure>,
+}
+
+#[derive(JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[allow(dead_code)]
+enum HookEventName {
+    /// Before the call: may allow, deny or rewrite the arguments.
+    PreCall,
+    /// After the call: may replace the result.
+    PostCall,
+}
+
+#[derive(JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[allow(dead_code)]
+enum OnFailure {
+    /// Fail closed: deny the call / withhold the result.
+    Deny,
+    /// Fail open: go on.
+    Allow,
 }
 
 /// Limits on calls: request rate (GCRA), concurrency, and how long an over-limit call waits.

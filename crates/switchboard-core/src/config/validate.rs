@@ -17,7 +17,8 @@ use super::suggest;
 use super::tree::{Node, Pos, Value};
 use super::{Format, ParsedText};
 
-pub(super) const ROOT_KEYS: [&str; 6] = [
+pub(super) const ROOT_KEYS: [&str; 7] = [
+    "hooks",
     "gateway",
     "servers",
     "aliases",
@@ -73,6 +74,7 @@ pub fn validate(
         aliases: BTreeMap::new(),
         capabilities: BTreeMap::new(),
         agents: BTreeMap::new(),
+        hooks: Vec::new(),
     };
     let Value::Table(entries) = &root.value else {
         walk.problem(
@@ -92,6 +94,7 @@ pub fn validate(
     for (key, key_pos, node) in entries {
         match key.as_str() {
             "capabilities" => {}
+            "hooks" => config.hooks = walk.hooks(node),
             "agents" => config.agents = walk.agents(node, &config.capabilities),
             "gateway" => walk.gateway(node, &mut config.gateway),
             "aliases" => config.aliases = walk.string_map(node, "aliases"),

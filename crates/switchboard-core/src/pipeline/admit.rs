@@ -4,8 +4,10 @@
 //! call's cost is computed and charged once it ran.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
+use crate::hooks::Hook;
 use crate::limits::{Admission, CostModel, Limits, Scope};
 use crate::{CallContext, CatalogEntry, ToolOutcome};
 
@@ -15,6 +17,8 @@ pub struct Governance {
     pub limits: Limits,
     /// Cost per (server id, upstream tool name); `"*"` as the tool = the server's default.
     pub costs: HashMap<(String, String), CostModel>,
+    /// Pre- and post-call hooks, in order.
+    pub hooks: Vec<Arc<dyn Hook>>,
 }
 
 impl Governance {

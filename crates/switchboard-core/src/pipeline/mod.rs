@@ -3,8 +3,10 @@
 //!
 //! The stages, in order, each a small module with one job:
 //! [`resolve`] the exposed name within the caller's view → [`validate`] the arguments →
-//! [`admit`] under rate limits, concurrency caps and quota → [`execute`] on the upstream
-//! under the tool's deadline → [`envelope`]: cost the call and stamp the result's `_meta` →
+//! pre-call [`hooks`](crate::hooks) (allow, deny, rewrite — rewritten arguments are validated
+//! again) → [`admit`] under rate limits, concurrency caps and quota → [`execute`] on the
+//! upstream under the tool's deadline → post-call hooks → [`envelope`]: cost the call and
+//! stamp the result's `_meta` →
 //! [`record`] the outcome and its wall time. Recording wraps the whole, so refused calls are
 //! recorded too, each exactly once.
 
@@ -17,13 +19,14 @@ pub mod validate;
 
 use std::sync::Arc;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::agent::View;
 use crate::call_id::new_call_id;
 use crate::clock::Clock;
+use crate::hooks::{self, HookCall};
 use crate::upstream::UpstreamDirectory;
-use crate::{CallContext, Catalog, ToolCall, ToolOutcome};
+use crate::{CallContext, Catalog, CatalogEntry, ToolCall, ToolOutcome};
 
 pub use admit::Governance;
 pub use envelope::CALL_META_KEY;
@@ -104,23 +107,12 @@ impl Pipeline {
             .as_ref()
             .ok()
             .map(|entry| (entry.spec.server.clone(), entry.upstream_name.clone()));
-        let mut cost = 0.0;
-        let fate = match entry {
-            Err(error) => Fate::new(Err(error), CallStatus::UnknownTool),
-            Ok(entry) => match validate::validate(entry, &call.arguments) {
-                Some(refusal) => Fate::new(Ok(refusal), CallStatus::InvalidArguments),
-                None => match admit::admit(&self.governance, entry, ctx).await {
-                    Err(refusal) => Fate::new(Ok(refusal), CallStatus::RateLimited),
-                    Ok(admission) => {
-                        let fate = execute::execute(upstreams, entry, call.arguments, ctx).await;
-                        drop(admission);
-                        let wall = self.clock.now().saturating_duration_since(started);
-                        cost = self.governance.cost_of(entry, wall);
-                        self.governance.charge(ctx, cost);
-                        fate
-                    }
-                },
-            },
+        let (fate, cost) = match entry {
+            Err(error) => (Fate::new(Err(error), CallStatus::UnknownTool), 0.0),
+            Ok(entry) => {
+                self.run(entry, &call_id, call.arguments, ctx, upstreams)
+                    .await
+            }
         };
         let duration = self.clock.now().saturating_duration_since(started);
         let mut result = fate.result;
@@ -145,6 +137,71 @@ impl Pipeline {
         };
         self.recorder.record(&record);
         result
+    }
+}
+
+impl Pipeline {
+    /// The stages after resolution: validate → hooks → admit → execute → hooks → cost.
+    async fn run(
+        &self,
+        entry: &CatalogEntry,
+        call_id: &str,
+        arguments: Map<String, Value>,
+        ctx: &CallContext,
+        upstreams: &dyn UpstreamDirectory,
+    ) -> (Fate, f64) {
+        if let Some(refusal) = validate::validate(entry, &arguments) {
+            return (Fate::new(Ok(refusal), CallStatus::InvalidArguments), 0.0);
+        }
+        let hooks = &self.governance.hooks;
+        let mut hooked = HookCall {
+            call_id: call_id.to_owned(),
+            agent: ctx.agent.clone(),
+            session: ctx.session.clone(),
+            tool: entry.exposed.clone(),
+            server: entry.spec.server.as_str().to_owned(),
+            upstream_tool: entry.upstream_name.clone(),
+            arguments,
+        };
+        if !hooks.is_empty() {
+            match hooks::run_before(hooks, &mut hooked).await {
+                Err(reason) => {
+                    return (
+                        Fate::new(Ok(ToolOutcome::error(reason)), CallStatus::Denied),
+                        0.0,
+                    );
+                }
+                Ok(true) => {
+                    if let Some(refusal) = validate::validate(entry, &hooked.arguments) {
+                        return (Fate::new(Ok(refusal), CallStatus::InvalidArguments), 0.0);
+                    }
+                }
+                Ok(false) => {}
+            }
+        }
+        let admission = match admit::admit(&self.governance, entry, ctx).await {
+            Ok(admission) => admission,
+            Err(refusal) => return (Fate::new(Ok(refusal), CallStatus::RateLimited), 0.0),
+        };
+        let started = self.clock.now();
+        // Post-call hooks see the arguments too; without hooks they move, not copy.
+        let arguments = if hooks.is_empty() {
+            std::mem::take(&mut hooked.arguments)
+        } else {
+            hooked.arguments.clone()
+        };
+        let mut fate = execute::execute(upstreams, entry, arguments, ctx).await;
+        drop(admission);
+        let cost = self
+            .governance
+            .cost_of(entry, self.clock.now().saturating_duration_since(started));
+        self.governance.charge(ctx, cost);
+        if !hooks.is_empty()
+            && let Ok(outcome) = &mut fate.result
+        {
+            hooks::run_after(hooks, &hooked, outcome).await;
+        }
+        (fate, cost)
     }
 }
 

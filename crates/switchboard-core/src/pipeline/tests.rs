@@ -359,6 +359,7 @@ async fn limits_refuse_with_a_readable_error_and_costs_are_charged() {
                 per_second: 0.0,
             },
         )]),
+        hooks: vec![],
     };
     let mut fixture = Fixture::new();
     fixture.pipeline = Pipeline::governed(
@@ -418,4 +419,130 @@ async fn limits_refuse_with_a_readable_error_and_costs_are_charged() {
         .map(|r| r.iter().map(|r| r.cost).collect())
         .unwrap_or_default();
     assert_eq!(costs, [1.0, 0.0, 1.0, 0.0], "refused calls cost nothing");
+}
+
+/// A scripted hook: denies `s__progress`, rewrites echo's text, upper-cases echo results,
+/// and fails on `s__down`.
+struct Scripted2 {
+    policy: crate::hooks::FailurePolicy,
+}
+
+impl crate::hooks::Hook for Scripted2 {
+    fn name(&self) -> &str {
+        "scripted"
+    }
+
+    fn on_failure(&self) -> crate::hooks::FailurePolicy {
+        self.policy
+    }
+
+    fn before<'a>(
+        &'a self,
+        call: &'a crate::hooks::HookCall,
+    ) -> BoxFuture<'a, Result<crate::hooks::Before, crate::hooks::HookFailure>> {
+        use crate::hooks::{Before, HookFailure};
+        Box::pin(async move {
+            Ok(match call.tool.as_str() {
+                "s__progress" => Before::Deny {
+                    reason: "not today".into(),
+                },
+                "s__echo" if call.arguments.get("text") == Some(&json!("bad")) => Before::Rewrite {
+                    arguments: args(json!({"text": 7})),
+                },
+                "s__echo" => Before::Rewrite {
+                    arguments: args(json!({"text": "rewritten"})),
+                },
+                "s__down" => {
+                    return Err(HookFailure {
+                        hook: "scripted".into(),
+                        reason: "crashed".into(),
+                    });
+                }
+                _ => Before::Allow,
+            })
+        })
+    }
+
+    fn after<'a>(
+        &'a self,
+        _call: &'a crate::hooks::HookCall,
+        outcome: &'a ToolOutcome,
+    ) -> BoxFuture<'a, Result<crate::hooks::After, crate::hooks::HookFailure>> {
+        Box::pin(async move {
+            Ok(crate::hooks::After::Replace {
+                outcome: ToolOutcome::text(outcome.text_content().to_uppercase()),
+            })
+        })
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn hooks_deny_rewrite_and_replace_and_fail_closed_or_open() {
+    use crate::hooks::FailurePolicy;
+    let hooked = |policy| {
+        let governance = Governance {
+            hooks: vec![Arc::new(Scripted2 { policy }) as Arc<dyn crate::hooks::Hook>],
+            ..Governance::default()
+        };
+        let mut fixture = Fixture::new();
+        fixture.pipeline = Pipeline::governed(
+            fixture.records.clone(),
+            Arc::new(SystemClock),
+            Arc::new(governance),
+        );
+        fixture
+    };
+    let fixture = hooked(FailurePolicy::Closed);
+    let ctx = CallContext::default();
+    let echo = fixture
+        .call(&ctx, "s__echo", json!({"text": "hi"}))
+        .await
+        .expect("ok");
+    assert_eq!(
+        echo.text_content(),
+        "REWRITTEN",
+        "rewritten before, replaced after"
+    );
+    let denied = fixture
+        .call(&ctx, "s__progress", json!({}))
+        .await
+        .expect("refusal");
+    assert!(denied.is_error);
+    assert_eq!(
+        denied.text_content(),
+        "denied by hook 'scripted': not today"
+    );
+    let invalid = fixture
+        .call(&ctx, "s__echo", json!({"text": "bad"}))
+        .await
+        .expect("refusal");
+    assert!(
+        invalid.text_content().contains("$.text"),
+        "a rewrite is validated again: {}",
+        invalid.text_content()
+    );
+    let failed = fixture
+        .call(&ctx, "s__down", json!({}))
+        .await
+        .expect("refusal");
+    assert_eq!(
+        failed.text_content(),
+        "denied: hook 'scripted' failed: crashed"
+    );
+    assert_eq!(
+        fixture.statuses(),
+        [
+            CallStatus::Ok,
+            CallStatus::Denied,
+            CallStatus::InvalidArguments,
+            CallStatus::Denied
+        ]
+    );
+    let open = hooked(FailurePolicy::Open);
+    let through = open.call(&ctx, "s__down", json!({})).await.expect("runs");
+    assert!(
+        through.text_content().contains("CRASHED"),
+        "fail-open lets the call run: {}",
+        through.text_content()
+    );
 }

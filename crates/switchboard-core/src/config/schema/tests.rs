@@ -9,6 +9,7 @@ use serde_json::Value;
 use super::native_schema;
 use crate::config::agents::AGENT_KEYS;
 use crate::config::builtin::SETTINGS_KEYS;
+use crate::config::hooks::HOOK_KEYS;
 use crate::config::limits::LIMIT_KEYS;
 use crate::config::server::{SERVER_KEYS, TOOL_KEYS};
 use crate::config::validate::{GATEWAY_KEYS, ROOT_KEYS};
@@ -66,6 +67,7 @@ fn schema_and_validator_know_the_same_keys() {
         ("/$defs/ToolOverride/properties", keys(&TOOL_KEYS, &[])),
         ("/$defs/Agent/properties", keys(&AGENT_KEYS, &[])),
         ("/$defs/Limits/properties", keys(&LIMIT_KEYS, &[])),
+        ("/$defs/HookEntry/properties", keys(&HOOK_KEYS, &[])),
     ];
     for (pointer, expected) in cases {
         assert_eq!(properties(&schema, pointer), expected, "{pointer}");

@@ -411,3 +411,16 @@ fn limit_problems() {
         ],
     );
 }
+
+#[test]
+fn hook_problems() {
+    toml(
+        "[[hooks]]\nevent = \"before\"\ncommand = \"x\"\n\n[[hooks]]\ncommand = \"y\"\non_failure = \"maybe\"\ntimout = \"1s\"\n",
+        &[
+            (2, 9, "hooks[0].event 'before' is not known"),
+            (7, 14, "hooks[1].on_failure 'maybe' is not known"),
+            (8, 1, "unknown key 'timout' in hooks[1]"),
+            (5, 1, "hooks[1] needs \"event\""),
+        ],
+    );
+}

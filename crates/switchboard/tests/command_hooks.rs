@@ -1,0 +1,200 @@
+//! Command hooks with real child processes: deny, rewrite, replace, and the failure rules
+//! (crash, timeout, garbage) fail closed or open as configured.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use support::{Named, plan};
+use switchboard::{Host, HostOptions, command_hooks};
+use switchboard_core::config::{HookConfig, HookEvent};
+use switchboard_core::pipeline::Governance;
+use switchboard_core::{CallContext, ToolOutcome};
+
+fn script(dir: &Path, name: &str, body: &str) -> std::path::PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).expect("write script");
+    let mut permissions = std::fs::metadata(&path).expect("meta").permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+    std::fs::set_permissions(&path, permissions).expect("chmod");
+    path
+}
+
+fn hook(
+    event: HookEvent,
+    command: std::path::PathBuf,
+    tools: &[&str],
+    fail_open: bool,
+) -> HookConfig {
+    HookConfig {
+        event,
+        command,
+        args: vec![],
+        tools: tools.iter().map(|t| (*t).to_owned()).collect(),
+        agents: vec![],
+        timeout: Duration::from_millis(500),
+        fail_open,
+    }
+}
+
+async fn host_with(hooks: &[HookConfig]) -> Host {
+    let governance = Governance {
+        hooks: command_hooks(hooks),
+        ..Governance::default()
+    };
+    let options = HostOptions {
+        governance: Arc::new(governance),
+        agents: BTreeMap::new(),
+        ..HostOptions::default()
+    };
+    let host = Host::start(
+        vec![plan(
+            Named {
+                id: "t",
+                tools: &["echo", "guarded", "slow", "broken", "lenient"],
+            },
+            "",
+        )],
+        options,
+    );
+    host.ready().await;
+    host
+}
+
+async fn call(host: &Host, tool: &str, text: &str) -> ToolOutcome {
+    let arguments = json!({"text": text})
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    host.call(&CallContext::default(), tool, arguments)
+        .await
+        .expect("an outcome")
+}
+
+#[tokio::test]
+async fn command_hooks_allow_deny_rewrite_and_replace() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let seen = dir.path().join("seen.json");
+    let pre = script(
+        dir.path(),
+        "pre",
+        &format!(
+            r#"input=$(cat); echo "$input" > '{}'
+case "$input" in
+  *'"tool":"t__guarded"'*) echo "guarded tools need a ticket" >&2; exit 2;;
+  *'"text":"shout"'*) echo '{{"arguments": {{"text": "SHOUTED"}}}}';;
+  *'"text":"no"'*) echo '{{"decision": "deny", "reason": "said no"}}';;
+esac"#,
+            seen.display()
+        ),
+    );
+    let post = script(
+        dir.path(),
+        "post",
+        r#"input=$(cat); case "$input" in *'"text":"secret"'*) echo '{"result": {"content": [{"type": "text", "text": "[redacted]"}]}}';; esac"#,
+    );
+    let host = host_with(&[
+        hook(HookEvent::PreCall, pre, &[], false),
+        hook(HookEvent::PostCall, post, &["t:echo"], false),
+    ])
+    .await;
+    assert_eq!(
+        call(&host, "t__echo", "hello").await.text_content(),
+        "t:echohello"
+    );
+    let input: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&seen).expect("hook saw the call"))
+            .expect("json");
+    assert_eq!(input["event"], "pre_call");
+    assert_eq!(input["tool"], "t__echo");
+    assert_eq!(input["upstream_tool"], "echo");
+    assert_eq!(input["arguments"], json!({"text": "hello"}));
+    assert_eq!(input["call_id"].as_str().map(str::len), Some(26));
+
+    let guarded = call(&host, "t__guarded", "x").await;
+    assert!(guarded.is_error);
+    assert!(
+        guarded
+            .text_content()
+            .ends_with(": guarded tools need a ticket"),
+        "{}",
+        guarded.text_content()
+    );
+    let said_no = call(&host, "t__echo", "no").await;
+    assert!(
+        said_no.is_error && said_no.text_content().ends_with("said no"),
+        "{}",
+        said_no.text_content()
+    );
+    assert_eq!(
+        call(&host, "t__echo", "shout").await.text_content(),
+        "t:echoSHOUTED"
+    );
+    assert_eq!(
+        call(&host, "t__echo", "secret").await.text_content(),
+        "[redacted]"
+    );
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn failing_hooks_fail_closed_unless_told_otherwise() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let slow = script(dir.path(), "slow", "exec sleep 30");
+    let broken = script(dir.path(), "broken", "echo 'not json'");
+    let crash = script(dir.path(), "crash", "echo boom >&2; exit 1");
+    let host = host_with(&[
+        hook(HookEvent::PreCall, slow, &["t__slow"], false),
+        hook(HookEvent::PreCall, broken, &["t__broken"], false),
+        hook(HookEvent::PreCall, crash.clone(), &["t__guarded"], false),
+        hook(HookEvent::PreCall, crash, &["t__lenient"], true),
+        hook(
+            HookEvent::PreCall,
+            dir.path().join("missing"),
+            &["t__echo"],
+            true,
+        ),
+    ])
+    .await;
+    let started = Instant::now();
+    let timed_out = call(&host, "t__slow", "x").await;
+    assert!(
+        timed_out.is_error && timed_out.text_content().contains("no answer within 500 ms"),
+        "{}",
+        timed_out.text_content()
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "the hook was killed at its timeout"
+    );
+    let garbage = call(&host, "t__broken", "x").await;
+    assert!(
+        garbage.text_content().contains("not JSON"),
+        "{}",
+        garbage.text_content()
+    );
+    let crashed = call(&host, "t__guarded", "x").await;
+    assert!(
+        crashed.is_error
+            && crashed
+                .text_content()
+                .contains("exited with status 1: boom"),
+        "{}",
+        crashed.text_content()
+    );
+    assert_eq!(
+        call(&host, "t__lenient", "x").await.text_content(),
+        "t:lenientx",
+        "fail-open"
+    );
+    assert_eq!(
+        call(&host, "t__echo", "x").await.text_content(),
+        "t:echox",
+        "a missing command fails open too"
+    );
+    host.shutdown().await;
+}

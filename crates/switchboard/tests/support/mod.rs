@@ -1,0 +1,63 @@
+//! Shared helpers of the Host tests: in-process providers and server plans.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use serde_json::{Map, Value, json};
+use switchboard::ServerPlan;
+use switchboard_core::upstream::{ToolError, ToolProvider};
+use switchboard_core::{CallContext, ServerId, ToolDefinition, ToolOutcome};
+use switchboard_mcp::upstream::{Endpoint, EraChoice, UpstreamSpec};
+
+/// A provider whose tools echo their own name.
+pub struct Named {
+    pub id: &'static str,
+    pub tools: &'static [&'static str],
+}
+
+impl ToolProvider for Named {
+    fn name(&self) -> &str {
+        self.id
+    }
+
+    fn tools(&self) -> Vec<ToolDefinition> {
+        self.tools
+            .iter()
+            .map(|tool| {
+                ToolDefinition::new(*tool, format!("The {tool} tool"), json!({"type": "object"}))
+            })
+            .collect()
+    }
+
+    fn call<'a>(
+        &'a self,
+        tool: &'a str,
+        _arguments: Map<String, Value>,
+        _ctx: &'a CallContext,
+    ) -> BoxFuture<'a, Result<ToolOutcome, ToolError>> {
+        Box::pin(async move {
+            let text = _arguments.get("text").and_then(Value::as_str).unwrap_or("");
+            Ok(ToolOutcome::text(format!("{}:{tool}{text}", self.id)))
+        })
+    }
+}
+
+pub fn plan(provider: Named, category: &str) -> ServerPlan {
+    let id = provider.id;
+    ServerPlan {
+        spec: UpstreamSpec {
+            id: ServerId::new(id),
+            endpoint: Endpoint::InProcess(Arc::new(provider)),
+            era: EraChoice::Auto,
+            connect_timeout: Duration::from_secs(1),
+            discover_timeout: Duration::from_secs(1),
+            max_message_bytes: 1 << 20,
+        },
+        prefix: id.to_owned(),
+        overrides: BTreeMap::new(),
+        call_timeout: Duration::from_secs(5),
+        category: category.to_owned(),
+    }
+}
