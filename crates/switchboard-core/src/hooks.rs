@@ -41,7 +41,7 @@ pub enum Before {
 #[derive(Debug, Clone, PartialEq)]
 pub enum After {
     Keep,
-    Replace { outcome: ToolOutcome },
+    Replace { outcome: Box<ToolOutcome> },
 }
 
 /// Why a hook produced no answer.
@@ -128,7 +128,7 @@ pub async fn run_after(
     for hook in hooks.iter().filter(|hook| hook.applies(call)) {
         match hook.after(call, outcome).await {
             Ok(After::Keep) => {}
-            Ok(After::Replace { outcome: replaced }) => *outcome = replaced,
+            Ok(After::Replace { outcome: replaced }) => *outcome = *replaced,
             Err(failure) => match hook.on_failure() {
                 FailurePolicy::Open => tracing::warn!("{failure}; result kept (fail-open)"),
                 FailurePolicy::Closed => {

@@ -200,15 +200,17 @@ impl Hook for CommandHook {
             match self.run(input).await? {
                 Answer::Nothing => Ok(After::Keep),
                 Answer::Deny(reason) => Ok(After::Replace {
-                    outcome: ToolOutcome::error(format!(
+                    outcome: Box::new(ToolOutcome::error(format!(
                         "result withheld by {}: {reason}",
                         self.name
-                    )),
+                    ))),
                 }),
                 Answer::Json(answer) => match answer.get("result") {
                     None => Ok(After::Keep),
                     Some(result) => serde_json::from_value(result.clone())
-                        .map(|outcome| After::Replace { outcome })
+                        .map(|outcome| After::Replace {
+                            outcome: Box::new(outcome),
+                        })
                         .map_err(|error| {
                             self.failure(format!(
                                 "answered a result that is not a CallToolResult ({error})"

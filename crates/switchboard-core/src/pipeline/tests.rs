@@ -470,7 +470,7 @@ impl crate::hooks::Hook for Scripted2 {
     ) -> BoxFuture<'a, Result<crate::hooks::After, crate::hooks::HookFailure>> {
         Box::pin(async move {
             Ok(crate::hooks::After::Replace {
-                outcome: ToolOutcome::text(outcome.text_content().to_uppercase()),
+                outcome: Box::new(ToolOutcome::text(outcome.text_content().to_uppercase())),
             })
         })
     }
