@@ -50,6 +50,20 @@ pub struct CallContext {
     /// How an upstream reaches back to the caller during the call (sampling, elicitation,
     /// roots, log messages), when the front can carry it.
     pub caller: Option<Arc<dyn CallerChannel>>,
+    /// Set for requests of the 2026-07-28 era, which cannot be asked anything mid-call: the
+    /// gateway answers `input_required` and the client sends the call again with answers.
+    pub modern: Option<ModernRequest>,
+}
+
+/// What a 2026-07-28 era request brings for multi-round-trip answers.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ModernRequest {
+    /// The client declared the `elicitation` capability.
+    pub elicitation: bool,
+    /// `inputResponses` of a retried request.
+    pub input_responses: Option<serde_json::Value>,
+    /// `requestState` echoed by a retried request.
+    pub request_state: Option<String>,
 }
 
 /// Why the caller could not answer a request relayed to it.

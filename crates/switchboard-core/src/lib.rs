@@ -7,6 +7,7 @@
 //! here is testable on paused time and in memory.
 
 pub mod agent;
+pub mod approval;
 pub mod call_id;
 pub mod catalog;
 pub mod clock;
@@ -25,7 +26,9 @@ pub mod tool;
 pub mod upstream;
 
 pub use catalog::{Catalog, CatalogEntry, CatalogProblem, ServerSlice};
-pub use context::{CallContext, Caller, CallerChannel, CallerError, Progress, ProgressSink};
+pub use context::{
+    CallContext, Caller, CallerChannel, CallerError, ModernRequest, Progress, ProgressSink,
+};
 pub use latency_meta::{LATENCY_META_KEY, LatencyMeta};
 pub use outcome::{ToolCall, ToolOutcome};
 pub use server::ServerId;

@@ -7,14 +7,16 @@ use std::sync::Arc;
 
 use switchboard_core::ServerId;
 use switchboard_core::agent::ToolPattern;
+use switchboard_core::approval::{AgentApproval, ApprovalRules, ToolApproval};
 use switchboard_core::catalog::{NamingRules, ToolOverride};
 use switchboard_core::config::{
-    Config, CostConfig, EraPreference, LimitsConfig, ServerConfig, Transport,
+    ApprovalMode, Config, CostConfig, EraPreference, LimitsConfig, ServerConfig, Transport,
 };
 use switchboard_core::limits::{CostModel, LimitSpec, Limits, Quota, Scope};
 use switchboard_core::pipeline::Governance;
 use switchboard_mcp::upstream::{Endpoint, EraChoice, StdioCommand, UpstreamSpec};
 
+use crate::approvals::Approvals;
 use crate::exposure::AgentProfile;
 use crate::host::{Host, HostOptions, ServerPlan};
 
@@ -41,7 +43,14 @@ impl Host {
             aliases: config.aliases.clone(),
         };
         options.exposure = config.gateway.exposure;
-        options.governance = Arc::new(governance(config));
+        let approvals = Arc::new(Approvals::new(
+            config.gateway.approval_key.as_deref().map(str::as_bytes),
+            config.gateway.approval_timeout,
+        ));
+        options.pending_approvals = Some(approvals.pending.clone());
+        let mut governance = governance(config);
+        governance.approver = Some(approvals);
+        options.governance = Arc::new(governance);
         options.agents = config
             .agents
             .iter()
@@ -187,5 +196,43 @@ pub fn governance(config: &Config) -> Governance {
         limits: Limits::new(specs, quotas),
         costs,
         hooks: crate::command_hook::command_hooks(&config.hooks),
+        approvals: approval_rules(config),
+        approver: None,
+    }
+}
+
+/// Who must approve what, from the config.
+pub fn approval_rules(config: &Config) -> ApprovalRules {
+    let agent_rules = |mode: ApprovalMode, globs: &[String]| AgentApproval {
+        mode,
+        auto_approve: globs.iter().map(|g| ToolPattern::parse(g)).collect(),
+    };
+    let mut tools = HashMap::new();
+    for server in &config.servers {
+        for (tool, spec) in &server.tools {
+            if spec.approval.is_some() || spec.destructive.is_some() {
+                tools.insert(
+                    (server.id.clone(), tool.clone()),
+                    ToolApproval {
+                        mode: spec.approval,
+                        destructive: spec.destructive,
+                    },
+                );
+            }
+        }
+    }
+    ApprovalRules {
+        agents: config
+            .agents
+            .iter()
+            .map(|(name, agent)| {
+                (
+                    name.clone(),
+                    agent_rules(agent.approval, &agent.auto_approve),
+                )
+            })
+            .collect(),
+        tools,
+        default: agent_rules(config.gateway.approval, &[]),
     }
 }

@@ -23,6 +23,7 @@ use switchboard_mcp::jsonrpc::RpcError;
 use switchboard_mcp::upstream::{Supervisor, SupervisorObserver, UpstreamSpec};
 use tokio::sync::watch;
 
+use crate::approvals::PendingApprovals;
 use crate::exposure::AgentProfile;
 use crate::sessions::Sessions;
 
@@ -51,8 +52,10 @@ pub struct HostOptions {
     pub agents: BTreeMap<String, Arc<AgentProfile>>,
     /// The exposure mode of callers without an agent profile.
     pub exposure: Exposure,
-    /// Rate limits, quotas and costs.
+    /// Rate limits, quotas, costs, hooks and approvals.
     pub governance: Arc<Governance>,
+    /// Calls waiting for an operator (served by the admin endpoint).
+    pub pending_approvals: Option<Arc<PendingApprovals>>,
 }
 
 impl Default for HostOptions {
@@ -69,6 +72,7 @@ impl Default for HostOptions {
             agents: BTreeMap::new(),
             exposure: Exposure::Full,
             governance: Arc::new(Governance::default()),
+            pending_approvals: None,
         }
     }
 }
@@ -183,6 +187,11 @@ impl Host {
             }
             _ => Arc::new(FullView),
         }
+    }
+
+    /// Calls waiting for an operator's approval, if approvals are set up.
+    pub fn pending_approvals(&self) -> Option<Arc<PendingApprovals>> {
+        self.inner.options.pending_approvals.clone()
     }
 
     /// The profile of a configured agent.

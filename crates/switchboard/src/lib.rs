@@ -19,6 +19,7 @@
 //! # Ok(()) }
 //! ```
 
+mod approvals;
 mod assemble;
 mod command_hook;
 mod exposure;
@@ -28,7 +29,8 @@ mod prompts;
 mod resources;
 mod sessions;
 
-pub use assemble::{AssembleError, governance, plans};
+pub use approvals::{Approvals, PendingApproval, PendingApprovals, Sealer};
+pub use assemble::{AssembleError, approval_rules, governance, plans};
 pub use command_hook::{CommandHook, command_hooks};
 pub use exposure::AgentProfile;
 pub use host::{Host, HostOptions, ServerPlan, ServerReport};

@@ -14,11 +14,13 @@
 
 use std::collections::BTreeMap;
 
-use super::model::{AgentConfig, Exposure};
+use super::model::{AgentConfig, ApprovalMode, Exposure};
 use super::tree::{Node, Value};
 use super::validate::Walk;
 
-pub(super) const AGENT_KEYS: [&str; 9] = [
+pub(super) const AGENT_KEYS: [&str; 11] = [
+    "approval",
+    "auto_approve",
     "limits",
     "quota",
     "allow",
@@ -108,6 +110,8 @@ impl Walk<'_> {
                 "max_result_tokens" => agent.max_result_tokens = self.count(value, &key_what),
                 "limits" => agent.limits = self.limits(value, &key_what),
                 "quota" => agent.quota = self.quota(value, &key_what),
+                "approval" => agent.approval = self.approval(value, &key_what).unwrap_or_default(),
+                "auto_approve" => agent.auto_approve = self.strings(value, &key_what),
                 other => self.unknown(*key_pos, other, what, &AGENT_KEYS),
             }
         }
@@ -125,6 +129,23 @@ impl Walk<'_> {
                     node.pos,
                     format!("{what} '{other}' is not known"),
                     Some("use \"full\", \"categories\" or \"search\"".to_owned()),
+                );
+                None
+            }
+        }
+    }
+
+    /// `never`, `always` or `destructive`.
+    pub(super) fn approval(&mut self, node: &Node, what: &str) -> Option<ApprovalMode> {
+        match self.string(node, what)?.as_str() {
+            "never" => Some(ApprovalMode::Never),
+            "always" => Some(ApprovalMode::Always),
+            "destructive" => Some(ApprovalMode::Destructive),
+            other => {
+                self.problem(
+                    node.pos,
+                    format!("{what} '{other}' is not known"),
+                    Some("use \"never\", \"always\" or \"destructive\"".to_owned()),
                 );
                 None
             }

@@ -39,9 +39,9 @@ pub use builtin::BUILTINS;
 pub use duration::parse_duration;
 pub use locate::{Located, LookupStep, locate};
 pub use model::{
-    AgentConfig, BuiltinSettings, Config, CostConfig, EraPreference, Exposure, GatewayConfig,
-    HookConfig, HookEvent, LimitsConfig, QuotaConfig, RootConfig, ServerConfig, ToolOverrideConfig,
-    Transport,
+    AgentConfig, ApprovalMode, BuiltinSettings, Config, CostConfig, EraPreference, Exposure,
+    GatewayConfig, HookConfig, HookEvent, LimitsConfig, QuotaConfig, RootConfig, ServerConfig,
+    ToolOverrideConfig, Transport,
 };
 pub use problem::{ConfigErrors, Origin, Problem};
 pub use schema::native_schema;

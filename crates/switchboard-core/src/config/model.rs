@@ -4,6 +4,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub use crate::approval::ApprovalMode;
+
 /// A validated configuration.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
@@ -74,6 +76,10 @@ pub struct AgentConfig {
     pub limits: LimitsConfig,
     /// Cost budget over a window.
     pub quota: Option<QuotaConfig>,
+    /// When this agent's calls need approval.
+    pub approval: ApprovalMode,
+    /// Globs of tools that never need approval for this agent.
+    pub auto_approve: Vec<String>,
 }
 
 /// How an agent's tools are listed.
@@ -126,6 +132,12 @@ pub struct GatewayConfig {
     pub exposure: Exposure,
     /// Limits on every call together.
     pub limits: LimitsConfig,
+    /// When calls of callers without an agent need approval.
+    pub approval: ApprovalMode,
+    /// How long a call waits for an approval before it is denied.
+    pub approval_timeout: Duration,
+    /// Secret that seals approval state (share it between replicas); random when unset.
+    pub approval_key: Option<String>,
 }
 
 impl Default for GatewayConfig {
@@ -139,6 +151,9 @@ impl Default for GatewayConfig {
             max_message_bytes: 16 * 1024 * 1024,
             exposure: Exposure::Full,
             limits: LimitsConfig::default(),
+            approval: ApprovalMode::Never,
+            approval_timeout: Duration::from_secs(60),
+            approval_key: None,
         }
     }
 }
@@ -261,6 +276,10 @@ pub struct ToolOverrideConfig {
     pub limits: LimitsConfig,
     /// Cost of each call (replaces the server's).
     pub cost: Option<CostConfig>,
+    /// Replaces every agent's approval rule for this tool.
+    pub approval: Option<ApprovalMode>,
+    /// Replaces the tool's own destructiveHint (annotations are untrusted).
+    pub destructive: Option<bool>,
 }
 
 /// `limits = { ... }` of the gateway, an agent, a server or a tool.

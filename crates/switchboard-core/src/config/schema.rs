@@ -156,6 +156,10 @@ struct Agent {
     limits: Option<Limits>,
     /// Cost budget over a window.
     quota: Option<Quota>,
+    /// When this agent's calls need approval (default never).
+    approval: Option<Approval>,
+    /// Globs of tools that never need approval for this agent.
+    auto_approve: Vec<String>,
 }
 
 #[derive(JsonSchema)]
@@ -206,6 +210,28 @@ struct Gateway {
     /// Limits on every call together.
     #[serde(skip_serializing_if = "Option::is_none")]
     limits: Option<Limits>,
+    /// When calls of callers without an agent need approval (default never).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    approval: Option<Approval>,
+    /// How long a call waits for approval before it is denied (default 60s).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    approval_timeout: Option<Duration>,
+    /// Secret that seals approval state in input_required results; share it between
+    /// replicas (default: random per process). Use ${VAR} to keep it out of the file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    approval_key: Option<String>,
+}
+
+#[derive(JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[allow(dead_code)]
+enum Approval {
+    /// No approval.
+    Never,
+    /// Every call waits for approval.
+    Always,
+    /// Calls of tools that may be destructive (destructiveHint true or absent) wait.
+    Destructive,
 }
 
 /// One server: exactly one of `command` (stdio), `url` (HTTP) or `builtin`.
@@ -361,6 +387,12 @@ struct ToolOverride {
     /// Cost of each call (replaces the server's).
     #[serde(skip_serializing_if = "Option::is_none")]
     cost: Option<Cost>,
+    /// Replaces every agent's approval rule for this tool.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    approval: Option<Approval>,
+    /// Replaces the tool's own destructiveHint (annotations are untrusted).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    destructive: Option<bool>,
 }
 
 // Defaults: `Serialize` types show theirs in the schema (the real ones, below); the enums
@@ -376,6 +408,9 @@ impl Default for Gateway {
             max_message_bytes: 16 * 1024 * 1024,
             exposure: None,
             limits: None,
+            approval: None,
+            approval_timeout: None,
+            approval_key: None,
         }
     }
 }

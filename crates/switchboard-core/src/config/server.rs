@@ -36,7 +36,9 @@ pub(super) const FOREIGN_SERVER_KEYS: [&str; 5] = [
     "timeout",
     "description",
 ];
-pub(super) const TOOL_KEYS: [&str; 6] = [
+pub(super) const TOOL_KEYS: [&str; 8] = [
+    "approval",
+    "destructive",
     "name",
     "description",
     "hidden",
@@ -224,6 +226,8 @@ impl Walk<'_> {
                 "category" => spec.category = self.category(value, &key_what),
                 "limits" => spec.limits = self.limits(value, &key_what),
                 "cost" => spec.cost = self.cost(value, &key_what),
+                "approval" => spec.approval = self.approval(value, &key_what),
+                "destructive" => spec.destructive = self.bool(value, &key_what),
                 other => self.unknown(*key_pos, other, what, &TOOL_KEYS),
             }
         }

@@ -26,7 +26,10 @@ pub(super) const ROOT_KEYS: [&str; 7] = [
     "agents",
     "capabilities",
 ];
-pub(super) const GATEWAY_KEYS: [&str; 8] = [
+pub(super) const GATEWAY_KEYS: [&str; 11] = [
+    "approval",
+    "approval_timeout",
+    "approval_key",
     "exposure",
     "limits",
     "separator",
@@ -270,6 +273,15 @@ impl Walk<'_> {
                 }
                 "prefix_tools" => gateway.prefix_tools = self.bool(value, &what).unwrap_or(true),
                 "limits" => gateway.limits = self.limits(value, &what),
+                "approval" => {
+                    gateway.approval = self.approval(value, &what).unwrap_or_default();
+                }
+                "approval_timeout" => {
+                    gateway.approval_timeout = self
+                        .duration(value, &what)
+                        .unwrap_or(gateway.approval_timeout);
+                }
+                "approval_key" => gateway.approval_key = self.string(value, &what),
                 "exposure" => {
                     gateway.exposure = self.exposure(value, &what).unwrap_or(gateway.exposure);
                 }

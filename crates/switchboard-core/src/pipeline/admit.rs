@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::approval::{ApprovalRules, Approver};
 use crate::hooks::Hook;
 use crate::limits::{Admission, CostModel, Limits, Scope};
 use crate::{CallContext, CatalogEntry, ToolOutcome};
@@ -19,6 +20,10 @@ pub struct Governance {
     pub costs: HashMap<(String, String), CostModel>,
     /// Pre- and post-call hooks, in order.
     pub hooks: Vec<Arc<dyn Hook>>,
+    /// Which calls need approval.
+    pub approvals: ApprovalRules,
+    /// Who approves them (none: calls that need approval are denied).
+    pub approver: Option<Arc<dyn Approver>>,
 }
 
 impl Governance {

@@ -4,13 +4,14 @@
 //! The stages, in order, each a small module with one job:
 //! [`resolve`] the exposed name within the caller's view → [`validate`] the arguments →
 //! pre-call [`hooks`](crate::hooks) (allow, deny, rewrite — rewritten arguments are validated
-//! again) → [`admit`] under rate limits, concurrency caps and quota → [`execute`] on the
+//! again) → [`approve`] (wait for a human where the rules say so) → [`admit`] under rate limits, concurrency caps and quota → [`execute`] on the
 //! upstream under the tool's deadline → post-call hooks → [`envelope`]: cost the call and
 //! stamp the result's `_meta` →
 //! [`record`] the outcome and its wall time. Recording wraps the whole, so refused calls are
 //! recorded too, each exactly once.
 
 pub mod admit;
+pub mod approve;
 pub mod envelope;
 pub mod execute;
 pub mod record;
@@ -51,6 +52,12 @@ pub enum CallError {
     /// The caller cancelled the call; no result is owed.
     #[error("the call was cancelled")]
     Cancelled,
+    /// The client must answer these requests and send the call again (2026-07-28 era).
+    #[error("input required")]
+    InputRequired {
+        input_requests: Value,
+        request_state: String,
+    },
 }
 
 /// What a stage decided: the answer, and how to record it.
@@ -107,8 +114,8 @@ impl Pipeline {
             .as_ref()
             .ok()
             .map(|entry| (entry.spec.server.clone(), entry.upstream_name.clone()));
-        let (fate, cost) = match entry {
-            Err(error) => (Fate::new(Err(error), CallStatus::UnknownTool), 0.0),
+        let (fate, cost, approval) = match entry {
+            Err(error) => (Fate::new(Err(error), CallStatus::UnknownTool), 0.0, None),
             Ok(entry) => {
                 self.run(entry, &call_id, call.arguments, ctx, upstreams)
                     .await
@@ -129,6 +136,7 @@ impl Pipeline {
             duration,
             status: fate.status,
             cost,
+            approval,
             error: match &result {
                 Ok(outcome) if outcome.is_error => Some(outcome.text_content()),
                 Ok(_) => None,
@@ -141,7 +149,8 @@ impl Pipeline {
 }
 
 impl Pipeline {
-    /// The stages after resolution: validate → hooks → admit → execute → hooks → cost.
+    /// The stages after resolution: validate → hooks → approve → admit → execute → hooks →
+    /// cost. Returns the fate, the cost and the approval decision (if one was needed).
     async fn run(
         &self,
         entry: &CatalogEntry,
@@ -149,9 +158,13 @@ impl Pipeline {
         arguments: Map<String, Value>,
         ctx: &CallContext,
         upstreams: &dyn UpstreamDirectory,
-    ) -> (Fate, f64) {
+    ) -> (Fate, f64, Option<String>) {
         if let Some(refusal) = validate::validate(entry, &arguments) {
-            return (Fate::new(Ok(refusal), CallStatus::InvalidArguments), 0.0);
+            return (
+                Fate::new(Ok(refusal), CallStatus::InvalidArguments),
+                0.0,
+                None,
+            );
         }
         let hooks = &self.governance.hooks;
         let mut hooked = HookCall {
@@ -166,22 +179,36 @@ impl Pipeline {
         if !hooks.is_empty() {
             match hooks::run_before(hooks, &mut hooked).await {
                 Err(reason) => {
-                    return (
-                        Fate::new(Ok(ToolOutcome::error(reason)), CallStatus::Denied),
-                        0.0,
-                    );
+                    let fate = Fate::new(Ok(ToolOutcome::error(reason)), CallStatus::Denied);
+                    return (fate, 0.0, None);
                 }
                 Ok(true) => {
                     if let Some(refusal) = validate::validate(entry, &hooked.arguments) {
-                        return (Fate::new(Ok(refusal), CallStatus::InvalidArguments), 0.0);
+                        let fate = Fate::new(Ok(refusal), CallStatus::InvalidArguments);
+                        return (fate, 0.0, None);
                     }
                 }
                 Ok(false) => {}
             }
         }
+        let approval = match approve::approve(
+            &self.governance,
+            entry,
+            call_id,
+            &hooked.arguments,
+            ctx,
+        )
+        .await
+        {
+            Ok(approval) => approval,
+            Err((fate, summary)) => return (fate, 0.0, Some(summary)),
+        };
         let admission = match admit::admit(&self.governance, entry, ctx).await {
             Ok(admission) => admission,
-            Err(refusal) => return (Fate::new(Ok(refusal), CallStatus::RateLimited), 0.0),
+            Err(refusal) => {
+                let fate = Fate::new(Ok(refusal), CallStatus::RateLimited);
+                return (fate, 0.0, approval);
+            }
         };
         let started = self.clock.now();
         // Post-call hooks see the arguments too; without hooks they move, not copy.
@@ -201,7 +228,7 @@ impl Pipeline {
         {
             hooks::run_after(hooks, &hooked, outcome).await;
         }
-        (fate, cost)
+        (fate, cost, approval)
     }
 }
 

@@ -64,6 +64,8 @@ pub struct CallRecord {
     pub duration: Duration,
     pub status: CallStatus,
     pub cost: f64,
+    /// The approval decision, when the call needed one.
+    pub approval: Option<String>,
     /// The error text the caller saw, for failed calls.
     pub error: Option<String>,
 }

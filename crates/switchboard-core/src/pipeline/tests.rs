@@ -359,7 +359,7 @@ async fn limits_refuse_with_a_readable_error_and_costs_are_charged() {
                 per_second: 0.0,
             },
         )]),
-        hooks: vec![],
+        ..Governance::default()
     };
     let mut fixture = Fixture::new();
     fixture.pipeline = Pipeline::governed(

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 use switchboard_core::pipeline::CallError;
-use switchboard_core::{CallContext, Caller, ToolCall};
+use switchboard_core::{CallContext, Caller, ModernRequest, ToolCall};
 
 use super::backend::Backend;
 use crate::era::{
@@ -134,7 +134,7 @@ impl Dispatcher {
                     "subscriptions/listen needs a streaming transport",
                 )),
             },
-            "tools/call" => self.call_tool(params, ctx).await,
+            "tools/call" => self.call_tool(params, ctx, era).await,
             "logging/setLevel" => Ok(json!({})),
             "prompts/list" => Ok(self.listed("prompts", self.backend.list_prompts().await, era)),
             "resources/list" => {
@@ -338,7 +338,11 @@ impl Dispatcher {
         &self,
         params: Option<Value>,
         mut ctx: CallContext,
+        era: RequestEra,
     ) -> Result<Value, RpcError> {
+        if era == RequestEra::Modern {
+            ctx.modern = Some(modern_request(params.as_ref()));
+        }
         let Some(Value::Object(mut params)) = params else {
             return Err(RpcError::new(
                 code::INVALID_PARAMS,
@@ -391,8 +395,33 @@ impl Dispatcher {
                 code::INTERNAL_ERROR,
                 "the call was cancelled",
             )),
+            Err(CallError::InputRequired {
+                input_requests,
+                request_state,
+            }) => Ok(json!({
+                "resultType": "input_required",
+                "inputRequests": input_requests,
+                "requestState": request_state,
+            })),
             Err(other) => Err(RpcError::new(code::INTERNAL_ERROR, other.to_string())),
         }
+    }
+}
+
+/// What a modern request brings for multi-round-trip answers: the client's elicitation
+/// capability, and the answers and state of a retried request.
+fn modern_request(params: Option<&Value>) -> ModernRequest {
+    let elicitation = params_meta(params)
+        .and_then(|meta| meta.get(META_CLIENT_CAPABILITIES))
+        .and_then(|capabilities| capabilities.get("elicitation"))
+        .is_some();
+    ModernRequest {
+        elicitation,
+        input_responses: params.and_then(|p| p.get("inputResponses")).cloned(),
+        request_state: params
+            .and_then(|p| p.get("requestState"))
+            .and_then(Value::as_str)
+            .map(str::to_owned),
     }
 }
 

@@ -1,0 +1,132 @@
+//! Calls waiting for an operator: listed, approved or denied through the admin endpoint.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime};
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+use switchboard_core::approval::{ApprovalRequest, Decision};
+use tokio::sync::oneshot;
+
+/// One call waiting for an operator, as `switchboard approvals list` shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct PendingApproval {
+    /// The call id (also the approval's id).
+    pub id: String,
+    pub agent: Option<String>,
+    pub tool: String,
+    pub server: String,
+    pub arguments: Map<String, Value>,
+    pub reason: String,
+    /// Seconds since the epoch.
+    pub since: u64,
+    pub expires_in_ms: u64,
+}
+
+struct Waiting {
+    request: ApprovalRequest,
+    since: SystemTime,
+    deadline: tokio::time::Instant,
+    answer: oneshot::Sender<Decision>,
+}
+
+/// The operator queue.
+#[derive(Default)]
+pub struct PendingApprovals {
+    waiting: Mutex<BTreeMap<String, Waiting>>,
+}
+
+/// Why an operator's answer was not taken.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("no pending approval with id '{0}' (it may have been answered or timed out)")]
+pub struct NotPending(pub String);
+
+impl PendingApprovals {
+    /// Queues a request and waits for an operator, at most `timeout`.
+    pub async fn ask(&self, request: ApprovalRequest, timeout: Duration) -> Decision {
+        let (answer, decision) = oneshot::channel();
+        let id = request.call_id.clone();
+        if let Ok(mut waiting) = self.waiting.lock() {
+            waiting.insert(
+                id.clone(),
+                Waiting {
+                    request,
+                    since: SystemTime::now(),
+                    deadline: tokio::time::Instant::now() + timeout,
+                    answer,
+                },
+            );
+        }
+        tracing::info!(id, "call waiting for an operator's approval");
+        let decided = tokio::time::timeout(timeout, decision).await;
+        if let Ok(mut waiting) = self.waiting.lock() {
+            waiting.remove(&id);
+        }
+        match decided {
+            Ok(Ok(decision)) => decision,
+            _ => Decision::Denied {
+                by: "timeout".to_owned(),
+                channel: "operator".to_owned(),
+                reason: format!("no operator answered within {} s", timeout.as_secs()),
+            },
+        }
+    }
+
+    pub fn list(&self) -> Vec<PendingApproval> {
+        let now = tokio::time::Instant::now();
+        self.waiting
+            .lock()
+            .map(|waiting| {
+                waiting
+                    .values()
+                    .map(|w| PendingApproval {
+                        id: w.request.call_id.clone(),
+                        agent: w.request.agent.clone(),
+                        tool: w.request.tool.clone(),
+                        server: w.request.server.clone(),
+                        arguments: w.request.arguments.clone(),
+                        reason: w.request.reason.clone(),
+                        since: w
+                            .since
+                            .duration_since(SystemTime::UNIX_EPOCH)
+                            .map_or(0, |d| d.as_secs()),
+                        expires_in_ms: w.deadline.saturating_duration_since(now).as_millis() as u64,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// An operator's answer.
+    pub fn answer(
+        &self,
+        id: &str,
+        approve: bool,
+        by: &str,
+        reason: Option<&str>,
+    ) -> Result<(), NotPending> {
+        let waiting = self
+            .waiting
+            .lock()
+            .ok()
+            .and_then(|mut waiting| waiting.remove(id))
+            .ok_or_else(|| NotPending(id.to_owned()))?;
+        let decision = if approve {
+            Decision::Approved {
+                by: by.to_owned(),
+                channel: "operator".to_owned(),
+            }
+        } else {
+            Decision::Denied {
+                by: by.to_owned(),
+                channel: "operator".to_owned(),
+                reason: reason.unwrap_or("no reason given").to_owned(),
+            }
+        };
+        waiting
+            .answer
+            .send(decision)
+            .map_err(|_| NotPending(id.to_owned()))
+    }
+}
