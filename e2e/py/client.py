@@ -18,6 +18,9 @@ Actions (each prints one JSON document on stdout):
   read URI                         -> the ReadResourceResult
   info                             -> {"protocolVersion", "serverInfo"}
 With --stdio, everything after `--` is the server's command line.
+--elicit accept|decline|approve-false declares the elicitation capability and answers every
+elicitation that way (accept = {"approve": true}); the questions asked are printed to stderr
+as JSON lines starting with "elicited: ".
 Errors: exit code 1 and one line on stderr.
 """
 
@@ -73,7 +76,17 @@ async def run(args: argparse.Namespace) -> Any:
         server: Any = args.http
     else:
         server = StdioServerParameters(command=args.command[0], args=args.command[1:])
-    async with Client(server, mode=MODES[args.era], read_timeout_seconds=30) as client:
+    options: dict[str, Any] = {}
+    if args.elicit:
+
+        async def on_elicit(context: Any, params: Any) -> types.ElicitResult:
+            print("elicited: " + json.dumps({"message": params.message}), file=sys.stderr, flush=True)
+            if args.elicit == "decline":
+                return types.ElicitResult(action="decline")
+            return types.ElicitResult(action="accept", content={"approve": args.elicit == "accept"})
+
+        options["elicitation_callback"] = on_elicit
+    async with Client(server, mode=MODES[args.era], read_timeout_seconds=90, **options) as client:
         if args.era == "modern":
             await discover(client)
         action = args.action
@@ -150,6 +163,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--http", metavar="URL")
     parser.add_argument("--stdio", action="store_true", help="run the server command given after --")
     parser.add_argument("--after", type=float, metavar="SECONDS", help="cancel: cancel after this long")
+    parser.add_argument("--elicit", choices=["accept", "decline", "approve-false"], help="answer elicitations")
     parser.add_argument("action")
     parser.add_argument("name", nargs="?")
     parser.add_argument("arguments", nargs="?", default="{}")

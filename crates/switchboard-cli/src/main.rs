@@ -4,6 +4,7 @@
 //! `isError`, a server that could not be reached); 2 usage error. Errors go to stderr as one
 //! line plus hints; a closed stdout (broken pipe) ends the program quietly with 0.
 
+mod admin;
 mod commands;
 mod logging;
 mod output;
@@ -45,6 +46,8 @@ enum Command {
     Config(commands::config::ConfigCommand),
     /// Serve one built-in tool provider as a standalone MCP server over stdio.
     ToolServer(commands::tool_server::ToolServerArgs),
+    /// Answer calls waiting for an operator's approval on the running gateway.
+    Approvals(commands::approvals::ApprovalsArgs),
 }
 
 fn main() -> ExitCode {
@@ -73,6 +76,7 @@ fn main() -> ExitCode {
             Command::Status(args) => commands::status::run(cli.config.as_deref(), args).await,
             Command::Config(command) => commands::config::run(command),
             Command::ToolServer(args) => commands::tool_server::run(args).await,
+            Command::Approvals(args) => commands::approvals::run(args).await,
         }
     });
     // Don't wait for stray blocking tasks (stdin readers) at exit.

@@ -1,5 +1,6 @@
 //! One module per subcommand; [`load`] is how every command gets its config and Host.
 
+pub mod approvals;
 pub mod call;
 pub mod config;
 pub mod serve;

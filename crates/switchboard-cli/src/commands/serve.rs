@@ -17,6 +17,8 @@ use switchboard_mcp::front::http::{self, HttpOptions};
 use switchboard_mcp::front::stdio::{self, StdioOptions};
 use tokio_util::sync::CancellationToken;
 
+use crate::admin::{AdminFile, admin_path, server};
+
 #[derive(Debug, clap::Args)]
 pub struct ServeArgs {
     /// Serve Streamable HTTP at this address (path /mcp) instead of stdio, e.g. 127.0.0.1:8080.
@@ -36,6 +38,14 @@ pub struct ServeArgs {
     /// gateway.exposure): full, categories or search.
     #[arg(long, value_enum, value_name = "MODE")]
     exposure: Option<ExposureArg>,
+    /// Address of the admin endpoint (operator commands such as `switchboard approvals`);
+    /// loopback only. Its URL and token are written to the admin file
+    /// ($SWITCHBOARD_ADMIN_FILE, else $XDG_STATE_HOME/switchboard/admin.json).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
+    admin: SocketAddr,
+    /// Write the admin endpoint's URL and token here instead.
+    #[arg(long, value_name = "FILE")]
+    admin_file: Option<std::path::PathBuf>,
     /// Seconds in-flight calls may take to finish on shutdown.
     #[arg(long, default_value_t = 5)]
     grace: u64,
@@ -58,6 +68,13 @@ pub async fn run(config: Option<&Path>, args: ServeArgs) -> anyhow::Result<ExitC
         host.ready().await;
         refuse_collisions(&host).await?;
     }
+    start_admin(
+        &host,
+        args.admin,
+        args.admin_file.as_deref(),
+        shutdown.clone(),
+    )
+    .await?;
     let dispatcher = Dispatcher::new(Arc::new(host.clone()), args.agent.clone());
     let grace = Duration::from_secs(args.grace);
     match args.http {
@@ -101,6 +118,42 @@ pub async fn run(config: Option<&Path>, args: ServeArgs) -> anyhow::Result<ExitC
     }
     host.shutdown().await;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Starts the admin endpoint and writes the admin file.
+async fn start_admin(
+    host: &Host,
+    address: SocketAddr,
+    file: Option<&Path>,
+    shutdown: CancellationToken,
+) -> anyhow::Result<()> {
+    if !address.ip().is_loopback() {
+        bail!(
+            "--admin {address}: the admin endpoint listens on loopback only (e.g. 127.0.0.1:7070)"
+        );
+    }
+    let listener = tokio::net::TcpListener::bind(address)
+        .await
+        .with_context(|| format!("cannot listen on {address} for the admin endpoint"))?;
+    let bound = listener.local_addr()?;
+    let token = format!(
+        "{:032x}{:032x}",
+        rand::random::<u128>(),
+        rand::random::<u128>()
+    );
+    let admin = AdminFile {
+        url: format!("http://{bound}"),
+        token: token.clone(),
+        pid: std::process::id(),
+    };
+    let path = admin_path(file)?;
+    admin.write(&path)?;
+    tracing::info!(
+        "admin endpoint on http://{bound} (token in {})",
+        path.display()
+    );
+    tokio::spawn(server::serve(host.clone(), token, listener, shutdown));
+    Ok(())
 }
 
 async fn refuse_collisions(host: &Host) -> anyhow::Result<()> {

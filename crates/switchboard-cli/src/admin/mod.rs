@@ -1,0 +1,71 @@
+//! The admin endpoint: how operator commands (`switchboard approvals ...`) reach a running
+//! gateway. `serve` listens on loopback with its own random bearer token and writes both to
+//! an admin file (mode 0600) that the commands read:
+//! `$SWITCHBOARD_ADMIN_FILE`, else `$XDG_STATE_HOME/switchboard/admin.json`, else
+//! `~/.local/state/switchboard/admin.json`.
+
+pub mod client;
+pub mod server;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+
+/// Where a running gateway's admin endpoint is.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AdminFile {
+    pub url: String,
+    pub token: String,
+    pub pid: u32,
+}
+
+/// The admin file's path.
+pub fn admin_path(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
+    if let Some(path) = explicit {
+        return Ok(path.to_owned());
+    }
+    if let Some(path) = std::env::var_os("SWITCHBOARD_ADMIN_FILE").filter(|p| !p.is_empty()) {
+        return Ok(PathBuf::from(path));
+    }
+    let state = std::env::var_os("XDG_STATE_HOME")
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| Path::new(&home).join(".local/state")))
+        .context("cannot find a state directory: set XDG_STATE_HOME or HOME")?;
+    Ok(state.join("switchboard").join("admin.json"))
+}
+
+impl AdminFile {
+    /// Writes the file readable by its owner only.
+    pub fn write(&self, path: &Path) -> anyhow::Result<()> {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("cannot create {}", parent.display()))?;
+        }
+        let temp = path.with_extension("json.tmp");
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&temp)
+            .with_context(|| format!("cannot write {}", temp.display()))?;
+        file.write_all(serde_json::to_string_pretty(self)?.as_bytes())?;
+        std::fs::rename(&temp, path).with_context(|| format!("cannot write {}", path.display()))?;
+        Ok(())
+    }
+
+    pub fn read(path: &Path) -> anyhow::Result<Self> {
+        let text = std::fs::read_to_string(path).with_context(|| {
+            format!(
+                "cannot read {}: is `switchboard serve` running? (or pass --admin-file)",
+                path.display()
+            )
+        })?;
+        serde_json::from_str(&text)
+            .with_context(|| format!("{} is not an admin file", path.display()))
+    }
+}

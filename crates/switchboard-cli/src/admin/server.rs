@@ -1,0 +1,106 @@
+//! The admin HTTP server: loopback only, bearer token required.
+//!
+//! - `GET /approvals` — calls waiting for an operator;
+//! - `POST /approvals/{id}` with `{"approve": bool, "reason"?: string, "by"?: string}`.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde::Deserialize;
+use serde_json::json;
+use switchboard::Host;
+use tokio_util::sync::CancellationToken;
+
+struct AdminState {
+    host: Host,
+    token: String,
+}
+
+#[derive(Deserialize)]
+struct Answer {
+    approve: bool,
+    #[serde(default)]
+    reason: Option<String>,
+    #[serde(default)]
+    by: Option<String>,
+}
+
+fn authorized(state: &AdminState, headers: &HeaderMap) -> bool {
+    let expected = format!("Bearer {}", state.token);
+    headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|given| {
+            given.len() == expected.len()
+                && given
+                    .bytes()
+                    .zip(expected.bytes())
+                    .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+                    == 0
+        })
+}
+
+fn refuse() -> Response {
+    (
+        StatusCode::UNAUTHORIZED,
+        [("www-authenticate", "Bearer realm=\"switchboard-admin\"")],
+        "admin token required",
+    )
+        .into_response()
+}
+
+async fn list(State(state): State<Arc<AdminState>>, headers: HeaderMap) -> Response {
+    if !authorized(&state, &headers) {
+        return refuse();
+    }
+    let pending = state
+        .host
+        .pending_approvals()
+        .map(|p| p.list())
+        .unwrap_or_default();
+    Json(json!({"approvals": pending})).into_response()
+}
+
+async fn answer(
+    State(state): State<Arc<AdminState>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    Json(answer): Json<Answer>,
+) -> Response {
+    if !authorized(&state, &headers) {
+        return refuse();
+    }
+    let Some(pending) = state.host.pending_approvals() else {
+        return (StatusCode::NOT_FOUND, "approvals are not set up").into_response();
+    };
+    let by = answer.by.as_deref().unwrap_or("operator");
+    match pending.answer(&id, answer.approve, by, answer.reason.as_deref()) {
+        Ok(()) => Json(json!({"id": id, "approved": answer.approve})).into_response(),
+        Err(error) => (StatusCode::NOT_FOUND, error.to_string()).into_response(),
+    }
+}
+
+/// Serves the admin endpoint on `listener` until `shutdown`.
+pub async fn serve(
+    host: Host,
+    token: String,
+    listener: tokio::net::TcpListener,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
+    let state = Arc::new(AdminState { host, token });
+    let app = axum::Router::new()
+        .route("/approvals", get(list))
+        .route("/approvals/{id}", post(answer))
+        .with_state(state);
+    axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(async move { shutdown.cancelled().await })
+    .await
+}

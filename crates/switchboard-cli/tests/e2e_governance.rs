@@ -1,0 +1,208 @@
+//! Governance end to end: the official Python SDK client against the real gateway, with
+//! approvals answered through elicitation (legacy and modern eras), by an operator with
+//! `switchboard approvals`, or not at all (timeout); and per-agent views over stdio.
+
+mod support;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+use support::*;
+
+fn governed_config(dir: &Path, timeout: &str) -> std::path::PathBuf {
+    write_config(
+        dir,
+        &format!(
+            "[gateway]\napproval_timeout = {}\n\n[agents.qa]\napproval = \"destructive\"\n\n[servers.fx]\ncommand = {}\nargs = [\"echo\"]\n",
+            quoted(timeout),
+            quoted(&fixture())
+        ),
+    )
+}
+
+fn add(url: &str, era: &str, elicit: Option<&str>) -> Value {
+    let mut args = vec!["--era", era, "--http", url];
+    if let Some(answer) = elicit {
+        args.extend(["--elicit", answer]);
+    }
+    args.extend(["call", "fx__add", r#"{"a": 2, "b": 3}"#]);
+    python_client(&args)
+}
+
+fn text(result: &Value) -> String {
+    result["content"][0]["text"]
+        .as_str()
+        .unwrap_or("")
+        .to_owned()
+}
+
+#[test]
+fn the_calling_client_approves_or_declines_in_both_eras() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = governed_config(dir.path(), "30s");
+    let admin = dir.path().join("admin.json");
+    let admin_arg = admin.display().to_string();
+    let gateway = HttpGateway::start(&config, &["--agent", "qa", "--admin-file", &admin_arg]);
+    for era in ["legacy", "modern"] {
+        let approved = add(&gateway.url, era, Some("accept"));
+        assert_ne!(approved["isError"], true, "{era}: {approved}");
+        assert_eq!(text(&approved), "5", "{era}: {approved}");
+        let envelope = &approved["_meta"]["switchboard.dev/call"];
+        assert_eq!(
+            envelope["server"], "fx",
+            "{era}: the envelope reaches the client"
+        );
+        let declined = add(&gateway.url, era, Some("decline"));
+        assert_eq!(declined["isError"], true, "{era}: {declined}");
+        assert_eq!(
+            text(&declined),
+            "denied by client: the user declined",
+            "{era}"
+        );
+        let refused = add(&gateway.url, era, Some("approve-false"));
+        assert_eq!(
+            text(&refused),
+            "denied by client: the user did not approve",
+            "{era}"
+        );
+    }
+    // A read-only tool needs no approval, even without elicitation.
+    let echo = python_client(&[
+        "--era",
+        "legacy",
+        "--http",
+        &gateway.url,
+        "call",
+        "fx__echo",
+        r#"{"message": "hi"}"#,
+    ]);
+    assert_ne!(echo["isError"], true, "{echo}");
+}
+
+#[test]
+fn without_elicitation_an_operator_decides_or_time_runs_out() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = governed_config(dir.path(), "20s");
+    let admin = dir.path().join("admin.json");
+    let admin_arg = admin.display().to_string();
+    let gateway = HttpGateway::start(&config, &["--agent", "qa", "--admin-file", &admin_arg]);
+    for (answer, expected) in [("approve", None), ("deny", Some("not today"))] {
+        let client = Command::new(venv_bin().join("python"))
+            .arg(repo_root().join("e2e/py/client.py"))
+            .args([
+                "--era",
+                "legacy",
+                "--http",
+                &gateway.url,
+                "call",
+                "fx__add",
+                r#"{"a": 1, "b": 1}"#,
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start the Python client");
+        let pending = wait_for(Duration::from_secs(15), || {
+            let listed = run_switchboard(
+                &config,
+                &["approvals", "list", "--json", "--admin-file", &admin_arg],
+            );
+            let approvals = stdout_json(&listed);
+            approvals.as_array().filter(|a| !a.is_empty()).cloned()
+        })
+        .expect("the call shows up in `switchboard approvals list`");
+        assert_eq!(pending[0]["tool"], "fx__add");
+        assert_eq!(pending[0]["agent"], "qa");
+        assert_eq!(pending[0]["arguments"]["a"], 1);
+        let id = pending[0]["id"].as_str().expect("id").to_owned();
+        let mut command = vec![answer, id.as_str(), "--admin-file", &admin_arg];
+        if let Some(reason) = expected {
+            command.extend(["--reason", reason]);
+        }
+        let mut full = vec!["approvals"];
+        full.extend(command);
+        let answered = run_switchboard(&config, &full);
+        assert!(
+            answered.status.success(),
+            "{}",
+            String::from_utf8_lossy(&answered.stderr)
+        );
+        let output = client.wait_with_output().expect("client ends");
+        let result: Value = serde_json::from_slice(&output.stdout).expect("client JSON");
+        match expected {
+            None => assert_eq!(text(&result), "2", "{result}"),
+            Some(reason) => {
+                assert_eq!(result["isError"], true);
+                assert!(
+                    text(&result).starts_with("denied by operator")
+                        && text(&result).ends_with(reason),
+                    "{result}"
+                );
+            }
+        }
+    }
+    drop(gateway);
+
+    let quick = governed_config(dir.path(), "1s");
+    let gateway = HttpGateway::start(&quick, &["--agent", "qa", "--admin-file", &admin_arg]);
+    let timed_out = add(&gateway.url, "legacy", None);
+    assert_eq!(timed_out["isError"], true);
+    assert_eq!(
+        text(&timed_out),
+        "denied by timeout: no operator answered within 1 s"
+    );
+}
+
+#[test]
+fn an_agent_sees_and_calls_only_its_tools() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "[agents.reader]\nallow = [\"fx__echo\", \"fx:pid\"]\n\n[agents.all]\n\n[servers.fx]\ncommand = {}\nargs = [\"echo\"]\n",
+            quoted(&fixture())
+        ),
+    );
+    let switchboard = switchboard().display().to_string();
+    let config_arg = config.display().to_string();
+    let admin = dir.path().join("admin.json").display().to_string();
+    let reader = |action: &[&str]| {
+        let mut args = vec!["--era", "legacy", "--stdio"];
+        args.extend(action);
+        args.extend([
+            "--",
+            &switchboard,
+            "--config",
+            &config_arg,
+            "serve",
+            "--agent",
+            "reader",
+            "--admin-file",
+            &admin,
+        ]);
+        python_client(&args)
+    };
+    let listed = names(&reader(&["list"]));
+    assert_eq!(listed, ["fx__echo", "fx__pid"]);
+    let echo = reader(&["call", "fx__echo", r#"{"message": "hi"}"#]);
+    assert_ne!(echo["isError"], true);
+    let cli = run_switchboard(&config, &["tools", "--agent", "reader", "--format", "json"]);
+    assert_eq!(names(&stdout_json(&cli)), ["fx__echo", "fx__pid"]);
+    let refused = run_switchboard(
+        &config,
+        &["call", "--agent", "reader", "fx__add", "a=1", "b=2"],
+    );
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("unknown tool: fx__add"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+    let unknown = run_switchboard(&config, &["tools", "--agent", "nobody"]);
+    assert!(
+        String::from_utf8_lossy(&unknown.stderr)
+            .contains("unknown agent 'nobody' (the config defines: all, reader)")
+    );
+}
