@@ -74,6 +74,12 @@ async def discover(client: Client) -> None:
 async def run(args: argparse.Namespace) -> Any:
     if args.http:
         server: Any = args.http
+        if args.header:
+            import httpx2
+            from mcp.client.streamable_http import streamable_http_client
+
+            headers = dict(h.split("=", 1) for h in args.header)
+            server = streamable_http_client(args.http, http_client=httpx2.AsyncClient(headers=headers, timeout=90))
     else:
         server = StdioServerParameters(command=args.command[0], args=args.command[1:])
     options: dict[str, Any] = {}
@@ -163,6 +169,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--http", metavar="URL")
     parser.add_argument("--stdio", action="store_true", help="run the server command given after --")
     parser.add_argument("--after", type=float, metavar="SECONDS", help="cancel: cancel after this long")
+    parser.add_argument("--header", action="append", metavar="NAME=VALUE", help="extra HTTP header")
     parser.add_argument("--elicit", choices=["accept", "decline", "approve-false"], help="answer elicitations")
     parser.add_argument("action")
     parser.add_argument("name", nargs="?")

@@ -48,6 +48,8 @@ enum Command {
     ToolServer(commands::tool_server::ToolServerArgs),
     /// Answer calls waiting for an operator's approval on the running gateway.
     Approvals(commands::approvals::ApprovalsArgs),
+    /// Manage agents' HTTP bearer tokens.
+    Token(commands::token::TokenArgs),
 }
 
 fn main() -> ExitCode {
@@ -77,6 +79,7 @@ fn main() -> ExitCode {
             Command::Config(command) => commands::config::run(command),
             Command::ToolServer(args) => commands::tool_server::run(args).await,
             Command::Approvals(args) => commands::approvals::run(args).await,
+            Command::Token(args) => commands::token::run(cli.config.as_deref(), args),
         }
     });
     // Don't wait for stray blocking tasks (stdin readers) at exit.

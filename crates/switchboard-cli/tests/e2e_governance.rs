@@ -206,3 +206,108 @@ fn an_agent_sees_and_calls_only_its_tools() {
             .contains("unknown agent 'nobody' (the config defines: all, reader)")
     );
 }
+
+/// POSTs one JSON-RPC message to the gateway, with an optional bearer token.
+async fn post(
+    url: &str,
+    token: Option<&str>,
+    body: serde_json::Value,
+) -> (u16, String, Option<String>) {
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .expect("client");
+    let mut request = client
+        .post(url)
+        .header("accept", "application/json, text/event-stream")
+        .json(&body);
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    let response = request.send().await.expect("send");
+    let status = response.status().as_u16();
+    let challenge = response
+        .headers()
+        .get("www-authenticate")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    (status, response.text().await.unwrap_or_default(), challenge)
+}
+
+fn modern_list() -> serde_json::Value {
+    serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}}}})
+}
+
+#[tokio::test]
+async fn http_tokens_decide_the_agent() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tokens = dir.path().join("tokens.json");
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "[gateway]\ntoken_file = {}\n\n[agents.reader]\nallow = [\"fx__echo\"]\n\n[agents.all]\n\n[servers.fx]\ncommand = {}\nargs = [\"echo\"]\n",
+            quoted(&tokens.display().to_string()),
+            quoted(&fixture())
+        ),
+    );
+    let create = |agent: &str| {
+        let output = run_switchboard(&config, &["token", "create", agent]);
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).trim().to_owned()
+    };
+    let reader = create("reader");
+    let all = create("all");
+    let stored = std::fs::read_to_string(&tokens).expect("token file");
+    assert!(
+        !stored.contains(&reader) && !stored.contains(&all),
+        "only hashes are stored"
+    );
+    let unknown = run_switchboard(&config, &["token", "create", "ghost"]);
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("unknown agent 'ghost'"));
+
+    let admin = dir.path().join("admin.json").display().to_string();
+    let gateway = HttpGateway::start(&config, &["--admin-file", &admin]);
+    let (status, _, challenge) = post(&gateway.url, None, modern_list()).await;
+    assert_eq!(status, 401);
+    assert_eq!(challenge.as_deref(), Some("Bearer realm=\"switchboard\""));
+    let (status, _, _) = post(&gateway.url, Some("sbt_forged"), modern_list()).await;
+    assert_eq!(status, 401);
+    let listed = |body: &str| -> Vec<String> {
+        let value: serde_json::Value = serde_json::from_str(body).expect("json");
+        names(&value["result"]["tools"])
+    };
+    let (status, body, _) = post(&gateway.url, Some(&reader), modern_list()).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(listed(&body), ["fx__echo"]);
+    assert!(
+        body.contains("\"cacheScope\":\"private\""),
+        "a per-agent list is private: {body}"
+    );
+    let (_, body, _) = post(&gateway.url, Some(&all), modern_list()).await;
+    assert!(listed(&body).len() > 1, "{body}");
+    // Agent endpoints, for clients that cannot choose headers per agent: still need the token.
+    let endpoint = format!("{}/agents/reader", gateway.url);
+    let (status, body, _) = post(&endpoint, Some(&reader), modern_list()).await;
+    assert_eq!((status, listed(&body)), (200, vec!["fx__echo".to_owned()]));
+    let (status, _, _) = post(&endpoint, None, modern_list()).await;
+    assert_eq!(status, 401);
+    let (status, body, _) = post(&endpoint, Some(&all), modern_list()).await;
+    assert_eq!(status, 403, "{body}");
+    // The official SDK sees the same view.
+    let python = python_client(&[
+        "--era",
+        "modern",
+        "--http",
+        &endpoint,
+        "--header",
+        &format!("Authorization=Bearer {reader}"),
+        "list",
+    ]);
+    assert_eq!(names(&python), ["fx__echo"]);
+}

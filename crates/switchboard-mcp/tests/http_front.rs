@@ -28,6 +28,7 @@ async fn start() -> Server {
         allowed_origins: vec!["https://app.example".into()],
         allowed_hosts: Vec::new(),
         check_host: true,
+        auth: None,
     };
     tokio::spawn(serve(
         Dispatcher::new(backend, None),

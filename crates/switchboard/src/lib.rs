@@ -28,6 +28,7 @@ mod meta_tools;
 mod prompts;
 mod resources;
 mod sessions;
+pub mod tokens;
 
 pub use approvals::{Approvals, PendingApproval, PendingApprovals, Sealer};
 pub use assemble::{AssembleError, approval_rules, governance, plans};

@@ -13,7 +13,7 @@ use switchboard::Host;
 use switchboard_core::CatalogProblem;
 use switchboard_core::config::Exposure;
 use switchboard_mcp::front::Dispatcher;
-use switchboard_mcp::front::http::{self, HttpOptions};
+use switchboard_mcp::front::http::{self, Authenticator, HttpOptions};
 use switchboard_mcp::front::stdio::{self, StdioOptions};
 use tokio_util::sync::CancellationToken;
 
@@ -61,6 +61,12 @@ pub async fn run(config: Option<&Path>, args: ServeArgs) -> anyhow::Result<ExitC
     }
     super::check_agent(&config, args.agent.as_deref())?;
     let max_message_bytes = config.gateway.max_message_bytes;
+    let tokens = super::token::token_store(&config)?;
+    let auth: Option<Arc<dyn Authenticator>> = if tokens.is_empty() {
+        None
+    } else {
+        Some(Arc::new(tokens))
+    };
     let host = Host::from_config(&config)?;
     let shutdown = CancellationToken::new();
     tokio::spawn(watch_signals(shutdown.clone()));
@@ -88,6 +94,7 @@ pub async fn run(config: Option<&Path>, args: ServeArgs) -> anyhow::Result<ExitC
                 allowed_origins: args.allow_origins,
                 allowed_hosts: Vec::new(),
                 check_host: bound.ip().is_loopback(),
+                auth: auth.clone(),
             };
             eprintln!("switchboard: listening on http://{bound}/mcp");
             tracing::info!("listening on http://{bound}/mcp");

@@ -18,7 +18,8 @@ use super::model::{AgentConfig, ApprovalMode, Exposure};
 use super::tree::{Node, Value};
 use super::validate::Walk;
 
-pub(super) const AGENT_KEYS: [&str; 11] = [
+pub(super) const AGENT_KEYS: [&str; 12] = [
+    "tokens",
     "approval",
     "auto_approve",
     "limits",
@@ -112,6 +113,26 @@ impl Walk<'_> {
                 "quota" => agent.quota = self.quota(value, &key_what),
                 "approval" => agent.approval = self.approval(value, &key_what).unwrap_or_default(),
                 "auto_approve" => agent.auto_approve = self.strings(value, &key_what),
+                "tokens" => {
+                    if let Value::Array(items) = &value.value {
+                        for (index, item) in items.iter().enumerate() {
+                            let Some(text) = self.string(item, &format!("{key_what}[{index}]"))
+                            else {
+                                continue;
+                            };
+                            if !is_token_hash(&text) {
+                                self.problem(
+                                    item.pos,
+                                    format!("{key_what}[{index}] is not a token hash (sha256$SALT$HASH)"),
+                                    Some("never put a token itself in the config: `switchboard token create AGENT` stores its hash".to_owned()),
+                                );
+                            }
+                            agent.tokens.push(text);
+                        }
+                    } else {
+                        self.strings(value, &key_what);
+                    }
+                }
                 other => self.unknown(*key_pos, other, what, &AGENT_KEYS),
             }
         }
@@ -166,4 +187,14 @@ impl Walk<'_> {
             }
         }
     }
+}
+
+/// `sha256$<salt>$<64 hex digits>`.
+fn is_token_hash(text: &str) -> bool {
+    let parts: Vec<&str> = text.split('$').collect();
+    parts.len() == 3
+        && parts[0] == "sha256"
+        && !parts[1].is_empty()
+        && parts[2].len() == 64
+        && parts[2].bytes().all(|b| b.is_ascii_hexdigit())
 }

@@ -91,7 +91,7 @@ impl Walk<'_> {
     }
 
     /// A path; relative ones are taken from the config file's directory.
-    fn path(&mut self, node: &Node, what: &str) -> Option<PathBuf> {
+    pub(super) fn path(&mut self, node: &Node, what: &str) -> Option<PathBuf> {
         let text = self.string(node, what)?;
         if text.is_empty() {
             self.problem(node.pos, format!("{what} is empty"), None);

@@ -80,6 +80,8 @@ pub struct AgentConfig {
     pub approval: ApprovalMode,
     /// Globs of tools that never need approval for this agent.
     pub auto_approve: Vec<String>,
+    /// Salted hashes of the agent's HTTP bearer tokens (`sha256$salt$hash`).
+    pub tokens: Vec<String>,
 }
 
 /// How an agent's tools are listed.
@@ -138,6 +140,8 @@ pub struct GatewayConfig {
     pub approval_timeout: Duration,
     /// Secret that seals approval state (share it between replicas); random when unset.
     pub approval_key: Option<String>,
+    /// Where `switchboard token create` keeps agents' token hashes.
+    pub token_file: Option<PathBuf>,
 }
 
 impl Default for GatewayConfig {
@@ -154,6 +158,7 @@ impl Default for GatewayConfig {
             approval: ApprovalMode::Never,
             approval_timeout: Duration::from_secs(60),
             approval_key: None,
+            token_file: None,
         }
     }
 }

@@ -160,6 +160,8 @@ struct Agent {
     approval: Option<Approval>,
     /// Globs of tools that never need approval for this agent.
     auto_approve: Vec<String>,
+    /// Salted hashes of the agent's HTTP bearer tokens (from `switchboard token create`).
+    tokens: Vec<String>,
 }
 
 #[derive(JsonSchema)]
@@ -220,6 +222,10 @@ struct Gateway {
     /// replicas (default: random per process). Use ${VAR} to keep it out of the file.
     #[serde(skip_serializing_if = "Option::is_none")]
     approval_key: Option<String>,
+    /// Where `switchboard token create` keeps token hashes (default
+    /// $XDG_CONFIG_HOME/switchboard/tokens.json).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    token_file: Option<String>,
 }
 
 #[derive(JsonSchema)]
@@ -411,6 +417,7 @@ impl Default for Gateway {
             approval: None,
             approval_timeout: None,
             approval_key: None,
+            token_file: None,
         }
     }
 }

@@ -26,7 +26,8 @@ pub(super) const ROOT_KEYS: [&str; 7] = [
     "agents",
     "capabilities",
 ];
-pub(super) const GATEWAY_KEYS: [&str; 11] = [
+pub(super) const GATEWAY_KEYS: [&str; 12] = [
+    "token_file",
     "approval",
     "approval_timeout",
     "approval_key",
@@ -282,6 +283,7 @@ impl Walk<'_> {
                         .unwrap_or(gateway.approval_timeout);
                 }
                 "approval_key" => gateway.approval_key = self.string(value, &what),
+                "token_file" => gateway.token_file = self.path(value, &what),
                 "exposure" => {
                     gateway.exposure = self.exposure(value, &what).unwrap_or(gateway.exposure);
                 }

@@ -73,6 +73,15 @@ impl Dispatcher {
         }
     }
 
+    /// The same dispatcher, answering for another agent (an authenticated HTTP request).
+    pub fn for_agent(&self, agent: Option<String>) -> Self {
+        Self {
+            backend: self.backend.clone(),
+            agent,
+            session: self.session.clone(),
+        }
+    }
+
     /// The session this dispatcher answers for.
     pub fn session(&self) -> Option<&str> {
         self.session.as_deref()

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::{Body, Bytes};
-use axum::extract::{DefaultBodyLimit, State};
+use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
@@ -52,6 +52,15 @@ pub struct HttpOptions {
     pub allowed_hosts: Vec<String>,
     /// Whether the `Host` header is checked (on when bound to loopback).
     pub check_host: bool,
+    /// When set, every request needs `Authorization: Bearer TOKEN`, and the token decides the
+    /// agent; without it, 401 with `WWW-Authenticate`.
+    pub auth: Option<Arc<dyn Authenticator>>,
+}
+
+/// Maps bearer tokens to agents.
+pub trait Authenticator: Send + Sync + std::fmt::Debug {
+    /// The agent a token belongs to, or `None` for an unknown token.
+    fn agent_for(&self, token: &str) -> Option<String>;
 }
 
 struct Session {
@@ -97,6 +106,12 @@ pub fn router(dispatcher: Dispatcher, options: HttpOptions) -> Router {
             "/mcp",
             post(handle_post).get(handle_get).delete(handle_delete),
         )
+        .route(
+            "/mcp/agents/{agent}",
+            post(handle_agent_post)
+                .get(handle_agent_get)
+                .delete(handle_agent_delete),
+        )
         .layer(DefaultBodyLimit::max(limit))
         .with_state(state)
 }
@@ -117,6 +132,82 @@ fn plain(status: StatusCode, text: &str) -> Response {
         text.to_owned(),
     )
         .into_response()
+}
+
+/// The agent a request acts for: from its bearer token when tokens are required (401
+/// without a valid one; 403 when an agent endpoint names another agent), else the agent of
+/// the endpoint, else the front's own.
+fn authenticate(
+    state: &HttpState,
+    headers: &HeaderMap,
+    endpoint_agent: Option<&str>,
+) -> Result<Option<String>, Response> {
+    check_origin(state, headers)?;
+    let Some(auth) = &state.options.auth else {
+        return Ok(endpoint_agent.map(str::to_owned));
+    };
+    let unauthorized = |why: &str| {
+        (
+            StatusCode::UNAUTHORIZED,
+            [
+                (header::WWW_AUTHENTICATE, "Bearer realm=\"switchboard\""),
+                (header::CONTENT_TYPE, "text/plain; charset=utf-8"),
+            ],
+            why.to_owned(),
+        )
+            .into_response()
+    };
+    let token = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| {
+            value
+                .strip_prefix("Bearer ")
+                .or_else(|| value.strip_prefix("bearer "))
+        })
+        .map(str::trim);
+    let Some(token) = token else {
+        return Err(unauthorized(
+            "a bearer token is required (switchboard token create AGENT)",
+        ));
+    };
+    let Some(agent) = auth.agent_for(token) else {
+        return Err(unauthorized("the bearer token is not valid"));
+    };
+    if let Some(wanted) = endpoint_agent
+        && wanted != agent
+    {
+        return Err(plain(
+            StatusCode::FORBIDDEN,
+            &format!("this token belongs to agent '{agent}', not '{wanted}'"),
+        ));
+    }
+    Ok(Some(agent))
+}
+
+async fn handle_agent_post(
+    state: State<Arc<HttpState>>,
+    Path(agent): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    post_as(state, headers, body, Some(agent)).await
+}
+
+async fn handle_agent_get(
+    state: State<Arc<HttpState>>,
+    Path(agent): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    get_as(state, headers, Some(agent)).await
+}
+
+async fn handle_agent_delete(
+    state: State<Arc<HttpState>>,
+    Path(agent): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    delete_as(state, headers, Some(agent)).await
 }
 
 /// The DNS-rebinding guard.
@@ -181,14 +272,20 @@ fn header_str<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
     headers.get(name).and_then(|value| value.to_str().ok())
 }
 
-async fn handle_post(
+async fn handle_post(state: State<Arc<HttpState>>, headers: HeaderMap, body: Bytes) -> Response {
+    post_as(state, headers, body, None).await
+}
+
+async fn post_as(
     State(state): State<Arc<HttpState>>,
     headers: HeaderMap,
     body: Bytes,
+    endpoint_agent: Option<String>,
 ) -> Response {
-    if let Err(refusal) = check_origin(&state, &headers) {
-        return refusal;
-    }
+    let agent = match authenticate(&state, &headers, endpoint_agent.as_deref()) {
+        Ok(agent) => agent,
+        Err(refusal) => return refusal,
+    };
     let message = match Message::parse(&body) {
         Ok(message) => message,
         Err(malformed) => {
@@ -294,9 +391,12 @@ async fn handle_post(
                 method.as_str(),
                 "tools/call" | "prompts/get" | "resources/read"
             ));
-    let dispatcher = state
+    let mut dispatcher = state
         .dispatcher
         .for_session(new_session.clone().or(session_id));
+    if agent.is_some() {
+        dispatcher = dispatcher.for_agent(agent);
+    }
     let mut response = if streams {
         stream_answer(dispatcher, session, id, method, params, token, cancel)
     } else {
@@ -404,10 +504,19 @@ fn cancel_in_session(session: &Session, params: Option<&Value>) {
 }
 
 /// GET opens a legacy session's stream of server notifications (`list_changed`).
-async fn handle_get(State(state): State<Arc<HttpState>>, headers: HeaderMap) -> Response {
-    if let Err(refusal) = check_origin(&state, &headers) {
-        return refusal;
-    }
+async fn handle_get(state: State<Arc<HttpState>>, headers: HeaderMap) -> Response {
+    get_as(state, headers, None).await
+}
+
+async fn get_as(
+    State(state): State<Arc<HttpState>>,
+    headers: HeaderMap,
+    endpoint_agent: Option<String>,
+) -> Response {
+    let agent = match authenticate(&state, &headers, endpoint_agent.as_deref()) {
+        Ok(agent) => agent,
+        Err(refusal) => return refusal,
+    };
     let Some(session_id) = header_str(&headers, SESSION_HEADER) else {
         return plain(
             StatusCode::METHOD_NOT_ALLOWED,
@@ -428,10 +537,11 @@ async fn handle_get(State(state): State<Arc<HttpState>>, headers: HeaderMap) -> 
             )))
         });
     state.dispatcher.backend().settled().await;
-    let caller = state
-        .dispatcher
-        .for_session(Some(session_id.to_owned()))
-        .caller();
+    let mut scoped = state.dispatcher.for_session(Some(session_id.to_owned()));
+    if agent.is_some() {
+        scoped = scoped.for_agent(agent);
+    }
+    let caller = scoped.caller();
     let mut version = state.dispatcher.backend().listing_version(&caller);
     version.mark_unchanged();
     let stream = futures::stream::unfold(version, |mut version| async move {
@@ -457,8 +567,16 @@ async fn handle_get(State(state): State<Arc<HttpState>>, headers: HeaderMap) -> 
 }
 
 /// DELETE ends a legacy session.
-async fn handle_delete(State(state): State<Arc<HttpState>>, headers: HeaderMap) -> Response {
-    if let Err(refusal) = check_origin(&state, &headers) {
+async fn handle_delete(state: State<Arc<HttpState>>, headers: HeaderMap) -> Response {
+    delete_as(state, headers, None).await
+}
+
+async fn delete_as(
+    State(state): State<Arc<HttpState>>,
+    headers: HeaderMap,
+    endpoint_agent: Option<String>,
+) -> Response {
+    if let Err(refusal) = authenticate(&state, &headers, endpoint_agent.as_deref()) {
         return refusal;
     }
     let Some(session_id) = header_str(&headers, SESSION_HEADER) else {
