@@ -41,6 +41,7 @@ fn main() {
     config.query_k3 = env("K3", 0.0);
     config.server_evidence = env("SERVER", 0.0);
     config.concept_weight = env("CONCEPT", 0.0);
+    config.clause_weight = env("CLAUSE", 0.0);
     if env("FB_DOCS", 0.0) > 0.0 {
         config.feedback = Some(Feedback {
             documents: env("FB_DOCS", 0.0) as usize,

@@ -77,6 +77,8 @@ const GROUPS: &[&[&str]] = &[
     &["package", "dependency", "library", "version"],
     &["summary", "summarize", "overview"],
     &["mindmap", "outline"],
+    &["save", "write", "store", "export"],
+    &["markdown", "md"],
     &["rank", "ranking", "trending", "popular", "hot"],
 ];
 

@@ -29,6 +29,11 @@ pub struct SearchConfig {
     pub server_evidence: f32,
     /// Weight of terms added from the concept map relative to the user's own terms. 0 = off.
     pub concept_weight: f32,
+    /// Weight of clause-level evidence: a long task is split into clauses (sentences, commas,
+    /// "and"/"then"), each clause is scored on its own, and a tool gets its best clause score
+    /// (normalised per clause) times this weight on top of its whole-task score. Multi-step tasks
+    /// need one tool per step; this keeps one strong step from drowning the others. 0 = off.
+    pub clause_weight: f32,
     /// Pseudo-relevance feedback: expand the query with terms of the top documents.
     pub feedback: Option<Feedback>,
 }
@@ -72,8 +77,9 @@ impl Default for SearchConfig {
                 }, // category
             ],
             query_k3: 0.0,
-            server_evidence: 0.0,
-            concept_weight: 0.0,
+            server_evidence: 0.5,
+            concept_weight: 0.5,
+            clause_weight: 1.0,
             feedback: None,
         }
     }

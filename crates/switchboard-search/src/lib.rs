@@ -11,6 +11,7 @@
 //! This crate never does I/O except [`evaluation::load_queries`] and [`docs_from_catalog_file`].
 
 mod baseline;
+mod clauses;
 mod concepts;
 mod config;
 pub mod evaluation;

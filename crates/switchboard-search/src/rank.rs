@@ -44,6 +44,7 @@ impl SearchIndex {
             self.expand_with_feedback(&mut weights, &scores, &filter, feedback);
             scores = accumulate(&self.tool_postings, &weights, self.tools.len());
         }
+        let scores = self.with_clause_evidence(scores, query);
         let combined = self.with_server_evidence(scores, &weights);
         let mut ranked: Vec<(f64, usize)> = combined
             .iter()
@@ -141,6 +142,35 @@ impl SearchIndex {
         }
     }
 
+    /// Whole-task score normalised by the best tool, plus `clause_weight` times the tool's best
+    /// normalised clause score.
+    fn with_clause_evidence(&self, scores: Vec<f32>, query: &str) -> Vec<f32> {
+        let weight = self.config.clause_weight;
+        let clauses = crate::clauses::clauses(query);
+        if weight <= 0.0 || clauses.len() < 2 {
+            return scores;
+        }
+        let Some(best) = maximum(&scores) else {
+            return scores;
+        };
+        let mut best_clause = vec![0.0f32; scores.len()];
+        for clause in clauses {
+            let clause_weights = self.query_weights(clause);
+            let clause_scores = accumulate(&self.tool_postings, &clause_weights, scores.len());
+            let Some(clause_best) = maximum(&clause_scores) else {
+                continue;
+            };
+            for (kept, score) in best_clause.iter_mut().zip(clause_scores) {
+                *kept = kept.max(score / clause_best);
+            }
+        }
+        scores
+            .iter()
+            .zip(best_clause)
+            .map(|(score, clause)| score / best + weight * clause)
+            .collect()
+    }
+
     /// Tool score normalised by the best tool, plus the server's normalised score times
     /// `server_evidence`.
     fn with_server_evidence(&self, scores: Vec<f32>, weights: &QueryWeights) -> Vec<f32> {
@@ -178,4 +208,10 @@ fn accumulate(postings: &Postings, weights: &QueryWeights, documents: usize) -> 
         }
     }
     scores
+}
+
+/// The largest score, if any is positive.
+fn maximum(scores: &[f32]) -> Option<f32> {
+    let best = scores.iter().copied().fold(0.0, f32::max);
+    (best > 0.0).then_some(best)
 }
