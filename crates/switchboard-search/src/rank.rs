@@ -35,7 +35,13 @@ impl SearchIndex {
         if limit == 0 || self.tools.is_empty() {
             return Vec::new();
         }
-        let mut weights = self.query_weights(query);
+        // Tokenize each clause once; the whole task is the union of its clauses' terms.
+        let clause_terms: Vec<Vec<String>> = crate::clauses::clauses(query)
+            .into_iter()
+            .map(|clause| self.tokenizer.terms(clause))
+            .filter(|terms| !terms.is_empty())
+            .collect();
+        let mut weights = self.query_weights(clause_terms.iter().flatten());
         if weights.is_empty() {
             return Vec::new();
         }
@@ -44,7 +50,7 @@ impl SearchIndex {
             self.expand_with_feedback(&mut weights, &scores, &filter, feedback);
             scores = accumulate(&self.tool_postings, &weights, self.tools.len());
         }
-        let scores = self.with_clause_evidence(scores, query);
+        let scores = self.with_clause_evidence(scores, &clause_terms);
         let combined = self.with_server_evidence(scores, &weights);
         let mut ranked: Vec<(f64, usize)> = combined
             .iter()
@@ -72,11 +78,11 @@ impl SearchIndex {
     }
 
     /// Distinct query terms with saturated counts, plus concept-map expansions.
-    fn query_weights(&self, query: &str) -> QueryWeights {
-        let mut counts: HashMap<String, f32> = HashMap::new();
-        self.tokenizer.each_term(query, |term| {
-            *counts.entry(term).or_insert(0.0) += 1.0;
-        });
+    fn query_weights<'a>(&self, terms: impl IntoIterator<Item = &'a String>) -> QueryWeights {
+        let mut counts: HashMap<&str, f32> = HashMap::new();
+        for term in terms {
+            *counts.entry(term.as_str()).or_insert(0.0) += 1.0;
+        }
         let k3 = self.config.query_k3;
         let mut weights = QueryWeights::new();
         let mut expansions = Vec::new();
@@ -86,7 +92,7 @@ impl SearchIndex {
             } else {
                 1.0
             };
-            if let Some(id) = self.vocabulary.get(term) {
+            if let Some(id) = self.vocabulary.get(*term) {
                 weights.insert(*id, weight);
             }
             if self.config.concept_weight > 0.0 {
@@ -144,9 +150,8 @@ impl SearchIndex {
 
     /// Whole-task score normalised by the best tool, plus `clause_weight` times the tool's best
     /// normalised clause score.
-    fn with_clause_evidence(&self, scores: Vec<f32>, query: &str) -> Vec<f32> {
+    fn with_clause_evidence(&self, scores: Vec<f32>, clauses: &[Vec<String>]) -> Vec<f32> {
         let weight = self.config.clause_weight;
-        let clauses = crate::clauses::clauses(query);
         if weight <= 0.0 || clauses.len() < 2 {
             return scores;
         }
@@ -156,6 +161,9 @@ impl SearchIndex {
         let mut best_clause = vec![0.0f32; scores.len()];
         for clause in clauses {
             let clause_weights = self.query_weights(clause);
+            if clause_weights.is_empty() {
+                continue;
+            }
             let clause_scores = accumulate(&self.tool_postings, &clause_weights, scores.len());
             let Some(clause_best) = maximum(&clause_scores) else {
                 continue;
