@@ -1,13 +1,14 @@
 //! Plain BM25 (k1 = 1.2, b = 0.75) over one concatenated field — name, server, description and
-//! parameter names — lowercased, no stopwords, no stemming. It reproduces the catalog's
-//! reference point so the benchmark compares the method against an honest baseline.
+//! parameter names — split into lowercase ASCII words with English stopwords dropped, no
+//! stemming. It reproduces the catalog's reference point (its recall is slightly *above* the
+//! published 0.31 / 0.36 at 5 / 10), so gains over it are not inflated by a weak baseline.
 
 use std::collections::HashMap;
 
 use crate::SearchDoc;
 use crate::fields::parameter_names;
 use crate::rank::Hit;
-use crate::tokenize::{Normalisation, Tokenizer};
+use crate::stopwords::is_stopword;
 
 const K1: f32 = 1.2;
 const B: f32 = 0.75;
@@ -15,7 +16,6 @@ const B: f32 = 0.75;
 /// The baseline index.
 #[derive(Debug)]
 pub struct PlainBm25 {
-    tokenizer: Tokenizer,
     keys: Vec<String>,
     postings: HashMap<String, Vec<(usize, f32)>>,
     lengths: Vec<f32>,
@@ -24,7 +24,6 @@ pub struct PlainBm25 {
 
 impl PlainBm25 {
     pub fn build(docs: impl IntoIterator<Item = SearchDoc>) -> Self {
-        let tokenizer = Tokenizer::new(Normalisation::Plain);
         let mut keys = Vec::new();
         let mut lengths = Vec::new();
         let mut postings: HashMap<String, Vec<(usize, f32)>> = HashMap::new();
@@ -36,7 +35,7 @@ impl PlainBm25 {
                 doc.definition.description.as_deref().unwrap_or_default(),
                 parameter_names(&doc.definition.input_schema)
             );
-            let terms = tokenizer.terms(&text);
+            let terms = words(&text);
             lengths.push(terms.len() as f32);
             let mut counts: HashMap<String, f32> = HashMap::new();
             for term in terms {
@@ -49,7 +48,6 @@ impl PlainBm25 {
         }
         let average_length = lengths.iter().sum::<f32>() / lengths.len().max(1) as f32;
         Self {
-            tokenizer,
             keys,
             postings,
             lengths,
@@ -60,7 +58,7 @@ impl PlainBm25 {
     /// The best `limit` documents for `query`, best first; every query word counts once.
     pub fn search(&self, query: &str, limit: usize) -> Vec<Hit> {
         let documents = self.keys.len() as f32;
-        let mut terms = self.tokenizer.terms(query);
+        let mut terms = words(query);
         terms.sort_unstable();
         terms.dedup();
         let mut scores = vec![0.0f32; self.keys.len()];
@@ -92,4 +90,13 @@ impl PlainBm25 {
             })
             .collect()
     }
+}
+
+/// Lowercase ASCII letter-and-digit runs that are not stopwords.
+fn words(text: &str) -> Vec<String> {
+    text.to_lowercase()
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|word| !word.is_empty() && !is_stopword(word))
+        .map(str::to_owned)
+        .collect()
 }

@@ -12,12 +12,9 @@ pub fn clauses(text: &str) -> Vec<&str> {
         let boundary = match c {
             ';' | ',' | '\n' | '。' | '！' | '？' | '；' | '，' => true,
             '.' | '!' | '?' => next.is_none_or(char::is_whitespace),
-            _ => false,
+            _ => c.is_whitespace() && starts_conjunction(&text[at + c.len_utf8()..]),
         };
         if boundary {
-            push(&mut clauses, &text[start..at]);
-            start = at + c.len_utf8();
-        } else if c.is_whitespace() && starts_conjunction(&text[at + c.len_utf8()..]) {
             push(&mut clauses, &text[start..at]);
             start = at + c.len_utf8();
         }
