@@ -13,7 +13,9 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use serde::Serialize;
 use switchboard_search::evaluation::{LabelledQuery, RecallReport, evaluate, load_queries};
-use switchboard_search::{PlainBm25, SearchConfig, SearchDoc, SearchIndex, docs_from_catalog_file};
+use switchboard_search::{
+    Feedback, PlainBm25, SearchConfig, SearchDoc, SearchIndex, docs_from_catalog_file,
+};
 
 use crate::report::Percentiles;
 
@@ -113,8 +115,15 @@ fn variants() -> Vec<(&'static str, SearchConfig)> {
     let mut fields_only = without_clauses.clone();
     fields_only.server_evidence = 0.0;
     fields_only.concept_weight = 0.0;
+    let mut with_feedback = final_config.clone();
+    with_feedback.feedback = Some(Feedback {
+        documents: 3,
+        terms: 10,
+        weight: 0.3,
+    });
     vec![
         ("BM25F fields + stemming only", fields_only),
+        ("final + RM3 feedback (3 docs, 10 terms)", with_feedback),
         ("final without server evidence", without_server),
         ("final without concept map", without_concepts),
         ("final without clause evidence", without_clauses),
@@ -158,12 +167,12 @@ fn row(method: &str, report: &RecallReport) -> Row {
 
 fn print(report: &SearchReport) {
     println!(
-        "{:<34} {:>5} {:>6}  {:>5} {:>5} {:>5} {:>5}  {:>5}  {:>6}",
+        "{:<40} {:>5} {:>6}  {:>5} {:>5} {:>5} {:>5}  {:>5}  {:>6}",
         "tool search", "tasks", "tools", "R@1", "R@3", "R@5", "R@10", "MRR", "all@10"
     );
     for row in &report.quality {
         println!(
-            "{:<34} {:>5} {:>6}  {:.3} {:.3} {:.3} {:.3}  {:.3}  {:.3}",
+            "{:<40} {:>5} {:>6}  {:.3} {:.3} {:.3} {:.3}  {:.3}  {:.3}",
             row.method,
             row.queries,
             row.expected_tools,

@@ -16,6 +16,9 @@ pub struct Hit {
 
 type QueryWeights = HashMap<TermId, f32>;
 
+/// Longest query read, in bytes; the rest of a longer one (pasted blobs) is ignored.
+const MAX_QUERY_BYTES: usize = 4096;
+
 impl SearchIndex {
     /// The best `limit` tools for `query` among those whose key passes `filter`, best first.
     /// Equal scores keep index order.
@@ -35,6 +38,7 @@ impl SearchIndex {
         if limit == 0 || self.tools.is_empty() {
             return Vec::new();
         }
+        let query = truncate(query, MAX_QUERY_BYTES);
         // Tokenize each clause once; the whole task is the union of its clauses' terms.
         let clause_terms: Vec<Vec<String>> = crate::clauses::clauses(query)
             .into_iter()
@@ -222,4 +226,16 @@ fn accumulate(postings: &Postings, weights: &QueryWeights, documents: usize) -> 
 fn maximum(scores: &[f32]) -> Option<f32> {
     let best = scores.iter().copied().fold(0.0, f32::max);
     (best > 0.0).then_some(best)
+}
+
+/// `text` cut to at most `limit` bytes, at a character boundary.
+fn truncate(text: &str, limit: usize) -> &str {
+    if text.len() <= limit {
+        return text;
+    }
+    let mut end = limit;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
 }

@@ -1,17 +1,18 @@
 //! Recall regression on the labelled LiveMCPBench task set in `../shared/catalog` (referenced
 //! by path, never copied). Fails, with a message saying so, when the catalog is missing.
 //!
-//! The floors below are the measured recall of the method minus a small margin, so a change
-//! that makes retrieval worse fails here. The targets (recall@5 ≥ 0.45, recall@10 ≥
-//! 0.55) are NOT yet met by this method; see the crate README/report.
+//! The floors below are the measured recall of the method (0.371 / 0.470 at 5 / 10) minus a
+//! small margin, so a change that makes retrieval worse fails here. The targets
+//! (recall@5 ≥ 0.45, recall@10 ≥ 0.55) are NOT met yet by this lexical method; raise the floors
+//! as the method improves. The gain must also hold on both halves of the set (qid order).
 
 use std::path::PathBuf;
 
 use switchboard_search::evaluation::{evaluate, load_queries};
 use switchboard_search::{PlainBm25, SearchIndex, docs_from_catalog_file};
 
-const RECALL_AT_5_FLOOR: f64 = 0.35;
-const RECALL_AT_10_FLOOR: f64 = 0.42;
+const RECALL_AT_5_FLOOR: f64 = 0.36;
+const RECALL_AT_10_FLOOR: f64 = 0.45;
 
 fn catalog_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/catalog")
@@ -44,7 +45,7 @@ fn recall_on_livemcpbench_tasks_beats_plain_bm25_and_holds_its_floor() {
             .map(|hit| hit.key)
             .collect()
     });
-    let index = SearchIndex::build(docs);
+    let index = SearchIndex::build(docs.clone());
     let method = evaluate(&queries, |query| {
         index
             .search(query, 100, |_| true)
@@ -63,10 +64,26 @@ fn recall_on_livemcpbench_tasks_beats_plain_bm25_and_holds_its_floor() {
         at(&method, 10) >= RECALL_AT_10_FLOOR,
         "recall@10 fell: {method:?}"
     );
+    let mut ordered = queries.clone();
+    ordered.sort_by(|left, right| left.qid.cmp(&right.qid));
+    let (first, second) = ordered.split_at(ordered.len() / 2);
+    for half in [first, second] {
+        let plain = PlainBm25::build(docs.clone());
+        let plain = evaluate(half, |query| keys(plain.search(query, 100)));
+        let ours = evaluate(half, |query| keys(index.search(query, 100, |_| true)));
+        assert!(
+            at(&ours, 10) > at(&plain, 10),
+            "gain does not hold on a half: {ours:?} vs {plain:?}"
+        );
+    }
     for k in [5, 10] {
         assert!(
             at(&method, k) > at(&baseline, k),
             "no better than plain BM25 at {k}: {method:?} vs {baseline:?}"
         );
     }
+}
+
+fn keys(hits: Vec<switchboard_search::Hit>) -> Vec<String> {
+    hits.into_iter().map(|hit| hit.key).collect()
 }
