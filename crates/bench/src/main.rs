@@ -7,6 +7,7 @@
 
 mod report;
 mod scenarios;
+mod search;
 
 use std::path::PathBuf;
 
@@ -48,10 +49,19 @@ enum Command {
         #[arg(long, default_value_t = 5000)]
         calls: usize,
     },
+    /// Tool search: recall on the labelled task set (baseline vs final) and latency.
+    Search {
+        /// The directory holding livemcpbench_tools.json, queries.jsonl and tools.json.
+        #[arg(long, default_value = "../shared/catalog")]
+        catalog_dir: PathBuf,
+    },
 }
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    if let Command::Search { catalog_dir } = &args.command {
+        return search::run(catalog_dir, args.json);
+    }
     let bins = scenarios::Binaries::locate()?;
     let results = match args.command {
         Command::Quick => vec![
@@ -66,6 +76,7 @@ fn main() -> anyhow::Result<()> {
         } => vec![scenarios::startup(&bins, servers, delay_ms, runs)?],
         Command::List { catalog, calls } => vec![scenarios::list(&bins, &catalog, calls)?],
         Command::Latency { calls } => vec![scenarios::latency(&bins, calls)?],
+        Command::Search { .. } => Vec::new(),
     };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&results)?);
