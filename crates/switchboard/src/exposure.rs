@@ -13,7 +13,9 @@ use switchboard_core::pipeline::CallError;
 use switchboard_core::{CallContext, Caller, CatalogEntry, ToolDefinition, ToolOutcome};
 
 use crate::host::Host;
-use crate::meta_tools::{self, LIST_CATEGORIES, LOAD_CATEGORY, UNLOAD_CATEGORY};
+use crate::meta_tools::{
+    self, CALL_TOOL, DESCRIBE_TOOL, LIST_CATEGORIES, LOAD_CATEGORY, SEARCH_TOOLS, UNLOAD_CATEGORY,
+};
 
 /// An agent as the Host runs it: its permissions and how its listing is presented.
 #[derive(Debug, Clone, PartialEq)]
@@ -131,6 +133,9 @@ impl Host {
                 let load = name == LOAD_CATEGORY;
                 Some(Ok(self.change_category(&caller, arguments, load)))
             }
+            (Exposure::Search, SEARCH_TOOLS) => Some(Ok(self.meta_search(ctx, arguments))),
+            (Exposure::Search, DESCRIBE_TOOL) => Some(Ok(self.meta_describe(ctx, arguments))),
+            (Exposure::Search, CALL_TOOL) => Some(self.meta_call(ctx, arguments).await),
             _ => None,
         }
     }

@@ -26,6 +26,7 @@ use tokio::sync::watch;
 use crate::approvals::PendingApprovals;
 use crate::exposure::AgentProfile;
 use crate::sessions::Sessions;
+use crate::tool_search::SearchCache;
 
 /// One server as the Host runs it.
 #[derive(Clone)]
@@ -102,6 +103,8 @@ pub(crate) struct Inner {
     rebuild_lock: Mutex<()>,
     /// URIs of resources an upstream said changed (`notifications/resources/updated`).
     pub(crate) resource_updates: tokio::sync::broadcast::Sender<String>,
+    /// The search index of the current catalog version.
+    pub(crate) search: SearchCache,
     /// Per-session state (loaded categories, truncated results).
     pub(crate) sessions: Sessions,
     /// Per-agent listings, serialized once per catalog version.
@@ -143,6 +146,7 @@ impl Host {
                 resource_routes: Mutex::default(),
                 listings: Mutex::default(),
                 sessions: Sessions::default(),
+                search: SearchCache::default(),
                 started: std::sync::atomic::AtomicBool::new(false),
                 pipeline: Pipeline::governed(
                     options.recorder.clone(),
@@ -346,6 +350,11 @@ impl SupervisorObserver for HostObserver {
 }
 
 impl Inner {
+    /// The catalog version now.
+    pub(crate) fn version_now(&self) -> watch::Ref<'_, u64> {
+        self.version.borrow()
+    }
+
     /// Builds a new catalog from every server's current tools and swaps it in.
     fn rebuild(&self) {
         let Ok(_guard) = self.rebuild_lock.lock() else {

@@ -29,6 +29,7 @@ mod prompts;
 mod resources;
 mod sessions;
 pub mod tokens;
+mod tool_search;
 
 pub use approvals::{Approvals, PendingApproval, PendingApprovals, Sealer};
 pub use assemble::{AssembleError, approval_rules, governance, plans};

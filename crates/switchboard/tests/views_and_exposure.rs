@@ -73,6 +73,15 @@ async fn host() -> Host {
             ),
         ),
         ("qa".to_owned(), profile("qa", &[], None, &[])),
+        (
+            "seeker".to_owned(),
+            profile(
+                "seeker",
+                &["dice:*", "files:read_file"],
+                Some(Exposure::Search),
+                &[],
+            ),
+        ),
     ]);
     let options = HostOptions {
         agents,
@@ -229,5 +238,94 @@ async fn categories_load_per_session_and_announce_the_change() {
         Err(CallError::UnknownTool {
             name: "list_categories".into()
         })
+    );
+}
+
+#[tokio::test]
+async fn search_mode_finds_describes_and_calls_within_the_view() {
+    let host = host().await;
+    let seeker = caller("seeker", "s");
+    assert_eq!(
+        listed(&host, &seeker).await,
+        ["search_tools", "describe_tool", "call_tool"]
+    );
+    let found = call(
+        &host,
+        &seeker,
+        "search_tools",
+        json!({"query": "roll the dice"}),
+    )
+    .await
+    .expect("search");
+    let names: Vec<&str> = found.structured_content.as_ref().expect("structured")["tools"]
+        .as_array()
+        .expect("array")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(names.first(), Some(&"dice__roll"), "{names:?}");
+    assert!(
+        found
+            .text_content()
+            .starts_with("dice__roll() — The roll tool"),
+        "{}",
+        found.text_content()
+    );
+    let files = call(
+        &host,
+        &seeker,
+        "search_tools",
+        json!({"query": "write a file"}),
+    )
+    .await
+    .expect("search");
+    let text = files.text_content();
+    assert!(
+        !text.contains("files__write_file"),
+        "outside the view: {text}"
+    );
+    let described = call(
+        &host,
+        &seeker,
+        "describe_tool",
+        json!({"name": "dice__roll"}),
+    )
+    .await
+    .expect("describe");
+    assert_eq!(
+        described.structured_content.as_ref().expect("schema")["name"],
+        "dice__roll"
+    );
+    let hidden = call(
+        &host,
+        &seeker,
+        "describe_tool",
+        json!({"name": "files__write_file"}),
+    )
+    .await
+    .expect("answer");
+    assert!(hidden.is_error);
+    let ran = call(
+        &host,
+        &seeker,
+        "call_tool",
+        json!({"name": "dice__roll", "arguments": {}}),
+    )
+    .await
+    .expect("call");
+    assert_eq!(ran.text_content(), "dice:roll");
+    let refused = call(
+        &host,
+        &seeker,
+        "call_tool",
+        json!({"name": "files__write_file"}),
+    )
+    .await
+    .expect("answer");
+    assert!(
+        refused.is_error
+            && refused
+                .text_content()
+                .contains("unknown tool 'files__write_file'")
     );
 }
