@@ -162,3 +162,72 @@ fn a_closed_pipe_exits_quietly() {
     );
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
+
+#[test]
+fn tools_search_reads_an_offline_catalog() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let catalog = dir.path().join("catalog.json");
+    std::fs::write(
+        &catalog,
+        r#"{"servers": [{"id": "fs", "category": "filesystem"}, {"id": "gh", "category": "vcs"}],
+            "tools": [
+              {"id": "fs/read_file", "server": "fs", "name": "read_file", "description": "Read the contents of a file.", "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}}},
+              {"id": "fs/write_file", "server": "fs", "name": "write_file", "description": "Write text to a file, replacing it.", "inputSchema": {"type": "object"}},
+              {"id": "gh/create_issue", "server": "gh", "name": "create_issue", "description": "Open a new issue in a repository.", "inputSchema": {"type": "object"}},
+              {"id": "gh/list_commits", "server": "gh", "name": "list_commits", "description": "List the commits of a branch.", "inputSchema": {"type": "object"}}
+            ]}"#,
+    )
+    .expect("write catalog");
+    let catalog_arg = catalog.display().to_string();
+    let output = Command::new(switchboard())
+        .args([
+            "tools",
+            "search",
+            "open an issue on github",
+            "--json",
+            "--limit",
+            "2",
+            "--catalog",
+            &catalog_arg,
+        ])
+        .output()
+        .expect("run");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let hits = stdout_json(&output);
+    let hits = hits.as_array().expect("array");
+    assert_eq!(hits.len(), 2);
+    assert_eq!(hits[0]["id"], "gh/create_issue");
+    assert_eq!(hits[0]["name"], "create_issue");
+    assert!(hits[0]["score"].as_f64().expect("score") >= hits[1]["score"].as_f64().expect("score"));
+    let read = Command::new(switchboard())
+        .args([
+            "tools",
+            "search",
+            "read a file",
+            "--json",
+            "--catalog",
+            &catalog_arg,
+        ])
+        .output()
+        .expect("run");
+    assert_eq!(stdout_json(&read)[0]["id"], "fs/read_file");
+    let missing = Command::new(switchboard())
+        .args([
+            "tools",
+            "search",
+            "x",
+            "--catalog",
+            "/nonexistent/catalog.json",
+        ])
+        .output()
+        .expect("run");
+    assert!(!missing.status.success());
+    assert!(
+        String::from_utf8_lossy(&missing.stderr)
+            .contains("cannot read catalog /nonexistent/catalog.json")
+    );
+}

@@ -78,13 +78,13 @@ impl Host {
         index
     }
 
-    /// The tools matching `query` that `agent` may see, best first.
+    /// The tools matching `query` that `agent` may see, best first, with their scores.
     pub fn search_tools(
         &self,
         agent: Option<&str>,
         query: &str,
         limit: usize,
-    ) -> Vec<Arc<CatalogEntry>> {
+    ) -> Vec<(Arc<CatalogEntry>, f64)> {
         let view = self.view(agent);
         let catalog = self.catalog();
         let index = self.search_index();
@@ -95,7 +95,7 @@ impl Host {
                     .is_some_and(|entry| view.contains(entry))
             })
             .into_iter()
-            .filter_map(|hit| catalog.resolve(&hit.key).cloned())
+            .filter_map(|hit| Some((catalog.resolve(&hit.key)?.clone(), hit.score)))
             .collect()
     }
 
@@ -112,7 +112,7 @@ impl Host {
             .and_then(Value::as_u64)
             .map_or(DEFAULT_LIMIT, |n| (n as usize).clamp(1, MAX_LIMIT));
         let found = self.search_tools(ctx.agent.as_deref(), query, limit);
-        let lines: Vec<String> = found.iter().map(|entry| compact_line(entry)).collect();
+        let lines: Vec<String> = found.iter().map(|(entry, _)| compact_line(entry)).collect();
         let text = if lines.is_empty() {
             format!("no tools match '{query}'")
         } else {
@@ -121,7 +121,7 @@ impl Host {
                 lines.join("\n")
             )
         };
-        let names: Vec<&str> = found.iter().map(|e| e.exposed.as_str()).collect();
+        let names: Vec<&str> = found.iter().map(|(e, _)| e.exposed.as_str()).collect();
         let mut outcome = ToolOutcome::structured(json!({"tools": names}));
         outcome.content = vec![json!({"type": "text", "text": text})];
         outcome

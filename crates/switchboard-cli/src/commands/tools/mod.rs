@@ -1,4 +1,7 @@
-//! `switchboard tools`: what the gateway would expose, as a table or JSON.
+//! `switchboard tools`: what the gateway would expose, as a table or JSON; `tools search`
+//! finds tools for a task.
+
+pub mod search;
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -8,13 +11,22 @@ use serde_json::json;
 use crate::output::{print_json, print_line};
 
 #[derive(Debug, clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct ToolsArgs {
+    #[command(subcommand)]
+    action: Option<ToolsAction>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
     /// Only the tools this agent (one of the config's [agents]) may see and call.
     #[arg(long, value_name = "NAME")]
     agent: Option<String>,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum ToolsAction {
+    /// Find tools for a task (BM25F over names, descriptions, parameters, servers, categories).
+    Search(search::SearchArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -24,6 +36,9 @@ pub enum Format {
 }
 
 pub async fn run(config: Option<&Path>, args: ToolsArgs) -> anyhow::Result<ExitCode> {
+    if let Some(ToolsAction::Search(search)) = args.action {
+        return search::run(config, search).await;
+    }
     let host = super::start_host(config, args.agent.as_deref()).await?;
     let entries = host.visible_tools(args.agent.as_deref());
     let status = host.status();
