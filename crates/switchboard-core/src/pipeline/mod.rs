@@ -167,42 +167,41 @@ impl Pipeline {
             );
         }
         let hooks = &self.governance.hooks;
-        let mut hooked = HookCall {
-            call_id: call_id.to_owned(),
-            agent: ctx.agent.clone(),
-            session: ctx.session.clone(),
-            tool: entry.exposed.clone(),
-            server: entry.spec.server.as_str().to_owned(),
-            upstream_tool: entry.upstream_name.clone(),
-            arguments,
-        };
+        // Hooks see the call as a HookCall; without hooks none is built (the hot path).
+        let mut hooked = None;
+        let mut arguments = arguments;
         if !hooks.is_empty() {
-            match hooks::run_before(hooks, &mut hooked).await {
+            let mut call = HookCall {
+                call_id: call_id.to_owned(),
+                agent: ctx.agent.clone(),
+                session: ctx.session.clone(),
+                tool: entry.exposed.clone(),
+                server: entry.spec.server.as_str().to_owned(),
+                upstream_tool: entry.upstream_name.clone(),
+                arguments,
+            };
+            match hooks::run_before(hooks, &mut call).await {
                 Err(reason) => {
                     let fate = Fate::new(Ok(ToolOutcome::error(reason)), CallStatus::Denied);
                     return (fate, 0.0, None);
                 }
                 Ok(true) => {
-                    if let Some(refusal) = validate::validate(entry, &hooked.arguments) {
+                    if let Some(refusal) = validate::validate(entry, &call.arguments) {
                         let fate = Fate::new(Ok(refusal), CallStatus::InvalidArguments);
                         return (fate, 0.0, None);
                     }
                 }
                 Ok(false) => {}
             }
+            // Post-call hooks see the arguments too.
+            arguments = call.arguments.clone();
+            hooked = Some(call);
         }
-        let approval = match approve::approve(
-            &self.governance,
-            entry,
-            call_id,
-            &hooked.arguments,
-            ctx,
-        )
-        .await
-        {
-            Ok(approval) => approval,
-            Err((fate, summary)) => return (fate, 0.0, Some(summary)),
-        };
+        let approval =
+            match approve::approve(&self.governance, entry, call_id, &arguments, ctx).await {
+                Ok(approval) => approval,
+                Err((fate, summary)) => return (fate, 0.0, Some(summary)),
+            };
         let admission = match admit::admit(&self.governance, entry, ctx).await {
             Ok(admission) => admission,
             Err(refusal) => {
@@ -211,22 +210,14 @@ impl Pipeline {
             }
         };
         let started = self.clock.now();
-        // Post-call hooks see the arguments too; without hooks they move, not copy.
-        let arguments = if hooks.is_empty() {
-            std::mem::take(&mut hooked.arguments)
-        } else {
-            hooked.arguments.clone()
-        };
         let mut fate = execute::execute(upstreams, entry, arguments, ctx).await;
         drop(admission);
         let cost = self
             .governance
             .cost_of(entry, self.clock.now().saturating_duration_since(started));
         self.governance.charge(ctx, cost);
-        if !hooks.is_empty()
-            && let Ok(outcome) = &mut fate.result
-        {
-            hooks::run_after(hooks, &hooked, outcome).await;
+        if let (Some(call), Ok(outcome)) = (&hooked, &mut fate.result) {
+            hooks::run_after(hooks, call, outcome).await;
         }
         (fate, cost, approval)
     }
