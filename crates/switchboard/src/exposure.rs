@@ -14,7 +14,8 @@ use switchboard_core::{CallContext, Caller, CatalogEntry, ToolDefinition, ToolOu
 
 use crate::host::Host;
 use crate::meta_tools::{
-    self, CALL_TOOL, DESCRIBE_TOOL, LIST_CATEGORIES, LOAD_CATEGORY, SEARCH_TOOLS, UNLOAD_CATEGORY,
+    self, CALL_TOOL, DESCRIBE_TOOL, LIST_CATEGORIES, LOAD_CATEGORY, READ_MORE, SEARCH_TOOLS,
+    UNLOAD_CATEGORY,
 };
 
 /// An agent as the Host runs it: its permissions and how its listing is presented.
@@ -127,6 +128,14 @@ impl Host {
         arguments: &Map<String, Value>,
     ) -> Option<Result<ToolOutcome, CallError>> {
         let caller = Caller::of(ctx);
+        if name == READ_MORE
+            && self
+                .inner
+                .sessions
+                .with(&caller, |state| state.read_more_listed)
+        {
+            return Some(Ok(self.meta_read_more(ctx, arguments)));
+        }
         match (self.exposure_of(&caller), name) {
             (Exposure::Categories, LIST_CATEGORIES) => Some(Ok(self.list_categories(&caller))),
             (Exposure::Categories, LOAD_CATEGORY | UNLOAD_CATEGORY) => {

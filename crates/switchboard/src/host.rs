@@ -25,6 +25,7 @@ use tokio::sync::watch;
 
 use crate::approvals::PendingApprovals;
 use crate::exposure::AgentProfile;
+use crate::result_shaping::{Remainders, TokenCounter};
 use crate::sessions::Sessions;
 use crate::tool_search::SearchCache;
 
@@ -57,6 +58,8 @@ pub struct HostOptions {
     pub governance: Arc<Governance>,
     /// Calls waiting for an operator (served by the admin endpoint).
     pub pending_approvals: Option<Arc<PendingApprovals>>,
+    /// Counts tokens for result budgets.
+    pub token_counter: TokenCounter,
 }
 
 impl Default for HostOptions {
@@ -74,6 +77,7 @@ impl Default for HostOptions {
             exposure: Exposure::Full,
             governance: Arc::new(Governance::default()),
             pending_approvals: None,
+            token_counter: crate::result_shaping::approximate_tokens,
         }
     }
 }
@@ -103,6 +107,8 @@ pub(crate) struct Inner {
     rebuild_lock: Mutex<()>,
     /// URIs of resources an upstream said changed (`notifications/resources/updated`).
     pub(crate) resource_updates: tokio::sync::broadcast::Sender<String>,
+    /// The rest of truncated results, for `read_more`.
+    pub(crate) remainders: Remainders,
     /// The search index of the current catalog version.
     pub(crate) search: SearchCache,
     /// Per-session state (loaded categories, truncated results).
@@ -147,6 +153,7 @@ impl Host {
                 listings: Mutex::default(),
                 sessions: Sessions::default(),
                 search: SearchCache::default(),
+                remainders: Remainders::default(),
                 started: std::sync::atomic::AtomicBool::new(false),
                 pipeline: Pipeline::governed(
                     options.recorder.clone(),
@@ -433,10 +440,14 @@ impl Backend for Host {
     ) -> BoxFuture<'_, Result<ToolOutcome, CallError>> {
         Box::pin(async move {
             self.wait_for_startup().await;
-            if let Some(answer) = self.call_meta(&ctx, &call.name, &call.arguments).await {
-                return answer;
+            let mut answer = match self.call_meta(&ctx, &call.name, &call.arguments).await {
+                Some(answer) => answer,
+                None => self.call(&ctx, &call.name, call.arguments).await,
+            };
+            if let Ok(outcome) = &mut answer {
+                self.shape_result(&ctx, outcome);
             }
-            self.call(&ctx, &call.name, call.arguments).await
+            answer
         })
     }
 

@@ -73,6 +73,11 @@ async fn host() -> Host {
             ),
         ),
         ("qa".to_owned(), profile("qa", &[], None, &[])),
+        ("terse".to_owned(), {
+            let mut terse = (*profile("terse", &[], None, &[])).clone();
+            terse.max_result_tokens = Some(50);
+            Arc::new(terse)
+        }),
         (
             "seeker".to_owned(),
             profile(
@@ -327,5 +332,99 @@ async fn search_mode_finds_describes_and_calls_within_the_view() {
             && refused
                 .text_content()
                 .contains("unknown tool 'files__write_file'")
+    );
+}
+
+#[tokio::test]
+async fn large_results_are_cut_and_the_rest_is_read_with_read_more() {
+    let host = host().await;
+    let terse = caller("terse", "s");
+    let long: String = (0..300).map(|i| format!("word{i} ")).collect();
+    assert!(
+        !listed(&host, &terse)
+            .await
+            .contains(&"read_more".to_owned())
+    );
+    let mut version = host.listing_version(&terse);
+    version.mark_unchanged();
+    let cut = call(&host, &terse, "dice__roll", json!({"text": long}))
+        .await
+        .expect("ok");
+    let text = cut.text_content();
+    assert!(
+        text.len() < 400,
+        "cut to about 50 tokens: {} bytes",
+        text.len()
+    );
+    let marker = text.split("[… truncated: about ").nth(1).expect("a marker");
+    let call_id = cut.meta.as_ref().expect("meta")["switchboard.dev/call"]["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    assert!(
+        marker.contains(&format!("read_more(call_id=\"{call_id}\", offset=")),
+        "{marker}"
+    );
+    assert!(
+        version.has_changed().expect("open"),
+        "read_more appears with a list change"
+    );
+    assert!(
+        listed(&host, &terse)
+            .await
+            .contains(&"read_more".to_owned())
+    );
+    let mut whole = text
+        .split("\n[… truncated")
+        .next()
+        .expect("head")
+        .to_owned();
+    let mut offset: u64 = marker
+        .split("offset=")
+        .nth(1)
+        .and_then(|r| r.split(')').next())
+        .and_then(|n| n.parse().ok())
+        .expect("offset");
+    loop {
+        let more = call(
+            &host,
+            &terse,
+            "read_more",
+            json!({"call_id": call_id, "offset": offset}),
+        )
+        .await
+        .expect("more");
+        let piece = more.text_content();
+        match piece.split_once("\n[… truncated") {
+            Some((head, rest)) => {
+                whole.push_str(head);
+                offset = rest
+                    .split("offset=")
+                    .nth(1)
+                    .and_then(|r| r.split(')').next())
+                    .and_then(|n| n.parse().ok())
+                    .expect("offset");
+            }
+            None => {
+                whole.push_str(&piece);
+                break;
+            }
+        }
+    }
+    assert_eq!(
+        whole,
+        format!("dice:roll{long}"),
+        "the pieces add up to the whole result"
+    );
+    let stranger = call(
+        &host,
+        &caller("qa", "other"),
+        "read_more",
+        json!({"call_id": call_id, "offset": 0}),
+    )
+    .await;
+    assert!(
+        stranger.is_err(),
+        "read_more is not listed, so not callable, for another session"
     );
 }

@@ -1,0 +1,249 @@
+//! Result shaping: a result larger than the caller's token budget (per agent, default 25,000
+//! tokens, like common clients) is cut at the budget with a clear marker, and the rest can be
+//! read with the `read_more(call_id, offset)` meta-tool for a while (10 minutes). The first
+//! truncation in a session adds `read_more` to that session's listing (one `list_changed`).
+//!
+//! Token counts use o200k_base. A text whose byte length is within the budget cannot exceed
+//! it in tokens, so small results are never tokenized.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value, json};
+use switchboard_core::pipeline::CALL_META_KEY;
+use switchboard_core::{CallContext, Caller, ToolOutcome};
+
+use crate::host::Host;
+
+/// The default result budget, in tokens.
+pub const DEFAULT_MAX_RESULT_TOKENS: u64 = 25_000;
+/// How long the rest of a truncated result stays readable.
+const KEEP_FOR: Duration = Duration::from_secs(600);
+/// The most truncated results kept at once (oldest dropped first).
+const MAX_KEPT: usize = 256;
+
+/// Counts tokens of a text.
+pub type TokenCounter = fn(&str) -> usize;
+
+/// A cheap stand-in for a tokenizer: about four bytes per token.
+pub fn approximate_tokens(text: &str) -> usize {
+    text.len().div_ceil(4)
+}
+
+/// Rests of truncated results, by call id.
+#[derive(Default)]
+pub(crate) struct Remainders {
+    kept: Mutex<HashMap<String, Kept>>,
+}
+
+struct Kept {
+    caller: Caller,
+    text: String,
+    since: Instant,
+}
+
+/// The char index at which `text` holds at most `budget` tokens (binary search on a prefix).
+fn cut_point(text: &str, budget: usize, count: TokenCounter) -> usize {
+    let boundaries: Vec<usize> = text
+        .char_indices()
+        .map(|(i, _)| i)
+        .chain([text.len()])
+        .collect();
+    let (mut low, mut high) = (0usize, boundaries.len() - 1);
+    while low < high {
+        let mid = (low + high).div_ceil(2);
+        if count(&text[..boundaries[mid]]) <= budget {
+            low = mid;
+        } else {
+            high = mid - 1;
+        }
+    }
+    boundaries[low]
+}
+
+impl Remainders {
+    fn keep(&self, call_id: &str, caller: &Caller, text: String) {
+        if let Ok(mut kept) = self.kept.lock() {
+            kept.retain(|_, k| k.since.elapsed() < KEEP_FOR);
+            if kept.len() >= MAX_KEPT
+                && let Some(oldest) = kept
+                    .iter()
+                    .min_by_key(|(_, k)| k.since)
+                    .map(|(id, _)| id.clone())
+            {
+                kept.remove(&oldest);
+            }
+            kept.insert(
+                call_id.to_owned(),
+                Kept {
+                    caller: caller.clone(),
+                    text,
+                    since: Instant::now(),
+                },
+            );
+        }
+    }
+
+    fn text(&self, call_id: &str, caller: &Caller) -> Option<String> {
+        let kept = self.kept.lock().ok()?;
+        let found = kept.get(call_id)?;
+        (found.caller.agent == caller.agent && found.since.elapsed() < KEEP_FOR)
+            .then(|| found.text.clone())
+    }
+}
+
+/// Cuts `text` from char `offset` to the budget; returns the piece and the next offset.
+fn piece(text: &str, offset: usize, budget: usize, count: TokenCounter) -> (String, Option<usize>) {
+    let start = text
+        .char_indices()
+        .map(|(i, _)| i)
+        .find(|i| *i >= offset)
+        .unwrap_or(text.len());
+    let rest = &text[start..];
+    if rest.len() <= budget || count(rest) <= budget {
+        return (rest.to_owned(), None);
+    }
+    let cut = cut_point(rest, budget, count);
+    (rest[..cut].to_owned(), Some(start + cut))
+}
+
+fn marker(call_id: &str, next: usize, remaining_tokens: usize) -> String {
+    format!(
+        "\n[… truncated: about {remaining_tokens} more tokens. Call read_more(call_id=\"{call_id}\", offset={next}) to read on.]"
+    )
+}
+
+impl Host {
+    /// The caller's result budget in tokens.
+    fn result_budget(&self, caller: &Caller) -> usize {
+        self.profile(caller.agent.as_deref())
+            .and_then(|profile| profile.max_result_tokens)
+            .unwrap_or(DEFAULT_MAX_RESULT_TOKENS) as usize
+    }
+
+    /// Cuts an over-budget text result and keeps the rest for `read_more`.
+    pub(crate) fn shape_result(&self, ctx: &CallContext, outcome: &mut ToolOutcome) {
+        let budget = self.result_budget(&Caller::of(ctx));
+        let total_bytes: usize = outcome
+            .content
+            .iter()
+            .filter_map(|block| block.get("text").and_then(Value::as_str))
+            .map(str::len)
+            .sum();
+        if total_bytes <= budget {
+            return;
+        }
+        let count = self.inner.options.token_counter;
+        let text = outcome.text_content();
+        let tokens = count(&text);
+        if tokens <= budget {
+            return;
+        }
+        let Some(call_id) = outcome
+            .meta
+            .as_ref()
+            .and_then(|meta| meta.get(CALL_META_KEY))
+            .and_then(|envelope| envelope.get("id"))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+        else {
+            return;
+        };
+        let caller = Caller::of(ctx);
+        let (head, next) = piece(&text, 0, budget, count);
+        let Some(next) = next else {
+            return;
+        };
+        let remaining = tokens.saturating_sub(count(&head));
+        // Non-text blocks (images, resources) are kept; the text blocks become one.
+        outcome
+            .content
+            .retain(|block| block.get("type").and_then(Value::as_str) != Some("text"));
+        outcome.content.insert(
+            0,
+            json!({"type": "text", "text": format!("{head}{}", marker(&call_id, next, remaining))}),
+        );
+        if let Some(meta) = outcome
+            .meta
+            .as_mut()
+            .and_then(|m| m.get_mut(CALL_META_KEY))
+            .and_then(Value::as_object_mut)
+        {
+            meta.insert(
+                "truncated".into(),
+                json!({"total_tokens": tokens, "shown_tokens": tokens - remaining}),
+            );
+        }
+        self.inner.remainders.keep(&call_id, &caller, text);
+        let first = self.inner.sessions.with(&caller, |state| {
+            let first = !state.read_more_listed;
+            state.read_more_listed = true;
+            if first {
+                state.bump();
+            }
+            first
+        });
+        if first {
+            tracing::debug!("read_more listed for this session");
+        }
+    }
+
+    /// `read_more(call_id, offset)`.
+    pub(crate) fn meta_read_more(
+        &self,
+        ctx: &CallContext,
+        arguments: &Map<String, Value>,
+    ) -> ToolOutcome {
+        let caller = Caller::of(ctx);
+        let Some(call_id) = arguments.get("call_id").and_then(Value::as_str) else {
+            return ToolOutcome::error(
+                "'call_id' must be a string: the id in the truncation marker",
+            );
+        };
+        let offset = arguments.get("offset").and_then(Value::as_u64).unwrap_or(0) as usize;
+        let Some(text) = self.inner.remainders.text(call_id, &caller) else {
+            return ToolOutcome::error(format!(
+                "no truncated result '{call_id}' is kept for you (results are kept for {} minutes)",
+                KEEP_FOR.as_secs() / 60
+            ));
+        };
+        let count = self.inner.options.token_counter;
+        let (part, next) = piece(&text, offset, self.result_budget(&caller), count);
+        let text = match next {
+            Some(next) => {
+                let remaining = count(&text[next..]);
+                format!("{part}{}", marker(call_id, next, remaining))
+            }
+            None => part,
+        };
+        ToolOutcome::text(text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(text: &str) -> usize {
+        text.split_whitespace().count()
+    }
+
+    #[test]
+    fn pieces_fit_the_budget_and_cover_the_text() {
+        let text: String = (0..100).map(|i| format!("w{i} ")).collect();
+        let mut offset = 0;
+        let mut seen = String::new();
+        loop {
+            let (part, next) = piece(&text, offset, 30, words);
+            assert!(words(&part) <= 30);
+            seen.push_str(&part);
+            match next {
+                Some(next) => offset = next,
+                None => break,
+            }
+        }
+        assert_eq!(seen, text, "the pieces are the whole text, in order");
+        assert_eq!(piece("é😀x", 0, 100, words).1, None);
+    }
+}
