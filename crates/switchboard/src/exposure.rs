@@ -127,6 +127,10 @@ impl Host {
         name: &str,
         arguments: &Map<String, Value>,
     ) -> Option<Result<ToolOutcome, CallError>> {
+        // Most calls are not meta-tool calls: decide that without touching any state.
+        if !meta_tools::is_meta(name) {
+            return None;
+        }
         let caller = Caller::of(ctx);
         if name == READ_MORE
             && self

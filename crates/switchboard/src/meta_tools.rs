@@ -14,6 +14,20 @@ pub(crate) const DESCRIBE_TOOL: &str = "describe_tool";
 pub(crate) const CALL_TOOL: &str = "call_tool";
 pub(crate) const READ_MORE: &str = "read_more";
 
+/// Whether `name` is one of the gateway's own tools (in some mode).
+pub(crate) fn is_meta(name: &str) -> bool {
+    matches!(
+        name,
+        LIST_CATEGORIES
+            | LOAD_CATEGORY
+            | UNLOAD_CATEGORY
+            | SEARCH_TOOLS
+            | DESCRIBE_TOOL
+            | CALL_TOOL
+            | READ_MORE
+    )
+}
+
 /// How a meta-tool behaves, for its annotations.
 #[derive(Clone, Copy, PartialEq)]
 enum Effect {
