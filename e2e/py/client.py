@@ -17,6 +17,11 @@ Actions (each prints one JSON document on stdout):
   resources                        -> [{"uri"}...]
   read URI                         -> the ReadResourceResult
   info                             -> {"protocolVersion", "serverInfo"}
+  lazy CATEGORY TOOL JSON          -> categories mode: {"before": [names], "notified": bool,
+                                      "after": [names], "result": {...}} — lists, loads the
+                                      category, waits for tools/list_changed, lists, calls TOOL
+  find QUERY TOOL JSON             -> search mode: {"found": {...}, "result": {...}} —
+                                      search_tools(QUERY), then call_tool(TOOL, JSON)
 With --stdio, everything after `--` is the server's command line.
 --elicit accept|decline|approve-false declares the elicitation capability and answers every
 elicitation that way (accept = {"approve": true}); the questions asked are printed to stderr
@@ -92,6 +97,14 @@ async def run(args: argparse.Namespace) -> Any:
             return types.ElicitResult(action="accept", content={"approve": args.elicit == "accept"})
 
         options["elicitation_callback"] = on_elicit
+    changed = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        root = getattr(message, "root", message)
+        if isinstance(root, types.ToolListChangedNotification):
+            changed.set()
+
+    options["message_handler"] = on_message
     async with Client(server, mode=MODES[args.era], read_timeout_seconds=90, **options) as client:
         if args.era == "modern":
             await discover(client)
@@ -110,6 +123,25 @@ async def run(args: argparse.Namespace) -> Any:
         if action == "call":
             result = await client.call_tool(need(args.name, "NAME"), arguments(args.arguments))
             return {"structuredContent": None, **dump(result)}
+        if action == "lazy":
+            async def names() -> list[str]:
+                return [t.name for t in (await client.list_tools()).tools]
+
+            before = await names()
+            loaded = await client.call_tool("load_category", {"name": need(args.name, "CATEGORY")})
+            with anyio.move_on_after(5):
+                await changed.wait()
+            after = await names()
+            result = await client.call_tool(need(args.arguments, "TOOL"), arguments(args.extra or "{}"))
+            return {"before": before, "loaded": dump(loaded), "notified": changed.is_set(), "after": after,
+                    "result": {"structuredContent": None, **dump(result)}}
+        if action == "find":
+            found = await client.call_tool("search_tools", {"query": need(args.name, "QUERY")})
+            result = await client.call_tool(
+                "call_tool", {"name": need(args.arguments, "TOOL"), "arguments": arguments(args.extra or "{}")}
+            )
+            return {"found": {"structuredContent": None, **dump(found)},
+                    "result": {"structuredContent": None, **dump(result)}}
         if action == "progress":
             seen: list[float] = []
 
@@ -174,7 +206,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("action")
     parser.add_argument("name", nargs="?")
     parser.add_argument("arguments", nargs="?", default="{}")
-    parser.add_argument("seconds", nargs="?", type=float)
+    parser.add_argument("extra", nargs="?")
     args = parser.parse_args(argv)
     args.command = command
     if bool(args.http) == bool(args.stdio):
@@ -182,7 +214,10 @@ def parse(argv: list[str]) -> argparse.Namespace:
     if args.stdio and not command:
         parser.error("--stdio needs the server's command after --")
     if args.after is None:
-        args.after = args.seconds if args.seconds is not None else 1.0
+        try:
+            args.after = float(args.extra) if args.action == "cancel" and args.extra is not None else 1.0
+        except ValueError:
+            parser.error("cancel: SECONDS must be a number")
     return args
 
 
