@@ -18,7 +18,8 @@ use super::model::{AgentConfig, ApprovalMode, Exposure};
 use super::tree::{Node, Value};
 use super::validate::Walk;
 
-pub(super) const AGENT_KEYS: [&str; 12] = [
+pub(super) const AGENT_KEYS: [&str; 13] = [
+    "tier",
     "tokens",
     "approval",
     "auto_approve",
@@ -60,6 +61,10 @@ impl Walk<'_> {
                 );
             }
             let agent = self.agent(value, &format!("agents.{name}"), capabilities);
+            if let (Some(tier), Some(node)) = (&agent.tier, value.get("tier")) {
+                self.agent_tiers
+                    .insert(name.clone(), (tier.to_lowercase(), node.pos));
+            }
             agents.insert(name.clone(), agent);
         }
         agents
@@ -110,6 +115,7 @@ impl Walk<'_> {
                 "max_listing_tokens" => agent.max_listing_tokens = self.count(value, &key_what),
                 "max_result_tokens" => agent.max_result_tokens = self.count(value, &key_what),
                 "limits" => agent.limits = self.limits(value, &key_what),
+                "tier" => agent.tier = self.string(value, &key_what).map(|t| t.to_lowercase()),
                 "quota" => agent.quota = self.quota(value, &key_what),
                 "approval" => agent.approval = self.approval(value, &key_what).unwrap_or_default(),
                 "auto_approve" => agent.auto_approve = self.strings(value, &key_what),

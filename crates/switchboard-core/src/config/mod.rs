@@ -28,6 +28,7 @@ mod schema;
 mod server;
 mod substitute;
 mod suggest;
+mod tiers;
 mod toml_tree;
 mod transport;
 mod tree;
@@ -46,6 +47,7 @@ pub use model::{
 pub use problem::{ConfigErrors, Origin, Problem};
 pub use schema::native_schema;
 pub use substitute::{Environment, MapEnvironment, ProcessEnvironment};
+pub use tiers::default_tiers;
 
 /// The syntax of a config file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -22,6 +22,10 @@ pub struct Config {
     pub agents: BTreeMap<String, AgentConfig>,
     /// External command hooks, in file order.
     pub hooks: Vec<HookConfig>,
+    /// Latency tiers, ordered by ceiling (default fast 500 ms, standard 1.5 s, deep 4 s).
+    pub tiers: Vec<TierConfig>,
+    /// How latency is measured and judged.
+    pub latency: LatencyConfig,
 }
 
 impl Config {
@@ -82,6 +86,8 @@ pub struct AgentConfig {
     pub auto_approve: Vec<String>,
     /// Salted hashes of the agent's HTTP bearer tokens (`sha256$salt$hash`).
     pub tokens: Vec<String>,
+    /// The agent's default latency tier (None = no tier: every tool fits).
+    pub tier: Option<String>,
 }
 
 /// How an agent's tools are listed.
@@ -111,6 +117,8 @@ impl Config {
             capabilities: BTreeMap::new(),
             agents: BTreeMap::new(),
             hooks: Vec::new(),
+            tiers: super::tiers::default_tiers(),
+            latency: LatencyConfig::default(),
         }
     }
 }
@@ -285,6 +293,10 @@ pub struct ToolOverrideConfig {
     pub approval: Option<ApprovalMode>,
     /// Replaces the tool's own destructiveHint (annotations are untrusted).
     pub destructive: Option<bool>,
+    /// Replaces the tool's own readOnlyHint.
+    pub read_only: Option<bool>,
+    /// Replaces the tool's declared latency metadata, field by field.
+    pub latency: crate::LatencyMeta,
 }
 
 /// `limits = { ... }` of the gateway, an agent, a server or a tool.
@@ -340,4 +352,35 @@ pub struct HookConfig {
     pub timeout: Duration,
     /// true: a failing hook lets the call go on; false: it denies the call.
     pub fail_open: bool,
+}
+
+/// One latency tier.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TierConfig {
+    pub name: String,
+    pub ceiling: Duration,
+}
+
+/// `[latency]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LatencyConfig {
+    /// The quantile compared with tier ceilings (0.9 = p90).
+    pub quantile: f64,
+    /// Calls kept per tool.
+    pub window: usize,
+    /// Calls needed before measured figures replace declared ones.
+    pub min_samples: usize,
+    /// The environment stats are kept under (default: host name + transport).
+    pub environment: Option<String>,
+}
+
+impl Default for LatencyConfig {
+    fn default() -> Self {
+        Self {
+            quantile: 0.9,
+            window: 100,
+            min_samples: 20,
+            environment: None,
+        }
+    }
 }

@@ -33,6 +33,40 @@ struct SwitchboardConfig {
     /// External commands run before or after calls ([[hooks]]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     hooks: Vec<HookEntry>,
+    /// Latency tiers: name = ceiling (default fast 500ms, standard 1500ms, deep 4s).
+    #[schemars(extend("propertyNames" = {"pattern": "^[A-Za-z0-9_-]{1,64}$"}))]
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    tiers: BTreeMap<String, Duration>,
+    /// How latency is measured and judged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    latency: Option<Latency>,
+}
+
+/// How latency is measured and judged.
+#[derive(JsonSchema, Default)]
+#[serde(default, deny_unknown_fields)]
+#[allow(dead_code)]
+struct Latency {
+    /// The quantile compared with tier ceilings (default p90).
+    quantile: Option<QuantileName>,
+    /// Calls kept per tool (default 100).
+    #[schemars(range(min = 1))]
+    window: Option<u64>,
+    /// Calls needed before measured figures replace declared ones (default 20).
+    #[schemars(range(min = 1))]
+    min_samples: Option<u64>,
+    /// The environment stats are kept under (default: host name + transport).
+    environment: Option<String>,
+}
+
+#[derive(JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[allow(dead_code)]
+enum QuantileName {
+    P50,
+    P90,
+    P95,
+    P99,
 }
 
 /// An external command that sees calls: gets the call as JSON on stdin, answers JSON on
@@ -162,6 +196,8 @@ struct Agent {
     auto_approve: Vec<String>,
     /// Salted hashes of the agent's HTTP bearer tokens (from `switchboard token create`).
     tokens: Vec<String>,
+    /// The agent's default latency tier (one of [tiers]).
+    tier: Option<String>,
 }
 
 #[derive(JsonSchema)]
@@ -399,6 +435,21 @@ struct ToolOverride {
     /// Replaces the tool's own destructiveHint (annotations are untrusted).
     #[serde(skip_serializing_if = "Option::is_none")]
     destructive: Option<bool>,
+    /// Replaces the tool's own readOnlyHint.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    read_only: Option<bool>,
+    /// Typical duration (p50) in ms; replaces the tool's declared _meta.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    estimated_duration_ms: Option<u64>,
+    /// Upper bound (p99) in ms; replaces the declared one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_duration_ms: Option<u64>,
+    /// Same arguments, same effect: retries and hedging are safe.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    idempotent: Option<bool>,
+    /// How long results may be reused (0 = never).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cacheable_seconds: Option<u64>,
 }
 
 // Defaults: `Serialize` types show theirs in the schema (the real ones, below); the enums

@@ -36,7 +36,12 @@ pub(super) const FOREIGN_SERVER_KEYS: [&str; 5] = [
     "timeout",
     "description",
 ];
-pub(super) const TOOL_KEYS: [&str; 8] = [
+pub(super) const TOOL_KEYS: [&str; 13] = [
+    "read_only",
+    "estimated_duration_ms",
+    "max_duration_ms",
+    "idempotent",
+    "cacheable_seconds",
     "approval",
     "destructive",
     "name",
@@ -228,6 +233,15 @@ impl Walk<'_> {
                 "cost" => spec.cost = self.cost(value, &key_what),
                 "approval" => spec.approval = self.approval(value, &key_what),
                 "destructive" => spec.destructive = self.bool(value, &key_what),
+                "read_only" => spec.read_only = self.bool(value, &key_what),
+                "estimated_duration_ms" => {
+                    spec.latency.estimated_duration_ms = self.millis(value, &key_what);
+                }
+                "max_duration_ms" => spec.latency.max_duration_ms = self.millis(value, &key_what),
+                "idempotent" => spec.latency.idempotent = self.bool(value, &key_what),
+                "cacheable_seconds" => {
+                    spec.latency.cacheable_seconds = self.millis(value, &key_what);
+                }
                 other => self.unknown(*key_pos, other, what, &TOOL_KEYS),
             }
         }

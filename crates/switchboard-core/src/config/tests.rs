@@ -516,3 +516,32 @@ fn limits_costs_and_quotas() {
     );
     assert_eq!(server.tools["now"].limits.per_minute, Some(10.0));
 }
+
+#[test]
+fn tiers_latency_and_tool_latency_overrides() {
+    let text = "[tiers]\ndeep = \"4s\"\nfast = 500\n\n[latency]\nquantile = \"p99\"\nwindow = 50\nmin_samples = 10\nenvironment = \"ci\"\n\n[agents.npc]\ntier = \"FAST\"\n\n[servers.s]\nbuiltin = \"clock\"\n[servers.s.tools.now]\nestimated_duration_ms = 5\nmax_duration_ms = 50\nidempotent = true\ncacheable_seconds = 1\nread_only = true\n";
+    let config = Config::parse(text, Origin::Inline, Format::Toml, &env()).expect("valid");
+    let tiers: Vec<(&str, u128)> = config
+        .tiers
+        .iter()
+        .map(|t| (t.name.as_str(), t.ceiling.as_millis()))
+        .collect();
+    assert_eq!(tiers, [("fast", 500), ("deep", 4000)], "ordered by ceiling");
+    assert_eq!(config.latency.quantile, 0.99);
+    assert_eq!(
+        (config.latency.window, config.latency.min_samples),
+        (50, 10)
+    );
+    assert_eq!(config.agents["npc"].tier.as_deref(), Some("fast"));
+    let now = &config.servers[0].tools["now"];
+    assert_eq!(
+        now.latency,
+        crate::LatencyMeta::new(5, 50)
+            .idempotent(true)
+            .cacheable_seconds(1)
+    );
+    assert_eq!(now.read_only, Some(true));
+    let defaults = Config::parse("", Origin::Inline, Format::Toml, &env()).expect("empty");
+    assert_eq!(defaults.tiers.len(), 3);
+    assert_eq!(defaults.latency.quantile, 0.9);
+}

@@ -17,7 +17,9 @@ use super::suggest;
 use super::tree::{Node, Pos, Value};
 use super::{Format, ParsedText};
 
-pub(super) const ROOT_KEYS: [&str; 7] = [
+pub(super) const ROOT_KEYS: [&str; 9] = [
+    "tiers",
+    "latency",
     "hooks",
     "gateway",
     "servers",
@@ -51,6 +53,8 @@ pub(super) struct Walk<'a> {
     pub(super) env: &'a dyn Environment,
     /// The config file's directory: relative paths in the file are taken from it.
     base_dir: Option<PathBuf>,
+    /// Agents' default tiers and where they were written, checked once `[tiers]` is read.
+    pub(super) agent_tiers: BTreeMap<String, (String, Pos)>,
     problems: Vec<Problem>,
 }
 
@@ -70,6 +74,7 @@ pub fn validate(
             .and_then(|path| path.parent())
             .map(ToOwned::to_owned),
         problems: Vec::new(),
+        agent_tiers: BTreeMap::new(),
     };
     let mut config = Config {
         source: origin.path().map(ToOwned::to_owned),
@@ -79,6 +84,8 @@ pub fn validate(
         capabilities: BTreeMap::new(),
         agents: BTreeMap::new(),
         hooks: Vec::new(),
+        tiers: super::tiers::default_tiers(),
+        latency: super::model::LatencyConfig::default(),
     };
     let Value::Table(entries) = &root.value else {
         walk.problem(
@@ -99,6 +106,8 @@ pub fn validate(
         match key.as_str() {
             "capabilities" => {}
             "hooks" => config.hooks = walk.hooks(node),
+            "tiers" => config.tiers = walk.tiers(node),
+            "latency" => config.latency = walk.latency(node),
             "agents" => config.agents = walk.agents(node, &config.capabilities),
             "gateway" => walk.gateway(node, &mut config.gateway),
             "aliases" => config.aliases = walk.string_map(node, "aliases"),
@@ -106,6 +115,8 @@ pub fn validate(
             other => walk.unknown(*key_pos, other, "", &ROOT_KEYS),
         }
     }
+    let wanted = std::mem::take(&mut walk.agent_tiers);
+    walk.check_tier_names(&config.tiers, &wanted);
     let has_servers = entries
         .iter()
         .any(|(k, _, _)| k == "servers" || k == "mcpServers");

@@ -12,6 +12,7 @@ use crate::config::builtin::SETTINGS_KEYS;
 use crate::config::hooks::HOOK_KEYS;
 use crate::config::limits::LIMIT_KEYS;
 use crate::config::server::{SERVER_KEYS, TOOL_KEYS};
+use crate::config::tiers::LATENCY_KEYS;
 use crate::config::validate::{GATEWAY_KEYS, ROOT_KEYS};
 
 fn schema() -> Value {
@@ -68,6 +69,7 @@ fn schema_and_validator_know_the_same_keys() {
         ("/$defs/Agent/properties", keys(&AGENT_KEYS, &[])),
         ("/$defs/Limits/properties", keys(&LIMIT_KEYS, &[])),
         ("/$defs/HookEntry/properties", keys(&HOOK_KEYS, &[])),
+        ("/$defs/Latency/properties", keys(&LATENCY_KEYS, &[])),
     ];
     for (pointer, expected) in cases {
         assert_eq!(properties(&schema, pointer), expected, "{pointer}");

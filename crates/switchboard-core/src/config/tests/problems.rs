@@ -424,3 +424,20 @@ fn hook_problems() {
         ],
     );
 }
+
+#[test]
+fn tier_problems() {
+    toml(
+        "[agents.npc]\ntier = \"fsat\"\n\n[tiers]\nfast = \"soon\"\nslow = \"2s\"\n\n[latency]\nquantile = \"p42\"\nwindow = 10\nmin_samples = 20\n",
+        &[
+            (5, 8, "tiers.fast is not a duration"),
+            (9, 12, "latency.quantile 'p42' is not known"),
+            (
+                8,
+                1,
+                "latency.min_samples (20) is larger than latency.window (10)",
+            ),
+            (2, 8, "agent 'npc' names unknown tier 'fsat'"),
+        ],
+    );
+}

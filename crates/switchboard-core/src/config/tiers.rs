@@ -1,0 +1,157 @@
+//! `[tiers]` and the latency keys: which latency budgets exist and how a tool's latency is
+//! judged.
+//!
+//! ```toml
+//! [tiers]
+//! fast = "500ms"             # tier name = ceiling; any names, ordered by ceiling
+//! standard = "1500ms"
+//! deep = "4s"
+//!
+//! [latency]
+//! quantile = "p90"           # p50 | p90 | p95 | p99: what "fits a tier" compares
+//! window = 100               # calls kept per tool
+//! min_samples = 20           # measured replaces declared only after this many calls
+//! environment = "laptop"     # default: host name + transport
+//!
+//! [servers.search.tools.web_search]
+//! estimated_duration_ms = 800   # overrides the tool's declared _meta
+//! max_duration_ms = 3000
+//! idempotent = true
+//! cacheable_seconds = 60
+//! read_only = true              # overrides readOnlyHint (probing, caching, approvals)
+//! ```
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use super::model::{LatencyConfig, TierConfig};
+use super::tree::{Node, Value};
+use super::validate::Walk;
+
+pub(super) const LATENCY_KEYS: [&str; 4] = ["quantile", "window", "min_samples", "environment"];
+const QUANTILES: [&str; 4] = ["p50", "p90", "p95", "p99"];
+
+/// The default tiers.
+pub fn default_tiers() -> Vec<TierConfig> {
+    [("fast", 500), ("standard", 1_500), ("deep", 4_000)]
+        .into_iter()
+        .map(|(name, ms)| TierConfig {
+            name: name.to_owned(),
+            ceiling: Duration::from_millis(ms),
+        })
+        .collect()
+}
+
+impl Walk<'_> {
+    pub(super) fn tiers(&mut self, node: &Node) -> Vec<TierConfig> {
+        let mut tiers = Vec::new();
+        for (name, name_pos, value) in self.table(node, "tiers") {
+            if !super::server::is_valid_id(name) {
+                self.problem(
+                    *name_pos,
+                    format!("tier name '{name}' is not allowed"),
+                    Some("use 1-64 characters of A-Z a-z 0-9 _ -".to_owned()),
+                );
+            }
+            if let Some(ceiling) = self.duration(value, &format!("tiers.{name}")) {
+                tiers.push(TierConfig {
+                    name: name.to_lowercase(),
+                    ceiling,
+                });
+            }
+        }
+        if tiers.is_empty() {
+            self.problem(
+                node.pos,
+                "[tiers] defines no tier",
+                Some("e.g. fast = \"500ms\"; omit [tiers] for the defaults".to_owned()),
+            );
+            return default_tiers();
+        }
+        tiers.sort_by_key(|tier| tier.ceiling);
+        tiers
+    }
+
+    pub(super) fn latency(&mut self, node: &Node) -> LatencyConfig {
+        let mut latency = LatencyConfig::default();
+        for (key, key_pos, value) in self.table(node, "latency") {
+            let what = format!("latency.{key}");
+            match key.as_str() {
+                "quantile" => {
+                    if let Some(text) = self.string(value, &what) {
+                        match text.as_str() {
+                            "p50" => latency.quantile = 0.5,
+                            "p90" => latency.quantile = 0.9,
+                            "p95" => latency.quantile = 0.95,
+                            "p99" => latency.quantile = 0.99,
+                            other => self.problem(
+                                value.pos,
+                                format!("{what} '{other}' is not known"),
+                                Some(format!("use one of {}", QUANTILES.join(", "))),
+                            ),
+                        }
+                    }
+                }
+                "window" => {
+                    if let Some(n) = self.count(value, &what) {
+                        latency.window = usize::try_from(n).unwrap_or(usize::MAX).min(100_000);
+                    }
+                }
+                "min_samples" => {
+                    if let Some(n) = self.count(value, &what) {
+                        latency.min_samples = usize::try_from(n).unwrap_or(usize::MAX);
+                    }
+                }
+                "environment" => latency.environment = self.string(value, &what),
+                other => self.unknown(*key_pos, other, "[latency]", &LATENCY_KEYS),
+            }
+        }
+        if latency.min_samples > latency.window {
+            self.problem(
+                node.pos,
+                format!(
+                    "latency.min_samples ({}) is larger than latency.window ({}): measured figures would never be used",
+                    latency.min_samples, latency.window
+                ),
+                None,
+            );
+        }
+        latency
+    }
+
+    /// An agent's default tier must be one of the tiers.
+    pub(super) fn check_tier_names(
+        &mut self,
+        tiers: &[TierConfig],
+        wanted: &BTreeMap<String, (String, super::tree::Pos)>,
+    ) {
+        let names: Vec<&str> = tiers.iter().map(|t| t.name.as_str()).collect();
+        for (agent, (tier, pos)) in wanted {
+            if !names.contains(&tier.as_str()) {
+                self.problem(
+                    *pos,
+                    format!("agent '{agent}' names unknown tier '{tier}'"),
+                    Some(super::suggest::hint(tier, &names, "tiers")),
+                );
+            }
+        }
+    }
+
+    /// A non-negative integer of milliseconds or seconds.
+    pub(super) fn millis(&mut self, node: &Node, what: &str) -> Option<u64> {
+        match node.value {
+            Value::Integer(n) if n >= 0 => u64::try_from(n).ok(),
+            ref other => {
+                self.problem(
+                    node.pos,
+                    format!(
+                        "{what} must be a non-negative integer, found {}",
+                        other.kind()
+                    ),
+                    None,
+                );
+                None
+            }
+        }
+    }
+}
