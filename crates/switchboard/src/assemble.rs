@@ -56,7 +56,7 @@ impl Host {
             .iter()
             .filter_map(|(name, agent)| {
                 let profile = AgentProfile {
-                    policy: config.agent_policy(name)?,
+                    policy: Arc::new(config.agent_policy(name)?),
                     exposure: agent.exposure,
                     pinned: agent.pinned.iter().map(|g| ToolPattern::parse(g)).collect(),
                     max_listing_tokens: agent.max_listing_tokens,

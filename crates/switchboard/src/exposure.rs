@@ -6,6 +6,8 @@
 
 use std::collections::BTreeMap;
 
+use std::sync::Arc;
+
 use serde_json::{Map, Value, json};
 use switchboard_core::agent::{AgentPolicy, ToolPattern};
 use switchboard_core::config::Exposure;
@@ -21,7 +23,7 @@ use crate::meta_tools::{
 /// An agent as the Host runs it: its permissions and how its listing is presented.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AgentProfile {
-    pub policy: AgentPolicy,
+    pub policy: Arc<AgentPolicy>,
     /// None = the gateway's default mode.
     pub exposure: Option<Exposure>,
     /// Tools always listed in full.
@@ -34,7 +36,7 @@ impl AgentProfile {
     /// An agent that sees everything, listed in full.
     pub fn unrestricted(name: &str) -> Self {
         Self {
-            policy: AgentPolicy::unrestricted(name),
+            policy: Arc::new(AgentPolicy::unrestricted(name)),
             exposure: None,
             pinned: Vec::new(),
             max_listing_tokens: None,

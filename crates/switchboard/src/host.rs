@@ -107,6 +107,8 @@ pub(crate) struct Inner {
     rebuild_lock: Mutex<()>,
     /// URIs of resources an upstream said changed (`notifications/resources/updated`).
     pub(crate) resource_updates: tokio::sync::broadcast::Sender<String>,
+    /// The view of callers without an agent (shared, so a call allocates none).
+    full_view: Arc<dyn View>,
     /// The rest of truncated results, for `read_more`.
     pub(crate) remainders: Remainders,
     /// The search index of the current catalog version.
@@ -154,6 +156,7 @@ impl Host {
                 sessions: Sessions::default(),
                 search: SearchCache::default(),
                 remainders: Remainders::default(),
+                full_view: Arc::new(FullView),
                 started: std::sync::atomic::AtomicBool::new(false),
                 pipeline: Pipeline::governed(
                     options.recorder.clone(),
@@ -188,7 +191,7 @@ impl Host {
         match agent {
             Some(name) if !self.inner.options.agents.is_empty() => {
                 match self.inner.options.agents.get(name) {
-                    Some(profile) => Arc::new(profile.policy.clone()),
+                    Some(profile) => profile.policy.clone(),
                     None => Arc::new(AgentPolicy {
                         name: name.to_owned(),
                         allow: vec![],
@@ -196,7 +199,7 @@ impl Host {
                     }),
                 }
             }
-            _ => Arc::new(FullView),
+            _ => self.inner.full_view.clone(),
         }
     }
 

@@ -34,7 +34,7 @@ impl Host {
 
     /// Records the URIs a tool result links to, so they can be read back.
     pub(crate) fn remember_resource_links(&self, server: &ServerId, outcome: &ToolOutcome) {
-        let uris = outcome.content.iter().filter_map(|block| {
+        let mut uris = outcome.content.iter().filter_map(|block| {
             match block.get("type").and_then(Value::as_str) {
                 Some("resource_link") => block.get("uri").and_then(Value::as_str),
                 Some("resource") => block
@@ -44,10 +44,14 @@ impl Host {
                 _ => None,
             }
         });
+        // Most results carry no resource: no lock then.
+        let Some(first) = uris.next() else {
+            return;
+        };
         let Ok(mut routes) = self.inner.resource_routes.lock() else {
             return;
         };
-        for uri in uris {
+        for uri in std::iter::once(first).chain(uris) {
             routes.insert(uri.to_owned(), server.clone());
         }
     }

@@ -22,11 +22,11 @@ fn profile(
     pinned: &[&str],
 ) -> Arc<AgentProfile> {
     Arc::new(AgentProfile {
-        policy: AgentPolicy {
+        policy: Arc::new(AgentPolicy {
             name: name.to_owned(),
             allow: allow.iter().map(|g| ToolPattern::parse(g)).collect(),
             deny: vec![],
-        },
+        }),
         exposure,
         pinned: pinned.iter().map(|g| ToolPattern::parse(g)).collect(),
         max_listing_tokens: None,

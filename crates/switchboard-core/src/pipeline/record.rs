@@ -75,7 +75,9 @@ pub trait Recorder: Send + Sync {
     fn record(&self, record: &CallRecord);
 }
 
-/// Writes each call as one structured `tracing` line at info level (target `switchboard::call`).
+/// Writes each call as one structured `tracing` line at debug level (target
+/// `switchboard::call`; `--log switchboard::call=debug` shows them). Writing a line per call at
+/// info level cost measurable latency on the hot path; the audit ledger is the durable record.
 #[derive(Debug, Default)]
 pub struct LogRecorder;
 
@@ -85,7 +87,7 @@ impl Recorder for LogRecorder {
             Some((server, tool)) => (server.as_str(), tool.as_str()),
             None => ("", ""),
         };
-        tracing::info!(
+        tracing::debug!(
             target: "switchboard::call",
             id = %record.call_id,
             name = %record.name,
