@@ -8,6 +8,7 @@ mod admin;
 mod commands;
 mod logging;
 mod output;
+mod process_stdio;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -115,8 +115,8 @@ pub async fn run(config: Option<&Path>, args: ServeArgs) -> anyhow::Result<ExitC
             };
             stdio::serve(
                 dispatcher,
-                tokio::io::stdin(),
-                tokio::io::stdout(),
+                crate::process_stdio::stdin(),
+                crate::process_stdio::stdout(),
                 options,
                 shutdown.clone(),
             )

@@ -97,8 +97,8 @@ pub async fn run(args: ToolServerArgs) -> anyhow::Result<ExitCode> {
     };
     stdio::serve(
         dispatcher,
-        tokio::io::stdin(),
-        tokio::io::stdout(),
+        crate::process_stdio::stdin(),
+        crate::process_stdio::stdout(),
         options,
         CancellationToken::new(),
     )
