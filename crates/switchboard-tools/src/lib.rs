@@ -3,6 +3,7 @@
 //! over stdio by `switchboard tool-server NAME`.
 
 pub mod clock;
+pub mod dice;
 
 use std::sync::Arc;
 
@@ -12,7 +13,7 @@ use switchboard_core::upstream::ToolProvider;
 
 /// Names of every built-in provider, for help texts (the config validator keeps the same
 /// list in `switchboard_core::config::BUILTINS`).
-pub const BUILTINS: [&str; 1] = ["clock"];
+pub const BUILTINS: [&str; 2] = ["clock", "dice"];
 
 /// Why a built-in could not be set up.
 #[derive(Debug, thiserror::Error)]
@@ -27,10 +28,14 @@ pub enum BuiltinError {
 /// defaults), on the system clock.
 pub fn builtin(
     name: &str,
-    _settings: &BuiltinSettings,
+    settings: &BuiltinSettings,
 ) -> Result<Arc<dyn ToolProvider>, BuiltinError> {
     match name {
         "clock" => Ok(Arc::new(clock::Clock::new(Arc::new(SystemClock)))),
+        "dice" => Ok(Arc::new(dice::Dice::new(dice::DiceSettings {
+            tables_dir: settings.tables_dir.clone(),
+            seed: settings.seed,
+        }))),
         _ => Err(BuiltinError::Unknown {
             name: name.to_owned(),
         }),
