@@ -4,6 +4,7 @@
 
 pub mod clock;
 pub mod dice;
+pub mod files;
 
 use std::sync::Arc;
 
@@ -13,7 +14,7 @@ use switchboard_core::upstream::ToolProvider;
 
 /// Names of every built-in provider, for help texts (the config validator keeps the same
 /// list in `switchboard_core::config::BUILTINS`).
-pub const BUILTINS: [&str; 2] = ["clock", "dice"];
+pub const BUILTINS: [&str; 3] = ["clock", "dice", "files"];
 
 /// Why a built-in could not be set up.
 #[derive(Debug, thiserror::Error)]
@@ -36,6 +37,38 @@ pub fn builtin(
             tables_dir: settings.tables_dir.clone(),
             seed: settings.seed,
         }))),
+        "files" => {
+            let mut roots: Vec<files::Root> = settings
+                .roots
+                .iter()
+                .map(|root| files::Root {
+                    path: root.path.clone(),
+                    read_only: root.read_only,
+                })
+                .collect();
+            if roots.is_empty() {
+                // The default: the directory the gateway was started in.
+                let cwd = std::env::current_dir().map_err(|error| BuiltinError::Setup {
+                    name: name.to_owned(),
+                    reason: format!("cannot read the working directory: {error}"),
+                })?;
+                roots.push(files::Root {
+                    path: cwd,
+                    read_only: false,
+                });
+            }
+            let defaults = files::FilesSettings::default();
+            let provider = files::Files::new(files::FilesSettings {
+                roots,
+                max_read_bytes: settings.max_read_bytes.unwrap_or(defaults.max_read_bytes),
+                max_write_bytes: settings.max_write_bytes.unwrap_or(defaults.max_write_bytes),
+            })
+            .map_err(|error| BuiltinError::Setup {
+                name: name.to_owned(),
+                reason: error.to_string(),
+            })?;
+            Ok(Arc::new(provider))
+        }
         _ => Err(BuiltinError::Unknown {
             name: name.to_owned(),
         }),

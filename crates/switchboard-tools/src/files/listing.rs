@@ -1,0 +1,202 @@
+//! Looking around: directory listings, a depth-limited tree, file search by glob and content,
+//! and file information. Walks never follow symlinks, and every walk has a limit.
+
+use std::path::Path;
+
+use cap_std::fs::{Dir, MetadataExt};
+use serde_json::{Value, json};
+use switchboard_core::agent::glob_match;
+
+use super::Files;
+use super::roots::{io_message, locate};
+
+/// Entries a tree or a search visits at most.
+const MAX_VISITED: usize = 20_000;
+/// Files larger than this are not searched by content.
+const MAX_SEARCHED_BYTES: u64 = 1 << 20;
+
+fn kind(meta: &cap_std::fs::Metadata) -> &'static str {
+    if meta.is_symlink() {
+        "symlink"
+    } else if meta.is_dir() {
+        "directory"
+    } else if meta.is_file() {
+        "file"
+    } else {
+        "other"
+    }
+}
+
+/// Entries of one directory, sorted by name: (name, metadata without following symlinks).
+fn entries(dir: &Dir, path: &Path) -> std::io::Result<Vec<(String, cap_std::fs::Metadata)>> {
+    let mut found = Vec::new();
+    for entry in dir.read_dir(path)? {
+        let entry = entry?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let meta = dir.symlink_metadata(path.join(&name))?;
+        found.push((name, meta));
+    }
+    found.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(found)
+}
+
+impl Files {
+    pub(super) fn list_directory(&self, given: &str) -> Result<Vec<Value>, String> {
+        let located = locate(&self.roots, given)?;
+        let listed =
+            entries(&located.root.dir, located.rel()).map_err(|e| io_message(given, &e))?;
+        Ok(listed
+            .into_iter()
+            .map(|(name, meta)| json!({"name": name, "type": kind(&meta), "size": meta.len()}))
+            .collect())
+    }
+
+    pub(super) fn directory_tree(
+        &self,
+        given: &str,
+        depth: usize,
+        limit: usize,
+    ) -> Result<(Value, bool), String> {
+        let located = locate(&self.roots, given)?;
+        let mut visited = 0usize;
+        let mut truncated = false;
+        let tree = self
+            .tree(
+                &located.root.dir,
+                located.rel(),
+                depth,
+                limit,
+                &mut visited,
+                &mut truncated,
+            )
+            .map_err(|e| io_message(given, &e))?;
+        Ok((tree, truncated))
+    }
+
+    fn tree(
+        &self,
+        dir: &Dir,
+        path: &Path,
+        depth: usize,
+        limit: usize,
+        visited: &mut usize,
+        truncated: &mut bool,
+    ) -> std::io::Result<Value> {
+        let mut children = Vec::new();
+        for (name, meta) in entries(dir, path)? {
+            if *visited >= limit {
+                *truncated = true;
+                break;
+            }
+            *visited += 1;
+            let mut node = json!({"name": name, "type": kind(&meta)});
+            if meta.is_dir() && !meta.is_symlink() {
+                if depth > 1 {
+                    node["children"] =
+                        self.tree(dir, &path.join(&name), depth - 1, limit, visited, truncated)?;
+                } else {
+                    *truncated = true;
+                }
+            }
+            children.push(node);
+        }
+        Ok(Value::Array(children))
+    }
+
+    /// Files under `given` whose relative path or name matches `pattern` (a glob with `*`
+    /// and `?`), optionally containing `content`.
+    pub(super) fn search(
+        &self,
+        given: &str,
+        pattern: &str,
+        content: Option<&str>,
+        exclude: &[String],
+        max_results: usize,
+    ) -> Result<(Vec<String>, bool), String> {
+        let located = locate(&self.roots, given)?;
+        let dir = &located.root.dir;
+        let mut found = Vec::new();
+        let mut stack = vec![located.rel().to_path_buf()];
+        let mut visited = 0usize;
+        let mut truncated = false;
+        while let Some(path) = stack.pop() {
+            let listed = match entries(dir, &path) {
+                Ok(listed) => listed,
+                Err(error) if path == located.rel() => return Err(io_message(given, &error)),
+                Err(_) => continue,
+            };
+            for (name, meta) in listed {
+                visited += 1;
+                if visited > MAX_VISITED || found.len() >= max_results {
+                    truncated = true;
+                    break;
+                }
+                let child = path.join(&name);
+                let relative = child
+                    .strip_prefix(".")
+                    .unwrap_or(&child)
+                    .to_string_lossy()
+                    .into_owned();
+                if exclude
+                    .iter()
+                    .any(|glob| glob_match(glob, &relative) || glob_match(glob, &name))
+                {
+                    continue;
+                }
+                if meta.is_dir() && !meta.is_symlink() {
+                    stack.push(child.clone());
+                }
+                let named = glob_match(pattern, &relative) || glob_match(pattern, &name);
+                if !named || !meta.is_file() && content.is_some() {
+                    continue;
+                }
+                if let Some(needle) = content {
+                    if meta.len() > MAX_SEARCHED_BYTES {
+                        continue;
+                    }
+                    let Ok(bytes) = dir.read(&child) else {
+                        continue;
+                    };
+                    let Ok(text) = std::str::from_utf8(&bytes) else {
+                        continue;
+                    };
+                    if !text.contains(needle) {
+                        continue;
+                    }
+                }
+                found.push(
+                    located
+                        .root
+                        .path
+                        .join(child.strip_prefix(".").unwrap_or(&child))
+                        .display()
+                        .to_string(),
+                );
+            }
+            if truncated {
+                break;
+            }
+        }
+        found.sort();
+        Ok((found, truncated))
+    }
+
+    pub(super) fn info(&self, given: &str) -> Result<Value, String> {
+        let located = locate(&self.roots, given)?;
+        let meta = located
+            .root
+            .dir
+            .symlink_metadata(located.rel())
+            .map_err(|e| io_message(given, &e))?;
+        Ok(json!({
+            "path": located.shown().display().to_string(),
+            "type": kind(&meta),
+            "size": meta.len(),
+            "modified": meta.mtime(),
+            "accessed": meta.atime(),
+            "changed": meta.ctime(),
+            "permissions": format!("{:o}", meta.mode() & 0o7777),
+            "read_only_root": located.root.read_only,
+        }))
+    }
+}

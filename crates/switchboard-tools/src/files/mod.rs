@@ -1,0 +1,323 @@
+//! `files`: read, write, edit, list and search files under configured roots — and nowhere
+//! else. Confinement is in [`roots`]: every operation goes through a capability handle of its
+//! root, so neither `..`, an absolute path, nor a symlink (even one swapped in between two
+//! calls) reaches outside. Read-only roots refuse writes; reads and writes have size limits;
+//! binary files come back as base64 resources.
+
+mod definitions;
+mod edit;
+mod listing;
+mod read;
+pub mod roots;
+mod write;
+
+use std::path::PathBuf;
+
+use futures::future::BoxFuture;
+use serde_json::{Map, Value, json};
+use switchboard_core::upstream::{ToolError, ToolProvider};
+use switchboard_core::{CallContext, ToolDefinition, ToolOutcome};
+
+use edit::Edit;
+use read::{Content, block, lines};
+use roots::{RootDir, RootError};
+
+/// One root of the files provider.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Root {
+    pub path: PathBuf,
+    pub read_only: bool,
+}
+
+/// Settings of the files provider.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FilesSettings {
+    pub roots: Vec<Root>,
+    pub max_read_bytes: u64,
+    pub max_write_bytes: u64,
+}
+
+impl Default for FilesSettings {
+    fn default() -> Self {
+        Self {
+            roots: Vec::new(),
+            max_read_bytes: 10 << 20,
+            max_write_bytes: 10 << 20,
+        }
+    }
+}
+
+/// The files provider.
+pub struct Files {
+    roots: Vec<RootDir>,
+    max_read_bytes: u64,
+    max_write_bytes: u64,
+}
+
+impl Files {
+    /// Opens every root; a root that does not exist or is not a directory is an error.
+    pub fn new(settings: FilesSettings) -> Result<Self, RootError> {
+        if settings.roots.is_empty() {
+            return Err(RootError {
+                path: PathBuf::new(),
+                reason: "no roots are configured".to_owned(),
+            });
+        }
+        let roots = settings
+            .roots
+            .iter()
+            .map(|root| RootDir::open(&root.path, root.read_only))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Self {
+            roots,
+            max_read_bytes: settings.max_read_bytes,
+            max_write_bytes: settings.max_write_bytes,
+        })
+    }
+
+    fn dispatch(&self, tool: &str, arguments: &Map<String, Value>) -> Result<ToolOutcome, String> {
+        let text = |key: &str| -> Result<&str, String> {
+            arguments
+                .get(key)
+                .and_then(Value::as_str)
+                .ok_or_else(|| format!("'{key}' must be a string"))
+        };
+        let number = |key: &str| {
+            arguments
+                .get(key)
+                .and_then(Value::as_u64)
+                .map(|n| n as usize)
+        };
+        let flag = |key: &str| arguments.get(key).and_then(Value::as_bool).unwrap_or(false);
+        match tool {
+            "read_file" => {
+                let path = text("path")?;
+                match self.read(path)? {
+                    Content::Text(content) => {
+                        let shown = lines(&content, number("head"), number("tail"));
+                        Ok(with_text(
+                            json!({"path": path, "content": shown, "binary": false}),
+                            shown,
+                        ))
+                    }
+                    binary @ Content::Binary { .. } => Ok(binary_outcome(path, &binary)),
+                }
+            }
+            "read_multiple_files" => {
+                let paths: Vec<&str> = arguments
+                    .get("paths")
+                    .and_then(Value::as_array)
+                    .ok_or("'paths' must be an array of strings")?
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .collect();
+                let mut files = Vec::new();
+                let mut blocks = Vec::new();
+                for path in paths {
+                    match self.read(path) {
+                        Ok(Content::Text(content)) => {
+                            blocks.push(
+                                json!({"type": "text", "text": format!("{path}:\n{content}")}),
+                            );
+                            files.push(json!({"path": path, "content": content}));
+                        }
+                        Ok(binary @ Content::Binary { .. }) => {
+                            blocks.push(block(path, &binary));
+                            files.push(json!({"path": path, "binary": true}));
+                        }
+                        Err(error) => {
+                            blocks.push(
+                                json!({"type": "text", "text": format!("{path}: error: {error}")}),
+                            );
+                            files.push(json!({"path": path, "error": error}));
+                        }
+                    }
+                }
+                let mut outcome = ToolOutcome::structured(json!({"files": files}));
+                outcome.content = blocks;
+                Ok(outcome)
+            }
+            "write_file" => {
+                let path = text("path")?;
+                let bytes = self.write(path, text("content")?)?;
+                Ok(with_text(
+                    json!({"path": path, "bytes": bytes}),
+                    format!("wrote {bytes} bytes to {path}"),
+                ))
+            }
+            "edit_file" => {
+                let path = text("path")?;
+                let edits = arguments
+                    .get("edits")
+                    .and_then(Value::as_array)
+                    .ok_or("'edits' must be an array of {oldText, newText}")?
+                    .iter()
+                    .enumerate()
+                    .map(|(i, edit)| {
+                        let field = |key: &str| {
+                            edit.get(key)
+                                .and_then(Value::as_str)
+                                .map(str::to_owned)
+                                .ok_or_else(|| format!("edits[{i}].{key} must be a string"))
+                        };
+                        Ok(Edit {
+                            old: field("oldText")?,
+                            new: field("newText")?,
+                        })
+                    })
+                    .collect::<Result<Vec<_>, String>>()?;
+                let dry_run = flag("dryRun");
+                let diff = self.edit(path, &edits, dry_run)?;
+                Ok(with_text(
+                    json!({"path": path, "diff": diff, "dryRun": dry_run}),
+                    diff,
+                ))
+            }
+            "list_directory" => {
+                let path = text("path")?;
+                let entries = self.list_directory(path)?;
+                let lines: Vec<String> = entries
+                    .iter()
+                    .map(|e| {
+                        let tag = if e["type"] == "directory" {
+                            "[DIR]"
+                        } else {
+                            "[FILE]"
+                        };
+                        format!("{tag} {}", e["name"].as_str().unwrap_or(""))
+                    })
+                    .collect();
+                Ok(with_text(
+                    json!({"path": path, "entries": entries}),
+                    lines.join("\n"),
+                ))
+            }
+            "directory_tree" => {
+                let path = text("path")?;
+                let depth = number("max_depth").unwrap_or(3).clamp(1, 20);
+                let limit = number("max_entries").unwrap_or(1_000).clamp(1, 20_000);
+                let (tree, truncated) = self.directory_tree(path, depth, limit)?;
+                let text = serde_json::to_string(&tree).unwrap_or_default();
+                Ok(with_text(
+                    json!({"path": path, "tree": tree, "truncated": truncated}),
+                    text,
+                ))
+            }
+            "search_files" => {
+                let path = text("path")?;
+                let pattern = arguments
+                    .get("pattern")
+                    .and_then(Value::as_str)
+                    .unwrap_or("*");
+                let content = arguments.get("content").and_then(Value::as_str);
+                let exclude: Vec<String> = arguments
+                    .get("exclude")
+                    .and_then(Value::as_array)
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(Value::as_str)
+                            .map(str::to_owned)
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let max = number("max_results").unwrap_or(100).clamp(1, 10_000);
+                let (found, truncated) = self.search(path, pattern, content, &exclude, max)?;
+                let text = if found.is_empty() {
+                    "no matches".to_owned()
+                } else {
+                    found.join("\n")
+                };
+                Ok(with_text(
+                    json!({"matches": found, "truncated": truncated}),
+                    text,
+                ))
+            }
+            "get_file_info" => {
+                let info = self.info(text("path")?)?;
+                let text = serde_json::to_string_pretty(&info).unwrap_or_default();
+                Ok(with_text(info, text))
+            }
+            "create_directory" => {
+                let path = text("path")?;
+                self.create_directory(path)?;
+                Ok(with_text(
+                    json!({"path": path, "created": true}),
+                    format!("created {path}"),
+                ))
+            }
+            "move_file" => {
+                let (from, to) = (text("source")?, text("destination")?);
+                self.move_file(from, to, flag("overwrite"))?;
+                Ok(with_text(
+                    json!({"source": from, "destination": to}),
+                    format!("moved {from} to {to}"),
+                ))
+            }
+            "list_allowed_roots" => {
+                let roots: Vec<Value> = self
+                    .roots
+                    .iter()
+                    .map(
+                        |r| json!({"path": r.path.display().to_string(), "read_only": r.read_only}),
+                    )
+                    .collect();
+                let text = self
+                    .roots
+                    .iter()
+                    .map(|r| {
+                        format!(
+                            "{}{}",
+                            r.path.display(),
+                            if r.read_only { " (read-only)" } else { "" }
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                Ok(with_text(json!({"roots": roots}), text))
+            }
+            other => Err(format!("files has no tool '{other}'")),
+        }
+    }
+}
+
+fn with_text(structured: Value, text: String) -> ToolOutcome {
+    let mut outcome = ToolOutcome::structured(structured);
+    outcome.content = vec![json!({"type": "text", "text": text})];
+    outcome
+}
+
+fn binary_outcome(path: &str, content: &Content) -> ToolOutcome {
+    let size = match content {
+        Content::Binary { size, .. } => *size,
+        Content::Text(_) => 0,
+    };
+    let mut outcome = ToolOutcome::structured(json!({"path": path, "binary": true, "size": size}));
+    outcome.content = vec![block(path, content)];
+    outcome
+}
+
+impl ToolProvider for Files {
+    fn name(&self) -> &str {
+        "files"
+    }
+
+    fn description(&self) -> &str {
+        "Files under configured roots"
+    }
+
+    fn tools(&self) -> Vec<ToolDefinition> {
+        definitions::all()
+    }
+
+    fn call<'a>(
+        &'a self,
+        tool: &'a str,
+        arguments: Map<String, Value>,
+        _ctx: &'a CallContext,
+    ) -> BoxFuture<'a, Result<ToolOutcome, ToolError>> {
+        Box::pin(async move { self.dispatch(tool, &arguments).map_err(ToolError::new) })
+    }
+}
+
+#[cfg(test)]
+mod tests;
