@@ -5,6 +5,7 @@
 pub mod clock;
 pub mod dice;
 pub mod files;
+pub mod memory;
 
 use std::sync::Arc;
 
@@ -14,7 +15,7 @@ use switchboard_core::upstream::ToolProvider;
 
 /// Names of every built-in provider, for help texts (the config validator keeps the same
 /// list in `switchboard_core::config::BUILTINS`).
-pub const BUILTINS: [&str; 3] = ["clock", "dice", "files"];
+pub const BUILTINS: [&str; 4] = ["clock", "dice", "files", "memory"];
 
 /// Why a built-in could not be set up.
 #[derive(Debug, thiserror::Error)]
@@ -67,6 +68,20 @@ pub fn builtin(
                 name: name.to_owned(),
                 reason: error.to_string(),
             })?;
+            Ok(Arc::new(provider))
+        }
+        "memory" => {
+            let database = settings
+                .database
+                .clone()
+                .unwrap_or_else(memory::default_database_path);
+            let provider =
+                memory::Memory::open(memory::MemorySettings { database }).map_err(|error| {
+                    BuiltinError::Setup {
+                        name: name.to_owned(),
+                        reason: error.to_string(),
+                    }
+                })?;
             Ok(Arc::new(provider))
         }
         _ => Err(BuiltinError::Unknown {
