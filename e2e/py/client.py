@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any, NoReturn
 
@@ -86,7 +87,8 @@ async def run(args: argparse.Namespace) -> Any:
             headers = dict(h.split("=", 1) for h in args.header)
             server = streamable_http_client(args.http, http_client=httpx2.AsyncClient(headers=headers, timeout=90))
     else:
-        server = StdioServerParameters(command=args.command[0], args=args.command[1:])
+        # The whole environment, not the SDK's safe subset: tests point XDG_* at temp dirs.
+        server = StdioServerParameters(command=args.command[0], args=args.command[1:], env=dict(os.environ))
     options: dict[str, Any] = {}
     if args.elicit:
 

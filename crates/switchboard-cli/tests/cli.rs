@@ -17,10 +17,23 @@ fn builtin_default_lists_and_calls_the_clock() {
             .current_dir(dir.path())
             .env_remove("SWITCHBOARD_CONFIG")
             .env("XDG_CONFIG_HOME", dir.path())
+            .env("XDG_DATA_HOME", dir.path())
+            .env("XDG_STATE_HOME", dir.path())
             .output()
             .expect("run")
     };
     let tools = stdout_json(&run(&["tools", "--format", "json"]));
+    let servers: std::collections::BTreeSet<&str> = tools
+        .as_array()
+        .expect("array")
+        .iter()
+        .filter_map(|t| t["server"].as_str())
+        .collect();
+    assert_eq!(
+        servers,
+        ["clock", "dice", "files", "memory"].into(),
+        "the default config serves every built-in"
+    );
     assert_eq!(tools[0]["name"], "clock__now");
     assert_eq!(tools[0]["server"], "clock");
     assert_eq!(tools[0]["tool"], "now");
@@ -57,6 +70,18 @@ fn builtin_default_lists_and_calls_the_clock() {
     assert_eq!(status[0]["server"], "clock");
     assert_eq!(status[0]["state"], "up");
     assert_eq!(status[0]["tools"], 1);
+    assert!(
+        status
+            .as_array()
+            .expect("array")
+            .iter()
+            .all(|s| s["state"] == "up"),
+        "{status}"
+    );
+    assert!(
+        dir.path().join("switchboard/memory.db").exists(),
+        "memory lives under XDG_DATA_HOME"
+    );
     assert!(status[0].get("era").is_some() && status[0].get("error").is_some());
 
     let usage = run(&["call"]);
