@@ -311,3 +311,49 @@ async fn http_tokens_decide_the_agent() {
     ]);
     assert_eq!(names(&python), ["fx__echo"]);
 }
+
+#[test]
+fn the_shipped_agents_example_works() {
+    let example = repo_root().join("examples/agents.toml");
+    let check = run_switchboard(
+        &example,
+        &["config", "check", &example.display().to_string()],
+    );
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stdout)
+    );
+    let npc = names(&stdout_json(&run_switchboard(
+        &example,
+        &["tools", "--agent", "npc", "--format", "json"],
+    )));
+    assert!(
+        npc.iter()
+            .all(|n| n.starts_with("dice__") || n.starts_with("memory__")),
+        "{npc:?}"
+    );
+    assert!(
+        npc.contains(&"memory__search_facts".to_owned())
+            && !npc.contains(&"memory__delete_entities".to_owned())
+    );
+    let refused = run_switchboard(
+        &example,
+        &[
+            "call",
+            "--agent",
+            "npc",
+            "files__read_file",
+            "path=README.md",
+        ],
+    );
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("unknown tool: files__read_file"));
+    let qa = names(&stdout_json(&run_switchboard(
+        &example,
+        &["tools", "--agent", "qa", "--format", "json"],
+    )));
+    assert!(
+        qa.contains(&"files__write_file".to_owned()),
+        "qa sees everything"
+    );
+}
