@@ -20,6 +20,8 @@ Actions (each prints one JSON document on stdout):
   lazy CATEGORY TOOL JSON          -> categories mode: {"before": [names], "notified": bool,
                                       "after": [names], "result": {...}} — lists, loads the
                                       category, waits for tools/list_changed, lists, calls TOOL
+  calls JSON                       -> [{...}, ...]: one call per [name, arguments] pair, in order,
+                                      in one session
   find QUERY TOOL JSON             -> search mode: {"found": {...}, "result": {...}} —
                                       search_tools(QUERY), then call_tool(TOOL, JSON)
 With --stdio, everything after `--` is the server's command line.
@@ -137,6 +139,13 @@ async def run(args: argparse.Namespace) -> Any:
             result = await client.call_tool(need(args.arguments, "TOOL"), arguments(args.extra or "{}"))
             return {"before": before, "loaded": dump(loaded), "notified": changed.is_set(), "after": after,
                     "result": {"structuredContent": None, **dump(result)}}
+        if action == "calls":
+            plan = json.loads(need(args.name, "JSON"))
+            results = []
+            for name, tool_arguments in plan:
+                result = await client.call_tool(name, tool_arguments)
+                results.append({"name": name, "structuredContent": None, **dump(result)})
+            return results
         if action == "find":
             found = await client.call_tool("search_tools", {"query": need(args.name, "QUERY")})
             result = await client.call_tool(

@@ -220,3 +220,82 @@ fn each_builtin_is_also_a_standalone_mcp_server() {
     );
     assert_eq!(text(&summary), "met the dragon");
 }
+
+#[test]
+fn the_python_sdk_calls_every_builtin_tool_through_the_gateway() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir(dir.path().join("tables")).expect("tables");
+    std::fs::write(dir.path().join("tables/loot.csv"), "3,a rope\n1,a map\n").expect("table");
+    std::fs::write(dir.path().join("a.txt"), "alpha\nbeta\n").expect("file");
+    let config = write_config(
+        dir.path(),
+        "[servers.clock]\nbuiltin = \"clock\"\n[servers.dice]\nbuiltin = \"dice\"\ntables_dir = \"tables\"\n[servers.files]\nbuiltin = \"files\"\nroots = [\".\"]\n[servers.memory]\nbuiltin = \"memory\"\ndatabase = \"memory.db\"\n",
+    );
+    let plan = serde_json::json!([
+        ["clock__now", {"utc_offset": "+01:00"}],
+        ["dice__roll", {"expression": "2d20kh1 + 3"}],
+        ["dice__list_tables", {}],
+        ["dice__roll_table", {"table": "loot", "count": 2}],
+        ["files__list_allowed_roots", {}],
+        ["files__read_file", {"path": "a.txt"}],
+        ["files__read_multiple_files", {"paths": ["a.txt", "missing.txt"]}],
+        ["files__write_file", {"path": "b.txt", "content": "one two"}],
+        ["files__edit_file", {"path": "b.txt", "edits": [{"oldText": "two", "newText": "three"}]}],
+        ["files__create_directory", {"path": "sub/deeper"}],
+        ["files__move_file", {"source": "b.txt", "destination": "sub/b.txt"}],
+        ["files__list_directory", {"path": "sub"}],
+        ["files__directory_tree", {"path": ".", "max_depth": 2}],
+        ["files__search_files", {"path": ".", "pattern": "*.txt", "content": "three"}],
+        ["files__get_file_info", {"path": "a.txt"}],
+        ["memory__create_entities", {"entities": [{"name": "Mira", "entityType": "npc"}, {"name": "Oakvale", "entityType": "town"}]}],
+        ["memory__add_observations", {"entity": "Mira", "observations": ["keeps the tavern"]}],
+        ["memory__create_relations", {"relations": [{"from": "Mira", "to": "Oakvale", "relationType": "lives_in"}]}],
+        ["memory__add_facts", {"facts": [{"text": "the bridge fell", "source": "rumour"}]}],
+        ["memory__query_entities", {"name": "Mir"}],
+        ["memory__search_facts", {"query": "tavern"}],
+        ["memory__put_summary", {"session_id": "s1", "summary": "met Mira"}],
+        ["memory__get_summary", {"session_id": "s1"}],
+        ["memory__search_sessions", {"query": "Mira"}],
+        ["memory__delete_entities", {"names": ["Oakvale"]}]
+    ]);
+    let config_arg = config.display().to_string();
+    let results = client(
+        dir.path(),
+        &["calls", &plan.to_string()],
+        &["--config", &config_arg, "serve"],
+    );
+    let results = results.as_array().expect("results");
+    assert_eq!(results.len(), 25);
+    for result in results {
+        assert_ne!(result["isError"], true, "{result}");
+        assert!(
+            result["structuredContent"].is_object(),
+            "every built-in answers structured content: {result}"
+        );
+    }
+    let by_name = |name: &str| results.iter().find(|r| r["name"] == name).expect(name);
+    assert_eq!(
+        by_name("files__search_files")["structuredContent"]["matches"]
+            .as_array()
+            .map(Vec::len),
+        Some(1)
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("sub/b.txt")).expect("moved"),
+        "one three"
+    );
+    assert_eq!(
+        by_name("memory__search_facts")["structuredContent"]["facts"][0]["subject"],
+        "Mira"
+    );
+    assert_eq!(
+        by_name("memory__query_entities")["structuredContent"]["entities"][0]["relations"][0]["to"],
+        "Oakvale"
+    );
+    assert_eq!(
+        by_name("dice__roll_table")["structuredContent"]["results"]
+            .as_array()
+            .map(Vec::len),
+        Some(2)
+    );
+}
