@@ -8,6 +8,7 @@
 mod report;
 mod scenarios;
 mod search;
+mod tokens;
 
 use std::path::PathBuf;
 
@@ -49,6 +50,11 @@ enum Command {
         #[arg(long, default_value_t = 5000)]
         calls: usize,
     },
+    /// Tokens of a catalog in every rendering (o200k_base), and compact-listing render time.
+    Tokens {
+        #[arg(long, default_value = "../shared/catalog/tools.json")]
+        catalog: PathBuf,
+    },
     /// Tool search: recall on the labelled task set (baseline vs final) and latency.
     Search {
         /// The directory holding livemcpbench_tools.json, queries.jsonl and tools.json.
@@ -61,6 +67,9 @@ fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     if let Command::Search { catalog_dir } = &args.command {
         return search::run(catalog_dir, args.json);
+    }
+    if let Command::Tokens { catalog } = &args.command {
+        return tokens::run(catalog, args.json);
     }
     let bins = scenarios::Binaries::locate()?;
     let results = match args.command {
@@ -76,7 +85,7 @@ fn main() -> anyhow::Result<()> {
         } => vec![scenarios::startup(&bins, servers, delay_ms, runs)?],
         Command::List { catalog, calls } => vec![scenarios::list(&bins, &catalog, calls)?],
         Command::Latency { calls } => vec![scenarios::latency(&bins, calls)?],
-        Command::Search { .. } => Vec::new(),
+        Command::Search { .. } | Command::Tokens { .. } => Vec::new(),
     };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&results)?);

