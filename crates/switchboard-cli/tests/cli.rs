@@ -256,3 +256,69 @@ fn tools_search_reads_an_offline_catalog() {
             .contains("cannot read catalog /nonexistent/catalog.json")
     );
 }
+
+#[test]
+fn tools_render_an_offline_catalog_for_every_llm_api() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let catalog = dir.path().join("catalog.json");
+    std::fs::write(
+        &catalog,
+        r#"{"tools": [
+              {"id": "gh/create_issue", "server": "gh", "name": "create_issue", "description": "Open a new issue. Needs push access.",
+               "inputSchema": {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object", "required": ["title"],
+                               "properties": {"title": {"type": "string"}, "labels": {"type": "array", "items": {"type": "string"}}}}}
+            ]}"#,
+    )
+    .expect("write catalog");
+    let catalog_arg = catalog.display().to_string();
+    let run = |format: &str, extra: &[&str]| {
+        let output = Command::new(switchboard())
+            .args(["tools", "--catalog", &catalog_arg, "--format", format])
+            .args(extra)
+            .output()
+            .expect("run");
+        assert!(
+            output.status.success(),
+            "{format}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).trim().to_owned()
+    };
+    assert_eq!(
+        run("compact", &[]),
+        "gh__create_issue(title, labels?: string[]): Open a new issue."
+    );
+    let openai: serde_json::Value = serde_json::from_str(&run("openai", &[])).expect("json");
+    assert_eq!(openai[0]["type"], "function");
+    assert_eq!(openai[0]["function"]["name"], "gh__create_issue");
+    assert!(
+        openai[0]["function"]["parameters"].get("$schema").is_none(),
+        "slimmed"
+    );
+    let anthropic: serde_json::Value = serde_json::from_str(&run("anthropic", &[])).expect("json");
+    assert_eq!(
+        anthropic[0]["input_schema"]["required"],
+        serde_json::json!(["title"])
+    );
+    let gemini: serde_json::Value = serde_json::from_str(&run("gemini", &[])).expect("json");
+    assert_eq!(
+        gemini["functionDeclarations"][0]["name"],
+        "gh__create_issue"
+    );
+    let mcp: serde_json::Value = serde_json::from_str(&run("mcp", &[])).expect("json");
+    assert_eq!(
+        mcp[0]["inputSchema"]["$schema"], "http://json-schema.org/draft-07/schema#",
+        "MCP is as served"
+    );
+    assert!(run("toon", &[]).starts_with("tools[1]{name,params,description}:"));
+    let compact_tokens: usize = run("compact", &["--count-tokens"])
+        .parse()
+        .expect("a number");
+    let openai_tokens: usize = run("openai", &["--count-tokens"])
+        .parse()
+        .expect("a number");
+    assert!(
+        compact_tokens > 5 && compact_tokens < openai_tokens,
+        "{compact_tokens} vs {openai_tokens}"
+    );
+}

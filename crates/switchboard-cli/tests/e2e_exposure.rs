@@ -147,7 +147,7 @@ fn search_mode_finds_and_calls_through_call_tool() {
     );
     let found = text(&run["found"]);
     assert!(
-        found.starts_with("fx__add(a, b) — Adds two numbers."),
+        found.starts_with("fx__add(a: number, b: number): Adds two numbers."),
         "{found}"
     );
     assert_eq!(text(&run["result"]), "42");

@@ -15,6 +15,7 @@ use switchboard_core::pipeline::CallError;
 use switchboard_core::{CallContext, Caller, CatalogEntry, ToolDefinition, ToolOutcome};
 
 use crate::host::Host;
+use crate::listing_fit::{ListingMode, compacted};
 use crate::meta_tools::{
     self, CALL_TOOL, DESCRIBE_TOOL, LIST_CATEGORIES, LOAD_CATEGORY, READ_MORE, SEARCH_TOOLS,
     UNLOAD_CATEGORY,
@@ -70,14 +71,23 @@ impl Host {
             .map(|profile| profile.pinned.clone())
             .unwrap_or_default();
         let is_pinned = |entry: &CatalogEntry| pinned.iter().any(|p| p.matches(entry));
-        let mut listed: Vec<ToolDefinition> = match self.exposure_of(caller) {
-            Exposure::Full => {
+        let mut listed: Vec<ToolDefinition> = match self.listing_mode(caller) {
+            ListingMode::Full => {
                 return self.with_read_more(
                     caller,
                     visible.iter().map(|e| e.spec.definition.clone()).collect(),
                 );
             }
-            Exposure::Categories => {
+            ListingMode::Compact => {
+                return self.with_read_more(
+                    caller,
+                    visible
+                        .iter()
+                        .map(|e| compacted(&e.spec.definition))
+                        .collect(),
+                );
+            }
+            ListingMode::Categories => {
                 let loaded = self
                     .inner
                     .sessions
@@ -91,7 +101,7 @@ impl Host {
                 );
                 tools
             }
-            Exposure::Search => {
+            ListingMode::Search => {
                 let mut tools = meta_tools::search_tools();
                 tools.extend(
                     visible
@@ -142,7 +152,7 @@ impl Host {
         {
             return Some(Ok(self.meta_read_more(ctx, arguments)));
         }
-        match (self.exposure_of(&caller), name) {
+        match (self.listing_mode(&caller).exposure(), name) {
             (Exposure::Categories, LIST_CATEGORIES) => Some(Ok(self.list_categories(&caller))),
             (Exposure::Categories, LOAD_CATEGORY | UNLOAD_CATEGORY) => {
                 let load = name == LOAD_CATEGORY;

@@ -25,6 +25,7 @@ use tokio::sync::watch;
 
 use crate::approvals::PendingApprovals;
 use crate::exposure::AgentProfile;
+use crate::listing_fit::FitCache;
 use crate::result_shaping::{Remainders, TokenCounter};
 use crate::sessions::Sessions;
 use crate::tool_search::SearchCache;
@@ -77,7 +78,7 @@ impl Default for HostOptions {
             exposure: Exposure::Full,
             governance: Arc::new(Governance::default()),
             pending_approvals: None,
-            token_counter: crate::result_shaping::approximate_tokens,
+            token_counter: switchboard_render::tokens::count,
         }
     }
 }
@@ -111,6 +112,8 @@ pub(crate) struct Inner {
     full_view: Arc<dyn View>,
     /// The rest of truncated results, for `read_more`.
     pub(crate) remainders: Remainders,
+    /// Listing modes chosen to fit agents' token budgets.
+    pub(crate) fit: FitCache,
     /// The search index of the current catalog version.
     pub(crate) search: SearchCache,
     /// Per-session state (loaded categories, truncated results).
@@ -155,6 +158,7 @@ impl Host {
                 listings: Mutex::default(),
                 sessions: Sessions::default(),
                 search: SearchCache::default(),
+                fit: FitCache::default(),
                 remainders: Remainders::default(),
                 full_view: Arc::new(FullView),
                 started: std::sync::atomic::AtomicBool::new(false),
@@ -423,7 +427,7 @@ impl Backend for Host {
     fn tools_json<'a>(&'a self, caller: &'a Caller) -> BoxFuture<'a, Arc<str>> {
         Box::pin(async move {
             self.wait_for_startup().await;
-            let plain = self.exposure_of(caller) == Exposure::Full
+            let plain = self.listing_mode(caller) == crate::listing_fit::ListingMode::Full
                 && !self
                     .inner
                     .sessions

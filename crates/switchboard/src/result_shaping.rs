@@ -5,6 +5,9 @@
 //!
 //! Token counts use o200k_base. A text whose byte length is within the budget cannot exceed
 //! it in tokens, so small results are never tokenized.
+//!
+//! A result whose text is a JSON document is also rewritten as TOON when that is measurably
+//! smaller (uniform arrays of objects, typically); `structuredContent` is kept as it was.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -20,16 +23,13 @@ use crate::host::Host;
 pub const DEFAULT_MAX_RESULT_TOKENS: u64 = 25_000;
 /// How long the rest of a truncated result stays readable.
 const KEEP_FOR: Duration = Duration::from_secs(600);
+/// JSON texts shorter than this are left alone.
+const TOON_MIN_BYTES: usize = 512;
 /// The most truncated results kept at once (oldest dropped first).
 const MAX_KEPT: usize = 256;
 
 /// Counts tokens of a text.
 pub type TokenCounter = fn(&str) -> usize;
-
-/// A cheap stand-in for a tokenizer: about four bytes per token.
-pub fn approximate_tokens(text: &str) -> usize {
-    text.len().div_ceil(4)
-}
 
 /// Rests of truncated results, by call id.
 #[derive(Default)]
@@ -122,8 +122,31 @@ impl Host {
             .unwrap_or(DEFAULT_MAX_RESULT_TOKENS) as usize
     }
 
-    /// Cuts an over-budget text result and keeps the rest for `read_more`.
+    /// Rewrites a JSON text block as TOON when that has fewer tokens.
+    fn toon_text(&self, outcome: &mut ToolOutcome) {
+        if outcome.content.len() != 1 {
+            return;
+        }
+        let Some(text) = outcome.content[0].get("text").and_then(Value::as_str) else {
+            return;
+        };
+        let trimmed = text.trim_start();
+        // Small documents gain little; only JSON objects and arrays are candidates.
+        if text.len() < TOON_MIN_BYTES || !(trimmed.starts_with('{') || trimmed.starts_with('[')) {
+            return;
+        }
+        let Ok(value) = serde_json::from_str::<Value>(text) else {
+            return;
+        };
+        if let Some(toon) = switchboard_render::toon::adaptive(&value) {
+            outcome.content[0] = json!({"type": "text", "text": toon});
+        }
+    }
+
+    /// Rewrites JSON text as TOON where smaller, then cuts an over-budget text result and
+    /// keeps the rest for `read_more`.
     pub(crate) fn shape_result(&self, ctx: &CallContext, outcome: &mut ToolOutcome) {
+        self.toon_text(outcome);
         let budget = self.result_budget(&Caller::of(ctx));
         let total_bytes: usize = outcome
             .content

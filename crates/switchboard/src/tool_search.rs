@@ -21,32 +21,9 @@ pub(crate) struct SearchCache {
     built: Mutex<Option<(u64, Arc<SearchIndex>)>>,
 }
 
-/// One line per tool: `name(required, optional?) — first line of the description`.
+/// One line per tool, as the compact listing writes it.
 pub(crate) fn compact_line(entry: &CatalogEntry) -> String {
-    let schema = &entry.spec.definition.input_schema;
-    let required: Vec<&str> = schema
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|r| r.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
-    let params: Vec<String> = schema
-        .get("properties")
-        .and_then(Value::as_object)
-        .map(|p| {
-            p.keys()
-                .map(|k| {
-                    if required.contains(&k.as_str()) {
-                        k.clone()
-                    } else {
-                        format!("{k}?")
-                    }
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    let description = entry.spec.definition.description.as_deref().unwrap_or("");
-    let first = description.lines().next().unwrap_or("").trim();
-    format!("{}({}) — {first}", entry.exposed, params.join(", "))
+    switchboard_render::compact::line(&entry.exposed, &entry.spec.definition)
 }
 
 impl Host {

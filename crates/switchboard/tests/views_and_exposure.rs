@@ -73,6 +73,16 @@ async fn host() -> Host {
             ),
         ),
         ("qa".to_owned(), profile("qa", &[], None, &[])),
+        ("tight".to_owned(), {
+            let mut tight = (*profile("tight", &[], None, &[])).clone();
+            tight.max_listing_tokens = Some(1);
+            Arc::new(tight)
+        }),
+        ("roomy".to_owned(), {
+            let mut roomy = (*profile("roomy", &[], None, &[])).clone();
+            roomy.max_listing_tokens = Some(1_000_000);
+            Arc::new(roomy)
+        }),
         ("terse".to_owned(), {
             let mut terse = (*profile("terse", &[], None, &[])).clone();
             terse.max_result_tokens = Some(50);
@@ -272,7 +282,7 @@ async fn search_mode_finds_describes_and_calls_within_the_view() {
     assert!(
         found
             .text_content()
-            .starts_with("dice__roll() — The roll tool"),
+            .starts_with("dice__roll(): The roll tool"),
         "{}",
         found.text_content()
     );
@@ -427,4 +437,32 @@ async fn large_results_are_cut_and_the_rest_is_read_with_read_more() {
         stranger.is_err(),
         "read_more is not listed, so not callable, for another session"
     );
+}
+
+#[tokio::test]
+async fn a_listing_is_fitted_into_the_agents_token_budget() {
+    let host = host().await;
+    assert_eq!(
+        host.listing_mode(&caller("roomy", "s")),
+        switchboard::ListingMode::Full
+    );
+    assert_eq!(listed(&host, &caller("roomy", "s")).await.len(), 5);
+    assert_eq!(
+        host.listing_mode(&caller("tight", "s")),
+        switchboard::ListingMode::Search
+    );
+    assert_eq!(
+        listed(&host, &caller("tight", "s")).await,
+        ["search_tools", "describe_tool", "call_tool"],
+        "nothing fits in 1 token, so search mode is chosen"
+    );
+    let found = call(
+        &host,
+        &caller("tight", "s"),
+        "search_tools",
+        json!({"query": "roll"}),
+    )
+    .await
+    .expect("search");
+    assert!(!found.is_error, "the fitted mode's meta-tools answer");
 }

@@ -1,6 +1,7 @@
 //! `switchboard tools`: what the gateway would expose, as a table or JSON; `tools search`
 //! finds tools for a task.
 
+mod rendered;
 pub mod search;
 
 use std::path::Path;
@@ -15,12 +16,20 @@ use crate::output::{print_json, print_line};
 pub struct ToolsArgs {
     #[command(subcommand)]
     action: Option<ToolsAction>,
-    /// Output format.
+    /// Output: table, json (one object per tool), or a rendering for an LLM API: mcp, openai,
+    /// openai-responses, openai-realtime, anthropic, gemini, compact, toon.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
     /// Only the tools this agent (one of the config's [agents]) may see and call.
     #[arg(long, value_name = "NAME")]
     agent: Option<String>,
+    /// Render an offline catalog file (shape of shared/catalog/tools.json) instead of the
+    /// configured servers; nothing is started.
+    #[arg(long, value_name = "FILE")]
+    catalog: Option<std::path::PathBuf>,
+    /// Print the o200k_base token count of the rendering instead of the rendering.
+    #[arg(long)]
+    count_tokens: bool,
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -33,14 +42,61 @@ enum ToolsAction {
 pub enum Format {
     Table,
     Json,
+    Mcp,
+    Openai,
+    OpenaiResponses,
+    OpenaiRealtime,
+    Anthropic,
+    Gemini,
+    Compact,
+    Toon,
+}
+
+impl Format {
+    /// The renderer of an LLM-facing format.
+    fn rendering(self) -> Option<switchboard_render::Format> {
+        use switchboard_render::Format as R;
+        Some(match self {
+            Self::Table | Self::Json => return None,
+            Self::Mcp => R::Mcp,
+            Self::Openai => R::OpenAiChat,
+            Self::OpenaiResponses => R::OpenAiResponses,
+            Self::OpenaiRealtime => R::OpenAiRealtime,
+            Self::Anthropic => R::Anthropic,
+            Self::Gemini => R::Gemini,
+            Self::Compact => R::Compact,
+            Self::Toon => R::Toon,
+        })
+    }
 }
 
 pub async fn run(config: Option<&Path>, args: ToolsArgs) -> anyhow::Result<ExitCode> {
     if let Some(ToolsAction::Search(search)) = args.action {
         return search::run(config, search).await;
     }
+    if let Some(path) = &args.catalog {
+        let rendering = args.format.rendering().ok_or_else(|| {
+            anyhow::anyhow!("--catalog renders for an LLM API: pick --format mcp, openai, openai-responses, openai-realtime, anthropic, gemini, compact or toon")
+        })?;
+        rendered::print(rendering, &rendered::offline(path)?, args.count_tokens)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let host = super::start_host(config, args.agent.as_deref()).await?;
     let entries = host.visible_tools(args.agent.as_deref());
+    if let Some(rendering) = args.format.rendering() {
+        host.shutdown().await;
+        let tools: Vec<_> = entries
+            .iter()
+            .map(|entry| (entry.exposed.clone(), entry.spec.definition.clone()))
+            .collect();
+        rendered::print(rendering, &tools, args.count_tokens)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if args.count_tokens {
+        anyhow::bail!(
+            "--count-tokens needs an LLM rendering: --format mcp, openai, anthropic, gemini, compact or toon"
+        );
+    }
     let status = host.status();
     host.shutdown().await;
     let state_of = |server: &str| {
@@ -67,7 +123,7 @@ pub async fn run(config: Option<&Path>, args: ToolsArgs) -> anyhow::Result<ExitC
                 .collect();
             print_json(&tools)?;
         }
-        Format::Table => {
+        _ => {
             let width = entries
                 .iter()
                 .map(|e| e.exposed.len())

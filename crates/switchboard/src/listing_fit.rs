@@ -1,0 +1,128 @@
+//! Fitting a listing into an agent's `max_listing_tokens`: the gateway tries, in order, the
+//! full listing, a compact one (first-sentence descriptions, slimmed schemas), categories
+//! mode, then search mode, and lists the first that fits (o200k_base tokens). The choice is
+//! made once per catalog version and agent, and logged.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use switchboard_core::config::Exposure;
+use switchboard_core::{Caller, ToolDefinition};
+
+use crate::host::Host;
+use crate::meta_tools;
+
+/// What a caller's listing looks like.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListingMode {
+    Full,
+    /// Every visible tool, with first-sentence descriptions and slimmed schemas.
+    Compact,
+    Categories,
+    Search,
+}
+
+impl ListingMode {
+    /// The exposure whose meta-tools are active.
+    pub fn exposure(self) -> Exposure {
+        match self {
+            Self::Full | Self::Compact => Exposure::Full,
+            Self::Categories => Exposure::Categories,
+            Self::Search => Exposure::Search,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Full => "full",
+            Self::Compact => "compact",
+            Self::Categories => "categories",
+            Self::Search => "search",
+        }
+    }
+}
+
+impl From<Exposure> for ListingMode {
+    fn from(exposure: Exposure) -> Self {
+        match exposure {
+            Exposure::Full => Self::Full,
+            Exposure::Categories => Self::Categories,
+            Exposure::Search => Self::Search,
+        }
+    }
+}
+
+/// Choices already made, per agent, with the catalog version they were made for.
+#[derive(Default)]
+pub(crate) struct FitCache {
+    chosen: Mutex<HashMap<String, (u64, ListingMode)>>,
+}
+
+/// A definition as the compact listing shows it.
+pub(crate) fn compacted(definition: &ToolDefinition) -> ToolDefinition {
+    let mut compact = definition.clone();
+    compact.description = definition
+        .description
+        .as_deref()
+        .map(switchboard_render::compact::first_sentence);
+    compact.input_schema = switchboard_render::slim::slim(&definition.input_schema);
+    compact.output_schema = None;
+    compact
+}
+
+fn tokens_of(tools: &[ToolDefinition]) -> usize {
+    switchboard_render::tokens::count(&serde_json::to_string(tools).unwrap_or_default())
+}
+
+impl Host {
+    /// The listing mode of a caller: its exposure, or — with `max_listing_tokens` and a full
+    /// exposure — the first of full, compact, categories, search that fits.
+    pub fn listing_mode(&self, caller: &Caller) -> ListingMode {
+        let exposure = self.exposure_of(caller);
+        let profile = self.profile(caller.agent.as_deref());
+        let (Some(profile), Exposure::Full) = (profile, exposure) else {
+            return exposure.into();
+        };
+        let (Some(max), Some(agent)) = (profile.max_listing_tokens, caller.agent.as_deref()) else {
+            return exposure.into();
+        };
+        let version = *self.inner.version_now();
+        if let Ok(chosen) = self.inner.fit.chosen.lock()
+            && let Some((at, mode)) = chosen.get(agent)
+            && *at == version
+        {
+            return *mode;
+        }
+        let max = usize::try_from(max).unwrap_or(usize::MAX);
+        let visible = self.visible_tools(Some(agent));
+        let full: Vec<ToolDefinition> = visible.iter().map(|e| e.spec.definition.clone()).collect();
+        let mode = if tokens_of(&full) <= max {
+            ListingMode::Full
+        } else if tokens_of(&full.iter().map(compacted).collect::<Vec<_>>()) <= max {
+            ListingMode::Compact
+        } else {
+            let pinned: Vec<ToolDefinition> = visible
+                .iter()
+                .filter(|e| profile.pinned.iter().any(|p| p.matches(e)))
+                .map(|e| e.spec.definition.clone())
+                .collect();
+            let mut categories = meta_tools::category_tools();
+            categories.extend(pinned.iter().cloned());
+            if tokens_of(&categories) <= max {
+                ListingMode::Categories
+            } else {
+                ListingMode::Search
+            }
+        };
+        tracing::info!(
+            agent,
+            max_listing_tokens = max,
+            mode = mode.name(),
+            "listing fitted to the token budget"
+        );
+        if let Ok(mut chosen) = self.inner.fit.chosen.lock() {
+            chosen.insert(agent.to_owned(), (version, mode));
+        }
+        mode
+    }
+}
