@@ -51,6 +51,8 @@ enum Command {
     Approvals(commands::approvals::ApprovalsArgs),
     /// Manage agents' HTTP bearer tokens.
     Token(commands::token::TokenArgs),
+    /// Change the latency tier of a session or an agent on the running gateway.
+    Tier(commands::tier::TierArgs),
 }
 
 fn main() -> ExitCode {
@@ -81,6 +83,7 @@ fn main() -> ExitCode {
             Command::ToolServer(args) => commands::tool_server::run(args).await,
             Command::Approvals(args) => commands::approvals::run(args).await,
             Command::Token(args) => commands::token::run(cli.config.as_deref(), args),
+            Command::Tier(args) => commands::tier::run(args).await,
         }
     });
     // Don't wait for stray blocking tasks (stdin readers) at exit.

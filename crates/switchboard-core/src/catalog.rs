@@ -26,6 +26,8 @@ pub struct ToolOverride {
     pub hidden: bool,
     /// Replaces the server's category for this tool.
     pub category: Option<String>,
+    /// Replaces the tool's declared latency metadata, field by field.
+    pub latency: crate::LatencyMeta,
 }
 
 /// One tool as listed by its server, with its input schema compiled.
@@ -86,6 +88,8 @@ pub struct CatalogEntry {
     pub call_timeout: Duration,
     /// Where the tool is filed for lazy loading (`games/dice`); levels separated by `/`.
     pub category: String,
+    /// Declared latency (the tool's `_meta`, with the operator's overrides on top).
+    pub latency: crate::LatencyMeta,
 }
 
 /// Something about the catalog an operator should know.
@@ -230,6 +234,10 @@ impl Catalog {
                         .clone()
                         .or_else(|| (!slice.category.is_empty()).then(|| slice.category.clone()))
                         .unwrap_or_else(|| slice.server.as_str().to_owned()),
+                    latency: override_.latency.over(
+                        crate::LatencyMeta::from_meta(listed.definition.meta.as_ref())
+                            .unwrap_or_default(),
+                    ),
                 };
                 named.insert(exposed, Arc::new(entry));
             }
@@ -378,6 +386,7 @@ mod tests {
                 description: Some("Read it".into()),
                 hidden: false,
                 category: Some("files/read".into()),
+                ..ToolOverride::default()
             },
         );
         s.overrides.insert(

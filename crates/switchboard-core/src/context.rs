@@ -43,6 +43,8 @@ pub struct CallContext {
     /// The client session the call came from (a stdio connection, an HTTP session), if any:
     /// per-session state such as loaded tool categories hangs off it.
     pub session: Option<String>,
+    /// The latency tier the request asked for explicitly (an endpoint or a header).
+    pub tier: Option<String>,
     /// Set when the caller asked for progress.
     pub progress: Option<ProgressSink>,
     /// Cancelled when the caller gives up (`notifications/cancelled`, a closed stream).
@@ -106,15 +108,26 @@ impl CallContext {
 pub struct Caller {
     pub agent: Option<String>,
     pub session: Option<String>,
+    /// A tier chosen on the request itself (wins over the session's and the agent's).
+    pub tier: Option<String>,
 }
 
 impl Caller {
     pub fn new(agent: Option<String>, session: Option<String>) -> Self {
-        Self { agent, session }
+        Self {
+            agent,
+            session,
+            tier: None,
+        }
+    }
+
+    pub fn with_tier(mut self, tier: Option<String>) -> Self {
+        self.tier = tier;
+        self
     }
 
     /// The caller of a call.
     pub fn of(ctx: &CallContext) -> Self {
-        Self::new(ctx.agent.clone(), ctx.session.clone())
+        Self::new(ctx.agent.clone(), ctx.session.clone()).with_tier(ctx.tier.clone())
     }
 }

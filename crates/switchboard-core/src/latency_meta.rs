@@ -53,6 +53,19 @@ impl LatencyMeta {
         self
     }
 
+    /// These values where set, `declared` where not (an operator's override over a tool's
+    /// own claims).
+    pub fn over(self, declared: Self) -> Self {
+        Self {
+            estimated_duration_ms: self
+                .estimated_duration_ms
+                .or(declared.estimated_duration_ms),
+            max_duration_ms: self.max_duration_ms.or(declared.max_duration_ms),
+            idempotent: self.idempotent.or(declared.idempotent),
+            cacheable_seconds: self.cacheable_seconds.or(declared.cacheable_seconds),
+        }
+    }
+
     /// Reads the metadata from a tool's `_meta`; `None` when the key is absent or malformed
     /// (declared metadata is untrusted input, never an error).
     pub fn from_meta(meta: Option<&Map<String, Value>>) -> Option<Self> {

@@ -22,6 +22,7 @@ pub mod outcome;
 pub mod pipeline;
 pub mod schema;
 pub mod server;
+pub mod tier;
 pub mod tool;
 pub mod upstream;
 

@@ -121,6 +121,10 @@ impl ToolProvider for Clock {
             }),
         );
         now.title = Some("Current time".to_owned());
+        switchboard_core::LatencyMeta::new(1, 5)
+            .idempotent(true)
+            .cacheable_seconds(0)
+            .write_into(&mut now.meta);
         now.annotations = Some(read_only());
         now.output_schema = Some(json!({
             "type": "object",

@@ -43,6 +43,15 @@ impl Host {
             aliases: config.aliases.clone(),
         };
         options.exposure = config.gateway.exposure;
+        options.quantile = config.latency.quantile;
+        options.tiers = config
+            .tiers
+            .iter()
+            .map(|tier| switchboard_core::tier::Tier {
+                name: tier.name.clone(),
+                ceiling: tier.ceiling,
+            })
+            .collect();
         let approvals = Arc::new(Approvals::new(
             config.gateway.approval_key.as_deref().map(str::as_bytes),
             config.gateway.approval_timeout,
@@ -57,6 +66,7 @@ impl Host {
             .filter_map(|(name, agent)| {
                 let profile = AgentProfile {
                     policy: Arc::new(config.agent_policy(name)?),
+                    tier: agent.tier.clone(),
                     exposure: agent.exposure,
                     pinned: agent.pinned.iter().map(|g| ToolPattern::parse(g)).collect(),
                     max_listing_tokens: agent.max_listing_tokens,
@@ -138,6 +148,7 @@ fn plan(config: &Config, server: &ServerConfig) -> Result<ServerPlan, AssembleEr
                         description: o.description.clone(),
                         hidden: o.hidden,
                         category: o.category.clone(),
+                        latency: o.latency,
                     },
                 )
             })

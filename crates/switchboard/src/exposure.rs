@@ -25,6 +25,8 @@ use crate::meta_tools::{
 #[derive(Debug, Clone, PartialEq)]
 pub struct AgentProfile {
     pub policy: Arc<AgentPolicy>,
+    /// The agent's default latency tier.
+    pub tier: Option<String>,
     /// None = the gateway's default mode.
     pub exposure: Option<Exposure>,
     /// Tools always listed in full.
@@ -38,6 +40,7 @@ impl AgentProfile {
     pub fn unrestricted(name: &str) -> Self {
         Self {
             policy: Arc::new(AgentPolicy::unrestricted(name)),
+            tier: None,
             exposure: None,
             pinned: Vec::new(),
             max_listing_tokens: None,
@@ -65,7 +68,7 @@ impl Host {
 
     /// The tool definitions listed to `caller` right now, in its exposure mode.
     pub fn listed_tools(&self, caller: &Caller) -> Vec<ToolDefinition> {
-        let visible = self.visible_tools(caller.agent.as_deref());
+        let visible = self.visible_for(caller);
         let pinned = self
             .profile(caller.agent.as_deref())
             .map(|profile| profile.pinned.clone())
@@ -168,7 +171,7 @@ impl Host {
     /// Category → (tools visible to the caller, loaded?), parents included.
     fn categories(&self, caller: &Caller) -> BTreeMap<String, usize> {
         let mut counts = BTreeMap::new();
-        for entry in self.visible_tools(caller.agent.as_deref()) {
+        for entry in self.visible_for(caller) {
             let mut path = String::new();
             for level in entry.category.split('/') {
                 if !path.is_empty() {
@@ -249,7 +252,7 @@ impl Host {
             changed
         });
         let tools: Vec<String> = self
-            .visible_tools(caller.agent.as_deref())
+            .visible_for(caller)
             .iter()
             .filter(|entry| in_category(entry, name))
             .map(|entry| entry.exposed.clone())

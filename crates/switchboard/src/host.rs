@@ -61,6 +61,10 @@ pub struct HostOptions {
     pub pending_approvals: Option<Arc<PendingApprovals>>,
     /// Counts tokens for result budgets.
     pub token_counter: TokenCounter,
+    /// Latency tiers, ordered by ceiling.
+    pub tiers: Vec<switchboard_core::tier::Tier>,
+    /// The quantile compared with tier ceilings (0.9 = p90).
+    pub quantile: f64,
 }
 
 impl Default for HostOptions {
@@ -79,6 +83,8 @@ impl Default for HostOptions {
             governance: Arc::new(Governance::default()),
             pending_approvals: None,
             token_counter: switchboard_render::tokens::count,
+            tiers: Vec::new(),
+            quantile: 0.9,
         }
     }
 }
@@ -112,6 +118,8 @@ pub(crate) struct Inner {
     full_view: Arc<dyn View>,
     /// The rest of truncated results, for `read_more`.
     pub(crate) remainders: Remainders,
+    /// Tiers an operator set per agent (`switchboard tier set --agent`).
+    pub(crate) agent_tiers: Mutex<std::collections::HashMap<String, String>>,
     /// Listing modes chosen to fit agents' token budgets.
     pub(crate) fit: FitCache,
     /// The search index of the current catalog version.
@@ -159,6 +167,7 @@ impl Host {
                 sessions: Sessions::default(),
                 search: SearchCache::default(),
                 fit: FitCache::default(),
+                agent_tiers: Mutex::default(),
                 remainders: Remainders::default(),
                 full_view: Arc::new(FullView),
                 started: std::sync::atomic::AtomicBool::new(false),
@@ -265,7 +274,7 @@ impl Host {
         arguments: Map<String, Value>,
     ) -> Result<ToolOutcome, CallError> {
         let catalog = self.catalog();
-        let view = self.view(ctx.agent.as_deref());
+        let view = self.view_for(&Caller::of(ctx));
         let outcome = self
             .inner
             .pipeline
@@ -428,6 +437,7 @@ impl Backend for Host {
         Box::pin(async move {
             self.wait_for_startup().await;
             let plain = self.listing_mode(caller) == crate::listing_fit::ListingMode::Full
+                && self.active_tier(caller).is_none()
                 && !self
                     .inner
                     .sessions

@@ -30,6 +30,7 @@ mod prompts;
 mod resources;
 mod result_shaping;
 mod sessions;
+mod tiers;
 pub mod tokens;
 mod tool_search;
 

@@ -94,7 +94,7 @@ impl Host {
             return *mode;
         }
         let max = usize::try_from(max).unwrap_or(usize::MAX);
-        let visible = self.visible_tools(Some(agent));
+        let visible = self.visible_for(caller);
         let full: Vec<ToolDefinition> = visible.iter().map(|e| e.spec.definition.clone()).collect();
         let mode = if tokens_of(&full) <= max {
             ListingMode::Full

@@ -21,6 +21,8 @@ pub(crate) struct SessionState {
     pub(crate) loaded: BTreeSet<String>,
     /// Whether `read_more` has been added to this session's listing.
     pub(crate) read_more_listed: bool,
+    /// The session's latency tier, set by an operator.
+    pub(crate) tier: Option<String>,
     version: watch::Sender<u64>,
     last_used: u64,
 }
@@ -71,6 +73,7 @@ impl Sessions {
         let state = map.entry(key).or_insert_with(|| SessionState {
             loaded: BTreeSet::new(),
             read_more_listed: false,
+            tier: None,
             version: watch::channel(0).0,
             last_used: tick,
         });

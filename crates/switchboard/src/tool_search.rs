@@ -6,7 +6,8 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value, json};
 use switchboard_core::pipeline::CallError;
-use switchboard_core::{CallContext, CatalogEntry, ToolOutcome};
+use switchboard_core::tier::effective_latency;
+use switchboard_core::{CallContext, Caller, CatalogEntry, ToolOutcome};
 use switchboard_search::{SearchDoc, SearchIndex};
 
 use crate::host::Host;
@@ -55,22 +56,35 @@ impl Host {
         index
     }
 
-    /// The tools matching `query` that `agent` may see, best first, with their scores.
+    /// The tools matching `query` that `caller` may see (permissions and tier), best first,
+    /// with their scores; equal scores go to the faster tool.
     pub fn search_tools(
         &self,
-        agent: Option<&str>,
+        caller: &Caller,
         query: &str,
         limit: usize,
     ) -> Vec<(Arc<CatalogEntry>, f64)> {
-        let view = self.view(agent);
+        let view = self.view_for(caller);
         let catalog = self.catalog();
         let index = self.search_index();
+        let quantile = self.inner.options.quantile;
         index
-            .search(query, limit, |key| {
-                catalog
-                    .resolve(key)
-                    .is_some_and(|entry| view.contains(entry))
-            })
+            .search_with(
+                query,
+                limit,
+                |key| {
+                    catalog
+                        .resolve(key)
+                        .is_some_and(|entry| view.contains(entry))
+                },
+                |key| {
+                    // Latency fit: faster first; unknown latency last.
+                    catalog
+                        .resolve(key)
+                        .and_then(|entry| effective_latency(&entry.latency, quantile))
+                        .map_or(f64::MIN, |latency| -latency.as_secs_f64())
+                },
+            )
             .into_iter()
             .filter_map(|hit| Some((catalog.resolve(&hit.key)?.clone(), hit.score)))
             .collect()
@@ -88,7 +102,7 @@ impl Host {
             .get("limit")
             .and_then(Value::as_u64)
             .map_or(DEFAULT_LIMIT, |n| (n as usize).clamp(1, MAX_LIMIT));
-        let found = self.search_tools(ctx.agent.as_deref(), query, limit);
+        let found = self.search_tools(&Caller::of(ctx), query, limit);
         let lines: Vec<String> = found.iter().map(|(entry, _)| compact_line(entry)).collect();
         let text = if lines.is_empty() {
             format!("no tools match '{query}'")
@@ -112,7 +126,7 @@ impl Host {
         let Some(name) = arguments.get("name").and_then(Value::as_str) else {
             return ToolOutcome::error("'name' must be a string: a tool name from search_tools");
         };
-        let view = self.view(ctx.agent.as_deref());
+        let view = self.view_for(&Caller::of(ctx));
         let catalog = self.catalog();
         match catalog.resolve(name).filter(|entry| view.contains(entry)) {
             Some(entry) => {

@@ -22,6 +22,7 @@ fn profile(
     pinned: &[&str],
 ) -> Arc<AgentProfile> {
     Arc::new(AgentProfile {
+        tier: None,
         policy: Arc::new(AgentPolicy {
             name: name.to_owned(),
             allow: allow.iter().map(|g| ToolPattern::parse(g)).collect(),
@@ -465,4 +466,165 @@ async fn a_listing_is_fitted_into_the_agents_token_budget() {
     .await
     .expect("search");
     assert!(!found.is_error, "the fitted mode's meta-tools answer");
+}
+
+/// A provider whose tools declare their latency (`name:max_ms`).
+struct Timed(&'static [(&'static str, u64)]);
+
+impl switchboard_core::upstream::ToolProvider for Timed {
+    fn name(&self) -> &str {
+        "timed"
+    }
+
+    fn tools(&self) -> Vec<switchboard_core::ToolDefinition> {
+        self.0
+            .iter()
+            .map(|(name, max)| {
+                let mut definition =
+                    switchboard_core::ToolDefinition::new(*name, "d", json!({"type": "object"}));
+                switchboard_core::LatencyMeta::new(max / 4, *max).write_into(&mut definition.meta);
+                definition
+            })
+            .collect()
+    }
+
+    fn call<'a>(
+        &'a self,
+        tool: &'a str,
+        _arguments: serde_json::Map<String, Value>,
+        _ctx: &'a CallContext,
+    ) -> futures::future::BoxFuture<'a, Result<ToolOutcome, switchboard_core::upstream::ToolError>>
+    {
+        Box::pin(async move { Ok(ToolOutcome::text(tool)) })
+    }
+}
+
+#[tokio::test]
+async fn permission_matrix_agents_tools_and_tiers_list_and_call_alike() {
+    use switchboard_core::tier::Tier;
+    let timed = Timed(&[
+        ("instant", 20),
+        ("quick", 400),
+        ("medium", 1_200),
+        ("slow", 3_500),
+        ("glacial", 9_000),
+    ]);
+    let mut plan = plan(
+        Named {
+            id: "unused",
+            tools: &[],
+        },
+        "",
+    );
+    plan.spec.id = switchboard_core::ServerId::new("timed");
+    plan.spec.endpoint = switchboard_mcp::upstream::Endpoint::InProcess(Arc::new(timed));
+    plan.prefix = "timed".into();
+    let mut voice = (*profile("voice", &["timed:*"], None, &[])).clone();
+    voice.tier = Some("fast".into());
+    let mut partial = (*profile("partial", &["timed__quick", "timed__slow"], None, &[])).clone();
+    partial.tier = None;
+    let options = HostOptions {
+        agents: BTreeMap::from([
+            ("voice".to_owned(), Arc::new(voice)),
+            ("partial".to_owned(), Arc::new(partial)),
+            ("all".to_owned(), profile("all", &[], None, &[])),
+        ]),
+        tiers: [("fast", 500), ("standard", 1_500), ("deep", 4_000)]
+            .map(|(name, ms)| Tier {
+                name: name.into(),
+                ceiling: std::time::Duration::from_millis(ms),
+            })
+            .to_vec(),
+        ..HostOptions::default()
+    };
+    let host = Host::start(vec![plan], options);
+    host.ready().await;
+    let tools = [
+        "timed__instant",
+        "timed__quick",
+        "timed__medium",
+        "timed__slow",
+        "timed__glacial",
+    ];
+    let expected = |agent: &str, tier: Option<&str>| -> Vec<&str> {
+        let permitted: Vec<&str> = match agent {
+            "partial" => vec!["timed__quick", "timed__slow"],
+            _ => tools.to_vec(),
+        };
+        let tier = tier.or(if agent == "voice" { Some("fast") } else { None });
+        let ceiling = match tier {
+            Some("fast") => 500,
+            Some("standard") => 1_500,
+            Some("deep") => 4_000,
+            Some(_) => 0,
+            None => u64::MAX,
+        };
+        let max = |tool: &str| match tool {
+            "timed__instant" => 20,
+            "timed__quick" => 400,
+            "timed__medium" => 1_200,
+            "timed__slow" => 3_500,
+            _ => 9_000,
+        };
+        permitted
+            .into_iter()
+            .filter(|t| max(t) <= ceiling)
+            .collect()
+    };
+    for agent in ["voice", "partial", "all"] {
+        for tier in [
+            None,
+            Some("fast"),
+            Some("standard"),
+            Some("deep"),
+            Some("nonsense"),
+        ] {
+            let who = Caller::new(Some(agent.to_owned()), Some(format!("{agent}-{tier:?}")))
+                .with_tier(tier.map(str::to_owned));
+            let mut listed = listed(&host, &who).await;
+            listed.sort();
+            let mut want: Vec<String> = expected(agent, tier)
+                .into_iter()
+                .map(str::to_owned)
+                .collect();
+            want.sort();
+            assert_eq!(listed, want, "{agent} in tier {tier:?}");
+            for tool in tools {
+                let ctx = CallContext {
+                    agent: Some(agent.to_owned()),
+                    session: who.session.clone(),
+                    tier: tier.map(str::to_owned),
+                    ..CallContext::default()
+                };
+                let answer = host
+                    .call_tool(ctx, ToolCall::new(tool, Default::default()))
+                    .await;
+                assert_eq!(
+                    answer.is_ok(),
+                    want.contains(&tool.to_owned()),
+                    "{agent} × {tool} × {tier:?}: visible = callable"
+                );
+            }
+        }
+    }
+    // An operator changes a session's tier: its listing changes and it hears about it.
+    let session = Caller::new(Some("all".into()), Some("ops".into()));
+    let mut version = host.listing_version(&session);
+    version.mark_unchanged();
+    host.set_session_tier("ops", Some("fast".into()));
+    assert!(version.has_changed().expect("open"));
+    assert_eq!(
+        listed(&host, &session).await,
+        ["timed__instant", "timed__quick"]
+    );
+    host.set_agent_tier("all", Some("standard".into()));
+    assert_eq!(
+        listed(
+            &host,
+            &Caller::new(Some("all".into()), Some("other".into()))
+        )
+        .await
+        .len(),
+        3
+    );
 }

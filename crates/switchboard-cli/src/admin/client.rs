@@ -42,6 +42,21 @@ impl AdminClient {
         serde_json::from_str(&text).context("the gateway's answer is not JSON")
     }
 
+    pub async fn set_tier(
+        &self,
+        session: Option<&str>,
+        agent: Option<&str>,
+        tier: Option<&str>,
+    ) -> anyhow::Result<Value> {
+        let body = json!({"session": session, "agent": agent, "tier": tier});
+        self.send(
+            self.http
+                .post(format!("{}/tier", self.file.url))
+                .json(&body),
+        )
+        .await
+    }
+
     pub async fn approvals(&self) -> anyhow::Result<Value> {
         self.send(self.http.get(format!("{}/approvals", self.file.url)))
             .await

@@ -1,7 +1,8 @@
 //! The admin HTTP server: loopback only, bearer token required.
 //!
 //! - `GET /approvals` — calls waiting for an operator;
-//! - `POST /approvals/{id}` with `{"approve": bool, "reason"?: string, "by"?: string}`.
+//! - `POST /approvals/{id}` with `{"approve": bool, "reason"?: string, "by"?: string}`;
+//! - `POST /tier` with `{"session" | "agent": name, "tier": name | null}` (the "DM command").
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -19,6 +20,50 @@ use tokio_util::sync::CancellationToken;
 struct AdminState {
     host: Host,
     token: String,
+}
+
+#[derive(Deserialize)]
+struct TierChange {
+    #[serde(default)]
+    session: Option<String>,
+    #[serde(default)]
+    agent: Option<String>,
+    /// None clears.
+    #[serde(default)]
+    tier: Option<String>,
+}
+
+async fn set_tier(
+    State(state): State<Arc<AdminState>>,
+    headers: HeaderMap,
+    Json(change): Json<TierChange>,
+) -> Response {
+    if !authorized(&state, &headers) {
+        return refuse();
+    }
+    if let Some(tier) = &change.tier
+        && !state.host.knows_tier(tier)
+    {
+        return (StatusCode::BAD_REQUEST, format!("unknown tier '{tier}'")).into_response();
+    }
+    match (&change.session, &change.agent) {
+        (Some(session), None) => state.host.set_session_tier(session, change.tier.clone()),
+        (None, Some(agent)) if state.host.knows_agent(agent) => {
+            state.host.set_agent_tier(agent, change.tier.clone());
+        }
+        (None, Some(agent)) => {
+            return (StatusCode::BAD_REQUEST, format!("unknown agent '{agent}'")).into_response();
+        }
+        _ => {
+            return (
+                StatusCode::BAD_REQUEST,
+                "name exactly one of session or agent",
+            )
+                .into_response();
+        }
+    }
+    Json(json!({"session": change.session, "agent": change.agent, "tier": change.tier}))
+        .into_response()
 }
 
 #[derive(Deserialize)]
@@ -96,6 +141,7 @@ pub async fn serve(
     let app = axum::Router::new()
         .route("/approvals", get(list))
         .route("/approvals/{id}", post(answer))
+        .route("/tier", post(set_tier))
         .with_state(state);
     axum::serve(
         listener,

@@ -5,6 +5,7 @@ pub mod call;
 pub mod config;
 pub mod serve;
 pub mod status;
+pub mod tier;
 pub mod token;
 pub mod tool_server;
 pub mod tools;

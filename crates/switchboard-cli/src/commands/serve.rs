@@ -34,6 +34,10 @@ pub struct ServeArgs {
     /// Extra allowed Origin for HTTP requests (repeatable); loopback origins are always allowed.
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     allow_origins: Vec<String>,
+    /// Serve in this latency tier (one of the config's [tiers]): only tools whose latency fits
+    /// it are listed and callable.
+    #[arg(long, value_name = "TIER")]
+    tier: Option<String>,
     /// How tools are listed to callers whose agent does not choose (overrides
     /// gateway.exposure): full, categories or search.
     #[arg(long, value_enum, value_name = "MODE")]
@@ -81,7 +85,17 @@ pub async fn run(config: Option<&Path>, args: ServeArgs) -> anyhow::Result<ExitC
         shutdown.clone(),
     )
     .await?;
-    let dispatcher = Dispatcher::new(Arc::new(host.clone()), args.agent.clone());
+    if let Some(tier) = &args.tier
+        && !host.knows_tier(tier)
+    {
+        let known: Vec<&str> = config.tiers.iter().map(|t| t.name.as_str()).collect();
+        bail!(
+            "unknown tier '{tier}' (the config defines: {})",
+            known.join(", ")
+        );
+    }
+    let dispatcher = Dispatcher::new(Arc::new(host.clone()), args.agent.clone())
+        .for_tier(args.tier.as_ref().map(|t| t.to_lowercase()));
     let grace = Duration::from_secs(args.grace);
     match args.http {
         Some(address) => {

@@ -53,6 +53,8 @@ pub struct Dispatcher {
     agent: Option<String>,
     /// The client session requests come from (stdio connection, HTTP session), if any.
     session: Option<String>,
+    /// The tier the endpoint or request chose, if any.
+    tier: Option<String>,
 }
 
 impl Dispatcher {
@@ -61,24 +63,31 @@ impl Dispatcher {
             backend,
             agent,
             session: None,
+            tier: None,
+        }
+    }
+
+    /// The same dispatcher, answering in one latency tier.
+    pub fn for_tier(&self, tier: Option<String>) -> Self {
+        Self {
+            tier,
+            ..self.clone()
         }
     }
 
     /// The same dispatcher, answering for one client session.
     pub fn for_session(&self, session: Option<String>) -> Self {
         Self {
-            backend: self.backend.clone(),
-            agent: self.agent.clone(),
             session,
+            ..self.clone()
         }
     }
 
     /// The same dispatcher, answering for another agent (an authenticated HTTP request).
     pub fn for_agent(&self, agent: Option<String>) -> Self {
         Self {
-            backend: self.backend.clone(),
             agent,
-            session: self.session.clone(),
+            ..self.clone()
         }
     }
 
@@ -89,7 +98,7 @@ impl Dispatcher {
 
     /// Who this dispatcher answers for.
     pub fn caller(&self) -> Caller {
-        Caller::new(self.agent.clone(), self.session.clone())
+        Caller::new(self.agent.clone(), self.session.clone()).with_tier(self.tier.clone())
     }
 
     pub fn backend(&self) -> &Arc<dyn Backend> {
@@ -379,6 +388,9 @@ impl Dispatcher {
         }
         if ctx.session.is_none() {
             ctx.session = self.session.clone();
+        }
+        if ctx.tier.is_none() {
+            ctx.tier = self.tier.clone();
         }
         match self
             .backend

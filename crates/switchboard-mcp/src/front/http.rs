@@ -112,6 +112,12 @@ pub fn router(dispatcher: Dispatcher, options: HttpOptions) -> Router {
                 .get(handle_agent_get)
                 .delete(handle_agent_delete),
         )
+        .route(
+            "/mcp/tiers/{tier}",
+            post(handle_tier_post)
+                .get(handle_tier_get)
+                .delete(handle_delete),
+        )
         .layer(DefaultBodyLimit::max(limit))
         .with_state(state)
 }
@@ -192,6 +198,38 @@ async fn handle_agent_post(
     body: Bytes,
 ) -> Response {
     post_as(state, headers, body, Some(agent)).await
+}
+
+/// The header that picks a latency tier for one request.
+const TIER_HEADER: &str = "switchboard-tier";
+
+async fn handle_tier_post(
+    state: State<Arc<HttpState>>,
+    Path(tier): Path<String>,
+    mut headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    match HeaderValue::from_str(&tier) {
+        Ok(value) => {
+            headers.insert(TIER_HEADER, value);
+            post_as(state, headers, body, None).await
+        }
+        Err(_) => plain(StatusCode::NOT_FOUND, "unknown tier"),
+    }
+}
+
+async fn handle_tier_get(
+    state: State<Arc<HttpState>>,
+    Path(tier): Path<String>,
+    mut headers: HeaderMap,
+) -> Response {
+    match HeaderValue::from_str(&tier) {
+        Ok(value) => {
+            headers.insert(TIER_HEADER, value);
+            get_as(state, headers, None).await
+        }
+        Err(_) => plain(StatusCode::NOT_FOUND, "unknown tier"),
+    }
 }
 
 async fn handle_agent_get(
@@ -397,6 +435,9 @@ async fn post_as(
     if agent.is_some() {
         dispatcher = dispatcher.for_agent(agent);
     }
+    if let Some(tier) = header_str(&headers, TIER_HEADER) {
+        dispatcher = dispatcher.for_tier(Some(tier.to_lowercase()));
+    }
     let mut response = if streams {
         stream_answer(dispatcher, session, id, method, params, token, cancel)
     } else {
@@ -540,6 +581,9 @@ async fn get_as(
     let mut scoped = state.dispatcher.for_session(Some(session_id.to_owned()));
     if agent.is_some() {
         scoped = scoped.for_agent(agent);
+    }
+    if let Some(tier) = header_str(&headers, TIER_HEADER) {
+        scoped = scoped.for_tier(Some(tier.to_lowercase()));
     }
     let caller = scoped.caller();
     let mut version = state.dispatcher.backend().listing_version(&caller);

@@ -27,6 +27,9 @@ pub struct ToolsArgs {
     /// configured servers; nothing is started.
     #[arg(long, value_name = "FILE")]
     catalog: Option<std::path::PathBuf>,
+    /// Only the tools that fit this latency tier (one of the config's [tiers]).
+    #[arg(long, value_name = "TIER")]
+    tier: Option<String>,
     /// Print the o200k_base token count of the rendering instead of the rendering.
     #[arg(long)]
     count_tokens: bool,
@@ -82,7 +85,15 @@ pub async fn run(config: Option<&Path>, args: ToolsArgs) -> anyhow::Result<ExitC
         return Ok(ExitCode::SUCCESS);
     }
     let host = super::start_host(config, args.agent.as_deref()).await?;
-    let entries = host.visible_tools(args.agent.as_deref());
+    if let Some(tier) = &args.tier
+        && !host.knows_tier(tier)
+    {
+        host.shutdown().await;
+        anyhow::bail!("unknown tier '{tier}'");
+    }
+    let caller = switchboard_core::Caller::new(args.agent.clone(), None)
+        .with_tier(args.tier.as_ref().map(|t| t.to_lowercase()));
+    let entries = host.visible_for(&caller);
     if let Some(rendering) = args.format.rendering() {
         host.shutdown().await;
         let tools: Vec<_> = entries

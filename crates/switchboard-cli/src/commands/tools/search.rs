@@ -86,7 +86,11 @@ pub async fn run(config: Option<&Path>, args: SearchArgs) -> anyhow::Result<Exit
                 .await
                 .context("starting the configured servers (use --catalog FILE to search a file)")?;
             let found = host
-                .search_tools(args.agent.as_deref(), &args.query, limit)
+                .search_tools(
+                    &switchboard_core::Caller::new(args.agent.clone(), None),
+                    &args.query,
+                    limit,
+                )
                 .into_iter()
                 .map(|(entry, score)| Found {
                     id: format!("{}/{}", entry.spec.server, entry.upstream_name),

@@ -1,0 +1,114 @@
+//! The active latency tier of a caller and the view it narrows. In order: a tier chosen on
+//! the request (an endpoint such as `/mcp/tiers/fast`, or the `Switchboard-Tier` header), the
+//! session's tier (set by an operator: `switchboard tier set`), an operator's tier for the
+//! agent, the agent's default tier; none of these = no tier, every permitted tool.
+//! A change of a session's or an agent's tier announces `list_changed`.
+
+use std::sync::Arc;
+
+use switchboard_core::agent::View;
+use switchboard_core::tier::{Tier, TierView};
+use switchboard_core::{Caller, CatalogEntry};
+
+use crate::host::Host;
+
+/// A shared view, as a `View` value (so `TierView` can wrap it).
+struct Shared(Arc<dyn View>);
+
+impl View for Shared {
+    fn contains(&self, entry: &CatalogEntry) -> bool {
+        self.0.contains(entry)
+    }
+}
+
+impl Host {
+    /// The tier named `name` (case-insensitive); an unknown name has a zero ceiling, so
+    /// nothing fits it.
+    pub fn tier(&self, name: &str) -> Tier {
+        let name = name.to_lowercase();
+        self.inner
+            .options
+            .tiers
+            .iter()
+            .find(|tier| tier.name == name)
+            .cloned()
+            .unwrap_or(Tier {
+                name,
+                ceiling: std::time::Duration::ZERO,
+            })
+    }
+
+    /// Whether a tier of this name is configured.
+    pub fn knows_tier(&self, name: &str) -> bool {
+        let name = name.to_lowercase();
+        self.inner
+            .options
+            .tiers
+            .iter()
+            .any(|tier| tier.name == name)
+    }
+
+    /// The caller's active tier, if any.
+    pub fn active_tier(&self, caller: &Caller) -> Option<Tier> {
+        let name = caller
+            .tier
+            .clone()
+            .or_else(|| {
+                caller
+                    .session
+                    .as_ref()
+                    .and_then(|_| self.inner.sessions.with(caller, |state| state.tier.clone()))
+            })
+            .or_else(|| {
+                let agent = caller.agent.as_ref()?;
+                self.inner.agent_tiers.lock().ok()?.get(agent).cloned()
+            })
+            .or_else(|| self.profile(caller.agent.as_deref())?.tier.clone())?;
+        Some(self.tier(&name))
+    }
+
+    /// What `caller` may see and call: its agent's permissions, narrowed to its active tier.
+    pub fn view_for(&self, caller: &Caller) -> Arc<dyn View> {
+        let permitted = self.view(caller.agent.as_deref());
+        match self.active_tier(caller) {
+            None => permitted,
+            Some(tier) => Arc::new(TierView {
+                inner: Shared(permitted),
+                tier,
+                quantile: self.inner.options.quantile,
+            }),
+        }
+    }
+
+    /// The catalog entries `caller` may see, in listing order.
+    pub fn visible_for(&self, caller: &Caller) -> Vec<Arc<CatalogEntry>> {
+        let view = self.view_for(caller);
+        self.catalog()
+            .entries()
+            .iter()
+            .filter(|entry| view.contains(entry))
+            .cloned()
+            .collect()
+    }
+
+    /// Sets (or, with `None`, clears) one session's tier; the session hears `list_changed`.
+    pub fn set_session_tier(&self, session: &str, tier: Option<String>) {
+        let caller = Caller::new(None, Some(session.to_owned()));
+        self.inner.sessions.with(&caller, |state| {
+            state.tier = tier.map(|t| t.to_lowercase());
+            state.bump();
+        });
+    }
+
+    /// Sets (or clears) an agent's tier, over its configured default; every session hears
+    /// `list_changed`.
+    pub fn set_agent_tier(&self, agent: &str, tier: Option<String>) {
+        if let Ok(mut tiers) = self.inner.agent_tiers.lock() {
+            match tier {
+                Some(tier) => tiers.insert(agent.to_owned(), tier.to_lowercase()),
+                None => tiers.remove(agent),
+            };
+        }
+        self.inner.sessions.bump_all();
+    }
+}
