@@ -53,6 +53,8 @@ enum Command {
     Token(commands::token::TokenArgs),
     /// Change the latency tier of a session or an agent on the running gateway.
     Tier(commands::tier::TierArgs),
+    /// Read the audit ledger: recent calls, export, verify the hash chain.
+    Audit(commands::audit::AuditArgs),
 }
 
 fn main() -> ExitCode {
@@ -84,6 +86,7 @@ fn main() -> ExitCode {
             Command::Approvals(args) => commands::approvals::run(args).await,
             Command::Token(args) => commands::token::run(cli.config.as_deref(), args),
             Command::Tier(args) => commands::tier::run(args).await,
+            Command::Audit(args) => commands::audit::run(cli.config.as_deref(), args),
         }
     });
     // Don't wait for stray blocking tasks (stdin readers) at exit.

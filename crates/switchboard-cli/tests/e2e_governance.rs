@@ -357,3 +357,87 @@ fn the_shipped_agents_example_works() {
         "qa sees everything"
     );
 }
+
+#[tokio::test]
+async fn every_answered_call_is_in_the_ledger_even_after_sigkill() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ledger = dir.path().join("ledger.db");
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "[gateway]\nledger = {}\n\n[servers.fx]\ncommand = {}\nargs = [\"echo\"]\n",
+            quoted(&ledger.display().to_string()),
+            quoted(&fixture())
+        ),
+    );
+    let admin = dir.path().join("admin.json").display().to_string();
+    let mut gateway = HttpGateway::start(&config, &["--admin-file", &admin]);
+    let call = |i: usize| {
+        serde_json::json!({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {
+            "name": "fx__echo", "arguments": {"message": format!("sk-live{i:04}secretsecretsecret0123456789")},
+            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}}})
+    };
+    let mut answered = Vec::new();
+    for i in 0..200 {
+        let (status, body, _) = post(&gateway.url, None, call(i)).await;
+        assert_eq!(status, 200, "{body}");
+        let value: serde_json::Value = serde_json::from_str(&body).expect("json");
+        let id = value["result"]["_meta"]["switchboard.dev/call"]["id"]
+            .as_str()
+            .expect("call id")
+            .to_owned();
+        answered.push(id);
+    }
+    // No graceful shutdown: SIGKILL right after the last answer.
+    let _ = gateway.child.kill();
+    let _ = gateway.child.wait();
+    let rows = run_switchboard(&config, &["audit", "--json", "--limit", "0"]);
+    assert!(
+        rows.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rows.stderr)
+    );
+    let rows = stdout_json(&rows);
+    let ids: std::collections::HashSet<&str> = rows
+        .as_array()
+        .expect("rows")
+        .iter()
+        .filter_map(|r| r["call_id"].as_str())
+        .collect();
+    for id in &answered {
+        assert!(
+            ids.contains(id.as_str()),
+            "answered call {id} is missing from the ledger"
+        );
+    }
+    let first = &rows[0];
+    assert_eq!(first["outcome"], "ok");
+    assert_eq!(first["args_redacted"]["message"], "[REDACTED]");
+    let verify = run_switchboard(&config, &["audit", "verify"]);
+    assert!(
+        verify.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verify.stdout)
+    );
+    let export = run_switchboard(&config, &["audit", "export", "--format", "jsonl"]);
+    assert_eq!(String::from_utf8_lossy(&export.stdout).lines().count(), 200);
+    let mut files = std::fs::read(&ledger).expect("ledger");
+    files.extend(std::fs::read(dir.path().join("ledger.db-wal")).unwrap_or_default());
+    files.extend(std::fs::read(dir.path().join("ledger.db.journal")).unwrap_or_default());
+    assert!(
+        !String::from_utf8_lossy(&files).contains("hunter2-never-logged"),
+        "secrets stay out of the ledger"
+    );
+    let conn_edit = std::process::Command::new(venv_bin().join("python"))
+        .args(["-c", &format!("import sqlite3; c=sqlite3.connect('{}'); c.execute(\"UPDATE mcp_tool_invocations SET outcome='denied' WHERE id=5\"); c.commit()", ledger.display())])
+        .status()
+        .expect("edit with sqlite3");
+    assert!(conn_edit.success());
+    let tampered = run_switchboard(&config, &["audit", "verify"]);
+    assert_eq!(tampered.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&tampered.stdout).contains("row 5: this row was edited"),
+        "{}",
+        String::from_utf8_lossy(&tampered.stdout)
+    );
+}

@@ -1,6 +1,7 @@
 //! One module per subcommand; [`load`] is how every command gets its config and Host.
 
 pub mod approvals;
+pub mod audit;
 pub mod call;
 pub mod config;
 pub mod serve;
@@ -42,7 +43,12 @@ pub fn load_config(explicit: Option<&Path>) -> anyhow::Result<Config> {
 pub async fn start_host(explicit: Option<&Path>, agent: Option<&str>) -> anyhow::Result<Host> {
     let config = load_config(explicit)?;
     check_agent(&config, agent)?;
-    let host = Host::from_config(&config)?;
+    let ledger = audit::open_ledger(&config)?;
+    let options = switchboard::HostOptions {
+        recorder: std::sync::Arc::new(ledger),
+        ..switchboard::HostOptions::default()
+    };
+    let host = Host::from_config_with(&config, options)?;
     host.ready().await;
     Ok(host)
 }

@@ -65,13 +65,18 @@ pub async fn run(config: Option<&Path>, args: ServeArgs) -> anyhow::Result<ExitC
     }
     super::check_agent(&config, args.agent.as_deref())?;
     let max_message_bytes = config.gateway.max_message_bytes;
+    let ledger = super::audit::open_ledger(&config)?;
     let tokens = super::token::token_store(&config)?;
     let auth: Option<Arc<dyn Authenticator>> = if tokens.is_empty() {
         None
     } else {
         Some(Arc::new(tokens))
     };
-    let host = Host::from_config(&config)?;
+    let options = switchboard::HostOptions {
+        recorder: Arc::new(ledger.clone()),
+        ..switchboard::HostOptions::default()
+    };
+    let host = Host::from_config_with(&config, options)?;
     let shutdown = CancellationToken::new();
     tokio::spawn(watch_signals(shutdown.clone()));
     if args.no_prefix {
@@ -138,6 +143,7 @@ pub async fn run(config: Option<&Path>, args: ServeArgs) -> anyhow::Result<ExitC
         }
     }
     host.shutdown().await;
+    ledger.flush();
     Ok(ExitCode::SUCCESS)
 }
 

@@ -150,6 +150,12 @@ pub struct GatewayConfig {
     pub approval_key: Option<String>,
     /// Where `switchboard token create` keeps agents' token hashes.
     pub token_file: Option<PathBuf>,
+    /// The audit ledger's SQLite file (default under the user data directory).
+    pub ledger: Option<PathBuf>,
+    /// Ledger rows older than this many days are removed at start.
+    pub ledger_retention_days: Option<u64>,
+    /// At most this many ledger rows are kept (the oldest go first).
+    pub ledger_max_rows: Option<u64>,
 }
 
 impl Default for GatewayConfig {
@@ -167,6 +173,9 @@ impl Default for GatewayConfig {
             approval_timeout: Duration::from_secs(60),
             approval_key: None,
             token_file: None,
+            ledger: None,
+            ledger_retention_days: None,
+            ledger_max_rows: None,
         }
     }
 }

@@ -262,6 +262,17 @@ struct Gateway {
     /// $XDG_CONFIG_HOME/switchboard/tokens.json).
     #[serde(skip_serializing_if = "Option::is_none")]
     token_file: Option<String>,
+    /// The audit ledger's SQLite file (default $XDG_DATA_HOME/switchboard/ledger.db).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ledger: Option<String>,
+    /// Remove ledger rows older than this many days (at start).
+    #[schemars(range(min = 1))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ledger_retention_days: Option<u64>,
+    /// Keep at most this many ledger rows.
+    #[schemars(range(min = 1))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ledger_max_rows: Option<u64>,
 }
 
 #[derive(JsonSchema)]
@@ -469,6 +480,9 @@ impl Default for Gateway {
             approval_timeout: None,
             approval_key: None,
             token_file: None,
+            ledger: None,
+            ledger_retention_days: None,
+            ledger_max_rows: None,
         }
     }
 }

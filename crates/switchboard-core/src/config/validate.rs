@@ -28,7 +28,10 @@ pub(super) const ROOT_KEYS: [&str; 9] = [
     "agents",
     "capabilities",
 ];
-pub(super) const GATEWAY_KEYS: [&str; 12] = [
+pub(super) const GATEWAY_KEYS: [&str; 15] = [
+    "ledger",
+    "ledger_retention_days",
+    "ledger_max_rows",
     "token_file",
     "approval",
     "approval_timeout",
@@ -295,6 +298,9 @@ impl Walk<'_> {
                 }
                 "approval_key" => gateway.approval_key = self.string(value, &what),
                 "token_file" => gateway.token_file = self.path(value, &what),
+                "ledger" => gateway.ledger = self.path(value, &what),
+                "ledger_retention_days" => gateway.ledger_retention_days = self.count(value, &what),
+                "ledger_max_rows" => gateway.ledger_max_rows = self.count(value, &what),
                 "exposure" => {
                     gateway.exposure = self.exposure(value, &what).unwrap_or(gateway.exposure);
                 }

@@ -114,6 +114,10 @@ impl Pipeline {
             .as_ref()
             .ok()
             .map(|entry| (entry.spec.server.clone(), entry.upstream_name.clone()));
+        let arguments = self
+            .recorder
+            .wants_arguments()
+            .then(|| Arc::new(call.arguments.clone()));
         let (fate, cost, approval) = match entry {
             Err(error) => (Fate::new(Err(error), CallStatus::UnknownTool), 0.0, None),
             Ok(entry) => {
@@ -132,6 +136,8 @@ impl Pipeline {
             target,
             agent: ctx.agent.clone(),
             session: ctx.session.clone(),
+            tier: ctx.tier.clone(),
+            arguments,
             started: started_wall,
             duration,
             status: fate.status,
@@ -142,6 +148,15 @@ impl Pipeline {
                 Ok(_) => None,
                 Err(error) => Some(error.to_string()),
             },
+            result_bytes: result.as_ref().ok().map(|outcome| {
+                outcome
+                    .content
+                    .iter()
+                    .filter_map(|block| block.get("text").and_then(Value::as_str))
+                    .map(str::len)
+                    .sum()
+            }),
+            cached: false,
         };
         self.recorder.record(&record);
         result

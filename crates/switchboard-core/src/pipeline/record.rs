@@ -60,6 +60,11 @@ pub struct CallRecord {
     pub target: Option<(ServerId, String)>,
     pub agent: Option<String>,
     pub session: Option<String>,
+    /// The tier the request chose, if any.
+    pub tier: Option<String>,
+    /// The arguments as called, when the recorder wants them (see
+    /// [`Recorder::wants_arguments`]).
+    pub arguments: Option<std::sync::Arc<serde_json::Map<String, serde_json::Value>>>,
     pub started: SystemTime,
     pub duration: Duration,
     pub status: CallStatus,
@@ -68,11 +73,20 @@ pub struct CallRecord {
     pub approval: Option<String>,
     /// The error text the caller saw, for failed calls.
     pub error: Option<String>,
+    /// Bytes of the result's text, when there was a result.
+    pub result_bytes: Option<usize>,
+    /// Served from the result cache.
+    pub cached: bool,
 }
 
 /// Receives every call record. Must not block: the ledger queues to its writer task.
 pub trait Recorder: Send + Sync {
     fn record(&self, record: &CallRecord);
+
+    /// Whether records should carry the call's arguments (a copy per call).
+    fn wants_arguments(&self) -> bool {
+        false
+    }
 }
 
 /// Writes each call as one structured `tracing` line at debug level (target

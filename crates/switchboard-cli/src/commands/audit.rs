@@ -1,0 +1,206 @@
+//! `switchboard audit`: read the audit ledger — recent calls with filters, a JSONL export,
+//! and `verify`, which walks the hash chain and names the first edited or deleted row.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context;
+use switchboard_core::config::Config;
+use switchboard_ledger::{Filter, Ledger, LedgerEntry, store};
+
+use crate::output::{print_json, print_line};
+
+#[derive(Debug, clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct AuditArgs {
+    #[command(subcommand)]
+    action: Option<Action>,
+    #[command(flatten)]
+    filter: FilterArgs,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+    /// The ledger file (default: gateway.ledger, else $XDG_DATA_HOME/switchboard/ledger.db).
+    #[arg(long, global = true, value_name = "FILE")]
+    ledger: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, clap::Args)]
+struct FilterArgs {
+    /// Only calls newer than this: 30m, 1h, 2d, or a Unix time in milliseconds.
+    #[arg(long)]
+    since: Option<String>,
+    #[arg(long)]
+    agent: Option<String>,
+    /// Exposed tool name or glob (`files__*`).
+    #[arg(long)]
+    tool: Option<String>,
+    /// ok, tool_error, denied, rate_limited, timed_out, cancelled, upstream_down, …
+    #[arg(long)]
+    outcome: Option<String>,
+    /// Most rows (default 50; 0 = all).
+    #[arg(long, default_value_t = 50)]
+    limit: usize,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Action {
+    /// Every matching row as JSON lines, oldest first.
+    Export {
+        #[arg(long, default_value = "jsonl")]
+        format: String,
+        #[command(flatten)]
+        filter: FilterArgs,
+    },
+    /// Check the hash chain: exits 1 and names the row when one was edited or deleted.
+    Verify,
+}
+
+/// The ledger file of a config.
+pub fn ledger_path(config: &Config, explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
+    if let Some(path) = explicit
+        .map(Path::to_owned)
+        .or_else(|| config.gateway.ledger.clone())
+    {
+        return Ok(path);
+    }
+    let data = std::env::var_os("XDG_DATA_HOME")
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| Path::new(&home).join(".local/share")))
+        .context("no data directory: set XDG_DATA_HOME or HOME, or gateway.ledger")?;
+    Ok(data.join("switchboard").join("ledger.db"))
+}
+
+/// Opens the ledger for a running gateway or a CLI call, applying retention.
+pub fn open_ledger(config: &Config) -> anyhow::Result<Ledger> {
+    let path = ledger_path(config, None)?;
+    let mut conn = store::open(&path).map_err(anyhow::Error::msg)?;
+    let cutoff = config.gateway.ledger_retention_days.map(|days| {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64);
+        now - i64::try_from(days).unwrap_or(i64::MAX / 86_400_000) * 86_400_000
+    });
+    let max_rows = config
+        .gateway
+        .ledger_max_rows
+        .map(|n| i64::try_from(n).unwrap_or(i64::MAX));
+    if cutoff.is_some() || max_rows.is_some() {
+        let pruned = store::prune(&mut conn, cutoff, max_rows).map_err(anyhow::Error::msg)?;
+        if pruned > 0 {
+            tracing::info!(pruned, "ledger: retention removed old rows");
+        }
+    }
+    drop(conn);
+    Ledger::open(&path).map_err(anyhow::Error::msg)
+}
+
+fn parse_since(text: &str) -> anyhow::Result<i64> {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    if let Ok(ms) = text.parse::<i64>() {
+        return Ok(ms);
+    }
+    let duration = switchboard_core::config::parse_duration(text)
+        .or_else(|| {
+            text.strip_suffix('d')
+                .and_then(|d| d.parse::<u64>().ok())
+                .map(|d| std::time::Duration::from_secs(d * 86_400))
+        })
+        .with_context(|| {
+            format!("--since '{text}': use e.g. 30m, 1h, 2d or milliseconds since the epoch")
+        })?;
+    Ok(now - i64::try_from(duration.as_millis()).unwrap_or(i64::MAX))
+}
+
+fn filter(args: &FilterArgs) -> anyhow::Result<Filter> {
+    Ok(Filter {
+        since_ms: args.since.as_deref().map(parse_since).transpose()?,
+        agent: args.agent.clone(),
+        tool: args.tool.clone(),
+        outcome: args.outcome.clone(),
+        limit: args.limit,
+    })
+}
+
+fn line(entry: &LedgerEntry) -> String {
+    format!(
+        "{}  {:<14} {:<28} agent={} {:>8.1} ms{}{}",
+        entry.call_id,
+        entry.outcome,
+        entry.exposed,
+        entry.agent.as_deref().unwrap_or("-"),
+        entry.duration_us as f64 / 1000.0,
+        entry
+            .approval
+            .as_ref()
+            .map_or(String::new(), |a| format!("  [{a}]")),
+        entry.error.as_ref().map_or(String::new(), |e| format!(
+            "  {}",
+            e.lines().next().unwrap_or("")
+        )),
+    )
+}
+
+pub fn run(config: Option<&Path>, args: AuditArgs) -> anyhow::Result<ExitCode> {
+    let config = super::load_config(config)?;
+    let path = ledger_path(&config, args.ledger.as_deref())?;
+    if !path.exists() {
+        anyhow::bail!(
+            "no ledger at {} yet: it is created when the gateway serves its first call",
+            path.display()
+        );
+    }
+    let mut conn = store::open(&path).map_err(anyhow::Error::msg)?;
+    // Rows a crashed (or still running) gateway journaled but did not insert yet.
+    switchboard_ledger::catch_up(&mut conn, &path).map_err(anyhow::Error::msg)?;
+    match args.action {
+        Some(Action::Verify) => {
+            let report = store::verify(&conn).map_err(anyhow::Error::msg)?;
+            match &report.problem {
+                None => print_line(&format!(
+                    "ledger {} is intact: {} rows, chain verified",
+                    path.display(),
+                    report.rows
+                ))?,
+                Some((id, what)) => {
+                    print_line(&format!("ledger {}: row {id}: {what}", path.display()))?;
+                    return Ok(ExitCode::FAILURE);
+                }
+            }
+        }
+        Some(Action::Export {
+            format,
+            filter: filter_args,
+        }) => {
+            if format != "jsonl" {
+                anyhow::bail!("export format '{format}' is not known (use jsonl)");
+            }
+            let mut rows = store::query(
+                &conn,
+                &Filter {
+                    limit: 0,
+                    ..filter(&filter_args)?
+                },
+            )
+            .map_err(anyhow::Error::msg)?;
+            rows.reverse();
+            for row in rows {
+                print_line(&serde_json::to_string(&row)?)?;
+            }
+        }
+        None => {
+            let rows = store::query(&conn, &filter(&args.filter)?).map_err(anyhow::Error::msg)?;
+            if args.json {
+                print_json(&rows)?;
+            } else {
+                for row in &rows {
+                    print_line(&line(row))?;
+                }
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,61 @@
+//! The ledger's two figures: the cost of `record` on the caller's side (target < 20 µs
+//! p50), and rows recorded per second end to end (target ≥ 20,000/s).
+//! Run: `cargo bench -p switchboard-ledger --bench ledger`.
+
+use std::time::Instant;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use serde_json::json;
+use switchboard_ledger::{Ledger, LedgerEntry};
+
+fn entry(i: u64) -> LedgerEntry {
+    LedgerEntry {
+        call_id: format!("01BENCH{i:019}"),
+        started_ms: 1_795_000_000_000 + i as i64,
+        agent: Some("npc".into()),
+        session: Some("s1".into()),
+        tier: Some("fast".into()),
+        exposed: "dice__roll".into(),
+        server: Some("dice".into()),
+        tool: Some("roll".into()),
+        args_digest: Some(
+            "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08".into(),
+        ),
+        args_redacted: Some(json!({"expression": "4d6kh3"})),
+        outcome: "ok".into(),
+        error: None,
+        duration_us: 120,
+        cost: 0.0,
+        approval: None,
+        result_bytes: Some(40),
+        cached: false,
+    }
+}
+
+fn bench(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ledger = Ledger::open(&dir.path().join("bench.db")).expect("open");
+    let mut i = 0u64;
+    c.bench_function("ledger record (caller side)", |b| {
+        b.iter(|| {
+            i += 1;
+            ledger.record_entry(entry(i));
+        })
+    });
+    ledger.flush();
+    let throughput = Ledger::open(&dir.path().join("throughput.db")).expect("open");
+    let started = Instant::now();
+    let rows = 100_000u64;
+    for n in 0..rows {
+        throughput.record_entry(entry(10_000_000 + n));
+    }
+    throughput.flush();
+    let seconds = started.elapsed().as_secs_f64();
+    println!(
+        "ledger throughput: {rows} rows recorded and committed in {seconds:.2} s = {:.0} rows/s",
+        rows as f64 / seconds
+    );
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -1,0 +1,276 @@
+//! The audit ledger: every call that reached the pipeline, on record in one SQLite file.
+//!
+//! A call's row is first appended as one JSON line to a journal next to the database (one
+//! `write` on the caller's thread, a few microseconds), then a writer thread inserts rows in
+//! batches, one transaction each, extending a SHA-256 hash chain. A process killed at any
+//! moment loses nothing whose result reached a client: the journal line was written before
+//! the result was returned, and opening the ledger replays the journal (call ids make that
+//! idempotent). The journal is emptied whenever the writer has caught up with it.
+//!
+//! Rows carry redacted arguments and their digest ([`redact`]), and `verify` detects an
+//! edited or deleted row ([`store::verify`]).
+
+mod entry;
+pub mod redact;
+pub mod store;
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Seek, Write};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Arc, Mutex};
+use std::time::UNIX_EPOCH;
+
+use switchboard_core::pipeline::{CallRecord, Recorder};
+
+pub use entry::LedgerEntry;
+pub use store::{Filter, VerifyReport};
+
+/// Why the ledger failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LedgerError {
+    #[error("ledger: {0}")]
+    Database(String),
+    #[error("ledger journal {path}: {reason}")]
+    Journal { path: String, reason: String },
+}
+
+/// Rows inserted per transaction at most.
+const BATCH: usize = 512;
+/// The journal is emptied once the writer has inserted this many rows since the last time.
+const ROTATE_EVERY: usize = 20_000;
+
+enum Message {
+    Entry(Box<LedgerEntry>),
+    Flush(Sender<()>),
+}
+
+struct Journal {
+    file: File,
+    path: PathBuf,
+}
+
+/// A handle to the ledger; cheap to clone.
+#[derive(Clone)]
+pub struct Ledger {
+    journal: Arc<Mutex<Journal>>,
+    sender: Sender<Message>,
+    path: PathBuf,
+}
+
+fn journal_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".journal");
+    PathBuf::from(name)
+}
+
+/// Inserts the journal's rows that are not in the database yet (idempotent; the journal is
+/// left as it is, so a running gateway can keep appending). Readers such as `audit` call it
+/// so they see every answered call even after a crash.
+pub fn catch_up(conn: &mut rusqlite::Connection, path: &Path) -> Result<usize, LedgerError> {
+    let journal = journal_path(path);
+    let Ok(file) = File::open(&journal) else {
+        return Ok(0);
+    };
+    let entries: Vec<LedgerEntry> = BufReader::new(file)
+        .lines()
+        .map_while(Result::ok)
+        .filter_map(|line| serde_json::from_str(&line).ok())
+        .collect();
+    store::insert(conn, &entries)
+}
+
+/// Replays journal lines into the database (idempotent), then empties the journal.
+fn replay(conn: &mut rusqlite::Connection, path: &Path) -> Result<usize, LedgerError> {
+    let journal = journal_path(path);
+    let Ok(file) = File::open(&journal) else {
+        return Ok(0);
+    };
+    let mut entries = Vec::new();
+    for line in BufReader::new(file).lines() {
+        let Ok(line) = line else { break };
+        // A torn last line (the process died mid-write) is skipped: its call never answered.
+        if let Ok(entry) = serde_json::from_str::<LedgerEntry>(&line) {
+            entries.push(entry);
+        }
+    }
+    let inserted = store::insert(conn, &entries)?;
+    File::create(&journal).map_err(|e| LedgerError::Journal {
+        path: journal.display().to_string(),
+        reason: e.to_string(),
+    })?;
+    Ok(inserted)
+}
+
+impl Ledger {
+    /// Opens (creating) the ledger at `path`, replays what a crash left in the journal, and
+    /// starts the writer thread.
+    pub fn open(path: &Path) -> Result<Self, LedgerError> {
+        let mut conn = store::open(path)?;
+        let replayed = replay(&mut conn, path)?;
+        if replayed > 0 {
+            tracing::info!(replayed, "ledger: recovered rows from the journal");
+        }
+        let journal_file = journal_path(path);
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&journal_file)
+            .map_err(|e| LedgerError::Journal {
+                path: journal_file.display().to_string(),
+                reason: e.to_string(),
+            })?;
+        let journal = Arc::new(Mutex::new(Journal {
+            file,
+            path: journal_file,
+        }));
+        let (sender, receiver) = channel();
+        let writer_journal = journal.clone();
+        std::thread::Builder::new()
+            .name("switchboard-ledger".to_owned())
+            .spawn(move || writer(conn, receiver, writer_journal))
+            .map_err(|e| LedgerError::Database(format!("cannot start the writer: {e}")))?;
+        Ok(Self {
+            journal,
+            sender,
+            path: path.to_owned(),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Records one entry: journaled now, inserted by the writer soon.
+    pub fn record_entry(&self, entry: LedgerEntry) {
+        let Ok(mut line) = serde_json::to_vec(&entry) else {
+            return;
+        };
+        line.push(b'\n');
+        let mut journal = match self.journal.lock() {
+            Ok(journal) => journal,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if let Err(error) = journal.file.write_all(&line) {
+            tracing::error!("ledger: cannot write the journal: {error}");
+        }
+        // Sent under the journal lock, so a rotation never drops a journaled entry.
+        let _ = self.sender.send(Message::Entry(Box::new(entry)));
+    }
+
+    /// Waits until everything recorded so far is in the database.
+    pub fn flush(&self) {
+        let (done, wait) = channel();
+        if self.sender.send(Message::Flush(done)).is_ok() {
+            let _ = wait.recv();
+        }
+    }
+}
+
+fn writer(
+    mut conn: rusqlite::Connection,
+    receiver: Receiver<Message>,
+    journal: Arc<Mutex<Journal>>,
+) {
+    let mut since_rotation = 0usize;
+    while let Ok(first) = receiver.recv() {
+        let mut batch = Vec::new();
+        let mut flushes = Vec::new();
+        let mut take = |message: Message, batch: &mut Vec<LedgerEntry>| match message {
+            Message::Entry(entry) => batch.push(*entry),
+            Message::Flush(done) => flushes.push(done),
+        };
+        take(first, &mut batch);
+        while batch.len() < BATCH {
+            match receiver.try_recv() {
+                Ok(message) => take(message, &mut batch),
+                Err(_) => break,
+            }
+        }
+        match store::insert(&mut conn, &batch) {
+            Ok(inserted) => since_rotation += inserted,
+            Err(error) => tracing::error!("{error}; the rows stay in the journal"),
+        }
+        if since_rotation >= ROTATE_EVERY {
+            since_rotation = 0;
+            rotate(&mut conn, &receiver, &journal, &mut flushes);
+        }
+        for done in flushes {
+            let _ = done.send(());
+        }
+    }
+}
+
+/// Empties the journal once every journaled entry is in the database.
+fn rotate(
+    conn: &mut rusqlite::Connection,
+    receiver: &Receiver<Message>,
+    journal: &Mutex<Journal>,
+    flushes: &mut Vec<Sender<()>>,
+) {
+    let Ok(mut journal) = journal.lock() else {
+        return;
+    };
+    let mut rest = Vec::new();
+    while let Ok(message) = receiver.try_recv() {
+        match message {
+            Message::Entry(entry) => rest.push(*entry),
+            Message::Flush(done) => flushes.push(done),
+        }
+    }
+    if store::insert(conn, &rest).is_ok() {
+        let emptied = journal.file.set_len(0).and_then(|()| journal.file.rewind());
+        if let Err(error) = emptied {
+            tracing::warn!("ledger: cannot empty {}: {error}", journal.path.display());
+        }
+    }
+}
+
+fn millis(time: std::time::SystemTime) -> i64 {
+    time.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+impl LedgerEntry {
+    /// The ledger row of a pipeline record.
+    pub fn from_record(record: &CallRecord) -> Self {
+        let (server, tool) = match &record.target {
+            Some((server, tool)) => (Some(server.as_str().to_owned()), Some(tool.clone())),
+            None => (None, None),
+        };
+        Self {
+            call_id: record.call_id.clone(),
+            started_ms: millis(record.started),
+            agent: record.agent.clone(),
+            session: record.session.clone(),
+            tier: record.tier.clone(),
+            exposed: record.name.clone(),
+            server,
+            tool,
+            args_digest: record.arguments.as_deref().map(redact::digest),
+            args_redacted: record.arguments.as_deref().map(redact::redact),
+            outcome: record.status.as_str().to_owned(),
+            error: record.error.clone(),
+            duration_us: i64::try_from(record.duration.as_micros()).unwrap_or(i64::MAX),
+            cost: record.cost,
+            approval: record.approval.clone(),
+            result_bytes: record
+                .result_bytes
+                .map(|b| i64::try_from(b).unwrap_or(i64::MAX)),
+            cached: record.cached,
+        }
+    }
+}
+
+impl Recorder for Ledger {
+    fn record(&self, record: &CallRecord) {
+        self.record_entry(LedgerEntry::from_record(record));
+    }
+
+    fn wants_arguments(&self) -> bool {
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests;

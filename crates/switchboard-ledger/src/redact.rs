@@ -1,0 +1,133 @@
+//! Secrets never reach the ledger: arguments whose name says they are secret, and values
+//! that look like credentials, are replaced by `"[REDACTED]"` at any depth before a row is
+//! written. The argument digest is taken over the original arguments, so identical calls
+//! still match.
+
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+pub const REDACTED: &str = "[REDACTED]";
+
+/// Parts of argument names that mark a secret (case-insensitive).
+const SECRET_NAMES: [&str; 14] = [
+    "password",
+    "passwd",
+    "secret",
+    "token",
+    "api_key",
+    "apikey",
+    "api-key",
+    "authorization",
+    "auth",
+    "credential",
+    "private_key",
+    "access_key",
+    "cookie",
+    "session_key",
+];
+
+/// Prefixes of well-known credential formats.
+const SECRET_PREFIXES: [&str; 12] = [
+    "sk-",
+    "sk_live_",
+    "rk_live_",
+    "ghp_",
+    "gho_",
+    "ghs_",
+    "github_pat_",
+    "xoxb-",
+    "xoxp-",
+    "AKIA",
+    "glpat-",
+    "Bearer ",
+];
+
+fn secret_name(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    SECRET_NAMES.iter().any(|part| lower.contains(part))
+}
+
+/// Whether a string value looks like a credential.
+pub fn looks_secret(text: &str) -> bool {
+    if SECRET_PREFIXES
+        .iter()
+        .any(|prefix| text.starts_with(prefix))
+        && text.len() >= 12
+    {
+        return true;
+    }
+    // A JWT: three base64url parts, the first starting with eyJ.
+    if text.starts_with("eyJ") && text.split('.').count() == 3 && text.len() > 30 {
+        return true;
+    }
+    // A long run of token characters mixing letters and digits (hex or base64 keys).
+    let token_chars = text
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '+' | '/' | '='));
+    let digits = text.chars().filter(char::is_ascii_digit).count();
+    let letters = text.chars().filter(char::is_ascii_alphabetic).count();
+    token_chars && text.len() >= 32 && digits >= 4 && letters >= 4
+}
+
+fn redact_value(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(key, inner)| {
+                    if secret_name(key) && !inner.is_object() && !inner.is_array() {
+                        (key.clone(), Value::String(REDACTED.to_owned()))
+                    } else {
+                        (key.clone(), redact_value(inner))
+                    }
+                })
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(redact_value).collect()),
+        Value::String(text) if looks_secret(text) => Value::String(REDACTED.to_owned()),
+        other => other.clone(),
+    }
+}
+
+/// The arguments with secrets replaced.
+pub fn redact(arguments: &Map<String, Value>) -> Value {
+    redact_value(&Value::Object(arguments.clone()))
+}
+
+/// SHA-256 of the arguments' JSON (keys in their given order).
+pub fn digest(arguments: &Map<String, Value>) -> String {
+    let bytes = serde_json::to_vec(arguments).unwrap_or_default();
+    Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn secret_names_and_values_are_redacted_at_any_depth() {
+        let arguments = json!({
+            "query": "weather in Paris",
+            "api_key": "abc",
+            "nested": {"Authorization": "Basic Zm9vOmJhcg==", "list": ["ghp_0123456789abcdefghijABCDEFGHIJ0123"]},
+            "jwt": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+            "hex": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+            "words": "a perfectly ordinary sentence that is rather long indeed"
+        });
+        let redacted = redact(arguments.as_object().expect("object"));
+        assert_eq!(redacted["query"], "weather in Paris");
+        assert_eq!(redacted["api_key"], REDACTED);
+        assert_eq!(redacted["nested"]["Authorization"], REDACTED);
+        assert_eq!(redacted["nested"]["list"][0], REDACTED);
+        assert_eq!(redacted["jwt"], REDACTED);
+        assert_eq!(redacted["hex"], REDACTED);
+        assert_eq!(
+            redacted["words"],
+            "a perfectly ordinary sentence that is rather long indeed"
+        );
+    }
+}

@@ -1,0 +1,352 @@
+//! The ledger's SQLite file: `mcp_tool_invocations` (one row per call, hash-chained) and
+//! `mcp_servers`, in WAL mode; versioned schema; verification of the chain; queries;
+//! retention that keeps the chain verifiable through an anchor.
+
+use std::path::Path;
+
+use rusqlite::{Connection, OptionalExtension, params};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::{LedgerEntry, LedgerError};
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS mcp_tool_invocations (
+    id INTEGER PRIMARY KEY,
+    call_id TEXT NOT NULL UNIQUE,
+    started_ms INTEGER NOT NULL,
+    agent TEXT, session TEXT, tier TEXT,
+    exposed TEXT NOT NULL, server TEXT, tool TEXT,
+    args_digest TEXT, args_redacted TEXT,
+    outcome TEXT NOT NULL, error TEXT,
+    duration_us INTEGER NOT NULL, cost REAL NOT NULL,
+    approval TEXT, result_bytes INTEGER, cached INTEGER NOT NULL,
+    entry TEXT NOT NULL,
+    prev_hash TEXT NOT NULL, row_hash TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS invocations_started ON mcp_tool_invocations(started_ms);
+CREATE INDEX IF NOT EXISTS invocations_agent ON mcp_tool_invocations(agent, started_ms);
+CREATE TABLE IF NOT EXISTS mcp_servers (
+    id TEXT PRIMARY KEY, transport TEXT NOT NULL,
+    first_seen_ms INTEGER NOT NULL, last_seen_ms INTEGER NOT NULL, status TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS ledger_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+";
+
+/// The hash before the first row (and after pruning, the anchor replaces it).
+pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+fn sql(error: rusqlite::Error) -> LedgerError {
+    LedgerError::Database(error.to_string())
+}
+
+fn chain(prev: &str, entry: &str) -> String {
+    Sha256::new()
+        .chain_update(prev.as_bytes())
+        .chain_update([0x1f])
+        .chain_update(entry.as_bytes())
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+pub fn open(path: &Path) -> Result<Connection, LedgerError> {
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|e| {
+            LedgerError::Database(format!("cannot create {}: {e}", parent.display()))
+        })?;
+    }
+    let conn = Connection::open(path)
+        .map_err(|e| LedgerError::Database(format!("{}: {e}", path.display())))?;
+    conn.busy_timeout(std::time::Duration::from_secs(5))
+        .map_err(sql)?;
+    conn.query_row("PRAGMA journal_mode=WAL", [], |row| row.get::<_, String>(0))
+        .map_err(sql)?;
+    conn.execute_batch("PRAGMA synchronous=NORMAL;")
+        .map_err(sql)?;
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .map_err(sql)?;
+    if version > 1 {
+        return Err(LedgerError::Database(format!(
+            "{}: ledger schema version {version} is newer than this Switchboard",
+            path.display()
+        )));
+    }
+    conn.execute_batch(SCHEMA).map_err(sql)?;
+    conn.pragma_update(None, "user_version", 1).map_err(sql)?;
+    Ok(conn)
+}
+
+fn last_hash(conn: &Connection) -> Result<String, LedgerError> {
+    let last: Option<String> = conn
+        .query_row(
+            "SELECT row_hash FROM mcp_tool_invocations ORDER BY id DESC LIMIT 1",
+            [],
+            |row| row.get(0),
+        )
+        .optional()
+        .map_err(sql)?;
+    match last {
+        Some(hash) => Ok(hash),
+        None => anchor(conn),
+    }
+}
+
+fn anchor(conn: &Connection) -> Result<String, LedgerError> {
+    Ok(conn
+        .query_row(
+            "SELECT value FROM ledger_meta WHERE key = 'anchor'",
+            [],
+            |row| row.get(0),
+        )
+        .optional()
+        .map_err(sql)?
+        .unwrap_or_else(|| GENESIS.to_owned()))
+}
+
+/// Inserts a batch in one transaction, extending the chain; a call id already present is
+/// skipped (journal replays are idempotent).
+pub fn insert(conn: &mut Connection, entries: &[LedgerEntry]) -> Result<usize, LedgerError> {
+    let tx = conn.transaction().map_err(sql)?;
+    let mut prev = last_hash(&tx)?;
+    let mut inserted = 0;
+    {
+        let mut exists = tx
+            .prepare_cached("SELECT 1 FROM mcp_tool_invocations WHERE call_id = ?1")
+            .map_err(sql)?;
+        let mut insert = tx
+            .prepare_cached(
+                "INSERT INTO mcp_tool_invocations (call_id, started_ms, agent, session, tier, exposed, server, tool,
+                 args_digest, args_redacted, outcome, error, duration_us, cost, approval, result_bytes, cached,
+                 entry, prev_hash, row_hash)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
+            )
+            .map_err(sql)?;
+        for entry in entries {
+            if exists.exists([&entry.call_id]).map_err(sql)? {
+                continue;
+            }
+            let canonical = entry.canonical();
+            let hash = chain(&prev, &canonical);
+            insert
+                .execute(params![
+                    entry.call_id,
+                    entry.started_ms,
+                    entry.agent,
+                    entry.session,
+                    entry.tier,
+                    entry.exposed,
+                    entry.server,
+                    entry.tool,
+                    entry.args_digest,
+                    entry.args_redacted.as_ref().map(Value::to_string),
+                    entry.outcome,
+                    entry.error,
+                    entry.duration_us,
+                    entry.cost,
+                    entry.approval,
+                    entry.result_bytes,
+                    entry.cached,
+                    canonical,
+                    prev,
+                    hash,
+                ])
+                .map_err(sql)?;
+            prev = hash;
+            inserted += 1;
+        }
+    }
+    tx.commit().map_err(sql)?;
+    Ok(inserted)
+}
+
+/// What `audit verify` found.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct VerifyReport {
+    pub rows: usize,
+    pub ok: bool,
+    /// The first problem: the row id and what is wrong.
+    pub problem: Option<(i64, String)>,
+}
+
+/// Walks the chain from the anchor: an edited row breaks its own hash, a deleted row breaks
+/// the link of the row after it.
+pub fn verify(conn: &Connection) -> Result<VerifyReport, LedgerError> {
+    let mut prev = anchor(conn)?;
+    let mut rows = 0;
+    let mut select = conn
+        .prepare("SELECT id, entry, prev_hash, row_hash FROM mcp_tool_invocations ORDER BY id")
+        .map_err(sql)?;
+    let mut cursor = select.query([]).map_err(sql)?;
+    while let Some(row) = cursor.next().map_err(sql)? {
+        let (id, entry, prev_hash, row_hash): (i64, String, String, String) = (
+            row.get(0).map_err(sql)?,
+            row.get(1).map_err(sql)?,
+            row.get(2).map_err(sql)?,
+            row.get(3).map_err(sql)?,
+        );
+        rows += 1;
+        if prev_hash != prev {
+            return Ok(VerifyReport {
+                rows,
+                ok: false,
+                problem: Some((
+                    id,
+                    "the chain breaks before this row: a row was deleted or reordered".to_owned(),
+                )),
+            });
+        }
+        if chain(&prev_hash, &entry) != row_hash {
+            return Ok(VerifyReport {
+                rows,
+                ok: false,
+                problem: Some((
+                    id,
+                    "this row was edited: its hash does not match its content".to_owned(),
+                )),
+            });
+        }
+        let stored: Option<LedgerEntry> = serde_json::from_str(&entry).ok();
+        let columns_match = stored.is_some_and(|e| {
+            conn.query_row(
+                "SELECT outcome, exposed, duration_us, agent, error FROM mcp_tool_invocations WHERE id = ?1",
+                [id],
+                |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, i64>(2)?, r.get::<_, Option<String>>(3)?, r.get::<_, Option<String>>(4)?)),
+            )
+            .is_ok_and(|(outcome, exposed, duration, agent, error)| {
+                outcome == e.outcome && exposed == e.exposed && duration == e.duration_us && agent == e.agent && error == e.error
+            })
+        });
+        if !columns_match {
+            return Ok(VerifyReport {
+                rows,
+                ok: false,
+                problem: Some((
+                    id,
+                    "this row was edited: its columns do not match the hashed entry".to_owned(),
+                )),
+            });
+        }
+        prev = row_hash;
+    }
+    Ok(VerifyReport {
+        rows,
+        ok: true,
+        problem: None,
+    })
+}
+
+/// Deletes rows older than `older_than_ms` and beyond `max_rows`, remembering the hash of
+/// the last deleted row as the anchor so the rest still verifies.
+pub fn prune(
+    conn: &mut Connection,
+    older_than_ms: Option<i64>,
+    max_rows: Option<i64>,
+) -> Result<usize, LedgerError> {
+    let tx = conn.transaction().map_err(sql)?;
+    let total: i64 = tx
+        .query_row("SELECT COUNT(*) FROM mcp_tool_invocations", [], |r| {
+            r.get(0)
+        })
+        .map_err(sql)?;
+    let by_age: i64 = match older_than_ms {
+        Some(cutoff) => tx
+            .query_row(
+                "SELECT COUNT(*) FROM mcp_tool_invocations WHERE started_ms < ?1",
+                [cutoff],
+                |r| r.get(0),
+            )
+            .map_err(sql)?,
+        None => 0,
+    };
+    let by_count = max_rows.map_or(0, |max| (total - max).max(0));
+    let drop = by_age.max(by_count);
+    if drop == 0 {
+        return Ok(0);
+    }
+    let last: Option<(i64, String)> = tx
+        .query_row(
+            "SELECT id, row_hash FROM mcp_tool_invocations ORDER BY id LIMIT 1 OFFSET ?1",
+            [drop - 1],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()
+        .map_err(sql)?;
+    if let Some((id, hash)) = last {
+        tx.execute("DELETE FROM mcp_tool_invocations WHERE id <= ?1", [id])
+            .map_err(sql)?;
+        tx.execute(
+            "INSERT OR REPLACE INTO ledger_meta (key, value) VALUES ('anchor', ?1)",
+            [hash],
+        )
+        .map_err(sql)?;
+    }
+    tx.commit().map_err(sql)?;
+    Ok(usize::try_from(drop).unwrap_or(0))
+}
+
+/// Which rows a query wants.
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    pub since_ms: Option<i64>,
+    pub agent: Option<String>,
+    /// A glob over exposed names (`*` and `?`).
+    pub tool: Option<String>,
+    pub outcome: Option<String>,
+    pub limit: usize,
+}
+
+/// Matching rows, newest first.
+pub fn query(conn: &Connection, filter: &Filter) -> Result<Vec<LedgerEntry>, LedgerError> {
+    let mut select = conn
+        .prepare(
+            "SELECT entry FROM mcp_tool_invocations
+             WHERE (?1 IS NULL OR started_ms >= ?1) AND (?2 IS NULL OR agent = ?2) AND (?3 IS NULL OR outcome = ?3)
+             ORDER BY id DESC",
+        )
+        .map_err(sql)?;
+    let mut cursor = select
+        .query(params![filter.since_ms, filter.agent, filter.outcome])
+        .map_err(sql)?;
+    let mut found = Vec::new();
+    let limit = if filter.limit == 0 {
+        usize::MAX
+    } else {
+        filter.limit
+    };
+    while let Some(row) = cursor.next().map_err(sql)? {
+        let text: String = row.get(0).map_err(sql)?;
+        let Ok(entry) = serde_json::from_str::<LedgerEntry>(&text) else {
+            continue;
+        };
+        if let Some(glob) = &filter.tool
+            && !switchboard_core::agent::glob_match(glob, &entry.exposed)
+        {
+            continue;
+        }
+        found.push(entry);
+        if found.len() >= limit {
+            break;
+        }
+    }
+    Ok(found)
+}
+
+/// Records a server's state.
+pub fn record_server(
+    conn: &Connection,
+    id: &str,
+    transport: &str,
+    status: &str,
+    now_ms: i64,
+) -> Result<(), LedgerError> {
+    conn.execute(
+        "INSERT INTO mcp_servers (id, transport, first_seen_ms, last_seen_ms, status) VALUES (?1, ?2, ?3, ?3, ?4)
+         ON CONFLICT(id) DO UPDATE SET transport = excluded.transport, last_seen_ms = excluded.last_seen_ms, status = excluded.status",
+        params![id, transport, now_ms, status],
+    )
+    .map_err(sql)?;
+    Ok(())
+}

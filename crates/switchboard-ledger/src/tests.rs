@@ -1,0 +1,238 @@
+//! The ledger on real SQLite files: rows and queries, the hash chain against edits and
+//! deletions, retention keeping the chain verifiable, secrets kept out of the file, and a
+//! SIGKILLed writer losing nothing it acknowledged.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use super::*;
+
+fn entry(i: usize, agent: &str, outcome: &str) -> LedgerEntry {
+    LedgerEntry {
+        call_id: format!("01TEST{i:020}"),
+        started_ms: 1_000_000 + i as i64,
+        agent: Some(agent.to_owned()),
+        session: None,
+        tier: None,
+        exposed: format!("dice__roll{}", i % 3),
+        server: Some("dice".to_owned()),
+        tool: Some("roll".to_owned()),
+        args_digest: None,
+        args_redacted: Some(json!({"expression": "1d20"})),
+        outcome: outcome.to_owned(),
+        error: None,
+        duration_us: 100,
+        cost: 1.0,
+        approval: None,
+        result_bytes: Some(10),
+        cached: false,
+    }
+}
+
+#[test]
+fn rows_queries_and_a_verifiable_chain() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("ledger.db");
+    let ledger = Ledger::open(&path).expect("open");
+    for i in 0..30 {
+        ledger.record_entry(entry(
+            i,
+            if i % 2 == 0 { "npc" } else { "qa" },
+            if i % 5 == 0 { "denied" } else { "ok" },
+        ));
+    }
+    ledger.flush();
+    let conn = store::open(&path).expect("reopen");
+    assert_eq!(
+        store::verify(&conn).expect("verify"),
+        VerifyReport {
+            rows: 30,
+            ok: true,
+            problem: None
+        }
+    );
+    let npc = store::query(
+        &conn,
+        &Filter {
+            agent: Some("npc".into()),
+            ..Filter::default()
+        },
+    )
+    .expect("query");
+    assert_eq!(npc.len(), 15);
+    assert!(npc[0].started_ms > npc[1].started_ms, "newest first");
+    let denied = store::query(
+        &conn,
+        &Filter {
+            outcome: Some("denied".into()),
+            ..Filter::default()
+        },
+    )
+    .expect("query");
+    assert_eq!(denied.len(), 6);
+    let tool = store::query(
+        &conn,
+        &Filter {
+            tool: Some("dice__roll1".into()),
+            limit: 3,
+            ..Filter::default()
+        },
+    )
+    .expect("query");
+    assert_eq!(tool.len(), 3);
+    let since = store::query(
+        &conn,
+        &Filter {
+            since_ms: Some(1_000_025),
+            ..Filter::default()
+        },
+    )
+    .expect("query");
+    assert_eq!(since.len(), 5);
+}
+
+#[test]
+fn an_edited_or_deleted_row_is_detected_and_retention_keeps_the_chain() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("ledger.db");
+    let ledger = Ledger::open(&path).expect("open");
+    for i in 0..10 {
+        ledger.record_entry(entry(i, "npc", "ok"));
+    }
+    ledger.flush();
+    let mut conn = store::open(&path).expect("open");
+    assert_eq!(store::prune(&mut conn, None, Some(6)).expect("prune"), 4);
+    assert!(
+        store::verify(&conn).expect("verify").ok,
+        "pruning keeps the rest verifiable"
+    );
+    conn.execute(
+        "UPDATE mcp_tool_invocations SET outcome = 'ok', duration_us = 1 WHERE id = 7",
+        [],
+    )
+    .expect("edit");
+    let edited = store::verify(&conn).expect("verify");
+    assert_eq!(edited.problem.as_ref().map(|p| p.0), Some(7), "{edited:?}");
+    assert!(edited.problem.expect("problem").1.contains("edited"));
+    conn.execute(
+        "UPDATE mcp_tool_invocations SET duration_us = 100 WHERE id = 7",
+        [],
+    )
+    .expect("restore");
+    conn.execute("DELETE FROM mcp_tool_invocations WHERE id = 8", [])
+        .expect("delete");
+    let deleted = store::verify(&conn).expect("verify");
+    assert_eq!(
+        deleted.problem.as_ref().map(|p| p.0),
+        Some(9),
+        "{deleted:?}"
+    );
+    assert!(deleted.problem.expect("problem").1.contains("deleted"));
+}
+
+#[test]
+fn secrets_never_land_in_the_database_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("ledger.db");
+    let ledger = Ledger::open(&path).expect("open");
+    let secret_values = [
+        "hunter2-super-secret",
+        "sk-live0123456789abcdef0123456789",
+        "ghp_abcdefghij0123456789ABCDEFGHIJ012345",
+    ];
+    let arguments = json!({"password": secret_values[0], "note": "harmless", "nested": {"key": secret_values[1]}, "list": [secret_values[2]]});
+    let record = CallRecord {
+        call_id: "01SECRET000000000000000000".into(),
+        name: "fs__login".into(),
+        target: None,
+        agent: None,
+        session: None,
+        tier: None,
+        arguments: arguments.as_object().cloned().map(Arc::new),
+        started: std::time::SystemTime::now(),
+        duration: Duration::from_micros(5),
+        status: switchboard_core::pipeline::CallStatus::Ok,
+        cost: 0.0,
+        approval: None,
+        error: None,
+        result_bytes: None,
+        cached: false,
+    };
+    ledger.record(&record);
+    ledger.flush();
+    drop(ledger);
+    let mut bytes = std::fs::read(&path).expect("db");
+    for suffix in ["-wal", ".journal"] {
+        let mut other = path.as_os_str().to_owned();
+        other.push(suffix);
+        bytes.extend(std::fs::read(PathBuf::from(other)).unwrap_or_default());
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    for secret in secret_values {
+        assert!(!text.contains(secret), "{secret} reached the ledger files");
+    }
+    assert!(text.contains("harmless") && text.contains("[REDACTED]"));
+}
+
+const CRASH_ENV: &str = "SWITCHBOARD_LEDGER_CRASH_DB";
+
+#[test]
+fn acknowledged_rows_survive_a_sigkill() {
+    if let Some(path) = std::env::var_os(CRASH_ENV) {
+        let ledger = Ledger::open(Path::new(&path)).expect("child open");
+        let mut out = std::io::stdout();
+        for i in 0.. {
+            let row = entry(i, "npc", "ok");
+            let id = row.call_id.clone();
+            ledger.record_entry(row);
+            writeln!(out, "ack {id}").expect("ack");
+            out.flush().expect("flush");
+        }
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("crash.db");
+    let mut child = Command::new(std::env::current_exe().expect("exe"))
+        .args([
+            "--exact",
+            "tests::acknowledged_rows_survive_a_sigkill",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
+        .env(CRASH_ENV, &path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("child");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut acked = Vec::new();
+    let started = Instant::now();
+    for line in BufReader::new(stdout).lines() {
+        let Ok(line) = line else { break };
+        if let Some(id) = line.strip_prefix("ack ") {
+            acked.push(id.to_owned());
+        }
+        if acked.len() >= 5_000 || started.elapsed() > Duration::from_secs(20) {
+            break;
+        }
+    }
+    child.kill().expect("SIGKILL");
+    let _ = child.wait();
+    assert!(acked.len() >= 100, "{} acknowledged", acked.len());
+    let ledger = Ledger::open(&path).expect("opens cleanly and replays its journal");
+    ledger.flush();
+    let conn = store::open(&path).expect("open");
+    assert!(store::verify(&conn).expect("verify").ok);
+    let stored: std::collections::HashSet<String> = store::query(&conn, &Filter::default())
+        .expect("query")
+        .into_iter()
+        .map(|e| e.call_id)
+        .collect();
+    for id in &acked {
+        assert!(stored.contains(id), "acknowledged row {id} was lost");
+    }
+}
