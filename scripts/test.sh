@@ -19,3 +19,8 @@ cargo build --workspace --locked --bins
 
 echo "== cargo test"
 cargo test --workspace --locked --no-fail-fast
+
+echo "== benchmarks run and emit valid JSON (bench quick; no timing assertions)"
+cargo build --release --locked -p switchboard-cli -p switchboard-fixtures -p bench
+target/release/bench quick --json > target/bench-quick.json
+python3 -c 'import json, sys; data = json.load(open(sys.argv[1])); assert isinstance(data, list) and data, "bench quick printed no results"; print("bench quick: %d scenarios, valid JSON" % len(data))' target/bench-quick.json
