@@ -37,6 +37,10 @@ pub enum LedgerError {
 
 /// Rows inserted per transaction at most.
 const BATCH: usize = 512;
+/// After the first row of a batch arrives, the writer waits this long for more: one
+/// transaction per window instead of one per call, and no wake-up per call (the journal
+/// already made the rows durable).
+const GATHER: std::time::Duration = std::time::Duration::from_millis(5);
 /// The journal is emptied once the writer has inserted this many rows since the last time.
 const ROTATE_EVERY: usize = 20_000;
 
@@ -180,7 +184,11 @@ fn writer(
             Message::Entry(entry) => batch.push(*entry),
             Message::Flush(done) => flushes.push(done),
         };
+        let flushing = matches!(first, Message::Flush(_));
         take(first, &mut batch);
+        if !flushing {
+            std::thread::sleep(GATHER);
+        }
         while batch.len() < BATCH {
             match receiver.try_recv() {
                 Ok(message) => take(message, &mut batch),

@@ -82,7 +82,9 @@ impl Host {
 
     /// The library's view of an agent in a tier: what it may see and call there.
     pub fn view_in(&self, agent: Option<&str>, tier: Option<&str>) -> Arc<dyn View> {
-        self.view_for(&Caller::new(agent.map(str::to_owned), None).with_tier(tier.map(str::to_owned)))
+        self.view_for(
+            &Caller::new(agent.map(str::to_owned), None).with_tier(tier.map(str::to_owned)),
+        )
     }
 
     /// The catalog entries `caller` may see, in listing order.
