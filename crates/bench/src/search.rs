@@ -112,9 +112,13 @@ fn variants() -> Vec<(&'static str, SearchConfig)> {
     without_concepts.concept_weight = 0.0;
     let mut without_clauses = final_config.clone();
     without_clauses.clause_weight = 0.0;
+    without_clauses.fusion_k = None;
+    let mut without_fusion = final_config.clone();
+    without_fusion.fusion_k = None;
     let mut fields_only = without_clauses.clone();
     fields_only.server_evidence = 0.0;
     fields_only.concept_weight = 0.0;
+    fields_only.fusion_k = None;
     let mut with_feedback = final_config.clone();
     with_feedback.feedback = Some(Feedback {
         documents: 3,
@@ -126,7 +130,8 @@ fn variants() -> Vec<(&'static str, SearchConfig)> {
         ("final + RM3 feedback (3 docs, 10 terms)", with_feedback),
         ("final without server evidence", without_server),
         ("final without concept map", without_concepts),
-        ("final without clause evidence", without_clauses),
+        ("final without clause evidence and fusion", without_clauses),
+        ("final without clause fusion", without_fusion),
         ("final", final_config),
     ]
 }

@@ -36,6 +36,10 @@ pub struct SearchConfig {
     pub clause_weight: f32,
     /// Pseudo-relevance feedback: expand the query with terms of the top documents.
     pub feedback: Option<Feedback>,
+    /// Reciprocal rank fusion of the whole-task ranking with one ranking per clause:
+    /// `Σ 1 / (k + rank)`, so the best tools of every step of a task come up, not only the
+    /// best tools of its strongest step. `None` = off.
+    pub fusion_k: Option<f32>,
 }
 
 /// RM3-style pseudo-relevance feedback.
@@ -81,9 +85,13 @@ impl Default for SearchConfig {
             concept_weight: 0.5,
             clause_weight: 1.0,
             feedback: None,
+            fusion_k: Some(FUSION_K),
         }
     }
 }
+
+/// The measured fusion constant.
+pub const FUSION_K: f32 = 2.0;
 
 impl SearchConfig {
     pub fn weight(&self, field: Field) -> FieldWeight {

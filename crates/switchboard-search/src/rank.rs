@@ -54,8 +54,13 @@ impl SearchIndex {
             self.expand_with_feedback(&mut weights, &scores, &filter, feedback);
             scores = accumulate(&self.tool_postings, &weights, self.tools.len());
         }
-        let scores = self.with_clause_evidence(scores, &clause_terms);
-        let combined = self.with_server_evidence(scores, &weights);
+        let whole = self.with_clause_evidence(scores, &clause_terms);
+        let mut combined = self.with_server_evidence(whole, &weights);
+        if let Some(k) = self.config.fusion_k
+            && clause_terms.len() > 1
+        {
+            combined = self.fused(&combined, &clause_terms, k, &filter);
+        }
         let mut ranked: Vec<(f64, usize)> = combined
             .iter()
             .enumerate()
@@ -150,6 +155,52 @@ impl SearchIndex {
         for (term, weight) in ordered {
             weights.insert(term, feedback.weight * weight / strongest);
         }
+    }
+
+    /// Reciprocal rank fusion of the whole-task ranking (`whole`) with each clause's ranking.
+    /// Only the top of each list matters, so each list is cut at a depth of 50.
+    fn fused(
+        &self,
+        whole: &[f32],
+        clauses: &[Vec<String>],
+        k: f32,
+        filter: &impl Fn(&str) -> bool,
+    ) -> Vec<f32> {
+        const DEPTH: usize = 50;
+        let mut fused = vec![0.0f32; whole.len()];
+        let mut add = |scores: &[f32]| {
+            let mut ranked: Vec<(f32, usize)> = scores
+                .iter()
+                .enumerate()
+                .filter(|(slot, score)| **score > 0.0 && filter(&self.tools[*slot].key))
+                .map(|(slot, score)| (*score, slot))
+                .collect();
+            ranked.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+            for (rank, (_, slot)) in ranked.iter().take(DEPTH).enumerate() {
+                fused[*slot] += 1.0 / (k + rank as f32 + 1.0);
+            }
+        };
+        add(whole);
+        for clause in clauses {
+            let weights = self.query_weights(clause);
+            if weights.is_empty() {
+                continue;
+            }
+            let scores = accumulate(&self.tool_postings, &weights, whole.len());
+            let scores = self.with_server_evidence(scores, &weights);
+            add(&scores);
+        }
+        // Keep the whole-task score as a small tie-breaker among equal fused scores.
+        let best = whole
+            .iter()
+            .copied()
+            .fold(0.0, f32::max)
+            .max(f32::MIN_POSITIVE);
+        fused
+            .iter()
+            .zip(whole)
+            .map(|(f, w)| if *f > 0.0 { f + 1e-4 * w / best } else { 0.0 })
+            .collect()
     }
 
     /// Whole-task score normalised by the best tool, plus `clause_weight` times the tool's best
