@@ -69,6 +69,15 @@ impl ToolOutcome {
         }
     }
 
+    /// A successful result with structured content and a readable text of its own (instead
+    /// of the JSON dump [`ToolOutcome::structured`] writes).
+    pub fn structured_with_text(value: Value, text: impl Into<String>) -> Self {
+        Self {
+            structured_content: Some(value),
+            ..Self::text(text)
+        }
+    }
+
     /// The concatenated text of every text block.
     pub fn text_content(&self) -> String {
         self.content

@@ -214,9 +214,7 @@ impl Host {
             })
             .collect::<Vec<_>>()
             .join("\n");
-        let mut outcome = ToolOutcome::structured(json!({"categories": categories}));
-        outcome.content = vec![json!({"type": "text", "text": text})];
-        outcome
+        ToolOutcome::structured_with_text(json!({"categories": categories}), text)
     }
 
     fn change_category(
@@ -263,9 +261,9 @@ impl Host {
             (false, false) => format!("category '{name}' was not loaded"),
             (true, _) => format!("{verb} category '{name}': {}", tools.join(", ")),
         };
-        let mut outcome =
-            ToolOutcome::structured(json!({"category": name, verb: tools, "changed": changed}));
-        outcome.content = vec![json!({"type": "text", "text": text})];
-        outcome
+        ToolOutcome::structured_with_text(
+            json!({"category": name, verb: tools, "changed": changed}),
+            text,
+        )
     }
 }

@@ -233,7 +233,11 @@ impl Host {
 
     /// The catalog entries `agent` may see, in listing order.
     pub fn visible_tools(&self, agent: Option<&str>) -> Vec<Arc<CatalogEntry>> {
-        let view = self.view(agent);
+        self.entries_in(self.view(agent).as_ref())
+    }
+
+    /// The catalog entries in a view, in listing order.
+    pub(crate) fn entries_in(&self, view: &dyn View) -> Vec<Arc<CatalogEntry>> {
         self.catalog()
             .entries()
             .iter()

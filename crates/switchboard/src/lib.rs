@@ -26,6 +26,7 @@ mod exposure;
 mod host;
 mod listing_fit;
 mod meta_tools;
+pub mod private_file;
 mod prompts;
 mod resources;
 mod result_shaping;

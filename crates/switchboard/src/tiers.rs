@@ -89,13 +89,7 @@ impl Host {
 
     /// The catalog entries `caller` may see, in listing order.
     pub fn visible_for(&self, caller: &Caller) -> Vec<Arc<CatalogEntry>> {
-        let view = self.view_for(caller);
-        self.catalog()
-            .entries()
-            .iter()
-            .filter(|entry| view.contains(entry))
-            .cloned()
-            .collect()
+        self.entries_in(self.view_for(caller).as_ref())
     }
 
     /// Sets (or, with `None`, clears) one session's tier; the session hears `list_changed`.

@@ -82,15 +82,8 @@ pub fn matches(stored: &str, token: &str) -> bool {
             == 0
 }
 
-/// Whether text is a stored token's form (for config validation).
-pub fn is_stored_form(text: &str) -> bool {
-    let parts: Vec<&str> = text.split('$').collect();
-    parts.len() == 3
-        && parts[0] == "sha256"
-        && !parts[1].is_empty()
-        && parts[2].len() == 64
-        && parts[2].bytes().all(|b| b.is_ascii_hexdigit())
-}
+/// Whether text is a stored token's form (the config validator's rule).
+pub use switchboard_core::config::is_token_hash as is_stored_form;
 
 impl TokenFile {
     /// Reads a token file; a missing file is an empty one.
@@ -108,23 +101,9 @@ impl TokenFile {
 
     /// Writes the file, readable by its owner only.
     pub fn save(&self, path: &Path) -> Result<(), String> {
-        use std::io::Write;
-        use std::os::unix::fs::OpenOptionsExt;
-        let fail = |error: std::io::Error| format!("cannot write {}: {error}", path.display());
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(fail)?;
-        }
-        let temp = path.with_extension("tmp");
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&temp)
-            .map_err(fail)?;
         let text = serde_json::to_string_pretty(self).unwrap_or_default();
-        file.write_all(text.as_bytes()).map_err(fail)?;
-        std::fs::rename(&temp, path).map_err(fail)
+        crate::private_file::write(path, text.as_bytes())
+            .map_err(|error| format!("cannot write {}: {error}", path.display()))
     }
 }
 

@@ -113,9 +113,7 @@ impl Host {
             )
         };
         let names: Vec<&str> = found.iter().map(|(e, _)| e.exposed.as_str()).collect();
-        let mut outcome = ToolOutcome::structured(json!({"tools": names}));
-        outcome.content = vec![json!({"type": "text", "text": text})];
-        outcome
+        ToolOutcome::structured_with_text(json!({"tools": names}), text)
     }
 
     pub(crate) fn meta_describe(

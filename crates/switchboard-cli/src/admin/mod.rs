@@ -39,23 +39,9 @@ pub fn admin_path(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
 impl AdminFile {
     /// Writes the file readable by its owner only.
     pub fn write(&self, path: &Path) -> anyhow::Result<()> {
-        use std::io::Write;
-        use std::os::unix::fs::OpenOptionsExt;
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)
-                .with_context(|| format!("cannot create {}", parent.display()))?;
-        }
-        let temp = path.with_extension("json.tmp");
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&temp)
-            .with_context(|| format!("cannot write {}", temp.display()))?;
-        file.write_all(serde_json::to_string_pretty(self)?.as_bytes())?;
-        std::fs::rename(&temp, path).with_context(|| format!("cannot write {}", path.display()))?;
-        Ok(())
+        let text = serde_json::to_string_pretty(self)?;
+        switchboard::private_file::write(path, text.as_bytes())
+            .with_context(|| format!("cannot write {}", path.display()))
     }
 
     pub fn read(path: &Path) -> anyhow::Result<Self> {

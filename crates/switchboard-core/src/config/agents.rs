@@ -195,8 +195,8 @@ impl Walk<'_> {
     }
 }
 
-/// `sha256$<salt>$<64 hex digits>`.
-fn is_token_hash(text: &str) -> bool {
+/// Whether `text` is a stored token's form: `sha256$<salt>$<64 hex digits>`.
+pub fn is_token_hash(text: &str) -> bool {
     let parts: Vec<&str> = text.split('$').collect();
     parts.len() == 3
         && parts[0] == "sha256"

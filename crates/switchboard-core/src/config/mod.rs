@@ -36,6 +36,7 @@ mod validate;
 
 use std::path::Path;
 
+pub use agents::is_token_hash;
 pub use builtin::BUILTINS;
 pub use duration::parse_duration;
 pub use locate::{Located, LookupStep, locate};

@@ -81,10 +81,10 @@ impl Dice {
             .roll(expression)
             .map_err(|error| ToolError::new(format!("cannot roll '{expression}': {error}")))?;
         let line = outcome.line();
-        let mut result =
-            ToolOutcome::structured(serde_json::to_value(&outcome).unwrap_or(Value::Null));
-        result.content = vec![json!({"type": "text", "text": line})];
-        Ok(result)
+        Ok(ToolOutcome::structured_with_text(
+            serde_json::to_value(&outcome).unwrap_or(Value::Null),
+            line,
+        ))
     }
 
     fn tables_dir(&self) -> Result<&PathBuf, ToolError> {

@@ -281,9 +281,7 @@ impl Files {
 }
 
 fn with_text(structured: Value, text: String) -> ToolOutcome {
-    let mut outcome = ToolOutcome::structured(structured);
-    outcome.content = vec![json!({"type": "text", "text": text})];
-    outcome
+    ToolOutcome::structured_with_text(structured, text)
 }
 
 fn binary_outcome(path: &str, content: &Content) -> ToolOutcome {

@@ -91,9 +91,7 @@ fn limit(arguments: &Map<String, Value>, default: usize) -> usize {
 }
 
 fn with_text(structured: Value, text: String) -> ToolOutcome {
-    let mut outcome = ToolOutcome::structured(structured);
-    outcome.content = vec![json!({"type": "text", "text": text})];
-    outcome
+    ToolOutcome::structured_with_text(structured, text)
 }
 
 /// Runs one tool against the store (blocking).
