@@ -53,10 +53,16 @@ pub async fn serve(
     let relay = Arc::new(Relay::default());
     let tasks = tokio_util::task::TaskTracker::new();
     let initialized = CancellationToken::new();
+    // Set once the client has listed tools: from then on every change must be announced.
+    let listed = CancellationToken::new();
+    // Subscribed now, before anything can change, so no change is missed however late the
+    // announcing task first runs.
+    let version = dispatcher.backend().listing_version(&dispatcher.caller());
     tasks.spawn(announce_changes(
+        version,
         dispatcher.clone(),
         out_tx.clone(),
-        initialized.clone(),
+        (initialized.clone(), listed.clone()),
         shutdown.clone(),
     ));
     let subscriptions = Arc::new(ResourceSubscriptions::default());
@@ -127,6 +133,9 @@ pub async fn serve(
                 });
                 if method == "initialize" {
                     relay.remember_capabilities(params.as_ref());
+                }
+                if method == "tools/list" {
+                    listed.cancel();
                 }
                 subscriptions.note(&method, params.as_ref());
                 // Legacy clients can be asked things mid-call; modern ones answer input_required.
@@ -215,17 +224,20 @@ async fn forward_updates(
     }
 }
 
-/// Sends `notifications/tools/list_changed` whenever the catalog changes after the client
-/// finished initializing.
+/// Sends `notifications/tools/list_changed` whenever the client's listing changes after it
+/// finished initializing. Changes while servers start up are not announced unless the client
+/// listed tools already (its first listing waits for start-up, so it sees them).
 async fn announce_changes(
+    mut version: tokio::sync::watch::Receiver<u64>,
     dispatcher: Dispatcher,
     out: mpsc::UnboundedSender<String>,
-    initialized: CancellationToken,
+    (initialized, listed): (CancellationToken, CancellationToken),
     shutdown: CancellationToken,
 ) {
     dispatcher.backend().settled().await;
-    let mut version = dispatcher.backend().listing_version(&dispatcher.caller());
-    version.mark_unchanged();
+    if !listed.is_cancelled() {
+        version.mark_unchanged();
+    }
     loop {
         tokio::select! {
             () = shutdown.cancelled() => return,
