@@ -66,6 +66,10 @@ else
       .deps/pip.log
   .deps/venv/bin/python -c 'import mcp.client.client' >>.deps/pip.log 2>&1 ||
     fail "the installed MCP SDK does not import (see .deps/pip.log)" "rm -rf .deps/venv and rerun scripts/install-test-deps.sh" .deps/pip.log
+  # Compile every module once: with PYTHONDONTWRITEBYTECODE set (as on CI machines) nothing
+  # else would, and each Python server start would recompile the SDK (seconds, under load).
+  .deps/venv/bin/python -m compileall -q -j 0 .deps/venv/lib >>.deps/pip.log 2>&1 ||
+    fail "python -m compileall .deps/venv/lib (see .deps/pip.log)" "rm -rf .deps/venv and rerun scripts/install-test-deps.sh" .deps/pip.log
   echo "$py_hash" >.deps/venv.stamp
 fi
 

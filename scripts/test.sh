@@ -18,7 +18,12 @@ echo "== cargo build (binaries the end-to-end tests run)"
 cargo build --workspace --locked --bins
 
 echo "== cargo test"
-cargo test --workspace --locked --no-fail-fast
+# Gateways started by the tests keep their ledger, memory and admin files here, not in the
+# user's home directories.
+test_home="$(mktemp -d)"
+trap 'rm -rf "$test_home"' EXIT
+XDG_DATA_HOME="$test_home/data" XDG_STATE_HOME="$test_home/state" \
+  cargo test --workspace --locked --no-fail-fast
 
 echo "== benchmarks run and emit valid JSON (bench quick; no timing assertions)"
 cargo build --release --locked -p switchboard-cli -p switchboard-fixtures -p bench

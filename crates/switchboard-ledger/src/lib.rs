@@ -62,47 +62,107 @@ pub struct Ledger {
     path: PathBuf,
 }
 
+/// This process's journal: one per process, so gateways sharing a ledger never touch each
+/// other's journal.
 fn journal_path(path: &Path) -> PathBuf {
+    journal_of(path, std::process::id())
+}
+
+fn journal_of(path: &Path, pid: u32) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
-    name.push(".journal");
+    name.push(format!(".journal-{pid}"));
     PathBuf::from(name)
 }
 
-/// Inserts the journal's rows that are not in the database yet (idempotent; the journal is
-/// left as it is, so a running gateway can keep appending). Readers such as `audit` call it
-/// so they see every answered call even after a crash.
-pub fn catch_up(conn: &mut rusqlite::Connection, path: &Path) -> Result<usize, LedgerError> {
-    let journal = journal_path(path);
-    let Ok(file) = File::open(&journal) else {
-        return Ok(0);
+/// Journals left by processes that are gone (and this process's own), to replay.
+fn orphaned_journals(path: &Path) -> Vec<PathBuf> {
+    let Some(dir) = path.parent().map(|d| {
+        if d.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            d
+        }
+    }) else {
+        return Vec::new();
     };
-    let entries: Vec<LedgerEntry> = BufReader::new(file)
+    let Some(stem) = path
+        .file_name()
+        .map(|n| format!("{}.journal-", n.to_string_lossy()))
+    else {
+        return Vec::new();
+    };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|entry| {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let pid: u32 = name.strip_prefix(&stem)?.parse().ok()?;
+            let alive = pid != std::process::id() && Path::new(&format!("/proc/{pid}")).exists();
+            (!alive).then(|| entry.path())
+        })
+        .collect()
+}
+
+fn read_journal(journal: &Path) -> Vec<LedgerEntry> {
+    let Ok(file) = File::open(journal) else {
+        return Vec::new();
+    };
+    // A torn last line (the process died mid-write) is skipped: its call never answered.
+    BufReader::new(file)
         .lines()
         .map_while(Result::ok)
         .filter_map(|line| serde_json::from_str(&line).ok())
-        .collect();
-    store::insert(conn, &entries)
+        .collect()
 }
 
-/// Replays journal lines into the database (idempotent), then empties the journal.
-fn replay(conn: &mut rusqlite::Connection, path: &Path) -> Result<usize, LedgerError> {
-    let journal = journal_path(path);
-    let Ok(file) = File::open(&journal) else {
-        return Ok(0);
-    };
-    let mut entries = Vec::new();
-    for line in BufReader::new(file).lines() {
-        let Ok(line) = line else { break };
-        // A torn last line (the process died mid-write) is skipped: its call never answered.
-        if let Ok(entry) = serde_json::from_str::<LedgerEntry>(&line) {
-            entries.push(entry);
+/// Every journal of this ledger, running processes' included.
+fn all_journals(path: &Path) -> Vec<PathBuf> {
+    let dir = path.parent().map_or(Path::new("."), |d| {
+        if d.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            d
         }
+    });
+    let stem = path
+        .file_name()
+        .map(|n| format!("{}.journal-", n.to_string_lossy()))
+        .unwrap_or_default();
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .filter(|e| e.file_name().to_string_lossy().starts_with(&stem))
+                .map(|e| e.path())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Inserts every journal's rows that are not in the database yet (idempotent; journals are
+/// left as they are, so running gateways can keep appending). Readers such as `audit` call
+/// it so they see every answered call even after a crash.
+pub fn catch_up(conn: &mut rusqlite::Connection, path: &Path) -> Result<usize, LedgerError> {
+    let mut inserted = 0;
+    for journal in all_journals(path) {
+        inserted += store::insert(conn, &read_journal(&journal))?;
     }
-    let inserted = store::insert(conn, &entries)?;
-    File::create(&journal).map_err(|e| LedgerError::Journal {
-        path: journal.display().to_string(),
-        reason: e.to_string(),
-    })?;
+    Ok(inserted)
+}
+
+/// Replays the journals of processes that are gone into the database (idempotent), then
+/// removes them.
+fn replay(conn: &mut rusqlite::Connection, path: &Path) -> Result<usize, LedgerError> {
+    let mut inserted = 0;
+    for journal in orphaned_journals(path) {
+        inserted += store::insert(conn, &read_journal(&journal))?;
+        std::fs::remove_file(&journal).map_err(|e| LedgerError::Journal {
+            path: journal.display().to_string(),
+            reason: e.to_string(),
+        })?;
+    }
     Ok(inserted)
 }
 
@@ -118,6 +178,7 @@ impl Ledger {
         let journal_file = journal_path(path);
         let file = OpenOptions::new()
             .create(true)
+            .truncate(false)
             .append(true)
             .open(&journal_file)
             .map_err(|e| LedgerError::Journal {

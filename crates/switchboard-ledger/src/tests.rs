@@ -165,7 +165,10 @@ fn secrets_never_land_in_the_database_file() {
     ledger.flush();
     drop(ledger);
     let mut bytes = std::fs::read(&path).expect("db");
-    for suffix in ["-wal", ".journal"] {
+    for suffix in [
+        "-wal".to_owned(),
+        format!(".journal-{}", std::process::id()),
+    ] {
         let mut other = path.as_os_str().to_owned();
         other.push(suffix);
         bytes.extend(std::fs::read(PathBuf::from(other)).unwrap_or_default());

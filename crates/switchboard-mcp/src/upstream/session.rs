@@ -69,11 +69,7 @@ pub async fn negotiate(
             client.request("server/discover", Some(json!({}))),
         );
         match probe.await {
-            Ok(Ok(result)) if supports_modern(&result) => {
-                client.set_era(Era::Modern);
-                let server_info = result.get("_meta").and_then(|m| m.get(META_SERVER_INFO));
-                return Ok(Negotiated::from_answer(Era::Modern, &result, server_info));
-            }
+            Ok(Ok(result)) if supports_modern(&result) => return Ok(adopt_modern(client, &result)),
             Ok(Err(ClientError::Disconnected(reason))) => return Err(reason),
             _ if choice == EraChoice::Modern => {
                 return Err("the server does not speak the 2026-07-28 era (server/discover failed) and era = \"modern\" is configured".to_owned());
@@ -81,8 +77,36 @@ pub async fn negotiate(
             _ => {}
         }
     }
-    initialize(client).await
+    match initialize(client).await {
+        // The probe timed out, but the server did see it (late, under load) and now serves
+        // the modern era on this connection: ask again, and adopt its answer.
+        Err(error)
+            if choice != EraChoice::Legacy
+                && error.contains(&format!("error {MODERN_REFUSAL}:")) =>
+        {
+            let again = tokio::time::timeout(
+                discover_timeout * 5,
+                client.request("server/discover", Some(json!({}))),
+            )
+            .await;
+            match again {
+                Ok(Ok(result)) if supports_modern(&result) => Ok(adopt_modern(client, &result)),
+                _ => Err(error),
+            }
+        }
+        other => other,
+    }
 }
+
+/// Switches the connection to the modern era per a `server/discover` answer.
+fn adopt_modern(client: &RpcClient, result: &Value) -> Negotiated {
+    client.set_era(Era::Modern);
+    let server_info = result.get("_meta").and_then(|m| m.get(META_SERVER_INFO));
+    Negotiated::from_answer(Era::Modern, result, server_info)
+}
+
+/// The error code a modern server answers `initialize` with once it serves 2026-07-28.
+const MODERN_REFUSAL: i64 = -32022;
 
 fn supports_modern(result: &Value) -> bool {
     result
