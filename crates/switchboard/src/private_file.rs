@@ -10,8 +10,13 @@ pub fn write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent)?;
     }
+    // A name of its own per writer: processes writing the same file at once never collide.
     let mut temp_name = path.as_os_str().to_owned();
-    temp_name.push(".tmp");
+    temp_name.push(format!(
+        ".{}-{:08x}.tmp",
+        std::process::id(),
+        rand::random::<u32>()
+    ));
     let temp = std::path::PathBuf::from(temp_name);
     let mut file = std::fs::OpenOptions::new()
         .write(true)
