@@ -162,14 +162,21 @@ fn upstream_list_changes_reach_the_client() {
     let mut client = gateway(&config, &[]);
     let before = client.request("tools/list", json!({})).expect("list");
     assert!(!before.to_string().contains("live__extra_tool"));
+    // The notification may come before or after the call's answer: read both, in any order
+    // (`request` would skip a notification that arrives first).
     client
-        .request("tools/call", json!({"name": "live__change_tools"}))
+        .send_line(r#"{"jsonrpc":"2.0","id":"change","method":"tools/call","params":{"name":"live__change_tools"}}"#)
         .expect("change");
-    let mut announced = false;
-    for _ in 0..20 {
-        let message = client.read_message().expect("a notification");
+    let (mut announced, mut answered) = (false, false);
+    for _ in 0..40 {
+        let message = client.read_message().expect("a message");
         if message["method"] == "notifications/tools/list_changed" {
             announced = true;
+        }
+        if message["id"] == "change" {
+            answered = true;
+        }
+        if announced && answered {
             break;
         }
     }
@@ -177,8 +184,20 @@ fn upstream_list_changes_reach_the_client() {
         announced,
         "no notifications/tools/list_changed reached the client"
     );
-    let after = client.request("tools/list", json!({})).expect("list");
-    assert!(after.to_string().contains("live__extra_tool"), "{after}");
+    // The catalog follows the upstream's change (a start-up change may have been announced
+    // too; the client re-lists until it sees the new tool, as a real client would).
+    let started = std::time::Instant::now();
+    loop {
+        let after = client.request("tools/list", json!({})).expect("list");
+        if after.to_string().contains("live__extra_tool") {
+            break;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "{after}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
     let call = client
         .request(
             "tools/call",
