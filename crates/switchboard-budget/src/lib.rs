@@ -29,6 +29,7 @@ pub mod probe;
 pub mod retry;
 pub mod safety;
 pub mod selector;
+pub mod store;
 pub mod tiers;
 pub mod visible;
 pub mod window;
@@ -45,6 +46,7 @@ pub use probe::minimal_instance;
 pub use retry::{Failure, RetryPolicy, call_with_retries};
 pub use safety::{ProbeVerdict, SafetyOverride, ToolSafety, probe_targets};
 pub use selector::{Selection, SelectorConfig, TierSelector, TurnContext};
+pub use store::{Environment, LatencyStore, StoreError};
 pub use tiers::{
     Placement, Tier, TierId, TierSet, TierView, ToolProfile, batch_fits, batch_latency,
 };
