@@ -331,10 +331,15 @@ impl LatencyWindow {
         })
     }
 
-    /// The quantile `fraction` (0..=1) of latency, `None` when empty.
+    /// The quantile `fraction` (0..=1) of latency, `None` when empty. Uses the sorted cache
+    /// when there is one; otherwise selects in O(n) without building the cache (one quantile
+    /// after every call — the book's placement — stays cheap).
     pub fn quantile(&self, fraction: f64) -> Option<Duration> {
-        let sorted = self.sorted();
-        hazen_quantile(sorted, fraction).map(|micros| Duration::from_secs_f64(micros / 1e6))
+        let micros = match self.sorted.get() {
+            Some(sorted) => hazen_quantile(sorted, fraction),
+            None => selected_quantile(&mut self.latencies_us.clone(), fraction),
+        };
+        micros.map(|micros| Duration::from_secs_f64(micros / 1e6))
     }
 
     /// All derived figures, `None` when empty.
@@ -355,18 +360,37 @@ impl LatencyWindow {
     }
 }
 
+/// Where the Hazen rule puts `fraction` among `n` sorted values: the 0-based index of the
+/// lower neighbour and the weight of the upper one.
+fn hazen_position(n: usize, fraction: f64) -> (usize, f64) {
+    let position = (fraction.clamp(0.0, 1.0) * n as f64 + 0.5).clamp(1.0, n as f64);
+    let lower = position.floor() as usize; // 1-based, 1..=n
+    (lower - 1, position - lower as f64)
+}
+
 /// Hazen-rule quantile of sorted values, `None` when empty.
 fn hazen_quantile(sorted: &[u32], fraction: f64) -> Option<f64> {
     let n = sorted.len();
     if n == 0 {
         return None;
     }
-    let position = (fraction.clamp(0.0, 1.0) * n as f64 + 0.5).clamp(1.0, n as f64);
-    let lower = position.floor() as usize; // 1-based, 1..=n
-    let fraction_above = position - lower as f64;
-    let low = f64::from(sorted[lower - 1]);
-    let high = f64::from(sorted[lower.min(n - 1)]);
-    Some(low + fraction_above * (high - low))
+    let (index, weight) = hazen_position(n, fraction);
+    let low = f64::from(sorted[index]);
+    let high = f64::from(sorted[(index + 1).min(n - 1)]);
+    Some(low + weight * (high - low))
+}
+
+/// The same quantile of unsorted values, by selection (reorders `values`).
+fn selected_quantile(values: &mut [u32], fraction: f64) -> Option<f64> {
+    let n = values.len();
+    if n == 0 {
+        return None;
+    }
+    let (index, weight) = hazen_position(n, fraction);
+    let (_, low, above) = values.select_nth_unstable(index);
+    let low = f64::from(*low);
+    let high = above.iter().min().map_or(low, |high| f64::from(*high));
+    Some(low + weight * (high - low))
 }
 
 #[cfg(test)]
@@ -412,6 +436,18 @@ mod tests {
         assert_eq!(window.quantile(1.0), Some(ms(5)));
         window.record(Sample::ok(ms(50)));
         assert_eq!(window.quantile(1.0), Some(ms(50)));
+    }
+
+    #[test]
+    fn selection_agrees_with_the_sorted_cache() {
+        let values: Vec<u64> = (0..97).map(|i| (i * 7919) % 1000).collect();
+        let window = LatencyWindow::from_samples(100, values.iter().map(|v| Sample::ok(ms(*v))));
+        let fractions = [0.0, 0.01, 0.25, 0.5, 0.9, 0.95, 0.99, 1.0];
+        let selected: Vec<_> = fractions.iter().map(|f| window.quantile(*f)).collect();
+        let summary = window.summary().expect("non-empty"); // builds the cache
+        let cached: Vec<_> = fractions.iter().map(|f| window.quantile(*f)).collect();
+        assert_eq!(selected, cached);
+        assert_eq!(selected[4], Some(summary.p90));
     }
 
     #[test]
