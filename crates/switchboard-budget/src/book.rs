@@ -1,0 +1,250 @@
+//! The latency book: per-tool windows, declared metadata, health and placement for one
+//! environment, and the [`ToolProfile`]s tier views are computed from.
+//!
+//! The book never reads a clock: every call hands in the time. It is plain data (`&mut self`);
+//! the integrator wraps it in the lock of its choice.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::effective::{Declared, EffectiveConfig, EffectiveLatency};
+use crate::health::{HealthConfig, HealthState, HealthTracker, HealthTransition};
+use crate::predict::{MaskingConfig, Prediction};
+use crate::tiers::{DEFAULT_PLACEMENT_MARGIN, Placement, TierSet, ToolProfile};
+use crate::window::{DEFAULT_WINDOW, LatencyWindow, Sample, WindowSummary};
+
+/// Everything the book is configured with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BudgetConfig {
+    /// Calls kept per tool. Default 100.
+    pub window: usize,
+    pub effective: EffectiveConfig,
+    pub health: HealthConfig,
+    pub tiers: TierSet,
+    /// Hysteresis margin for moving to a faster tier. Default 0.1.
+    pub placement_margin: f64,
+    pub masking: MaskingConfig,
+}
+
+impl Default for BudgetConfig {
+    fn default() -> Self {
+        Self {
+            window: DEFAULT_WINDOW,
+            effective: EffectiveConfig::default(),
+            health: HealthConfig::default(),
+            tiers: TierSet::default(),
+            placement_margin: DEFAULT_PLACEMENT_MARGIN,
+            masking: MaskingConfig::default(),
+        }
+    }
+}
+
+/// One tool's entry.
+#[derive(Debug, Clone)]
+pub struct ToolBudget {
+    name: Arc<str>,
+    declared: Declared,
+    window: LatencyWindow,
+    health: HealthTracker,
+    placement: Placement,
+}
+
+impl ToolBudget {
+    pub fn declared(&self) -> &Declared {
+        &self.declared
+    }
+
+    pub fn window(&self) -> &LatencyWindow {
+        &self.window
+    }
+
+    pub fn health(&self) -> HealthState {
+        self.health.state()
+    }
+
+    pub fn placement(&self) -> Placement {
+        self.placement
+    }
+}
+
+/// What recording one call changed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RecordOutcome {
+    pub health: Option<HealthTransition>,
+    /// The tool's placement moved to another tier.
+    pub placement_changed: bool,
+}
+
+impl RecordOutcome {
+    /// Whether tier views may have changed (offer them to the sessions' `VisibleSet`s).
+    pub fn views_may_change(&self) -> bool {
+        self.health.is_some() || self.placement_changed
+    }
+}
+
+/// Per-tool latency state of one environment.
+#[derive(Debug, Clone, Default)]
+pub struct LatencyBook {
+    config: BudgetConfig,
+    tools: HashMap<Arc<str>, ToolBudget>,
+}
+
+impl LatencyBook {
+    pub fn new(config: BudgetConfig) -> Self {
+        Self {
+            config,
+            tools: HashMap::new(),
+        }
+    }
+
+    pub fn config(&self) -> &BudgetConfig {
+        &self.config
+    }
+
+    fn entry<'a>(
+        tools: &'a mut HashMap<Arc<str>, ToolBudget>,
+        capacity: usize,
+        name: &str,
+    ) -> &'a mut ToolBudget {
+        if !tools.contains_key(name) {
+            let name: Arc<str> = Arc::from(name);
+            let tool = ToolBudget {
+                name: Arc::clone(&name),
+                declared: Declared::default(),
+                window: LatencyWindow::new(capacity),
+                health: HealthTracker::default(),
+                placement: Placement::Unknown,
+            };
+            tools.insert(Arc::clone(&name), tool);
+        }
+        let Some(tool) = tools.get_mut(name) else {
+            unreachable!("inserted above")
+        };
+        tool
+    }
+
+    /// Sets a tool's declared metadata (after overrides), adding the tool if new.
+    pub fn declare(&mut self, name: &str, declared: Declared) {
+        let config = &self.config;
+        let tool = Self::entry(&mut self.tools, config.window, name);
+        tool.declared = declared;
+        let effective = EffectiveLatency::of(&config.effective, &tool.window, &tool.declared);
+        tool.placement = Placement::update(
+            tool.placement,
+            effective,
+            &config.tiers,
+            config.placement_margin,
+        );
+    }
+
+    /// Replaces a tool's window (restoring persisted stats), re-placing it.
+    pub fn restore(&mut self, name: &str, samples: impl IntoIterator<Item = Sample>) {
+        let capacity = self.config.window;
+        let tool = Self::entry(&mut self.tools, capacity, name);
+        tool.window = LatencyWindow::from_samples(capacity, samples);
+        let declared = tool.declared;
+        self.declare(name, declared);
+    }
+
+    /// Records one call at `now`; says what changed.
+    pub fn record(&mut self, name: &str, sample: Sample, now: Instant) -> RecordOutcome {
+        let config = &self.config;
+        let tool = Self::entry(&mut self.tools, config.window, name);
+        tool.window.record(sample);
+        let max = tool.declared.max;
+        let window = &tool.window;
+        let health = tool.health.observe(&sample, max, &config.health, now, |n| {
+            window.recent_counts(n, max)
+        });
+        let effective = EffectiveLatency::of(&config.effective, &tool.window, &tool.declared);
+        let placement = Placement::update(
+            tool.placement,
+            effective,
+            &config.tiers,
+            config.placement_margin,
+        );
+        let placement_changed = placement != tool.placement;
+        tool.placement = placement;
+        RecordOutcome {
+            health,
+            placement_changed,
+        }
+    }
+
+    pub fn tool(&self, name: &str) -> Option<&ToolBudget> {
+        self.tools.get(name)
+    }
+
+    /// Tool names, in no particular order.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.tools.keys().map(|name| &**name)
+    }
+
+    pub fn summary(&self, name: &str) -> Option<WindowSummary> {
+        self.tools.get(name)?.window.summary()
+    }
+
+    pub fn effective(&self, name: &str) -> EffectiveLatency {
+        self.tools
+            .get(name)
+            .map_or(EffectiveLatency::Unknown, |tool| {
+                EffectiveLatency::of(&self.config.effective, &tool.window, &tool.declared)
+            })
+    }
+
+    /// The profile of one tool; an unknown name is an unknown, healthy tool.
+    pub fn profile(&self, name: &str) -> ToolProfile {
+        match self.tools.get(name) {
+            Some(tool) => ToolProfile {
+                name: Arc::clone(&tool.name),
+                effective: EffectiveLatency::of(
+                    &self.config.effective,
+                    &tool.window,
+                    &tool.declared,
+                ),
+                placement: tool.placement,
+                health: tool.health.state(),
+            },
+            None => ToolProfile {
+                name: Arc::from(name),
+                effective: EffectiveLatency::Unknown,
+                placement: Placement::Unknown,
+                health: HealthState::Healthy,
+            },
+        }
+    }
+
+    /// Profiles of `names` in that order (the catalog's order), for tier views.
+    pub fn profiles<'a>(&self, names: impl IntoIterator<Item = &'a str>) -> Vec<ToolProfile> {
+        names.into_iter().map(|name| self.profile(name)).collect()
+    }
+
+    /// The latency masking prediction for one tool.
+    pub fn predict(&self, name: &str) -> Prediction {
+        let declared = self
+            .tools
+            .get(name)
+            .map(|tool| (&tool.window, &tool.declared));
+        Prediction::of(
+            &self.config.masking,
+            self.config.effective.min_samples,
+            declared,
+        )
+    }
+
+    /// The measured p99 once the window has enough samples (for deadlines).
+    pub fn measured_p99(&self, name: &str) -> Option<Duration> {
+        let tool = self.tools.get(name)?;
+        if tool.window.len() < self.config.effective.min_samples.max(1) {
+            return None;
+        }
+        tool.window.quantile(0.99)
+    }
+}
+
+#[cfg(test)]
+#[path = "book_tests.rs"]
+mod tests;

@@ -1,0 +1,76 @@
+//! Tests of the book.
+
+use switchboard_core::LatencyMeta;
+
+use super::*;
+use crate::tiers::TierId;
+
+fn ms(value: u64) -> Duration {
+    Duration::from_millis(value)
+}
+
+#[test]
+fn declared_tools_are_placed_and_measured_ones_re_placed() {
+    let mut book = LatencyBook::default();
+    let now = Instant::now();
+    book.declare(
+        "image",
+        Declared::resolve(Some(&LatencyMeta::new(2_500, 3_800)), None),
+    );
+    assert_eq!(book.profile("image").placement, Placement::Tier(TierId(2)));
+    assert_eq!(book.profile("never-seen").placement, Placement::Unknown);
+
+    // Here the image tool is quick: after min_samples it moves to FAST, once.
+    let mut changes = 0;
+    for call in 1..=30 {
+        let outcome = book.record("image", Sample::ok(ms(120)), now);
+        assert_eq!(outcome.health, None);
+        if outcome.placement_changed {
+            changes += 1;
+            assert_eq!(call, 20, "measured figures count from min_samples");
+        }
+        assert_eq!(outcome.views_may_change(), outcome.placement_changed);
+    }
+    assert_eq!(changes, 1);
+    assert_eq!(book.profile("image").placement, Placement::Tier(TierId(0)));
+    assert_eq!(book.measured_p99("image"), Some(ms(120)));
+    assert_eq!(book.measured_p99("never-seen"), None);
+    assert!(!book.predict("image").mask);
+    assert!(book.predict("never-seen").mask);
+}
+
+#[test]
+fn unknown_tools_recorded_without_declaration_become_known() {
+    let mut book = LatencyBook::default();
+    let now = Instant::now();
+    for _ in 0..19 {
+        book.record("mystery", Sample::ok(ms(2_000)), now);
+    }
+    assert_eq!(book.effective("mystery"), EffectiveLatency::Unknown);
+    book.record("mystery", Sample::ok(ms(2_000)), now);
+    assert_eq!(
+        book.profile("mystery").placement,
+        Placement::Tier(TierId(2))
+    );
+    let names: Vec<_> = book.names().collect();
+    assert_eq!(names, vec!["mystery"]);
+}
+
+#[test]
+fn restoring_a_window_re_places_the_tool() {
+    let mut book = LatencyBook::default();
+    book.declare(
+        "search",
+        Declared::resolve(Some(&LatencyMeta::new(100, 300)), None),
+    );
+    book.restore("search", (0..50).map(|_| Sample::ok(ms(1_000))));
+    assert_eq!(book.profile("search").placement, Placement::Tier(TierId(1)));
+    assert_eq!(
+        book.tool("search").map(|tool| tool.window().len()),
+        Some(50)
+    );
+    assert_eq!(
+        book.tool("search").map(ToolBudget::health),
+        Some(HealthState::Healthy)
+    );
+}

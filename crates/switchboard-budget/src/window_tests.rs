@@ -1,0 +1,72 @@
+//! Tests of the rolling window.
+
+use super::*;
+
+fn ms(value: u64) -> Duration {
+    Duration::from_millis(value)
+}
+
+#[test]
+fn quantiles_follow_the_hazen_rule() {
+    let window = LatencyWindow::from_samples(100, (1..=100).map(|i| Sample::ok(ms(i))));
+    let summary = window.summary().expect("non-empty");
+    // p50: position 50.5 -> halfway between 50 and 51.
+    assert_eq!(summary.p50, Duration::from_micros(50_500));
+    assert_eq!(summary.p90, Duration::from_micros(90_500));
+    assert_eq!(summary.p99, Duration::from_micros(99_500));
+    assert_eq!(window.quantile(1.0), Some(ms(100)));
+    assert_eq!(window.quantile(0.0), Some(ms(1)));
+}
+
+#[test]
+fn evicts_the_oldest_and_keeps_rates_in_step() {
+    let mut window = LatencyWindow::new(4);
+    window.record(Sample::error(ms(1)));
+    window.record(Sample::timeout(ms(2)));
+    window.record(Sample::ok(ms(3)));
+    window.record(Sample::ok(ms(4)));
+    assert_eq!(window.error_rate(), 0.25);
+    assert_eq!(window.timeout_rate(), 0.25);
+    window.record(Sample::ok(ms(5))); // evicts the error
+    assert_eq!(window.error_rate(), 0.0);
+    assert_eq!(window.timeout_rate(), 0.25);
+    let latencies: Vec<_> = window.samples().map(|s| s.latency).collect();
+    assert_eq!(latencies, vec![ms(2), ms(3), ms(4), ms(5)]);
+    assert_eq!(window.last(), Some(Sample::ok(ms(5))));
+    let recent = window.recent_counts(2, Some(ms(4)));
+    assert_eq!((recent.samples, recent.slow, recent.timeouts), (2, 1, 0));
+    let all = window.recent_counts(10, Some(ms(2)));
+    assert_eq!((all.samples, all.slow, all.timeouts), (4, 3, 1));
+    // The cache is invalidated by new samples.
+    assert_eq!(window.quantile(1.0), Some(ms(5)));
+    window.record(Sample::ok(ms(50)));
+    assert_eq!(window.quantile(1.0), Some(ms(50)));
+}
+
+#[test]
+fn selection_agrees_with_the_sorted_cache() {
+    let values: Vec<u64> = (0..97).map(|i| (i * 7919) % 1000).collect();
+    let window = LatencyWindow::from_samples(100, values.iter().map(|v| Sample::ok(ms(*v))));
+    let fractions = [0.0, 0.01, 0.25, 0.5, 0.9, 0.95, 0.99, 1.0];
+    let selected: Vec<_> = fractions.iter().map(|f| window.quantile(*f)).collect();
+    let summary = window.summary().expect("non-empty"); // builds the cache
+    let cached: Vec<_> = fractions.iter().map(|f| window.quantile(*f)).collect();
+    assert_eq!(selected, cached);
+    assert_eq!(selected[4], Some(summary.p90));
+}
+
+#[test]
+fn empty_window_has_no_figures() {
+    let window = LatencyWindow::new(0);
+    assert_eq!(window.capacity(), 1);
+    assert!(window.summary().is_none());
+    assert_eq!(window.error_rate(), 0.0);
+}
+
+#[test]
+fn outcome_codes_round_trip() {
+    for outcome in [Outcome::Ok, Outcome::Error, Outcome::Timeout] {
+        assert_eq!(Outcome::from_code(outcome.code()), Some(outcome));
+    }
+    assert_eq!(Outcome::from_code(9), None);
+}
