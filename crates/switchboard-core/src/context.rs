@@ -52,6 +52,9 @@ pub struct CallContext {
     /// How an upstream reaches back to the caller during the call (sampling, elicitation,
     /// roots, log messages), when the front can carry it.
     pub caller: Option<Arc<dyn CallerChannel>>,
+    /// The deadline the caller sent in the request's `_meta` (see
+    /// [`crate::latency_meta::DEADLINE_META_KEY`]), if any.
+    pub deadline: Option<crate::latency_meta::RequestedDeadline>,
     /// Set for requests of the 2026-07-28 era, which cannot be asked anything mid-call: the
     /// gateway answers `input_required` and the client sends the call again with answers.
     pub modern: Option<ModernRequest>,

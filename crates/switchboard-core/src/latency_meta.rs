@@ -16,6 +16,33 @@ use serde_json::{Map, Value};
 /// The `_meta` key under which declared latency metadata lives.
 pub const LATENCY_META_KEY: &str = "switchboard.dev/latency";
 
+/// The `_meta` key of a `tools/call` request under which a caller sets its deadline: a number
+/// of milliseconds from receipt, or `"tier"` for the ceiling of the caller's active tier.
+pub const DEADLINE_META_KEY: &str = "switchboard.dev/deadline_ms";
+
+/// A deadline a caller asked for on a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RequestedDeadline {
+    /// Answer within this long, or time out.
+    Within(std::time::Duration),
+    /// Answer within the ceiling of the caller's active latency tier.
+    Tier,
+}
+
+impl RequestedDeadline {
+    /// Reads a request's `_meta`; absent or malformed values are no deadline (the request is
+    /// still served, under the tool's own deadline).
+    pub fn from_meta(meta: Option<&Map<String, Value>>) -> Option<Self> {
+        match meta?.get(DEADLINE_META_KEY)? {
+            Value::Number(millis) => millis
+                .as_u64()
+                .map(|ms| Self::Within(std::time::Duration::from_millis(ms))),
+            Value::String(text) if text == "tier" => Some(Self::Tier),
+            _ => None,
+        }
+    }
+}
+
 /// Declared latency metadata of one tool.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct LatencyMeta {
@@ -99,5 +126,21 @@ mod tests {
         let bad = Map::from_iter([(LATENCY_META_KEY.to_owned(), json!({"max_duration_ms": "x"}))]);
         assert_eq!(LatencyMeta::from_meta(Some(&bad)), None);
         assert_eq!(LatencyMeta::from_meta(None), None);
+    }
+
+    #[test]
+    fn a_caller_deadline_is_milliseconds_or_the_tier() {
+        let meta = |value: Value| Map::from_iter([(DEADLINE_META_KEY.to_owned(), value)]);
+        assert_eq!(
+            RequestedDeadline::from_meta(Some(&meta(json!(250)))),
+            Some(RequestedDeadline::Within(std::time::Duration::from_millis(250)))
+        );
+        assert_eq!(
+            RequestedDeadline::from_meta(Some(&meta(json!("tier")))),
+            Some(RequestedDeadline::Tier)
+        );
+        for bad in [json!(-1), json!("soon"), json!(1.5), json!(null)] {
+            assert_eq!(RequestedDeadline::from_meta(Some(&meta(bad))), None);
+        }
     }
 }

@@ -306,6 +306,11 @@ pub struct ToolOverrideConfig {
     pub read_only: Option<bool>,
     /// Replaces the tool's declared latency metadata, field by field.
     pub latency: crate::LatencyMeta,
+    /// `false`: never probe this tool (calibration), whatever its annotations say.
+    pub probe: Option<bool>,
+    /// The arguments probes call the tool with (default: a minimal valid instance of its
+    /// input schema).
+    pub probe_arguments: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 /// `limits = { ... }` of the gateway, an agent, a server or a tool.
@@ -381,6 +386,21 @@ pub struct LatencyConfig {
     pub min_samples: usize,
     /// The environment stats are kept under (default: host name + transport).
     pub environment: Option<String>,
+    /// The SQLite file latency windows are kept in (default under `$XDG_DATA_HOME`).
+    pub database: Option<PathBuf>,
+    /// Probe eligible tools (read-only or idempotent, never destructive) when their server
+    /// connects.
+    pub probe_on_connect: bool,
+    /// Calls per tool of a probe at connect time.
+    pub probe_calls: u32,
+    /// Minimum time between two changes of a tier's visible set caused by measurements.
+    pub list_interval: Duration,
+    /// Predicted latency above which a call gets an early progress notification.
+    pub mask_after: Duration,
+    /// Attempts of an idempotent call that failed in transport or timed out (1 = no retry).
+    pub max_attempts: u32,
+    /// Send a second request to an idempotent tool whose answer is later than its p95.
+    pub hedging: bool,
 }
 
 impl Default for LatencyConfig {
@@ -390,6 +410,13 @@ impl Default for LatencyConfig {
             window: 100,
             min_samples: 20,
             environment: None,
+            database: None,
+            probe_on_connect: false,
+            probe_calls: 3,
+            list_interval: Duration::from_secs(30),
+            mask_after: Duration::from_millis(700),
+            max_attempts: 3,
+            hedging: true,
         }
     }
 }

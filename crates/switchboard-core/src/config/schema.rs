@@ -57,6 +57,22 @@ struct Latency {
     min_samples: Option<u64>,
     /// The environment stats are kept under (default: host name + transport).
     environment: Option<String>,
+    /// The SQLite file latency windows are kept in (default $XDG_DATA_HOME/switchboard/latency.db).
+    database: Option<String>,
+    /// Probe read-only or idempotent tools when their server connects (default false).
+    probe_on_connect: Option<bool>,
+    /// Calls per tool of a probe at connect time (default 3).
+    #[schemars(range(min = 1, max = 1000))]
+    probe_calls: Option<u64>,
+    /// Least time between two measurement-driven changes of a listing (default "30s").
+    list_interval: Option<Duration>,
+    /// Predicted latency above which a call gets an early progress notification (default "700ms").
+    mask_after: Option<Duration>,
+    /// Attempts of an idempotent call after transport errors or timeouts (default 3).
+    #[schemars(range(min = 1, max = 10))]
+    max_attempts: Option<u64>,
+    /// Send a second request to an idempotent tool slower than its p95 (default true).
+    hedging: Option<bool>,
 }
 
 #[derive(JsonSchema)]
@@ -461,6 +477,12 @@ struct ToolOverride {
     /// How long results may be reused (0 = never).
     #[serde(skip_serializing_if = "Option::is_none")]
     cacheable_seconds: Option<u64>,
+    /// false: never probe this tool, whatever its annotations say.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    probe: Option<bool>,
+    /// The arguments probes call the tool with (default: a minimal valid input).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    probe_arguments: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 // Defaults: `Serialize` types show theirs in the schema (the real ones, below); the enums

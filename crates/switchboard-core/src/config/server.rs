@@ -36,8 +36,10 @@ pub(super) const FOREIGN_SERVER_KEYS: [&str; 5] = [
     "timeout",
     "description",
 ];
-pub(super) const TOOL_KEYS: [&str; 13] = [
+pub(super) const TOOL_KEYS: [&str; 15] = [
     "read_only",
+    "probe",
+    "probe_arguments",
     "estimated_duration_ms",
     "max_duration_ms",
     "idempotent",
@@ -242,6 +244,15 @@ impl Walk<'_> {
                 "cacheable_seconds" => {
                     spec.latency.cacheable_seconds = self.millis(value, &key_what);
                 }
+                "probe" => spec.probe = self.bool(value, &key_what),
+                "probe_arguments" => match value.to_json() {
+                    serde_json::Value::Object(arguments) => spec.probe_arguments = Some(arguments),
+                    _ => self.problem(
+                        value.pos,
+                        format!("{key_what} must be a table, not {}", value.value.kind()),
+                        Some("e.g. probe_arguments = { query = \"ping\" }".to_owned()),
+                    ),
+                },
                 other => self.unknown(*key_pos, other, what, &TOOL_KEYS),
             }
         }

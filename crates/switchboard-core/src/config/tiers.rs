@@ -12,6 +12,13 @@
 //! window = 100               # calls kept per tool
 //! min_samples = 20           # measured replaces declared only after this many calls
 //! environment = "laptop"     # default: host name + transport
+//! database = "latency.db"    # default: $XDG_DATA_HOME/switchboard/latency.db
+//! probe_on_connect = false   # probe read-only/idempotent tools when their server connects
+//! probe_calls = 3            # calls per tool of such a probe
+//! list_interval = "30s"      # least time between measurement-driven listing changes
+//! mask_after = "700ms"       # predicted latency that earns an early "working…" progress
+//! max_attempts = 3           # attempts of an idempotent call after transport errors/timeouts
+//! hedging = true             # second request to an idempotent tool slower than its p95
 //!
 //! [servers.search.tools.web_search]
 //! estimated_duration_ms = 800   # overrides the tool's declared _meta
@@ -19,6 +26,8 @@
 //! idempotent = true
 //! cacheable_seconds = 60
 //! read_only = true              # overrides readOnlyHint (probing, caching, approvals)
+//! probe = false                 # never probe this tool
+//! probe_arguments = { query = "ping" }   # what probes call it with
 //! ```
 
 use std::collections::BTreeMap;
@@ -28,7 +37,19 @@ use super::model::{LatencyConfig, TierConfig};
 use super::tree::{Node, Value};
 use super::validate::Walk;
 
-pub(super) const LATENCY_KEYS: [&str; 4] = ["quantile", "window", "min_samples", "environment"];
+pub(super) const LATENCY_KEYS: [&str; 11] = [
+    "quantile",
+    "window",
+    "min_samples",
+    "environment",
+    "database",
+    "probe_on_connect",
+    "probe_calls",
+    "list_interval",
+    "mask_after",
+    "max_attempts",
+    "hedging",
+];
 const QUANTILES: [&str; 4] = ["p50", "p90", "p95", "p99"];
 
 /// The default tiers.
@@ -103,6 +124,31 @@ impl Walk<'_> {
                     }
                 }
                 "environment" => latency.environment = self.string(value, &what),
+                "database" => latency.database = self.path(value, &what),
+                "probe_on_connect" => {
+                    latency.probe_on_connect = self.bool(value, &what).unwrap_or(false);
+                }
+                "probe_calls" => {
+                    if let Some(n) = self.count(value, &what) {
+                        latency.probe_calls = u32::try_from(n).unwrap_or(u32::MAX).clamp(1, 1_000);
+                    }
+                }
+                "list_interval" => {
+                    if let Some(interval) = self.duration(value, &what) {
+                        latency.list_interval = interval;
+                    }
+                }
+                "mask_after" => {
+                    if let Some(threshold) = self.duration(value, &what) {
+                        latency.mask_after = threshold;
+                    }
+                }
+                "max_attempts" => {
+                    if let Some(n) = self.count(value, &what) {
+                        latency.max_attempts = u32::try_from(n).unwrap_or(u32::MAX).clamp(1, 10);
+                    }
+                }
+                "hedging" => latency.hedging = self.bool(value, &what).unwrap_or(true),
                 other => self.unknown(*key_pos, other, "[latency]", &LATENCY_KEYS),
             }
         }

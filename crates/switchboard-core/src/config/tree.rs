@@ -62,6 +62,25 @@ impl Value {
 }
 
 impl Node {
+    /// The value as JSON (positions dropped), e.g. for arguments written in the config.
+    pub fn to_json(&self) -> serde_json::Value {
+        use serde_json::Value as Json;
+        match &self.value {
+            Value::Null => Json::Null,
+            Value::Bool(b) => Json::Bool(*b),
+            Value::Integer(i) => Json::from(*i),
+            Value::Float(f) => serde_json::Number::from_f64(*f).map_or(Json::Null, Json::Number),
+            Value::String(text) => Json::String(text.clone()),
+            Value::Array(items) => Json::Array(items.iter().map(Node::to_json).collect()),
+            Value::Table(entries) => Json::Object(
+                entries
+                    .iter()
+                    .map(|(key, _, node)| (key.clone(), node.to_json()))
+                    .collect(),
+            ),
+        }
+    }
+
     /// The entry `key` of a table node.
     pub fn get(&self, key: &str) -> Option<&Node> {
         match &self.value {

@@ -12,6 +12,18 @@ use crate::{ServerId, ToolOutcome};
 /// The `_meta` key of the envelope.
 pub const CALL_META_KEY: &str = "switchboard.dev/call";
 
+/// The `_meta` key the execution layer sets on a result it served from its cache (the
+/// value says how old the result is); the envelope and the ledger then say `cached`.
+pub const CACHE_META_KEY: &str = "switchboard.dev/cache";
+
+/// Whether the execution layer served this result from its cache.
+pub fn served_from_cache(outcome: &ToolOutcome) -> bool {
+    outcome
+        .meta
+        .as_ref()
+        .is_some_and(|meta| meta.contains_key(CACHE_META_KEY))
+}
+
 /// Stamps the envelope onto a result, keeping every other `_meta` key.
 pub fn stamp(
     outcome: &mut ToolOutcome,

@@ -30,7 +30,7 @@ use crate::upstream::UpstreamDirectory;
 use crate::{CallContext, Catalog, CatalogEntry, ToolCall, ToolOutcome};
 
 pub use admit::Governance;
-pub use envelope::CALL_META_KEY;
+pub use envelope::{CACHE_META_KEY, CALL_META_KEY};
 pub use record::{CallRecord, CallStatus, LogRecorder, Recorder};
 
 /// Why a call produced no [`ToolOutcome`]. Everything else — bad arguments, an upstream that is
@@ -127,8 +127,9 @@ impl Pipeline {
         };
         let duration = self.clock.now().saturating_duration_since(started);
         let mut result = fate.result;
+        let cached = result.as_ref().is_ok_and(envelope::served_from_cache);
         if let (Ok(outcome), Some((server, _))) = (&mut result, &target) {
-            envelope::stamp(outcome, &call_id, duration, server, cost, false);
+            envelope::stamp(outcome, &call_id, duration, server, cost, cached);
         }
         let record = CallRecord {
             call_id,
@@ -156,7 +157,7 @@ impl Pipeline {
                     .map(str::len)
                     .sum()
             }),
-            cached: false,
+            cached,
         };
         self.recorder.record(&record);
         result

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 use switchboard_core::pipeline::CallError;
+use switchboard_core::latency_meta::RequestedDeadline;
 use switchboard_core::{CallContext, Caller, ModernRequest, ToolCall};
 
 use super::backend::Backend;
@@ -392,6 +393,11 @@ impl Dispatcher {
         if ctx.tier.is_none() {
             ctx.tier = self.tier.clone();
         }
+        let meta = match params.get("_meta") {
+            Some(Value::Object(meta)) => Some(meta),
+            _ => None,
+        };
+        ctx.deadline = RequestedDeadline::from_meta(meta);
         match self
             .backend
             .call_tool(ctx, ToolCall::new(name, arguments))
