@@ -133,7 +133,9 @@ mod tests {
         let meta = |value: Value| Map::from_iter([(DEADLINE_META_KEY.to_owned(), value)]);
         assert_eq!(
             RequestedDeadline::from_meta(Some(&meta(json!(250)))),
-            Some(RequestedDeadline::Within(std::time::Duration::from_millis(250)))
+            Some(RequestedDeadline::Within(std::time::Duration::from_millis(
+                250
+            )))
         );
         assert_eq!(
             RequestedDeadline::from_meta(Some(&meta(json!("tier")))),

@@ -19,6 +19,8 @@ use switchboard_mcp::upstream::{Endpoint, EraChoice, StdioCommand, UpstreamSpec}
 use crate::approvals::Approvals;
 use crate::exposure::AgentProfile;
 use crate::host::{Host, HostOptions, ServerPlan};
+use crate::latency::{ToolSettings, tool_key};
+use switchboard_budget::SafetyOverride;
 
 /// A config that validated but cannot be run (e.g. an unknown built-in).
 #[derive(Debug, thiserror::Error)]
@@ -44,6 +46,11 @@ impl Host {
         };
         options.exposure = config.gateway.exposure;
         options.quantile = config.latency.quantile;
+        options.latency = config.latency.clone();
+        if config.latency.database.is_some() {
+            options.latency_database = config.latency.database.clone();
+        }
+        options.tool_settings = tool_settings(config);
         options.tiers = config
             .tiers
             .iter()
@@ -77,6 +84,29 @@ impl Host {
             .collect();
         Ok(Self::start(plans, options))
     }
+}
+
+/// The operator's per-tool safety and probe settings, by `server:tool`.
+pub fn tool_settings(config: &Config) -> HashMap<String, ToolSettings> {
+    let mut settings = HashMap::new();
+    for server in &config.servers {
+        for (tool, spec) in &server.tools {
+            let safety = SafetyOverride {
+                read_only: spec.read_only,
+                destructive: spec.destructive,
+                idempotent: spec.latency.idempotent,
+                probe: spec.probe,
+            };
+            settings.insert(
+                tool_key(&server.id, tool),
+                ToolSettings {
+                    safety,
+                    probe_arguments: spec.probe_arguments.clone(),
+                },
+            );
+        }
+    }
+    settings
 }
 
 /// The server plans of a config, in config order; disabled servers are left out.

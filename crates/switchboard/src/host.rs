@@ -25,6 +25,8 @@ use tokio::sync::watch;
 
 use crate::approvals::PendingApprovals;
 use crate::exposure::AgentProfile;
+use crate::latency::execute::BudgetedUpstream;
+use crate::latency::{LatencyBudget, Persistence};
 use crate::listing_fit::FitCache;
 use crate::result_shaping::{Remainders, TokenCounter};
 use crate::sessions::Sessions;
@@ -65,6 +67,12 @@ pub struct HostOptions {
     pub tiers: Vec<switchboard_core::tier::Tier>,
     /// The quantile compared with tier ceilings (0.9 = p90).
     pub quantile: f64,
+    /// How latency is measured and judged (`[latency]`).
+    pub latency: switchboard_core::config::LatencyConfig,
+    /// The operator's per-tool word on safety and probing, by `server:tool`.
+    pub tool_settings: std::collections::HashMap<String, crate::latency::ToolSettings>,
+    /// The file latency windows are kept in between runs (`None`: memory only).
+    pub latency_database: Option<std::path::PathBuf>,
 }
 
 impl Default for HostOptions {
@@ -85,6 +93,9 @@ impl Default for HostOptions {
             token_counter: switchboard_render::tokens::count,
             tiers: Vec::new(),
             quantile: 0.9,
+            latency: switchboard_core::config::LatencyConfig::default(),
+            tool_settings: std::collections::HashMap::new(),
+            latency_database: None,
         }
     }
 }
@@ -130,6 +141,8 @@ pub(crate) struct Inner {
     listings: Mutex<std::collections::HashMap<String, (u64, Arc<str>)>>,
     /// Set once the start-up wait is over.
     started: std::sync::atomic::AtomicBool,
+    /// Measured latency, tier placements, deadlines, retries, hedging and the result cache.
+    pub(crate) latency: Arc<LatencyBudget>,
     pipeline: Pipeline,
     pub(crate) options: HostOptions,
 }
@@ -154,6 +167,13 @@ impl Host {
                 })
                 .collect();
             let (version, _) = watch::channel(0);
+            let latency = budget_of(&options);
+            let sessions_of = weak.clone();
+            latency.on_change(move || {
+                if let Some(inner) = sessions_of.upgrade() {
+                    inner.sessions.bump_all();
+                }
+            });
             let (resource_updates, _) = tokio::sync::broadcast::channel(256);
             Inner {
                 resource_updates,
@@ -171,6 +191,7 @@ impl Host {
                 remainders: Remainders::default(),
                 full_view: Arc::new(FullView),
                 started: std::sync::atomic::AtomicBool::new(false),
+                latency,
                 pipeline: Pipeline::governed(
                     options.recorder.clone(),
                     Arc::new(SystemClock),
@@ -180,7 +201,9 @@ impl Host {
             }
         });
         inner.rebuild();
-        Self { inner }
+        let host = Self { inner };
+        host.start_maintenance();
+        host
     }
 
     /// Waits until every server's first connection attempt has finished (each is bounded by
@@ -278,14 +301,22 @@ impl Host {
         arguments: Map<String, Value>,
     ) -> Result<ToolOutcome, CallError> {
         let catalog = self.catalog();
-        let view = self.view_for(&Caller::of(ctx));
+        let caller = Caller::of(ctx);
+        let tier = self.active_tier(&caller);
+        let view = self.view_at(&caller, tier.as_ref());
+        let route = CallRoute {
+            inner: &self.inner,
+            tier: tier
+                .as_ref()
+                .and_then(|tier| self.inner.latency.tier_id(&tier.name)),
+        };
         let outcome = self
             .inner
             .pipeline
             .call(
                 &catalog,
                 view.as_ref(),
-                self.inner.as_ref(),
+                &route,
                 ctx,
                 ToolCall::new(name, arguments),
             )
@@ -335,8 +366,11 @@ impl Host {
         self.catalog().problems().to_vec()
     }
 
-    /// Stops every server (killing child process groups).
+    /// Stops every server (killing child process groups), after saving latency stats.
     pub async fn shutdown(&self) {
+        if let Err(error) = self.inner.latency.save() {
+            tracing::warn!(%error, "latency stats were not saved");
+        }
         futures::future::join_all(self.inner.supervisors.iter().map(|s| s.stop())).await;
     }
 
@@ -401,6 +435,12 @@ impl Inner {
             })
             .collect();
         let catalog = Catalog::build(&slices, &self.options.naming);
+        let transports = self
+            .plans
+            .iter()
+            .map(|plan| (plan.spec.id.clone(), plan.spec.endpoint.transport_label()))
+            .collect();
+        self.latency.refresh(&catalog, &transports);
         let previous = self.catalog.load();
         let changed = previous.entries().len() != catalog.entries().len()
             || previous
@@ -416,13 +456,66 @@ impl Inner {
     }
 }
 
-impl UpstreamDirectory for Inner {
-    fn upstream(&self, server: &ServerId) -> Option<Arc<dyn Upstream>> {
+impl Inner {
+    /// A server's upstream as its supervisor has it, outside the latency budget (probes).
+    pub(crate) fn raw_upstream(&self, server: &ServerId) -> Option<Arc<dyn Upstream>> {
         self.supervisors
             .iter()
             .find(|s| s.id() == server)?
             .upstream()
     }
+}
+
+/// The upstreams of one call: each seen through the latency budget, judged in the caller's
+/// tier.
+pub(crate) struct CallRoute<'a> {
+    pub(crate) inner: &'a Inner,
+    pub(crate) tier: Option<switchboard_budget::TierId>,
+}
+
+impl UpstreamDirectory for CallRoute<'_> {
+    fn upstream(&self, server: &ServerId) -> Option<Arc<dyn Upstream>> {
+        let inner = self.inner.raw_upstream(server)?;
+        Some(Arc::new(BudgetedUpstream {
+            inner,
+            server: server.clone(),
+            budget: self.inner.latency.clone(),
+            tier: self.tier,
+        }))
+    }
+}
+
+/// The latency budget of a Host's options (stats file opened if one is set; a file that
+/// cannot be opened is logged and the budget keeps its figures in memory).
+fn budget_of(options: &HostOptions) -> Arc<LatencyBudget> {
+    let tiers = options
+        .tiers
+        .iter()
+        .map(|tier| {
+            switchboard_budget::Tier::new(
+                &tier.name,
+                tier.ceiling,
+                tier.ceiling >= switchboard_core::tier::UNKNOWN_FITS_FROM,
+            )
+        })
+        .collect::<Vec<_>>();
+    let tiers = if tiers.is_empty() {
+        switchboard_budget::TierSet::default()
+    } else {
+        switchboard_budget::TierSet::new(tiers).unwrap_or_default()
+    };
+    let persistence = options.latency_database.as_deref().and_then(|path| {
+        Persistence::open(path)
+            .map_err(|error| tracing::warn!(%error, "latency stats are kept in memory only"))
+            .ok()
+    });
+    LatencyBudget::new(
+        options.latency.clone(),
+        tiers,
+        options.tool_settings.clone(),
+        Arc::new(SystemClock),
+        persistence,
+    )
 }
 
 impl Backend for Host {

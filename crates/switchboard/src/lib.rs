@@ -24,6 +24,7 @@ mod assemble;
 mod command_hook;
 mod exposure;
 mod host;
+pub mod latency;
 mod listing_fit;
 mod meta_tools;
 pub mod private_file;

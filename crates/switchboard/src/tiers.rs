@@ -3,21 +3,37 @@
 //! session's tier (set by an operator: `switchboard tier set`), an operator's tier for the
 //! agent, the agent's default tier; none of these = no tier, every permitted tool.
 //! A change of a session's or an agent's tier announces `list_changed`.
+//!
+//! Whether a tool fits a tier is the latency budget's call (`crate::latency`): measured
+//! latency once there are enough samples, declared before, demoted one tier while degraded.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
+use switchboard_budget::TierId;
 use switchboard_core::agent::View;
-use switchboard_core::tier::{Tier, TierView};
+use switchboard_core::tier::Tier;
 use switchboard_core::{Caller, CatalogEntry};
 
 use crate::host::Host;
 
-/// A shared view, as a `View` value (so `TierView` can wrap it).
-struct Shared(Arc<dyn View>);
+/// A view narrowed to a tier: permitted, and placed in this tier or a faster one.
+struct TierFit {
+    permitted: Arc<dyn View>,
+    fits: Arc<HashMap<String, Option<TierId>>>,
+    tier: Option<TierId>,
+}
 
-impl View for Shared {
+impl View for TierFit {
     fn contains(&self, entry: &CatalogEntry) -> bool {
-        self.0.contains(entry)
+        let fits = self.tier.is_some_and(|tier| {
+            self.fits
+                .get(&entry.exposed)
+                .copied()
+                .flatten()
+                .is_some_and(|fastest| fastest <= tier)
+        });
+        fits && self.permitted.contains(entry)
     }
 }
 
@@ -69,13 +85,18 @@ impl Host {
 
     /// What `caller` may see and call: its agent's permissions, narrowed to its active tier.
     pub fn view_for(&self, caller: &Caller) -> Arc<dyn View> {
+        self.view_at(caller, self.active_tier(caller).as_ref())
+    }
+
+    /// The caller's permissions narrowed to `tier` (none: not narrowed).
+    pub(crate) fn view_at(&self, caller: &Caller, tier: Option<&Tier>) -> Arc<dyn View> {
         let permitted = self.view(caller.agent.as_deref());
-        match self.active_tier(caller) {
+        match tier {
             None => permitted,
-            Some(tier) => Arc::new(TierView {
-                inner: Shared(permitted),
-                tier,
-                quantile: self.inner.options.quantile,
+            Some(tier) => Arc::new(TierFit {
+                permitted,
+                fits: self.inner.latency.fits(),
+                tier: self.inner.latency.tier_id(&tier.name),
             }),
         }
     }

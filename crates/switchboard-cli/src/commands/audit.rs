@@ -64,12 +64,29 @@ pub fn ledger_path(config: &Config, explicit: Option<&Path>) -> anyhow::Result<P
     {
         return Ok(path);
     }
-    let data = std::env::var_os("XDG_DATA_HOME")
+    let data =
+        data_dir().context("no data directory: set XDG_DATA_HOME or HOME, or gateway.ledger")?;
+    Ok(data.join("ledger.db"))
+}
+
+/// Switchboard's data directory: `$XDG_DATA_HOME/switchboard`, else
+/// `~/.local/share/switchboard`.
+pub fn data_dir() -> Option<PathBuf> {
+    std::env::var_os("XDG_DATA_HOME")
         .filter(|p| !p.is_empty())
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|home| Path::new(&home).join(".local/share")))
-        .context("no data directory: set XDG_DATA_HOME or HOME, or gateway.ledger")?;
-    Ok(data.join("switchboard").join("ledger.db"))
+        .map(|data| data.join("switchboard"))
+}
+
+/// Where latency stats are kept: `[latency] database`, else `latency.db` in the data
+/// directory (`None` without one: stats then live in memory only).
+pub fn latency_path(config: &Config) -> Option<PathBuf> {
+    config
+        .latency
+        .database
+        .clone()
+        .or_else(|| Some(data_dir()?.join("latency.db")))
 }
 
 /// Opens the ledger for a running gateway or a CLI call, applying retention.

@@ -46,6 +46,7 @@ pub async fn start_host(explicit: Option<&Path>, agent: Option<&str>) -> anyhow:
     let ledger = audit::open_ledger(&config)?;
     let options = switchboard::HostOptions {
         recorder: std::sync::Arc::new(ledger),
+        latency_database: audit::latency_path(&config),
         ..switchboard::HostOptions::default()
     };
     let host = Host::from_config_with(&config, options)?;

@@ -42,8 +42,8 @@ pub use duration::parse_duration;
 pub use locate::{Located, LookupStep, locate};
 pub use model::{
     AgentConfig, ApprovalMode, BuiltinSettings, Config, CostConfig, EraPreference, Exposure,
-    GatewayConfig, HookConfig, HookEvent, LimitsConfig, QuotaConfig, RootConfig, ServerConfig,
-    ToolOverrideConfig, Transport,
+    GatewayConfig, HookConfig, HookEvent, LatencyConfig, LimitsConfig, QuotaConfig, RootConfig,
+    ServerConfig, ToolOverrideConfig, Transport,
 };
 pub use problem::{ConfigErrors, Origin, Problem};
 pub use schema::native_schema;

@@ -9,8 +9,8 @@
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
-use switchboard_core::pipeline::CallError;
 use switchboard_core::latency_meta::RequestedDeadline;
+use switchboard_core::pipeline::CallError;
 use switchboard_core::{CallContext, Caller, ModernRequest, ToolCall};
 
 use super::backend::Backend;

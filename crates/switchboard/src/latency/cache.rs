@@ -1,0 +1,316 @@
+//! The result cache: tools that declare `cacheable_seconds > 0` and are read-only or
+//! idempotent have their successful results reused for that long. The key is the agent's
+//! scope + the tool + its arguments in canonical form (object keys sorted), so two agents
+//! never share a result and `{"a":1,"b":2}` equals `{"b":2,"a":1}`.
+//!
+//! Concurrent identical calls share one upstream call (coalescing): the first runs it, the
+//! others wait for its answer. Errors are never cached (the next call runs again), and if the
+//! running caller gives up, a waiting one takes over. A hit is marked under
+//! [`CACHE_META_KEY`] in the result's `_meta` (its age, and whether it was shared while in
+//! flight), which the envelope and the ledger report as `cached`.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+use switchboard_core::ToolOutcome;
+use switchboard_core::pipeline::CACHE_META_KEY;
+use switchboard_core::upstream::UpstreamError;
+use tokio::sync::OnceCell;
+use tokio::time::Instant;
+
+/// Entries kept at most; past it, expired entries go, and if none has expired the call is
+/// served uncached.
+pub const DEFAULT_CAPACITY: usize = 4_096;
+
+type Answer = Result<ToolOutcome, UpstreamError>;
+
+struct Slot {
+    answer: OnceCell<Answer>,
+    filled: OnceLock<Instant>,
+}
+
+impl Slot {
+    fn expired(&self, now: Instant, ttl: Duration) -> bool {
+        self.filled
+            .get()
+            .is_some_and(|filled| now.saturating_duration_since(*filled) >= ttl)
+    }
+}
+
+/// Cached results by key.
+pub struct ResultCache {
+    slots: Mutex<HashMap<String, Arc<Slot>>>,
+    capacity: usize,
+}
+
+impl Default for ResultCache {
+    fn default() -> Self {
+        Self::with_capacity(DEFAULT_CAPACITY)
+    }
+}
+
+/// The cache key of a call.
+pub fn cache_key(agent: Option<&str>, tool_key: &str, arguments: &Map<String, Value>) -> String {
+    let mut key = String::with_capacity(64);
+    key.push_str(agent.unwrap_or(""));
+    key.push('\u{0}');
+    key.push_str(tool_key);
+    key.push('\u{0}');
+    write_canonical(&mut key, &Value::Object(arguments.clone()));
+    key
+}
+
+/// JSON with object keys sorted at every level.
+fn write_canonical(out: &mut String, value: &Value) {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (index, key) in keys.into_iter().enumerate() {
+                if index > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(key.clone()).to_string());
+                out.push(':');
+                if let Some(value) = map.get(key) {
+                    write_canonical(out, value);
+                }
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (index, item) in items.iter().enumerate() {
+                if index > 0 {
+                    out.push(',');
+                }
+                write_canonical(out, item);
+            }
+            out.push(']');
+        }
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+impl ResultCache {
+    pub fn with_capacity(capacity: usize) -> Self {
+        Self {
+            slots: Mutex::default(),
+            capacity: capacity.max(1),
+        }
+    }
+
+    /// Entries now held (answered or in flight).
+    pub fn len(&self) -> usize {
+        self.slots.lock().map_or(0, |slots| slots.len())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The cached answer of `key` if fresh, else the answer of `run` (shared with concurrent
+    /// callers of the same key).
+    pub async fn get_or_run<F, Fut>(
+        &self,
+        key: String,
+        ttl: Duration,
+        now: impl Fn() -> Instant,
+        run: F,
+    ) -> Answer
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Answer>,
+    {
+        let Some(slot) = self.slot(&key, ttl, now()) else {
+            return run().await;
+        };
+        let ran_here = AtomicBool::new(false);
+        let answer = slot
+            .answer
+            .get_or_init(|| {
+                ran_here.store(true, Ordering::Relaxed);
+                run()
+            })
+            .await
+            .clone();
+        let answered_at = now();
+        let _ = slot.filled.set(answered_at);
+        let reusable = matches!(&answer, Ok(outcome) if !outcome.is_error);
+        if !reusable {
+            self.forget(&key, &slot);
+        }
+        if ran_here.load(Ordering::Relaxed) {
+            return answer;
+        }
+        answer.map(|outcome| mark_hit(outcome, slot.filled.get().copied(), answered_at))
+    }
+
+    /// The slot of `key`: the fresh one, or a new one; `None` when the cache is full.
+    fn slot(&self, key: &str, ttl: Duration, now: Instant) -> Option<Arc<Slot>> {
+        let mut slots = self.slots.lock().ok()?;
+        if let Some(slot) = slots.get(key)
+            && !slot.expired(now, ttl)
+        {
+            return Some(slot.clone());
+        }
+        if slots.len() >= self.capacity {
+            slots.retain(|_, slot| !slot.expired(now, ttl));
+            if slots.len() >= self.capacity {
+                return None;
+            }
+        }
+        let slot = Arc::new(Slot {
+            answer: OnceCell::new(),
+            filled: OnceLock::new(),
+        });
+        slots.insert(key.to_owned(), slot.clone());
+        Some(slot)
+    }
+
+    fn forget(&self, key: &str, slot: &Arc<Slot>) {
+        if let Ok(mut slots) = self.slots.lock()
+            && slots.get(key).is_some_and(|held| Arc::ptr_eq(held, slot))
+        {
+            slots.remove(key);
+        }
+    }
+}
+
+fn mark_hit(mut outcome: ToolOutcome, filled: Option<Instant>, now: Instant) -> ToolOutcome {
+    let age = filled.map_or(Duration::ZERO, |filled| {
+        now.saturating_duration_since(filled)
+    });
+    outcome.meta.get_or_insert_with(Map::new).insert(
+        CACHE_META_KEY.to_owned(),
+        json!({"hit": true, "age_ms": age.as_millis() as u64}),
+    );
+    outcome
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    fn args(value: Value) -> Map<String, Value> {
+        match value {
+            Value::Object(map) => map,
+            _ => Map::new(),
+        }
+    }
+
+    #[test]
+    fn keys_ignore_key_order_but_not_agents_or_values() {
+        let a = cache_key(
+            Some("a"),
+            "s:t",
+            &args(json!({"x": 1, "y": {"b": 2, "a": [1, {"d": 0, "c": 1}]}})),
+        );
+        let b = cache_key(
+            Some("a"),
+            "s:t",
+            &args(json!({"y": {"a": [1, {"c": 1, "d": 0}], "b": 2}, "x": 1})),
+        );
+        assert_eq!(a, b);
+        assert_ne!(a, cache_key(Some("b"), "s:t", &args(json!({"x": 1}))));
+        assert_ne!(
+            cache_key(None, "s:t", &args(json!({"x": 1}))),
+            cache_key(None, "s:t", &args(json!({"x": 2})))
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn concurrent_identical_calls_share_one_run_and_hits_expire() {
+        let cache = ResultCache::default();
+        let runs = AtomicUsize::new(0);
+        let run = || async {
+            runs.fetch_add(1, Ordering::SeqCst);
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            Ok(ToolOutcome::text("fresh"))
+        };
+        let ttl = Duration::from_secs(10);
+        let (first, second) = tokio::join!(
+            cache.get_or_run("k".into(), ttl, Instant::now, run),
+            cache.get_or_run("k".into(), ttl, Instant::now, run),
+        );
+        assert_eq!(runs.load(Ordering::SeqCst), 1, "coalesced into one run");
+        let first = first.expect("answer");
+        let second = second.expect("answer");
+        assert!(
+            first.meta.is_none(),
+            "the caller that ran it gets the plain answer"
+        );
+        assert_eq!(
+            second
+                .meta
+                .as_ref()
+                .and_then(|m| m.get(CACHE_META_KEY))
+                .and_then(|c| c["hit"].as_bool()),
+            Some(true)
+        );
+
+        tokio::time::advance(Duration::from_secs(5)).await;
+        let hit = cache
+            .get_or_run("k".into(), ttl, Instant::now, run)
+            .await
+            .expect("answer");
+        assert_eq!(runs.load(Ordering::SeqCst), 1);
+        assert_eq!(
+            hit.meta
+                .as_ref()
+                .and_then(|m| m.get(CACHE_META_KEY))
+                .and_then(|c| c["age_ms"].as_u64()),
+            Some(5_000)
+        );
+
+        tokio::time::advance(Duration::from_secs(6)).await;
+        let fresh = cache
+            .get_or_run("k".into(), ttl, Instant::now, run)
+            .await
+            .expect("answer");
+        assert_eq!(runs.load(Ordering::SeqCst), 2, "expired after the ttl");
+        assert!(fresh.meta.is_none());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn errors_are_not_cached() {
+        let cache = ResultCache::default();
+        let runs = AtomicUsize::new(0);
+        let failing = || async {
+            runs.fetch_add(1, Ordering::SeqCst);
+            Ok(ToolOutcome::error("nope"))
+        };
+        let ttl = Duration::from_secs(60);
+        for _ in 0..3 {
+            let answer = cache
+                .get_or_run("k".into(), ttl, Instant::now, failing)
+                .await;
+            assert!(answer.expect("answer").is_error);
+        }
+        assert_eq!(runs.load(Ordering::SeqCst), 3);
+        assert!(cache.is_empty());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_full_cache_serves_uncached() {
+        let cache = ResultCache::with_capacity(1);
+        let ttl = Duration::from_secs(60);
+        let ok = || async { Ok(ToolOutcome::text("x")) };
+        cache
+            .get_or_run("a".into(), ttl, Instant::now, ok)
+            .await
+            .expect("answer");
+        let other = cache
+            .get_or_run("b".into(), ttl, Instant::now, ok)
+            .await
+            .expect("answer");
+        assert!(other.meta.is_none());
+        assert_eq!(cache.len(), 1);
+    }
+}

@@ -1,0 +1,229 @@
+//! The layer every upstream call goes through, in order:
+//! 1. plan: the deadline (the smallest of the tool's hard timeout — declared `max_duration_ms`,
+//!    else measured p99 × 2, else the server's call timeout —, the tier ceiling when the
+//!    caller sent `"switchboard.dev/deadline_ms": "tier"`, and the caller's own milliseconds);
+//!    whether it may be retried or hedged (idempotent); whether a result may be reused;
+//! 2. masking: a call predicted slower than `mask_after` sends an early progress notification
+//!    ("working…") to a caller that asked for progress, so a voice client can say something;
+//! 3. the result cache (with coalescing), for cacheable read-only or idempotent tools;
+//! 4. retries, for idempotent tools only, after transport errors and timeouts only, with
+//!    backoff and jitter, within the deadline and a 10% extra-request budget;
+//! 5. hedging, for idempotent tools with enough samples: a second request after the p95, the
+//!    first answer wins, within a 5% budget;
+//! 6. measure: every attempt's latency and outcome goes into the book.
+//!
+//! A passed deadline drops the attempt's future, which cancels it upstream
+//! (`notifications/cancelled`); the caller gets a timeout error naming the deadline.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use rand::SeedableRng;
+use rand::rngs::SmallRng;
+use serde_json::{Map, Value};
+use switchboard_budget::retry::{RetryContext, RetryError};
+use switchboard_budget::{Failure, Sample, call_with_retries, hedged};
+use switchboard_core::upstream::{Upstream, UpstreamError};
+use switchboard_core::{CallContext, Progress, ServerId, ToolOutcome};
+use tokio::time::Instant;
+
+use super::{CallPlan, LatencyBudget, ToolTraits, cache, tool_key};
+
+/// An upstream seen through the latency budget.
+pub struct BudgetedUpstream {
+    pub inner: Arc<dyn Upstream>,
+    pub server: ServerId,
+    pub budget: Arc<LatencyBudget>,
+    /// The tier the call is judged in (for tier deadlines), resolved by the Host.
+    pub tier: Option<switchboard_budget::TierId>,
+}
+
+type Answer = Result<ToolOutcome, UpstreamError>;
+
+impl Upstream for BudgetedUpstream {
+    fn call_tool<'a>(
+        &'a self,
+        tool: &'a str,
+        arguments: Map<String, Value>,
+        ctx: &'a CallContext,
+    ) -> BoxFuture<'a, Answer> {
+        Box::pin(self.run(tool, arguments, ctx))
+    }
+}
+
+impl BudgetedUpstream {
+    async fn run(&self, tool: &str, arguments: Map<String, Value>, ctx: &CallContext) -> Answer {
+        let key = tool_key(self.server.as_str(), tool);
+        let Some(traits) = self.budget.traits(&key) else {
+            // Not in the catalog (yet): measured, nothing else.
+            return Attempts::new(self, tool, &key, None)
+                .measured(arguments, ctx)
+                .await;
+        };
+        let plan = self.budget.plan(&traits, ctx, self.tier);
+        if plan.mask
+            && let Some(progress) = &ctx.progress
+        {
+            progress.report(Progress {
+                progress: 0.0,
+                total: None,
+                message: Some("working…".to_owned()),
+            });
+        }
+        let attempts = Attempts::new(self, tool, &key, Some((&traits, plan)));
+        match plan.cache_ttl {
+            None => attempts.run(arguments, ctx).await,
+            Some(ttl) => {
+                let cache_key = cache::cache_key(ctx.agent.as_deref(), &key, &arguments);
+                let clock = self.budget.clock.clone();
+                self.budget
+                    .cache
+                    .get_or_run(
+                        cache_key,
+                        ttl,
+                        move || clock.now(),
+                        || attempts.run(arguments, ctx),
+                    )
+                    .await
+            }
+        }
+    }
+}
+
+/// The attempts of one call.
+struct Attempts<'a> {
+    upstream: &'a BudgetedUpstream,
+    tool: &'a str,
+    key: &'a str,
+    deadline: Duration,
+    plan: Option<CallPlan>,
+}
+
+impl<'a> Attempts<'a> {
+    fn new(
+        upstream: &'a BudgetedUpstream,
+        tool: &'a str,
+        key: &'a str,
+        planned: Option<(&ToolTraits, CallPlan)>,
+    ) -> Self {
+        let (deadline, plan) = match planned {
+            Some((_, plan)) => (plan.deadline, Some(plan)),
+            None => (upstream.budget.deadlines.fallback, None),
+        };
+        Self {
+            upstream,
+            tool,
+            key,
+            deadline,
+            plan,
+        }
+    }
+
+    fn budget(&self) -> &LatencyBudget {
+        &self.upstream.budget
+    }
+
+    async fn run(&self, arguments: Map<String, Value>, ctx: &CallContext) -> Answer {
+        let Some(plan) = self.plan.filter(|plan| plan.idempotent) else {
+            // Neither retried nor hedged: one attempt, no copy of the arguments.
+            return self.measured(arguments, ctx).await;
+        };
+        let budget = self.budget();
+        let start = budget.clock.now();
+        let deadline_at = start + self.deadline;
+        let mut rng = SmallRng::from_rng(&mut rand::rng());
+        let context = RetryContext {
+            policy: &budget.retry_policy,
+            idempotent: true,
+            // Each attempt ends itself at the deadline (and records it as a timeout); the
+            // retry loop's own cut comes just after, so it never pre-empts that record.
+            deadline: deadline_at + Duration::from_millis(1),
+            budget: &budget.retries,
+            rng: &mut rng,
+            clock: budget.clock.as_ref(),
+        };
+        let report = call_with_retries(context, classify, || {
+            self.hedged(arguments.clone(), ctx, plan.hedge_after, deadline_at)
+        })
+        .await;
+        match report.result {
+            Ok(outcome) => Ok(outcome),
+            Err(RetryError::Failed { error, .. }) => Err(error),
+            Err(RetryError::DeadlineExceeded) => Err(self.timeout()),
+        }
+    }
+
+    async fn hedged(
+        &self,
+        arguments: Map<String, Value>,
+        ctx: &CallContext,
+        hedge_after: Option<Duration>,
+        deadline_at: Instant,
+    ) -> Answer {
+        let budget = self.budget();
+        let remaining = deadline_at.saturating_duration_since(budget.clock.now());
+        match hedge_after.filter(|delay| *delay < remaining) {
+            None => self.attempt(arguments, ctx, deadline_at).await,
+            Some(delay) => {
+                let run = || self.attempt(arguments.clone(), ctx, deadline_at);
+                hedged(run, delay, &budget.hedges, budget.clock.as_ref())
+                    .await
+                    .result
+            }
+        }
+    }
+
+    /// One attempt without a plan of its own: the deadline from now.
+    async fn measured(&self, arguments: Map<String, Value>, ctx: &CallContext) -> Answer {
+        let deadline_at = self.budget().clock.now() + self.deadline;
+        self.attempt(arguments, ctx, deadline_at).await
+    }
+
+    /// One request to the upstream, cut at the deadline, measured.
+    async fn attempt(
+        &self,
+        arguments: Map<String, Value>,
+        ctx: &CallContext,
+        deadline_at: Instant,
+    ) -> Answer {
+        let budget = self.budget();
+        let started = budget.clock.now();
+        let call = self.upstream.inner.call_tool(self.tool, arguments, ctx);
+        let answer = match tokio::time::timeout_at(deadline_at, call).await {
+            Ok(answer) => answer,
+            Err(_) => Err(self.timeout()),
+        };
+        let elapsed = budget.clock.now().saturating_duration_since(started);
+        let sample = match &answer {
+            Ok(outcome) if outcome.is_error => Some(Sample::error(elapsed)),
+            Ok(_) => Some(Sample::ok(elapsed)),
+            Err(UpstreamError::Timeout { .. }) => Some(Sample::timeout(elapsed)),
+            Err(UpstreamError::Cancelled) => None,
+            Err(_) => Some(Sample::error(elapsed)),
+        };
+        if let Some(sample) = sample {
+            budget.record(self.key, sample);
+        }
+        answer
+    }
+
+    fn timeout(&self) -> UpstreamError {
+        UpstreamError::Timeout {
+            server: self.upstream.server.clone(),
+            after: self.deadline,
+        }
+    }
+}
+
+/// How a failed attempt counts for retries: no answer (transport, timeout) may be retried; an
+/// answer — a tool's error result or a JSON-RPC error — never.
+fn classify(error: &UpstreamError) -> Failure {
+    match error {
+        UpstreamError::Unavailable { .. } | UpstreamError::Disconnected { .. } => {
+            Failure::Transport
+        }
+        UpstreamError::Timeout { .. } => Failure::Timeout,
+        _ => Failure::Tool,
+    }
+}

@@ -1,0 +1,40 @@
+//! The Host's latency housekeeping, every [`TICK`]: background probes (tools never measured
+//! on a fresh connection when `probe_on_connect` is set, and degraded tools so they can
+//! recover without real traffic), then saving the stats file when something was recorded.
+//! The task holds the Host weakly and ends when the Host is gone.
+
+use std::sync::Weak;
+use std::time::Duration;
+
+use crate::host::{Host, Inner};
+
+/// How often the housekeeping runs.
+pub const TICK: Duration = Duration::from_secs(2);
+
+impl Host {
+    /// Starts the housekeeping task (when a tokio runtime is running).
+    pub(crate) fn start_maintenance(&self) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let weak: Weak<Inner> = std::sync::Arc::downgrade(&self.inner);
+        runtime.spawn(async move {
+            let mut ticks = tokio::time::interval(TICK);
+            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                ticks.tick().await;
+                let Some(inner) = weak.upgrade() else { return };
+                let host = Host { inner };
+                host.background_probes().await;
+                let latency = host.inner.latency.clone();
+                drop(host);
+                if latency.take_dirty() {
+                    let saved = tokio::task::spawn_blocking(move || latency.save()).await;
+                    if let Ok(Err(error)) = saved {
+                        tracing::warn!(%error, "latency stats were not saved");
+                    }
+                }
+            }
+        });
+    }
+}
