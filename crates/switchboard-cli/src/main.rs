@@ -55,6 +55,8 @@ enum Command {
     Tier(commands::tier::TierArgs),
     /// Read the audit ledger: recent calls, export, verify the hash chain.
     Audit(commands::audit::AuditArgs),
+    /// Measure read-only and idempotent tools by calling them (never a destructive one).
+    Calibrate(commands::calibrate::CalibrateArgs),
 }
 
 fn main() -> ExitCode {
@@ -87,6 +89,7 @@ fn main() -> ExitCode {
             Command::Token(args) => commands::token::run(cli.config.as_deref(), args),
             Command::Tier(args) => commands::tier::run(args).await,
             Command::Audit(args) => commands::audit::run(cli.config.as_deref(), args),
+            Command::Calibrate(args) => commands::calibrate::run(cli.config.as_deref(), args).await,
         }
     });
     // Don't wait for stray blocking tasks (stdin readers) at exit.

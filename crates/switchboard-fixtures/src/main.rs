@@ -3,10 +3,11 @@
 //! newline-delimited JSON-RPC itself — so the gateway is never tested against itself.
 //!
 //! Modes: `echo` (a tool set for calls, progress, cancellation and list changes, optionally
-//! slow to start and in either protocol era), `paginate`, `replay` (a catalog file), and the
+//! slow to start and in either protocol era), `latency` (tools of known latency), `paginate`, `replay` (a catalog file), and the
 //! faults `exit-immediately`, `hang`, `garbage` and `crash-after`.
 
 mod conformance;
+mod latency;
 mod server;
 mod tools;
 
@@ -44,6 +45,13 @@ enum Mode {
         /// serverInfo.name.
         #[arg(long, default_value = "fixture-echo")]
         name: String,
+    },
+    /// Tools of known latency (fast_lookup, medium_report, slow_analysis, wait,
+    /// bimodal_search, cached_quote, write_note) that declare it in `_meta`.
+    Latency {
+        /// Multiplies every delay (0.1: ten times faster).
+        #[arg(long, default_value_t = 1.0)]
+        scale: f64,
     },
     /// tool_000 … tool_N-1, listed in pages.
     Paginate {
@@ -83,6 +91,11 @@ fn main() {
             std::thread::sleep(Duration::from_millis(start_delay_ms));
             server::serve(server::Options::new(name, era, tools::Toolset::echo()))
         }
+        Mode::Latency { scale } => server::serve(server::Options::new(
+            "fixture-latency".into(),
+            Era::Legacy,
+            tools::Toolset::latency(scale),
+        )),
         Mode::Paginate { tools, page_size } => {
             let mut options = server::Options::new(
                 "fixture-paginate".into(),

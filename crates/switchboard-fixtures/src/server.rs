@@ -120,6 +120,7 @@ pub fn serve(options: Options) -> i32 {
             "ping" => Ok(json!({})),
             "tools/list" => toolset.list(params.get("cursor").and_then(Value::as_str), page_size),
             "tools/call" => {
+                log_call(&params);
                 let cancelled = Arc::new(AtomicBool::new(false));
                 if let Ok(mut map) = running.lock() {
                     map.insert(id.to_string(), cancelled.clone());
@@ -191,4 +192,20 @@ fn discover(name: &str) -> Value {
         "cacheScope": "public",
         "_meta": {"io.modelcontextprotocol/serverInfo": {"name": name, "version": "1.0.0"}},
     })
+}
+
+/// Appends `call NAME` to `$FIXTURE_CALL_LOG`, when set, so tests can count what reached the
+/// server.
+fn log_call(params: &Value) {
+    let Ok(path) = std::env::var("FIXTURE_CALL_LOG") else {
+        return;
+    };
+    let name = params.get("name").and_then(Value::as_str).unwrap_or("");
+    if let Ok(mut file) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+    {
+        let _ = writeln!(file, "call {name}");
+    }
 }

@@ -10,11 +10,13 @@ use serde_json::{Value, json};
 use crate::server::Out;
 
 /// How tool calls are answered.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq)]
 enum Kind {
     Echo,
     Numbered,
     Replay,
+    /// The latency set, its delays times this scale.
+    Latency(f64),
 }
 
 pub struct Toolset {
@@ -42,6 +44,13 @@ impl Toolset {
         Self {
             kind: Kind::Echo,
             tools: RwLock::new(tools),
+        }
+    }
+
+    pub fn latency(scale: f64) -> Self {
+        Self {
+            kind: Kind::Latency(scale),
+            tools: RwLock::new(crate::latency::tools()),
         }
     }
 
@@ -155,6 +164,10 @@ impl Call {
         match self.toolset.kind {
             Kind::Numbered => return Ok(text(format!("{name} called"))),
             Kind::Replay => return Ok(text(args.to_string())),
+            Kind::Latency(scale) => {
+                return crate::latency::run(name, &args, scale, |delay| self.wait(delay))
+                    .ok_or_else(|| (-32602, format!("Unknown tool: {name}")));
+            }
             Kind::Echo => {}
         }
         let number = |key: &str| args.get(key).and_then(Value::as_f64).unwrap_or(0.0);

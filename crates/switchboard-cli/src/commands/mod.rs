@@ -2,6 +2,7 @@
 
 pub mod approvals;
 pub mod audit;
+pub mod calibrate;
 pub mod call;
 pub mod config;
 pub mod serve;

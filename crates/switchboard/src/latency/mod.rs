@@ -13,6 +13,7 @@
 //! - [`calibrate`]: probes, on demand, at connect time and for degraded tools.
 //! - [`persist`]: loading and saving windows per environment.
 
+pub mod api;
 pub mod cache;
 pub mod calibrate;
 pub mod execute;

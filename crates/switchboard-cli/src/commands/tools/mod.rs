@@ -3,6 +3,7 @@
 
 mod rendered;
 pub mod search;
+mod stats;
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -33,6 +34,10 @@ pub struct ToolsArgs {
     /// Print the o200k_base token count of the rendering instead of the rendering.
     #[arg(long)]
     count_tokens: bool,
+    /// Latency figures per tool (p50/p90/p99, errors, samples, declared vs measured, badge,
+    /// health, tiers, rank in its category); with --format json, as JSON.
+    #[arg(long)]
+    stats: bool,
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -90,6 +95,16 @@ pub async fn run(config: Option<&Path>, args: ToolsArgs) -> anyhow::Result<ExitC
     {
         host.shutdown().await;
         anyhow::bail!("unknown tier '{tier}'");
+    }
+    if args.stats {
+        let rows: Vec<_> = host
+            .latency_report()
+            .into_iter()
+            .filter(|row| host_sees(&host, &args, &row.tool))
+            .collect();
+        host.shutdown().await;
+        stats::print(&rows, args.format == Format::Json)?;
+        return Ok(ExitCode::SUCCESS);
     }
     let caller = switchboard_core::Caller::new(args.agent.clone(), None)
         .with_tier(args.tier.as_ref().map(|t| t.to_lowercase()));
@@ -172,6 +187,15 @@ pub async fn run(config: Option<&Path>, args: ToolsArgs) -> anyhow::Result<ExitC
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Whether the `--agent`/`--tier` of the command sees `tool`.
+fn host_sees(host: &switchboard::Host, args: &ToolsArgs, tool: &str) -> bool {
+    let caller = switchboard_core::Caller::new(args.agent.clone(), None)
+        .with_tier(args.tier.as_ref().map(|t| t.to_lowercase()));
+    host.visible_for(&caller)
+        .iter()
+        .any(|entry| entry.exposed == tool)
 }
 
 fn truncate(text: &str, max: usize) -> String {
