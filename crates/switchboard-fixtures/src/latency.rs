@@ -118,7 +118,11 @@ pub fn run(name: &str, args: &Value, scale: f64, wait: impl Fn(Duration) -> bool
         }
         "bimodal_search" => {
             let call = BIMODAL_CALLS.fetch_add(1, Ordering::SeqCst) + 1;
-            let ms = if call.is_multiple_of(10) { 2_000.0 } else { 10.0 };
+            let ms = if call.is_multiple_of(10) {
+                2_000.0
+            } else {
+                10.0
+            };
             (ms, format!("results (call {call})"))
         }
         "cached_quote" => {
