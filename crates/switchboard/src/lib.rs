@@ -41,5 +41,10 @@ pub use assemble::{AssembleError, approval_rules, governance, plans};
 pub use command_hook::{CommandHook, command_hooks};
 pub use exposure::AgentProfile;
 pub use host::{Host, HostOptions, ServerPlan, ServerReport};
+pub use latency::calibrate::{CalibrateOptions, Calibration};
+pub use latency::report::ToolStats;
 pub use listing_fit::ListingMode;
 pub use result_shaping::{DEFAULT_MAX_RESULT_TOKENS, TokenCounter};
+/// The seed's tier selector: a turn's context (utterance or STT partial, first turn, queue
+/// depth, time since the last DEEP answer, an explicit command) → a tier, by keyword rules.
+pub use switchboard_budget::{Selection, SelectorConfig, TierSelector, TurnContext};

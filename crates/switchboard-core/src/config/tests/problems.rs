@@ -441,3 +441,22 @@ fn tier_problems() {
         ],
     );
 }
+
+#[test]
+fn latency_keys_are_checked_where_they_are_written() {
+    toml(
+        "[latency]\nmax_attempts = \"3\"\nmask_after = \"soon\"\nhedging = 1\n",
+        &[
+            (2, 16, "latency.max_attempts"),
+            (3, 14, "latency.mask_after"),
+            (4, 11, "latency.hedging"),
+        ],
+    );
+    toml(
+        "[servers.s]\ncommand = \"x\"\n[servers.s.tools.t]\nprobe_arguments = 3\nprobe = \"no\"\n",
+        &[
+            (4, 19, "probe_arguments must be a table, not an integer"),
+            (5, 9, "probe"),
+        ],
+    );
+}
