@@ -1,6 +1,6 @@
 //! The layer every upstream call goes through, in order:
 //! 1. plan: the deadline (the smallest of the tool's hard timeout — declared `max_duration_ms`,
-//!    else measured p99 × 2, else the server's call timeout —, the tier ceiling when the
+//!    else measured p99 × 2 but at least 1 s, else the server's call timeout —, the tier ceiling when the
 //!    caller sent `"switchboard.dev/deadline_ms": "tier"`, and the caller's own milliseconds);
 //!    whether it may be retried or hedged (idempotent); whether a result may be reused;
 //! 2. masking: a call predicted slower than `mask_after` sends an early progress notification
@@ -227,3 +227,7 @@ fn classify(error: &UpstreamError) -> Failure {
         _ => Failure::Tool,
     }
 }
+
+#[cfg(test)]
+#[path = "execute_tests.rs"]
+mod tests;

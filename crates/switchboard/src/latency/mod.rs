@@ -92,6 +92,11 @@ pub struct CallPlan {
     pub mask: bool,
 }
 
+/// The least hard timeout derived from measurements (p99 × 2): a tool measured at 10 ms is
+/// not cut at 20 ms by the first hiccup of the machine. Declared bounds, tier deadlines and
+/// callers' deadlines may be tighter.
+pub const MEASURED_DEADLINE_FLOOR: Duration = Duration::from_secs(1);
+
 /// Which tier each exposed tool fits first, as the views see it.
 type Fits = HashMap<String, Option<TierId>>;
 
@@ -172,7 +177,10 @@ impl LatencyBudget {
             last_change: Mutex::new(None),
             republish_scheduled: AtomicBool::new(false),
             overrides,
-            deadlines: DeadlinePolicy::default(),
+            deadlines: DeadlinePolicy {
+                floor: MEASURED_DEADLINE_FLOOR,
+                ..DeadlinePolicy::default()
+            },
             retries: ExtraRequestBudget::retries(),
             hedge_policy,
             hedges: ExtraRequestBudget::hedges(),
@@ -290,12 +298,17 @@ impl LatencyBudget {
         if **self.fits.load() == fits {
             return;
         }
+        if forced {
+            // A new catalog is announced as such; it does not count against the interval.
+            self.fits.store(Arc::new(fits));
+            return;
+        }
         let now = self.clock.now();
         let mut last = self
             .last_change
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if !forced && let Some(previous) = *last {
+        if let Some(previous) = *last {
             let due = previous + self.settings.list_interval;
             if now < due {
                 drop(last);
@@ -306,7 +319,7 @@ impl LatencyBudget {
         *last = Some(now);
         drop(last);
         self.fits.store(Arc::new(fits));
-        if !forced && let Some(notify) = self.on_change.get() {
+        if let Some(notify) = self.on_change.get() {
             notify();
         }
     }

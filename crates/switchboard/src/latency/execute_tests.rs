@@ -1,0 +1,168 @@
+//! Retries at the execution layer, against an upstream that fails in transport: an idempotent
+//! tool is tried again within its deadline, a non-idempotent one never, and a tool's own
+//! error result is never retried.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use serde_json::{Map, Value, json};
+use switchboard_budget::TierSet;
+use switchboard_core::catalog::{ListedTool, NamingRules, ServerSlice};
+use switchboard_core::clock::SystemClock;
+use switchboard_core::config::LatencyConfig;
+use switchboard_core::upstream::{Upstream, UpstreamError};
+use switchboard_core::{CallContext, Catalog, ServerId, ToolDefinition, ToolOutcome};
+
+use super::BudgetedUpstream;
+use crate::latency::LatencyBudget;
+
+/// Fails the first `failures` calls as `failure`, then answers.
+struct Flaky {
+    failures: usize,
+    failure: UpstreamError,
+    calls: AtomicUsize,
+}
+
+impl Upstream for Flaky {
+    fn call_tool<'a>(
+        &'a self,
+        _tool: &'a str,
+        _arguments: Map<String, Value>,
+        _ctx: &'a CallContext,
+    ) -> BoxFuture<'a, Result<ToolOutcome, UpstreamError>> {
+        Box::pin(async move {
+            let call = self.calls.fetch_add(1, Ordering::SeqCst);
+            if call < self.failures {
+                Err(self.failure.clone())
+            } else {
+                Ok(ToolOutcome::text("ok"))
+            }
+        })
+    }
+}
+
+fn budget() -> Arc<LatencyBudget> {
+    let budget = LatencyBudget::new(
+        LatencyConfig::default(),
+        TierSet::default(),
+        HashMap::new(),
+        Arc::new(SystemClock),
+        None,
+    );
+    let tool = |name: &str, annotations: Value| {
+        let mut definition = ToolDefinition::new(name, "t", json!({"type": "object"}));
+        definition.annotations = serde_json::from_value(annotations).ok();
+        ListedTool::compile(definition)
+    };
+    let slice = ServerSlice {
+        server: ServerId::new("s"),
+        prefix: "s".into(),
+        tools: Arc::from(vec![
+            tool("lookup", json!({"readOnlyHint": true})),
+            tool(
+                "append",
+                json!({"readOnlyHint": false, "destructiveHint": false}),
+            ),
+        ]),
+        overrides: BTreeMap::new(),
+        call_timeout: Duration::from_secs(5),
+        category: String::new(),
+    };
+    let catalog = Catalog::build(&[slice], &NamingRules::default());
+    budget.refresh(&catalog, &HashMap::new());
+    budget
+}
+
+async fn run(
+    tool: &str,
+    failures: usize,
+    failure: UpstreamError,
+) -> (Result<ToolOutcome, UpstreamError>, usize) {
+    let flaky = Arc::new(Flaky {
+        failures,
+        failure,
+        calls: AtomicUsize::new(0),
+    });
+    let upstream = BudgetedUpstream {
+        inner: flaky.clone(),
+        server: ServerId::new("s"),
+        budget: budget(),
+        tier: None,
+    };
+    let answer = upstream
+        .call_tool(tool, Map::new(), &CallContext::default())
+        .await;
+    (answer, flaky.calls.load(Ordering::SeqCst))
+}
+
+fn disconnected() -> UpstreamError {
+    UpstreamError::Disconnected {
+        server: ServerId::new("s"),
+        reason: "stream closed".into(),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_idempotent_tool_is_retried_after_a_transport_failure() {
+    let (answer, calls) = run("lookup", 1, disconnected()).await;
+    assert_eq!(answer.map(|o| o.text_content()), Ok("ok".to_owned()));
+    assert_eq!(calls, 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_non_idempotent_tool_is_never_retried() {
+    let (answer, calls) = run("append", 1, disconnected()).await;
+    assert!(
+        matches!(answer, Err(UpstreamError::Disconnected { .. })),
+        "{answer:?}"
+    );
+    assert_eq!(calls, 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_protocol_error_is_an_answer_and_never_retried() {
+    let error = UpstreamError::Protocol {
+        server: ServerId::new("s"),
+        code: -32602,
+        message: "bad".into(),
+        data: None,
+    };
+    let (answer, calls) = run("lookup", 1, error).await;
+    assert!(
+        matches!(answer, Err(UpstreamError::Protocol { .. })),
+        "{answer:?}"
+    );
+    assert_eq!(calls, 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn retries_of_a_failing_server_stay_within_ten_percent_extra() {
+    let flaky = Arc::new(Flaky {
+        failures: usize::MAX,
+        failure: disconnected(),
+        calls: AtomicUsize::new(0),
+    });
+    let upstream = BudgetedUpstream {
+        inner: flaky.clone(),
+        server: ServerId::new("s"),
+        budget: budget(),
+        tier: None,
+    };
+    let requests = 50;
+    for _ in 0..requests {
+        let answer = upstream
+            .call_tool("lookup", Map::new(), &CallContext::default())
+            .await;
+        assert!(answer.is_err());
+    }
+    let calls = flaky.calls.load(Ordering::SeqCst);
+    // One token in reserve, then 0.1 per request: no retry storm.
+    assert!(calls > requests, "nothing was retried");
+    assert!(
+        calls <= requests + requests / 10 + 1,
+        "{calls} calls for {requests} requests"
+    );
+}

@@ -1,0 +1,362 @@
+//! The latency budget inside the Host, on paused time, with an in-process provider whose
+//! tools have programmable latency: tiers follow measured drift with hysteresis and without
+//! flapping, each change is announced, hedging cuts a bimodal tail within its extra-load
+//! budget, probes at connect never touch a destructive tool, and parallel calls cost their
+//! slowest call.
+
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use serde_json::{Map, Value, json};
+use switchboard::{Host, HostOptions, ServerPlan};
+use switchboard_core::config::LatencyConfig;
+use switchboard_core::tier::Tier;
+use switchboard_core::upstream::{ToolError, ToolProvider};
+use switchboard_core::{
+    CallContext, Caller, ServerId, ToolAnnotations, ToolDefinition, ToolOutcome,
+};
+use switchboard_mcp::front::Backend;
+use switchboard_mcp::upstream::{Endpoint, EraChoice, UpstreamSpec};
+use tokio::time::Instant;
+
+/// `work` (read-only) takes `work_ms`; `search` (idempotent) takes 10 ms except every
+/// `slow_every`-th call, 2 s; `write` (destructive) takes 5 ms. Counts what it runs.
+#[derive(Default)]
+struct Lab {
+    work_ms: AtomicU64,
+    slow_every: AtomicUsize,
+    search_calls: AtomicUsize,
+    write_calls: AtomicUsize,
+    work_calls: AtomicUsize,
+}
+
+fn annotated(name: &str, annotations: Value) -> ToolDefinition {
+    let mut tool = ToolDefinition::new(name, format!("The {name} tool"), json!({"type": "object"}));
+    tool.annotations = serde_json::from_value::<ToolAnnotations>(annotations).ok();
+    tool
+}
+
+impl ToolProvider for Lab {
+    fn name(&self) -> &str {
+        "lab"
+    }
+
+    fn tools(&self) -> Vec<ToolDefinition> {
+        vec![
+            annotated("work", json!({"readOnlyHint": true})),
+            {
+                // Its author bounds it at 5 s, so its slow mode is not cut by a deadline.
+                let mut search = annotated(
+                    "search",
+                    json!({"readOnlyHint": false, "destructiveHint": false, "idempotentHint": true}),
+                );
+                search.meta = Some(Map::from_iter([(
+                    "switchboard.dev/latency".to_owned(),
+                    json!({"max_duration_ms": 5000, "idempotent": true}),
+                )]));
+                search
+            },
+            annotated(
+                "write",
+                json!({"readOnlyHint": false, "destructiveHint": true}),
+            ),
+        ]
+    }
+
+    fn call<'a>(
+        &'a self,
+        tool: &'a str,
+        _arguments: Map<String, Value>,
+        _ctx: &'a CallContext,
+    ) -> BoxFuture<'a, Result<ToolOutcome, ToolError>> {
+        Box::pin(async move {
+            let delay = match tool {
+                "work" => {
+                    self.work_calls.fetch_add(1, Ordering::SeqCst);
+                    self.work_ms.load(Ordering::SeqCst)
+                }
+                "search" => {
+                    let call = self.search_calls.fetch_add(1, Ordering::SeqCst) + 1;
+                    let every = self.slow_every.load(Ordering::SeqCst).max(1);
+                    if call.is_multiple_of(every) {
+                        2_000
+                    } else {
+                        10
+                    }
+                }
+                _ => {
+                    self.write_calls.fetch_add(1, Ordering::SeqCst);
+                    5
+                }
+            };
+            tokio::time::sleep(Duration::from_millis(delay)).await;
+            Ok(ToolOutcome::text(tool))
+        })
+    }
+}
+
+fn tiers() -> Vec<Tier> {
+    [("fast", 500), ("standard", 1_500), ("deep", 4_000)]
+        .into_iter()
+        .map(|(name, ms)| Tier {
+            name: name.to_owned(),
+            ceiling: Duration::from_millis(ms),
+        })
+        .collect()
+}
+
+fn start(lab: Arc<Lab>, latency: LatencyConfig) -> Host {
+    let plan = ServerPlan {
+        spec: UpstreamSpec {
+            id: ServerId::new("lab"),
+            endpoint: Endpoint::InProcess(lab),
+            era: EraChoice::Auto,
+            connect_timeout: Duration::from_secs(1),
+            discover_timeout: Duration::from_secs(1),
+            max_message_bytes: 1 << 20,
+        },
+        prefix: "lab".to_owned(),
+        overrides: BTreeMap::new(),
+        call_timeout: Duration::from_secs(10),
+        category: String::new(),
+    };
+    let options = HostOptions {
+        tiers: tiers(),
+        latency,
+        ..HostOptions::default()
+    };
+    Host::start(vec![plan], options)
+}
+
+fn visible_in(host: &Host, tier: &str) -> Vec<String> {
+    host.visible_for(&Caller::new(None, Some("s1".into())).with_tier(Some(tier.into())))
+        .iter()
+        .map(|entry| entry.exposed.clone())
+        .collect()
+}
+
+async fn call(host: &Host, tool: &str) -> Duration {
+    let started = Instant::now();
+    let answer = host
+        .call(&CallContext::default(), tool, Map::new())
+        .await
+        .expect("call");
+    assert!(!answer.is_error, "{answer:?}");
+    started.elapsed()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_drifting_tool_leaves_fast_and_returns_with_hysteresis_without_flapping() {
+    let lab = Arc::new(Lab::default());
+    let host = start(lab.clone(), LatencyConfig::default());
+    host.ready().await;
+    let session = Caller::new(None, Some("s1".into())).with_tier(Some("fast".into()));
+    let mut listing = host.listing_version(&session);
+    listing.borrow_and_update();
+
+    // Nothing declared: unknown latency is kept out of "fast" until measured.
+    assert!(!visible_in(&host, "fast").contains(&"lab__work".to_owned()));
+    lab.work_ms.store(100, Ordering::SeqCst);
+    for _ in 0..20 {
+        call(&host, "lab__work").await;
+    }
+    assert!(visible_in(&host, "fast").contains(&"lab__work".to_owned()));
+    assert!(
+        listing.has_changed().unwrap_or(false),
+        "entering fast was not announced"
+    );
+    listing.borrow_and_update();
+
+    // Drift to 900 ms: p90 of the last 100 calls crosses 500 ms once 11 of them are slow.
+    lab.work_ms.store(900, Ordering::SeqCst);
+    tokio::time::advance(Duration::from_secs(31)).await;
+    let mut slow_calls = 0;
+    while visible_in(&host, "fast").contains(&"lab__work".to_owned()) {
+        call(&host, "lab__work").await;
+        slow_calls += 1;
+        assert!(slow_calls <= 25, "still fast after {slow_calls} slow calls");
+    }
+    assert!(
+        slow_calls >= 3,
+        "one slow call must not re-tier a tool ({slow_calls})"
+    );
+    assert!(visible_in(&host, "standard").contains(&"lab__work".to_owned()));
+    assert!(
+        listing.has_changed().unwrap_or(false),
+        "leaving fast was not announced"
+    );
+    listing.borrow_and_update();
+    // Not callable there any more: visible = callable.
+    let refused = host
+        .call(
+            &CallContext {
+                tier: Some("fast".into()),
+                ..CallContext::default()
+            },
+            "lab__work",
+            Map::new(),
+        )
+        .await;
+    assert!(refused.is_err(), "{refused:?}");
+
+    // Recovery: back at 100 ms, it returns only once p90 is 10% under the ceiling — when the
+    // slow calls have left the window — and never sooner than the listing interval.
+    lab.work_ms.store(100, Ordering::SeqCst);
+    let mut fast_calls = 0;
+    while !visible_in(&host, "fast").contains(&"lab__work".to_owned()) {
+        call(&host, "lab__work").await;
+        fast_calls += 1;
+        assert!(fast_calls <= 400, "never came back");
+        if fast_calls % 50 == 0 {
+            tokio::time::advance(Duration::from_secs(1)).await;
+        }
+    }
+    assert!(
+        fast_calls >= 80,
+        "came back after {fast_calls} fast calls: no hysteresis"
+    );
+
+    // Noise around the ceiling (480/520 ms alternating) changes the listing rarely.
+    let mut changes = 0;
+    listing.borrow_and_update();
+    for round in 0..200u64 {
+        lab.work_ms
+            .store(if round % 2 == 0 { 480 } else { 520 }, Ordering::SeqCst);
+        call(&host, "lab__work").await;
+        if listing.has_changed().unwrap_or(false) {
+            changes += 1;
+            listing.borrow_and_update();
+        }
+    }
+    assert!(
+        changes <= 2,
+        "the listing flapped {changes} times under noise"
+    );
+}
+
+async fn p99_of_search(hedging: bool) -> (Duration, usize, usize) {
+    let lab = Arc::new(Lab::default());
+    lab.slow_every.store(25, Ordering::SeqCst);
+    let host = start(
+        lab.clone(),
+        LatencyConfig {
+            hedging,
+            ..LatencyConfig::default()
+        },
+    );
+    host.ready().await;
+    let calls = 400;
+    let mut latencies = Vec::with_capacity(calls);
+    for _ in 0..calls {
+        latencies.push(call(&host, "lab__search").await);
+    }
+    latencies.sort();
+    let p99 = latencies[calls * 99 / 100];
+    (p99, calls, lab.search_calls.load(Ordering::SeqCst))
+}
+
+#[tokio::test(start_paused = true)]
+async fn hedging_cuts_the_tail_of_a_bimodal_idempotent_tool_within_five_percent() {
+    let (unhedged, _, _) = p99_of_search(false).await;
+    let (hedged, calls, requests) = p99_of_search(true).await;
+    assert!(unhedged >= Duration::from_secs(2), "{unhedged:?}");
+    assert!(
+        hedged * 5 <= unhedged,
+        "p99 {hedged:?} hedged vs {unhedged:?}: less than a 5× cut"
+    );
+    let extra = requests - calls;
+    assert!(
+        extra * 100 <= calls * 5 + 100,
+        "{extra} extra requests for {calls} calls"
+    );
+    assert!(extra > 0, "nothing was hedged");
+}
+
+#[tokio::test(start_paused = true)]
+async fn probes_at_connect_measure_safe_tools_and_never_a_destructive_one() {
+    let lab = Arc::new(Lab::default());
+    lab.work_ms.store(30, Ordering::SeqCst);
+    lab.slow_every.store(1_000, Ordering::SeqCst);
+    let host = start(
+        lab.clone(),
+        LatencyConfig {
+            probe_on_connect: true,
+            probe_calls: 3,
+            ..LatencyConfig::default()
+        },
+    );
+    host.ready().await;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let stats = host.latency_report();
+    let samples = |tool: &str| {
+        stats
+            .iter()
+            .find(|row| row.tool == tool)
+            .map_or(0, |row| row.samples)
+    };
+    assert_eq!(samples("lab__work"), 3);
+    assert_eq!(samples("lab__search"), 3);
+    assert_eq!(samples("lab__write"), 0);
+    assert_eq!(
+        lab.write_calls.load(Ordering::SeqCst),
+        0,
+        "a destructive tool was probed"
+    );
+    assert_eq!(
+        lab.work_calls.load(Ordering::SeqCst),
+        3,
+        "probed once per call, no more"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn parallel_calls_cost_their_slowest_call() {
+    let lab = Arc::new(Lab::default());
+    lab.work_ms.store(300, Ordering::SeqCst);
+    lab.slow_every.store(1_000, Ordering::SeqCst);
+    let host = start(lab.clone(), LatencyConfig::default());
+    host.ready().await;
+    let started = Instant::now();
+    let answers = host
+        .call_all(
+            &CallContext::default(),
+            vec![
+                ("lab__work".into(), Map::new()),
+                ("lab__search".into(), Map::new()),
+                ("lab__work".into(), Map::new()),
+            ],
+        )
+        .await;
+    let elapsed = started.elapsed();
+    assert_eq!(answers.len(), 3);
+    assert_eq!(
+        answers
+            .iter()
+            .map(|a| a.as_ref().map(|o| o.text_content()).unwrap_or_default())
+            .collect::<Vec<_>>(),
+        ["work", "search", "work"]
+    );
+    assert!(
+        elapsed < Duration::from_millis(400),
+        "ran one after another: {elapsed:?}"
+    );
+
+    for _ in 0..20 {
+        call(&host, "lab__work").await;
+        call(&host, "lab__search").await;
+    }
+    // 300 ms + 10 ms in parallel is 300 ms: fits fast (500 ms), though the sum would too;
+    // with work at 300 ms and search slow it would not.
+    assert!(host.batch_fits(&["lab__work", "lab__search"], "fast"));
+    assert!(!host.batch_fits(&["lab__work", "lab__nothing"], "fast"));
+    assert!(!host.batch_fits(&["lab__work"], "no-such-tier"));
+    let prediction = host.predict("lab__work").expect("known tool");
+    assert!(
+        !prediction.mask,
+        "300 ms is under the 700 ms masking threshold"
+    );
+}
