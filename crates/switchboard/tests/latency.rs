@@ -4,7 +4,6 @@
 //! budget, probes at connect never touch a destructive tool, and parallel calls cost their
 //! slowest call.
 
-
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};

@@ -218,7 +218,7 @@ impl LatencyBudget {
 
     /// Takes a new catalog: declares its tools (loading their stored windows the first time
     /// each is seen) and publishes placements at once — a catalog change is announced anyway.
-    pub(crate) fn refresh(&self, catalog: &Catalog, transports: &HashMap<ServerId, &'static str>) {
+    pub fn refresh(&self, catalog: &Catalog, transports: &HashMap<ServerId, &'static str>) {
         let mut tools = HashMap::with_capacity(catalog.entries().len());
         for entry in catalog.entries() {
             let key: Arc<str> =
@@ -352,6 +352,31 @@ impl LatencyBudget {
                 (traits.exposed.clone(), profile.fastest_tier(&self.tiers))
             })
             .collect()
+    }
+
+    /// The exposed names of `catalog` that fit `tier` now (what a tier view keeps; the Host's
+    /// views also apply the caller's permissions).
+    pub fn visible_in(&self, catalog: &Catalog, tier: &str) -> Vec<String> {
+        let Some(tier) = self.tier_id(tier) else {
+            return Vec::new();
+        };
+        let fits = self.fits.load();
+        catalog
+            .entries()
+            .iter()
+            .filter(|entry| {
+                fits.get(&entry.exposed)
+                    .copied()
+                    .flatten()
+                    .is_some_and(|fastest| fastest <= tier)
+            })
+            .map(|entry| entry.exposed.clone())
+            .collect()
+    }
+
+    /// Recomputes every tool's placement and adopts it now (what a catalog change does).
+    pub fn refresh_placements(&self) {
+        self.publish(true);
     }
 
     /// The placements the views read now.
