@@ -47,4 +47,21 @@ pub use listing_fit::ListingMode;
 pub use result_shaping::{DEFAULT_MAX_RESULT_TOKENS, TokenCounter};
 /// The seed's tier selector: a turn's context (utterance or STT partial, first turn, queue
 /// depth, time since the last DEEP answer, an explicit command) → a tier, by keyword rules.
-pub use switchboard_budget::{Selection, SelectorConfig, TierSelector, TurnContext};
+///
+/// ```
+/// use switchboard::{SelectorConfig, TierSelector, TierSet, TurnContext};
+/// let selector = TierSelector::new(SelectorConfig::default(), TierSet::default());
+/// let turn = |utterance| TurnContext {
+///     utterance,
+///     first_turn: false,
+///     queue_depth: 0,
+///     since_last_deep: None,
+///     explicit_command: None,
+/// };
+/// let tiers = TierSet::default();
+/// let name = |utterance| tiers.name(selector.select(&turn(utterance)).tier).to_owned();
+/// assert_eq!(name("hi there!"), "fast");
+/// assert_eq!(name("do you remember what happened last time?"), "standard");
+/// assert_eq!(name("think carefully and search the web for it"), "deep");
+/// ```
+pub use switchboard_budget::{Selection, SelectorConfig, TierSelector, TierSet, TurnContext};

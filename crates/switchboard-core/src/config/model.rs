@@ -401,6 +401,10 @@ pub struct LatencyConfig {
     pub max_attempts: u32,
     /// Send a second request to an idempotent tool whose answer is later than its p95.
     pub hedging: bool,
+    /// Consecutive healthy calls that promote a degraded tool back.
+    pub recover_calls: u32,
+    /// Or: how long a healthy streak must last to promote it.
+    pub recover_after: Duration,
 }
 
 impl Default for LatencyConfig {
@@ -417,6 +421,8 @@ impl Default for LatencyConfig {
             mask_after: Duration::from_millis(700),
             max_attempts: 3,
             hedging: true,
+            recover_calls: 20,
+            recover_after: Duration::from_secs(60),
         }
     }
 }

@@ -73,6 +73,11 @@ struct Latency {
     max_attempts: Option<u64>,
     /// Send a second request to an idempotent tool slower than its p95 (default true).
     hedging: Option<bool>,
+    /// Healthy calls in a row that promote a degraded tool back (default 20).
+    #[schemars(range(min = 1))]
+    recover_calls: Option<u64>,
+    /// Or a healthy streak this long (default "60s").
+    recover_after: Option<Duration>,
 }
 
 #[derive(JsonSchema)]

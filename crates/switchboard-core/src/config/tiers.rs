@@ -19,6 +19,8 @@
 //! mask_after = "700ms"       # predicted latency that earns an early "working…" progress
 //! max_attempts = 3           # attempts of an idempotent call after transport errors/timeouts
 //! hedging = true             # second request to an idempotent tool slower than its p95
+//! recover_calls = 20         # healthy calls in a row that promote a degraded tool back
+//! recover_after = "60s"      # or a healthy streak this long
 //!
 //! [servers.search.tools.web_search]
 //! estimated_duration_ms = 800   # overrides the tool's declared _meta
@@ -37,7 +39,9 @@ use super::model::{LatencyConfig, TierConfig};
 use super::tree::{Node, Value};
 use super::validate::Walk;
 
-pub(super) const LATENCY_KEYS: [&str; 11] = [
+pub(super) const LATENCY_KEYS: [&str; 13] = [
+    "recover_calls",
+    "recover_after",
     "quantile",
     "window",
     "min_samples",
@@ -149,6 +153,16 @@ impl Walk<'_> {
                     }
                 }
                 "hedging" => latency.hedging = self.bool(value, &what).unwrap_or(true),
+                "recover_calls" => {
+                    if let Some(n) = self.count(value, &what) {
+                        latency.recover_calls = u32::try_from(n).unwrap_or(u32::MAX).max(1);
+                    }
+                }
+                "recover_after" => {
+                    if let Some(after) = self.duration(value, &what) {
+                        latency.recover_after = after;
+                    }
+                }
                 other => self.unknown(*key_pos, other, "[latency]", &LATENCY_KEYS),
             }
         }

@@ -30,8 +30,8 @@ use arc_swap::ArcSwap;
 use serde_json::{Map, Value};
 use switchboard_budget::{
     BudgetConfig, DeadlineInputs, DeadlinePolicy, Declared, EffectiveConfig, ExtraRequestBudget,
-    HedgePolicy, LatencyBook, MaskingConfig, Prediction, Quantile, RetryPolicy, SafetyOverride,
-    Sample, TierId, TierSet, ToolSafety,
+    HealthConfig, HedgePolicy, LatencyBook, MaskingConfig, Prediction, Quantile, RetryPolicy,
+    SafetyOverride, Sample, TierId, TierSet, ToolSafety,
 };
 use switchboard_core::clock::Clock;
 use switchboard_core::config::LatencyConfig;
@@ -152,6 +152,11 @@ impl LatencyBudget {
                 min_samples: settings.min_samples,
             },
             tiers: tiers.clone(),
+            health: HealthConfig {
+                recover_calls: settings.recover_calls.max(1),
+                recover_after: settings.recover_after,
+                ..HealthConfig::default()
+            },
             masking: MaskingConfig {
                 threshold: settings.mask_after,
                 mask_unknown: false,
