@@ -87,9 +87,10 @@ impl LatencyStore {
     /// Opens (creating) the database at `path` in WAL mode.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
         let connection = Connection::open(path)?;
+        // Waiting for other gateways first: switching a new file to WAL needs it alone.
+        connection.busy_timeout(Duration::from_secs(5))?;
         connection
             .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get::<_, String>(0))?;
-        connection.busy_timeout(Duration::from_secs(5))?;
         Self::with_connection(connection)
     }
 

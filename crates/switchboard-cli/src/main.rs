@@ -67,10 +67,17 @@ fn main() -> ExitCode {
         "warn"
     };
     logging::init(cli.log.as_deref(), default_level);
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    // A stdio gateway serves one client: one thread keeps every handoff of a call (front
+    // reader → request task → upstream writer and reader → front writer) on the same thread,
+    // with no cross-thread wakeups; blocking work (SQLite, hooks) runs on the blocking pool
+    // either way. HTTP serves many clients at once and gets a thread per core.
+    let single_client = matches!(&cli.command, Command::Serve(args) if args.serves_stdio());
+    let mut builder = if single_client {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+    };
+    let runtime = match builder.enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("error: cannot start the async runtime: {error}");

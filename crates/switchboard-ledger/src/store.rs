@@ -57,14 +57,24 @@ pub fn open(path: &Path) -> Result<Connection, LedgerError> {
             LedgerError::Database(format!("cannot create {}: {e}", parent.display()))
         })?;
     }
-    let conn = Connection::open(path)
-        .map_err(|e| LedgerError::Database(format!("{}: {e}", path.display())))?;
-    conn.busy_timeout(std::time::Duration::from_secs(5))
-        .map_err(sql)?;
-    conn.query_row("PRAGMA journal_mode=WAL", [], |row| row.get::<_, String>(0))
-        .map_err(sql)?;
-    conn.execute_batch("PRAGMA synchronous=NORMAL;")
-        .map_err(sql)?;
+    // Gateways starting at the same moment race to switch a new file to WAL and create the
+    // schema; SQLite answers some of those races "locked" without waiting for its busy
+    // handler, so the whole setup is tried again for a while.
+    let give_up = std::time::Instant::now() + OPEN_PATIENCE;
+    let conn = loop {
+        match set_up(path) {
+            Ok(conn) => break conn,
+            Err(error) if is_contention(&error) && std::time::Instant::now() < give_up => {
+                std::thread::sleep(std::time::Duration::from_millis(25));
+            }
+            Err(error) => {
+                return Err(LedgerError::Database(format!(
+                    "{}: {error}",
+                    path.display()
+                )));
+            }
+        }
+    };
     let version: i64 = conn
         .query_row("PRAGMA user_version", [], |row| row.get(0))
         .map_err(sql)?;
@@ -74,8 +84,27 @@ pub fn open(path: &Path) -> Result<Connection, LedgerError> {
             path.display()
         )));
     }
-    conn.execute_batch(SCHEMA).map_err(sql)?;
     conn.pragma_update(None, "user_version", 1).map_err(sql)?;
+    Ok(conn)
+}
+
+/// How long opening waits out other processes setting the same file up.
+const OPEN_PATIENCE: std::time::Duration = std::time::Duration::from_secs(10);
+
+fn is_contention(error: &rusqlite::Error) -> bool {
+    matches!(
+        error.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
+}
+
+/// Opens the file in WAL mode and creates the schema (idempotent).
+fn set_up(path: &Path) -> Result<Connection, rusqlite::Error> {
+    let conn = Connection::open(path)?;
+    conn.busy_timeout(std::time::Duration::from_secs(5))?;
+    conn.query_row("PRAGMA journal_mode=WAL", [], |row| row.get::<_, String>(0))?;
+    conn.execute_batch("PRAGMA synchronous=NORMAL;")?;
+    conn.execute_batch(SCHEMA)?;
     Ok(conn)
 }
 

@@ -55,6 +55,13 @@ pub struct ServeArgs {
     grace: u64,
 }
 
+impl ServeArgs {
+    /// Whether this gateway serves one client over stdio (not HTTP).
+    pub fn serves_stdio(&self) -> bool {
+        self.http.is_none()
+    }
+}
+
 pub async fn run(config: Option<&Path>, args: ServeArgs) -> anyhow::Result<ExitCode> {
     let mut config = super::load_config(config)?;
     if args.no_prefix {
