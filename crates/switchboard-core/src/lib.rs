@@ -13,6 +13,7 @@ pub mod catalog;
 pub mod clock;
 pub mod config;
 pub mod context;
+pub mod hex;
 pub mod hooks;
 pub mod latency_meta;
 pub mod limits;

@@ -57,11 +57,7 @@ pub fn fit_name(name: &str) -> String {
 
 fn with_hash(cleaned: &str, original: &str, keep: usize) -> String {
     let digest = Sha256::digest(original.as_bytes());
-    let hex: String = digest
-        .iter()
-        .take(HASH_HEX_DIGITS / 2)
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let hex = crate::hex::encode(&digest[..HASH_HEX_DIGITS / 2]);
     // `cleaned` is ASCII, so byte slicing is character slicing.
     format!("{}_{hex}", &cleaned[..keep])
 }

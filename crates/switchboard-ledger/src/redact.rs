@@ -96,10 +96,7 @@ pub fn redact(arguments: &Map<String, Value>) -> Value {
 /// SHA-256 of the arguments' JSON (keys in their given order).
 pub fn digest(arguments: &Map<String, Value>) -> String {
     let bytes = serde_json::to_vec(arguments).unwrap_or_default();
-    Sha256::digest(&bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    switchboard_core::hex::encode(&Sha256::digest(&bytes))
 }
 
 #[cfg(test)]

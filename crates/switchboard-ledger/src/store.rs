@@ -41,14 +41,13 @@ fn sql(error: rusqlite::Error) -> LedgerError {
 }
 
 fn chain(prev: &str, entry: &str) -> String {
-    Sha256::new()
-        .chain_update(prev.as_bytes())
-        .chain_update([0x1f])
-        .chain_update(entry.as_bytes())
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    switchboard_core::hex::encode(
+        &Sha256::new()
+            .chain_update(prev.as_bytes())
+            .chain_update([0x1f])
+            .chain_update(entry.as_bytes())
+            .finalize(),
+    )
 }
 
 pub fn open(path: &Path) -> Result<Connection, LedgerError> {

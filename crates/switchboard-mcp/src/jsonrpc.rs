@@ -214,20 +214,43 @@ impl Message {
         }
     }
 
+    /// The message as one line of JSON (no trailing newline), written straight from the
+    /// message's parts: nothing is cloned into an intermediate `Value` (this is on every
+    /// call's path, twice).
     pub fn to_line(&self) -> String {
+        let mut line = Vec::with_capacity(256);
+        line.extend_from_slice(br#"{"jsonrpc":"2.0""#);
         match self {
             Self::PreparedResponse { id, result } => {
-                let id = serde_json::to_string(id).unwrap_or_else(|_| "null".to_owned());
-                let mut line = String::with_capacity(result.len() + id.len() + 32);
-                line.push_str(r#"{"jsonrpc":"2.0","id":"#);
-                line.push_str(&id);
-                line.push_str(r#","result":"#);
-                line.push_str(result);
-                line.push('}');
-                line
+                push_id(&mut line, Some(id));
+                line.extend_from_slice(br#","result":"#);
+                line.extend_from_slice(result.as_bytes());
             }
-            other => other.to_json().to_string(),
+            Self::Request { id, method, params } => {
+                push_id(&mut line, Some(id));
+                push_field(&mut line, "method", method);
+                if let Some(params) = params {
+                    push_field(&mut line, "params", params);
+                }
+            }
+            Self::Notification { method, params } => {
+                push_field(&mut line, "method", method);
+                if let Some(params) = params {
+                    push_field(&mut line, "params", params);
+                }
+            }
+            Self::Response { id, result } => {
+                push_id(&mut line, Some(id));
+                push_field(&mut line, "result", result);
+            }
+            Self::Error { id, error } => {
+                // JSON-RPC 2.0: an error about a request whose id could not be read has id null.
+                push_id(&mut line, id.as_ref());
+                push_field(&mut line, "error", error);
+            }
         }
+        line.push(b'}');
+        String::from_utf8(line).unwrap_or_default()
     }
 
     pub fn notification(method: &str, params: Value) -> Self {
@@ -242,6 +265,32 @@ impl Message {
             id,
             error: RpcError::new(code, message),
         }
+    }
+}
+
+/// Appends `,"id":<id>` (`null` for none).
+fn push_id(line: &mut Vec<u8>, id: Option<&RequestId>) {
+    line.extend_from_slice(br#","id":"#);
+    match id {
+        Some(RequestId::Number(n)) => line.extend_from_slice(n.to_string().as_bytes()),
+        Some(RequestId::String(s)) => push_json(line, s),
+        None => line.extend_from_slice(b"null"),
+    }
+}
+
+/// Appends `,"key":<value as JSON>`.
+fn push_field(line: &mut Vec<u8>, key: &str, value: &(impl serde::Serialize + ?Sized)) {
+    line.extend_from_slice(b",\"");
+    line.extend_from_slice(key.as_bytes());
+    line.extend_from_slice(b"\":");
+    push_json(line, value);
+}
+
+fn push_json(line: &mut Vec<u8>, value: &(impl serde::Serialize + ?Sized)) {
+    let start = line.len();
+    if serde_json::to_writer(&mut *line, value).is_err() {
+        line.truncate(start);
+        line.extend_from_slice(b"null");
     }
 }
 
@@ -275,6 +324,45 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn a_line_is_the_json_of_the_message() {
+        let messages = [
+            Message::Request {
+                id: RequestId::Number(7),
+                method: "tools/call".into(),
+                params: Some(json!({"name": "é\"\n", "arguments": {"b": 1, "a": [true, null]}})),
+            },
+            Message::Request {
+                id: RequestId::String("x\"y".into()),
+                method: "ping".into(),
+                params: None,
+            },
+            Message::notification("notifications/progress", json!({"progress": 0.5})),
+            Message::Response {
+                id: RequestId::Number(-1),
+                result: json!({"content": [{"type": "text", "text": "hi"}]}),
+            },
+            Message::Error {
+                id: None,
+                error: RpcError::new(code::INVALID_REQUEST, "bad"),
+            },
+            Message::Error {
+                id: Some(RequestId::String("a".into())),
+                error: RpcError {
+                    code: -32000,
+                    message: "m".into(),
+                    data: Some(json!({"k": [1]})),
+                },
+            },
+        ];
+        for message in messages {
+            let line = message.to_line();
+            assert_eq!(line, message.to_json().to_string());
+            let parsed: Value = serde_json::from_str(&line).expect("valid JSON");
+            assert_eq!(parsed, message.to_json());
+        }
+    }
 
     #[test]
     fn classifies_every_kind() {

@@ -16,7 +16,7 @@ fn safe(c: char) -> bool {
 
 fn hashed(name: &str, digits: usize) -> String {
     let digest = Sha256::digest(name.as_bytes());
-    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    let hex = switchboard_core::hex::encode(&digest);
     let stem: String = name
         .chars()
         .map(|c| if safe(c) { c } else { '_' })

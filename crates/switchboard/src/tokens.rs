@@ -31,9 +31,7 @@ pub struct TokenStore {
     tokens: Vec<StoredToken>,
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
+use switchboard_core::hex::encode as hex;
 
 fn digest(salt: &str, token: &str) -> String {
     hex(&Sha256::new()

@@ -46,9 +46,7 @@ fn hmac(key: &[u8], message: &[u8]) -> [u8; 32] {
         .into()
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
+use switchboard_core::hex::encode as hex;
 
 fn unhex(text: &str) -> Option<Vec<u8>> {
     if !text.len().is_multiple_of(2) {

@@ -88,7 +88,7 @@ pub struct CallPlan {
     /// Send a second request after this long (idempotent tools with enough samples).
     pub hedge_after: Option<Duration>,
     pub cache_ttl: Option<Duration>,
-    /// Predicted slow: an early progress notification is due.
+    /// Predicted slow, and the caller asked for progress: an early notification is due.
     pub mask: bool,
 }
 
@@ -411,13 +411,21 @@ impl LatencyBudget {
                 .map(|tier| tier.ceiling),
             _ => None,
         };
+        // Only what this call can use is computed (each figure is a quantile of the window).
         let book = self.book();
-        let measured_p99 = book.measured_p99(&traits.key);
+        let measured_p99 = traits
+            .declared
+            .max
+            .is_none()
+            .then(|| book.measured_p99(&traits.key))
+            .flatten();
         let hedge_after = match (&self.hedge_policy, book.tool(&traits.key)) {
-            (Some(policy), Some(tool)) => policy.delay(traits.safety.idempotent, tool.window()),
+            (Some(policy), Some(tool)) if traits.safety.idempotent => {
+                policy.delay(true, tool.window())
+            }
             _ => None,
         };
-        let mask = book.predict(&traits.key).mask;
+        let mask = ctx.progress.is_some() && book.predict(&traits.key).mask;
         drop(book);
         let deadline = self
             .deadlines
