@@ -97,10 +97,17 @@ pub async fn run(config: Option<&Path>, args: ToolsArgs) -> anyhow::Result<ExitC
         anyhow::bail!("unknown tier '{tier}'");
     }
     if args.stats {
+        let caller = switchboard_core::Caller::new(args.agent.clone(), None)
+            .with_tier(args.tier.as_ref().map(|t| t.to_lowercase()));
+        let visible: std::collections::HashSet<String> = host
+            .visible_for(&caller)
+            .iter()
+            .map(|entry| entry.exposed.clone())
+            .collect();
         let rows: Vec<_> = host
             .latency_report()
             .into_iter()
-            .filter(|row| host_sees(&host, &args, &row.tool))
+            .filter(|row| visible.contains(&row.tool))
             .collect();
         host.shutdown().await;
         stats::print(&rows, args.format == Format::Json)?;
@@ -187,15 +194,6 @@ pub async fn run(config: Option<&Path>, args: ToolsArgs) -> anyhow::Result<ExitC
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Whether the `--agent`/`--tier` of the command sees `tool`.
-fn host_sees(host: &switchboard::Host, args: &ToolsArgs, tool: &str) -> bool {
-    let caller = switchboard_core::Caller::new(args.agent.clone(), None)
-        .with_tier(args.tier.as_ref().map(|t| t.to_lowercase()));
-    host.visible_for(&caller)
-        .iter()
-        .any(|entry| entry.exposed == tool)
 }
 
 fn truncate(text: &str, max: usize) -> String {
