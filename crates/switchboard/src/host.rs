@@ -169,9 +169,9 @@ impl Host {
             let (version, _) = watch::channel(0);
             let latency = budget_of(&options);
             let sessions_of = weak.clone();
-            latency.on_change(move || {
+            latency.on_change(move |tiers: &[String]| {
                 if let Some(inner) = sessions_of.upgrade() {
-                    inner.sessions.bump_all();
+                    inner.sessions.bump_tiers(tiers);
                 }
             });
             let (resource_updates, _) = tokio::sync::broadcast::channel(256);
@@ -526,6 +526,7 @@ impl Backend for Host {
     fn list_tools<'a>(&'a self, caller: &'a Caller) -> BoxFuture<'a, Vec<ToolDefinition>> {
         Box::pin(async move {
             self.wait_for_startup().await;
+            self.note_listed_tier(caller);
             self.listed_tools(caller)
         })
     }
@@ -533,6 +534,7 @@ impl Backend for Host {
     fn tools_json<'a>(&'a self, caller: &'a Caller) -> BoxFuture<'a, Arc<str>> {
         Box::pin(async move {
             self.wait_for_startup().await;
+            self.note_listed_tier(caller);
             let plain = self.listing_mode(caller) == crate::listing_fit::ListingMode::Full
                 && self.active_tier(caller).is_none()
                 && !self

@@ -23,6 +23,9 @@ pub(crate) struct SessionState {
     pub(crate) read_more_listed: bool,
     /// The session's latency tier, set by an operator.
     pub(crate) tier: Option<String>,
+    /// The tier of the session's last listing (`Some(None)`: listed with no tier; `None`:
+    /// never listed), so a change of one tier's tools reaches only the sessions that see it.
+    pub(crate) listed_tier: Option<Option<String>>,
     version: watch::Sender<u64>,
     last_used: u64,
 }
@@ -74,6 +77,7 @@ impl Sessions {
             loaded: BTreeSet::new(),
             read_more_listed: false,
             tier: None,
+            listed_tier: None,
             version: watch::channel(0).0,
             last_used: tick,
         });
@@ -91,6 +95,23 @@ impl Sessions {
         if let Ok(map) = self.map.lock() {
             for state in map.values() {
                 state.bump();
+            }
+        }
+    }
+
+    /// Tells the sessions whose last listing was in one of `tiers` (or that never listed)
+    /// that it changed.
+    pub(crate) fn bump_tiers(&self, tiers: &[String]) {
+        if let Ok(map) = self.map.lock() {
+            for state in map.values() {
+                let affected = match &state.listed_tier {
+                    None => true,
+                    Some(None) => false,
+                    Some(Some(tier)) => tiers.contains(tier),
+                };
+                if affected {
+                    state.bump();
+                }
             }
         }
     }

@@ -83,6 +83,17 @@ impl Host {
         Some(self.tier(&name))
     }
 
+    /// Remembers the tier a session listed tools in (see `Sessions::bump_tiers`).
+    pub(crate) fn note_listed_tier(&self, caller: &Caller) {
+        if caller.session.is_none() && caller.agent.is_none() {
+            return;
+        }
+        let tier = self.active_tier(caller).map(|tier| tier.name);
+        self.inner
+            .sessions
+            .with(caller, |state| state.listed_tier = Some(tier));
+    }
+
     /// What `caller` may see and call: its agent's permissions, narrowed to its active tier.
     pub fn view_for(&self, caller: &Caller) -> Arc<dyn View> {
         self.view_at(caller, self.active_tier(caller).as_ref())

@@ -155,7 +155,13 @@ async fn a_drifting_tool_leaves_fast_and_returns_with_hysteresis_without_flappin
     host.ready().await;
     let session = Caller::new(None, Some("s1".into())).with_tier(Some("fast".into()));
     let mut listing = host.listing_version(&session);
+    // A second session lists in "deep", where work is visible whatever happens below.
+    let deep = Caller::new(None, Some("s2".into())).with_tier(Some("deep".into()));
+    let mut deep_listing = host.listing_version(&deep);
+    host.list_tools(&session).await;
+    host.list_tools(&deep).await;
     listing.borrow_and_update();
+    deep_listing.borrow_and_update();
 
     // Nothing declared: unknown latency is kept out of "fast" until measured.
     assert!(!visible_in(&host, "fast").contains(&"lab__work".to_owned()));
@@ -234,6 +240,10 @@ async fn a_drifting_tool_leaves_fast_and_returns_with_hysteresis_without_flappin
     assert!(
         changes <= 2,
         "the listing flapped {changes} times under noise"
+    );
+    assert!(
+        !deep_listing.has_changed().unwrap_or(true),
+        "a session listing in deep heard changes that only concern fast"
     );
 }
 

@@ -97,6 +97,9 @@ pub struct CallPlan {
 /// callers' deadlines may be tighter.
 pub const MEASURED_DEADLINE_FLOOR: Duration = Duration::from_secs(1);
 
+/// What hears which tiers' tools changed.
+type TiersChanged = Box<dyn Fn(&[String]) + Send + Sync>;
+
 /// Which tier each exposed tool fits first, as the views see it.
 type Fits = HashMap<String, Option<TierId>>;
 
@@ -119,8 +122,9 @@ pub struct LatencyBudget {
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) persistence: Option<Persistence>,
     dirty: AtomicBool,
-    /// Called when the published placements change (the Host announces `list_changed`).
-    on_change: OnceLock<Box<dyn Fn() + Send + Sync>>,
+    /// Called with the tiers whose visible tools changed (the Host announces `list_changed`
+    /// to the sessions listing in them).
+    on_change: OnceLock<TiersChanged>,
     me: Weak<Self>,
 }
 
@@ -197,8 +201,8 @@ impl LatencyBudget {
         })
     }
 
-    /// Sets what is called when placements change (once).
-    pub fn on_change(&self, notify: impl Fn() + Send + Sync + 'static) {
+    /// Sets what is called, with the tiers whose tools changed, when placements change (once).
+    pub fn on_change(&self, notify: impl Fn(&[String]) + Send + Sync + 'static) {
         let _ = self.on_change.set(Box::new(notify));
     }
 
@@ -323,9 +327,10 @@ impl LatencyBudget {
         }
         *last = Some(now);
         drop(last);
+        let changed = self.tiers_changed(&self.fits.load(), &fits);
         self.fits.store(Arc::new(fits));
         if let Some(notify) = self.on_change.get() {
-            notify();
+            notify(&changed);
         }
     }
 
@@ -345,6 +350,26 @@ impl LatencyBudget {
                 budget.publish(false);
             }
         });
+    }
+
+    /// The tiers whose visible tools differ between two placements: a tool moving from
+    /// fitting first in `a` to first in `b` changes every tier between them.
+    fn tiers_changed(&self, old: &Fits, new: &Fits) -> Vec<String> {
+        self.tiers
+            .iter()
+            .filter(|(tier, _)| {
+                let sees = |fits: &Fits, name: &String| {
+                    fits.get(name)
+                        .copied()
+                        .flatten()
+                        .is_some_and(|fastest| fastest <= *tier)
+                };
+                old.keys()
+                    .chain(new.keys())
+                    .any(|name| sees(old, name) != sees(new, name))
+            })
+            .map(|(_, tier)| tier.name.clone())
+            .collect()
     }
 
     fn compute_fits(&self) -> Fits {
