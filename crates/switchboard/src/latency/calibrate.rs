@@ -242,32 +242,48 @@ impl Host {
 
     /// Probes due in the background: tools never measured on a fresh connection (with
     /// `probe_on_connect`), and degraded tools, so they can recover without real traffic.
+    /// Cheap when nothing is due: inputs are built only for the tools that get a probe.
     pub(crate) async fn background_probes(&self) {
         let latency = &self.inner.latency;
-        let Ok(targets) = self.probe_targets(&CalibrateOptions::default()) else {
-            return;
+        let settings = latency.settings();
+        let due: Vec<(Arc<ToolTraits>, u32)> = {
+            let tools = latency.tools();
+            let book = latency.book();
+            tools
+                .values()
+                .filter_map(|traits| {
+                    let (samples, degraded) = match book.tool(&traits.key) {
+                        Some(tool) => (
+                            tool.window().len(),
+                            tool.health() == switchboard_budget::HealthState::Degraded,
+                        ),
+                        None => (0, false),
+                    };
+                    let calls = if degraded {
+                        1
+                    } else if settings.probe_on_connect && samples == 0 {
+                        settings.probe_calls
+                    } else {
+                        return None;
+                    };
+                    Some((traits.clone(), calls))
+                })
+                .collect()
         };
-        for target in targets {
-            let Ok(input) = target.input else { continue };
-            let (samples, degraded) = {
-                let book = latency.book();
-                match book.tool(&target.traits.key) {
-                    Some(tool) => (
-                        tool.window().len(),
-                        tool.health() == switchboard_budget::HealthState::Degraded,
-                    ),
-                    None => (0, false),
-                }
-            };
-            let calls = if degraded {
-                1
-            } else if latency.settings().probe_on_connect && samples == 0 {
-                latency.settings().probe_calls
-            } else {
-                0
+        if due.is_empty() {
+            return;
+        }
+        let catalog = self.catalog();
+        for (traits, calls) in due {
+            if refusal(traits.safety.probe_verdict()).is_some() {
+                continue;
+            }
+            let entry = catalog.resolve(&traits.exposed).map(Arc::as_ref);
+            let Ok(input) = probe_input(&traits, entry) else {
+                continue;
             };
             for _ in 0..calls {
-                if self.probe(&target.traits, input.clone()).await.is_none() {
+                if self.probe(&traits, input.clone()).await.is_none() {
                     break;
                 }
             }
