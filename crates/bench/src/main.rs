@@ -5,9 +5,14 @@
 //! and `switchboard-fixture` binaries next to its own executable (build them with
 //! `cargo build --release -p switchboard-cli -p switchboard-fixtures`).
 
+mod compare;
+mod http_client;
+mod memory;
+mod plot;
 mod report;
 mod scenarios;
 mod search;
+mod targets;
 mod tokens;
 
 use std::path::PathBuf;
@@ -50,6 +55,30 @@ enum Command {
         #[arg(long, default_value_t = 5000)]
         calls: usize,
     },
+    /// Side by side in one run: direct vs Switchboard vs the peer gateways (when
+    /// scripts/bench-peers.sh installed them), stdio → stdio, HTTP → stdio, HTTP → HTTP;
+    /// throughput over HTTP against concurrency; resident memory. Writes PNG plots.
+    Compare {
+        #[arg(long, default_value_t = 3000)]
+        calls: usize,
+        /// Concurrencies of the throughput runs.
+        #[arg(long, value_delimiter = ',', default_value = "1,8,32")]
+        concurrency: Vec<usize>,
+        /// Seconds per throughput measurement (split over two alternating rounds).
+        #[arg(long, default_value_t = 4.0)]
+        seconds: f64,
+        /// Leave the peer gateways out.
+        #[arg(long)]
+        no_peers: bool,
+        /// Where the PNG plots go.
+        #[arg(long, default_value = "docs/bench")]
+        plots: PathBuf,
+    },
+    /// Resident memory: with 10 idle upstreams, and per open HTTP session.
+    Memory {
+        #[arg(long, default_value_t = 1000)]
+        sessions: usize,
+    },
     /// Tokens of a catalog in every rendering (o200k_base), and compact-listing render time.
     Tokens {
         #[arg(long, default_value = "../shared/catalog/tools.json")]
@@ -72,12 +101,46 @@ fn main() -> anyhow::Result<()> {
         return tokens::run(catalog, args.json);
     }
     let bins = scenarios::Binaries::locate()?;
+    if let Command::Compare {
+        calls,
+        concurrency,
+        seconds,
+        no_peers,
+        plots,
+    } = &args.command
+    {
+        return run_compare(
+            &bins,
+            *calls,
+            concurrency,
+            *seconds,
+            !*no_peers,
+            plots,
+            args.json,
+        );
+    }
+    if let Command::Memory { sessions } = &args.command {
+        let memory = memory::measure(&bins, 10, *sessions)?;
+        return print_memory(&memory, args.json);
+    }
     let results = match args.command {
         Command::Quick => vec![
             scenarios::startup(&bins, 10, 300, 3)?,
             scenarios::list(&bins, &PathBuf::from("../shared/catalog/tools.json"), 200)?,
             scenarios::latency(&bins, 2000)?,
-        ],
+        ]
+        .into_iter()
+        .chain(
+            compare::latency(&bins, 500, false)?
+                .iter()
+                .map(compare_rows),
+        )
+        .chain(
+            compare::throughput(&bins, &[32], 1.0, false)?
+                .iter()
+                .map(throughput_rows),
+        )
+        .collect(),
         Command::Startup {
             servers,
             delay_ms,
@@ -85,7 +148,10 @@ fn main() -> anyhow::Result<()> {
         } => vec![scenarios::startup(&bins, servers, delay_ms, runs)?],
         Command::List { catalog, calls } => vec![scenarios::list(&bins, &catalog, calls)?],
         Command::Latency { calls } => vec![scenarios::latency(&bins, calls)?],
-        Command::Search { .. } | Command::Tokens { .. } => Vec::new(),
+        Command::Search { .. }
+        | Command::Tokens { .. }
+        | Command::Compare { .. }
+        | Command::Memory { .. } => Vec::new(),
     };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&results)?);
@@ -94,5 +160,107 @@ fn main() -> anyhow::Result<()> {
             report::print(result);
         }
     }
+    Ok(())
+}
+
+/// A comparison as a printed table.
+fn compare_rows(comparison: &compare::Comparison) -> report::ScenarioResult {
+    let mut notes: Vec<String> = comparison
+        .targets
+        .iter()
+        .filter_map(|t| {
+            t.added_p50_us
+                .map(|added| format!("{}: added at p50 {added:+.1} µs", t.target))
+        })
+        .collect();
+    notes.extend(
+        comparison
+            .missing
+            .iter()
+            .map(|m| format!("not measured: {m}")),
+    );
+    report::ScenarioResult {
+        scenario: format!(
+            "tools/call echo, sequential, {} ({} calls each, alternating)",
+            comparison.scenario, comparison.calls
+        ),
+        rows: comparison
+            .targets
+            .iter()
+            .map(|t| (t.target.clone(), t.latency.clone()))
+            .collect(),
+        notes,
+    }
+}
+
+/// A throughput run as notes of a table.
+fn throughput_rows(run: &compare::Throughput) -> report::ScenarioResult {
+    let mut notes: Vec<String> = run
+        .targets
+        .iter()
+        .map(|(name, rate, ratio)| format!("{name}: {rate:.0} calls/s ({ratio:.2}× direct)"))
+        .collect();
+    notes.extend(run.missing.iter().map(|m| format!("not measured: {m}")));
+    report::ScenarioResult {
+        scenario: format!("{}, concurrency {}", run.scenario, run.concurrency),
+        rows: Vec::new(),
+        notes,
+    }
+}
+
+fn print_memory(memory: &memory::Memory, json: bool) -> anyhow::Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(memory)?);
+    } else {
+        println!(
+            "RSS with {} idle upstreams: {:.1} MB",
+            memory.idle_upstreams,
+            memory.rss_with_idle_upstreams_kb as f64 / 1024.0
+        );
+        println!(
+            "RSS per open HTTP session ({} sessions): {:.1} KB ({} → {} kB)",
+            memory.sessions,
+            memory.per_session_bytes / 1024.0,
+            memory.rss_before_sessions_kb,
+            memory.rss_after_sessions_kb
+        );
+    }
+    Ok(())
+}
+
+fn run_compare(
+    bins: &scenarios::Binaries,
+    calls: usize,
+    concurrency: &[usize],
+    seconds: f64,
+    with_peers: bool,
+    plots: &std::path::Path,
+    json: bool,
+) -> anyhow::Result<()> {
+    let comparisons = compare::latency(bins, calls, with_peers)?;
+    let throughput = compare::throughput(bins, concurrency, seconds, with_peers)?;
+    let memory = memory::measure(bins, 10, 1000)?;
+    let written = plot::write(plots, &comparisons, &throughput)?;
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "latency": comparisons,
+                "throughput": throughput,
+                "memory": memory,
+                "plots": written,
+            }))?
+        );
+        return Ok(());
+    }
+    for comparison in &comparisons {
+        report::print(&compare_rows(comparison));
+    }
+    for run in &throughput {
+        report::print(&throughput_rows(run));
+    }
+    println!();
+    print_memory(&memory, false)?;
+    println!("\nplots: {}", written.join(", "));
     Ok(())
 }

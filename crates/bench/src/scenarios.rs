@@ -38,6 +38,14 @@ impl Binaries {
         Ok(bins)
     }
 
+    /// The repository root (the binaries are in `target/release`).
+    pub fn repo_root(&self) -> PathBuf {
+        self.switchboard
+            .ancestors()
+            .nth(3)
+            .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+    }
+
     fn gateway(&self, config: &Path) -> Command {
         let mut command = Command::new(&self.switchboard);
         command
@@ -70,6 +78,28 @@ fn tool_count(result: &Value) -> usize {
         .get("tools")
         .and_then(Value::as_array)
         .map_or(0, Vec::len)
+}
+
+/// A stdio gateway in front of the stdio echo fixture (server `echo`), not yet started.
+pub fn gateway_over_stdio_fixture(bins: &Binaries, dir: &Path) -> anyhow::Result<Command> {
+    gateway_over_fixtures(bins, dir, 1)
+}
+
+/// A stdio gateway in front of `count` echo fixtures (`echo`, `echo1`, …), not yet started.
+pub fn gateway_over_fixtures(bins: &Binaries, dir: &Path, count: usize) -> anyhow::Result<Command> {
+    let fixture = bins.fixture.display().to_string();
+    let specs: Vec<(String, Vec<String>)> = (0..count)
+        .map(|i| {
+            let id = if i == 0 {
+                "echo".to_owned()
+            } else {
+                format!("echo{i}")
+            };
+            (id, vec![fixture.clone(), "echo".into()])
+        })
+        .collect();
+    let config = write_config(dir, &specs)?;
+    Ok(bins.gateway(&config))
 }
 
 /// Time from spawning the gateway to a complete first `tools/list`.

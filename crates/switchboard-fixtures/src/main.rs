@@ -7,6 +7,7 @@
 //! faults `exit-immediately`, `hang`, `garbage` and `crash-after`.
 
 mod conformance;
+mod http;
 mod latency;
 mod server;
 mod tools;
@@ -53,6 +54,12 @@ enum Mode {
         #[arg(long, default_value_t = 1.0)]
         scale: f64,
     },
+    /// The echo tools over Streamable HTTP on 127.0.0.1 (port 0: any free port; the address
+    /// is printed on stdout).
+    HttpEcho {
+        #[arg(long, default_value_t = 0)]
+        port: u16,
+    },
     /// tool_000 … tool_N-1, listed in pages.
     Paginate {
         #[arg(long, default_value_t = 250)]
@@ -91,6 +98,7 @@ fn main() {
             std::thread::sleep(Duration::from_millis(start_delay_ms));
             server::serve(server::Options::new(name, era, tools::Toolset::echo()))
         }
+        Mode::HttpEcho { port } => http::serve(port),
         Mode::Latency { scale } => server::serve(server::Options::new(
             "fixture-latency".into(),
             Era::Legacy,

@@ -165,7 +165,7 @@ pub fn serve(options: Options) -> i32 {
     }
 }
 
-fn initialize(name: &str, params: &Value) -> Value {
+pub(crate) fn initialize(name: &str, params: &Value) -> Value {
     const VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
     let requested = params
         .get("protocolVersion")

@@ -23,6 +23,7 @@ use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
+use axum::serve::ListenerExt;
 use futures::StreamExt;
 use rand::Rng;
 use serde_json::Value;
@@ -85,6 +86,13 @@ pub async fn serve(
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
     let app = router(dispatcher, options);
+    // Answers are often written in two parts (an SSE event, then the end of the stream): with
+    // Nagle's algorithm on, the second waits for the client's delayed ACK — 40 ms a call.
+    let listener = listener.tap_io(|stream| {
+        if let Err(error) = stream.set_nodelay(true) {
+            tracing::debug!(%error, "cannot set TCP_NODELAY on a connection");
+        }
+    });
     axum::serve(
         listener,
         app.into_make_service_with_connect_info::<SocketAddr>(),

@@ -1,0 +1,307 @@
+//! Side by side, in one run: the echo tool called directly and through gateways — Switchboard
+//! and the peers — for stdio → stdio, HTTP → stdio and HTTP → HTTP. Latency is measured
+//! with sequential calls alternating between the targets call by call, so drift on this
+//! machine hits every target alike; it is reported as a difference to direct. Throughput is
+//! calls per second at concurrency C over HTTP (one connection and session per worker),
+//! reported as a ratio to direct.
+
+use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::report::Percentiles;
+use crate::scenarios::Binaries;
+use crate::targets::{self, Endpoint, Peer, Spawned};
+
+/// One target of a comparison.
+struct Target {
+    name: String,
+    endpoint: Endpoint,
+    samples: Vec<Duration>,
+}
+
+/// A measured target.
+#[derive(Debug, Clone, Serialize)]
+pub struct TargetResult {
+    pub target: String,
+    pub latency: Percentiles,
+    /// p50 minus the direct p50, in µs (absent for direct itself).
+    pub added_p50_us: Option<f64>,
+    /// Every sample, in µs, sorted (for the CDF plots).
+    #[serde(skip)]
+    pub samples_us: Vec<f64>,
+}
+
+/// One scenario's targets.
+#[derive(Debug, Clone, Serialize)]
+pub struct Comparison {
+    pub scenario: String,
+    pub calls: usize,
+    pub targets: Vec<TargetResult>,
+    /// Peers that could not be measured, and why.
+    pub missing: Vec<String>,
+}
+
+/// Calls every target `calls` times after a warm-up, one call each in turn.
+fn measure(
+    scenario: &str,
+    mut targets: Vec<Target>,
+    calls: usize,
+    missing: Vec<String>,
+) -> anyhow::Result<Comparison> {
+    for _ in 0..calls.min(200) {
+        for target in &mut targets {
+            target.endpoint.call()?;
+        }
+    }
+    for _ in 0..calls {
+        for target in &mut targets {
+            let elapsed = target.endpoint.call()?;
+            target.samples.push(elapsed);
+        }
+    }
+    let mut results: Vec<TargetResult> = targets
+        .into_iter()
+        .map(|mut target| {
+            let latency = Percentiles::of(&mut target.samples);
+            TargetResult {
+                target: target.name,
+                samples_us: target
+                    .samples
+                    .iter()
+                    .map(|d| d.as_secs_f64() * 1e6)
+                    .collect(),
+                latency,
+                added_p50_us: None,
+            }
+        })
+        .collect();
+    let direct = results.first().map(|r| r.latency.p50_us).unwrap_or(0.0);
+    for result in results.iter_mut().skip(1) {
+        result.added_p50_us = Some(result.latency.p50_us - direct);
+    }
+    Ok(Comparison {
+        scenario: scenario.to_owned(),
+        calls,
+        targets: results,
+        missing,
+    })
+}
+
+fn target(name: &str, endpoint: Endpoint) -> Target {
+    Target {
+        name: name.to_owned(),
+        endpoint,
+        samples: Vec::new(),
+    }
+}
+
+fn direct_stdio(bins: &Binaries) -> anyhow::Result<Target> {
+    let mut command = Command::new(&bins.fixture);
+    command.arg("echo");
+    Ok(target(
+        "direct (stdio fixture)",
+        Endpoint::stdio(command, "echo")?,
+    ))
+}
+
+/// Starts the peers in front of the stdio fixture; keeps their processes alive in `keep`.
+fn peers(bins: &Binaries, keep: &mut Vec<Spawned>) -> anyhow::Result<(Vec<Target>, Vec<String>)> {
+    let mut found = Vec::new();
+    let mut missing = Vec::new();
+    for peer in [Peer::RustMcpProxy, Peer::PythonMcpProxy] {
+        match targets::peer_http(bins, peer)? {
+            Ok((process, url)) => match Endpoint::http(&url, "echo") {
+                Ok(endpoint) => {
+                    keep.push(process);
+                    found.push(target(peer.label(), endpoint));
+                }
+                Err(error) => missing.push(format!("{}: {error:#}", peer.label())),
+            },
+            Err(reason) => missing.push(reason),
+        }
+    }
+    Ok((found, missing))
+}
+
+/// The three latency scenarios.
+pub fn latency(bins: &Binaries, calls: usize, with_peers: bool) -> anyhow::Result<Vec<Comparison>> {
+    let dir = tempfile::tempdir()?;
+    let mut keep = Vec::new();
+    let mut results = Vec::new();
+
+    // stdio → stdio
+    let gateway = crate::scenarios::gateway_over_stdio_fixture(bins, dir.path())?;
+    results.push(measure(
+        "stdio → stdio",
+        vec![
+            direct_stdio(bins)?,
+            target("switchboard", Endpoint::stdio(gateway, "echo__echo")?),
+        ],
+        calls,
+        Vec::new(),
+    )?);
+
+    // HTTP → stdio
+    let (process, url) =
+        targets::switchboard_http(bins, dir.path(), &targets::stdio_upstream(bins))?;
+    keep.push(process);
+    let mut http_stdio = vec![
+        direct_stdio(bins)?,
+        target("switchboard", Endpoint::http(&url, "echo__echo")?),
+    ];
+    let mut missing = Vec::new();
+    if with_peers {
+        let (found, absent) = peers(bins, &mut keep)?;
+        http_stdio.extend(found);
+        missing = absent;
+    }
+    results.push(measure("HTTP → stdio", http_stdio, calls, missing)?);
+
+    // HTTP → HTTP
+    let (fixture, fixture_url) = targets::http_fixture(bins)?;
+    keep.push(fixture);
+    let (process, url) = targets::switchboard_http(
+        bins,
+        dir.path(),
+        &format!("url = {}", serde_json::json!(fixture_url)),
+    )?;
+    keep.push(process);
+    results.push(measure(
+        "HTTP → HTTP",
+        vec![
+            target(
+                "direct (HTTP fixture)",
+                Endpoint::http(&fixture_url, "echo")?,
+            ),
+            target("switchboard", Endpoint::http(&url, "echo__echo")?),
+        ],
+        calls,
+        Vec::new(),
+    )?);
+    Ok(results)
+}
+
+/// Calls per second of one HTTP target at `concurrency`, for `duration`.
+fn calls_per_second(
+    url: &str,
+    tool: &str,
+    concurrency: usize,
+    duration: Duration,
+) -> anyhow::Result<f64> {
+    let mut workers = Vec::with_capacity(concurrency);
+    for _ in 0..concurrency {
+        workers.push(Endpoint::http(url, tool)?);
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let done = Arc::new(AtomicU64::new(0));
+    let started = Instant::now();
+    let handles: Vec<_> = workers
+        .into_iter()
+        .map(|mut endpoint| {
+            let (stop, done) = (stop.clone(), done.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    if endpoint.call().is_err() {
+                        return;
+                    }
+                    done.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(duration);
+    stop.store(true, Ordering::Relaxed);
+    for handle in handles {
+        let _ = handle.join();
+    }
+    Ok(done.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64())
+}
+
+/// Throughput over HTTP at one concurrency.
+#[derive(Debug, Clone, Serialize)]
+pub struct Throughput {
+    pub scenario: String,
+    pub concurrency: usize,
+    /// (target, calls per second, ratio to direct).
+    pub targets: Vec<(String, f64, f64)>,
+    pub missing: Vec<String>,
+}
+
+/// HTTP → HTTP throughput, direct vs Switchboard (and peers in front of the stdio fixture,
+/// HTTP → stdio), at each concurrency; rounds alternate the targets.
+pub fn throughput(
+    bins: &Binaries,
+    concurrencies: &[usize],
+    seconds: f64,
+    with_peers: bool,
+) -> anyhow::Result<Vec<Throughput>> {
+    let dir = tempfile::tempdir()?;
+    let (fixture, fixture_url) = targets::http_fixture(bins)?;
+    let (gateway, gateway_url) = targets::switchboard_http(
+        bins,
+        dir.path(),
+        &format!("url = {}", serde_json::json!(fixture_url)),
+    )?;
+    let (stdio_gateway, stdio_gateway_url) =
+        targets::switchboard_http(bins, dir.path(), &targets::stdio_upstream(bins))?;
+    let mut keep = vec![fixture, gateway, stdio_gateway];
+    let mut urls = vec![
+        ("direct (HTTP fixture)".to_owned(), fixture_url, "echo"),
+        (
+            "switchboard HTTP → HTTP".to_owned(),
+            gateway_url,
+            "echo__echo",
+        ),
+        (
+            "switchboard HTTP → stdio".to_owned(),
+            stdio_gateway_url,
+            "echo__echo",
+        ),
+    ];
+    let mut missing = Vec::new();
+    if with_peers {
+        for peer in [Peer::RustMcpProxy, Peer::PythonMcpProxy] {
+            match targets::peer_http(bins, peer)? {
+                Ok((process, url)) => {
+                    keep.push(process);
+                    urls.push((format!("{} HTTP → stdio", peer.label()), url, "echo"));
+                }
+                Err(reason) => missing.push(reason),
+            }
+        }
+    }
+    let per_round = Duration::from_secs_f64(seconds / 2.0);
+    let mut results = Vec::new();
+    for &concurrency in concurrencies {
+        let mut totals = vec![0.0; urls.len()];
+        for _round in 0..2 {
+            for (index, (name, url, tool)) in urls.iter().enumerate() {
+                match calls_per_second(url, tool, concurrency, per_round) {
+                    Ok(rate) => totals[index] += rate / 2.0,
+                    Err(error) => missing.push(format!("{name} at c={concurrency}: {error:#}")),
+                }
+            }
+        }
+        let direct = totals
+            .first()
+            .copied()
+            .unwrap_or(0.0)
+            .max(f64::MIN_POSITIVE);
+        results.push(Throughput {
+            scenario: "tools/call echo over HTTP".to_owned(),
+            concurrency,
+            targets: urls
+                .iter()
+                .zip(&totals)
+                .map(|((name, _, _), rate)| (name.clone(), *rate, rate / direct))
+                .collect(),
+            missing: missing.clone(),
+        });
+    }
+    drop(keep);
+    Ok(results)
+}

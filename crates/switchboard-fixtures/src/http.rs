@@ -1,0 +1,150 @@
+//! `http-echo`: the echo tool set over Streamable HTTP (2025 era, JSON answers), for the
+//! HTTP → HTTP benchmarks. A plain HTTP/1.1 server on std threads — one per connection,
+//! keep-alive — so the fixture is never the bottleneck and depends on nothing of Switchboard's.
+//! Prints `listening on 127.0.0.1:PORT` on stdout once bound.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use serde_json::{Value, json};
+
+use crate::server::{Out, initialize};
+use crate::tools::{Call, Toolset};
+
+/// Largest request body accepted.
+const MAX_BODY: usize = 16 << 20;
+
+/// Serves until killed; returns an exit code when it cannot bind.
+pub fn serve(port: u16) -> i32 {
+    let listener = match TcpListener::bind(("127.0.0.1", port)) {
+        Ok(listener) => listener,
+        Err(error) => {
+            eprintln!("switchboard-fixture http-echo: cannot bind 127.0.0.1:{port}: {error}");
+            return 2;
+        }
+    };
+    match listener.local_addr() {
+        Ok(address) => println!("listening on {address}"),
+        Err(error) => {
+            eprintln!("switchboard-fixture http-echo: {error}");
+            return 2;
+        }
+    }
+    let toolset = Arc::new(Toolset::echo());
+    let sessions = Arc::new(AtomicU64::new(0));
+    for stream in listener.incoming().flatten() {
+        let (toolset, sessions) = (toolset.clone(), sessions.clone());
+        std::thread::spawn(move || connection(stream, &toolset, &sessions));
+    }
+    0
+}
+
+/// Answers requests on one connection until it closes.
+fn connection(stream: TcpStream, toolset: &Arc<Toolset>, sessions: &AtomicU64) {
+    let _ = stream.set_nodelay(true);
+    let Ok(mut writer) = stream.try_clone() else {
+        return;
+    };
+    let mut reader = BufReader::new(stream);
+    loop {
+        let Some((path, body)) = read_request(&mut reader) else {
+            return;
+        };
+        let response = if path != "/mcp" {
+            reply(404, &[], "")
+        } else {
+            answer(&body, toolset, sessions)
+        };
+        if writer.write_all(response.as_bytes()).is_err() {
+            return;
+        }
+    }
+}
+
+/// The path and body of the next request; `None` at the end of the connection.
+fn read_request(reader: &mut BufReader<TcpStream>) -> Option<(String, Vec<u8>)> {
+    let mut line = String::new();
+    if reader.read_line(&mut line).ok()? == 0 {
+        return None;
+    }
+    let path = line.split_whitespace().nth(1)?.to_owned();
+    let mut length = 0usize;
+    loop {
+        line.clear();
+        reader.read_line(&mut line).ok()?;
+        let header = line.trim_end();
+        if header.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = header.split_once(':')
+            && name.eq_ignore_ascii_case("content-length")
+        {
+            length = value.trim().parse().ok()?;
+        }
+    }
+    if length > MAX_BODY {
+        return None;
+    }
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).ok()?;
+    Some((path, body))
+}
+
+fn answer(body: &[u8], toolset: &Arc<Toolset>, sessions: &AtomicU64) -> String {
+    let Ok(message) = serde_json::from_slice::<Value>(body) else {
+        let error = json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": "parse error"}});
+        return reply(400, &[], &error.to_string());
+    };
+    let method = message.get("method").and_then(Value::as_str).unwrap_or("");
+    let params = message.get("params").cloned().unwrap_or(Value::Null);
+    let Some(id) = message.get("id").cloned() else {
+        return reply(202, &[], "");
+    };
+    let mut headers = Vec::new();
+    let result = match method {
+        "initialize" => {
+            let session = sessions.fetch_add(1, Ordering::Relaxed) + 1;
+            headers.push(format!("Mcp-Session-Id: fixture-{session}"));
+            Ok(initialize("fixture-http-echo", &params))
+        }
+        "ping" => Ok(json!({})),
+        "tools/list" => toolset.list(None, usize::MAX),
+        "tools/call" => Call {
+            params,
+            cancelled: Arc::new(AtomicBool::new(false)),
+            out: Out::stdout(),
+            toolset: toolset.clone(),
+        }
+        .run(),
+        other => Err((-32601, format!("Method not found: {other}"))),
+    };
+    let body = match result {
+        Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+        Err((code, message)) => {
+            json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+        }
+    };
+    reply(200, &headers, &body.to_string())
+}
+
+fn reply(status: u16, headers: &[String], body: &str) -> String {
+    let reason = match status {
+        200 => "OK",
+        202 => "Accepted",
+        400 => "Bad Request",
+        _ => "Not Found",
+    };
+    let mut response = format!(
+        "HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for header in headers {
+        response.push_str(header);
+        response.push_str("\r\n");
+    }
+    response.push_str("\r\n");
+    response.push_str(body);
+    response
+}
