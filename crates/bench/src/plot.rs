@@ -72,13 +72,20 @@ pub fn write(
 fn cdf(path: &Path, comparison: &Comparison) -> anyhow::Result<()> {
     let root = BitMapBackend::new(path, (900, 560)).into_drawing_area();
     root.fill(&WHITE)?;
-    // The x axis ends at the largest p99, so the tails do not squash the bodies.
+    // A log axis from the fastest call to the largest p99: bodies and tails both readable.
     let x_max = comparison
         .targets
         .iter()
         .map(|t| t.latency.p99_us)
         .fold(1.0, f64::max)
-        * 1.1;
+        * 1.2;
+    let x_min = comparison
+        .targets
+        .iter()
+        .filter_map(|t| t.samples_us.first().copied())
+        .fold(f64::MAX, f64::min)
+        .clamp(1.0, x_max / 2.0)
+        * 0.8;
     let mut chart = ChartBuilder::on(&root)
         .caption(
             format!(
@@ -90,10 +97,10 @@ fn cdf(path: &Path, comparison: &Comparison) -> anyhow::Result<()> {
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(50)
-        .build_cartesian_2d(0f64..x_max, 0f64..1f64)?;
+        .build_cartesian_2d((x_min..x_max).log_scale(), 0f64..1f64)?;
     chart
         .configure_mesh()
-        .x_desc("latency (µs)")
+        .x_desc("latency (µs, log scale)")
         .y_desc("fraction of calls")
         .label_style(("sans-serif", 14))
         .draw()?;
@@ -104,7 +111,7 @@ fn cdf(path: &Path, comparison: &Comparison) -> anyhow::Result<()> {
             .samples_us
             .iter()
             .enumerate()
-            .map(|(i, us)| (us.min(x_max), (i + 1) as f64 / n));
+            .map(|(i, us)| (us.clamp(x_min, x_max), (i + 1) as f64 / n));
         chart
             .draw_series(LineSeries::new(points, color.stroke_width(2)))?
             .label(format!(
