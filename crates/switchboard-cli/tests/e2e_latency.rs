@@ -348,3 +348,46 @@ fn caller_deadlines_the_result_cache_and_early_progress_over_stdio() {
         "one run per distinct arguments: {calls:?}"
     );
 }
+
+/// The shipped example: from the repository root, "fast" and "deep" show different views
+/// of the same gateway.
+#[test]
+fn the_tiers_example_shows_different_views_per_tier() {
+    let root = repo_root();
+    let listed_in = |tier: &str| {
+        let output = Command::new(switchboard())
+            .current_dir(&root)
+            .args([
+                "--config",
+                "examples/tiers.toml",
+                "tools",
+                "--tier",
+                tier,
+                "--format",
+                "json",
+            ])
+            .output()
+            .expect("run switchboard");
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        names(&stdout_json(&output))
+    };
+    let fast = listed_in("fast");
+    let deep = listed_in("deep");
+    assert!(fast.contains(&"lab__fast_lookup".to_owned()), "{fast:?}");
+    for slow in ["lab__medium_report", "lab__slow_analysis"] {
+        assert!(!fast.contains(&slow.to_owned()), "{slow} in fast: {fast:?}");
+        assert!(
+            deep.contains(&slow.to_owned()),
+            "{slow} not in deep: {deep:?}"
+        );
+    }
+    assert!(deep.len() > fast.len());
+    assert!(
+        fast.contains(&"dice__roll".to_owned()),
+        "the built-ins are fast: {fast:?}"
+    );
+}
