@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use crate::report::Percentiles;
 use crate::scenarios::Binaries;
-use crate::targets::{self, Endpoint, Peer, Spawned};
+use crate::targets::{self, Endpoint, Peer, PeerUpstream, Spawned};
 
 /// One target of a comparison.
 struct Target {
@@ -108,15 +108,20 @@ fn direct_stdio(bins: &Binaries) -> anyhow::Result<Target> {
     ))
 }
 
-/// Starts the peers in front of the stdio fixture; keeps their processes alive in `keep`.
-fn peers(bins: &Binaries, keep: &mut Vec<Spawned>) -> anyhow::Result<(Vec<Target>, Vec<String>)> {
+/// Starts the peers in front of `upstream`; keeps their processes alive in `keep`.
+fn peers(
+    bins: &Binaries,
+    upstream: &PeerUpstream<'_>,
+    dir: &std::path::Path,
+    keep: &mut Vec<Spawned>,
+) -> anyhow::Result<(Vec<Target>, Vec<String>)> {
     let mut found = Vec::new();
     let mut missing = Vec::new();
     for peer in [Peer::RustMcpProxy, Peer::PythonMcpProxy] {
-        match targets::peer_http(bins, peer)? {
-            Ok((process, url)) => match Endpoint::http(&url, "echo") {
+        match targets::peer_http(bins, peer, upstream, dir)? {
+            Ok(gateway) => match Endpoint::http(&gateway.url, gateway.tool) {
                 Ok(endpoint) => {
-                    keep.push(process);
+                    keep.push(gateway.process);
                     found.push(target(peer.label(), endpoint));
                 }
                 Err(error) => missing.push(format!("{}: {error:#}", peer.label())),
@@ -155,7 +160,7 @@ pub fn latency(bins: &Binaries, calls: usize, with_peers: bool) -> anyhow::Resul
     ];
     let mut missing = Vec::new();
     if with_peers {
-        let (found, absent) = peers(bins, &mut keep)?;
+        let (found, absent) = peers(bins, &PeerUpstream::Stdio, dir.path(), &mut keep)?;
         http_stdio.extend(found);
         missing = absent;
     }
@@ -170,18 +175,21 @@ pub fn latency(bins: &Binaries, calls: usize, with_peers: bool) -> anyhow::Resul
         &format!("url = {}", serde_json::json!(fixture_url)),
     )?;
     keep.push(process);
-    results.push(measure(
-        "HTTP → HTTP",
-        vec![
-            target(
-                "direct (HTTP fixture)",
-                Endpoint::http(&fixture_url, "echo")?,
-            ),
-            target("switchboard", Endpoint::http(&url, "echo__echo")?),
-        ],
-        calls,
-        Vec::new(),
-    )?);
+    let mut http_http = vec![
+        target(
+            "direct (HTTP fixture)",
+            Endpoint::http(&fixture_url, "echo")?,
+        ),
+        target("switchboard", Endpoint::http(&url, "echo__echo")?),
+    ];
+    let mut missing = Vec::new();
+    if with_peers {
+        let upstream = PeerUpstream::Http(&fixture_url);
+        let (found, absent) = peers(bins, &upstream, dir.path(), &mut keep)?;
+        http_http.extend(found);
+        missing = absent;
+    }
+    results.push(measure("HTTP → HTTP", http_http, calls, missing)?);
     Ok(results)
 }
 
@@ -265,12 +273,22 @@ pub fn throughput(
     let mut missing = Vec::new();
     if with_peers {
         for peer in [Peer::RustMcpProxy, Peer::PythonMcpProxy] {
-            match targets::peer_http(bins, peer)? {
-                Ok((process, url)) => {
-                    keep.push(process);
-                    urls.push((format!("{} HTTP → stdio", peer.label()), url, "echo"));
+            let upstreams = [
+                ("HTTP → HTTP", PeerUpstream::Http(&urls[0].1.clone())),
+                ("HTTP → stdio", PeerUpstream::Stdio),
+            ];
+            for (label, upstream) in &upstreams {
+                match targets::peer_http(bins, peer, upstream, dir.path())? {
+                    Ok(gateway) => {
+                        keep.push(gateway.process);
+                        urls.push((
+                            format!("{} {label}", peer.label()),
+                            gateway.url,
+                            gateway.tool,
+                        ));
+                    }
+                    Err(reason) => missing.push(reason),
                 }
-                Err(reason) => missing.push(reason),
             }
         }
     }

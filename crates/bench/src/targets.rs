@@ -111,9 +111,27 @@ pub fn peers_dir(bins: &Binaries) -> PathBuf {
     bins.repo_root().join(".bench-peers")
 }
 
-/// A peer gateway in front of the stdio echo fixture, serving HTTP; `None` when it is not
-/// installed (with the reason).
-pub fn peer_http(bins: &Binaries, peer: Peer) -> anyhow::Result<Result<(Spawned, String), String>> {
+/// What a peer gateway fronts: the stdio echo fixture, or the HTTP one at this URL.
+pub enum PeerUpstream<'a> {
+    Stdio,
+    Http(&'a str),
+}
+
+/// A running peer gateway serving HTTP: its process, URL and the echo tool's name there.
+pub struct PeerGateway {
+    pub process: Spawned,
+    pub url: String,
+    pub tool: &'static str,
+}
+
+/// A peer gateway in front of `upstream`, serving HTTP; `Err(reason)` when it is not
+/// installed or cannot front that upstream.
+pub fn peer_http(
+    bins: &Binaries,
+    peer: Peer,
+    upstream: &PeerUpstream<'_>,
+    dir: &Path,
+) -> anyhow::Result<Result<PeerGateway, String>> {
     let program = match peer {
         Peer::PythonMcpProxy => peers_dir(bins).join("py/bin/mcp-proxy"),
         Peer::RustMcpProxy => peers_dir(bins).join("rust/bin/mcp-proxy"),
@@ -126,21 +144,41 @@ pub fn peer_http(bins: &Binaries, peer: Peer) -> anyhow::Result<Result<(Spawned,
     }
     let port = free_port()?;
     let mut command = Command::new(&program);
-    match peer {
-        Peer::PythonMcpProxy => command
-            .args(["--host", "127.0.0.1", "--port", &port.to_string(), "--"])
-            .arg(&bins.fixture)
-            .arg("echo"),
-        Peer::RustMcpProxy => command
-            .args([
-                "--sse-host",
-                "127.0.0.1",
-                "--sse-port",
-                &port.to_string(),
-                "--",
-            ])
-            .arg(&bins.fixture)
-            .arg("echo"),
+    let (url, tool) = match (peer, upstream) {
+        (Peer::PythonMcpProxy, PeerUpstream::Stdio) => {
+            command
+                .args(["--host", "127.0.0.1", "--port", &port.to_string(), "--"])
+                .arg(&bins.fixture)
+                .arg("echo");
+            (format!("http://127.0.0.1:{port}/mcp"), "echo")
+        }
+        (Peer::PythonMcpProxy, PeerUpstream::Http(_)) => {
+            return Ok(Err(format!(
+                "{} serves stdio servers only (its HTTP mode is a client)",
+                peer.label()
+            )));
+        }
+        (Peer::RustMcpProxy, upstream) => {
+            let backend = match upstream {
+                PeerUpstream::Stdio => format!(
+                    "transport = \"stdio\"\ncommand = {}\nargs = [\"echo\"]",
+                    json!(bins.fixture.display().to_string())
+                ),
+                PeerUpstream::Http(url) => {
+                    format!("transport = \"http\"\nurl = {}", json!(url))
+                }
+            };
+            let config = dir.join(format!("rust-mcp-proxy-{port}.toml"));
+            std::fs::write(
+                &config,
+                format!(
+                    "[proxy]\nname = \"bench\"\nseparator = \"__\"\n\n[proxy.listen]\n\
+                     host = \"127.0.0.1\"\nport = {port}\n\n[[backends]]\nname = \"echo\"\n{backend}\n"
+                ),
+            )?;
+            command.arg("--config").arg(&config);
+            (format!("http://127.0.0.1:{port}/"), "echo__echo")
+        }
     };
     let child = command
         .stdin(Stdio::null())
@@ -148,9 +186,9 @@ pub fn peer_http(bins: &Binaries, peer: Peer) -> anyhow::Result<Result<(Spawned,
         .stderr(Stdio::null())
         .spawn()
         .with_context(|| format!("start {}", program.display()))?;
-    let spawned = Spawned { child };
+    let process = Spawned { child };
     wait_for_port(port, Duration::from_secs(20))?;
-    Ok(Ok((spawned, format!("http://127.0.0.1:{port}/mcp"))))
+    Ok(Ok(PeerGateway { process, url, tool }))
 }
 
 /// The peer gateways the issue names.
