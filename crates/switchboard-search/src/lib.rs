@@ -17,6 +17,7 @@ mod config;
 pub mod evaluation;
 mod fields;
 mod index;
+mod paths;
 mod rank;
 mod stopwords;
 mod tokenize;
