@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use switchboard_search::evaluation::{evaluate, load_queries};
-use switchboard_search::{SearchConfig, SearchIndex, docs_from_catalog_file};
+use switchboard_search::{Feedback, SearchConfig, SearchIndex, docs_from_catalog_file};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = std::env::args()
@@ -87,6 +87,23 @@ fn config_from_environment() -> SearchConfig {
             "clause" => config.clause_weight = value,
             "fusion" => config.fusion_k = (value > 0.0).then_some(value),
             "k3" => config.query_k3 = value,
+            "feedback" => {
+                config.feedback = (value > 0.0).then_some(Feedback {
+                    documents: 3,
+                    terms: 10,
+                    weight: value,
+                });
+            }
+            "feedback_documents" => {
+                if let Some(feedback) = config.feedback.as_mut() {
+                    feedback.documents = value as usize;
+                }
+            }
+            "feedback_terms" => {
+                if let Some(feedback) = config.feedback.as_mut() {
+                    feedback.terms = value as usize;
+                }
+            }
             _ => {
                 let Some((field, part)) = name.split_once('.') else {
                     continue;
