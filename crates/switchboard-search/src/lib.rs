@@ -6,6 +6,9 @@
 //! ordered by a caller-supplied key (latency fit). Ranking is BM25F over a tool's name, its
 //! description, its parameters, its server and its category, with stemming, CJK bigrams, a
 //! small concept map of general English and server-level evidence (see [`SearchConfig`]).
+//! Before ranking, file paths and URLs in a task are rewritten into what they name (`file path
+//! <name> <extension>`, `url <host>`), so directory names do not match tools by accident, and
+//! request-framing words ("help", "tell me") are dropped like stopwords.
 //! [`PlainBm25`] is the plain baseline and [`evaluation`] scores either on a labelled task set.
 //!
 //! This crate never does I/O except [`evaluation::load_queries`] and [`docs_from_catalog_file`].
@@ -17,6 +20,7 @@ mod config;
 pub mod evaluation;
 mod fields;
 mod index;
+mod paths;
 mod rank;
 mod stopwords;
 mod tokenize;

@@ -38,9 +38,9 @@ impl SearchIndex {
         if limit == 0 || self.tools.is_empty() {
             return Vec::new();
         }
-        let query = truncate(query, MAX_QUERY_BYTES);
+        let query = crate::paths::rewrite_locations(truncate(query, MAX_QUERY_BYTES));
         // Tokenize each clause once; the whole task is the union of its clauses' terms.
-        let clause_terms: Vec<Vec<String>> = crate::clauses::clauses(query)
+        let clause_terms: Vec<Vec<String>> = crate::clauses::clauses(&query)
             .into_iter()
             .map(|clause| self.tokenizer.terms(clause))
             .filter(|terms| !terms.is_empty())

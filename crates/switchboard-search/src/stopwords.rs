@@ -139,6 +139,20 @@ const STOPWORDS: &[&str] = &[
     "yourselves",
 ];
 
+/// Words that frame a request to an assistant ("help me", "I want", "tell me", "give me")
+/// rather than say what is needed. Almost no tool text uses them, so their IDF is the highest
+/// of all and a stray match (a "give feedback" tool) outranks the tools a task is about.
+/// Dropped by the stemmed tokenizer only; the plain baseline keeps them. Sorted.
+const REQUEST_WORDS: &[&str] = &[
+    "give", "hello", "help", "hi", "kindly", "know", "like", "need", "tell", "thank", "thanks",
+    "want",
+];
+
+/// Whether a lowercase word only frames a request (see [`REQUEST_WORDS`]).
+pub fn is_request_word(word: &str) -> bool {
+    REQUEST_WORDS.binary_search(&word).is_ok()
+}
+
 /// Whether a lowercase word is a stopword.
 pub fn is_stopword(word: &str) -> bool {
     STOPWORDS.binary_search(&word).is_ok()
@@ -152,5 +166,7 @@ mod tests {
     fn table_is_sorted_so_binary_search_works() {
         assert!(STOPWORDS.windows(2).all(|pair| pair[0] < pair[1]));
         assert!(is_stopword("the") && !is_stopword("file"));
+        assert!(REQUEST_WORDS.windows(2).all(|pair| pair[0] < pair[1]));
+        assert!(is_request_word("help") && !is_request_word("search"));
     }
 }

@@ -1,14 +1,14 @@
 //! Text → index terms. One tokenizer serves documents and queries so both sides agree.
 //!
 //! Steps: split on anything that is not a letter or digit (so `_ - . /` separate words), split
-//! camelCase and `HTMLParser`-style runs, lowercase, drop English stopwords, stem (Snowball
-//! English, or nothing for the plain baseline). Han, kana and Hangul have no spaces: a run of such
+//! camelCase and `HTMLParser`-style runs, lowercase, drop English stopwords and request words
+//! ("help", "tell"), stem (Snowball English, or nothing for the plain baseline). Han, kana and Hangul have no spaces: a run of such
 //! characters becomes its overlapping character bigrams (a lone character stays a unigram), the
 //! usual way to index CJK text without a dictionary. This module never panics on any input.
 
 use rust_stemmers::{Algorithm, Stemmer};
 
-use crate::stopwords::is_stopword;
+use crate::stopwords::{is_request_word, is_stopword};
 
 /// Longest token kept; longer runs (base64 blobs, hashes) carry no meaning for search.
 const MAX_TOKEN_CHARS: usize = 40;
@@ -74,7 +74,7 @@ impl Tokenizer {
         match self.normalisation {
             Normalisation::Plain => Some(lower),
             Normalisation::Stemmed => {
-                if is_stopword(&lower) || is_noise(&lower) {
+                if is_stopword(&lower) || is_request_word(&lower) || is_noise(&lower) {
                     return None;
                 }
                 Some(self.stemmer.stem(&lower).into_owned())

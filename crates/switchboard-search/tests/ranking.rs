@@ -196,3 +196,47 @@ fn empty_and_hostile_queries_return_nothing_without_panicking() {
             .is_empty()
     );
 }
+
+#[test]
+fn directories_of_a_path_in_a_task_do_not_match_tools() {
+    let hits = fixture().search(
+        "write the notes to /home/weather/github/notes.txt",
+        10,
+        |_| true,
+    );
+    assert_eq!(
+        keys(&hits).first(),
+        Some(&"filesystem/write_file"),
+        "{hits:?}"
+    );
+    assert!(
+        keys(&hits)
+            .iter()
+            .all(|key| !key.starts_with("weather/") && !key.starts_with("github/")),
+        "directory names matched: {hits:?}"
+    );
+}
+
+#[test]
+fn request_framing_words_do_not_pull_in_tools_that_happen_to_use_them() {
+    let index = SearchIndex::build(vec![
+        doc(
+            "filesystem",
+            "read_file",
+            "Read the complete contents of a file.",
+            &[("path", "File to read")],
+        ),
+        doc(
+            "desktop",
+            "give_feedback",
+            "Open the feedback form. Tell us what you need and help us improve.",
+            &[],
+        ),
+    ]);
+    let hits = index.search(
+        "Please help me, I need you to tell me what a file says",
+        5,
+        |_| true,
+    );
+    assert_eq!(keys(&hits), ["filesystem/read_file"], "{hits:?}");
+}
