@@ -101,6 +101,8 @@ fn cdf(path: &Path, comparison: &Comparison) -> anyhow::Result<()> {
     chart
         .configure_mesh()
         .x_desc("latency (µs, log scale)")
+        .x_labels(6)
+        .x_label_formatter(&|us| format!("{us:.0}"))
         .y_desc("fraction of calls")
         .label_style(("sans-serif", 14))
         .draw()?;
