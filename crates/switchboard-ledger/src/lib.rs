@@ -158,10 +158,15 @@ fn replay(conn: &mut rusqlite::Connection, path: &Path) -> Result<usize, LedgerE
     let mut inserted = 0;
     for journal in orphaned_journals(path) {
         inserted += store::insert(conn, &read_journal(&journal))?;
-        std::fs::remove_file(&journal).map_err(|e| LedgerError::Journal {
-            path: journal.display().to_string(),
-            reason: e.to_string(),
-        })?;
+        match std::fs::remove_file(&journal) {
+            // Another process opening the same ledger replayed and removed it first; the
+            // insert is idempotent, so nothing is lost or doubled.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            result => result.map_err(|e| LedgerError::Journal {
+                path: journal.display().to_string(),
+                reason: e.to_string(),
+            })?,
+        }
     }
     Ok(inserted)
 }

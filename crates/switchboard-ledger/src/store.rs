@@ -135,9 +135,13 @@ fn anchor(conn: &Connection) -> Result<String, LedgerError> {
 }
 
 /// Inserts a batch in one transaction, extending the chain; a call id already present is
-/// skipped (journal replays are idempotent).
+/// skipped (journal replays are idempotent). The transaction takes the write lock up front:
+/// a deferred one that read the chain's tip and then tried to write would fail at once,
+/// without waiting, whenever another process had written in between.
 pub fn insert(conn: &mut Connection, entries: &[LedgerEntry]) -> Result<usize, LedgerError> {
-    let tx = conn.transaction().map_err(sql)?;
+    let tx = conn
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .map_err(sql)?;
     let mut prev = last_hash(&tx)?;
     let mut inserted = 0;
     {
@@ -273,7 +277,9 @@ pub fn prune(
     older_than_ms: Option<i64>,
     max_rows: Option<i64>,
 ) -> Result<usize, LedgerError> {
-    let tx = conn.transaction().map_err(sql)?;
+    let tx = conn
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .map_err(sql)?;
     let total: i64 = tx
         .query_row("SELECT COUNT(*) FROM mcp_tool_invocations", [], |r| {
             r.get(0)

@@ -239,3 +239,37 @@ fn acknowledged_rows_survive_a_sigkill() {
         assert!(stored.contains(id), "acknowledged row {id} was lost");
     }
 }
+
+#[test]
+fn gateways_opening_one_ledger_at_once_replay_an_orphaned_journal_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("shared.db");
+    // A journal left by a process that is gone (no such pid can be running).
+    let orphan = journal_of(&path, u32::MAX - 1);
+    let mut lines = Vec::new();
+    for i in 0..50 {
+        lines.extend(serde_json::to_vec(&entry(i, "npc", "ok")).expect("json"));
+        lines.push(b'\n');
+    }
+    std::fs::write(&orphan, lines).expect("orphan journal");
+    drop(store::open(&path).expect("create"));
+
+    let start = std::sync::Arc::new(std::sync::Barrier::new(8));
+    let openers: Vec<_> = (0..8)
+        .map(|_| {
+            let (path, start) = (path.clone(), start.clone());
+            std::thread::spawn(move || {
+                start.wait();
+                Ledger::open(&path).map(|ledger| ledger.flush())
+            })
+        })
+        .collect();
+    for opener in openers {
+        let opened = opener.join().expect("thread");
+        assert!(opened.is_ok(), "a concurrent open failed: {opened:?}");
+    }
+    assert!(!orphan.exists(), "the orphaned journal was not removed");
+    let conn = store::open(&path).expect("open");
+    let rows = store::query(&conn, &Filter::default()).expect("query");
+    assert_eq!(rows.len(), 50, "each orphaned row is stored exactly once");
+}
