@@ -11,12 +11,15 @@ use plotters::style::{FontStyle, register_font};
 use crate::compare::{Comparison, Throughput};
 
 const FONT: &str = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
-const COLORS: [RGBColor; 5] = [
+const COLORS: [RGBColor; 8] = [
     RGBColor(31, 119, 180),
     RGBColor(214, 39, 40),
     RGBColor(44, 160, 44),
     RGBColor(255, 127, 14),
     RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
 ];
 
 fn load_font() -> anyhow::Result<()> {
