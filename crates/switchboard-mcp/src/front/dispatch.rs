@@ -11,7 +11,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 use switchboard_core::latency_meta::RequestedDeadline;
 use switchboard_core::pipeline::CallError;
-use switchboard_core::{CallContext, Caller, ModernRequest, ToolCall};
+use switchboard_core::{CallContext, Caller, ModernRequest, ToolCall, ToolOutcome};
 
 use super::backend::Backend;
 use crate::era::{
@@ -142,6 +142,9 @@ impl Dispatcher {
         if method == "tools/list" {
             return self.list_tools(id, era).await;
         }
+        if method == "tools/call" {
+            return self.call_tool(id, params, ctx, era).await;
+        }
         let answer = match method {
             "initialize" => Ok(self.initialize(params.as_ref())),
             "server/discover" => Ok(self.discover()),
@@ -153,7 +156,6 @@ impl Dispatcher {
                     "subscriptions/listen needs a streaming transport",
                 )),
             },
-            "tools/call" => self.call_tool(params, ctx, era).await,
             "logging/setLevel" => Ok(json!({})),
             "prompts/list" => Ok(self.listed("prompts", self.backend.list_prompts().await, era)),
             "resources/list" => {
@@ -353,12 +355,45 @@ impl Dispatcher {
         }
     }
 
+    /// `tools/call`. A tool's outcome is serialized straight into the response's text: the hot
+    /// path never builds it as a `Value` tree first.
     async fn call_tool(
+        &self,
+        id: RequestId,
+        params: Option<Value>,
+        ctx: CallContext,
+        era: RequestEra,
+    ) -> Message {
+        match self.run_tool_call(params, ctx, era).await {
+            Ok(CallAnswer::Outcome(mut outcome)) => {
+                if era == RequestEra::Modern {
+                    outcome
+                        .extra
+                        .entry("resultType")
+                        .or_insert_with(|| Value::String("complete".into()));
+                }
+                match serde_json::to_string(&outcome) {
+                    Ok(result) => Message::PreparedResponse {
+                        id,
+                        result: result.into(),
+                    },
+                    Err(error) => Message::error(Some(id), code::INTERNAL_ERROR, error.to_string()),
+                }
+            }
+            Ok(CallAnswer::Other(result)) => Message::Response { id, result },
+            Err(error) => Message::Error {
+                id: Some(id),
+                error,
+            },
+        }
+    }
+
+    async fn run_tool_call(
         &self,
         params: Option<Value>,
         mut ctx: CallContext,
         era: RequestEra,
-    ) -> Result<Value, RpcError> {
+    ) -> Result<CallAnswer, RpcError> {
         if era == RequestEra::Modern {
             ctx.modern = Some(modern_request(params.as_ref()));
         }
@@ -403,8 +438,7 @@ impl Dispatcher {
             .call_tool(ctx, ToolCall::new(name, arguments))
             .await
         {
-            Ok(outcome) => serde_json::to_value(outcome)
-                .map_err(|error| RpcError::new(code::INTERNAL_ERROR, error.to_string())),
+            Ok(outcome) => Ok(CallAnswer::Outcome(outcome)),
             Err(CallError::UnknownTool { name }) => Err(RpcError::new(
                 code::INVALID_PARAMS,
                 format!("Unknown tool: {name}"),
@@ -425,14 +459,21 @@ impl Dispatcher {
             Err(CallError::InputRequired {
                 input_requests,
                 request_state,
-            }) => Ok(json!({
+            }) => Ok(CallAnswer::Other(json!({
                 "resultType": "input_required",
                 "inputRequests": input_requests,
                 "requestState": request_state,
-            })),
+            }))),
             Err(other) => Err(RpcError::new(code::INTERNAL_ERROR, other.to_string())),
         }
     }
+}
+
+/// What a `tools/call` produced: the tool's outcome, or another answer (the modern era's
+/// request for input).
+enum CallAnswer {
+    Outcome(ToolOutcome),
+    Other(Value),
 }
 
 /// What a modern request brings for multi-round-trip answers: the client's elicitation
