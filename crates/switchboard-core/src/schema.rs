@@ -54,6 +54,10 @@ impl InputSchema {
     /// Validates call arguments; every violation, in document order.
     pub fn validate(&self, arguments: &Map<String, Value>) -> Result<(), Vec<Violation>> {
         let instance = Value::Object(arguments.clone());
+        // The common case, valid arguments, skips building error iterators and messages.
+        if self.validator.is_valid(&instance) {
+            return Ok(());
+        }
         let violations: Vec<Violation> = self
             .validator
             .iter_errors(&instance)
