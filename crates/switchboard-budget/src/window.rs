@@ -1,8 +1,10 @@
 //! The rolling window of one tool's last N calls (latency and outcome) and the figures derived
 //! from it: p50/p90/p95/p99, error rate, timeout rate.
 //!
-//! Recording is O(1) (a ring buffer and two counters); quantiles are computed lazily from a
-//! sorted copy that is cached until the next sample arrives.
+//! Recording keeps a ring buffer, two counters and a sorted copy of the latencies up to date:
+//! one binary search and two small memmoves (at most `capacity` `u32`s), no allocation once
+//! full. Every quantile is then O(1) — the call path reads several per call (placement, the
+//! deadline's p99, the hedge's p95), so sorting or selecting on read would cost more.
 //!
 //! **Quantile definition.** Exact over the window, interpolated with the Hazen rule (Hyndman &
 //! Fan type 5): the k-th smallest of n samples stands for probability `(k - 0.5) / n`, and a
@@ -15,7 +17,6 @@
 //! rates are over the same window. The window never reads a clock: callers hand in measured
 //! durations.
 
-use std::sync::OnceLock;
 use std::time::Duration;
 
 /// Default number of calls a window keeps.
@@ -162,7 +163,7 @@ impl RecentCounts {
 }
 
 /// The last `capacity` calls of one tool.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct LatencyWindow {
     capacity: usize,
     /// Latencies in microseconds (saturating at ~71 minutes), in ring order.
@@ -172,21 +173,8 @@ pub struct LatencyWindow {
     next: usize,
     errors: u32,
     timeouts: u32,
-    sorted: OnceLock<Box<[u32]>>,
-}
-
-impl Clone for LatencyWindow {
-    fn clone(&self) -> Self {
-        Self {
-            capacity: self.capacity,
-            latencies_us: self.latencies_us.clone(),
-            outcomes: self.outcomes.clone(),
-            next: self.next,
-            errors: self.errors,
-            timeouts: self.timeouts,
-            sorted: OnceLock::new(),
-        }
-    }
+    /// The same latencies, ascending.
+    sorted: Vec<u32>,
 }
 
 impl Default for LatencyWindow {
@@ -206,7 +194,7 @@ impl LatencyWindow {
             next: 0,
             errors: 0,
             timeouts: 0,
-            sorted: OnceLock::new(),
+            sorted: Vec::with_capacity(capacity),
         }
     }
 
@@ -231,7 +219,7 @@ impl LatencyWindow {
         self.latencies_us.is_empty()
     }
 
-    /// Adds one call, evicting the oldest when full. O(1), no allocation once full.
+    /// Adds one call, evicting the oldest when full. No allocation once full.
     pub fn record(&mut self, sample: Sample) {
         let micros = u32::try_from(sample.latency.as_micros()).unwrap_or(u32::MAX);
         if self.latencies_us.len() < self.capacity {
@@ -240,11 +228,15 @@ impl LatencyWindow {
         } else {
             let evicted = std::mem::replace(&mut self.outcomes[self.next], sample.outcome);
             self.count(evicted, false);
-            self.latencies_us[self.next] = micros;
+            let evicted_us = std::mem::replace(&mut self.latencies_us[self.next], micros);
+            if let Ok(index) = self.sorted.binary_search(&evicted_us) {
+                self.sorted.remove(index);
+            }
             self.next = (self.next + 1) % self.capacity;
         }
+        let at = self.sorted.partition_point(|&held| held < micros);
+        self.sorted.insert(at, micros);
         self.count(sample.outcome, true);
-        self.sorted.take();
     }
 
     fn count(&mut self, outcome: Outcome, add: bool) {
@@ -323,31 +315,14 @@ impl LatencyWindow {
         }
     }
 
-    fn sorted(&self) -> &[u32] {
-        self.sorted.get_or_init(|| {
-            let mut sorted = self.latencies_us.clone().into_boxed_slice();
-            sorted.sort_unstable();
-            sorted
-        })
-    }
-
-    /// The quantile `fraction` (0..=1) of latency, `None` when empty. Uses the sorted cache
-    /// when there is one; otherwise selects in O(n) without building the cache (one quantile
-    /// after every call — the book's placement — stays cheap).
+    /// The quantile `fraction` (0..=1) of latency, `None` when empty.
     pub fn quantile(&self, fraction: f64) -> Option<Duration> {
-        let micros = match self.sorted.get() {
-            Some(sorted) => hazen_quantile(sorted, fraction),
-            None => selected_quantile(&mut self.latencies_us.clone(), fraction),
-        };
-        micros.map(|micros| Duration::from_secs_f64(micros / 1e6))
+        hazen_quantile(&self.sorted, fraction).map(|micros| Duration::from_secs_f64(micros / 1e6))
     }
 
     /// All derived figures, `None` when empty.
     pub fn summary(&self) -> Option<WindowSummary> {
-        let sorted = self.sorted();
-        let at = |fraction| {
-            hazen_quantile(sorted, fraction).map(|micros| Duration::from_secs_f64(micros / 1e6))
-        };
+        let at = |fraction| self.quantile(fraction);
         Some(WindowSummary {
             samples: self.len(),
             p50: at(0.50)?,
@@ -377,19 +352,6 @@ fn hazen_quantile(sorted: &[u32], fraction: f64) -> Option<f64> {
     let (index, weight) = hazen_position(n, fraction);
     let low = f64::from(sorted[index]);
     let high = f64::from(sorted[(index + 1).min(n - 1)]);
-    Some(low + weight * (high - low))
-}
-
-/// The same quantile of unsorted values, by selection (reorders `values`).
-fn selected_quantile(values: &mut [u32], fraction: f64) -> Option<f64> {
-    let n = values.len();
-    if n == 0 {
-        return None;
-    }
-    let (index, weight) = hazen_position(n, fraction);
-    let (_, low, above) = values.select_nth_unstable(index);
-    let low = f64::from(*low);
-    let high = above.iter().min().map_or(low, |high| f64::from(*high));
     Some(low + weight * (high - low))
 }
 

@@ -37,22 +37,36 @@ fn evicts_the_oldest_and_keeps_rates_in_step() {
     assert_eq!((recent.samples, recent.slow, recent.timeouts), (2, 1, 0));
     let all = window.recent_counts(10, Some(ms(2)));
     assert_eq!((all.samples, all.slow, all.timeouts), (4, 3, 1));
-    // The cache is invalidated by new samples.
+    // New samples move the quantiles at once.
     assert_eq!(window.quantile(1.0), Some(ms(5)));
     window.record(Sample::ok(ms(50)));
     assert_eq!(window.quantile(1.0), Some(ms(50)));
 }
 
 #[test]
-fn selection_agrees_with_the_sorted_cache() {
-    let values: Vec<u64> = (0..97).map(|i| (i * 7919) % 1000).collect();
-    let window = LatencyWindow::from_samples(100, values.iter().map(|v| Sample::ok(ms(*v))));
+fn the_sorted_copy_follows_evictions() {
+    // Many more samples than the window holds, with repeats, so evictions remove values that
+    // occur several times; every quantile must match sorting the window's samples afresh.
+    let mut window = LatencyWindow::new(100);
     let fractions = [0.0, 0.01, 0.25, 0.5, 0.9, 0.95, 0.99, 1.0];
-    let selected: Vec<_> = fractions.iter().map(|f| window.quantile(*f)).collect();
-    let summary = window.summary().expect("non-empty"); // builds the cache
-    let cached: Vec<_> = fractions.iter().map(|f| window.quantile(*f)).collect();
-    assert_eq!(selected, cached);
-    assert_eq!(selected[4], Some(summary.p90));
+    for i in 0..1_000u64 {
+        window.record(Sample::ok(ms((i * 7919) % 97)));
+        let mut fresh: Vec<u32> = window
+            .samples()
+            .map(|sample| u32::try_from(sample.latency.as_micros()).expect("fits"))
+            .collect();
+        fresh.sort_unstable();
+        for fraction in fractions {
+            let expected = hazen_quantile(&fresh, fraction)
+                .map(|micros| Duration::from_secs_f64(micros / 1e6));
+            assert_eq!(
+                window.quantile(fraction),
+                expected,
+                "after {i}, q{fraction}"
+            );
+        }
+    }
+    assert_eq!(window.len(), 100);
 }
 
 #[test]
