@@ -7,8 +7,10 @@
 //! description, its parameters, its server and its category, with stemming, CJK bigrams, a
 //! small concept map of general English and server-level evidence (see [`SearchConfig`]).
 //! Before ranking, file paths and URLs in a task are rewritten into what they name (`file path
-//! <name> <extension>`, `url <host>`), so directory names do not match tools by accident, and
-//! request-framing words ("help", "tell me") are dropped like stopwords.
+//! <name> <extension>`, `url <host>`), so directory names do not match tools by accident; a
+//! path the task writes its result to ("save it to …") becomes `write file path …`, since such
+//! a task needs a tool that writes files; and request-framing words ("help", "tell me") are
+//! dropped like stopwords.
 //! [`PlainBm25`] is the plain baseline and [`evaluation`] scores either on a labelled task set.
 //!
 //! This crate never does I/O except [`evaluation::load_queries`] and [`docs_from_catalog_file`].

@@ -240,3 +240,24 @@ fn request_framing_words_do_not_pull_in_tools_that_happen_to_use_them() {
     );
     assert_eq!(keys(&hits), ["filesystem/read_file"], "{hits:?}");
 }
+
+#[test]
+fn a_path_a_task_produces_asks_for_writing_and_a_path_it_names_for_reading() {
+    let index = fixture();
+    let rank = |hits: &[Hit], key: &str| keys(hits).iter().position(|k| *k == key);
+    let produced = index.search(
+        "Get the weather forecast, then draft a summary in /root/notes/forecast.md",
+        10,
+        |_| true,
+    );
+    assert_eq!(keys(&produced).first(), Some(&"weather/get_forecast"));
+    assert!(
+        rank(&produced, "filesystem/write_file") < rank(&produced, "filesystem/read_file"),
+        "{produced:?}"
+    );
+    let named = index.search("Get the summary in /root/notes/forecast.md", 10, |_| true);
+    assert!(
+        rank(&named, "filesystem/read_file") < rank(&named, "filesystem/write_file"),
+        "{named:?}"
+    );
+}
