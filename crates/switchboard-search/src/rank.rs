@@ -190,7 +190,10 @@ impl SearchIndex {
             let scores = self.with_server_evidence(scores, &weights);
             add(&scores);
         }
-        // Keep the whole-task score as a small tie-breaker among equal fused scores.
+        // Keep the whole-task score as a small tie-breaker among equal fused scores. A tool
+        // below every ranking's top `DEPTH` still matched: it follows all fused ones (a fused
+        // score is at least 1/(k + DEPTH)), in whole-task order, so deep result lists stay
+        // complete.
         let best = whole
             .iter()
             .copied()
@@ -199,7 +202,7 @@ impl SearchIndex {
         fused
             .iter()
             .zip(whole)
-            .map(|(f, w)| if *f > 0.0 { f + 1e-4 * w / best } else { 0.0 })
+            .map(|(f, w)| f + 1e-4 * w / best)
             .collect()
     }
 

@@ -261,3 +261,22 @@ fn a_path_a_task_produces_asks_for_writing_and_a_path_it_names_for_reading() {
         "{named:?}"
     );
 }
+
+#[test]
+fn a_many_step_task_still_lists_every_matching_tool_when_asked_for_many() {
+    let docs: Vec<SearchDoc> = (0..80)
+        .map(|i| {
+            doc(
+                &format!("server{i}"),
+                &format!("report_{i}"),
+                "Writes a weather report.",
+                &[],
+            )
+        })
+        .collect();
+    let index = SearchIndex::build(docs);
+    // Two clauses, so the ranking fuses per-clause rankings, each cut at a fixed depth.
+    let hits = index.search("Get the weather, then write a report.", 100, |_| true);
+    assert_eq!(hits.len(), 80, "{hits:?}");
+    assert!(hits.windows(2).all(|pair| pair[0].score >= pair[1].score));
+}
