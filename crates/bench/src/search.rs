@@ -113,12 +113,15 @@ fn variants() -> Vec<(&'static str, SearchConfig)> {
     let mut without_clauses = final_config.clone();
     without_clauses.clause_weight = 0.0;
     without_clauses.fusion_k = None;
+    let mut without_phrases = final_config.clone();
+    without_phrases.phrase_weight = 0.0;
     let mut without_fusion = final_config.clone();
     without_fusion.fusion_k = None;
     let mut fields_only = without_clauses.clone();
     fields_only.server_evidence = 0.0;
     fields_only.concept_weight = 0.0;
     fields_only.fusion_k = None;
+    fields_only.phrase_weight = 0.0;
     let mut with_feedback = final_config.clone();
     with_feedback.feedback = Some(Feedback {
         documents: 3,
@@ -132,6 +135,7 @@ fn variants() -> Vec<(&'static str, SearchConfig)> {
         ("final without concept map", without_concepts),
         ("final without clause evidence and fusion", without_clauses),
         ("final without clause fusion", without_fusion),
+        ("final without phrase evidence", without_phrases),
         ("final", final_config),
     ]
 }

@@ -1,6 +1,9 @@
 //! Quick recall and latency check on the shared catalog while developing the ranking:
 //! `cargo run --release -p switchboard-search --example recall [CATALOG_DIR]`.
-//! The full benchmark with ablations is `bench search`.
+//! The full benchmark with ablations is `bench search`. Environment: `RECALL_SET="name=value,…"`
+//! overrides ranking parameters, `RECALL_QUERY` ranks one query, `RECALL_MISSES` prints where
+//! each expected tool ranked, `RECALL_DUMP=FILE` writes every task's full ranking as JSON
+//! (task text → keys, best first) for analysis outside Rust.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -38,6 +41,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         report.mrr,
         report.tasks_complete_at_10
     );
+    if let Some(path) = std::env::var_os("RECALL_DUMP") {
+        let rankings: std::collections::HashMap<String, Vec<String>> = queries
+            .iter()
+            .map(|query| {
+                let ranked = index
+                    .search(&query.query, index.len(), |_| true)
+                    .into_iter()
+                    .map(|hit| hit.key)
+                    .collect();
+                (query.query.clone(), ranked)
+            })
+            .collect();
+        std::fs::write(path, serde_json::to_string(&rankings)?)?;
+    }
     if std::env::var_os("RECALL_MISSES").is_some() {
         for query in &queries {
             let ranked: Vec<String> = index
@@ -85,6 +102,7 @@ fn config_from_environment() -> SearchConfig {
             "server" => config.server_evidence = value,
             "concept" => config.concept_weight = value,
             "clause" => config.clause_weight = value,
+            "phrase" => config.phrase_weight = value,
             "fusion" => config.fusion_k = (value > 0.0).then_some(value),
             "k3" => config.query_k3 = value,
             "feedback" => {

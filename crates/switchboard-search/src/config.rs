@@ -36,6 +36,10 @@ pub struct SearchConfig {
     pub clause_weight: f32,
     /// Pseudo-relevance feedback: expand the query with terms of the top documents.
     pub feedback: Option<Feedback>,
+    /// Weight of phrase evidence (pairs of adjacent terms in a tool's name or description that
+    /// also stand next to each other in a clause of the query) relative to a single word.
+    /// 0 = off: pairs are then neither indexed nor queried.
+    pub phrase_weight: f32,
     /// Reciprocal rank fusion of the whole-task ranking with one ranking per clause:
     /// `Σ 1 / (k + rank)`, so the best tools of every step of a task come up, not only the
     /// best tools of its strongest step. `None` = off.
@@ -84,6 +88,7 @@ impl Default for SearchConfig {
             server_evidence: 0.5,
             concept_weight: 0.5,
             clause_weight: 1.0,
+            phrase_weight: 0.5,
             feedback: None,
             fusion_k: Some(FUSION_K),
         }

@@ -32,6 +32,12 @@ impl Field {
     pub fn index(self) -> usize {
         self as usize
     }
+
+    /// Whether the field is prose whose adjacent terms form phrases (see `phrases`). A
+    /// parameter list, a server id or a category is a bag of names, not a sentence.
+    pub(crate) fn holds_phrases(self) -> bool {
+        matches!(self, Field::Name | Field::Description)
+    }
 }
 
 /// The text of each field of `doc`, in [`Field::ALL`] order.

@@ -11,6 +11,7 @@ use crate::SearchDoc;
 use crate::concepts::ConceptMap;
 use crate::config::{FieldWeight, SearchConfig};
 use crate::fields::{Field, field_texts};
+use crate::phrases;
 use crate::tokenize::Tokenizer;
 
 pub(crate) type TermId = u32;
@@ -81,11 +82,21 @@ impl SearchIndex {
             let mut counts = FieldCounts::new();
             let mut lengths = [0.0; Field::COUNT];
             for (field, text) in Field::ALL.into_iter().zip(field_texts(&doc)) {
-                tokenizer.each_term(&text, |term| {
+                let slot = field.index();
+                let mut count = |term: String| {
                     let next = vocabulary.len() as TermId;
                     let id = *vocabulary.entry(term).or_insert(next);
-                    counts.entry(id).or_insert([0.0; Field::COUNT])[field.index()] += 1.0;
-                    lengths[field.index()] += 1.0;
+                    counts.entry(id).or_insert([0.0; Field::COUNT])[slot] += 1.0;
+                };
+                let mut previous: Option<String> = None;
+                let pairs = config.phrase_weight > 0.0 && field.holds_phrases();
+                tokenizer.each_term(&text, |term| {
+                    if pairs && let Some(before) = previous.replace(term.clone()) {
+                        count(phrases::phrase(&before, &term));
+                    }
+                    count(term);
+                    // Field length counts words only, so pairs do not lengthen a field.
+                    lengths[slot] += 1.0;
                 });
             }
             let server_slot = server as usize;

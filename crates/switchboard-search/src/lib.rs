@@ -4,8 +4,9 @@
 //! [`SearchIndex`] is built once per catalog snapshot from [`SearchDoc`]s and queried many
 //! times; the caller's view and tier come in as a filter on document keys, and equal scores are
 //! ordered by a caller-supplied key (latency fit). Ranking is BM25F over a tool's name, its
-//! description, its parameters, its server and its category, with stemming, CJK bigrams, a
-//! small concept map of general English and server-level evidence (see [`SearchConfig`]).
+//! description, its parameters, its server and its category, with stemming, CJK bigrams,
+//! phrase evidence (adjacent term pairs), a small concept map of general English and
+//! server-level evidence (see [`SearchConfig`]).
 //! Before ranking, file paths and URLs in a task are rewritten into what they name (`file path
 //! <name> <extension>`, `url <host>`), so directory names do not match tools by accident; a
 //! path the task writes its result to ("save it to …") becomes `write file path …`, since such
@@ -23,6 +24,7 @@ pub mod evaluation;
 mod fields;
 mod index;
 mod paths;
+mod phrases;
 mod rank;
 mod stopwords;
 mod tokenize;

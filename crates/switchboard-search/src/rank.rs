@@ -42,7 +42,14 @@ impl SearchIndex {
         // Tokenize each clause once; the whole task is the union of its clauses' terms.
         let clause_terms: Vec<Vec<String>> = crate::clauses::clauses(&query)
             .into_iter()
-            .map(|clause| self.tokenizer.terms(clause))
+            .map(|clause| {
+                let terms = self.tokenizer.terms(clause);
+                if self.config.phrase_weight > 0.0 {
+                    crate::phrases::with_phrases(terms)
+                } else {
+                    terms
+                }
+            })
             .filter(|terms| !terms.is_empty())
             .collect();
         let mut weights = self.query_weights(clause_terms.iter().flatten());
@@ -86,7 +93,8 @@ impl SearchIndex {
             .collect()
     }
 
-    /// Distinct query terms with saturated counts, plus concept-map expansions.
+    /// Distinct query terms with saturated counts, phrases at `phrase_weight`, plus concept-map
+    /// expansions.
     fn query_weights<'a>(&self, terms: impl IntoIterator<Item = &'a String>) -> QueryWeights {
         let mut counts: HashMap<&str, f32> = HashMap::new();
         for term in terms {
@@ -96,11 +104,14 @@ impl SearchIndex {
         let mut weights = QueryWeights::new();
         let mut expansions = Vec::new();
         for (term, count) in &counts {
-            let weight = if k3 > 0.0 {
+            let mut weight = if k3 > 0.0 {
                 count * (k3 + 1.0) / (k3 + count)
             } else {
                 1.0
             };
+            if crate::phrases::is_phrase(term) {
+                weight *= self.config.phrase_weight;
+            }
             if let Some(id) = self.vocabulary.get(*term) {
                 weights.insert(*id, weight);
             }

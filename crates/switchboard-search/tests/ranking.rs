@@ -2,7 +2,7 @@
 
 use serde_json::json;
 use switchboard_core::ToolDefinition;
-use switchboard_search::{Hit, SearchDoc, SearchIndex};
+use switchboard_search::{Hit, SearchConfig, SearchDoc, SearchIndex};
 
 fn doc(server: &str, name: &str, description: &str, parameters: &[(&str, &str)]) -> SearchDoc {
     let properties: serde_json::Map<String, serde_json::Value> = parameters
@@ -279,4 +279,39 @@ fn a_many_step_task_still_lists_every_matching_tool_when_asked_for_many() {
     let hits = index.search("Get the weather, then write a report.", 100, |_| true);
     assert_eq!(hits.len(), 80, "{hits:?}");
     assert!(hits.windows(2).all(|pair| pair[0].score >= pair[1].score));
+}
+
+#[test]
+fn words_that_stand_together_in_the_task_and_the_tool_rank_it_first() {
+    // Both tools say "stock" and "price" once, in descriptions of the same length; only the
+    // second says them next to each other, as the task does. It is listed second, so without
+    // phrase evidence the tie would go to the first.
+    let docs = vec![
+        doc(
+            "market",
+            "lookup_one",
+            "Returns the price history of a stock.",
+            &[],
+        ),
+        doc(
+            "market",
+            "lookup_two",
+            "Returns the stock price for a company.",
+            &[],
+        ),
+    ];
+    let task = "What is the stock price of Nvidia?";
+    let hits = SearchIndex::build(docs.clone()).search(task, 2, |_| true);
+    assert_eq!(
+        keys(&hits),
+        ["market/lookup_two", "market/lookup_one"],
+        "{hits:?}"
+    );
+    assert!(hits[0].score > hits[1].score, "{hits:?}");
+
+    let mut words_only = SearchConfig::default();
+    words_only.phrase_weight = 0.0;
+    let hits = SearchIndex::build_with(docs, words_only).search(task, 2, |_| true);
+    assert_eq!(hits.len(), 2, "{hits:?}");
+    assert_eq!(hits[0].score, hits[1].score, "{hits:?}");
 }

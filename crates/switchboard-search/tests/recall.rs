@@ -1,7 +1,7 @@
 //! Recall regression on the labelled LiveMCPBench task set in `../shared/catalog` (referenced
 //! by path, never copied). Fails, with a message saying so, when the catalog is missing.
 //!
-//! The floors below are the measured recall of the method (0.426 / 0.526 at 5 / 10) minus a
+//! The floors below are the measured recall of the method (0.438 / 0.534 at 5 / 10) minus a
 //! small margin, so a change that makes retrieval worse fails here. The targets
 //! (recall@5 ≥ 0.45, recall@10 ≥ 0.55) are NOT met yet by this lexical method; raise the floors
 //! as the method improves. The gain must also hold on both halves of the set (qid order).
@@ -11,8 +11,8 @@ use std::path::PathBuf;
 use switchboard_search::evaluation::{evaluate, load_queries};
 use switchboard_search::{PlainBm25, SearchIndex, docs_from_catalog_file};
 
-const RECALL_AT_5_FLOOR: f64 = 0.415;
-const RECALL_AT_10_FLOOR: f64 = 0.515;
+const RECALL_AT_5_FLOOR: f64 = 0.427;
+const RECALL_AT_10_FLOOR: f64 = 0.523;
 
 fn catalog_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/catalog")
