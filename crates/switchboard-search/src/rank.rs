@@ -1,6 +1,7 @@
 //! Query evaluation: query term weights, BM25F over tools, optional feedback expansion, server
 //! evidence, the caller's filter, and ordering with a caller-supplied tie-break.
 
+use std::cmp::Ordering;
 use std::collections::HashMap;
 
 use crate::index::{Postings, SearchIndex, TermId};
@@ -15,6 +16,12 @@ pub struct Hit {
 }
 
 type QueryWeights = HashMap<TermId, f32>;
+
+/// One clause of a task, scored on its own.
+struct ClauseScores {
+    weights: QueryWeights,
+    scores: Vec<f32>,
+}
 
 /// Longest query read, in bytes; the rest of a longer one (pasted blobs) is ignored.
 const MAX_QUERY_BYTES: usize = 4096;
@@ -61,12 +68,18 @@ impl SearchIndex {
             self.expand_with_feedback(&mut weights, &scores, &filter, feedback);
             scores = accumulate(&self.tool_postings, &weights, self.tools.len());
         }
-        let whole = self.with_clause_evidence(scores, &clause_terms);
-        let mut combined = self.with_server_evidence(whole, &weights);
+        // Each clause is scored once; clause evidence and fusion both read it.
+        let clauses = if clause_terms.len() > 1 {
+            self.score_clauses(&clause_terms)
+        } else {
+            Vec::new()
+        };
+        let whole = self.with_clause_evidence(scores, &clauses);
+        let mut combined = self.with_server_evidence(&whole, &weights);
         if let Some(k) = self.config.fusion_k
-            && clause_terms.len() > 1
+            && !clauses.is_empty()
         {
-            combined = self.fused(&combined, &clause_terms, k, &filter);
+            combined = self.fused(&combined, &clauses, k, &filter);
         }
         let mut ranked: Vec<(f64, usize)> = combined
             .iter()
@@ -74,7 +87,7 @@ impl SearchIndex {
             .filter(|(slot, score)| **score > 0.0 && filter(&self.tools[*slot].key))
             .map(|(slot, score)| (f64::from(*score), slot))
             .collect();
-        ranked.sort_unstable_by(|left, right| {
+        keep_best(&mut ranked, limit, |left, right| {
             right.0.total_cmp(&left.0).then_with(|| {
                 let left_key = &self.tools[left.1].key;
                 let right_key = &self.tools[right.1].key;
@@ -83,7 +96,6 @@ impl SearchIndex {
                     .then(left.1.cmp(&right.1))
             })
         });
-        ranked.truncate(limit);
         ranked
             .into_iter()
             .map(|(score, slot)| Hit {
@@ -141,8 +153,9 @@ impl SearchIndex {
             .filter(|(slot, score)| **score > 0.0 && filter(&self.tools[*slot].key))
             .map(|(slot, score)| (*score, slot))
             .collect();
-        top.sort_unstable_by(|left, right| right.0.total_cmp(&left.0));
-        top.truncate(feedback.documents);
+        keep_best(&mut top, feedback.documents, |left, right| {
+            right.0.total_cmp(&left.0).then(left.1.cmp(&right.1))
+        });
         let Some(best) = top.first().map(|(score, _)| *score) else {
             return;
         };
@@ -168,12 +181,25 @@ impl SearchIndex {
         }
     }
 
+    /// Each clause's query weights and tool scores, for clauses with a known term.
+    fn score_clauses(&self, clause_terms: &[Vec<String>]) -> Vec<ClauseScores> {
+        clause_terms
+            .iter()
+            .map(|terms| self.query_weights(terms))
+            .filter(|weights| !weights.is_empty())
+            .map(|weights| {
+                let scores = accumulate(&self.tool_postings, &weights, self.tools.len());
+                ClauseScores { weights, scores }
+            })
+            .collect()
+    }
+
     /// Reciprocal rank fusion of the whole-task ranking (`whole`) with each clause's ranking.
     /// Only the top of each list matters, so each list is cut at a depth of 50.
     fn fused(
         &self,
         whole: &[f32],
-        clauses: &[Vec<String>],
+        clauses: &[ClauseScores],
         k: f32,
         filter: &impl Fn(&str) -> bool,
     ) -> Vec<f32> {
@@ -186,20 +212,16 @@ impl SearchIndex {
                 .filter(|(slot, score)| **score > 0.0 && filter(&self.tools[*slot].key))
                 .map(|(slot, score)| (*score, slot))
                 .collect();
-            ranked.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-            for (rank, (_, slot)) in ranked.iter().take(DEPTH).enumerate() {
+            keep_best(&mut ranked, DEPTH, |a, b| {
+                b.0.total_cmp(&a.0).then(a.1.cmp(&b.1))
+            });
+            for (rank, (_, slot)) in ranked.iter().enumerate() {
                 fused[*slot] += 1.0 / (k + rank as f32 + 1.0);
             }
         };
         add(whole);
         for clause in clauses {
-            let weights = self.query_weights(clause);
-            if weights.is_empty() {
-                continue;
-            }
-            let scores = accumulate(&self.tool_postings, &weights, whole.len());
-            let scores = self.with_server_evidence(scores, &weights);
-            add(&scores);
+            add(&self.with_server_evidence(&clause.scores, &clause.weights));
         }
         // Keep the whole-task score as a small tie-breaker among equal fused scores. A tool
         // below every ranking's top `DEPTH` still matched: it follows all fused ones (a fused
@@ -219,7 +241,7 @@ impl SearchIndex {
 
     /// Whole-task score normalised by the best tool, plus `clause_weight` times the tool's best
     /// normalised clause score.
-    fn with_clause_evidence(&self, scores: Vec<f32>, clauses: &[Vec<String>]) -> Vec<f32> {
+    fn with_clause_evidence(&self, scores: Vec<f32>, clauses: &[ClauseScores]) -> Vec<f32> {
         let weight = self.config.clause_weight;
         if weight <= 0.0 || clauses.len() < 2 {
             return scores;
@@ -229,15 +251,10 @@ impl SearchIndex {
         };
         let mut best_clause = vec![0.0f32; scores.len()];
         for clause in clauses {
-            let clause_weights = self.query_weights(clause);
-            if clause_weights.is_empty() {
-                continue;
-            }
-            let clause_scores = accumulate(&self.tool_postings, &clause_weights, scores.len());
-            let Some(clause_best) = maximum(&clause_scores) else {
+            let Some(clause_best) = maximum(&clause.scores) else {
                 continue;
             };
-            for (kept, score) in best_clause.iter_mut().zip(clause_scores) {
+            for (kept, score) in best_clause.iter_mut().zip(&clause.scores) {
                 *kept = kept.max(score / clause_best);
             }
         }
@@ -250,16 +267,16 @@ impl SearchIndex {
 
     /// Tool score normalised by the best tool, plus the server's normalised score times
     /// `server_evidence`.
-    fn with_server_evidence(&self, scores: Vec<f32>, weights: &QueryWeights) -> Vec<f32> {
+    fn with_server_evidence(&self, scores: &[f32], weights: &QueryWeights) -> Vec<f32> {
         let lambda = self.config.server_evidence;
         if lambda <= 0.0 {
-            return scores;
+            return scores.to_vec();
         }
         let servers = accumulate(&self.server_postings, weights, self.server_count);
         let best_tool = scores.iter().copied().fold(0.0, f32::max);
         let best_server = servers.iter().copied().fold(0.0, f32::max);
         if best_tool <= 0.0 || best_server <= 0.0 {
-            return scores;
+            return scores.to_vec();
         }
         scores
             .iter()
@@ -287,6 +304,21 @@ fn accumulate(postings: &Postings, weights: &QueryWeights, documents: usize) -> 
     scores
 }
 
+/// Cuts `items` to its first `count` in `order` (a total order), sorted. Selecting before
+/// sorting keeps this linear in the number of matches: a long task can match most of a large
+/// catalog, and only the top of it is ever read.
+fn keep_best<T>(items: &mut Vec<T>, count: usize, mut order: impl FnMut(&T, &T) -> Ordering) {
+    if count == 0 {
+        items.clear();
+        return;
+    }
+    if items.len() > count {
+        items.select_nth_unstable_by(count - 1, &mut order);
+        items.truncate(count);
+    }
+    items.sort_unstable_by(order);
+}
+
 /// The largest score, if any is positive.
 fn maximum(scores: &[f32]) -> Option<f32> {
     let best = scores.iter().copied().fold(0.0, f32::max);
@@ -303,4 +335,25 @@ fn truncate(text: &str, limit: usize) -> &str {
         end -= 1;
     }
     &text[..end]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keep_best_is_the_head_of_a_full_sort() {
+        let scores: Vec<(f32, usize)> = (0..200)
+            .map(|slot| (((slot * 7919) % 101) as f32 / 10.0, slot))
+            .collect();
+        let order = |a: &(f32, usize), b: &(f32, usize)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
+        for count in [0, 1, 5, 50, 199, 200, 500] {
+            let mut sorted = scores.clone();
+            sorted.sort_unstable_by(order);
+            sorted.truncate(count);
+            let mut kept = scores.clone();
+            keep_best(&mut kept, count, order);
+            assert_eq!(kept, sorted, "count {count}");
+        }
+    }
 }
