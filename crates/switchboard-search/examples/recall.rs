@@ -3,7 +3,8 @@
 //! The full benchmark with ablations is `bench search`. Environment: `RECALL_SET="name=value,…"`
 //! overrides ranking parameters, `RECALL_QUERY` ranks one query, `RECALL_MISSES` prints where
 //! each expected tool ranked, `RECALL_DUMP=FILE` writes every task's full ranking as JSON
-//! (task text → keys, best first) for analysis outside Rust.
+//! (task text → keys, best first) for analysis outside Rust, `RECALL_SLOWEST` lists the slowest
+//! tasks to search.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -68,6 +69,26 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 let rank = ranked.iter().position(|key| any_of.contains(key));
                 println!("  {:?} {}", rank.map(|r| r + 1), any_of[0]);
             }
+        }
+    }
+    if std::env::var_os("RECALL_SLOWEST").is_some() {
+        let mut timed: Vec<(f64, &str)> = queries
+            .iter()
+            .map(|query| {
+                let started = Instant::now();
+                for _ in 0..20 {
+                    std::hint::black_box(index.search(&query.query, 10, |_| true));
+                }
+                (
+                    started.elapsed().as_secs_f64() * 1e6 / 20.0,
+                    query.query.as_str(),
+                )
+            })
+            .collect();
+        timed.sort_by(|left, right| right.0.total_cmp(&left.0));
+        for (micros, query) in timed.iter().take(5) {
+            let shown: String = query.chars().take(100).collect();
+            println!("{micros:8.1} µs  {} chars  {shown}", query.chars().count());
         }
     }
     let started = Instant::now();

@@ -13,6 +13,12 @@ use crate::stopwords::{is_request_word, is_stopword};
 /// Longest token kept; longer runs (base64 blobs, hashes) carry no meaning for search.
 const MAX_TOKEN_CHARS: usize = 40;
 
+/// Longest run without whitespace, in bytes, read as words. A longer run with no CJK in it is
+/// an encoded blob (a pasted base64 image, hex, minified data): split on its `+ / =` and case
+/// changes it would yield hundreds of short accidental terms, so it is skipped whole. Paths
+/// and URLs are rewritten into words before they get here (see `paths`).
+const MAX_RUN_BYTES: usize = 200;
+
 /// How words are normalised after splitting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Normalisation {
@@ -54,7 +60,11 @@ impl Tokenizer {
 
     /// Calls `sink` with each term of `text`, in order.
     pub fn each_term(&self, text: &str, mut sink: impl FnMut(String)) {
-        for piece in split_words(text) {
+        let pieces = text
+            .split_whitespace()
+            .filter(|run| !is_blob(run))
+            .flat_map(split_words);
+        for piece in pieces {
             match piece {
                 Piece::Word(word) => {
                     if let Some(term) = self.normalise(&word) {
@@ -81,6 +91,11 @@ impl Tokenizer {
             }
         }
     }
+}
+
+/// Whether a run without whitespace is an encoded blob rather than words.
+fn is_blob(run: &str) -> bool {
+    run.len() > MAX_RUN_BYTES && !run.chars().any(is_cjk)
 }
 
 /// Single letters and pure numbers longer than four digits (ids, timestamps) match by accident.
@@ -220,10 +235,15 @@ mod tests {
         assert!(stemmed("").is_empty());
         assert!(stemmed("  \u{0} \u{200B} !!! ").is_empty());
         let blob = "iVBORw0KGgoAAAANSUhEUgAAAgAAAAIACAYAAAD0eNT6AAAABHNCSVQICAgI".repeat(100);
-        assert!(
-            stemmed(&blob)
-                .iter()
-                .all(|term| term.chars().count() <= MAX_TOKEN_CHARS)
+        assert!(stemmed(&blob).is_empty());
+        assert_eq!(
+            stemmed(&format!("What does this base64 image mean? {blob}")),
+            ["base64", "imag", "mean"]
         );
+        // A short run of the same kind is still read: only long runs are blobs.
+        assert!(!stemmed("iVBORw0KGgo/AAAANSUhEUg").is_empty());
+        // Text without spaces in a script written without them is not a blob.
+        let chinese = "使用必应搜索指定的关键词并返回搜索结果列表".repeat(10);
+        assert!(!stemmed(&chinese).is_empty());
     }
 }
