@@ -60,10 +60,15 @@ impl Tokenizer {
 
     /// Calls `sink` with each term of `text`, in order.
     pub fn each_term(&self, text: &str, mut sink: impl FnMut(String)) {
-        let pieces = text
-            .split_whitespace()
-            .filter(|run| !is_blob(run))
-            .flat_map(split_words);
+        // Almost no text holds a blob: split it whole, and go run by run only when one is there.
+        let pieces = if text.split_whitespace().any(is_blob) {
+            text.split_whitespace()
+                .filter(|run| !is_blob(run))
+                .flat_map(split_words)
+                .collect()
+        } else {
+            split_words(text)
+        };
         for piece in pieces {
             match piece {
                 Piece::Word(word) => {
