@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use crate::cpu;
 use crate::report::Percentiles;
 use crate::scenarios::Binaries;
 use crate::targets::{self, Endpoint, Peer, PeerUpstream, Spawned};
@@ -199,7 +200,7 @@ fn calls_per_second(
     tool: &str,
     concurrency: usize,
     duration: Duration,
-) -> anyhow::Result<f64> {
+) -> anyhow::Result<Rate> {
     let mut workers = Vec::with_capacity(concurrency);
     for _ in 0..concurrency {
         workers.push(Endpoint::http(url, tool)?);
@@ -207,6 +208,7 @@ fn calls_per_second(
     let stop = Arc::new(AtomicBool::new(false));
     let done = Arc::new(AtomicU64::new(0));
     let started = Instant::now();
+    let client_before = cpu::own();
     let handles: Vec<_> = workers
         .into_iter()
         .map(|mut endpoint| {
@@ -226,7 +228,45 @@ fn calls_per_second(
     for handle in handles {
         let _ = handle.join();
     }
-    Ok(done.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64())
+    let calls = done.load(Ordering::Relaxed);
+    Ok(Rate {
+        calls,
+        per_second: calls as f64 / started.elapsed().as_secs_f64(),
+        client_cpu: cpu::own().saturating_sub(client_before),
+    })
+}
+
+/// What one throughput measurement counted.
+struct Rate {
+    calls: u64,
+    per_second: f64,
+    /// CPU time the load generator spent meanwhile.
+    client_cpu: Duration,
+}
+
+/// CPU time per call of one throughput target, in µs, over all rounds at one concurrency.
+#[derive(Debug, Clone, Serialize)]
+pub struct CpuPerCall {
+    pub target: String,
+    /// The load generator (HTTP client) per call.
+    pub client_us: f64,
+    /// The server side per call: the gateway, the upstream it calls, and their children.
+    pub server_us: f64,
+    /// Calls per second that much CPU allows on this machine's cores, if nothing else ran.
+    pub ceiling_per_second: f64,
+}
+
+fn cpu_per_call(target: &str, calls: u64, client: Duration, server: Duration) -> CpuPerCall {
+    let calls = calls.max(1) as f64;
+    let client_us = client.as_secs_f64() * 1e6 / calls;
+    let server_us = server.as_secs_f64() * 1e6 / calls;
+    let cores = std::thread::available_parallelism().map_or(1, usize::from) as f64;
+    CpuPerCall {
+        target: target.to_owned(),
+        client_us,
+        server_us,
+        ceiling_per_second: cores * 1e6 / (client_us + server_us).max(f64::MIN_POSITIVE),
+    }
 }
 
 /// Throughput over HTTP at one concurrency.
@@ -236,6 +276,8 @@ pub struct Throughput {
     pub concurrency: usize,
     /// (target, calls per second, ratio to direct).
     pub targets: Vec<(String, f64, f64)>,
+    /// CPU time per call of each target, same order.
+    pub cpu: Vec<CpuPerCall>,
     pub missing: Vec<String>,
 }
 
@@ -256,20 +298,29 @@ pub fn throughput(
     )?;
     let (stdio_gateway, stdio_gateway_url) =
         targets::switchboard_http(bins, dir.path(), &targets::stdio_upstream(bins))?;
-    let mut keep = vec![fixture, gateway, stdio_gateway];
+    // Each target with the processes a call passes through on the server side.
     let mut urls = vec![
-        ("direct (HTTP fixture)".to_owned(), fixture_url, "echo"),
+        (
+            "direct (HTTP fixture)".to_owned(),
+            fixture_url,
+            "echo",
+            vec![fixture.pid()],
+        ),
         (
             "switchboard HTTP → HTTP".to_owned(),
             gateway_url,
             "echo__echo",
+            vec![gateway.pid(), fixture.pid()],
         ),
         (
             "switchboard HTTP → stdio".to_owned(),
             stdio_gateway_url,
             "echo__echo",
+            vec![stdio_gateway.pid()],
         ),
     ];
+    let fixture_pid = fixture.pid();
+    let mut keep = vec![fixture, gateway, stdio_gateway];
     let mut missing = Vec::new();
     if with_peers {
         for peer in [Peer::RustMcpProxy, Peer::PythonMcpProxy] {
@@ -280,11 +331,16 @@ pub fn throughput(
             for (label, upstream) in &upstreams {
                 match targets::peer_http(bins, peer, upstream, dir.path())? {
                     Ok(gateway) => {
+                        let mut pids = vec![gateway.process.pid()];
+                        if matches!(upstream, PeerUpstream::Http(_)) {
+                            pids.push(fixture_pid);
+                        }
                         keep.push(gateway.process);
                         urls.push((
                             format!("{} {label}", peer.label()),
                             gateway.url,
                             gateway.tool,
+                            pids,
                         ));
                     }
                     Err(reason) => missing.push(reason),
@@ -296,10 +352,18 @@ pub fn throughput(
     let mut results = Vec::new();
     for &concurrency in concurrencies {
         let mut totals = vec![0.0; urls.len()];
+        let mut spent = vec![(0u64, Duration::ZERO, Duration::ZERO); urls.len()];
         for _round in 0..2 {
-            for (index, (name, url, tool)) in urls.iter().enumerate() {
+            for (index, (name, url, tool, pids)) in urls.iter().enumerate() {
+                let server_before = cpu::trees(pids);
                 match calls_per_second(url, tool, concurrency, per_round) {
-                    Ok(rate) => totals[index] += rate / 2.0,
+                    Ok(rate) => {
+                        totals[index] += rate.per_second / 2.0;
+                        let (calls, client, server) = &mut spent[index];
+                        *calls += rate.calls;
+                        *client += rate.client_cpu;
+                        *server += cpu::trees(pids).saturating_sub(server_before);
+                    }
                     Err(error) => missing.push(format!("{name} at c={concurrency}: {error:#}")),
                 }
             }
@@ -315,7 +379,14 @@ pub fn throughput(
             targets: urls
                 .iter()
                 .zip(&totals)
-                .map(|((name, _, _), rate)| (name.clone(), *rate, rate / direct))
+                .map(|((name, _, _, _), rate)| (name.clone(), *rate, rate / direct))
+                .collect(),
+            cpu: urls
+                .iter()
+                .zip(&spent)
+                .map(|((name, _, _, _), (calls, client, server))| {
+                    cpu_per_call(name, *calls, *client, *server)
+                })
                 .collect(),
             missing: missing.clone(),
         });

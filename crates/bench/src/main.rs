@@ -6,6 +6,7 @@
 //! `cargo build --release -p switchboard-cli -p switchboard-fixtures`).
 
 mod compare;
+mod cpu;
 mod http_client;
 mod memory;
 mod plot;
@@ -200,6 +201,12 @@ fn throughput_rows(run: &compare::Throughput) -> report::ScenarioResult {
         .iter()
         .map(|(name, rate, ratio)| format!("{name}: {rate:.0} calls/s ({ratio:.2}× direct)"))
         .collect();
+    notes.extend(run.cpu.iter().map(|cpu| {
+        format!(
+            "{}: CPU per call {:.0} µs client + {:.0} µs server → at most {:.0} calls/s on this machine's cores",
+            cpu.target, cpu.client_us, cpu.server_us, cpu.ceiling_per_second
+        )
+    }));
     notes.extend(run.missing.iter().map(|m| format!("not measured: {m}")));
     report::ScenarioResult {
         scenario: format!("{}, concurrency {}", run.scenario, run.concurrency),
