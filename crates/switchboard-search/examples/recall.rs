@@ -4,7 +4,7 @@
 //! overrides ranking parameters, `RECALL_QUERY` ranks one query, `RECALL_MISSES` prints where
 //! each expected tool ranked, `RECALL_DUMP=FILE` writes every task's full ranking as JSON
 //! (task text → keys, best first) for analysis outside Rust, `RECALL_SLOWEST` lists the slowest
-//! tasks to search.
+//! tasks to search. Recall is also printed for each half of the set (qid order).
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -41,6 +41,32 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         at(10),
         report.mrr,
         report.tasks_complete_at_10
+    );
+    // The same on each half of the set (qid order), to tell a method's gain from noise.
+    let mut ordered = queries.clone();
+    ordered.sort_by(|left, right| left.qid.cmp(&right.qid));
+    let (first, second) = ordered.split_at(ordered.len() / 2);
+    let halves: Vec<_> = [first, second]
+        .into_iter()
+        .map(|half| {
+            evaluate(half, |query| {
+                index
+                    .search(query, 100, |_| true)
+                    .into_iter()
+                    .map(|hit| hit.key)
+                    .collect()
+            })
+        })
+        .collect();
+    let half_at = |half: usize, k| halves[half].recall_at(k).unwrap_or(0.0);
+    println!(
+        "halves: R@5 {:.3} / {:.3}  R@10 {:.3} / {:.3}  MRR {:.3} / {:.3}",
+        half_at(0, 5),
+        half_at(1, 5),
+        half_at(0, 10),
+        half_at(1, 10),
+        halves[0].mrr,
+        halves[1].mrr
     );
     if let Some(path) = std::env::var_os("RECALL_DUMP") {
         let rankings: std::collections::HashMap<String, Vec<String>> = queries
