@@ -1,5 +1,6 @@
 //! The Streamable HTTP front over real HTTP on 127.0.0.1: sessions, both eras, the
-//! DNS-rebinding guard, size limits, SSE progress and cancellation by closing the stream.
+//! DNS-rebinding guard, size limits, SSE progress and cancellation by closing the stream, and
+//! plain JSON for a session's call whose result comes first.
 
 mod support;
 
@@ -242,4 +243,51 @@ async fn progress_streams_and_closing_the_stream_cancels() {
         .await
         .expect("cancel reaches the backend");
     assert_eq!(cancelled.as_deref(), Some("wait"));
+}
+
+#[tokio::test]
+async fn a_session_call_whose_result_comes_first_is_answered_as_plain_json() {
+    let server = start().await;
+    let init = server.post(INIT).send().await.expect("initialize");
+    let session = init
+        .headers()
+        .get("mcp-session-id")
+        .expect("session id")
+        .to_str()
+        .expect("ascii")
+        .to_owned();
+    let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}"#;
+    let response = server
+        .post(call)
+        .header("mcp-session-id", &session)
+        .send()
+        .await
+        .expect("call");
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["content-type"], "application/json");
+    let body: Value = response
+        .json()
+        .await
+        .expect("a JSON body, not an event stream");
+    assert_eq!(body["id"], 2);
+    assert_eq!(body["result"]["content"][0]["text"], "hi");
+
+    // Asking for progress still opens a stream at once, whose first event is the progress.
+    let progress = r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"progress","_meta":{"progressToken":"p"}}}"#;
+    let response = server
+        .post(progress)
+        .header("mcp-session-id", &session)
+        .send()
+        .await
+        .expect("progress call");
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let text = response.text().await.expect("stream");
+    let events: Vec<Value> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(|d| serde_json::from_str(d).expect("event json"))
+        .collect();
+    assert_eq!(events.len(), 2, "{text}");
+    assert_eq!(events[0]["params"]["progressToken"], "p");
+    assert_eq!(events[1]["result"]["content"][0]["text"], "done");
 }

@@ -9,7 +9,10 @@
 //!
 //! Every request first passes the DNS-rebinding guard: an `Origin` or `Host` that is not
 //! allowed gets 403. Bodies over the message limit get 413. A call that asked for progress is
-//! answered with an SSE stream (progress notifications, then the result); others with JSON.
+//! answered with an SSE stream (progress notifications, then the result). A session's call
+//! that may send something before its result (a relayed request, a log message) is answered
+//! as an SSE stream once it does, and as plain JSON when its result comes first, which costs
+//! the client and the gateway less per call. Others are answered with JSON.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -447,7 +450,7 @@ async fn post_as(
         dispatcher = dispatcher.for_tier(Some(tier.to_lowercase()));
     }
     let mut response = if streams {
-        stream_answer(dispatcher, session, id, method, params, token, cancel)
+        stream_answer(dispatcher, session, id, method, params, token, cancel).await
     } else {
         {
             // If the client disconnects, this future is dropped and the guard cancels the call.
@@ -470,9 +473,18 @@ async fn post_as(
     response
 }
 
-/// Answers with an SSE stream: progress notifications (or a subscription's notifications),
-/// then the result. Dropping the stream (the client closed it) cancels the call.
-fn stream_answer(
+/// What a streamed call sends, in order: notifications and relayed requests, then its answer.
+enum Event {
+    Before(String),
+    Answer(String),
+}
+
+/// Answers a call that may send messages before its result: as plain JSON when the result
+/// comes first, else as an SSE stream of those messages and then the result, the headers
+/// waiting for the first message. A call that asked for progress, and a listening
+/// subscription, get their stream at once, so the client holds a stream it can close to
+/// cancel. Dropping the handler or the stream (the client went away) cancels the call.
+async fn stream_answer(
     dispatcher: Dispatcher,
     session: Option<Arc<Session>>,
     id: RequestId,
@@ -481,7 +493,8 @@ fn stream_answer(
     token: Option<Value>,
     cancel: CancellationToken,
 ) -> Response {
-    let (events_tx, events) = mpsc::unbounded_channel::<String>();
+    let opens_at_once = token.is_some() || method == "subscriptions/listen";
+    let (events_tx, mut events) = mpsc::unbounded_channel::<Event>();
     let mut ctx = CallContext {
         cancel: cancel.clone(),
         ..CallContext::default()
@@ -489,12 +502,13 @@ fn stream_answer(
     if let Some(token) = token {
         let progress_out = events_tx.clone();
         ctx.progress = Some(ProgressSink::new(move |progress| {
-            let _ = progress_out.send(progress_notification(&token, &progress).to_line());
+            let line = progress_notification(&token, &progress).to_line();
+            let _ = progress_out.send(Event::Before(line));
         }));
     }
     let notify_out = events_tx.clone();
     let notify: Notifier = Arc::new(move |message: Message| {
-        let _ = notify_out.send(message.to_line());
+        let _ = notify_out.send(Event::Before(message.to_line()));
     });
     if let Some(session) = &session {
         ctx.caller = Some(session.relay.caller(notify.clone()));
@@ -504,15 +518,38 @@ fn stream_answer(
             .handle_streaming(id.clone(), &method, params, ctx, Some(notify))
             .await;
         forget_request(session.as_deref(), &id);
-        let _ = events_tx.send(answer.to_line());
+        let _ = events_tx.send(Event::Answer(answer.to_line()));
     });
     let guard: DropGuard = cancel.drop_guard();
-    let stream = futures::stream::unfold((events, guard), |(mut events, guard)| async move {
-        let line = events.recv().await?;
-        let event = Bytes::from(format!("event: message\ndata: {line}\n\n"));
-        Some((Ok::<_, Infallible>(event), (events, guard)))
+    let first = if opens_at_once {
+        None
+    } else {
+        match events.recv().await {
+            Some(Event::Answer(line)) => {
+                guard.disarm();
+                return (
+                    StatusCode::OK,
+                    [(header::CONTENT_TYPE, "application/json")],
+                    line,
+                )
+                    .into_response();
+            }
+            Some(Event::Before(line)) => Some(line),
+            None => return StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+        }
+    };
+    let opening = futures::stream::iter(first.map(sse_event));
+    let rest = futures::stream::unfold((events, guard), |(mut events, guard)| async move {
+        let line = match events.recv().await? {
+            Event::Before(line) | Event::Answer(line) => line,
+        };
+        Some((sse_event(line), (events, guard)))
     });
-    sse_response(Body::from_stream(stream))
+    sse_response(Body::from_stream(opening.chain(rest)))
+}
+
+fn sse_event(line: String) -> Result<Bytes, Infallible> {
+    Ok(Bytes::from(format!("event: message\ndata: {line}\n\n")))
 }
 
 fn sse_response(body: Body) -> Response {
