@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use support::*;
+use switchboard_mcp::routing_headers;
 
 fn governed_config(dir: &Path, timeout: &str) -> std::path::PathBuf {
     write_config(
@@ -221,6 +222,12 @@ async fn post(
         .post(url)
         .header("accept", "application/json, text/event-stream")
         .json(&body);
+    // The routing headers a 2026-07-28 client sends with every request.
+    let method = body["method"].as_str().unwrap_or_default();
+    request = request.header(routing_headers::METHOD, method);
+    if let Some(name) = routing_headers::name_of(method, body.get("params")) {
+        request = request.header(routing_headers::NAME, routing_headers::encode_value(name));
+    }
     if let Some(token) = token {
         request = request.bearer_auth(token);
     }

@@ -15,6 +15,8 @@ pub mod code {
     pub const INTERNAL_ERROR: i64 = -32603;
     /// MCP: the requested resource does not exist.
     pub const RESOURCE_NOT_FOUND: i64 = -32002;
+    /// MCP (2026-07-28): an HTTP routing header is missing or contradicts the body.
+    pub const HEADER_MISMATCH: i64 = -32020;
 }
 
 /// A request or notification id: a string or an integer.

@@ -3,7 +3,7 @@
 //! * [`upstream`]: Switchboard as a client of many servers (stdio children, Streamable HTTP,
 //!   legacy SSE, in-process providers), with era negotiation and supervision.
 //! * [`front`]: Switchboard as a server (stdio and Streamable HTTP, both eras).
-//! * [`jsonrpc`] and [`era`]: the wire format both sides share.
+//! * [`jsonrpc`], [`era`] and [`routing_headers`]: the wire format both sides share.
 //!
 //! Everything above this crate works on `switchboard-core`'s domain types.
 
@@ -14,4 +14,5 @@
 pub mod era;
 pub mod front;
 pub mod jsonrpc;
+pub mod routing_headers;
 pub mod upstream;

@@ -58,6 +58,22 @@ impl Server {
             .header("accept", "application/json, text/event-stream")
             .body(body.into())
     }
+
+    /// A 2026-07-28 `tools/call` with the routing headers a modern client sends.
+    fn modern_call(&self, id: u64, params: Value) -> reqwest::RequestBuilder {
+        let name = params["name"].as_str().unwrap_or_default().to_owned();
+        self.post(modern(id, "tools/call", params))
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", name)
+    }
+}
+
+/// The JSON messages of an SSE body.
+fn sse_events(text: &str) -> Vec<Value> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(|d| serde_json::from_str(d).expect("event json"))
+        .collect()
 }
 
 fn modern(id: u64, method: &str, mut params: Value) -> String {
@@ -146,15 +162,45 @@ async fn modern_requests_need_no_session_and_headers_must_match() {
         .expect("json");
     assert_eq!(answer["result"]["content"][0]["text"], "hi");
     assert_eq!(answer["result"]["resultType"], "complete");
-    let mismatch = server
-        .post(body)
-        .header("mcp-method", "tools/list")
+    // Routing headers that are missing or contradict the body: 400 with HeaderMismatch
+    // (-32020), whose message names the header.
+    for (method_header, name_header, names) in [
+        (Some("tools/list"), Some("echo"), "Mcp-Method 'tools/list'"),
+        (None, Some("echo"), "Mcp-Method header is required"),
+        (Some("TOOLS/CALL"), Some("echo"), "Mcp-Method 'TOOLS/CALL'"),
+        (Some("tools/call"), None, "Mcp-Name header is required"),
+        (Some("tools/call"), Some("ECHO"), "Mcp-Name 'ECHO'"),
+    ] {
+        let mut request = server.post(body.clone());
+        if let Some(value) = method_header {
+            request = request.header("mcp-method", value);
+        }
+        if let Some(value) = name_header {
+            request = request.header("mcp-name", value);
+        }
+        let refused = request.send().await.expect("mismatch");
+        assert_eq!(refused.status(), 400, "{names}");
+        let error: Value = refused.json().await.expect("json error");
+        assert_eq!(error["error"]["code"], -32020, "{names}: {error}");
+        let message = error["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(names), "{names}: {message}");
+    }
+    // A name outside visible ASCII comes Base64-encoded and is compared decoded.
+    let accented = modern(4, "tools/call", json!({"name": "écho"}));
+    let encoded: Value = server
+        .post(accented)
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "=?base64?w6ljaG8=?=")
         .send()
         .await
-        .expect("mismatch");
-    assert_eq!(mismatch.status(), 400);
+        .expect("encoded name")
+        .json()
+        .await
+        .expect("json");
+    assert_ne!(encoded["error"]["code"], -32020, "{encoded}");
     let discover: Value = server
         .post(r#"{"jsonrpc":"2.0","id":3,"method":"server/discover","params":{}}"#)
+        .header("mcp-method", "server/discover")
         .send()
         .await
         .expect("discover")
@@ -215,29 +261,26 @@ async fn hostile_origins_hosts_and_oversized_bodies_are_refused() {
 #[tokio::test]
 async fn progress_streams_and_closing_the_stream_cancels() {
     let mut server = start().await;
-    let body = modern(
-        1,
-        "tools/call",
-        json!({"name": "progress", "_meta": {"progressToken": 7}}),
-    );
-    let response = server.post(body).send().await.expect("progress");
+    let response = server
+        .modern_call(
+            1,
+            json!({"name": "progress", "_meta": {"progressToken": 7}}),
+        )
+        .send()
+        .await
+        .expect("progress");
     assert_eq!(response.headers()["content-type"], "text/event-stream");
     let text = response.text().await.expect("stream");
-    let events: Vec<Value> = text
-        .lines()
-        .filter_map(|l| l.strip_prefix("data: "))
-        .map(|d| serde_json::from_str(d).expect("event json"))
-        .collect();
+    let events = sse_events(&text);
     assert_eq!(events.len(), 2, "{text}");
     assert_eq!(events[0]["params"]["progressToken"], 7);
     assert_eq!(events[1]["result"]["content"][0]["text"], "done");
 
-    let wait = modern(
-        2,
-        "tools/call",
-        json!({"name": "wait", "_meta": {"progressToken": "w"}}),
-    );
-    let response = server.post(wait).send().await.expect("wait");
+    let response = server
+        .modern_call(2, json!({"name": "wait", "_meta": {"progressToken": "w"}}))
+        .send()
+        .await
+        .expect("wait");
     drop(response);
     let cancelled = tokio::time::timeout(Duration::from_secs(5), server.cancelled.recv())
         .await
@@ -282,11 +325,7 @@ async fn a_session_call_whose_result_comes_first_is_answered_as_plain_json() {
         .expect("progress call");
     assert_eq!(response.headers()["content-type"], "text/event-stream");
     let text = response.text().await.expect("stream");
-    let events: Vec<Value> = text
-        .lines()
-        .filter_map(|l| l.strip_prefix("data: "))
-        .map(|d| serde_json::from_str(d).expect("event json"))
-        .collect();
+    let events = sse_events(&text);
     assert_eq!(events.len(), 2, "{text}");
     assert_eq!(events[0]["params"]["progressToken"], "p");
     assert_eq!(events[1]["result"]["content"][0]["text"], "done");

@@ -3,9 +3,10 @@
 //! * Legacy (≤ 2025-11-25): `initialize` opens a session (`Mcp-Session-Id`); later requests
 //!   must name it (400 without, 404 for an unknown one); GET opens the session's notification
 //!   stream; DELETE ends it; `notifications/cancelled` cancels a call of the session.
-//! * Modern (2026-07-28): stateless; each request carries its version in `_meta`; an
-//!   `Mcp-Method` header, when sent, must match the body. Closing the response stream cancels
-//!   the call.
+//! * Modern (2026-07-28): stateless; each request carries its version in `_meta` and the
+//!   routing headers `Mcp-Method` (and `Mcp-Name` for a tool, prompt or resource), which must
+//!   match the body (400 with `HeaderMismatch` otherwise; [`crate::routing_headers`]). Closing
+//!   the response stream cancels the call.
 //!
 //! Every request first passes the DNS-rebinding guard: an `Origin` or `Host` that is not
 //! allowed gets 403. Bodies over the message limit get 413. A call that asked for progress is
@@ -40,10 +41,10 @@ use super::relay::Relay;
 use super::subscriptions::ResourceSubscriptions;
 use crate::era::MODERN_VERSION;
 use crate::jsonrpc::{Message, RequestId, code};
+use crate::routing_headers;
 
 const SESSION_HEADER: &str = "mcp-session-id";
 const VERSION_HEADER: &str = "mcp-protocol-version";
-const METHOD_HEADER: &str = "mcp-method";
 
 /// Options of the HTTP front.
 #[derive(Debug, Clone)]
@@ -372,16 +373,8 @@ async fn post_as(
         || header_str(&headers, VERSION_HEADER) == Some(MODERN_VERSION);
     let mut new_session = None;
     let session = if modern {
-        if let Some(declared) = header_str(&headers, METHOD_HEADER)
-            && declared != method
-        {
-            let error = Message::error(
-                Some(id),
-                code::INVALID_REQUEST,
-                format!(
-                    "header Mcp-Method '{declared}' does not match the body's method '{method}'"
-                ),
-            );
+        if let Err(mismatch) = routing_headers::check(&headers, &method, params.as_ref()) {
+            let error = Message::error(Some(id), code::HEADER_MISMATCH, mismatch.to_string());
             return rpc_response(StatusCode::BAD_REQUEST, &error);
         }
         None
