@@ -222,7 +222,12 @@ async fn post(
         .post(url)
         .header("accept", "application/json, text/event-stream")
         .json(&body);
-    // The routing headers a 2026-07-28 client sends with every request.
+    // The headers a 2026-07-28 client sends with every request.
+    if let Some(version) =
+        body["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"].as_str()
+    {
+        request = request.header("mcp-protocol-version", version);
+    }
     let method = body["method"].as_str().unwrap_or_default();
     request = request.header(routing_headers::METHOD, method);
     if let Some(name) = routing_headers::name_of(method, body.get("params")) {

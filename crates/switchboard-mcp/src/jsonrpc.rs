@@ -17,6 +17,10 @@ pub mod code {
     pub const RESOURCE_NOT_FOUND: i64 = -32002;
     /// MCP (2026-07-28): an HTTP routing header is missing or contradicts the body.
     pub const HEADER_MISMATCH: i64 = -32020;
+    /// MCP (2026-07-28): a request needs a client capability the client did not declare.
+    pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
+    /// MCP (2026-07-28): the request's protocol version is not one the server speaks.
+    pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 }
 
 /// A request or notification id: a string or an integer.

@@ -59,10 +59,26 @@ impl Server {
             .body(body.into())
     }
 
+    /// A 2026-07-28 request without arguments, its version in the header and in `_meta`.
+    fn modern_request(
+        &self,
+        id: u64,
+        method: &str,
+        header_version: &str,
+        body_version: &str,
+    ) -> reqwest::RequestBuilder {
+        let mut body: Value = serde_json::from_str(&modern(id, method, json!({}))).expect("json");
+        body["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!(body_version);
+        self.post(body.to_string())
+            .header("mcp-protocol-version", header_version)
+            .header("mcp-method", method)
+    }
+
     /// A 2026-07-28 `tools/call` with the routing headers a modern client sends.
     fn modern_call(&self, id: u64, params: Value) -> reqwest::RequestBuilder {
         let name = params["name"].as_str().unwrap_or_default().to_owned();
         self.post(modern(id, "tools/call", params))
+            .header("mcp-protocol-version", "2026-07-28")
             .header("mcp-method", "tools/call")
             .header("mcp-name", name)
     }
@@ -152,6 +168,7 @@ async fn modern_requests_need_no_session_and_headers_must_match() {
     );
     let answer: Value = server
         .post(body.clone())
+        .header("mcp-protocol-version", "2026-07-28")
         .header("mcp-method", "tools/call")
         .header("mcp-name", "echo")
         .send()
@@ -171,7 +188,9 @@ async fn modern_requests_need_no_session_and_headers_must_match() {
         (Some("tools/call"), None, "Mcp-Name header is required"),
         (Some("tools/call"), Some("ECHO"), "Mcp-Name 'ECHO'"),
     ] {
-        let mut request = server.post(body.clone());
+        let mut request = server
+            .post(body.clone())
+            .header("mcp-protocol-version", "2026-07-28");
         if let Some(value) = method_header {
             request = request.header("mcp-method", value);
         }
@@ -189,6 +208,7 @@ async fn modern_requests_need_no_session_and_headers_must_match() {
     let accented = modern(4, "tools/call", json!({"name": "écho"}));
     let encoded: Value = server
         .post(accented)
+        .header("mcp-protocol-version", "2026-07-28")
         .header("mcp-method", "tools/call")
         .header("mcp-name", "=?base64?w6ljaG8=?=")
         .send()
@@ -199,8 +219,7 @@ async fn modern_requests_need_no_session_and_headers_must_match() {
         .expect("json");
     assert_ne!(encoded["error"]["code"], -32020, "{encoded}");
     let discover: Value = server
-        .post(r#"{"jsonrpc":"2.0","id":3,"method":"server/discover","params":{}}"#)
-        .header("mcp-method", "server/discover")
+        .modern_request(3, "server/discover", "2026-07-28", "2026-07-28")
         .send()
         .await
         .expect("discover")
@@ -208,6 +227,46 @@ async fn modern_requests_need_no_session_and_headers_must_match() {
         .await
         .expect("json");
     assert_eq!(discover["result"]["supportedVersions"][0], "2026-07-28");
+}
+
+#[tokio::test]
+async fn modern_requests_are_refused_by_the_first_envelope_check_they_fail() {
+    let server = start().await;
+    let refused = |response: reqwest::Response, status: u16, code: i64| async move {
+        assert_eq!(response.status(), status);
+        let body: Value = response.json().await.expect("json error");
+        assert_eq!(body["error"]["code"], code, "{body}");
+        body
+    };
+    // No _meta envelope: invalid params.
+    let bare = server
+        .post(r#"{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{}}"#)
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "server/discover")
+        .send()
+        .await
+        .expect("bare");
+    refused(bare, 400, -32602).await;
+    // The header and the body disagree on the version: header mismatch, before the version.
+    let send = |header: &'static str, body: &'static str| {
+        server.modern_request(2, "tools/list", header, body).send()
+    };
+    let contradicting = send("2026-07-28", "v999.0.0").await.expect("contradicting");
+    refused(contradicting, 400, -32020).await;
+    // A version the gateway does not speak: listed with the ones it does.
+    let future = send("v999.0.0", "v999.0.0").await.expect("future");
+    let body = refused(future, 400, -32022).await;
+    assert_eq!(body["error"]["data"]["supported"], json!(["2026-07-28"]));
+    assert_eq!(body["error"]["data"]["requested"], "v999.0.0");
+    // Methods the modern era removed, and unknown ones: 404 with method-not-found.
+    for method in ["ping", "initialize", "logging/setLevel", "no/such/method"] {
+        let gone = server
+            .modern_request(4, method, "2026-07-28", "2026-07-28")
+            .send()
+            .await
+            .expect("removed method");
+        refused(gone, 404, -32601).await;
+    }
 }
 
 #[tokio::test]

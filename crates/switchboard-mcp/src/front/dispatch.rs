@@ -46,6 +46,17 @@ impl RequestEra {
     }
 }
 
+/// Methods of the handshake era that 2026-07-28 removed: the handshake itself, `ping`, the
+/// connection-wide log level and per-URI resource subscriptions (`subscriptions/listen`
+/// replaces them).
+const REMOVED_IN_MODERN: [&str; 5] = [
+    "initialize",
+    "ping",
+    "logging/setLevel",
+    "resources/subscribe",
+    "resources/unsubscribe",
+];
+
 /// Answers requests against a backend. Cheap to clone.
 #[derive(Clone)]
 pub struct Dispatcher {
@@ -139,6 +150,15 @@ impl Dispatcher {
                 ),
             );
         }
+        if era == RequestEra::Modern && REMOVED_IN_MODERN.contains(&method) {
+            return Message::error(
+                Some(id),
+                code::METHOD_NOT_FOUND,
+                format!(
+                    "Method not found: {method} is not part of protocol version {MODERN_VERSION}"
+                ),
+            );
+        }
         if method == "tools/list" {
             return self.list_tools(id, era).await;
         }
@@ -174,7 +194,10 @@ impl Dispatcher {
                 Err(error) => Err(error),
             },
             "resources/read" => match string_param(params.as_ref(), "uri") {
-                Ok(uri) => self.backend.read_resource(uri).await,
+                Ok(uri) => {
+                    let read = self.backend.read_resource(uri.clone()).await;
+                    read.map_err(|error| modern_not_found(error, &uri, era))
+                }
                 Err(error) => Err(error),
             },
             "resources/subscribe" | "resources/unsubscribe" => {
@@ -511,6 +534,16 @@ fn missing_modern_meta(params: Option<&Value>) -> Option<&'static str> {
     [META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES]
         .into_iter()
         .find(|key| !meta.contains_key(*key))
+}
+
+/// A missing resource is `-32602` with the URI in `data` from 2026-07-28 on (SEP-2164);
+/// earlier versions, and upstreams, may still say `-32002`.
+fn modern_not_found(mut error: RpcError, uri: &str, era: RequestEra) -> RpcError {
+    if era == RequestEra::Modern && error.code == code::RESOURCE_NOT_FOUND {
+        error.code = code::INVALID_PARAMS;
+        error.data = Some(json!({"uri": uri}));
+    }
+    error
 }
 
 /// The client's progress token of a request, if it asked for progress.

@@ -36,15 +36,13 @@ use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-use super::dispatch::{Dispatcher, Notifier, RequestEra, progress_notification, progress_token};
+use super::dispatch::{Dispatcher, Notifier, progress_notification, progress_token};
+use super::envelope;
 use super::relay::Relay;
 use super::subscriptions::ResourceSubscriptions;
-use crate::era::MODERN_VERSION;
 use crate::jsonrpc::{Message, RequestId, code};
-use crate::routing_headers;
 
 const SESSION_HEADER: &str = "mcp-session-id";
-const VERSION_HEADER: &str = "mcp-protocol-version";
 
 /// Options of the HTTP front.
 #[derive(Debug, Clone)]
@@ -368,14 +366,15 @@ async fn post_as(
         Message::PreparedResponse { .. } => return StatusCode::ACCEPTED.into_response(),
     };
     // `server/discover` is how a modern client starts, so it never needs a session.
-    let modern = method == "server/discover"
-        || RequestEra::of(params.as_ref()) == RequestEra::Modern
-        || header_str(&headers, VERSION_HEADER) == Some(MODERN_VERSION);
+    let modern = envelope::is_modern(&headers, &method, params.as_ref());
     let mut new_session = None;
     let session = if modern {
-        if let Err(mismatch) = routing_headers::check(&headers, &method, params.as_ref()) {
-            let error = Message::error(Some(id), code::HEADER_MISMATCH, mismatch.to_string());
-            return rpc_response(StatusCode::BAD_REQUEST, &error);
+        if let Err(error) = envelope::check(&headers, &method, params.as_ref()) {
+            let refusal = Message::Error {
+                id: Some(id),
+                error,
+            };
+            return rpc_response(StatusCode::BAD_REQUEST, &refusal);
         }
         None
     } else if method == "initialize" {
@@ -443,7 +442,14 @@ async fn post_as(
         dispatcher = dispatcher.for_tier(Some(tier.to_lowercase()));
     }
     let mut response = if streams {
-        stream_answer(dispatcher, session, id, method, params, token, cancel).await
+        let call = StreamedCall {
+            id,
+            method,
+            params,
+            token,
+            modern,
+        };
+        stream_answer(dispatcher, session, call, cancel).await
     } else {
         {
             // If the client disconnects, this future is dropped and the guard cancels the call.
@@ -455,7 +461,7 @@ async fn post_as(
             let answer = dispatcher.handle(id.clone(), &method, params, ctx).await;
             guard.disarm();
             forget_request(session.as_deref(), &id);
-            rpc_response(StatusCode::OK, &answer)
+            rpc_response(answer_status(modern, &answer), &answer)
         }
     };
     if let Some(session_id) = new_session
@@ -466,26 +472,59 @@ async fn post_as(
     response
 }
 
+/// How long a call's answer may keep its headers waiting for its first message before the
+/// stream opens anyway.
+const SSE_COMMIT_AFTER: Duration = Duration::from_secs(15);
+
 /// What a streamed call sends, in order: notifications and relayed requests, then its answer.
 enum Event {
     Before(String),
-    Answer(String),
+    Answer(String, StatusCode),
 }
 
-/// Answers a call that may send messages before its result: as plain JSON when the result
-/// comes first, else as an SSE stream of those messages and then the result, the headers
-/// waiting for the first message. A call that asked for progress, and a listening
-/// subscription, get their stream at once, so the client holds a stream it can close to
-/// cancel. Dropping the handler or the stream (the client went away) cancels the call.
-async fn stream_answer(
-    dispatcher: Dispatcher,
-    session: Option<Arc<Session>>,
+/// A request answered by [`stream_answer`].
+struct StreamedCall {
     id: RequestId,
     method: String,
     params: Option<Value>,
     token: Option<Value>,
+    modern: bool,
+}
+
+/// The HTTP status of an answer sent as JSON: in the 2026-07-28 era a method the gateway does
+/// not serve is 404 and a client capability the request needed but did not declare is 400;
+/// anything else, errors of the call included, is 200.
+fn answer_status(modern: bool, answer: &Message) -> StatusCode {
+    match answer {
+        Message::Error { error, .. } if modern => match error.code {
+            code::METHOD_NOT_FOUND => StatusCode::NOT_FOUND,
+            code::MISSING_REQUIRED_CLIENT_CAPABILITY => StatusCode::BAD_REQUEST,
+            _ => StatusCode::OK,
+        },
+        _ => StatusCode::OK,
+    }
+}
+
+/// Answers a call that may send messages before its result: as plain JSON when the result
+/// comes first, else as an SSE stream of those messages and then the result. The headers wait
+/// for the first message, or [`SSE_COMMIT_AFTER`] of silence, after which the stream opens and
+/// carries a keep-alive comment at that interval so proxies do not time it out. A call that
+/// asked for progress, and a listening subscription, get their stream at once, so the client
+/// holds a stream it can close to cancel. Dropping the handler or the stream (the client went
+/// away) cancels the call.
+async fn stream_answer(
+    dispatcher: Dispatcher,
+    session: Option<Arc<Session>>,
+    call: StreamedCall,
     cancel: CancellationToken,
 ) -> Response {
+    let StreamedCall {
+        id,
+        method,
+        params,
+        token,
+        modern,
+    } = call;
     let opens_at_once = token.is_some() || method == "subscriptions/listen";
     let (events_tx, mut events) = mpsc::unbounded_channel::<Event>();
     let mut ctx = CallContext {
@@ -511,32 +550,38 @@ async fn stream_answer(
             .handle_streaming(id.clone(), &method, params, ctx, Some(notify))
             .await;
         forget_request(session.as_deref(), &id);
-        let _ = events_tx.send(Event::Answer(answer.to_line()));
+        let status = answer_status(modern, &answer);
+        let _ = events_tx.send(Event::Answer(answer.to_line(), status));
     });
     let guard: DropGuard = cancel.drop_guard();
     let first = if opens_at_once {
         None
     } else {
-        match events.recv().await {
-            Some(Event::Answer(line)) => {
+        match tokio::time::timeout(SSE_COMMIT_AFTER, events.recv()).await {
+            Ok(Some(Event::Answer(line, status))) => {
                 guard.disarm();
-                return (
-                    StatusCode::OK,
-                    [(header::CONTENT_TYPE, "application/json")],
-                    line,
-                )
+                return (status, [(header::CONTENT_TYPE, "application/json")], line)
                     .into_response();
             }
-            Some(Event::Before(line)) => Some(line),
-            None => return StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+            Ok(Some(Event::Before(line))) => Some(line),
+            Ok(None) => return StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+            Err(_silence) => None,
         }
     };
     let opening = futures::stream::iter(first.map(sse_event));
-    let rest = futures::stream::unfold((events, guard), |(mut events, guard)| async move {
-        let line = match events.recv().await? {
-            Event::Before(line) | Event::Answer(line) => line,
+    let keep_alive = tokio::time::interval_at(
+        tokio::time::Instant::now() + SSE_COMMIT_AFTER,
+        SSE_COMMIT_AFTER,
+    );
+    let state = (events, keep_alive, guard);
+    let rest = futures::stream::unfold(state, |(mut events, mut keep_alive, guard)| async move {
+        let chunk = tokio::select! {
+            event = events.recv() => match event? {
+                Event::Before(line) | Event::Answer(line, _) => sse_event(line),
+            },
+            _ = keep_alive.tick() => Ok(Bytes::from_static(b": keep-alive\n\n")),
         };
-        Some((sse_event(line), (events, guard)))
+        Some((chunk, (events, keep_alive, guard)))
     });
     sse_response(Body::from_stream(opening.chain(rest)))
 }

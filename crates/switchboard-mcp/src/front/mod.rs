@@ -3,10 +3,12 @@
 //! [`Backend`] is what the front serves (the Host implements it); [`dispatch`] answers one
 //! JSON-RPC request in either era; [`stdio`] and [`http`] carry requests in and answers out.
 //! Both eras are spoken on the same endpoint: a request is modern when its `_meta` carries
-//! the 2026-07-28 protocol version, legacy otherwise.
+//! the 2026-07-28 protocol version, legacy otherwise; on HTTP a modern request first passes
+//! the [`envelope`] checks.
 
 pub mod backend;
 pub mod dispatch;
+pub mod envelope;
 pub mod http;
 pub mod relay;
 pub mod stdio;
