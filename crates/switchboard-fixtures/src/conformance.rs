@@ -2,11 +2,12 @@
 //! server scenarios call (`test_simple_text`, `test://static-text`, `test_simple_prompt`, …),
 //! so the suite can run against the gateway in pass-through mode in front of it. Written from
 //! the scenarios' expectations; it also asks its client for sampling and elicitation, which
-//! the gateway must relay.
+//! the gateway must relay, and changes its tool list on demand (`test_trigger_tool_change`),
+//! which the gateway must announce.
 
 use std::collections::HashMap;
 use std::io::BufRead;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::mpsc::{Sender, channel};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -25,6 +26,9 @@ struct Peer {
     out: Out,
     pending: Pending,
     next_id: AtomicI64,
+    /// Flipped by each `test_trigger_tool_change`: while set, the tool list holds one more
+    /// tool, so every trigger really changes the list.
+    grown: AtomicBool,
 }
 
 impl Peer {
@@ -84,6 +88,11 @@ fn tools() -> Value {
             &empty
         ),
         tool("test_image_content", "Tests image content response", &empty),
+        tool(
+            "test_trigger_tool_change",
+            "Adds a tool to the list, or removes it again, and announces the change",
+            &empty
+        ),
         tool("test_audio_content", "Tests audio content response", &empty),
         tool(
             "test_embedded_resource",
@@ -143,6 +152,13 @@ fn call_tool(peer: &Peer, params: &Value) -> Result<Value, (i64, String)> {
     let args = params.get("arguments").cloned().unwrap_or(json!({}));
     Ok(match name {
         "test_simple_text" => text("This is a simple text response for testing."),
+        "test_trigger_tool_change" => {
+            peer.grown.fetch_xor(true, Ordering::SeqCst);
+            peer.out
+                .notify("notifications/tools/list_changed", json!({}));
+            text("The tool list changed.")
+        }
+        "test_added_tool" if peer.grown.load(Ordering::SeqCst) => text("Added."),
         "test_image_content" => {
             json!({"content": [{"type": "image", "data": IMAGE, "mimeType": "image/png"}]})
         }
@@ -347,6 +363,7 @@ pub fn serve() -> i32 {
         out: out.clone(),
         pending: pending.clone(),
         next_id: AtomicI64::new(1_000_000),
+        grown: AtomicBool::new(false),
     });
     for line in std::io::stdin().lock().lines() {
         let Ok(line) = line else { return 0 };
@@ -390,7 +407,15 @@ pub fn serve() -> i32 {
                 "completion/complete" => {
                     Ok(json!({"completion": {"values": [], "total": 0, "hasMore": false}}))
                 }
-                "tools/list" => Ok(json!({"tools": tools()})),
+                "tools/list" => {
+                    let mut listed = tools();
+                    if peer.grown.load(Ordering::SeqCst)
+                        && let Value::Array(list) = &mut listed
+                    {
+                        list.push(json!({"name": "test_added_tool", "description": "Added by test_trigger_tool_change", "inputSchema": {"type": "object", "properties": {}}}));
+                    }
+                    Ok(json!({"tools": listed}))
+                }
                 "tools/call" => call_tool(&peer, &params),
                 "resources/list" => Ok(json!({"resources": resources()})),
                 "resources/templates/list" => Ok(

@@ -267,12 +267,14 @@ impl Dispatcher {
         } else {
             json!({})
         };
+        // Subscribe before acknowledging: a client may change the list as soon as it reads
+        // the acknowledgement, and that change must not slip in between.
+        let mut version = self.backend.listing_version(&self.caller());
+        version.mark_unchanged();
         notify(Message::notification(
             "notifications/subscriptions/acknowledged",
             json!({"_meta": meta, "notifications": accepted}),
         ));
-        let mut version = self.backend.listing_version(&self.caller());
-        version.mark_unchanged();
         loop {
             tokio::select! {
                 () = ctx.cancel.cancelled() => break,
