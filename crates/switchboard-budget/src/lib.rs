@@ -43,7 +43,7 @@ pub use health::{HealthConfig, HealthScore, HealthState, HealthTracker, HealthTr
 pub use hedge::{HedgePolicy, Hedged, hedged};
 pub use predict::{MaskingConfig, Prediction};
 pub use probe::minimal_instance;
-pub use retry::{Failure, RetryPolicy, call_with_retries};
+pub use retry::{Failure, RetryPolicy, call_with_bounded_retries, call_with_retries};
 pub use safety::{ProbeVerdict, SafetyOverride, ToolSafety, probe_targets};
 pub use selector::{Selection, SelectorConfig, TierSelector, TurnContext};
 pub use store::{Environment, LatencyStore, StoreError};

@@ -139,7 +139,49 @@ pub struct RetryContext<'a, R> {
 pub async fn call_with_retries<T, E, F, Fut, R>(
     context: RetryContext<'_, R>,
     classify: impl Fn(&E) -> Failure,
+    attempt: F,
+) -> RetryReport<T, E>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, E>>,
+    R: Rng,
+{
+    retry_loop(context, classify, attempt, Cut::AtDeadline).await
+}
+
+/// [`call_with_retries`] for attempts that each end by the deadline on their own (every
+/// attempt carries its own timeout at or before it): they are not wrapped in a second
+/// timer. The result is the same; what is saved is arming one more timer per call, which
+/// on tokio costs a wake-up of the runtime's driver (an `eventfd` write) whenever the timer
+/// is due before its next planned wake-up. A bounded attempt reports its own timeout as an
+/// error, classified like any other.
+pub async fn call_with_bounded_retries<T, E, F, Fut, R>(
+    context: RetryContext<'_, R>,
+    classify: impl Fn(&E) -> Failure,
+    attempt: F,
+) -> RetryReport<T, E>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, E>>,
+    R: Rng,
+{
+    retry_loop(context, classify, attempt, Cut::ByAttempt).await
+}
+
+/// Who ends an attempt that runs past the deadline.
+#[derive(Clone, Copy, PartialEq)]
+enum Cut {
+    /// The retry loop, with a timer of its own.
+    AtDeadline,
+    /// The attempt itself.
+    ByAttempt,
+}
+
+async fn retry_loop<T, E, F, Fut, R>(
+    context: RetryContext<'_, R>,
+    classify: impl Fn(&E) -> Failure,
     mut attempt: F,
+    cut: Cut,
 ) -> RetryReport<T, E>
 where
     F: FnMut() -> Fut,
@@ -158,7 +200,11 @@ where
     let mut attempts = 0;
     loop {
         attempts += 1;
-        let failure_and_error = match tokio::time::timeout_at(deadline, attempt()).await {
+        let answer = match cut {
+            Cut::AtDeadline => tokio::time::timeout_at(deadline, attempt()).await,
+            Cut::ByAttempt => Ok(attempt().await),
+        };
+        let failure_and_error = match answer {
             Ok(Ok(value)) => {
                 return RetryReport {
                     result: Ok(value),

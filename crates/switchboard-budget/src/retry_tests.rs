@@ -218,3 +218,50 @@ async fn a_failing_upstream_gets_at_most_about_ten_percent_extra() {
     assert!(extra <= 101, "{extra} extra calls");
     assert!(extra >= 90, "the budget is used: {extra}");
 }
+
+#[tokio::test(start_paused = true)]
+async fn bounded_attempts_are_not_cut_by_the_loop_and_their_own_timeout_is_retried() {
+    let budget = ExtraRequestBudget::retries();
+    let clock = SystemClock;
+    let start = clock.now();
+    let calls = Cell::new(0u32);
+    let mut rng = StdRng::seed_from_u64(5);
+    let policy = RetryPolicy::default();
+    let context = RetryContext {
+        policy: &policy,
+        idempotent: true,
+        deadline: start + ms(1_000),
+        budget: &budget,
+        rng: &mut rng,
+        clock: &clock,
+    };
+    // The first attempt times out by itself at 100 ms (as an error of its own); the second
+    // runs 50 ms and answers. The loop adds no timer, so nothing else ends either.
+    let report = call_with_bounded_retries(
+        context,
+        |error: &&str| {
+            if *error == "timed out" {
+                Failure::Timeout
+            } else {
+                Failure::Tool
+            }
+        },
+        || {
+            calls.set(calls.get() + 1);
+            let first = calls.get() == 1;
+            async move {
+                if first {
+                    tokio::time::sleep(ms(100)).await;
+                    Err("timed out")
+                } else {
+                    tokio::time::sleep(ms(50)).await;
+                    Ok("sunny")
+                }
+            }
+        },
+    )
+    .await;
+    assert_eq!(report.result.ok(), Some("sunny"));
+    assert_eq!(report.attempts, 2);
+    assert!(clock.now().saturating_duration_since(start) < ms(1_000));
+}

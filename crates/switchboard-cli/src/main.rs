@@ -70,12 +70,20 @@ fn main() -> ExitCode {
     // A stdio gateway serves one client: one thread keeps every handoff of a call (front
     // reader → request task → upstream writer and reader → front writer) on the same thread,
     // with no cross-thread wakeups; blocking work (SQLite, hooks) runs on the blocking pool
-    // either way. HTTP serves many clients at once and gets a thread per core.
-    let single_client = matches!(&cli.command, Command::Serve(args) if args.serves_stdio());
-    let mut builder = if single_client {
-        tokio::runtime::Builder::new_current_thread()
-    } else {
-        tokio::runtime::Builder::new_multi_thread()
+    // either way. An HTTP gateway gets a thread per core, except on two cores or fewer
+    // (`ServeArgs::runtime_threads`), where one thread measured faster.
+    let threads = match &cli.command {
+        Command::Serve(args) => Some(args.runtime_threads()),
+        _ => None,
+    };
+    let mut builder = match threads {
+        Some(1) => tokio::runtime::Builder::new_current_thread(),
+        Some(threads) => {
+            let mut builder = tokio::runtime::Builder::new_multi_thread();
+            builder.worker_threads(threads);
+            builder
+        }
+        None => tokio::runtime::Builder::new_multi_thread(),
     };
     let runtime = match builder.enable_all().build() {
         Ok(runtime) => runtime,

@@ -45,8 +45,30 @@ const GATHER: std::time::Duration = std::time::Duration::from_millis(5);
 const ROTATE_EVERY: usize = 20_000;
 
 enum Message {
-    Entry(Box<LedgerEntry>),
+    Entry(Box<Journaled>),
     Flush(Sender<()>),
+}
+
+/// An entry on its way to the database, with the journal line written for it (without its
+/// newline), which is its canonical text.
+struct Journaled {
+    entry: LedgerEntry,
+    canonical: String,
+}
+
+fn insert_journaled(
+    conn: &mut rusqlite::Connection,
+    rows: &[Journaled],
+) -> Result<usize, LedgerError> {
+    store::insert_canonical(
+        conn,
+        rows.iter().map(|row| {
+            (
+                &row.entry,
+                std::borrow::Cow::Borrowed(row.canonical.as_str()),
+            )
+        }),
+    )
 }
 
 struct Journal {
@@ -213,19 +235,25 @@ impl Ledger {
 
     /// Records one entry: journaled now, inserted by the writer soon.
     pub fn record_entry(&self, entry: LedgerEntry) {
-        let Ok(mut line) = serde_json::to_vec(&entry) else {
+        // The journal line is the entry's canonical text (`LedgerEntry::canonical`), handed
+        // to the writer with the entry so it is serialized once.
+        let Ok(mut line) = serde_json::to_string(&entry) else {
             return;
         };
-        line.push(b'\n');
+        line.push('\n');
         let mut journal = match self.journal.lock() {
             Ok(journal) => journal,
             Err(poisoned) => poisoned.into_inner(),
         };
-        if let Err(error) = journal.file.write_all(&line) {
+        if let Err(error) = journal.file.write_all(line.as_bytes()) {
             tracing::error!("ledger: cannot write the journal: {error}");
         }
+        line.pop();
         // Sent under the journal lock, so a rotation never drops a journaled entry.
-        let _ = self.sender.send(Message::Entry(Box::new(entry)));
+        let _ = self.sender.send(Message::Entry(Box::new(Journaled {
+            entry,
+            canonical: line,
+        })));
     }
 
     /// Waits until everything recorded so far is in the database.
@@ -246,8 +274,8 @@ fn writer(
     while let Ok(first) = receiver.recv() {
         let mut batch = Vec::new();
         let mut flushes = Vec::new();
-        let mut take = |message: Message, batch: &mut Vec<LedgerEntry>| match message {
-            Message::Entry(entry) => batch.push(*entry),
+        let mut take = |message: Message, batch: &mut Vec<Journaled>| match message {
+            Message::Entry(row) => batch.push(*row),
             Message::Flush(done) => flushes.push(done),
         };
         let flushing = matches!(first, Message::Flush(_));
@@ -261,7 +289,7 @@ fn writer(
                 Err(_) => break,
             }
         }
-        match store::insert(&mut conn, &batch) {
+        match insert_journaled(&mut conn, &batch) {
             Ok(inserted) => since_rotation += inserted,
             Err(error) => tracing::error!("{error}; the rows stay in the journal"),
         }
@@ -288,11 +316,11 @@ fn rotate(
     let mut rest = Vec::new();
     while let Ok(message) = receiver.try_recv() {
         match message {
-            Message::Entry(entry) => rest.push(*entry),
+            Message::Entry(row) => rest.push(*row),
             Message::Flush(done) => flushes.push(done),
         }
     }
-    if store::insert(conn, &rest).is_ok() {
+    if insert_journaled(conn, &rest).is_ok() {
         let emptied = journal.file.set_len(0).and_then(|()| journal.file.rewind());
         if let Err(error) = emptied {
             tracing::warn!("ledger: cannot empty {}: {error}", journal.path.display());

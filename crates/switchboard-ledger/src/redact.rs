@@ -43,8 +43,13 @@ const SECRET_PREFIXES: [&str; 12] = [
 ];
 
 fn secret_name(name: &str) -> bool {
-    let lower = name.to_ascii_lowercase();
-    SECRET_NAMES.iter().any(|part| lower.contains(part))
+    // Case-insensitive `contains` without a lowercased copy of every key (the parts are
+    // lowercase ASCII).
+    let name = name.as_bytes();
+    SECRET_NAMES.iter().any(|part| {
+        name.windows(part.len())
+            .any(|window| window.eq_ignore_ascii_case(part.as_bytes()))
+    })
 }
 
 /// Whether a string value looks like a credential.
@@ -69,19 +74,21 @@ pub fn looks_secret(text: &str) -> bool {
     token_chars && text.len() >= 32 && digits >= 4 && letters >= 4
 }
 
+fn redact_map(map: &Map<String, Value>) -> Map<String, Value> {
+    map.iter()
+        .map(|(key, inner)| {
+            if secret_name(key) && !inner.is_object() && !inner.is_array() {
+                (key.clone(), Value::String(REDACTED.to_owned()))
+            } else {
+                (key.clone(), redact_value(inner))
+            }
+        })
+        .collect()
+}
+
 fn redact_value(value: &Value) -> Value {
     match value {
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .map(|(key, inner)| {
-                    if secret_name(key) && !inner.is_object() && !inner.is_array() {
-                        (key.clone(), Value::String(REDACTED.to_owned()))
-                    } else {
-                        (key.clone(), redact_value(inner))
-                    }
-                })
-                .collect(),
-        ),
+        Value::Object(map) => Value::Object(redact_map(map)),
         Value::Array(items) => Value::Array(items.iter().map(redact_value).collect()),
         Value::String(text) if looks_secret(text) => Value::String(REDACTED.to_owned()),
         other => other.clone(),
@@ -90,7 +97,8 @@ fn redact_value(value: &Value) -> Value {
 
 /// The arguments with secrets replaced.
 pub fn redact(arguments: &Map<String, Value>) -> Value {
-    redact_value(&Value::Object(arguments.clone()))
+    // Walked in place: the arguments are copied once, into the redacted value.
+    Value::Object(redact_map(arguments))
 }
 
 /// SHA-256 of the arguments' JSON (keys in their given order).

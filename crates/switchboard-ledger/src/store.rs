@@ -2,6 +2,7 @@
 //! `mcp_servers`, in WAL mode; versioned schema; verification of the chain; queries;
 //! retention that keeps the chain verifiable through an anchor.
 
+use std::borrow::Cow;
 use std::path::Path;
 
 use rusqlite::{Connection, OptionalExtension, params};
@@ -108,12 +109,11 @@ fn set_up(path: &Path) -> Result<Connection, rusqlite::Error> {
 }
 
 fn last_hash(conn: &Connection) -> Result<String, LedgerError> {
+    // Cached: the writer reads the chain's tip once per batch.
     let last: Option<String> = conn
-        .query_row(
-            "SELECT row_hash FROM mcp_tool_invocations ORDER BY id DESC LIMIT 1",
-            [],
-            |row| row.get(0),
-        )
+        .prepare_cached("SELECT row_hash FROM mcp_tool_invocations ORDER BY id DESC LIMIT 1")
+        .map_err(sql)?
+        .query_row([], |row| row.get(0))
         .optional()
         .map_err(sql)?;
     match last {
@@ -139,6 +139,21 @@ fn anchor(conn: &Connection) -> Result<String, LedgerError> {
 /// a deferred one that read the chain's tip and then tried to write would fail at once,
 /// without waiting, whenever another process had written in between.
 pub fn insert(conn: &mut Connection, entries: &[LedgerEntry]) -> Result<usize, LedgerError> {
+    insert_canonical(
+        conn,
+        entries
+            .iter()
+            .map(|entry| (entry, Cow::Owned(entry.canonical()))),
+    )
+}
+
+/// [`insert`] of entries whose canonical text is already known: the journal line the caller
+/// wrote is exactly `LedgerEntry::canonical`, so the writer hashes and stores that text
+/// instead of serializing every row a second time.
+pub(crate) fn insert_canonical<'a>(
+    conn: &mut Connection,
+    rows: impl IntoIterator<Item = (&'a LedgerEntry, Cow<'a, str>)>,
+) -> Result<usize, LedgerError> {
     let tx = conn
         .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
         .map_err(sql)?;
@@ -156,11 +171,10 @@ pub fn insert(conn: &mut Connection, entries: &[LedgerEntry]) -> Result<usize, L
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
             )
             .map_err(sql)?;
-        for entry in entries {
+        for (entry, canonical) in rows {
             if exists.exists([&entry.call_id]).map_err(sql)? {
                 continue;
             }
-            let canonical = entry.canonical();
             let hash = chain(&prev, &canonical);
             insert
                 .execute(params![
@@ -181,7 +195,7 @@ pub fn insert(conn: &mut Connection, entries: &[LedgerEntry]) -> Result<usize, L
                     entry.approval,
                     entry.result_bytes,
                     entry.cached,
-                    canonical,
+                    canonical.as_ref(),
                     prev,
                     hash,
                 ])

@@ -53,12 +53,32 @@ pub struct ServeArgs {
     /// Seconds in-flight calls may take to finish on shutdown.
     #[arg(long, default_value_t = 5)]
     grace: u64,
+    /// Threads of the async runtime serving HTTP. 1 keeps every handoff of a call on one
+    /// thread. Default: 1 on a machine with at most 2 cores (measured there: lower latency
+    /// and higher throughput than a thread per core, see BENCHMARKS.md), else one per core.
+    /// A stdio gateway always runs on one.
+    #[arg(long, value_name = "N")]
+    threads: Option<std::num::NonZeroUsize>,
 }
 
 impl ServeArgs {
     /// Whether this gateway serves one client over stdio (not HTTP).
     pub fn serves_stdio(&self) -> bool {
         self.http.is_none()
+    }
+
+    /// How many threads the async runtime should have.
+    pub fn runtime_threads(&self) -> usize {
+        if self.serves_stdio() {
+            return 1;
+        }
+        if let Some(threads) = self.threads {
+            return threads.get();
+        }
+        // On two cores the clients, the upstream servers and the ledger's writer share the
+        // gateway's cores: a second runtime thread mostly adds cross-thread wake-ups.
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+        if cores <= 2 { 1 } else { cores }
     }
 }
 

@@ -23,7 +23,7 @@ use rand::SeedableRng;
 use rand::rngs::SmallRng;
 use serde_json::{Map, Value};
 use switchboard_budget::retry::{RetryContext, RetryError};
-use switchboard_budget::{Failure, Sample, call_with_retries, hedged};
+use switchboard_budget::{Failure, Sample, call_with_bounded_retries, hedged};
 use switchboard_core::upstream::{Upstream, UpstreamError};
 use switchboard_core::{CallContext, Progress, ServerId, ToolOutcome};
 use tokio::time::Instant;
@@ -136,14 +136,15 @@ impl<'a> Attempts<'a> {
         let context = RetryContext {
             policy: &budget.retry_policy,
             idempotent: true,
-            // Each attempt ends itself at the deadline (and records it as a timeout); the
-            // retry loop's own cut comes just after, so it never pre-empts that record.
+            // Each attempt (and each hedge) ends itself at `deadline_at` and records it as a
+            // timeout, so the loop arms no timer of its own (`call_with_bounded_retries`);
+            // its deadline, just after, is what backoff pauses are judged against.
             deadline: deadline_at + Duration::from_millis(1),
             budget: &budget.retries,
             rng: &mut rng,
             clock: budget.clock.as_ref(),
         };
-        let report = call_with_retries(context, classify, || {
+        let report = call_with_bounded_retries(context, classify, || {
             self.hedged(arguments.clone(), ctx, plan.hedge_after, deadline_at)
         })
         .await;
