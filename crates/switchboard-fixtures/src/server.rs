@@ -66,6 +66,43 @@ fn answer(out: &Out, id: &Value, result: Result<Value, (i64, String)>) {
     out.send(&message);
 }
 
+/// What is left to do once a call has run: answer it (unless it was cancelled) and count it.
+struct Finish {
+    id: Value,
+    out: Out,
+    running: Arc<Mutex<HashMap<String, Arc<AtomicBool>>>>,
+    answered: Arc<AtomicUsize>,
+    crash_after: Option<usize>,
+}
+
+impl Finish {
+    fn run(self, call: &Call) {
+        let result = call.run();
+        let was_cancelled = call.cancelled.load(Ordering::SeqCst);
+        let id = self.id;
+        if let Ok(mut map) = self.running.lock() {
+            map.remove(&id.to_string());
+        }
+        if was_cancelled {
+            if let Ok(path) = std::env::var("FIXTURE_CANCEL_LOG")
+                && let Ok(mut file) = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+            {
+                let _ = writeln!(file, "cancelled {id}");
+            }
+            return;
+        }
+        answer(&self.out, &id, result);
+        let count = self.answered.fetch_add(1, Ordering::SeqCst) + 1;
+        if self.crash_after.is_some_and(|limit| count >= limit) {
+            eprintln!("switchboard-fixture: crashing after {count} calls, as asked");
+            std::process::exit(4);
+        }
+    }
+}
+
 /// Serves stdin/stdout until stdin closes; returns the exit code.
 pub fn serve(options: Options) -> i32 {
     let out = Out::stdout();
@@ -131,32 +168,21 @@ pub fn serve(options: Options) -> i32 {
                     out: out.clone(),
                     toolset: toolset.clone(),
                 };
-                let (out, running, answered, crash_after) =
-                    (out.clone(), running.clone(), answered.clone(), crash_after);
-                calls.push(std::thread::spawn(move || {
-                    let result = call.run();
-                    let was_cancelled = call.cancelled.load(Ordering::SeqCst);
-                    if let Ok(mut map) = running.lock() {
-                        map.remove(&id.to_string());
-                    }
-                    if was_cancelled {
-                        if let Ok(path) = std::env::var("FIXTURE_CANCEL_LOG")
-                            && let Ok(mut file) = std::fs::OpenOptions::new()
-                                .create(true)
-                                .append(true)
-                                .open(path)
-                        {
-                            let _ = writeln!(file, "cancelled {id}");
-                        }
-                        return;
-                    }
-                    answer(&out, &id, result);
-                    let count = answered.fetch_add(1, Ordering::SeqCst) + 1;
-                    if crash_after.is_some_and(|limit| count >= limit) {
-                        eprintln!("switchboard-fixture: crashing after {count} calls, as asked");
-                        std::process::exit(4);
-                    }
-                }));
+                let finish = Finish {
+                    id,
+                    out: out.clone(),
+                    running: running.clone(),
+                    answered: answered.clone(),
+                    crash_after,
+                };
+                // A call that answers at once is answered on this thread; one that waits
+                // (sleep, progress, latency tools) gets its own, so it can be cancelled and
+                // others can run meanwhile. A thread per call would cost more than the call.
+                if call.is_instant() {
+                    finish.run(&call);
+                } else {
+                    calls.push(std::thread::spawn(move || finish.run(&call)));
+                }
                 continue;
             }
             other => Err((-32601, format!("Method not found: {other}"))),

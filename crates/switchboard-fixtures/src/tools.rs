@@ -151,6 +151,18 @@ fn text(text: impl Into<String>) -> Value {
 }
 
 impl Call {
+    /// Whether the call answers without waiting on anything (no sleep, no progress steps).
+    pub fn is_instant(&self) -> bool {
+        match self.toolset.kind {
+            Kind::Numbered | Kind::Replay => true,
+            Kind::Latency(_) => false,
+            Kind::Echo => matches!(
+                self.params.get("name").and_then(Value::as_str),
+                Some("echo" | "extra_tool" | "add" | "fail" | "pid")
+            ),
+        }
+    }
+
     pub fn run(&self) -> Result<Value, (i64, String)> {
         let name = self
             .params
