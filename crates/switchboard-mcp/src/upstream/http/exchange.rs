@@ -66,7 +66,7 @@ impl Shared {
             Err(error) => return self.fail(id.as_ref(), error.0).await,
         };
         let request = client
-            .post(&self.url)
+            .post(self.endpoint.clone())
             .headers(self.post_headers(&message))
             .body(message.to_line());
         let response = match request.send().await {
@@ -256,7 +256,7 @@ impl Shared {
             headers.insert("last-event-id", last);
         }
         let response = client
-            .get(&self.url)
+            .get(self.endpoint.clone())
             .headers(headers)
             .send()
             .await

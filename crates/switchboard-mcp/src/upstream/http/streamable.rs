@@ -31,7 +31,11 @@ const DELETE_TIMEOUT: Duration = Duration::from_secs(5);
 /// State shared by the transport and its request tasks.
 pub(super) struct Shared {
     pub(super) server: String,
+    /// The endpoint as configured, for messages.
     pub(super) url: String,
+    /// The endpoint parsed once: parsing it for every request (IDNA included) showed up in
+    /// the HTTP → HTTP profile.
+    pub(super) endpoint: reqwest::Url,
     pub(super) headers: HeaderMap,
     pub(super) max_bytes: usize,
     pub(super) inbound: mpsc::Sender<Inbound>,
@@ -54,12 +58,13 @@ pub fn open_streamable_http(
     max_message_bytes: usize,
 ) -> Result<Opened, TransportError> {
     http_client()?;
-    reqwest::Url::parse(url)
+    let endpoint = reqwest::Url::parse(url)
         .map_err(|error| TransportError::new(format!("invalid URL '{url}': {error}")))?;
     let (inbound_tx, inbound) = mpsc::channel(256);
     let shared = Arc::new(Shared {
         server: server.to_owned(),
         url: url.to_owned(),
+        endpoint,
         headers: header_map(headers)?,
         max_bytes: max_message_bytes,
         inbound: inbound_tx,
@@ -226,7 +231,7 @@ impl Transport for StreamableHttp {
                     headers.insert(SESSION_ID, session);
                 }
                 let _ = client
-                    .delete(&shared.url)
+                    .delete(shared.endpoint.clone())
                     .headers(headers)
                     .timeout(DELETE_TIMEOUT)
                     .send()
