@@ -22,6 +22,8 @@ struct Target {
     name: String,
     endpoint: Endpoint,
     samples: Vec<Duration>,
+    /// The server-side processes of the calls (with their children), for CPU per call.
+    servers: Vec<u32>,
 }
 
 /// A measured target.
@@ -31,6 +33,9 @@ pub struct TargetResult {
     pub latency: Percentiles,
     /// p50 minus the direct p50, in µs (absent for direct itself).
     pub added_p50_us: Option<f64>,
+    /// CPU time the server side spent per call (the gateway, its upstream and their children),
+    /// in µs: unlike latency, it hardly moves with the load of the machine.
+    pub server_cpu_us: Option<f64>,
     /// Every sample, in µs, sorted (for the CDF plots).
     #[serde(skip)]
     pub samples_us: Vec<f64>,
@@ -58,6 +63,7 @@ fn measure(
             target.endpoint.call()?;
         }
     }
+    let started: Vec<Duration> = targets.iter().map(|t| cpu::trees(&t.servers)).collect();
     for _ in 0..calls {
         for target in &mut targets {
             let elapsed = target.endpoint.call()?;
@@ -66,9 +72,14 @@ fn measure(
     }
     let mut results: Vec<TargetResult> = targets
         .into_iter()
-        .map(|mut target| {
+        .zip(started)
+        .map(|(mut target, started)| {
             let latency = Percentiles::of(&mut target.samples);
+            let spent = cpu::trees(&target.servers).saturating_sub(started);
+            let server_cpu_us = (!target.servers.is_empty())
+                .then(|| spent.as_secs_f64() * 1e6 / calls.max(1) as f64);
             TargetResult {
+                server_cpu_us,
                 target: target.name,
                 samples_us: target
                     .samples
@@ -92,11 +103,14 @@ fn measure(
     })
 }
 
-fn target(name: &str, endpoint: Endpoint) -> Target {
+/// A target; a stdio endpoint's server side is its own child, an HTTP one's is `servers`.
+fn target(name: &str, endpoint: Endpoint, mut servers: Vec<u32>) -> Target {
+    servers.extend(endpoint.child_pid());
     Target {
         name: name.to_owned(),
         endpoint,
         samples: Vec::new(),
+        servers,
     }
 }
 
@@ -106,13 +120,16 @@ fn direct_stdio(bins: &Binaries) -> anyhow::Result<Target> {
     Ok(target(
         "direct (stdio fixture)",
         Endpoint::stdio(command, "echo")?,
+        Vec::new(),
     ))
 }
 
 /// Starts the peers in front of `upstream`; keeps their processes alive in `keep`.
+/// `upstream_pid` is the HTTP fixture behind them, if any (a stdio one is their child).
 fn peers(
     bins: &Binaries,
     upstream: &PeerUpstream<'_>,
+    upstream_pid: Option<u32>,
     dir: &std::path::Path,
     keep: &mut Vec<Spawned>,
 ) -> anyhow::Result<(Vec<Target>, Vec<String>)> {
@@ -122,8 +139,10 @@ fn peers(
         match targets::peer_http(bins, peer, upstream, dir)? {
             Ok(gateway) => match Endpoint::http(&gateway.url, gateway.tool) {
                 Ok(endpoint) => {
+                    let mut servers = vec![gateway.process.pid()];
+                    servers.extend(upstream_pid);
                     keep.push(gateway.process);
-                    found.push(target(peer.label(), endpoint));
+                    found.push(target(peer.label(), endpoint, servers));
                 }
                 Err(error) => missing.push(format!("{}: {error:#}", peer.label())),
             },
@@ -145,7 +164,11 @@ pub fn latency(bins: &Binaries, calls: usize, with_peers: bool) -> anyhow::Resul
         "stdio → stdio",
         vec![
             direct_stdio(bins)?,
-            target("switchboard", Endpoint::stdio(gateway, "echo__echo")?),
+            target(
+                "switchboard",
+                Endpoint::stdio(gateway, "echo__echo")?,
+                Vec::new(),
+            ),
         ],
         calls,
         Vec::new(),
@@ -154,14 +177,19 @@ pub fn latency(bins: &Binaries, calls: usize, with_peers: bool) -> anyhow::Resul
     // HTTP → stdio
     let (process, url) =
         targets::switchboard_http(bins, dir.path(), &targets::stdio_upstream(bins))?;
+    let gateway_pid = process.pid();
     keep.push(process);
     let mut http_stdio = vec![
         direct_stdio(bins)?,
-        target("switchboard", Endpoint::http(&url, "echo__echo")?),
+        target(
+            "switchboard",
+            Endpoint::http(&url, "echo__echo")?,
+            vec![gateway_pid],
+        ),
     ];
     let mut missing = Vec::new();
     if with_peers {
-        let (found, absent) = peers(bins, &PeerUpstream::Stdio, dir.path(), &mut keep)?;
+        let (found, absent) = peers(bins, &PeerUpstream::Stdio, None, dir.path(), &mut keep)?;
         http_stdio.extend(found);
         missing = absent;
     }
@@ -169,24 +197,31 @@ pub fn latency(bins: &Binaries, calls: usize, with_peers: bool) -> anyhow::Resul
 
     // HTTP → HTTP
     let (fixture, fixture_url) = targets::http_fixture(bins)?;
+    let fixture_pid = fixture.pid();
     keep.push(fixture);
     let (process, url) = targets::switchboard_http(
         bins,
         dir.path(),
         &format!("url = {}", serde_json::json!(fixture_url)),
     )?;
+    let gateway_pid = process.pid();
     keep.push(process);
     let mut http_http = vec![
         target(
             "direct (HTTP fixture)",
             Endpoint::http(&fixture_url, "echo")?,
+            vec![fixture_pid],
         ),
-        target("switchboard", Endpoint::http(&url, "echo__echo")?),
+        target(
+            "switchboard",
+            Endpoint::http(&url, "echo__echo")?,
+            vec![gateway_pid, fixture_pid],
+        ),
     ];
     let mut missing = Vec::new();
     if with_peers {
         let upstream = PeerUpstream::Http(&fixture_url);
-        let (found, absent) = peers(bins, &upstream, dir.path(), &mut keep)?;
+        let (found, absent) = peers(bins, &upstream, Some(fixture_pid), dir.path(), &mut keep)?;
         http_http.extend(found);
         missing = absent;
     }

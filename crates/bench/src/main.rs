@@ -174,6 +174,10 @@ fn compare_rows(comparison: &compare::Comparison) -> report::ScenarioResult {
                 .map(|added| format!("{}: added at p50 {added:+.1} µs", t.target))
         })
         .collect();
+    notes.extend(comparison.targets.iter().filter_map(|t| {
+        t.server_cpu_us
+            .map(|cpu| format!("{}: server-side CPU per call {cpu:.0} µs", t.target))
+    }));
     notes.extend(
         comparison
             .missing

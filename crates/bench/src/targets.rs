@@ -226,6 +226,14 @@ impl Endpoint {
         Ok(Self::Http(client, echo_params(tool)))
     }
 
+    /// The process a stdio endpoint talks to (it and its children are the server side).
+    pub fn child_pid(&self) -> Option<u32> {
+        match self {
+            Self::Stdio(client, _) => Some(client.pid()),
+            Self::Http(..) => None,
+        }
+    }
+
     /// One echo call, timed.
     pub fn call(&mut self) -> anyhow::Result<Duration> {
         let started = Instant::now();
