@@ -76,8 +76,8 @@ fn measure(
         .map(|(mut target, started)| {
             let latency = Percentiles::of(&mut target.samples);
             let spent = cpu::trees(&target.servers).saturating_sub(started);
-            let server_cpu_us = (!target.servers.is_empty())
-                .then(|| spent.as_secs_f64() * 1e6 / calls.max(1) as f64);
+            let server_cpu_us =
+                (!target.servers.is_empty()).then(|| cpu::per_call_us(spent, calls as u64));
             TargetResult {
                 server_cpu_us,
                 target: target.name,
@@ -292,9 +292,8 @@ pub struct CpuPerCall {
 }
 
 fn cpu_per_call(target: &str, calls: u64, client: Duration, server: Duration) -> CpuPerCall {
-    let calls = calls.max(1) as f64;
-    let client_us = client.as_secs_f64() * 1e6 / calls;
-    let server_us = server.as_secs_f64() * 1e6 / calls;
+    let client_us = cpu::per_call_us(client, calls);
+    let server_us = cpu::per_call_us(server, calls);
     let cores = std::thread::available_parallelism().map_or(1, usize::from) as f64;
     CpuPerCall {
         target: target.to_owned(),

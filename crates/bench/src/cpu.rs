@@ -67,6 +67,11 @@ pub fn own() -> Duration {
     ticks_to_duration(process_ticks(std::process::id()).unwrap_or(0))
 }
 
+/// `spent` over `calls`, in µs.
+pub fn per_call_us(spent: Duration, calls: u64) -> f64 {
+    spent.as_secs_f64() * 1e6 / calls.max(1) as f64
+}
+
 fn ticks_to_duration(ticks: u64) -> Duration {
     Duration::from_millis(ticks * 1000 / TICKS_PER_SECOND)
 }

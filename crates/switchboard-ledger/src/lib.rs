@@ -235,11 +235,12 @@ impl Ledger {
 
     /// Records one entry: journaled now, inserted by the writer soon.
     pub fn record_entry(&self, entry: LedgerEntry) {
-        // The journal line is the entry's canonical text (`LedgerEntry::canonical`), handed
-        // to the writer with the entry so it is serialized once.
-        let Ok(mut line) = serde_json::to_string(&entry) else {
+        // The journal line is the entry's canonical text, handed to the writer with the
+        // entry so it is serialized once.
+        let mut line = entry.canonical();
+        if line.is_empty() {
             return;
-        };
+        }
         line.push('\n');
         let mut journal = match self.journal.lock() {
             Ok(journal) => journal,

@@ -17,6 +17,18 @@ pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabi
 pub const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
 pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 
+/// The HTTP header that carries the protocol version (after `initialize` in the legacy era,
+/// on every request in the modern one).
+pub const VERSION_HEADER: &str = "mcp-protocol-version";
+
+/// The `_meta` keys every modern request must carry that `meta` lacks, in order.
+pub fn missing_envelope_keys(meta: &Map<String, Value>) -> Vec<&'static str> {
+    [META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES]
+        .into_iter()
+        .filter(|key| !meta.contains_key(*key))
+        .collect()
+}
+
 /// Which era a connection speaks, and at which version.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Era {

@@ -84,6 +84,17 @@ impl Server {
     }
 }
 
+/// The session an `initialize` answer opened.
+fn session_id(response: &reqwest::Response) -> String {
+    response
+        .headers()
+        .get("mcp-session-id")
+        .expect("session id")
+        .to_str()
+        .expect("ascii")
+        .to_owned()
+}
+
 /// The JSON messages of an SSE body.
 fn sse_events(text: &str) -> Vec<Value> {
     text.lines()
@@ -103,13 +114,7 @@ async fn legacy_sessions() {
     let server = start().await;
     let init = server.post(INIT).send().await.expect("initialize");
     assert_eq!(init.status(), 200);
-    let session = init
-        .headers()
-        .get("mcp-session-id")
-        .expect("session id")
-        .to_str()
-        .expect("ascii")
-        .to_owned();
+    let session = session_id(&init);
     let body: Value = init.json().await.expect("json");
     assert_eq!(body["result"]["protocolVersion"], "2025-11-25");
 
@@ -351,13 +356,7 @@ async fn progress_streams_and_closing_the_stream_cancels() {
 async fn a_session_call_whose_result_comes_first_is_answered_as_plain_json() {
     let server = start().await;
     let init = server.post(INIT).send().await.expect("initialize");
-    let session = init
-        .headers()
-        .get("mcp-session-id")
-        .expect("session id")
-        .to_str()
-        .expect("ascii")
-        .to_owned();
+    let session = session_id(&init);
     let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}"#;
     let response = server
         .post(call)

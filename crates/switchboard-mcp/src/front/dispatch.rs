@@ -16,7 +16,7 @@ use switchboard_core::{CallContext, Caller, ModernRequest, ToolCall, ToolOutcome
 use super::backend::Backend;
 use crate::era::{
     LATEST_LEGACY_VERSION, LEGACY_VERSIONS, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION,
-    META_SERVER_INFO, MODERN_VERSION,
+    META_SERVER_INFO, MODERN_VERSION, missing_envelope_keys,
 };
 use crate::jsonrpc::{Message, RequestId, RpcError, code, params_meta};
 
@@ -532,10 +532,7 @@ fn string_param(params: Option<&Value>, key: &str) -> Result<String, RpcError> {
 }
 
 fn missing_modern_meta(params: Option<&Value>) -> Option<&'static str> {
-    let meta = params_meta(params)?;
-    [META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES]
-        .into_iter()
-        .find(|key| !meta.contains_key(*key))
+    missing_envelope_keys(params_meta(params)?).first().copied()
 }
 
 /// A missing resource is `-32602` with the URI in `data` from 2026-07-28 on (SEP-2164);

@@ -17,25 +17,24 @@ use serde_json::{Value, json};
 
 use crate::era::{
     LEGACY_VERSIONS, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, MODERN_VERSION,
+    VERSION_HEADER, missing_envelope_keys,
 };
-use crate::jsonrpc::{RpcError, code};
+use crate::jsonrpc::{RpcError, code, params_meta};
 use crate::routing_headers;
-
-pub const VERSION_HEADER: &str = "mcp-protocol-version";
 
 /// Whether a request speaks the stateless 2026-07-28 era: `server/discover`, a body whose
 /// `_meta` names a protocol version, or an `MCP-Protocol-Version` header that is not one of
 /// the handshake era's.
 pub fn is_modern(headers: &HeaderMap, method: &str, params: Option<&Value>) -> bool {
     method == "server/discover"
-        || meta(params).is_some_and(|meta| meta.contains_key(META_PROTOCOL_VERSION))
+        || params_meta(params).is_some_and(|meta| meta.contains_key(META_PROTOCOL_VERSION))
         || header(headers, VERSION_HEADER)
             .is_some_and(|version| !LEGACY_VERSIONS.contains(&version))
 }
 
 /// The first check a modern request fails, if any.
 pub fn check(headers: &HeaderMap, method: &str, params: Option<&Value>) -> Result<(), RpcError> {
-    let Some(meta) = meta(params) else {
+    let Some(meta) = params_meta(params) else {
         return Err(RpcError::new(
             code::INVALID_PARAMS,
             format!(
@@ -44,10 +43,7 @@ pub fn check(headers: &HeaderMap, method: &str, params: Option<&Value>) -> Resul
             ),
         ));
     };
-    let missing: Vec<&str> = [META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES]
-        .into_iter()
-        .filter(|key| !meta.contains_key(*key))
-        .collect();
+    let missing = missing_envelope_keys(meta);
     if !missing.is_empty() {
         return Err(RpcError::new(
             code::INVALID_PARAMS,
@@ -86,10 +82,6 @@ pub fn check(headers: &HeaderMap, method: &str, params: Option<&Value>) -> Resul
         });
     }
     Ok(())
-}
-
-fn meta(params: Option<&Value>) -> Option<&serde_json::Map<String, Value>> {
-    params?.get("_meta")?.as_object()
 }
 
 fn header<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {

@@ -1,13 +1,13 @@
-//! The MCP headers of a Streamable HTTP request: `MCP-Protocol-Version`, `Mcp-Session-Id`,
-//! and the 2026-07-28 routing headers `Mcp-Method` / `Mcp-Name` (SEP-2243; their values and
-//! encoding are [`crate::routing_headers`]).
+//! The MCP headers of a Streamable HTTP request that the upstream client adds besides
+//! `MCP-Protocol-Version` ([`crate::era::VERSION_HEADER`]): `Mcp-Session-Id`, and the
+//! 2026-07-28 routing headers `Mcp-Method` / `Mcp-Name` (SEP-2243; their values and encoding
+//! are [`crate::routing_headers`]).
 
 use reqwest::header::{HeaderMap, HeaderValue};
 
 use crate::jsonrpc::Message;
 use crate::routing_headers::{METHOD, NAME, encode_value, name_of};
 
-pub const PROTOCOL_VERSION: &str = "mcp-protocol-version";
 pub const SESSION_ID: &str = "mcp-session-id";
 /// Adds `Mcp-Method` (and `Mcp-Name` where the method names a tool, prompt or resource).
 pub fn add_routing_headers(headers: &mut HeaderMap, message: &Message) {

@@ -19,9 +19,9 @@ use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
-use super::headers::{PROTOCOL_VERSION, SESSION_ID, add_routing_headers};
+use super::headers::{SESSION_ID, add_routing_headers};
 use super::{header_map, http_client};
-use crate::era::MODERN_VERSION;
+use crate::era::{MODERN_VERSION, VERSION_HEADER};
 use crate::jsonrpc::{Message, RequestId};
 use crate::upstream::transport::{Inbound, Opened, Transport, TransportError};
 
@@ -96,7 +96,7 @@ impl Shared {
     pub(super) fn base_headers(&self) -> HeaderMap {
         let mut headers = self.headers.clone();
         if let Some(version) = self.version().and_then(|v| HeaderValue::from_str(&v).ok()) {
-            headers.insert(PROTOCOL_VERSION, version);
+            headers.insert(VERSION_HEADER, version);
         }
         if let Some(session) = self.session().and_then(|s| HeaderValue::from_str(&s).ok()) {
             headers.insert(SESSION_ID, session);
@@ -116,7 +116,7 @@ impl Shared {
         let probe =
             matches!(message, Message::Request { method, .. } if method == "server/discover");
         if probe && self.version().is_none() {
-            headers.insert(PROTOCOL_VERSION, HeaderValue::from_static(MODERN_VERSION));
+            headers.insert(VERSION_HEADER, HeaderValue::from_static(MODERN_VERSION));
         }
         if self.modern() || probe {
             add_routing_headers(&mut headers, message);

@@ -3,17 +3,14 @@
 //! * Legacy (≤ 2025-11-25): `initialize` opens a session (`Mcp-Session-Id`); later requests
 //!   must name it (400 without, 404 for an unknown one); GET opens the session's notification
 //!   stream; DELETE ends it; `notifications/cancelled` cancels a call of the session.
-//! * Modern (2026-07-28): stateless; each request carries its version in `_meta` and the
-//!   routing headers `Mcp-Method` (and `Mcp-Name` for a tool, prompt or resource), which must
-//!   match the body (400 with `HeaderMismatch` otherwise; [`crate::routing_headers`]). Closing
-//!   the response stream cancels the call.
+//! * Modern (2026-07-28): stateless; each request first passes the envelope checks
+//!   ([`super::envelope`]: `_meta`, the version and routing headers, the version itself), each
+//!   refusal a 400. Closing the response stream cancels the call.
 //!
 //! Every request first passes the DNS-rebinding guard: an `Origin` or `Host` that is not
-//! allowed gets 403. Bodies over the message limit get 413. A call that asked for progress is
-//! answered with an SSE stream (progress notifications, then the result). A session's call
-//! that may send something before its result (a relayed request, a log message) is answered
-//! as an SSE stream once it does, and as plain JSON when its result comes first, which costs
-//! the client and the gateway less per call. Others are answered with JSON.
+//! allowed gets 403. Bodies over the message limit get 413. How a call's answer goes back —
+//! plain JSON, or an SSE stream when progress or a relayed message comes first — is
+//! the `answer` module.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -31,12 +28,14 @@ use axum::serve::ListenerExt;
 use futures::StreamExt;
 use rand::Rng;
 use serde_json::Value;
-use switchboard_core::{CallContext, ProgressSink};
+use switchboard_core::CallContext;
 use tokio::net::TcpListener;
-use tokio::sync::mpsc;
-use tokio_util::sync::{CancellationToken, DropGuard};
+use tokio_util::sync::CancellationToken;
 
-use super::dispatch::{Dispatcher, Notifier, progress_notification, progress_token};
+mod answer;
+
+use self::answer::{StreamedCall, answer_status, sse_response, stream_answer};
+use super::dispatch::{Dispatcher, progress_token};
 use super::envelope;
 use super::relay::Relay;
 use super::subscriptions::ResourceSubscriptions;
@@ -470,132 +469,6 @@ async fn post_as(
         response.headers_mut().insert(SESSION_HEADER, value);
     }
     response
-}
-
-/// How long a call's answer may keep its headers waiting for its first message before the
-/// stream opens anyway.
-const SSE_COMMIT_AFTER: Duration = Duration::from_secs(15);
-
-/// What a streamed call sends, in order: notifications and relayed requests, then its answer.
-enum Event {
-    Before(String),
-    Answer(String, StatusCode),
-}
-
-/// A request answered by [`stream_answer`].
-struct StreamedCall {
-    id: RequestId,
-    method: String,
-    params: Option<Value>,
-    token: Option<Value>,
-    modern: bool,
-}
-
-/// The HTTP status of an answer sent as JSON: in the 2026-07-28 era a method the gateway does
-/// not serve is 404 and a client capability the request needed but did not declare is 400;
-/// anything else, errors of the call included, is 200.
-fn answer_status(modern: bool, answer: &Message) -> StatusCode {
-    match answer {
-        Message::Error { error, .. } if modern => match error.code {
-            code::METHOD_NOT_FOUND => StatusCode::NOT_FOUND,
-            code::MISSING_REQUIRED_CLIENT_CAPABILITY => StatusCode::BAD_REQUEST,
-            _ => StatusCode::OK,
-        },
-        _ => StatusCode::OK,
-    }
-}
-
-/// Answers a call that may send messages before its result: as plain JSON when the result
-/// comes first, else as an SSE stream of those messages and then the result. The headers wait
-/// for the first message, or [`SSE_COMMIT_AFTER`] of silence, after which the stream opens and
-/// carries a keep-alive comment at that interval so proxies do not time it out. A call that
-/// asked for progress, and a listening subscription, get their stream at once, so the client
-/// holds a stream it can close to cancel. Dropping the handler or the stream (the client went
-/// away) cancels the call.
-async fn stream_answer(
-    dispatcher: Dispatcher,
-    session: Option<Arc<Session>>,
-    call: StreamedCall,
-    cancel: CancellationToken,
-) -> Response {
-    let StreamedCall {
-        id,
-        method,
-        params,
-        token,
-        modern,
-    } = call;
-    let opens_at_once = token.is_some() || method == "subscriptions/listen";
-    let (events_tx, mut events) = mpsc::unbounded_channel::<Event>();
-    let mut ctx = CallContext {
-        cancel: cancel.clone(),
-        ..CallContext::default()
-    };
-    if let Some(token) = token {
-        let progress_out = events_tx.clone();
-        ctx.progress = Some(ProgressSink::new(move |progress| {
-            let line = progress_notification(&token, &progress).to_line();
-            let _ = progress_out.send(Event::Before(line));
-        }));
-    }
-    let notify_out = events_tx.clone();
-    let notify: Notifier = Arc::new(move |message: Message| {
-        let _ = notify_out.send(Event::Before(message.to_line()));
-    });
-    if let Some(session) = &session {
-        ctx.caller = Some(session.relay.caller(notify.clone()));
-    }
-    tokio::spawn(async move {
-        let answer = dispatcher
-            .handle_streaming(id.clone(), &method, params, ctx, Some(notify))
-            .await;
-        forget_request(session.as_deref(), &id);
-        let status = answer_status(modern, &answer);
-        let _ = events_tx.send(Event::Answer(answer.to_line(), status));
-    });
-    let guard: DropGuard = cancel.drop_guard();
-    let first = if opens_at_once {
-        None
-    } else {
-        match tokio::time::timeout(SSE_COMMIT_AFTER, events.recv()).await {
-            Ok(Some(Event::Answer(line, status))) => {
-                guard.disarm();
-                return (status, [(header::CONTENT_TYPE, "application/json")], line)
-                    .into_response();
-            }
-            Ok(Some(Event::Before(line))) => Some(line),
-            Ok(None) => return StatusCode::INTERNAL_SERVER_ERROR.into_response(),
-            Err(_silence) => None,
-        }
-    };
-    let opening = futures::stream::iter(first.map(sse_event));
-    let keep_alive = tokio::time::interval_at(
-        tokio::time::Instant::now() + SSE_COMMIT_AFTER,
-        SSE_COMMIT_AFTER,
-    );
-    let state = (events, keep_alive, guard);
-    let rest = futures::stream::unfold(state, |(mut events, mut keep_alive, guard)| async move {
-        let chunk = tokio::select! {
-            event = events.recv() => match event? {
-                Event::Before(line) | Event::Answer(line, _) => sse_event(line),
-            },
-            _ = keep_alive.tick() => Ok(Bytes::from_static(b": keep-alive\n\n")),
-        };
-        Some((chunk, (events, keep_alive, guard)))
-    });
-    sse_response(Body::from_stream(opening.chain(rest)))
-}
-
-fn sse_event(line: String) -> Result<Bytes, Infallible> {
-    Ok(Bytes::from(format!("event: message\ndata: {line}\n\n")))
-}
-
-fn sse_response(body: Body) -> Response {
-    Response::builder()
-        .header(header::CONTENT_TYPE, "text/event-stream")
-        .header(header::CACHE_CONTROL, "no-cache")
-        .body(body)
-        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
 }
 
 fn find_session(state: &HttpState, id: &str) -> Option<Arc<Session>> {
