@@ -89,6 +89,23 @@ fn builtin_default_lists_and_calls_the_clock() {
 }
 
 #[test]
+fn serve_refuses_a_busy_poll_window_it_cannot_use() {
+    for (value, expected) in [("1s", "at most 10ms"), ("soon", "100us")] {
+        let output = Command::new(switchboard())
+            .args(["serve", "--busy-poll", value])
+            .stdin(Stdio::null())
+            .output()
+            .expect("run");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        assert!(
+            stderr.contains("--busy-poll") && stderr.contains(expected),
+            "{value}: {stderr}"
+        );
+    }
+}
+
+#[test]
 fn config_check_reports_every_problem_with_its_place() {
     let dir = tempfile::tempdir().expect("tempdir");
     let good = write_config(dir.path(), "[servers.clock]\nbuiltin = \"clock\"\n");

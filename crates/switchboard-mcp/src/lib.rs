@@ -11,6 +11,7 @@
 // boxing them would only obscure the types.
 #![allow(clippy::result_large_err)]
 
+pub mod busy_poll;
 pub mod era;
 pub mod front;
 pub mod jsonrpc;

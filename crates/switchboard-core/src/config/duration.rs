@@ -1,13 +1,12 @@
-//! Durations as operators write them: `"500ms"`, `"30s"`, `"2m"`, `"1h"`, `"1.5s"`, or an
-//! integer number of milliseconds.
+//! Durations as operators write them: `"100us"`, `"500ms"`, `"30s"`, `"2m"`, `"1h"`, `"1.5s"`,
+//! or an integer number of milliseconds.
 
 use std::time::Duration;
 
 /// The hint shown with a duration that does not parse.
-pub const DURATION_HINT: &str =
-    "write e.g. \"500ms\", \"30s\", \"2m\", \"1h\", or an integer number of milliseconds";
+pub const DURATION_HINT: &str = "write e.g. \"100us\", \"500ms\", \"30s\", \"2m\", \"1h\", or an integer number of milliseconds";
 
-/// Parses `"500ms"`, `"30s"`, `"2m"`/`"2min"`, `"1h"`, `"1.5s"` (spaces around the unit allowed).
+/// Parses `"100us"` (or `"100µs"`), `"500ms"`, `"30s"`, `"2m"`/`"2min"`, `"1h"`, `"1.5s"` (spaces around the unit allowed).
 pub fn parse_duration(text: &str) -> Option<Duration> {
     let text = text.trim();
     let split = text.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
@@ -17,6 +16,7 @@ pub fn parse_duration(text: &str) -> Option<Duration> {
     }
     let number: f64 = number.parse().ok()?;
     let seconds = match unit.trim() {
+        "us" | "µs" => number / 1_000_000.0,
         "ms" => number / 1000.0,
         "s" | "sec" => number,
         "m" | "min" => number * 60.0,
@@ -34,6 +34,9 @@ mod tests {
     fn parses_what_operators_write() {
         let cases = [
             ("500ms", Some(Duration::from_millis(500))),
+            ("100us", Some(Duration::from_micros(100))),
+            ("2.5 µs", Some(Duration::from_nanos(2500))),
+            ("0us", Some(Duration::ZERO)),
             ("30s", Some(Duration::from_secs(30))),
             (" 30 s ", Some(Duration::from_secs(30))),
             ("1.5s", Some(Duration::from_millis(1500))),

@@ -38,12 +38,12 @@ use std::path::Path;
 
 pub use agents::is_token_hash;
 pub use builtin::BUILTINS;
-pub use duration::parse_duration;
+pub use duration::{DURATION_HINT, parse_duration};
 pub use locate::{Located, LookupStep, locate};
 pub use model::{
     AgentConfig, ApprovalMode, BuiltinSettings, Config, CostConfig, EraPreference, Exposure,
-    GatewayConfig, HookConfig, HookEvent, LatencyConfig, LimitsConfig, QuotaConfig, RootConfig,
-    ServerConfig, ToolOverrideConfig, Transport,
+    GatewayConfig, HookConfig, HookEvent, LatencyConfig, LimitsConfig, MAX_BUSY_POLL, QuotaConfig,
+    RootConfig, ServerConfig, ToolOverrideConfig, Transport,
 };
 pub use problem::{ConfigErrors, Origin, Problem};
 pub use schema::native_schema;

@@ -123,6 +123,13 @@ impl Config {
     }
 }
 
+/// The default `gateway.busy_poll`: long enough to catch a quick upstream's answer and a
+/// client's next request on a 2-core VM (BENCHMARKS.md), short enough to cost little CPU.
+pub const DEFAULT_BUSY_POLL: Duration = Duration::from_micros(100);
+
+/// The largest `gateway.busy_poll` accepted: past this it is a spinning core, not a window.
+pub const MAX_BUSY_POLL: Duration = Duration::from_millis(10);
+
 /// `[gateway]`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GatewayConfig {
@@ -138,6 +145,9 @@ pub struct GatewayConfig {
     pub discover_timeout: Duration,
     /// Largest JSON-RPC message accepted from a client or a server.
     pub max_message_bytes: usize,
+    /// How long the gateway keeps polling for the next event after a request starts or is
+    /// answered, instead of sleeping (zero: never).
+    pub busy_poll: Duration,
     /// How tools are listed to callers whose agent does not choose.
     pub exposure: Exposure,
     /// Limits on every call together.
@@ -167,6 +177,7 @@ impl Default for GatewayConfig {
             connect_timeout: Duration::from_secs(30),
             discover_timeout: Duration::from_secs(2),
             max_message_bytes: 16 * 1024 * 1024,
+            busy_poll: DEFAULT_BUSY_POLL,
             exposure: Exposure::Full,
             limits: LimitsConfig::default(),
             approval: ApprovalMode::Never,

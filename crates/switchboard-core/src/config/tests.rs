@@ -71,6 +71,7 @@ call_timeout = "10s"
 connect_timeout = 1500
 discover_timeout = "250ms"
 max_message_bytes = 1048576
+busy_poll = "50us"
 
 [servers.fs]
 command = "npx"
@@ -108,6 +109,7 @@ old = "files.read"
     assert_eq!(gateway.connect_timeout, Duration::from_millis(1500));
     assert_eq!(gateway.discover_timeout, Duration::from_millis(250));
     assert_eq!(gateway.max_message_bytes, 1 << 20);
+    assert_eq!(gateway.busy_poll, Duration::from_micros(50));
     let ids: Vec<&str> = config.servers.iter().map(|s| s.id.as_str()).collect();
     assert_eq!(ids, ["fs", "remote", "clock"], "file order, not sorted");
     let fs = &config.servers[0];
@@ -356,6 +358,7 @@ fn default_config_runs_every_builtin() {
     assert_eq!(config.gateway.connect_timeout, Duration::from_secs(30));
     assert_eq!(config.gateway.discover_timeout, Duration::from_secs(2));
     assert_eq!(config.gateway.max_message_bytes, 16 * 1024 * 1024);
+    assert_eq!(config.gateway.busy_poll, Duration::from_micros(100));
     let ids: Vec<(&str, &Transport)> = config
         .servers
         .iter()

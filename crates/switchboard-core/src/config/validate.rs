@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::duration::{DURATION_HINT, parse_duration};
-use super::model::{Config, GatewayConfig};
+use super::model::{Config, GatewayConfig, MAX_BUSY_POLL};
 use super::problem::{ConfigErrors, Origin, Problem};
 use super::substitute::{Environment, substitute};
 use super::suggest;
@@ -28,7 +28,7 @@ pub(super) const ROOT_KEYS: [&str; 9] = [
     "agents",
     "capabilities",
 ];
-pub(super) const GATEWAY_KEYS: [&str; 15] = [
+pub(super) const GATEWAY_KEYS: [&str; 16] = [
     "ledger",
     "ledger_retention_days",
     "ledger_max_rows",
@@ -44,6 +44,7 @@ pub(super) const GATEWAY_KEYS: [&str; 15] = [
     "connect_timeout",
     "discover_timeout",
     "max_message_bytes",
+    "busy_poll",
 ];
 /// The smallest `max_message_bytes` accepted (an `initialize` response must fit).
 const MIN_MESSAGE_BYTES: i64 = 1024;
@@ -318,6 +319,18 @@ impl Walk<'_> {
                         .duration(value, &what)
                         .unwrap_or(gateway.discover_timeout);
                 }
+                "busy_poll" => match self.duration(value, &what) {
+                    Some(window) if window <= MAX_BUSY_POLL => gateway.busy_poll = window,
+                    Some(_) => self.problem(
+                        value.pos,
+                        format!("{what} must be at most {}ms", MAX_BUSY_POLL.as_millis()),
+                        Some(
+                            "a window of 50us to 200us catches quick answers; \"0\" turns polling off"
+                                .to_owned(),
+                        ),
+                    ),
+                    None => {}
+                },
                 "max_message_bytes" => match value.value {
                     Value::Integer(n) if n >= MIN_MESSAGE_BYTES => {
                         gateway.max_message_bytes = usize::try_from(n).unwrap_or(usize::MAX);

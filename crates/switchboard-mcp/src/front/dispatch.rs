@@ -14,6 +14,7 @@ use switchboard_core::pipeline::CallError;
 use switchboard_core::{CallContext, Caller, ModernRequest, ToolCall, ToolOutcome};
 
 use super::backend::Backend;
+use crate::busy_poll::BusyPoll;
 use crate::era::{
     LATEST_LEGACY_VERSION, LEGACY_VERSIONS, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION,
     META_SERVER_INFO, MODERN_VERSION, missing_envelope_keys,
@@ -67,6 +68,8 @@ pub struct Dispatcher {
     session: Option<String>,
     /// The tier the endpoint or request chose, if any.
     tier: Option<String>,
+    /// Kicked when a request starts and when it is answered.
+    busy_poll: Option<BusyPoll>,
 }
 
 impl Dispatcher {
@@ -76,6 +79,16 @@ impl Dispatcher {
             agent,
             session: None,
             tier: None,
+            busy_poll: None,
+        }
+    }
+
+    /// The same dispatcher, keeping the runtime polling for a while around every request
+    /// (see [`crate::busy_poll`]).
+    pub fn with_busy_poll(&self, busy_poll: Option<BusyPoll>) -> Self {
+        Self {
+            busy_poll,
+            ..self.clone()
         }
     }
 
@@ -138,6 +151,9 @@ impl Dispatcher {
         ctx: CallContext,
         notify: Option<Notifier>,
     ) -> Message {
+        // Around the request: the upstream's answer and the client's next request are what
+        // the gateway then waits for.
+        let _activity = self.busy_poll.as_ref().map(BusyPoll::activity);
         let era = RequestEra::of(params.as_ref());
         if era == RequestEra::Modern
             && let Some(missing) = missing_modern_meta(params.as_ref())

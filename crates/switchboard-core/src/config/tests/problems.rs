@@ -103,6 +103,14 @@ fn wrong_types() {
         &[(2, 21, "at least 1024")],
     );
     toml(
+        "[gateway]\nbusy_poll = \"1s\"\n",
+        &[(2, 13, "gateway.busy_poll must be at most 10ms")],
+    );
+    toml(
+        "[gateway]\nbusy_poll = \"soon\"\n",
+        &[(2, 13, "gateway.busy_poll is not a duration")],
+    );
+    toml(
         "gateway = 3\n",
         &[(1, 11, "gateway must be a table/object, found an integer")],
     );
