@@ -1,7 +1,10 @@
 //! Side by side, in one run: the echo tool called directly and through gateways — Switchboard
 //! and the peers — for stdio → stdio, HTTP → stdio and HTTP → HTTP. Latency is measured
-//! with sequential calls alternating between the targets call by call, so drift on this
-//! machine hits every target alike; it is reported as a difference to direct. Throughput is
+//! with sequential calls alternating between the targets, so drift on this machine hits every
+//! target alike, and reported as a difference to direct, twice: alternating call by call
+//! ("spaced": every call finds the other targets' processes asleep, as an agent's calls
+//! separated by model time do), and alternating in blocks of [`BLOCK`] calls ("back to back":
+//! a target's calls follow each other at once). Throughput is
 //! calls per second at concurrency C over HTTP (one connection and session per worker),
 //! reported as a ratio to direct.
 
@@ -33,6 +36,10 @@ pub struct TargetResult {
     pub latency: Percentiles,
     /// p50 minus the direct p50, in µs (absent for direct itself).
     pub added_p50_us: Option<f64>,
+    /// Latency of the same number of calls made back to back, in blocks of [`BLOCK`].
+    pub back_to_back: Percentiles,
+    /// Its p50 minus the direct one's, in µs (absent for direct itself).
+    pub back_to_back_added_p50_us: Option<f64>,
     /// CPU time the server side spent per call (the gateway, its upstream and their children),
     /// in µs: unlike latency, it hardly moves with the load of the machine.
     pub server_cpu_us: Option<f64>,
@@ -51,7 +58,11 @@ pub struct Comparison {
     pub missing: Vec<String>,
 }
 
-/// Calls every target `calls` times after a warm-up, one call each in turn.
+/// Calls per target in a row in the back-to-back pass.
+pub const BLOCK: usize = 100;
+
+/// Calls every target `calls` times after a warm-up, one call each in turn; then `calls`
+/// times more, [`BLOCK`] calls each in turn.
 fn measure(
     scenario: &str,
     mut targets: Vec<Target>,
@@ -70,12 +81,26 @@ fn measure(
             target.samples.push(elapsed);
         }
     }
+    let spent: Vec<Duration> = targets
+        .iter()
+        .zip(started)
+        .map(|(t, started)| cpu::trees(&t.servers).saturating_sub(started))
+        .collect();
+    let mut back_to_back: Vec<Vec<Duration>> = vec![Vec::with_capacity(calls); targets.len()];
+    for block in 0..calls.div_ceil(BLOCK) {
+        let size = BLOCK.min(calls - block * BLOCK);
+        for (target, samples) in targets.iter_mut().zip(&mut back_to_back) {
+            for _ in 0..size {
+                samples.push(target.endpoint.call()?);
+            }
+        }
+    }
     let mut results: Vec<TargetResult> = targets
         .into_iter()
-        .zip(started)
-        .map(|(mut target, started)| {
+        .zip(spent)
+        .zip(back_to_back)
+        .map(|((mut target, spent), mut back_to_back)| {
             let latency = Percentiles::of(&mut target.samples);
-            let spent = cpu::trees(&target.servers).saturating_sub(started);
             let server_cpu_us =
                 (!target.servers.is_empty()).then(|| cpu::per_call_us(spent, calls as u64));
             TargetResult {
@@ -88,12 +113,18 @@ fn measure(
                     .collect(),
                 latency,
                 added_p50_us: None,
+                back_to_back: Percentiles::of(&mut back_to_back),
+                back_to_back_added_p50_us: None,
             }
         })
         .collect();
-    let direct = results.first().map(|r| r.latency.p50_us).unwrap_or(0.0);
+    let direct = results
+        .first()
+        .map(|r| (r.latency.p50_us, r.back_to_back.p50_us))
+        .unwrap_or_default();
     for result in results.iter_mut().skip(1) {
-        result.added_p50_us = Some(result.latency.p50_us - direct);
+        result.added_p50_us = Some(result.latency.p50_us - direct.0);
+        result.back_to_back_added_p50_us = Some(result.back_to_back.p50_us - direct.1);
     }
     Ok(Comparison {
         scenario: scenario.to_owned(),

@@ -134,7 +134,7 @@ fn main() -> anyhow::Result<()> {
         .chain(
             compare::latency(&bins, 500, false)?
                 .iter()
-                .map(compare_rows),
+                .flat_map(compare_rows),
         )
         .chain(
             compare::throughput(&bins, &[32], 1.0, false)?
@@ -164,8 +164,8 @@ fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A comparison as a printed table.
-fn compare_rows(comparison: &compare::Comparison) -> report::ScenarioResult {
+/// A comparison as printed tables: calls spaced (alternating call by call), then back to back.
+fn compare_rows(comparison: &compare::Comparison) -> [report::ScenarioResult; 2] {
     let mut notes: Vec<String> = comparison
         .targets
         .iter()
@@ -184,9 +184,9 @@ fn compare_rows(comparison: &compare::Comparison) -> report::ScenarioResult {
             .iter()
             .map(|m| format!("not measured: {m}")),
     );
-    report::ScenarioResult {
+    let spaced = report::ScenarioResult {
         scenario: format!(
-            "tools/call echo, sequential, {} ({} calls each, alternating)",
+            "tools/call echo, sequential, {} ({} calls each, alternating call by call)",
             comparison.scenario, comparison.calls
         ),
         rows: comparison
@@ -195,7 +195,29 @@ fn compare_rows(comparison: &compare::Comparison) -> report::ScenarioResult {
             .map(|t| (t.target.clone(), t.latency.clone()))
             .collect(),
         notes,
-    }
+    };
+    let back_to_back = report::ScenarioResult {
+        scenario: format!(
+            "tools/call echo, sequential back to back, {} ({} calls each, alternating in blocks of {})",
+            comparison.scenario,
+            comparison.calls,
+            compare::BLOCK
+        ),
+        rows: comparison
+            .targets
+            .iter()
+            .map(|t| (t.target.clone(), t.back_to_back.clone()))
+            .collect(),
+        notes: comparison
+            .targets
+            .iter()
+            .filter_map(|t| {
+                t.back_to_back_added_p50_us
+                    .map(|added| format!("{}: added at p50 {added:+.1} µs", t.target))
+            })
+            .collect(),
+    };
+    [spaced, back_to_back]
 }
 
 /// A throughput run as notes of a table.
@@ -264,8 +286,8 @@ fn run_compare(
         );
         return Ok(());
     }
-    for comparison in &comparisons {
-        report::print(&compare_rows(comparison));
+    for table in comparisons.iter().flat_map(compare_rows) {
+        report::print(&table);
     }
     for run in &throughput {
         report::print(&throughput_rows(run));
