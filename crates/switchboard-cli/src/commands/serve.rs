@@ -68,17 +68,13 @@ pub struct ServeArgs {
 }
 
 fn parse_busy_poll(text: &str) -> Result<Duration, String> {
-    let max = switchboard_core::config::MAX_BUSY_POLL;
     // A bare number is milliseconds, as in the config file.
     let parsed = match text.trim().parse::<u64>() {
         Ok(ms) => Some(Duration::from_millis(ms)),
         Err(_) => switchboard_core::config::parse_duration(text),
     };
-    match parsed {
-        Some(window) if window <= max => Ok(window),
-        Some(_) => Err(format!("at most {}ms", max.as_millis())),
-        None => Err(switchboard_core::config::DURATION_HINT.to_owned()),
-    }
+    let window = parsed.ok_or_else(|| switchboard_core::config::DURATION_HINT.to_owned())?;
+    switchboard_core::config::busy_poll_window(window)
 }
 
 impl ServeArgs {

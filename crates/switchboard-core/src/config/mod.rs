@@ -42,8 +42,8 @@ pub use duration::{DURATION_HINT, parse_duration};
 pub use locate::{Located, LookupStep, locate};
 pub use model::{
     AgentConfig, ApprovalMode, BuiltinSettings, Config, CostConfig, EraPreference, Exposure,
-    GatewayConfig, HookConfig, HookEvent, LatencyConfig, LimitsConfig, MAX_BUSY_POLL, QuotaConfig,
-    RootConfig, ServerConfig, ToolOverrideConfig, Transport,
+    GatewayConfig, HookConfig, HookEvent, LatencyConfig, LimitsConfig, QuotaConfig, RootConfig,
+    ServerConfig, ToolOverrideConfig, Transport, busy_poll_window,
 };
 pub use problem::{ConfigErrors, Origin, Problem};
 pub use schema::native_schema;

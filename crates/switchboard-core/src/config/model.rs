@@ -128,7 +128,17 @@ impl Config {
 pub const DEFAULT_BUSY_POLL: Duration = Duration::from_micros(100);
 
 /// The largest `gateway.busy_poll` accepted: past this it is a spinning core, not a window.
-pub const MAX_BUSY_POLL: Duration = Duration::from_millis(10);
+const MAX_BUSY_POLL: Duration = Duration::from_millis(10);
+
+/// `window` when it is a usable `gateway.busy_poll` (the config file's and `serve
+/// --busy-poll`'s one rule), else what is wrong with it.
+pub fn busy_poll_window(window: Duration) -> Result<Duration, String> {
+    if window <= MAX_BUSY_POLL {
+        Ok(window)
+    } else {
+        Err(format!("must be at most {}ms", MAX_BUSY_POLL.as_millis()))
+    }
+}
 
 /// `[gateway]`.
 #[derive(Debug, Clone, PartialEq)]

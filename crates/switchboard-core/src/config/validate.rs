@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::duration::{DURATION_HINT, parse_duration};
-use super::model::{Config, GatewayConfig, MAX_BUSY_POLL};
+use super::model::{Config, GatewayConfig, busy_poll_window};
 use super::problem::{ConfigErrors, Origin, Problem};
 use super::substitute::{Environment, substitute};
 use super::suggest;
@@ -319,11 +319,11 @@ impl Walk<'_> {
                         .duration(value, &what)
                         .unwrap_or(gateway.discover_timeout);
                 }
-                "busy_poll" => match self.duration(value, &what) {
-                    Some(window) if window <= MAX_BUSY_POLL => gateway.busy_poll = window,
-                    Some(_) => self.problem(
+                "busy_poll" => match self.duration(value, &what).map(busy_poll_window) {
+                    Some(Ok(window)) => gateway.busy_poll = window,
+                    Some(Err(problem)) => self.problem(
                         value.pos,
-                        format!("{what} must be at most {}ms", MAX_BUSY_POLL.as_millis()),
+                        format!("{what} {problem}"),
                         Some(
                             "a window of 50us to 200us catches quick answers; \"0\" turns polling off"
                                 .to_owned(),

@@ -21,8 +21,11 @@ use crate::front::dispatch::{Dispatcher, Notifier, progress_notification};
 use crate::jsonrpc::{Message, RequestId, code};
 
 /// How long a call's answer may keep its headers waiting for its first message before the
-/// stream opens anyway.
-const SSE_COMMIT_AFTER: Duration = Duration::from_secs(15);
+/// stream opens anyway; also the interval of every open stream's keep-alive comment.
+pub(super) const SSE_COMMIT_AFTER: Duration = Duration::from_secs(15);
+
+/// The SSE comment that keeps an idle stream open through proxies.
+pub(super) const KEEP_ALIVE: &[u8] = b": keep-alive\n\n";
 
 /// What a streamed call sends, in order: notifications and relayed requests, then its answer.
 enum Event {
@@ -127,14 +130,15 @@ pub(super) async fn stream_answer(
             event = events.recv() => match event? {
                 Event::Before(line) | Event::Answer(line, _) => sse_event(line),
             },
-            _ = keep_alive.tick() => Ok(Bytes::from_static(b": keep-alive\n\n")),
+            _ = keep_alive.tick() => Ok(Bytes::from_static(KEEP_ALIVE)),
         };
         Some((chunk, (events, keep_alive, guard)))
     });
     sse_response(Body::from_stream(opening.chain(rest)))
 }
 
-fn sse_event(line: String) -> Result<Bytes, Infallible> {
+/// One JSON-RPC message as an SSE `message` event.
+pub(super) fn sse_event(line: String) -> Result<Bytes, Infallible> {
     Ok(Bytes::from(format!("event: message\ndata: {line}\n\n")))
 }
 

@@ -13,10 +13,8 @@
 //! the `answer` module.
 
 use std::collections::HashMap;
-use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use axum::Router;
 use axum::body::{Body, Bytes};
@@ -34,7 +32,10 @@ use tokio_util::sync::CancellationToken;
 
 mod answer;
 
-use self::answer::{StreamedCall, answer_status, sse_response, stream_answer};
+use self::answer::{
+    KEEP_ALIVE, SSE_COMMIT_AFTER, StreamedCall, answer_status, sse_event, sse_response,
+    stream_answer,
+};
 use super::dispatch::{Dispatcher, progress_token};
 use super::envelope;
 use super::relay::Relay;
@@ -527,12 +528,7 @@ async fn get_as(
         .subscriptions
         .clone()
         .updates(state.dispatcher.backend().as_ref())
-        .map(|note| {
-            Ok::<_, Infallible>(Bytes::from(format!(
-                "event: message\ndata: {}\n\n",
-                note.to_line()
-            )))
-        });
+        .map(|note| sse_event(note.to_line()));
     state.dispatcher.backend().settled().await;
     let mut scoped = state.dispatcher.for_session(Some(session_id.to_owned()));
     if agent.is_some() {
@@ -547,20 +543,11 @@ async fn get_as(
     let stream = futures::stream::unfold(version, |mut version| async move {
         version.changed().await.ok()?;
         let note = Message::notification("notifications/tools/list_changed", serde_json::json!({}));
-        Some((
-            Ok::<_, Infallible>(Bytes::from(format!(
-                "event: message\ndata: {}\n\n",
-                note.to_line()
-            ))),
-            version,
-        ))
+        Some((sse_event(note.to_line()), version))
     });
     let keepalive = futures::stream::unfold((), |()| async {
-        tokio::time::sleep(Duration::from_secs(15)).await;
-        Some((
-            Ok::<_, Infallible>(Bytes::from_static(b": keepalive\n\n")),
-            (),
-        ))
+        tokio::time::sleep(SSE_COMMIT_AFTER).await;
+        Some((Ok(Bytes::from_static(KEEP_ALIVE)), ()))
     });
     let events = futures::stream::select(futures::stream::select(stream, updates), keepalive);
     sse_response(Body::from_stream(events.boxed()))
