@@ -55,6 +55,10 @@ enum Command {
     Latency {
         #[arg(long, default_value_t = 5000)]
         calls: usize,
+        /// A second gateway binary (another build of `switchboard`), alternated call by call
+        /// with this one in the same run: the way to compare two builds on a noisy machine.
+        #[arg(long, value_name = "SWITCHBOARD_BINARY")]
+        against: Option<PathBuf>,
     },
     /// Side by side in one run: direct vs Switchboard vs the peer gateways (when
     /// scripts/bench-peers.sh installed them), stdio → stdio, HTTP → stdio, HTTP → HTTP;
@@ -128,7 +132,7 @@ fn main() -> anyhow::Result<()> {
         Command::Quick => vec![
             scenarios::startup(&bins, 10, 300, 3)?,
             scenarios::list(&bins, &PathBuf::from("../shared/catalog/tools.json"), 200)?,
-            scenarios::latency(&bins, 2000)?,
+            scenarios::latency(&bins, 2000, None)?,
         ]
         .into_iter()
         .chain(
@@ -148,7 +152,9 @@ fn main() -> anyhow::Result<()> {
             runs,
         } => vec![scenarios::startup(&bins, servers, delay_ms, runs)?],
         Command::List { catalog, calls } => vec![scenarios::list(&bins, &catalog, calls)?],
-        Command::Latency { calls } => vec![scenarios::latency(&bins, calls)?],
+        Command::Latency { calls, against } => {
+            vec![scenarios::latency(&bins, calls, against.as_deref())?]
+        }
         Command::Search { .. }
         | Command::Tokens { .. }
         | Command::Compare { .. }

@@ -179,25 +179,67 @@ pub fn list(bins: &Binaries, catalog: &Path, calls: usize) -> anyhow::Result<Sce
     })
 }
 
-/// One upstream reached two ways at once: through a gateway in front of it, and directly.
+/// One upstream reached two ways at once: through a gateway in front of it, and directly; and
+/// optionally through a second gateway build (`bench latency --against`), so two builds are
+/// compared in one run, call by call, instead of across runs the machine's drift dominates.
 struct SideBySide {
     gateway: StdioClient,
     direct: StdioClient,
+    against: Option<StdioClient>,
+}
+
+/// Sequential times of each way, in the order direct, through the gateway, through `--against`.
+struct Alternated {
+    straight: Vec<Duration>,
+    through: Vec<Duration>,
+    against: Vec<Duration>,
 }
 
 impl SideBySide {
     /// Starts the server `spec` directly and behind a gateway (as server `id`), both initialized.
     fn open(bins: &Binaries, dir: &Path, id: &str, spec: Vec<String>) -> anyhow::Result<Self> {
+        Self::open_against(bins, dir, id, spec, None)
+    }
+
+    /// Like [`Self::open`], plus the same upstream behind the gateway binary `against`.
+    fn open_against(
+        bins: &Binaries,
+        dir: &Path,
+        id: &str,
+        spec: Vec<String>,
+        against: Option<&Path>,
+    ) -> anyhow::Result<Self> {
         let config = write_config(dir, &[(id.to_owned(), spec.clone())])?;
         let mut gateway = StdioClient::spawn(&mut bins.gateway(&config))?;
         gateway.initialize()?;
+        let against = match against {
+            Some(binary) => {
+                if !binary.is_file() {
+                    bail!("--against {}: no such file", binary.display());
+                }
+                let other = Binaries {
+                    switchboard: binary.to_owned(),
+                    fixture: bins.fixture.clone(),
+                };
+                let mut client = StdioClient::spawn(&mut other.gateway(&config))?;
+                client
+                    .initialize()
+                    .with_context(|| format!("--against {}", binary.display()))?;
+                Some(client)
+            }
+            None => None,
+        };
         let mut direct = StdioClient::spawn(
             Command::new(&spec[0])
                 .args(&spec[1..])
                 .stderr(Stdio::null()),
         )?;
         direct.initialize()?;
-        Ok(Self { gateway, direct })
+        Ok(Self {
+            gateway,
+            direct,
+            against,
+        })
     }
 
     /// `calls` rounds of one request each way, alternating; returns (direct, through) times.
@@ -208,45 +250,84 @@ impl SideBySide {
         through_params: &Value,
         calls: usize,
     ) -> anyhow::Result<(Vec<Duration>, Vec<Duration>)> {
-        let mut straight = Vec::with_capacity(calls);
-        let mut through = Vec::with_capacity(calls);
-        for _ in 0..calls {
+        let all = self.alternate_all(method, direct_params, through_params, calls)?;
+        Ok((all.straight, all.through))
+    }
+
+    /// `calls` rounds of one request each way, alternating. With an `--against` gateway, the
+    /// rounds go to the two gateways in turns of [`AGAINST_BLOCK`] (each gets half): a gateway
+    /// busy-polls for a moment after each answer, and would otherwise take a core from the
+    /// other's every call.
+    fn alternate_all(
+        &mut self,
+        method: &str,
+        direct_params: &Value,
+        through_params: &Value,
+        calls: usize,
+    ) -> anyhow::Result<Alternated> {
+        let mut times = Alternated {
+            straight: Vec::with_capacity(calls),
+            through: Vec::with_capacity(calls),
+            against: Vec::with_capacity(calls),
+        };
+        for round in 0..calls {
             let started = Instant::now();
             self.direct.request_lean(method, direct_params)?;
-            straight.push(started.elapsed());
+            times.straight.push(started.elapsed());
+            let (client, into) = match &mut self.against {
+                Some(against) if (round / AGAINST_BLOCK) % 2 == 1 => (against, &mut times.against),
+                _ => (&mut self.gateway, &mut times.through),
+            };
             let started = Instant::now();
-            self.gateway.request_lean(method, through_params)?;
-            through.push(started.elapsed());
+            client.request_lean(method, through_params)?;
+            into.push(started.elapsed());
         }
-        Ok((straight, through))
+        Ok(times)
     }
 }
 
-/// Sequential `tools/call` of `echo`: direct vs through the gateway, alternating.
-pub fn latency(bins: &Binaries, calls: usize) -> anyhow::Result<ScenarioResult> {
+/// Rounds in a row that go to the same gateway when two are compared.
+const AGAINST_BLOCK: usize = 50;
+
+/// Sequential `tools/call` of `echo`: direct vs through the gateway (and through the
+/// gateway binary `against`, when given), alternating call by call.
+pub fn latency(
+    bins: &Binaries,
+    calls: usize,
+    against: Option<&Path>,
+) -> anyhow::Result<ScenarioResult> {
     let dir = tempfile::tempdir()?;
     let spec = vec![bins.fixture.display().to_string(), "echo".into()];
-    let mut pair = SideBySide::open(bins, dir.path(), "echo", spec)?;
+    let mut ways = SideBySide::open_against(bins, dir.path(), "echo", spec, against)?;
     let through_params = json!({"name": "echo__echo", "arguments": {"message": "hello"}});
     let direct_params = json!({"name": "echo", "arguments": {"message": "hello"}});
-    pair.alternate("tools/call", &direct_params, &through_params, 200)?;
-    let (mut straight, mut through) =
-        pair.alternate("tools/call", &direct_params, &through_params, calls)?;
-    let direct_p = Percentiles::of(&mut straight);
-    let through_p = Percentiles::of(&mut through);
-    let added = through_p.p50_us - direct_p.p50_us;
+    ways.alternate_all("tools/call", &direct_params, &through_params, 200)?;
+    let mut times = ways.alternate_all("tools/call", &direct_params, &through_params, calls)?;
+    let direct_p = Percentiles::of(&mut times.straight);
+    let through_p = Percentiles::of(&mut times.through);
+    let direct_p50 = direct_p.p50_us;
+    let added = through_p.p50_us - direct_p50;
+    let mut rows = vec![
+        ("direct to the echo fixture".into(), direct_p),
+        ("through switchboard".into(), through_p),
+    ];
+    let mut notes = vec![format!("added latency at p50: {added:.1} µs")];
+    if let Some(binary) = against {
+        let against_p = Percentiles::of(&mut times.against);
+        let against_added = against_p.p50_us - direct_p50;
+        rows.push((format!("through {}", binary.display()), against_p));
+        notes.push(format!(
+            "added latency at p50 through --against: {against_added:.1} µs ({:+.1} µs)",
+            against_added - added
+        ));
+    }
+    notes.push(format!("measured {}", chrono_free_now()));
     Ok(ScenarioResult {
         scenario: format!(
             "tools/call echo, sequential, stdio → stdio, {calls} calls after 200 warm-up"
         ),
-        rows: vec![
-            ("direct to the echo fixture".into(), direct_p),
-            ("through switchboard".into(), through_p),
-        ],
-        notes: vec![
-            format!("added latency at p50: {added:.1} µs"),
-            format!("measured {}", chrono_free_now()),
-        ],
+        rows,
+        notes,
     })
 }
 
