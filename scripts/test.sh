@@ -29,3 +29,10 @@ echo "== benchmarks run and emit valid JSON (bench quick; no timing assertions)"
 cargo build --release --locked -p switchboard-cli -p switchboard-fixtures -p bench
 target/release/bench quick --json > target/bench-quick.json
 python3 -c 'import json, sys; data = json.load(open(sys.argv[1])); assert isinstance(data, list) and data, "bench quick printed no results"; print("bench quick: %d scenarios, valid JSON" % len(data))' target/bench-quick.json
+# Two builds in one run: the --against gateway gets its own row; a missing binary is named.
+target/release/bench latency --calls 100 --against target/release/switchboard --json > target/bench-against.json
+python3 -c 'import json, sys; rows = json.load(open(sys.argv[1]))[0]["rows"]; assert len(rows) == 3 and all(r[1]["samples"] == 50 for r in rows[1:]), rows; print("bench latency --against: %d rows" % len(rows))' target/bench-against.json
+if target/release/bench latency --calls 10 --against target/no-such-switchboard 2> target/bench-against.err; then
+  echo "bench latency --against a missing binary should fail" >&2; exit 1
+fi
+grep -q "no-such-switchboard: no such file" target/bench-against.err || { cat target/bench-against.err >&2; exit 1; }
