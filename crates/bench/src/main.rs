@@ -55,8 +55,9 @@ enum Command {
     Latency {
         #[arg(long, default_value_t = 5000)]
         calls: usize,
-        /// A second gateway binary (another build of `switchboard`), alternated call by call
-        /// with this one in the same run: the way to compare two builds on a noisy machine.
+        /// A second gateway binary (another build of `switchboard`), taking turns with this
+        /// one in blocks of 50 calls in the same run: the way to compare two builds on a
+        /// noisy machine.
         #[arg(long, value_name = "SWITCHBOARD_BINARY")]
         against: Option<PathBuf>,
     },

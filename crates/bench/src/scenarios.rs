@@ -181,7 +181,7 @@ pub fn list(bins: &Binaries, catalog: &Path, calls: usize) -> anyhow::Result<Sce
 
 /// One upstream reached two ways at once: through a gateway in front of it, and directly; and
 /// optionally through a second gateway build (`bench latency --against`), so two builds are
-/// compared in one run, call by call, instead of across runs the machine's drift dominates.
+/// compared in one run instead of across runs the machine's drift dominates.
 struct SideBySide {
     gateway: StdioClient,
     direct: StdioClient,
@@ -209,14 +209,14 @@ impl SideBySide {
         spec: Vec<String>,
         against: Option<&Path>,
     ) -> anyhow::Result<Self> {
+        if let Some(binary) = against.filter(|binary| !binary.is_file()) {
+            bail!("--against {}: no such file", binary.display());
+        }
         let config = write_config(dir, &[(id.to_owned(), spec.clone())])?;
         let mut gateway = StdioClient::spawn(&mut bins.gateway(&config))?;
         gateway.initialize()?;
         let against = match against {
             Some(binary) => {
-                if !binary.is_file() {
-                    bail!("--against {}: no such file", binary.display());
-                }
                 let other = Binaries {
                     switchboard: binary.to_owned(),
                     fixture: bins.fixture.clone(),
@@ -289,8 +289,9 @@ impl SideBySide {
 /// Rounds in a row that go to the same gateway when two are compared.
 const AGAINST_BLOCK: usize = 50;
 
-/// Sequential `tools/call` of `echo`: direct vs through the gateway (and through the
-/// gateway binary `against`, when given), alternating call by call.
+/// Sequential `tools/call` of `echo`: direct vs through the gateway, alternating call by
+/// call (with the gateway binary `against`, the two gateways take turns in blocks, see
+/// [`SideBySide::alternate_all`]).
 pub fn latency(
     bins: &Binaries,
     calls: usize,
