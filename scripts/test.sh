@@ -30,9 +30,13 @@ cargo build --release --locked -p switchboard-cli -p switchboard-fixtures -p ben
 target/release/bench quick --json > target/bench-quick.json
 python3 -c 'import json, sys; data = json.load(open(sys.argv[1])); assert isinstance(data, list) and data, "bench quick printed no results"; print("bench quick: %d scenarios, valid JSON" % len(data))' target/bench-quick.json
 # Two builds in one run: the --against gateway gets its own row; a missing binary is named.
-target/release/bench latency --calls 100 --against target/release/switchboard --json > target/bench-against.json
-python3 -c 'import json, sys; rows = json.load(open(sys.argv[1]))[0]["rows"]; assert len(rows) == 3 and all(r[1]["samples"] == 50 for r in rows[1:]), rows; print("bench latency --against: %d rows" % len(rows))' target/bench-against.json
+# With --busy-threads the run says so.
+target/release/bench latency --calls 100 --against target/release/switchboard --busy-threads 1 --json > target/bench-against.json
+python3 -c 'import json, sys; run = json.load(open(sys.argv[1]))[0]; rows = run["rows"]; assert len(rows) == 3 and all(r[1]["samples"] == 50 for r in rows[1:]), rows; assert any("spinning on the CPU" in n for n in run["notes"]), run["notes"]; print("bench latency --against --busy-threads: %d rows" % len(rows))' target/bench-against.json
 if target/release/bench latency --calls 10 --against target/no-such-switchboard 2> target/bench-against.err; then
   echo "bench latency --against a missing binary should fail" >&2; exit 1
 fi
 grep -q "no-such-switchboard: no such file" target/bench-against.err || { cat target/bench-against.err >&2; exit 1; }
+# compare --against measures the second build in every latency scenario.
+target/release/bench compare --no-peers --calls 20 --against target/release/switchboard --json > target/bench-compare-against.json
+python3 -c 'import json, sys; runs = json.load(open(sys.argv[1])); assert len(runs) == 3 and all(len(r["targets"]) == 3 and all(t["latency"]["samples"] == 20 and t["back_to_back"]["samples"] == 20 for t in r["targets"]) for r in runs), runs; print("bench compare --against: %d scenarios of 3 targets" % len(runs))' target/bench-compare-against.json

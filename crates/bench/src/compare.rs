@@ -8,6 +8,7 @@
 //! calls per second at concurrency C over HTTP (one connection and session per worker),
 //! reported as a ratio to direct.
 
+use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -183,41 +184,80 @@ fn peers(
     Ok((found, missing))
 }
 
+/// An HTTP gateway of `bins` in front of `upstream` (a server's TOML), kept alive in `keep`;
+/// its server side is the gateway and, for an HTTP upstream, `upstream_pid`.
+fn http_gateway(
+    bins: &Binaries,
+    name: &str,
+    dir: &Path,
+    upstream: &str,
+    upstream_pid: Option<u32>,
+    keep: &mut Vec<Spawned>,
+) -> anyhow::Result<Target> {
+    let (process, url) = targets::switchboard_http(bins, dir, upstream)?;
+    let mut servers = vec![process.pid()];
+    servers.extend(upstream_pid);
+    keep.push(process);
+    Ok(target(name, Endpoint::http(&url, "echo__echo")?, servers))
+}
+
 /// The three latency scenarios.
-pub fn latency(bins: &Binaries, calls: usize, with_peers: bool) -> anyhow::Result<Vec<Comparison>> {
+/// With `against` (another build of `switchboard`), that build is measured too, as one more
+/// target of every scenario.
+pub fn latency(
+    bins: &Binaries,
+    calls: usize,
+    with_peers: bool,
+    against: Option<&Path>,
+) -> anyhow::Result<Vec<Comparison>> {
     let dir = tempfile::tempdir()?;
     let mut keep = Vec::new();
     let mut results = Vec::new();
+    if let Some(binary) = against.filter(|binary| !binary.is_file()) {
+        anyhow::bail!("--against {}: no such file", binary.display());
+    }
+    let other = against.map(|binary| Binaries {
+        switchboard: binary.to_owned(),
+        fixture: bins.fixture.clone(),
+    });
+    let against_label = against.map(|_| "switchboard --against".to_owned());
 
     // stdio → stdio
     let gateway = crate::scenarios::gateway_over_stdio_fixture(bins, dir.path())?;
-    results.push(measure(
-        "stdio → stdio",
-        vec![
-            direct_stdio(bins)?,
-            target(
-                "switchboard",
-                Endpoint::stdio(gateway, "echo__echo")?,
-                Vec::new(),
-            ),
-        ],
-        calls,
-        Vec::new(),
-    )?);
-
-    // HTTP → stdio
-    let (process, url) =
-        targets::switchboard_http(bins, dir.path(), &targets::stdio_upstream(bins))?;
-    let gateway_pid = process.pid();
-    keep.push(process);
-    let mut http_stdio = vec![
+    let mut stdio_stdio = vec![
         direct_stdio(bins)?,
         target(
             "switchboard",
-            Endpoint::http(&url, "echo__echo")?,
-            vec![gateway_pid],
+            Endpoint::stdio(gateway, "echo__echo")?,
+            Vec::new(),
         ),
     ];
+    if let (Some(other), Some(label)) = (&other, &against_label) {
+        let gateway = crate::scenarios::gateway_over_stdio_fixture(other, dir.path())?;
+        stdio_stdio.push(target(
+            label,
+            Endpoint::stdio(gateway, "echo__echo")?,
+            Vec::new(),
+        ));
+    }
+    results.push(measure("stdio → stdio", stdio_stdio, calls, Vec::new())?);
+
+    // HTTP → stdio
+    let upstream = targets::stdio_upstream(bins);
+    let mut http_stdio = vec![
+        direct_stdio(bins)?,
+        http_gateway(bins, "switchboard", dir.path(), &upstream, None, &mut keep)?,
+    ];
+    if let (Some(other), Some(label)) = (&other, &against_label) {
+        http_stdio.push(http_gateway(
+            other,
+            label,
+            dir.path(),
+            &upstream,
+            None,
+            &mut keep,
+        )?);
+    }
     let mut missing = Vec::new();
     if with_peers {
         let (found, absent) = peers(bins, &PeerUpstream::Stdio, None, dir.path(), &mut keep)?;
@@ -230,25 +270,32 @@ pub fn latency(bins: &Binaries, calls: usize, with_peers: bool) -> anyhow::Resul
     let (fixture, fixture_url) = targets::http_fixture(bins)?;
     let fixture_pid = fixture.pid();
     keep.push(fixture);
-    let (process, url) = targets::switchboard_http(
-        bins,
-        dir.path(),
-        &format!("url = {}", serde_json::json!(fixture_url)),
-    )?;
-    let gateway_pid = process.pid();
-    keep.push(process);
+    let upstream = format!("url = {}", serde_json::json!(fixture_url));
     let mut http_http = vec![
         target(
             "direct (HTTP fixture)",
             Endpoint::http(&fixture_url, "echo")?,
             vec![fixture_pid],
         ),
-        target(
+        http_gateway(
+            bins,
             "switchboard",
-            Endpoint::http(&url, "echo__echo")?,
-            vec![gateway_pid, fixture_pid],
-        ),
+            dir.path(),
+            &upstream,
+            Some(fixture_pid),
+            &mut keep,
+        )?,
     ];
+    if let (Some(other), Some(label)) = (&other, &against_label) {
+        http_http.push(http_gateway(
+            other,
+            label,
+            dir.path(),
+            &upstream,
+            Some(fixture_pid),
+            &mut keep,
+        )?);
+    }
     let mut missing = Vec::new();
     if with_peers {
         let upstream = PeerUpstream::Http(&fixture_url);

@@ -8,6 +8,7 @@
 mod compare;
 mod cpu;
 mod http_client;
+mod machine;
 mod memory;
 mod plot;
 mod report;
@@ -60,6 +61,10 @@ enum Command {
         /// noisy machine.
         #[arg(long, value_name = "SWITCHBOARD_BINARY")]
         against: Option<PathBuf>,
+        /// Threads spinning on the CPU during the run: other work on the machine, which puts
+        /// the client, the gateway and the upstream on shared cores.
+        #[arg(long, default_value_t = 0, value_name = "N")]
+        busy_threads: usize,
     },
     /// Side by side in one run: direct vs Switchboard vs the peer gateways (when
     /// scripts/bench-peers.sh installed them), stdio → stdio, HTTP → stdio, HTTP → HTTP;
@@ -79,6 +84,11 @@ enum Command {
         /// Where the PNG plots go.
         #[arg(long, default_value = "docs/bench")]
         plots: PathBuf,
+        /// Another build of `switchboard`, measured as one more target of every latency
+        /// scenario in the same run; only the latency scenarios run then (no throughput,
+        /// memory or plots).
+        #[arg(long, value_name = "SWITCHBOARD_BINARY")]
+        against: Option<PathBuf>,
     },
     /// Resident memory: with 10 idle upstreams, and per open HTTP session.
     Memory {
@@ -109,10 +119,28 @@ fn main() -> anyhow::Result<()> {
     let bins = scenarios::Binaries::locate()?;
     if let Command::Compare {
         calls,
+        no_peers,
+        against: Some(against),
+        ..
+    } = &args.command
+    {
+        let comparisons = compare::latency(&bins, *calls, !*no_peers, Some(against))?;
+        let results: Vec<report::ScenarioResult> =
+            comparisons.iter().flat_map(compare_rows).collect();
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(&comparisons)?);
+        } else {
+            results.iter().for_each(report::print);
+        }
+        return Ok(());
+    }
+    if let Command::Compare {
+        calls,
         concurrency,
         seconds,
         no_peers,
         plots,
+        against: None,
     } = &args.command
     {
         return run_compare(
@@ -133,11 +161,11 @@ fn main() -> anyhow::Result<()> {
         Command::Quick => vec![
             scenarios::startup(&bins, 10, 300, 3)?,
             scenarios::list(&bins, &PathBuf::from("../shared/catalog/tools.json"), 200)?,
-            scenarios::latency(&bins, 2000, None)?,
+            scenarios::latency(&bins, 2000, None, 0)?,
         ]
         .into_iter()
         .chain(
-            compare::latency(&bins, 500, false)?
+            compare::latency(&bins, 500, false, None)?
                 .iter()
                 .flat_map(compare_rows),
         )
@@ -153,8 +181,18 @@ fn main() -> anyhow::Result<()> {
             runs,
         } => vec![scenarios::startup(&bins, servers, delay_ms, runs)?],
         Command::List { catalog, calls } => vec![scenarios::list(&bins, &catalog, calls)?],
-        Command::Latency { calls, against } => {
-            vec![scenarios::latency(&bins, calls, against.as_deref())?]
+        Command::Latency {
+            calls,
+            against,
+            busy_threads,
+        } => {
+            let _load = machine::CpuLoad::start(busy_threads);
+            vec![scenarios::latency(
+                &bins,
+                calls,
+                against.as_deref(),
+                busy_threads,
+            )?]
         }
         Command::Search { .. }
         | Command::Tokens { .. }
@@ -277,7 +315,7 @@ fn run_compare(
     plots: &std::path::Path,
     json: bool,
 ) -> anyhow::Result<()> {
-    let comparisons = compare::latency(bins, calls, with_peers)?;
+    let comparisons = compare::latency(bins, calls, with_peers, None)?;
     let throughput = compare::throughput(bins, concurrency, seconds, with_peers)?;
     let memory = memory::measure(bins, 10, 1000)?;
     let written = plot::write(plots, &comparisons, &throughput)?;

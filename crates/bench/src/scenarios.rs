@@ -296,6 +296,7 @@ pub fn latency(
     bins: &Binaries,
     calls: usize,
     against: Option<&Path>,
+    busy_threads: usize,
 ) -> anyhow::Result<ScenarioResult> {
     let dir = tempfile::tempdir()?;
     let spec = vec![bins.fixture.display().to_string(), "echo".into()];
@@ -307,21 +308,33 @@ pub fn latency(
     let direct_p = Percentiles::of(&mut times.straight);
     let through_p = Percentiles::of(&mut times.through);
     let direct_p50 = direct_p.p50_us;
+    let direct_p90 = direct_p.p90_us;
     let added = through_p.p50_us - direct_p50;
+    let added_p90 = through_p.p90_us - direct_p90;
     let mut rows = vec![
         ("direct to the echo fixture".into(), direct_p),
         ("through switchboard".into(), through_p),
     ];
-    let mut notes = vec![format!("added latency at p50: {added:.1} µs")];
+    let mut notes = vec![format!(
+        "added latency at p50: {added:.1} µs, at p90: {added_p90:.1} µs"
+    )];
     if let Some(binary) = against {
         let against_p = Percentiles::of(&mut times.against);
         let against_added = against_p.p50_us - direct_p50;
+        let against_added_p90 = against_p.p90_us - direct_p90;
         rows.push((format!("through {}", binary.display()), against_p));
         notes.push(format!(
-            "added latency at p50 through --against: {against_added:.1} µs ({:+.1} µs)",
-            against_added - added
+            "added latency through --against at p50: {against_added:.1} µs ({:+.1} µs), at p90: {against_added_p90:.1} µs ({:+.1} µs)",
+            against_added - added,
+            against_added_p90 - added_p90
         ));
     }
+    if busy_threads > 0 {
+        notes.push(format!(
+            "{busy_threads} thread(s) spinning on the CPU during the run (--busy-threads)"
+        ));
+    }
+    notes.extend(crate::machine::idle_config());
     notes.push(format!("measured {}", chrono_free_now()));
     Ok(ScenarioResult {
         scenario: format!(
