@@ -119,30 +119,26 @@ fn main() -> anyhow::Result<()> {
     let bins = scenarios::Binaries::locate()?;
     if let Command::Compare {
         calls,
-        no_peers,
-        against: Some(against),
-        ..
-    } = &args.command
-    {
-        let comparisons = compare::latency(&bins, *calls, !*no_peers, Some(against))?;
-        let results: Vec<report::ScenarioResult> =
-            comparisons.iter().flat_map(compare_rows).collect();
-        if args.json {
-            println!("{}", serde_json::to_string_pretty(&comparisons)?);
-        } else {
-            results.iter().for_each(report::print);
-        }
-        return Ok(());
-    }
-    if let Command::Compare {
-        calls,
         concurrency,
         seconds,
         no_peers,
         plots,
-        against: None,
+        against,
     } = &args.command
     {
+        if let Some(against) = against {
+            let comparisons = compare::latency(&bins, *calls, !*no_peers, Some(against))?;
+            if args.json {
+                println!("{}", serde_json::to_string_pretty(&comparisons)?);
+            } else {
+                comparisons
+                    .iter()
+                    .flat_map(compare_rows)
+                    .for_each(|table| report::print(&table));
+                print_idle_cores();
+            }
+            return Ok(());
+        }
         return run_compare(
             &bins,
             *calls,
@@ -186,7 +182,6 @@ fn main() -> anyhow::Result<()> {
             against,
             busy_threads,
         } => {
-            let _load = machine::CpuLoad::start(busy_threads);
             vec![scenarios::latency(
                 &bins,
                 calls,
@@ -327,6 +322,7 @@ fn run_compare(
                 "throughput": throughput,
                 "memory": memory,
                 "plots": written,
+                "idle_cores": machine::idle_config(),
             }))?
         );
         return Ok(());
@@ -340,5 +336,13 @@ fn run_compare(
     println!();
     print_memory(&memory, false)?;
     println!("\nplots: {}", written.join(", "));
+    print_idle_cores();
     Ok(())
+}
+
+/// How the machine's idle cores sleep, under a side-by-side table (it moves every figure).
+fn print_idle_cores() {
+    if let Some(line) = machine::idle_config() {
+        println!("{line}");
+    }
 }

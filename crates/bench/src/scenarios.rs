@@ -301,6 +301,7 @@ pub fn latency(
     let dir = tempfile::tempdir()?;
     let spec = vec![bins.fixture.display().to_string(), "echo".into()];
     let mut ways = SideBySide::open_against(bins, dir.path(), "echo", spec, against)?;
+    let _load = crate::machine::CpuLoad::start(busy_threads);
     let through_params = json!({"name": "echo__echo", "arguments": {"message": "hello"}});
     let direct_params = json!({"name": "echo", "arguments": {"message": "hello"}});
     ways.alternate_all("tools/call", &direct_params, &through_params, 200)?;
