@@ -32,6 +32,6 @@ pub use context::{
     CallContext, Caller, CallerChannel, CallerError, ModernRequest, Progress, ProgressSink,
 };
 pub use latency_meta::{LATENCY_META_KEY, LatencyMeta};
-pub use outcome::{ToolCall, ToolOutcome};
+pub use outcome::{ToolCall, ToolOutcome, json_kind};
 pub use server::ServerId;
 pub use tool::{ToolAnnotations, ToolDefinition, ToolSpec};

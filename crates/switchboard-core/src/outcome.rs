@@ -1,6 +1,7 @@
 //! A call and its result in domain terms: [`ToolCall`] in, [`ToolOutcome`] out.
 
-use serde::{Deserialize, Serialize};
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
 /// A request to run one tool, named as the caller sees it (the exposed name).
@@ -24,18 +25,17 @@ impl ToolCall {
 /// A tool-level failure (`is_error: true`) is an outcome, not an error: the model reads it
 /// and can correct itself. Failures the caller must handle (unknown tool) are
 /// [`crate::pipeline::CallError`]s instead.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+///
+/// In JSON: `content`, then `structuredContent`, `isError` (when true) and `_meta` when set,
+/// then every other member (`extra`). Serialized and taken apart by hand
+/// ([`ToolOutcome::from_result`]) rather than by serde's `flatten`, which buffers and
+/// re-parses the whole result: every call's answer goes through here.
+#[derive(Debug, Clone, PartialEq)]
 pub struct ToolOutcome {
-    #[serde(default)]
     pub content: Vec<Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub structured_content: Option<Value>,
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub is_error: bool,
-    #[serde(default, rename = "_meta", skip_serializing_if = "Option::is_none")]
     pub meta: Option<Map<String, Value>>,
-    #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
 
@@ -78,6 +78,46 @@ impl ToolOutcome {
         }
     }
 
+    /// A `CallToolResult` as a server sent it, its members moved out one by one: missing
+    /// `content` is empty, a `null` `structuredContent` or `_meta` is absent; anything else of
+    /// the wrong type is an error naming the member.
+    pub fn from_result(result: Value) -> Result<Self, String> {
+        let Value::Object(members) = result else {
+            return Err(format!(
+                "the result is {}, not an object",
+                json_kind(&result)
+            ));
+        };
+        let mut outcome = Self {
+            content: Vec::new(),
+            structured_content: None,
+            is_error: false,
+            meta: None,
+            extra: Map::new(),
+        };
+        for (name, value) in members {
+            match (name.as_str(), value) {
+                ("content", Value::Array(blocks)) => outcome.content = blocks,
+                ("structuredContent", Value::Null) | ("_meta", Value::Null) => {}
+                ("structuredContent", value) => outcome.structured_content = Some(value),
+                ("isError", Value::Bool(is_error)) => outcome.is_error = is_error,
+                ("_meta", Value::Object(meta)) => outcome.meta = Some(meta),
+                ("content" | "isError" | "_meta", value) => {
+                    let wanted = match name.as_str() {
+                        "content" => "an array",
+                        "isError" => "a boolean",
+                        _ => "an object",
+                    };
+                    return Err(format!("{name} is {}, not {wanted}", json_kind(&value)));
+                }
+                (_, value) => {
+                    outcome.extra.insert(name, value);
+                }
+            }
+        }
+        Ok(outcome)
+    }
+
     /// The concatenated text of every text block.
     pub fn text_content(&self) -> String {
         self.content
@@ -86,6 +126,49 @@ impl ToolOutcome {
             .filter_map(|block| block.get("text").and_then(Value::as_str))
             .collect::<Vec<_>>()
             .join("\n")
+    }
+}
+
+impl Serialize for ToolOutcome {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let len = 1
+            + usize::from(self.structured_content.is_some())
+            + usize::from(self.is_error)
+            + usize::from(self.meta.is_some())
+            + self.extra.len();
+        let mut map = serializer.serialize_map(Some(len))?;
+        map.serialize_entry("content", &self.content)?;
+        if let Some(structured) = &self.structured_content {
+            map.serialize_entry("structuredContent", structured)?;
+        }
+        if self.is_error {
+            map.serialize_entry("isError", &true)?;
+        }
+        if let Some(meta) = &self.meta {
+            map.serialize_entry("_meta", meta)?;
+        }
+        for (name, value) in &self.extra {
+            map.serialize_entry(name, value)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for ToolOutcome {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Self::from_result(Value::deserialize(deserializer)?).map_err(serde::de::Error::custom)
+    }
+}
+
+/// What a JSON value is, for error messages ("an array", "null", …).
+pub fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
     }
 }
 
@@ -104,5 +187,56 @@ mod tests {
             value,
             serde_json::json!({"content": [{"type": "text", "text": "boom"}], "isError": true})
         );
+    }
+
+    #[test]
+    fn a_result_round_trips_member_by_member_keeping_unknown_members_in_order() {
+        let text = r#"{"content":[{"type":"text","text":"hi"}],"structuredContent":{"n":1},"isError":true,"_meta":{"k":"v"},"zeta":1,"alpha":[2]}"#;
+        let value: Value = serde_json::from_str(text).expect("json");
+        let outcome = ToolOutcome::from_result(value).expect("a valid result");
+        assert_eq!(outcome.text_content(), "hi");
+        assert_eq!(
+            outcome.structured_content,
+            Some(serde_json::json!({"n": 1}))
+        );
+        assert!(outcome.is_error);
+        assert_eq!(
+            outcome.meta.as_ref().map(|m| m["k"].clone()),
+            Some("v".into())
+        );
+        assert_eq!(serde_json::to_string(&outcome).expect("serializes"), text);
+        let parsed: ToolOutcome = serde_json::from_str(text).expect("deserializes");
+        assert_eq!(parsed, outcome);
+    }
+
+    #[test]
+    fn missing_and_null_members_are_absent_and_wrong_types_are_named() {
+        let outcome = ToolOutcome::from_result(serde_json::json!({
+            "structuredContent": null, "_meta": null
+        }))
+        .expect("a valid result");
+        assert!(outcome.content.is_empty() && !outcome.is_error);
+        assert_eq!(outcome.structured_content, None);
+        assert_eq!(outcome.meta, None);
+        for (result, message) in [
+            (
+                serde_json::json!({"content": "text"}),
+                "content is a string, not an array",
+            ),
+            (
+                serde_json::json!({"content": [], "isError": "yes"}),
+                "isError is a string, not a boolean",
+            ),
+            (
+                serde_json::json!({"content": [], "_meta": [1]}),
+                "_meta is an array, not an object",
+            ),
+            (
+                serde_json::json!([1]),
+                "the result is an array, not an object",
+            ),
+        ] {
+            assert_eq!(ToolOutcome::from_result(result), Err(message.to_owned()));
+        }
     }
 }

@@ -73,7 +73,10 @@ fn parse_arguments(json: Option<&str>, pairs: &[String]) -> anyhow::Result<Map<S
         Some(text) => {
             match serde_json::from_str::<Value>(text).context("--args is not valid JSON")? {
                 Value::Object(map) => map,
-                other => bail!("--args must be a JSON object, got {}", kind(&other)),
+                other => bail!(
+                    "--args must be a JSON object, got {}",
+                    switchboard_core::json_kind(&other)
+                ),
             }
         }
     };
@@ -85,17 +88,6 @@ fn parse_arguments(json: Option<&str>, pairs: &[String]) -> anyhow::Result<Map<S
         arguments.insert(key.to_owned(), value);
     }
     Ok(arguments)
-}
-
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 #[cfg(test)]

@@ -274,9 +274,9 @@ impl Upstream for RpcClient {
                     if let Value::Object(map) = &mut value {
                         map.remove("resultType");
                     }
-                    serde_json::from_value(value).map_err(|error| UpstreamError::InvalidResult {
+                    ToolOutcome::from_result(value).map_err(|reason| UpstreamError::InvalidResult {
                         server: self.server().clone(),
-                        reason: error.to_string(),
+                        reason,
                     })
                 }
                 Err(ClientError::Rpc(error)) => Err(UpstreamError::Protocol {
