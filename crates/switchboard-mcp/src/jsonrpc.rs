@@ -90,12 +90,32 @@ pub enum Message {
 /// The shape every JSON-RPC message fits, before classification.
 #[derive(Deserialize)]
 struct Raw {
-    jsonrpc: Option<String>,
+    jsonrpc: Option<Version>,
     id: Option<Value>,
     method: Option<String>,
     params: Option<Value>,
     result: Option<Value>,
     error: Option<RpcError>,
+}
+
+/// Whether a message's `jsonrpc` member is "2.0", read without keeping the string (one
+/// allocation less per message).
+struct Version(bool);
+
+impl<'de> Deserialize<'de> for Version {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct IsTwo;
+        impl serde::de::Visitor<'_> for IsTwo {
+            type Value = Version;
+            fn expecting(&self, formatter: &mut std::fmt::Formatter) -> std::fmt::Result {
+                formatter.write_str("a string")
+            }
+            fn visit_str<E>(self, text: &str) -> Result<Version, E> {
+                Ok(Version(text == "2.0"))
+            }
+        }
+        deserializer.deserialize_str(IsTwo)
+    }
 }
 
 /// Why bytes are not a JSON-RPC message; carries the id when one could be read, so the
@@ -147,7 +167,7 @@ impl Message {
             Some(Value::String(s)) => Some(RequestId::String(s)),
             Some(_) => return Err(invalid(None, "id must be a string or an integer")),
         };
-        if raw.jsonrpc.as_deref() != Some("2.0") {
+        if !matches!(raw.jsonrpc, Some(Version(true))) {
             return Err(invalid(id, "jsonrpc must be \"2.0\""));
         }
         if let Some(params) = &raw.params

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use serde_json::json;
+use serde_json::{Map, Value};
 
 use crate::{ServerId, ToolOutcome};
 
@@ -33,15 +33,16 @@ pub fn stamp(
     cost: f64,
     cached: bool,
 ) {
-    let envelope = json!({
-        "id": call_id,
-        "duration_ms": (duration.as_secs_f64() * 1000.0 * 1000.0).round() / 1000.0,
-        "server": server.as_str(),
-        "cost": cost,
-        "cached": cached,
-    });
+    // Sized up front: `json!` grows an empty map key by key, and this runs on every call.
+    let mut envelope = Map::with_capacity(5);
+    envelope.insert("id".to_owned(), call_id.into());
+    let duration_ms = (duration.as_secs_f64() * 1000.0 * 1000.0).round() / 1000.0;
+    envelope.insert("duration_ms".to_owned(), duration_ms.into());
+    envelope.insert("server".to_owned(), server.as_str().into());
+    envelope.insert("cost".to_owned(), cost.into());
+    envelope.insert("cached".to_owned(), cached.into());
     outcome
         .meta
-        .get_or_insert_with(Default::default)
-        .insert(CALL_META_KEY.to_owned(), envelope);
+        .get_or_insert_with(|| Map::with_capacity(1))
+        .insert(CALL_META_KEY.to_owned(), Value::Object(envelope));
 }

@@ -145,7 +145,7 @@ impl<'a> Attempts<'a> {
             clock: budget.clock.as_ref(),
         };
         let report = call_with_bounded_retries(context, classify, || {
-            self.hedged(arguments.clone(), ctx, plan.hedge_after, deadline_at)
+            self.hedged(&arguments, ctx, plan.hedge_after, deadline_at)
         })
         .await;
         match report.result {
@@ -155,9 +155,11 @@ impl<'a> Attempts<'a> {
         }
     }
 
+    /// One attempt, and a hedge when it is slow: each gets its own copy of the arguments
+    /// (the upstream serializes them into its request), one copy per attempt.
     async fn hedged(
         &self,
-        arguments: Map<String, Value>,
+        arguments: &Map<String, Value>,
         ctx: &CallContext,
         hedge_after: Option<Duration>,
         deadline_at: Instant,
@@ -165,7 +167,7 @@ impl<'a> Attempts<'a> {
         let budget = self.budget();
         let remaining = deadline_at.saturating_duration_since(budget.clock.now());
         match hedge_after.filter(|delay| *delay < remaining) {
-            None => self.attempt(arguments, ctx, deadline_at).await,
+            None => self.attempt(arguments.clone(), ctx, deadline_at).await,
             Some(delay) => {
                 let run = || self.attempt(arguments.clone(), ctx, deadline_at);
                 hedged(run, delay, &budget.hedges, budget.clock.as_ref())
