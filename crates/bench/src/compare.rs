@@ -213,13 +213,9 @@ pub fn latency(
     let dir = tempfile::tempdir()?;
     let mut keep = Vec::new();
     let mut results = Vec::new();
-    if let Some(binary) = against.filter(|binary| !binary.is_file()) {
-        anyhow::bail!("--against {}: no such file", binary.display());
-    }
-    let other = against.map(|binary| Binaries {
-        switchboard: binary.to_owned(),
-        fixture: bins.fixture.clone(),
-    });
+    let other = against
+        .map(|binary| bins.with_switchboard(binary))
+        .transpose()?;
     let against_label = against.map(|_| "switchboard --against".to_owned());
 
     // stdio → stdio

@@ -38,6 +38,18 @@ impl Binaries {
         Ok(bins)
     }
 
+    /// The same binaries with another build of `switchboard` (a `--against` binary), which
+    /// must exist.
+    pub fn with_switchboard(&self, binary: &Path) -> anyhow::Result<Self> {
+        if !binary.is_file() {
+            bail!("--against {}: no such file", binary.display());
+        }
+        Ok(Self {
+            switchboard: binary.to_owned(),
+            fixture: self.fixture.clone(),
+        })
+    }
+
     /// The repository root (the binaries are in `target/release`).
     pub fn repo_root(&self) -> PathBuf {
         self.switchboard
@@ -209,22 +221,18 @@ impl SideBySide {
         spec: Vec<String>,
         against: Option<&Path>,
     ) -> anyhow::Result<Self> {
-        if let Some(binary) = against.filter(|binary| !binary.is_file()) {
-            bail!("--against {}: no such file", binary.display());
-        }
+        let other = against
+            .map(|binary| bins.with_switchboard(binary))
+            .transpose()?;
         let config = write_config(dir, &[(id.to_owned(), spec.clone())])?;
         let mut gateway = StdioClient::spawn(&mut bins.gateway(&config))?;
         gateway.initialize()?;
-        let against = match against {
-            Some(binary) => {
-                let other = Binaries {
-                    switchboard: binary.to_owned(),
-                    fixture: bins.fixture.clone(),
-                };
+        let against = match other {
+            Some(other) => {
                 let mut client = StdioClient::spawn(&mut other.gateway(&config))?;
                 client
                     .initialize()
-                    .with_context(|| format!("--against {}", binary.display()))?;
+                    .with_context(|| format!("--against {}", other.switchboard.display()))?;
                 Some(client)
             }
             None => None,

@@ -20,9 +20,13 @@ use super::{Session, forget_request};
 use crate::front::dispatch::{Dispatcher, Notifier, progress_notification};
 use crate::jsonrpc::{Message, RequestId, code};
 
+/// How often an open SSE stream with nothing to say carries a keep-alive comment, so
+/// proxies do not time it out.
+pub(super) const KEEP_ALIVE_EVERY: Duration = Duration::from_secs(15);
+
 /// How long a call's answer may keep its headers waiting for its first message before the
-/// stream opens anyway; also the interval of every open stream's keep-alive comment.
-pub(super) const SSE_COMMIT_AFTER: Duration = Duration::from_secs(15);
+/// stream opens anyway: one keep-alive interval.
+const SSE_COMMIT_AFTER: Duration = KEEP_ALIVE_EVERY;
 
 /// The SSE comment that keeps an idle stream open through proxies.
 pub(super) const KEEP_ALIVE: &[u8] = b": keep-alive\n\n";
@@ -59,7 +63,7 @@ pub(super) fn answer_status(modern: bool, answer: &Message) -> StatusCode {
 /// Answers a call that may send messages before its result: as plain JSON when the result
 /// comes first, else as an SSE stream of those messages and then the result. The headers wait
 /// for the first message, or [`SSE_COMMIT_AFTER`] of silence, after which the stream opens and
-/// carries a keep-alive comment at that interval so proxies do not time it out. A call that
+/// carries a keep-alive comment every [`KEEP_ALIVE_EVERY`] so proxies do not time it out. A call that
 /// asked for progress, and a listening subscription, get their stream at once, so the client
 /// holds a stream it can close to cancel. Dropping the handler or the stream (the client went
 /// away) cancels the call.
@@ -121,8 +125,8 @@ pub(super) async fn stream_answer(
     };
     let opening = futures::stream::iter(first.map(sse_event));
     let keep_alive = tokio::time::interval_at(
-        tokio::time::Instant::now() + SSE_COMMIT_AFTER,
-        SSE_COMMIT_AFTER,
+        tokio::time::Instant::now() + KEEP_ALIVE_EVERY,
+        KEEP_ALIVE_EVERY,
     );
     let state = (events, keep_alive, guard);
     let rest = futures::stream::unfold(state, |(mut events, mut keep_alive, guard)| async move {

@@ -33,7 +33,7 @@ use tokio_util::sync::CancellationToken;
 mod answer;
 
 use self::answer::{
-    KEEP_ALIVE, SSE_COMMIT_AFTER, StreamedCall, answer_status, sse_event, sse_response,
+    KEEP_ALIVE, KEEP_ALIVE_EVERY, StreamedCall, answer_status, sse_event, sse_response,
     stream_answer,
 };
 use super::dispatch::{Dispatcher, progress_token};
@@ -546,7 +546,7 @@ async fn get_as(
         Some((sse_event(note.to_line()), version))
     });
     let keepalive = futures::stream::unfold((), |()| async {
-        tokio::time::sleep(SSE_COMMIT_AFTER).await;
+        tokio::time::sleep(KEEP_ALIVE_EVERY).await;
         Some((Ok(Bytes::from_static(KEEP_ALIVE)), ()))
     });
     let events = futures::stream::select(futures::stream::select(stream, updates), keepalive);
