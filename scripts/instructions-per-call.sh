@@ -4,7 +4,10 @@
 # "Instructions per call"). It runs the gateway twice under callgrind, over N1 and N2 calls
 # of the echo fixture, and divides the difference by N2 - N1, so start-up is left out.
 #
-#   scripts/instructions-per-call.sh [stdio|http] [BINARY]
+#   scripts/instructions-per-call.sh [stdio|http|http-http] [BINARY]
+#
+# stdio and http name the front the client speaks to, with the echo fixture as a stdio
+# upstream; http-http is the HTTP front in front of the fixture's HTTP server (`http-echo`).
 #
 # BINARY defaults to target/release/switchboard (build it with
 # `cargo build --release -p switchboard-cli -p switchboard-fixtures`). Needs valgrind and
@@ -12,7 +15,10 @@
 # HTTP gateway runs on one thread (`--threads 1`), so the runtime thread is the main thread.
 set -euo pipefail
 
-front=${1:-stdio}
+scenario=${1:-stdio}
+front=${scenario%%-*}
+upstream=stdio
+[[ $scenario == http-http ]] && upstream=http
 binary=${2:-target/release/switchboard}
 fixture=target/release/switchboard-fixture
 small=500
@@ -22,16 +28,30 @@ command -v valgrind >/dev/null || { echo "valgrind is not installed (apt-get ins
 command -v python3 >/dev/null || { echo "python3 is not installed" >&2; exit 1; }
 [[ -x $binary ]] || { echo "no gateway binary at $binary (cargo build --release -p switchboard-cli)" >&2; exit 1; }
 [[ -x $fixture ]] || { echo "no fixture at $fixture (cargo build --release -p switchboard-fixtures)" >&2; exit 1; }
-case $front in stdio|http) ;; *) echo "front must be stdio or http, not '$front'" >&2; exit 2 ;; esac
+case $scenario in stdio|http|http-http) ;; *) echo "the scenario must be stdio, http or http-http, not '$scenario'" >&2; exit 2 ;; esac
 
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+fixture_pid=
+trap 'rm -rf "$work"; [[ -n $fixture_pid ]] && kill "$fixture_pid" 2>/dev/null' EXIT
 export XDG_DATA_HOME=$work XDG_STATE_HOME=$work XDG_CONFIG_HOME=$work
-cat > "$work/gateway.toml" <<EOF
+if [[ $upstream == stdio ]]; then
+    cat > "$work/gateway.toml" <<EOF
 [servers.echo]
 command = "$(realpath "$fixture")"
 args = ["echo"]
 EOF
+else
+    "$fixture" http-echo > "$work/fixture.out" 2>&1 &
+    fixture_pid=$!
+    for _ in $(seq 50); do grep -q "listening on" "$work/fixture.out" && break; sleep 0.1; done
+    fixture_address=$(sed -n 's/^listening on //p' "$work/fixture.out")
+    [[ -n $fixture_address ]] || { echo "the HTTP fixture did not start: $(cat "$work/fixture.out")" >&2; exit 1; }
+    cat > "$work/gateway.toml" <<EOF
+[servers.echo]
+transport = "http"
+url = "http://$fixture_address/mcp"
+EOF
+fi
 
 # The client: initialize, then N sequential echo calls, over stdio or HTTP.
 cat > "$work/drive.py" <<'EOF'
@@ -97,7 +117,7 @@ total() { grep -m1 '^summary:' "$1" | awk '{print $2}'; }
 run $small
 run $large
 main=$(( ($(total "$work/callgrind-$large-01") - $(total "$work/callgrind-$small-01")) / (large - small) ))
-echo "$front → stdio, $binary: $main instructions per call on the gateway's runtime thread"
+echo "$front → $upstream, $binary: $main instructions per call on the gateway's runtime thread"
 if [[ -f $work/callgrind-$large-02 && -f $work/callgrind-$small-02 ]]; then
     writer=$(( ($(total "$work/callgrind-$large-02") - $(total "$work/callgrind-$small-02")) / (large - small) ))
     echo "  and $writer on the ledger writer's thread (one batch per call at this pace)"

@@ -8,14 +8,15 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
-use reqwest::StatusCode;
-use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
+use bytes::Bytes;
+use http::header::{ACCEPT, CONTENT_TYPE};
+use http::{HeaderValue, Method, StatusCode};
 
+use super::client::{Response, http_client};
 use super::headers::SESSION_ID;
 use super::sse::SseParser;
 use super::streamable::Shared;
-use super::{error_chain, failed_request, http_client, snippet};
+use super::{failed_request, snippet};
 use crate::jsonrpc::{Message, RequestId};
 use crate::upstream::transport::Inbound;
 
@@ -61,18 +62,15 @@ impl Shared {
         let is_initialize =
             matches!(&message, Message::Request { method, .. } if method == "initialize");
         let had_session = self.session().is_some();
-        let client = match http_client() {
-            Ok(client) => client,
-            Err(error) => return self.fail(id.as_ref(), error.0).await,
-        };
-        let request = client
-            .post(self.endpoint.clone())
-            .headers(self.post_headers(&message))
-            .body(message.to_line());
-        let response = match request.send().await {
+        let headers = self.post_headers(&message);
+        let body = Bytes::from(message.to_line());
+        let sent = http_client()
+            .send(Method::POST, &self.endpoint, headers, body)
+            .await;
+        let response = match sent {
             Ok(response) => response,
             Err(error) => {
-                let reason = format!("cannot reach {}: {}", self.url, error_chain(&error));
+                let reason = format!("cannot reach {}: {error}", self.url);
                 return self.fail(id.as_ref(), reason).await;
             }
         };
@@ -99,7 +97,7 @@ impl Shared {
             return;
         }
         if !status.is_success() {
-            let body = response.text().await.unwrap_or_default();
+            let body = response.text_snippet().await;
             // A JSON-RPC error body answers the request (servers often leave its id null).
             if let (
                 Some(id),
@@ -128,7 +126,7 @@ impl Shared {
         if is_sse {
             return self.answer_stream(response, id.as_ref()).await;
         }
-        match read_limited(response, self.max_bytes).await {
+        match response.read_limited(self.max_bytes).await {
             Ok(body) if body.iter().all(u8::is_ascii_whitespace) => {
                 if let Some(id) = &id {
                     let reason = format!("{} answered request {id} with an empty body", self.url);
@@ -152,7 +150,7 @@ impl Shared {
     }
 
     /// Reads a request's SSE answer, resuming it (legacy era) when it ends early.
-    async fn answer_stream(&self, response: reqwest::Response, id: Option<&RequestId>) {
+    async fn answer_stream(&self, response: Response, id: Option<&RequestId>) {
         let mut parser = SseParser::default();
         let mut response = response;
         let mut idle_reconnects = 0;
@@ -190,21 +188,16 @@ impl Shared {
     /// Delivers every message of an SSE stream until it ends or carries the answer to `id`.
     async fn pump(
         &self,
-        response: reqwest::Response,
+        mut response: Response,
         parser: &mut SseParser,
         id: Option<&RequestId>,
     ) -> StreamEnd {
-        let mut body = response.bytes_stream();
         let mut progressed = false;
-        while let Some(chunk) = body.next().await {
+        while let Some(chunk) = response.chunk().await {
             let chunk = match chunk {
                 Ok(chunk) => chunk,
                 Err(error) => {
-                    let reason = format!(
-                        "the response stream from {} broke ({})",
-                        self.url,
-                        error_chain(&error)
-                    );
+                    let reason = format!("the response stream from {} broke ({error})", self.url);
                     return StreamEnd::Ended { reason, progressed };
                 }
             };
@@ -245,22 +238,16 @@ impl Shared {
 
     /// A GET event stream (optionally resuming after `last_event_id`). `Ok(None)`: the server
     /// offers none (405, or any other refusal).
-    async fn get_stream(
-        &self,
-        last_event_id: Option<&str>,
-    ) -> Result<Option<reqwest::Response>, String> {
-        let client = http_client().map_err(|error| error.0)?;
+    async fn get_stream(&self, last_event_id: Option<&str>) -> Result<Option<Response>, String> {
         let mut headers = self.base_headers();
         headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
         if let Some(last) = last_event_id.and_then(|id| HeaderValue::from_str(id).ok()) {
             headers.insert("last-event-id", last);
         }
-        let response = client
-            .get(self.endpoint.clone())
-            .headers(headers)
-            .send()
+        let response = http_client()
+            .send(Method::GET, &self.endpoint, headers, Bytes::new())
             .await
-            .map_err(|error| format!("cannot reach {}: {}", self.url, error_chain(&error)))?;
+            .map_err(|error| format!("cannot reach {}: {error}", self.url))?;
         let status = response.status();
         if status.is_success() {
             return Ok(Some(response));
@@ -303,18 +290,4 @@ impl Shared {
             tokio::time::sleep(parser.retry().unwrap_or(DEFAULT_RETRY).min(MAX_RETRY)).await;
         }
     }
-}
-
-async fn read_limited(response: reqwest::Response, max_bytes: usize) -> Result<Vec<u8>, String> {
-    let mut body = Vec::new();
-    let mut stream = response.bytes_stream();
-    while let Some(chunk) = stream.next().await {
-        let chunk =
-            chunk.map_err(|error| format!("reading the answer failed: {}", error_chain(&error)))?;
-        body.extend_from_slice(&chunk);
-        if body.len() > max_bytes {
-            return Err(format!("the answer exceeds the {max_bytes}-byte limit"));
-        }
-    }
-    Ok(body)
 }

@@ -3,7 +3,7 @@
 //! 2026-07-28 routing headers `Mcp-Method` / `Mcp-Name` (SEP-2243; their values and encoding
 //! are [`crate::routing_headers`]).
 
-use reqwest::header::{HeaderMap, HeaderValue};
+use http::{HeaderMap, HeaderValue};
 
 use crate::jsonrpc::Message;
 use crate::routing_headers::{METHOD, NAME, encode_value, name_of};

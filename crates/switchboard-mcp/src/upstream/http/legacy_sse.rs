@@ -6,20 +6,22 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use futures::StreamExt;
+use bytes::Bytes;
 use futures::future::BoxFuture;
-use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
+use http::header::{ACCEPT, CONTENT_TYPE};
+use http::{HeaderMap, HeaderValue, Method};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::AbortHandle;
 
+use super::client::{Response, Target, http_client};
 use super::sse::SseParser;
-use super::{error_chain, failed_request, header_map, http_client, snippet};
+use super::{failed_request, header_map, snippet};
 use crate::jsonrpc::Message;
 use crate::upstream::transport::{Inbound, Opened, Transport, TransportError};
 
 struct Inner {
     server: String,
-    endpoint: reqwest::Url,
+    endpoint: Target,
     headers: HeaderMap,
     inbound: mpsc::Sender<Inbound>,
     reader: Mutex<Option<AbortHandle>>,
@@ -52,22 +54,17 @@ pub async fn open_legacy_sse(
     headers: &BTreeMap<String, String>,
     max_message_bytes: usize,
 ) -> Result<Opened, TransportError> {
-    let client = http_client()?;
-    let base = reqwest::Url::parse(url)
-        .map_err(|error| TransportError::new(format!("invalid URL '{url}': {error}")))?;
+    let base = Target::parse(url).map_err(TransportError::new)?;
     let headers = header_map(headers)?;
-    let response = client
-        .get(base.clone())
-        .headers(headers.clone())
-        .header(ACCEPT, "text/event-stream")
-        .send()
+    let mut get_headers = headers.clone();
+    get_headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+    let response = http_client()
+        .send(Method::GET, &base, get_headers, Bytes::new())
         .await
-        .map_err(|error| {
-            TransportError::new(format!("cannot reach {url}: {}", error_chain(&error)))
-        })?;
+        .map_err(|error| TransportError::new(format!("cannot reach {url}: {error}")))?;
     if !response.status().is_success() {
         let status = response.status();
-        let body = response.text().await.unwrap_or_default();
+        let body = response.text_snippet().await;
         return Err(TransportError::new(format!(
             "HTTP {status} from {url}{}",
             snippet(&body)
@@ -113,16 +110,15 @@ pub async fn open_legacy_sse(
 
 async fn read_events(
     server: String,
-    response: reqwest::Response,
+    mut response: Response,
     inbound: mpsc::Sender<Inbound>,
     endpoint: oneshot::Sender<String>,
     max_bytes: usize,
 ) {
     let mut endpoint = Some(endpoint);
     let mut parser = SseParser::default();
-    let mut body = response.bytes_stream();
     let reason = loop {
-        let Some(chunk) = body.next().await else {
+        let Some(chunk) = response.chunk().await else {
             break "the SSE stream ended".to_owned();
         };
         let chunk = match chunk {
@@ -163,31 +159,25 @@ impl Inner {
             Message::Request { id, .. } => Some(id.clone()),
             _ => None,
         };
-        let failure = match http_client() {
-            Ok(client) => {
-                let response = client
-                    .post(self.endpoint.clone())
-                    .headers(self.headers.clone())
-                    .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
-                    .body(message.to_line())
-                    .send()
-                    .await;
-                match response {
-                    Ok(response) if response.status().is_success() => None,
-                    Ok(response) => {
-                        let status = response.status();
-                        let body = response.text().await.unwrap_or_default();
-                        let endpoint = &self.endpoint;
-                        Some(format!("HTTP {status} from {endpoint}{}", snippet(&body)))
-                    }
-                    Err(error) => Some(format!(
-                        "cannot reach {}: {}",
-                        self.endpoint,
-                        error_chain(&error)
-                    )),
-                }
+        let mut headers = self.headers.clone();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        let body = Bytes::from(message.to_line());
+        let sent = http_client()
+            .send(Method::POST, &self.endpoint, headers, body)
+            .await;
+        let failure = match sent {
+            Ok(response) if response.status().is_success() => {
+                // Read to the end, so the connection goes back to the pool.
+                let _ = response.read_limited(64 * 1024).await;
+                None
             }
-            Err(error) => Some(error.0),
+            Ok(response) => {
+                let status = response.status();
+                let body = response.text_snippet().await;
+                let endpoint = &self.endpoint;
+                Some(format!("HTTP {status} from {endpoint}{}", snippet(&body)))
+            }
+            Err(error) => Some(format!("cannot reach {}: {error}", self.endpoint)),
         };
         match (failure, id) {
             (Some(reason), Some(id)) => {

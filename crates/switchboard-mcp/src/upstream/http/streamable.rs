@@ -14,13 +14,16 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
+use bytes::Bytes;
 use futures::future::BoxFuture;
-use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
+use http::header::{ACCEPT, CONTENT_TYPE};
+use http::{HeaderMap, HeaderValue, Method};
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
+use super::client::{Target, http_client};
+use super::header_map;
 use super::headers::{SESSION_ID, add_routing_headers};
-use super::{header_map, http_client};
 use crate::era::{MODERN_VERSION, VERSION_HEADER};
 use crate::jsonrpc::{Message, RequestId};
 use crate::upstream::transport::{Inbound, Opened, Transport, TransportError};
@@ -35,7 +38,7 @@ pub(super) struct Shared {
     pub(super) url: String,
     /// The endpoint parsed once: parsing it for every request (IDNA included) showed up in
     /// the HTTP → HTTP profile.
-    pub(super) endpoint: reqwest::Url,
+    pub(super) endpoint: Target,
     pub(super) headers: HeaderMap,
     pub(super) max_bytes: usize,
     pub(super) inbound: mpsc::Sender<Inbound>,
@@ -57,9 +60,7 @@ pub fn open_streamable_http(
     headers: &BTreeMap<String, String>,
     max_message_bytes: usize,
 ) -> Result<Opened, TransportError> {
-    http_client()?;
-    let endpoint = reqwest::Url::parse(url)
-        .map_err(|error| TransportError::new(format!("invalid URL '{url}': {error}")))?;
+    let endpoint = Target::parse(url).map_err(TransportError::new)?;
     let (inbound_tx, inbound) = mpsc::channel(256);
     let shared = Arc::new(Shared {
         server: server.to_owned(),
@@ -225,17 +226,14 @@ impl Transport for StreamableHttp {
             let shared = &self.shared;
             shared.abort_all();
             let session = shared.session.write().ok().and_then(|mut s| s.take());
-            if let (Some(session), Ok(client)) = (session, http_client()) {
+            if let Some(session) = session {
                 let mut headers = shared.base_headers();
                 if let Ok(session) = HeaderValue::from_str(&session) {
                     headers.insert(SESSION_ID, session);
                 }
-                let _ = client
-                    .delete(shared.endpoint.clone())
-                    .headers(headers)
-                    .timeout(DELETE_TIMEOUT)
-                    .send()
-                    .await;
+                let delete =
+                    http_client().send(Method::DELETE, &shared.endpoint, headers, Bytes::new());
+                let _ = tokio::time::timeout(DELETE_TIMEOUT, delete).await;
             }
         })
     }

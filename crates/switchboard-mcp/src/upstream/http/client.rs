@@ -1,0 +1,510 @@
+//! The HTTP/1.1 client of the upstream transports, on hyper's connection API: keep-alive
+//! connections pooled per origin, TLS by rustls with the webpki roots, and redirects within
+//! the endpoint's origin followed.
+//!
+//! It replaced reqwest, whose tower stack (a redirect policy that re-parsed the URL of every
+//! response, a boxed service per layer, its own pool bookkeeping) was a fifth of the
+//! instructions of an HTTP → HTTP call (BENCHMARKS.md). What reqwest did that the upstreams
+//! need is here: connect and TLS, reuse, a request that never reached a pooled connection
+//! sent again on a fresh one, redirects. No proxy is used: upstreams on loopback must not be
+//! routed through an environment proxy.
+
+use std::collections::HashMap;
+use std::error::Error as StdError;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::header::{HOST, LOCATION};
+use http::uri::PathAndQuery;
+use http::{HeaderMap, HeaderValue, Method, Request, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::client::conn::http1::SendRequest;
+use hyper_util::rt::TokioIo;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpStream;
+use url::Url;
+
+/// How long connecting (TCP and TLS) may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// An idle pooled connection older than this is closed instead of reused.
+const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
+/// TCP keep-alive probes on every connection, so a GET stream to a vanished host ends.
+const TCP_KEEPALIVE: Duration = Duration::from_secs(30);
+/// Idle connections kept per origin.
+const MAX_IDLE_PER_ORIGIN: usize = 256;
+/// Redirects followed for one request.
+const MAX_REDIRECTS: usize = 10;
+
+/// Where a connection goes: scheme, host and port.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(super) struct Origin {
+    tls: bool,
+    host: String,
+    port: u16,
+}
+
+/// A URL parsed once into what a request needs: its origin, the request target and the
+/// `Host` header.
+#[derive(Clone, Debug)]
+pub(super) struct Target {
+    url: Url,
+    origin: Origin,
+    path: PathAndQuery,
+    host: HeaderValue,
+}
+
+impl Target {
+    pub(super) fn parse(url: &str) -> Result<Target, String> {
+        let parsed = Url::parse(url).map_err(|error| format!("invalid URL '{url}': {error}"))?;
+        Target::from_url(parsed)
+    }
+
+    fn from_url(url: Url) -> Result<Target, String> {
+        let tls = match url.scheme() {
+            "http" => false,
+            "https" => true,
+            other => {
+                return Err(format!(
+                    "unsupported URL scheme '{other}' in {url} (http or https)"
+                ));
+            }
+        };
+        // The host to connect to (an IPv6 address without its brackets).
+        let host = match url.host() {
+            Some(url::Host::Ipv6(address)) => address.to_string(),
+            Some(host) => host.to_string(),
+            None => return Err(format!("the URL {url} has no host")),
+        };
+        let host_str = url.host_str().unwrap_or_default();
+        let port = url
+            .port_or_known_default()
+            .ok_or_else(|| format!("the URL {url} has no port"))?;
+        let target = match url.query() {
+            Some(query) => format!("{}?{query}", url.path()),
+            None => url.path().to_owned(),
+        };
+        let path = PathAndQuery::try_from(target)
+            .map_err(|error| format!("invalid path in {url}: {error}"))?;
+        let authority = match url.port() {
+            Some(port) => format!("{host_str}:{port}"),
+            None => host_str.to_owned(),
+        };
+        let host_header = HeaderValue::try_from(authority)
+            .map_err(|error| format!("invalid host in {url}: {error}"))?;
+        Ok(Target {
+            origin: Origin { tls, host, port },
+            path,
+            host: host_header,
+            url,
+        })
+    }
+
+    /// `reference` resolved against this URL (an SSE `endpoint` event, a `Location`).
+    pub(super) fn join(&self, reference: &str) -> Result<Target, String> {
+        let joined = self
+            .url
+            .join(reference)
+            .map_err(|error| format!("invalid URL reference '{reference}': {error}"))?;
+        Target::from_url(joined)
+    }
+
+    pub(super) fn origin(&self) -> &Origin {
+        &self.origin
+    }
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.url.fmt(f)
+    }
+}
+
+/// An HTTP exchange that failed before a response: the cause chain on one line.
+#[derive(Debug)]
+pub(super) struct HttpError(pub(super) String);
+
+impl std::fmt::Display for HttpError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The causes of an error on one line ("connection refused" is often deep inside).
+fn error_chain(error: &(dyn StdError + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+type Sender = SendRequest<Full<Bytes>>;
+
+struct Idle {
+    sender: Sender,
+    since: Instant,
+}
+
+/// The pool of idle connections and the TLS configuration, shared by every upstream.
+pub(super) struct HttpClient {
+    idle: Mutex<HashMap<Origin, Vec<Idle>>>,
+    /// Built on the first `https` connection: the root store is not needed before.
+    tls: OnceLock<Result<tokio_rustls::TlsConnector, String>>,
+}
+
+/// The one client of the process.
+pub(super) fn http_client() -> &'static HttpClient {
+    static CLIENT: OnceLock<HttpClient> = OnceLock::new();
+    CLIENT.get_or_init(|| HttpClient {
+        idle: Mutex::default(),
+        tls: OnceLock::new(),
+    })
+}
+
+impl HttpClient {
+    /// Sends one request and returns the response once its head has arrived; its body is
+    /// read from [`Response::chunk`]. Redirects to the same origin are followed (a POST only
+    /// on 307 and 308, which keep the method and the body).
+    pub(super) async fn send(
+        &'static self,
+        method: Method,
+        target: &Target,
+        headers: HeaderMap,
+        body: Bytes,
+    ) -> Result<Response, HttpError> {
+        let mut redirected: Option<Target> = None;
+        for _ in 0..=MAX_REDIRECTS {
+            let current = redirected.as_ref().unwrap_or(target);
+            let mut request = Request::new(Full::new(body.clone()));
+            *request.method_mut() = method.clone();
+            *request.uri_mut() = current.path.clone().into();
+            *request.headers_mut() = headers.clone();
+            request.headers_mut().insert(HOST, current.host.clone());
+            let response = self.send_once(current, request).await?;
+            let follow = match response.status {
+                StatusCode::TEMPORARY_REDIRECT | StatusCode::PERMANENT_REDIRECT => true,
+                StatusCode::MOVED_PERMANENTLY | StatusCode::FOUND | StatusCode::SEE_OTHER => {
+                    method != Method::POST
+                }
+                _ => false,
+            };
+            let location = response
+                .headers
+                .get(LOCATION)
+                .and_then(|value| value.to_str().ok());
+            let (true, Some(location)) = (follow, location) else {
+                return Ok(response);
+            };
+            let next = current.join(location).map_err(HttpError)?;
+            if next.origin != current.origin {
+                return Err(HttpError(format!(
+                    "{current} redirected to {next}, another origin; not following it (configure that URL instead)"
+                )));
+            }
+            redirected = Some(next);
+        }
+        Err(HttpError(format!(
+            "more than {MAX_REDIRECTS} redirects from {target}"
+        )))
+    }
+
+    /// Sends `request` on a pooled connection to `target`'s origin, or a new one.
+    async fn send_once(
+        &'static self,
+        target: &Target,
+        request: Request<Full<Bytes>>,
+    ) -> Result<Response, HttpError> {
+        let mut request = Some(request);
+        // A pooled connection the server closed meanwhile gives the request back unsent;
+        // it then goes out on a fresh connection (never a request that was written).
+        while let Some(unsent) = request.take() {
+            let (mut sender, pooled) = match self.checkout(&target.origin).await {
+                Some(sender) => (sender, true),
+                None => (connect(&target.origin, self).await?, false),
+            };
+            match sender.try_send_request(unsent).await {
+                Ok(response) => return Ok(Response::new(response, sender, target, self)),
+                Err(mut failed) => {
+                    request = failed.take_message().filter(|_| pooled);
+                    if request.is_none() {
+                        return Err(HttpError(error_chain(&failed.into_error())));
+                    }
+                }
+            }
+        }
+        Err(HttpError("the request could not be sent".to_owned()))
+    }
+
+    /// An idle connection to `origin` that can take a request now.
+    async fn checkout(&self, origin: &Origin) -> Option<Sender> {
+        loop {
+            let idle = self
+                .idle
+                .lock()
+                .ok()
+                .and_then(|mut pool| pool.get_mut(origin).and_then(Vec::pop))?;
+            if idle.sender.is_closed() || idle.since.elapsed() > IDLE_TIMEOUT {
+                continue;
+            }
+            let mut sender = idle.sender;
+            // A connection whose last response just ended may not have turned idle yet.
+            if sender.ready().await.is_ok() {
+                return Some(sender);
+            }
+        }
+    }
+
+    fn give_back(&self, origin: &Origin, sender: Sender) {
+        if sender.is_closed() {
+            return;
+        }
+        if let Ok(mut pool) = self.idle.lock() {
+            let idle = pool.entry(origin.clone()).or_default();
+            idle.retain(|entry| !entry.sender.is_closed());
+            if idle.len() < MAX_IDLE_PER_ORIGIN {
+                idle.push(Idle {
+                    sender,
+                    since: Instant::now(),
+                });
+            }
+        }
+    }
+
+    fn tls(&self) -> Result<&tokio_rustls::TlsConnector, HttpError> {
+        self.tls
+            .get_or_init(|| {
+                let mut roots = rustls::RootCertStore::empty();
+                roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+                let provider = Arc::new(rustls::crypto::ring::default_provider());
+                let mut config = rustls::ClientConfig::builder_with_provider(provider)
+                    .with_safe_default_protocol_versions()
+                    .map_err(|error| format!("cannot set up TLS: {error}"))?
+                    .with_root_certificates(roots)
+                    .with_no_client_auth();
+                config.alpn_protocols = vec![b"http/1.1".to_vec()];
+                Ok(tokio_rustls::TlsConnector::from(Arc::new(config)))
+            })
+            .as_ref()
+            .map_err(|error| HttpError(error.clone()))
+    }
+}
+
+/// A new connection to `origin`, its HTTP/1.1 handshake done and its driver spawned.
+async fn connect(origin: &Origin, client: &HttpClient) -> Result<Sender, HttpError> {
+    let address = format!("{}:{}", origin.host, origin.port);
+    let connecting = async {
+        let tcp = TcpStream::connect((origin.host.as_str(), origin.port))
+            .await
+            .map_err(|error| HttpError(format!("cannot connect to {address}: {error}")))?;
+        let _ = tcp.set_nodelay(true);
+        let keepalive = socket2::TcpKeepalive::new().with_time(TCP_KEEPALIVE);
+        let _ = socket2::SockRef::from(&tcp).set_tcp_keepalive(&keepalive);
+        if !origin.tls {
+            return handshake(tcp).await;
+        }
+        let name =
+            rustls::pki_types::ServerName::try_from(origin.host.clone()).map_err(|error| {
+                HttpError(format!(
+                    "invalid TLS server name '{}': {error}",
+                    origin.host
+                ))
+            })?;
+        let stream = client.tls()?.connect(name, tcp).await.map_err(|error| {
+            HttpError(format!(
+                "TLS with {address} failed: {}",
+                error_chain(&error)
+            ))
+        })?;
+        handshake(stream).await
+    };
+    tokio::time::timeout(CONNECT_TIMEOUT, connecting)
+        .await
+        .map_err(|_| {
+            HttpError(format!(
+                "connecting to {address} took longer than {}s",
+                CONNECT_TIMEOUT.as_secs()
+            ))
+        })?
+}
+
+async fn handshake<T>(io: T) -> Result<Sender, HttpError>
+where
+    T: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(io))
+        .await
+        .map_err(|error| HttpError(error_chain(&error)))?;
+    tokio::spawn(async move {
+        if let Err(error) = connection.await {
+            tracing::debug!(target: "switchboard::upstream", "HTTP connection ended: {error}");
+        }
+    });
+    Ok(sender)
+}
+
+/// A response whose head has arrived. Its connection goes back to the pool once the body
+/// has been read to the end; a response dropped before that closes its connection.
+pub(super) struct Response {
+    status: StatusCode,
+    headers: HeaderMap,
+    body: Incoming,
+    /// The connection, until the body ends.
+    connection: Option<(Sender, Origin, &'static HttpClient)>,
+}
+
+impl Response {
+    fn new(
+        response: http::Response<Incoming>,
+        sender: Sender,
+        target: &Target,
+        client: &'static HttpClient,
+    ) -> Response {
+        let (parts, body) = response.into_parts();
+        let mut response = Response {
+            status: parts.status,
+            headers: parts.headers,
+            body,
+            connection: Some((sender, target.origin.clone(), client)),
+        };
+        if hyper::body::Body::is_end_stream(&response.body) {
+            response.release();
+        }
+        response
+    }
+
+    pub(super) fn status(&self) -> StatusCode {
+        self.status
+    }
+
+    pub(super) fn headers(&self) -> &HeaderMap {
+        &self.headers
+    }
+
+    fn release(&mut self) {
+        if let Some((sender, origin, client)) = self.connection.take() {
+            client.give_back(&origin, sender);
+        }
+    }
+
+    /// The next piece of the body; `None` at its end.
+    pub(super) async fn chunk(&mut self) -> Option<Result<Bytes, HttpError>> {
+        loop {
+            match self.body.frame().await {
+                None => {
+                    self.release();
+                    return None;
+                }
+                Some(Err(error)) => {
+                    self.connection = None;
+                    return Some(Err(HttpError(error_chain(&error))));
+                }
+                Some(Ok(frame)) => {
+                    if let Ok(data) = frame.into_data() {
+                        if hyper::body::Body::is_end_stream(&self.body) {
+                            self.release();
+                        }
+                        return Some(Ok(data));
+                    }
+                }
+            }
+        }
+    }
+
+    /// The whole body, refused once it passes `max_bytes`.
+    pub(super) async fn read_limited(mut self, max_bytes: usize) -> Result<Vec<u8>, String> {
+        let mut body = Vec::new();
+        while let Some(chunk) = self.chunk().await {
+            let chunk = chunk.map_err(|error| format!("reading the answer failed: {error}"))?;
+            body.extend_from_slice(&chunk);
+            if body.len() > max_bytes {
+                return Err(format!("the answer exceeds the {max_bytes}-byte limit"));
+            }
+        }
+        Ok(body)
+    }
+
+    /// The start of the body as text, for an error message.
+    pub(super) async fn text_snippet(self) -> String {
+        let body = self.read_limited(64 * 1024).await.unwrap_or_default();
+        String::from_utf8_lossy(&body).into_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_target_keeps_the_query_and_fills_in_the_default_port() {
+        let target = Target::parse("https://mcp.example.com/v1/mcp?key=a%20b").expect("parse");
+        assert_eq!(target.path.as_str(), "/v1/mcp?key=a%20b");
+        assert_eq!(target.host, "mcp.example.com");
+        assert_eq!(
+            target.origin,
+            Origin {
+                tls: true,
+                host: "mcp.example.com".to_owned(),
+                port: 443
+            }
+        );
+    }
+
+    #[test]
+    fn an_ipv6_host_is_bracketed_in_the_host_header_only() {
+        let target = Target::parse("http://[::1]:8080/mcp").expect("parse");
+        assert_eq!(target.host, "[::1]:8080");
+        assert_eq!(target.origin.host, "::1");
+        assert_eq!(target.origin.port, 8080);
+    }
+
+    #[test]
+    fn a_relative_reference_stays_on_the_origin() {
+        let base = Target::parse("http://127.0.0.1:9/sse").expect("parse");
+        let joined = base.join("/messages?session=1").expect("join");
+        assert_eq!(joined.origin(), base.origin());
+        assert_eq!(joined.path.as_str(), "/messages?session=1");
+        let elsewhere = base.join("http://127.0.0.2:9/messages").expect("join");
+        assert_ne!(elsewhere.origin(), base.origin());
+    }
+
+    #[test]
+    fn urls_without_a_usable_scheme_or_host_are_refused() {
+        let error = Target::parse("ftp://127.0.0.1/x").expect_err("ftp");
+        assert!(error.contains("unsupported URL scheme 'ftp'"), "{error}");
+        let error = Target::parse("not a url").expect_err("garbage");
+        assert!(error.contains("invalid URL 'not a url'"), "{error}");
+    }
+
+    #[derive(Debug)]
+    struct Wrapped(&'static str, std::io::Error);
+
+    impl std::fmt::Display for Wrapped {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(self.0)
+        }
+    }
+
+    impl StdError for Wrapped {
+        fn source(&self) -> Option<&(dyn StdError + 'static)> {
+            Some(&self.1)
+        }
+    }
+
+    #[test]
+    fn the_error_chain_names_each_cause_once() {
+        let refused = || std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused");
+        let chained = Wrapped("client error (Connect)", refused());
+        assert_eq!(error_chain(&chained), "client error (Connect): refused");
+        // A cause the message already quotes is not repeated.
+        let quoted = Wrapped("tcp connect error: refused", refused());
+        assert_eq!(error_chain(&quoted), "tcp connect error: refused");
+    }
+}
