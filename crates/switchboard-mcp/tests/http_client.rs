@@ -1,7 +1,7 @@
 //! The upstream HTTP client at the connection level, against a raw HTTP/1.1 server on
-//! 127.0.0.1 that counts connections: keep-alive reuse, connections the server closed,
-//! redirects within the origin and to another one, and TLS actually being spoken for
-//! `https` URLs.
+//! 127.0.0.1 that counts connections: keep-alive reuse (JSON and SSE answers), connections
+//! the server closed, redirects within the origin and to another one, and TLS actually
+//! being spoken for `https` URLs.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -19,6 +19,8 @@ use tokio::net::TcpListener;
 #[derive(Clone, Default)]
 struct Behaviour {
     close_after_each: bool,
+    /// Answer as a chunked SSE stream that ends after the answer (the TypeScript SDK's way).
+    sse: bool,
     /// `(path, Location)`: a POST to `path` is answered 307 with that `Location`.
     redirect: Option<(&'static str, String)>,
 }
@@ -38,6 +40,8 @@ async fn raw_server(behaviour: Behaviour) -> RawServer {
     tokio::spawn(async move {
         while let Ok((stream, _)) = listener.accept().await {
             count.fetch_add(1, Ordering::SeqCst);
+            // Without it the stream's end waits for the client's delayed ACK (Nagle).
+            let _ = stream.set_nodelay(true);
             tokio::spawn(serve_connection(stream, behaviour.clone(), seen.clone()));
         }
     });
@@ -97,14 +101,30 @@ async fn serve_connection(
                     .unwrap_or(Value::Null);
                 let json =
                     json!({"jsonrpc": "2.0", "id": id, "result": {"path": path}}).to_string();
-                format!(
-                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{json}",
-                    json.len()
-                )
+                if behaviour.sse {
+                    let event = format!("event: message\ndata: {json}\n\n");
+                    format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n{:x}\r\n{event}\r\n",
+                        event.len()
+                    )
+                } else {
+                    format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{json}",
+                        json.len()
+                    )
+                }
             }
         };
         if stream.get_mut().write_all(answer.as_bytes()).await.is_err() {
             return;
+        }
+        if behaviour.sse {
+            // The stream's end comes in a later write, as when a server ends the response
+            // after sending the answer.
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            if stream.get_mut().write_all(b"0\r\n\r\n").await.is_err() {
+                return;
+            }
         }
         if behaviour.close_after_each {
             let _ = stream.get_mut().shutdown().await;
@@ -159,6 +179,27 @@ async fn keep_alive_connections_are_reused() {
         server.connections.load(Ordering::SeqCst),
         1,
         "twenty sequential requests should share one connection"
+    );
+}
+
+#[tokio::test]
+async fn connections_that_answered_with_a_stream_are_reused() {
+    let server = raw_server(Behaviour {
+        sse: true,
+        ..Behaviour::default()
+    })
+    .await;
+    let mut opened = open(&format!("http://{}/mcp", server.address));
+    for id in 1..=10 {
+        let answer = call(&mut opened, id).await;
+        assert_eq!(answered_path(&answer, id), "/mcp");
+        // The stream's end follows the answer; the client reads it, then pools the connection.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        server.connections.load(Ordering::SeqCst),
+        1,
+        "ten streamed answers should share one connection"
     );
 }
 

@@ -26,6 +26,9 @@ const MAX_RECONNECTS: u32 = 5;
 const DEFAULT_RETRY: Duration = Duration::from_secs(1);
 /// The longest `retry:` honoured.
 const MAX_RETRY: Duration = Duration::from_secs(30);
+/// How long the rest of a stream is read after the answer. Servers end the stream right
+/// after it, and read to its end the connection goes back to the pool; dropped, it closes.
+const DRAIN_AFTER_ANSWER: Duration = Duration::from_secs(1);
 
 /// How reading a stream ended.
 enum StreamEnd {
@@ -155,8 +158,13 @@ impl Shared {
         let mut response = response;
         let mut idle_reconnects = 0;
         loop {
-            let (reason, progressed) = match self.pump(response, &mut parser, id).await {
-                StreamEnd::Answered => return,
+            let (reason, progressed) = match self.pump(&mut response, &mut parser, id).await {
+                StreamEnd::Answered => {
+                    // Anything after the answer is delivered like a notification.
+                    let rest = self.pump(&mut response, &mut parser, None);
+                    let _ = tokio::time::timeout(DRAIN_AFTER_ANSWER, rest).await;
+                    return;
+                }
                 StreamEnd::Failed(reason) => {
                     if let Some(reason) = reason {
                         self.fail(id, reason).await;
@@ -188,7 +196,7 @@ impl Shared {
     /// Delivers every message of an SSE stream until it ends or carries the answer to `id`.
     async fn pump(
         &self,
-        mut response: Response,
+        response: &mut Response,
         parser: &mut SseParser,
         id: Option<&RequestId>,
     ) -> StreamEnd {
@@ -264,7 +272,7 @@ impl Shared {
         let mut parser = SseParser::default();
         let mut idle_rounds = 0;
         while idle_rounds <= MAX_RECONNECTS {
-            let response = match self.get_stream(parser.last_event_id()).await {
+            let mut response = match self.get_stream(parser.last_event_id()).await {
                 Ok(Some(response)) => response,
                 Ok(None) => return,
                 Err(reason) => {
@@ -274,7 +282,7 @@ impl Shared {
                     continue;
                 }
             };
-            match self.pump(response, &mut parser, None).await {
+            match self.pump(&mut response, &mut parser, None).await {
                 StreamEnd::Ended { progressed, .. } => {
                     idle_rounds = if progressed { 0 } else { idle_rounds + 1 };
                 }
