@@ -167,38 +167,37 @@ fn error_text(message: &Message) -> String {
     }
 }
 
-#[tokio::test]
-async fn keep_alive_connections_are_reused() {
-    let server = raw_server(Behaviour::default()).await;
+/// Makes `calls` sequential calls with `pause` after each; returns the connections opened.
+async fn connections_for(behaviour: Behaviour, calls: i64, pause: Duration) -> usize {
+    let server = raw_server(behaviour).await;
     let mut opened = open(&format!("http://{}/mcp", server.address));
-    for id in 1..=20 {
+    for id in 1..=calls {
         let answer = call(&mut opened, id).await;
         assert_eq!(answered_path(&answer, id), "/mcp");
+        tokio::time::sleep(pause).await;
     }
+    server.connections.load(Ordering::SeqCst)
+}
+
+#[tokio::test]
+async fn keep_alive_connections_are_reused() {
+    let opened = connections_for(Behaviour::default(), 20, Duration::ZERO).await;
     assert_eq!(
-        server.connections.load(Ordering::SeqCst),
-        1,
+        opened, 1,
         "twenty sequential requests should share one connection"
     );
 }
 
 #[tokio::test]
 async fn connections_that_answered_with_a_stream_are_reused() {
-    let server = raw_server(Behaviour {
+    let sse = Behaviour {
         sse: true,
         ..Behaviour::default()
-    })
-    .await;
-    let mut opened = open(&format!("http://{}/mcp", server.address));
-    for id in 1..=10 {
-        let answer = call(&mut opened, id).await;
-        assert_eq!(answered_path(&answer, id), "/mcp");
-        // The stream's end follows the answer; the client reads it, then pools the connection.
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    };
+    // The stream's end follows the answer; the client reads it, then pools the connection.
+    let opened = connections_for(sse, 10, Duration::from_millis(20)).await;
     assert_eq!(
-        server.connections.load(Ordering::SeqCst),
-        1,
+        opened, 1,
         "ten streamed answers should share one connection"
     );
 }
