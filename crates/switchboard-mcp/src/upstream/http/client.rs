@@ -3,7 +3,7 @@
 //! the endpoint's origin followed.
 //!
 //! It replaced reqwest, whose tower stack (a redirect policy that re-parsed the URL of every
-//! response, a boxed service per layer, its own pool bookkeeping) was a fifth of the
+//! response, a boxed service per layer, its own pool bookkeeping) was a sixth of the
 //! instructions of an HTTP → HTTP call (BENCHMARKS.md). What reqwest did that the upstreams
 //! need is here: connect and TLS, reuse, a request that never reached a pooled connection
 //! sent again on a fresh one, redirects. No proxy is used: upstreams on loopback must not be
@@ -36,6 +36,8 @@ const TCP_KEEPALIVE: Duration = Duration::from_secs(30);
 const MAX_IDLE_PER_ORIGIN: usize = 256;
 /// Redirects followed for one request.
 const MAX_REDIRECTS: usize = 10;
+/// The most of a body [`Response::text`] reads (error answers and refusals).
+const TEXT_LIMIT: usize = 64 * 1024;
 
 /// Where a connection goes: scheme, host and port.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -122,14 +124,9 @@ impl std::fmt::Display for Target {
 }
 
 /// An HTTP exchange that failed before a response: the cause chain on one line.
-#[derive(Debug)]
-pub(super) struct HttpError(pub(super) String);
-
-impl std::fmt::Display for HttpError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub(super) struct HttpError(String);
 
 /// The causes of an error on one line ("connection refused" is often deep inside).
 fn error_chain(error: &(dyn StdError + 'static)) -> String {
@@ -174,7 +171,7 @@ impl HttpClient {
     /// read from [`Response::chunk`]. Redirects to the same origin are followed (a POST only
     /// on 307 and 308, which keep the method and the body).
     pub(super) async fn send(
-        &'static self,
+        &self,
         method: Method,
         target: &Target,
         headers: HeaderMap,
@@ -218,7 +215,7 @@ impl HttpClient {
 
     /// Sends `request` on a pooled connection to `target`'s origin, or a new one.
     async fn send_once(
-        &'static self,
+        &self,
         target: &Target,
         request: Request<Full<Bytes>>,
     ) -> Result<Response, HttpError> {
@@ -231,7 +228,7 @@ impl HttpClient {
                 None => (connect(&target.origin, self).await?, false),
             };
             match sender.try_send_request(unsent).await {
-                Ok(response) => return Ok(Response::new(response, sender, target, self)),
+                Ok(response) => return Ok(Response::new(response, sender, &target.origin)),
                 Err(mut failed) => {
                     request = failed.take_message().filter(|_| pooled);
                     if request.is_none() {
@@ -356,23 +353,18 @@ pub(super) struct Response {
     status: StatusCode,
     headers: HeaderMap,
     body: Incoming,
-    /// The connection, until the body ends.
-    connection: Option<(Sender, Origin, &'static HttpClient)>,
+    /// The connection, until the body ends; it goes back to [`http_client`]'s pool.
+    connection: Option<(Sender, Origin)>,
 }
 
 impl Response {
-    fn new(
-        response: http::Response<Incoming>,
-        sender: Sender,
-        target: &Target,
-        client: &'static HttpClient,
-    ) -> Response {
+    fn new(response: http::Response<Incoming>, sender: Sender, origin: &Origin) -> Response {
         let (parts, body) = response.into_parts();
         let mut response = Response {
             status: parts.status,
             headers: parts.headers,
             body,
-            connection: Some((sender, target.origin.clone(), client)),
+            connection: Some((sender, origin.clone())),
         };
         if hyper::body::Body::is_end_stream(&response.body) {
             response.release();
@@ -389,8 +381,8 @@ impl Response {
     }
 
     fn release(&mut self) {
-        if let Some((sender, origin, client)) = self.connection.take() {
-            client.give_back(&origin, sender);
+        if let Some((sender, origin)) = self.connection.take() {
+            http_client().give_back(&origin, sender);
         }
     }
 
@@ -431,9 +423,15 @@ impl Response {
         Ok(body)
     }
 
-    /// The start of the body as text, for an error message.
-    pub(super) async fn text_snippet(self) -> String {
-        let body = self.read_limited(64 * 1024).await.unwrap_or_default();
+    /// The body as text, up to its first [`TEXT_LIMIT`] bytes (an error answer, a refusal);
+    /// read to its end, the connection is pooled.
+    pub(super) async fn text(mut self) -> String {
+        let mut body = Vec::new();
+        while body.len() < TEXT_LIMIT
+            && let Some(Ok(chunk)) = self.chunk().await
+        {
+            body.extend_from_slice(&chunk);
+        }
         String::from_utf8_lossy(&body).into_owned()
     }
 }

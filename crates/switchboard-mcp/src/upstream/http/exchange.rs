@@ -100,7 +100,7 @@ impl Shared {
             return;
         }
         if !status.is_success() {
-            let body = response.text_snippet().await;
+            let body = response.text().await;
             // A JSON-RPC error body answers the request (servers often leave its id null).
             if let (
                 Some(id),

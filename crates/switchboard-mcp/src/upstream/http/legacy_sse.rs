@@ -64,7 +64,7 @@ pub async fn open_legacy_sse(
         .map_err(|error| TransportError::new(format!("cannot reach {url}: {error}")))?;
     if !response.status().is_success() {
         let status = response.status();
-        let body = response.text_snippet().await;
+        let body = response.text().await;
         return Err(TransportError::new(format!(
             "HTTP {status} from {url}{}",
             snippet(&body)
@@ -168,12 +168,12 @@ impl Inner {
         let failure = match sent {
             Ok(response) if response.status().is_success() => {
                 // Read to the end, so the connection goes back to the pool.
-                let _ = response.read_limited(64 * 1024).await;
+                let _ = response.text().await;
                 None
             }
             Ok(response) => {
                 let status = response.status();
-                let body = response.text_snippet().await;
+                let body = response.text().await;
                 let endpoint = &self.endpoint;
                 Some(format!("HTTP {status} from {endpoint}{}", snippet(&body)))
             }
