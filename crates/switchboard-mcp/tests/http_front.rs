@@ -388,3 +388,30 @@ async fn a_session_call_whose_result_comes_first_is_answered_as_plain_json() {
     assert_eq!(events[0]["params"]["progressToken"], "p");
     assert_eq!(events[1]["result"]["content"][0]["text"], "done");
 }
+
+#[tokio::test]
+async fn a_call_whose_client_went_away_is_cancelled_and_still_unwinds() {
+    let mut server = start().await;
+    // A modern call answered as plain JSON: the client gives up while the tool runs.
+    let call = server.modern_call(1, json!({"name": "wait"}));
+    give_up_and_see_the_call_unwind(&mut server, call).await;
+
+    // The same for a session's call, while its answer's headers wait for the first message.
+    let init = server.post(INIT).send().await.expect("initialize");
+    let session = session_id(&init);
+    let body = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"wait"}}"#;
+    let call = server.post(body).header("mcp-session-id", &session);
+    give_up_and_see_the_call_unwind(&mut server, call).await;
+}
+
+/// Sends a call of the `wait` tool, gives up on it after 200 ms (closing the connection),
+/// and checks that the call was cancelled and still ran to its end (where the ledger
+/// records it).
+async fn give_up_and_see_the_call_unwind(server: &mut Server, call: reqwest::RequestBuilder) {
+    let gave_up = call.timeout(Duration::from_millis(200)).send().await;
+    assert!(gave_up.is_err(), "the wait tool answered: {gave_up:?}");
+    let cancelled = tokio::time::timeout(Duration::from_secs(5), server.cancelled.recv())
+        .await
+        .expect("the cancelled call runs to its end");
+    assert_eq!(cancelled.as_deref(), Some("wait"));
+}

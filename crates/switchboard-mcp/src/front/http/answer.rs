@@ -14,8 +14,9 @@ use futures::StreamExt;
 use serde_json::Value;
 use switchboard_core::{CallContext, ProgressSink};
 use tokio::sync::mpsc;
-use tokio_util::sync::{CancellationToken, DropGuard};
+use tokio_util::sync::CancellationToken;
 
+use super::in_flight::CallInFlight;
 use super::{Session, forget_request};
 use crate::front::dispatch::{Dispatcher, Notifier, progress_notification};
 use crate::jsonrpc::{Message, RequestId, code};
@@ -30,12 +31,6 @@ const SSE_COMMIT_AFTER: Duration = KEEP_ALIVE_EVERY;
 
 /// The SSE comment that keeps an idle stream open through proxies.
 pub(super) const KEEP_ALIVE: &[u8] = b": keep-alive\n\n";
-
-/// What a streamed call sends, in order: notifications and relayed requests, then its answer.
-enum Event {
-    Before(String),
-    Answer(String, StatusCode),
-}
 
 /// A request answered by [`stream_answer`].
 pub(super) struct StreamedCall {
@@ -65,8 +60,9 @@ pub(super) fn answer_status(modern: bool, answer: &Message) -> StatusCode {
 /// for the first message, or [`SSE_COMMIT_AFTER`] of silence, after which the stream opens and
 /// carries a keep-alive comment every [`KEEP_ALIVE_EVERY`] so proxies do not time it out. A call that
 /// asked for progress, and a listening subscription, get their stream at once, so the client
-/// holds a stream it can close to cancel. Dropping the handler or the stream (the client went
-/// away) cancels the call.
+/// holds a stream it can close to cancel. The call runs on the request's own task (and then
+/// the stream's); dropping the handler or the stream (the client went away) cancels it
+/// ([`CallInFlight`]).
 pub(super) async fn stream_answer(
     dispatcher: Dispatcher,
     session: Option<Arc<Session>>,
@@ -81,64 +77,117 @@ pub(super) async fn stream_answer(
         modern,
     } = call;
     let opens_at_once = token.is_some() || method == "subscriptions/listen";
-    let (events_tx, mut events) = mpsc::unbounded_channel::<Event>();
+    // What the call sends before its answer, as JSON-RPC lines.
+    let (before_tx, before) = mpsc::unbounded_channel::<String>();
     let mut ctx = CallContext {
         cancel: cancel.clone(),
         ..CallContext::default()
     };
     if let Some(token) = token {
-        let progress_out = events_tx.clone();
+        let progress_out = before_tx.clone();
         ctx.progress = Some(ProgressSink::new(move |progress| {
-            let line = progress_notification(&token, &progress).to_line();
-            let _ = progress_out.send(Event::Before(line));
+            let _ = progress_out.send(progress_notification(&token, &progress).to_line());
         }));
     }
-    let notify_out = events_tx.clone();
     let notify: Notifier = Arc::new(move |message: Message| {
-        let _ = notify_out.send(Event::Before(message.to_line()));
+        let _ = before_tx.send(message.to_line());
     });
     if let Some(session) = &session {
         ctx.caller = Some(session.relay.caller(notify.clone()));
     }
-    tokio::spawn(async move {
-        let answer = dispatcher
-            .handle_streaming(id.clone(), &method, params, ctx, Some(notify))
-            .await;
-        forget_request(session.as_deref(), &id);
-        let status = answer_status(modern, &answer);
-        let _ = events_tx.send(Event::Answer(answer.to_line(), status));
-    });
-    let guard: DropGuard = cancel.drop_guard();
-    let first = if opens_at_once {
-        None
-    } else {
-        match tokio::time::timeout(SSE_COMMIT_AFTER, events.recv()).await {
-            Ok(Some(Event::Answer(line, status))) => {
-                guard.disarm();
-                return (status, [(header::CONTENT_TYPE, "application/json")], line)
-                    .into_response();
-            }
-            Ok(Some(Event::Before(line))) => Some(line),
-            Ok(None) => return StatusCode::INTERNAL_SERVER_ERROR.into_response(),
-            Err(_silence) => None,
-        }
-    };
-    let opening = futures::stream::iter(first.map(sse_event));
-    let keep_alive = tokio::time::interval_at(
-        tokio::time::Instant::now() + KEEP_ALIVE_EVERY,
-        KEEP_ALIVE_EVERY,
+    let call = CallInFlight::new(
+        async move {
+            let answer = dispatcher
+                .handle_streaming(id.clone(), &method, params, ctx, Some(notify))
+                .await;
+            forget_request(session.as_deref(), &id);
+            answer
+        },
+        cancel,
     );
-    let state = (events, keep_alive, guard);
-    let rest = futures::stream::unfold(state, |(mut events, mut keep_alive, guard)| async move {
-        let chunk = tokio::select! {
-            event = events.recv() => match event? {
-                Event::Before(line) | Event::Answer(line, _) => sse_event(line),
-            },
-            _ = keep_alive.tick() => Ok(Bytes::from_static(KEEP_ALIVE)),
-        };
-        Some((chunk, (events, keep_alive, guard)))
-    });
-    sse_response(Body::from_stream(opening.chain(rest)))
+    let mut stream = AnswerStream {
+        call,
+        before,
+        before_open: true,
+        answer: None,
+        keep_alive: tokio::time::interval_at(
+            tokio::time::Instant::now() + KEEP_ALIVE_EVERY,
+            KEEP_ALIVE_EVERY,
+        ),
+    };
+    if !opens_at_once {
+        let commit = tokio::time::sleep(SSE_COMMIT_AFTER);
+        tokio::pin!(commit);
+        loop {
+            tokio::select! {
+                biased;
+                answer = &mut stream.call => {
+                    if stream.before.is_empty() {
+                        let status = answer_status(modern, &answer);
+                        return (status, [(header::CONTENT_TYPE, "application/json")], answer.to_line())
+                            .into_response();
+                    }
+                    // Messages sent on the call's last turn go first, on a stream.
+                    stream.answer = Some(answer.to_line());
+                    break;
+                }
+                line = stream.before.recv(), if stream.before_open => match line {
+                    Some(line) => {
+                        let first = futures::stream::iter([sse_event(line)]);
+                        return sse_response(Body::from_stream(first.chain(stream.into_stream())));
+                    }
+                    None => stream.before_open = false,
+                },
+                () = &mut commit => break,
+            }
+        }
+    }
+    sse_response(Body::from_stream(stream.into_stream()))
+}
+
+/// A call's answer as an SSE stream: what the call sends before its answer, in order, then
+/// the answer, with keep-alive comments while it is quiet.
+struct AnswerStream {
+    call: CallInFlight<Message>,
+    before: mpsc::UnboundedReceiver<String>,
+    /// Whether a message may still come before the answer.
+    before_open: bool,
+    /// The answer, once the call gave it, until it is sent after what came before it.
+    answer: Option<String>,
+    keep_alive: tokio::time::Interval,
+}
+
+impl AnswerStream {
+    fn into_stream(self) -> impl futures::Stream<Item = Result<Bytes, Infallible>> + Send {
+        futures::stream::unfold(self, |mut stream| async move {
+            let chunk = stream.next_chunk().await?;
+            Some((chunk, stream))
+        })
+    }
+
+    /// The next chunk of the stream, or `None` once the answer has been sent.
+    async fn next_chunk(&mut self) -> Option<Result<Bytes, Infallible>> {
+        loop {
+            if let Ok(line) = self.before.try_recv() {
+                return Some(sse_event(line));
+            }
+            if let Some(answer) = self.answer.take() {
+                return Some(sse_event(answer));
+            }
+            if self.call.answered() {
+                return None;
+            }
+            tokio::select! {
+                biased;
+                answer = &mut self.call => self.answer = Some(answer.to_line()),
+                line = self.before.recv(), if self.before_open => match line {
+                    Some(line) => return Some(sse_event(line)),
+                    None => self.before_open = false,
+                },
+                _ = self.keep_alive.tick() => return Some(Ok(Bytes::from_static(KEEP_ALIVE))),
+            }
+        }
+    }
 }
 
 /// One JSON-RPC message as an SSE `message` event.

@@ -31,11 +31,13 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 mod answer;
+mod in_flight;
 
 use self::answer::{
     KEEP_ALIVE, KEEP_ALIVE_EVERY, StreamedCall, answer_status, sse_event, sse_response,
     stream_answer,
 };
+use self::in_flight::CallInFlight;
 use super::dispatch::{Dispatcher, progress_token};
 use super::envelope;
 use super::relay::Relay;
@@ -451,18 +453,20 @@ async fn post_as(
         };
         stream_answer(dispatcher, session, call, cancel).await
     } else {
-        {
-            // If the client disconnects, this future is dropped and the guard cancels the call.
-            let guard = cancel.clone().drop_guard();
-            let ctx = CallContext {
-                cancel: cancel.clone(),
-                ..CallContext::default()
-            };
-            let answer = dispatcher.handle(id.clone(), &method, params, ctx).await;
-            guard.disarm();
-            forget_request(session.as_deref(), &id);
-            rpc_response(answer_status(modern, &answer), &answer)
-        }
+        let ctx = CallContext {
+            cancel: cancel.clone(),
+            ..CallContext::default()
+        };
+        let mut call = CallInFlight::new(
+            async move {
+                let answer = dispatcher.handle(id.clone(), &method, params, ctx).await;
+                forget_request(session.as_deref(), &id);
+                answer
+            },
+            cancel,
+        );
+        let answer = (&mut call).await;
+        rpc_response(answer_status(modern, &answer), &answer)
     };
     if let Some(session_id) = new_session
         && let Ok(value) = HeaderValue::from_str(&session_id)
