@@ -5,6 +5,7 @@ mod support;
 
 use std::io::Read;
 use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use support::*;
 
@@ -338,4 +339,52 @@ fn tools_render_an_offline_catalog_for_every_llm_api() {
         compact_tokens > 5 && compact_tokens < openai_tokens,
         "{compact_tokens} vs {openai_tokens}"
     );
+}
+
+#[test]
+fn admin_commands_say_why_they_cannot_reach_the_gateway() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = write_config(dir.path(), "");
+    let admin = dir.path().join("admin.json");
+    let admin_arg = admin.display().to_string();
+    let approvals = || {
+        run_switchboard(
+            &config,
+            &["approvals", "list", "--json", "--admin-file", &admin_arg],
+        )
+    };
+
+    // A stale admin file: the gateway that wrote it is gone, its port closed.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = closed.local_addr().expect("address").port();
+    drop(closed);
+    let stale =
+        serde_json::json!({"url": format!("http://127.0.0.1:{port}"), "token": "t", "pid": 1});
+    std::fs::write(&admin, stale.to_string()).expect("write the admin file");
+    let refused = approvals();
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("cannot reach the gateway")
+            && stderr.contains(&format!("127.0.0.1:{port}")),
+        "{stderr}"
+    );
+
+    // A running gateway and a wrong token: its refusal is shown.
+    let mut gateway = HttpGateway::start(&config, &["--admin-file", &admin_arg]);
+    let written = wait_for(Duration::from_secs(10), || {
+        let text = std::fs::read_to_string(&admin).ok()?;
+        let file: serde_json::Value = serde_json::from_str(&text).ok()?;
+        (file["token"] != "t").then_some(file)
+    })
+    .expect("the gateway writes its admin file");
+    assert_eq!(stdout_json(&approvals()), serde_json::json!([]));
+    let mut forged = written.clone();
+    forged["token"] = "forged".into();
+    std::fs::write(&admin, forged.to_string()).expect("write the admin file");
+    let refused = approvals();
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("the gateway answered 401"), "{stderr}");
+    gateway.terminate();
 }

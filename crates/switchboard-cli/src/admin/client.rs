@@ -2,40 +2,49 @@
 
 use std::path::Path;
 
-use anyhow::{Context, bail};
+use anyhow::{Context, anyhow, bail};
+use axum::body::Bytes;
+use axum::http::header::{AUTHORIZATION, CONTENT_TYPE};
+use axum::http::{HeaderMap, HeaderValue, Method};
 use serde_json::{Value, json};
 
 use super::{AdminFile, admin_path};
 
+/// The most an admin answer may be (the list of pending approvals, with their arguments).
+const ANSWER_LIMIT: usize = 16 * 1024 * 1024;
+
 /// A connection to a running gateway's admin endpoint.
 pub struct AdminClient {
     file: AdminFile,
-    http: reqwest::Client,
 }
 
 impl AdminClient {
     pub fn open(explicit: Option<&Path>) -> anyhow::Result<Self> {
         let file = AdminFile::read(&admin_path(explicit)?)?;
-        let http = reqwest::Client::builder()
-            .no_proxy()
-            .build()
-            .context("cannot build an HTTP client")?;
-        Ok(Self { file, http })
+        Ok(Self { file })
     }
 
-    async fn send(&self, request: reqwest::RequestBuilder) -> anyhow::Result<Value> {
-        let response = request
-            .bearer_auth(&self.file.token)
-            .send()
-            .await
-            .with_context(|| {
-                format!(
-                    "cannot reach the gateway at {} (is it still running?)",
-                    self.file.url
-                )
-            })?;
-        let status = response.status();
-        let text = response.text().await.unwrap_or_default();
+    /// Sends one admin request (`path` under the endpoint's URL) and returns its JSON answer.
+    async fn send(&self, method: Method, path: &str, body: Option<Value>) -> anyhow::Result<Value> {
+        let url = format!("{}{path}", self.file.url);
+        let mut headers = HeaderMap::new();
+        let bearer = HeaderValue::from_str(&format!("Bearer {}", self.file.token))
+            .context("the admin file's token is not a valid HTTP header value")?;
+        headers.insert(AUTHORIZATION, bearer);
+        let body = match body {
+            Some(body) => {
+                headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+                Bytes::from(body.to_string())
+            }
+            None => Bytes::new(),
+        };
+        let (status, answer) =
+            switchboard_mcp::upstream::http::request(method, &url, headers, body, ANSWER_LIMIT)
+                .await
+                .map_err(|error| {
+                    anyhow!("cannot reach the gateway (is it still running?): {error}")
+                })?;
+        let text = String::from_utf8_lossy(&answer);
         if !status.is_success() {
             bail!("the gateway answered {status}: {text}");
         }
@@ -49,17 +58,11 @@ impl AdminClient {
         tier: Option<&str>,
     ) -> anyhow::Result<Value> {
         let body = json!({"session": session, "agent": agent, "tier": tier});
-        self.send(
-            self.http
-                .post(format!("{}/tier", self.file.url))
-                .json(&body),
-        )
-        .await
+        self.send(Method::POST, "/tier", Some(body)).await
     }
 
     pub async fn approvals(&self) -> anyhow::Result<Value> {
-        self.send(self.http.get(format!("{}/approvals", self.file.url)))
-            .await
+        self.send(Method::GET, "/approvals", None).await
     }
 
     pub async fn answer(
@@ -70,11 +73,7 @@ impl AdminClient {
         by: &str,
     ) -> anyhow::Result<Value> {
         let body = json!({"approve": approve, "reason": reason, "by": by});
-        self.send(
-            self.http
-                .post(format!("{}/approvals/{id}", self.file.url))
-                .json(&body),
-        )
-        .await
+        self.send(Method::POST, &format!("/approvals/{id}"), Some(body))
+            .await
     }
 }

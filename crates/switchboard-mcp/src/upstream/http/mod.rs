@@ -11,13 +11,37 @@ mod streamable;
 
 use std::collections::BTreeMap;
 
-use http::{HeaderMap, HeaderName, HeaderValue};
+use bytes::Bytes;
+use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 
 pub use legacy_sse::open_legacy_sse;
 pub use streamable::open_streamable_http;
 
 use super::transport::TransportError;
 use crate::jsonrpc::{Message, RequestId, RpcError, code};
+
+/// One request with the upstreams' HTTP client, its answer read whole (refused past
+/// `max_bytes`), for the gateway's other HTTP peers: the CLI's admin commands use it. An
+/// error names the URL.
+pub async fn request(
+    method: Method,
+    url: &str,
+    headers: HeaderMap,
+    body: Bytes,
+    max_bytes: usize,
+) -> Result<(StatusCode, Vec<u8>), String> {
+    let target = client::Target::parse(url)?;
+    let response = client::http_client()
+        .send(method, &target, headers, body)
+        .await
+        .map_err(|error| format!("{url}: {error}"))?;
+    let status = response.status();
+    let body = response
+        .read_limited(max_bytes)
+        .await
+        .map_err(|error| format!("{url}: {error}"))?;
+    Ok((status, body))
+}
 
 /// Configured headers as a header map; an invalid name or value is a start-up error.
 fn header_map(headers: &BTreeMap<String, String>) -> Result<HeaderMap, TransportError> {
