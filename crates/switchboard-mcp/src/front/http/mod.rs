@@ -7,8 +7,9 @@
 //!   ([`super::envelope`]: `_meta`, the version and routing headers, the version itself), each
 //!   refusal a 400. Closing the response stream cancels the call.
 //!
-//! Every request first passes the DNS-rebinding guard: an `Origin` or `Host` that is not
-//! allowed gets 403. Bodies over the message limit get 413. How a call's answer goes back —
+//! Every request first passes the `guard` module: the DNS-rebinding guard (an `Origin` or
+//! `Host` that is not allowed gets 403) and bearer tokens. Bodies over the message limit get
+//! 413. How a call's answer goes back —
 //! plain JSON, or an SSE stream when progress or a relayed message comes first — is
 //! the `answer` module.
 
@@ -31,12 +32,15 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 mod answer;
+mod guard;
 mod in_flight;
 
 use self::answer::{
     KEEP_ALIVE, KEEP_ALIVE_EVERY, StreamedCall, answer_status, sse_event, sse_response,
     stream_answer,
 };
+pub use self::guard::Authenticator;
+use self::guard::authenticate;
 use self::in_flight::CallInFlight;
 use super::dispatch::{Dispatcher, progress_token};
 use super::envelope;
@@ -60,12 +64,6 @@ pub struct HttpOptions {
     /// When set, every request needs `Authorization: Bearer TOKEN`, and the token decides the
     /// agent; without it, 401 with `WWW-Authenticate`.
     pub auth: Option<Arc<dyn Authenticator>>,
-}
-
-/// Maps bearer tokens to agents.
-pub trait Authenticator: Send + Sync + std::fmt::Debug {
-    /// The agent a token belongs to, or `None` for an unknown token.
-    fn agent_for(&self, token: &str) -> Option<String>;
 }
 
 struct Session {
@@ -152,57 +150,6 @@ fn plain(status: StatusCode, text: &str) -> Response {
         .into_response()
 }
 
-/// The agent a request acts for: from its bearer token when tokens are required (401
-/// without a valid one; 403 when an agent endpoint names another agent), else the agent of
-/// the endpoint, else the front's own.
-fn authenticate(
-    state: &HttpState,
-    headers: &HeaderMap,
-    endpoint_agent: Option<&str>,
-) -> Result<Option<String>, Response> {
-    check_origin(state, headers)?;
-    let Some(auth) = &state.options.auth else {
-        return Ok(endpoint_agent.map(str::to_owned));
-    };
-    let unauthorized = |why: &str| {
-        (
-            StatusCode::UNAUTHORIZED,
-            [
-                (header::WWW_AUTHENTICATE, "Bearer realm=\"switchboard\""),
-                (header::CONTENT_TYPE, "text/plain; charset=utf-8"),
-            ],
-            why.to_owned(),
-        )
-            .into_response()
-    };
-    let token = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| {
-            value
-                .strip_prefix("Bearer ")
-                .or_else(|| value.strip_prefix("bearer "))
-        })
-        .map(str::trim);
-    let Some(token) = token else {
-        return Err(unauthorized(
-            "a bearer token is required (switchboard token create AGENT)",
-        ));
-    };
-    let Some(agent) = auth.agent_for(token) else {
-        return Err(unauthorized("the bearer token is not valid"));
-    };
-    if let Some(wanted) = endpoint_agent
-        && wanted != agent
-    {
-        return Err(plain(
-            StatusCode::FORBIDDEN,
-            &format!("this token belongs to agent '{agent}', not '{wanted}'"),
-        ));
-    }
-    Ok(Some(agent))
-}
-
 async fn handle_agent_post(
     state: State<Arc<HttpState>>,
     Path(agent): Path<String>,
@@ -260,64 +207,6 @@ async fn handle_agent_delete(
     delete_as(state, headers, Some(agent)).await
 }
 
-/// The DNS-rebinding guard.
-fn check_origin(state: &HttpState, headers: &HeaderMap) -> Result<(), Response> {
-    if let Some(origin) = headers.get(header::ORIGIN) {
-        let origin = origin.to_str().unwrap_or("");
-        let allowed = state
-            .options
-            .allowed_origins
-            .iter()
-            .any(|allowed| allowed == origin)
-            || is_loopback_origin(origin);
-        if !allowed {
-            return Err(plain(
-                StatusCode::FORBIDDEN,
-                &format!("origin '{origin}' is not allowed"),
-            ));
-        }
-    }
-    if state.options.check_host {
-        let host = headers
-            .get(header::HOST)
-            .and_then(|h| h.to_str().ok())
-            .unwrap_or("");
-        let name = host_name(host);
-        let allowed = is_loopback_name(name)
-            || state
-                .options
-                .allowed_hosts
-                .iter()
-                .any(|allowed| allowed == name);
-        if !allowed {
-            return Err(plain(
-                StatusCode::FORBIDDEN,
-                &format!("host '{host}' is not allowed"),
-            ));
-        }
-    }
-    Ok(())
-}
-
-fn is_loopback_origin(origin: &str) -> bool {
-    let Some((_, rest)) = origin.split_once("://") else {
-        return false;
-    };
-    is_loopback_name(host_name(rest))
-}
-
-/// The host part of `host[:port]` or `[v6]:port`.
-fn host_name(authority: &str) -> &str {
-    if let Some(rest) = authority.strip_prefix('[') {
-        return rest.split(']').next().unwrap_or("");
-    }
-    authority.split(':').next().unwrap_or("")
-}
-
-fn is_loopback_name(name: &str) -> bool {
-    matches!(name, "localhost" | "127.0.0.1" | "::1") || name.starts_with("127.")
-}
-
 fn header_str<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
     headers.get(name).and_then(|value| value.to_str().ok())
 }
@@ -332,7 +221,7 @@ async fn post_as(
     body: Bytes,
     endpoint_agent: Option<String>,
 ) -> Response {
-    let agent = match authenticate(&state, &headers, endpoint_agent.as_deref()) {
+    let agent = match authenticate(&state.options, &headers, endpoint_agent.as_deref()) {
         Ok(agent) => agent,
         Err(refusal) => return refusal,
     };
@@ -515,7 +404,7 @@ async fn get_as(
     headers: HeaderMap,
     endpoint_agent: Option<String>,
 ) -> Response {
-    let agent = match authenticate(&state, &headers, endpoint_agent.as_deref()) {
+    let agent = match authenticate(&state.options, &headers, endpoint_agent.as_deref()) {
         Ok(agent) => agent,
         Err(refusal) => return refusal,
     };
@@ -567,7 +456,7 @@ async fn delete_as(
     headers: HeaderMap,
     endpoint_agent: Option<String>,
 ) -> Response {
-    if let Err(refusal) = authenticate(&state, &headers, endpoint_agent.as_deref()) {
+    if let Err(refusal) = authenticate(&state.options, &headers, endpoint_agent.as_deref()) {
         return refusal;
     }
     let Some(session_id) = header_str(&headers, SESSION_HEADER) else {
@@ -592,21 +481,5 @@ async fn delete_as(
             StatusCode::NO_CONTENT.into_response()
         }
         None => plain(StatusCode::NOT_FOUND, "unknown or expired session"),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn loopback_names_and_origins() {
-        assert!(is_loopback_origin("http://localhost:3000"));
-        assert!(is_loopback_origin("http://127.0.0.1"));
-        assert!(is_loopback_origin("http://[::1]:8080"));
-        assert!(!is_loopback_origin("https://evil.example"));
-        assert!(!is_loopback_origin("http://localhost.evil.example"));
-        assert_eq!(host_name("127.0.0.1:8080"), "127.0.0.1");
-        assert_eq!(host_name("[::1]:8080"), "::1");
     }
 }
