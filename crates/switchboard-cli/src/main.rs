@@ -109,6 +109,7 @@ fn main() -> ExitCode {
     });
     // Don't wait for stray blocking tasks (stdin readers) at exit.
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+    switchboard_mcp::upstream::reaper::finish();
     match result {
         Ok(code) => code,
         Err(error) => {

@@ -1,4 +1,4 @@
-//! The gateway's life: no child outlives it (stdin closed, SIGTERM), a caller's cancellation
+//! The gateway's life: no child outlives it (stdin closed, SIGTERM, SIGKILL), a caller's cancellation
 //! reaches the upstream, list changes reach the client, pass-through names refuse collisions.
 
 mod support;
@@ -58,6 +58,8 @@ fn no_child_outlives_the_gateway() {
     let mut closed = gateway(&config, &[]);
     let pids = child_pids(&mut closed, &servers);
     assert!(pids.iter().all(|pid| alive(*pid)));
+    let reaper = children_named(closed.pid(), "sh");
+    assert_eq!(reaper.len(), 1, "one reaper watches the servers' groups");
     let status = closed
         .close_and_wait(Duration::from_secs(10))
         .expect("exits when stdin closes");
@@ -65,10 +67,11 @@ fn no_child_outlives_the_gateway() {
     assert!(
         wait_for(Duration::from_secs(5), || pids
             .iter()
-            .all(|pid| !alive(*pid))
+            .chain(&reaper)
+            .all(|pid| group_members(*pid).is_empty())
             .then_some(()))
         .is_some(),
-        "orphans: {pids:?}"
+        "orphans: {pids:?}, reaper {reaper:?}"
     );
 
     let mut terminated = gateway(&config, &[]);
@@ -89,6 +92,76 @@ fn no_child_outlives_the_gateway() {
             .then_some(()))
         .is_some(),
         "orphans: {pids:?}"
+    );
+}
+
+/// Every live process (a zombie counts as gone) as (pid, command name, parent, group), from
+/// `/proc`.
+fn processes() -> Vec<(u32, String, u32, u32)> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            // "pid (comm) state ppid pgrp ..."
+            let (head, rest) = stat.rsplit_once(')')?;
+            let name = head.split_once('(')?.1.to_owned();
+            let fields: Vec<&str> = rest.split_whitespace().collect();
+            if fields.first() == Some(&"Z") {
+                return None;
+            }
+            Some((
+                pid,
+                name,
+                fields.get(1)?.parse().ok()?,
+                fields.get(2)?.parse().ok()?,
+            ))
+        })
+        .collect()
+}
+
+/// The live processes of a process group.
+fn group_members(pgid: u32) -> Vec<u32> {
+    processes()
+        .into_iter()
+        .filter(|(_, _, _, group)| *group == pgid)
+        .map(|(pid, ..)| pid)
+        .collect()
+}
+
+/// The live children of `parent` running `name`.
+fn children_named(parent: u32, name: &str) -> Vec<u32> {
+    processes()
+        .into_iter()
+        .filter(|(_, command, ppid, _)| *ppid == parent && command == name)
+        .map(|(pid, ..)| pid)
+        .collect()
+}
+
+#[test]
+fn a_killed_gateway_leaves_no_server_behind() {
+    // A server whose group keeps a process that does not stop when stdin closes, like an
+    // `npx` wrapper's node process with a timer.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let text = format!(
+        "[servers.lingering]\ncommand = \"sh\"\nargs = [\"-c\", {}]\n",
+        quoted(&format!("sleep 600 & exec {} echo", fixture()))
+    );
+    let config = write_config(dir.path(), &text);
+    let mut client = gateway(&config, &[]);
+    let pgid = child_pids(&mut client, &["lingering"])[0];
+    assert_eq!(group_members(pgid).len(), 2, "the server and its sleep");
+    let gateway_pid = nix::unistd::Pid::from_raw(i32::try_from(client.pid()).expect("pid"));
+    nix::sys::signal::kill(gateway_pid, nix::sys::signal::Signal::SIGKILL).expect("SIGKILL");
+    assert!(
+        wait_for(Duration::from_secs(5), || group_members(pgid)
+            .is_empty()
+            .then_some(()))
+        .is_some(),
+        "left behind: {:?}",
+        group_members(pgid)
     );
 }
 

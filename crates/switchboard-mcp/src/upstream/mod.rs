@@ -2,11 +2,13 @@
 //!
 //! `transport` is the seam; `stdio` and `http` carry bytes; `client` speaks JSON-RPC;
 //! `session` negotiates the era and lists tools; `supervisor` keeps it all alive;
-//! `inprocess` adapts built-in tool providers.
+//! `inprocess` adapts built-in tool providers; `reaper` kills the stdio servers' process
+//! groups if this process dies without doing it.
 
 pub mod client;
 pub mod http;
 pub mod inprocess;
+pub mod reaper;
 pub mod session;
 pub mod stdio;
 pub mod supervisor;

@@ -2,7 +2,8 @@
 //! its stdin and stdout.
 //!
 //! The child runs in its own process group, so the whole group (an `npx` wrapper and the node
-//! process under it) is killed together when the connection is closed or dropped — no orphans.
+//! process under it) is killed together when the connection is closed or dropped — no orphans;
+//! if this process dies without doing that, the [`reaper`] does it.
 //! Its stderr is forwarded to the log under the server's name. Lines longer than the message
 //! limit are refused; lines that are not JSON are logged and remembered, so a failure to start
 //! can say what the server printed instead.
@@ -20,6 +21,7 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::mpsc;
 
+use super::reaper;
 use super::transport::{Inbound, Opened, Transport, TransportError};
 use crate::jsonrpc::Message;
 
@@ -50,6 +52,9 @@ impl GroupGuard {
 impl Drop for GroupGuard {
     fn drop(&mut self) {
         self.signal(Signal::SIGKILL);
+        if let Some(pgid) = self.pgid {
+            reaper::release(pgid.as_raw());
+        }
     }
 }
 
@@ -116,11 +121,12 @@ pub fn spawn(server: &str, spec: &StdioCommand) -> Result<Opened, TransportError
         };
         TransportError::new(format!("cannot start '{}': {error}{hint}", spec.command))
     })?;
+    let pgid = child.id().and_then(|id| i32::try_from(id).ok());
+    if let Some(pgid) = pgid {
+        reaper::adopt(pgid);
+    }
     let group = Arc::new(GroupGuard {
-        pgid: child
-            .id()
-            .and_then(|id| i32::try_from(id).ok())
-            .map(Pid::from_raw),
+        pgid: pgid.map(Pid::from_raw),
     });
     let (Some(stdin), Some(stdout), Some(stderr)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())
