@@ -415,3 +415,28 @@ async fn give_up_and_see_the_call_unwind(server: &mut Server, call: reqwest::Req
         .expect("the cancelled call runs to its end");
     assert_eq!(cancelled.as_deref(), Some("wait"));
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_silent_call_opens_its_stream_after_15_s_and_keeps_it_alive() {
+    let mut server = start().await;
+    let init = server.post(INIT).send().await.expect("initialize");
+    let session = session_id(&init);
+    let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"wait"}}"#;
+    let opened_at = tokio::time::Instant::now();
+    let mut response = server
+        .post(call)
+        .header("mcp-session-id", &session)
+        .send()
+        .await
+        .expect("the headers come after the commit delay");
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    assert!(opened_at.elapsed() >= Duration::from_secs(15));
+    let chunk = response.chunk().await.expect("read").expect("a chunk");
+    assert_eq!(&chunk[..], b": keep-alive\n\n");
+    assert!(opened_at.elapsed() >= Duration::from_secs(30));
+    drop(response);
+    let cancelled = tokio::time::timeout(Duration::from_secs(5), server.cancelled.recv())
+        .await
+        .expect("closing the stream cancels the call");
+    assert_eq!(cancelled.as_deref(), Some("wait"));
+}

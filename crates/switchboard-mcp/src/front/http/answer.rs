@@ -110,10 +110,7 @@ pub(super) async fn stream_answer(
         before,
         before_open: true,
         answer: None,
-        keep_alive: tokio::time::interval_at(
-            tokio::time::Instant::now() + KEEP_ALIVE_EVERY,
-            KEEP_ALIVE_EVERY,
-        ),
+        keep_alive: None,
     };
     if !opens_at_once {
         let commit = tokio::time::sleep(SSE_COMMIT_AFTER);
@@ -154,7 +151,8 @@ struct AnswerStream {
     before_open: bool,
     /// The answer, once the call gave it, until it is sent after what came before it.
     answer: Option<String>,
-    keep_alive: tokio::time::Interval,
+    /// Started when the stream first waits (a call answered as JSON never needs it).
+    keep_alive: Option<tokio::time::Interval>,
 }
 
 impl AnswerStream {
@@ -177,6 +175,10 @@ impl AnswerStream {
             if self.call.answered() {
                 return None;
             }
+            let keep_alive = self.keep_alive.get_or_insert_with(|| {
+                let first = tokio::time::Instant::now() + KEEP_ALIVE_EVERY;
+                tokio::time::interval_at(first, KEEP_ALIVE_EVERY)
+            });
             tokio::select! {
                 biased;
                 answer = &mut self.call => self.answer = Some(answer.to_line()),
@@ -184,7 +186,7 @@ impl AnswerStream {
                     Some(line) => return Some(sse_event(line)),
                     None => self.before_open = false,
                 },
-                _ = self.keep_alive.tick() => return Some(Ok(Bytes::from_static(KEEP_ALIVE))),
+                _ = keep_alive.tick() => return Some(Ok(Bytes::from_static(KEEP_ALIVE))),
             }
         }
     }
