@@ -200,7 +200,8 @@ impl Transport for LegacySse {
             if self.0.closed.load(Ordering::Relaxed) {
                 return Err(TransportError::new("the SSE connection is closed"));
             }
-            tokio::spawn(self.0.clone().post(message));
+            // Boxed for the same reason as Streamable HTTP's exchange: moved into its task once.
+            tokio::spawn(Box::pin(self.0.clone().post(message)));
             Ok(())
         })
     }

@@ -207,7 +207,9 @@ impl Transport for StreamableHttp {
                 shared.keep_background(task.abort_handle());
                 return Ok(());
             }
-            let task = tokio::spawn(shared.clone().post(message));
+            // Boxed, the exchange's large future is moved into its task once; unboxed, tokio
+            // moves it several times on the way (BENCHMARKS.md, "Boxed before spawning").
+            let task = tokio::spawn(Box::pin(shared.clone().post(message)));
             if let Some(id) = id {
                 shared.track(id, task.abort_handle());
             }
