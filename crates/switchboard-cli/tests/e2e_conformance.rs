@@ -117,3 +117,54 @@ fn the_full_2026_07_28_requirements_fail_only_where_the_gaps_file_says() {
         );
     }
 }
+
+/// A server that answers `input_required` (2026-07-28 multi-round requests) gets its answers
+/// from the official Python SDK client in both eras: a modern client answers the result and
+/// sends the call again, which the gateway passes on with the server's state; a legacy client
+/// is asked by the gateway itself, by elicitation during the call, round after round.
+#[test]
+fn a_server_that_asks_for_input_gets_its_answers_in_both_eras() {
+    let (_dir, gateway) = conformance_gateway();
+    for era in ["modern", "legacy"] {
+        for (tool, answer) in [
+            (
+                "test_input_required_result_request_state",
+                "Confirmed; state-ok.",
+            ),
+            (
+                "test_input_required_result_multi_round",
+                "Both rounds done.",
+            ),
+        ] {
+            let result = python_client(&[
+                "--era",
+                era,
+                "--http",
+                &gateway.url,
+                "--elicit",
+                "accept",
+                "call",
+                tool,
+            ]);
+            assert_eq!(
+                result["content"][0]["text"], answer,
+                "{era} client, {tool}: {result}"
+            );
+        }
+    }
+    // A legacy client that cannot be asked gets an error result that says why.
+    let result = python_client(&[
+        "--era",
+        "legacy",
+        "--http",
+        &gateway.url,
+        "call",
+        "test_input_required_result_elicitation",
+    ]);
+    assert_eq!(result["isError"], true, "{result}");
+    let text = result["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(
+        text.contains("elicitation/create, which the client did not declare"),
+        "{text}"
+    );
+}

@@ -10,6 +10,10 @@
 use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 
+/// The key of the gateway's own approval question in an `input_required` result's
+/// `inputRequests`, and of its answer in the retried request's `inputResponses`.
+pub const APPROVAL_INPUT_KEY: &str = "switchboard_approval";
+
 use crate::agent::ToolPattern;
 use crate::{CallContext, CatalogEntry};
 

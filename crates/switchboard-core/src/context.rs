@@ -69,6 +69,19 @@ pub struct ModernRequest {
     pub input_responses: Option<serde_json::Value>,
     /// `requestState` echoed by a retried request.
     pub request_state: Option<String>,
+    /// The capabilities the client declared in the request's `_meta`, passed on to an
+    /// upstream that may ask it for input.
+    pub client_capabilities: Option<serde_json::Value>,
+}
+
+impl ModernRequest {
+    /// Whether this round's answers are for the gateway's own approval (and so are not the
+    /// upstream's to see).
+    pub fn answers_an_approval(&self) -> bool {
+        self.input_responses
+            .as_ref()
+            .is_some_and(|responses| responses.get(crate::approval::APPROVAL_INPUT_KEY).is_some())
+    }
 }
 
 /// Why the caller could not answer a request relayed to it.

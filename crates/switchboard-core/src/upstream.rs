@@ -36,6 +36,14 @@ pub enum UpstreamError {
     /// The server's answer could not be understood.
     #[error("server '{server}' sent an invalid result: {reason}")]
     InvalidResult { server: ServerId, reason: String },
+    /// The server needs the client to answer these requests first, and the call to be sent
+    /// again with the answers (2026-07-28 `input_required`).
+    #[error("server '{server}' asked the client for input")]
+    InputRequired {
+        server: ServerId,
+        input_requests: Value,
+        request_state: Option<String>,
+    },
 }
 
 /// One connected MCP server, as the pipeline sees it.

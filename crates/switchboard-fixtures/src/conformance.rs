@@ -3,7 +3,8 @@
 //! so the suite can run against the gateway in pass-through mode in front of it. Written from
 //! the scenarios' expectations; it also asks its client for sampling and elicitation, which
 //! the gateway must relay, and changes its tool list on demand (`test_trigger_tool_change`),
-//! which the gateway must announce.
+//! which the gateway must announce. Its multi-round-trip tools (`input_required`) are the
+//! `input_rounds` module.
 
 use std::collections::HashMap;
 use std::io::BufRead;
@@ -14,6 +15,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::input_rounds;
 use crate::server::Out;
 
 const IMAGE: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
@@ -409,14 +411,19 @@ pub fn serve() -> i32 {
                 }
                 "tools/list" => {
                     let mut listed = tools();
-                    if peer.grown.load(Ordering::SeqCst)
-                        && let Value::Array(list) = &mut listed
-                    {
-                        list.push(json!({"name": "test_added_tool", "description": "Added by test_trigger_tool_change", "inputSchema": {"type": "object", "properties": {}}}));
+                    if let Value::Array(list) = &mut listed {
+                        list.extend(input_rounds::tools());
+                        if peer.grown.load(Ordering::SeqCst) {
+                            list.push(json!({"name": "test_added_tool", "description": "Added by test_trigger_tool_change", "inputSchema": {"type": "object", "properties": {}}}));
+                        }
                     }
                     Ok(json!({"tools": listed}))
                 }
-                "tools/call" => call_tool(&peer, &params),
+                "tools/call" => {
+                    let name = params.get("name").and_then(Value::as_str).unwrap_or("");
+                    input_rounds::call_tool(name, &params)
+                        .unwrap_or_else(|| call_tool(&peer, &params))
+                }
                 "resources/list" => Ok(json!({"resources": resources()})),
                 "resources/templates/list" => Ok(
                     json!({"resourceTemplates": [{"uriTemplate": "test://template/{id}/data", "name": "template", "title": "Resource Template", "description": "A resource template with parameter substitution", "mimeType": "application/json"}]}),
@@ -424,8 +431,16 @@ pub fn serve() -> i32 {
                 "resources/read" => {
                     read_resource(params.get("uri").and_then(Value::as_str).unwrap_or(""))
                 }
-                "prompts/list" => Ok(json!({"prompts": prompts()})),
-                "prompts/get" => get_prompt(&params),
+                "prompts/list" => {
+                    let mut listed = prompts();
+                    if let Value::Array(list) = &mut listed {
+                        list.push(input_rounds::prompt());
+                    }
+                    Ok(json!({"prompts": listed}))
+                }
+                "prompts/get" => {
+                    input_rounds::get_prompt(&params).unwrap_or_else(|| get_prompt(&params))
+                }
                 other => Err((-32601, format!("Method not found: {other}"))),
             };
             let answer = match result {

@@ -8,6 +8,7 @@
 
 mod conformance;
 mod http;
+mod input_rounds;
 mod latency;
 mod server;
 mod tools;

@@ -67,7 +67,9 @@ pub fn add_modern_meta(params: &mut Map<String, Value>, client_info: &Value, cap
             META_PROTOCOL_VERSION.into(),
             Value::String(MODERN_VERSION.into()),
         );
-        meta.insert(META_CLIENT_CAPABILITIES.into(), capabilities.clone());
+        // A request relaying its client's input round already names that client's capabilities.
+        meta.entry(META_CLIENT_CAPABILITIES)
+            .or_insert_with(|| capabilities.clone());
         meta.insert(META_CLIENT_INFO.into(), client_info.clone());
     }
 }

@@ -15,8 +15,8 @@ use switchboard_core::config::Exposure;
 use switchboard_core::pipeline::{CallError, Governance, LogRecorder, Pipeline, Recorder};
 use switchboard_core::upstream::{Upstream, UpstreamDirectory};
 use switchboard_core::{
-    CallContext, Caller, Catalog, CatalogEntry, CatalogProblem, ServerId, ToolCall, ToolDefinition,
-    ToolOutcome,
+    CallContext, Caller, Catalog, CatalogEntry, CatalogProblem, ModernRequest, ServerId, ToolCall,
+    ToolDefinition, ToolOutcome,
 };
 use switchboard_mcp::front::{Backend, ServerIdentity};
 use switchboard_mcp::jsonrpc::RpcError;
@@ -589,8 +589,9 @@ impl Backend for Host {
         &self,
         name: String,
         arguments: Option<Value>,
+        modern: Option<ModernRequest>,
     ) -> BoxFuture<'_, Result<Value, RpcError>> {
-        Box::pin(async move { Host::get_prompt(self, &name, arguments).await })
+        Box::pin(async move { Host::get_prompt(self, &name, arguments, modern).await })
     }
 
     fn list_resources(&self) -> BoxFuture<'_, Vec<Value>> {

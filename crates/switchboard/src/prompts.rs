@@ -1,9 +1,11 @@
 //! Prompts of every server under exposed names (`<prefix><separator><prompt>`, the same rule as
 //! tools, first server wins on a collision), and `prompts/get` routed back to the owner.
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
+use switchboard_core::ModernRequest;
 use switchboard_core::naming::exposed_name;
 use switchboard_mcp::jsonrpc::{RpcError, code};
+use switchboard_mcp::upstream::session::add_input_round;
 
 use crate::Host;
 
@@ -56,6 +58,7 @@ impl Host {
         &self,
         name: &str,
         arguments: Option<Value>,
+        modern: Option<ModernRequest>,
     ) -> Result<Value, RpcError> {
         self.wait_for_startup().await;
         let unknown = || RpcError::new(code::INVALID_PARAMS, format!("Unknown prompt: {name}"));
@@ -67,10 +70,15 @@ impl Host {
         let client = self.inner.supervisors[prompt.server_index]
             .client()
             .ok_or_else(unknown)?;
-        let mut params = json!({"name": prompt.upstream_name});
+        let mut params = Map::new();
+        params.insert("name".into(), Value::String(prompt.upstream_name.clone()));
         if let Some(arguments) = arguments {
-            params["arguments"] = arguments;
+            params.insert("arguments".into(), arguments);
         }
+        if let Some(modern) = &modern {
+            add_input_round(&mut params, modern);
+        }
+        let params = Value::Object(params);
         let timeout = self.inner.plans[prompt.server_index].call_timeout;
         self.forward(&client, "prompts/get", params, timeout).await
     }

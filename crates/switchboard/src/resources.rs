@@ -187,7 +187,11 @@ impl Host {
     ) -> Result<Value, RpcError> {
         match tokio::time::timeout(timeout, client.request(method, Some(params))).await {
             Ok(Ok(mut result)) => {
-                if let Value::Object(map) = &mut result {
+                // The front sets each era's `resultType`, except a request for the client's
+                // input (2026-07-28 `input_required`), which goes back as the server gave it.
+                if let Value::Object(map) = &mut result
+                    && map.get("resultType").and_then(Value::as_str) != Some("input_required")
+                {
                     map.remove("resultType");
                 }
                 Ok(result)

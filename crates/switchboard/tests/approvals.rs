@@ -208,6 +208,7 @@ async fn a_modern_client_answers_through_input_required() {
             elicitation: true,
             input_responses: responses,
             request_state: state,
+            client_capabilities: Some(json!({"elicitation": {}})),
         }),
         ..qa()
     };
@@ -218,6 +219,7 @@ async fn a_modern_client_answers_through_input_required() {
     else {
         panic!("expected input_required");
     };
+    let request_state = request_state.expect("the approval's sealed state");
     assert_eq!(
         input_requests["switchboard_approval"]["method"],
         "elicitation/create"

@@ -57,7 +57,7 @@ pub(crate) async fn approve(
             Fate::new(
                 Err(CallError::InputRequired {
                     input_requests,
-                    request_state,
+                    request_state: Some(request_state),
                 }),
                 CallStatus::Denied,
             ),

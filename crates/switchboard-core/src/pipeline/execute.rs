@@ -3,7 +3,8 @@
 //!
 //! Failures the model can act on (server down, deadline passed, garbled result) become
 //! `isError` outcomes; a JSON-RPC error from the upstream passes through as a
-//! [`CallError::Upstream`], and a cancelled call as [`CallError::Cancelled`].
+//! [`CallError::Upstream`], an upstream's request for the client's input as
+//! [`CallError::InputRequired`], and a cancelled call as [`CallError::Cancelled`].
 
 use serde_json::{Map, Value};
 
@@ -36,6 +37,7 @@ pub(crate) async fn execute(
         Err(UpstreamError::Cancelled) => CallStatus::Cancelled,
         Err(UpstreamError::Protocol { .. }) => CallStatus::UpstreamError,
         Err(UpstreamError::Timeout { .. }) => CallStatus::TimedOut,
+        Err(UpstreamError::InputRequired { .. }) => CallStatus::InputRequired,
         Err(UpstreamError::Unavailable { .. } | UpstreamError::Disconnected { .. }) => {
             CallStatus::UpstreamDown
         }
@@ -53,6 +55,14 @@ pub(crate) async fn execute(
             code,
             message,
             data,
+        }),
+        Err(UpstreamError::InputRequired {
+            input_requests,
+            request_state,
+            ..
+        }) => Err(CallError::InputRequired {
+            input_requests,
+            request_state,
         }),
         Err(other) => Ok(ToolOutcome::error(format!(
             "tool '{}' failed: {other}",

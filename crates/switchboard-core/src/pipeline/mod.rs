@@ -56,7 +56,7 @@ pub enum CallError {
     #[error("input required")]
     InputRequired {
         input_requests: Value,
-        request_state: String,
+        request_state: Option<String>,
     },
 }
 

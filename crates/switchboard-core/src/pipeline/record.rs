@@ -30,6 +30,8 @@ pub enum CallStatus {
     UpstreamDown,
     /// The server answered with a protocol error or an unreadable result.
     UpstreamError,
+    /// The server asked the client for input; the call goes on when it is sent again.
+    InputRequired,
 }
 
 impl CallStatus {
@@ -45,6 +47,7 @@ impl CallStatus {
             Self::Cancelled => "cancelled",
             Self::UpstreamDown => "upstream_down",
             Self::UpstreamError => "upstream_error",
+            Self::InputRequired => "input_required",
         }
     }
 }

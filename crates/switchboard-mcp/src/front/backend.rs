@@ -3,7 +3,7 @@
 use futures::future::BoxFuture;
 use serde_json::Value;
 use switchboard_core::pipeline::CallError;
-use switchboard_core::{CallContext, Caller, ToolCall, ToolDefinition, ToolOutcome};
+use switchboard_core::{CallContext, Caller, ModernRequest, ToolCall, ToolDefinition, ToolOutcome};
 use tokio::sync::watch;
 
 use crate::jsonrpc::{RpcError, code};
@@ -53,13 +53,15 @@ pub trait Backend: Send + Sync + 'static {
         Box::pin(async { Vec::new() })
     }
 
-    /// `prompts/get` for an exposed prompt name; the result as the upstream sent it.
+    /// `prompts/get` for an exposed prompt name; the result as the upstream sent it (a
+    /// modern request's input round goes with it: `input_required` works here too).
     fn get_prompt(
         &self,
         name: String,
         arguments: Option<Value>,
+        modern: Option<ModernRequest>,
     ) -> BoxFuture<'_, Result<Value, RpcError>> {
-        let _ = arguments;
+        let _ = (arguments, modern);
         Box::pin(async move {
             Err(RpcError::new(
                 code::INVALID_PARAMS,

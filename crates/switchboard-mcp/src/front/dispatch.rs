@@ -205,7 +205,9 @@ impl Dispatcher {
             "prompts/get" => match string_param(params.as_ref(), "name") {
                 Ok(name) => {
                     let arguments = params.as_ref().and_then(|p| p.get("arguments")).cloned();
-                    self.backend.get_prompt(name, arguments).await
+                    let modern =
+                        (era == RequestEra::Modern).then(|| modern_request(params.as_ref()));
+                    self.backend.get_prompt(name, arguments, modern).await
                 }
                 Err(error) => Err(error),
             },
@@ -500,11 +502,16 @@ impl Dispatcher {
             Err(CallError::InputRequired {
                 input_requests,
                 request_state,
-            }) => Ok(CallAnswer::Other(json!({
-                "resultType": "input_required",
-                "inputRequests": input_requests,
-                "requestState": request_state,
-            }))),
+            }) => {
+                let mut result = json!({
+                    "resultType": "input_required",
+                    "inputRequests": input_requests,
+                });
+                if let Some(state) = request_state {
+                    result["requestState"] = Value::String(state);
+                }
+                Ok(CallAnswer::Other(result))
+            }
             Err(other) => Err(RpcError::new(code::INTERNAL_ERROR, other.to_string())),
         }
     }
@@ -520,12 +527,14 @@ enum CallAnswer {
 /// What a modern request brings for multi-round-trip answers: the client's elicitation
 /// capability, and the answers and state of a retried request.
 fn modern_request(params: Option<&Value>) -> ModernRequest {
-    let elicitation = params_meta(params)
+    let client_capabilities = params_meta(params)
         .and_then(|meta| meta.get(META_CLIENT_CAPABILITIES))
-        .and_then(|capabilities| capabilities.get("elicitation"))
-        .is_some();
+        .cloned();
     ModernRequest {
-        elicitation,
+        elicitation: client_capabilities
+            .as_ref()
+            .is_some_and(|capabilities| capabilities.get("elicitation").is_some()),
+        client_capabilities,
         input_responses: params.and_then(|p| p.get("inputResponses")).cloned(),
         request_state: params
             .and_then(|p| p.get("requestState"))

@@ -11,10 +11,13 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use serde_json::{Map, Value, json};
 use switchboard_core::upstream::{Upstream, UpstreamError};
-use switchboard_core::{CallContext, ToolDefinition, ToolOutcome};
+use switchboard_core::{CallContext, CallerChannel, ModernRequest, ToolDefinition, ToolOutcome};
 
 use super::client::{ClientError, RpcClient};
-use crate::era::{Era, LATEST_LEGACY_VERSION, META_SERVER_INFO, MODERN_VERSION, client_info};
+use crate::era::{
+    Era, LATEST_LEGACY_VERSION, META_CLIENT_CAPABILITIES, META_SERVER_INFO, MODERN_VERSION,
+    client_info,
+};
 
 /// Which era to speak with a server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -248,6 +251,11 @@ fn logged(client: &RpcClient, items: Result<Vec<Value>, String>) -> Arc<[Value]>
 }
 
 impl Upstream for RpcClient {
+    /// A tool's answer may be a request for the client's input (2026-07-28
+    /// `input_required`). A modern client gets it as the call's answer and sends the call again
+    /// with its answers, which go on to the server with the state it gave. A legacy client is
+    /// asked here, request by request, over the call's relay, and the call is sent again with
+    /// the answers, for at most [`MAX_INPUT_ROUNDS`].
     fn call_tool<'a>(
         &'a self,
         tool: &'a str,
@@ -255,41 +263,197 @@ impl Upstream for RpcClient {
         ctx: &'a CallContext,
     ) -> BoxFuture<'a, Result<ToolOutcome, UpstreamError>> {
         Box::pin(async move {
-            let params = json!({"name": tool, "arguments": arguments});
-            let result = self
-                .request_for(
-                    "tools/call",
-                    Some(params),
-                    ctx.progress.clone(),
-                    ctx.caller.clone(),
-                )
-                .await;
-            match result {
-                Ok(mut value) => {
-                    if value.get("resultType").and_then(Value::as_str) == Some("input_required") {
-                        return Ok(ToolOutcome::error(format!(
-                            "tool '{tool}' asked for input from the user, which Switchboard cannot relay yet"
-                        )));
-                    }
-                    if let Value::Object(map) = &mut value {
-                        map.remove("resultType");
-                    }
-                    ToolOutcome::from_result(value).map_err(|reason| UpstreamError::InvalidResult {
-                        server: self.server().clone(),
-                        reason,
-                    })
-                }
-                Err(ClientError::Rpc(error)) => Err(UpstreamError::Protocol {
-                    server: self.server().clone(),
-                    code: error.code,
-                    message: error.message,
-                    data: error.data,
-                }),
-                Err(ClientError::Disconnected(reason)) => Err(UpstreamError::Disconnected {
-                    server: self.server().clone(),
-                    reason,
-                }),
+            let mut params = Map::new();
+            params.insert("name".into(), Value::String(tool.to_owned()));
+            params.insert("arguments".into(), Value::Object(arguments));
+            if let Some(modern) = &ctx.modern {
+                add_input_round(&mut params, modern);
             }
+            for _round in 0..=MAX_INPUT_ROUNDS {
+                let result = self
+                    .request_for(
+                        "tools/call",
+                        Some(Value::Object(params.clone())),
+                        ctx.progress.clone(),
+                        ctx.caller.clone(),
+                    )
+                    .await
+                    .map_err(|error| self.upstream_error(error))?;
+                let Some(round) = InputRound::of(&result) else {
+                    return self.outcome(result);
+                };
+                if ctx.modern.is_some() {
+                    return Err(UpstreamError::InputRequired {
+                        server: self.server().clone(),
+                        input_requests: round.requests.clone(),
+                        request_state: round.state,
+                    });
+                }
+                let Some(caller) = &ctx.caller else {
+                    return Ok(ToolOutcome::error(format!(
+                        "tool '{tool}' asked for input from the user, and this client cannot be asked"
+                    )));
+                };
+                match round.answer(caller.as_ref()).await {
+                    Ok(responses) => {
+                        params.insert("inputResponses".into(), responses);
+                        match round.state {
+                            Some(state) => {
+                                params.insert("requestState".into(), Value::String(state))
+                            }
+                            None => params.remove("requestState"),
+                        };
+                    }
+                    Err(why) => return Ok(ToolOutcome::error(format!("tool '{tool}' {why}"))),
+                }
+            }
+            Ok(ToolOutcome::error(format!(
+                "tool '{tool}' kept asking for input after {MAX_INPUT_ROUNDS} rounds of answers"
+            )))
         })
+    }
+}
+
+/// How many times a legacy client's answers are sent back for one call before the gateway
+/// gives up on a server that keeps asking.
+pub const MAX_INPUT_ROUNDS: usize = 8;
+
+impl RpcClient {
+    fn upstream_error(&self, error: ClientError) -> UpstreamError {
+        match error {
+            ClientError::Rpc(error) => UpstreamError::Protocol {
+                server: self.server().clone(),
+                code: error.code,
+                message: error.message,
+                data: error.data,
+            },
+            ClientError::Disconnected(reason) => UpstreamError::Disconnected {
+                server: self.server().clone(),
+                reason,
+            },
+        }
+    }
+
+    fn outcome(&self, mut result: Value) -> Result<ToolOutcome, UpstreamError> {
+        if let Value::Object(map) = &mut result {
+            map.remove("resultType");
+        }
+        ToolOutcome::from_result(result).map_err(|reason| UpstreamError::InvalidResult {
+            server: self.server().clone(),
+            reason,
+        })
+    }
+}
+
+/// What a modern client's request brings for the server's input round: its answers and the
+/// server's state (unless they answer the gateway's own approval question), and the
+/// client's capabilities, so the server asks only for what the client can answer.
+pub fn add_input_round(params: &mut Map<String, Value>, modern: &ModernRequest) {
+    if !modern.answers_an_approval() {
+        if let Some(responses) = &modern.input_responses {
+            params.insert("inputResponses".into(), responses.clone());
+        }
+        if let Some(state) = &modern.request_state {
+            params.insert("requestState".into(), Value::String(state.clone()));
+        }
+    }
+    if let Some(capabilities) = &modern.client_capabilities {
+        let meta = params
+            .entry("_meta")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(meta) = meta {
+            meta.insert(META_CLIENT_CAPABILITIES.into(), capabilities.clone());
+        }
+    }
+}
+
+/// A server's `input_required` answer: the requests for the client, and its state.
+struct InputRound {
+    requests: Value,
+    state: Option<String>,
+}
+
+impl InputRound {
+    fn of(result: &Value) -> Option<InputRound> {
+        if result.get("resultType").and_then(Value::as_str) != Some("input_required") {
+            return None;
+        }
+        Some(InputRound {
+            requests: result
+                .get("inputRequests")
+                .cloned()
+                .unwrap_or_else(|| json!({})),
+            state: result
+                .get("requestState")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+        })
+    }
+
+    /// Asks a legacy client each request (elicitation, sampling, roots) and gathers its
+    /// answers under the server's keys; `Err` says why that could not be done.
+    async fn answer(&self, caller: &dyn CallerChannel) -> Result<Value, String> {
+        let Some(requests) = self.requests.as_object() else {
+            return Err("asked for input with inputRequests that is not an object".to_owned());
+        };
+        let mut responses = Map::new();
+        for (key, request) in requests {
+            let Some(method) = request.get("method").and_then(Value::as_str) else {
+                return Err(format!("asked for input '{key}' without a method"));
+            };
+            if !caller.supports(method) {
+                return Err(format!(
+                    "asked for input by {method}, which the client did not declare"
+                ));
+            }
+            let params = request.get("params").cloned().unwrap_or_else(|| json!({}));
+            let answer = caller.request(method, params).await.map_err(|error| {
+                format!(
+                    "asked for input by {method}, and the client answered error {}: {}",
+                    error.code, error.message
+                )
+            })?;
+            responses.insert(key.clone(), answer);
+        }
+        Ok(Value::Object(responses))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn modern(responses: Value) -> ModernRequest {
+        ModernRequest {
+            elicitation: true,
+            input_responses: Some(responses),
+            request_state: Some("state".into()),
+            client_capabilities: Some(json!({"sampling": {}})),
+        }
+    }
+
+    #[test]
+    fn a_round_goes_on_to_the_server_unless_it_answers_the_gateways_approval() {
+        let mut params = Map::new();
+        add_input_round(
+            &mut params,
+            &modern(json!({"user_name": {"action": "accept"}})),
+        );
+        assert_eq!(params["inputResponses"]["user_name"]["action"], "accept");
+        assert_eq!(params["requestState"], "state");
+        assert_eq!(
+            params["_meta"][META_CLIENT_CAPABILITIES],
+            json!({"sampling": {}})
+        );
+
+        let approval =
+            json!({switchboard_core::approval::APPROVAL_INPUT_KEY: {"action": "accept"}});
+        let mut params = Map::new();
+        add_input_round(&mut params, &modern(approval));
+        assert!(params.get("inputResponses").is_none() && params.get("requestState").is_none());
+        assert_eq!(
+            params["_meta"][META_CLIENT_CAPABILITIES],
+            json!({"sampling": {}})
+        );
     }
 }

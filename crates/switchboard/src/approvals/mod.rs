@@ -23,7 +23,7 @@ pub use pending::{PendingApproval, PendingApprovals};
 pub use seal::Sealer;
 
 /// The key under which the approval question is asked in `inputRequests`.
-const INPUT_KEY: &str = "switchboard_approval";
+use switchboard_core::approval::APPROVAL_INPUT_KEY as INPUT_KEY;
 
 /// The gateway's approver.
 pub struct Approvals {

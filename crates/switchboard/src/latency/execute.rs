@@ -203,6 +203,8 @@ impl<'a> Attempts<'a> {
             Ok(_) => Some(Sample::ok(elapsed)),
             Err(UpstreamError::Timeout { .. }) => Some(Sample::timeout(elapsed)),
             Err(UpstreamError::Cancelled) => None,
+            // A request for the client's input is an answer, given in the usual time.
+            Err(UpstreamError::InputRequired { .. }) => Some(Sample::ok(elapsed)),
             Err(_) => Some(Sample::error(elapsed)),
         };
         if let Some(sample) = sample {
