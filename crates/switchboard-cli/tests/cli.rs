@@ -365,7 +365,7 @@ fn admin_commands_say_why_they_cannot_reach_the_gateway() {
     assert!(!refused.status.success());
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert!(
-        stderr.contains("cannot reach the gateway")
+        stderr.contains("the admin request failed")
             && stderr.contains(&format!("127.0.0.1:{port}")),
         "{stderr}"
     );

@@ -22,7 +22,7 @@ pub struct LedgerEntry {
     /// The arguments with secrets replaced.
     pub args_redacted: Option<serde_json::Value>,
     /// ok, tool_error, denied, rate_limited, timed_out, cancelled, upstream_down,
-    /// upstream_error, unknown_tool, invalid_arguments.
+    /// upstream_error, unknown_tool, invalid_arguments, input_required.
     pub outcome: String,
     pub error: Option<String>,
     pub duration_us: i64,

@@ -28,8 +28,9 @@ impl AdminClient {
     async fn send(&self, method: Method, path: &str, body: Option<Value>) -> anyhow::Result<Value> {
         let url = format!("{}{path}", self.file.url);
         let mut headers = HeaderMap::new();
-        let bearer = HeaderValue::from_str(&format!("Bearer {}", self.file.token))
+        let mut bearer = HeaderValue::from_str(&format!("Bearer {}", self.file.token))
             .context("the admin file's token is not a valid HTTP header value")?;
+        bearer.set_sensitive(true);
         headers.insert(AUTHORIZATION, bearer);
         let body = match body {
             Some(body) => {
@@ -42,7 +43,7 @@ impl AdminClient {
             switchboard_mcp::upstream::http::request(method, &url, headers, body, ANSWER_LIMIT)
                 .await
                 .map_err(|error| {
-                    anyhow!("cannot reach the gateway (is it still running?): {error}")
+                    anyhow!("the admin request failed (is the gateway still running?): {error}")
                 })?;
         let text = String::from_utf8_lossy(&answer);
         if !status.is_success() {

@@ -35,7 +35,8 @@ struct FilterArgs {
     /// Exposed tool name or glob (`files__*`).
     #[arg(long)]
     tool: Option<String>,
-    /// ok, tool_error, denied, rate_limited, timed_out, cancelled, upstream_down, …
+    /// ok, tool_error, denied, rate_limited, timed_out, cancelled, upstream_down,
+    /// input_required, …
     #[arg(long)]
     outcome: Option<String>,
     /// Most rows (default 50; 0 = all).

@@ -4,7 +4,7 @@
 //! server with a background job — would otherwise outlive a killed gateway.
 //!
 //! The reaper is a small `sh` started with the first stdio server, in its own process group,
-//! reading `+PGID` and `-PGID` lines on its stdin as groups start and end. Only this process
+//! reading `+ PGID` and `- PGID` lines on its stdin as groups start and end. Only this process
 //! holds the pipe's other end (std opens pipes close-on-exec), so however this process ends,
 //! the reaper reads end of file and kills every group still listed, then exits. Nothing is
 //! signalled from within a signal handler and no `unsafe` is needed (unlike

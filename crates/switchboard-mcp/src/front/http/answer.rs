@@ -16,7 +16,7 @@ use switchboard_core::{CallContext, ProgressSink};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::in_flight::CallInFlight;
+use super::in_flight::{AnswerFromTask, CallInFlight};
 use super::{Session, forget_request};
 use crate::front::dispatch::{Dispatcher, Notifier, progress_notification};
 use crate::jsonrpc::{Message, RequestId, code};
@@ -95,7 +95,7 @@ pub(super) async fn stream_answer(
     if let Some(session) = &session {
         ctx.caller = Some(session.relay.caller(notify.clone()));
     }
-    let call = CallInFlight::new(
+    let mut call = CallInFlight::new(
         async move {
             let answer = dispatcher
                 .handle_streaming(id.clone(), &method, params, ctx, Some(notify))
@@ -105,57 +105,83 @@ pub(super) async fn stream_answer(
         },
         cancel,
     );
-    let mut stream = AnswerStream {
-        call,
-        before,
-        before_open: true,
-        answer: None,
-        keep_alive: None,
+    let mut before = Before {
+        lines: before,
+        open: true,
     };
+    let mut first = None;
     if !opens_at_once {
         let commit = tokio::time::sleep(SSE_COMMIT_AFTER);
         tokio::pin!(commit);
         loop {
             tokio::select! {
                 biased;
-                answer = &mut stream.call => {
-                    if stream.before.is_empty() {
+                answer = &mut call => {
+                    if before.lines.is_empty() {
                         let status = answer_status(modern, &answer);
                         return (status, [(header::CONTENT_TYPE, "application/json")], answer.to_line())
                             .into_response();
                     }
                     // Messages sent on the call's last turn go first, on a stream.
-                    stream.answer = Some(answer.to_line());
-                    break;
+                    let stream = AnswerStream::answered(before, answer.to_line());
+                    return sse_response(Body::from_stream(stream.into_stream()));
                 }
-                line = stream.before.recv(), if stream.before_open => match line {
+                line = before.lines.recv(), if before.open => match line {
                     Some(line) => {
-                        let first = futures::stream::iter([sse_event(line)]);
-                        return sse_response(Body::from_stream(first.chain(stream.into_stream())));
+                        first = Some(line);
+                        break;
                     }
-                    None => stream.before_open = false,
+                    None => before.open = false,
                 },
                 () = &mut commit => break,
             }
         }
     }
-    sse_response(Body::from_stream(stream.into_stream()))
+    // Once the stream is open the call finishes on a task of its own: hyper polls a body only
+    // as fast as the client reads, and a client that stops reading must not stall the call.
+    let stream = AnswerStream::coming(before, call.on_own_task());
+    let first = futures::stream::iter(first.map(sse_event));
+    sse_response(Body::from_stream(first.chain(stream.into_stream())))
+}
+
+/// What the call sends before its answer, as JSON-RPC lines.
+struct Before {
+    lines: mpsc::UnboundedReceiver<String>,
+    /// Whether a line may still come.
+    open: bool,
 }
 
 /// A call's answer as an SSE stream: what the call sends before its answer, in order, then
 /// the answer, with keep-alive comments while it is quiet.
 struct AnswerStream {
-    call: CallInFlight<Message>,
-    before: mpsc::UnboundedReceiver<String>,
-    /// Whether a message may still come before the answer.
-    before_open: bool,
+    before: Before,
     /// The answer, once the call gave it, until it is sent after what came before it.
     answer: Option<String>,
-    /// Started when the stream first waits (a call answered as JSON never needs it).
+    /// The call's answer to come from its task; `None` once it came.
+    coming: Option<AnswerFromTask<Message>>,
+    /// Started when the stream first waits.
     keep_alive: Option<tokio::time::Interval>,
 }
 
 impl AnswerStream {
+    fn answered(before: Before, answer: String) -> Self {
+        Self {
+            before,
+            answer: Some(answer),
+            coming: None,
+            keep_alive: None,
+        }
+    }
+
+    fn coming(before: Before, coming: AnswerFromTask<Message>) -> Self {
+        Self {
+            before,
+            answer: None,
+            coming: Some(coming),
+            keep_alive: None,
+        }
+    }
+
     fn into_stream(self) -> impl futures::Stream<Item = Result<Bytes, Infallible>> + Send {
         futures::stream::unfold(self, |mut stream| async move {
             let chunk = stream.next_chunk().await?;
@@ -166,25 +192,27 @@ impl AnswerStream {
     /// The next chunk of the stream, or `None` once the answer has been sent.
     async fn next_chunk(&mut self) -> Option<Result<Bytes, Infallible>> {
         loop {
-            if let Ok(line) = self.before.try_recv() {
+            if let Ok(line) = self.before.lines.try_recv() {
                 return Some(sse_event(line));
             }
             if let Some(answer) = self.answer.take() {
                 return Some(sse_event(answer));
             }
-            if self.call.answered() {
-                return None;
-            }
+            let coming = self.coming.as_mut()?;
             let keep_alive = self.keep_alive.get_or_insert_with(|| {
                 let first = tokio::time::Instant::now() + KEEP_ALIVE_EVERY;
                 tokio::time::interval_at(first, KEEP_ALIVE_EVERY)
             });
             tokio::select! {
                 biased;
-                answer = &mut self.call => self.answer = Some(answer.to_line()),
-                line = self.before.recv(), if self.before_open => match line {
+                answer = coming.answer() => {
+                    self.coming = None;
+                    // No answer: the call's task ended without one (it panicked).
+                    self.answer = Some(answer?.to_line());
+                }
+                line = self.before.lines.recv(), if self.before.open => match line {
                     Some(line) => return Some(sse_event(line)),
-                    None => self.before_open = false,
+                    None => self.before.open = false,
                 },
                 _ = keep_alive.tick() => return Some(Ok(Bytes::from_static(KEEP_ALIVE))),
             }

@@ -1,14 +1,16 @@
 //! A call an HTTP request is running. The request's own task polls it, so a quick answer costs
 //! no task, channel or wake-up of its own. If the request goes away first (the client closed
-//! the connection or the response stream), the call is cancelled and handed to a task of its
-//! own to finish, so it still cancels upstream, forgets its request id and reaches the audit
-//! ledger: what was accepted is accounted for.
+//! the connection), the call is cancelled and handed to a task of its own to finish, so it
+//! still cancels upstream, forgets its request id and reaches the audit ledger (unless the
+//! gateway is shutting down meanwhile). An answer that streams moves the call onto a task
+//! ([`CallInFlight::on_own_task`]): a stream is polled only as fast as the client reads.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use tokio_util::sync::CancellationToken;
+use tokio::sync::oneshot;
+use tokio_util::sync::{CancellationToken, DropGuard};
 
 type BoxedCall<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
@@ -31,17 +33,46 @@ impl<T: Send + 'static> CallInFlight<T> {
         }
     }
 
-    /// Whether the call has answered (and must not be polled again).
-    pub(super) fn answered(&self) -> bool {
-        self.call.is_none()
+    /// Moves the call onto a task of its own; its answer comes through the handle, and
+    /// dropping the handle first cancels the call (which still finishes on its task).
+    pub(super) fn on_own_task(mut self) -> AnswerFromTask<T> {
+        let (answer_tx, answer) = oneshot::channel();
+        let cancel_on_drop = self.cancel.clone().drop_guard();
+        if let Some(call) = self.call.take() {
+            tokio::spawn(async move {
+                let _ = answer_tx.send(call.await);
+            });
+        }
+        AnswerFromTask {
+            answer,
+            cancel_on_drop: Some(cancel_on_drop),
+        }
+    }
+}
+
+/// The answer of a call that runs on a task of its own.
+pub(super) struct AnswerFromTask<T> {
+    answer: oneshot::Receiver<T>,
+    cancel_on_drop: Option<DropGuard>,
+}
+
+impl<T> AnswerFromTask<T> {
+    /// The answer; `None` if the call's task ended without one. Not to be awaited again after
+    /// it returned.
+    pub(super) async fn answer(&mut self) -> Option<T> {
+        let answer = (&mut self.answer).await.ok();
+        if let Some(guard) = self.cancel_on_drop.take() {
+            guard.disarm();
+        }
+        answer
     }
 }
 
 impl<T: Send + 'static> Future for CallInFlight<T> {
     type Output = T;
 
-    /// Polls the call; after it answered this stays pending, and callers check
-    /// [`CallInFlight::answered`] before polling again.
+    /// Polls the call; after it answered this stays pending (callers stop polling it once it
+    /// answered).
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
         let Some(call) = self.call.as_mut() else {
             return Poll::Pending;
@@ -58,6 +89,10 @@ impl<T: Send + 'static> Drop for CallInFlight<T> {
             return;
         };
         self.cancel.cancel();
+        // A call that panicked while polled cannot be polled again.
+        if std::thread::panicking() {
+            return;
+        }
         // Outside a runtime (it is shutting down) there is nothing left to finish the call on.
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
@@ -80,9 +115,36 @@ mod tests {
         let cancel = CancellationToken::new();
         let mut call = CallInFlight::new(async { 7 }, cancel.clone());
         assert_eq!((&mut call).await, 7);
-        assert!(call.answered());
         drop(call);
         assert!(!cancel.is_cancelled());
+    }
+
+    #[tokio::test]
+    async fn a_call_on_its_own_task_answers_and_is_cancelled_when_its_handle_is_dropped() {
+        let cancel = CancellationToken::new();
+        let mut answered = CallInFlight::new(async { 7 }, cancel.clone()).on_own_task();
+        assert_eq!(answered.answer().await, Some(7));
+        drop(answered);
+        assert!(!cancel.is_cancelled(), "an answered call is not cancelled");
+
+        let cancel = CancellationToken::new();
+        let (finished_tx, finished) = oneshot::channel();
+        let waiting = {
+            let cancelled = cancel.clone();
+            CallInFlight::new(
+                async move {
+                    cancelled.cancelled().await;
+                    let _ = finished_tx.send(());
+                },
+                cancel.clone(),
+            )
+        };
+        drop(waiting.on_own_task());
+        assert!(cancel.is_cancelled());
+        tokio::time::timeout(Duration::from_secs(5), finished)
+            .await
+            .expect("the cancelled call finishes on its task")
+            .expect("finished");
     }
 
     #[tokio::test]
