@@ -269,11 +269,23 @@ impl Upstream for RpcClient {
             if let Some(modern) = &ctx.modern {
                 add_input_round(&mut params, modern);
             }
+            let cannot_be_asked = || {
+                Ok(ToolOutcome::error(format!(
+                    "tool '{tool}' asked for input from the user, and this client cannot be asked"
+                )))
+            };
+            // Only a legacy client that can answer something gets another round, so only then
+            // is a copy of the request kept for it: the usual call sends its arguments as they are.
+            let relays = ctx.modern.is_none()
+                && ctx.caller.as_ref().is_some_and(|caller| {
+                    INPUT_METHODS.iter().any(|method| caller.supports(method))
+                });
             for _round in 0..=MAX_INPUT_ROUNDS {
+                let next = relays.then(|| params.clone());
                 let result = self
                     .request_for(
                         "tools/call",
-                        Some(Value::Object(params.clone())),
+                        Some(Value::Object(params)),
                         ctx.progress.clone(),
                         ctx.caller.clone(),
                     )
@@ -290,22 +302,21 @@ impl Upstream for RpcClient {
                     });
                 }
                 let Some(caller) = &ctx.caller else {
-                    return Ok(ToolOutcome::error(format!(
-                        "tool '{tool}' asked for input from the user, and this client cannot be asked"
-                    )));
+                    return cannot_be_asked();
                 };
-                match round.answer(caller.as_ref()).await {
-                    Ok(responses) => {
-                        params.insert("inputResponses".into(), responses);
-                        match round.state {
-                            Some(state) => {
-                                params.insert("requestState".into(), Value::String(state))
-                            }
-                            None => params.remove("requestState"),
-                        };
-                    }
+                let responses = match round.answer(caller.as_ref()).await {
+                    Ok(responses) => responses,
                     Err(why) => return Ok(ToolOutcome::error(format!("tool '{tool}' {why}"))),
-                }
+                };
+                let Some(next) = next else {
+                    return cannot_be_asked();
+                };
+                params = next;
+                params.insert("inputResponses".into(), responses);
+                match round.state {
+                    Some(state) => params.insert("requestState".into(), Value::String(state)),
+                    None => params.remove("requestState"),
+                };
             }
             Ok(ToolOutcome::error(format!(
                 "tool '{tool}' kept asking for input after {MAX_INPUT_ROUNDS} rounds of answers"
@@ -317,6 +328,9 @@ impl Upstream for RpcClient {
 /// How many times a legacy client's answers are sent back for one call before the gateway
 /// gives up on a server that keeps asking.
 pub const MAX_INPUT_ROUNDS: usize = 8;
+
+/// The requests a server's input round may make of the client.
+const INPUT_METHODS: [&str; 3] = ["elicitation/create", "sampling/createMessage", "roots/list"];
 
 impl RpcClient {
     fn upstream_error(&self, error: ClientError) -> UpstreamError {
