@@ -64,7 +64,7 @@ impl Peer {
     }
 }
 
-fn text(text: impl Into<String>) -> Value {
+pub(crate) fn text(text: impl Into<String>) -> Value {
     json!({"content": [{"type": "text", "text": text.into()}]})
 }
 

@@ -10,6 +10,8 @@ use std::hash::{Hash, Hasher};
 
 use serde_json::{Map, Value, json};
 
+use crate::conformance::text;
+
 const INVALID_PARAMS: i64 = -32602;
 
 /// The key of the state's hash; a fixture's secret, not a real one.
@@ -49,7 +51,7 @@ pub fn call_tool(name: &str, params: &Value) -> Option<Result<Value, (i64, Strin
             [("user_name", elicitation("What is your name?", "name"))],
             None,
             |a| {
-                text(&format!(
+                text(format!(
                     "Hello, {}!",
                     a["user_name"]["content"]["name"].as_str().unwrap_or("")
                 ))
@@ -62,7 +64,7 @@ pub fn call_tool(name: &str, params: &Value) -> Option<Result<Value, (i64, Strin
             )],
             None,
             |a| {
-                text(&format!(
+                text(format!(
                     "The model said: {}",
                     a["capital_question"]["content"]["text"]
                         .as_str()
@@ -77,7 +79,7 @@ pub fn call_tool(name: &str, params: &Value) -> Option<Result<Value, (i64, Strin
                 .flatten()
                 .filter_map(|root| root["uri"].as_str())
                 .collect();
-            text(&format!("Roots: {}", uris.join(", ")))
+            text(format!("Roots: {}", uris.join(", ")))
         }),
         tool @ ("request_state" | "tampered_state") => round.sealed(tool).and_then(|state| {
             round.ask(
@@ -200,24 +202,23 @@ impl Round {
 
     /// Two questions, each in its own round, the state saying which round it is.
     fn multi_round(&self) -> Result<Value, (i64, String)> {
-        let step = match self.responses {
-            None => 1,
-            Some(_) if open(self.state.as_deref(), "multi_round:1").is_ok() => 2,
+        let second = match self.responses {
+            None => false,
+            Some(_) if open(self.state.as_deref(), "multi_round:1").is_ok() => true,
             Some(_) => {
                 open(self.state.as_deref(), "multi_round:2")?;
-                3
+                true
             }
         };
-        let (key, question, field) = match step {
-            1 => ("step1", "Step 1: What is your name?", "name"),
-            2 => ("step2", "Step 2: What is your favorite color?", "color"),
-            _ => return Ok(text("Both rounds done.")),
+        // The first round cannot complete: it comes without answers.
+        let (ask, label) = if second {
+            let question = elicitation("Step 2: What is your favorite color?", "color");
+            (("step2", question), "multi_round:2")
+        } else {
+            let question = elicitation("Step 1: What is your name?", "name");
+            (("step1", question), "multi_round:1")
         };
-        Ok(json!({
-            "resultType": "input_required",
-            "inputRequests": {key: elicitation(question, field)},
-            "requestState": seal(&format!("multi_round:{step}")),
-        }))
+        self.ask([ask], Some(seal(label)), |_| text("Both rounds done."))
     }
 }
 
@@ -233,10 +234,6 @@ fn sampling(question: &str, max_tokens: u32) -> Value {
         "messages": [{"role": "user", "content": {"type": "text", "text": question}}],
         "maxTokens": max_tokens
     }})
-}
-
-fn text(text: &str) -> Value {
-    json!({"content": [{"type": "text", "text": text}]})
 }
 
 fn digest(payload: &str) -> u64 {
