@@ -1,6 +1,8 @@
 //! HTTP transports to upstream servers: Streamable HTTP (both eras) and the legacy HTTP+SSE
 //! transport of 2024-11-05. Both deliver what the server sends into the inbound channel,
 //! like the stdio transport, so the JSON-RPC client above them does not care which it has.
+//! [`request`] lends their HTTP client to the gateway's other HTTP peers (the CLI's admin
+//! commands).
 
 mod client;
 mod exchange;
