@@ -1,4 +1,6 @@
-//! Bringing a fresh connection up: era negotiation, then the full tool list.
+//! Bringing a fresh connection up: era negotiation, then the full tool list; and calling a
+//! tool on it, with the server's `input_required` rounds passed to a modern client or answered
+//! by a legacy one over the call's relay.
 //!
 //! Negotiation probes `server/discover` first (the 2026-07-28 era). Anything other than a
 //! modern answer within the probe timeout — an error of any code, a non-modern result, or
