@@ -1,5 +1,8 @@
 //! Logs go to stderr (stdout belongs to the protocol on stdio), filtered by `--log`,
-//! `$SWITCHBOARD_LOG` or a per-command default.
+//! `$SWITCHBOARD_LOG` or a per-command default. A log line that cannot be written (stderr
+//! closed by whoever started the gateway) is dropped: tracing's own report of that failure
+//! would `eprintln!` to the same closed stderr, and that panic killed whichever task was
+//! logging — an upstream's supervisor among them.
 
 use tracing_subscriber::EnvFilter;
 
@@ -13,5 +16,6 @@ pub fn init(flag: Option<&str>, default_level: &str) {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .with_target(false)
+        .log_internal_errors(false)
         .try_init();
 }

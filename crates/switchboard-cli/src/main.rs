@@ -10,6 +10,7 @@ mod logging;
 mod output;
 mod process_stdio;
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -116,7 +117,8 @@ fn main() -> ExitCode {
             if output::is_broken_pipe(&error) {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("error: {error:#}");
+            // Not `eprintln!`, which panics when stderr is gone.
+            let _ = writeln!(std::io::stderr(), "error: {error:#}");
             ExitCode::FAILURE
         }
     }

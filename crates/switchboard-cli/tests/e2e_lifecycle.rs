@@ -1,5 +1,6 @@
 //! The gateway's life: no child outlives it (stdin closed, SIGTERM, SIGKILL), a caller's cancellation
-//! reaches the upstream, list changes reach the client, pass-through names refuse collisions.
+//! reaches the upstream, list changes reach the client, pass-through names refuse collisions,
+//! a closed stderr costs it nothing.
 
 mod support;
 
@@ -32,6 +33,46 @@ fn gateway(config: &std::path::Path, extra: &[&str]) -> StdioClient {
     let mut client = StdioClient::spawn(&mut command).expect("gateway");
     client.initialize().expect("initialize");
     client
+}
+
+/// Whoever starts the gateway may close its stderr or stop reading it. Log lines that cannot
+/// be written are dropped; the gateway keeps its upstreams and answers calls. (tracing used to
+/// report the failed write with `eprintln!`, which panicked, killing the task that logged:
+/// the supervisor logging "connected" took its server's tools with it.)
+#[test]
+fn a_gateway_whose_stderr_is_closed_keeps_serving() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = echo_config(dir.path(), &["echo"]);
+
+    // Over stdio, with stderr a pipe nobody reads from the start.
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    drop(reader);
+    let mut command = Command::new(switchboard());
+    command
+        .arg("--config")
+        .arg(&config)
+        .args(["--log", "debug", "serve"])
+        .stderr(writer);
+    let mut client = StdioClient::spawn(&mut command).expect("gateway");
+    client.initialize().expect("initialize");
+    let result = client
+        .request(
+            "tools/call",
+            json!({"name": "echo__echo", "arguments": {"message": "still here"}}),
+        )
+        .expect("the call is answered");
+    assert_eq!(result["content"][0]["text"], "still here", "{result}");
+
+    // Over HTTP, with stderr closed once the gateway listens.
+    let gateway = HttpGateway::start_then_close_stderr(&config);
+    let result = python_client(&[
+        "--http",
+        &gateway.url,
+        "call",
+        "echo__echo",
+        r#"{"message": "still here"}"#,
+    ]);
+    assert_eq!(result["content"][0]["text"], "still here", "{result}");
 }
 
 fn child_pids(client: &mut StdioClient, servers: &[&str]) -> Vec<u32> {

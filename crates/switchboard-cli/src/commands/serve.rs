@@ -2,6 +2,7 @@
 //! SIGINT/SIGTERM (or stdin closing, on stdio) stop it gracefully: stop accepting, give
 //! in-flight calls a grace period, stop every server (killing child process groups), exit 0.
 
+use std::io::Write;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::ExitCode;
@@ -163,7 +164,11 @@ pub async fn run(config: Option<&Path>, args: ServeArgs) -> anyhow::Result<ExitC
                 check_host: bound.ip().is_loopback(),
                 auth: auth.clone(),
             };
-            eprintln!("switchboard: listening on http://{bound}/mcp");
+            // Not `eprintln!`: a gateway whose stderr is closed keeps serving.
+            let _ = writeln!(
+                std::io::stderr(),
+                "switchboard: listening on http://{bound}/mcp"
+            );
             tracing::info!("listening on http://{bound}/mcp");
             let served = http::serve(dispatcher, listener, options, shutdown.clone());
             tokio::pin!(served);

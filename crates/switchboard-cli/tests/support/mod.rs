@@ -128,6 +128,16 @@ pub struct HttpGateway {
 
 impl HttpGateway {
     pub fn start(config: &Path, extra: &[&str]) -> Self {
+        Self::launch(config, extra, true)
+    }
+
+    /// Like `start`, but closes the gateway's stderr once it listens, as a parent that does
+    /// not keep its child's stderr would.
+    pub fn start_then_close_stderr(config: &Path) -> Self {
+        Self::launch(config, &[], false)
+    }
+
+    fn launch(config: &Path, extra: &[&str], keep_stderr: bool) -> Self {
         let mut child = Command::new(switchboard())
             .arg("--config")
             .arg(config)
@@ -150,8 +160,10 @@ impl HttpGateway {
                 break rest.trim().to_owned();
             }
         };
-        // Keep draining stderr so the gateway never blocks on a full pipe.
-        std::thread::spawn(move || for _ in lines {});
+        if keep_stderr {
+            // Keep draining stderr so the gateway never blocks on a full pipe.
+            std::thread::spawn(move || for _ in lines {});
+        }
         Self { child, url }
     }
 
