@@ -60,6 +60,11 @@ enum Command {
     Calibrate(commands::calibrate::CalibrateArgs),
 }
 
+/// The gateway allocates and frees many small JSON values on every call; mimalloc serves them
+/// with a fraction of glibc malloc's instructions (BENCHMARKS.md, "The allocator").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let default_level = if matches!(cli.command, Command::Serve(_) | Command::ToolServer(_)) {
