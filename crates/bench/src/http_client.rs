@@ -2,6 +2,9 @@
 //! std's `TcpStream`, requests written by hand, answers read as JSON (`Content-Length` or
 //! chunked) or as an SSE stream whose `data:` event carries the answer — so what is measured
 //! is the target, not a client stack (the rmcp client alone costs ~180 µs per call).
+//! It speaks either protocol era: the 2025-11-25 handshake and session ([`HttpClient::initialize`]),
+//! or stateless 2026-07-28 requests ([`HttpClient::discover`]), each carrying the version and
+//! the client's capabilities in `_meta` and the routing headers `Mcp-Method` and `Mcp-Name`.
 //! Loopback only: the URL must be `http://127.0.0.1:PORT/PATH`.
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -18,8 +21,14 @@ pub struct HttpClient {
     reader: BufReader<TcpStream>,
     writer: TcpStream,
     session: Option<String>,
+    /// Whether requests speak the stateless 2026-07-28 era.
+    modern: bool,
     next_id: u64,
 }
+
+/// The stateless era's protocol version.
+pub const MODERN_VERSION: &str = "2026-07-28";
+pub const LEGACY_VERSION: &str = "2025-11-25";
 
 impl HttpClient {
     /// Connects to `url` (`http://127.0.0.1:PORT/PATH`).
@@ -40,44 +49,78 @@ impl HttpClient {
             reader: BufReader::new(stream.try_clone()?),
             writer: stream,
             session: None,
+            modern: false,
             next_id: 1,
         })
+    }
+
+    /// How long a read may wait for the target (30 s unless set).
+    pub fn set_timeout(&mut self, limit: Duration) -> anyhow::Result<()> {
+        self.writer.set_read_timeout(Some(limit))?;
+        Ok(())
     }
 
     /// `initialize` + `notifications/initialized`; keeps the session id.
     pub fn initialize(&mut self) -> anyhow::Result<Value> {
         let result = self.request(
             "initialize",
-            json!({"protocolVersion": "2025-11-25", "capabilities": {},
+            json!({"protocolVersion": LEGACY_VERSION, "capabilities": {},
                    "clientInfo": {"name": "switchboard-bench", "version": "1"}}),
         )?;
         self.post(
             &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string(),
             None,
+            "",
         )?;
         Ok(result)
     }
 
+    /// Switches to the stateless 2026-07-28 era: `server/discover`, and from then on every
+    /// request carries the era's `_meta` and routing headers. Returns the discovery result; a
+    /// target that does not speak the era fails here.
+    pub fn discover(&mut self) -> anyhow::Result<Value> {
+        self.modern = true;
+        self.request("server/discover", json!({}))
+            .with_context(|| format!("{}{} does not speak {MODERN_VERSION}", self.host, self.path))
+    }
+
     /// Sends a request and returns its `result` (an error answer is an `Err`).
     pub fn request(&mut self, method: &str, params: Value) -> anyhow::Result<Value> {
-        let id = self.next_id;
-        self.next_id += 1;
-        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        let answer = self
-            .post(&body.to_string(), Some(id))?
-            .with_context(|| format!("{method}: no answer"))?;
+        let answer = self.exchange(method, params)?;
         if let Some(error) = answer.get("error") {
             bail!("{method} failed: {error}");
         }
         Ok(answer.get("result").cloned().unwrap_or(Value::Null))
     }
 
-    /// Posts one message; returns the answer to `id` when one is expected.
-    fn post(&mut self, body: &str, id: Option<u64>) -> anyhow::Result<Option<Value>> {
+    /// Sends a request and returns the whole JSON-RPC answer, an error answer included.
+    pub fn exchange(&mut self, method: &str, mut params: Value) -> anyhow::Result<Value> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let mut routing = String::new();
+        if self.modern {
+            if let Value::Object(params) = &mut params {
+                add_modern_meta(params);
+            }
+            routing = routing_headers(method, &params)?;
+        }
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.post(&body.to_string(), Some(id), &routing)?
+            .with_context(|| format!("{method}: no answer"))
+    }
+
+    /// Posts one message with `extra` header lines; returns the answer to `id` when one is
+    /// expected.
+    fn post(&mut self, body: &str, id: Option<u64>, extra: &str) -> anyhow::Result<Option<Value>> {
+        let version = if self.modern {
+            MODERN_VERSION
+        } else {
+            LEGACY_VERSION
+        };
         let mut head = format!(
             "POST {} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
-             Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2025-11-25\r\n\
-             Content-Length: {}\r\n",
+             Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: {version}\r\n\
+             Content-Length: {}\r\n{extra}",
             self.path,
             self.host,
             body.len()
@@ -174,6 +217,48 @@ impl HttpClient {
             self.reader.read_line(&mut line)?;
         }
     }
+}
+
+/// Adds the 2026-07-28 era's per-request `_meta`: the version, the client's (empty)
+/// capabilities and its name.
+pub fn add_modern_meta(params: &mut serde_json::Map<String, Value>) {
+    let meta = params
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(serde_json::Map::new()));
+    if let Value::Object(meta) = meta {
+        meta.insert(
+            "io.modelcontextprotocol/protocolVersion".into(),
+            MODERN_VERSION.into(),
+        );
+        meta.insert(
+            "io.modelcontextprotocol/clientCapabilities".into(),
+            json!({}),
+        );
+        meta.insert(
+            "io.modelcontextprotocol/clientInfo".into(),
+            json!({"name": "switchboard-bench", "version": "1"}),
+        );
+    }
+}
+
+/// The `Mcp-Method` and `Mcp-Name` header lines of a 2026-07-28 request.
+fn routing_headers(method: &str, params: &Value) -> anyhow::Result<String> {
+    let mut lines = format!("Mcp-Method: {method}\r\n");
+    let field = match method {
+        "tools/call" | "prompts/get" => Some("name"),
+        "resources/read" => Some("uri"),
+        _ => None,
+    };
+    if let Some(name) = field.and_then(|field| params.get(field)?.as_str()) {
+        // Other values would need the header's Base64 form, which this client leaves out.
+        if name.is_empty() || !name.bytes().all(|b| b.is_ascii_graphic()) {
+            bail!(
+                "{method} names {name:?}: the benchmark client sends Mcp-Name only for visible ASCII names"
+            );
+        }
+        lines.push_str(&format!("Mcp-Name: {name}\r\n"));
+    }
+    Ok(lines)
 }
 
 struct Response {

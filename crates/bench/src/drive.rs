@@ -1,0 +1,529 @@
+//! `bench drive`: the load generator on any MCP target — a stdio command or an HTTP URL, in
+//! either protocol era. It makes N `tools/call`s of one tool at concurrency C after a warm-up
+//! and reports p50 / p90 / p99 / max latency and calls per second.
+//!
+//! Over HTTP, concurrency C is C keep-alive connections (and, in the 2025 era, C sessions),
+//! each making its calls one after another. Over stdio it is C requests in flight on the one
+//! pipe, matched to their answers by id. A call answered with a JSON-RPC error or an
+//! `isError` result counts as failed; a target that stops answering for `--timeout` fails the
+//! run rather than hanging it.
+
+use std::collections::{HashMap, VecDeque};
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+use crate::cpu;
+use crate::http_client::{self, HttpClient};
+use crate::report::{Percentiles, ScenarioResult};
+
+/// Which protocol era the calls speak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Era {
+    /// 2025-11-25: `initialize` first, a session over HTTP.
+    Legacy,
+    /// 2026-07-28: stateless, `server/discover` first, `_meta` on every request.
+    Modern,
+}
+
+fn era_version(era: Era) -> &'static str {
+    match era {
+        Era::Legacy => http_client::LEGACY_VERSION,
+        Era::Modern => http_client::MODERN_VERSION,
+    }
+}
+
+/// Where the calls go.
+pub enum Target {
+    Http {
+        url: String,
+        server_pid: Option<u32>,
+    },
+    Stdio {
+        command: Vec<String>,
+    },
+}
+
+/// What to run.
+pub struct Plan {
+    pub target: Target,
+    pub era: Era,
+    pub tool: String,
+    pub arguments: Map<String, Value>,
+    pub calls: usize,
+    pub concurrency: usize,
+    pub warmup: usize,
+    pub timeout: Duration,
+}
+
+/// What a run measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct Drive {
+    pub target: String,
+    pub era: Era,
+    pub tool: String,
+    pub concurrency: usize,
+    pub warmup: usize,
+    /// Latency of the measured calls that succeeded.
+    pub latency: Percentiles,
+    pub calls: usize,
+    pub errors: usize,
+    pub first_error: Option<String>,
+    pub seconds: f64,
+    pub calls_per_second: f64,
+    /// CPU time of the server side (the target's process and its children) per call, in
+    /// µs: the stdio command, or `--server-pid` of an HTTP target.
+    pub server_cpu_us: Option<f64>,
+    /// Why `server_cpu_us` is absent.
+    #[serde(skip)]
+    pub server_cpu_absent: Option<String>,
+}
+
+/// The `arguments` of `--arguments`: a JSON object.
+pub fn parse_arguments(text: &str) -> anyhow::Result<Map<String, Value>> {
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(other) => bail!("--arguments must be a JSON object, not {other}"),
+        Err(error) => bail!("--arguments is not JSON: {error}"),
+    }
+}
+
+/// Runs `plan`: the warm-up, then the measured calls.
+pub fn run(plan: &Plan) -> anyhow::Result<Drive> {
+    if plan.calls == 0 || plan.concurrency == 0 {
+        bail!("--calls and --concurrency must be at least 1");
+    }
+    let params = json!({"name": plan.tool, "arguments": plan.arguments});
+    match &plan.target {
+        Target::Http { url, server_pid } => {
+            let mut clients = Vec::with_capacity(plan.concurrency);
+            for _ in 0..plan.concurrency {
+                let mut client = HttpClient::connect(url)?;
+                client.set_timeout(plan.timeout)?;
+                match plan.era {
+                    Era::Legacy => client.initialize().map(drop),
+                    Era::Modern => client.discover().map(drop),
+                }
+                .with_context(|| format!("{url}: opening a connection"))?;
+                clients.push(client);
+            }
+            http_round(&mut clients, &params, plan.warmup)?;
+            let servers: Vec<u32> = server_pid.iter().copied().collect();
+            let cpu_before = cpu::trees(&servers);
+            let round = http_round(&mut clients, &params, plan.calls)?;
+            let cpu_spent = cpu::trees(&servers).saturating_sub(cpu_before);
+            Ok(summary(
+                plan,
+                url.clone(),
+                round,
+                server_pid.map(|_| cpu_spent),
+            ))
+        }
+        Target::Stdio { command } => {
+            let mut pipe = StdioPipe::spawn(command, plan)?;
+            let mut params = params;
+            if plan.era == Era::Modern
+                && let Value::Object(params) = &mut params
+            {
+                http_client::add_modern_meta(params);
+            }
+            let line = |id: u64| {
+                json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
+                    .to_string()
+            };
+            pipe.round(plan, plan.warmup, &line)?;
+            let servers = [pipe.child.id()];
+            let cpu_before = cpu::trees(&servers);
+            let round = pipe.round(plan, plan.calls, &line)?;
+            let cpu_spent = cpu::trees(&servers).saturating_sub(cpu_before);
+            Ok(summary(plan, command.join(" "), round, Some(cpu_spent)))
+        }
+    }
+}
+
+/// One round of calls: their latencies and failures, and how long the round took.
+#[derive(Default)]
+struct Round {
+    samples: Vec<Duration>,
+    errors: usize,
+    first_error: Option<String>,
+    elapsed: Duration,
+}
+
+impl Round {
+    fn record(&mut self, latency: Duration, answer: &Value) {
+        match failure(answer) {
+            None => self.samples.push(latency),
+            Some(reason) => {
+                self.errors += 1;
+                self.first_error.get_or_insert(reason);
+            }
+        }
+    }
+
+    fn merge(&mut self, other: Round) {
+        self.samples.extend(other.samples);
+        self.errors += other.errors;
+        if self.first_error.is_none() {
+            self.first_error = other.first_error;
+        }
+    }
+}
+
+/// The least server CPU time reported: `/proc` counts it in 10 ms ticks.
+const MEASURABLE_CPU: Duration = Duration::from_millis(200);
+
+fn summary(plan: &Plan, target: String, mut round: Round, server_cpu: Option<Duration>) -> Drive {
+    let calls = round.samples.len() + round.errors;
+    let seconds = round.elapsed.as_secs_f64();
+    let server_cpu_absent = match server_cpu {
+        None => Some("pass --server-pid to measure it".to_owned()),
+        Some(spent) if spent < MEASURABLE_CPU => Some(format!(
+            "too little to measure ({} ms; /proc counts 10 ms ticks): more --calls",
+            spent.as_millis()
+        )),
+        Some(_) => None,
+    };
+    Drive {
+        target,
+        era: plan.era,
+        tool: plan.tool.clone(),
+        concurrency: plan.concurrency,
+        warmup: plan.warmup,
+        latency: Percentiles::of(&mut round.samples),
+        calls,
+        errors: round.errors,
+        first_error: round.first_error,
+        seconds,
+        calls_per_second: calls as f64 / seconds.max(f64::MIN_POSITIVE),
+        server_cpu_us: server_cpu
+            .filter(|_| server_cpu_absent.is_none())
+            .map(|spent| cpu::per_call_us(spent, calls as u64)),
+        server_cpu_absent,
+    }
+}
+
+/// Why a `tools/call` answer is a failure, if it is one.
+fn failure(answer: &Value) -> Option<String> {
+    if let Some(error) = answer.get("error") {
+        return Some(format!("JSON-RPC error {error}"));
+    }
+    let Some(result) = answer.get("result") else {
+        return Some(format!("an answer with neither result nor error: {answer}"));
+    };
+    if result.get("isError").and_then(Value::as_bool) == Some(true) {
+        let text = result
+            .pointer("/content/0/text")
+            .and_then(Value::as_str)
+            .unwrap_or("(no text)");
+        return Some(format!("the tool failed: {text}"));
+    }
+    None
+}
+
+/// `calls` calls over the HTTP connections, each making its share one after another.
+fn http_round(clients: &mut [HttpClient], params: &Value, calls: usize) -> anyhow::Result<Round> {
+    let next = AtomicUsize::new(0);
+    let started = Instant::now();
+    let rounds = std::thread::scope(|scope| {
+        let workers: Vec<_> = clients
+            .iter_mut()
+            .map(|client| {
+                let next = &next;
+                scope.spawn(move || -> anyhow::Result<Round> {
+                    let mut round = Round::default();
+                    while next.fetch_add(1, Ordering::Relaxed) < calls {
+                        let sent = Instant::now();
+                        let answer = client.exchange("tools/call", params.clone())?;
+                        round.record(sent.elapsed(), &answer);
+                    }
+                    Ok(round)
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|worker| {
+                worker
+                    .join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a worker thread panicked")))
+            })
+            .collect::<Vec<_>>()
+    });
+    let mut total = Round {
+        elapsed: started.elapsed(),
+        ..Round::default()
+    };
+    for round in rounds {
+        total.merge(round?);
+    }
+    Ok(total)
+}
+
+/// An answer read from a stdio target: its id, when it arrived, and the message.
+type Answer = (u64, Instant, Value);
+
+/// A stdio target with its pipes: requests are written here, answers arrive from a reader
+/// thread; the last lines of its stderr are kept for the error when it dies.
+struct StdioPipe {
+    child: Child,
+    stdin: ChildStdin,
+    answers: Receiver<Result<Answer, String>>,
+    stderr: Arc<Mutex<VecDeque<String>>>,
+    stderr_reader: std::thread::JoinHandle<()>,
+    next_id: u64,
+}
+
+/// Lines of a stdio target's stderr kept for its error message.
+const STDERR_LINES: usize = 20;
+
+impl StdioPipe {
+    fn spawn(command: &[String], plan: &Plan) -> anyhow::Result<Self> {
+        let (program, args) = command.split_first().context("no stdio command after --")?;
+        let mut child = Command::new(program)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .with_context(|| format!("cannot start {program}"))?;
+        let stdin = child.stdin.take().context("the target's stdin")?;
+        let stdout = child.stdout.take().context("the target's stdout")?;
+        let stderr_pipe = child.stderr.take().context("the target's stderr")?;
+        let stderr = Arc::new(Mutex::new(VecDeque::new()));
+        let tail = stderr.clone();
+        let stderr_reader = std::thread::spawn(move || {
+            for line in BufReader::new(stderr_pipe).lines().map_while(Result::ok) {
+                if let Ok(mut tail) = tail.lock() {
+                    if tail.len() == STDERR_LINES {
+                        tail.pop_front();
+                    }
+                    tail.push_back(line);
+                }
+            }
+        });
+        let (sender, answers) = mpsc::channel();
+        std::thread::spawn(move || read_answers(BufReader::with_capacity(1 << 20, stdout), sender));
+        let mut pipe = Self {
+            child,
+            stdin,
+            answers,
+            stderr,
+            stderr_reader,
+            next_id: 1,
+        };
+        pipe.open(plan)?;
+        Ok(pipe)
+    }
+
+    /// The era's opening: `initialize` and its notification, or `server/discover`.
+    fn open(&mut self, plan: &Plan) -> anyhow::Result<()> {
+        let (method, params) = match plan.era {
+            Era::Legacy => (
+                "initialize",
+                json!({"protocolVersion": http_client::LEGACY_VERSION, "capabilities": {},
+                       "clientInfo": {"name": "switchboard-bench", "version": "1"}}),
+            ),
+            Era::Modern => {
+                let mut params = Map::new();
+                http_client::add_modern_meta(&mut params);
+                ("server/discover", Value::Object(params))
+            }
+        };
+        let id = self.next_id;
+        self.send(
+            &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string(),
+        )?;
+        let (answered, _, answer) = self.next_answer(plan.timeout, 0)?;
+        if answered != id || answer.get("result").is_none() {
+            bail!(
+                "{method} failed (does the target speak the {} era?): {answer}",
+                era_version(plan.era)
+            );
+        }
+        if plan.era == Era::Legacy {
+            self.write(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)?;
+        }
+        Ok(())
+    }
+
+    /// `calls` calls with at most `plan.concurrency` of them in flight.
+    fn round(
+        &mut self,
+        plan: &Plan,
+        calls: usize,
+        line: &dyn Fn(u64) -> String,
+    ) -> anyhow::Result<Round> {
+        let mut round = Round::default();
+        let mut in_flight: HashMap<u64, Instant> = HashMap::with_capacity(plan.concurrency);
+        let started = Instant::now();
+        let mut sent = 0;
+        while sent < calls || !in_flight.is_empty() {
+            while sent < calls && in_flight.len() < plan.concurrency {
+                let id = self.next_id;
+                in_flight.insert(id, Instant::now());
+                self.send(&line(id))?;
+                sent += 1;
+            }
+            let (id, at, answer) = self.next_answer(plan.timeout, sent - in_flight.len())?;
+            match in_flight.remove(&id) {
+                Some(sent_at) => round.record(at.duration_since(sent_at), &answer),
+                None => bail!("the target answered id {id}, which is not in flight: {answer}"),
+            }
+        }
+        round.elapsed = started.elapsed();
+        Ok(round)
+    }
+
+    /// Writes the request line that carries the next id.
+    fn send(&mut self, line: &str) -> anyhow::Result<()> {
+        self.next_id += 1;
+        self.write(line)
+    }
+
+    fn write(&mut self, line: &str) -> anyhow::Result<()> {
+        let written = self
+            .stdin
+            .write_all(line.as_bytes())
+            .and_then(|()| self.stdin.write_all(b"\n"));
+        if let Err(error) = written {
+            bail!("cannot write to the target: {error}{}", self.died());
+        }
+        Ok(())
+    }
+
+    /// The next answer, or why none came within `timeout` (`done` calls were answered).
+    fn next_answer(&mut self, timeout: Duration, done: usize) -> anyhow::Result<Answer> {
+        match self.answers.recv_timeout(timeout) {
+            Ok(Ok(answer)) => Ok(answer),
+            Ok(Err(reason)) => bail!("{reason}"),
+            Err(RecvTimeoutError::Timeout) => {
+                bail!("no answer from the target for {timeout:?} ({done} answered so far)")
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                bail!(
+                    "the target closed its stdout after {done} answers{}",
+                    self.died()
+                )
+            }
+        }
+    }
+
+    /// How the target ended, with its last stderr lines, if it has.
+    fn died(&mut self) -> String {
+        let status = match exit_status(&mut self.child, Duration::from_millis(200)) {
+            Some(status) => {
+                // Its stderr ends with it: give the reader a moment to take the last lines.
+                let deadline = Instant::now() + Duration::from_millis(200);
+                while !self.stderr_reader.is_finished() && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                format!(" (it exited: {status})")
+            }
+            None => String::new(),
+        };
+        let tail = self
+            .stderr
+            .lock()
+            .map(|lines| lines.iter().cloned().collect::<Vec<_>>().join("\n  "))
+            .unwrap_or_default();
+        if tail.is_empty() {
+            status
+        } else {
+            format!("{status}; its stderr ended with:\n  {tail}")
+        }
+    }
+}
+
+impl Drop for StdioPipe {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The child's exit status, if it exits within `limit`.
+fn exit_status(child: &mut Child, limit: Duration) -> Option<std::process::ExitStatus> {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Some(status);
+        }
+        if Instant::now() >= deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Reads the target's stdout: every answer (a message with a numeric id and no method) is
+/// sent on with the moment it arrived; notifications and server requests are skipped.
+fn read_answers(mut stdout: impl BufRead, answers: mpsc::Sender<Result<Answer, String>>) {
+    let mut line = String::new();
+    loop {
+        line.clear();
+        match stdout.read_line(&mut line) {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        let at = Instant::now();
+        if line.trim().is_empty() {
+            continue;
+        }
+        let message = match serde_json::from_str::<Value>(&line) {
+            Ok(message) => message,
+            Err(error) => {
+                let _ = answers.send(Err(format!(
+                    "the target wrote a line that is not JSON ({error}): {}",
+                    line.trim_end()
+                )));
+                return;
+            }
+        };
+        if message.get("method").is_some() {
+            continue;
+        }
+        let Some(id) = message.get("id").and_then(Value::as_u64) else {
+            let _ = answers.send(Err(format!("an answer without a numeric id: {message}")));
+            return;
+        };
+        if answers.send(Ok((id, at, message))).is_err() {
+            return;
+        }
+    }
+}
+
+/// The run as a printed table.
+pub fn rows(drive: &Drive) -> ScenarioResult {
+    let mut notes = vec![format!(
+        "{} calls in {:.2} s: {:.0} calls/s; {} failed",
+        drive.calls, drive.seconds, drive.calls_per_second, drive.errors
+    )];
+    match (drive.server_cpu_us, &drive.server_cpu_absent) {
+        (Some(cpu), _) => notes.push(format!("server-side CPU per call {cpu:.0} µs")),
+        (None, Some(why)) => notes.push(format!("server-side CPU per call: {why}")),
+        (None, None) => {}
+    }
+    if let Some(error) = &drive.first_error {
+        notes.push(format!("first failure: {error}"));
+    }
+    ScenarioResult {
+        scenario: format!(
+            "tools/call {} ({} era), concurrency {}, after {} warm-up calls",
+            drive.tool,
+            era_version(drive.era),
+            drive.concurrency,
+            drive.warmup
+        ),
+        rows: vec![(drive.target.clone(), drive.latency.clone())],
+        notes,
+    }
+}
