@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use anyhow::Context;
 use serde::Serialize;
 
 use crate::cpu;
@@ -322,20 +323,23 @@ fn calls_per_second(
         .into_iter()
         .map(|mut endpoint| {
             let (stop, done) = (stop.clone(), done.clone());
-            std::thread::spawn(move || {
+            std::thread::spawn(move || -> anyhow::Result<()> {
                 while !stop.load(Ordering::Relaxed) {
-                    if endpoint.call().is_err() {
-                        return;
-                    }
+                    endpoint.call()?;
                     done.fetch_add(1, Ordering::Relaxed);
                 }
+                Ok(())
             })
         })
         .collect();
     std::thread::sleep(duration);
     stop.store(true, Ordering::Relaxed);
+    // A worker whose call failed stopped early: the rate would be wrong, so the run fails.
     for handle in handles {
-        let _ = handle.join();
+        handle
+            .join()
+            .unwrap_or_else(|_| Err(anyhow::anyhow!("a worker thread panicked")))
+            .with_context(|| format!("{url} at concurrency {concurrency}"))?;
     }
     let calls = done.load(Ordering::Relaxed);
     Ok(Rate {
