@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
@@ -60,6 +61,7 @@ impl Binaries {
 
     fn gateway(&self, config: &Path) -> Command {
         let mut command = Command::new(&self.switchboard);
+        keep_files_in(&mut command, config.parent().unwrap_or(Path::new(".")));
         command
             .arg("--config")
             .arg(config)
@@ -68,6 +70,23 @@ impl Binaries {
             .arg("serve")
             .stderr(Stdio::null());
         command
+    }
+}
+
+/// Points a gateway's data, state and config directories (its ledger, latency stats, admin
+/// token) at a directory of its own under `dir`, the run's temporary directory: a benchmark
+/// never writes to the user's ledger, and each gateway starts with an empty one of its own,
+/// whatever earlier runs or the other targets left behind.
+pub fn keep_files_in(command: &mut Command, dir: &Path) {
+    static GATEWAYS: AtomicUsize = AtomicUsize::new(0);
+    let home = dir.join(format!(
+        "gateway-{}",
+        GATEWAYS.fetch_add(1, Ordering::Relaxed)
+    ));
+    // A directory that cannot be made leaves the gateway to make it (and report it).
+    let _ = std::fs::create_dir_all(&home);
+    for variable in ["XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME"] {
+        command.env(variable, &home);
     }
 }
 

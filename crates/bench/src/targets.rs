@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use switchboard_fixtures::client::StdioClient;
 
 use crate::http_client::HttpClient;
-use crate::scenarios::Binaries;
+use crate::scenarios::{self, Binaries};
 
 /// A child process, killed on drop.
 pub struct Spawned {
@@ -85,7 +85,9 @@ pub fn switchboard_http(
         &config,
         format!("[gateway]\nconnect_timeout = \"10s\"\n\n[servers.echo]\n{upstream}\n"),
     )?;
-    let mut child = Command::new(&bins.switchboard)
+    let mut command = Command::new(&bins.switchboard);
+    scenarios::keep_files_in(&mut command, dir);
+    let mut child = command
         .arg("--config")
         .arg(&config)
         .args(["--log", "error", "serve", "--http", "127.0.0.1:0"])
