@@ -14,6 +14,8 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
 
+use crate::era::{self, Era};
+
 /// One connection to one MCP endpoint, with its session.
 pub struct HttpClient {
     host: String,
@@ -25,10 +27,6 @@ pub struct HttpClient {
     modern: bool,
     next_id: u64,
 }
-
-/// The stateless era's protocol version.
-pub const MODERN_VERSION: &str = "2026-07-28";
-pub const LEGACY_VERSION: &str = "2025-11-25";
 
 impl HttpClient {
     /// Connects to `url` (`http://127.0.0.1:PORT/PATH`).
@@ -62,11 +60,7 @@ impl HttpClient {
 
     /// `initialize` + `notifications/initialized`; keeps the session id.
     pub fn initialize(&mut self) -> anyhow::Result<Value> {
-        let result = self.request(
-            "initialize",
-            json!({"protocolVersion": LEGACY_VERSION, "capabilities": {},
-                   "clientInfo": {"name": "switchboard-bench", "version": "1"}}),
-        )?;
+        let result = self.request("initialize", era::initialize_params())?;
         self.post(
             &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string(),
             None,
@@ -80,8 +74,14 @@ impl HttpClient {
     /// target that does not speak the era fails here.
     pub fn discover(&mut self) -> anyhow::Result<Value> {
         self.modern = true;
-        self.request("server/discover", json!({}))
-            .with_context(|| format!("{}{} does not speak {MODERN_VERSION}", self.host, self.path))
+        self.request("server/discover", json!({})).with_context(|| {
+            format!(
+                "{}{} does not speak {}",
+                self.host,
+                self.path,
+                Era::Modern.version()
+            )
+        })
     }
 
     /// Sends a request and returns its `result` (an error answer is an `Err`).
@@ -100,7 +100,7 @@ impl HttpClient {
         let mut routing = String::new();
         if self.modern {
             if let Value::Object(params) = &mut params {
-                add_modern_meta(params);
+                era::add_modern_meta(params);
             }
             routing = routing_headers(method, &params)?;
         }
@@ -113,10 +113,11 @@ impl HttpClient {
     /// expected.
     fn post(&mut self, body: &str, id: Option<u64>, extra: &str) -> anyhow::Result<Option<Value>> {
         let version = if self.modern {
-            MODERN_VERSION
+            Era::Modern
         } else {
-            LEGACY_VERSION
-        };
+            Era::Legacy
+        }
+        .version();
         let mut head = format!(
             "POST {} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
              Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: {version}\r\n\
@@ -216,28 +217,6 @@ impl HttpClient {
             line.clear();
             self.reader.read_line(&mut line)?;
         }
-    }
-}
-
-/// Adds the 2026-07-28 era's per-request `_meta`: the version, the client's (empty)
-/// capabilities and its name.
-pub fn add_modern_meta(params: &mut serde_json::Map<String, Value>) {
-    let meta = params
-        .entry("_meta")
-        .or_insert_with(|| Value::Object(serde_json::Map::new()));
-    if let Value::Object(meta) = meta {
-        meta.insert(
-            "io.modelcontextprotocol/protocolVersion".into(),
-            MODERN_VERSION.into(),
-        );
-        meta.insert(
-            "io.modelcontextprotocol/clientCapabilities".into(),
-            json!({}),
-        );
-        meta.insert(
-            "io.modelcontextprotocol/clientInfo".into(),
-            json!({"name": "switchboard-bench", "version": "1"}),
-        );
     }
 }
 

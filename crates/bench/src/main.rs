@@ -8,6 +8,7 @@
 mod compare;
 mod cpu;
 mod drive;
+mod era;
 mod http_client;
 mod machine;
 mod memory;
@@ -94,37 +95,7 @@ enum Command {
     /// Any MCP target: N calls of a tool at concurrency C after a warm-up; latency
     /// percentiles and calls per second. The target is --url, or a stdio command after `--`
     /// (`bench drive --calls 5000 -- target/release/switchboard serve`).
-    Drive {
-        /// An HTTP endpoint, http://127.0.0.1:PORT/PATH.
-        #[arg(long, conflicts_with = "command")]
-        url: Option<String>,
-        /// The tool to call.
-        #[arg(long, default_value = "echo")]
-        tool: String,
-        /// Its arguments, a JSON object.
-        #[arg(long, default_value = r#"{"message":"hello"}"#)]
-        arguments: String,
-        /// The protocol era the calls speak.
-        #[arg(long, value_enum, default_value = "legacy")]
-        era: drive::Era,
-        #[arg(long, default_value_t = 2000)]
-        calls: usize,
-        /// Calls in flight at once: HTTP connections, or requests on the stdio pipe.
-        #[arg(long, default_value_t = 1)]
-        concurrency: usize,
-        /// Calls made first and not measured.
-        #[arg(long, default_value_t = 200)]
-        warmup: usize,
-        /// Seconds to wait for an answer before the run fails.
-        #[arg(long, default_value_t = 30.0)]
-        timeout: f64,
-        /// The process serving --url (it and its children), for its CPU time per call.
-        #[arg(long, value_name = "PID", requires = "url")]
-        server_pid: Option<u32>,
-        /// A stdio target: the command and its arguments.
-        #[arg(last = true, value_name = "COMMAND")]
-        command: Vec<String>,
-    },
+    Drive(drive::Args),
     /// Resident memory: with 10 idle upstreams, and per open HTTP session.
     Memory {
         #[arg(long, default_value_t = 1000)]
@@ -151,8 +122,8 @@ fn main() -> anyhow::Result<()> {
     if let Command::Tokens { catalog } = &args.command {
         return tokens::run(catalog, args.json);
     }
-    if let Command::Drive { .. } = &args.command {
-        return run_drive(args);
+    if let Command::Drive(drive) = &args.command {
+        return drive::main(drive, args.json);
     }
     let bins = scenarios::Binaries::locate()?;
     if let Command::Compare {
@@ -229,7 +200,7 @@ fn main() -> anyhow::Result<()> {
         }
         Command::Search { .. }
         | Command::Tokens { .. }
-        | Command::Drive { .. }
+        | Command::Drive(_)
         | Command::Compare { .. }
         | Command::Memory { .. } => Vec::new(),
     };
@@ -318,56 +289,6 @@ fn throughput_rows(run: &compare::Throughput) -> report::ScenarioResult {
         rows: Vec::new(),
         notes,
     }
-}
-
-fn run_drive(args: Args) -> anyhow::Result<()> {
-    let Command::Drive {
-        url,
-        tool,
-        arguments,
-        era,
-        calls,
-        concurrency,
-        warmup,
-        timeout,
-        server_pid,
-        command,
-    } = args.command
-    else {
-        return Ok(());
-    };
-    let target = match (url, command.is_empty()) {
-        (Some(url), _) => drive::Target::Http { url, server_pid },
-        (None, false) => drive::Target::Stdio { command },
-        (None, true) => anyhow::bail!("name a target: --url URL, or a stdio command after --"),
-    };
-    if !(timeout > 0.0 && timeout.is_finite()) {
-        anyhow::bail!("--timeout must be a positive number of seconds, not {timeout}");
-    }
-    let plan = drive::Plan {
-        target,
-        era,
-        tool,
-        arguments: drive::parse_arguments(&arguments)?,
-        calls,
-        concurrency,
-        warmup,
-        timeout: std::time::Duration::from_secs_f64(timeout),
-    };
-    let result = drive::run(&plan)?;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&result)?);
-    } else {
-        report::print(&drive::rows(&result));
-    }
-    if let Some(error) = &result.first_error {
-        anyhow::bail!(
-            "{} of {} calls failed; the first: {error}",
-            result.errors,
-            result.calls
-        );
-    }
-    Ok(())
 }
 
 fn print_memory(memory: &memory::Memory, json: bool) -> anyhow::Result<()> {

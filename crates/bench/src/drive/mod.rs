@@ -18,29 +18,91 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::cpu;
-use crate::http_client::{self, HttpClient};
-use crate::report::{Percentiles, ScenarioResult};
+use crate::era::{self, Era};
+use crate::http_client::HttpClient;
+use crate::report::{self, Percentiles, ScenarioResult};
 use stdio::StdioPipe;
 
-/// Which protocol era the calls speak.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Era {
-    /// 2025-11-25: `initialize` first, a session over HTTP.
-    Legacy,
-    /// 2026-07-28: stateless, `server/discover` first, `_meta` on every request.
-    Modern,
+/// `bench drive`'s command line.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// An HTTP endpoint, http://127.0.0.1:PORT/PATH.
+    #[arg(long, conflicts_with = "command")]
+    url: Option<String>,
+    /// The tool to call.
+    #[arg(long, default_value = "echo")]
+    tool: String,
+    /// Its arguments, a JSON object.
+    #[arg(long, default_value = r#"{"message":"hello"}"#)]
+    arguments: String,
+    /// The protocol era the calls speak.
+    #[arg(long, value_enum, default_value = "legacy")]
+    era: Era,
+    #[arg(long, default_value_t = 2000)]
+    calls: usize,
+    /// Calls in flight at once: HTTP connections, or requests on the stdio pipe.
+    #[arg(long, default_value_t = 1)]
+    concurrency: usize,
+    /// Calls made first and not measured.
+    #[arg(long, default_value_t = 200)]
+    warmup: usize,
+    /// Seconds to wait for an answer before the run fails.
+    #[arg(long, default_value_t = 30.0)]
+    timeout: f64,
+    /// The process serving --url (it and its children), for its CPU time per call.
+    #[arg(long, value_name = "PID", requires = "url")]
+    server_pid: Option<u32>,
+    /// A stdio target: the command and its arguments.
+    #[arg(last = true, value_name = "COMMAND")]
+    command: Vec<String>,
 }
 
-fn era_version(era: Era) -> &'static str {
-    match era {
-        Era::Legacy => http_client::LEGACY_VERSION,
-        Era::Modern => http_client::MODERN_VERSION,
+/// Runs `bench drive` and prints what it measured; a run with failed calls is an error.
+pub fn main(args: &Args, json: bool) -> anyhow::Result<()> {
+    let target = match (&args.url, args.command.is_empty()) {
+        (Some(url), _) => Target::Http {
+            url: url.clone(),
+            server_pid: args.server_pid,
+        },
+        (None, false) => Target::Stdio {
+            command: args.command.clone(),
+        },
+        (None, true) => bail!("name a target: --url URL, or a stdio command after --"),
+    };
+    if !(args.timeout > 0.0 && args.timeout.is_finite()) {
+        bail!(
+            "--timeout must be a positive number of seconds, not {}",
+            args.timeout
+        );
     }
+    let plan = Plan {
+        target,
+        era: args.era,
+        tool: args.tool.clone(),
+        arguments: parse_arguments(&args.arguments)?,
+        calls: args.calls,
+        concurrency: args.concurrency,
+        warmup: args.warmup,
+        timeout: Duration::from_secs_f64(args.timeout),
+    };
+    let result = run(&plan)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&result)?);
+    } else {
+        report::print(&rows(&result));
+    }
+    if let Some(error) = &result.first_error {
+        bail!(
+            "{} of {} calls failed; the first: {error}",
+            result.errors,
+            result.calls
+        );
+    }
+    Ok(())
 }
 
 /// Where the calls go.
-pub enum Target {
+enum Target {
     Http {
         url: String,
         server_pid: Option<u32>,
@@ -51,7 +113,7 @@ pub enum Target {
 }
 
 /// What to run.
-pub struct Plan {
+struct Plan {
     pub target: Target,
     pub era: Era,
     pub tool: String,
@@ -64,7 +126,7 @@ pub struct Plan {
 
 /// What a run measured.
 #[derive(Debug, Clone, Serialize)]
-pub struct Drive {
+struct Drive {
     pub target: String,
     pub era: Era,
     pub tool: String,
@@ -86,7 +148,7 @@ pub struct Drive {
 }
 
 /// The `arguments` of `--arguments`: a JSON object.
-pub fn parse_arguments(text: &str) -> anyhow::Result<Map<String, Value>> {
+fn parse_arguments(text: &str) -> anyhow::Result<Map<String, Value>> {
     match serde_json::from_str::<Value>(text) {
         Ok(Value::Object(map)) => Ok(map),
         Ok(other) => bail!("--arguments must be a JSON object, not {other}"),
@@ -95,7 +157,7 @@ pub fn parse_arguments(text: &str) -> anyhow::Result<Map<String, Value>> {
 }
 
 /// Runs `plan`: the warm-up, then the measured calls.
-pub fn run(plan: &Plan) -> anyhow::Result<Drive> {
+fn run(plan: &Plan) -> anyhow::Result<Drive> {
     if plan.calls == 0 || plan.concurrency == 0 {
         bail!("--calls and --concurrency must be at least 1");
     }
@@ -131,7 +193,7 @@ pub fn run(plan: &Plan) -> anyhow::Result<Drive> {
             if plan.era == Era::Modern
                 && let Value::Object(params) = &mut params
             {
-                http_client::add_modern_meta(params);
+                era::add_modern_meta(params);
             }
             let line = |id: u64| {
                 json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
@@ -182,13 +244,16 @@ const MEASURABLE_CPU: Duration = Duration::from_millis(200);
 fn summary(plan: &Plan, target: String, mut round: Round, server_cpu: Option<Duration>) -> Drive {
     let calls = round.samples.len() + round.errors;
     let seconds = round.elapsed.as_secs_f64();
-    let server_cpu_absent = match server_cpu {
-        None => Some("pass --server-pid to measure it".to_owned()),
-        Some(spent) if spent < MEASURABLE_CPU => Some(format!(
-            "too little to measure ({} ms; /proc counts 10 ms ticks): more --calls",
-            spent.as_millis()
-        )),
-        Some(_) => None,
+    let (server_cpu_us, server_cpu_absent) = match server_cpu {
+        None => (None, Some("pass --server-pid to measure it".to_owned())),
+        Some(spent) if spent < MEASURABLE_CPU => (
+            None,
+            Some(format!(
+                "too little to measure ({} ms; /proc counts 10 ms ticks): more --calls",
+                spent.as_millis()
+            )),
+        ),
+        Some(spent) => (Some(cpu::per_call_us(spent, calls as u64)), None),
     };
     Drive {
         target,
@@ -202,9 +267,7 @@ fn summary(plan: &Plan, target: String, mut round: Round, server_cpu: Option<Dur
         first_error: round.first_error,
         seconds,
         calls_per_second: calls as f64 / seconds.max(f64::MIN_POSITIVE),
-        server_cpu_us: server_cpu
-            .filter(|_| server_cpu_absent.is_none())
-            .map(|spent| cpu::per_call_us(spent, calls as u64)),
+        server_cpu_us,
         server_cpu_absent,
     }
 }
@@ -267,15 +330,15 @@ fn http_round(clients: &mut [HttpClient], params: &Value, calls: usize) -> anyho
 }
 
 /// The run as a printed table.
-pub fn rows(drive: &Drive) -> ScenarioResult {
+fn rows(drive: &Drive) -> ScenarioResult {
     let mut notes = vec![format!(
         "{} calls in {:.2} s: {:.0} calls/s; {} failed",
         drive.calls, drive.seconds, drive.calls_per_second, drive.errors
     )];
-    match (drive.server_cpu_us, &drive.server_cpu_absent) {
-        (Some(cpu), _) => notes.push(format!("server-side CPU per call {cpu:.0} µs")),
-        (None, Some(why)) => notes.push(format!("server-side CPU per call: {why}")),
-        (None, None) => {}
+    if let Some(cpu) = drive.server_cpu_us {
+        notes.push(format!("server-side CPU per call {cpu:.0} µs"));
+    } else if let Some(why) = &drive.server_cpu_absent {
+        notes.push(format!("server-side CPU per call: {why}"));
     }
     if let Some(error) = &drive.first_error {
         notes.push(format!("first failure: {error}"));
@@ -284,7 +347,7 @@ pub fn rows(drive: &Drive) -> ScenarioResult {
         scenario: format!(
             "tools/call {} ({} era), concurrency {}, after {} warm-up calls",
             drive.tool,
-            era_version(drive.era),
+            drive.era.version(),
             drive.concurrency,
             drive.warmup
         ),

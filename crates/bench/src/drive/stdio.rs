@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use serde_json::{Map, Value, json};
 
-use super::{Era, Plan, Round, era_version};
-use crate::http_client;
+use super::{Era, Plan, Round};
+use crate::era;
 
 /// An answer read from a stdio target: its id, when it arrived, and the message.
 type Answer = (u64, Instant, Value);
@@ -75,26 +75,21 @@ impl StdioPipe {
     /// The era's opening: `initialize` and its notification, or `server/discover`.
     fn open(&mut self, plan: &Plan) -> anyhow::Result<()> {
         let (method, params) = match plan.era {
-            Era::Legacy => (
-                "initialize",
-                json!({"protocolVersion": http_client::LEGACY_VERSION, "capabilities": {},
-                       "clientInfo": {"name": "switchboard-bench", "version": "1"}}),
-            ),
+            Era::Legacy => ("initialize", era::initialize_params()),
             Era::Modern => {
                 let mut params = Map::new();
-                http_client::add_modern_meta(&mut params);
+                era::add_modern_meta(&mut params);
                 ("server/discover", Value::Object(params))
             }
         };
-        let id = self.next_id;
-        self.send(
-            &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string(),
-        )?;
+        let (id, _) = self.send(&|id| {
+            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string()
+        })?;
         let (answered, _, answer) = self.next_answer(plan.timeout, 0)?;
         if answered != id || answer.get("result").is_none() {
             bail!(
                 "{method} failed (does the target speak the {} era?): {answer}",
-                era_version(plan.era)
+                plan.era.version()
             );
         }
         if plan.era == Era::Legacy {
@@ -116,9 +111,8 @@ impl StdioPipe {
         let mut sent = 0;
         while sent < calls || !in_flight.is_empty() {
             while sent < calls && in_flight.len() < plan.concurrency {
-                let id = self.next_id;
-                in_flight.insert(id, Instant::now());
-                self.send(&line(id))?;
+                let (id, sent_at) = self.send(line)?;
+                in_flight.insert(id, sent_at);
                 sent += 1;
             }
             let (id, at, answer) = self.next_answer(plan.timeout, sent - in_flight.len())?;
@@ -131,10 +125,14 @@ impl StdioPipe {
         Ok(round)
     }
 
-    /// Writes the request line that carries the next id.
-    fn send(&mut self, line: &str) -> anyhow::Result<()> {
+    /// Writes `line` of the next id; returns that id and when it was sent (before the line
+    /// was built, as the HTTP client's timing counts building the body).
+    fn send(&mut self, line: &dyn Fn(u64) -> String) -> anyhow::Result<(u64, Instant)> {
+        let id = self.next_id;
         self.next_id += 1;
-        self.write(line)
+        let sent_at = Instant::now();
+        self.write(&line(id))?;
+        Ok((id, sent_at))
     }
 
     fn write(&mut self, line: &str) -> anyhow::Result<()> {
