@@ -132,8 +132,11 @@ impl HttpClient {
             head.push_str("\r\n");
         }
         head.push_str("\r\n");
+        // Head and body in one write, so they leave in one segment, as hyper's and undici's
+        // clients send a small request: two writes would make the target's kernel ACK the
+        // first segment on its own, a cost of this client rather than of the target.
+        head.push_str(body);
         self.writer.write_all(head.as_bytes())?;
-        self.writer.write_all(body.as_bytes())?;
         let response = self.read_response()?;
         if let Some(session) = response.session {
             self.session = Some(session);

@@ -136,10 +136,12 @@ impl StdioPipe {
     }
 
     fn write(&mut self, line: &str) -> anyhow::Result<()> {
-        let written = self
-            .stdin
-            .write_all(line.as_bytes())
-            .and_then(|()| self.stdin.write_all(b"\n"));
+        // The line and its newline in one write, as the SDKs' stdio transports send a message:
+        // the target reads it whole with one wake-up.
+        let mut message = String::with_capacity(line.len() + 1);
+        message.push_str(line);
+        message.push('\n');
+        let written = self.stdin.write_all(message.as_bytes());
         if let Err(error) = written {
             bail!("cannot write to the target: {error}{}", self.died());
         }
