@@ -160,23 +160,20 @@ pub(crate) fn insert_canonical<'a>(
     let mut prev = last_hash(&tx)?;
     let mut inserted = 0;
     {
-        let mut exists = tx
-            .prepare_cached("SELECT 1 FROM mcp_tool_invocations WHERE call_id = ?1")
-            .map_err(sql)?;
         let mut insert = tx
             .prepare_cached(
                 "INSERT INTO mcp_tool_invocations (call_id, started_ms, agent, session, tier, exposed, server, tool,
                  args_digest, args_redacted, outcome, error, duration_us, cost, approval, result_bytes, cached,
                  entry, prev_hash, row_hash)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)
+                 ON CONFLICT(call_id) DO NOTHING",
             )
             .map_err(sql)?;
         for (entry, canonical) in rows {
-            if exists.exists([&entry.call_id]).map_err(sql)? {
-                continue;
-            }
             let hash = chain(&prev, &canonical);
-            insert
+            // A call id already present (a replayed journal line) is left as it is and does
+            // not extend the chain: the UNIQUE index answers that, with no lookup of our own.
+            let added = insert
                 .execute(params![
                     entry.call_id,
                     entry.started_ms,
@@ -200,6 +197,9 @@ pub(crate) fn insert_canonical<'a>(
                     hash,
                 ])
                 .map_err(sql)?;
+            if added == 0 {
+                continue;
+            }
             prev = hash;
             inserted += 1;
         }

@@ -95,6 +95,32 @@ fn rows_queries_and_a_verifiable_chain() {
 }
 
 #[test]
+fn a_replayed_row_is_skipped_and_does_not_extend_the_chain() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut conn = store::open(&dir.path().join("ledger.db")).expect("open");
+    let first: Vec<_> = (0..4).map(|i| entry(i, "npc", "ok")).collect();
+    assert_eq!(store::insert(&mut conn, &first).expect("insert"), 4);
+    // A replay of rows 2 and 3 mixed with two new rows: only the new ones land, chained
+    // to the last row that did.
+    let replay: Vec<_> = [2, 4, 3, 5].map(|i| entry(i, "npc", "ok")).into();
+    assert_eq!(store::insert(&mut conn, &replay).expect("insert"), 2);
+    assert_eq!(
+        store::verify(&conn).expect("verify"),
+        VerifyReport {
+            rows: 6,
+            ok: true,
+            problem: None
+        }
+    );
+    let ids: Vec<String> = store::query(&conn, &Filter::default())
+        .expect("query")
+        .into_iter()
+        .map(|row| row.call_id)
+        .collect();
+    assert_eq!(ids.len(), 6, "no row twice: {ids:?}");
+}
+
+#[test]
 fn an_edited_or_deleted_row_is_detected_and_retention_keeps_the_chain() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("ledger.db");
