@@ -18,9 +18,10 @@ use anyhow::Context;
 use serde::Serialize;
 
 use crate::cpu;
+use crate::peers::{self, Peer, PeerUpstream};
 use crate::report::Percentiles;
 use crate::scenarios::Binaries;
-use crate::targets::{self, Endpoint, Peer, PeerUpstream, Spawned};
+use crate::targets::{self, Endpoint, Spawned};
 
 /// One target of a comparison.
 struct Target {
@@ -29,6 +30,15 @@ struct Target {
     samples: Vec<Duration>,
     /// The server-side processes of the calls (with their children), for CPU per call.
     servers: Vec<u32>,
+    /// It takes one call in this many rounds (a slow peer's; see `PeerGateway::stride`).
+    stride: usize,
+}
+
+impl Target {
+    /// Whether it takes a call in round `round`.
+    fn calls_in(&self, round: usize) -> bool {
+        round.is_multiple_of(self.stride)
+    }
 }
 
 /// A measured target.
@@ -64,21 +74,22 @@ pub struct Comparison {
 pub const BLOCK: usize = 100;
 
 /// Calls every target `calls` times after a warm-up, one call each in turn; then `calls`
-/// times more, [`BLOCK`] calls each in turn.
+/// times more, [`BLOCK`] calls each in turn. A target with a stride of k takes part in one
+/// round in k, and makes [`BLOCK`] / k calls of each block.
 fn measure(
     scenario: &str,
     mut targets: Vec<Target>,
     calls: usize,
     missing: Vec<String>,
 ) -> anyhow::Result<Comparison> {
-    for _ in 0..calls.min(200) {
-        for target in &mut targets {
+    for round in 0..calls.min(200) {
+        for target in targets.iter_mut().filter(|t| t.calls_in(round)) {
             target.endpoint.call()?;
         }
     }
     let started: Vec<Duration> = targets.iter().map(|t| cpu::trees(&t.servers)).collect();
-    for _ in 0..calls {
-        for target in &mut targets {
+    for round in 0..calls {
+        for target in targets.iter_mut().filter(|t| t.calls_in(round)) {
             let elapsed = target.endpoint.call()?;
             target.samples.push(elapsed);
         }
@@ -92,7 +103,7 @@ fn measure(
     for block in 0..calls.div_ceil(BLOCK) {
         let size = BLOCK.min(calls - block * BLOCK);
         for (target, samples) in targets.iter_mut().zip(&mut back_to_back) {
-            for _ in 0..size {
+            for _ in 0..size.div_ceil(target.stride) {
                 samples.push(target.endpoint.call()?);
             }
         }
@@ -103,8 +114,8 @@ fn measure(
         .zip(back_to_back)
         .map(|((mut target, spent), mut back_to_back)| {
             let latency = Percentiles::of(&mut target.samples);
-            let server_cpu_us =
-                (!target.servers.is_empty()).then(|| cpu::per_call_us(spent, calls as u64));
+            let made = target.samples.len() as u64;
+            let server_cpu_us = (!target.servers.is_empty()).then(|| cpu::per_call_us(spent, made));
             TargetResult {
                 server_cpu_us,
                 target: target.name,
@@ -144,6 +155,7 @@ fn target(name: &str, endpoint: Endpoint, mut servers: Vec<u32>) -> Target {
         endpoint,
         samples: Vec::new(),
         servers,
+        stride: 1,
     }
 }
 
@@ -168,14 +180,17 @@ fn peers(
 ) -> anyhow::Result<(Vec<Target>, Vec<String>)> {
     let mut found = Vec::new();
     let mut missing = Vec::new();
-    for peer in [Peer::RustMcpProxy, Peer::PythonMcpProxy] {
-        match targets::peer_http(bins, peer, upstream, dir)? {
+    for peer in Peer::ALL {
+        match peers::peer_http(bins, peer, upstream, dir)? {
             Ok(gateway) => match Endpoint::http(&gateway.url, gateway.tool) {
                 Ok(endpoint) => {
                     let mut servers = vec![gateway.process.pid()];
                     servers.extend(upstream_pid);
                     keep.push(gateway.process);
-                    found.push(target(peer.label(), endpoint, servers));
+                    found.push(Target {
+                        stride: gateway.stride,
+                        ..target(peer.label(), endpoint, servers)
+                    });
                 }
                 Err(error) => missing.push(format!("{}: {error:#}", peer.label())),
             },
@@ -435,13 +450,13 @@ pub fn throughput(
     let mut keep = vec![fixture, gateway, stdio_gateway];
     let mut missing = Vec::new();
     if with_peers {
-        for peer in [Peer::RustMcpProxy, Peer::PythonMcpProxy] {
+        for peer in Peer::ALL {
             let upstreams = [
                 ("HTTP → HTTP", PeerUpstream::Http(&urls[0].1.clone())),
                 ("HTTP → stdio", PeerUpstream::Stdio),
             ];
             for (label, upstream) in &upstreams {
-                match targets::peer_http(bins, peer, upstream, dir.path())? {
+                match peers::peer_http(bins, peer, upstream, dir.path())? {
                     Ok(gateway) => {
                         let mut pids = vec![gateway.process.pid()];
                         if matches!(upstream, PeerUpstream::Http(_)) {

@@ -12,6 +12,7 @@ mod era;
 mod http_client;
 mod machine;
 mod memory;
+mod peers;
 mod plot;
 mod report;
 mod scenarios;

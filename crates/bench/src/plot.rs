@@ -119,10 +119,14 @@ fn cdf(path: &Path, comparison: &Comparison) -> anyhow::Result<()> {
             .map(|(i, us)| (us.clamp(x_min, x_max), (i + 1) as f64 / n));
         chart
             .draw_series(LineSeries::new(points, color.stroke_width(2)))?
-            .label(format!(
-                "{} (p50 {:.0} µs)",
-                target.target, target.latency.p50_us
-            ))
+            .label(if target.latency.samples == comparison.calls {
+                format!("{} (p50 {:.0} µs)", target.target, target.latency.p50_us)
+            } else {
+                format!(
+                    "{} (p50 {:.0} µs, {} calls)",
+                    target.target, target.latency.p50_us, target.latency.samples
+                )
+            })
             .legend(move |(x, y)| {
                 PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
             });

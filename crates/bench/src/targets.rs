@@ -1,10 +1,11 @@
 //! What the comparisons drive: MCP endpoints over stdio or HTTP, the processes behind them
-//! (the echo fixture, Switchboard, the peer gateways), and a uniform `call` on each.
+//! (the echo fixture, Switchboard; the peer gateways are in [`crate::peers`]), and a uniform
+//! `call` on each.
 //! Every process is killed when its handle is dropped; every address is 127.0.0.1.
 
 use std::io::{BufRead, BufReader};
 use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -21,6 +22,10 @@ pub struct Spawned {
 }
 
 impl Spawned {
+    pub fn new(child: Child) -> Self {
+        Self { child }
+    }
+
     pub fn pid(&self) -> u32 {
         self.child.id()
     }
@@ -34,12 +39,12 @@ impl Drop for Spawned {
 }
 
 /// A free port on 127.0.0.1 (bound, then released).
-fn free_port() -> anyhow::Result<u16> {
+pub fn free_port() -> anyhow::Result<u16> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
 /// Waits until something accepts connections on `port`.
-fn wait_for_port(port: u16, limit: Duration) -> anyhow::Result<()> {
+pub fn wait_for_port(port: u16, limit: Duration) -> anyhow::Result<()> {
     let started = Instant::now();
     while started.elapsed() < limit {
         if TcpStream::connect(("127.0.0.1", port)).is_ok() {
@@ -106,107 +111,6 @@ pub fn stdio_upstream(bins: &Binaries) -> String {
         "command = {}\nargs = [\"echo\"]",
         json!(bins.fixture.display().to_string())
     )
-}
-
-/// Where the peer gateways are installed (`scripts/bench-peers.sh`).
-pub fn peers_dir(bins: &Binaries) -> PathBuf {
-    bins.repo_root().join(".bench-peers")
-}
-
-/// What a peer gateway fronts: the stdio echo fixture, or the HTTP one at this URL.
-pub enum PeerUpstream<'a> {
-    Stdio,
-    Http(&'a str),
-}
-
-/// A running peer gateway serving HTTP: its process, URL and the echo tool's name there.
-pub struct PeerGateway {
-    pub process: Spawned,
-    pub url: String,
-    pub tool: &'static str,
-}
-
-/// A peer gateway in front of `upstream`, serving HTTP; `Err(reason)` when it is not
-/// installed or cannot front that upstream.
-pub fn peer_http(
-    bins: &Binaries,
-    peer: Peer,
-    upstream: &PeerUpstream<'_>,
-    dir: &Path,
-) -> anyhow::Result<Result<PeerGateway, String>> {
-    let program = match peer {
-        Peer::PythonMcpProxy => peers_dir(bins).join("py/bin/mcp-proxy"),
-        Peer::RustMcpProxy => peers_dir(bins).join("rust/bin/mcp-proxy"),
-    };
-    if !program.is_file() {
-        return Ok(Err(format!(
-            "{} is not installed: run scripts/bench-peers.sh",
-            peer.label()
-        )));
-    }
-    let port = free_port()?;
-    let mut command = Command::new(&program);
-    let (url, tool) = match (peer, upstream) {
-        (Peer::PythonMcpProxy, PeerUpstream::Stdio) => {
-            command
-                .args(["--host", "127.0.0.1", "--port", &port.to_string(), "--"])
-                .arg(&bins.fixture)
-                .arg("echo");
-            (format!("http://127.0.0.1:{port}/mcp"), "echo")
-        }
-        (Peer::PythonMcpProxy, PeerUpstream::Http(_)) => {
-            return Ok(Err(format!(
-                "{} serves stdio servers only (its HTTP mode is a client)",
-                peer.label()
-            )));
-        }
-        (Peer::RustMcpProxy, upstream) => {
-            let backend = match upstream {
-                PeerUpstream::Stdio => format!(
-                    "transport = \"stdio\"\ncommand = {}\nargs = [\"echo\"]",
-                    json!(bins.fixture.display().to_string())
-                ),
-                PeerUpstream::Http(url) => {
-                    format!("transport = \"http\"\nurl = {}", json!(url))
-                }
-            };
-            let config = dir.join(format!("rust-mcp-proxy-{port}.toml"));
-            std::fs::write(
-                &config,
-                format!(
-                    "[proxy]\nname = \"bench\"\nseparator = \"__\"\n\n[proxy.listen]\n\
-                     host = \"127.0.0.1\"\nport = {port}\n\n[[backends]]\nname = \"echo\"\n{backend}\n"
-                ),
-            )?;
-            command.arg("--config").arg(&config);
-            (format!("http://127.0.0.1:{port}/"), "echo__echo")
-        }
-    };
-    let child = command
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .with_context(|| format!("start {}", program.display()))?;
-    let process = Spawned { child };
-    wait_for_port(port, Duration::from_secs(20))?;
-    Ok(Ok(PeerGateway { process, url, tool }))
-}
-
-/// The peer gateways the issue names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Peer {
-    PythonMcpProxy,
-    RustMcpProxy,
-}
-
-impl Peer {
-    pub fn label(self) -> &'static str {
-        match self {
-            Self::PythonMcpProxy => "python mcp-proxy",
-            Self::RustMcpProxy => "rust mcp-proxy 0.6.0",
-        }
-    }
 }
 
 /// One MCP endpoint, initialized, with the `tools/call` params that reach the echo tool.

@@ -1,0 +1,253 @@
+//! The peer gateways the side-by-side benchmarks measure Switchboard against, installed by
+//! `scripts/bench-peers.sh` into `.bench-peers/`: the Rust `mcp-proxy` 0.6.0, the Python
+//! `mcp-proxy`, and IBM ContextForge — its stdio bridge (`mcpgateway.translate`) in front of
+//! a stdio server, its gateway (`mcpgateway`) in front of an HTTP one. Each serves HTTP on
+//! 127.0.0.1 and is killed when its handle is dropped.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, bail};
+use serde_json::json;
+
+use crate::scenarios::Binaries;
+use crate::targets::{Spawned, free_port, wait_for_port};
+
+/// The peer gateways, in the order the tables list them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Peer {
+    RustMcpProxy,
+    PythonMcpProxy,
+    ContextForgeTranslate,
+    ContextForgeGateway,
+}
+
+impl Peer {
+    pub const ALL: [Peer; 4] = [
+        Peer::RustMcpProxy,
+        Peer::PythonMcpProxy,
+        Peer::ContextForgeTranslate,
+        Peer::ContextForgeGateway,
+    ];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::RustMcpProxy => "rust mcp-proxy 0.6.0",
+            Self::PythonMcpProxy => "python mcp-proxy",
+            Self::ContextForgeTranslate => "contextforge 1.0.7 translate",
+            Self::ContextForgeGateway => "contextforge 1.0.7 gateway",
+        }
+    }
+
+    /// The program that runs it, under `.bench-peers/`.
+    fn program(self, bins: &Binaries) -> PathBuf {
+        let peers = peers_dir(bins);
+        match self {
+            Self::RustMcpProxy => peers.join("rust/bin/mcp-proxy"),
+            Self::PythonMcpProxy => peers.join("py/bin/mcp-proxy"),
+            Self::ContextForgeTranslate => peers.join("contextforge/bin/python"),
+            Self::ContextForgeGateway => peers.join("contextforge/bin/mcpgateway"),
+        }
+    }
+}
+
+/// Where the peer gateways are installed (`scripts/bench-peers.sh`).
+pub fn peers_dir(bins: &Binaries) -> PathBuf {
+    bins.repo_root().join(".bench-peers")
+}
+
+/// What a peer gateway fronts: the stdio echo fixture, or the HTTP one at this URL.
+pub enum PeerUpstream<'a> {
+    Stdio,
+    Http(&'a str),
+}
+
+/// A running peer gateway serving HTTP: its process, URL and the echo tool's name there.
+pub struct PeerGateway {
+    pub process: Spawned,
+    pub url: String,
+    pub tool: &'static str,
+    /// It takes one call in this many rounds of a latency comparison: a gateway whose call
+    /// takes tens of milliseconds would otherwise stretch the run to many minutes, and space
+    /// every other target's calls far more than the rest of the table's.
+    pub stride: usize,
+}
+
+/// Rounds per call of a peer whose calls take tens of milliseconds (ContextForge's gateway:
+/// ~40 ms on the 2-core machine of BENCHMARKS.md).
+const SLOW_STRIDE: usize = 10;
+
+/// A peer gateway in front of `upstream`, serving HTTP; `Err(reason)` when it is not
+/// installed or cannot front that upstream.
+pub fn peer_http(
+    bins: &Binaries,
+    peer: Peer,
+    upstream: &PeerUpstream<'_>,
+    dir: &Path,
+) -> anyhow::Result<Result<PeerGateway, String>> {
+    let program = peer.program(bins);
+    if !program.is_file() {
+        return Ok(Err(format!(
+            "{} is not installed: run scripts/bench-peers.sh",
+            peer.label()
+        )));
+    }
+    let port = free_port()?;
+    let mut command = Command::new(&program);
+    let mut stride = 1;
+    let secret = contextforge_secret(port);
+    let (url, tool) = match (peer, upstream) {
+        (Peer::PythonMcpProxy, PeerUpstream::Stdio) => {
+            command
+                .args(["--host", "127.0.0.1", "--port", &port.to_string(), "--"])
+                .arg(&bins.fixture)
+                .arg("echo");
+            (format!("http://127.0.0.1:{port}/mcp"), "echo")
+        }
+        (Peer::PythonMcpProxy, PeerUpstream::Http(_)) => {
+            return Ok(Err(format!(
+                "{} serves stdio servers only (its HTTP mode is a client)",
+                peer.label()
+            )));
+        }
+        (Peer::RustMcpProxy, upstream) => {
+            let backend = match upstream {
+                PeerUpstream::Stdio => format!(
+                    "transport = \"stdio\"\ncommand = {}\nargs = [\"echo\"]",
+                    json!(bins.fixture.display().to_string())
+                ),
+                PeerUpstream::Http(url) => {
+                    format!("transport = \"http\"\nurl = {}", json!(url))
+                }
+            };
+            let config = dir.join(format!("rust-mcp-proxy-{port}.toml"));
+            std::fs::write(
+                &config,
+                format!(
+                    "[proxy]\nname = \"bench\"\nseparator = \"__\"\n\n[proxy.listen]\n\
+                     host = \"127.0.0.1\"\nport = {port}\n\n[[backends]]\nname = \"echo\"\n{backend}\n"
+                ),
+            )?;
+            command.arg("--config").arg(&config);
+            (format!("http://127.0.0.1:{port}/"), "echo__echo")
+        }
+        (Peer::ContextForgeTranslate, PeerUpstream::Stdio) => {
+            contextforge_environment(&mut command, dir, port, &secret)?;
+            command
+                .args(["-m", "mcpgateway.translate", "--stdio"])
+                .arg(format!("{} echo", bins.fixture.display()))
+                .args(["--expose-streamable-http", "--host", "127.0.0.1"])
+                .args(["--port", &port.to_string(), "--logLevel", "error"]);
+            (format!("http://127.0.0.1:{port}/mcp"), "echo")
+        }
+        (Peer::ContextForgeTranslate, PeerUpstream::Http(_)) => {
+            return Ok(Err(format!(
+                "{} bridges stdio servers (HTTP ones go through its gateway)",
+                peer.label()
+            )));
+        }
+        (Peer::ContextForgeGateway, PeerUpstream::Http(_)) => {
+            contextforge_environment(&mut command, dir, port, &secret)?;
+            command.args(["--host", "127.0.0.1", "--port", &port.to_string()]);
+            stride = SLOW_STRIDE;
+            (format!("http://127.0.0.1:{port}/mcp"), "echo-echo")
+        }
+        (Peer::ContextForgeGateway, PeerUpstream::Stdio) => {
+            return Ok(Err(format!(
+                "{} fronts HTTP servers (stdio ones go through its translate bridge)",
+                peer.label()
+            )));
+        }
+    };
+    let child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .with_context(|| format!("start {}", program.display()))?;
+    let process = Spawned::new(child);
+    // ContextForge migrates its database before it listens: seconds, not milliseconds.
+    wait_for_port(port, Duration::from_secs(90))?;
+    if let (Peer::ContextForgeGateway, PeerUpstream::Http(upstream)) = (peer, upstream) {
+        register_with_contextforge(bins, &program, dir, port, upstream, &secret)?;
+    }
+    Ok(Ok(PeerGateway {
+        process,
+        url,
+        tool,
+        stride,
+    }))
+}
+
+/// A secret for one ContextForge instance (a throwaway on loopback, but not a constant).
+fn contextforge_secret(port: u16) -> String {
+    let nonce = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_nanos());
+    format!("bench-{nonce:x}-{:x}-{port}", std::process::id())
+}
+
+/// ContextForge's settings for a benchmark: its own SQLite file in `dir`, fresh secrets
+/// (it refuses to start with its placeholders), no admin UI, no authentication and no rate
+/// limiting (the other targets have neither; its default limit, 100 tool calls a minute,
+/// would throttle the run), and loopback servers allowed (its SSRF guard refuses them).
+fn contextforge_environment(
+    command: &mut Command,
+    dir: &Path,
+    port: u16,
+    secret: &str,
+) -> anyhow::Result<()> {
+    let home = dir.join(format!("contextforge-{port}"));
+    std::fs::create_dir_all(&home)?;
+    command
+        .current_dir(&home)
+        .env("JWT_SECRET_KEY", format!("{secret}-jwt"))
+        .env("AUTH_ENCRYPTION_SECRET", format!("{secret}-encryption"))
+        .env("PLATFORM_ADMIN_PASSWORD", format!("Admin-{secret}-1!"))
+        .env("BASIC_AUTH_PASSWORD", format!("Basic-{secret}-1!"))
+        .env(
+            "DATABASE_URL",
+            format!("sqlite:///{}", home.join("contextforge.db").display()),
+        )
+        .env("MCPGATEWAY_UI_ENABLED", "false")
+        .env("MCPGATEWAY_ADMIN_API_ENABLED", "false")
+        .env("AUTH_REQUIRED", "false")
+        .env("RATE_LIMITING_ENABLED", "false")
+        .env("SSRF_ALLOW_LOCALHOST", "true")
+        .env("LOG_LEVEL", "ERROR");
+    Ok(())
+}
+
+/// Registers the HTTP echo fixture with the gateway on `port` and waits for its tools
+/// (`crates/bench/peers/contextforge_register.py`, run by ContextForge's own Python).
+fn register_with_contextforge(
+    bins: &Binaries,
+    gateway_program: &Path,
+    dir: &Path,
+    port: u16,
+    upstream: &str,
+    secret: &str,
+) -> anyhow::Result<()> {
+    let python = gateway_program.with_file_name("python");
+    let script = bins
+        .repo_root()
+        .join("crates/bench/peers/contextforge_register.py");
+    let mut command = Command::new(&python);
+    // The gateway's own settings: the script mints its token with the gateway's secret.
+    contextforge_environment(&mut command, dir, port, secret)?;
+    let output = command
+        .arg(&script)
+        .arg(format!("http://127.0.0.1:{port}"))
+        .args(["echo", upstream, "echo-echo"])
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("run {}", script.display()))?;
+    if !output.status.success() {
+        bail!(
+            "registering the echo fixture with contextforge failed: {}",
+            String::from_utf8_lossy(&output.stderr).trim()
+        );
+    }
+    Ok(())
+}
