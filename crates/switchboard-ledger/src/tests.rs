@@ -94,6 +94,67 @@ fn rows_queries_and_a_verifiable_chain() {
     assert_eq!(since.len(), 5);
 }
 
+/// Rows in the database at `path`, waited for up to 5 s until there are `want`.
+fn rows_within(path: &std::path::Path, want: usize) -> usize {
+    let conn = store::open(path).expect("reopen");
+    let started = Instant::now();
+    loop {
+        let rows = store::verify(&conn).expect("verify").rows;
+        if rows >= want || started.elapsed() > Duration::from_secs(5) {
+            return rows;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A ledger in a fresh directory, and `rows` entries recorded on a current-thread runtime,
+/// which is then given `linger` to run its other tasks. Returns the runtime (still alive).
+fn recorded_on_a_runtime(
+    rows: usize,
+    linger: Duration,
+) -> (
+    tempfile::TempDir,
+    std::path::PathBuf,
+    Ledger,
+    tokio::runtime::Runtime,
+) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("ledger.db");
+    let ledger = Ledger::open(&path).expect("open");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        for i in 0..rows {
+            ledger.record_entry(entry(i, "npc", "ok"));
+        }
+        tokio::time::sleep(linger).await;
+    });
+    (dir, path, ledger, runtime)
+}
+
+#[test]
+fn rows_recorded_on_a_runtime_reach_the_database_without_a_flush() {
+    // The ring is a task of the runtime: it has to get a turn.
+    let (_dir, path, _ledger, _runtime) = recorded_on_a_runtime(10, GATHER * 4);
+    assert_eq!(
+        rows_within(&path, 10),
+        10,
+        "the deferred ring woke the writer"
+    );
+}
+
+#[test]
+fn rows_whose_ring_never_came_land_when_the_last_handle_drops() {
+    let (_dir, path, ledger, runtime) = recorded_on_a_runtime(25, Duration::ZERO);
+    // The runtime goes away with the ring still waiting, then the last handle: the writer
+    // is told to stop, and inserts what it has first.
+    drop(runtime);
+    drop(ledger);
+    assert_eq!(rows_within(&path, 25), 25);
+}
+
 #[test]
 fn a_replayed_row_is_skipped_and_does_not_extend_the_chain() {
     let dir = tempfile::tempdir().expect("tempdir");
