@@ -181,6 +181,31 @@ fn the_http_fixture_at_concurrency_over_separate_connections() {
 }
 
 #[test]
+fn a_gap_pauses_each_worker_after_every_measured_answer() {
+    let mut command = Command::new(sibling("switchboard-fixture"));
+    command.arg("http-echo");
+    let (_fixture, url) = listening(command, true);
+    let fixture = sibling("switchboard-fixture");
+    // 20 ms after every answer: 2 HTTP workers making 10 calls each, or the stdio pipe's
+    // reader after each of 10 calls, pause at least 10 × 20 ms in a row.
+    for (target, calls) in [
+        (vec!["--url", url.as_str(), "--concurrency", "2"], 20),
+        (vec!["--", fixture.as_str(), "echo"], 10),
+    ] {
+        let count = calls.to_string();
+        let mut args = vec!["--calls", count.as_str(), "--gap-ms", "20"];
+        args.extend(target);
+        let report = report(&drive(&args));
+        assert_all_answered(&report, calls);
+        let seconds = report["seconds"].as_f64().expect("seconds");
+        assert!(
+            seconds >= 0.2,
+            "{args:?}: {seconds} s, it paused too little"
+        );
+    }
+}
+
+#[test]
 fn the_gateway_in_both_eras_over_stdio_and_http() {
     let dir = tempfile::tempdir().expect("temp dir");
     let config = gateway_config(&dir);
@@ -302,6 +327,10 @@ fn a_wrong_command_line_names_what_is_wrong() {
         (
             vec!["--", "/nonexistent/server"],
             "cannot start /nonexistent/server",
+        ),
+        (
+            vec!["--gap-ms=-5", "--", &fixture, "echo"],
+            "--gap-ms must be zero or a positive number of milliseconds",
         ),
     ] {
         let output = drive(&args);

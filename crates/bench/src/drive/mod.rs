@@ -49,6 +49,11 @@ pub struct Args {
     /// Seconds to wait for an answer before the run fails.
     #[arg(long, default_value_t = 30.0)]
     timeout: f64,
+    /// Milliseconds each worker pauses after an answer before its next measured call: an
+    /// agent's think time, so every call finds the target idle (over stdio the pipe's one
+    /// reader pauses). The warm-up makes its calls without pauses.
+    #[arg(long, default_value_t = 0.0)]
+    gap_ms: f64,
     /// The process serving --url (it and its children), for its CPU time per call.
     #[arg(long, value_name = "PID", requires = "url")]
     server_pid: Option<u32>,
@@ -75,6 +80,12 @@ pub fn main(args: &Args, json: bool) -> anyhow::Result<()> {
             args.timeout
         );
     }
+    if !(args.gap_ms >= 0.0 && args.gap_ms.is_finite()) {
+        bail!(
+            "--gap-ms must be zero or a positive number of milliseconds, not {}",
+            args.gap_ms
+        );
+    }
     let plan = Plan {
         target,
         era: args.era,
@@ -84,6 +95,7 @@ pub fn main(args: &Args, json: bool) -> anyhow::Result<()> {
         concurrency: args.concurrency,
         warmup: args.warmup,
         timeout: Duration::from_secs_f64(args.timeout),
+        gap: Duration::from_secs_f64(args.gap_ms / 1000.0),
     };
     let result = run(&plan)?;
     if json {
@@ -122,6 +134,8 @@ struct Plan {
     pub concurrency: usize,
     pub warmup: usize,
     pub timeout: Duration,
+    /// The pause after each measured answer (`--gap-ms`).
+    pub gap: Duration,
 }
 
 /// What a run measured.
@@ -175,10 +189,10 @@ fn run(plan: &Plan) -> anyhow::Result<Drive> {
                 .with_context(|| format!("{url}: opening a connection"))?;
                 clients.push(client);
             }
-            http_round(&mut clients, &params, plan.warmup)?;
+            http_round(&mut clients, &params, plan.warmup, Duration::ZERO)?;
             let servers: Vec<u32> = server_pid.iter().copied().collect();
             let cpu_before = cpu::trees(&servers);
-            let round = http_round(&mut clients, &params, plan.calls)?;
+            let round = http_round(&mut clients, &params, plan.calls, plan.gap)?;
             let cpu_spent = cpu::trees(&servers).saturating_sub(cpu_before);
             Ok(summary(
                 plan,
@@ -199,10 +213,10 @@ fn run(plan: &Plan) -> anyhow::Result<Drive> {
                 json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
                     .to_string()
             };
-            pipe.round(plan, plan.warmup, &line)?;
+            pipe.round(plan, plan.warmup, Duration::ZERO, &line)?;
             let servers = [pipe.child.id()];
             let cpu_before = cpu::trees(&servers);
-            let round = pipe.round(plan, plan.calls, &line)?;
+            let round = pipe.round(plan, plan.calls, plan.gap, &line)?;
             let cpu_spent = cpu::trees(&servers).saturating_sub(cpu_before);
             Ok(summary(plan, command.join(" "), round, Some(cpu_spent)))
         }
@@ -290,8 +304,14 @@ fn failure(answer: &Value) -> Option<String> {
     None
 }
 
-/// `calls` calls over the HTTP connections, each making its share one after another.
-fn http_round(clients: &mut [HttpClient], params: &Value, calls: usize) -> anyhow::Result<Round> {
+/// `calls` calls over the HTTP connections, each making its share one after another,
+/// pausing `gap` after each answer.
+fn http_round(
+    clients: &mut [HttpClient],
+    params: &Value,
+    calls: usize,
+    gap: Duration,
+) -> anyhow::Result<Round> {
     let next = AtomicUsize::new(0);
     let started = Instant::now();
     let rounds = std::thread::scope(|scope| {
@@ -305,6 +325,9 @@ fn http_round(clients: &mut [HttpClient], params: &Value, calls: usize) -> anyho
                         let sent = Instant::now();
                         let answer = client.exchange("tools/call", params.clone())?;
                         round.record(sent.elapsed(), &answer);
+                        if !gap.is_zero() {
+                            std::thread::sleep(gap);
+                        }
                     }
                     Ok(round)
                 })

@@ -98,11 +98,13 @@ impl StdioPipe {
         Ok(())
     }
 
-    /// `calls` calls with at most `plan.concurrency` of them in flight.
+    /// `calls` calls with at most `plan.concurrency` of them in flight, pausing `gap` after
+    /// each answer.
     pub(super) fn round(
         &mut self,
         plan: &Plan,
         calls: usize,
+        gap: Duration,
         line: &dyn Fn(u64) -> String,
     ) -> anyhow::Result<Round> {
         let mut round = Round::default();
@@ -119,6 +121,9 @@ impl StdioPipe {
             match in_flight.remove(&id) {
                 Some(sent_at) => round.record(at.duration_since(sent_at), &answer),
                 None => bail!("the target answered id {id}, which is not in flight: {answer}"),
+            }
+            if !gap.is_zero() {
+                std::thread::sleep(gap);
             }
         }
         round.elapsed = started.elapsed();
