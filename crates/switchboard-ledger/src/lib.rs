@@ -5,9 +5,10 @@
 //! batches, one transaction each, extending a SHA-256 hash chain. The writer sleeps until it
 //! is rung; on a tokio runtime the first row of a batch rings it [`GATHER`] later from a task
 //! of that runtime, so neither the wake-up nor the writer's turn on the core lands between a
-//! call's journal line and its answer (a call made after an idle spell paid both: ~18 µs on
-//! 2 cores, where the writer was scheduled ahead of the client its answer had just woken). A process killed at any
-//! moment loses nothing whose result reached a client: the journal line was written before
+//! call's journal line and its answer. A call made after an idle spell used to pay both; on
+//! 2 cores, where the writer was scheduled ahead of the client its answer had just woken,
+//! that was 57–105 µs at p50 of a stdio → stdio call 20 ms after the last (BENCHMARKS.md,
+//! "Sparse calls"). A process killed at any moment loses nothing whose result reached a client: the journal line was written before
 //! the result was returned, and opening the ledger replays the journal (call ids make that
 //! idempotent). The journal is emptied whenever the writer has caught up with it.
 //!
@@ -107,6 +108,15 @@ impl Shared {
     fn ring_now(&self) {
         self.ringing.store(false, Ordering::SeqCst);
         self.writer.unpark();
+    }
+}
+
+/// Rings the writer when dropped.
+struct RingOnDrop(Arc<Shared>);
+
+impl Drop for RingOnDrop {
+    fn drop(&mut self) {
+        self.0.ring_now();
     }
 }
 
@@ -282,10 +292,12 @@ impl Ledger {
         }
         match tokio::runtime::Handle::try_current() {
             Ok(runtime) => {
-                let shared = self.shared.clone();
+                // Rung when the window has passed, or when the runtime drops the task first
+                // (it is shutting down): a ring on its way is never lost.
+                let ring = RingOnDrop(self.shared.clone());
                 runtime.spawn(async move {
                     tokio::time::sleep(GATHER).await;
-                    shared.ring_now();
+                    drop(ring);
                 });
             }
             Err(_) => {

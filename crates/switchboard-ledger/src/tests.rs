@@ -146,13 +146,29 @@ fn rows_recorded_on_a_runtime_reach_the_database_without_a_flush() {
 }
 
 #[test]
-fn rows_whose_ring_never_came_land_when_the_last_handle_drops() {
+fn rows_whose_ring_was_waiting_when_the_runtime_went_away_still_land() {
     let (_dir, path, ledger, runtime) = recorded_on_a_runtime(25, Duration::ZERO);
-    // The runtime goes away with the ring still waiting, then the last handle: the writer
-    // is told to stop, and inserts what it has first.
+    // The runtime drops the task that was to ring the writer: dropping it rings.
     drop(runtime);
-    drop(ledger);
     assert_eq!(rows_within(&path, 25), 25);
+    // And the ledger rings for later rows again, here off a runtime.
+    ledger.record_entry(entry(25, "npc", "ok"));
+    assert_eq!(rows_within(&path, 26), 26);
+}
+
+#[test]
+fn the_writer_inserts_what_is_left_when_the_last_handle_drops() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("ledger.db");
+    let ledger = Ledger::open(&path).expect("open");
+    let other = ledger.clone();
+    for i in 0..10 {
+        ledger.record_entry(entry(i, "npc", "ok"));
+    }
+    drop(ledger);
+    other.record_entry(entry(10, "npc", "ok"));
+    drop(other);
+    assert_eq!(rows_within(&path, 11), 11);
 }
 
 #[test]
