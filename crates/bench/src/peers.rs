@@ -4,15 +4,16 @@
 //! a stdio server, its gateway (`mcpgateway`) in front of an HTTP one. Each serves HTTP on
 //! 127.0.0.1 and is killed when its handle is dropped.
 
+use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, bail};
 use serde_json::json;
 
 use crate::scenarios::Binaries;
-use crate::targets::{Spawned, free_port, wait_for_port};
+use crate::targets::Spawned;
 
 /// The peer gateways, in the order the tables list them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -178,6 +179,23 @@ pub fn peer_http(
         tool,
         stride,
     }))
+}
+
+/// A free port on 127.0.0.1 (bound, then released).
+fn free_port() -> anyhow::Result<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+/// Waits until something accepts connections on `port`.
+fn wait_for_port(port: u16, limit: Duration) -> anyhow::Result<()> {
+    let started = Instant::now();
+    while started.elapsed() < limit {
+        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    bail!("nothing listens on 127.0.0.1:{port} after {limit:?}")
 }
 
 /// A secret for one ContextForge instance (a throwaway on loopback, but not a constant).

@@ -4,7 +4,6 @@
 //! Every process is killed when its handle is dropped; every address is 127.0.0.1.
 
 use std::io::{BufRead, BufReader};
-use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -36,23 +35,6 @@ impl Drop for Spawned {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-/// A free port on 127.0.0.1 (bound, then released).
-pub fn free_port() -> anyhow::Result<u16> {
-    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
-}
-
-/// Waits until something accepts connections on `port`.
-pub fn wait_for_port(port: u16, limit: Duration) -> anyhow::Result<()> {
-    let started = Instant::now();
-    while started.elapsed() < limit {
-        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return Ok(());
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    bail!("nothing listens on 127.0.0.1:{port} after {limit:?}")
 }
 
 /// Reads lines of `reader` until one contains `marker`; returns the text after it.

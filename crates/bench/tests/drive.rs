@@ -88,6 +88,13 @@ impl Drop for Running {
     }
 }
 
+/// The HTTP echo fixture, running, and its URL.
+fn http_fixture() -> (Running, String) {
+    let mut command = Command::new(sibling("switchboard-fixture"));
+    command.arg("http-echo");
+    listening(command, true)
+}
+
 /// Starts `command` and returns it with the URL it announces after "listening on " on
 /// `stdout` or stderr.
 fn listening(mut command: Command, on_stdout: bool) -> (Running, String) {
@@ -165,9 +172,7 @@ fn a_stdio_target_keeps_c_calls_in_flight_and_reports_every_one() {
 
 #[test]
 fn the_http_fixture_at_concurrency_over_separate_connections() {
-    let mut command = Command::new(sibling("switchboard-fixture"));
-    command.arg("http-echo");
-    let (_fixture, url) = listening(command, true);
+    let (_fixture, url) = http_fixture();
     let report = report(&drive(&[
         "--url",
         &url,
@@ -182,9 +187,7 @@ fn the_http_fixture_at_concurrency_over_separate_connections() {
 
 #[test]
 fn a_gap_pauses_each_worker_after_every_measured_answer() {
-    let mut command = Command::new(sibling("switchboard-fixture"));
-    command.arg("http-echo");
-    let (_fixture, url) = listening(command, true);
+    let (_fixture, url) = http_fixture();
     let fixture = sibling("switchboard-fixture");
     // 20 ms after every answer: 2 HTTP workers making 10 calls each, or the stdio pipe's
     // reader after each of 10 calls, pause at least 10 × 20 ms in a row.
