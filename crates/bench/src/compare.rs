@@ -1,12 +1,13 @@
 //! Side by side, in one run: the echo tool called directly and through gateways — Switchboard
 //! and the peers — for stdio → stdio, HTTP → stdio and HTTP → HTTP. Latency is measured
 //! with sequential calls alternating between the targets, so drift on this machine hits every
-//! target alike, and reported as a difference to direct, twice: alternating call by call
-//! ("spaced": every call finds the other targets' processes asleep, as an agent's calls
-//! separated by model time do), and alternating in blocks of [`BLOCK`] calls ("back to back":
-//! a target's calls follow each other at once). Throughput is
-//! calls per second at concurrency C over HTTP (one connection and session per worker),
-//! reported as a ratio to direct.
+//! target alike, and reported as a difference to direct, in three passes: alternating call by
+//! call ("spaced": a target's process has slept while the others answered, a millisecond or
+//! so); alternating in blocks of [`BLOCK`] calls ("back to back": a target's calls follow
+//! each other at once); and with the whole machine left idle before every call ("sparse",
+//! [`SparsePass`]: an agent's calls separated by model time, which find the caches cold and
+//! every core asleep). Throughput is calls per second at concurrency C over HTTP (one
+//! connection and session per worker), reported as a ratio to direct.
 
 use std::path::Path;
 use std::process::Command;
@@ -52,6 +53,11 @@ pub struct TargetResult {
     pub back_to_back: Percentiles,
     /// Its p50 minus the direct one's, in µs (absent for direct itself).
     pub back_to_back_added_p50_us: Option<f64>,
+    /// Latency of calls made after the machine sat idle for the sparse pass's gap (absent
+    /// when the pass made no calls).
+    pub sparse: Option<Percentiles>,
+    /// Its p50 minus the direct one's, in µs (absent for direct itself).
+    pub sparse_added_p50_us: Option<f64>,
     /// CPU time the server side spent per call (the gateway, its upstream and their children),
     /// in µs: unlike latency, it hardly moves with the load of the machine.
     pub server_cpu_us: Option<f64>,
@@ -65,6 +71,8 @@ pub struct TargetResult {
 pub struct Comparison {
     pub scenario: String,
     pub calls: usize,
+    /// The sparse pass's idle time before each call, in ms (absent when it made no calls).
+    pub sparse_gap_ms: Option<u64>,
     pub targets: Vec<TargetResult>,
     /// Peers that could not be measured, and why.
     pub missing: Vec<String>,
@@ -73,15 +81,35 @@ pub struct Comparison {
 /// Calls per target in a row in the back-to-back pass.
 pub const BLOCK: usize = 100;
 
+/// The sparse pass: `calls` rounds in which every target in turn is called after `gap` of
+/// nothing (the client sleeps too), so each call finds the machine idle.
+#[derive(Debug, Clone, Copy)]
+pub struct SparsePass {
+    pub calls: usize,
+    pub gap: Duration,
+}
+
+/// How many calls each latency pass makes of every target.
+#[derive(Debug, Clone, Copy)]
+pub struct Passes {
+    /// Calls of the spaced pass, and as many of the back-to-back one.
+    pub calls: usize,
+    pub sparse: SparsePass,
+}
+
 /// Calls every target `calls` times after a warm-up, one call each in turn; then `calls`
-/// times more, [`BLOCK`] calls each in turn. A target with a stride of k takes part in one
-/// round in k, and makes [`BLOCK`] / k calls of each block.
+/// times more, [`BLOCK`] calls each in turn; then the sparse pass. A target with a stride
+/// of k takes part in one round in k, and makes [`BLOCK`] / k calls of each block.
 fn measure(
     scenario: &str,
     mut targets: Vec<Target>,
-    calls: usize,
+    passes: Passes,
     missing: Vec<String>,
 ) -> anyhow::Result<Comparison> {
+    let Passes {
+        calls,
+        sparse: sparse_pass,
+    } = passes;
     for round in 0..calls.min(200) {
         for target in targets.iter_mut().filter(|t| t.calls_in(round)) {
             target.endpoint.call()?;
@@ -108,11 +136,21 @@ fn measure(
             }
         }
     }
+    let mut sparse: Vec<Vec<Duration>> = vec![Vec::new(); targets.len()];
+    for round in 0..sparse_pass.calls {
+        for (target, samples) in targets.iter_mut().zip(&mut sparse) {
+            if target.calls_in(round) {
+                std::thread::sleep(sparse_pass.gap);
+                samples.push(target.endpoint.call()?);
+            }
+        }
+    }
     let mut results: Vec<TargetResult> = targets
         .into_iter()
         .zip(spent)
         .zip(back_to_back)
-        .map(|((mut target, spent), mut back_to_back)| {
+        .zip(sparse)
+        .map(|(((mut target, spent), mut back_to_back), mut sparse)| {
             let latency = Percentiles::of(&mut target.samples);
             let made = target.samples.len() as u64;
             let server_cpu_us = (!target.servers.is_empty()).then(|| cpu::per_call_us(spent, made));
@@ -128,20 +166,31 @@ fn measure(
                 added_p50_us: None,
                 back_to_back: Percentiles::of(&mut back_to_back),
                 back_to_back_added_p50_us: None,
+                sparse: (sparse_pass.calls > 0).then(|| Percentiles::of(&mut sparse)),
+                sparse_added_p50_us: None,
             }
         })
         .collect();
     let direct = results
         .first()
-        .map(|r| (r.latency.p50_us, r.back_to_back.p50_us))
+        .map(|r| {
+            let sparse = r.sparse.as_ref().map(|s| s.p50_us);
+            (r.latency.p50_us, r.back_to_back.p50_us, sparse)
+        })
         .unwrap_or_default();
     for result in results.iter_mut().skip(1) {
         result.added_p50_us = Some(result.latency.p50_us - direct.0);
         result.back_to_back_added_p50_us = Some(result.back_to_back.p50_us - direct.1);
+        result.sparse_added_p50_us = result
+            .sparse
+            .as_ref()
+            .zip(direct.2)
+            .map(|(sparse, direct)| sparse.p50_us - direct);
     }
     Ok(Comparison {
         scenario: scenario.to_owned(),
         calls,
+        sparse_gap_ms: (sparse_pass.calls > 0).then_some(sparse_pass.gap.as_millis() as u64),
         targets: results,
         missing,
     })
@@ -222,7 +271,7 @@ fn http_gateway(
 /// target of every scenario.
 pub fn latency(
     bins: &Binaries,
-    calls: usize,
+    passes: Passes,
     with_peers: bool,
     against: Option<&Path>,
 ) -> anyhow::Result<Vec<Comparison>> {
@@ -252,7 +301,7 @@ pub fn latency(
             Vec::new(),
         ));
     }
-    results.push(measure("stdio → stdio", stdio_stdio, calls, Vec::new())?);
+    results.push(measure("stdio → stdio", stdio_stdio, passes, Vec::new())?);
 
     // HTTP → stdio
     let upstream = targets::stdio_upstream(bins);
@@ -276,7 +325,7 @@ pub fn latency(
         http_stdio.extend(found);
         missing = absent;
     }
-    results.push(measure("HTTP → stdio", http_stdio, calls, missing)?);
+    results.push(measure("HTTP → stdio", http_stdio, passes, missing)?);
 
     // HTTP → HTTP
     let (fixture, fixture_url) = targets::http_fixture(bins)?;
@@ -315,7 +364,7 @@ pub fn latency(
         http_http.extend(found);
         missing = absent;
     }
-    results.push(measure("HTTP → HTTP", http_http, calls, missing)?);
+    results.push(measure("HTTP → HTTP", http_http, passes, missing)?);
     Ok(results)
 }
 

@@ -21,6 +21,7 @@ mod targets;
 mod tokens;
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
@@ -75,6 +76,13 @@ enum Command {
     Compare {
         #[arg(long, default_value_t = 3000)]
         calls: usize,
+        /// Calls of each target in the sparse pass, each after the machine sat idle for
+        /// --gap-ms (0 leaves the pass out).
+        #[arg(long, default_value_t = 200)]
+        sparse_calls: usize,
+        /// Idle time before every call of the sparse pass: an agent's model time.
+        #[arg(long, default_value_t = 20, value_name = "MS")]
+        gap_ms: u64,
         /// Concurrencies of the throughput runs.
         #[arg(long, value_delimiter = ',', default_value = "1,8,32")]
         concurrency: Vec<usize>,
@@ -129,6 +137,8 @@ fn main() -> anyhow::Result<()> {
     let bins = scenarios::Binaries::locate()?;
     if let Command::Compare {
         calls,
+        sparse_calls,
+        gap_ms,
         concurrency,
         seconds,
         no_peers,
@@ -136,8 +146,15 @@ fn main() -> anyhow::Result<()> {
         against,
     } = &args.command
     {
+        let passes = compare::Passes {
+            calls: *calls,
+            sparse: compare::SparsePass {
+                calls: *sparse_calls,
+                gap: Duration::from_millis(*gap_ms),
+            },
+        };
         if let Some(against) = against {
-            let comparisons = compare::latency(&bins, *calls, !*no_peers, Some(against))?;
+            let comparisons = compare::latency(&bins, passes, !*no_peers, Some(against))?;
             if args.json {
                 println!("{}", serde_json::to_string_pretty(&comparisons)?);
             } else {
@@ -151,7 +168,7 @@ fn main() -> anyhow::Result<()> {
         }
         return run_compare(
             &bins,
-            *calls,
+            passes,
             concurrency,
             *seconds,
             !*no_peers,
@@ -171,7 +188,7 @@ fn main() -> anyhow::Result<()> {
         ]
         .into_iter()
         .chain(
-            compare::latency(&bins, 500, false, None)?
+            compare::latency(&bins, QUICK_PASSES, false, None)?
                 .iter()
                 .flat_map(compare_rows),
         )
@@ -215,8 +232,18 @@ fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A comparison as printed tables: calls spaced (alternating call by call), then back to back.
-fn compare_rows(comparison: &compare::Comparison) -> [report::ScenarioResult; 2] {
+/// `quick`'s latency passes; the sparse one makes enough calls to show it works, in ~2 s.
+const QUICK_PASSES: compare::Passes = compare::Passes {
+    calls: 500,
+    sparse: compare::SparsePass {
+        calls: 20,
+        gap: Duration::from_millis(20),
+    },
+};
+
+/// A comparison as printed tables: calls spaced (alternating call by call), back to back,
+/// and sparse (when that pass ran).
+fn compare_rows(comparison: &compare::Comparison) -> Vec<report::ScenarioResult> {
     let mut notes: Vec<String> = comparison
         .targets
         .iter()
@@ -268,7 +295,32 @@ fn compare_rows(comparison: &compare::Comparison) -> [report::ScenarioResult; 2]
             })
             .collect(),
     };
-    [spaced, back_to_back]
+    let sparse_rows: Vec<_> = comparison
+        .targets
+        .iter()
+        .filter_map(|t| Some((t.target.clone(), t.sparse.clone()?)))
+        .collect();
+    let mut tables = vec![spaced, back_to_back];
+    if let Some((_, first)) = sparse_rows.first() {
+        tables.push(report::ScenarioResult {
+            scenario: format!(
+                "tools/call echo, sparse, {} ({} calls each, after {} ms idle)",
+                comparison.scenario,
+                first.samples,
+                comparison.sparse_gap_ms.unwrap_or_default()
+            ),
+            rows: sparse_rows,
+            notes: comparison
+                .targets
+                .iter()
+                .filter_map(|t| {
+                    t.sparse_added_p50_us
+                        .map(|added| format!("{}: added at p50 {added:+.1} µs", t.target))
+                })
+                .collect(),
+        });
+    }
+    tables
 }
 
 /// A throughput run as notes of a table.
@@ -314,14 +366,14 @@ fn print_memory(memory: &memory::Memory, json: bool) -> anyhow::Result<()> {
 
 fn run_compare(
     bins: &scenarios::Binaries,
-    calls: usize,
+    passes: compare::Passes,
     concurrency: &[usize],
     seconds: f64,
     with_peers: bool,
     plots: &std::path::Path,
     json: bool,
 ) -> anyhow::Result<()> {
-    let comparisons = compare::latency(bins, calls, with_peers, None)?;
+    let comparisons = compare::latency(bins, passes, with_peers, None)?;
     let throughput = compare::throughput(bins, concurrency, seconds, with_peers)?;
     let memory = memory::measure(bins, 10, 1000)?;
     let written = plot::write(plots, &comparisons, &throughput)?;

@@ -161,17 +161,24 @@ pub fn peer_http(
             )));
         }
     };
+    // Its stderr goes to a file, so that a peer that fails says why in the table's notes.
+    let stderr = dir.join(format!("peer-{port}.err"));
     let child = command
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(std::fs::File::create(&stderr)?)
         .spawn()
         .with_context(|| format!("start {}", program.display()))?;
-    let process = Spawned::new(child);
+    let mut process = Spawned::new(child);
     // ContextForge migrates its database before it listens: seconds, not milliseconds.
-    wait_for_port(port, Duration::from_secs(90))?;
-    if let (Peer::ContextForgeGateway, PeerUpstream::Http(upstream)) = (peer, upstream) {
-        register_with_contextforge(bins, &program, dir, port, upstream, &secret)?;
+    if let Err(error) = wait_for_port(&mut process, port, Duration::from_secs(90)) {
+        let said = last_lines(&stderr, 5);
+        return Ok(Err(format!("{}: {error:#}{said}", peer.label())));
+    }
+    if let (Peer::ContextForgeGateway, PeerUpstream::Http(upstream)) = (peer, upstream)
+        && let Err(error) = register_with_contextforge(bins, &program, dir, port, upstream, &secret)
+    {
+        return Ok(Err(format!("{}: {error:#}", peer.label())));
     }
     Ok(Ok(PeerGateway {
         process,
@@ -186,16 +193,32 @@ fn free_port() -> anyhow::Result<u16> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
-/// Waits until something accepts connections on `port`.
-fn wait_for_port(port: u16, limit: Duration) -> anyhow::Result<()> {
+/// Waits until `process` accepts connections on `port`; fails at once if it exits first.
+fn wait_for_port(process: &mut Spawned, port: u16, limit: Duration) -> anyhow::Result<()> {
     let started = Instant::now();
     while started.elapsed() < limit {
         if TcpStream::connect(("127.0.0.1", port)).is_ok() {
             return Ok(());
         }
+        if let Some(status) = process.exited() {
+            bail!("it exited ({status}) before listening on 127.0.0.1:{port}")
+        }
         std::thread::sleep(Duration::from_millis(50));
     }
     bail!("nothing listens on 127.0.0.1:{port} after {limit:?}")
+}
+
+/// The last `count` non-empty lines of the file at `path`, as a suffix for an error message
+/// (empty when there are none).
+fn last_lines(path: &Path, count: usize) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let tail = &lines[lines.len().saturating_sub(count)..];
+    if tail.is_empty() {
+        String::new()
+    } else {
+        format!("; its stderr ended: {}", tail.join(" | "))
+    }
 }
 
 /// A secret for one ContextForge instance (a throwaway on loopback, but not a constant).
@@ -268,4 +291,55 @@ fn register_with_contextforge(
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A peer that dies while starting is reported at once, with what it said, instead of
+    /// being waited for until the limit.
+    #[test]
+    fn a_peer_that_exits_before_listening_fails_at_once_with_its_last_words() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let err = dir.path().join("peer.err");
+        let child = Command::new("sh")
+            .args([
+                "-c",
+                "echo starting >&2; echo 'no module named mcpgateway' >&2; exit 3",
+            ])
+            .stderr(std::fs::File::create(&err).expect("log"))
+            .spawn()
+            .expect("sh");
+        let mut process = Spawned::new(child);
+        let port = free_port().expect("port");
+        let started = Instant::now();
+        let error = wait_for_port(&mut process, port, Duration::from_secs(90))
+            .expect_err("nothing listens");
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
+        let message = format!("{error:#}{}", last_lines(&err, 5));
+        assert!(
+            message.contains("exited (exit status: 3) before listening"),
+            "{message}"
+        );
+        assert!(
+            message.ends_with("its stderr ended: starting | no module named mcpgateway"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn last_lines_keeps_the_tail_and_says_nothing_of_an_empty_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("log");
+        std::fs::write(&path, "a\n\nb\nc\n").expect("write");
+        assert_eq!(last_lines(&path, 2), "; its stderr ended: b | c");
+        std::fs::write(&path, "\n  \n").expect("write");
+        assert_eq!(last_lines(&path, 2), "");
+        assert_eq!(last_lines(&dir.path().join("absent"), 2), "");
+    }
 }

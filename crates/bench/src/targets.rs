@@ -28,6 +28,11 @@ impl Spawned {
     pub fn pid(&self) -> u32 {
         self.child.id()
     }
+
+    /// How it ended, if it has.
+    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
 }
 
 impl Drop for Spawned {
