@@ -58,6 +58,9 @@ pub struct TargetResult {
     pub sparse: Option<Percentiles>,
     /// Its p50 minus the direct one's, in µs (absent for direct itself).
     pub sparse_added_p50_us: Option<f64>,
+    /// The sparse pass's samples, in µs, sorted (for its CDF plot).
+    #[serde(skip)]
+    pub sparse_samples_us: Vec<f64>,
     /// CPU time the server side spent per call (the gateway, its upstream and their children),
     /// in µs: unlike latency, it hardly moves with the load of the machine.
     pub server_cpu_us: Option<f64>,
@@ -168,6 +171,7 @@ fn measure(
                 back_to_back_added_p50_us: None,
                 sparse: (sparse_pass.calls > 0).then(|| Percentiles::of(&mut sparse)),
                 sparse_added_p50_us: None,
+                sparse_samples_us: sparse.iter().map(|d| d.as_secs_f64() * 1e6).collect(),
             }
         })
         .collect();

@@ -1,5 +1,5 @@
-//! PNG plots of a comparison run: one latency CDF per scenario (every target on one chart)
-//! and throughput against concurrency. Text is drawn with the DejaVu Sans font of the
+//! PNG plots of a comparison run: latency CDFs per scenario (every target on one chart), of
+//! the spaced pass and of the sparse one, and throughput against concurrency. Text is drawn with the DejaVu Sans font of the
 //! machine (Debian's fonts-dejavu-core).
 
 use std::path::Path;
@@ -9,6 +9,7 @@ use plotters::prelude::*;
 use plotters::style::{FontStyle, register_font};
 
 use crate::compare::{Comparison, Throughput};
+use crate::report::Percentiles;
 
 const FONT: &str = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
 const COLORS: [RGBColor; 8] = [
@@ -57,12 +58,39 @@ pub fn write(
     std::fs::create_dir_all(dir)?;
     let mut written = Vec::new();
     for comparison in comparisons {
-        let path = dir.join(format!(
-            "latency-cdf-{}.png",
-            file_name(&comparison.scenario)
-        ));
-        cdf(&path, comparison)?;
+        let name = file_name(&comparison.scenario);
+        let path = dir.join(format!("latency-cdf-{name}.png"));
+        let spaced: Vec<Series<'_>> = comparison
+            .targets
+            .iter()
+            .map(|t| (t.target.as_str(), &t.latency, t.samples_us.as_slice()))
+            .collect();
+        let title = format!(
+            "tools/call latency CDF, {} ({} calls each)",
+            comparison.scenario, comparison.calls
+        );
+        cdf(&path, &title, comparison.calls, &spaced)?;
         written.push(path.display().to_string());
+        let sparse: Vec<Series<'_>> = comparison
+            .targets
+            .iter()
+            .filter_map(|t| {
+                Some((
+                    t.target.as_str(),
+                    t.sparse.as_ref()?,
+                    t.sparse_samples_us.as_slice(),
+                ))
+            })
+            .collect();
+        if let (Some((_, first, _)), Some(gap)) = (sparse.first(), comparison.sparse_gap_ms) {
+            let path = dir.join(format!("latency-cdf-sparse-{name}.png"));
+            let title = format!(
+                "sparse calls (after {gap} ms idle), {} ({} calls each)",
+                comparison.scenario, first.samples
+            );
+            cdf(&path, &title, first.samples, &sparse)?;
+            written.push(path.display().to_string());
+        }
     }
     if !throughput.is_empty() {
         let path = dir.join("throughput.png");
@@ -72,31 +100,27 @@ pub fn write(
     Ok(written)
 }
 
-fn cdf(path: &Path, comparison: &Comparison) -> anyhow::Result<()> {
+/// One target's line on a CDF: its name, percentiles and sorted samples (µs).
+type Series<'a> = (&'a str, &'a Percentiles, &'a [f64]);
+
+/// A latency CDF of `series`; a target with other than `calls` samples says how many.
+fn cdf(path: &Path, title: &str, calls: usize, series: &[Series<'_>]) -> anyhow::Result<()> {
     let root = BitMapBackend::new(path, (900, 560)).into_drawing_area();
     root.fill(&WHITE)?;
     // A log axis from the fastest call to the largest p99: bodies and tails both readable.
-    let x_max = comparison
-        .targets
+    let x_max = series
         .iter()
-        .map(|t| t.latency.p99_us)
+        .map(|(_, latency, _)| latency.p99_us)
         .fold(1.0, f64::max)
         * 1.2;
-    let x_min = comparison
-        .targets
+    let x_min = series
         .iter()
-        .filter_map(|t| t.samples_us.first().copied())
+        .filter_map(|(_, _, samples)| samples.first().copied())
         .fold(f64::MAX, f64::min)
         .clamp(1.0, x_max / 2.0)
         * 0.8;
     let mut chart = ChartBuilder::on(&root)
-        .caption(
-            format!(
-                "tools/call latency CDF, {} ({} calls each)",
-                comparison.scenario, comparison.calls
-            ),
-            ("sans-serif", 22),
-        )
+        .caption(title, ("sans-serif", 22))
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(50)
@@ -109,22 +133,21 @@ fn cdf(path: &Path, comparison: &Comparison) -> anyhow::Result<()> {
         .y_desc("fraction of calls")
         .label_style(("sans-serif", 14))
         .draw()?;
-    for (index, target) in comparison.targets.iter().enumerate() {
+    for (index, (name, latency, samples)) in series.iter().enumerate() {
         let color = COLORS[index % COLORS.len()];
-        let n = target.samples_us.len().max(1) as f64;
-        let points = target
-            .samples_us
+        let n = samples.len().max(1) as f64;
+        let points = samples
             .iter()
             .enumerate()
             .map(|(i, us)| (us.clamp(x_min, x_max), (i + 1) as f64 / n));
         chart
             .draw_series(LineSeries::new(points, color.stroke_width(2)))?
-            .label(if target.latency.samples == comparison.calls {
-                format!("{} (p50 {:.0} µs)", target.target, target.latency.p50_us)
+            .label(if latency.samples == calls {
+                format!("{name} (p50 {:.0} µs)", latency.p50_us)
             } else {
                 format!(
-                    "{} (p50 {:.0} µs, {} calls)",
-                    target.target, target.latency.p50_us, target.latency.samples
+                    "{name} (p50 {:.0} µs, {} calls)",
+                    latency.p50_us, latency.samples
                 )
             })
             .legend(move |(x, y)| {
