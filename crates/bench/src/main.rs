@@ -18,6 +18,7 @@ mod report;
 mod scenarios;
 mod search;
 mod targets;
+mod throughput;
 mod tokens;
 
 use std::path::PathBuf;
@@ -193,7 +194,7 @@ fn main() -> anyhow::Result<()> {
                 .flat_map(compare_rows),
         )
         .chain(
-            compare::throughput(&bins, &[32], 1.0, false)?
+            throughput::measure(&bins, &[32], 1.0, false)?
                 .iter()
                 .map(throughput_rows),
         )
@@ -324,7 +325,7 @@ fn compare_rows(comparison: &compare::Comparison) -> Vec<report::ScenarioResult>
 }
 
 /// A throughput run as notes of a table.
-fn throughput_rows(run: &compare::Throughput) -> report::ScenarioResult {
+fn throughput_rows(run: &throughput::Throughput) -> report::ScenarioResult {
     let mut notes: Vec<String> = run
         .targets
         .iter()
@@ -374,7 +375,7 @@ fn run_compare(
     json: bool,
 ) -> anyhow::Result<()> {
     let comparisons = compare::latency(bins, passes, with_peers, None)?;
-    let throughput = compare::throughput(bins, concurrency, seconds, with_peers)?;
+    let throughput = throughput::measure(bins, concurrency, seconds, with_peers)?;
     let memory = memory::measure(bins, 10, 1000)?;
     let written = plot::write(plots, &comparisons, &throughput)?;
     if json {

@@ -8,8 +8,9 @@ use anyhow::Context;
 use plotters::prelude::*;
 use plotters::style::{FontStyle, register_font};
 
-use crate::compare::{Comparison, Throughput};
+use crate::compare::Comparison;
 use crate::report::Percentiles;
+use crate::throughput::Throughput;
 
 const FONT: &str = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
 const COLORS: [RGBColor; 8] = [
