@@ -1,11 +1,11 @@
-//! The Host: supervisors in, one catalog snapshot and one pipeline out.
+//! The Host: supervisors in, one catalog snapshot and one pipeline out; [`backend`] is the
+//! Host as the stdio and HTTP fronts serve it.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
-use futures::future::BoxFuture;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use switchboard_core::agent::{AgentPolicy, FullView, ToolPattern, View};
@@ -15,11 +15,10 @@ use switchboard_core::config::Exposure;
 use switchboard_core::pipeline::{CallError, Governance, LogRecorder, Pipeline, Recorder};
 use switchboard_core::upstream::{Upstream, UpstreamDirectory};
 use switchboard_core::{
-    CallContext, Caller, Catalog, CatalogEntry, CatalogProblem, ModernRequest, ServerId, ToolCall,
-    ToolDefinition, ToolOutcome,
+    CallContext, Caller, Catalog, CatalogEntry, CatalogProblem, ServerId, ToolCall, ToolDefinition,
+    ToolOutcome,
 };
-use switchboard_mcp::front::{Backend, ServerIdentity};
-use switchboard_mcp::jsonrpc::RpcError;
+use switchboard_mcp::front::ServerIdentity;
 use switchboard_mcp::upstream::{Supervisor, SupervisorObserver, UpstreamSpec};
 use tokio::sync::watch;
 
@@ -31,6 +30,8 @@ use crate::listing_fit::FitCache;
 use crate::result_shaping::{Remainders, TokenCounter};
 use crate::sessions::Sessions;
 use crate::tool_search::SearchCache;
+
+mod backend;
 
 /// One server as the Host runs it.
 #[derive(Clone)]
@@ -516,119 +517,4 @@ fn budget_of(options: &HostOptions) -> Arc<LatencyBudget> {
         Arc::new(SystemClock),
         persistence,
     )
-}
-
-impl Backend for Host {
-    fn identity(&self) -> ServerIdentity {
-        self.inner.options.identity.clone()
-    }
-
-    fn list_tools<'a>(&'a self, caller: &'a Caller) -> BoxFuture<'a, Vec<ToolDefinition>> {
-        Box::pin(async move {
-            self.wait_for_startup().await;
-            self.note_listed_tier(caller);
-            self.listed_tools(caller)
-        })
-    }
-
-    fn tools_json<'a>(&'a self, caller: &'a Caller) -> BoxFuture<'a, Arc<str>> {
-        Box::pin(async move {
-            self.wait_for_startup().await;
-            self.note_listed_tier(caller);
-            let plain = self.listing_mode(caller) == crate::listing_fit::ListingMode::Full
-                && self.active_tier(caller).is_none()
-                && !self
-                    .inner
-                    .sessions
-                    .with(caller, |state| state.read_more_listed);
-            if plain {
-                return self.listing_json(caller.agent.as_deref());
-            }
-            let tools = self.listed_tools(caller);
-            Arc::from(serde_json::to_string(&tools).unwrap_or_else(|_| "[]".to_owned()))
-        })
-    }
-
-    fn call_tool(
-        &self,
-        ctx: CallContext,
-        call: ToolCall,
-    ) -> BoxFuture<'_, Result<ToolOutcome, CallError>> {
-        Box::pin(async move {
-            self.wait_for_startup().await;
-            let mut answer = match self.call_meta(&ctx, &call.name, &call.arguments).await {
-                Some(answer) => answer,
-                None => self.call(&ctx, &call.name, call.arguments).await,
-            };
-            if let Ok(outcome) = &mut answer {
-                self.shape_result(&ctx, outcome);
-            }
-            answer
-        })
-    }
-
-    fn listing_version(&self, caller: &Caller) -> watch::Receiver<u64> {
-        self.inner.sessions.subscribe(caller)
-    }
-
-    fn session_closed(&self, session: &str) {
-        self.inner.sessions.close(session);
-    }
-
-    fn list_prompts(&self) -> BoxFuture<'_, Vec<Value>> {
-        Box::pin(async move {
-            self.wait_for_startup().await;
-            self.prompts()
-                .into_iter()
-                .map(|prompt| prompt.definition)
-                .collect()
-        })
-    }
-
-    fn get_prompt(
-        &self,
-        name: String,
-        arguments: Option<Value>,
-        modern: Option<ModernRequest>,
-    ) -> BoxFuture<'_, Result<Value, RpcError>> {
-        Box::pin(async move { Host::get_prompt(self, &name, arguments, modern).await })
-    }
-
-    fn list_resources(&self) -> BoxFuture<'_, Vec<Value>> {
-        Box::pin(async move {
-            self.wait_for_startup().await;
-            self.resources()
-        })
-    }
-
-    fn list_resource_templates(&self) -> BoxFuture<'_, Vec<Value>> {
-        Box::pin(async move {
-            self.wait_for_startup().await;
-            self.resource_templates()
-        })
-    }
-
-    fn settled(&self) -> BoxFuture<'_, ()> {
-        Box::pin(self.wait_for_startup())
-    }
-
-    fn complete(&self, params: Value) -> BoxFuture<'_, Result<Value, RpcError>> {
-        Box::pin(async move { Host::complete(self, params).await })
-    }
-
-    fn subscribe_resource(
-        &self,
-        uri: String,
-        subscribe: bool,
-    ) -> BoxFuture<'_, Result<Value, RpcError>> {
-        Box::pin(async move { Host::subscribe_resource(self, &uri, subscribe).await })
-    }
-
-    fn resource_updates(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {
-        Some(self.inner.resource_updates.subscribe())
-    }
-
-    fn read_resource(&self, uri: String) -> BoxFuture<'_, Result<Value, RpcError>> {
-        Box::pin(async move { Host::read_resource(self, &uri).await })
-    }
 }
