@@ -171,18 +171,14 @@ fn measure(
             TargetResult {
                 server_cpu_us,
                 target: target.name,
-                samples_us: target
-                    .samples
-                    .iter()
-                    .map(|d| d.as_secs_f64() * 1e6)
-                    .collect(),
+                samples_us: micros(&target.samples),
                 latency,
                 added_p50_us: None,
                 back_to_back: Percentiles::of(&mut back_to_back),
                 back_to_back_added_p50_us: None,
                 sparse: (sparse_pass.calls > 0).then(|| Percentiles::of(&mut sparse)),
                 sparse_added_p50_us: None,
-                sparse_samples_us: sparse.iter().map(|d| d.as_secs_f64() * 1e6).collect(),
+                sparse_samples_us: micros(&sparse),
             }
         })
         .collect();
@@ -209,6 +205,11 @@ fn measure(
         targets: results,
         missing,
     })
+}
+
+/// Samples in µs, in their order (sorted, once `Percentiles::of` has seen them).
+fn micros(samples: &[Duration]) -> Vec<f64> {
+    samples.iter().map(|d| d.as_secs_f64() * 1e6).collect()
 }
 
 /// A target; a stdio endpoint's server side is its own child, an HTTP one's is `servers`.

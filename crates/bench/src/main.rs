@@ -245,14 +245,7 @@ const QUICK_PASSES: compare::Passes = compare::Passes {
 /// A comparison as printed tables: calls spaced (alternating call by call), back to back,
 /// and sparse (when that pass ran).
 fn compare_rows(comparison: &compare::Comparison) -> Vec<report::ScenarioResult> {
-    let mut notes: Vec<String> = comparison
-        .targets
-        .iter()
-        .filter_map(|t| {
-            t.added_p50_us
-                .map(|added| format!("{}: added at p50 {added:+.1} µs", t.target))
-        })
-        .collect();
+    let mut notes = added_notes(comparison, |t| t.added_p50_us);
     notes.extend(comparison.targets.iter().filter_map(|t| {
         t.server_cpu_us
             .map(|cpu| format!("{}: server-side CPU per call {cpu:.0} µs", t.target))
@@ -287,14 +280,7 @@ fn compare_rows(comparison: &compare::Comparison) -> Vec<report::ScenarioResult>
             .iter()
             .map(|t| (t.target.clone(), t.back_to_back.clone()))
             .collect(),
-        notes: comparison
-            .targets
-            .iter()
-            .filter_map(|t| {
-                t.back_to_back_added_p50_us
-                    .map(|added| format!("{}: added at p50 {added:+.1} µs", t.target))
-            })
-            .collect(),
+        notes: added_notes(comparison, |t| t.back_to_back_added_p50_us),
     };
     let sparse_rows: Vec<_> = comparison
         .targets
@@ -311,17 +297,22 @@ fn compare_rows(comparison: &compare::Comparison) -> Vec<report::ScenarioResult>
                 comparison.sparse_gap_ms.unwrap_or_default()
             ),
             rows: sparse_rows,
-            notes: comparison
-                .targets
-                .iter()
-                .filter_map(|t| {
-                    t.sparse_added_p50_us
-                        .map(|added| format!("{}: added at p50 {added:+.1} µs", t.target))
-                })
-                .collect(),
+            notes: added_notes(comparison, |t| t.sparse_added_p50_us),
         });
     }
     tables
+}
+
+/// "<target>: added at p50 …" for every target with a figure in the pass `added` reads.
+fn added_notes(
+    comparison: &compare::Comparison,
+    added: impl Fn(&compare::TargetResult) -> Option<f64>,
+) -> Vec<String> {
+    comparison
+        .targets
+        .iter()
+        .filter_map(|t| added(t).map(|us| format!("{}: added at p50 {us:+.1} µs", t.target)))
+        .collect()
 }
 
 /// A throughput run as notes of a table.

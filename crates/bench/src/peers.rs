@@ -54,7 +54,7 @@ impl Peer {
 }
 
 /// Where the peer gateways are installed (`scripts/bench-peers.sh`).
-pub fn peers_dir(bins: &Binaries) -> PathBuf {
+fn peers_dir(bins: &Binaries) -> PathBuf {
     bins.repo_root().join(".bench-peers")
 }
 

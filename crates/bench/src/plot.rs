@@ -1,6 +1,6 @@
 //! PNG plots of a comparison run: latency CDFs per scenario (every target on one chart), of
-//! the spaced pass and of the sparse one, and throughput against concurrency. Text is drawn with the DejaVu Sans font of the
-//! machine (Debian's fonts-dejavu-core).
+//! the spaced pass and of the sparse one, and throughput against concurrency. Text is drawn
+//! with the DejaVu Sans font of the machine (Debian's fonts-dejavu-core).
 
 use std::path::Path;
 

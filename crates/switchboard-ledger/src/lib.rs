@@ -8,9 +8,10 @@
 //! call's journal line and its answer. A call made after an idle spell used to pay both; on
 //! 2 cores, where the writer was scheduled ahead of the client its answer had just woken,
 //! that was 57–105 µs at p50 of a stdio → stdio call 20 ms after the last (BENCHMARKS.md,
-//! "Sparse calls"). A process killed at any moment loses nothing whose result reached a client: the journal line was written before
-//! the result was returned, and opening the ledger replays the journal (call ids make that
-//! idempotent). The journal is emptied whenever the writer has caught up with it.
+//! "Sparse calls"). A process killed at any moment loses nothing whose result reached a
+//! client: the journal line was written before the result was returned, and opening the
+//! ledger replays the journal (call ids make that idempotent). The journal is emptied
+//! whenever the writer has caught up with it.
 //!
 //! Rows carry redacted arguments and their digest ([`redact`]), and `verify` detects an
 //! edited or deleted row ([`store::verify`]).
