@@ -23,6 +23,14 @@ fn gateway(config_text: &str, dir: &std::path::Path) -> StdioClient {
     StdioClient::spawn(&mut command).expect("gateway")
 }
 
+/// A pass-through gateway's config in front of `switchboard-fixture conformance`.
+fn conformance_config() -> String {
+    format!(
+        "[gateway]\nprefix_tools = false\n\n[servers.c]\ncommand = {}\nargs = [\"conformance\"]\n",
+        quoted(&fixture())
+    )
+}
+
 fn initialize_with(client: &mut StdioClient, capabilities: Value) {
     let params = json!({"protocolVersion": "2025-11-25", "capabilities": capabilities, "clientInfo": {"name": "test", "version": "1"}});
     client.request("initialize", params).expect("initialize");
@@ -112,10 +120,7 @@ fn prompts_completion_resources_and_subscriptions_of_a_real_server() {
 #[test]
 fn upstream_requests_are_relayed_to_a_client_that_supports_them() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let text = format!(
-        "[gateway]\nprefix_tools = false\n\n[servers.c]\ncommand = {}\nargs = [\"conformance\"]\n",
-        quoted(&fixture())
-    );
+    let text = conformance_config();
 
     let mut capable = gateway(&text, dir.path());
     initialize_with(&mut capable, json!({"sampling": {}, "elicitation": {}}));
@@ -142,7 +147,7 @@ fn upstream_requests_are_relayed_to_a_client_that_supports_them() {
         .expect("call");
     let text = result["content"][0]["text"].as_str().unwrap_or_default();
     assert!(
-        text.contains("does not support elicitation/create"),
+        text.contains("did not declare the 'elicitation' capability"),
         "the client never declared elicitation: {text}"
     );
 
@@ -151,4 +156,118 @@ fn upstream_requests_are_relayed_to_a_client_that_supports_them() {
         json!({"name": "test_tool_with_logging", "arguments": {}}),
     );
     assert!(logged.is_ok(), "{logged:?}");
+}
+
+/// A 2026-07-28 request's `_meta`: the protocol version, the declared capabilities and, when
+/// given, the log level.
+fn modern_meta(capabilities: Value, log_level: Option<&str>) -> Value {
+    let mut meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
+    });
+    if let Some(level) = log_level {
+        meta["io.modelcontextprotocol/logLevel"] = json!(level);
+    }
+    meta
+}
+
+/// Sends a modern `tools/call` and reads up to its answer: (notifications before it, answer).
+fn modern_call(client: &mut StdioClient, id: i64, tool: &str, meta: Value) -> (Vec<Value>, Value) {
+    let request = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": {}, "_meta": meta}});
+    client.send_line(&request.to_string()).expect("call");
+    let mut before = Vec::new();
+    loop {
+        let message = client.read_message().expect("a message");
+        if message.get("id") == Some(&json!(id)) {
+            return (before, message);
+        }
+        before.push(message);
+    }
+}
+
+#[test]
+fn a_modern_client_gets_the_log_level_it_asked_for_and_is_never_asked_mid_call() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let text = conformance_config();
+    let mut client = gateway(&text, dir.path());
+
+    // The fixture logs at debug, info, warning and error: a client asking for "warning" gets
+    // the last two, one asking for nothing gets none.
+    let (logs, answer) = modern_call(
+        &mut client,
+        1,
+        "test_logging_tool",
+        modern_meta(json!({}), Some("warning")),
+    );
+    let levels: Vec<&Value> = logs.iter().map(|log| &log["params"]["level"]).collect();
+    assert_eq!(levels, [&json!("warning"), &json!("error")], "{logs:?}");
+    assert!(
+        logs.iter()
+            .all(|log| log["method"] == "notifications/message")
+    );
+    assert_eq!(answer["result"]["resultType"], "complete", "{answer}");
+    let (logs, answer) = modern_call(
+        &mut client,
+        2,
+        "test_logging_tool",
+        modern_meta(json!({}), None),
+    );
+    assert!(logs.is_empty(), "no level asked for, yet: {logs:?}");
+    assert!(answer.get("result").is_some(), "{answer}");
+    let (_, answer) = modern_call(
+        &mut client,
+        3,
+        "test_logging_tool",
+        modern_meta(json!({}), Some("verbose")),
+    );
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("io.modelcontextprotocol/logLevel") && message.contains("warning"),
+        "{message}"
+    );
+
+    // The fixture asks for sampling mid-call. Undeclared: -32021 naming the capability, which
+    // the fixture passes on. Declared: refused all the same, saying how a server must ask.
+    let (before, answer) = modern_call(
+        &mut client,
+        4,
+        "test_missing_capability",
+        modern_meta(json!({}), None),
+    );
+    assert!(
+        before.is_empty(),
+        "no request reaches a modern client: {before:?}"
+    );
+    assert_eq!(answer["error"]["code"], -32021, "{answer}");
+    assert_eq!(
+        answer["error"]["data"]["requiredCapabilities"],
+        json!({"sampling": {}})
+    );
+    let (before, answer) = modern_call(
+        &mut client,
+        5,
+        "test_missing_capability",
+        modern_meta(json!({"sampling": {}}), None),
+    );
+    assert!(
+        before.is_empty(),
+        "no request reaches a modern client: {before:?}"
+    );
+    assert_eq!(answer["error"]["code"], -32600, "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("input_required"), "{answer}");
+
+    // A server that asks as the modern era does gets its answer through input_required.
+    let (_, answer) = modern_call(
+        &mut client,
+        6,
+        "test_streaming_elicitation",
+        modern_meta(json!({"elicitation": {}}), None),
+    );
+    assert_eq!(answer["result"]["resultType"], "input_required", "{answer}");
+    assert_eq!(
+        answer["result"]["inputRequests"]["confirm"]["method"],
+        "elicitation/create"
+    );
 }

@@ -72,6 +72,9 @@ pub struct ModernRequest {
     /// The capabilities the client declared in the request's `_meta`, passed on to an
     /// upstream that may ask it for input.
     pub client_capabilities: Option<serde_json::Value>,
+    /// The log level the request's `_meta` asked for (`io.modelcontextprotocol/logLevel`):
+    /// the upstream's log messages at it or above reach the client, none without it.
+    pub log_level: Option<String>,
 }
 
 impl ModernRequest {
@@ -89,6 +92,9 @@ impl ModernRequest {
 pub struct CallerError {
     pub code: i64,
     pub message: String,
+    /// The error's `data`, passed on to the server that asked (e.g. the `requiredCapabilities`
+    /// of a missing client capability).
+    pub data: Option<serde_json::Value>,
 }
 
 /// The way back to whoever made a call: an upstream server's own requests to its client

@@ -4,7 +4,11 @@
 //! the scenarios' expectations; it also asks its client for sampling and elicitation, which
 //! the gateway must relay, and changes its tool list on demand (`test_trigger_tool_change`),
 //! which the gateway must announce. Its multi-round-trip tools (`input_required`) are the
-//! `input_rounds` module.
+//! `input_rounds` module. The diagnostic tools of the suite's `server-stateless` checks ask
+//! for sampling mid-call and pass on the error they get (`test_missing_capability`), ask for
+//! a confirmation as the client's era asks (`test_streaming_elicitation`: `input_required`
+//! when the call carries a 2026-07-28 client's capabilities), and log at four levels
+//! (`test_logging_tool`).
 
 use std::collections::HashMap;
 use std::io::BufRead;
@@ -34,8 +38,9 @@ struct Peer {
 }
 
 impl Peer {
-    /// Sends a request to the client and waits for its answer (result or error object).
-    fn ask(&self, method: &str, params: Value) -> Result<Value, String> {
+    /// Sends a request to the client and waits for its answer: the result, or the error
+    /// object.
+    fn ask(&self, method: &str, params: Value) -> Result<Value, Value> {
         let id = self.next_id.fetch_add(1, Ordering::SeqCst);
         let (tx, rx) = channel();
         if let Ok(mut pending) = self.pending.lock() {
@@ -45,23 +50,36 @@ impl Peer {
             .send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
         let answer = rx
             .recv_timeout(Duration::from_secs(60))
-            .map_err(|_| "no answer from the client".to_owned())?;
+            .map_err(|_| error_object(-32603, "no answer from the client"))?;
         match answer.get("error") {
-            Some(error) => Err(error
-                .get("message")
-                .and_then(Value::as_str)
-                .unwrap_or("error")
-                .to_owned()),
+            Some(error) => Err(error.clone()),
             None => Ok(answer.get("result").cloned().unwrap_or(Value::Null)),
         }
     }
 
     fn log(&self, text: &str) {
+        self.log_at("info", text);
+    }
+
+    fn log_at(&self, level: &str, text: &str) {
         self.out.notify(
             "notifications/message",
-            json!({"level": "info", "data": text}),
+            json!({"level": level, "data": text}),
         );
     }
+}
+
+/// A JSON-RPC error object.
+fn error_object(code: i64, message: impl Into<String>) -> Value {
+    json!({"code": code, "message": message.into()})
+}
+
+/// The message of an error object.
+fn message_of(error: &Value) -> &str {
+    error
+        .get("message")
+        .and_then(Value::as_str)
+        .unwrap_or("error")
 }
 
 pub(crate) fn text(text: impl Into<String>) -> Value {
@@ -142,6 +160,21 @@ fn tools() -> Value {
             &empty
         ),
         tool(
+            "test_missing_capability",
+            "Needs the client's sampling: asks for it while it runs, and fails with the error it gets when the client cannot be asked",
+            &empty
+        ),
+        tool(
+            "test_streaming_elicitation",
+            "Asks the user for a confirmation: mid-call from a legacy client, by input_required from a 2026-07-28 one",
+            &empty
+        ),
+        tool(
+            "test_logging_tool",
+            "Logs one message at each of debug, info, warning and error, then answers",
+            &empty
+        ),
+        tool(
             "json_schema_2020_12_tool",
             "Tool with JSON Schema 2020-12 features for conformance testing (SEP-1613)",
             &schema_2020
@@ -149,7 +182,7 @@ fn tools() -> Value {
     ])
 }
 
-fn call_tool(peer: &Peer, params: &Value) -> Result<Value, (i64, String)> {
+fn call_tool(peer: &Peer, params: &Value) -> Result<Value, Value> {
     let name = params.get("name").and_then(Value::as_str).unwrap_or("");
     let args = params.get("arguments").cloned().unwrap_or(json!({}));
     Ok(match name {
@@ -222,8 +255,36 @@ fn call_tool(peer: &Peer, params: &Value) -> Result<Value, (i64, String)> {
                         .unwrap_or("No response");
                     text(format!("LLM response: {reply}"))
                 }
-                Err(error) => text(format!("Sampling not supported or error: {error}")),
+                Err(error) => text(format!(
+                    "Sampling not supported or error: {}",
+                    message_of(&error)
+                )),
             }
+        }
+        "test_missing_capability" => {
+            let request = json!({"messages": [{"role": "user", "content": {"type": "text", "text": "Say yes"}}], "maxTokens": 10});
+            peer.ask("sampling/createMessage", request)?;
+            text("The client answered the sampling request.")
+        }
+        "test_streaming_elicitation" => {
+            let confirm = json!({"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]});
+            if let Some(answer) = params.pointer("/inputResponses/confirm") {
+                text(format!("Confirmed by input_required: {answer}"))
+            } else if params
+                .pointer("/_meta/io.modelcontextprotocol~1clientCapabilities")
+                .is_some()
+            {
+                // The gateway passes a 2026-07-28 client's capabilities on: ask as that era asks.
+                json!({"resultType": "input_required", "inputRequests": {"confirm": {"method": "elicitation/create", "params": {"message": "Please confirm", "requestedSchema": confirm}}}})
+            } else {
+                elicit(peer, "Please confirm", confirm, "Confirmed mid-call")
+            }
+        }
+        "test_logging_tool" => {
+            for level in ["debug", "info", "warning", "error"] {
+                peer.log_at(level, &format!("logged at {level}"));
+            }
+            text("Logged at debug, info, warning and error.")
         }
         "test_elicitation" => {
             let message = args.get("message").and_then(Value::as_str).unwrap_or("");
@@ -261,7 +322,7 @@ fn call_tool(peer: &Peer, params: &Value) -> Result<Value, (i64, String)> {
             )
         }
         "json_schema_2020_12_tool" => text(format!("JSON Schema 2020-12 tool called with: {args}")),
-        other => return Err((-32602, format!("Unknown tool: {other}"))),
+        other => return Err(error_object(-32602, format!("Unknown tool: {other}"))),
     })
 }
 
@@ -278,7 +339,10 @@ fn elicit(peer: &Peer, message: &str, schema: Value, label: &str) -> Value {
             let content = result.get("content").cloned().unwrap_or(json!({}));
             text(format!("{label}: action={action}, content={content}"))
         }
-        Err(error) => text(format!("Elicitation not supported or error: {error}")),
+        Err(error) => text(format!(
+            "Elicitation not supported or error: {}",
+            message_of(&error)
+        )),
     }
 }
 
@@ -421,8 +485,17 @@ pub fn serve() -> i32 {
                 }
                 "tools/call" => {
                     let name = params.get("name").and_then(Value::as_str).unwrap_or("");
-                    input_rounds::call_tool(name, &params)
-                        .unwrap_or_else(|| call_tool(&peer, &params))
+                    match input_rounds::call_tool(name, &params) {
+                        Some(answer) => answer,
+                        None => match call_tool(&peer, &params) {
+                            Ok(result) => Ok(result),
+                            Err(error) => {
+                                peer.out
+                                    .send(&json!({"jsonrpc": "2.0", "id": id, "error": error}));
+                                return;
+                            }
+                        },
+                    }
                 }
                 "resources/list" => Ok(json!({"resources": resources()})),
                 "resources/templates/list" => Ok(

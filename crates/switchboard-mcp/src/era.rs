@@ -16,6 +16,8 @@ pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion
 pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
 pub const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
 pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+/// The log level a modern request asks for; without it no log message may reach the client.
+pub const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 
 /// The HTTP header that carries the protocol version (after `initialize` in the legacy era,
 /// on every request in the modern one).

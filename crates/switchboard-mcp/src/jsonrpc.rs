@@ -57,6 +57,28 @@ impl RpcError {
             data: None,
         }
     }
+
+    /// -32021: answering needs `capability`, which the client did not declare; `data` names
+    /// it as a `ClientCapabilities` object (`{"requiredCapabilities": {"sampling": {}}}`).
+    pub fn missing_capability(capability: &str) -> Self {
+        Self {
+            code: code::MISSING_REQUIRED_CLIENT_CAPABILITY,
+            message: format!("the client did not declare the '{capability}' capability"),
+            data: Some(serde_json::json!({"requiredCapabilities": {capability: {}}})),
+        }
+    }
+}
+
+/// The client capability a server's request to its client needs (`sampling/createMessage` →
+/// `sampling`, `elicitation/create` → `elicitation`, `roots/list` → `roots`); `None` for
+/// any other method.
+pub fn client_capability_for(method: &str) -> Option<&'static str> {
+    match method {
+        "sampling/createMessage" => Some("sampling"),
+        "elicitation/create" => Some("elicitation"),
+        "roots/list" => Some("roots"),
+        _ => None,
+    }
 }
 
 /// One JSON-RPC message.

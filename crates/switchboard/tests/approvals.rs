@@ -209,6 +209,7 @@ async fn a_modern_client_answers_through_input_required() {
             input_responses: responses,
             request_state: state,
             client_capabilities: Some(json!({"elicitation": {}})),
+            log_level: None,
         }),
         ..qa()
     };

@@ -14,10 +14,11 @@ use switchboard_core::pipeline::CallError;
 use switchboard_core::{CallContext, Caller, ModernRequest, ToolCall, ToolOutcome};
 
 use super::backend::Backend;
+use super::modern_caller::{ModernCaller, invalid_log_level};
 use crate::busy_poll::BusyPoll;
 use crate::era::{
-    LATEST_LEGACY_VERSION, LEGACY_VERSIONS, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION,
-    META_SERVER_INFO, MODERN_VERSION, missing_envelope_keys,
+    LATEST_LEGACY_VERSION, LEGACY_VERSIONS, META_CLIENT_CAPABILITIES, META_LOG_LEVEL,
+    META_PROTOCOL_VERSION, META_SERVER_INFO, MODERN_VERSION, missing_envelope_keys,
 };
 use crate::jsonrpc::{Message, RequestId, RpcError, code, params_meta};
 
@@ -166,6 +167,11 @@ impl Dispatcher {
                 ),
             );
         }
+        if era == RequestEra::Modern
+            && let Some(problem) = invalid_log_level(params.as_ref())
+        {
+            return Message::error(Some(id), code::INVALID_PARAMS, problem);
+        }
         if era == RequestEra::Modern && REMOVED_IN_MODERN.contains(&method) {
             return Message::error(
                 Some(id),
@@ -179,7 +185,7 @@ impl Dispatcher {
             return self.list_tools(id, era).await;
         }
         if method == "tools/call" {
-            return self.call_tool(id, params, ctx, era).await;
+            return self.call_tool(id, params, ctx, era, notify.as_ref()).await;
         }
         let answer = match method {
             "initialize" => Ok(self.initialize(params.as_ref())),
@@ -406,8 +412,9 @@ impl Dispatcher {
         params: Option<Value>,
         ctx: CallContext,
         era: RequestEra,
+        notify: Option<&Notifier>,
     ) -> Message {
-        match self.run_tool_call(params, ctx, era).await {
+        match self.run_tool_call(params, ctx, era, notify).await {
             Ok(CallAnswer::Outcome(mut outcome)) => {
                 if era == RequestEra::Modern {
                     outcome
@@ -436,9 +443,16 @@ impl Dispatcher {
         params: Option<Value>,
         mut ctx: CallContext,
         era: RequestEra,
+        notify: Option<&Notifier>,
     ) -> Result<CallAnswer, RpcError> {
         if era == RequestEra::Modern {
-            ctx.modern = Some(modern_request(params.as_ref()));
+            let modern = modern_request(params.as_ref());
+            if ctx.caller.is_none()
+                && let Some(notify) = notify
+            {
+                ctx.caller = Some(Arc::new(ModernCaller::new(&modern, notify.clone())));
+            }
+            ctx.modern = Some(modern);
         }
         let Some(Value::Object(mut params)) = params else {
             return Err(RpcError::new(
@@ -524,8 +538,8 @@ enum CallAnswer {
     Other(Value),
 }
 
-/// What a modern request brings for multi-round-trip answers: the client's elicitation
-/// capability, and the answers and state of a retried request.
+/// What a modern request brings for multi-round-trip answers: the client's capabilities, the
+/// answers and state of a retried request, and the log level it asked for.
 fn modern_request(params: Option<&Value>) -> ModernRequest {
     let client_capabilities = params_meta(params)
         .and_then(|meta| meta.get(META_CLIENT_CAPABILITIES))
@@ -538,6 +552,10 @@ fn modern_request(params: Option<&Value>) -> ModernRequest {
         input_responses: params.and_then(|p| p.get("inputResponses")).cloned(),
         request_state: params
             .and_then(|p| p.get("requestState"))
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        log_level: params_meta(params)
+            .and_then(|meta| meta.get(META_LOG_LEVEL))
             .and_then(Value::as_str)
             .map(str::to_owned),
     }

@@ -13,7 +13,7 @@ use switchboard_core::{CallerChannel, CallerError};
 use tokio::sync::oneshot;
 
 use super::dispatch::Notifier;
-use crate::jsonrpc::{Message, RequestId, code};
+use crate::jsonrpc::{Message, RequestId, client_capability_for, code};
 
 type Waiter = oneshot::Sender<Result<Value, CallerError>>;
 
@@ -59,6 +59,7 @@ impl Relay {
                 Err(CallerError {
                     code: error.code,
                     message: error.message.clone(),
+                    data: error.data.clone(),
                 }),
             ),
             _ => return false,
@@ -95,12 +96,11 @@ impl fmt::Debug for RelayCaller {
 
 impl CallerChannel for RelayCaller {
     fn supports(&self, method: &str) -> bool {
-        let capability = match method {
-            "sampling/createMessage" => "sampling",
-            "elicitation/create" => "elicitation",
-            "roots/list" => "roots",
-            "notifications/message" => return true,
-            _ => return false,
+        if method == "notifications/message" {
+            return true;
+        }
+        let Some(capability) = client_capability_for(method) else {
+            return false;
         };
         self.relay
             .capabilities
@@ -130,6 +130,7 @@ impl CallerChannel for RelayCaller {
                 Err(CallerError {
                     code: code::INTERNAL_ERROR,
                     message: "the client went away".to_owned(),
+                    data: None,
                 })
             })
         })

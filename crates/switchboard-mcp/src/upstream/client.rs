@@ -15,7 +15,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use super::transport::{Inbound, Opened, Transport};
 use crate::era::{Era, add_modern_meta, client_info};
-use crate::jsonrpc::{Message, RequestId, RpcError, code};
+use crate::jsonrpc::{Message, RequestId, RpcError, client_capability_for, code};
 
 /// Why a request got no result.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -332,12 +332,15 @@ async fn answer_server_request(
             result: json!({}),
         };
     }
-    let relayable = matches!(
-        method,
-        "sampling/createMessage" | "elicitation/create" | "roots/list"
-    );
+    let Some(capability) = client_capability_for(method) else {
+        return Message::error(
+            Some(id),
+            code::METHOD_NOT_FOUND,
+            format!("Method not found: {method}"),
+        );
+    };
     match caller {
-        Some(caller) if relayable => match caller
+        Some(caller) => match caller
             .request(method, params.unwrap_or_else(|| json!({})))
             .await
         {
@@ -347,24 +350,19 @@ async fn answer_server_request(
                 error: RpcError {
                     code: error.code,
                     message: error.message,
-                    data: None,
+                    data: error.data,
                 },
             },
         },
-        _ if method == "roots/list" => Message::Response {
+        // A client without roots has none to offer: an empty list, as before the capability.
+        None if method == "roots/list" => Message::Response {
             id,
             result: json!({"roots": []}),
         },
-        _ if relayable => Message::error(
-            Some(id),
-            code::METHOD_NOT_FOUND,
-            format!("the client calling through Switchboard does not support {method}"),
-        ),
-        _ => Message::error(
-            Some(id),
-            code::METHOD_NOT_FOUND,
-            format!("Method not found: {method}"),
-        ),
+        None => Message::Error {
+            id: Some(id),
+            error: RpcError::missing_capability(capability),
+        },
     }
 }
 

@@ -17,8 +17,8 @@ use switchboard_core::{CallContext, CallerChannel, ModernRequest, ToolDefinition
 
 use super::client::{ClientError, RpcClient};
 use crate::era::{
-    Era, LATEST_LEGACY_VERSION, META_CLIENT_CAPABILITIES, META_SERVER_INFO, MODERN_VERSION,
-    client_info,
+    Era, LATEST_LEGACY_VERSION, META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_SERVER_INFO,
+    MODERN_VERSION, client_info,
 };
 
 /// Which era to speak with a server.
@@ -362,8 +362,9 @@ impl RpcClient {
 }
 
 /// What a modern client's request brings for the server's input round: its answers and the
-/// server's state (unless they answer the gateway's own approval question), and the
-/// client's capabilities, so the server asks only for what the client can answer.
+/// server's state (unless they answer the gateway's own approval question), the client's
+/// capabilities, so the server asks only for what the client can answer, and the log level
+/// it asked for, so the server logs only what the client wants.
 pub fn add_input_round(params: &mut Map<String, Value>, modern: &ModernRequest) {
     if !modern.answers_an_approval() {
         if let Some(responses) = &modern.input_responses {
@@ -373,12 +374,17 @@ pub fn add_input_round(params: &mut Map<String, Value>, modern: &ModernRequest) 
             params.insert("requestState".into(), Value::String(state.clone()));
         }
     }
-    if let Some(capabilities) = &modern.client_capabilities {
+    let passed_on = [
+        (META_CLIENT_CAPABILITIES, modern.client_capabilities.clone()),
+        (META_LOG_LEVEL, modern.log_level.clone().map(Value::String)),
+    ];
+    for (key, value) in passed_on {
+        let Some(value) = value else { continue };
         let meta = params
             .entry("_meta")
             .or_insert_with(|| Value::Object(Map::new()));
         if let Value::Object(meta) = meta {
-            meta.insert(META_CLIENT_CAPABILITIES.into(), capabilities.clone());
+            meta.insert(key.into(), value);
         }
     }
 }
@@ -445,6 +451,7 @@ mod tests {
             input_responses: Some(responses),
             request_state: Some("state".into()),
             client_capabilities: Some(json!({"sampling": {}})),
+            log_level: Some("warning".into()),
         }
     }
 
@@ -461,6 +468,7 @@ mod tests {
             params["_meta"][META_CLIENT_CAPABILITIES],
             json!({"sampling": {}})
         );
+        assert_eq!(params["_meta"][META_LOG_LEVEL], "warning");
 
         let approval =
             json!({switchboard_core::approval::APPROVAL_INPUT_KEY: {"action": "accept"}});

@@ -46,7 +46,8 @@ use super::dispatch::{Dispatcher, progress_token};
 use super::envelope;
 use super::relay::Relay;
 use super::subscriptions::ResourceSubscriptions;
-use crate::jsonrpc::{Message, RequestId, code};
+use crate::era::META_LOG_LEVEL;
+use crate::jsonrpc::{Message, RequestId, code, params_meta};
 
 const SESSION_HEADER: &str = "mcp-session-id";
 
@@ -315,14 +316,17 @@ async fn post_as(
     }
     let token = progress_token(params.as_ref());
     // A legacy tool call may need to ask the client something (sampling, elicitation) or pass
-    // on log messages: that needs a stream.
+    // on log messages, and a modern one pass on log messages if it asked for them: that needs
+    // a stream.
     let streams = token.is_some()
         || method == "subscriptions/listen"
         || (session.is_some()
             && matches!(
                 method.as_str(),
                 "tools/call" | "prompts/get" | "resources/read"
-            ));
+            ))
+        || (method == "tools/call"
+            && params_meta(params.as_ref()).is_some_and(|meta| meta.contains_key(META_LOG_LEVEL)));
     let mut dispatcher = state
         .dispatcher
         .for_session(new_session.clone().or(session_id));
