@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use serde_json::Value;
 use support::*;
-use switchboard_mcp::routing_headers;
 
 fn governed_config(dir: &Path, timeout: &str) -> std::path::PathBuf {
     write_config(
@@ -206,44 +205,6 @@ fn an_agent_sees_and_calls_only_its_tools() {
         String::from_utf8_lossy(&unknown.stderr)
             .contains("unknown agent 'nobody' (the config defines: all, reader)")
     );
-}
-
-/// POSTs one JSON-RPC message to the gateway, with an optional bearer token.
-async fn post(
-    url: &str,
-    token: Option<&str>,
-    body: serde_json::Value,
-) -> (u16, String, Option<String>) {
-    let client = reqwest::Client::builder()
-        .no_proxy()
-        .build()
-        .expect("client");
-    let mut request = client
-        .post(url)
-        .header("accept", "application/json, text/event-stream")
-        .json(&body);
-    // The headers a 2026-07-28 client sends with every request.
-    if let Some(version) =
-        body["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"].as_str()
-    {
-        request = request.header("mcp-protocol-version", version);
-    }
-    let method = body["method"].as_str().unwrap_or_default();
-    request = request.header(routing_headers::METHOD, method);
-    if let Some(name) = routing_headers::name_of(method, body.get("params")) {
-        request = request.header(routing_headers::NAME, routing_headers::encode_value(name));
-    }
-    if let Some(token) = token {
-        request = request.bearer_auth(token);
-    }
-    let response = request.send().await.expect("send");
-    let status = response.status().as_u16();
-    let challenge = response
-        .headers()
-        .get("www-authenticate")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
-    (status, response.text().await.unwrap_or_default(), challenge)
 }
 
 fn modern_list() -> serde_json::Value {

@@ -160,19 +160,23 @@ fn http_and_sse_upstreams_of_two_implementations() {
     );
 }
 
+/// A second Switchboard over HTTP with `config_text`, its files in `dir/inner`.
+fn inner_gateway(dir: &std::path::Path, config_text: &str) -> HttpGateway {
+    let inner_dir = dir.join("inner");
+    std::fs::create_dir_all(&inner_dir).expect("mkdir");
+    HttpGateway::start(&write_config(&inner_dir, config_text), &[])
+}
+
 #[test]
 fn a_switchboard_can_front_another_in_either_era() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let inner_dir = dir.path().join("inner");
-    std::fs::create_dir_all(&inner_dir).expect("mkdir");
-    let inner_config = write_config(
-        &inner_dir,
+    let inner = inner_gateway(
+        dir.path(),
         &format!(
             "[servers.echo]\ncommand = {}\nargs = [\"echo\"]\n",
             quoted(&fixture())
         ),
     );
-    let inner = HttpGateway::start(&inner_config, &[]);
     let text = format!(
         "[servers.auto]\nurl = {url}\n\n[servers.old]\nurl = {url}\nera = \"legacy\"\n",
         url = quoted(&inner.url)
@@ -197,5 +201,66 @@ fn a_switchboard_can_front_another_in_either_era() {
     assert_eq!(
         refused["isError"], true,
         "the outer gateway validates against the schema it got from the inner one"
+    );
+}
+
+/// A tool that declares `x-mcp-header` arguments: the outer gateway, a modern client of the
+/// inner one, mirrors them into `Mcp-Param-*` headers (Base64 where the value needs it), and
+/// the inner one refuses a call whose headers are missing or contradict the body.
+#[test]
+fn a_switchboard_in_front_of_another_mirrors_the_declared_argument_headers() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let inner = inner_gateway(
+        dir.path(),
+        &format!(
+            "[gateway]\nprefix_tools = false\n\n[servers.conformance]\ncommand = {}\nargs = [\"conformance\"]\n",
+            quoted(&fixture())
+        ),
+    );
+    let config = write_config(
+        dir.path(),
+        &format!("[servers.auto]\nurl = {}\n", quoted(&inner.url)),
+    );
+    for (region, priority) in [("eu-west", "3"), ("météo du nord", "-1"), (" padded", "0")] {
+        let arguments = format!(
+            r#"{{"region": {}, "priority": {priority}}}"#,
+            quoted(region)
+        );
+        let output = run_switchboard(
+            &config,
+            &[
+                "call",
+                "auto__test_custom_headers",
+                "--args",
+                &arguments,
+                "--json",
+            ],
+        );
+        let result = stdout_json(&output);
+        assert_eq!(
+            result["content"][0]["text"],
+            format!("region={}, priority={priority}", quoted(region)),
+            "{result}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+
+    // Without the headers the inner gateway refuses the call: the mirroring above is what
+    // made it pass.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "test_custom_headers", "arguments": {"region": "eu-west"},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+    }});
+    let (status, text, _) = runtime.block_on(post(&inner.url, None, body));
+    assert_eq!(status, 400, "{text}");
+    let answer: Value = serde_json::from_str(&text).expect("json");
+    assert_eq!(answer["error"]["code"], -32020, "{answer}");
+    assert_eq!(
+        answer["error"]["message"],
+        "the Mcp-Param-Region header is required on a tools/call request"
     );
 }

@@ -20,6 +20,7 @@ pub mod limits;
 pub mod naming;
 pub mod offline;
 pub mod outcome;
+pub mod param_headers;
 pub mod pipeline;
 pub mod schema;
 pub mod server;

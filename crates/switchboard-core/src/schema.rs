@@ -1,13 +1,19 @@
 //! Tool input schemas, compiled once when a tool enters the catalog and used to validate
-//! every call's arguments before it reaches the upstream.
+//! every call's arguments before it reaches the upstream, with the tool's `x-mcp-header`
+//! declarations (an invalid one makes the schema invalid).
 
 use std::fmt;
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
+
+use crate::param_headers::{self, ParamHeader};
 
 /// A compiled input schema.
 pub struct InputSchema {
     validator: jsonschema::Validator,
+    /// The `x-mcp-header` declarations ([`crate::param_headers`]).
+    param_headers: Arc<[ParamHeader]>,
 }
 
 impl fmt::Debug for InputSchema {
@@ -48,7 +54,16 @@ impl InputSchema {
             .should_validate_formats(false)
             .build(schema)
             .map_err(|error| format!("inputSchema is not a valid JSON Schema: {error}"))?;
-        Ok(Self { validator })
+        let param_headers = param_headers::declared(schema)?.into();
+        Ok(Self {
+            validator,
+            param_headers,
+        })
+    }
+
+    /// The properties HTTP clients mirror into `Mcp-Param-*` headers.
+    pub fn param_headers(&self) -> &Arc<[ParamHeader]> {
+        &self.param_headers
     }
 
     /// Validates call arguments; every violation, in document order.
@@ -132,5 +147,26 @@ mod tests {
         );
         assert!(InputSchema::compile(&json!({"type": "string"})).is_err());
         assert!(InputSchema::compile(&json!([1])).is_err());
+        let bad_header =
+            json!({"type": "object", "properties": {"a": {"type": "array", "x-mcp-header": "A"}}});
+        let reason = InputSchema::compile(&bad_header).expect_err("bad x-mcp-header");
+        assert!(
+            reason.contains("x-mcp-header 'A' at '/properties/a'"),
+            "{reason}"
+        );
+    }
+
+    #[test]
+    fn the_declared_param_headers_come_with_the_schema() {
+        let schema = InputSchema::compile(&json!({"type": "object", "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"}
+        }}))
+        .expect("valid schema");
+        let names: Vec<&str> = schema
+            .param_headers()
+            .iter()
+            .map(|p| p.name.as_str())
+            .collect();
+        assert_eq!(names, ["Region"]);
     }
 }

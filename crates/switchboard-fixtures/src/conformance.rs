@@ -8,7 +8,8 @@
 //! for sampling mid-call and pass on the error they get (`test_missing_capability`), ask for
 //! a confirmation as the client's era asks (`test_streaming_elicitation`: `input_required`
 //! when the call carries a 2026-07-28 client's capabilities), and log at four levels
-//! (`test_logging_tool`).
+//! (`test_logging_tool`); `test_custom_headers` declares arguments that HTTP clients mirror
+//! into `Mcp-Param-*` headers (`x-mcp-header`).
 
 use std::collections::HashMap;
 use std::io::BufRead;
@@ -175,6 +176,15 @@ fn tools() -> Value {
             &empty
         ),
         tool(
+            "test_custom_headers",
+            "Takes a region and a priority that HTTP clients mirror into Mcp-Param-Region and Mcp-Param-Priority headers (x-mcp-header)",
+            &json!({"type": "object", "properties": {
+                "region": {"type": "string", "description": "Where to run", "x-mcp-header": "Region"},
+                "priority": {"type": "integer", "description": "How urgent", "x-mcp-header": "Priority"},
+                "note": {"type": "string", "description": "Not mirrored"}
+            }, "required": ["region"]})
+        ),
+        tool(
             "json_schema_2020_12_tool",
             "Tool with JSON Schema 2020-12 features for conformance testing (SEP-1613)",
             &schema_2020
@@ -280,6 +290,11 @@ fn call_tool(peer: &Peer, params: &Value) -> Result<Value, Value> {
                 elicit(peer, "Please confirm", confirm, "Confirmed mid-call")
             }
         }
+        "test_custom_headers" => text(format!(
+            "region={}, priority={}",
+            args.get("region").unwrap_or(&Value::Null),
+            args.get("priority").unwrap_or(&Value::Null)
+        )),
         "test_logging_tool" => {
             for level in ["debug", "info", "warning", "error"] {
                 peer.log_at(level, &format!("logged at {level}"));

@@ -4,12 +4,17 @@
 //! load balancers can route without reading the body. A value is sent as-is when it is visible
 //! ASCII without surrounding whitespace, else as `=?base64?…?=` of its UTF-8 bytes.
 //!
-//! The upstream client adds them ([`name_of`], [`encode_value`]); the HTTP front checks
-//! that a modern request's headers are there and match its body ([`check`]), since a proxy that
-//! routed on a header the body contradicts would send the call somewhere else.
+//! A tool may also declare arguments to mirror into `Mcp-Param-{Name}` headers
+//! (`x-mcp-header`, [`switchboard_core::param_headers`]).
+//!
+//! The upstream client adds them ([`name_of`], [`param_headers`], [`encode_value`]); the HTTP
+//! front checks that a modern request's headers are there and match its body ([`check`],
+//! [`check_params`]), since a proxy that routed on a header the body contradicts would send
+//! the call somewhere else.
 
 use http::HeaderMap;
-use serde_json::Value;
+use serde_json::{Map, Value};
+use switchboard_core::param_headers::ParamHeader;
 
 pub const METHOD: &str = "mcp-method";
 pub const NAME: &str = "mcp-name";
@@ -24,24 +29,24 @@ pub fn name_of<'a>(method: &str, params: Option<&'a Value>) -> Option<&'a str> {
     params?.get(field)?.as_str()
 }
 
-/// Why a modern request's routing headers were refused.
+/// Why a modern request's routing headers were refused. `header` is the name after `Mcp-`
+/// (`Method`, `Name`, `Param-Region`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum HeaderMismatch {
     #[error("the Mcp-{header} header is required on a {method} request")]
-    Missing {
-        header: &'static str,
-        method: String,
-    },
+    Missing { header: String, method: String },
     #[error("header Mcp-{header} '{sent}' does not match the body's {field} '{body}'")]
     Differs {
-        header: &'static str,
-        field: &'static str,
+        header: String,
+        field: String,
         sent: String,
         body: String,
     },
+    #[error("header Mcp-{header} is sent, but the body has no {field}")]
+    Unexpected { header: String, field: String },
     #[error("header Mcp-{header} is not valid: {reason}")]
     Malformed {
-        header: &'static str,
+        header: String,
         reason: &'static str,
     },
 }
@@ -53,49 +58,107 @@ pub fn check(
     method: &str,
     params: Option<&Value>,
 ) -> Result<(), HeaderMismatch> {
-    compare(headers, METHOD, "Method", "method", method, method)?;
+    compare(headers, METHOD, "Method", "method", method, Some(method))?;
     if let Some(name) = name_of(method, params) {
         let field = if method == "resources/read" {
             "params.uri"
         } else {
             "params.name"
         };
-        compare(headers, NAME, "Name", field, method, name)?;
+        compare(headers, NAME, "Name", field, method, Some(name))?;
     }
     Ok(())
 }
 
+/// Checks a modern `tools/call`'s `Mcp-Param-*` headers against the arguments they mirror
+/// (the tool's `x-mcp-header` declarations): each argument with a value needs its header,
+/// with that value; a header without its argument is refused too.
+pub fn check_params(
+    headers: &HeaderMap,
+    declared: &[ParamHeader],
+    params: Option<&Value>,
+) -> Result<(), HeaderMismatch> {
+    if declared.is_empty() {
+        return Ok(());
+    }
+    let empty = Map::new();
+    let arguments = params
+        .and_then(|p| p.get("arguments"))
+        .and_then(Value::as_object)
+        .unwrap_or(&empty);
+    for declaration in declared {
+        let value = declaration.value_in(arguments);
+        let header = format!("Param-{}", declaration.name);
+        compare(
+            headers,
+            &declaration.header_name(),
+            &header,
+            &declaration.field(),
+            "tools/call",
+            value.as_deref(),
+        )?;
+    }
+    Ok(())
+}
+
+/// The `Mcp-Param-*` headers a `tools/call` with `arguments` carries: (lower-case name,
+/// encoded value) for each declared argument that has a value.
+pub fn param_headers(
+    declared: &[ParamHeader],
+    arguments: &Map<String, Value>,
+) -> Vec<(String, String)> {
+    declared
+        .iter()
+        .filter_map(|declaration| {
+            let value = declaration.value_in(arguments)?;
+            Some((declaration.header_name(), encode_value(&value)))
+        })
+        .collect()
+}
+
+/// Compares one header with the body value it mirrors (`None`: the body has none, so
+/// neither may the header).
 fn compare(
     headers: &HeaderMap,
     header_name: &str,
-    header: &'static str,
-    field: &'static str,
+    header: &str,
+    field: &str,
     method: &str,
-    body: &str,
+    body: Option<&str>,
 ) -> Result<(), HeaderMismatch> {
-    let Some(raw) = headers.get(header_name) else {
-        return Err(HeaderMismatch::Missing {
-            header,
-            method: method.to_owned(),
-        });
+    let raw = match (headers.get(header_name), body) {
+        (None, None) => return Ok(()),
+        (None, Some(_)) => {
+            return Err(HeaderMismatch::Missing {
+                header: header.to_owned(),
+                method: method.to_owned(),
+            });
+        }
+        (Some(_), None) => {
+            return Err(HeaderMismatch::Unexpected {
+                header: header.to_owned(),
+                field: field.to_owned(),
+            });
+        }
+        (Some(raw), Some(_)) => raw,
     };
     let raw = raw.to_str().map_err(|_| HeaderMismatch::Malformed {
-        header,
+        header: header.to_owned(),
         reason: "not visible ASCII",
     })?;
-    let sent = decode_value(raw).ok_or(HeaderMismatch::Malformed {
-        header,
+    let sent = decode_value(raw).ok_or_else(|| HeaderMismatch::Malformed {
+        header: header.to_owned(),
         reason: "bad =?base64?…?= encoding",
     })?;
-    if sent != body {
-        return Err(HeaderMismatch::Differs {
-            header,
-            field,
+    match body {
+        Some(body) if sent != body => Err(HeaderMismatch::Differs {
+            header: header.to_owned(),
+            field: field.to_owned(),
             sent,
             body: body.to_owned(),
-        });
+        }),
+        _ => Ok(()),
     }
-    Ok(())
 }
 
 /// A value as an MCP header carries it: unchanged when it is visible ASCII without
@@ -150,10 +213,12 @@ fn base64_encode(bytes: &[u8]) -> String {
     out
 }
 
-/// Standard Base64, padding optional; `None` on any other character or a bad length.
+/// Standard Base64 with its padding (RFC 4648); `None` on any other character, a length
+/// that is not a multiple of four, misplaced padding or stray bits in the last digit.
 fn base64_decode(text: &str) -> Option<Vec<u8>> {
     let digits = text.trim_end_matches('=');
-    if text.len() - digits.len() > 2 || digits.len() % 4 == 1 {
+    let padding = text.len() - digits.len();
+    if !text.len().is_multiple_of(4) || padding > 2 {
         return None;
     }
     let mut out = Vec::with_capacity(digits.len() * 3 / 4);
@@ -169,7 +234,8 @@ fn base64_decode(text: &str) -> Option<Vec<u8>> {
             buffer &= (1 << bits) - 1;
         }
     }
-    Some(out)
+    // What is left over must be the zero bits that pad the last byte.
+    (buffer == 0).then_some(out)
 }
 
 #[cfg(test)]
@@ -191,7 +257,9 @@ mod tests {
             assert_eq!(base64_encode(plain), encoded);
             assert_eq!(base64_decode(encoded).as_deref(), Some(plain));
         }
-        assert_eq!(base64_decode("Zg").as_deref(), Some(&b"f"[..]));
+        assert_eq!(base64_decode("Zg"), None, "padding is required");
+        assert_eq!(base64_decode("SGVsbG8"), None, "padding is required");
+        assert_eq!(base64_decode("Zh=="), None, "stray bits");
         assert_eq!(base64_decode("Z"), None);
         assert_eq!(base64_decode("Zm9v!"), None);
         assert_eq!(base64_decode("Zg==="), None);
@@ -248,18 +316,12 @@ mod tests {
         let missing_method = headers(&[(NAME, "x")]);
         assert!(matches!(
             check(&missing_method, "tools/list", None),
-            Err(HeaderMismatch::Missing {
-                header: "Method",
-                ..
-            })
+            Err(HeaderMismatch::Missing { header, .. }) if header == "Method"
         ));
         let upper = headers(&[(METHOD, "TOOLS/LIST")]);
         assert!(matches!(
             check(&upper, "tools/list", None),
-            Err(HeaderMismatch::Differs {
-                header: "Method",
-                ..
-            })
+            Err(HeaderMismatch::Differs { header, .. }) if header == "Method"
         ));
         let missing_name = headers(&[(METHOD, "tools/call")]);
         let error = check(&missing_name, "tools/call", Some(&call)).expect_err("no name");
@@ -276,7 +338,69 @@ mod tests {
         let bad = headers(&[(METHOD, "tools/call"), (NAME, "=?base64?%%?=")]);
         assert!(matches!(
             check(&bad, "tools/call", Some(&call)),
-            Err(HeaderMismatch::Malformed { header: "Name", .. })
+            Err(HeaderMismatch::Malformed { header, .. }) if header == "Name"
         ));
+    }
+
+    #[test]
+    fn declared_arguments_need_their_param_headers_with_their_values() {
+        let declared = [
+            ParamHeader {
+                name: "Region".into(),
+                path: vec!["region".into()],
+            },
+            ParamHeader {
+                name: "Priority".into(),
+                path: vec!["priority".into()],
+            },
+        ];
+        let call = json!({"name": "t", "arguments": {"region": "Hello", "priority": 42}});
+        let arguments = call["arguments"].as_object().expect("object");
+        let mirrored = param_headers(&declared, arguments);
+        assert_eq!(
+            mirrored,
+            [
+                ("mcp-param-region".to_owned(), "Hello".to_owned()),
+                ("mcp-param-priority".to_owned(), "42".to_owned())
+            ]
+        );
+        let sent =
+            |region: &str| headers(&[("mcp-param-region", region), ("mcp-param-priority", "42")]);
+        assert_eq!(check_params(&sent("Hello"), &declared, Some(&call)), Ok(()));
+        assert_eq!(
+            check_params(&sent("=?base64?SGVsbG8=?="), &declared, Some(&call)),
+            Ok(()),
+            "Base64 of the value"
+        );
+        for (region, expected) in [
+            (
+                "=?base64?SGVsbG8?=",
+                "is not valid: bad =?base64?…?= encoding",
+            ),
+            (
+                "=?base64?SGVs!!!bG8=?=",
+                "is not valid: bad =?base64?…?= encoding",
+            ),
+            (
+                "SGVsbG8=",
+                "'SGVsbG8=' does not match the body's arguments.region 'Hello'",
+            ),
+        ] {
+            let error = check_params(&sent(region), &declared, Some(&call)).expect_err(region);
+            assert!(error.to_string().contains(expected), "{error}");
+        }
+        let without = headers(&[("mcp-param-priority", "42")]);
+        let error = check_params(&without, &declared, Some(&call)).expect_err("missing");
+        assert_eq!(
+            error.to_string(),
+            "the Mcp-Param-Region header is required on a tools/call request"
+        );
+        let no_region = json!({"name": "t", "arguments": {"priority": 42}});
+        assert_eq!(check_params(&without, &declared, Some(&no_region)), Ok(()));
+        let error = check_params(&sent("Hello"), &declared, Some(&no_region)).expect_err("extra");
+        assert_eq!(
+            error.to_string(),
+            "header Mcp-Param-Region is sent, but the body has no arguments.region"
+        );
     }
 }

@@ -11,6 +11,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use switchboard_mcp::routing_headers;
 
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -218,4 +219,44 @@ pub fn names(tools: &Value) -> Vec<String> {
         .iter()
         .filter_map(|t| t["name"].as_str().map(str::to_owned))
         .collect()
+}
+
+/// POSTs one JSON-RPC message to the gateway, with an optional bearer token and the headers
+/// a 2026-07-28 client sends (version, `Mcp-Method`, `Mcp-Name`): (status, body, the
+/// `WWW-Authenticate` challenge).
+pub async fn post(
+    url: &str,
+    token: Option<&str>,
+    body: serde_json::Value,
+) -> (u16, String, Option<String>) {
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .expect("client");
+    let mut request = client
+        .post(url)
+        .header("accept", "application/json, text/event-stream")
+        .json(&body);
+    // The headers a 2026-07-28 client sends with every request.
+    if let Some(version) =
+        body["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"].as_str()
+    {
+        request = request.header("mcp-protocol-version", version);
+    }
+    let method = body["method"].as_str().unwrap_or_default();
+    request = request.header(routing_headers::METHOD, method);
+    if let Some(name) = routing_headers::name_of(method, body.get("params")) {
+        request = request.header(routing_headers::NAME, routing_headers::encode_value(name));
+    }
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    let response = request.send().await.expect("send");
+    let status = response.status().as_u16();
+    let challenge = response
+        .headers()
+        .get("www-authenticate")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    (status, response.text().await.unwrap_or_default(), challenge)
 }

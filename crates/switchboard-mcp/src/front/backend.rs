@@ -1,7 +1,10 @@
 //! What the front serves. Implemented by the Host, so this crate never depends on it.
 
+use std::sync::Arc;
+
 use futures::future::BoxFuture;
 use serde_json::Value;
+use switchboard_core::param_headers::ParamHeader;
 use switchboard_core::pipeline::CallError;
 use switchboard_core::{CallContext, Caller, ModernRequest, ToolCall, ToolDefinition, ToolOutcome};
 use tokio::sync::watch;
@@ -26,11 +29,17 @@ pub trait Backend: Send + Sync + 'static {
 
     /// The same tools as one serialized JSON array. Backends with a snapshot cache it; the
     /// default serializes [`Backend::list_tools`].
-    fn tools_json<'a>(&'a self, caller: &'a Caller) -> BoxFuture<'a, std::sync::Arc<str>> {
+    fn tools_json<'a>(&'a self, caller: &'a Caller) -> BoxFuture<'a, Arc<str>> {
         Box::pin(async move {
             let tools = self.list_tools(caller).await;
             std::sync::Arc::from(serde_json::to_string(&tools).unwrap_or_else(|_| "[]".to_owned()))
         })
+    }
+
+    /// The `x-mcp-header` declarations of the tool `name` as `caller` may call it: an HTTP
+    /// front checks a modern call's `Mcp-Param-*` headers against them. Default: none.
+    fn param_headers(&self, _caller: &Caller, _name: &str) -> Arc<[ParamHeader]> {
+        Arc::from([])
     }
 
     /// Runs a call through the pipeline.

@@ -3,8 +3,10 @@
 //! 1. `params._meta` is an object with the protocol version and the client's capabilities,
 //!    else `-32602` (invalid params);
 //! 2. the `MCP-Protocol-Version` header is there and equals that version, and the routing
-//!    headers match the body ([`crate::routing_headers`]), else `-32020` (header mismatch) —
-//!    before the version rung, so a client that contradicts itself is told so;
+//!    headers match the body ([`crate::routing_headers`]: `Mcp-Method`, `Mcp-Name`, and the
+//!    `Mcp-Param-*` headers of the called tool's `x-mcp-header` arguments), else `-32020`
+//!    (header mismatch) — before the version rung, so a client that contradicts itself is
+//!    told so;
 //! 3. the version is one the gateway speaks, else `-32022` (unsupported protocol version) with
 //!    `data = {"supported": […], "requested": …}`.
 //!
@@ -14,6 +16,7 @@
 
 use http::HeaderMap;
 use serde_json::{Value, json};
+use switchboard_core::param_headers::ParamHeader;
 
 use crate::era::{
     LEGACY_VERSIONS, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, MODERN_VERSION,
@@ -32,8 +35,14 @@ pub fn is_modern(headers: &HeaderMap, method: &str, params: Option<&Value>) -> b
             .is_some_and(|version| !LEGACY_VERSIONS.contains(&version))
 }
 
-/// The first check a modern request fails, if any.
-pub fn check(headers: &HeaderMap, method: &str, params: Option<&Value>) -> Result<(), RpcError> {
+/// The first check a modern request fails, if any. `declared` are the `x-mcp-header`
+/// declarations of the tool a `tools/call` names (empty otherwise).
+pub fn check(
+    headers: &HeaderMap,
+    method: &str,
+    params: Option<&Value>,
+    declared: &[ParamHeader],
+) -> Result<(), RpcError> {
     let Some(meta) = params_meta(params) else {
         return Err(RpcError::new(
             code::INVALID_PARAMS,
@@ -65,6 +74,7 @@ pub fn check(headers: &HeaderMap, method: &str, params: Option<&Value>) -> Resul
         ));
     }
     routing_headers::check(headers, method, params)
+        .and_then(|()| routing_headers::check_params(headers, declared, params))
         .map_err(|mismatch| RpcError::new(code::HEADER_MISMATCH, mismatch.to_string()))?;
     let Some(version) = version.as_str() else {
         return Err(RpcError::new(
@@ -110,25 +120,31 @@ mod tests {
     fn each_rung_refuses_with_its_code() {
         let good = modern_headers(MODERN_VERSION, "tools/list");
         assert_eq!(
-            check(&good, "tools/list", Some(&envelope(json!(MODERN_VERSION)))),
+            check(
+                &good,
+                "tools/list",
+                Some(&envelope(json!(MODERN_VERSION))),
+                &[]
+            ),
             Ok(())
         );
-        let no_meta = check(&good, "tools/list", Some(&json!({}))).expect_err("no _meta");
+        let no_meta = check(&good, "tools/list", Some(&json!({})), &[]).expect_err("no _meta");
         assert_eq!(no_meta.code, code::INVALID_PARAMS);
         let partial = json!({"_meta": {META_PROTOCOL_VERSION: MODERN_VERSION}});
-        let missing = check(&good, "tools/list", Some(&partial)).expect_err("no capabilities");
+        let missing = check(&good, "tools/list", Some(&partial), &[]).expect_err("no capabilities");
         assert!(
             missing.message.contains(META_CLIENT_CAPABILITIES),
             "{missing:?}"
         );
 
         let future = envelope(json!("v999.0.0"));
-        let contradicts = check(&good, "tools/list", Some(&future)).expect_err("mismatch");
+        let contradicts = check(&good, "tools/list", Some(&future), &[]).expect_err("mismatch");
         assert_eq!(contradicts.code, code::HEADER_MISMATCH);
         let unsupported = check(
             &modern_headers("v999.0.0", "tools/list"),
             "tools/list",
             Some(&future),
+            &[],
         )
         .expect_err("unsupported");
         assert_eq!(unsupported.code, code::UNSUPPORTED_PROTOCOL_VERSION);
@@ -140,9 +156,31 @@ mod tests {
             &modern_headers(MODERN_VERSION, "tools/call"),
             "tools/list",
             Some(&envelope(json!(MODERN_VERSION))),
+            &[],
         )
         .expect_err("method header");
         assert_eq!(wrong_method.code, code::HEADER_MISMATCH);
+
+        let mut call = envelope(json!(MODERN_VERSION));
+        call["name"] = json!("t");
+        call["arguments"] = json!({"region": "eu"});
+        let mut headers = modern_headers(MODERN_VERSION, "tools/call");
+        headers.insert(routing_headers::NAME, HeaderValue::from_static("t"));
+        let declared = [ParamHeader {
+            name: "Region".into(),
+            path: vec!["region".into()],
+        }];
+        let no_param = check(&headers, "tools/call", Some(&call), &declared).expect_err("param");
+        assert_eq!(no_param.code, code::HEADER_MISMATCH);
+        assert!(
+            no_param.message.contains("Mcp-Param-Region"),
+            "{no_param:?}"
+        );
+        headers.insert("mcp-param-region", HeaderValue::from_static("eu"));
+        assert_eq!(
+            check(&headers, "tools/call", Some(&call), &declared),
+            Ok(())
+        );
     }
 
     #[test]

@@ -10,7 +10,8 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use serde_json::{Map, Value, json};
-use switchboard_core::{CallerChannel, Progress, ProgressSink, ServerId};
+use switchboard_core::param_headers;
+use switchboard_core::{CallerChannel, Progress, ProgressSink, ServerId, ToolDefinition};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::transport::{Inbound, Opened, Transport};
@@ -110,6 +111,20 @@ impl RpcClient {
         if let Ok(mut slot) = self.era.write() {
             *slot = Some(era);
         }
+    }
+
+    /// Tells the transport which arguments of which tools to mirror into `Mcp-Param-*`
+    /// headers (their `x-mcp-header` declarations). A tool whose declarations are invalid is
+    /// left out here; the catalog quarantines it, so it is never called.
+    pub fn learn_param_headers(&self, tools: &[ToolDefinition]) {
+        let declared = tools
+            .iter()
+            .filter_map(|tool| {
+                let declared = param_headers::declared(&tool.input_schema).ok()?;
+                (!declared.is_empty()).then(|| (tool.name.clone(), Arc::from(declared)))
+            })
+            .collect();
+        self.transport.learn_param_headers(declared);
     }
 
     pub fn era(&self) -> Option<Era> {

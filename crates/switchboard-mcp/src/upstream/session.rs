@@ -186,9 +186,10 @@ pub async fn list_all(client: &RpcClient, method: &str, key: &str) -> Result<Vec
 }
 
 /// Walks `tools/list` to its last page. Tools that cannot be parsed are skipped with a warning.
+/// The transport learns which arguments each tool mirrors into headers (`x-mcp-header`).
 pub async fn list_tools(client: &RpcClient) -> Result<Vec<ToolDefinition>, String> {
     let items = list_all(client, "tools/list", "tools").await?;
-    Ok(items
+    let tools: Vec<ToolDefinition> = items
         .into_iter()
         .filter_map(
             |item| match serde_json::from_value::<ToolDefinition>(item.clone()) {
@@ -204,7 +205,9 @@ pub async fn list_tools(client: &RpcClient) -> Result<Vec<ToolDefinition>, Strin
                 }
             },
         )
-        .collect())
+        .collect();
+    client.learn_param_headers(&tools);
+    Ok(tools)
 }
 
 /// Prompts, resources and resource templates of a server, per its capabilities. A server

@@ -2,7 +2,11 @@
 //! delivers what the server sends back, whatever carries them (a child's pipes, HTTP POSTs
 //! with JSON or SSE answers, a legacy SSE stream).
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
 use futures::future::BoxFuture;
+use switchboard_core::param_headers::ParamHeader;
 use tokio::sync::mpsc;
 
 use crate::jsonrpc::Message;
@@ -34,6 +38,10 @@ pub trait Transport: Send + Sync {
     /// Tells the transport which protocol version was negotiated (HTTP sends it as a header).
     fn set_protocol_version(&self, _version: &str) {}
 
+    /// The `x-mcp-header` declarations of the server's tools, by tool name: HTTP mirrors a
+    /// modern `tools/call`'s declared arguments into `Mcp-Param-*` headers.
+    fn learn_param_headers(&self, _declared: HashMap<String, Arc<[ParamHeader]>>) {}
+
     /// What the transport saw that may explain a failure (e.g. non-JSON on stdout).
     fn diagnostics(&self) -> Option<String> {
         None
@@ -45,6 +53,6 @@ pub trait Transport: Send + Sync {
 
 /// A freshly opened transport and the channel of what the server sends.
 pub struct Opened {
-    pub transport: std::sync::Arc<dyn Transport>,
+    pub transport: Arc<dyn Transport>,
     pub inbound: mpsc::Receiver<Inbound>,
 }

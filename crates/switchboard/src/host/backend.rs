@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use serde_json::Value;
+use switchboard_core::param_headers::ParamHeader;
 use switchboard_core::pipeline::CallError;
 use switchboard_core::{CallContext, Caller, ModernRequest, ToolCall, ToolDefinition, ToolOutcome};
 use switchboard_mcp::front::{Backend, ServerIdentity};
@@ -43,6 +44,16 @@ impl Backend for Host {
             let tools = self.listed_tools(caller);
             Arc::from(serde_json::to_string(&tools).unwrap_or_else(|_| "[]".to_owned()))
         })
+    }
+
+    fn param_headers(&self, caller: &Caller, name: &str) -> Arc<[ParamHeader]> {
+        let catalog = self.catalog();
+        match catalog.resolve(name) {
+            Some(entry) if self.view(caller.agent.as_deref()).contains(entry) => {
+                entry.schema.param_headers().clone()
+            }
+            _ => Arc::from([]),
+        }
     }
 
     fn call_tool(

@@ -27,7 +27,7 @@ use axum::serve::ListenerExt;
 use futures::StreamExt;
 use rand::Rng;
 use serde_json::Value;
-use switchboard_core::CallContext;
+use switchboard_core::{CallContext, Caller};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -48,6 +48,7 @@ use super::relay::Relay;
 use super::subscriptions::ResourceSubscriptions;
 use crate::era::META_LOG_LEVEL;
 use crate::jsonrpc::{Message, RequestId, code, params_meta};
+use crate::routing_headers;
 
 const SESSION_HEADER: &str = "mcp-session-id";
 
@@ -261,7 +262,14 @@ async fn post_as(
     let modern = envelope::is_modern(&headers, &method, params.as_ref());
     let mut new_session = None;
     let session = if modern {
-        if let Err(error) = envelope::check(&headers, &method, params.as_ref()) {
+        let declared = match routing_headers::name_of(&method, params.as_ref()) {
+            Some(tool) if method == "tools/call" => {
+                let caller = Caller::new(agent.clone(), None);
+                state.dispatcher.backend().param_headers(&caller, tool)
+            }
+            _ => Arc::from([]),
+        };
+        if let Err(error) = envelope::check(&headers, &method, params.as_ref(), &declared) {
             let refusal = Message::Error {
                 id: Some(id),
                 error,

@@ -1,12 +1,17 @@
 //! The MCP headers of a Streamable HTTP request that the upstream client adds besides
 //! `MCP-Protocol-Version` ([`crate::era::VERSION_HEADER`]): `Mcp-Session-Id`, and the
-//! 2026-07-28 routing headers `Mcp-Method` / `Mcp-Name` (SEP-2243; their values and encoding
-//! are [`crate::routing_headers`]).
+//! 2026-07-28 routing headers `Mcp-Method` / `Mcp-Name` and a tool's `Mcp-Param-*` (SEP-2243;
+//! their values and encoding are [`crate::routing_headers`]).
 
-use http::{HeaderMap, HeaderValue};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use http::{HeaderMap, HeaderName, HeaderValue};
+use serde_json::Value;
+use switchboard_core::param_headers::ParamHeader;
 
 use crate::jsonrpc::Message;
-use crate::routing_headers::{METHOD, NAME, encode_value, name_of};
+use crate::routing_headers::{METHOD, NAME, encode_value, name_of, param_headers};
 
 pub const SESSION_ID: &str = "mcp-session-id";
 /// Adds `Mcp-Method` (and `Mcp-Name` where the method names a tool, prompt or resource).
@@ -24,6 +29,43 @@ pub fn add_routing_headers(headers: &mut HeaderMap, message: &Message) {
         .and_then(|name| HeaderValue::from_str(&encode_value(name)).ok())
     {
         headers.insert(NAME, value);
+    }
+}
+
+/// Adds the `Mcp-Param-*` headers of a `tools/call` whose tool declares arguments to mirror
+/// (`declared`, by tool name).
+pub fn add_param_headers(
+    headers: &mut HeaderMap,
+    message: &Message,
+    declared: &HashMap<String, Arc<[ParamHeader]>>,
+) {
+    let Message::Request {
+        method,
+        params: Some(params),
+        ..
+    } = message
+    else {
+        return;
+    };
+    if method != "tools/call" || declared.is_empty() {
+        return;
+    }
+    let Some(tool) = params.get("name").and_then(Value::as_str) else {
+        return;
+    };
+    let (Some(declared), Some(arguments)) = (
+        declared.get(tool),
+        params.get("arguments").and_then(Value::as_object),
+    ) else {
+        return;
+    };
+    for (name, value) in param_headers(declared, arguments) {
+        if let (Ok(name), Ok(value)) = (
+            HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_str(&value),
+        ) {
+            headers.insert(name, value);
+        }
     }
 }
 

@@ -18,12 +18,13 @@ use bytes::Bytes;
 use futures::future::BoxFuture;
 use http::header::{ACCEPT, CONTENT_TYPE};
 use http::{HeaderMap, HeaderValue, Method};
+use switchboard_core::param_headers::ParamHeader;
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
 use super::client::{Target, http_client};
 use super::header_map;
-use super::headers::{SESSION_ID, add_routing_headers};
+use super::headers::{SESSION_ID, add_param_headers, add_routing_headers};
 use crate::era::{MODERN_VERSION, VERSION_HEADER};
 use crate::jsonrpc::{Message, RequestId};
 use crate::upstream::transport::{Inbound, Opened, Transport, TransportError};
@@ -44,6 +45,8 @@ pub(super) struct Shared {
     pub(super) inbound: mpsc::Sender<Inbound>,
     pub(super) session: RwLock<Option<String>>,
     version: RwLock<Option<String>>,
+    /// Each tool's arguments mirrored into `Mcp-Param-*` headers, by tool name.
+    param_headers: RwLock<HashMap<String, Arc<[ParamHeader]>>>,
     /// POSTs in flight by request id, so a cancel can close the stream.
     in_flight: Mutex<HashMap<RequestId, AbortHandle>>,
     background: Mutex<Vec<AbortHandle>>,
@@ -71,6 +74,7 @@ pub fn open_streamable_http(
         inbound: inbound_tx,
         session: RwLock::new(None),
         version: RwLock::new(None),
+        param_headers: RwLock::default(),
         in_flight: Mutex::default(),
         background: Mutex::default(),
     });
@@ -119,8 +123,12 @@ impl Shared {
         if probe && self.version().is_none() {
             headers.insert(VERSION_HEADER, HeaderValue::from_static(MODERN_VERSION));
         }
-        if self.modern() || probe {
+        let modern = self.modern();
+        if modern || probe {
             add_routing_headers(&mut headers, message);
+        }
+        if modern && let Ok(declared) = self.param_headers.read() {
+            add_param_headers(&mut headers, message, &declared);
         }
         headers
     }
@@ -215,6 +223,12 @@ impl Transport for StreamableHttp {
             }
             Ok(())
         })
+    }
+
+    fn learn_param_headers(&self, declared: HashMap<String, Arc<[ParamHeader]>>) {
+        if let Ok(mut slot) = self.shared.param_headers.write() {
+            *slot = declared;
+        }
     }
 
     fn set_protocol_version(&self, version: &str) {
