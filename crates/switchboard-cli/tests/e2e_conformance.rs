@@ -168,3 +168,26 @@ fn a_server_that_asks_for_input_gets_its_answers_in_both_eras() {
         "{text}"
     );
 }
+
+/// The other way round: a 2025-era server that asks mid-call (`elicitation/create` while its
+/// call runs) gets the answer of a 2026-07-28 client, which the gateway asks through
+/// `input_required` and whose retried call it hands back to the waiting server.
+#[test]
+fn a_server_that_asks_mid_call_gets_a_modern_clients_answer() {
+    let (_dir, gateway) = conformance_gateway();
+    let result = python_client(&[
+        "--era",
+        "modern",
+        "--http",
+        &gateway.url,
+        "--elicit",
+        "accept",
+        "call",
+        "test_elicitation",
+        r#"{"message": "Proceed?"}"#,
+    ]);
+    assert_eq!(
+        result["content"][0]["text"], r#"User response: action=accept, content={"approve":true}"#,
+        "{result}"
+    );
+}

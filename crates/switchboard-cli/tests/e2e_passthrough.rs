@@ -186,7 +186,7 @@ fn modern_call(client: &mut StdioClient, id: i64, tool: &str, meta: Value) -> (V
 }
 
 #[test]
-fn a_modern_client_gets_the_log_level_it_asked_for_and_is_never_asked_mid_call() {
+fn a_modern_client_gets_the_log_level_it_asked_for_and_is_asked_through_input_required() {
     let dir = tempfile::tempdir().expect("tempdir");
     let text = conformance_config();
     let mut client = gateway(&text, dir.path());
@@ -228,7 +228,8 @@ fn a_modern_client_gets_the_log_level_it_asked_for_and_is_never_asked_mid_call()
     );
 
     // The fixture asks for sampling mid-call. Undeclared: -32021 naming the capability, which
-    // the fixture passes on. Declared: refused all the same, saying how a server must ask.
+    // the fixture passes on. Declared: the call is parked and the client asked through
+    // input_required; its retried call, with the answer, resumes it.
     let (before, answer) = modern_call(
         &mut client,
         4,
@@ -254,9 +255,37 @@ fn a_modern_client_gets_the_log_level_it_asked_for_and_is_never_asked_mid_call()
         before.is_empty(),
         "no request reaches a modern client: {before:?}"
     );
-    assert_eq!(answer["error"]["code"], -32600, "{answer}");
-    let message = answer["error"]["message"].as_str().unwrap_or_default();
-    assert!(message.contains("input_required"), "{answer}");
+    let asked = &answer["result"];
+    assert_eq!(asked["resultType"], "input_required", "{answer}");
+    assert_eq!(
+        asked["inputRequests"]["input-1"]["method"],
+        "sampling/createMessage"
+    );
+    let state = asked["requestState"].clone();
+    let sampled = json!({"input-1": {"role": "assistant", "content": {"type": "text", "text": "yes"}, "model": "m"}});
+    let retry = json!({"jsonrpc": "2.0", "id": 51, "method": "tools/call", "params": {
+        "name": "test_missing_capability", "arguments": {},
+        "inputResponses": sampled, "requestState": state,
+        "_meta": modern_meta(json!({"sampling": {}}), None)
+    }});
+    client.send_line(&retry.to_string()).expect("retry");
+    let answer = client.read_message().expect("the resumed call's answer");
+    assert_eq!(answer["id"], 51, "{answer}");
+    assert_eq!(
+        answer["result"]["content"][0]["text"], "The client answered the sampling request.",
+        "{answer}"
+    );
+    // The state was used up: a second retry is refused, saying why.
+    client.send_line(&retry.to_string()).expect("retry again");
+    let answer = client.read_message().expect("refusal");
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("answered already"),
+        "{answer}"
+    );
 
     // A server that asks as the modern era does gets its answer through input_required.
     let (_, answer) = modern_call(

@@ -8,17 +8,17 @@
 
 use std::sync::Arc;
 
-use serde_json::{Map, Value, json};
-use switchboard_core::latency_meta::RequestedDeadline;
-use switchboard_core::pipeline::CallError;
-use switchboard_core::{CallContext, Caller, ModernRequest, ToolCall, ToolOutcome};
+use serde_json::{Value, json};
+use switchboard_core::{CallContext, Caller};
 
 use super::backend::Backend;
-use super::modern_caller::{ModernCaller, invalid_log_level};
+use super::modern_caller::invalid_log_level;
+use super::parked::{INPUT_WAIT, ParkedCalls};
+use super::tool_call::{ToolCallResult, modern_request};
 use crate::busy_poll::BusyPoll;
 use crate::era::{
-    LATEST_LEGACY_VERSION, LEGACY_VERSIONS, META_CLIENT_CAPABILITIES, META_LOG_LEVEL,
-    META_PROTOCOL_VERSION, META_SERVER_INFO, MODERN_VERSION, missing_envelope_keys,
+    LATEST_LEGACY_VERSION, LEGACY_VERSIONS, META_PROTOCOL_VERSION, META_SERVER_INFO,
+    MODERN_VERSION, missing_envelope_keys,
 };
 use crate::jsonrpc::{Message, RequestId, RpcError, code, params_meta};
 
@@ -62,15 +62,17 @@ const REMOVED_IN_MODERN: [&str; 5] = [
 /// Answers requests against a backend. Cheap to clone.
 #[derive(Clone)]
 pub struct Dispatcher {
-    backend: Arc<dyn Backend>,
+    pub(super) backend: Arc<dyn Backend>,
     /// The agent on whose behalf this front serves (stdio `--agent`, HTTP identity).
-    agent: Option<String>,
+    pub(super) agent: Option<String>,
     /// The client session requests come from (stdio connection, HTTP session), if any.
-    session: Option<String>,
+    pub(super) session: Option<String>,
     /// The tier the endpoint or request chose, if any.
-    tier: Option<String>,
+    pub(super) tier: Option<String>,
     /// Kicked when a request starts and when it is answered.
     busy_poll: Option<BusyPoll>,
+    /// Modern clients' calls waiting on the client's answers (shared by every clone).
+    pub(super) parked: Arc<ParkedCalls<ToolCallResult>>,
 }
 
 impl Dispatcher {
@@ -81,6 +83,7 @@ impl Dispatcher {
             session: None,
             tier: None,
             busy_poll: None,
+            parked: ParkedCalls::new(INPUT_WAIT),
         }
     }
 
@@ -402,162 +405,6 @@ impl Dispatcher {
             id,
             result: result.into(),
         }
-    }
-
-    /// `tools/call`. A tool's outcome is serialized straight into the response's text: the hot
-    /// path never builds it as a `Value` tree first.
-    async fn call_tool(
-        &self,
-        id: RequestId,
-        params: Option<Value>,
-        ctx: CallContext,
-        era: RequestEra,
-        notify: Option<&Notifier>,
-    ) -> Message {
-        match self.run_tool_call(params, ctx, era, notify).await {
-            Ok(CallAnswer::Outcome(mut outcome)) => {
-                if era == RequestEra::Modern {
-                    outcome
-                        .extra
-                        .entry("resultType")
-                        .or_insert_with(|| Value::String("complete".into()));
-                }
-                match serde_json::to_string(&outcome) {
-                    Ok(result) => Message::PreparedResponse {
-                        id,
-                        result: result.into(),
-                    },
-                    Err(error) => Message::error(Some(id), code::INTERNAL_ERROR, error.to_string()),
-                }
-            }
-            Ok(CallAnswer::Other(result)) => Message::Response { id, result },
-            Err(error) => Message::Error {
-                id: Some(id),
-                error,
-            },
-        }
-    }
-
-    async fn run_tool_call(
-        &self,
-        params: Option<Value>,
-        mut ctx: CallContext,
-        era: RequestEra,
-        notify: Option<&Notifier>,
-    ) -> Result<CallAnswer, RpcError> {
-        if era == RequestEra::Modern {
-            let modern = modern_request(params.as_ref());
-            if ctx.caller.is_none()
-                && let Some(notify) = notify
-            {
-                ctx.caller = Some(Arc::new(ModernCaller::new(&modern, notify.clone())));
-            }
-            ctx.modern = Some(modern);
-        }
-        let Some(Value::Object(mut params)) = params else {
-            return Err(RpcError::new(
-                code::INVALID_PARAMS,
-                "tools/call needs params with a 'name'",
-            ));
-        };
-        let Some(Value::String(name)) = params.remove("name") else {
-            return Err(RpcError::new(
-                code::INVALID_PARAMS,
-                "tools/call: 'name' must be a string",
-            ));
-        };
-        let arguments = match params.remove("arguments") {
-            None | Some(Value::Null) => Map::new(),
-            Some(Value::Object(arguments)) => arguments,
-            Some(_) => {
-                return Err(RpcError::new(
-                    code::INVALID_PARAMS,
-                    "tools/call: 'arguments' must be an object",
-                ));
-            }
-        };
-        if ctx.agent.is_none() {
-            ctx.agent = self.agent.clone();
-        }
-        if ctx.session.is_none() {
-            ctx.session = self.session.clone();
-        }
-        if ctx.tier.is_none() {
-            ctx.tier = self.tier.clone();
-        }
-        let meta = match params.get("_meta") {
-            Some(Value::Object(meta)) => Some(meta),
-            _ => None,
-        };
-        ctx.deadline = RequestedDeadline::from_meta(meta);
-        match self
-            .backend
-            .call_tool(ctx, ToolCall::new(name, arguments))
-            .await
-        {
-            Ok(outcome) => Ok(CallAnswer::Outcome(outcome)),
-            Err(CallError::UnknownTool { name }) => Err(RpcError::new(
-                code::INVALID_PARAMS,
-                format!("Unknown tool: {name}"),
-            )),
-            Err(CallError::Upstream {
-                code,
-                message,
-                data,
-            }) => Err(RpcError {
-                code,
-                message,
-                data,
-            }),
-            Err(CallError::Cancelled) => Err(RpcError::new(
-                code::INTERNAL_ERROR,
-                "the call was cancelled",
-            )),
-            Err(CallError::InputRequired {
-                input_requests,
-                request_state,
-            }) => {
-                let mut result = json!({
-                    "resultType": "input_required",
-                    "inputRequests": input_requests,
-                });
-                if let Some(state) = request_state {
-                    result["requestState"] = Value::String(state);
-                }
-                Ok(CallAnswer::Other(result))
-            }
-            Err(other) => Err(RpcError::new(code::INTERNAL_ERROR, other.to_string())),
-        }
-    }
-}
-
-/// What a `tools/call` produced: the tool's outcome, or another answer (the modern era's
-/// request for input).
-enum CallAnswer {
-    Outcome(ToolOutcome),
-    Other(Value),
-}
-
-/// What a modern request brings for multi-round-trip answers: the client's capabilities, the
-/// answers and state of a retried request, and the log level it asked for.
-fn modern_request(params: Option<&Value>) -> ModernRequest {
-    let client_capabilities = params_meta(params)
-        .and_then(|meta| meta.get(META_CLIENT_CAPABILITIES))
-        .cloned();
-    ModernRequest {
-        elicitation: client_capabilities
-            .as_ref()
-            .is_some_and(|capabilities| capabilities.get("elicitation").is_some()),
-        client_capabilities,
-        input_responses: params.and_then(|p| p.get("inputResponses")).cloned(),
-        request_state: params
-            .and_then(|p| p.get("requestState"))
-            .and_then(Value::as_str)
-            .map(str::to_owned),
-        log_level: params_meta(params)
-            .and_then(|meta| meta.get(META_LOG_LEVEL))
-            .and_then(Value::as_str)
-            .map(str::to_owned),
     }
 }
 

@@ -1,21 +1,23 @@
 //! The way back to a 2026-07-28 client while its call runs.
 //!
 //! That era has no requests from server to client in the middle of a call: a server asks by
-//! answering `input_required`, which the gateway passes on as the call's answer. When an
-//! upstream asks mid-call anyway (a 2025-era server's `elicitation/create`), the request is
-//! refused: with -32021 naming the capability when the client did not declare it (the
-//! upstream client's answer when no caller can take the request), else with an error that
-//! says the server must ask through `input_required`. The upstream's log messages reach the
-//! client, on the call's stream, only at or above the level the request's `_meta` asked for
-//! (`io.modelcontextprotocol/logLevel`), and never without one.
+//! answering `input_required`. When an upstream asks mid-call anyway (a 2025-era server's
+//! `elicitation/create`), the question goes to the call's [`super::parked`] bridge, which
+//! answers the client `input_required` and hands the answer back when the client retries —
+//! if the client declared the capability; otherwise the upstream client answers -32021 naming
+//! it. A call outside the bridge refuses the question (-32600). The upstream's log messages
+//! reach the client, on the call's stream, only at or above the level the request's `_meta`
+//! asked for (`io.modelcontextprotocol/logLevel`), and never without one.
 
 use std::fmt;
 
 use futures::future::BoxFuture;
 use serde_json::Value;
 use switchboard_core::{CallerChannel, CallerError, ModernRequest};
+use tokio::sync::{mpsc, oneshot};
 
 use super::dispatch::Notifier;
+use super::parked::Ask;
 use crate::era::{META_LOG_LEVEL, MODERN_VERSION};
 use crate::jsonrpc::{Message, client_capability_for, code, params_meta};
 
@@ -69,16 +71,26 @@ pub fn invalid_log_level(params: Option<&Value>) -> Option<String> {
 pub struct ModernCaller {
     capabilities: Value,
     log_level: Option<LogLevel>,
-    sink: Notifier,
+    /// The request's stream, if it has one (an HTTP call that asked for no log level and
+    /// no progress is answered as plain JSON).
+    sink: Option<Notifier>,
+    /// Where the upstream's questions go: the call's parking bridge.
+    asks: Option<mpsc::UnboundedSender<Ask>>,
 }
 
 impl ModernCaller {
-    /// The channel of one request, writing through `sink` (its stream).
-    pub fn new(modern: &ModernRequest, sink: Notifier) -> Self {
+    /// The channel of one request, writing through `sink` (its stream) and asking through
+    /// `asks`.
+    pub fn new(
+        modern: &ModernRequest,
+        sink: Option<Notifier>,
+        asks: Option<mpsc::UnboundedSender<Ask>>,
+    ) -> Self {
         Self {
             capabilities: modern.client_capabilities.clone().unwrap_or(Value::Null),
             log_level: modern.log_level.as_deref().and_then(LogLevel::parse),
             sink,
+            asks,
         }
     }
 
@@ -113,26 +125,46 @@ impl CallerChannel for ModernCaller {
                 .is_some_and(|capability| self.capabilities.get(capability).is_some())
     }
 
-    fn request(&self, method: &str, _params: Value) -> BoxFuture<'_, Result<Value, CallerError>> {
-        let message = format!(
-            "the client calling through Switchboard speaks protocol version {MODERN_VERSION}, \
-             which a server asks only by answering the call with input_required; {method} \
-             sent while the call runs cannot reach it"
-        );
+    fn request(&self, method: &str, params: Value) -> BoxFuture<'_, Result<Value, CallerError>> {
+        let method = method.to_owned();
         Box::pin(async move {
-            // Not -32601: passed back by the server, that would read as "no tools/call here"
-            // (HTTP 404 in this era).
-            Err(CallerError {
-                code: code::INVALID_REQUEST,
-                message,
+            let Some(asks) = &self.asks else {
+                // Not -32601: passed back by the server, that would read as "no tools/call
+                // here" (HTTP 404 in this era).
+                return Err(CallerError {
+                    code: code::INVALID_REQUEST,
+                    message: format!(
+                        "the client calling through Switchboard speaks protocol version \
+                         {MODERN_VERSION}, which a server asks only by answering the call with \
+                         input_required; {method} sent while the call runs cannot reach it"
+                    ),
+                    data: None,
+                });
+            };
+            let (answer, answered) = oneshot::channel();
+            let asked = asks.send(Ask {
+                method: method.clone(),
+                params,
+                answer,
+            });
+            let gone = || CallerError {
+                code: code::INTERNAL_ERROR,
+                message: format!("the client did not answer {method}: its call stopped waiting"),
                 data: None,
-            })
+            };
+            if asked.is_err() {
+                return Err(gone());
+            }
+            answered.await.unwrap_or_else(|_| Err(gone()))
         })
     }
 
     fn notify(&self, method: &str, params: Value) {
-        if method == "notifications/message" && self.wants_log(&params) {
-            (self.sink)(Message::Notification {
+        if method == "notifications/message"
+            && self.wants_log(&params)
+            && let Some(sink) = &self.sink
+        {
+            sink(Message::Notification {
                 method: method.to_owned(),
                 params: Some(params),
             });
@@ -164,7 +196,7 @@ mod tests {
             log_level: level.map(str::to_owned),
             ..ModernRequest::default()
         };
-        (ModernCaller::new(&modern, sink), sent)
+        (ModernCaller::new(&modern, Some(sink), None), sent)
     }
 
     fn log(level: &str) -> Value {
