@@ -35,8 +35,8 @@ pub fn initialize_params() -> Value {
            "clientInfo": client_info()})
 }
 
-/// Adds the 2026-07-28 era's per-request `_meta`: the version, the client's (empty)
-/// capabilities and its name.
+/// Adds the 2026-07-28 era's per-request `_meta`: the version, the client's capabilities
+/// (empty unless the request already names some) and its name.
 pub fn add_modern_meta(params: &mut Map<String, Value>) {
     let meta = params
         .entry("_meta")
@@ -46,10 +46,8 @@ pub fn add_modern_meta(params: &mut Map<String, Value>) {
             "io.modelcontextprotocol/protocolVersion".into(),
             Era::Modern.version().into(),
         );
-        meta.insert(
-            "io.modelcontextprotocol/clientCapabilities".into(),
-            json!({}),
-        );
+        meta.entry("io.modelcontextprotocol/clientCapabilities")
+            .or_insert_with(|| json!({}));
         meta.insert("io.modelcontextprotocol/clientInfo".into(), client_info());
     }
 }

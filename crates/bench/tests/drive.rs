@@ -220,8 +220,15 @@ fn the_gateway_in_both_eras_over_stdio_and_http() {
     let pid = gateway.0.id().to_string();
     let stdio = ["--", &switchboard, "--config", &config, "serve"];
     let http = ["--url", &url, "--server-pid", &pid];
+    // A modern client that declares elicitation has each call run on a task of its own, so
+    // the gateway can park it if the upstream asks something.
+    let eras: [(&str, &[&str]); 3] = [
+        ("legacy", &[]),
+        ("modern", &[]),
+        ("modern", &["--declare", "elicitation"]),
+    ];
     for target in [&stdio[..], &http[..]] {
-        for era in ["legacy", "modern"] {
+        for (era, declare) in eras {
             let mut args = vec![
                 "--era",
                 era,
@@ -232,6 +239,7 @@ fn the_gateway_in_both_eras_over_stdio_and_http() {
                 "--concurrency",
                 "4",
             ];
+            args.extend(declare);
             // A stdio command comes last, after `--`.
             if target[0] == "--" {
                 args.extend(target);
@@ -326,6 +334,10 @@ fn a_wrong_command_line_names_what_is_wrong() {
         (
             vec!["--era", "modern", "--", &fixture, "echo"],
             "does the target speak the 2026-07-28 era?",
+        ),
+        (
+            vec!["--declare", "elicitation", "--", &fixture, "echo"],
+            "--declare needs --era modern",
         ),
         (
             vec!["--", "/nonexistent/server"],

@@ -54,6 +54,10 @@ pub struct Args {
     /// reader pauses). The warm-up makes its calls without pauses.
     #[arg(long, default_value_t = 0.0)]
     gap_ms: f64,
+    /// A client capability the 2026-07-28 era's calls declare in `_meta` (repeatable:
+    /// `--declare elicitation`); none by default.
+    #[arg(long, value_name = "CAPABILITY")]
+    declare: Vec<String>,
     /// The process serving --url (it and its children), for its CPU time per call.
     #[arg(long, value_name = "PID", requires = "url")]
     server_pid: Option<u32>,
@@ -86,11 +90,19 @@ pub fn main(args: &Args, json: bool) -> anyhow::Result<()> {
             args.gap_ms
         );
     }
+    if !args.declare.is_empty() && args.era != Era::Modern {
+        bail!("--declare needs --era modern: legacy clients declare capabilities in initialize");
+    }
     let plan = Plan {
         target,
         era: args.era,
         tool: args.tool.clone(),
         arguments: parse_arguments(&args.arguments)?,
+        declared: args
+            .declare
+            .iter()
+            .map(|capability| (capability.clone(), json!({})))
+            .collect(),
         calls: args.calls,
         concurrency: args.concurrency,
         warmup: args.warmup,
@@ -130,6 +142,8 @@ struct Plan {
     pub era: Era,
     pub tool: String,
     pub arguments: Map<String, Value>,
+    /// The client capabilities modern calls declare.
+    pub declared: Map<String, Value>,
     pub calls: usize,
     pub concurrency: usize,
     pub warmup: usize,
@@ -175,7 +189,10 @@ fn run(plan: &Plan) -> anyhow::Result<Drive> {
     if plan.calls == 0 || plan.concurrency == 0 {
         bail!("--calls and --concurrency must be at least 1");
     }
-    let params = json!({"name": plan.tool, "arguments": plan.arguments});
+    let mut params = json!({"name": plan.tool, "arguments": plan.arguments});
+    if !plan.declared.is_empty() {
+        params["_meta"] = json!({"io.modelcontextprotocol/clientCapabilities": plan.declared});
+    }
     match &plan.target {
         Target::Http { url, server_pid } => {
             let mut clients = Vec::with_capacity(plan.concurrency);
