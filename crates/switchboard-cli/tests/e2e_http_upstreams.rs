@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use support::*;
+use switchboard_fixtures::client::StdioClient;
 
 /// A peer process, killed when dropped.
 struct Peer(Child);
@@ -167,6 +168,17 @@ fn inner_gateway(dir: &std::path::Path, config_text: &str) -> HttpGateway {
     HttpGateway::start(&write_config(&inner_dir, config_text), &[])
 }
 
+/// A second Switchboard over HTTP in pass-through mode in front of the conformance fixture.
+fn inner_conformance_gateway(dir: &std::path::Path) -> HttpGateway {
+    inner_gateway(
+        dir,
+        &format!(
+            "[gateway]\nprefix_tools = false\n\n[servers.conformance]\ncommand = {}\nargs = [\"conformance\"]\n",
+            quoted(&fixture())
+        ),
+    )
+}
+
 #[test]
 fn a_switchboard_can_front_another_in_either_era() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -210,13 +222,7 @@ fn a_switchboard_can_front_another_in_either_era() {
 #[test]
 fn a_switchboard_in_front_of_another_mirrors_the_declared_argument_headers() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let inner = inner_gateway(
-        dir.path(),
-        &format!(
-            "[gateway]\nprefix_tools = false\n\n[servers.conformance]\ncommand = {}\nargs = [\"conformance\"]\n",
-            quoted(&fixture())
-        ),
-    );
+    let inner = inner_conformance_gateway(dir.path());
     let config = write_config(
         dir.path(),
         &format!("[servers.auto]\nurl = {}\n", quoted(&inner.url)),
@@ -263,4 +269,53 @@ fn a_switchboard_in_front_of_another_mirrors_the_declared_argument_headers() {
         answer["error"]["message"],
         "the Mcp-Param-Region header is required on a tools/call request"
     );
+}
+
+/// A 2025-era server that asks mid-call, behind two gateways, gets the answer of a legacy
+/// client of the outer one. Where the gateways speak 2026-07-28 (`auto`) both bridges work in
+/// one call: the inner gateway parks the call and answers `input_required` (the outer one
+/// declared what its client can answer); the outer one asks its client by elicitation and
+/// sends the call again with the answer; the inner one hands it to the waiting server. Where
+/// they speak 2025-11-25 (`old`) the inner gateway relays the question on the call's response
+/// stream, which tells the outer one whose call it is.
+#[test]
+fn a_question_asked_mid_call_crosses_two_gateways_and_both_eras() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let inner = inner_conformance_gateway(dir.path());
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "[servers.auto]\nurl = {url}\n\n[servers.old]\nurl = {url}\nera = \"legacy\"\n",
+            url = quoted(&inner.url)
+        ),
+    );
+    let mut command = Command::new(switchboard());
+    command
+        .arg("--config")
+        .arg(&config)
+        .args(["--log", "error", "serve"])
+        .stderr(Stdio::null());
+    let mut client = StdioClient::spawn(&mut command).expect("outer gateway");
+    let params = serde_json::json!({"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}}, "clientInfo": {"name": "test", "version": "1"}});
+    client.request("initialize", params).expect("initialize");
+    client
+        .notify("notifications/initialized", serde_json::json!({}))
+        .expect("initialized");
+    for (id, server) in [(7, "auto"), (8, "old")] {
+        let tool = format!("{server}__test_elicitation");
+        let call = serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": {"message": "Deploy?"}}});
+        client.send_line(&call.to_string()).expect("call");
+        let asked = client.read_message().expect("the question");
+        assert_eq!(asked["method"], "elicitation/create", "{server}: {asked}");
+        assert_eq!(asked["params"]["message"], "Deploy?");
+        let answer = serde_json::json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept", "content": {"response": "yes"}}});
+        client.send_line(&answer.to_string()).expect("answer");
+        let result = client.read_message().expect("the result");
+        assert_eq!(result["id"], id, "{server}: {result}");
+        assert_eq!(
+            result["result"]["content"][0]["text"],
+            r#"User response: action=accept, content={"response":"yes"}"#,
+            "{server}: {result}"
+        );
+    }
 }

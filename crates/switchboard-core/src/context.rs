@@ -111,6 +111,13 @@ pub trait CallerChannel: Send + Sync + fmt::Debug {
     ) -> futures::future::BoxFuture<'_, Result<serde_json::Value, CallerError>>;
     /// Relays a notification (e.g. `notifications/message`) to the caller.
     fn notify(&self, method: &str, params: serde_json::Value);
+    /// Which client this is: channels of one client (one stdio connection, one HTTP session)
+    /// share a key, so a server request that cannot be tied to a call goes to a client only
+    /// when every call in flight on that server is that client's. Default: this channel
+    /// alone.
+    fn client_key(&self) -> usize {
+        (self as *const Self).cast::<()>() as usize
+    }
 }
 
 impl CallContext {

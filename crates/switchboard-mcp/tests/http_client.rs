@@ -146,7 +146,7 @@ async fn call(opened: &mut Opened, id: i64) -> Message {
     };
     opened.transport.send(request).await.expect("send");
     match tokio::time::timeout(Duration::from_secs(5), opened.inbound.recv()).await {
-        Ok(Some(Inbound::Message(message))) => message,
+        Ok(Some(Inbound::Message(message) | Inbound::OnStream { message, .. })) => message,
         other => panic!("no answer to request {id}: {other:?}"),
     }
 }

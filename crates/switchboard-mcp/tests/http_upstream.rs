@@ -35,7 +35,7 @@ async fn next(opened: &mut Opened) -> Inbound {
 
 async fn next_message(opened: &mut Opened) -> Message {
     match next(opened).await {
-        Inbound::Message(message) => message,
+        Inbound::Message(message) | Inbound::OnStream { message, .. } => message,
         Inbound::Closed(reason) => panic!("closed: {reason}"),
     }
 }
@@ -123,9 +123,15 @@ async fn sse_answers_deliver_notifications_first() {
         .send(request(7, "sse", json!({})))
         .await
         .expect("send");
-    let Message::Notification { method, params } = next_message(&mut opened).await else {
-        panic!("expected the progress notification first");
+    // On the request's own response stream: it says whose call the notification belongs to.
+    let Inbound::OnStream {
+        message: Message::Notification { method, params },
+        of,
+    } = next(&mut opened).await
+    else {
+        panic!("expected the progress notification first, on request 7's stream");
     };
+    assert_eq!(of, RequestId::Number(7));
     assert_eq!(method, "notifications/progress");
     assert_eq!(params.expect("params")["progress"], 1);
     let Message::Response { id, result } = next_message(&mut opened).await else {
@@ -318,7 +324,8 @@ async fn the_session_stream_delivers_server_notifications() {
         params: None,
     };
     opened.transport.send(initialized).await.expect("send");
-    let Message::Notification { method, .. } = next_message(&mut opened).await else {
+    // The GET stream belongs to no request.
+    let Inbound::Message(Message::Notification { method, .. }) = next(&mut opened).await else {
         panic!("expected a notification from the GET stream");
     };
     assert_eq!(method, "notifications/tools/list_changed");

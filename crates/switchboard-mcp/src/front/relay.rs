@@ -142,4 +142,9 @@ impl CallerChannel for RelayCaller {
             params: Some(params),
         });
     }
+
+    /// One per client connection or session: every call of it relays through one `Relay`.
+    fn client_key(&self) -> usize {
+        Arc::as_ptr(&self.relay) as usize
+    }
 }

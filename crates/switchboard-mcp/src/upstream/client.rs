@@ -43,19 +43,47 @@ struct Shared {
     pending: Mutex<HashMap<i64, oneshot::Sender<Answer>>>,
     progress: Mutex<HashMap<String, ProgressSink>>,
     /// Callers of requests in flight, oldest first: where this server's own requests and log
-    /// messages are relayed. MCP does not say which request a server request belongs to
-    /// (except on an HTTP response stream), so the most recent caller that can answer it does.
+    /// messages are relayed ([`Shared::route`]).
     callers: Mutex<Vec<(i64, Arc<dyn CallerChannel>)>>,
 }
 
+/// Where a server's own request or log message goes.
+enum Route {
+    Caller(Arc<dyn CallerChannel>),
+    /// No call in flight can take it.
+    Nobody,
+    /// Calls of this many clients are in flight and the message does not say whose it is.
+    Ambiguous(usize),
+}
+
 impl Shared {
-    fn caller_for(&self, method: &str) -> Option<Arc<dyn CallerChannel>> {
-        let callers = self.callers.lock().ok()?;
+    /// Routes a server message of `method`. One that came on the response stream of request
+    /// `of` (Streamable HTTP) belongs to that request's caller. Elsewhere (a stdio server, a
+    /// GET stream) MCP does not say which call it belongs to: it goes to the most recent
+    /// caller that can take it only when every call in flight is one client's, since asking
+    /// another client's user — or showing them another client's log — would be worse than
+    /// asking nobody.
+    fn route(&self, method: &str, of: Option<&RequestId>) -> Route {
+        let Ok(callers) = self.callers.lock() else {
+            return Route::Nobody;
+        };
+        if let Some(RequestId::Number(of)) = of {
+            return match callers.iter().find(|(id, _)| id == of) {
+                Some((_, caller)) if caller.supports(method) => Route::Caller(caller.clone()),
+                _ => Route::Nobody,
+            };
+        }
+        let mut clients: Vec<usize> = callers.iter().map(|(_, c)| c.client_key()).collect();
+        clients.sort_unstable();
+        clients.dedup();
+        if clients.len() > 1 {
+            return Route::Ambiguous(clients.len());
+        }
         callers
             .iter()
             .rev()
             .find(|(_, caller)| caller.supports(method))
-            .map(|(_, caller)| caller.clone())
+            .map_or(Route::Nobody, |(_, caller)| Route::Caller(caller.clone()))
     }
 }
 
@@ -294,8 +322,9 @@ async fn read_loop(
         let Some(item) = inbound.recv().await else {
             break "connection closed".to_owned();
         };
-        let message = match item {
-            Inbound::Message(message) => message,
+        let (message, of) = match item {
+            Inbound::Message(message) => (message, None),
+            Inbound::OnStream { message, of } => (message, Some(of)),
             Inbound::Closed(reason) => break reason,
         };
         match message {
@@ -311,13 +340,13 @@ async fn read_loop(
                 tracing::debug!(target: "switchboard::upstream", server = %server, "ignoring an answer to no request of ours");
             }
             Message::Notification { method, params } => {
-                handle_notification(&shared, &events, &server, &method, params)
+                handle_notification(&shared, &events, &server, &method, params, of.as_ref())
             }
             Message::Request { id, method, params } => {
                 let transport = transport.clone();
-                let caller = shared.caller_for(&method);
+                let route = shared.route(&method, of.as_ref());
                 tokio::spawn(async move {
-                    let reply = answer_server_request(id, &method, params, caller).await;
+                    let reply = answer_server_request(id, &method, params, route).await;
                     let _ = transport.send(reply).await;
                 });
             }
@@ -334,12 +363,13 @@ async fn read_loop(
     let _ = closed.send(Some(reason));
 }
 
-/// Answers a request the server sent us: relayed to the caller when one can answer it.
+/// Answers a request the server sent us: relayed to the caller it belongs to when that
+/// caller can answer it.
 async fn answer_server_request(
     id: RequestId,
     method: &str,
     params: Option<Value>,
-    caller: Option<Arc<dyn CallerChannel>>,
+    route: Route,
 ) -> Message {
     if method == "ping" {
         return Message::Response {
@@ -353,6 +383,21 @@ async fn answer_server_request(
             code::METHOD_NOT_FOUND,
             format!("Method not found: {method}"),
         );
+    };
+    let caller = match route {
+        Route::Caller(caller) => Some(caller),
+        Route::Nobody => None,
+        Route::Ambiguous(clients) => {
+            return Message::error(
+                Some(id),
+                code::INTERNAL_ERROR,
+                format!(
+                    "calls of {clients} clients are in flight on this server and the request \
+                     does not say which one it is for: Switchboard asks none of them rather \
+                     than the wrong one"
+                ),
+            );
+        }
     };
     match caller {
         Some(caller) => match caller
@@ -398,6 +443,7 @@ fn handle_notification(
     server: &ServerId,
     method: &str,
     params: Option<Value>,
+    of: Option<&RequestId>,
 ) {
     match method {
         "notifications/progress" => {
@@ -436,9 +482,9 @@ fn handle_notification(
         }
         "notifications/message" => {
             let params = params.unwrap_or(Value::Null);
-            match shared.caller_for(method) {
-                Some(caller) => caller.notify(method, params),
-                None => {
+            match shared.route(method, of) {
+                Route::Caller(caller) => caller.notify(method, params),
+                Route::Nobody | Route::Ambiguous(_) => {
                     tracing::info!(target: "switchboard::upstream::log", server = %server, "{params}")
                 }
             }
@@ -453,5 +499,113 @@ fn handle_notification(
             }
         }
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use futures::future::BoxFuture;
+    use switchboard_core::CallerError;
+
+    use super::*;
+
+    /// A caller of client `key` that can answer elicitation only.
+    #[derive(Debug)]
+    struct Client {
+        key: usize,
+        name: &'static str,
+    }
+
+    impl CallerChannel for Client {
+        fn supports(&self, method: &str) -> bool {
+            method == "elicitation/create"
+        }
+
+        fn request(
+            &self,
+            _method: &str,
+            _params: Value,
+        ) -> BoxFuture<'_, Result<Value, CallerError>> {
+            Box::pin(async move { Ok(json!({"answered_by": self.name})) })
+        }
+
+        fn notify(&self, _method: &str, _params: Value) {}
+
+        fn client_key(&self) -> usize {
+            self.key
+        }
+    }
+
+    fn shared(callers: &[(i64, usize, &'static str)]) -> Shared {
+        let callers = callers
+            .iter()
+            .map(|&(id, key, name)| {
+                let caller: Arc<dyn CallerChannel> = Arc::new(Client { key, name });
+                (id, caller)
+            })
+            .collect();
+        Shared {
+            pending: Mutex::default(),
+            progress: Mutex::default(),
+            callers: Mutex::new(callers),
+        }
+    }
+
+    fn routed_to(route: Route) -> String {
+        match route {
+            Route::Caller(caller) => format!("{caller:?}"),
+            Route::Nobody => "nobody".to_owned(),
+            Route::Ambiguous(clients) => format!("ambiguous among {clients}"),
+        }
+    }
+
+    #[test]
+    fn a_server_request_goes_to_its_stream_or_to_the_one_client_in_flight() {
+        let one_client = shared(&[(1, 7, "first call"), (2, 7, "second call")]);
+        let route = one_client.route("elicitation/create", None);
+        assert!(
+            routed_to(route).contains("second call"),
+            "the most recent call of the client"
+        );
+        assert_eq!(
+            routed_to(one_client.route("sampling/createMessage", None)),
+            "nobody"
+        );
+
+        let two_clients = shared(&[(1, 7, "alice"), (2, 8, "bob")]);
+        assert_eq!(
+            routed_to(two_clients.route("elicitation/create", None)),
+            "ambiguous among 2"
+        );
+        let on_stream = two_clients.route("elicitation/create", Some(&RequestId::Number(1)));
+        assert!(
+            routed_to(on_stream).contains("alice"),
+            "its own stream says whose it is"
+        );
+        let unknown = two_clients.route("elicitation/create", Some(&RequestId::Number(9)));
+        assert_eq!(routed_to(unknown), "nobody");
+        assert_eq!(
+            routed_to(shared(&[]).route("elicitation/create", None)),
+            "nobody"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_ambiguous_request_is_refused_saying_why() {
+        let reply = answer_server_request(
+            RequestId::Number(5),
+            "elicitation/create",
+            None,
+            Route::Ambiguous(2),
+        )
+        .await;
+        let Message::Error { error, .. } = reply else {
+            panic!("expected an error, got {reply:?}");
+        };
+        assert!(
+            error.message.contains("calls of 2 clients"),
+            "{}",
+            error.message
+        );
     }
 }

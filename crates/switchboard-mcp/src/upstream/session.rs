@@ -20,6 +20,7 @@ use crate::era::{
     Era, LATEST_LEGACY_VERSION, META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_SERVER_INFO,
     MODERN_VERSION, client_info,
 };
+use crate::jsonrpc::client_capability_for;
 
 /// Which era to speak with a server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -273,6 +274,10 @@ impl Upstream for RpcClient {
             params.insert("arguments".into(), Value::Object(arguments));
             if let Some(modern) = &ctx.modern {
                 add_input_round(&mut params, modern);
+            } else if let Some(caller) = &ctx.caller
+                && self.era() == Some(Era::Modern)
+            {
+                declare_for_legacy_caller(&mut params, caller.as_ref());
             }
             let cannot_be_asked = || {
                 Ok(ToolOutcome::error(format!(
@@ -389,6 +394,26 @@ pub fn add_input_round(params: &mut Map<String, Value>, modern: &ModernRequest) 
         if let Value::Object(meta) = meta {
             meta.insert(key.into(), value);
         }
+    }
+}
+
+/// What a legacy client can be asked, declared to a modern server in the call's `_meta`: the
+/// server may then ask by `input_required`, and the gateway asks the client in its turn.
+fn declare_for_legacy_caller(params: &mut Map<String, Value>, caller: &dyn CallerChannel) {
+    let declared: Map<String, Value> = INPUT_METHODS
+        .iter()
+        .filter(|method| caller.supports(method))
+        .filter_map(|method| client_capability_for(method))
+        .map(|capability| (capability.to_owned(), json!({})))
+        .collect();
+    if declared.is_empty() {
+        return;
+    }
+    let meta = params
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if let Value::Object(meta) = meta {
+        meta.insert(META_CLIENT_CAPABILITIES.into(), Value::Object(declared));
     }
 }
 

@@ -9,7 +9,7 @@ use futures::future::BoxFuture;
 use switchboard_core::param_headers::ParamHeader;
 use tokio::sync::mpsc;
 
-use crate::jsonrpc::Message;
+use crate::jsonrpc::{Message, RequestId};
 
 /// Why a message could not be sent, or why the connection ended.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -26,6 +26,12 @@ impl TransportError {
 #[derive(Debug)]
 pub enum Inbound {
     Message(Message),
+    /// A message that came on the response stream of our request `of` (Streamable HTTP): a
+    /// server request or log message there belongs to that request's caller.
+    OnStream {
+        message: Message,
+        of: RequestId,
+    },
     Closed(String),
 }
 

@@ -45,6 +45,18 @@ impl Shared {
         self.inbound.send(Inbound::Message(message)).await.is_ok()
     }
 
+    /// Delivers a message that came on the response stream of request `of`, if any.
+    async fn deliver_on(&self, message: Message, of: Option<&RequestId>) -> bool {
+        let inbound = match of {
+            Some(of) => Inbound::OnStream {
+                message,
+                of: of.clone(),
+            },
+            None => Inbound::Message(message),
+        };
+        self.inbound.send(inbound).await.is_ok()
+    }
+
     async fn fail(&self, id: Option<&RequestId>, reason: String) {
         match id {
             Some(id) => {
@@ -232,7 +244,7 @@ impl Shared {
                     (Message::Error { id: Some(got), .. }, Some(id)) => got == id,
                     _ => false,
                 };
-                if !self.deliver(message).await {
+                if !self.deliver_on(message, id).await {
                     return StreamEnd::Failed(None);
                 }
                 if answers {
