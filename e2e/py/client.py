@@ -14,6 +14,7 @@ Actions (each prints one JSON document on stdout):
   cancel NAME JSON --after SECS    -> {"cancelled": true} after cancelling the call
                                       (SECS may also be given positionally after JSON)
   prompts                          -> [{"name"}...]
+  prompt NAME JSON                 -> the GetPromptResult of prompts/get (JSON: its arguments)
   resources                        -> [{"uri"}...]
   read URI                         -> the ReadResourceResult
   info                             -> {"protocolVersion", "serverInfo"}
@@ -171,6 +172,8 @@ async def run(args: argparse.Namespace) -> Any:
             return {"cancelled": scope.cancelled_caught}
         if action == "prompts":
             return [{"name": p.name} for p in (await client.list_prompts()).prompts]
+        if action == "prompt":
+            return dump(await client.get_prompt(need(args.name, "NAME"), arguments(args.arguments)))
         if action == "resources":
             return [{"uri": str(r.uri)} for r in (await client.list_resources()).resources]
         if action == "read":

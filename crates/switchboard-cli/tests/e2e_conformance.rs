@@ -169,6 +169,45 @@ fn a_server_that_asks_for_input_gets_its_answers_in_both_eras() {
     );
 }
 
+/// A prompt whose server answers `prompts/get` with `input_required` is got like a tool is
+/// called: a modern client answers and retries, a legacy one is asked by the gateway by
+/// elicitation mid-request; a legacy client that cannot be asked gets an error saying why.
+#[test]
+fn a_prompt_that_asks_for_input_is_answered_in_both_eras() {
+    let (_dir, gateway) = conformance_gateway();
+    for era in ["modern", "legacy"] {
+        let result = python_client(&[
+            "--era",
+            era,
+            "--http",
+            &gateway.url,
+            "--elicit",
+            "accept",
+            "prompt",
+            "test_input_required_result_prompt",
+        ]);
+        // `--elicit accept` answers {"approve": true}: the context the prompt reads is empty.
+        assert_eq!(
+            result["messages"][0]["content"]["text"], "Use this context: ",
+            "{era} client: {result}"
+        );
+    }
+    let output = python_client_output(&[
+        "--era",
+        "legacy",
+        "--http",
+        &gateway.url,
+        "prompt",
+        "test_input_required_result_prompt",
+    ]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("prompt 'test_input_required_result_prompt' asked for input by elicitation/create, which the client did not declare"),
+        "{stderr}"
+    );
+}
+
 /// The other way round: a 2025-era server that asks mid-call (`elicitation/create` while its
 /// call runs) gets the answer of a 2026-07-28 client, which the gateway asks through
 /// `input_required` and whose retried call it hands back to the waiting server.

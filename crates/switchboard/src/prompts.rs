@@ -1,13 +1,15 @@
 //! Prompts of every server under exposed names (`<prefix><separator><prompt>`, the same rule as
-//! tools, first server wins on a collision), and `prompts/get` routed back to the owner.
+//! tools, first server wins on a collision), and `prompts/get` routed back to the owner, whose
+//! requests for the client's input reach the client as a tool call's do.
 
 use serde_json::{Map, Value, json};
-use switchboard_core::ModernRequest;
+use switchboard_core::CallContext;
 use switchboard_core::naming::exposed_name;
 use switchboard_mcp::jsonrpc::{RpcError, code};
-use switchboard_mcp::upstream::session::add_input_round;
+use switchboard_mcp::upstream::session::{Rounds, input_required_result};
 
 use crate::Host;
+use crate::resources::within;
 
 /// One exposed prompt.
 pub(crate) struct ExposedPrompt {
@@ -53,12 +55,14 @@ impl Host {
         exposed
     }
 
-    /// `prompts/get` on the server that owns the prompt.
+    /// `prompts/get` on the server that owns the prompt, for `ctx`'s caller: a server that
+    /// asks for the client's input gets it as in a call (a modern client answers
+    /// `input_required` and retries; a legacy one is asked mid-request).
     pub(crate) async fn get_prompt(
         &self,
+        ctx: &CallContext,
         name: &str,
         arguments: Option<Value>,
-        modern: Option<ModernRequest>,
     ) -> Result<Value, RpcError> {
         self.wait_for_startup().await;
         let unknown = || RpcError::new(code::INVALID_PARAMS, format!("Unknown prompt: {name}"));
@@ -75,12 +79,23 @@ impl Host {
         if let Some(arguments) = arguments {
             params.insert("arguments".into(), arguments);
         }
-        if let Some(modern) = &modern {
-            add_input_round(&mut params, modern);
-        }
-        let params = Value::Object(params);
+        let method = "prompts/get";
+        let what = format!("prompt '{name}'");
+        let rounds = client.request_with_rounds(method, params, ctx, &what);
         let timeout = self.inner.plans[prompt.server_index].call_timeout;
-        self.forward(&client, "prompts/get", params, timeout).await
+        match within(&client, method, timeout, rounds).await? {
+            Rounds::Answered(mut result) => {
+                if let Value::Object(map) = &mut result {
+                    map.remove("resultType");
+                }
+                Ok(result)
+            }
+            Rounds::InputRequired {
+                input_requests,
+                request_state,
+            } => Ok(input_required_result(input_requests, request_state)),
+            Rounds::NotAsked(why) => Err(RpcError::new(code::INTERNAL_ERROR, why)),
+        }
     }
 }
 

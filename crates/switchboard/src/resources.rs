@@ -185,30 +185,46 @@ impl Host {
         params: Value,
         timeout: Duration,
     ) -> Result<Value, RpcError> {
-        match tokio::time::timeout(timeout, client.request(method, Some(params))).await {
-            Ok(Ok(mut result)) => {
-                // The front sets each era's `resultType`, except a request for the client's
-                // input (2026-07-28 `input_required`), which goes back as the server gave it.
-                if let Value::Object(map) = &mut result
-                    && map.get("resultType").and_then(Value::as_str) != Some("input_required")
-                {
-                    map.remove("resultType");
-                }
-                Ok(result)
-            }
-            Ok(Err(ClientError::Rpc(error))) => Err(error),
-            Ok(Err(ClientError::Disconnected(reason))) => Err(RpcError::new(
-                code::INTERNAL_ERROR,
-                format!("server '{}' is unavailable: {reason}", client.server()),
-            )),
-            Err(_) => Err(RpcError::new(
-                code::INTERNAL_ERROR,
-                format!(
-                    "server '{}' did not answer {method} within {} ms",
-                    client.server(),
-                    timeout.as_millis()
-                ),
-            )),
+        let mut result = within(
+            client,
+            method,
+            timeout,
+            client.request(method, Some(params)),
+        )
+        .await?;
+        // The front sets each era's `resultType`, except a request for the client's input
+        // (2026-07-28 `input_required`), which goes back as the server gave it.
+        if let Value::Object(map) = &mut result
+            && map.get("resultType").and_then(Value::as_str) != Some("input_required")
+        {
+            map.remove("resultType");
         }
+        Ok(result)
+    }
+}
+
+/// Waits for `answer`, `client`'s answer to `method`, at most `timeout`: a JSON-RPC error
+/// passes through, a lost connection or the deadline becomes an error naming the server.
+pub(crate) async fn within<T>(
+    client: &RpcClient,
+    method: &str,
+    timeout: Duration,
+    answer: impl Future<Output = Result<T, ClientError>>,
+) -> Result<T, RpcError> {
+    match tokio::time::timeout(timeout, answer).await {
+        Ok(Ok(answer)) => Ok(answer),
+        Ok(Err(ClientError::Rpc(error))) => Err(error),
+        Ok(Err(ClientError::Disconnected(reason))) => Err(RpcError::new(
+            code::INTERNAL_ERROR,
+            format!("server '{}' is unavailable: {reason}", client.server()),
+        )),
+        Err(_) => Err(RpcError::new(
+            code::INTERNAL_ERROR,
+            format!(
+                "server '{}' did not answer {method} within {} ms",
+                client.server(),
+                timeout.as_millis()
+            ),
+        )),
     }
 }

@@ -103,14 +103,7 @@ pub fn stdout_json(output: &Output) -> Value {
 
 /// Runs the Python SDK client (`e2e/py/client.py`) and returns its JSON answer.
 pub fn python_client(args: &[&str]) -> Value {
-    let python = venv_bin().join("python");
-    let script = repo_root().join("e2e/py/client.py");
-    let output = Command::new(python)
-        .arg(script)
-        .args(args)
-        .env("PATH", node_path())
-        .output()
-        .expect("run the Python client");
+    let output = python_client_output(args);
     assert!(
         output.status.success(),
         "the Python SDK client failed ({:?}):\n{}\n{}",
@@ -119,6 +112,18 @@ pub fn python_client(args: &[&str]) -> Value {
         String::from_utf8_lossy(&output.stdout)
     );
     stdout_json(&output)
+}
+
+/// What the Python SDK client printed and how it exited, for a run that may fail.
+pub fn python_client_output(args: &[&str]) -> Output {
+    let python = venv_bin().join("python");
+    let script = repo_root().join("e2e/py/client.py");
+    Command::new(python)
+        .arg(script)
+        .args(args)
+        .env("PATH", node_path())
+        .output()
+        .expect("run the Python client")
 }
 
 /// A gateway serving HTTP on a free loopback port; killed (SIGTERM) when dropped.

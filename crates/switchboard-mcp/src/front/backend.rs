@@ -6,7 +6,7 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 use switchboard_core::param_headers::ParamHeader;
 use switchboard_core::pipeline::CallError;
-use switchboard_core::{CallContext, Caller, ModernRequest, ToolCall, ToolDefinition, ToolOutcome};
+use switchboard_core::{CallContext, Caller, ToolCall, ToolDefinition, ToolOutcome};
 use tokio::sync::watch;
 
 use crate::jsonrpc::{RpcError, code};
@@ -62,15 +62,16 @@ pub trait Backend: Send + Sync + 'static {
         Box::pin(async { Vec::new() })
     }
 
-    /// `prompts/get` for an exposed prompt name; the result as the upstream sent it (a
-    /// modern request's input round goes with it: `input_required` works here too).
+    /// `prompts/get` for an exposed prompt name; the result as the upstream sent it. `ctx`
+    /// carries the caller: a modern request's input round goes with it (`input_required`
+    /// works here too), and a legacy client is asked what the server asks, as in a call.
     fn get_prompt(
         &self,
+        ctx: CallContext,
         name: String,
         arguments: Option<Value>,
-        modern: Option<ModernRequest>,
     ) -> BoxFuture<'_, Result<Value, RpcError>> {
-        let _ = (arguments, modern);
+        let _ = (ctx, arguments);
         Box::pin(async move {
             Err(RpcError::new(
                 code::INVALID_PARAMS,

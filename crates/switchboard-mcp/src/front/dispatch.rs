@@ -214,9 +214,12 @@ impl Dispatcher {
             "prompts/get" => match string_param(params.as_ref(), "name") {
                 Ok(name) => {
                     let arguments = params.as_ref().and_then(|p| p.get("arguments")).cloned();
-                    let modern =
-                        (era == RequestEra::Modern).then(|| modern_request(params.as_ref()));
-                    self.backend.get_prompt(name, arguments, modern).await
+                    let ctx = CallContext {
+                        modern: (era == RequestEra::Modern)
+                            .then(|| modern_request(params.as_ref())),
+                        ..ctx
+                    };
+                    self.backend.get_prompt(ctx, name, arguments).await
                 }
                 Err(error) => Err(error),
             },

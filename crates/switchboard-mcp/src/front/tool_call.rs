@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use switchboard_core::latency_meta::RequestedDeadline;
 use switchboard_core::pipeline::CallError;
 use switchboard_core::{CallContext, ModernRequest, ToolCall, ToolOutcome};
@@ -17,6 +17,7 @@ use super::modern_caller::ModernCaller;
 use super::parked::{Ask, ParkedCalls, RunningCall, Settled};
 use crate::era::{META_CLIENT_CAPABILITIES, META_LOG_LEVEL};
 use crate::jsonrpc::{Message, RequestId, RpcError, code, params_meta};
+use crate::upstream::session::input_required_result;
 
 /// What a call's task answers.
 pub(super) type ToolCallResult = Result<CallAnswer, RpcError>;
@@ -223,16 +224,10 @@ impl Dispatcher {
             Err(CallError::InputRequired {
                 input_requests,
                 request_state,
-            }) => {
-                let mut result = json!({
-                    "resultType": "input_required",
-                    "inputRequests": input_requests,
-                });
-                if let Some(state) = request_state {
-                    result["requestState"] = Value::String(state);
-                }
-                Ok(CallAnswer::Other(result))
-            }
+            }) => Ok(CallAnswer::Other(input_required_result(
+                input_requests,
+                request_state,
+            ))),
             Err(other) => Err(RpcError::new(code::INTERNAL_ERROR, other.to_string())),
         }
     }

@@ -257,11 +257,8 @@ fn logged(client: &RpcClient, items: Result<Vec<Value>, String>) -> Arc<[Value]>
 }
 
 impl Upstream for RpcClient {
-    /// A tool's answer may be a request for the client's input (2026-07-28
-    /// `input_required`). A modern client gets it as the call's answer and sends the call again
-    /// with its answers, which go on to the server with the state it gave. A legacy client is
-    /// asked here, request by request, over the call's relay, and the call is sent again with
-    /// the answers, for at most [`MAX_INPUT_ROUNDS`].
+    /// A tool's answer may be a request for the client's input: see
+    /// [`RpcClient::request_with_rounds`].
     fn call_tool<'a>(
         &'a self,
         tool: &'a str,
@@ -272,66 +269,126 @@ impl Upstream for RpcClient {
             let mut params = Map::new();
             params.insert("name".into(), Value::String(tool.to_owned()));
             params.insert("arguments".into(), Value::Object(arguments));
-            if let Some(modern) = &ctx.modern {
-                add_input_round(&mut params, modern);
-            } else if let Some(caller) = &ctx.caller
-                && self.era() == Some(Era::Modern)
+            let what = format!("tool '{tool}'");
+            match self
+                .request_with_rounds("tools/call", params, ctx, &what)
+                .await
+                .map_err(|error| self.upstream_error(error))?
             {
-                declare_for_legacy_caller(&mut params, caller.as_ref());
+                Rounds::Answered(result) => self.outcome(result),
+                Rounds::InputRequired {
+                    input_requests,
+                    request_state,
+                } => Err(UpstreamError::InputRequired {
+                    server: self.server().clone(),
+                    input_requests,
+                    request_state,
+                }),
+                Rounds::NotAsked(why) => Ok(ToolOutcome::error(why)),
             }
-            let cannot_be_asked = || {
-                Ok(ToolOutcome::error(format!(
-                    "tool '{tool}' asked for input from the user, and this client cannot be asked"
-                )))
-            };
-            // Only a legacy client that can answer something gets another round, so only then
-            // is a copy of the request kept for it: the usual call sends its arguments as they are.
-            let relays = ctx.modern.is_none()
-                && ctx.caller.as_ref().is_some_and(|caller| {
-                    INPUT_METHODS.iter().any(|method| caller.supports(method))
-                });
-            for _round in 0..=MAX_INPUT_ROUNDS {
-                let next = relays.then(|| params.clone());
-                let result = self
-                    .request_for(
-                        "tools/call",
-                        Some(Value::Object(params)),
-                        ctx.progress.clone(),
-                        ctx.caller.clone(),
-                    )
-                    .await
-                    .map_err(|error| self.upstream_error(error))?;
-                let Some(round) = InputRound::of(&result) else {
-                    return self.outcome(result);
-                };
-                if ctx.modern.is_some() {
-                    return Err(UpstreamError::InputRequired {
-                        server: self.server().clone(),
-                        input_requests: round.requests.clone(),
-                        request_state: round.state,
-                    });
-                }
-                let Some(caller) = &ctx.caller else {
-                    return cannot_be_asked();
-                };
-                let responses = match round.answer(caller.as_ref()).await {
-                    Ok(responses) => responses,
-                    Err(why) => return Ok(ToolOutcome::error(format!("tool '{tool}' {why}"))),
-                };
-                let Some(next) = next else {
-                    return cannot_be_asked();
-                };
-                params = next;
-                params.insert("inputResponses".into(), responses);
-                match round.state {
-                    Some(state) => params.insert("requestState".into(), Value::String(state)),
-                    None => params.remove("requestState"),
-                };
-            }
-            Ok(ToolOutcome::error(format!(
-                "tool '{tool}' kept asking for input after {MAX_INPUT_ROUNDS} rounds of answers"
-            )))
         })
+    }
+}
+
+/// How a request whose server may ask for the client's input ended.
+#[derive(Debug)]
+pub enum Rounds {
+    /// The server's answer.
+    Answered(Value),
+    /// The server asks a modern client, which gets this as the answer and retries.
+    InputRequired {
+        input_requests: Value,
+        request_state: Option<String>,
+    },
+    /// The server asked, and the legacy client could not be asked: why.
+    NotAsked(String),
+}
+
+/// The 2026-07-28 answer that asks the client for input: what the server asks, and the state
+/// the client's retried request must echo.
+pub fn input_required_result(input_requests: Value, request_state: Option<String>) -> Value {
+    let mut result = json!({
+        "resultType": "input_required",
+        "inputRequests": input_requests,
+    });
+    if let Some(state) = request_state {
+        result["requestState"] = Value::String(state);
+    }
+    result
+}
+
+impl RpcClient {
+    /// Sends `method` (`tools/call`, `prompts/get`) for `ctx`'s caller. The server's answer
+    /// may be a request for the client's input (2026-07-28 `input_required`). A modern client
+    /// gets it as the answer and sends the request again with its answers, which go on to
+    /// the server with the state it gave. A legacy client is asked here, request by request,
+    /// over its relay, and the request is sent again with the answers, for at most
+    /// [`MAX_INPUT_ROUNDS`]. `what` names the request in messages ("tool 'x'").
+    pub async fn request_with_rounds(
+        &self,
+        method: &str,
+        mut params: Map<String, Value>,
+        ctx: &CallContext,
+        what: &str,
+    ) -> Result<Rounds, ClientError> {
+        if let Some(modern) = &ctx.modern {
+            add_input_round(&mut params, modern);
+        } else if let Some(caller) = &ctx.caller
+            && self.era() == Some(Era::Modern)
+        {
+            declare_for_legacy_caller(&mut params, caller.as_ref());
+        }
+        let cannot_be_asked = || {
+            Ok(Rounds::NotAsked(format!(
+                "{what} asked for input from the user, and this client cannot be asked"
+            )))
+        };
+        // Only a legacy client that can answer something gets another round, so only then
+        // is a copy of the request kept for it: the usual call sends its arguments as they are.
+        let relays = ctx.modern.is_none()
+            && ctx
+                .caller
+                .as_ref()
+                .is_some_and(|caller| INPUT_METHODS.iter().any(|method| caller.supports(method)));
+        for _round in 0..=MAX_INPUT_ROUNDS {
+            let next = relays.then(|| params.clone());
+            let result = self
+                .request_for(
+                    method,
+                    Some(Value::Object(params)),
+                    ctx.progress.clone(),
+                    ctx.caller.clone(),
+                )
+                .await?;
+            let Some(round) = InputRound::of(&result) else {
+                return Ok(Rounds::Answered(result));
+            };
+            if ctx.modern.is_some() {
+                return Ok(Rounds::InputRequired {
+                    input_requests: round.requests,
+                    request_state: round.state,
+                });
+            }
+            let Some(caller) = &ctx.caller else {
+                return cannot_be_asked();
+            };
+            let responses = match round.answer(caller.as_ref()).await {
+                Ok(responses) => responses,
+                Err(why) => return Ok(Rounds::NotAsked(format!("{what} {why}"))),
+            };
+            let Some(next) = next else {
+                return cannot_be_asked();
+            };
+            params = next;
+            params.insert("inputResponses".into(), responses);
+            match round.state {
+                Some(state) => params.insert("requestState".into(), Value::String(state)),
+                None => params.remove("requestState"),
+            };
+        }
+        Ok(Rounds::NotAsked(format!(
+            "{what} kept asking for input after {MAX_INPUT_ROUNDS} rounds of answers"
+        )))
     }
 }
 
@@ -373,7 +430,7 @@ impl RpcClient {
 /// server's state (unless they answer the gateway's own approval question), the client's
 /// capabilities, so the server asks only for what the client can answer, and the log level
 /// it asked for, so the server logs only what the client wants.
-pub fn add_input_round(params: &mut Map<String, Value>, modern: &ModernRequest) {
+fn add_input_round(params: &mut Map<String, Value>, modern: &ModernRequest) {
     if !modern.answers_an_approval() {
         if let Some(responses) = &modern.input_responses {
             params.insert("inputResponses".into(), responses.clone());

@@ -8,7 +8,7 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 use switchboard_core::param_headers::ParamHeader;
 use switchboard_core::pipeline::CallError;
-use switchboard_core::{CallContext, Caller, ModernRequest, ToolCall, ToolDefinition, ToolOutcome};
+use switchboard_core::{CallContext, Caller, ToolCall, ToolDefinition, ToolOutcome};
 use switchboard_mcp::front::{Backend, ServerIdentity};
 use switchboard_mcp::jsonrpc::RpcError;
 use tokio::sync::watch;
@@ -94,11 +94,11 @@ impl Backend for Host {
 
     fn get_prompt(
         &self,
+        ctx: CallContext,
         name: String,
         arguments: Option<Value>,
-        modern: Option<ModernRequest>,
     ) -> BoxFuture<'_, Result<Value, RpcError>> {
-        Box::pin(async move { Host::get_prompt(self, &name, arguments, modern).await })
+        Box::pin(async move { Host::get_prompt(self, &ctx, &name, arguments).await })
     }
 
     fn list_resources(&self) -> BoxFuture<'_, Vec<Value>> {
