@@ -1,8 +1,10 @@
 //! The peer gateways the side-by-side benchmarks measure Switchboard against, installed by
 //! `scripts/bench-peers.sh` into `.bench-peers/`: the Rust `mcp-proxy` 0.6.0, the Python
 //! `mcp-proxy`, and IBM ContextForge — its stdio bridge (`mcpgateway.translate`) in front of
-//! a stdio server, its gateway (`mcpgateway`) in front of an HTTP one. Each serves HTTP on
-//! 127.0.0.1 and is killed when its handle is dropped.
+//! a stdio server, its gateway (`mcpgateway`) in front of an HTTP one. Before them, the floor:
+//! `switchboard-fixture forward`, which moves each message one hop and does nothing else, so
+//! every table shows what that hop alone costs on the machine. Each serves HTTP on 127.0.0.1
+//! and is killed when its handle is dropped.
 
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -18,6 +20,8 @@ use crate::targets::Spawned;
 /// The peer gateways, in the order the tables list them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Peer {
+    /// Not a gateway: the bare forwarder, the floor under all of them.
+    BareForwarder,
     RustMcpProxy,
     PythonMcpProxy,
     ContextForgeTranslate,
@@ -25,7 +29,8 @@ pub enum Peer {
 }
 
 impl Peer {
-    pub const ALL: [Peer; 4] = [
+    pub const ALL: [Peer; 5] = [
+        Peer::BareForwarder,
         Peer::RustMcpProxy,
         Peer::PythonMcpProxy,
         Peer::ContextForgeTranslate,
@@ -34,6 +39,7 @@ impl Peer {
 
     pub fn label(self) -> &'static str {
         match self {
+            Self::BareForwarder => "floor: bare forwarder",
             Self::RustMcpProxy => "rust mcp-proxy 0.6.0",
             Self::PythonMcpProxy => "python mcp-proxy",
             Self::ContextForgeTranslate => "contextforge 1.0.7 translate",
@@ -41,10 +47,12 @@ impl Peer {
         }
     }
 
-    /// The program that runs it, under `.bench-peers/`.
+    /// The program that runs it: the fixture binary for the floor, the rest under
+    /// `.bench-peers/`.
     fn program(self, bins: &Binaries) -> PathBuf {
         let peers = peers_dir(bins);
         match self {
+            Self::BareForwarder => bins.fixture.clone(),
             Self::RustMcpProxy => peers.join("rust/bin/mcp-proxy"),
             Self::PythonMcpProxy => peers.join("py/bin/mcp-proxy"),
             Self::ContextForgeTranslate => peers.join("contextforge/bin/python"),
@@ -99,6 +107,18 @@ pub fn peer_http(
     let mut stride = 1;
     let secret = contextforge_secret(port);
     let (url, tool) = match (peer, upstream) {
+        (Peer::BareForwarder, upstream) => {
+            command.args(["forward", "--port", &port.to_string()]);
+            match upstream {
+                PeerUpstream::Stdio => {
+                    command.arg("--").arg(&bins.fixture).arg("echo");
+                }
+                PeerUpstream::Http(url) => {
+                    command.args(["--upstream", url]);
+                }
+            }
+            (format!("http://127.0.0.1:{port}/mcp"), "echo")
+        }
         (Peer::PythonMcpProxy, PeerUpstream::Stdio) => {
             command
                 .args(["--host", "127.0.0.1", "--port", &port.to_string(), "--"])

@@ -16,46 +16,54 @@ use crate::tools::{Call, Toolset};
 /// Largest request body accepted.
 const MAX_BODY: usize = 16 << 20;
 
-/// Serves until killed; returns an exit code when it cannot bind.
-pub fn serve(port: u16) -> i32 {
+/// Binds 127.0.0.1:`port` and prints `listening on ADDRESS`; `None` (having said why on
+/// stderr, as `mode`) when it cannot.
+pub(crate) fn listen(mode: &str, port: u16) -> Option<TcpListener> {
     let listener = match TcpListener::bind(("127.0.0.1", port)) {
         Ok(listener) => listener,
         Err(error) => {
-            eprintln!("switchboard-fixture http-echo: cannot bind 127.0.0.1:{port}: {error}");
-            return 2;
+            eprintln!("switchboard-fixture {mode}: cannot bind 127.0.0.1:{port}: {error}");
+            return None;
         }
     };
     match listener.local_addr() {
         Ok(address) => println!("listening on {address}"),
         Err(error) => {
-            eprintln!("switchboard-fixture http-echo: {error}");
-            return 2;
+            eprintln!("switchboard-fixture {mode}: {error}");
+            return None;
         }
     }
+    Some(listener)
+}
+
+/// Serves until killed; returns an exit code when it cannot bind.
+pub fn serve(port: u16) -> i32 {
+    let Some(listener) = listen("http-echo", port) else {
+        return 2;
+    };
     let toolset = Arc::new(Toolset::echo());
     let sessions = Arc::new(AtomicU64::new(0));
     for stream in listener.incoming().flatten() {
         let (toolset, sessions) = (toolset.clone(), sessions.clone());
-        std::thread::spawn(move || connection(stream, &toolset, &sessions));
+        std::thread::spawn(move || {
+            serve_connection(stream, |request| answer(&request.body, &toolset, &sessions))
+        });
     }
     0
 }
 
-/// Answers requests on one connection until it closes.
-fn connection(stream: TcpStream, toolset: &Arc<Toolset>, sessions: &AtomicU64) {
+/// Answers one connection's requests to `/mcp` with `answer` until it closes.
+pub(crate) fn serve_connection(stream: TcpStream, mut answer: impl FnMut(Request) -> String) {
     let _ = stream.set_nodelay(true);
     let Ok(mut writer) = stream.try_clone() else {
         return;
     };
     let mut reader = BufReader::new(stream);
-    loop {
-        let Some((path, body)) = read_request(&mut reader) else {
-            return;
-        };
-        let response = if path != "/mcp" {
+    while let Some(request) = read_message(&mut reader) {
+        let response = if request.start != "/mcp" {
             reply(404, &[], "")
         } else {
-            answer(&body, toolset, sessions)
+            answer(request)
         };
         if writer.write_all(response.as_bytes()).is_err() {
             return;
@@ -63,14 +71,25 @@ fn connection(stream: TcpStream, toolset: &Arc<Toolset>, sessions: &AtomicU64) {
     }
 }
 
-/// The path and body of the next request; `None` at the end of the connection.
-fn read_request(reader: &mut BufReader<TcpStream>) -> Option<(String, Vec<u8>)> {
+/// One HTTP/1.1 message as the fixtures read it.
+pub(crate) struct Request {
+    /// The start line's second word: a request's path, a response's status.
+    pub start: String,
+    /// Its `Mcp-Session-Id` header.
+    pub session: Option<String>,
+    pub body: Vec<u8>,
+}
+
+/// The next message on a connection (a request, or for the forwarder a response with a
+/// `Content-Length`); `None` at the end of the connection.
+pub(crate) fn read_message(reader: &mut BufReader<TcpStream>) -> Option<Request> {
     let mut line = String::new();
     if reader.read_line(&mut line).ok()? == 0 {
         return None;
     }
-    let path = line.split_whitespace().nth(1)?.to_owned();
+    let start = line.split_whitespace().nth(1)?.to_owned();
     let mut length = 0usize;
+    let mut session = None;
     loop {
         line.clear();
         reader.read_line(&mut line).ok()?;
@@ -78,10 +97,12 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> Option<(String, Vec<u8>)> 
         if header.is_empty() {
             break;
         }
-        if let Some((name, value)) = header.split_once(':')
-            && name.eq_ignore_ascii_case("content-length")
-        {
-            length = value.trim().parse().ok()?;
+        if let Some((name, value)) = header.split_once(':') {
+            if name.eq_ignore_ascii_case("content-length") {
+                length = value.trim().parse().ok()?;
+            } else if name.eq_ignore_ascii_case("mcp-session-id") {
+                session = Some(value.trim().to_owned());
+            }
         }
     }
     if length > MAX_BODY {
@@ -89,7 +110,11 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> Option<(String, Vec<u8>)> 
     }
     let mut body = vec![0; length];
     reader.read_exact(&mut body).ok()?;
-    Some((path, body))
+    Some(Request {
+        start,
+        session,
+        body,
+    })
 }
 
 fn answer(body: &[u8], toolset: &Arc<Toolset>, sessions: &AtomicU64) -> String {
@@ -129,11 +154,13 @@ fn answer(body: &[u8], toolset: &Arc<Toolset>, sessions: &AtomicU64) -> String {
     reply(200, &headers, &body.to_string())
 }
 
-fn reply(status: u16, headers: &[String], body: &str) -> String {
+/// A whole HTTP/1.1 response with a JSON body (or none), to be written at once.
+pub(crate) fn reply(status: u16, headers: &[String], body: &str) -> String {
     let reason = match status {
         200 => "OK",
         202 => "Accepted",
         400 => "Bad Request",
+        502 => "Bad Gateway",
         _ => "Not Found",
     };
     let mut response = format!(

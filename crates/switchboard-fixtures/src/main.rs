@@ -3,10 +3,13 @@
 //! newline-delimited JSON-RPC itself — so the gateway is never tested against itself.
 //!
 //! Modes: `echo` (a tool set for calls, progress, cancellation and list changes, optionally
-//! slow to start and in either protocol era), `latency` (tools of known latency), `paginate`, `replay` (a catalog file), and the
-//! faults `exit-immediately`, `hang`, `garbage` and `crash-after`.
+//! slow to start and in either protocol era), `latency` (tools of known latency), `http-echo`
+//! (the echo tools over HTTP), `forward` (the bare forwarder the benchmarks measure gateways
+//! against), `paginate`, `replay` (a catalog file), and the faults `exit-immediately`,
+//! `hang`, `garbage` and `crash-after`.
 
 mod conformance;
+mod forward;
 mod http;
 mod input_rounds;
 mod latency;
@@ -61,6 +64,19 @@ enum Mode {
         #[arg(long, default_value_t = 0)]
         port: u16,
     },
+    /// The floor under every gateway, for the benchmarks: Streamable HTTP on 127.0.0.1 that
+    /// hands each message to one server and its answer back and does nothing else — a stdio
+    /// server (its command line after `--`) or an HTTP one (`--upstream URL`).
+    Forward {
+        #[arg(long, default_value_t = 0)]
+        port: u16,
+        /// An HTTP upstream, `http://127.0.0.1:PORT/mcp`, instead of a command.
+        #[arg(long, conflicts_with = "command")]
+        upstream: Option<String>,
+        /// The stdio server's command line.
+        #[arg(last = true, required_unless_present = "upstream")]
+        command: Vec<String>,
+    },
     /// tool_000 … tool_N-1, listed in pages.
     Paginate {
         #[arg(long, default_value_t = 250)]
@@ -100,6 +116,17 @@ fn main() {
             server::serve(server::Options::new(name, era, tools::Toolset::echo()))
         }
         Mode::HttpEcho { port } => http::serve(port),
+        Mode::Forward {
+            port,
+            upstream,
+            command,
+        } => forward::serve(
+            port,
+            match upstream {
+                Some(url) => forward::Upstream::Http(url),
+                None => forward::Upstream::Stdio(command),
+            },
+        ),
         Mode::Latency { scale } => server::serve(server::Options::new(
             "fixture-latency".into(),
             Era::Legacy,
