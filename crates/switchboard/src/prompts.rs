@@ -80,8 +80,7 @@ impl Host {
             params.insert("arguments".into(), arguments);
         }
         let method = "prompts/get";
-        let what = format!("prompt '{name}'");
-        let rounds = client.request_with_rounds(method, params, ctx, &what);
+        let rounds = client.request_with_rounds(method, name, params, ctx);
         let timeout = self.inner.plans[prompt.server_index].call_timeout;
         match within(&client, method, timeout, rounds).await? {
             Rounds::Answered(mut result) => {

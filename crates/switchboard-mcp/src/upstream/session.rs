@@ -269,9 +269,8 @@ impl Upstream for RpcClient {
             let mut params = Map::new();
             params.insert("name".into(), Value::String(tool.to_owned()));
             params.insert("arguments".into(), Value::Object(arguments));
-            let what = format!("tool '{tool}'");
             match self
-                .request_with_rounds("tools/call", params, ctx, &what)
+                .request_with_rounds("tools/call", tool, params, ctx)
                 .await
                 .map_err(|error| self.upstream_error(error))?
             {
@@ -323,14 +322,19 @@ impl RpcClient {
     /// gets it as the answer and sends the request again with its answers, which go on to
     /// the server with the state it gave. A legacy client is asked here, request by request,
     /// over its relay, and the request is sent again with the answers, for at most
-    /// [`MAX_INPUT_ROUNDS`]. `what` names the request in messages ("tool 'x'").
+    /// [`MAX_INPUT_ROUNDS`]. `name` (the tool's or prompt's) is for messages only.
     pub async fn request_with_rounds(
         &self,
         method: &str,
+        name: &str,
         mut params: Map<String, Value>,
         ctx: &CallContext,
-        what: &str,
     ) -> Result<Rounds, ClientError> {
+        // Formatted only on the way to a message: the usual call never needs it.
+        let what = || match method {
+            "prompts/get" => format!("prompt '{name}'"),
+            _ => format!("tool '{name}'"),
+        };
         if let Some(modern) = &ctx.modern {
             add_input_round(&mut params, modern);
         } else if let Some(caller) = &ctx.caller
@@ -340,7 +344,8 @@ impl RpcClient {
         }
         let cannot_be_asked = || {
             Ok(Rounds::NotAsked(format!(
-                "{what} asked for input from the user, and this client cannot be asked"
+                "{} asked for input from the user, and this client cannot be asked",
+                what()
             )))
         };
         // Only a legacy client that can answer something gets another round, so only then
@@ -374,7 +379,7 @@ impl RpcClient {
             };
             let responses = match round.answer(caller.as_ref()).await {
                 Ok(responses) => responses,
-                Err(why) => return Ok(Rounds::NotAsked(format!("{what} {why}"))),
+                Err(why) => return Ok(Rounds::NotAsked(format!("{} {why}", what()))),
             };
             let Some(next) = next else {
                 return cannot_be_asked();
@@ -387,7 +392,8 @@ impl RpcClient {
             };
         }
         Ok(Rounds::NotAsked(format!(
-            "{what} kept asking for input after {MAX_INPUT_ROUNDS} rounds of answers"
+            "{} kept asking for input after {MAX_INPUT_ROUNDS} rounds of answers",
+            what()
         )))
     }
 }
