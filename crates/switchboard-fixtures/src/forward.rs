@@ -166,6 +166,9 @@ impl Pipe {
             );
         }
         if let Err(why) = self.write(&Value::Object(message)) {
+            if let Ok(mut waiting) = self.waiting.lock() {
+                waiting.remove(&id);
+            }
             return reply(502, &[], &why);
         }
         let Ok(answer) = answer_rx.recv() else {

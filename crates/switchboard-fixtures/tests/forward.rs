@@ -202,32 +202,30 @@ fn in_front_of_an_http_server_requests_and_sessions_go_through() {
     }
 }
 
+/// The exit code and stderr of a `switchboard-fixture` run expected to fail at once.
+fn refused(args: &[&str]) -> (Option<i32>, String) {
+    let output = fixture().args(args).output().expect("run");
+    assert!(!output.status.success(), "{args:?} should fail");
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    (output.status.code(), stderr)
+}
+
 #[test]
 fn a_forwarder_without_an_upstream_or_with_a_bad_one_says_what_is_wrong() {
-    let output = fixture().arg("forward").output().expect("run");
-    assert!(!output.status.success());
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let (_, stderr) = refused(&["forward"]);
     assert!(
         stderr.contains("required arguments were not provided") && stderr.contains("<COMMAND>"),
         "{stderr}"
     );
 
-    let output = fixture()
-        .args(["forward", "--upstream", "ftp://somewhere"])
-        .output()
-        .expect("run");
-    assert_eq!(output.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let (code, stderr) = refused(&["forward", "--upstream", "ftp://somewhere"]);
+    assert_eq!(code, Some(2));
     assert!(
         stderr.contains("--upstream must be http://HOST:PORT/PATH, not ftp://somewhere"),
         "{stderr}"
     );
 
-    let output = fixture()
-        .args(["forward", "--", "/no/such/server"])
-        .output()
-        .expect("run");
-    assert_eq!(output.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let (code, stderr) = refused(&["forward", "--", "/no/such/server"]);
+    assert_eq!(code, Some(2));
     assert!(stderr.contains("cannot start"), "{stderr}");
 }

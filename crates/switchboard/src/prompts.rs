@@ -83,12 +83,7 @@ impl Host {
         let rounds = client.request_with_rounds(method, name, params, ctx);
         let timeout = self.inner.plans[prompt.server_index].call_timeout;
         match within(&client, method, timeout, rounds).await? {
-            Rounds::Answered(mut result) => {
-                if let Value::Object(map) = &mut result {
-                    map.remove("resultType");
-                }
-                Ok(result)
-            }
+            Rounds::Answered(result) => Ok(result),
             Rounds::InputRequired {
                 input_requests,
                 request_state,

@@ -292,7 +292,7 @@ impl Upstream for RpcClient {
 /// How a request whose server may ask for the client's input ended.
 #[derive(Debug)]
 pub enum Rounds {
-    /// The server's answer.
+    /// The server's answer, without its `resultType` (the front sets each era's own).
     Answered(Value),
     /// The server asks a modern client, which gets this as the answer and retries.
     InputRequired {
@@ -357,7 +357,7 @@ impl RpcClient {
                 .is_some_and(|caller| INPUT_METHODS.iter().any(|method| caller.supports(method)));
         for _round in 0..=MAX_INPUT_ROUNDS {
             let next = relays.then(|| params.clone());
-            let result = self
+            let mut result = self
                 .request_for(
                     method,
                     Some(Value::Object(params)),
@@ -366,6 +366,9 @@ impl RpcClient {
                 )
                 .await?;
             let Some(round) = InputRound::of(&result) else {
+                if let Value::Object(map) = &mut result {
+                    map.remove("resultType");
+                }
                 return Ok(Rounds::Answered(result));
             };
             if ctx.modern.is_some() {
@@ -421,10 +424,7 @@ impl RpcClient {
         }
     }
 
-    fn outcome(&self, mut result: Value) -> Result<ToolOutcome, UpstreamError> {
-        if let Value::Object(map) = &mut result {
-            map.remove("resultType");
-        }
+    fn outcome(&self, result: Value) -> Result<ToolOutcome, UpstreamError> {
         ToolOutcome::from_result(result).map_err(|reason| UpstreamError::InvalidResult {
             server: self.server().clone(),
             reason,
