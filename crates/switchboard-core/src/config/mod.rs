@@ -18,6 +18,7 @@
 mod agents;
 mod builtin;
 mod duration;
+pub mod edit;
 mod hooks;
 mod json;
 mod limits;

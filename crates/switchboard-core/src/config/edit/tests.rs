@@ -1,0 +1,151 @@
+//! Tests of the config file editor: every edit is checked byte for byte against the original
+//! text with only the entry spliced in or out, and parsed again with the config parser.
+//! TOML cases are in `tests/toml_cases.rs`, JSON ones in `tests/json_cases.rs`, the diff and
+//! atomic writes in `tests/files.rs`.
+
+mod files;
+mod json_cases;
+mod toml_cases;
+
+use std::collections::BTreeMap;
+
+use super::*;
+use crate::config::{Config, MapEnvironment, Origin, ServerConfig, Transport};
+
+fn env() -> MapEnvironment {
+    MapEnvironment(BTreeMap::from([("TOKEN".into(), "t0k".into())]))
+}
+
+/// Parses with the project's own config parser; panics with its problems.
+fn parse(text: &str, format: Format) -> Config {
+    match Config::parse(text, Origin::Inline, format, &env()) {
+        Ok(config) => config,
+        Err(errors) => panic!("the edited text no longer parses:\n{errors}\n---\n{text}"),
+    }
+}
+
+fn server<'c>(config: &'c Config, id: &str) -> Option<&'c ServerConfig> {
+    config.servers.iter().find(|s| s.id == id)
+}
+
+fn ids(config: &Config) -> Vec<&str> {
+    config.servers.iter().map(|s| s.id.as_str()).collect()
+}
+
+/// `text` with `new` put right after the first `anchor` (which must be there).
+fn after(text: &str, anchor: &str, new: &str) -> String {
+    let at = text.find(anchor).expect("anchor in the text") + anchor.len();
+    format!("{}{new}{}", &text[..at], &text[at..])
+}
+
+/// `text` without the first `part` (which must be there).
+fn without(text: &str, part: &str) -> String {
+    assert!(text.contains(part), "{part:?} not in {text:?}");
+    text.replacen(part, "", 1)
+}
+
+fn github() -> ServerEntry {
+    ServerEntry {
+        transport: EntryTransport::Stdio {
+            command: "npx".into(),
+            args: vec!["-y".into(), "@modelcontextprotocol/server-github".into()],
+            env: BTreeMap::from([("GITHUB_TOKEN".into(), "${TOKEN}".into())]),
+            cwd: None,
+        },
+        enabled: None,
+    }
+}
+
+fn github_transport() -> Transport {
+    Transport::Stdio {
+        command: "npx".into(),
+        args: vec!["-y".into(), "@modelcontextprotocol/server-github".into()],
+        env: BTreeMap::from([("GITHUB_TOKEN".into(), "t0k".into())]),
+        cwd: None,
+    }
+}
+
+fn legacy_sse(enabled: Option<bool>) -> ServerEntry {
+    ServerEntry {
+        transport: EntryTransport::Sse {
+            url: "http://127.0.0.1:9001/sse".into(),
+            headers: BTreeMap::from([("Authorization".into(), "Bearer ${TOKEN}".into())]),
+        },
+        enabled,
+    }
+}
+
+fn sse_transport() -> Transport {
+    Transport::Sse {
+        url: "http://127.0.0.1:9001/sse".into(),
+        headers: BTreeMap::from([("Authorization".into(), "Bearer t0k".into())]),
+    }
+}
+
+fn clock() -> ServerEntry {
+    ServerEntry {
+        transport: EntryTransport::Builtin {
+            name: "clock".into(),
+        },
+        enabled: None,
+    }
+}
+
+#[test]
+fn entries_round_trip_through_serde() {
+    let entry = legacy_sse(Some(false));
+    let json = serde_json::to_value(&entry).expect("serializes");
+    assert_eq!(json["transport"]["kind"], "sse");
+    let back: ServerEntry = serde_json::from_value(json).expect("deserializes");
+    assert_eq!(back, entry);
+    let minimal: ServerEntry =
+        serde_json::from_str(r#"{"transport": {"kind": "stdio", "command": "x"}}"#)
+            .expect("defaults");
+    assert_eq!(
+        minimal.transport,
+        EntryTransport::Stdio {
+            command: "x".into(),
+            args: vec![],
+            env: BTreeMap::new(),
+            cwd: None
+        }
+    );
+    assert_eq!(minimal.enabled, None);
+}
+
+/// Every prefix of some real files, through every operation: errors, never panics.
+#[test]
+fn no_input_makes_it_panic() {
+    let files = [
+        (toml_cases::FILE, Format::Toml),
+        (json_cases::JSONC, Format::Json),
+        (json_cases::SEEDS, Format::Json),
+        ("{\"a\": \"\\u00e9\\", Format::Json),
+        ("[servers.é]\ncommand = \"ü\"\n", Format::Toml),
+    ];
+    for (file, format) in files {
+        for cut in (0..=file.len()).filter(|&n| file.is_char_boundary(n)) {
+            let text = &file[..cut];
+            for id in ["fs", "remote", "clock", "new"] {
+                let ids_after = |new: &str| {
+                    server_ids(new, format)
+                        .unwrap_or_else(|e| panic!("{e} in the edit of {text:?}:\n{new}"))
+                };
+                if let Ok(new) = add_server(text, format, id, &github()) {
+                    assert!(ids_after(&new).iter().any(|i| i == id), "{new}");
+                }
+                if let Ok(new) = remove_server(text, format, id) {
+                    assert!(!ids_after(&new).iter().any(|i| i == id), "{new}");
+                }
+                for enabled in [false, true] {
+                    if let Ok(new) = set_enabled(text, format, id, enabled) {
+                        ids_after(&new);
+                    }
+                }
+                let _ = server_text(text, format, id);
+            }
+            let _ = server_ids(text, format);
+            let _ = unified_diff("f", text, file);
+        }
+    }
+}

@@ -1,0 +1,316 @@
+//! TOML edits: a hand-written file with comments, blank lines and keys in odd order.
+
+use super::*;
+
+pub(super) const FILE: &str = r#"# Switchboard config — hand written.
+
+[gateway]
+separator = "__"   # keep the default
+
+# --- servers ---
+
+# The filesystem server.
+[servers.fs]
+args = ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"]   # args before command
+command = "npx"
+[servers.fs.tools.read_file]
+name = "read"
+
+# Remote one.
+[servers.remote]
+url = "http://127.0.0.1:9000/mcp"
+enabled = true  # on for now
+headers = { Authorization = "Bearer ${TOKEN}" }
+
+[servers.clock]
+builtin = "clock"
+
+[aliases]
+old_name = "fs__read_file"
+# the end
+"#;
+
+const FS: &str = r#"# The filesystem server.
+[servers.fs]
+args = ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"]   # args before command
+command = "npx"
+[servers.fs.tools.read_file]
+name = "read"
+"#;
+
+const REMOTE: &str = r#"
+# Remote one.
+[servers.remote]
+url = "http://127.0.0.1:9000/mcp"
+enabled = true  # on for now
+headers = { Authorization = "Bearer ${TOKEN}" }
+"#;
+
+fn toml(text: &str) -> Config {
+    parse(text, Format::Toml)
+}
+
+#[test]
+fn add_goes_after_the_last_server_table() {
+    let new = add_server(FILE, Format::Toml, "github", &github()).expect("added");
+    let entry = r#"
+[servers.github]
+command = "npx"
+args = ["-y", "@modelcontextprotocol/server-github"]
+env = { GITHUB_TOKEN = "${TOKEN}" }
+"#;
+    assert_eq!(new, after(FILE, "builtin = \"clock\"\n", entry));
+    let config = toml(&new);
+    assert_eq!(ids(&config), ["fs", "remote", "clock", "github"]);
+    let github = server(&config, "github").expect("github");
+    assert_eq!(github.transport, github_transport());
+    assert!(github.enabled);
+}
+
+#[test]
+fn add_writes_sse_and_disabled_and_builtins() {
+    let new = add_server(FILE, Format::Toml, "legacy", &legacy_sse(Some(false))).expect("added");
+    let entry = r#"
+[servers.legacy]
+url = "http://127.0.0.1:9001/sse"
+transport = "sse"
+headers = { Authorization = "Bearer ${TOKEN}" }
+enabled = false
+"#;
+    assert_eq!(new, after(FILE, "builtin = \"clock\"\n", entry));
+    let config = toml(&new);
+    let legacy = server(&config, "legacy").expect("legacy");
+    assert_eq!(legacy.transport, sse_transport());
+    assert!(!legacy.enabled);
+
+    let new = add_server("", Format::Toml, "clock", &clock()).expect("added");
+    assert_eq!(new, "[servers.clock]\nbuiltin = \"clock\"\n");
+    assert!(matches!(
+        &toml(&new).servers[0].transport,
+        Transport::Builtin { name, .. } if name == "clock"
+    ));
+}
+
+#[test]
+fn add_to_a_file_without_servers_goes_at_the_end() {
+    let text = "# settings only\n[gateway]\nseparator = \".\"\n# the end\n";
+    let new = add_server(text, Format::Toml, "clock", &clock()).expect("added");
+    assert_eq!(
+        new,
+        format!("{text}\n[servers.clock]\nbuiltin = \"clock\"\n")
+    );
+    assert!(!new.contains("[servers]"), "no empty [servers] header");
+    assert_eq!(ids(&toml(&new)), ["clock"]);
+
+    let comments = "# nothing yet";
+    let new = add_server(comments, Format::Toml, "clock", &clock()).expect("added");
+    assert_eq!(
+        new,
+        "# nothing yet\n\n[servers.clock]\nbuiltin = \"clock\"\n"
+    );
+
+    let explicit = "[servers]\n\n[aliases]\na = \"b\"\n";
+    let new = add_server(explicit, Format::Toml, "clock", &clock()).expect("added");
+    assert_eq!(
+        new,
+        after(
+            explicit,
+            "[servers]\n",
+            "\n[servers.clock]\nbuiltin = \"clock\"\n"
+        )
+    );
+    assert_eq!(ids(&toml(&new)), ["clock"]);
+}
+
+#[test]
+fn add_refuses_an_existing_id() {
+    assert_eq!(
+        add_server(FILE, Format::Toml, "remote", &clock()),
+        Err(EditError::Exists("remote".into()))
+    );
+}
+
+#[test]
+fn remove_first_keeps_the_banner_above_it() {
+    let new = remove_server(FILE, Format::Toml, "fs").expect("removed");
+    // The comment attached to the header goes; the section banner above it stays.
+    assert_eq!(new, without(FILE, &format!("{FS}\n")));
+    let config = toml(&new);
+    assert_eq!(ids(&config), ["remote", "clock"]);
+    assert!(new.contains("# --- servers ---\n\n# Remote one.\n[servers.remote]"));
+}
+
+#[test]
+fn remove_middle_and_last() {
+    let new = remove_server(FILE, Format::Toml, "remote").expect("removed");
+    assert_eq!(new, without(FILE, REMOTE));
+    assert_eq!(ids(&toml(&new)), ["fs", "clock"]);
+
+    let new = remove_server(FILE, Format::Toml, "clock").expect("removed");
+    assert_eq!(
+        new,
+        without(FILE, "\n[servers.clock]\nbuiltin = \"clock\"\n")
+    );
+    assert_eq!(ids(&toml(&new)), ["fs", "remote"]);
+}
+
+#[test]
+fn remove_the_only_server() {
+    let text = "# my servers\n\n# a\n[servers.a]\ncommand = \"x\"\n";
+    let new = remove_server(text, Format::Toml, "a").expect("removed");
+    assert_eq!(new, "# my servers\n");
+    assert!(toml(&new).servers.is_empty());
+    assert_eq!(
+        remove_server(&new, Format::Toml, "a"),
+        Err(EditError::Missing("a".into()))
+    );
+}
+
+#[test]
+fn remove_takes_sub_tables_written_elsewhere() {
+    let text = "[servers.a]\ncommand = \"x\"\n\n[servers.b]\ncommand = \"y\"\n\n[servers.a.tools.t]\nhidden = true\n";
+    let new = remove_server(text, Format::Toml, "a").expect("removed");
+    assert_eq!(new, "[servers.b]\ncommand = \"y\"\n");
+    assert_eq!(ids(&toml(&new)), ["b"]);
+}
+
+#[test]
+fn set_enabled_changes_only_the_value() {
+    let new = set_enabled(FILE, Format::Toml, "remote", false).expect("set");
+    assert_eq!(
+        new,
+        FILE.replace(
+            "enabled = true  # on for now",
+            "enabled = false  # on for now"
+        )
+    );
+    assert!(!server(&toml(&new), "remote").expect("remote").enabled);
+
+    // No key yet: added at the end of the table, before its sub-tables.
+    let new = set_enabled(FILE, Format::Toml, "fs", false).expect("set");
+    assert_eq!(new, after(FILE, "command = \"npx\"\n", "enabled = false\n"));
+    let config = toml(&new);
+    assert!(!server(&config, "fs").expect("fs").enabled);
+    assert!(server(&config, "remote").expect("remote").enabled);
+
+    let again = set_enabled(&new, Format::Toml, "fs", true).expect("set");
+    assert_eq!(
+        again,
+        after(FILE, "command = \"npx\"\n", "enabled = true\n")
+    );
+    assert!(server(&toml(&again), "fs").expect("fs").enabled);
+
+    assert_eq!(
+        set_enabled(FILE, Format::Toml, "nope", true),
+        Err(EditError::Missing("nope".into()))
+    );
+}
+
+#[test]
+fn set_enabled_follows_a_disabled_key_and_indentation() {
+    let text = "[servers.a]\n  command = \"x\"\n  disabled = true # off\n[servers.b]\n    url = \"http://h/mcp\"\n";
+    let new = set_enabled(text, Format::Toml, "a", true).expect("set");
+    assert_eq!(
+        new,
+        text.replace("disabled = true # off", "disabled = false # off")
+    );
+    let new = set_enabled(&new, Format::Toml, "b", false).expect("set");
+    assert!(
+        new.ends_with("    url = \"http://h/mcp\"\n    enabled = false\n"),
+        "{new}"
+    );
+    let config = toml(&new);
+    assert!(server(&config, "a").expect("a").enabled);
+    assert!(!server(&config, "b").expect("b").enabled);
+}
+
+#[test]
+fn inline_and_dotted_servers() {
+    let text = "servers = { a = { command = \"x\" } }\n";
+    let new = add_server(text, Format::Toml, "clock", &clock()).expect("added");
+    assert_eq!(
+        new,
+        "servers = { a = { command = \"x\" }, clock = { builtin = \"clock\" } }\n"
+    );
+    let new = set_enabled(&new, Format::Toml, "a", false).expect("set");
+    assert_eq!(
+        new,
+        "servers = { a = { command = \"x\", enabled = false }, clock = { builtin = \"clock\" } }\n"
+    );
+    assert!(!server(&toml(&new), "a").expect("a").enabled);
+    let new = remove_server(&new, Format::Toml, "a").expect("removed");
+    assert_eq!(ids(&toml(&new)), ["clock"]);
+
+    let dotted = "[servers]\na.command = \"x\"\nb.url = \"http://h/mcp\"\n";
+    let new = remove_server(dotted, Format::Toml, "a").expect("removed");
+    assert_eq!(new, "[servers]\nb.url = \"http://h/mcp\"\n");
+    let new = set_enabled(dotted, Format::Toml, "a", false).expect("set");
+    assert!(!server(&toml(&new), "a").expect("a").enabled);
+    assert!(new.starts_with("[servers]\na.command = \"x\"\n"), "{new}");
+}
+
+#[test]
+fn crlf_and_a_missing_final_newline_survive() {
+    let text = "# cfg\r\n\r\n[servers.a]\r\ncommand = \"x\"\r\n\r\n[aliases]\r\nq = \"r\"";
+    let new = add_server(text, Format::Toml, "clock", &clock()).expect("added");
+    assert_eq!(
+        new,
+        after(
+            text,
+            "command = \"x\"\r\n",
+            "\r\n[servers.clock]\r\nbuiltin = \"clock\"\r\n"
+        )
+    );
+    let new = remove_server(&new, Format::Toml, "a").expect("removed");
+    assert_eq!(
+        new,
+        "# cfg\r\n\r\n[servers.clock]\r\nbuiltin = \"clock\"\r\n\r\n[aliases]\r\nq = \"r\""
+    );
+    let new = set_enabled(&new, Format::Toml, "clock", false).expect("set");
+    assert!(
+        new.contains("builtin = \"clock\"\r\nenabled = false\r\n"),
+        "{new:?}"
+    );
+    assert!(!server(&toml(&new), "clock").expect("clock").enabled);
+}
+
+#[test]
+fn server_text_and_ids() {
+    assert_eq!(server_text(FILE, Format::Toml, "fs").as_deref(), Some(FS));
+    assert_eq!(
+        server_text(FILE, Format::Toml, "clock").as_deref(),
+        Some("[servers.clock]\nbuiltin = \"clock\"\n")
+    );
+    assert_eq!(server_text(FILE, Format::Toml, "nope"), None);
+    assert_eq!(
+        server_ids(FILE, Format::Toml).expect("ids"),
+        ["fs", "remote", "clock"]
+    );
+    assert_eq!(
+        server_ids("", Format::Toml).expect("ids"),
+        Vec::<String>::new()
+    );
+}
+
+#[test]
+fn syntax_errors_have_places() {
+    let bad = "[servers.a]\ncommand = \"x\"\nargs = [\n";
+    let Err(EditError::Syntax {
+        line,
+        column,
+        message,
+    }) = server_ids(bad, Format::Toml)
+    else {
+        panic!("expected a syntax error");
+    };
+    assert!(line >= 3 && column >= 1, "{line}:{column}: {message}");
+    assert!(message.starts_with("TOML syntax error"), "{message}");
+    assert!(matches!(
+        add_server("[servers.a\n", Format::Toml, "b", &clock()),
+        Err(EditError::Syntax { line: 1, .. })
+    ));
+    assert!(matches!(
+        add_server("servers = 3\n", Format::Toml, "b", &clock()),
+        Err(EditError::Unsupported(_))
+    ));
+}
