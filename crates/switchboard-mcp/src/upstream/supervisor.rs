@@ -243,7 +243,13 @@ impl Worker {
         loop {
             let started = Instant::now();
             let outcome = tokio::select! {
-                () = self.stop.cancelled() => return,
+                () = self.stop.cancelled() => {
+                    // The connection's own select may not have seen the stop: close what
+                    // it published, so the child's process group dies now, not whenever
+                    // the last holder of the client lets go.
+                    self.close_published().await;
+                    return;
+                }
                 outcome = self.connect_and_serve() => outcome,
             };
             let Some(reason) = outcome else { return };
@@ -376,6 +382,15 @@ impl Worker {
                     status.extras.resource_templates = templates;
                 });
             }
+        }
+    }
+
+    /// Takes the published connection out of service and closes it.
+    async fn close_published(&self) {
+        self.set_current(None);
+        let client = self.client.write().ok().and_then(|mut slot| slot.take());
+        if let Some(client) = client {
+            client.close().await;
         }
     }
 
