@@ -23,6 +23,10 @@ Actions (each prints one JSON document on stdout):
                                       category, waits for tools/list_changed, lists, calls TOOL
   calls JSON                       -> [{...}, ...]: one call per [name, arguments] pair, in order,
                                       in one session
+  watch TOOL JSON                  -> {"before": [names], "notified": bool, "after": [names],
+                                      "waited_ms", "result": {...}} — lists, prints "ready" on
+                                      stderr, waits (60 s at most) for tools/list_changed while
+                                      the session stays open, lists again, calls TOOL
   find QUERY TOOL JSON             -> search mode: {"found": {...}, "result": {...}} —
                                       search_tools(QUERY), then call_tool(TOOL, JSON)
 With --stdio, everything after `--` is the server's command line.
@@ -103,11 +107,17 @@ async def run(args: argparse.Namespace) -> Any:
 
         options["elicitation_callback"] = on_elicit
     changed = anyio.Event()
+    lists_changed: list[str] = []
 
     async def on_message(message: Any) -> None:
         root = getattr(message, "root", message)
         if isinstance(root, types.ToolListChangedNotification):
             changed.set()
+            lists_changed.append("tools")
+        elif isinstance(root, types.PromptListChangedNotification):
+            lists_changed.append("prompts")
+        elif isinstance(root, types.ResourceListChangedNotification):
+            lists_changed.append("resources")
 
     options["message_handler"] = on_message
     async with Client(server, mode=MODES[args.era], read_timeout_seconds=90, **options) as client:
@@ -139,6 +149,22 @@ async def run(args: argparse.Namespace) -> Any:
             after = await names()
             result = await client.call_tool(need(args.arguments, "TOOL"), arguments(args.extra or "{}"))
             return {"before": before, "loaded": dump(loaded), "notified": changed.is_set(), "after": after,
+                    "result": {"structuredContent": None, **dump(result)}}
+        if action == "watch":
+            import time
+
+            before = [t.name for t in (await client.list_tools()).tools]
+            print("ready", file=sys.stderr, flush=True)
+            started = time.monotonic()
+            with anyio.move_on_after(60):
+                await changed.wait()
+            waited_ms = (time.monotonic() - started) * 1000
+            # The prompts' and resources' notifications of the same change come just after.
+            await anyio.sleep(0.3)
+            after = [t.name for t in (await client.list_tools()).tools]
+            result = await client.call_tool(need(args.name, "TOOL"), arguments(args.arguments))
+            return {"before": before, "notified": changed.is_set(), "after": after, "waited_ms": waited_ms,
+                    "lists_changed": sorted(set(lists_changed)),
                     "result": {"structuredContent": None, **dump(result)}}
         if action == "calls":
             plan = json.loads(need(args.name, "JSON"))

@@ -48,6 +48,11 @@ enum Command {
     Config(commands::config::ConfigCommand),
     /// Serve one built-in tool provider as a standalone MCP server over stdio.
     ToolServer(commands::tool_server::ToolServerArgs),
+    /// Add, remove, enable, disable, restart or test servers of the running gateway (or,
+    /// with --offline, of the config file).
+    Servers(commands::servers::ServersArgs),
+    /// Make the running gateway read its config file again (as SIGHUP does).
+    Reload(commands::servers::ReloadArgs),
     /// Answer calls waiting for an operator's approval on the running gateway.
     Approvals(commands::approvals::ApprovalsArgs),
     /// Manage agents' HTTP bearer tokens.
@@ -107,6 +112,8 @@ fn main() -> ExitCode {
             Command::Config(command) => commands::config::run(command),
             Command::ToolServer(args) => commands::tool_server::run(args).await,
             Command::Approvals(args) => commands::approvals::run(args).await,
+            Command::Servers(args) => commands::servers::run(cli.config.as_deref(), args).await,
+            Command::Reload(args) => commands::servers::reload(args).await,
             Command::Token(args) => commands::token::run(cli.config.as_deref(), args),
             Command::Tier(args) => commands::tier::run(args).await,
             Command::Audit(args) => commands::audit::run(cli.config.as_deref(), args),

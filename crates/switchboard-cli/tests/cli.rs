@@ -68,11 +68,18 @@ fn builtin_default_lists_and_calls_the_clock() {
     );
 
     let status = stdout_json(&run(&["status", "--json"]));
-    assert_eq!(status[0]["server"], "clock");
-    assert_eq!(status[0]["state"], "up");
-    assert_eq!(status[0]["tools"], 1);
     assert!(
-        status
+        status["source"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("local")),
+        "{status}"
+    );
+    assert_eq!(status["servers"][0]["server"], "clock");
+    assert_eq!(status["servers"][0]["state"], "up");
+    assert_eq!(status["servers"][0]["tools"], 1);
+    assert_eq!(status["servers"][0]["generation"], 1);
+    assert!(
+        status["servers"]
             .as_array()
             .expect("array")
             .iter()
@@ -83,7 +90,9 @@ fn builtin_default_lists_and_calls_the_clock() {
         dir.path().join("switchboard/memory.db").exists(),
         "memory lives under XDG_DATA_HOME"
     );
-    assert!(status[0].get("era").is_some() && status[0].get("error").is_some());
+    assert!(
+        status["servers"][0].get("era").is_some() && status["servers"][0].get("error").is_some()
+    );
 
     let usage = run(&["call"]);
     assert_eq!(usage.status.code(), Some(2), "usage errors exit 2");

@@ -67,7 +67,7 @@ fn python_server(mode: &str) -> (Peer, u16) {
 }
 
 fn find<'a>(status: &'a Value, id: &str) -> &'a Value {
-    status
+    status["servers"]
         .as_array()
         .expect("array")
         .iter()

@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::Thread;
 use std::time::UNIX_EPOCH;
 
-use switchboard_core::pipeline::{CallRecord, Recorder};
+use switchboard_core::pipeline::{CallRecord, ChangeRecord, Recorder};
 
 pub use entry::LedgerEntry;
 pub use store::{Filter, VerifyReport};
@@ -467,9 +467,51 @@ impl LedgerEntry {
     }
 }
 
+impl LedgerEntry {
+    /// The ledger row of a configuration change: exposed as `switchboard.config/ACTION`,
+    /// outcome `config_applied`, `config_failed` or `config_refused`, the actor as the agent,
+    /// and the surface with the server's entry before and after (secrets already redacted,
+    /// and redacted again here by the arguments' rules) as the arguments.
+    pub fn from_change(change: &ChangeRecord) -> Self {
+        let mut details = serde_json::Map::new();
+        details.insert("surface".into(), change.surface.clone().into());
+        details.insert(
+            "before".into(),
+            change.before.clone().unwrap_or(serde_json::Value::Null),
+        );
+        details.insert(
+            "after".into(),
+            change.after.clone().unwrap_or(serde_json::Value::Null),
+        );
+        Self {
+            call_id: change.change_id.clone(),
+            started_ms: millis(change.at),
+            agent: change.actor.clone(),
+            session: None,
+            tier: None,
+            exposed: format!("switchboard.config/{}", change.action),
+            server: Some(change.server.clone()),
+            tool: None,
+            args_digest: Some(redact::digest(&details)),
+            args_redacted: Some(redact::redact(&details)),
+            outcome: format!("config_{}", change.outcome),
+            error: change.error.clone(),
+            duration_us: 0,
+            cost: 0.0,
+            approval: None,
+            result_bytes: None,
+            cached: false,
+        }
+    }
+}
+
 impl Recorder for Ledger {
     fn record(&self, record: &CallRecord) {
         self.record_entry(LedgerEntry::from_record(record));
+    }
+
+    fn record_change(&self, change: &ChangeRecord) {
+        self.record_entry(LedgerEntry::from_change(change));
     }
 
     fn wants_arguments(&self) -> bool {

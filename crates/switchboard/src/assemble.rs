@@ -2,7 +2,7 @@
 //! [`UpstreamSpec`] plus its naming, built-in servers are resolved to their providers, and
 //! gateway settings become [`HostOptions`].
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use switchboard_core::ServerId;
@@ -67,23 +67,30 @@ impl Host {
         let mut governance = governance(config);
         governance.approver = Some(approvals);
         options.governance = Arc::new(governance);
-        options.agents = config
-            .agents
-            .iter()
-            .filter_map(|(name, agent)| {
-                let profile = AgentProfile {
-                    policy: Arc::new(config.agent_policy(name)?),
-                    tier: agent.tier.clone(),
-                    exposure: agent.exposure,
-                    pinned: agent.pinned.iter().map(|g| ToolPattern::parse(g)).collect(),
-                    max_listing_tokens: agent.max_listing_tokens,
-                    max_result_tokens: agent.max_result_tokens,
-                };
-                Some((name.clone(), Arc::new(profile)))
-            })
-            .collect();
-        Ok(Self::start(plans, options))
+        options.agents = agent_profiles(config);
+        let host = Self::start(plans, options);
+        host.inner.live.init(config);
+        Ok(host)
     }
+}
+
+/// The agents of a config, as the Host serves them.
+pub(crate) fn agent_profiles(config: &Config) -> BTreeMap<String, Arc<AgentProfile>> {
+    config
+        .agents
+        .iter()
+        .filter_map(|(name, agent)| {
+            let profile = AgentProfile {
+                policy: Arc::new(config.agent_policy(name)?),
+                tier: agent.tier.clone(),
+                exposure: agent.exposure,
+                pinned: agent.pinned.iter().map(|g| ToolPattern::parse(g)).collect(),
+                max_listing_tokens: agent.max_listing_tokens,
+                max_result_tokens: agent.max_result_tokens,
+            };
+            Some((name.clone(), Arc::new(profile)))
+        })
+        .collect()
 }
 
 /// The operator's per-tool safety and probe settings, by `server:tool`.
@@ -119,7 +126,7 @@ pub fn plans(config: &Config) -> Result<Vec<ServerPlan>, AssembleError> {
         .collect()
 }
 
-fn plan(config: &Config, server: &ServerConfig) -> Result<ServerPlan, AssembleError> {
+pub(crate) fn plan(config: &Config, server: &ServerConfig) -> Result<ServerPlan, AssembleError> {
     let gateway = &config.gateway;
     let endpoint = match &server.transport {
         Transport::Stdio {
@@ -185,7 +192,19 @@ fn plan(config: &Config, server: &ServerConfig) -> Result<ServerPlan, AssembleEr
             .collect(),
         call_timeout: server.call_timeout.unwrap_or(gateway.call_timeout),
         category: server.category.clone().unwrap_or_default(),
+        fingerprint: connection_fingerprint(server),
     })
+}
+
+/// The hash of what a server's connection depends on: its transport (command, args, env, cwd,
+/// url, headers, built-in and its settings) and era. Gateway-wide bounds (connect timeout,
+/// message size) apply to the next connection and are left out, so changing them restarts
+/// nothing.
+pub fn connection_fingerprint(server: &ServerConfig) -> String {
+    use sha2::{Digest, Sha256};
+    let text = format!("{:?}\u{0}{:?}", server.transport, server.era);
+    let digest = Sha256::digest(text.as_bytes());
+    digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
 }
 
 /// Limits, quotas and costs of a config, by scope.

@@ -63,7 +63,7 @@ impl Host {
     pub fn exposure_of(&self, caller: &Caller) -> Exposure {
         self.profile(caller.agent.as_deref())
             .and_then(|profile| profile.exposure)
-            .unwrap_or(self.inner.options.exposure)
+            .unwrap_or(self.inner.settings.load().exposure)
     }
 
     /// The tool definitions listed to `caller` right now, in its exposure mode.

@@ -23,9 +23,11 @@ mod approvals;
 mod assemble;
 mod command_hook;
 mod exposure;
+mod fleet;
 mod host;
 pub mod latency;
 mod listing_fit;
+pub mod live;
 mod meta_tools;
 pub mod private_file;
 mod prompts;
@@ -37,13 +39,16 @@ pub mod tokens;
 mod tool_search;
 
 pub use approvals::{Approvals, PendingApproval, PendingApprovals, Sealer};
-pub use assemble::{AssembleError, approval_rules, governance, plans};
+pub use assemble::{AssembleError, approval_rules, connection_fingerprint, governance, plans};
 pub use command_hook::{CommandHook, command_hooks};
 pub use exposure::AgentProfile;
-pub use host::{Host, HostOptions, ServerPlan, ServerReport};
+pub use host::{DrainReport, Host, HostOptions, ServerPlan, ServerReport};
 pub use latency::calibrate::{CalibrateOptions, Calibration};
 pub use latency::report::ToolStats;
 pub use listing_fit::ListingMode;
+pub use live::{
+    Change, ChangeError, ChangeReport, ChangeRequest, LiveOptions, LiveStatus, Stamp, Surface,
+};
 pub use result_shaping::{DEFAULT_MAX_RESULT_TOKENS, TokenCounter};
 /// The seed's tier selector: a turn's context (utterance or STT partial, first turn, queue
 /// depth, time since the last DEEP answer, an explicit command) → a tier, by keyword rules.

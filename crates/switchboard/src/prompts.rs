@@ -15,23 +15,20 @@ use crate::resources::within;
 pub(crate) struct ExposedPrompt {
     /// The definition with its exposed name.
     pub definition: Value,
-    pub server_index: usize,
+    pub server: std::sync::Arc<crate::fleet::Member>,
     pub upstream_name: String,
 }
 
 impl Host {
     /// Every server's prompts, in config order, with exposed names.
     pub(crate) fn prompts(&self) -> Vec<ExposedPrompt> {
-        let separator = &self.inner.options.naming.separator;
+        let settings = self.inner.settings.load();
+        let separator = &settings.naming.separator;
+        let fleet = self.inner.fleet.load_full();
         let mut exposed: Vec<ExposedPrompt> = Vec::new();
-        for (index, (plan, supervisor)) in self
-            .inner
-            .plans
-            .iter()
-            .zip(&self.inner.supervisors)
-            .enumerate()
-        {
-            for prompt in supervisor.status().extras.prompts.iter() {
+        for member in &fleet.members {
+            let plan = &member.plan;
+            for prompt in member.supervisor().status().extras.prompts.iter() {
                 let Some(name) = prompt.get("name").and_then(Value::as_str) else {
                     continue;
                 };
@@ -47,7 +44,7 @@ impl Host {
                 definition["name"] = json!(public);
                 exposed.push(ExposedPrompt {
                     definition,
-                    server_index: index,
+                    server: member.clone(),
                     upstream_name: name.to_owned(),
                 });
             }
@@ -71,9 +68,8 @@ impl Host {
             .into_iter()
             .find(|p| p.definition["name"] == name)
             .ok_or_else(unknown)?;
-        let client = self.inner.supervisors[prompt.server_index]
-            .client()
-            .ok_or_else(unknown)?;
+        let client = prompt.server.supervisor().client().ok_or_else(unknown)?;
+        let _lease = prompt.server.connection.lease();
         let mut params = Map::new();
         params.insert("name".into(), Value::String(prompt.upstream_name.clone()));
         if let Some(arguments) = arguments {
@@ -81,7 +77,7 @@ impl Host {
         }
         let method = "prompts/get";
         let rounds = client.request_with_rounds(method, name, params, ctx);
-        let timeout = self.inner.plans[prompt.server_index].call_timeout;
+        let timeout = prompt.server.plan.call_timeout;
         match within(&client, method, timeout, rounds).await? {
             Rounds::Answered(result) => Ok(result),
             Rounds::InputRequired {
@@ -114,7 +110,7 @@ impl Host {
                     return Ok(empty);
                 };
                 params["ref"]["name"] = json!(prompt.upstream_name);
-                Some(prompt.server_index)
+                Some(prompt.server)
             }
             Some("ref/resource") => {
                 let uri = params
@@ -126,8 +122,10 @@ impl Host {
             }
             _ => None,
         };
-        let Some(index) = owner else { return Ok(empty) };
-        let supervisor = &self.inner.supervisors[index];
+        let Some(member) = owner else {
+            return Ok(empty);
+        };
+        let supervisor = member.supervisor();
         if supervisor
             .status()
             .capabilities
@@ -139,11 +137,12 @@ impl Host {
         let Some(client) = supervisor.client() else {
             return Ok(empty);
         };
+        let _lease = member.connection.lease();
         self.forward(
             &client,
             "completion/complete",
             params,
-            self.inner.plans[index].call_timeout,
+            member.plan.call_timeout,
         )
         .await
     }

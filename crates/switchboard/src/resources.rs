@@ -14,21 +14,26 @@ use switchboard_mcp::jsonrpc::{RpcError, code};
 use switchboard_mcp::upstream::client::{ClientError, RpcClient};
 
 use crate::Host;
+use crate::fleet::Member;
 
 impl Host {
     pub(crate) fn resources(&self) -> Vec<Value> {
         self.inner
-            .supervisors
+            .fleet
+            .load()
+            .members
             .iter()
-            .flat_map(|s| s.status().extras.resources.to_vec())
+            .flat_map(|m| m.supervisor().status().extras.resources.to_vec())
             .collect()
     }
 
     pub(crate) fn resource_templates(&self) -> Vec<Value> {
         self.inner
-            .supervisors
+            .fleet
+            .load()
+            .members
             .iter()
-            .flat_map(|s| s.status().extras.resource_templates.to_vec())
+            .flat_map(|m| m.supervisor().status().extras.resource_templates.to_vec())
             .collect()
     }
 
@@ -66,11 +71,12 @@ impl Host {
         };
         let candidates = self.resource_candidates(uri);
         let mut last_error = None;
-        for index in candidates {
-            let Some(client) = self.inner.supervisors[index].client() else {
+        for member in candidates {
+            let Some(client) = member.supervisor().client() else {
                 continue;
             };
-            let timeout = self.inner.plans[index].call_timeout;
+            let _lease = member.connection.lease();
+            let timeout = member.plan.call_timeout;
             match self
                 .forward(&client, "resources/read", json!({"uri": uri}), timeout)
                 .await
@@ -95,8 +101,8 @@ impl Host {
             "resources/unsubscribe"
         };
         let mut last_error = None;
-        for index in self.resource_candidates(uri) {
-            let supervisor = &self.inner.supervisors[index];
+        for member in self.resource_candidates(uri) {
+            let supervisor = member.supervisor();
             let subscribable = supervisor
                 .status()
                 .capabilities
@@ -111,7 +117,7 @@ impl Host {
                     &client,
                     method,
                     json!({"uri": uri}),
-                    self.inner.plans[index].call_timeout,
+                    member.plan.call_timeout,
                 )
                 .await
             {
@@ -128,22 +134,24 @@ impl Host {
     }
 
     /// The most likely owner of `uri`, if any server could own it.
-    pub(crate) fn resource_owner(&self, uri: &str) -> Option<usize> {
-        self.resource_candidates(uri).first().copied()
+    pub(crate) fn resource_owner(&self, uri: &str) -> Option<Arc<Member>> {
+        self.resource_candidates(uri).into_iter().next()
     }
 
     /// Servers that may own `uri`, most likely first.
-    fn resource_candidates(&self, uri: &str) -> Vec<usize> {
-        let supervisors = &self.inner.supervisors;
-        let listed = supervisors.iter().position(|s| {
-            s.status()
+    fn resource_candidates(&self, uri: &str) -> Vec<Arc<Member>> {
+        let fleet = self.inner.fleet.load_full();
+        let members = &fleet.members;
+        let listed = members.iter().find(|m| {
+            m.supervisor()
+                .status()
                 .extras
                 .resources
                 .iter()
                 .any(|r| r.get("uri").and_then(Value::as_str) == Some(uri))
         });
-        if let Some(index) = listed {
-            return vec![index];
+        if let Some(member) = listed {
+            return vec![member.clone()];
         }
         let routed = self
             .inner
@@ -151,29 +159,34 @@ impl Host {
             .lock()
             .ok()
             .and_then(|routes| routes.get(uri).cloned());
-        if let Some(index) =
-            routed.and_then(|server| supervisors.iter().position(|s| s.id() == &server))
-        {
-            return vec![index];
+        if let Some(member) = routed.and_then(|server| fleet.find(&server)) {
+            return vec![member.clone()];
         }
-        let templated = supervisors.iter().position(|s| {
-            s.status().extras.resource_templates.iter().any(|t| {
-                let template = t.get("uriTemplate").and_then(Value::as_str).unwrap_or("");
-                let prefix = template.split('{').next().unwrap_or("");
-                !prefix.is_empty() && uri.starts_with(prefix)
-            })
+        let templated = members.iter().find(|m| {
+            m.supervisor()
+                .status()
+                .extras
+                .resource_templates
+                .iter()
+                .any(|t| {
+                    let template = t.get("uriTemplate").and_then(Value::as_str).unwrap_or("");
+                    let prefix = template.split('{').next().unwrap_or("");
+                    !prefix.is_empty() && uri.starts_with(prefix)
+                })
         });
-        if let Some(index) = templated {
-            return vec![index];
+        if let Some(member) = templated {
+            return vec![member.clone()];
         }
-        (0..supervisors.len())
-            .filter(|&i| {
-                supervisors[i]
+        members
+            .iter()
+            .filter(|m| {
+                m.supervisor()
                     .status()
                     .capabilities
                     .get("resources")
                     .is_some()
             })
+            .cloned()
             .collect()
     }
 

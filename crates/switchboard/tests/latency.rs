@@ -122,6 +122,7 @@ fn start(lab: Arc<Lab>, latency: LatencyConfig) -> Host {
         overrides: BTreeMap::new(),
         call_timeout: Duration::from_secs(10),
         category: String::new(),
+        fingerprint: String::new(),
     };
     let options = HostOptions {
         tiers: tiers(),

@@ -47,9 +47,44 @@ impl AdminClient {
                 })?;
         let text = String::from_utf8_lossy(&answer);
         if !status.is_success() {
+            // A refused change: {"error": {"code", "message"}}.
+            if let Ok(body) = serde_json::from_str::<Value>(&text)
+                && let Some(message) = body.pointer("/error/message").and_then(Value::as_str)
+            {
+                let code = body
+                    .pointer("/error/code")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                bail!("{message} [{code}]");
+            }
             bail!("the gateway answered {status}: {text}");
         }
         serde_json::from_str(&text).context("the gateway's answer is not JSON")
+    }
+
+    pub async fn get(&self, path: &str) -> anyhow::Result<Value> {
+        self.send(Method::GET, path, None).await
+    }
+
+    pub async fn post(&self, path: &str, body: Value) -> anyhow::Result<Value> {
+        self.send(Method::POST, path, Some(body)).await
+    }
+
+    /// The running gateway's config file, as its admin file says.
+    pub fn config(&self) -> Option<&Path> {
+        self.file.config.as_deref()
+    }
+
+    /// Whether the gateway that wrote the admin file is still alive.
+    pub fn alive(&self) -> bool {
+        let Ok(pid) = i32::try_from(self.file.pid) else {
+            return false;
+        };
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
+    }
+
+    pub fn url(&self) -> &str {
+        &self.file.url
     }
 
     pub async fn set_tier(

@@ -6,6 +6,7 @@
 
 pub mod client;
 pub mod server;
+mod servers;
 
 use std::path::{Path, PathBuf};
 
@@ -18,6 +19,10 @@ pub struct AdminFile {
     pub url: String,
     pub token: String,
     pub pid: u32,
+    /// The config file the gateway runs (None: the built-in default), so `status` asks the
+    /// gateway that serves the config it is looking at.
+    #[serde(default)]
+    pub config: Option<PathBuf>,
 }
 
 /// The admin file's path.

@@ -2,7 +2,9 @@
 //!
 //! - `GET /approvals` — calls waiting for an operator;
 //! - `POST /approvals/{id}` with `{"approve": bool, "reason"?: string, "by"?: string}`;
-//! - `POST /tier` with `{"session" | "agent": name, "tier": name | null}` (the "DM command").
+//! - `POST /tier` with `{"session" | "agent": name, "tier": name | null}` (the "DM command");
+//! - live configuration: `GET /status`, `GET /servers/{name}`, `POST /changes`,
+//!   `POST /servers/{name}/test`, `POST /reload` (see `super::servers`).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -17,8 +19,8 @@ use serde_json::json;
 use switchboard::Host;
 use tokio_util::sync::CancellationToken;
 
-struct AdminState {
-    host: Host,
+pub(super) struct AdminState {
+    pub(super) host: Host,
     token: String,
 }
 
@@ -75,7 +77,7 @@ struct Answer {
     by: Option<String>,
 }
 
-fn authorized(state: &AdminState, headers: &HeaderMap) -> bool {
+pub(super) fn authorized(state: &AdminState, headers: &HeaderMap) -> bool {
     let expected = format!("Bearer {}", state.token);
     headers
         .get("authorization")
@@ -90,7 +92,7 @@ fn authorized(state: &AdminState, headers: &HeaderMap) -> bool {
         })
 }
 
-fn refuse() -> Response {
+pub(super) fn refuse() -> Response {
     (
         StatusCode::UNAUTHORIZED,
         [("www-authenticate", "Bearer realm=\"switchboard-admin\"")],
@@ -142,6 +144,11 @@ pub async fn serve(
         .route("/approvals", get(list))
         .route("/approvals/{id}", post(answer))
         .route("/tier", post(set_tier))
+        .route("/status", get(super::servers::status))
+        .route("/servers/{name}", get(super::servers::show))
+        .route("/servers/{name}/test", post(super::servers::test))
+        .route("/changes", post(super::servers::change))
+        .route("/reload", post(super::servers::reload))
         .with_state(state);
     axum::serve(
         listener,

@@ -6,6 +6,7 @@ pub mod calibrate;
 pub mod call;
 pub mod config;
 pub mod serve;
+pub mod servers;
 pub mod status;
 pub mod tier;
 pub mod token;
@@ -22,9 +23,7 @@ use switchboard_core::config::{Config, Located, ProcessEnvironment, locate};
 pub fn load_config(explicit: Option<&Path>) -> anyhow::Result<Config> {
     let env = ProcessEnvironment;
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
-    let user_dir = std::env::var_os("XDG_CONFIG_HOME")
-        .map(std::path::PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|home| Path::new(&home).join(".config")));
+    let user_dir = user_config_dir();
     let located = locate(explicit, &env, &cwd, user_dir.as_deref())
         .map_err(|errors| anyhow::anyhow!("{errors}"))?;
     match located {
@@ -37,6 +36,39 @@ pub fn load_config(explicit: Option<&Path>) -> anyhow::Result<Config> {
             Ok(Config::builtin_default())
         }
     }
+}
+
+/// The config file commands would load (None: the built-in default).
+pub fn located_config_file(explicit: Option<&Path>) -> anyhow::Result<Option<std::path::PathBuf>> {
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    let located = locate(
+        explicit,
+        &ProcessEnvironment,
+        &cwd,
+        user_config_dir().as_deref(),
+    )
+    .map_err(|errors| anyhow::anyhow!("{errors}"))?;
+    Ok(match located {
+        Located::File { path, .. } => Some(path),
+        Located::BuiltinDefault => None,
+    })
+}
+
+/// The user's config directory (`$XDG_CONFIG_HOME`, else `~/.config`).
+pub fn user_config_dir() -> Option<std::path::PathBuf> {
+    std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|dir| !dir.is_empty())
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| Path::new(&home).join(".config")))
+}
+
+/// Where changes go when the gateway runs on the built-in default: the user config file.
+pub fn user_config_file() -> Option<std::path::PathBuf> {
+    Some(
+        user_config_dir()?
+            .join("switchboard")
+            .join("switchboard.toml"),
+    )
 }
 
 /// Loads the config, starts a Host and waits for every server's first connection attempt.

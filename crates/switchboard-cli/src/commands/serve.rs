@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use switchboard::Host;
+use switchboard::{Host, LiveOptions};
 use switchboard_core::CatalogProblem;
 use switchboard_core::config::Exposure;
 use switchboard_mcp::busy_poll::BusyPoll;
@@ -66,6 +66,14 @@ pub struct ServeArgs {
     /// per hop on quick calls; only on a one-thread runtime.
     #[arg(long, value_name = "DURATION", value_parser = parse_busy_poll)]
     busy_poll: Option<Duration>,
+    /// Do not follow hand edits of the config file (same as gateway.watch = false);
+    /// `switchboard reload` and SIGHUP still reload it.
+    #[arg(long)]
+    no_watch: bool,
+    /// Refuse every change through the CLI, the admin endpoint and the library (same as
+    /// gateway.read_only = true); hand edits of the file still reload.
+    #[arg(long)]
+    read_only_config: bool,
 }
 
 fn parse_busy_poll(text: &str) -> Result<Duration, String> {
@@ -101,15 +109,20 @@ impl ServeArgs {
 
 pub async fn run(config: Option<&Path>, args: ServeArgs) -> anyhow::Result<ExitCode> {
     let mut config = super::load_config(config)?;
-    if args.no_prefix {
-        config.gateway.prefix_tools = false;
-    }
-    if let Some(exposure) = args.exposure {
-        config.gateway.exposure = exposure.into();
-    }
-    if let Some(window) = args.busy_poll {
-        config.gateway.busy_poll = window;
-    }
+    // The command line's word over the file, again at every reload.
+    let (no_prefix, exposure, busy_poll) = (args.no_prefix, args.exposure, args.busy_poll);
+    let adjust = move |config: &mut switchboard_core::config::Config| {
+        if no_prefix {
+            config.gateway.prefix_tools = false;
+        }
+        if let Some(exposure) = exposure {
+            config.gateway.exposure = exposure.into();
+        }
+        if let Some(window) = busy_poll {
+            config.gateway.busy_poll = window;
+        }
+    };
+    adjust(&mut config);
     super::check_agent(&config, args.agent.as_deref())?;
     let max_message_bytes = config.gateway.max_message_bytes;
     let ledger = super::audit::open_ledger(&config)?;
@@ -125,8 +138,35 @@ pub async fn run(config: Option<&Path>, args: ServeArgs) -> anyhow::Result<ExitC
         ..switchboard::HostOptions::default()
     };
     let host = Host::from_config_with(&config, options)?;
+    host.set_live_options(LiveOptions {
+        read_only: config.gateway.read_only || args.read_only_config,
+        drain_timeout: config.gateway.drain_timeout,
+        default_file: if config.source.is_none() {
+            super::user_config_file()
+        } else {
+            None
+        },
+        adjust: Some(Arc::new(adjust)),
+        ..LiveOptions::default()
+    });
+    let watcher = match &config.source {
+        Some(path) if config.gateway.watch && !args.no_watch => {
+            match switchboard::live::watch::watch(host.clone(), path) {
+                Ok(task) => Some(task),
+                Err(error) => {
+                    tracing::warn!(
+                        "cannot watch {} for changes ({error}); `switchboard reload` and SIGHUP still reload it",
+                        path.display()
+                    );
+                    None
+                }
+            }
+        }
+        _ => None,
+    };
     let shutdown = CancellationToken::new();
     tokio::spawn(watch_signals(shutdown.clone()));
+    tokio::spawn(reload_on_hangup(host.clone()));
     if args.no_prefix {
         host.ready().await;
         refuse_collisions(&host).await?;
@@ -135,6 +175,7 @@ pub async fn run(config: Option<&Path>, args: ServeArgs) -> anyhow::Result<ExitC
         &host,
         args.admin,
         args.admin_file.as_deref(),
+        config.source.clone(),
         shutdown.clone(),
     )
     .await?;
@@ -195,9 +236,25 @@ pub async fn run(config: Option<&Path>, args: ServeArgs) -> anyhow::Result<ExitC
             .await;
         }
     }
+    if let Some(watcher) = watcher {
+        watcher.abort();
+    }
     host.shutdown().await;
     ledger.flush();
     Ok(ExitCode::SUCCESS)
+}
+
+/// SIGHUP reads the config file again, as `switchboard reload` does.
+async fn reload_on_hangup(host: Host) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let Ok(mut hangup) = signal(SignalKind::hangup()) else {
+        tracing::warn!("cannot install a SIGHUP handler; use `switchboard reload`");
+        return;
+    };
+    while hangup.recv().await.is_some() {
+        tracing::info!("SIGHUP: reloading the configuration");
+        switchboard::live::watch::reload(&host, switchboard::Surface::Reload).await;
+    }
 }
 
 /// Starts the admin endpoint and writes the admin file.
@@ -205,6 +262,7 @@ async fn start_admin(
     host: &Host,
     address: SocketAddr,
     file: Option<&Path>,
+    config: Option<std::path::PathBuf>,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
     if !address.ip().is_loopback() {
@@ -225,6 +283,7 @@ async fn start_admin(
         url: format!("http://{bound}"),
         token: token.clone(),
         pid: std::process::id(),
+        config: config.and_then(|path| std::fs::canonicalize(path).ok()),
     };
     let path = admin_path(file)?;
     admin.write(&path)?;

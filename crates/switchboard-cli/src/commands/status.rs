@@ -1,46 +1,172 @@
-//! `switchboard status`: each server's state, era, tool count and last error.
+//! `switchboard status`: each server's state, era, tool count, generation, last change and
+//! last error. It asks the running gateway (admin endpoint) when one is running on the same
+//! config, and starts a Host of its own only when none is; it says which it shows.
 
 use std::path::Path;
 use std::process::ExitCode;
 
+use serde_json::{Value, json};
+
+use crate::admin::client::AdminClient;
 use crate::output::{print_json, print_line};
 
 #[derive(Debug, clap::Args)]
 pub struct StatusArgs {
-    /// Print JSON: an array of {server, state, era, protocol_version, transport, tools, error, notes}.
+    /// Print JSON: {source, revision, live, servers: [{server, state, era, protocol_version,
+    /// transport, tools, error, notes, generation, changed, draining, in_flight,
+    /// change_error}], problems}.
     #[arg(long)]
     json: bool,
+    /// The running gateway's admin file (default $SWITCHBOARD_ADMIN_FILE, else
+    /// $XDG_STATE_HOME/switchboard/admin.json).
+    #[arg(long, value_name = "FILE")]
+    admin_file: Option<std::path::PathBuf>,
+    /// Start a Host of its own even when a gateway is running.
+    #[arg(long)]
+    local: bool,
 }
 
 pub async fn run(config: Option<&Path>, args: StatusArgs) -> anyhow::Result<ExitCode> {
-    let host = super::start_host(config, None).await?;
-    let reports = host.status();
-    let problems = host.catalog_problems();
-    host.shutdown().await;
-    if args.json {
-        print_json(&reports)?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    print_line(&format!(
-        "{:20}  {:8}  {:8}  {:15}  {:>5}  ERROR",
-        "SERVER", "STATE", "ERA", "TRANSPORT", "TOOLS"
-    ))?;
-    for report in &reports {
-        print_line(&format!(
-            "{:20}  {:8}  {:8}  {:15}  {:>5}  {}",
-            report.server,
-            report.state,
-            report.era.as_deref().unwrap_or("-"),
-            report.transport,
-            report.tools,
-            report.error.as_deref().unwrap_or("")
-        ))?;
-        for note in &report.notes {
-            print_line(&format!("    note: {note}"))?;
+    let running = if args.local {
+        None
+    } else {
+        running_gateway(config, args.admin_file.as_deref())
+    };
+    let status = match running {
+        Some(admin) => {
+            let mut status = admin.get("/status").await?;
+            status["source"] = json!(format!("gateway at {}", admin.url()));
+            status
         }
-    }
-    for problem in problems.iter().filter(|p| p.server().is_none()) {
-        print_line(&format!("note: {problem}"))?;
+        None => local_status(config).await?,
+    };
+    if args.json {
+        print_json(&status)?;
+    } else {
+        print_status(&status)?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The admin endpoint of a live gateway serving the config this command would load.
+fn running_gateway(config: Option<&Path>, admin_file: Option<&Path>) -> Option<AdminClient> {
+    let admin = AdminClient::open(admin_file).ok()?;
+    if !admin.alive() {
+        return None;
+    }
+    let ours = super::located_config_file(config).ok()?;
+    let canonical = |path: &Path| std::fs::canonicalize(path).ok();
+    let same = match (admin.config(), ours.as_deref()) {
+        (Some(theirs), Some(ours)) => {
+            canonical(theirs).is_some() && canonical(theirs) == canonical(ours)
+        }
+        (None, None) => true,
+        _ => false,
+    };
+    same.then_some(admin)
+}
+
+/// Starts a Host on the config, waits for first connections, and reports.
+async fn local_status(config: Option<&Path>) -> anyhow::Result<Value> {
+    let host = super::start_host(config, None).await?;
+    let live = host.live_status();
+    let problems: Vec<String> = host
+        .catalog_problems()
+        .iter()
+        .filter(|p| p.server().is_none())
+        .map(ToString::to_string)
+        .collect();
+    let status = json!({
+        "source": "local (no gateway running on this config)",
+        "revision": live.revision,
+        "live": live,
+        "servers": host.status(),
+        "problems": problems,
+    });
+    host.shutdown().await;
+    Ok(status)
+}
+
+/// The table `status` and `servers list` print.
+pub fn print_status(status: &Value) -> anyhow::Result<()> {
+    let text = |value: &Value| value.as_str().unwrap_or("-").to_owned();
+    if let Some(source) = status["source"].as_str() {
+        print_line(&format!("({source})"))?;
+    }
+    print_line(&format!(
+        "{:20}  {:8}  {:8}  {:15}  {:>5}  {:>3}  {:16}  ERROR",
+        "SERVER", "STATE", "ERA", "TRANSPORT", "TOOLS", "GEN", "CHANGED"
+    ))?;
+    for report in status["servers"].as_array().into_iter().flatten() {
+        let changed = match report["changed"]["by"].as_str() {
+            Some(by) => format!("{} ago by {by}", ago(report["changed"]["at_ms"].as_u64())),
+            None => "-".to_owned(),
+        };
+        print_line(&format!(
+            "{:20}  {:8}  {:8}  {:15}  {:>5}  {:>3}  {:16}  {}",
+            text(&report["server"]),
+            text(&report["state"]),
+            text(&report["era"]),
+            text(&report["transport"]),
+            report["tools"].to_string(),
+            report["generation"].to_string(),
+            changed,
+            report["error"].as_str().unwrap_or("")
+        ))?;
+        for drain in report["draining"].as_array().into_iter().flatten() {
+            print_line(&format!(
+                "    draining: {} call(s) on the connection it had before it was {}",
+                drain["calls"],
+                text(&drain["why"])
+            ))?;
+        }
+        if let Some(error) = report["change_error"].as_str() {
+            print_line(&format!("    last change failed: {error}"))?;
+        }
+        for note in report["notes"].as_array().into_iter().flatten() {
+            print_line(&format!("    note: {}", text(note)))?;
+        }
+    }
+    for problem in status["problems"].as_array().into_iter().flatten() {
+        print_line(&format!("note: {}", text(problem)))?;
+    }
+    let live = &status["live"];
+    if let Some(file) = live["file"].as_str() {
+        let mode = if live["read_only"] == true {
+            ", read-only"
+        } else {
+            ""
+        };
+        print_line(&format!(
+            "config: {file} (revision {}{mode})",
+            text(&live["revision"])
+        ))?;
+    }
+    if live["file_error"].is_object() {
+        print_line("the config file is invalid; the previous configuration keeps running:")?;
+        for problem in live["file_error"]["problems"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            print_line(&format!("  {}", text(problem)))?;
+        }
+    }
+    for key in live["needs_restart"].as_array().into_iter().flatten() {
+        print_line(&format!("needs a restart of the gateway: {}", text(key)))?;
+    }
+    Ok(())
+}
+
+/// "3s", "5m", "2h" since a Unix time in milliseconds.
+fn ago(at_ms: Option<u64>) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(0));
+    let seconds = now.saturating_sub(at_ms.unwrap_or(now)) / 1000;
+    match seconds {
+        s if s < 120 => format!("{s}s"),
+        s if s < 7200 => format!("{}m", s / 60),
+        s => format!("{}h", s / 3600),
+    }
 }

@@ -80,6 +80,7 @@ pub async fn run(args: ToolServerArgs) -> anyhow::Result<ExitCode> {
         overrides: Default::default(),
         call_timeout: Duration::from_secs(60),
         category: String::new(),
+        fingerprint: String::new(),
     };
     let options = HostOptions {
         identity: ServerIdentity {

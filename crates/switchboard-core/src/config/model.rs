@@ -176,6 +176,13 @@ pub struct GatewayConfig {
     pub ledger_retention_days: Option<u64>,
     /// At most this many ledger rows are kept (the oldest go first).
     pub ledger_max_rows: Option<u64>,
+    /// `serve` follows hand edits of the config file (default true).
+    pub watch: bool,
+    /// Every change surface (CLI, admin endpoint, library) refuses; hand edits still reload.
+    pub read_only: bool,
+    /// How long calls of a removed or replaced server may take to finish before they are
+    /// cancelled (default 30 s).
+    pub drain_timeout: Duration,
 }
 
 impl Default for GatewayConfig {
@@ -197,6 +204,9 @@ impl Default for GatewayConfig {
             ledger: None,
             ledger_retention_days: None,
             ledger_max_rows: None,
+            watch: true,
+            read_only: false,
+            drain_timeout: Duration::from_secs(30),
         }
     }
 }

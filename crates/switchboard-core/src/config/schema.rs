@@ -270,6 +270,15 @@ struct Gateway {
     /// at most about two windows of CPU per call. At most 10ms; "0" turns it off (default
     /// 100us).
     busy_poll: Duration,
+    /// `serve` watches the config file and applies hand edits while it runs (default true;
+    /// `serve --no-watch` turns it off).
+    watch: bool,
+    /// Changes through the CLI, the admin endpoint or the library are refused; hand edits of
+    /// the file still reload (GitOps). Default false.
+    read_only: bool,
+    /// How long the calls in flight of a removed or replaced server may take to finish
+    /// before they are cancelled (default 30s).
+    drain_timeout: Duration,
     /// How tools are listed to callers whose agent does not choose: full (default),
     /// categories or search.
     exposure: Option<ExposureMode>,
@@ -509,6 +518,9 @@ impl Default for Gateway {
             discover_timeout: Duration::Millis(2_000),
             max_message_bytes: 16 * 1024 * 1024,
             busy_poll: Duration::Text("100us".to_owned()),
+            watch: true,
+            read_only: false,
+            drain_timeout: Duration::Millis(30_000),
             exposure: None,
             limits: None,
             approval: None,

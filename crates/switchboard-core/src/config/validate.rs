@@ -28,7 +28,7 @@ pub(super) const ROOT_KEYS: [&str; 9] = [
     "agents",
     "capabilities",
 ];
-pub(super) const GATEWAY_KEYS: [&str; 16] = [
+pub(super) const GATEWAY_KEYS: [&str; 19] = [
     "ledger",
     "ledger_retention_days",
     "ledger_max_rows",
@@ -45,6 +45,9 @@ pub(super) const GATEWAY_KEYS: [&str; 16] = [
     "discover_timeout",
     "max_message_bytes",
     "busy_poll",
+    "watch",
+    "read_only",
+    "drain_timeout",
 ];
 /// The smallest `max_message_bytes` accepted (an `initialize` response must fit).
 const MIN_MESSAGE_BYTES: i64 = 1024;
@@ -288,6 +291,12 @@ impl Walk<'_> {
                     }
                 }
                 "prefix_tools" => gateway.prefix_tools = self.bool(value, &what).unwrap_or(true),
+                "watch" => gateway.watch = self.bool(value, &what).unwrap_or(true),
+                "read_only" => gateway.read_only = self.bool(value, &what).unwrap_or(false),
+                "drain_timeout" => {
+                    gateway.drain_timeout =
+                        self.duration(value, &what).unwrap_or(gateway.drain_timeout);
+                }
                 "limits" => gateway.limits = self.limits(value, &what),
                 "approval" => {
                     gateway.approval = self.approval(value, &what).unwrap_or_default();

@@ -31,7 +31,7 @@ use crate::{CallContext, Catalog, CatalogEntry, ToolCall, ToolOutcome};
 
 pub use admit::Governance;
 pub use envelope::{CACHE_META_KEY, CALL_META_KEY};
-pub use record::{CallRecord, CallStatus, LogRecorder, Recorder};
+pub use record::{CallRecord, CallStatus, ChangeRecord, LogRecorder, Recorder};
 
 /// Why a call produced no [`ToolOutcome`]. Everything else — bad arguments, an upstream that is
 /// down or slow — is an outcome with `is_error` set, because the model can act on it.
@@ -76,7 +76,9 @@ impl Fate {
 pub struct Pipeline {
     recorder: Arc<dyn Recorder>,
     clock: Arc<dyn Clock>,
-    governance: Arc<Governance>,
+    /// Swapped whole when a reload changes limits, costs, hooks or approval rules; a call
+    /// keeps the governance it started under.
+    governance: std::sync::RwLock<Arc<Governance>>,
 }
 
 impl Pipeline {
@@ -93,8 +95,29 @@ impl Pipeline {
         Self {
             recorder,
             clock,
-            governance,
+            governance: std::sync::RwLock::new(governance),
         }
+    }
+
+    /// The governance calls start under now.
+    pub fn governance(&self) -> Arc<Governance> {
+        match self.governance.read() {
+            Ok(governance) => governance.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Replaces the governance of calls that start from now on.
+    pub fn set_governance(&self, governance: Arc<Governance>) {
+        match self.governance.write() {
+            Ok(mut slot) => *slot = governance,
+            Err(poisoned) => *poisoned.into_inner() = governance,
+        }
+    }
+
+    /// Where configuration changes are recorded (the same recorder as calls).
+    pub fn recorder(&self) -> &Arc<dyn Recorder> {
+        &self.recorder
     }
 
     /// Runs one call against a catalog snapshot, as a caller who sees `view` of it.
@@ -182,7 +205,8 @@ impl Pipeline {
                 None,
             );
         }
-        let hooks = &self.governance.hooks;
+        let governance = self.governance();
+        let hooks = &governance.hooks;
         // Hooks see the call as a HookCall; without hooks none is built (the hot path).
         let mut hooked = None;
         let mut arguments = arguments;
@@ -213,12 +237,11 @@ impl Pipeline {
             arguments = call.arguments.clone();
             hooked = Some(call);
         }
-        let approval =
-            match approve::approve(&self.governance, entry, call_id, &arguments, ctx).await {
-                Ok(approval) => approval,
-                Err((fate, summary)) => return (fate, 0.0, Some(summary)),
-            };
-        let admission = match admit::admit(&self.governance, entry, ctx).await {
+        let approval = match approve::approve(&governance, entry, call_id, &arguments, ctx).await {
+            Ok(approval) => approval,
+            Err((fate, summary)) => return (fate, 0.0, Some(summary)),
+        };
+        let admission = match admit::admit(&governance, entry, ctx).await {
             Ok(admission) => admission,
             Err(refusal) => {
                 let fate = Fate::new(Ok(refusal), CallStatus::RateLimited);
@@ -228,10 +251,8 @@ impl Pipeline {
         let started = self.clock.now();
         let mut fate = execute::execute(upstreams, entry, arguments, ctx).await;
         drop(admission);
-        let cost = self
-            .governance
-            .cost_of(entry, self.clock.now().saturating_duration_since(started));
-        self.governance.charge(ctx, cost);
+        let cost = governance.cost_of(entry, self.clock.now().saturating_duration_since(started));
+        governance.charge(ctx, cost);
         if let (Some(call), Ok(outcome)) = (&hooked, &mut fate.result) {
             hooks::run_after(hooks, call, outcome).await;
         }

@@ -82,9 +82,46 @@ pub struct CallRecord {
     pub cached: bool,
 }
 
+/// One change to the running configuration (a server added, removed, enabled, disabled,
+/// restarted, or its settings changed by a reload), as the audit ledger keeps it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChangeRecord {
+    /// A ULID, like a call id.
+    pub change_id: String,
+    pub at: SystemTime,
+    /// The surface it came through: `cli`, `admin`, `library`, `file`, `reload`.
+    pub surface: String,
+    /// Who asked, when the surface knows (an operator name, an agent).
+    pub actor: Option<String>,
+    /// `add`, `remove`, `enable`, `disable`, `restart`, `update`.
+    pub action: String,
+    pub server: String,
+    /// The server's entry before and after, with secret values redacted.
+    pub before: Option<serde_json::Value>,
+    pub after: Option<serde_json::Value>,
+    /// `applied`, `refused` or `failed`.
+    pub outcome: String,
+    pub error: Option<String>,
+}
+
 /// Receives every call record. Must not block: the ledger queues to its writer task.
 pub trait Recorder: Send + Sync {
     fn record(&self, record: &CallRecord);
+
+    /// Records a configuration change. The default writes it to the log.
+    fn record_change(&self, change: &ChangeRecord) {
+        tracing::info!(
+            target: "switchboard::config",
+            change_id = %change.change_id,
+            surface = %change.surface,
+            actor = change.actor.as_deref().unwrap_or(""),
+            action = %change.action,
+            server = %change.server,
+            outcome = %change.outcome,
+            error = change.error.as_deref().unwrap_or(""),
+            "configuration change"
+        );
+    }
 
     /// Whether records should carry the call's arguments (a copy per call).
     fn wants_arguments(&self) -> bool {

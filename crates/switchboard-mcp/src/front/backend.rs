@@ -19,6 +19,37 @@ pub struct ServerIdentity {
     pub instructions: Option<String>,
 }
 
+/// Counts of changes to the exposed prompts and resources, announced separately.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ListsVersion {
+    pub prompts: u64,
+    pub resources: u64,
+}
+
+impl ListsVersion {
+    /// The `list_changed` notifications that take a client from `seen` to `self`.
+    pub fn announcements(&self, seen: &Self) -> impl Iterator<Item = &'static str> + use<> {
+        let prompts =
+            (self.prompts != seen.prompts).then_some("notifications/prompts/list_changed");
+        let resources =
+            (self.resources != seen.resources).then_some("notifications/resources/list_changed");
+        prompts.into_iter().chain(resources)
+    }
+
+    /// Waits for the next change after `seen` and returns its notifications' methods (None
+    /// when the Host is gone).
+    pub async fn next_change(
+        lists: &mut watch::Receiver<Self>,
+        seen: &mut Self,
+    ) -> Option<Vec<&'static str>> {
+        lists.changed().await.ok()?;
+        let now = *lists.borrow_and_update();
+        let methods = now.announcements(seen).collect();
+        *seen = now;
+        Some(methods)
+    }
+}
+
 /// The catalog and the pipeline, as the front needs them.
 pub trait Backend: Send + Sync + 'static {
     fn identity(&self) -> ServerIdentity;
@@ -53,6 +84,13 @@ pub trait Backend: Send + Sync + 'static {
     /// `notifications/tools/list_changed`): catalog changes, and the caller's own changes
     /// such as a loaded category.
     fn listing_version(&self, caller: &Caller) -> watch::Receiver<u64>;
+
+    /// Bumped, each on its own, when the exposed prompts or resources (or resource
+    /// templates) change (the client is sent `notifications/prompts/list_changed` or
+    /// `notifications/resources/list_changed`). Default: none (they never change).
+    fn lists_version(&self) -> Option<watch::Receiver<ListsVersion>> {
+        None
+    }
 
     /// The session ended (stdio connection closed, HTTP session deleted): drop its state.
     fn session_closed(&self, _session: &str) {}

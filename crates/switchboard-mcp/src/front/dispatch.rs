@@ -278,7 +278,8 @@ impl Dispatcher {
     }
 
     /// `subscriptions/listen`: acknowledges the accepted filter, then sends
-    /// `notifications/tools/list_changed` on every catalog change until the caller cancels.
+    /// `notifications/tools/list_changed` on every catalog change (and the prompts' and
+    /// resources' `list_changed`, when asked for) until the caller cancels.
     async fn listen(
         &self,
         id: &RequestId,
@@ -287,16 +288,29 @@ impl Dispatcher {
         notify: &Notifier,
     ) -> Value {
         let requested = params.and_then(|p| p.get("notifications"));
-        let tools = requested
-            .and_then(|n| n.get("toolsListChanged"))
-            .and_then(Value::as_bool)
-            == Some(true);
+        let asked =
+            |key: &str| requested.and_then(|n| n.get(key)).and_then(Value::as_bool) == Some(true);
+        let tools = asked("toolsListChanged");
+        let lists = self.backend.lists_version();
+        let prompts = asked("promptsListChanged") && lists.is_some();
+        let resources = asked("resourcesListChanged") && lists.is_some();
         let meta = json!({SUBSCRIPTION_ID: id});
-        let accepted = if tools {
-            json!({"toolsListChanged": true})
-        } else {
-            json!({})
-        };
+        let mut accepted = serde_json::Map::new();
+        for (key, on) in [
+            ("toolsListChanged", tools),
+            ("promptsListChanged", prompts),
+            ("resourcesListChanged", resources),
+        ] {
+            if on {
+                accepted.insert(key.into(), json!(true));
+            }
+        }
+        let accepted = Value::Object(accepted);
+        let mut lists = lists.filter(|_| prompts || resources);
+        let mut seen = lists
+            .as_mut()
+            .map(|lists| *lists.borrow_and_update())
+            .unwrap_or_default();
         // Subscribe before acknowledging: a client may change the list as soon as it reads
         // the acknowledgement, and that change must not slip in between.
         let mut version = self.backend.listing_version(&self.caller());
@@ -316,6 +330,19 @@ impl Dispatcher {
                         notify(Message::notification("notifications/tools/list_changed", json!({"_meta": meta})));
                     }
                 }
+                Some(methods) = async {
+                    match lists.as_mut() {
+                        Some(lists) => crate::front::ListsVersion::next_change(lists, &mut seen).await,
+                        None => std::future::pending().await,
+                    }
+                } => {
+                    for method in methods {
+                        let wanted = if method.contains("prompts") { prompts } else { resources };
+                        if wanted {
+                            notify(Message::notification(method, json!({"_meta": meta})));
+                        }
+                    }
+                }
             }
         }
         json!({"_meta": meta})
@@ -324,8 +351,8 @@ impl Dispatcher {
     fn capabilities(&self) -> Value {
         json!({
             "tools": {"listChanged": true},
-            "prompts": {"listChanged": false},
-            "resources": {"listChanged": false, "subscribe": true},
+            "prompts": {"listChanged": self.backend.lists_version().is_some()},
+            "resources": {"listChanged": self.backend.lists_version().is_some(), "subscribe": true},
             "completions": {},
             "logging": {},
         })

@@ -21,5 +21,5 @@ pub mod stdio;
 pub mod subscriptions;
 mod tool_call;
 
-pub use backend::{Backend, ServerIdentity};
+pub use backend::{Backend, ListsVersion, ServerIdentity};
 pub use dispatch::Dispatcher;

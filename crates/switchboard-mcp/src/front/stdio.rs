@@ -65,6 +65,15 @@ pub async fn serve(
         (initialized.clone(), listed.clone()),
         shutdown.clone(),
     ));
+    if let Some(lists) = dispatcher.backend().lists_version() {
+        tasks.spawn(announce_list_changes(
+            lists,
+            dispatcher.clone(),
+            out_tx.clone(),
+            initialized.clone(),
+            shutdown.clone(),
+        ));
+    }
     let subscriptions = Arc::new(ResourceSubscriptions::default());
     let updates = subscriptions.clone().updates(dispatcher.backend().as_ref());
     tasks.spawn(forward_updates(updates, out_tx.clone(), shutdown.clone()));
@@ -248,6 +257,39 @@ async fn announce_changes(
         if initialized.is_cancelled() {
             let note =
                 Message::notification("notifications/tools/list_changed", serde_json::json!({}));
+            if out.send(note.to_line()).is_err() {
+                return;
+            }
+        }
+    }
+}
+
+/// Sends `notifications/prompts/list_changed` and `notifications/resources/list_changed`
+/// when those lists change after start-up, once the client initialized (its first listing
+/// waits for start-up, so it sees what servers bring then).
+async fn announce_list_changes(
+    mut lists: tokio::sync::watch::Receiver<crate::front::ListsVersion>,
+    dispatcher: Dispatcher,
+    out: mpsc::UnboundedSender<String>,
+    initialized: CancellationToken,
+    shutdown: CancellationToken,
+) {
+    tokio::select! {
+        () = shutdown.cancelled() => return,
+        () = dispatcher.backend().settled() => {}
+    }
+    let mut seen = *lists.borrow_and_update();
+    loop {
+        let methods = tokio::select! {
+            () = shutdown.cancelled() => return,
+            methods = crate::front::ListsVersion::next_change(&mut lists, &mut seen) => methods,
+        };
+        let Some(methods) = methods else { return };
+        if !initialized.is_cancelled() {
+            continue;
+        }
+        for method in methods {
+            let note = Message::notification(method, serde_json::json!({}));
             if out.send(note.to_line()).is_err() {
                 return;
             }

@@ -78,6 +78,10 @@ impl Backend for Host {
         self.inner.sessions.subscribe(caller)
     }
 
+    fn lists_version(&self) -> Option<watch::Receiver<switchboard_mcp::front::ListsVersion>> {
+        Some(self.inner.lists.subscribe())
+    }
+
     fn session_closed(&self, session: &str) {
         self.inner.sessions.close(session);
     }

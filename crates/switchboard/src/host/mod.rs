@@ -18,8 +18,10 @@ use switchboard_core::{
     CallContext, Caller, Catalog, CatalogEntry, CatalogProblem, ServerId, ToolCall, ToolDefinition,
     ToolOutcome,
 };
-use switchboard_mcp::front::ServerIdentity;
+use switchboard_mcp::front::{ListsVersion, ServerIdentity};
 use switchboard_mcp::upstream::{Supervisor, SupervisorObserver, UpstreamSpec};
+
+use crate::fleet::{Connection, DrainList, Fleet, Lease, Member, Stamp, Surface};
 use tokio::sync::watch;
 
 use crate::approvals::PendingApprovals;
@@ -43,6 +45,10 @@ pub struct ServerPlan {
     pub call_timeout: Duration,
     /// Category of the server's tools; empty = the server id.
     pub category: String,
+    /// What the server's connection depends on (transport and era), hashed: a reload that
+    /// changes it starts a new connection; any other change applies to the running one.
+    /// Empty = unknown (a plan not made from a config): any change restarts the server.
+    pub fingerprint: String,
 }
 
 /// Host-wide options.
@@ -113,16 +119,95 @@ pub struct ServerReport {
     pub error: Option<String>,
     /// Tools of this server that are not exposed, and why.
     pub notes: Vec<String>,
+    /// Changes applied to this server since the gateway started (1 = as started).
+    pub generation: u64,
+    /// When and through which surface its settings last changed.
+    pub changed: Option<Stamp>,
+    /// Calls still finishing on connections this server had before a change.
+    pub draining: Vec<DrainReport>,
+    /// Calls on its current connection now.
+    pub in_flight: usize,
+    /// The last change to this server that failed, while its previous settings keep serving.
+    pub change_error: Option<String>,
+}
+
+impl ServerReport {
+    fn idle(server: &str) -> Self {
+        Self {
+            server: server.to_owned(),
+            state: "down",
+            era: None,
+            protocol_version: None,
+            transport: "",
+            tools: 0,
+            error: None,
+            notes: Vec::new(),
+            generation: 0,
+            changed: None,
+            draining: Vec::new(),
+            in_flight: 0,
+            change_error: None,
+        }
+    }
+}
+
+/// A connection of a server being drained after it was removed or replaced.
+#[derive(Debug, Clone, Serialize)]
+pub struct DrainReport {
+    /// "removed" or "replaced".
+    pub why: &'static str,
+    /// Calls still running on it.
+    pub calls: usize,
+    pub since: Stamp,
+}
+
+fn draining_of(draining: &[Arc<crate::fleet::Draining>], server: &ServerId) -> Vec<DrainReport> {
+    draining
+        .iter()
+        .filter(|d| d.connection.supervisor.id() == server)
+        .map(|d| DrainReport {
+            why: d.why,
+            calls: d.connection.in_flight(),
+            since: d.since.clone(),
+        })
+        .collect()
+}
+
+/// The parts of [`HostOptions`] a reload may change while calls run.
+pub(crate) struct Settings {
+    pub(crate) naming: NamingRules,
+    pub(crate) agents: BTreeMap<String, Arc<AgentProfile>>,
+    pub(crate) exposure: Exposure,
+}
+
+impl Settings {
+    fn of(options: &HostOptions) -> Self {
+        Self {
+            naming: options.naming.clone(),
+            agents: options.agents.clone(),
+            exposure: options.exposure,
+        }
+    }
 }
 
 pub(crate) struct Inner {
-    pub(crate) plans: Vec<ServerPlan>,
-    pub(crate) supervisors: Vec<Arc<Supervisor>>,
+    /// The servers in service, swapped whole by a reload.
+    pub(crate) fleet: ArcSwap<Fleet>,
+    /// Connections of removed or replaced servers, finishing their calls.
+    pub(crate) draining: Arc<DrainList>,
+    /// Naming, agents and exposure as last applied.
+    pub(crate) settings: ArcSwap<Settings>,
+    /// The config as last applied, and the one change operation's lock.
+    pub(crate) live: crate::live::LiveState,
     /// Resource URIs seen in tool results → the server whose tool returned them, so a
     /// `resource_link` can be read back through the gateway.
     pub(crate) resource_routes: Mutex<std::collections::HashMap<String, ServerId>>,
     catalog: ArcSwap<Catalog>,
     version: watch::Sender<u64>,
+    /// Bumped when the exposed prompts or resources change.
+    pub(crate) lists: watch::Sender<ListsVersion>,
+    /// Hashes of the prompts and resources last announced.
+    extras_seen: Mutex<(u64, u64)>,
     rebuild_lock: Mutex<()>,
     /// URIs of resources an upstream said changed (`notifications/resources/updated`).
     pub(crate) resource_updates: tokio::sync::broadcast::Sender<String>,
@@ -144,7 +229,7 @@ pub(crate) struct Inner {
     started: std::sync::atomic::AtomicBool,
     /// Measured latency, tier placements, deadlines, retries, hedging and the result cache.
     pub(crate) latency: Arc<LatencyBudget>,
-    pipeline: Pipeline,
+    pub(crate) pipeline: Pipeline,
     pub(crate) options: HostOptions,
 }
 
@@ -158,16 +243,21 @@ impl Host {
     /// Starts every server in parallel and returns at once; see [`Host::ready`].
     pub fn start(plans: Vec<ServerPlan>, options: HostOptions) -> Self {
         let inner = Arc::new_cyclic(|weak: &Weak<Inner>| {
-            let supervisors = plans
-                .iter()
+            let started = Stamp::now(Surface::Startup);
+            let members = plans
+                .into_iter()
                 .map(|plan| {
-                    let observer = Arc::new(HostObserver {
-                        inner: weak.clone(),
-                    });
-                    Supervisor::start(plan.spec.clone(), observer)
+                    let supervisor = start_supervisor(weak, &plan);
+                    Arc::new(Member {
+                        plan,
+                        connection: Connection::new(supervisor),
+                        generation: 1,
+                        changed: started.clone(),
+                    })
                 })
                 .collect();
             let (version, _) = watch::channel(0);
+            let (lists, _) = watch::channel(ListsVersion::default());
             let latency = budget_of(&options);
             let sessions_of = weak.clone();
             latency.on_change(move |tiers: &[String]| {
@@ -178,10 +268,14 @@ impl Host {
             let (resource_updates, _) = tokio::sync::broadcast::channel(256);
             Inner {
                 resource_updates,
-                plans,
-                supervisors,
+                fleet: ArcSwap::from_pointee(Fleet { members }),
+                draining: Arc::default(),
+                settings: ArcSwap::from_pointee(Settings::of(&options)),
+                live: crate::live::LiveState::default(),
                 catalog: ArcSwap::from_pointee(Catalog::default()),
                 version,
+                lists,
+                extras_seen: Mutex::new((0, 0)),
                 rebuild_lock: Mutex::new(()),
                 resource_routes: Mutex::default(),
                 listings: Mutex::default(),
@@ -210,7 +304,8 @@ impl Host {
     /// Waits until every server's first connection attempt has finished (each is bounded by
     /// its connect timeout, and they run in parallel).
     pub async fn ready(&self) {
-        futures::future::join_all(self.inner.supervisors.iter().map(|s| s.settled())).await;
+        let fleet = self.inner.fleet.load_full();
+        futures::future::join_all(fleet.members.iter().map(|m| m.supervisor().settled())).await;
         // A supervisor marks itself settled just before it asks for the rebuild: make sure
         // the catalog already reflects what `settled` promised.
         self.inner.rebuild();
@@ -225,17 +320,16 @@ impl Host {
     /// configured or no agent is named, that agent's permissions otherwise, nothing for an
     /// agent the config does not know.
     pub fn view(&self, agent: Option<&str>) -> Arc<dyn View> {
+        let settings = self.inner.settings.load();
         match agent {
-            Some(name) if !self.inner.options.agents.is_empty() => {
-                match self.inner.options.agents.get(name) {
-                    Some(profile) => profile.policy.clone(),
-                    None => Arc::new(AgentPolicy {
-                        name: name.to_owned(),
-                        allow: vec![],
-                        deny: vec![ToolPattern::parse("*"), ToolPattern::parse("*:*")],
-                    }),
-                }
-            }
+            Some(name) if !settings.agents.is_empty() => match settings.agents.get(name) {
+                Some(profile) => profile.policy.clone(),
+                None => Arc::new(AgentPolicy {
+                    name: name.to_owned(),
+                    allow: vec![],
+                    deny: vec![ToolPattern::parse("*"), ToolPattern::parse("*:*")],
+                }),
+            },
             _ => self.inner.full_view.clone(),
         }
     }
@@ -247,12 +341,13 @@ impl Host {
 
     /// The profile of a configured agent.
     pub fn profile(&self, agent: Option<&str>) -> Option<Arc<AgentProfile>> {
-        self.inner.options.agents.get(agent?).cloned()
+        self.inner.settings.load().agents.get(agent?).cloned()
     }
 
     /// Whether the config names this agent (always true when no agents are configured).
     pub fn knows_agent(&self, agent: &str) -> bool {
-        self.inner.options.agents.is_empty() || self.inner.options.agents.contains_key(agent)
+        let settings = self.inner.settings.load();
+        settings.agents.is_empty() || settings.agents.contains_key(agent)
     }
 
     /// The catalog entries `agent` may see, in listing order.
@@ -272,7 +367,7 @@ impl Host {
 
     /// The JSON array of the tools `agent` may see, serialized once per catalog version.
     pub fn listing_json(&self, agent: Option<&str>) -> Arc<str> {
-        let restricted = agent.filter(|_| !self.inner.options.agents.is_empty());
+        let restricted = agent.filter(|_| !self.inner.settings.load().agents.is_empty());
         let Some(name) = restricted else {
             return self.catalog().listing_json();
         };
@@ -333,14 +428,17 @@ impl Host {
         self.inner.version.subscribe()
     }
 
-    /// Per-server state, in config order.
+    /// Per-server state, in config order; servers the config has but disables are listed
+    /// as `disabled`.
     pub fn status(&self) -> Vec<ServerReport> {
         let catalog = self.catalog();
-        self.inner
-            .plans
+        let fleet = self.inner.fleet.load_full();
+        let draining = self.inner.draining.snapshot();
+        let mut reports: Vec<ServerReport> = fleet
+            .members
             .iter()
-            .zip(&self.inner.supervisors)
-            .map(|(plan, supervisor)| {
+            .map(|member| {
+                let supervisor = member.supervisor();
                 let status = supervisor.status();
                 let notes = catalog
                     .problems()
@@ -353,13 +451,33 @@ impl Host {
                     state: status.state.as_str(),
                     era: status.era.as_ref().map(|era| era.label().to_owned()),
                     protocol_version: status.era.as_ref().map(|era| era.version().to_owned()),
-                    transport: plan.spec.endpoint.transport_label(),
+                    transport: member.plan.spec.endpoint.transport_label(),
                     tools: catalog.count_for(supervisor.id()),
                     error: status.error,
                     notes,
+                    generation: member.generation,
+                    changed: Some(member.changed.clone()),
+                    draining: draining_of(&draining, supervisor.id()),
+                    in_flight: member.connection.in_flight(),
+                    change_error: self.inner.live.failed_change(supervisor.id().as_str()),
                 }
             })
-            .collect()
+            .collect();
+        for server in self.inner.live.disabled_servers() {
+            reports.push(ServerReport {
+                state: "disabled",
+                change_error: self.inner.live.failed_change(&server.id),
+                draining: draining_of(&draining, &ServerId::new(&server.id)),
+                transport: match &server.transport {
+                    switchboard_core::config::Transport::Stdio { .. } => "stdio",
+                    switchboard_core::config::Transport::Http { .. } => "streamable-http",
+                    switchboard_core::config::Transport::Sse { .. } => "sse",
+                    switchboard_core::config::Transport::Builtin { .. } => "in-process",
+                },
+                ..ServerReport::idle(&server.id)
+            });
+        }
+        reports
     }
 
     /// Problems of the catalog that belong to no single server (dangling aliases).
@@ -367,12 +485,15 @@ impl Host {
         self.catalog().problems().to_vec()
     }
 
-    /// Stops every server (killing child process groups), after saving latency stats.
+    /// Stops every server (killing child process groups), those still draining too, after
+    /// saving latency stats.
     pub async fn shutdown(&self) {
         if let Err(error) = self.inner.latency.save() {
             tracing::warn!(%error, "latency stats were not saved");
         }
-        futures::future::join_all(self.inner.supervisors.iter().map(|s| s.stop())).await;
+        let fleet = self.inner.fleet.load_full();
+        futures::future::join_all(fleet.members.iter().map(|m| m.supervisor().stop())).await;
+        self.inner.draining.close_all().await;
     }
 
     /// At start-up only: waits (bounded) for the first connection attempts, so a client's
@@ -389,6 +510,14 @@ impl Host {
                 .store(true, std::sync::atomic::Ordering::Release);
         }
     }
+}
+
+/// Starts the supervisor of `plan`, reporting to the Host behind `inner`.
+pub(crate) fn start_supervisor(inner: &Weak<Inner>, plan: &ServerPlan) -> Arc<Supervisor> {
+    let observer = Arc::new(HostObserver {
+        inner: inner.clone(),
+    });
+    Supervisor::start(plan.spec.clone(), observer)
 }
 
 /// Hears the supervisors: rebuilds the catalog on every status change, passes resource
@@ -418,28 +547,33 @@ impl Inner {
     }
 
     /// Builds a new catalog from every server's current tools and swaps it in.
-    fn rebuild(&self) {
+    pub(crate) fn rebuild(&self) {
         let Ok(_guard) = self.rebuild_lock.lock() else {
             return;
         };
-        let slices: Vec<ServerSlice> = self
-            .plans
+        let fleet = self.fleet.load_full();
+        let slices: Vec<ServerSlice> = fleet
+            .members
             .iter()
-            .zip(&self.supervisors)
-            .map(|(plan, supervisor)| ServerSlice {
-                server: plan.spec.id.clone(),
-                prefix: plan.prefix.clone(),
-                tools: supervisor.status().tools,
-                overrides: plan.overrides.clone(),
-                call_timeout: plan.call_timeout,
-                category: plan.category.clone(),
+            .map(|member| ServerSlice {
+                server: member.plan.spec.id.clone(),
+                prefix: member.plan.prefix.clone(),
+                tools: member.supervisor().status().tools,
+                overrides: member.plan.overrides.clone(),
+                call_timeout: member.plan.call_timeout,
+                category: member.plan.category.clone(),
             })
             .collect();
-        let catalog = Catalog::build(&slices, &self.options.naming);
-        let transports = self
-            .plans
+        let catalog = Catalog::build(&slices, &self.settings.load().naming);
+        let transports = fleet
+            .members
             .iter()
-            .map(|plan| (plan.spec.id.clone(), plan.spec.endpoint.transport_label()))
+            .map(|m| {
+                (
+                    m.plan.spec.id.clone(),
+                    m.plan.spec.endpoint.transport_label(),
+                )
+            })
             .collect();
         self.latency.refresh(&catalog, &transports);
         let previous = self.catalog.load();
@@ -454,16 +588,61 @@ impl Inner {
             self.version.send_modify(|version| *version += 1);
             self.sessions.bump_all();
         }
+        self.announce_extras(&fleet);
+    }
+
+    /// Bumps the prompts' or resources' version when what the servers list of them changed.
+    fn announce_extras(&self, fleet: &Fleet) {
+        use std::hash::{Hash, Hasher};
+        let mut prompts = std::collections::hash_map::DefaultHasher::new();
+        let mut resources = std::collections::hash_map::DefaultHasher::new();
+        for member in &fleet.members {
+            let extras = member.supervisor().status().extras;
+            member.id().as_str().hash(&mut prompts);
+            member.plan.prefix.hash(&mut prompts);
+            for prompt in extras.prompts.iter() {
+                prompt.to_string().hash(&mut prompts);
+            }
+            for resource in extras
+                .resources
+                .iter()
+                .chain(extras.resource_templates.iter())
+            {
+                resource.to_string().hash(&mut resources);
+            }
+        }
+        let now = (prompts.finish(), resources.finish());
+        let Ok(mut seen) = self.extras_seen.lock() else {
+            return;
+        };
+        if *seen == now {
+            return;
+        }
+        let before = *seen;
+        *seen = now;
+        self.lists.send_modify(|lists| {
+            if before.0 != now.0 {
+                lists.prompts += 1;
+            }
+            if before.1 != now.1 {
+                lists.resources += 1;
+            }
+        });
     }
 }
 
 impl Inner {
     /// A server's upstream as its supervisor has it, outside the latency budget (probes).
     pub(crate) fn raw_upstream(&self, server: &ServerId) -> Option<Arc<dyn Upstream>> {
-        self.supervisors
-            .iter()
-            .find(|s| s.id() == server)?
-            .upstream()
+        self.fleet.load().find(server)?.supervisor().upstream()
+    }
+
+    /// A server's upstream with a lease on its connection, so a drain waits for the call.
+    pub(crate) fn leased_upstream(&self, server: &ServerId) -> Option<(Arc<dyn Upstream>, Lease)> {
+        let fleet = self.fleet.load();
+        let connection = &fleet.find(server)?.connection;
+        let upstream = connection.supervisor.upstream()?;
+        Some((upstream, connection.lease()))
     }
 }
 
@@ -476,12 +655,13 @@ pub(crate) struct CallRoute<'a> {
 
 impl UpstreamDirectory for CallRoute<'_> {
     fn upstream(&self, server: &ServerId) -> Option<Arc<dyn Upstream>> {
-        let inner = self.inner.raw_upstream(server)?;
+        let (inner, lease) = self.inner.leased_upstream(server)?;
         Some(Arc::new(BudgetedUpstream {
             inner,
             server: server.clone(),
             budget: self.inner.latency.clone(),
             tier: self.tier,
+            lease: Some(lease),
         }))
     }
 }

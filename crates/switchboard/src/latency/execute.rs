@@ -37,6 +37,9 @@ pub struct BudgetedUpstream {
     pub budget: Arc<LatencyBudget>,
     /// The tier the call is judged in (for tier deadlines), resolved by the Host.
     pub tier: Option<switchboard_budget::TierId>,
+    /// The call's hold on the server's connection: a removed or replaced server's
+    /// connection stays open until its leases are gone (or its drain time is up).
+    pub(crate) lease: Option<crate::fleet::Lease>,
 }
 
 type Answer = Result<ToolOutcome, UpstreamError>;
@@ -48,7 +51,13 @@ impl Upstream for BudgetedUpstream {
         arguments: Map<String, Value>,
         ctx: &'a CallContext,
     ) -> BoxFuture<'a, Answer> {
-        Box::pin(self.run(tool, arguments, ctx))
+        Box::pin(async move {
+            let answer = self.run(tool, arguments, ctx).await;
+            match (&self.lease, answer) {
+                (Some(lease), Err(error)) => Err(lease.explain(error)),
+                (_, answer) => answer,
+            }
+        })
     }
 }
 

@@ -91,6 +91,7 @@ async fn run(
         server: ServerId::new("s"),
         budget: budget(),
         tier: None,
+        lease: None,
     };
     let answer = upstream
         .call_tool(tool, Map::new(), &CallContext::default())
@@ -150,6 +151,7 @@ async fn retries_of_a_failing_server_stay_within_ten_percent_extra() {
         server: ServerId::new("s"),
         budget: budget(),
         tier: None,
+        lease: None,
     };
     let requests = 50;
     for _ in 0..requests {

@@ -112,7 +112,8 @@ pub struct LatencyBudget {
     fits: ArcSwap<Fits>,
     last_change: Mutex<Option<Instant>>,
     republish_scheduled: AtomicBool,
-    overrides: HashMap<String, ToolSettings>,
+    /// The operator's per-tool settings; a reload replaces them.
+    overrides: std::sync::RwLock<Arc<HashMap<String, ToolSettings>>>,
     pub(crate) deadlines: DeadlinePolicy,
     pub(crate) retry_policy: RetryPolicy,
     pub(crate) retries: ExtraRequestBudget,
@@ -185,7 +186,7 @@ impl LatencyBudget {
             fits: ArcSwap::default(),
             last_change: Mutex::new(None),
             republish_scheduled: AtomicBool::new(false),
-            overrides,
+            overrides: std::sync::RwLock::new(Arc::new(overrides)),
             deadlines: DeadlinePolicy {
                 floor: MEASURED_DEADLINE_FLOOR,
                 ..DeadlinePolicy::default()
@@ -228,12 +229,13 @@ impl LatencyBudget {
     /// Takes a new catalog: declares its tools (loading their stored windows the first time
     /// each is seen) and publishes placements at once — a catalog change is announced anyway.
     pub fn refresh(&self, catalog: &Catalog, transports: &HashMap<ServerId, &'static str>) {
+        let overrides = self.overrides();
         let mut tools = HashMap::with_capacity(catalog.entries().len());
         for entry in catalog.entries() {
             let key: Arc<str> =
                 Arc::from(tool_key(entry.spec.server.as_str(), &entry.upstream_name));
             let declared = Declared::resolve(Some(&entry.latency), None);
-            let settings = self.overrides.get(&*key).cloned().unwrap_or_default();
+            let settings = overrides.get(&*key).cloned().unwrap_or_default();
             let safety = ToolSafety::resolve(
                 entry.spec.definition.annotations.as_ref(),
                 &declared,
@@ -402,6 +404,22 @@ impl LatencyBudget {
             })
             .map(|entry| entry.exposed.clone())
             .collect()
+    }
+
+    /// Replaces the operator's per-tool settings; the next [`LatencyBudget::refresh`] reads
+    /// them.
+    pub fn set_overrides(&self, overrides: HashMap<String, ToolSettings>) {
+        match self.overrides.write() {
+            Ok(mut slot) => *slot = Arc::new(overrides),
+            Err(poisoned) => *poisoned.into_inner() = Arc::new(overrides),
+        }
+    }
+
+    fn overrides(&self) -> Arc<HashMap<String, ToolSettings>> {
+        match self.overrides.read() {
+            Ok(slot) => slot.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
     }
 
     /// Recomputes every tool's placement and adopts it now (what a catalog change does).

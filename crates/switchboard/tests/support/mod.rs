@@ -59,5 +59,6 @@ pub fn plan(provider: Named, category: &str) -> ServerPlan {
         overrides: BTreeMap::new(),
         call_timeout: Duration::from_secs(5),
         category: category.to_owned(),
+        fingerprint: String::new(),
     }
 }

@@ -454,7 +454,29 @@ async fn get_as(
         tokio::time::sleep(KEEP_ALIVE_EVERY).await;
         Some((Ok(Bytes::from_static(KEEP_ALIVE)), ()))
     });
-    let events = futures::stream::select(futures::stream::select(stream, updates), keepalive);
+    let lists = match state.dispatcher.backend().lists_version() {
+        Some(mut lists) => {
+            let seen = *lists.borrow_and_update();
+            futures::stream::unfold((lists, seen), |(mut lists, mut seen)| async move {
+                let methods =
+                    crate::front::ListsVersion::next_change(&mut lists, &mut seen).await?;
+                let notes: Vec<_> = methods
+                    .into_iter()
+                    .map(|method| {
+                        sse_event(Message::notification(method, serde_json::json!({})).to_line())
+                    })
+                    .collect();
+                Some((futures::stream::iter(notes), (lists, seen)))
+            })
+            .flatten()
+            .boxed()
+        }
+        None => futures::stream::empty().boxed(),
+    };
+    let events = futures::stream::select(
+        futures::stream::select(futures::stream::select(stream, updates), lists),
+        keepalive,
+    );
     sse_response(Body::from_stream(events.boxed()))
 }
 

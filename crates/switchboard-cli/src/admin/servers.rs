@@ -1,0 +1,155 @@
+//! The admin endpoint's live-configuration routes: every one goes through the library's one
+//! change operation (`Host::apply`), so they answer with the same reports and error codes as
+//! the CLI and the library.
+//!
+//! - `GET /status` — the revision (also as `ETag`), the live state (file, read-only, a bad
+//!   file's located problems, settings that need a restart) and every server's report;
+//! - `GET /servers/{name}` — one server's report and its entry (secrets redacted);
+//! - `POST /changes` — `{"op": "add" | "remove" | "enable" | "disable" | "restart",
+//!   "server": NAME, "entry"?: {...}, "base_revision"?: REV, "dry_run"?: bool,
+//!   "surface"?: "cli" | "admin", "actor"?: NAME}`; `If-Match: REV` works as `base_revision`;
+//! - `POST /servers/{name}/test` — `{"entry"?: {...}}`: connect a copy, list, judge;
+//! - `POST /reload` — read the config file again.
+//!
+//! Errors are `{"error": {"code", "message"}}` with the status of `ChangeError::http_status`.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::json;
+use switchboard::{Change, ChangeError, ChangeRequest, Surface};
+use switchboard_core::config::edit::ServerEntry;
+
+use super::server::{AdminState, authorized, refuse};
+
+/// A change as the endpoint takes it.
+#[derive(Deserialize)]
+pub(super) struct ChangeBody {
+    #[serde(flatten)]
+    change: Change,
+    #[serde(default)]
+    base_revision: Option<String>,
+    #[serde(default)]
+    dry_run: bool,
+    #[serde(default)]
+    surface: Option<Surface>,
+    #[serde(default)]
+    actor: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+pub(super) struct TestBody {
+    #[serde(default)]
+    entry: Option<ServerEntry>,
+}
+
+fn refusal(error: &ChangeError) -> Response {
+    let status =
+        StatusCode::from_u16(error.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    (
+        status,
+        Json(json!({"error": {"code": error.code(), "message": error.to_string()}})),
+    )
+        .into_response()
+}
+
+pub(super) async fn status(State(state): State<Arc<AdminState>>, headers: HeaderMap) -> Response {
+    if !authorized(&state, &headers) {
+        return refuse();
+    }
+    let live = state.host.live_status();
+    let problems: Vec<String> = state
+        .host
+        .catalog_problems()
+        .iter()
+        .filter(|p| p.server().is_none())
+        .map(ToString::to_string)
+        .collect();
+    let etag = format!("\"{}\"", live.revision);
+    (
+        [("etag", etag)],
+        Json(json!({
+            "revision": live.revision,
+            "live": live,
+            "servers": state.host.status(),
+            "problems": problems,
+        })),
+    )
+        .into_response()
+}
+
+pub(super) async fn show(
+    State(state): State<Arc<AdminState>>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    if !authorized(&state, &headers) {
+        return refuse();
+    }
+    let report = state.host.status().into_iter().find(|r| r.server == name);
+    let entry = state.host.server_entry(&name);
+    match (report, entry) {
+        (Some(report), Some(entry)) => Json(json!({
+            "revision": state.host.revision(),
+            "server": report,
+            "entry": entry,
+        }))
+        .into_response(),
+        _ => refusal(&ChangeError::NotFound(name)),
+    }
+}
+
+pub(super) async fn change(
+    State(state): State<Arc<AdminState>>,
+    headers: HeaderMap,
+    Json(body): Json<ChangeBody>,
+) -> Response {
+    if !authorized(&state, &headers) {
+        return refuse();
+    }
+    let if_match = headers
+        .get("if-match")
+        .and_then(|v| v.to_str().ok())
+        .map(|v| v.trim().trim_matches('"').to_owned());
+    let request = ChangeRequest {
+        change: body.change,
+        by: body.surface.unwrap_or(Surface::Admin),
+        actor: body.actor,
+        base_revision: body.base_revision.or(if_match),
+        dry_run: body.dry_run,
+    };
+    match state.host.apply(request).await {
+        Ok(report) => Json(report).into_response(),
+        Err(error) => refusal(&error),
+    }
+}
+
+pub(super) async fn test(
+    State(state): State<Arc<AdminState>>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+    body: Option<Json<TestBody>>,
+) -> Response {
+    if !authorized(&state, &headers) {
+        return refuse();
+    }
+    let body = body.map(|Json(body)| body).unwrap_or_default();
+    match state.host.test_server(&name, body.entry.as_ref()).await {
+        Ok(report) => Json(report).into_response(),
+        Err(error) => refusal(&error),
+    }
+}
+
+pub(super) async fn reload(State(state): State<Arc<AdminState>>, headers: HeaderMap) -> Response {
+    if !authorized(&state, &headers) {
+        return refuse();
+    }
+    match state.host.reload_file(Surface::Reload).await {
+        Ok(report) => Json(report).into_response(),
+        Err(error) => refusal(&error),
+    }
+}

@@ -1,0 +1,107 @@
+//! Configuration changes as rows of the audit ledger: who, through which surface, what, and
+//! the server's entry before and after — secret values (env, headers) redacted.
+
+use serde_json::{Value, json};
+use switchboard_core::call_id::new_call_id;
+use switchboard_core::config::{Config, ServerConfig, Transport};
+use switchboard_core::pipeline::ChangeRecord;
+
+use super::{Action, ChangeError, ChangeRequest, ServerOutcome, Surface};
+use crate::Host;
+
+/// What stands in for a secret value.
+const REDACTED: &str = "[redacted]";
+
+impl Host {
+    /// One ledger row per server a change or reload touched.
+    pub(super) fn record_changes(
+        &self,
+        by: Surface,
+        actor: Option<&str>,
+        before: &Config,
+        after: &Config,
+        outcomes: &[ServerOutcome],
+    ) {
+        let recorder = self.inner.pipeline.recorder();
+        for outcome in outcomes.iter().filter(|o| o.action != Action::Unchanged) {
+            let now = std::time::SystemTime::now();
+            recorder.record_change(&ChangeRecord {
+                change_id: new_call_id(now),
+                at: now,
+                surface: by.as_str().to_owned(),
+                actor: actor.map(str::to_owned),
+                action: outcome.action.as_str().to_owned(),
+                server: outcome.server.clone(),
+                before: entry_of(before, &outcome.server),
+                after: entry_of(after, &outcome.server),
+                outcome: if outcome.applied { "applied" } else { "failed" }.to_owned(),
+                error: outcome.error.clone(),
+            });
+        }
+    }
+
+    /// The ledger row of a change that was refused or failed.
+    pub(super) fn record_refusal(&self, request: &ChangeRequest, error: &ChangeError) {
+        let now = std::time::SystemTime::now();
+        let server = request.change.server();
+        let before = self.config().and_then(|config| entry_of(&config, server));
+        self.inner.pipeline.recorder().record_change(&ChangeRecord {
+            change_id: new_call_id(now),
+            at: now,
+            surface: request.by.as_str().to_owned(),
+            actor: request.actor.clone(),
+            action: request.change.action().to_owned(),
+            server: server.to_owned(),
+            before,
+            after: None,
+            outcome: "refused".to_owned(),
+            error: Some(format!("{}: {error}", error.code())),
+        });
+    }
+}
+
+/// A server's entry as the ledger and `servers show` see it, secrets redacted.
+pub(crate) fn entry_of(config: &Config, server: &str) -> Option<Value> {
+    config
+        .servers
+        .iter()
+        .find(|s| s.id == server)
+        .map(redacted_entry)
+}
+
+/// The entry with every env and header value replaced by `[redacted]` (the keys stay).
+pub fn redacted_entry(server: &ServerConfig) -> Value {
+    let hide = |map: &std::collections::BTreeMap<String, String>| -> Value {
+        map.keys()
+            .map(|key| (key.clone(), Value::String(REDACTED.to_owned())))
+            .collect::<serde_json::Map<_, _>>()
+            .into()
+    };
+    let transport = match &server.transport {
+        Transport::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => json!({"command": command, "args": args, "env": hide(env), "cwd": cwd}),
+        Transport::Http { url, headers } => json!({"url": url, "headers": hide(headers)}),
+        Transport::Sse { url, headers } => {
+            json!({"url": url, "transport": "sse", "headers": hide(headers)})
+        }
+        Transport::Builtin { name, .. } => json!({"builtin": name}),
+    };
+    let mut entry = json!({"id": server.id, "enabled": server.enabled});
+    if let (Value::Object(entry), Value::Object(transport)) = (&mut entry, transport) {
+        entry.extend(transport);
+        if let Some(prefix) = &server.prefix {
+            entry.insert("prefix".into(), json!(prefix));
+        }
+        if !server.tools.is_empty() {
+            entry.insert(
+                "tools".into(),
+                json!(server.tools.keys().collect::<Vec<_>>()),
+            );
+        }
+    }
+    entry
+}
