@@ -633,3 +633,75 @@ fn an_added_server_with_prompts_and_resources_announces_those_lists_too() {
         "{watched}"
     );
 }
+
+#[test]
+fn a_call_outliving_the_drain_is_cancelled_readably_and_changes_reach_the_ledger() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ledger = dir.path().join("ledger.db");
+    let fixture = quoted(&fixture());
+    let text = format!(
+        "[gateway]\ndrain_timeout = \"1s\"\nledger = {}\n\n\
+         [servers.a]\ncommand = {fixture}\nargs = [\"echo\"]\n\n\
+         [servers.b]\ncommand = {fixture}\nargs = [\"echo\"]\nenv = {{ SECRET = \"hunter2\" }}\n",
+        quoted(&ledger.display().to_string())
+    );
+    let config = write_config(dir.path(), &text);
+    let live = Live::start(dir.path(), config, &[]);
+    let pid_b = live.pid("b");
+    let slow = python_in_background(&[
+        "--era",
+        "legacy",
+        "--http",
+        &live.gateway.url,
+        "call",
+        "b__sleep",
+        r#"{"ms": 20000}"#,
+    ]);
+    wait_status(&live, "b's call in flight", |status| {
+        server(status, "b").is_some_and(|b| b["in_flight"] == 1)
+    });
+    let started = std::time::Instant::now();
+    live.json(&["servers", "remove", "b", "--json"]);
+    let cut = finish(slow);
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "the call was not cut off at the drain timeout"
+    );
+    assert_eq!(cut["isError"], true, "{cut}");
+    let message = text_of(&cut);
+    assert!(
+        message.contains("removed while this call was in flight"),
+        "{message}"
+    );
+    let gone = wait_for(Duration::from_secs(10), || (!alive(pid_b)).then_some(()));
+    assert!(gone.is_some(), "b's process outlived its drain");
+
+    // The ledger has the change: who, which surface, the entry before, its secret redacted.
+    let ledger_arg = ledger.display().to_string();
+    let rows = wait_for(Duration::from_secs(10), || {
+        let output = run_switchboard(
+            &live.config,
+            &[
+                "audit",
+                "--json",
+                "--ledger",
+                &ledger_arg,
+                "--tool",
+                "switchboard.config/*",
+            ],
+        );
+        let rows = stdout_json(&output);
+        (rows.as_array().is_some_and(|r| !r.is_empty())).then_some(rows)
+    })
+    .expect("a ledger row for the change");
+    let row = &rows[0];
+    assert_eq!(row["exposed"], "switchboard.config/removed", "{row}");
+    assert_eq!(row["server"], "b", "{row}");
+    assert_eq!(row["outcome"], "config_applied", "{row}");
+    let details = row["args_redacted"].to_string();
+    assert!(details.contains("\"surface\":\"cli\""), "{details}");
+    assert!(
+        details.contains("SECRET") && !details.contains("hunter2"),
+        "{details}"
+    );
+}

@@ -6,7 +6,6 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
-use serde::Serialize;
 use serde_json::{Map, Value};
 use switchboard_core::agent::{AgentPolicy, FullView, ToolPattern, View};
 use switchboard_core::catalog::{NamingRules, ServerSlice, ToolOverride};
@@ -34,6 +33,9 @@ use crate::sessions::Sessions;
 use crate::tool_search::SearchCache;
 
 mod backend;
+mod status;
+
+pub use status::{DrainReport, ServerReport};
 
 /// One server as the Host runs it.
 #[derive(Clone)]
@@ -105,72 +107,6 @@ impl Default for HostOptions {
             latency_database: None,
         }
     }
-}
-
-/// One server's line in `switchboard status`.
-#[derive(Debug, Clone, Serialize)]
-pub struct ServerReport {
-    pub server: String,
-    pub state: &'static str,
-    pub era: Option<String>,
-    pub protocol_version: Option<String>,
-    pub transport: &'static str,
-    pub tools: usize,
-    pub error: Option<String>,
-    /// Tools of this server that are not exposed, and why.
-    pub notes: Vec<String>,
-    /// Changes applied to this server since the gateway started (1 = as started).
-    pub generation: u64,
-    /// When and through which surface its settings last changed.
-    pub changed: Option<Stamp>,
-    /// Calls still finishing on connections this server had before a change.
-    pub draining: Vec<DrainReport>,
-    /// Calls on its current connection now.
-    pub in_flight: usize,
-    /// The last change to this server that failed, while its previous settings keep serving.
-    pub change_error: Option<String>,
-}
-
-impl ServerReport {
-    fn idle(server: &str) -> Self {
-        Self {
-            server: server.to_owned(),
-            state: "down",
-            era: None,
-            protocol_version: None,
-            transport: "",
-            tools: 0,
-            error: None,
-            notes: Vec::new(),
-            generation: 0,
-            changed: None,
-            draining: Vec::new(),
-            in_flight: 0,
-            change_error: None,
-        }
-    }
-}
-
-/// A connection of a server being drained after it was removed or replaced.
-#[derive(Debug, Clone, Serialize)]
-pub struct DrainReport {
-    /// "removed" or "replaced".
-    pub why: &'static str,
-    /// Calls still running on it.
-    pub calls: usize,
-    pub since: Stamp,
-}
-
-fn draining_of(draining: &[Arc<crate::fleet::Draining>], server: &ServerId) -> Vec<DrainReport> {
-    draining
-        .iter()
-        .filter(|d| d.connection.supervisor.id() == server)
-        .map(|d| DrainReport {
-            why: d.why,
-            calls: d.connection.in_flight(),
-            since: d.since.clone(),
-        })
-        .collect()
 }
 
 /// The parts of [`HostOptions`] a reload may change while calls run.
@@ -426,58 +362,6 @@ impl Host {
     /// Bumped on every change of the exposed catalog.
     pub fn catalog_version(&self) -> watch::Receiver<u64> {
         self.inner.version.subscribe()
-    }
-
-    /// Per-server state, in config order; servers the config has but disables are listed
-    /// as `disabled`.
-    pub fn status(&self) -> Vec<ServerReport> {
-        let catalog = self.catalog();
-        let fleet = self.inner.fleet.load_full();
-        let draining = self.inner.draining.snapshot();
-        let mut reports: Vec<ServerReport> = fleet
-            .members
-            .iter()
-            .map(|member| {
-                let supervisor = member.supervisor();
-                let status = supervisor.status();
-                let notes = catalog
-                    .problems()
-                    .iter()
-                    .filter(|problem| problem.server() == Some(supervisor.id()))
-                    .map(CatalogProblem::to_string)
-                    .collect();
-                ServerReport {
-                    server: supervisor.id().to_string(),
-                    state: status.state.as_str(),
-                    era: status.era.as_ref().map(|era| era.label().to_owned()),
-                    protocol_version: status.era.as_ref().map(|era| era.version().to_owned()),
-                    transport: member.plan.spec.endpoint.transport_label(),
-                    tools: catalog.count_for(supervisor.id()),
-                    error: status.error,
-                    notes,
-                    generation: member.generation,
-                    changed: Some(member.changed.clone()),
-                    draining: draining_of(&draining, supervisor.id()),
-                    in_flight: member.connection.in_flight(),
-                    change_error: self.inner.live.failed_change(supervisor.id().as_str()),
-                }
-            })
-            .collect();
-        for server in self.inner.live.disabled_servers() {
-            reports.push(ServerReport {
-                state: "disabled",
-                change_error: self.inner.live.failed_change(&server.id),
-                draining: draining_of(&draining, &ServerId::new(&server.id)),
-                transport: match &server.transport {
-                    switchboard_core::config::Transport::Stdio { .. } => "stdio",
-                    switchboard_core::config::Transport::Http { .. } => "streamable-http",
-                    switchboard_core::config::Transport::Sse { .. } => "sse",
-                    switchboard_core::config::Transport::Builtin { .. } => "in-process",
-                },
-                ..ServerReport::idle(&server.id)
-            });
-        }
-        reports
     }
 
     /// Problems of the catalog that belong to no single server (dangling aliases).

@@ -12,10 +12,13 @@
 //! hashing and writing the config file), `probe` (`servers test`: connect a copy, list,
 //! judge), `watch` (the file watcher with its debounce), `record` (ledger rows of changes).
 
+mod change;
 mod file;
+mod offline;
 mod probe;
 mod reconcile;
 mod record;
+mod reload;
 pub mod watch;
 
 use std::collections::HashMap;
@@ -24,10 +27,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::Serialize;
-use switchboard_core::config::edit::{self, EditError, ServerEntry};
+use switchboard_core::config::edit;
 use switchboard_core::config::{Config, ConfigErrors, ServerConfig};
 
 pub use crate::fleet::{Stamp, Surface};
+pub use change::{Change, ChangeError, ChangeReport, ChangeRequest, FileError};
+pub use offline::apply_offline;
 pub use probe::{TestReport, test_server};
 pub use reconcile::{Action, ServerOutcome};
 pub use record::redacted_entry;
@@ -65,159 +70,6 @@ impl Default for LiveOptions {
             adjust: None,
         }
     }
-}
-
-/// One change to the servers.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case", tag = "op")]
-pub enum Change {
-    /// Adds a server (refused if the id is taken).
-    Add { server: String, entry: ServerEntry },
-    /// Removes a server; its calls in flight finish first (up to the drain timeout).
-    Remove { server: String },
-    /// Starts a disabled server.
-    Enable { server: String },
-    /// Stops a server but keeps its entry (`enabled = false`).
-    Disable { server: String },
-    /// Replaces the server's connection by a new one with the same settings.
-    Restart { server: String },
-}
-
-impl Change {
-    pub fn server(&self) -> &str {
-        match self {
-            Self::Add { server, .. }
-            | Self::Remove { server }
-            | Self::Enable { server }
-            | Self::Disable { server }
-            | Self::Restart { server } => server,
-        }
-    }
-
-    pub fn action(&self) -> &'static str {
-        match self {
-            Self::Add { .. } => "add",
-            Self::Remove { .. } => "remove",
-            Self::Enable { .. } => "enable",
-            Self::Disable { .. } => "disable",
-            Self::Restart { .. } => "restart",
-        }
-    }
-}
-
-/// A change with who asked for it and what it was based on.
-#[derive(Debug, Clone)]
-pub struct ChangeRequest {
-    pub change: Change,
-    pub by: Surface,
-    /// Who asked, when the surface knows.
-    pub actor: Option<String>,
-    /// The revision the change was based on ([`Host::revision`]); `None` = the current one.
-    pub base_revision: Option<String>,
-    /// Validate and show the file's diff, change nothing.
-    pub dry_run: bool,
-}
-
-impl ChangeRequest {
-    pub fn new(change: Change, by: Surface) -> Self {
-        Self {
-            change,
-            by,
-            actor: None,
-            base_revision: None,
-            dry_run: false,
-        }
-    }
-}
-
-/// What a change or reload did.
-#[derive(Debug, Clone, Serialize, serde::Deserialize)]
-pub struct ChangeReport {
-    /// The revision after the change (before it, for a dry run).
-    pub revision: String,
-    /// Every server the change touched.
-    pub servers: Vec<ServerOutcome>,
-    /// Settings that changed but apply only after a restart of the gateway (left as they were).
-    pub needs_restart: Vec<String>,
-    /// The config file written (or, for a dry run, that would be).
-    pub file: Option<PathBuf>,
-    /// Whether the file was created by this change (the gateway ran on its built-in default).
-    pub created_file: bool,
-    /// The unified diff of the config file.
-    pub diff: String,
-    pub dry_run: bool,
-}
-
-/// Why a change was refused or failed. Every surface reports the same [`ChangeError::code`].
-#[derive(Debug, Clone, thiserror::Error)]
-#[non_exhaustive]
-pub enum ChangeError {
-    /// `gateway.read_only` / `serve --read-only-config`.
-    #[error(
-        "the configuration is read-only (gateway.read_only or --read-only-config): edit the file instead"
-    )]
-    ReadOnly,
-    /// The revision the change was based on is no longer current.
-    #[error("conflict: {0}")]
-    Conflict(String),
-    /// The config would be invalid: every problem, located (`file:line:column: message`).
-    #[error("the configuration would be invalid:\n{}", .0.join("\n"))]
-    Invalid(Vec<String>),
-    #[error("no server '{0}' in the configuration")]
-    NotFound(String),
-    #[error("server '{0}' is already in the configuration")]
-    Exists(String),
-    /// It was valid, but applying it failed; nothing changed.
-    #[error("server '{server}': {reason}; nothing was changed")]
-    Failed { server: String, reason: String },
-    /// Reading or writing the config file failed.
-    #[error("{0}")]
-    Io(String),
-}
-
-impl ChangeError {
-    /// A stable code for programs: `read_only`, `conflict`, `invalid`, `not_found`, `exists`,
-    /// `failed`, `io`.
-    pub fn code(&self) -> &'static str {
-        match self {
-            Self::ReadOnly => "read_only",
-            Self::Conflict(_) => "conflict",
-            Self::Invalid(_) => "invalid",
-            Self::NotFound(_) => "not_found",
-            Self::Exists(_) => "exists",
-            Self::Failed { .. } => "failed",
-            Self::Io(_) => "io",
-        }
-    }
-
-    /// The HTTP status the admin endpoint answers with.
-    pub fn http_status(&self) -> u16 {
-        match self {
-            Self::ReadOnly => 403,
-            Self::Conflict(_) | Self::Exists(_) => 409,
-            Self::Invalid(_) => 422,
-            Self::NotFound(_) => 404,
-            Self::Failed { .. } => 502,
-            Self::Io(_) => 500,
-        }
-    }
-
-    fn from_edit(error: EditError) -> Self {
-        match error {
-            EditError::Exists(server) => Self::Exists(server),
-            EditError::Missing(server) => Self::NotFound(server),
-            other => Self::Invalid(vec![other.to_string()]),
-        }
-    }
-}
-
-/// A config file that failed validation: the gateway keeps the last good configuration.
-#[derive(Debug, Clone, Serialize)]
-pub struct FileError {
-    pub file: PathBuf,
-    /// Every problem as `file:line:column: message` (with its hint).
-    pub problems: Vec<String>,
-    pub since: Stamp,
 }
 
 /// The live configuration's state, inside the Host.
@@ -455,199 +307,8 @@ impl Host {
             dry_run: false,
         })
     }
-
-    /// Runs `config` instead of the current configuration: servers whose settings did not
-    /// change keep their connections, changed ones apply live or restart alone, removed ones
-    /// drain. Nothing is written. A server whose replacement fails to start keeps its
-    /// previous settings (reported in its outcome and in `status`).
-    pub async fn reload(&self, config: Config, by: Surface) -> Result<ChangeReport, ChangeError> {
-        let _turn = self.inner.live.turn.lock().await;
-        self.reload_in_turn(config, by, None).await
-    }
-
-    /// Reads the config file again and runs it (`switchboard reload`, SIGHUP, the watcher).
-    /// A file that fails validation changes nothing: its problems are logged and kept for
-    /// `status` until a good file arrives. From the watcher, a file the gateway wrote itself
-    /// (or that did not change) is left alone.
-    pub async fn reload_file(&self, by: Surface) -> Result<ChangeReport, ChangeError> {
-        let _turn = self.inner.live.turn.lock().await;
-        let (path, known_hash, adjust) = self.inner.live.with(|applied| {
-            (
-                applied.config.as_ref().and_then(|c| c.source.clone()),
-                applied.text_hash.clone(),
-                applied.options.adjust.clone(),
-            )
-        });
-        let Some(path) = path else {
-            return Err(ChangeError::Io(
-                "the gateway runs on its built-in default: there is no config file to reload"
-                    .into(),
-            ));
-        };
-        let text = std::fs::read_to_string(&path)
-            .map_err(|error| ChangeError::Io(format!("cannot read {}: {error}", path.display())))?;
-        let hash = file::hash(&text);
-        if by == Surface::File && known_hash.as_deref() == Some(hash.as_str()) {
-            // The gateway's own write, or the file is back to what runs (a bad edit undone).
-            self.inner.live.with(|applied| applied.file_error = None);
-            return Ok(self.unchanged_report());
-        }
-        let mut config = match file::parse(&text, &path) {
-            Ok(config) => config,
-            Err(errors) => {
-                let problems: Vec<String> = errors.0.iter().map(ToString::to_string).collect();
-                for problem in &problems {
-                    tracing::error!(target: "switchboard::config", "{problem}");
-                }
-                tracing::error!(target: "switchboard::config", "{} is invalid: the previous configuration keeps running", path.display());
-                self.inner.live.with(|applied| {
-                    applied.file_error = Some(FileError {
-                        file: path.clone(),
-                        problems: problems.clone(),
-                        since: Stamp::now(by),
-                    });
-                });
-                return Err(ChangeError::Invalid(problems));
-            }
-        };
-        if let Some(adjust) = &adjust {
-            adjust(&mut config);
-        }
-        let report = self.reload_in_turn(config, by, Some(hash)).await?;
-        Ok(report)
-    }
-
-    async fn reload_in_turn(
-        &self,
-        config: Config,
-        by: Surface,
-        hash: Option<String>,
-    ) -> Result<ChangeReport, ChangeError> {
-        let (current, started_with, drain) = self.inner.live.with(|applied| {
-            (
-                applied.config.clone(),
-                applied.started_with.clone(),
-                applied.options.drain_timeout,
-            )
-        });
-        let outcomes = self.reconcile(&config, by, false, None, drain).await?;
-        let config = Arc::new(config);
-        let needs_restart = started_with
-            .map(|started| reconcile::needs_restart(&started, &config))
-            .unwrap_or_default();
-        for restart in &needs_restart {
-            tracing::warn!(target: "switchboard::config", "{restart}: applies after a restart of the gateway; left as it was");
-        }
-        let revision = self.inner.live.with(|applied| {
-            applied.config = Some(config.clone());
-            if hash.is_some() {
-                applied.text_hash = hash;
-            }
-            applied.generation += 1;
-            applied.file_error = None;
-            applied.needs_restart = needs_restart.clone();
-            for outcome in &outcomes {
-                match &outcome.error {
-                    Some(error) if !outcome.applied => {
-                        applied.failed.insert(outcome.server.clone(), error.clone());
-                    }
-                    _ => {
-                        applied.failed.remove(&outcome.server);
-                    }
-                }
-            }
-            LiveState::revision(applied)
-        });
-        if let Some(current) = current {
-            self.record_changes(by, None, &current, &config, &outcomes);
-        }
-        Ok(ChangeReport {
-            revision,
-            servers: outcomes,
-            needs_restart,
-            file: config.source.clone(),
-            created_file: false,
-            diff: String::new(),
-            dry_run: false,
-        })
-    }
-
-    fn unchanged_report(&self) -> ChangeReport {
-        let status = self.live_status();
-        ChangeReport {
-            revision: status.revision,
-            servers: Vec::new(),
-            needs_restart: status.needs_restart,
-            file: status.file,
-            created_file: false,
-            diff: String::new(),
-            dry_run: false,
-        }
-    }
 }
 
 fn invalid(errors: ConfigErrors) -> ChangeError {
     ChangeError::Invalid(errors.0.iter().map(ToString::to_string).collect())
-}
-
-impl Host {
-    /// A server's entry in the running configuration, secrets redacted (`servers show`).
-    pub fn server_entry(&self, server: &str) -> Option<serde_json::Value> {
-        record::entry_of(self.config()?.as_ref(), server)
-    }
-}
-
-/// The change operation on the config file alone, with no gateway running
-/// (`switchboard servers ... --offline`): the same edit and validation, written atomically
-/// with backups. A restart needs a running gateway and is refused.
-pub fn apply_offline(
-    path: &std::path::Path,
-    change: &Change,
-    dry_run: bool,
-    backups: usize,
-) -> Result<ChangeReport, ChangeError> {
-    if let Change::Restart { server } = change {
-        return Err(ChangeError::Failed {
-            server: server.clone(),
-            reason: "restarting needs a running gateway (drop --offline)".into(),
-        });
-    }
-    let before = std::fs::read_to_string(path)
-        .map_err(|error| ChangeError::Io(format!("cannot read {}: {error}", path.display())))?;
-    let after = file::edit(&before, path, change)?;
-    let config = file::parse(&after, path).map_err(invalid)?;
-    let diff = edit::unified_diff(&file::display_name(path), &before, &after);
-    if !dry_run {
-        edit::write_atomically(path, &after, backups).map_err(|error| {
-            ChangeError::Io(format!("cannot write {}: {error}", path.display()))
-        })?;
-    }
-    let action = match change {
-        Change::Add { .. } | Change::Enable { .. } => Action::Added,
-        Change::Remove { .. } | Change::Disable { .. } => Action::Removed,
-        Change::Restart { .. } => Action::Restarted,
-    };
-    Ok(ChangeReport {
-        revision: format!("file-{}", &file::hash(&after)[..8]),
-        servers: vec![ServerOutcome {
-            server: change.server().to_owned(),
-            action,
-            applied: !dry_run,
-            state: match config.servers.iter().find(|s| s.id == change.server()) {
-                Some(server) if server.enabled => "configured",
-                Some(_) => "disabled",
-                None => "removed",
-            }
-            .to_owned(),
-            tools: 0,
-            generation: 0,
-            error: None,
-            connect_ms: None,
-        }],
-        needs_restart: Vec::new(),
-        file: Some(path.to_owned()),
-        created_file: false,
-        diff,
-        dry_run,
-    })
 }

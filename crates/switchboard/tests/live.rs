@@ -1,0 +1,200 @@
+//! The live-configuration operation through the library, on built-in servers (in-process, no
+//! network): reconcile keeps what did not change, applies naming live, removes what left;
+//! `Host::apply` persists, refuses stale revisions and read-only changes, and a dry run
+//! writes nothing.
+
+use std::path::Path;
+
+use switchboard::live::Action;
+use switchboard::{Change, ChangeError, ChangeRequest, Host, LiveOptions, Surface};
+use switchboard_core::config::edit::{EntryTransport, ServerEntry};
+use switchboard_core::config::{Config, Format, MapEnvironment, Origin};
+
+const START: &str = "# two built-ins\n[servers.clock]\nbuiltin = \"clock\"\n\n[servers.dice]   # rolls\nbuiltin = \"dice\"\nseed = 7\n";
+
+fn parse(text: &str, path: &Path) -> Config {
+    Config::parse(
+        text,
+        Origin::from(path),
+        Format::Toml,
+        &MapEnvironment::default(),
+    )
+    .expect("valid config")
+}
+
+fn names(host: &Host) -> Vec<String> {
+    host.catalog()
+        .entries()
+        .iter()
+        .map(|e| e.exposed.clone())
+        .collect()
+}
+
+async fn started(dir: &Path) -> (Host, std::path::PathBuf) {
+    let path = dir.join("switchboard.toml");
+    std::fs::write(&path, START).expect("write");
+    let host = Host::from_config(&parse(START, &path)).expect("host");
+    host.ready().await;
+    (host, path)
+}
+
+#[tokio::test]
+async fn a_reload_applies_naming_live_and_removes_what_left() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (host, path) = started(dir.path()).await;
+    assert!(names(&host).contains(&"clock__now".to_owned()));
+    let mut version = host.catalog_version();
+    version.mark_unchanged();
+
+    let next = "[servers.dice]\nbuiltin = \"dice\"\nseed = 7\nprefix = \"d\"\n";
+    let report = host
+        .reload(parse(next, &path), Surface::Library)
+        .await
+        .expect("reload");
+    let action = |server: &str| {
+        report
+            .servers
+            .iter()
+            .find(|s| s.server == server)
+            .map(|s| s.action)
+    };
+    assert_eq!(action("dice"), Some(Action::Updated));
+    assert_eq!(action("clock"), Some(Action::Removed));
+    let now = names(&host);
+    assert!(now.contains(&"d__roll".to_owned()), "{now:?}");
+    assert!(!now.iter().any(|n| n.starts_with("clock__")), "{now:?}");
+    assert!(version.has_changed().expect("host alive"));
+    let dice = host
+        .status()
+        .into_iter()
+        .find(|s| s.server == "dice")
+        .expect("dice");
+    assert_eq!(dice.generation, 2);
+    let call = host
+        .call(
+            &Default::default(),
+            "d__roll",
+            serde_json::from_str(r#"{"expression": "1d6"}"#).expect("json"),
+        )
+        .await
+        .expect("a call under the new name");
+    assert!(!call.is_error, "{call:?}");
+    let unknown = host
+        .call(&Default::default(), "clock__now", Default::default())
+        .await;
+    assert!(unknown.is_err(), "a removed server's tool is unknown");
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn apply_persists_one_entry_and_refuses_stale_revisions() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (host, path) = started(dir.path()).await;
+    let base = host.revision();
+    let add = Change::Add {
+        server: "clock2".into(),
+        entry: ServerEntry {
+            transport: EntryTransport::Builtin {
+                name: "clock".into(),
+            },
+            enabled: None,
+        },
+    };
+
+    // A dry run shows the diff and writes nothing.
+    let mut dry = ChangeRequest::new(add.clone(), Surface::Library);
+    dry.dry_run = true;
+    let report = host.apply(dry).await.expect("dry run");
+    assert!(report.diff.contains("+[servers.clock2]"), "{}", report.diff);
+    assert_eq!(std::fs::read_to_string(&path).expect("read"), START);
+    assert_eq!(host.revision(), base);
+
+    let mut request = ChangeRequest::new(add.clone(), Surface::Library);
+    request.base_revision = Some(base.clone());
+    let report = host.apply(request).await.expect("add");
+    assert_eq!(report.servers[0].action, Action::Added);
+    assert_eq!(report.servers[0].state, "up");
+    let written = std::fs::read_to_string(&path).expect("read");
+    assert_eq!(
+        written,
+        format!("{START}\n[servers.clock2]\nbuiltin = \"clock\"\n")
+    );
+    assert!(names(&host).contains(&"clock2__now".to_owned()));
+    assert_ne!(host.revision(), base);
+
+    // The same base revision again: a conflict, nothing changes.
+    let mut stale = ChangeRequest::new(
+        Change::Remove {
+            server: "dice".into(),
+        },
+        Surface::Library,
+    );
+    stale.base_revision = Some(base);
+    let refused = host.apply(stale).await.expect_err("stale");
+    assert_eq!(refused.code(), "conflict", "{refused}");
+    assert!(names(&host).iter().any(|n| n.starts_with("dice__")));
+
+    // An id already taken, and one that is not there.
+    let exists = host
+        .apply(ChangeRequest::new(add, Surface::Library))
+        .await
+        .expect_err("exists");
+    assert!(matches!(exists, ChangeError::Exists(_)), "{exists}");
+    let missing = host
+        .apply(ChangeRequest::new(
+            Change::Disable {
+                server: "nope".into(),
+            },
+            Surface::Library,
+        ))
+        .await
+        .expect_err("missing");
+    assert_eq!(missing.code(), "not_found");
+
+    // Read-only: refused, whatever the change.
+    host.set_live_options(LiveOptions {
+        read_only: true,
+        ..LiveOptions::default()
+    });
+    let refused = host
+        .apply(ChangeRequest::new(
+            Change::Remove {
+                server: "clock".into(),
+            },
+            Surface::Library,
+        ))
+        .await
+        .expect_err("read-only");
+    assert_eq!(refused.code(), "read_only");
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_change_that_would_make_the_file_invalid_is_refused_with_its_place() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (host, path) = started(dir.path()).await;
+    let add = Change::Add {
+        server: "bad".into(),
+        entry: ServerEntry {
+            transport: EntryTransport::Builtin {
+                name: "clok".into(),
+            },
+            enabled: None,
+        },
+    };
+    let refused = host
+        .apply(ChangeRequest::new(add, Surface::Library))
+        .await
+        .expect_err("invalid");
+    let ChangeError::Invalid(problems) = &refused else {
+        panic!("{refused}");
+    };
+    let text = problems.join("\n");
+    assert!(
+        text.contains("switchboard.toml:") && text.contains("clok"),
+        "{text}"
+    );
+    assert!(text.contains("did you mean 'clock'"), "{text}");
+    assert_eq!(std::fs::read_to_string(&path).expect("read"), START);
+    host.shutdown().await;
+}
