@@ -705,3 +705,123 @@ fn a_call_outliving_the_drain_is_cancelled_readably_and_changes_reach_the_ledger
         "{details}"
     );
 }
+
+#[test]
+fn with_no_watch_a_hand_edit_waits_for_sighup_and_a_wrong_config_is_named() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = two_servers(dir.path());
+    let live = Live::start(dir.path(), config.clone(), &["--no-watch"]);
+    let text = std::fs::read_to_string(&config).expect("read");
+    let without_b = text
+        .split("[servers.b]")
+        .next()
+        .expect("before b")
+        .to_owned();
+    save_like_an_editor(&config, &without_b);
+    // Not followed: the gateway's revision does not move while the file is quiet.
+    let revision = live.status()["revision"].clone();
+    std::thread::sleep(Duration::from_millis(800));
+    let status = live.status();
+    assert!(
+        server(&status, "b").is_some(),
+        "--no-watch followed a hand edit"
+    );
+    assert_eq!(status["revision"], revision);
+    // A change through the CLI now would be based on a stale file: refused.
+    let refused = live.cli(&["servers", "add", "c", "--builtin", "clock"]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("changed on disk") && stderr.contains("[conflict]"),
+        "{stderr}"
+    );
+
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(live.gateway.child.id()).expect("pid"));
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGHUP).expect("SIGHUP");
+    wait_status(&live, "b removed after SIGHUP", |status| {
+        server(status, "b").is_none()
+    });
+
+    // A CLI change naming another config than the gateway runs is refused, not misapplied.
+    let other = dir.path().join("other.toml");
+    std::fs::write(&other, "").expect("write");
+    let admin = live.admin.display().to_string();
+    let output = run_switchboard(
+        &other,
+        &[
+            "servers",
+            "add",
+            "c",
+            "--builtin",
+            "clock",
+            "--admin-file",
+            &admin,
+        ],
+    );
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("not") && stderr.contains("other.toml"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn the_first_change_to_a_builtin_default_gateway_creates_the_user_config_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join("config-home");
+    let admin = dir.path().join("admin.json");
+    let mut child = Command::new(switchboard())
+        .args(["serve", "--http", "127.0.0.1:0", "--admin-file"])
+        .arg(&admin)
+        .current_dir(dir.path())
+        .env("XDG_CONFIG_HOME", &home)
+        .env("XDG_DATA_HOME", dir.path().join("data"))
+        .env_remove("SWITCHBOARD_CONFIG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the gateway");
+    wait_for(Duration::from_secs(15), || admin.exists().then_some(())).expect("admin file");
+    let output = Command::new(switchboard())
+        .args([
+            "servers",
+            "add",
+            "d2",
+            "--builtin",
+            "dice",
+            "--json",
+            "--admin-file",
+        ])
+        .arg(&admin)
+        .current_dir(dir.path())
+        .env("XDG_CONFIG_HOME", &home)
+        .output()
+        .expect("run");
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(child.id()).expect("pid")),
+        nix::sys::signal::Signal::SIGTERM,
+    );
+    let _ = child.wait();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report = stdout_json(&output);
+    let file = home.join("switchboard/switchboard.toml");
+    assert_eq!(report["created_file"], true, "{report}");
+    assert_eq!(report["file"], file.display().to_string(), "{report}");
+    let written = std::fs::read_to_string(&file).expect("the new file");
+    for server in ["clock", "dice", "files", "memory", "d2"] {
+        assert!(
+            written.contains(&format!("[servers.{server}]")),
+            "{written}"
+        );
+    }
+    switchboard_core::config::Config::load(
+        &file,
+        &switchboard_core::config::MapEnvironment::default(),
+    )
+    .expect("the new file is valid");
+}

@@ -265,7 +265,7 @@ async fn change_servers(
         let path = config_file(config)?;
         apply_offline(&path, &change, guard.dry_run, 3)?
     } else {
-        let admin = AdminClient::open(common.admin_file.as_deref())?;
+        let admin = gateway(config, common)?;
         let mut body = serde_json::to_value(&change)?;
         body["dry_run"] = json!(guard.dry_run);
         body["surface"] = json!("cli");
@@ -349,7 +349,7 @@ async fn list(config: Option<&Path>, common: &Common) -> anyhow::Result<ExitCode
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let admin = AdminClient::open(common.admin_file.as_deref())?;
+    let admin = gateway(config, common)?;
     let status = admin.get("/status").await?;
     if common.json {
         print_json(&status)?;
@@ -373,7 +373,7 @@ async fn show(config: Option<&Path>, one: &One) -> anyhow::Result<ExitCode> {
         print_json(&json!({"entry": entry}))?;
         return Ok(ExitCode::SUCCESS);
     }
-    let admin = AdminClient::open(one.common.admin_file.as_deref())?;
+    let admin = gateway(config, &one.common)?;
     let answer = admin.get(&format!("/servers/{}", one.name)).await?;
     print_json(&answer)?;
     Ok(ExitCode::SUCCESS)
@@ -394,7 +394,7 @@ async fn test_server(config: Option<&Path>, test: &TestArgs) -> anyhow::Result<E
         .await?;
         serde_json::to_value(report)?
     } else {
-        let admin = AdminClient::open(test.common.admin_file.as_deref())?;
+        let admin = gateway(config, &test.common)?;
         admin
             .post(
                 &format!("/servers/{}/test", test.name),
@@ -426,6 +426,33 @@ async fn test_server(config: Option<&Path>, test: &TestArgs) -> anyhow::Result<E
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// The running gateway's admin endpoint. With `--config FILE`, the gateway must be running
+/// that file: a change meant for one config never lands in another gateway's.
+fn gateway(config: Option<&Path>, common: &Common) -> anyhow::Result<AdminClient> {
+    let admin = AdminClient::open(common.admin_file.as_deref())?;
+    if !admin.alive() {
+        bail!(
+            "the gateway that wrote the admin file is not running (is `switchboard serve` running? or pass --admin-file, or --offline to change the file alone)"
+        );
+    }
+    if let Some(explicit) = config {
+        let canonical = |path: &Path| std::fs::canonicalize(path).ok();
+        let theirs = admin.config().and_then(canonical);
+        if theirs.is_none() || theirs != canonical(explicit) {
+            bail!(
+                "the gateway at {} runs {}, not {}: pass the --admin-file of the gateway running that file, or --offline to change the file alone",
+                admin.url(),
+                admin.config().map_or_else(
+                    || "its built-in default".to_owned(),
+                    |p| p.display().to_string()
+                ),
+                explicit.display()
+            );
+        }
+    }
+    Ok(admin)
 }
 
 /// The config file an offline command works on.
