@@ -103,6 +103,24 @@ impl Live {
         ])
     }
 
+    /// Starts `SERVER__sleep` for `ms` in the background and waits until the gateway counts
+    /// it in flight on that server.
+    fn call_in_flight(&self, id: &str, ms: u64) -> Child {
+        let slow = python_in_background(&[
+            "--era",
+            "legacy",
+            "--http",
+            &self.gateway.url,
+            "call",
+            &format!("{id}__sleep"),
+            &format!(r#"{{"ms": {ms}}}"#),
+        ]);
+        wait_status(self, "the call in flight", |status| {
+            server(status, id).is_some_and(|s| s["in_flight"] == 1)
+        });
+        slow
+    }
+
     fn pid(&self, server: &str) -> u32 {
         let result = self.call(&format!("{server}__pid"), "{}");
         text_of(&result).parse().expect("a pid")
@@ -245,18 +263,7 @@ fn a_hand_edit_removing_a_server_lets_its_call_in_flight_finish() {
     let pid_b = live.pid("b");
     let pid_a = live.pid("a");
 
-    let slow = python_in_background(&[
-        "--era",
-        "legacy",
-        "--http",
-        &live.gateway.url,
-        "call",
-        "b__sleep",
-        r#"{"ms": 3000}"#,
-    ]);
-    wait_status(&live, "b's call in flight", |status| {
-        server(status, "b").is_some_and(|b| b["in_flight"] == 1)
-    });
+    let slow = live.call_in_flight("b", 3000);
     let text = std::fs::read_to_string(&config).expect("read");
     let without_b = text
         .split("[servers.b]")
@@ -648,18 +655,7 @@ fn a_call_outliving_the_drain_is_cancelled_readably_and_changes_reach_the_ledger
     let config = write_config(dir.path(), &text);
     let live = Live::start(dir.path(), config, &[]);
     let pid_b = live.pid("b");
-    let slow = python_in_background(&[
-        "--era",
-        "legacy",
-        "--http",
-        &live.gateway.url,
-        "call",
-        "b__sleep",
-        r#"{"ms": 20000}"#,
-    ]);
-    wait_status(&live, "b's call in flight", |status| {
-        server(status, "b").is_some_and(|b| b["in_flight"] == 1)
-    });
+    let slow = live.call_in_flight("b", 20000);
     let started = std::time::Instant::now();
     live.json(&["servers", "remove", "b", "--json"]);
     let cut = finish(slow);

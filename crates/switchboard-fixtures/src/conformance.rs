@@ -2,8 +2,8 @@
 //! server scenarios call (`test_simple_text`, `test://static-text`, `test_simple_prompt`, …),
 //! so the suite can run against the gateway in pass-through mode in front of it. Written from
 //! the scenarios' expectations; it also asks its client for sampling and elicitation, which
-//! the gateway must relay, and changes its tool list on demand (`test_trigger_tool_change`),
-//! which the gateway must announce. Its multi-round-trip tools (`input_required`) are the
+//! the gateway must relay, and changes its tool and prompt lists on demand
+//! (`test_trigger_tool_change`, `test_trigger_prompt_change`), which the gateway must announce. Its multi-round-trip tools (`input_required`) are the
 //! `input_rounds` module. The diagnostic tools of the suite's `server-stateless` checks ask
 //! for sampling mid-call and pass on the error they get (`test_missing_capability`), ask for
 //! a confirmation as the client's era asks (`test_streaming_elicitation`: `input_required`
@@ -36,6 +36,9 @@ struct Peer {
     /// Flipped by each `test_trigger_tool_change`: while set, the tool list holds one more
     /// tool, so every trigger really changes the list.
     grown: AtomicBool,
+    /// Flipped by each `test_trigger_prompt_change`: while set, the prompt list holds one more
+    /// prompt.
+    prompts_grown: AtomicBool,
 }
 
 impl Peer {
@@ -112,6 +115,11 @@ fn tools() -> Value {
         tool(
             "test_trigger_tool_change",
             "Adds a tool to the list, or removes it again, and announces the change",
+            &empty
+        ),
+        tool(
+            "test_trigger_prompt_change",
+            "Adds a prompt to the list, or removes it again, and announces the change",
             &empty
         ),
         tool("test_audio_content", "Tests audio content response", &empty),
@@ -204,6 +212,12 @@ fn call_tool(peer: &Peer, params: &Value) -> Result<Value, Value> {
             text("The tool list changed.")
         }
         "test_added_tool" if peer.grown.load(Ordering::SeqCst) => text("Added."),
+        "test_trigger_prompt_change" => {
+            peer.prompts_grown.fetch_xor(true, Ordering::SeqCst);
+            peer.out
+                .notify("notifications/prompts/list_changed", json!({}));
+            text("The prompt list changed.")
+        }
         "test_image_content" => {
             json!({"content": [{"type": "image", "data": IMAGE, "mimeType": "image/png"}]})
         }
@@ -445,6 +459,7 @@ pub fn serve() -> i32 {
         pending: pending.clone(),
         next_id: AtomicI64::new(1_000_000),
         grown: AtomicBool::new(false),
+        prompts_grown: AtomicBool::new(false),
     });
     for line in std::io::stdin().lock().lines() {
         let Ok(line) = line else { return 0 };
@@ -523,6 +538,9 @@ pub fn serve() -> i32 {
                     let mut listed = prompts();
                     if let Value::Array(list) = &mut listed {
                         list.push(input_rounds::prompt());
+                        if peer.prompts_grown.load(Ordering::SeqCst) {
+                            list.push(json!({"name": "test_added_prompt", "description": "A prompt added by test_trigger_prompt_change"}));
+                        }
                     }
                     Ok(json!({"prompts": listed}))
                 }
