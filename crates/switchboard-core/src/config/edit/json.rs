@@ -1,11 +1,12 @@
 //! Edits of JSON config files (`mcpServers`, VS Code's `servers` object, the seeds' `servers`
-//! array): the entry is found by [`json_scan`](super::json_scan) and text is spliced in or out
-//! at its byte span; the rest of the document is never re-serialized. New text is laid out
-//! like its siblings (`json_layout`).
+//! array): the entry is found by the config reader's [`scan`](crate::config::json::scan) (so
+//! the editor accepts exactly the JSONC the validator does) and text is spliced in or out at
+//! its byte span; the rest of the document is never re-serialized. New text is laid out like
+//! its siblings (`json_layout`).
 
 use super::json_layout::{self, Layout, Slot};
-use super::json_scan::{self, Kind, Span};
 use super::{EditError, ServerEntry};
+use crate::config::json::{self as jsonc, Kind, Member, Span};
 
 /// The JSON shape a servers container has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,7 +50,20 @@ pub(super) fn splice(text: &str, mut edits: Vec<Edit>) -> String {
     out
 }
 
-fn root_object(root: &Span) -> Result<&[json_scan::Member], EditError> {
+/// The document's spans, or None when it holds only blanks and comments.
+fn scan(text: &str) -> Result<Option<Span>, EditError> {
+    jsonc::scan(text).map_err(|error| EditError::syntax_at(text, error.at, error.message))
+}
+
+/// The member `key` of an object.
+fn member<'a>(object: &'a Span, key: &str) -> Option<&'a Member> {
+    match &object.kind {
+        Kind::Object(members) => members.iter().find(|m| m.key == key),
+        _ => None,
+    }
+}
+
+fn root_object(root: &Span) -> Result<&[Member], EditError> {
     match &root.kind {
         Kind::Object(members) => Ok(members),
         _ => Err(EditError::Unsupported(
@@ -78,7 +92,7 @@ fn containers(root: &Span) -> Result<Vec<Container<'_>>, EditError> {
 
 /// The id of an element of a servers array.
 fn element_id(element: &Span) -> Option<&str> {
-    match &element.member("id")?.value.kind {
+    match &member(element, "id")?.value.kind {
         Kind::String(id) => Some(id),
         _ => None,
     }
@@ -134,7 +148,7 @@ impl<'a> Found<'a> {
 }
 
 pub(super) fn server_ids(text: &str) -> Result<Vec<String>, EditError> {
-    let Some(root) = json_scan::scan(text)? else {
+    let Some(root) = scan(text)? else {
         return Ok(Vec::new());
     };
     Ok(containers(&root)?
@@ -145,13 +159,13 @@ pub(super) fn server_ids(text: &str) -> Result<Vec<String>, EditError> {
 }
 
 pub(super) fn server_text(text: &str, id: &str) -> Option<String> {
-    let root = json_scan::scan(text).ok()??;
+    let root = scan(text).ok()??;
     let slot = find(&root, id).ok()??.slot()?;
     Some(text[slot.start..slot.end].to_owned())
 }
 
 pub(super) fn add(text: &str, id: &str, entry: &ServerEntry) -> Result<String, EditError> {
-    let Some(root) = json_scan::scan(text)? else {
+    let Some(root) = scan(text)? else {
         return Ok(json_layout::new_document(text, id, entry));
     };
     if find(&root, id)?.is_some() {
@@ -178,14 +192,14 @@ pub(super) fn add(text: &str, id: &str, entry: &ServerEntry) -> Result<String, E
 }
 
 pub(super) fn remove(text: &str, id: &str) -> Result<String, EditError> {
-    let root = json_scan::scan(text)?.ok_or_else(|| EditError::Missing(id.to_owned()))?;
+    let root = scan(text)?.ok_or_else(|| EditError::Missing(id.to_owned()))?;
     let found = find(&root, id)?.ok_or_else(|| EditError::Missing(id.to_owned()))?;
     let slots = json_layout::slots(found.container);
     Ok(splice(text, json_layout::remove(text, &slots, found.index)))
 }
 
 pub(super) fn set_enabled(text: &str, id: &str, enabled: bool) -> Result<String, EditError> {
-    let root = json_scan::scan(text)?.ok_or_else(|| EditError::Missing(id.to_owned()))?;
+    let root = scan(text)?.ok_or_else(|| EditError::Missing(id.to_owned()))?;
     let found = find(&root, id)?.ok_or_else(|| EditError::Missing(id.to_owned()))?;
     let server = found
         .server()
@@ -193,7 +207,7 @@ pub(super) fn set_enabled(text: &str, id: &str, enabled: bool) -> Result<String,
         .ok_or_else(|| EditError::Unsupported(format!("server '{id}' is not an object")))?;
     let mut edits: Vec<Edit> = Vec::new();
     for (key, value) in [("disabled", !enabled), ("enabled", enabled)] {
-        if let Some(member) = server.member(key) {
+        if let Some(member) = member(server, key) {
             edits.push((member.value.start, member.value.end, value.to_string()));
         }
     }

@@ -6,7 +6,7 @@
 use super::ServerEntry;
 use super::json::{Edit, Form};
 use super::json_render::{fields, multi_line, one_line, quote};
-use super::json_scan::{Kind, Span};
+use crate::config::json::{Kind, Span};
 
 /// An entry of an object (`"key": value`) or array (`value`), and the comma after it.
 #[derive(Debug, Clone, Copy)]

@@ -2,26 +2,15 @@
 //! escaped by `serde_json`, on one line (`{"command": "npx", "args": ["-y"]}`) or one key a
 //! line.
 
+use super::fields::{Field, transport_fields};
 use super::json::Form;
 use super::{EntryTransport, ServerEntry};
 
-/// A value of a new entry.
-pub(super) enum Field {
-    Text(String),
-    List(Vec<String>),
-    Map(Vec<(String, String)>),
-    Bool(bool),
-}
-
 /// The keys of a new entry, in the order a person writes them.
 pub(super) fn fields(form: Form, id: &str, entry: &ServerEntry) -> Vec<(&'static str, Field)> {
-    let text = |s: &str| Field::Text(s.to_owned());
-    let map = |m: &std::collections::BTreeMap<String, String>| {
-        Field::Map(m.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
-    };
     let mut fields = Vec::new();
     if form == Form::Array {
-        fields.push(("id", text(id)));
+        fields.push(("id", Field::Text(id.to_owned())));
     }
     if form == Form::VsCode {
         let kind = match &entry.transport {
@@ -30,35 +19,11 @@ pub(super) fn fields(form: Form, id: &str, entry: &ServerEntry) -> Vec<(&'static
             EntryTransport::Sse { .. } => Some("sse"),
             EntryTransport::Builtin { .. } => None,
         };
-        fields.extend(kind.map(|kind| ("type", text(kind))));
+        fields.extend(kind.map(|kind| ("type", Field::Text(kind.to_owned()))));
     }
-    match &entry.transport {
-        EntryTransport::Stdio {
-            command,
-            args,
-            env,
-            cwd,
-        } => {
-            fields.push(("command", text(command)));
-            if !args.is_empty() {
-                fields.push(("args", Field::List(args.clone())));
-            }
-            if !env.is_empty() {
-                fields.push(("env", map(env)));
-            }
-            fields.extend(cwd.as_deref().map(|cwd| ("cwd", text(cwd))));
-        }
-        EntryTransport::Http { url, headers } | EntryTransport::Sse { url, headers } => {
-            fields.push(("url", text(url)));
-            if matches!(entry.transport, EntryTransport::Sse { .. }) && form != Form::VsCode {
-                fields.push(("type", text("sse")));
-            }
-            if !headers.is_empty() {
-                fields.push(("headers", map(headers)));
-            }
-        }
-        EntryTransport::Builtin { name } => fields.push(("builtin", text(name))),
-    }
+    // VS Code's "type" above already says "sse".
+    let sse_key = (form != Form::VsCode).then_some("type");
+    fields.extend(transport_fields(&entry.transport, sse_key));
     match (entry.enabled, form) {
         (None, _) => {}
         (Some(enabled), Form::Array) => fields.push(("enabled", Field::Bool(enabled))),

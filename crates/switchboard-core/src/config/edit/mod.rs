@@ -5,18 +5,19 @@
 //!
 //! Code map: `toml` (native files, through `toml_edit`; `toml_tables` knows the printed order
 //! of tables and which comments belong to a header), `json` (the three JSON shapes of
-//! `docs/config.md`: `json_scan` finds byte spans, `json_layout` splices at them like the
-//! siblings are laid out, `json_render` writes a new entry), `diff` (line diffs: the unified
-//! diff of `--dry-run`, and the replay of a TOML re-print onto the original lines so that line
-//! breaks survive), `write` (atomic writes with backups).
+//! `docs/config.md`: the config reader's `json::scan` finds byte spans, `json_layout` splices
+//! at them like the siblings are laid out, `json_render` writes a new entry), `fields` (a new
+//! entry's keys, for both formats), `diff` (line diffs: the unified diff of `--dry-run`, and
+//! the replay of a TOML re-print onto the original lines so that line breaks survive), `write`
+//! (atomic writes with backups).
 //!
 //! Nothing here reads the environment: `${VAR}` references are written and kept verbatim.
 
 mod diff;
+mod fields;
 mod json;
 mod json_layout;
 mod json_render;
-mod json_scan;
 mod toml;
 mod toml_tables;
 mod write;

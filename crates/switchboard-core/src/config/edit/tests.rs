@@ -10,6 +10,7 @@ mod toml_cases;
 use std::collections::BTreeMap;
 
 use super::*;
+use crate::config::json::{self as jsonc, Kind};
 use crate::config::{Config, MapEnvironment, Origin, ServerConfig, Transport};
 
 fn env() -> MapEnvironment {
@@ -148,4 +149,27 @@ fn no_input_makes_it_panic() {
             let _ = unified_diff("f", text, file);
         }
     }
+}
+
+#[test]
+fn json_spans_of_keys_values_and_commas() {
+    let text = "{\"a\": [1, \"\\nabcdefghi\u{e9}\",], /* c */ \"b\": null}";
+    let root = jsonc::scan(text).expect("scans").expect("a value");
+    let Kind::Object(members) = &root.kind else {
+        panic!("an object: {root:?}")
+    };
+    let places: Vec<_> = members
+        .iter()
+        .map(|m| (m.key_start, m.value.start, m.value.end, m.comma))
+        .collect();
+    assert_eq!(places, [(1, 6, 27, Some(27)), (37, 42, 46, None)]);
+    let Kind::Array(elements) = &members[0].value.kind else {
+        panic!("an array")
+    };
+    assert_eq!(
+        elements[1].value.kind,
+        Kind::String("\nabcdefghi\u{e9}".into())
+    );
+    assert_eq!(elements[1].comma, Some(25));
+    assert_eq!(jsonc::scan(" // only a comment\n"), Ok(None));
 }

@@ -9,10 +9,11 @@
 use toml_edit::{Array, DocumentMut, InlineTable, Item, Table, Value};
 
 use super::diff::replay;
+use super::fields::{Field, transport_fields};
 use super::toml_tables::{
     attached, keep_detached_comments, last_position, prefix_of, shift_positions,
 };
-use super::{EditError, EntryTransport, ServerEntry};
+use super::{EditError, ServerEntry};
 
 /// Root keys that hold servers (`mcpServers` is read in TOML too).
 const CONTAINERS: [&str; 2] = ["servers", "mcpServers"];
@@ -229,44 +230,26 @@ fn append_inline(table: &mut InlineTable, key: &str, mut value: Value) {
 
 /// The keys of a new server table, in the order a person writes them.
 fn entry_values(entry: &ServerEntry) -> Vec<(&'static str, Value)> {
-    let map = |m: &std::collections::BTreeMap<String, String>| -> Value {
-        Value::InlineTable(m.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect())
+    let value = |field: Field| match field {
+        Field::Text(text) => Value::from(text),
+        Field::List(items) => Value::Array(items.iter().map(String::as_str).collect::<Array>()),
+        Field::Map(entries) => Value::InlineTable(
+            entries
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect(),
+        ),
+        Field::Bool(flag) => Value::from(flag),
     };
-    let mut values = Vec::new();
-    match &entry.transport {
-        EntryTransport::Stdio {
-            command,
-            args,
-            env,
-            cwd,
-        } => {
-            values.push(("command", Value::from(command.as_str())));
-            if !args.is_empty() {
-                let array: Array = args.iter().map(String::as_str).collect();
-                values.push(("args", Value::Array(array)));
-            }
-            if !env.is_empty() {
-                values.push(("env", map(env)));
-            }
-            values.extend(cwd.as_deref().map(|cwd| ("cwd", Value::from(cwd))));
-        }
-        EntryTransport::Http { url, headers } | EntryTransport::Sse { url, headers } => {
-            values.push(("url", Value::from(url.as_str())));
-            if matches!(entry.transport, EntryTransport::Sse { .. }) {
-                values.push(("transport", Value::from("sse")));
-            }
-            if !headers.is_empty() {
-                values.push(("headers", map(headers)));
-            }
-        }
-        EntryTransport::Builtin { name } => values.push(("builtin", Value::from(name.as_str()))),
-    }
-    values.extend(
-        entry
-            .enabled
-            .map(|enabled| ("enabled", Value::from(enabled))),
-    );
-    values
+    transport_fields(&entry.transport, Some("transport"))
+        .into_iter()
+        .map(|(key, field)| (key, value(field)))
+        .chain(
+            entry
+                .enabled
+                .map(|enabled| ("enabled", Value::from(enabled))),
+        )
+        .collect()
 }
 
 /// The prefix of a new table at the end of the document: the comments that ended the file,

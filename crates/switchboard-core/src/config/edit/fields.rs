@@ -1,0 +1,62 @@
+//! The keys and values of a new server entry before either format writes them: the transport's
+//! keys in the order a person writes them (`command`, `args`, `env`, `cwd`; `url`, the SSE
+//! marker, `headers`; `builtin`), shared by the TOML and the JSON editors.
+
+use std::collections::BTreeMap;
+
+use super::EntryTransport;
+
+/// A value of a new entry.
+pub(super) enum Field {
+    Text(String),
+    List(Vec<String>),
+    Map(Vec<(String, String)>),
+    Bool(bool),
+}
+
+impl Field {
+    fn text(text: &str) -> Self {
+        Self::Text(text.to_owned())
+    }
+
+    fn map(map: &BTreeMap<String, String>) -> Self {
+        Self::Map(map.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+    }
+}
+
+/// The keys of `transport`, in the order a person writes them. `sse_key` names the key that
+/// marks the legacy SSE transport (`"sse"`), or None where the file says so elsewhere.
+pub(super) fn transport_fields(
+    transport: &EntryTransport,
+    sse_key: Option<&'static str>,
+) -> Vec<(&'static str, Field)> {
+    let mut fields = Vec::new();
+    match transport {
+        EntryTransport::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => {
+            fields.push(("command", Field::text(command)));
+            if !args.is_empty() {
+                fields.push(("args", Field::List(args.clone())));
+            }
+            if !env.is_empty() {
+                fields.push(("env", Field::map(env)));
+            }
+            fields.extend(cwd.as_deref().map(|cwd| ("cwd", Field::text(cwd))));
+        }
+        EntryTransport::Http { url, headers } | EntryTransport::Sse { url, headers } => {
+            fields.push(("url", Field::text(url)));
+            if let (EntryTransport::Sse { .. }, Some(key)) = (transport, sse_key) {
+                fields.push((key, Field::text("sse")));
+            }
+            if !headers.is_empty() {
+                fields.push(("headers", Field::map(headers)));
+            }
+        }
+        EntryTransport::Builtin { name } => fields.push(("builtin", Field::text(name))),
+    }
+    fields
+}
