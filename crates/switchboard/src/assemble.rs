@@ -127,33 +127,20 @@ pub fn plans(config: &Config) -> Result<Vec<ServerPlan>, AssembleError> {
 }
 
 pub(crate) fn plan(config: &Config, server: &ServerConfig) -> Result<ServerPlan, AssembleError> {
+    plan_reusing(config, server, None)
+}
+
+/// The plan of `server`, taking `endpoint` as it is when given (a reload keeps the running
+/// connection's endpoint — a built-in's provider — rather than building one to throw away).
+pub(crate) fn plan_reusing(
+    config: &Config,
+    server: &ServerConfig,
+    endpoint: Option<Endpoint>,
+) -> Result<ServerPlan, AssembleError> {
     let gateway = &config.gateway;
-    let endpoint = match &server.transport {
-        Transport::Stdio {
-            command,
-            args,
-            env,
-            cwd,
-        } => Endpoint::Stdio(StdioCommand {
-            command: command.clone(),
-            args: args.clone(),
-            env: env.clone(),
-            cwd: cwd.clone(),
-            max_message_bytes: gateway.max_message_bytes,
-        }),
-        Transport::Http { url, headers } => Endpoint::StreamableHttp {
-            url: url.clone(),
-            headers: headers.clone(),
-        },
-        Transport::Sse { url, headers } => Endpoint::Sse {
-            url: url.clone(),
-            headers: headers.clone(),
-        },
-        Transport::Builtin { name, settings } => {
-            let provider = switchboard_tools::builtin(name, settings)
-                .map_err(|error| AssembleError(format!("server '{}': {error}", server.id)))?;
-            Endpoint::InProcess(provider)
-        }
+    let endpoint = match (endpoint, &server.transport) {
+        (Some(endpoint), _) => endpoint,
+        (None, transport) => endpoint_of(server, transport, gateway.max_message_bytes)?,
     };
     let prefix = if gateway.prefix_tools {
         server.prefix.clone().unwrap_or_else(|| server.id.clone())
@@ -193,6 +180,41 @@ pub(crate) fn plan(config: &Config, server: &ServerConfig) -> Result<ServerPlan,
         call_timeout: server.call_timeout.unwrap_or(gateway.call_timeout),
         category: server.category.clone().unwrap_or_default(),
         fingerprint: connection_fingerprint(server),
+    })
+}
+
+/// The endpoint a server's transport describes (a built-in's provider is built here).
+fn endpoint_of(
+    server: &ServerConfig,
+    transport: &Transport,
+    max_message_bytes: usize,
+) -> Result<Endpoint, AssembleError> {
+    Ok(match transport {
+        Transport::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => Endpoint::Stdio(StdioCommand {
+            command: command.clone(),
+            args: args.clone(),
+            env: env.clone(),
+            cwd: cwd.clone(),
+            max_message_bytes,
+        }),
+        Transport::Http { url, headers } => Endpoint::StreamableHttp {
+            url: url.clone(),
+            headers: headers.clone(),
+        },
+        Transport::Sse { url, headers } => Endpoint::Sse {
+            url: url.clone(),
+            headers: headers.clone(),
+        },
+        Transport::Builtin { name, settings } => {
+            let provider = switchboard_tools::builtin(name, settings)
+                .map_err(|error| AssembleError(format!("server '{}': {error}", server.id)))?;
+            Endpoint::InProcess(provider)
+        }
     })
 }
 

@@ -204,6 +204,12 @@ impl Fleet {
     pub(crate) fn find(&self, server: &ServerId) -> Option<&Arc<Member>> {
         self.members.iter().find(|member| member.id() == server)
     }
+
+    pub(crate) fn find_id(&self, server: &str) -> Option<&Arc<Member>> {
+        self.members
+            .iter()
+            .find(|member| member.id().as_str() == server)
+    }
 }
 
 /// A connection out of service, still finishing its calls.

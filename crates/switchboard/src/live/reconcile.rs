@@ -97,9 +97,25 @@ impl Host {
         restart: Option<&str>,
         drain_timeout: Duration,
     ) -> Result<Vec<ServerOutcome>, ChangeError> {
-        let plans =
-            crate::assemble::plans(config).map_err(|error| ChangeError::Invalid(vec![error.0]))?;
         let fleet = self.inner.fleet.load_full();
+        let plans = config
+            .servers
+            .iter()
+            .filter(|server| server.enabled)
+            .map(|server| {
+                // A server whose connection stays keeps its endpoint (a built-in's provider).
+                let kept = fleet
+                    .find_id(&server.id)
+                    .filter(|old| {
+                        restart != Some(server.id.as_str())
+                            && old.plan.fingerprint
+                                == crate::assemble::connection_fingerprint(server)
+                    })
+                    .map(|old| old.plan.spec.endpoint.clone());
+                crate::assemble::plan_reusing(config, server, kept)
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|error| ChangeError::Invalid(vec![error.0]))?;
         // Settings outside the plan (limits, costs, approvals, per-tool safety) live in the
         // governance and the latency budget; a server whose entry changed in them is updated.
         let running = self.config();
