@@ -14,7 +14,8 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::parser::ValueSource;
+use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// Switchboard: one governed, latency-aware MCP endpoint in front of all your MCP servers.
 #[derive(Debug, Parser)]
@@ -70,8 +71,53 @@ enum Command {
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// Parses the command line, exiting with a usage error (2) when it is wrong.
+///
+/// A command's own options (`audit --since`, `tools --format`) do not reach its subcommands,
+/// so they are refused beside one, as clap's `args_conflicts_with_subcommands` would. That
+/// setting is not used because it counts global options too: it refused
+/// `audit --config F verify`. Global options (`--config`, `--log`, and a command's own
+/// globals such as `audit --ledger`) go before or after any subcommand.
+fn parse_cli() -> Cli {
+    let mut command = Cli::command();
+    let matches = command.get_matches_mut();
+    if let Err(error) = refuse_options_beside_subcommands(&mut command, &matches) {
+        error.exit();
+    }
+    Cli::from_arg_matches(&matches).unwrap_or_else(|error| error.exit())
+}
+
+/// The check `parse_cli` describes, down the chain of subcommands `matches` holds.
+fn refuse_options_beside_subcommands(
+    command: &mut clap::Command,
+    matches: &ArgMatches,
+) -> Result<(), clap::Error> {
+    let Some((name, sub_matches)) = matches.subcommand() else {
+        return Ok(());
+    };
+    let given = matches.ids().find_map(|id| {
+        let arg = command.get_arguments().find(|arg| arg.get_id() == id)?;
+        let typed = matches.value_source(id.as_str()) == Some(ValueSource::CommandLine);
+        (typed && !arg.is_global_set()).then(|| match arg.get_long() {
+            Some(long) => format!("--{long}"),
+            None => arg.get_id().to_string(),
+        })
+    });
+    if let Some(option) = given {
+        let message = format!(
+            "the subcommand '{name}' cannot be used with '{option}' (an option of '{}' without a subcommand)",
+            command.get_bin_name().unwrap_or(command.get_name())
+        );
+        return Err(command.error(clap::error::ErrorKind::ArgumentConflict, message));
+    }
+    match command.find_subcommand_mut(name) {
+        Some(subcommand) => refuse_options_beside_subcommands(subcommand, sub_matches),
+        None => Ok(()),
+    }
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = parse_cli();
     let default_level = if matches!(cli.command, Command::Serve(_) | Command::ToolServer(_)) {
         "info"
     } else {

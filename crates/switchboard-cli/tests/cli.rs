@@ -397,3 +397,292 @@ fn admin_commands_say_why_they_cannot_reach_the_gateway() {
     assert!(stderr.contains("the gateway answered 401"), "{stderr}");
     gateway.terminate();
 }
+
+/// `switchboard ARGS...` in `dir`, with every user file (config lookup, ledger, latency
+/// stats, tokens, admin file) kept there.
+fn isolated(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    Command::new(switchboard())
+        .args(args)
+        .current_dir(dir)
+        .env_remove("SWITCHBOARD_CONFIG")
+        .env_remove("SWITCHBOARD_LOG")
+        .env("SWITCHBOARD_ADMIN_FILE", dir.join("admin.json"))
+        .env("XDG_CONFIG_HOME", dir)
+        .env("XDG_DATA_HOME", dir)
+        .env("XDG_STATE_HOME", dir)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run switchboard")
+}
+
+/// `--config` and `--log` are global: they go before the command, between a command and its
+/// subcommand, or after the subcommand, for every command — and the file they name is the
+/// one used. A command's own options still do not go beside its subcommands.
+#[test]
+fn global_options_go_before_or_after_any_subcommand() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ledger = dir.path().join("ledger.db");
+    let config = dir.path().join("global.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[gateway]\nledger = {}\n\n[servers.timekeeper]\nbuiltin = \"clock\"\n\n[agents.reader]\nallow = [\"*\"]\n",
+            quoted(&ledger.display().to_string())
+        ),
+    )
+    .expect("write config");
+    let file = config.display().to_string();
+    let ledger = ledger.display().to_string();
+    // (command words, their other arguments, what shows the config was the one read)
+    let cases: Vec<(Vec<&str>, Vec<&str>, &str)> = vec![
+        (vec!["audit", "verify"], vec![], ledger.as_str()),
+        (vec!["audit", "export"], vec![], ledger.as_str()),
+        (vec!["audit"], vec!["--limit", "5"], ledger.as_str()),
+        (vec!["approvals", "list"], vec![], "admin.json"),
+        (vec!["token", "create"], vec!["nobody"], "defines: reader"),
+        (
+            vec!["tier", "clear"],
+            vec!["--agent", "reader"],
+            "admin.json",
+        ),
+        (vec!["reload"], vec![], "admin.json"),
+        (
+            vec!["tools", "search"],
+            vec!["current time", "--json"],
+            "timekeeper__now",
+        ),
+        (vec!["tools"], vec!["--format", "json"], "timekeeper__now"),
+        (vec!["call"], vec!["timekeeper__now", "--json"], "iso8601"),
+        (vec!["servers", "list"], vec!["--offline", "--json"], &file),
+        (vec!["status"], vec!["--local", "--json"], "timekeeper"),
+        (
+            vec!["config", "check"],
+            vec![file.as_str()],
+            "ok (1 servers",
+        ),
+    ];
+    for (words, rest, shows) in &cases {
+        // Before the command, after each of its words, and at the very end.
+        for at in 0..=words.len() + 1 {
+            let mut args: Vec<&str> = words.iter().chain(rest).copied().collect();
+            let at = if at > words.len() { args.len() } else { at };
+            args.splice(at..at, ["--log", "warn", "--config", file.as_str()]);
+            let output = isolated(dir.path(), &args);
+            let stdout = String::from_utf8_lossy(&output.stdout);
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert!(
+                output.status.code() != Some(2)
+                    && !stderr.contains("cannot be used with")
+                    && !stderr.contains("unexpected argument"),
+                "{args:?} was refused by the parser:\n{stderr}"
+            );
+            assert!(
+                stdout.contains(shows) || stderr.contains(shows),
+                "{args:?} did not read --config (no '{shows}'):\n{stdout}\n{stderr}"
+            );
+        }
+    }
+
+    for args in [
+        &["audit", "--since", "1h", "verify"][..],
+        &["tools", "--format", "json", "search", "time"],
+    ] {
+        let output = isolated(dir.path(), args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(&format!("cannot be used with '{}'", args[1])),
+            "{args:?}: {stderr}"
+        );
+    }
+}
+
+/// A server whose command does not exist fails its first attempt at once: it does not hold
+/// `status` (which waits only for first attempts), it is reported down with the reason, and
+/// the table says its supervisor keeps retrying.
+#[test]
+fn status_reports_a_server_that_cannot_start_without_waiting() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("missing.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[servers.good]\ncommand = {}\nargs = [\"echo\"]\n\n[servers.missing]\ncommand = \"/nonexistent/x\"\n",
+            quoted(&fixture())
+        ),
+    )
+    .expect("write config");
+    let file = config.display().to_string();
+    let started = std::time::Instant::now();
+    let output = isolated(
+        dir.path(),
+        &["--config", &file, "status", "--local", "--json"],
+    );
+    let elapsed = started.elapsed();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        elapsed < Duration::from_secs(3),
+        "status took {elapsed:?}: a server that failed its first attempt held it"
+    );
+    let status = stdout_json(&output);
+    let servers = status["servers"].as_array().expect("servers");
+    let find = |id: &str| {
+        servers
+            .iter()
+            .find(|s| s["server"] == id)
+            .unwrap_or_else(|| panic!("{id} missing from {status}"))
+    };
+    assert_eq!(find("good")["state"], "up", "{status}");
+    assert_eq!(find("good")["failures"], 0, "{status}");
+    let missing = find("missing");
+    assert_eq!(missing["state"], "down", "{missing}");
+    assert_eq!(missing["failures"], 1, "{missing}");
+    assert!(
+        missing["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("cannot start '/nonexistent/x'")),
+        "{missing}"
+    );
+
+    let table = isolated(dir.path(), &["--config", &file, "status", "--local"]);
+    let stdout = String::from_utf8_lossy(&table.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    let row = lines
+        .iter()
+        .position(|line| line.starts_with("missing "))
+        .unwrap_or_else(|| panic!("no row for missing:\n{stdout}"));
+    assert!(
+        lines.get(row + 1).is_some_and(|note| note
+            .starts_with("    retrying (attempt 1 failed: cannot start '/nonexistent/x'")),
+        "no retry note under the down server:\n{stdout}"
+    );
+    assert_eq!(
+        stdout.matches("retrying").count(),
+        1,
+        "only the down server retries:\n{stdout}"
+    );
+}
+
+/// The binaries a README line `cargo build ...` or `cargo run ...` builds, as the paths
+/// `target/<profile>/<binary>` they land at.
+fn built_by(root: &std::path::Path, line: &str) -> Vec<String> {
+    let line = line.trim();
+    let Some(rest) = line
+        .strip_prefix("cargo build ")
+        .or_else(|| line.strip_prefix("cargo run "))
+    else {
+        return Vec::new();
+    };
+    let words: Vec<&str> = rest
+        .split_whitespace()
+        .take_while(|word| *word != "--" && !word.starts_with('#'))
+        .collect();
+    let profile = if words.contains(&"--release") {
+        "release"
+    } else {
+        "debug"
+    };
+    words
+        .windows(2)
+        .filter(|pair| pair[0] == "-p" || pair[0] == "--package")
+        .flat_map(|pair| binaries_of(root, pair[1]))
+        .map(|binary| format!("target/{profile}/{binary}"))
+        .collect()
+}
+
+/// The `[[bin]]` names of the workspace package in crates/<package>.
+fn binaries_of(root: &std::path::Path, package: &str) -> Vec<String> {
+    let manifest = std::fs::read_to_string(root.join("crates").join(package).join("Cargo.toml"))
+        .unwrap_or_else(|error| panic!("the README builds '{package}': {error}"));
+    let mut in_bin = false;
+    let mut names = Vec::new();
+    for line in manifest.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_bin = line == "[[bin]]";
+        } else if in_bin
+            && let Some(value) = line.strip_prefix("name")
+            && let Some(value) = value.trim_start().strip_prefix('=')
+        {
+            names.push(value.trim().trim_matches('"').to_owned());
+        }
+    }
+    names
+}
+
+/// examples/tiers.toml works after the README's own commands: it validates, and every program
+/// it names — the servers' commands, and what its comments and the README's walkthrough run —
+/// is one a `cargo build`/`cargo run` line of the README builds (the README's first command is
+/// a release build; a debug path it never makes would leave the example's server down).
+#[test]
+fn the_tiers_example_runs_what_the_readme_builds() {
+    let root = repo_root();
+    let check = Command::new(switchboard())
+        .current_dir(&root)
+        .args(["config", "check", "examples/tiers.toml"])
+        .output()
+        .expect("run switchboard");
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+
+    let readme = std::fs::read_to_string(root.join("README.md")).expect("README.md");
+    let built: std::collections::BTreeSet<String> = readme
+        .lines()
+        .flat_map(|line| built_by(&root, line))
+        .collect();
+    assert!(
+        built.contains("target/release/switchboard"),
+        "the README's first command builds the gateway: {built:?}"
+    );
+
+    let listed = Command::new(switchboard())
+        .current_dir(&root)
+        .args([
+            "--config",
+            "examples/tiers.toml",
+            "servers",
+            "list",
+            "--offline",
+            "--json",
+        ])
+        .output()
+        .expect("run switchboard");
+    let commands: Vec<String> = stdout_json(&listed)["servers"]
+        .as_array()
+        .expect("servers")
+        .iter()
+        .filter_map(|server| server["command"].as_str().map(str::to_owned))
+        .collect();
+    assert!(!commands.is_empty(), "the example runs a fixture server");
+    for command in &commands {
+        assert!(
+            built.contains(command),
+            "examples/tiers.toml runs '{command}', which no README command builds ({built:?})"
+        );
+    }
+
+    let example = std::fs::read_to_string(root.join("examples/tiers.toml")).expect("example");
+    let runs: Vec<&str> = readme
+        .lines()
+        .chain(
+            example
+                .lines()
+                .filter_map(|line| line.strip_prefix('#').map(str::trim)),
+        )
+        .filter(|line| line.contains("--config examples/tiers.toml"))
+        .collect();
+    assert!(runs.len() >= 8, "{runs:?}");
+    for line in runs {
+        let program = line.split_whitespace().next().unwrap_or_default();
+        assert!(
+            built.contains(program),
+            "'{line}' runs '{program}', which no README command builds ({built:?})"
+        );
+    }
+}

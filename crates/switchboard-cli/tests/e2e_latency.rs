@@ -349,17 +349,23 @@ fn caller_deadlines_the_result_cache_and_early_progress_over_stdio() {
     );
 }
 
-/// The shipped example: from the repository root, "fast" and "deep" show different views
-/// of the same gateway.
+/// The shipped example: "fast" and "deep" show different views of the same gateway. It runs
+/// `target/release/switchboard-fixture` from the working directory (the README builds it);
+/// here that path leads to the fixture this test build made, so the test never runs a stale
+/// release build, or needs one.
 #[test]
 fn the_tiers_example_shows_different_views_per_tier() {
-    let root = repo_root();
+    let example = repo_root().join("examples/tiers.toml");
+    let cwd = tempfile::tempdir().expect("tempdir");
+    let release = cwd.path().join("target/release");
+    std::fs::create_dir_all(&release).expect("mkdir");
+    std::os::unix::fs::symlink(fixture(), release.join("switchboard-fixture")).expect("symlink");
     let listed_in = |tier: &str| {
         let output = Command::new(switchboard())
-            .current_dir(&root)
+            .current_dir(cwd.path())
             .args([
                 "--config",
-                "examples/tiers.toml",
+                example.to_str().expect("utf-8 path"),
                 "tools",
                 "--tier",
                 tier,

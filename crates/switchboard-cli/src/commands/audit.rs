@@ -11,7 +11,6 @@ use switchboard_ledger::{Filter, Ledger, LedgerEntry, store};
 use crate::output::{print_json, print_line};
 
 #[derive(Debug, clap::Args)]
-#[command(args_conflicts_with_subcommands = true)]
 pub struct AuditArgs {
     #[command(subcommand)]
     action: Option<Action>,

@@ -13,7 +13,7 @@ use crate::output::{print_json, print_line};
 #[derive(Debug, clap::Args)]
 pub struct StatusArgs {
     /// Print JSON: {source, revision, live, servers: [{server, state, era, protocol_version,
-    /// transport, tools, error, notes, generation, changed, draining, in_flight,
+    /// transport, tools, error, failures, notes, generation, changed, draining, in_flight,
     /// change_error}], problems}.
     #[arg(long)]
     json: bool,
@@ -87,6 +87,21 @@ async fn local_status(config: Option<&Path>) -> anyhow::Result<Value> {
     Ok(status)
 }
 
+/// For a server that is not up because its connection attempts fail: its supervisor keeps
+/// retrying (with backoff), so the error is not the last word.
+fn retry_note(report: &Value) -> Option<String> {
+    if !matches!(report["state"].as_str(), Some("down" | "starting")) {
+        return None;
+    }
+    let error = report["error"].as_str()?;
+    match report["failures"].as_u64() {
+        Some(0) => None,
+        Some(attempt) => Some(format!("    retrying (attempt {attempt} failed: {error})")),
+        // A gateway too old to count its attempts.
+        None => Some(format!("    retrying (the last attempt failed: {error})")),
+    }
+}
+
 /// The table `status` and `servers list` print.
 pub fn print_status(status: &Value) -> anyhow::Result<()> {
     let text = |value: &Value| value.as_str().unwrap_or("-").to_owned();
@@ -113,6 +128,9 @@ pub fn print_status(status: &Value) -> anyhow::Result<()> {
             changed,
             report["error"].as_str().unwrap_or("")
         ))?;
+        if let Some(note) = retry_note(report) {
+            print_line(&note)?;
+        }
         for drain in report["draining"].as_array().into_iter().flatten() {
             print_line(&format!(
                 "    draining: {} call(s) on the connection it had before it was {}",

@@ -19,6 +19,9 @@ pub struct ServerReport {
     pub transport: &'static str,
     pub tools: usize,
     pub error: Option<String>,
+    /// Connection attempts that failed in a row (0 once it is up). While it is not up, its
+    /// supervisor keeps retrying with backoff (0.5 s doubling to 30 s).
+    pub failures: u32,
     /// Tools of this server that are not exposed, and why.
     pub notes: Vec<String>,
     /// Changes applied to this server since the gateway started (1 = as started).
@@ -43,6 +46,7 @@ impl ServerReport {
             transport: "",
             tools: 0,
             error: None,
+            failures: 0,
             notes: Vec::new(),
             generation: 0,
             changed: None,
@@ -102,6 +106,7 @@ impl Host {
                     transport: member.plan.spec.endpoint.transport_label(),
                     tools: catalog.count_for(supervisor.id()),
                     error: status.error,
+                    failures: status.failures,
                     notes,
                     generation: member.generation,
                     changed: Some(member.changed.clone()),

@@ -13,7 +13,6 @@ use serde_json::json;
 use crate::output::{print_json, print_line};
 
 #[derive(Debug, clap::Args)]
-#[command(args_conflicts_with_subcommands = true)]
 pub struct ToolsArgs {
     #[command(subcommand)]
     action: Option<ToolsAction>,
