@@ -613,12 +613,13 @@ fn binaries_of(root: &std::path::Path, package: &str) -> Vec<String> {
     names
 }
 
-/// examples/tiers.toml works after the README's own commands: it validates, and every program
-/// it names — the servers' commands, and what its comments and the README's walkthrough run —
-/// is one a `cargo build`/`cargo run` line of the README builds (the README's first command is
-/// a release build; a debug path it never makes would leave the example's server down).
+/// examples/tiers.toml works after the commands the docs give: it validates, and every program
+/// it names — the servers' commands, and what its comments and the walkthrough in
+/// docs/tiers.md run — is one a `cargo build`/`cargo run` line of the README or that
+/// walkthrough builds (the README's first command is a release build; a debug path nothing
+/// makes would leave the example's server down).
 #[test]
-fn the_tiers_example_runs_what_the_readme_builds() {
+fn the_tiers_example_runs_what_its_walkthrough_builds() {
     let root = repo_root();
     let check = Command::new(switchboard())
         .current_dir(&root)
@@ -631,7 +632,8 @@ fn the_tiers_example_runs_what_the_readme_builds() {
         String::from_utf8_lossy(&check.stderr)
     );
 
-    let readme = std::fs::read_to_string(root.join("README.md")).expect("README.md");
+    let readme = std::fs::read_to_string(root.join("README.md")).expect("README.md")
+        + &std::fs::read_to_string(root.join("docs/tiers.md")).expect("docs/tiers.md");
     let built: std::collections::BTreeSet<String> = readme
         .lines()
         .flat_map(|line| built_by(&root, line))

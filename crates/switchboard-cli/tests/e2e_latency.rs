@@ -350,7 +350,7 @@ fn caller_deadlines_the_result_cache_and_early_progress_over_stdio() {
 }
 
 /// The shipped example: "fast" and "deep" show different views of the same gateway. It runs
-/// `target/release/switchboard-fixture` from the working directory (the README builds it);
+/// `target/release/switchboard-fixture` from the working directory (the walkthrough in docs/tiers.md builds it);
 /// here that path leads to the fixture this test build made, so the test never runs a stale
 /// release build, or needs one.
 #[test]
