@@ -58,6 +58,11 @@ impl HttpClient {
         Ok(())
     }
 
+    /// The legacy session's id, once `initialize` was answered with one.
+    pub fn session(&self) -> Option<&str> {
+        self.session.as_deref()
+    }
+
     /// `initialize` + `notifications/initialized`; keeps the session id.
     pub fn initialize(&mut self) -> anyhow::Result<Value> {
         let result = self.request("initialize", era::initialize_params())?;

@@ -10,6 +10,7 @@ mod cpu;
 mod drive;
 mod era;
 mod http_client;
+mod live;
 mod machine;
 mod memory;
 mod peers;
@@ -106,6 +107,9 @@ enum Command {
     /// percentiles and calls per second. The target is --url, or a stdio command after `--`
     /// (`bench drive --calls 5000 -- target/release/switchboard serve`).
     Drive(drive::Args),
+    /// Live configuration on a gateway of its own: add → callable, calls to an untouched
+    /// server while others are added and removed, hand edit → tools/list_changed.
+    Live(live::Args),
     /// Resident memory: with 10 idle upstreams, and per open HTTP session.
     Memory {
         #[arg(long, default_value_t = 1000)]
@@ -134,6 +138,9 @@ fn main() -> anyhow::Result<()> {
     }
     if let Command::Drive(drive) = &args.command {
         return drive::main(drive, args.json);
+    }
+    if let Command::Live(live) = &args.command {
+        return live::main(live, args.json);
     }
     let bins = scenarios::Binaries::locate()?;
     if let Command::Compare {
@@ -220,6 +227,7 @@ fn main() -> anyhow::Result<()> {
         Command::Search { .. }
         | Command::Tokens { .. }
         | Command::Drive(_)
+        | Command::Live(_)
         | Command::Compare { .. }
         | Command::Memory { .. } => Vec::new(),
     };

@@ -304,7 +304,7 @@ fn summary(plan: &Plan, target: String, mut round: Round, server_cpu: Option<Dur
 }
 
 /// Why a `tools/call` answer is a failure, if it is one.
-fn failure(answer: &Value) -> Option<String> {
+pub fn failure(answer: &Value) -> Option<String> {
     if let Some(error) = answer.get("error") {
         return Some(format!("JSON-RPC error {error}"));
     }
