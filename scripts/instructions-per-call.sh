@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Instructions the gateway executes per tools/call, counted by valgrind's callgrind: a figure
-# that does not drift with the machine's load, unlike latency on a shared VM (BENCHMARKS.md,
+# that does not drift with the machine's load, unlike latency on a shared VM (docs/bench/history.md,
 # "Instructions per call"). It runs the gateway twice under callgrind, over N1 and N2 calls
 # of the echo fixture, and divides the difference by N2 - N1, so start-up is left out.
 #

@@ -67,7 +67,7 @@ enum Command {
 }
 
 /// The gateway allocates and frees many small JSON values on every call; mimalloc serves them
-/// with a fraction of glibc malloc's instructions (BENCHMARKS.md, "The allocator").
+/// with a fraction of glibc malloc's instructions (docs/bench/history.md, "The allocator").
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -7,7 +7,7 @@
 //! of that runtime, so neither the wake-up nor the writer's turn on the core lands between a
 //! call's journal line and its answer. A call made after an idle spell used to pay both; on
 //! 2 cores, where the writer was scheduled ahead of the client its answer had just woken,
-//! that was 57–105 µs at p50 of a stdio → stdio call 20 ms after the last (BENCHMARKS.md,
+//! that was 57–105 µs at p50 of a stdio → stdio call 20 ms after the last (docs/bench/history.md,
 //! "Sparse calls"). A process killed at any moment loses nothing whose result reached a
 //! client: the journal line was written before the result was returned, and opening the
 //! ledger replays the journal (call ids make that idempotent). The journal is emptied

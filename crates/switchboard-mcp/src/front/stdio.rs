@@ -155,7 +155,7 @@ pub async fn serve(
                 let out = out_tx.clone();
                 let in_flight = in_flight.clone();
                 // Boxed, the call's large future is moved into its task once, not several
-                // times on the way (BENCHMARKS.md, "Boxed before spawning").
+                // times on the way (docs/bench/history.md, "Boxed before spawning").
                 tasks.spawn(Box::pin(async move {
                     let cancel = ctx.cancel.clone();
                     let answer = dispatcher

@@ -216,7 +216,7 @@ impl Transport for StreamableHttp {
                 return Ok(());
             }
             // Boxed, the exchange's large future is moved into its task once; unboxed, tokio
-            // moves it several times on the way (BENCHMARKS.md, "Boxed before spawning").
+            // moves it several times on the way (docs/bench/history.md, "Boxed before spawning").
             let task = tokio::spawn(Box::pin(shared.clone().post(message)));
             if let Some(id) = id {
                 shared.track(id, task.abort_handle());
