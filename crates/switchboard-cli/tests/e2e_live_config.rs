@@ -821,3 +821,68 @@ fn the_first_change_to_a_builtin_default_gateway_creates_the_user_config_file() 
     )
     .expect("the new file is valid");
 }
+
+/// Processes whose environment holds `marker` (a server started with `--env`).
+fn processes_marked(marker: &str) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.windows(marker.len()).any(|w| w == marker.as_bytes()))
+                && alive(*pid)
+        })
+        .collect()
+}
+
+#[test]
+fn an_add_whose_client_goes_away_leaves_no_process_behind() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fixture = quoted(&fixture());
+    let text = format!(
+        "[gateway]\nconnect_timeout = \"2s\"\n\n[servers.a]\ncommand = {fixture}\nargs = [\"echo\"]\n"
+    );
+    let config = write_config(dir.path(), &text);
+    let live = Live::start(dir.path(), config, &[]);
+    let marker = format!("SWITCHBOARD_TEST_MARK={}", std::process::id());
+    let mark = marker.clone();
+    let admin = live.admin.display().to_string();
+    // The CLI is killed while the server it adds hangs in its handshake.
+    let mut cli = Command::new(switchboard())
+        .arg("--config")
+        .arg(&live.config)
+        .args([
+            "servers",
+            "add",
+            "h",
+            "--env",
+            &mark,
+            "--admin-file",
+            &admin,
+            "--",
+        ])
+        .arg(support::fixture())
+        .arg("hang")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the CLI");
+    let started = wait_for(Duration::from_secs(10), || {
+        (!processes_marked(&marker).is_empty()).then_some(())
+    });
+    assert!(started.is_some(), "the server being added never started");
+    let _ = cli.kill();
+    let _ = cli.wait();
+    let gone = wait_for(Duration::from_secs(15), || {
+        processes_marked(&marker).is_empty().then_some(())
+    });
+    assert!(
+        gone.is_some(),
+        "the half-added server outlived its abandoned change: {:?}",
+        processes_marked(&marker)
+    );
+    assert!(server(&live.status(), "h").is_none());
+    assert_eq!(text_of(&live.call("a__echo", r#"{"message": "ok"}"#)), "ok");
+}

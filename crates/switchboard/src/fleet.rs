@@ -27,6 +27,8 @@ pub(crate) struct Connection {
     idle: Notify,
     /// Set when the connection's drain ran out of time: calls still on it were cut off.
     cut_off: AtomicBool,
+    /// Set when the drain starts: a call that leased it after that lets go and looks again.
+    retiring: AtomicBool,
     /// Why the connection left the fleet ("removed", "replaced"), once it has.
     retired: Mutex<Option<&'static str>>,
 }
@@ -38,13 +40,14 @@ impl Connection {
             in_flight: AtomicUsize::new(0),
             idle: Notify::new(),
             cut_off: AtomicBool::new(false),
+            retiring: AtomicBool::new(false),
             retired: Mutex::new(None),
         })
     }
 
     /// Counts a call (or forwarded request) on this connection until the lease drops.
     pub(crate) fn lease(self: &Arc<Self>) -> Lease {
-        self.in_flight.fetch_add(1, Ordering::AcqRel);
+        self.in_flight.fetch_add(1, Ordering::SeqCst);
         Lease {
             connection: self.clone(),
         }
@@ -52,7 +55,13 @@ impl Connection {
 
     /// Calls on this connection now.
     pub(crate) fn in_flight(&self) -> usize {
-        self.in_flight.load(Ordering::Acquire)
+        self.in_flight.load(Ordering::SeqCst)
+    }
+
+    /// Whether its drain has started. Read after taking a lease (the drain sets it before it
+    /// counts the leases), so a lease either is counted by the drain or sees this.
+    pub(crate) fn retiring(&self) -> bool {
+        self.retiring.load(Ordering::SeqCst)
     }
 
     /// Waits until no call is on this connection.
@@ -75,6 +84,7 @@ impl Connection {
         if let Ok(mut retired) = self.retired.lock() {
             *retired = Some(why);
         }
+        self.retiring.store(true, Ordering::SeqCst);
         let cut_off = match tokio::time::timeout(timeout, self.idle()).await {
             Ok(()) => 0,
             Err(_) => {
@@ -96,6 +106,10 @@ pub(crate) struct Lease {
 }
 
 impl Lease {
+    pub(crate) fn connection(&self) -> &Arc<Connection> {
+        &self.connection
+    }
+
     /// The error a call gets when its connection was closed under it at the end of a drain
     /// (instead of the transport's "connection closed").
     pub(crate) fn explain(&self, error: UpstreamError) -> UpstreamError {
@@ -121,7 +135,7 @@ impl Lease {
 
 impl Drop for Lease {
     fn drop(&mut self) {
-        if self.connection.in_flight.fetch_sub(1, Ordering::AcqRel) == 1 {
+        if self.connection.in_flight.fetch_sub(1, Ordering::SeqCst) == 1 {
             self.connection.idle.notify_waiters();
         }
     }

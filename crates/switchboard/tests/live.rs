@@ -198,3 +198,76 @@ async fn a_change_that_would_make_the_file_invalid_is_refused_with_its_place() {
     assert_eq!(std::fs::read_to_string(&path).expect("read"), START);
     host.shutdown().await;
 }
+
+const LIMITED: &str =
+    "[gateway]\nlimits = { per_minute = 1, burst = 1 }\n\n[servers.clock]\nbuiltin = \"clock\"\n";
+
+async fn now(host: &Host) -> switchboard_core::ToolOutcome {
+    host.call(&Default::default(), "clock__now", Default::default())
+        .await
+        .expect("an outcome")
+}
+
+#[tokio::test]
+async fn a_change_elsewhere_keeps_the_rate_limiters_state_and_a_change_of_limits_resets_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("switchboard.toml");
+    std::fs::write(&path, LIMITED).expect("write");
+    let host = Host::from_config(&parse(LIMITED, &path)).expect("host");
+    host.ready().await;
+    assert!(
+        !now(&host).await.is_error,
+        "the first call is within the limit"
+    );
+    assert!(now(&host).await.is_error, "the second is over it");
+
+    // Another server added: the limiter still remembers the calls made.
+    let more = format!("{LIMITED}\n[servers.dice]\nbuiltin = \"dice\"\n");
+    host.reload(parse(&more, &path), Surface::Library)
+        .await
+        .expect("reload");
+    assert!(
+        now(&host).await.is_error,
+        "a reload elsewhere reset the limit"
+    );
+
+    // The limit itself changed: it starts afresh under the new rule.
+    let raised = more.replace("per_minute = 1, burst = 1", "per_minute = 600, burst = 5");
+    host.reload(parse(&raised, &path), Surface::Library)
+        .await
+        .expect("reload");
+    assert!(
+        !now(&host).await.is_error,
+        "the raised limit does not apply"
+    );
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_change_of_an_agents_view_alone_is_announced() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("switchboard.toml");
+    let with_agent = |allow: &str| format!("{START}\n[agents.npc]\nallow = [{allow:?}]\n");
+    let text = with_agent("clock__*");
+    std::fs::write(&path, &text).expect("write");
+    let host = Host::from_config(&parse(&text, &path)).expect("host");
+    host.ready().await;
+    let listed = |host: &Host| host.listing_json(Some("npc")).to_string();
+    assert!(listed(&host).contains("clock__now") && !listed(&host).contains("dice__roll"));
+    let mut version = host.catalog_version();
+    version.mark_unchanged();
+
+    host.reload(parse(&with_agent("dice__*"), &path), Surface::Library)
+        .await
+        .expect("reload");
+    assert!(
+        version.has_changed().expect("alive"),
+        "no list_changed for a new view"
+    );
+    let now = listed(&host);
+    assert!(
+        now.contains("dice__roll") && !now.contains("clock__now"),
+        "{now}"
+    );
+    host.shutdown().await;
+}

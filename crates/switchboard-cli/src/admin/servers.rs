@@ -106,11 +106,22 @@ pub(super) async fn show(
 pub(super) async fn change(
     State(state): State<Arc<AdminState>>,
     headers: HeaderMap,
-    Json(body): Json<ChangeBody>,
+    body: axum::body::Bytes,
 ) -> Response {
     if !authorized(&state, &headers) {
         return refuse();
     }
+    // Parsed only once the caller is known to hold the token.
+    let body: ChangeBody = match serde_json::from_slice(&body) {
+        Ok(body) => body,
+        Err(error) => {
+            return (
+                StatusCode::BAD_REQUEST,
+                Json(json!({"error": {"code": "invalid", "message": format!("the change is not valid JSON of the documented shape: {error}")}})),
+            )
+                .into_response();
+        }
+    };
     let if_match = headers
         .get("if-match")
         .and_then(|v| v.to_str().ok())
@@ -122,9 +133,12 @@ pub(super) async fn change(
         base_revision: body.base_revision.or(if_match),
         dry_run: body.dry_run,
     };
-    match state.host.apply(request).await {
-        Ok(report) => Json(report).into_response(),
-        Err(error) => refusal(&error),
+    // On a task of its own: a client that goes away mid-change must not cancel it half-way.
+    let host = state.host.clone();
+    match tokio::spawn(async move { host.apply(request).await }).await {
+        Ok(Ok(report)) => Json(report).into_response(),
+        Ok(Err(error)) => refusal(&error),
+        Err(error) => refusal(&ChangeError::Io(format!("the change failed: {error}"))),
     }
 }
 
@@ -138,9 +152,12 @@ pub(super) async fn test(
         return refuse();
     }
     let body = body.map(|Json(body)| body).unwrap_or_default();
-    match state.host.test_server(&name, body.entry.as_ref()).await {
-        Ok(report) => Json(report).into_response(),
-        Err(error) => refusal(&error),
+    let host = state.host.clone();
+    let test = async move { host.test_server(&name, body.entry.as_ref()).await };
+    match tokio::spawn(test).await {
+        Ok(Ok(report)) => Json(report).into_response(),
+        Ok(Err(error)) => refusal(&error),
+        Err(error) => refusal(&ChangeError::Io(format!("the test failed: {error}"))),
     }
 }
 
@@ -148,8 +165,10 @@ pub(super) async fn reload(State(state): State<Arc<AdminState>>, headers: Header
     if !authorized(&state, &headers) {
         return refuse();
     }
-    match state.host.reload_file(Surface::Reload).await {
-        Ok(report) => Json(report).into_response(),
-        Err(error) => refusal(&error),
+    let host = state.host.clone();
+    match tokio::spawn(async move { host.reload_file(Surface::Reload).await }).await {
+        Ok(Ok(report)) => Json(report).into_response(),
+        Ok(Err(error)) => refusal(&error),
+        Err(error) => refusal(&ChangeError::Io(format!("the reload failed: {error}"))),
     }
 }

@@ -139,8 +139,7 @@ pub async fn run(config: Option<&Path>, args: ServeArgs) -> anyhow::Result<ExitC
     };
     let host = Host::from_config_with(&config, options)?;
     host.set_live_options(LiveOptions {
-        read_only: config.gateway.read_only || args.read_only_config,
-        drain_timeout: config.gateway.drain_timeout,
+        read_only: args.read_only_config,
         default_file: if config.source.is_none() {
             super::user_config_file()
         } else {

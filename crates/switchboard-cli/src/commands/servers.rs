@@ -183,6 +183,11 @@ pub async fn run(config: Option<&Path>, args: ServersArgs) -> anyhow::Result<Exi
 
 pub async fn reload(args: ReloadArgs) -> anyhow::Result<ExitCode> {
     let admin = AdminClient::open(args.admin_file.as_deref())?;
+    if !admin.alive() {
+        bail!(
+            "the gateway that wrote the admin file is not running (is `switchboard serve` running? or pass --admin-file)"
+        );
+    }
     let report = admin.post("/reload", json!({})).await?;
     if args.json {
         print_json(&report)?;
@@ -437,7 +442,12 @@ fn gateway(config: Option<&Path>, common: &Common) -> anyhow::Result<AdminClient
             "the gateway that wrote the admin file is not running (is `switchboard serve` running? or pass --admin-file, or --offline to change the file alone)"
         );
     }
-    if let Some(explicit) = config {
+    let named = config.map(Path::to_path_buf).or_else(|| {
+        std::env::var_os("SWITCHBOARD_CONFIG")
+            .filter(|value| !value.is_empty())
+            .map(PathBuf::from)
+    });
+    if let Some(explicit) = named.as_deref() {
         let canonical = |path: &Path| std::fs::canonicalize(path).ok();
         let theirs = admin.config().and_then(canonical);
         if theirs.is_none() || theirs != canonical(explicit) {

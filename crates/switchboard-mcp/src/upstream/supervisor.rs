@@ -144,6 +144,15 @@ const BACKOFF_MAX: Duration = Duration::from_secs(30);
 /// A connection that lived this long resets the backoff.
 const STABLE_AFTER: Duration = Duration::from_secs(60);
 
+/// A supervisor nobody holds any more stops its worker, which closes the connection (and
+/// kills a child's process group): one abandoned half-way — a change whose caller went away
+/// while the server started — leaves nothing running.
+impl Drop for Supervisor {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
 impl Supervisor {
     /// Starts supervising; `on_change` hears of every status change.
     pub fn start(spec: UpstreamSpec, on_change: OnChange) -> Arc<Self> {

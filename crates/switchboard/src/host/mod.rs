@@ -475,6 +475,13 @@ impl Inner {
         self.announce_extras(&fleet);
     }
 
+    /// Tells every session its listing may have changed (and drops the caches keyed by the
+    /// catalog version: per-agent listings, fitted modes, the search index).
+    pub(crate) fn announce_listings(&self) {
+        self.version.send_modify(|version| *version += 1);
+        self.sessions.bump_all();
+    }
+
     /// Bumps the prompts' or resources' version when what the servers list of them changed.
     fn announce_extras(&self, fleet: &Fleet) {
         use std::hash::{Hash, Hasher};
@@ -484,6 +491,7 @@ impl Inner {
             let extras = member.supervisor().status().extras;
             member.id().as_str().hash(&mut prompts);
             member.plan.prefix.hash(&mut prompts);
+            self.settings.load().naming.separator.hash(&mut prompts);
             for prompt in extras.prompts.iter() {
                 prompt.to_string().hash(&mut prompts);
             }
@@ -522,11 +530,18 @@ impl Inner {
     }
 
     /// A server's upstream with a lease on its connection, so a drain waits for the call.
+    /// A connection whose drain began between the fleet's load and the lease is let go, and
+    /// the (new) fleet consulted again.
     pub(crate) fn leased_upstream(&self, server: &ServerId) -> Option<(Arc<dyn Upstream>, Lease)> {
-        let fleet = self.fleet.load();
-        let connection = &fleet.find(server)?.connection;
-        let upstream = connection.supervisor.upstream()?;
-        Some((upstream, connection.lease()))
+        for _ in 0..3 {
+            let lease = self.fleet.load().find(server)?.connection.lease();
+            if lease.connection().retiring() {
+                continue;
+            }
+            let upstream = lease.connection().supervisor.upstream()?;
+            return Some((upstream, lease));
+        }
+        None
     }
 }
 

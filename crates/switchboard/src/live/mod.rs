@@ -43,10 +43,11 @@ use crate::Host;
 /// ([`Host::set_live_options`]).
 #[derive(Clone)]
 pub struct LiveOptions {
-    /// Every change surface refuses; hand edits of the file still reload (GitOps).
+    /// Every change surface refuses; hand edits of the file still reload (GitOps). Read-only
+    /// also when the running config says `gateway.read_only = true`.
     pub read_only: bool,
     /// How long the calls of a removed or replaced server may take to finish before they are
-    /// cancelled.
+    /// cancelled, for a Host without a config (else `gateway.drain_timeout`).
     pub drain_timeout: Duration,
     /// Backups of the config file kept when it is rewritten (`FILE.bak`, `FILE.bak.1`, …).
     pub backups: usize,
@@ -212,9 +213,16 @@ impl Host {
                 applied.started_with.clone(),
             )
         });
-        if options.read_only {
+        let read_only = options.read_only
+            || current
+                .as_deref()
+                .is_some_and(|config| config.gateway.read_only);
+        if read_only {
             return Err(ChangeError::ReadOnly);
         }
+        let drain_timeout = current
+            .as_deref()
+            .map_or(options.drain_timeout, |config| config.gateway.drain_timeout);
         if let Some(base) = &request.base_revision
             && *base != revision
         {
@@ -250,22 +258,20 @@ impl Host {
                 dry_run: true,
             });
         }
-        let restart = match &request.change {
-            Change::Restart { server } => Some(server.as_str()),
-            _ => None,
+        let (must_start, restart) = match &request.change {
+            Change::Restart { server } => (Some(server.as_str()), Some(server.as_str())),
+            Change::Add { server, .. } | Change::Enable { server } => (Some(server.as_str()), None),
+            Change::Remove { .. } | Change::Disable { .. } => (None, None),
         };
         let outcomes = self
-            .reconcile(&config, request.by, true, restart, options.drain_timeout)
+            .reconcile(&config, request.by, must_start, restart, drain_timeout)
             .await?;
-        if let Err(error) = edit::write_atomically(&target, &after, options.backups) {
+        if let Err(error) = self.persist(&target, &before, &after, created, options.backups) {
             // Persisting failed: put the running configuration back as it was.
             let _ = self
-                .reconcile(&current, request.by, false, None, options.drain_timeout)
+                .reconcile(&current, request.by, None, None, drain_timeout)
                 .await;
-            return Err(ChangeError::Io(format!(
-                "cannot write {}: {error}; the change was undone",
-                target.display()
-            )));
+            return Err(error);
         }
         if created {
             tracing::info!("configuration changes are now kept in {}", target.display());
@@ -279,7 +285,7 @@ impl Host {
             applied.text_hash = Some(file::hash(&after));
             applied.generation += 1;
             applied.needs_restart = needs_restart.clone();
-            applied.failed.remove(request.change.server());
+            applied.note_failures(&config, &outcomes);
             if applied
                 .started_with
                 .as_ref()
@@ -306,6 +312,74 @@ impl Host {
             diff,
             dry_run: false,
         })
+    }
+}
+
+impl Host {
+    /// Writes the changed file, unless it moved on while the change was applied (a hand edit
+    /// saved meanwhile must not be overwritten: that is a conflict) or nothing in it changed.
+    fn persist(
+        &self,
+        target: &std::path::Path,
+        before: &str,
+        after: &str,
+        created: bool,
+        backups: usize,
+    ) -> Result<(), ChangeError> {
+        let on_disk = std::fs::read_to_string(target).ok();
+        let moved_on = match &on_disk {
+            Some(text) => created || text != before,
+            None => !created,
+        };
+        if moved_on {
+            return Err(ChangeError::Conflict(format!(
+                "{} changed on disk while the change was applied; the change was undone: look again and retry",
+                target.display()
+            )));
+        }
+        if after == before && !created {
+            return Ok(());
+        }
+        match edit::write_atomically(target, after, backups) {
+            Ok(()) => Ok(()),
+            // A failure after the rename (syncing the directory) left the new text in place.
+            Err(error) if std::fs::read_to_string(target).is_ok_and(|text| text == after) => {
+                tracing::warn!(
+                    "{} was written, but not synced to disk: {error}",
+                    target.display()
+                );
+                Ok(())
+            }
+            Err(error) => Err(ChangeError::Io(format!(
+                "cannot write {}: {error}; the change was undone",
+                target.display()
+            ))),
+        }
+    }
+}
+
+impl Applied {
+    /// Keeps, per server of `config`, why its last change failed while it keeps its
+    /// previous settings — and forgets it once a change to it applies or it is as it runs.
+    fn note_failures(&mut self, config: &Config, outcomes: &[ServerOutcome]) {
+        for server in &config.servers {
+            match outcomes.iter().find(|o| o.server == server.id) {
+                Some(outcome) if !outcome.applied => {
+                    let error = outcome.error.clone().unwrap_or_default();
+                    self.failed.insert(server.id.clone(), error);
+                }
+                Some(_) => {
+                    self.failed.remove(&server.id);
+                }
+                // Unchanged: what it says is what runs (a replacement that keeps failing is
+                // tried, and noted, again at every reload).
+                None => {
+                    self.failed.remove(&server.id);
+                }
+            }
+        }
+        self.failed
+            .retain(|server, _| config.servers.iter().any(|s| &s.id == server));
     }
 }
 

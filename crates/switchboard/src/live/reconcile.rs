@@ -84,16 +84,17 @@ struct Started {
 }
 
 impl Host {
-    /// Makes the running Host match `config`. `strict` (a change from a surface): any server
-    /// that fails to come up undoes the whole change. Otherwise (a reload of the file, which
-    /// is the truth): a failed replacement keeps the old server, a failed new server stays,
-    /// down, retrying like at start-up. `restart` replaces that server's connection even if
-    /// its settings did not change.
+    /// Makes the running Host match `config`. `must_start` (the server a change from a
+    /// surface adds, enables or restarts): if it fails to come up, the whole change is undone.
+    /// Any other server that fails to come up is judged as in a reload of the file, which is
+    /// the truth: a failed replacement keeps the old server, a failed new server stays, down,
+    /// retrying like at start-up. `restart` replaces that server's connection even if its
+    /// settings did not change.
     pub(super) async fn reconcile(
         &self,
         config: &Config,
         by: Surface,
-        strict: bool,
+        must_start: Option<&str>,
         restart: Option<&str>,
         drain_timeout: Duration,
     ) -> Result<Vec<ServerOutcome>, ChangeError> {
@@ -147,22 +148,22 @@ impl Host {
                 .iter()
                 .any(|step| matches!(step, Step::Replace(old, _) if old.id().as_str() == server))
         {
-            return Err(ChangeError::Failed {
-                server: server.to_owned(),
-                reason: "it is not running (disabled?): nothing to restart".into(),
-            });
+            return Err(ChangeError::Conflict(format!(
+                "server '{server}' is not running (disabled?): there is nothing to restart"
+            )));
         }
         let started = self.start_all(&steps).await;
-        if strict
-            && let Some((step, start)) = steps.iter().zip(&started).find_map(|(step, start)| {
+        if let Some(server) = must_start
+            && let Some(start) = steps.iter().zip(&started).find_map(|(step, start)| {
                 let start = start.as_ref()?;
-                (!start.up).then_some((step, start))
+                let id = match step {
+                    Step::Start(plan) | Step::Replace(_, plan) => plan.spec.id.as_str(),
+                    Step::Update(..) | Step::Keep(_) => return None,
+                };
+                (id == server && !start.up).then_some(start)
             })
         {
-            let server = match step {
-                Step::Start(plan) | Step::Replace(_, plan) => plan.spec.id.to_string(),
-                Step::Update(old, _) | Step::Keep(old) => old.id().to_string(),
-            };
+            let server = server.to_owned();
             let reason = format!(
                 "the server did not come up: {}",
                 start.error.as_deref().unwrap_or("no answer in time")
@@ -226,9 +227,14 @@ impl Host {
         for supervisor in discard {
             supervisor.stop().await;
         }
-        self.adopt_settings(config);
+        let views_changed = self.adopt_settings(config, running.as_deref());
         self.inner.fleet.store(Arc::new(Fleet { members }));
         self.inner.rebuild();
+        // A change of names, categories, descriptions or views that left the tools' specs
+        // as they were is still a change of what callers list.
+        if views_changed || outcomes.iter().any(|o| o.action == Action::Updated) {
+            self.inner.announce_listings();
+        }
         for (connection, why) in retire {
             self.inner
                 .draining
@@ -266,23 +272,81 @@ impl Host {
     }
 
     /// Naming, agents, exposure, limits, costs, hooks, approval rules and per-tool settings
-    /// of `config`, applied to calls that start from now on.
-    fn adopt_settings(&self, config: &Config) {
-        self.inner.settings.store(Arc::new(Settings {
-            naming: NamingRules {
-                separator: config.gateway.separator.clone(),
-                aliases: config.aliases.clone(),
-            },
-            agents: crate::assemble::agent_profiles(config),
-            exposure: config.gateway.exposure,
-        }));
-        let mut governance = crate::assemble::governance(config);
-        governance.approver = self.inner.pipeline.governance().approver.clone();
-        self.inner.pipeline.set_governance(Arc::new(governance));
+    /// of `config`, applied to calls that start from now on. Governance is replaced only
+    /// when its own settings changed, so a change elsewhere keeps the rate limiters' and
+    /// quotas' state. Returns whether what callers see may have changed (naming, agents,
+    /// exposure), so listings are announced even if no tool changed.
+    fn adopt_settings(&self, config: &Config, previous: Option<&Config>) -> bool {
+        let views_changed = previous.is_none_or(|old| views_key(old) != views_key(config));
+        if views_changed {
+            self.inner.settings.store(Arc::new(Settings {
+                naming: NamingRules {
+                    separator: config.gateway.separator.clone(),
+                    aliases: config.aliases.clone(),
+                },
+                agents: crate::assemble::agent_profiles(config),
+                exposure: config.gateway.exposure,
+            }));
+        }
+        if previous.is_none_or(|old| governance_key(old) != governance_key(config)) {
+            let mut governance = crate::assemble::governance(config);
+            governance.approver = self.inner.pipeline.governance().approver.clone();
+            self.inner.pipeline.set_governance(Arc::new(governance));
+        }
         self.inner
             .latency
             .set_overrides(crate::assemble::tool_settings(config));
+        views_changed
     }
+}
+
+/// What the views and listings depend on besides the servers' tools.
+fn views_key(config: &Config) -> String {
+    format!(
+        "{:?}|{:?}|{}|{:?}|{:?}|{:?}",
+        config.gateway.separator,
+        config.gateway.prefix_tools,
+        config.gateway.exposure as u8,
+        config.aliases,
+        config.agents,
+        config.capabilities,
+    )
+}
+
+/// What governance is built from: limits, quotas, costs, approval rules and hooks.
+fn governance_key(config: &Config) -> String {
+    // Only servers and tools that carry such settings: adding a plain server changes nothing.
+    let servers: Vec<_> = config
+        .servers
+        .iter()
+        .filter_map(|server| {
+            let tools: Vec<_> = server
+                .tools
+                .iter()
+                .filter(|(_, o)| {
+                    !o.limits.is_empty()
+                        || o.cost.is_some()
+                        || o.approval.is_some()
+                        || o.destructive.is_some()
+                })
+                .map(|(tool, o)| (tool, o.limits, o.cost, o.approval, o.destructive))
+                .collect();
+            let plain = server.limits.is_empty() && server.cost.is_none() && tools.is_empty();
+            (!plain).then_some((&server.id, server.limits, server.cost, tools))
+        })
+        .collect();
+    let agents: Vec<_> = config
+        .agents
+        .iter()
+        .map(|(name, a)| (name, a.limits, a.quota, a.approval, &a.auto_approve))
+        .collect();
+    format!(
+        "{:?}|{:?}|{:?}|{servers:?}|{agents:?}|{:?}",
+        config.gateway.limits,
+        config.gateway.approval,
+        config.gateway.approval_timeout,
+        config.hooks
+    )
 }
 
 async fn stop_all(started: &[Option<Started>]) {
@@ -337,9 +401,6 @@ fn differs_live(old: &ServerPlan, new: &ServerPlan) -> bool {
         || old.overrides != new.overrides
         || old.call_timeout != new.call_timeout
         || old.category != new.category
-        || old.spec.connect_timeout != new.spec.connect_timeout
-        || old.spec.discover_timeout != new.spec.discover_timeout
-        || old.spec.max_message_bytes != new.spec.max_message_bytes
 }
 
 /// Settings of `new` that differ from those the gateway started with and that only a
@@ -363,6 +424,7 @@ pub(super) fn needs_restart(started: &Config, new: &Config) -> Vec<String> {
     );
     check(a.token_file != b.token_file, "gateway.token_file");
     check(a.busy_poll != b.busy_poll, "gateway.busy_poll");
+    check(a.watch != b.watch, "gateway.watch");
     check(
         a.max_message_bytes != b.max_message_bytes,
         "gateway.max_message_bytes (of clients' messages; servers' connections take it at their next start)",

@@ -49,26 +49,40 @@ impl Host {
         let mut config = match file::parse(&text, &path) {
             Ok(config) => config,
             Err(errors) => {
-                let problems: Vec<String> = errors.0.iter().map(ToString::to_string).collect();
-                for problem in &problems {
-                    tracing::error!(target: "switchboard::config", "{problem}");
-                }
-                tracing::error!(target: "switchboard::config", "{} is invalid: the previous configuration keeps running", path.display());
-                self.inner.live.with(|applied| {
-                    applied.file_error = Some(FileError {
-                        file: path.clone(),
-                        problems: problems.clone(),
-                        since: Stamp::now(by),
-                    });
-                });
-                return Err(ChangeError::Invalid(problems));
+                let problems = errors.0.iter().map(ToString::to_string).collect();
+                return Err(self.keep_file_error(&path, problems, by));
             }
         };
         if let Some(adjust) = &adjust {
             adjust(&mut config);
         }
-        let report = self.reload_in_turn(config, by, Some(hash)).await?;
-        Ok(report)
+        match self.reload_in_turn(config, by, Some(hash)).await {
+            // Valid, but not runnable (a built-in that cannot be built): kept like a bad file.
+            Err(ChangeError::Invalid(problems)) => Err(self.keep_file_error(&path, problems, by)),
+            other => other,
+        }
+    }
+
+    /// Logs a bad file's problems and keeps them for `status`; the running configuration
+    /// stays as it was.
+    fn keep_file_error(
+        &self,
+        path: &std::path::Path,
+        problems: Vec<String>,
+        by: Surface,
+    ) -> ChangeError {
+        for problem in &problems {
+            tracing::error!(target: "switchboard::config", "{problem}");
+        }
+        tracing::error!(target: "switchboard::config", "{} is invalid: the previous configuration keeps running", path.display());
+        self.inner.live.with(|applied| {
+            applied.file_error = Some(FileError {
+                file: path.to_owned(),
+                problems: problems.clone(),
+                since: Stamp::now(by),
+            });
+        });
+        ChangeError::Invalid(problems)
     }
 
     async fn reload_in_turn(
@@ -77,14 +91,12 @@ impl Host {
         by: Surface,
         hash: Option<String>,
     ) -> Result<ChangeReport, ChangeError> {
-        let (current, started_with, drain) = self.inner.live.with(|applied| {
-            (
-                applied.config.clone(),
-                applied.started_with.clone(),
-                applied.options.drain_timeout,
-            )
-        });
-        let outcomes = self.reconcile(&config, by, false, None, drain).await?;
+        let (current, started_with) = self
+            .inner
+            .live
+            .with(|applied| (applied.config.clone(), applied.started_with.clone()));
+        let drain = config.gateway.drain_timeout;
+        let outcomes = self.reconcile(&config, by, None, None, drain).await?;
         let config = Arc::new(config);
         let needs_restart = started_with
             .map(|started| reconcile::needs_restart(&started, &config))
@@ -100,16 +112,7 @@ impl Host {
             applied.generation += 1;
             applied.file_error = None;
             applied.needs_restart = needs_restart.clone();
-            for outcome in &outcomes {
-                match &outcome.error {
-                    Some(error) if !outcome.applied => {
-                        applied.failed.insert(outcome.server.clone(), error.clone());
-                    }
-                    _ => {
-                        applied.failed.remove(&outcome.server);
-                    }
-                }
-            }
+            applied.note_failures(&config, &outcomes);
             LiveState::revision(applied)
         });
         if let Some(current) = current {

@@ -67,10 +67,16 @@ async fn run(host: Host, events: AsyncFd<Events>, name: OsString) {
             }
         }
         // Quiet for DEBOUNCE: an editor's save (truncate, write, rename) is one reload.
+        // Only the config file's own events restart the wait: a busy neighbour (a database,
+        // a log in the same directory) must not hold the reload back.
+        let mut quiet_until = tokio::time::Instant::now() + DEBOUNCE;
         loop {
-            match tokio::time::timeout(DEBOUNCE, next_batch(&events)).await {
+            match tokio::time::timeout_at(quiet_until, next_batch(&events)).await {
                 Err(_) => break,
-                Ok(Ok(_)) => continue,
+                Ok(Ok(batch)) if batch.iter().any(|n| n.as_ref() == Some(&name)) => {
+                    quiet_until = tokio::time::Instant::now() + DEBOUNCE;
+                }
+                Ok(Ok(_)) => {}
                 Ok(Err(error)) => {
                     tracing::error!(target: "switchboard::config", "the config watcher stopped: {error}");
                     return;
