@@ -193,6 +193,7 @@ mod tests {
             ListedTool::compile(definition)
         };
         let slice = ServerSlice {
+            held: Default::default(),
             server: ServerId::new("fs"),
             prefix: "fs".into(),
             tools: Arc::from(vec![

@@ -56,6 +56,9 @@ pub struct ServerSlice {
     /// The category of the server's tools (`/` separates levels: `games/dice`); empty = the
     /// server id.
     pub category: String,
+    /// Tools held back, by upstream name, with the reason (a definition that no longer
+    /// matches its pin): reported, never exposed.
+    pub held: BTreeMap<String, String>,
 }
 
 /// Naming rules shared by all servers.
@@ -114,6 +117,12 @@ pub enum CatalogProblem {
         alias: String,
         target: String,
     },
+    /// Held back by the Host (a pinned definition that changed).
+    Held {
+        server: ServerId,
+        tool: String,
+        reason: String,
+    },
 }
 
 impl CatalogProblem {
@@ -121,7 +130,9 @@ impl CatalogProblem {
     pub fn server(&self) -> Option<&ServerId> {
         match self {
             Self::Collision { dropped, .. } => Some(dropped),
-            Self::InvalidSchema { server, .. } | Self::TaskRequired { server, .. } => Some(server),
+            Self::InvalidSchema { server, .. }
+            | Self::TaskRequired { server, .. }
+            | Self::Held { server, .. } => Some(server),
             Self::DanglingAlias { .. } => None,
         }
     }
@@ -149,6 +160,14 @@ impl std::fmt::Display for CatalogProblem {
                     "tool '{tool}' of server '{server}' is quarantined: {reason}"
                 )
             }
+            Self::Held {
+                server,
+                tool,
+                reason,
+            } => write!(
+                f,
+                "tool '{tool}' of server '{server}' is quarantined: {reason}"
+            ),
             Self::TaskRequired { server, tool } => write!(
                 f,
                 "tool '{tool}' of server '{server}' is hidden: it requires task augmentation, which Switchboard does not support yet"
@@ -184,6 +203,14 @@ impl Catalog {
                 let tool = &listed.definition.name;
                 let override_ = slice.overrides.get(tool).cloned().unwrap_or_default();
                 if override_.hidden {
+                    continue;
+                }
+                if let Some(reason) = slice.held.get(tool) {
+                    problems.push(CatalogProblem::Held {
+                        server: slice.server.clone(),
+                        tool: tool.clone(),
+                        reason: reason.clone(),
+                    });
                     continue;
                 }
                 if listed.definition.task_support() == Some("required") {
@@ -317,6 +344,7 @@ mod tests {
 
     fn slice(server: &str, prefix: &str, tools: &[&str]) -> ServerSlice {
         ServerSlice {
+            held: Default::default(),
             server: ServerId::new(server),
             prefix: prefix.to_owned(),
             tools: tools

@@ -29,9 +29,13 @@ fn schema(properties: Value, required: &[&str]) -> Value {
 }
 
 impl Toolset {
+    /// The echo tools. `SWITCHBOARD_FIXTURE_ECHO_DESCRIPTION` replaces echo's description: a
+    /// server whose tool says something else after a restart, for the pinning tests.
     pub fn echo() -> Self {
+        let description = std::env::var("SWITCHBOARD_FIXTURE_ECHO_DESCRIPTION")
+            .unwrap_or_else(|_| "Echoes the message back.".to_owned());
         let tools = vec![
-            json!({"name": "echo", "description": "Echoes the message back.", "inputSchema": schema(json!({"message": {"type": "string"}}), &["message"]),
+            json!({"name": "echo", "description": description, "inputSchema": schema(json!({"message": {"type": "string"}}), &["message"]),
                    "annotations": {"readOnlyHint": true}}),
             json!({"name": "add", "description": "Adds two numbers.", "inputSchema": schema(json!({"a": {"type": "number"}, "b": {"type": "number"}}), &["a", "b"])}),
             json!({"name": "sleep", "description": "Waits ms milliseconds.", "inputSchema": schema(json!({"ms": {"type": "integer", "minimum": 0}}), &["ms"])}),

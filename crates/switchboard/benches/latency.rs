@@ -30,6 +30,7 @@ fn catalog() -> Catalog {
         })
         .collect();
     let slice = ServerSlice {
+        held: Default::default(),
         server: ServerId::new("bench"),
         prefix: "bench".into(),
         tools: Arc::from(tools),

@@ -180,6 +180,7 @@ pub(crate) fn plan_reusing(
         call_timeout: server.call_timeout.unwrap_or(gateway.call_timeout),
         category: server.category.clone().unwrap_or_default(),
         fingerprint: connection_fingerprint(server),
+        pinned: server.trust == switchboard_core::config::Trust::Pinned,
     })
 }
 

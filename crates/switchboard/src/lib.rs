@@ -29,6 +29,7 @@ pub mod latency;
 mod listing_fit;
 pub mod live;
 mod meta_tools;
+pub mod pins;
 pub mod private_file;
 mod prompts;
 mod resources;

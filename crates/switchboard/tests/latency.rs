@@ -123,6 +123,7 @@ fn start(lab: Arc<Lab>, latency: LatencyConfig) -> Host {
         call_timeout: Duration::from_secs(10),
         category: String::new(),
         fingerprint: String::new(),
+        pinned: false,
     };
     let options = HostOptions {
         tiers: tiers(),

@@ -4,7 +4,9 @@
 //! - `POST /approvals/{id}` with `{"approve": bool, "reason"?: string, "by"?: string}`;
 //! - `POST /tier` with `{"session" | "agent": name, "tier": name | null}` (the "DM command");
 //! - live configuration: `GET /status`, `GET /servers/{name}`, `POST /changes`,
-//!   `POST /servers/{name}/test`, `POST /reload` (see `super::servers`).
+//!   `POST /servers/{name}/test`, `POST /reload` (see `super::servers`);
+//! - pinned tool definitions: `GET /pins` (held-back tools), `POST /pins/approve` with
+//!   `{"name": NAME | "SERVER:TOOL", "actor"?: string}`.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -149,6 +151,8 @@ pub async fn serve(
         .route("/servers/{name}/test", post(super::servers::test))
         .route("/changes", post(super::servers::change))
         .route("/reload", post(super::servers::reload))
+        .route("/pins", get(super::servers::pins))
+        .route("/pins/approve", post(super::servers::approve_tool))
         .with_state(state);
     axum::serve(
         listener,

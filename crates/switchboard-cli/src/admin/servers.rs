@@ -161,6 +161,42 @@ pub(super) async fn test(
     }
 }
 
+pub(super) async fn pins(State(state): State<Arc<AdminState>>, headers: HeaderMap) -> Response {
+    if !authorized(&state, &headers) {
+        return refuse();
+    }
+    let pinned = state.host.pins_counts();
+    Json(json!({"held": state.host.held_tools(), "pinned": pinned})).into_response()
+}
+
+#[derive(Deserialize)]
+pub(super) struct Approval {
+    name: String,
+    #[serde(default)]
+    actor: Option<String>,
+}
+
+pub(super) async fn approve_tool(
+    State(state): State<Arc<AdminState>>,
+    headers: HeaderMap,
+    Json(approval): Json<Approval>,
+) -> Response {
+    if !authorized(&state, &headers) {
+        return refuse();
+    }
+    match state
+        .host
+        .approve_tool(&approval.name, approval.actor.as_deref())
+    {
+        Ok(held) => Json(held).into_response(),
+        Err(error) => (
+            StatusCode::NOT_FOUND,
+            Json(json!({"error": {"code": "not_found", "message": error.to_string()}})),
+        )
+            .into_response(),
+    }
+}
+
 pub(super) async fn reload(State(state): State<Arc<AdminState>>, headers: HeaderMap) -> Response {
     if !authorized(&state, &headers) {
         return refuse();

@@ -89,6 +89,15 @@ pub fn latency_path(config: &Config) -> Option<PathBuf> {
         .or_else(|| Some(data_dir()?.join("latency.db")))
 }
 
+/// Where pinned tool definitions are kept: `gateway.pins`, else `pins.json` beside the
+/// ledger (`None` without a place: pins then live in memory only).
+pub fn pins_path(config: &Config) -> Option<PathBuf> {
+    config.gateway.pins.clone().or_else(|| {
+        let ledger = ledger_path(config, None).ok()?;
+        Some(ledger.with_file_name("pins.json"))
+    })
+}
+
 /// Opens the ledger for a running gateway or a CLI call, applying retention.
 pub fn open_ledger(config: &Config) -> anyhow::Result<Ledger> {
     let path = ledger_path(config, None)?;

@@ -80,6 +80,9 @@ pub async fn start_host(explicit: Option<&Path>, agent: Option<&str>) -> anyhow:
     let options = switchboard::HostOptions {
         recorder: std::sync::Arc::new(ledger),
         latency_database: audit::latency_path(&config),
+        pins: Some(std::sync::Arc::new(switchboard::pins::PinStore::open(
+            audit::pins_path(&config),
+        ))),
         ..switchboard::HostOptions::default()
     };
     let host = Host::from_config_with(&config, options)?;

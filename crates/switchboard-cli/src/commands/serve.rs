@@ -135,6 +135,9 @@ pub async fn run(config: Option<&Path>, args: ServeArgs) -> anyhow::Result<ExitC
     let options = switchboard::HostOptions {
         recorder: Arc::new(ledger.clone()),
         latency_database: super::audit::latency_path(&config),
+        pins: Some(Arc::new(switchboard::pins::PinStore::open(
+            super::audit::pins_path(&config),
+        ))),
         ..switchboard::HostOptions::default()
     };
     let host = Host::from_config_with(&config, options)?;

@@ -81,6 +81,7 @@ pub async fn run(args: ToolServerArgs) -> anyhow::Result<ExitCode> {
         call_timeout: Duration::from_secs(60),
         category: String::new(),
         fingerprint: String::new(),
+        pinned: false,
     };
     let options = HostOptions {
         identity: ServerIdentity {

@@ -44,7 +44,7 @@ pub use locate::{Located, LookupStep, locate};
 pub use model::{
     AgentConfig, ApprovalMode, BuiltinSettings, Config, CostConfig, EraPreference, Exposure,
     GatewayConfig, HookConfig, HookEvent, LatencyConfig, LimitsConfig, QuotaConfig, RootConfig,
-    ServerConfig, ToolOverrideConfig, Transport, busy_poll_window,
+    ServerConfig, ToolOverrideConfig, Transport, Trust, busy_poll_window,
 };
 pub use problem::{ConfigErrors, Origin, Problem};
 pub use schema::native_schema;

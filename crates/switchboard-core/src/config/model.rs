@@ -176,6 +176,8 @@ pub struct GatewayConfig {
     pub ledger_retention_days: Option<u64>,
     /// At most this many ledger rows are kept (the oldest go first).
     pub ledger_max_rows: Option<u64>,
+    /// Where pinned tool definitions are kept (default beside the ledger, `pins.json`).
+    pub pins: Option<PathBuf>,
     /// `serve` follows hand edits of the config file (default true).
     pub watch: bool,
     /// Every change surface (CLI, admin endpoint, library) refuses; hand edits still reload.
@@ -204,6 +206,7 @@ impl Default for GatewayConfig {
             ledger: None,
             ledger_retention_days: None,
             ledger_max_rows: None,
+            pins: None,
             watch: true,
             read_only: false,
             drain_timeout: Duration::from_secs(30),
@@ -222,6 +225,9 @@ pub struct ServerConfig {
     pub prefix: Option<String>,
     pub call_timeout: Option<Duration>,
     pub era: EraPreference,
+    /// Whether its tools' definitions are pinned (a changed one is quarantined until an
+    /// operator approves it).
+    pub trust: Trust,
     /// Per-tool overrides, by the upstream's tool name.
     pub tools: BTreeMap<String, ToolOverrideConfig>,
     /// Category of the server's tools for lazy loading (`games/dice`); default the server id.
@@ -242,6 +248,7 @@ impl ServerConfig {
             prefix: None,
             call_timeout: None,
             era: EraPreference::Auto,
+            trust: Trust::Auto,
             tools: BTreeMap::new(),
             category: None,
             limits: LimitsConfig::default(),
@@ -315,6 +322,17 @@ pub enum EraPreference {
     Auto,
     Legacy,
     Modern,
+}
+
+/// How far a server's tool definitions are trusted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Trust {
+    /// Whatever it lists is served.
+    #[default]
+    Auto,
+    /// Each tool's definition is pinned when first seen; a later change to its description,
+    /// schemas or annotations quarantines it until an operator approves the new one.
+    Pinned,
 }
 
 /// `[servers.ID.tools.TOOL]`.

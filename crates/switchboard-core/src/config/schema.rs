@@ -310,6 +310,9 @@ struct Gateway {
     #[schemars(range(min = 1))]
     #[serde(skip_serializing_if = "Option::is_none")]
     ledger_max_rows: Option<u64>,
+    /// Where pinned tool definitions are kept (default: pins.json beside the ledger).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pins: Option<String>,
 }
 
 #[derive(JsonSchema)]
@@ -359,6 +362,10 @@ struct Server {
     prefix: String,
     /// Which MCP protocol era to speak (default "auto").
     era: Era,
+    /// "pinned": each tool's definition is pinned when first seen, and a tool whose
+    /// description, schemas or annotations later change is quarantined until an operator
+    /// approves it (`switchboard tools pins`). Default "auto".
+    trust: TrustMode,
     /// Deadline of this server's tool calls (default: gateway.call_timeout).
     call_timeout: Duration,
     /// false keeps the server configured but not started (default true).
@@ -440,6 +447,16 @@ enum Builtin {
     Files,
     /// A knowledge store in SQLite: entities, relations, facts, session summaries.
     Memory,
+}
+
+#[derive(JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[allow(dead_code)]
+enum TrustMode {
+    /// Serve whatever the server lists.
+    Auto,
+    /// Pin each tool's definition; quarantine a changed one until approved.
+    Pinned,
 }
 
 #[derive(JsonSchema)]
@@ -530,6 +547,7 @@ impl Default for Gateway {
             ledger: None,
             ledger_retention_days: None,
             ledger_max_rows: None,
+            pins: None,
         }
     }
 }
@@ -547,6 +565,7 @@ impl Default for Server {
             builtin: Builtin::Clock,
             prefix: String::new(),
             era: Era::Auto,
+            trust: TrustMode::Auto,
             call_timeout: Duration::Millis(0),
             enabled: true,
             name: String::new(),

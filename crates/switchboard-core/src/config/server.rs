@@ -2,12 +2,12 @@
 //! its per-tool overrides. The transport keys are read by [`super::transport`].
 
 use super::builtin::SETTINGS_KEYS;
-use super::model::{EraPreference, ServerConfig, ToolOverrideConfig, Transport};
+use super::model::{EraPreference, ServerConfig, ToolOverrideConfig, Transport, Trust};
 use super::tree::{Node, Pos, Value};
 use super::validate::{Walk, is_name_text};
 
 /// Keys a server entry may carry (native and JSON forms together).
-pub(super) const SERVER_KEYS: [&str; 19] = [
+pub(super) const SERVER_KEYS: [&str; 20] = [
     "category",
     "limits",
     "cost",
@@ -22,6 +22,7 @@ pub(super) const SERVER_KEYS: [&str; 19] = [
     "builtin",
     "prefix",
     "era",
+    "trust",
     "call_timeout",
     "tools",
     "enabled",
@@ -149,6 +150,7 @@ impl Walk<'_> {
                 "limits" => server.limits = self.limits(value, &key_what),
                 "cost" => server.cost = self.cost(value, &key_what),
                 "era" => server.era = self.era(value, &key_what),
+                "trust" => server.trust = self.trust(value, &key_what),
                 "tools" => {
                     for (tool, _, spec) in self.table(value, &key_what) {
                         let spec = self.tool_override(spec, &format!("{key_what}.{tool}"));
@@ -206,6 +208,21 @@ impl Walk<'_> {
                     Some("use \"auto\", \"legacy\" or \"modern\"".to_owned()),
                 );
                 EraPreference::Auto
+            }
+        }
+    }
+
+    fn trust(&mut self, node: &Node, what: &str) -> Trust {
+        match self.string(node, what).as_deref() {
+            Some("auto") | None => Trust::Auto,
+            Some("pinned") => Trust::Pinned,
+            Some(other) => {
+                self.problem(
+                    node.pos,
+                    format!("trust '{other}' is not known"),
+                    Some("use \"auto\" or \"pinned\"".to_owned()),
+                );
+                Trust::Auto
             }
         }
     }

@@ -28,10 +28,11 @@ pub(super) const ROOT_KEYS: [&str; 9] = [
     "agents",
     "capabilities",
 ];
-pub(super) const GATEWAY_KEYS: [&str; 19] = [
+pub(super) const GATEWAY_KEYS: [&str; 20] = [
     "ledger",
     "ledger_retention_days",
     "ledger_max_rows",
+    "pins",
     "token_file",
     "approval",
     "approval_timeout",
@@ -311,6 +312,7 @@ impl Walk<'_> {
                 "ledger" => gateway.ledger = self.path(value, &what),
                 "ledger_retention_days" => gateway.ledger_retention_days = self.count(value, &what),
                 "ledger_max_rows" => gateway.ledger_max_rows = self.count(value, &what),
+                "pins" => gateway.pins = self.path(value, &what),
                 "exposure" => {
                     gateway.exposure = self.exposure(value, &what).unwrap_or(gateway.exposure);
                 }

@@ -82,6 +82,7 @@ fn catalog() -> Catalog {
         .map(|name| ListedTool::compile(ToolDefinition::new(*name, "d", schema.clone())))
         .collect();
     let slice = ServerSlice {
+        held: Default::default(),
         server: ServerId::new("s"),
         prefix: "s".into(),
         tools,

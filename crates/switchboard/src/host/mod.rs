@@ -51,6 +51,8 @@ pub struct ServerPlan {
     /// changes it starts a new connection; any other change applies to the running one.
     /// Empty = unknown (a plan not made from a config): any change restarts the server.
     pub fingerprint: String,
+    /// Its tools' definitions are pinned (`trust = "pinned"`): a changed one is held back.
+    pub pinned: bool,
 }
 
 /// Host-wide options.
@@ -82,6 +84,9 @@ pub struct HostOptions {
     pub tool_settings: std::collections::HashMap<String, crate::latency::ToolSettings>,
     /// The file latency windows are kept in between runs (`None`: memory only).
     pub latency_database: Option<std::path::PathBuf>,
+    /// Pinned tool definitions, for servers with `trust = "pinned"` (`None`: nothing is
+    /// pinned, every definition is served).
+    pub pins: Option<Arc<crate::pins::PinStore>>,
 }
 
 impl Default for HostOptions {
@@ -105,6 +110,7 @@ impl Default for HostOptions {
             latency: switchboard_core::config::LatencyConfig::default(),
             tool_settings: std::collections::HashMap::new(),
             latency_database: None,
+            pins: None,
         }
     }
 }
@@ -439,13 +445,21 @@ impl Inner {
         let slices: Vec<ServerSlice> = fleet
             .members
             .iter()
-            .map(|member| ServerSlice {
-                server: member.plan.spec.id.clone(),
-                prefix: member.plan.prefix.clone(),
-                tools: member.supervisor().status().tools,
-                overrides: member.plan.overrides.clone(),
-                call_timeout: member.plan.call_timeout,
-                category: member.plan.category.clone(),
+            .map(|member| {
+                let tools = member.supervisor().status().tools;
+                let held = match &self.options.pins {
+                    Some(pins) if member.plan.pinned => pins.judge(member.id(), &tools),
+                    _ => Default::default(),
+                };
+                ServerSlice {
+                    server: member.plan.spec.id.clone(),
+                    prefix: member.plan.prefix.clone(),
+                    tools,
+                    overrides: member.plan.overrides.clone(),
+                    call_timeout: member.plan.call_timeout,
+                    category: member.plan.category.clone(),
+                    held,
+                }
             })
             .collect();
         let catalog = Catalog::build(&slices, &self.settings.load().naming);

@@ -58,6 +58,7 @@ fn budget() -> Arc<LatencyBudget> {
         ListedTool::compile(definition)
     };
     let slice = ServerSlice {
+        held: Default::default(),
         server: ServerId::new("s"),
         prefix: "s".into(),
         tools: Arc::from(vec![

@@ -60,5 +60,6 @@ pub fn plan(provider: Named, category: &str) -> ServerPlan {
         call_timeout: Duration::from_secs(5),
         category: category.to_owned(),
         fingerprint: String::new(),
+        pinned: false,
     }
 }

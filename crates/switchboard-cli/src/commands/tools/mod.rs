@@ -1,6 +1,7 @@
 //! `switchboard tools`: what the gateway would expose, as a table or JSON; `tools search`
 //! finds tools for a task.
 
+pub mod pins;
 mod rendered;
 pub mod search;
 mod stats;
@@ -43,6 +44,9 @@ pub struct ToolsArgs {
 enum ToolsAction {
     /// Find tools for a task (BM25F over names, descriptions, parameters, servers, categories).
     Search(search::SearchArgs),
+    /// Tools held back because their pinned definitions changed (servers with trust =
+    /// "pinned"): list, diff, approve — on the running gateway.
+    Pins(pins::PinsArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -78,8 +82,10 @@ impl Format {
 }
 
 pub async fn run(config: Option<&Path>, args: ToolsArgs) -> anyhow::Result<ExitCode> {
-    if let Some(ToolsAction::Search(search)) = args.action {
-        return search::run(config, search).await;
+    match args.action {
+        Some(ToolsAction::Search(search)) => return search::run(config, search).await,
+        Some(ToolsAction::Pins(pins)) => return pins::run(pins).await,
+        None => {}
     }
     if let Some(path) = &args.catalog {
         let rendering = args.format.rendering().ok_or_else(|| {
