@@ -28,16 +28,23 @@ pub struct HttpClient {
     next_id: u64,
 }
 
+/// The host and path of an `http://127.0.0.1:PORT/PATH` URL; any other is refused
+/// (benchmarks talk to loopback only).
+pub fn loopback_target(url: &str) -> anyhow::Result<(&str, &str)> {
+    let rest = url
+        .strip_prefix("http://")
+        .with_context(|| format!("{url}: only http:// URLs"))?;
+    let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
+    if !host.starts_with("127.0.0.1:") {
+        bail!("{url}: benchmarks talk to 127.0.0.1 only");
+    }
+    Ok((host, path))
+}
+
 impl HttpClient {
     /// Connects to `url` (`http://127.0.0.1:PORT/PATH`).
     pub fn connect(url: &str) -> anyhow::Result<Self> {
-        let rest = url
-            .strip_prefix("http://")
-            .with_context(|| format!("{url}: only http:// URLs"))?;
-        let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
-        if !host.starts_with("127.0.0.1:") {
-            bail!("{url}: benchmarks talk to 127.0.0.1 only");
-        }
+        let (host, path) = loopback_target(url)?;
         let stream = TcpStream::connect(host).with_context(|| format!("connect {host}"))?;
         stream.set_nodelay(true)?;
         stream.set_read_timeout(Some(Duration::from_secs(30)))?;

@@ -33,13 +33,7 @@ impl Stream {
     /// Opens the stream of `session` at `url` (`http://127.0.0.1:PORT/PATH`) and waits up to
     /// `limit` for its head.
     pub fn open(url: &str, session: &str, limit: Duration) -> anyhow::Result<Self> {
-        let rest = url
-            .strip_prefix("http://")
-            .with_context(|| format!("{url}: only http:// URLs"))?;
-        let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
-        if !host.starts_with("127.0.0.1:") {
-            bail!("{url}: benchmarks talk to 127.0.0.1 only");
-        }
+        let (host, path) = crate::http_client::loopback_target(url)?;
         let mut socket = TcpStream::connect(host).with_context(|| format!("connect {host}"))?;
         socket.set_nodelay(true)?;
         let request = format!(
