@@ -24,6 +24,38 @@ impl AdminClient {
         Ok(Self { file })
     }
 
+    /// The admin endpoint of a live gateway; when a config is named (`--config FILE` or
+    /// `$SWITCHBOARD_CONFIG`), of the gateway running that file, so a command meant for one
+    /// gateway never reaches another.
+    pub fn for_config(admin_file: Option<&Path>, config: Option<&Path>) -> anyhow::Result<Self> {
+        let admin = Self::open(admin_file)?;
+        if !admin.alive() {
+            bail!(
+                "the gateway that wrote {} is not running (is `switchboard serve` running? or pass --admin-file)",
+                admin_path(admin_file)?.display()
+            );
+        }
+        let named = config.map(Path::to_path_buf).or_else(|| {
+            std::env::var_os("SWITCHBOARD_CONFIG")
+                .filter(|value| !value.is_empty())
+                .map(std::path::PathBuf::from)
+        });
+        // An admin file that names no config (the built-in default, or a gateway from before
+        // admin files named theirs) is taken at its word.
+        if let (Some(named), Some(theirs)) = (named.as_deref(), admin.config()) {
+            let canonical = |path: &Path| std::fs::canonicalize(path).ok();
+            if canonical(theirs).is_none() || canonical(theirs) != canonical(named) {
+                bail!(
+                    "the gateway at {} runs {}, not {}: pass the --admin-file of the gateway running that file",
+                    admin.url(),
+                    theirs.display(),
+                    named.display()
+                );
+            }
+        }
+        Ok(admin)
+    }
+
     /// Sends one admin request (`path` under the endpoint's URL) and returns its JSON answer.
     async fn send(&self, method: Method, path: &str, body: Option<Value>) -> anyhow::Result<Value> {
         let url = format!("{}{path}", self.file.url);

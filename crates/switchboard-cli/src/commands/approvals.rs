@@ -43,8 +43,11 @@ fn operator() -> String {
         .map_or_else(|| "operator".to_owned(), |user| format!("operator {user}"))
 }
 
-pub async fn run(args: ApprovalsArgs) -> anyhow::Result<ExitCode> {
-    let client = AdminClient::open(args.admin_file.as_deref())?;
+pub async fn run(
+    config: Option<&std::path::Path>,
+    args: ApprovalsArgs,
+) -> anyhow::Result<ExitCode> {
+    let client = AdminClient::for_config(args.admin_file.as_deref(), config)?;
     match args.action {
         Action::List { json } => {
             let answer = client.approvals().await?;

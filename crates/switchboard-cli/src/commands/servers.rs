@@ -181,13 +181,8 @@ pub async fn run(config: Option<&Path>, args: ServersArgs) -> anyhow::Result<Exi
     }
 }
 
-pub async fn reload(args: ReloadArgs) -> anyhow::Result<ExitCode> {
-    let admin = AdminClient::open(args.admin_file.as_deref())?;
-    if !admin.alive() {
-        bail!(
-            "the gateway that wrote the admin file is not running (is `switchboard serve` running? or pass --admin-file)"
-        );
-    }
+pub async fn reload(config: Option<&Path>, args: ReloadArgs) -> anyhow::Result<ExitCode> {
+    let admin = AdminClient::for_config(args.admin_file.as_deref(), config)?;
     let report = admin.post("/reload", json!({})).await?;
     if args.json {
         print_json(&report)?;
@@ -433,36 +428,10 @@ async fn test_server(config: Option<&Path>, test: &TestArgs) -> anyhow::Result<E
     })
 }
 
-/// The running gateway's admin endpoint. With `--config FILE`, the gateway must be running
-/// that file: a change meant for one config never lands in another gateway's.
+/// The running gateway's admin endpoint, checked against the config this command names.
 fn gateway(config: Option<&Path>, common: &Common) -> anyhow::Result<AdminClient> {
-    let admin = AdminClient::open(common.admin_file.as_deref())?;
-    if !admin.alive() {
-        bail!(
-            "the gateway that wrote the admin file is not running (is `switchboard serve` running? or pass --admin-file, or --offline to change the file alone)"
-        );
-    }
-    let named = config.map(Path::to_path_buf).or_else(|| {
-        std::env::var_os("SWITCHBOARD_CONFIG")
-            .filter(|value| !value.is_empty())
-            .map(PathBuf::from)
-    });
-    if let Some(explicit) = named.as_deref() {
-        let canonical = |path: &Path| std::fs::canonicalize(path).ok();
-        let theirs = admin.config().and_then(canonical);
-        if theirs.is_none() || theirs != canonical(explicit) {
-            bail!(
-                "the gateway at {} runs {}, not {}: pass the --admin-file of the gateway running that file, or --offline to change the file alone",
-                admin.url(),
-                admin.config().map_or_else(
-                    || "its built-in default".to_owned(),
-                    |p| p.display().to_string()
-                ),
-                explicit.display()
-            );
-        }
-    }
-    Ok(admin)
+    AdminClient::for_config(common.admin_file.as_deref(), config)
+        .map_err(|error| anyhow::anyhow!("{error:#}; or --offline to change the file alone"))
 }
 
 /// The config file an offline command works on.

@@ -43,8 +43,8 @@ enum Action {
     },
 }
 
-pub async fn run(args: TierArgs) -> anyhow::Result<ExitCode> {
-    let client = AdminClient::open(args.admin_file.as_deref())?;
+pub async fn run(config: Option<&std::path::Path>, args: TierArgs) -> anyhow::Result<ExitCode> {
+    let client = AdminClient::for_config(args.admin_file.as_deref(), config)?;
     let (tier, target) = match &args.action {
         Action::Set { tier, target } => (Some(tier.as_str()), target),
         Action::Clear { target } => (None, target),

@@ -114,6 +114,14 @@ pub fn spawn(server: &str, spec: &StdioCommand) -> Result<Opened, TransportError
         command.current_dir(cwd);
     }
     let mut child = command.spawn().map_err(|error| {
+        // The OS says "not found" for a missing working directory too: name the right one.
+        if let Some(cwd) = spec.cwd.as_ref().filter(|cwd| !cwd.is_dir()) {
+            return TransportError::new(format!(
+                "cannot start '{}': its working directory {} does not exist",
+                spec.command,
+                cwd.display()
+            ));
+        }
         let hint = if error.kind() == std::io::ErrorKind::NotFound {
             " (is it installed and on PATH?)"
         } else {
@@ -256,5 +264,41 @@ async fn read_bounded_line(
         if done {
             return Ok(line.len());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn command(command: &str, cwd: Option<&str>) -> StdioCommand {
+        StdioCommand {
+            command: command.to_owned(),
+            args: Vec::new(),
+            env: BTreeMap::new(),
+            cwd: cwd.map(PathBuf::from),
+            max_message_bytes: 1 << 20,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_missing_working_directory_is_named_not_blamed_on_the_command() {
+        let Err(error) = spawn(
+            "s",
+            &command("/bin/sh", Some("/nonexistent/switchboard-dir")),
+        ) else {
+            panic!("a child started in a directory that does not exist");
+        };
+        assert!(
+            error
+                .0
+                .contains("working directory /nonexistent/switchboard-dir does not exist"),
+            "{}",
+            error.0
+        );
+        let Err(error) = spawn("s", &command("/nonexistent/switchboard-cmd", None)) else {
+            panic!("a command that does not exist started");
+        };
+        assert!(error.0.contains("is it installed"), "{}", error.0);
     }
 }

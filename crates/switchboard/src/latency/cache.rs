@@ -114,6 +114,20 @@ impl ResultCache {
         self.len() == 0
     }
 
+    /// Drops every entry of `server`'s tools: its answers came from settings or a process
+    /// that are gone (the server was replaced or removed). A call still running keeps its
+    /// own slot; new calls start afresh.
+    pub fn forget_server(&self, server: &str) {
+        let prefix = format!("{server}:");
+        if let Ok(mut slots) = self.slots.lock() {
+            slots.retain(|key, _| {
+                key.split('\u{0}')
+                    .nth(1)
+                    .is_none_or(|tool| !tool.starts_with(&prefix))
+            });
+        }
+    }
+
     /// The cached answer of `key` if fresh, else the answer of `run` (shared with concurrent
     /// callers of the same key).
     pub async fn get_or_run<F, Fut>(
@@ -312,5 +326,39 @@ mod tests {
             .expect("answer");
         assert!(other.meta.is_none());
         assert_eq!(cache.len(), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn forgetting_a_server_drops_its_entries_only() {
+        let cache = ResultCache::default();
+        let ttl = Duration::from_secs(60);
+        let ok = || async { Ok(ToolOutcome::text("x")) };
+        let arguments = Map::new();
+        for tool_key in ["fs:read", "fs2:read", "git:log"] {
+            cache
+                .get_or_run(
+                    cache_key(Some("npc"), tool_key, &arguments),
+                    ttl,
+                    Instant::now,
+                    ok,
+                )
+                .await
+                .expect("answer");
+        }
+        cache.forget_server("fs");
+        assert_eq!(cache.len(), 2, "fs2 and git stay");
+        let again = cache
+            .get_or_run(
+                cache_key(Some("npc"), "fs:read", &arguments),
+                ttl,
+                Instant::now,
+                ok,
+            )
+            .await
+            .expect("answer");
+        assert!(
+            again.meta.is_none(),
+            "fs's answer was served from the cache"
+        );
     }
 }

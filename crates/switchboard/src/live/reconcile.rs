@@ -235,6 +235,11 @@ impl Host {
         if views_changed || outcomes.iter().any(|o| o.action == Action::Updated) {
             self.inner.announce_listings();
         }
+        for outcome in &outcomes {
+            if matches!(outcome.action, Action::Restarted | Action::Removed) && outcome.applied {
+                self.inner.latency.cache.forget_server(&outcome.server);
+            }
+        }
         for (connection, why) in retire {
             self.inner
                 .draining

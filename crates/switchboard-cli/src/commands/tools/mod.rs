@@ -84,7 +84,7 @@ impl Format {
 pub async fn run(config: Option<&Path>, args: ToolsArgs) -> anyhow::Result<ExitCode> {
     match args.action {
         Some(ToolsAction::Search(search)) => return search::run(config, search).await,
-        Some(ToolsAction::Pins(pins)) => return pins::run(pins).await,
+        Some(ToolsAction::Pins(pins)) => return pins::run(config, pins).await,
         None => {}
     }
     if let Some(path) = &args.catalog {

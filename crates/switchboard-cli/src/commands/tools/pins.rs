@@ -34,8 +34,8 @@ enum PinsAction {
     Approve { name: String },
 }
 
-pub async fn run(args: PinsArgs) -> anyhow::Result<ExitCode> {
-    let admin = AdminClient::open(args.admin_file.as_deref())?;
+pub async fn run(config: Option<&std::path::Path>, args: PinsArgs) -> anyhow::Result<ExitCode> {
+    let admin = AdminClient::for_config(args.admin_file.as_deref(), config)?;
     match args.action {
         PinsAction::List => {
             let pins = admin.get("/pins").await?;
