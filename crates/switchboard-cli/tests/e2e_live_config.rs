@@ -952,3 +952,28 @@ fn a_pinned_tool_whose_definition_changes_is_held_back_until_approved() {
             .is_some_and(Vec::is_empty)
     );
 }
+
+#[test]
+fn a_config_reached_through_a_symlink_is_followed_when_its_target_changes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let real = dir.path().join("checkout");
+    std::fs::create_dir(&real).expect("mkdir");
+    let target = two_servers(&real);
+    let link = dir.path().join("switchboard.toml");
+    std::os::unix::fs::symlink(&target, &link).expect("symlink");
+    let live = Live::start(dir.path(), link, &[]);
+    assert!(server(&live.status(), "b").is_some());
+    let text = std::fs::read_to_string(&target).expect("read");
+    let without_b = text
+        .split("[servers.b]")
+        .next()
+        .expect("before b")
+        .to_owned();
+    // Edited where it really lives, as an editor saves there.
+    save_like_an_editor(&target, &without_b);
+    wait_status(
+        &live,
+        "b removed after an edit of the link's target",
+        |status| server(status, "b").is_none(),
+    );
+}

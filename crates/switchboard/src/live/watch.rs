@@ -28,38 +28,76 @@ impl AsRawFd for Events {
     }
 }
 
+/// What the watcher listens for: the file's own name in its directory — and, when the file
+/// is a symlink (a Kubernetes ConfigMap, a dotfiles checkout), the target's name in the
+/// target's directory and every change in the link's directory, where such setups swap the
+/// link itself. A reload of an unchanged file is a no-op, so hearing too much costs nothing.
+struct Interest {
+    names: Vec<OsString>,
+    any: bool,
+}
+
+impl Interest {
+    fn matches(&self, batch: &[Option<OsString>]) -> bool {
+        self.any
+            || batch
+                .iter()
+                .flatten()
+                .any(|name| self.names.iter().any(|wanted| wanted == name))
+    }
+}
+
 /// Starts watching `path` for the Host; the task runs until aborted.
 pub fn watch(host: Host, path: &Path) -> std::io::Result<JoinHandle<()>> {
     let absolute = std::path::absolute(path)?;
-    let directory = absolute
-        .parent()
-        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-    let name = absolute
-        .file_name()
-        .map(OsString::from)
-        .ok_or_else(|| std::io::Error::other(format!("{} names no file", path.display())))?;
+    let split = |path: &Path| -> std::io::Result<(PathBuf, OsString)> {
+        let directory = path
+            .parent()
+            .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+        let name = path
+            .file_name()
+            .map(OsString::from)
+            .ok_or_else(|| std::io::Error::other(format!("{} names no file", path.display())))?;
+        Ok((directory, name))
+    };
+    let (directory, name) = split(&absolute)?;
+    let linked = absolute
+        .symlink_metadata()
+        .is_ok_and(|meta| meta.file_type().is_symlink());
+    let mut directories = vec![directory];
+    let mut interest = Interest {
+        names: vec![name],
+        any: linked,
+    };
+    if linked && let Ok(target) = std::fs::canonicalize(&absolute) {
+        let (directory, name) = split(&target)?;
+        directories.push(directory);
+        interest.names.push(name);
+    }
     let inotify = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC)?;
-    inotify.add_watch(
-        &directory,
-        AddWatchFlags::IN_CLOSE_WRITE
-            | AddWatchFlags::IN_MOVED_TO
-            | AddWatchFlags::IN_CREATE
-            | AddWatchFlags::IN_MODIFY
-            | AddWatchFlags::IN_DELETE,
-    )?;
+    for directory in &directories {
+        inotify.add_watch(
+            directory,
+            AddWatchFlags::IN_CLOSE_WRITE
+                | AddWatchFlags::IN_MOVED_TO
+                | AddWatchFlags::IN_CREATE
+                | AddWatchFlags::IN_MODIFY
+                | AddWatchFlags::IN_DELETE,
+        )?;
+    }
     // `AsyncFd::new` is deprecated because a wrapped value could close or replace its fd
     // while registered; `Events` owns its inotify fd and never does (the safe alternative,
     // `register`, is `unsafe`, which this crate forbids).
     #[allow(deprecated)]
     let events = AsyncFd::new(Events(inotify))?;
     tracing::info!(target: "switchboard::config", "watching {} for changes", absolute.display());
-    Ok(tokio::spawn(run(host, events, name)))
+    Ok(tokio::spawn(run(host, events, interest)))
 }
 
-async fn run(host: Host, events: AsyncFd<Events>, name: OsString) {
+async fn run(host: Host, events: AsyncFd<Events>, interest: Interest) {
     loop {
         match next_batch(&events).await {
-            Ok(batch) if batch.iter().any(|n| n.as_ref() == Some(&name)) => {}
+            Ok(batch) if interest.matches(&batch) => {}
             Ok(_) => continue,
             Err(error) => {
                 tracing::error!(target: "switchboard::config", "the config watcher stopped: {error}");
@@ -73,7 +111,7 @@ async fn run(host: Host, events: AsyncFd<Events>, name: OsString) {
         loop {
             match tokio::time::timeout_at(quiet_until, next_batch(&events)).await {
                 Err(_) => break,
-                Ok(Ok(batch)) if batch.iter().any(|n| n.as_ref() == Some(&name)) => {
+                Ok(Ok(batch)) if interest.matches(&batch) => {
                     quiet_until = tokio::time::Instant::now() + DEBOUNCE;
                 }
                 Ok(Ok(_)) => {}
