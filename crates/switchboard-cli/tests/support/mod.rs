@@ -13,6 +13,8 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use switchboard_mcp::routing_headers;
 
+pub mod live;
+
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../..")
