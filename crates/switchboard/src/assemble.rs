@@ -226,8 +226,7 @@ fn endpoint_of(
 pub fn connection_fingerprint(server: &ServerConfig) -> String {
     use sha2::{Digest, Sha256};
     let text = format!("{:?}\u{0}{:?}", server.transport, server.era);
-    let digest = Sha256::digest(text.as_bytes());
-    digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
+    switchboard_core::hex::encode(&Sha256::digest(text.as_bytes())[..8])
 }
 
 /// Limits, quotas and costs of a config, by scope.

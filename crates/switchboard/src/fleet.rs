@@ -182,11 +182,18 @@ pub struct Stamp {
 
 impl Stamp {
     pub fn now(by: Surface) -> Self {
-        let at_ms = SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-        Self { at_ms, by }
+        Self {
+            at_ms: unix_ms(),
+            by,
+        }
     }
+}
+
+/// Milliseconds since the Unix epoch, now.
+pub(crate) fn unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// One server of the fleet at one generation of its settings.

@@ -42,16 +42,15 @@ impl AdminClient {
         });
         // An admin file that names no config (the built-in default, or a gateway from before
         // admin files named theirs) is taken at its word.
-        if let (Some(named), Some(theirs)) = (named.as_deref(), admin.config()) {
-            let canonical = |path: &Path| std::fs::canonicalize(path).ok();
-            if canonical(theirs).is_none() || canonical(theirs) != canonical(named) {
-                bail!(
-                    "the gateway at {} runs {}, not {}: pass the --admin-file of the gateway running that file",
-                    admin.url(),
-                    theirs.display(),
-                    named.display()
-                );
-            }
+        if let (Some(named), Some(theirs)) = (named.as_deref(), admin.config())
+            && !admin.runs(Some(named))
+        {
+            bail!(
+                "the gateway at {} runs {}, not {}: pass the --admin-file of the gateway running that file",
+                admin.url(),
+                theirs.display(),
+                named.display()
+            );
         }
         Ok(admin)
     }
@@ -105,6 +104,19 @@ impl AdminClient {
     /// The running gateway's config file, as its admin file says.
     pub fn config(&self) -> Option<&Path> {
         self.file.config.as_deref()
+    }
+
+    /// Whether the gateway runs `config` (`None`: the built-in default): the same file once
+    /// symlinks and relative paths are resolved.
+    pub fn runs(&self, config: Option<&Path>) -> bool {
+        let canonical = |path: &Path| std::fs::canonicalize(path).ok();
+        match (self.config(), config) {
+            (Some(theirs), Some(ours)) => {
+                canonical(theirs).is_some() && canonical(theirs) == canonical(ours)
+            }
+            (None, None) => true,
+            _ => false,
+        }
     }
 
     /// Whether the gateway that wrote the admin file is still alive.

@@ -10,7 +10,7 @@ use anyhow::{Context, bail};
 use serde_json::{Value, json};
 use switchboard::live::apply_offline;
 use switchboard::{Change, ChangeReport};
-use switchboard_core::config::ProcessEnvironment;
+use switchboard_core::config::Config;
 use switchboard_core::config::edit::{EntryTransport, ServerEntry};
 
 use crate::admin::client::AdminClient;
@@ -331,9 +331,7 @@ fn print_report(report: &ChangeReport) -> anyhow::Result<()> {
 
 async fn list(config: Option<&Path>, common: &Common) -> anyhow::Result<ExitCode> {
     if common.offline {
-        let path = config_file(config)?;
-        let loaded = switchboard_core::config::Config::load(&path, &ProcessEnvironment)
-            .map_err(|errors| anyhow::anyhow!("invalid config:\n{errors}"))?;
+        let (path, loaded) = offline_config(config)?;
         let servers: Vec<Value> = loaded
             .servers
             .iter()
@@ -361,13 +359,9 @@ async fn list(config: Option<&Path>, common: &Common) -> anyhow::Result<ExitCode
 
 async fn show(config: Option<&Path>, one: &One) -> anyhow::Result<ExitCode> {
     if one.common.offline {
-        let path = config_file(config)?;
-        let loaded = switchboard_core::config::Config::load(&path, &ProcessEnvironment)
-            .map_err(|errors| anyhow::anyhow!("invalid config:\n{errors}"))?;
+        let (path, loaded) = offline_config(config)?;
         let entry = loaded
-            .servers
-            .iter()
-            .find(|s| s.id == one.name)
+            .server(&one.name)
             .map(switchboard::live::redacted_entry)
             .with_context(|| format!("no server '{}' in {}", one.name, path.display()))?;
         print_json(&json!({"entry": entry}))?;
@@ -382,9 +376,7 @@ async fn show(config: Option<&Path>, one: &One) -> anyhow::Result<ExitCode> {
 async fn test_server(config: Option<&Path>, test: &TestArgs) -> anyhow::Result<ExitCode> {
     let entry = entry_of(&test.entry)?;
     let report = if test.common.offline {
-        let path = config_file(config)?;
-        let loaded = switchboard_core::config::Config::load(&path, &ProcessEnvironment)
-            .map_err(|errors| anyhow::anyhow!("invalid config:\n{errors}"))?;
+        let (_, loaded) = offline_config(config)?;
         let report = switchboard::live::test_server(
             &loaded,
             &test.name,
@@ -432,6 +424,13 @@ async fn test_server(config: Option<&Path>, test: &TestArgs) -> anyhow::Result<E
 fn gateway(config: Option<&Path>, common: &Common) -> anyhow::Result<AdminClient> {
     AdminClient::for_config(common.admin_file.as_deref(), config)
         .map_err(|error| anyhow::anyhow!("{error:#}; or --offline to change the file alone"))
+}
+
+/// The config file an offline command works on, and what it says.
+fn offline_config(explicit: Option<&Path>) -> anyhow::Result<(PathBuf, Config)> {
+    let path = config_file(explicit)?;
+    let config = super::load_config(Some(&path))?;
+    Ok((path, config))
 }
 
 /// The config file an offline command works on.

@@ -55,15 +55,7 @@ fn running_gateway(config: Option<&Path>, admin_file: Option<&Path>) -> Option<A
         return None;
     }
     let ours = super::located_config_file(config).ok()?;
-    let canonical = |path: &Path| std::fs::canonicalize(path).ok();
-    let same = match (admin.config(), ours.as_deref()) {
-        (Some(theirs), Some(ours)) => {
-            canonical(theirs).is_some() && canonical(theirs) == canonical(ours)
-        }
-        (None, None) => true,
-        _ => false,
-    };
-    same.then_some(admin)
+    admin.runs(ours.as_deref()).then_some(admin)
 }
 
 /// Starts a Host on the config, waits for first connections, and reports.

@@ -29,6 +29,11 @@ pub struct Config {
 }
 
 impl Config {
+    /// The server with this id, enabled or not.
+    pub fn server(&self, id: &str) -> Option<&ServerConfig> {
+        self.servers.iter().find(|server| server.id == id)
+    }
+
     /// The permissions of agent `name`: its allow globs plus those of its capabilities, and
     /// its deny globs. `None` for an agent the config does not name.
     pub fn agent_policy(&self, name: &str) -> Option<crate::agent::AgentPolicy> {

@@ -104,6 +104,31 @@ pub struct ChangeRecord {
     pub error: Option<String>,
 }
 
+impl ChangeRecord {
+    /// A change made now (a fresh id), with no entries and no error yet.
+    pub fn now(
+        surface: &str,
+        actor: Option<&str>,
+        action: &str,
+        server: &str,
+        outcome: &str,
+    ) -> Self {
+        let at = SystemTime::now();
+        Self {
+            change_id: crate::call_id::new_call_id(at),
+            at,
+            surface: surface.to_owned(),
+            actor: actor.map(str::to_owned),
+            action: action.to_owned(),
+            server: server.to_owned(),
+            before: None,
+            after: None,
+            outcome: outcome.to_owned(),
+            error: None,
+        }
+    }
+}
+
 /// Receives every call record. Must not block: the ledger queues to its writer task.
 pub trait Recorder: Send + Sync {
     fn record(&self, record: &CallRecord);

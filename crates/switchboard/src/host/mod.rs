@@ -1,5 +1,6 @@
-//! The Host: supervisors in, one catalog snapshot and one pipeline out; [`backend`] is the
-//! Host as the stdio and HTTP fronts serve it.
+//! The Host: the fleet of supervised servers in (`crate::fleet`, changed while it runs by
+//! `crate::live`), one catalog snapshot and one pipeline out; [`backend`] is the Host as the
+//! stdio and HTTP fronts serve it, [`status`] what `switchboard status` shows of each server.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, Weak};
@@ -501,11 +502,11 @@ impl Inner {
         use std::hash::{Hash, Hasher};
         let mut prompts = std::collections::hash_map::DefaultHasher::new();
         let mut resources = std::collections::hash_map::DefaultHasher::new();
+        self.settings.load().naming.separator.hash(&mut prompts);
         for member in &fleet.members {
             let extras = member.supervisor().status().extras;
             member.id().as_str().hash(&mut prompts);
             member.plan.prefix.hash(&mut prompts);
-            self.settings.load().naming.separator.hash(&mut prompts);
             for prompt in extras.prompts.iter() {
                 prompt.to_string().hash(&mut prompts);
             }

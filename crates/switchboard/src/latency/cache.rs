@@ -64,8 +64,8 @@ pub fn cache_key(agent: Option<&str>, tool_key: &str, arguments: &Map<String, Va
     key
 }
 
-/// JSON with object keys sorted at every level.
-fn write_canonical(out: &mut String, value: &Value) {
+/// JSON with object keys sorted at every level (also what tool pins are hashed over).
+pub(crate) fn write_canonical(out: &mut String, value: &Value) {
     match value {
         Value::Object(map) => {
             let mut keys: Vec<&String> = map.keys().collect();

@@ -12,10 +12,7 @@ use super::{Applied, Change, ChangeError, LiveState};
 
 /// The SHA-256 of a file's text, in hex.
 pub(super) fn hash(text: &str) -> String {
-    Sha256::digest(text.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    switchboard_core::hex::encode(&Sha256::digest(text.as_bytes()))
 }
 
 /// The name a diff shows for the file.

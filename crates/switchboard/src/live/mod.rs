@@ -8,9 +8,12 @@
 //! serialized; each may name the revision it was based on and is refused as a conflict if
 //! the running configuration or the file moved on since.
 //!
-//! Code map: `reconcile` (old fleet + new config → new fleet, drains), `file` (reading,
-//! hashing and writing the config file), `probe` (`servers test`: connect a copy, list,
-//! judge), `watch` (the file watcher with its debounce), `record` (ledger rows of changes).
+//! Code map: `change` (the request, the report, the typed errors), this module (the
+//! operation itself and the state it keeps), `reconcile` (old fleet + new config → new
+//! fleet, drains), `reload` (a config handed over or read again), `file` (which file, has it
+//! moved on, the edit, validation), `offline` (the operation on the file alone), `probe`
+//! (`servers test`: connect a copy, list, judge), `watch` (the file watcher with its
+//! debounce), `record` (ledger rows of changes).
 
 mod change;
 mod file;

@@ -49,7 +49,7 @@ pub fn apply_offline(
             server: change.server().to_owned(),
             action,
             applied: !dry_run,
-            state: match config.servers.iter().find(|s| s.id == change.server()) {
+            state: match config.server(change.server()) {
                 Some(server) if server.enabled => "configured",
                 Some(_) => "disabled",
                 None => "removed",

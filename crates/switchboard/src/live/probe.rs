@@ -71,9 +71,7 @@ pub async fn test_server(
             None => config.clone(),
         };
         let settings = config
-            .servers
-            .iter()
-            .find(|s| s.id == server)
+            .server(server)
             .ok_or_else(|| ChangeError::NotFound(server.to_owned()))?;
         let plan = crate::assemble::plan(&config, settings)
             .map_err(|error| ChangeError::Invalid(vec![error.0]))?;

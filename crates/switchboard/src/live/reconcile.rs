@@ -120,10 +120,8 @@ impl Host {
         // Settings outside the plan (limits, costs, approvals, per-tool safety) live in the
         // governance and the latency budget; a server whose entry changed in them is updated.
         let running = self.config();
-        let entry_changed = |id: &str| {
-            let entry = |config: &Config| config.servers.iter().find(|s| s.id == id).cloned();
-            running.as_deref().and_then(entry) != entry(config)
-        };
+        let entry_changed =
+            |id: &str| running.as_deref().and_then(|old| old.server(id)) != config.server(id);
         let steps: Vec<Step> = plans
             .into_iter()
             .map(|plan| match fleet.find(&plan.spec.id) {
@@ -282,7 +280,7 @@ impl Host {
     /// quotas' state. Returns whether what callers see may have changed (naming, agents,
     /// exposure), so listings are announced even if no tool changed.
     fn adopt_settings(&self, config: &Config, previous: Option<&Config>) -> bool {
-        let views_changed = previous.is_none_or(|old| views_key(old) != views_key(config));
+        let views_changed = previous.is_none_or(|old| views_inputs(old) != views_inputs(config));
         if views_changed {
             self.inner.settings.store(Arc::new(Settings {
                 naming: NamingRules {
@@ -293,7 +291,7 @@ impl Host {
                 exposure: config.gateway.exposure,
             }));
         }
-        if previous.is_none_or(|old| governance_key(old) != governance_key(config)) {
+        if previous.is_none_or(|old| governance_inputs(old) != governance_inputs(config)) {
             let mut governance = crate::assemble::governance(config);
             governance.approver = self.inner.pipeline.governance().approver.clone();
             self.inner.pipeline.set_governance(Arc::new(governance));
@@ -306,21 +304,21 @@ impl Host {
 }
 
 /// What the views and listings depend on besides the servers' tools.
-fn views_key(config: &Config) -> String {
-    format!(
-        "{:?}|{:?}|{}|{:?}|{:?}|{:?}",
-        config.gateway.separator,
-        config.gateway.prefix_tools,
-        config.gateway.exposure as u8,
-        config.aliases,
-        config.agents,
-        config.capabilities,
+fn views_inputs(config: &Config) -> impl PartialEq + '_ {
+    let gateway = &config.gateway;
+    (
+        &gateway.separator,
+        gateway.prefix_tools,
+        gateway.exposure,
+        &config.aliases,
+        &config.agents,
+        &config.capabilities,
     )
 }
 
-/// What governance is built from: limits, quotas, costs, approval rules and hooks.
-fn governance_key(config: &Config) -> String {
-    // Only servers and tools that carry such settings: adding a plain server changes nothing.
+/// What governance is built from: limits, quotas, costs, approval rules and hooks — of only
+/// the servers and tools that carry such settings, so adding a plain server changes nothing.
+fn governance_inputs(config: &Config) -> impl PartialEq + '_ {
     let servers: Vec<_> = config
         .servers
         .iter()
@@ -345,12 +343,14 @@ fn governance_key(config: &Config) -> String {
         .iter()
         .map(|(name, a)| (name, a.limits, a.quota, a.approval, &a.auto_approve))
         .collect();
-    format!(
-        "{:?}|{:?}|{:?}|{servers:?}|{agents:?}|{:?}",
-        config.gateway.limits,
-        config.gateway.approval,
-        config.gateway.approval_timeout,
-        config.hooks
+    let gateway = &config.gateway;
+    (
+        gateway.limits,
+        gateway.approval,
+        gateway.approval_timeout,
+        servers,
+        agents,
+        &config.hooks,
     )
 }
 

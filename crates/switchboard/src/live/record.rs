@@ -2,7 +2,6 @@
 //! the server's entry before and after — secret values (env, headers) redacted.
 
 use serde_json::{Value, json};
-use switchboard_core::call_id::new_call_id;
 use switchboard_core::config::{Config, ServerConfig, Transport};
 use switchboard_core::pipeline::ChangeRecord;
 
@@ -24,49 +23,42 @@ impl Host {
     ) {
         let recorder = self.inner.pipeline.recorder();
         for outcome in outcomes.iter().filter(|o| o.action != Action::Unchanged) {
-            let now = std::time::SystemTime::now();
+            let verdict = if outcome.applied { "applied" } else { "failed" };
             recorder.record_change(&ChangeRecord {
-                change_id: new_call_id(now),
-                at: now,
-                surface: by.as_str().to_owned(),
-                actor: actor.map(str::to_owned),
-                action: outcome.action.as_str().to_owned(),
-                server: outcome.server.clone(),
                 before: entry_of(before, &outcome.server),
                 after: entry_of(after, &outcome.server),
-                outcome: if outcome.applied { "applied" } else { "failed" }.to_owned(),
                 error: outcome.error.clone(),
+                ..ChangeRecord::now(
+                    by.as_str(),
+                    actor,
+                    outcome.action.as_str(),
+                    &outcome.server,
+                    verdict,
+                )
             });
         }
     }
 
     /// The ledger row of a change that was refused or failed.
     pub(super) fn record_refusal(&self, request: &ChangeRequest, error: &ChangeError) {
-        let now = std::time::SystemTime::now();
         let server = request.change.server();
-        let before = self.config().and_then(|config| entry_of(&config, server));
         self.inner.pipeline.recorder().record_change(&ChangeRecord {
-            change_id: new_call_id(now),
-            at: now,
-            surface: request.by.as_str().to_owned(),
-            actor: request.actor.clone(),
-            action: request.change.action().to_owned(),
-            server: server.to_owned(),
-            before,
-            after: None,
-            outcome: "refused".to_owned(),
+            before: self.config().and_then(|config| entry_of(&config, server)),
             error: Some(format!("{}: {error}", error.code())),
+            ..ChangeRecord::now(
+                request.by.as_str(),
+                request.actor.as_deref(),
+                request.change.action(),
+                server,
+                "refused",
+            )
         });
     }
 }
 
 /// A server's entry as the ledger and `servers show` see it, secrets redacted.
 pub(crate) fn entry_of(config: &Config, server: &str) -> Option<Value> {
-    config
-        .servers
-        .iter()
-        .find(|s| s.id == server)
-        .map(redacted_entry)
+    config.server(server).map(redacted_entry)
 }
 
 /// A URL without what may carry a secret: its user info and its query.
