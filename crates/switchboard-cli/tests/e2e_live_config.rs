@@ -201,14 +201,7 @@ fn calls_keep_succeeding_while_servers_come_and_go_and_no_process_is_left() {
         .map(|i| serde_json::json!([if i % 2 == 0 { "a__echo" } else { "b__echo" }, {"message": format!("m{i}")}]))
         .collect();
     let plan = Value::Array(plan).to_string();
-    let load = python_in_background(&[
-        "--era",
-        "legacy",
-        "--http",
-        &live.gateway.url,
-        "calls",
-        &plan,
-    ]);
+    let load = python_in_background(&live.client_args(&["calls", &plan]));
     let fixture = fixture();
     let mut pids = Vec::new();
     for round in 0..5 {
@@ -225,11 +218,7 @@ fn calls_keep_succeeding_while_servers_come_and_go_and_no_process_is_left() {
         assert_eq!(text_of(result), format!("m{i}"), "call {i}");
     }
     for pid in pids {
-        let gone = wait_for(Duration::from_secs(10), || (!alive(pid)).then_some(()));
-        assert!(
-            gone.is_some(),
-            "removed server's process {pid} is still running"
-        );
+        assert_exits(pid, "a removed server's process is still running");
     }
 }
 
@@ -346,8 +335,7 @@ fn a_call_outliving_the_drain_is_cancelled_readably_and_changes_reach_the_ledger
         message.contains("removed while this call was in flight"),
         "{message}"
     );
-    let gone = wait_for(Duration::from_secs(10), || (!alive(pid_b)).then_some(()));
-    assert!(gone.is_some(), "b's process outlived its drain");
+    assert_exits(pid_b, "b's process outlived its drain");
 
     // The ledger has the change: who, which surface, the entry before, its secret redacted.
     let ledger_arg = ledger.display().to_string();

@@ -77,42 +77,26 @@ impl Live {
         self.json(&["status", "--json"])
     }
 
+    /// The Python SDK client's arguments for `action` on a legacy session with the gateway.
+    pub fn client_args<'a>(&'a self, action: &[&'a str]) -> Vec<&'a str> {
+        let mut args = vec!["--era", "legacy", "--http", self.gateway.url.as_str()];
+        args.extend_from_slice(action);
+        args
+    }
+
     pub fn call(&self, tool: &str, arguments: &str) -> Value {
-        python_client(&[
-            "--era",
-            "legacy",
-            "--http",
-            &self.gateway.url,
-            "call",
-            tool,
-            arguments,
-        ])
+        python_client(&self.client_args(&["call", tool, arguments]))
     }
 
     pub fn call_output(&self, tool: &str, arguments: &str) -> Output {
-        python_client_output(&[
-            "--era",
-            "legacy",
-            "--http",
-            &self.gateway.url,
-            "call",
-            tool,
-            arguments,
-        ])
+        python_client_output(&self.client_args(&["call", tool, arguments]))
     }
 
     /// Starts `SERVER__sleep` for `ms` in the background and waits until the gateway counts
     /// it in flight on that server.
     pub fn call_in_flight(&self, id: &str, ms: u64) -> Child {
-        let slow = python_in_background(&[
-            "--era",
-            "legacy",
-            "--http",
-            &self.gateway.url,
-            "call",
-            &format!("{id}__sleep"),
-            &format!(r#"{{"ms": {ms}}}"#),
-        ]);
+        let (tool, arguments) = (format!("{id}__sleep"), format!(r#"{{"ms": {ms}}}"#));
+        let slow = python_in_background(&self.client_args(&["call", &tool, &arguments]));
         wait_status(self, "the call in flight", |status| {
             server(status, id).is_some_and(|s| s["in_flight"] == 1)
         });
@@ -122,15 +106,7 @@ impl Live {
     /// Starts the Python SDK client's `watch` (a session that waits for `list_changed`, then
     /// calls `tool`) and returns once its session is open.
     pub fn watch(&self, tool: &str, arguments: &str) -> Child {
-        let mut client = python_in_background(&[
-            "--era",
-            "legacy",
-            "--http",
-            &self.gateway.url,
-            "watch",
-            tool,
-            arguments,
-        ]);
+        let mut client = python_in_background(&self.client_args(&["watch", tool, arguments]));
         wait_ready(&mut client);
         client
     }
@@ -224,4 +200,10 @@ pub fn processes_marked(marker: &str) -> Vec<u32> {
                 && alive(*pid)
         })
         .collect()
+}
+
+/// Waits until process `pid` has exited (10 s at most), else fails the test with `what`.
+pub fn assert_exits(pid: u32, what: &str) {
+    let gone = wait_for(Duration::from_secs(10), || (!alive(pid)).then_some(()));
+    assert!(gone.is_some(), "{what} (process {pid} is still running)");
 }
