@@ -98,6 +98,7 @@ async fn apply_persists_one_entry_and_refuses_stale_revisions() {
                 name: "clock".into(),
             },
             enabled: None,
+            trust: None,
         },
     };
 
@@ -180,6 +181,7 @@ async fn a_change_that_would_make_the_file_invalid_is_refused_with_its_place() {
                 name: "clok".into(),
             },
             enabled: None,
+            trust: None,
         },
     };
     let refused = host

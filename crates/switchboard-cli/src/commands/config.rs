@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use switchboard_core::config::{Config, ProcessEnvironment};
+use switchboard_core::config::{Config, GatewayEnvironment};
 
 use crate::output::print_line;
 
@@ -19,7 +19,7 @@ pub enum ConfigCommand {
 
 pub fn run(command: ConfigCommand) -> anyhow::Result<ExitCode> {
     match command {
-        ConfigCommand::Check { file } => match Config::load(&file, &ProcessEnvironment) {
+        ConfigCommand::Check { file } => match Config::load(&file, &GatewayEnvironment::new()) {
             Ok(config) => {
                 let enabled = config.servers.iter().filter(|s| s.enabled).count();
                 print_line(&format!(

@@ -17,11 +17,11 @@ use std::path::Path;
 
 use anyhow::Context;
 use switchboard::Host;
-use switchboard_core::config::{Config, Located, ProcessEnvironment, locate};
+use switchboard_core::config::{Config, GatewayEnvironment, Located, locate};
 
 /// Finds and loads the config (lookup order in `Config` docs) and says which was used.
 pub fn load_config(explicit: Option<&Path>) -> anyhow::Result<Config> {
-    let env = ProcessEnvironment;
+    let env = GatewayEnvironment::new();
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let user_dir = user_config_dir();
     let located = locate(explicit, &env, &cwd, user_dir.as_deref())
@@ -43,7 +43,7 @@ pub fn located_config_file(explicit: Option<&Path>) -> anyhow::Result<Option<std
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let located = locate(
         explicit,
-        &ProcessEnvironment,
+        &GatewayEnvironment::new(),
         &cwd,
         user_config_dir().as_deref(),
     )

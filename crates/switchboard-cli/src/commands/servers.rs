@@ -252,6 +252,7 @@ fn entry_of(args: &EntryArgs) -> anyhow::Result<Option<ServerEntry>> {
     Ok(Some(ServerEntry {
         transport,
         enabled: None,
+        trust: None,
     }))
 }
 

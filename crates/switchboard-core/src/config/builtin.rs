@@ -9,11 +9,18 @@ use super::tree::{Node, Value};
 use super::validate::Walk;
 
 /// Built-in tool providers a config may name (kept in step with `switchboard-tools`).
-pub const BUILTINS: [&str; 4] = ["clock", "dice", "files", "memory"];
+/// `manager` exposes the server manager's tools to models.
+pub const BUILTINS: [&str; 5] = ["clock", "dice", "files", "memory", "manager"];
+
+/// The built-ins the gateway serves when no config file exists ([`super::Config::builtin_default`]):
+/// every one except `manager`, which lets models install servers and is only served when a
+/// config names it.
+pub(super) const DEFAULT_BUILTINS: [&str; 4] = ["clock", "dice", "files", "memory"];
 
 /// The settings keys of each built-in.
-const KEYS: [(&str, &[&str]); 4] = [
+const KEYS: [(&str, &[&str]); 5] = [
     ("clock", &[]),
+    ("manager", &[]),
     ("dice", &["tables_dir", "seed"]),
     ("files", &["roots", "max_read_bytes", "max_write_bytes"]),
     ("memory", &["database"]),

@@ -116,7 +116,7 @@ impl Walk<'_> {
         }
     }
 
-    fn non_negative(&mut self, node: &Node, what: &str) -> Option<f64> {
+    pub(super) fn non_negative(&mut self, node: &Node, what: &str) -> Option<f64> {
         match self.number(node) {
             Some(x) if x >= 0.0 => Some(x),
             _ => {

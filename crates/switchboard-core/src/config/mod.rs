@@ -8,12 +8,15 @@
 //! substituted in every string.
 //!
 //! Code map: `toml_tree`/`json` (text → tree), `validate` (root, `[gateway]`, typed readers),
-//! `server` and `transport` (one server), `substitute`, `duration`, `suggest` (did-you-mean),
+//! `server` and `transport` (one server), `manager` (`[manager]`), `substitute` (and the
+//! gateway's secrets file), `duration`, `suggest` (did-you-mean),
 //! `model` (the result), `problem` (located errors), `locate` (which file), `schema` (the
 //! checked-in JSON Schema).
 //!
-//! This module reads no files except in [`Config::load`] and [`locate`], and no environment
-//! except through the [`Environment`] trait. It never starts anything: it only describes.
+//! This module reads no files except in [`Config::load`], [`locate`] and the secrets file of
+//! [`GatewayEnvironment`] (which [`write_secret`] and [`remove_secrets`] change), and no
+//! environment except through the [`Environment`] trait. It never starts anything: it only
+//! describes.
 
 mod agents;
 mod builtin;
@@ -23,6 +26,7 @@ mod hooks;
 mod json;
 mod limits;
 mod locate;
+mod manager;
 mod model;
 mod problem;
 mod schema;
@@ -42,13 +46,17 @@ pub use builtin::BUILTINS;
 pub use duration::{DURATION_HINT, parse_duration};
 pub use locate::{Located, LookupStep, locate};
 pub use model::{
-    AgentConfig, ApprovalMode, BuiltinSettings, Config, CostConfig, EraPreference, Exposure,
-    GatewayConfig, HookConfig, HookEvent, LatencyConfig, LimitsConfig, QuotaConfig, RootConfig,
-    ServerConfig, ToolOverrideConfig, Transport, Trust, busy_poll_window,
+    Activation, AgentConfig, ApprovalMode, BuiltinSettings, Config, CostConfig, DEFAULT_REGISTRY,
+    EnergyConfig, EnergyRange, EraPreference, Exposure, GatewayConfig, HookConfig, HookEvent,
+    LatencyConfig, LimitsConfig, ManagerConfig, QuotaConfig, RootConfig, ServerConfig,
+    ToolOverrideConfig, Transport, Trust, busy_poll_window,
 };
 pub use problem::{ConfigErrors, Origin, Problem};
 pub use schema::native_schema;
-pub use substitute::{Environment, MapEnvironment, ProcessEnvironment};
+pub use substitute::{
+    Environment, GatewayEnvironment, MapEnvironment, ProcessEnvironment, remove_secrets,
+    write_secret,
+};
 pub use tiers::default_tiers;
 
 /// The syntax of a config file.

@@ -40,7 +40,81 @@ struct SwitchboardConfig {
     /// How latency is measured and judged.
     #[serde(skip_serializing_if = "Option::is_none")]
     latency: Option<Latency>,
+    /// The server manager: where it finds servers, how it installs and activates them, and
+    /// what its operations cost.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    manager: Option<Manager>,
 }
+
+/// The server manager: where it finds servers, how it installs and activates them, and what
+/// its operations cost.
+#[derive(JsonSchema, Default)]
+#[serde(default, deny_unknown_fields)]
+#[allow(dead_code)]
+struct Manager {
+    /// Base URLs of MCP registries (v0.1 API), searched in order (default
+    /// ["https://registry.modelcontextprotocol.io"]; [] searches none).
+    #[schemars(inner(regex(pattern = r"^(https?://|\$\{)")))]
+    registries: Option<Vec<String>>,
+    /// Local catalog files of server.json entries (relative paths are taken from the config
+    /// file's directory).
+    catalogs: Option<Vec<String>>,
+    /// What happens to a server a model asked for once it passes probation: approval
+    /// (default; it waits for an operator) or auto (activated at once).
+    activation: Option<ActivationMode>,
+    /// Operations run at once (default 2).
+    #[schemars(range(min = 1))]
+    max_concurrent: Option<u64>,
+    /// Where installed servers live (default: under $XDG_DATA_HOME/switchboard).
+    install_dir: Option<String>,
+    /// The manager's operations database (default: under $XDG_DATA_HOME/switchboard).
+    database: Option<String>,
+    /// How long registry answers are cached (default "10m").
+    registry_ttl: Option<Duration>,
+    /// How long an activation waits for an approval (default "1h").
+    approval_timeout: Option<Duration>,
+    /// The trust given to the servers it installs (default "pinned").
+    trust: Option<TrustMode>,
+    /// Energy costs of its operations.
+    energy: Option<Energy>,
+}
+
+#[derive(JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[allow(dead_code)]
+enum ActivationMode {
+    /// An operator approves each activation.
+    Approval,
+    /// Activated once it passes probation.
+    Auto,
+}
+
+/// Energy costs of the manager's operations: a cost per second, and [min, max] per operation.
+#[derive(JsonSchema, Default)]
+#[serde(default, deny_unknown_fields)]
+#[allow(dead_code)]
+struct Energy {
+    /// Cost per second an operation runs (default 2).
+    #[schemars(range(min = 0))]
+    per_second: Option<f64>,
+    /// Searching registries and catalogs (default [20, 50]).
+    search: Option<EnergyRange>,
+    /// Installing a server (default [10, 40]).
+    install: Option<EnergyRange>,
+    /// Adding a server to the config (default [5, 10]).
+    add: Option<EnergyRange>,
+    /// Testing a server (default [10, 20]).
+    test: Option<EnergyRange>,
+    /// Changing a server's settings (default [2, 5]).
+    modify: Option<EnergyRange>,
+    /// Removing a server (default [2, 5]).
+    remove: Option<EnergyRange>,
+}
+
+/// [min, max]: two numbers, 0 <= min <= max.
+#[derive(JsonSchema)]
+#[allow(dead_code)]
+struct EnergyRange(#[schemars(inner(range(min = 0)))] [f64; 2]);
 
 /// How latency is measured and judged.
 #[derive(JsonSchema, Default)]
@@ -447,6 +521,8 @@ enum Builtin {
     Files,
     /// A knowledge store in SQLite: entities, relations, facts, session summaries.
     Memory,
+    /// The server manager's tools: models search for, install and activate MCP servers.
+    Manager,
 }
 
 #[derive(JsonSchema)]

@@ -213,16 +213,21 @@ impl Walk<'_> {
     }
 
     fn trust(&mut self, node: &Node, what: &str) -> Trust {
-        match self.string(node, what).as_deref() {
-            Some("auto") | None => Trust::Auto,
-            Some("pinned") => Trust::Pinned,
-            Some(other) => {
+        self.trust_mode(node, what).unwrap_or_default()
+    }
+
+    /// `"auto"` or `"pinned"`; None after reporting a problem.
+    pub(super) fn trust_mode(&mut self, node: &Node, what: &str) -> Option<Trust> {
+        match self.string(node, what)?.as_str() {
+            "auto" => Some(Trust::Auto),
+            "pinned" => Some(Trust::Pinned),
+            other => {
                 self.problem(
                     node.pos,
                     format!("trust '{other}' is not known"),
                     Some("use \"auto\" or \"pinned\"".to_owned()),
                 );
-                Trust::Auto
+                None
             }
         }
     }

@@ -548,3 +548,93 @@ fn tiers_latency_and_tool_latency_overrides() {
     assert_eq!(defaults.tiers.len(), 3);
     assert_eq!(defaults.latency.quantile, 0.9);
 }
+
+#[test]
+fn manager_settings_and_defaults() {
+    let defaults = Config::parse("", Origin::Inline, Format::Toml, &env()).expect("empty");
+    assert_eq!(defaults.manager, ManagerConfig::default());
+    let manager = &defaults.manager;
+    assert_eq!(manager.registries, [DEFAULT_REGISTRY]);
+    assert_eq!(manager.activation, Activation::Approval);
+    assert_eq!(manager.max_concurrent, 2);
+    assert_eq!(manager.registry_ttl, Duration::from_secs(600));
+    assert_eq!(manager.approval_timeout, Duration::from_secs(3600));
+    assert_eq!(manager.trust, Trust::Pinned);
+    assert_eq!(manager.energy.per_second, 2.0);
+    assert_eq!(manager.energy.search, EnergyRange::new(20.0, 50.0));
+    assert_eq!(manager.energy.remove, EnergyRange::new(2.0, 5.0));
+
+    let text = "[manager]\nregistries = [\"http://127.0.0.1:8080\", \"${TOKEN_REGISTRY:-https://r.example/}\"]\ncatalogs = [\"catalog.json\", \"/srv/all.json\"]\nactivation = \"auto\"\nmax_concurrent = 4\ninstall_dir = \"servers\"\ndatabase = \"${HOME}/manager.db\"\nregistry_ttl = \"30s\"\napproval_timeout = 90000\ntrust = \"auto\"\n\n[manager.energy]\nper_second = 0\nsearch = [1, 1.5]\nremove = [0, 0]\n";
+    let origin = Origin::File(PathBuf::from("/etc/sb/switchboard.toml"));
+    let config = Config::parse(text, origin, Format::Toml, &env()).expect("valid");
+    let manager = config.manager;
+    assert_eq!(
+        manager.registries,
+        ["http://127.0.0.1:8080", "https://r.example/"]
+    );
+    assert_eq!(
+        manager.catalogs,
+        [
+            PathBuf::from("/etc/sb/catalog.json"),
+            PathBuf::from("/srv/all.json")
+        ]
+    );
+    assert_eq!(manager.activation, Activation::Auto);
+    assert_eq!(manager.max_concurrent, 4);
+    assert_eq!(manager.install_dir, Some(PathBuf::from("/etc/sb/servers")));
+    assert_eq!(manager.database, Some(PathBuf::from("/home/u/manager.db")));
+    assert_eq!(manager.registry_ttl, Duration::from_secs(30));
+    assert_eq!(manager.approval_timeout, Duration::from_secs(90));
+    assert_eq!(manager.trust, Trust::Auto);
+    let energy = manager.energy;
+    assert_eq!(energy.per_second, 0.0);
+    assert_eq!(energy.search, EnergyRange::new(1.0, 1.5));
+    assert_eq!(energy.remove, EnergyRange::new(0.0, 0.0));
+    assert_eq!(energy.install, EnergyConfig::default().install, "unwritten");
+
+    let none = check_ok("[manager]\nregistries = []\n", Format::Toml);
+    assert!(
+        none.manager.registries.is_empty(),
+        "[] searches no registry"
+    );
+    let json = check_ok(
+        "{\"mcpServers\": {}, \"manager\": {\"activation\": \"auto\", \"energy\": {\"add\": [1, 2]}}}",
+        Format::Json,
+    );
+    assert_eq!(json.manager.activation, Activation::Auto);
+    assert_eq!(json.manager.energy.add, EnergyRange::new(1.0, 2.0));
+}
+
+#[test]
+fn the_manager_builtin_is_named_not_default() {
+    let config = check_ok("[servers.manager]\nbuiltin = \"manager\"\n", Format::Toml);
+    assert_eq!(config.servers[0].transport, Transport::builtin("manager"));
+    assert!(
+        Config::builtin_default()
+            .servers
+            .iter()
+            .all(|server| server.id != "manager"),
+        "models get the manager only when a config names it"
+    );
+}
+
+#[test]
+fn the_documented_manager_example_is_valid() {
+    let docs = include_str!("../../../../docs/config.md");
+    let example = docs
+        .split("### The server manager")
+        .nth(1)
+        .and_then(|section| section.split("```toml\n").nth(1))
+        .and_then(|rest| rest.split("```").next())
+        .expect("docs/config.md has a [manager] example");
+    let origin = Origin::File(PathBuf::from("/etc/sb/switchboard.toml"));
+    let config = Config::parse(example, origin, Format::Toml, &env()).expect("valid");
+    let expected = ManagerConfig {
+        catalogs: vec![PathBuf::from("/etc/sb/catalog.json")],
+        install_dir: Some(PathBuf::from("/etc/sb/servers")),
+        database: Some(PathBuf::from("/etc/sb/manager.db")),
+        ..ManagerConfig::default()
+    };
+    assert_eq!(config.manager, expected, "the example shows the defaults");
+    assert_eq!(config.servers[0].transport, Transport::builtin("manager"));
+}

@@ -179,7 +179,7 @@ impl Walk<'_> {
 }
 
 /// An upstream URL: `http://` or `https://` and a host.
-fn check_url(url: &str) -> Result<(), &'static str> {
+pub(super) fn check_url(url: &str) -> Result<(), &'static str> {
     let Some((scheme, rest)) = url.split_once("://") else {
         return Err("must start with http:// or https://");
     };

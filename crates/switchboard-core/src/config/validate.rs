@@ -17,7 +17,8 @@ use super::suggest;
 use super::tree::{Node, Pos, Value};
 use super::{Format, ParsedText};
 
-pub(super) const ROOT_KEYS: [&str; 9] = [
+pub(super) const ROOT_KEYS: [&str; 10] = [
+    "manager",
     "tiers",
     "latency",
     "hooks",
@@ -94,6 +95,7 @@ pub fn validate(
         hooks: Vec::new(),
         tiers: super::tiers::default_tiers(),
         latency: super::model::LatencyConfig::default(),
+        manager: super::model::ManagerConfig::default(),
     };
     let Value::Table(entries) = &root.value else {
         walk.problem(
@@ -116,6 +118,7 @@ pub fn validate(
             "hooks" => config.hooks = walk.hooks(node),
             "tiers" => config.tiers = walk.tiers(node),
             "latency" => config.latency = walk.latency(node),
+            "manager" => config.manager = walk.manager(node),
             "agents" => config.agents = walk.agents(node, &config.capabilities),
             "gateway" => walk.gateway(node, &mut config.gateway),
             "aliases" => config.aliases = walk.string_map(node, "aliases"),

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 use switchboard_core::config::edit::{self, EntryTransport, ServerEntry};
-use switchboard_core::config::{Config, ConfigErrors, Format, Origin, ProcessEnvironment};
+use switchboard_core::config::{Config, ConfigErrors, Format, GatewayEnvironment, Origin};
 
 use super::{Applied, Change, ChangeError, LiveState};
 
@@ -75,6 +75,7 @@ fn default_text(current: &Config, format: Format) -> Result<String, ChangeError>
             let entry = ServerEntry {
                 transport: EntryTransport::Builtin { name: name.clone() },
                 enabled: (!server.enabled).then_some(false),
+                trust: None,
             };
             text = edit::add_server(&text, format, &server.id, &entry)
                 .map_err(ChangeError::from_edit)?;
@@ -126,6 +127,6 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
         text,
         Origin::from(path),
         Format::of(path),
-        &ProcessEnvironment,
+        &GatewayEnvironment::new(),
     )
 }

@@ -1,10 +1,11 @@
 //! The keys and values of a new server entry before either format writes them: the transport's
 //! keys in the order a person writes them (`command`, `args`, `env`, `cwd`; `url`, the SSE
-//! marker, `headers`; `builtin`), shared by the TOML and the JSON editors.
+//! marker, `headers`; `builtin`), then `trust`, shared by the TOML and the JSON editors.
 
 use std::collections::BTreeMap;
 
 use super::EntryTransport;
+use crate::config::Trust;
 
 /// A value of a new entry.
 pub(super) enum Field {
@@ -59,4 +60,13 @@ pub(super) fn transport_fields(
         EntryTransport::Builtin { name } => fields.push(("builtin", Field::text(name))),
     }
     fields
+}
+
+/// The `trust` key of a new entry.
+pub(super) fn trust_field(trust: Trust) -> (&'static str, Field) {
+    let text = match trust {
+        Trust::Auto => "auto",
+        Trust::Pinned => "pinned",
+    };
+    ("trust", Field::text(text))
 }

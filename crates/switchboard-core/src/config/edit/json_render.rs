@@ -2,7 +2,7 @@
 //! escaped by `serde_json`, on one line (`{"command": "npx", "args": ["-y"]}`) or one key a
 //! line.
 
-use super::fields::{Field, transport_fields};
+use super::fields::{Field, transport_fields, trust_field};
 use super::json::Form;
 use super::{EntryTransport, ServerEntry};
 
@@ -24,6 +24,7 @@ pub(super) fn fields(form: Form, id: &str, entry: &ServerEntry) -> Vec<(&'static
     // VS Code's "type" above already says "sse".
     let sse_key = (form != Form::VsCode).then_some("type");
     fields.extend(transport_fields(&entry.transport, sse_key));
+    fields.extend(entry.trust.map(trust_field));
     match (entry.enabled, form) {
         (None, _) => {}
         (Some(enabled), Form::Array) => fields.push(("enabled", Field::Bool(enabled))),

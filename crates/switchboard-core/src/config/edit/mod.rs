@@ -67,6 +67,10 @@ pub struct ServerEntry {
     /// Some(false): written disabled. None: the key is not written.
     #[serde(default)]
     pub enabled: Option<bool>,
+    /// Some: written as `trust = "pinned"` / `"trust": "pinned"`. None: the key is not
+    /// written (the server's trust is then `auto`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trust: Option<super::Trust>,
 }
 
 /// Why an edit could not be made. The text is never half-edited: an error leaves it as it was.

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use super::*;
 use crate::config::json::{self as jsonc, Kind};
-use crate::config::{Config, MapEnvironment, Origin, ServerConfig, Transport};
+use crate::config::{Config, MapEnvironment, Origin, ServerConfig, Transport, Trust};
 
 fn env() -> MapEnvironment {
     MapEnvironment(BTreeMap::from([("TOKEN".into(), "t0k".into())]))
@@ -54,6 +54,7 @@ fn github() -> ServerEntry {
             cwd: None,
         },
         enabled: None,
+        trust: None,
     }
 }
 
@@ -73,6 +74,7 @@ fn legacy_sse(enabled: Option<bool>) -> ServerEntry {
             headers: BTreeMap::from([("Authorization".into(), "Bearer ${TOKEN}".into())]),
         },
         enabled,
+        trust: None,
     }
 }
 
@@ -89,6 +91,7 @@ fn clock() -> ServerEntry {
             name: "clock".into(),
         },
         enabled: None,
+        trust: None,
     }
 }
 
@@ -97,6 +100,7 @@ fn entries_round_trip_through_serde() {
     let entry = legacy_sse(Some(false));
     let json = serde_json::to_value(&entry).expect("serializes");
     assert_eq!(json["transport"]["kind"], "sse");
+    assert!(json.get("trust").is_none(), "None is not written");
     let back: ServerEntry = serde_json::from_value(json).expect("deserializes");
     assert_eq!(back, entry);
     let minimal: ServerEntry =
@@ -112,6 +116,15 @@ fn entries_round_trip_through_serde() {
         }
     );
     assert_eq!(minimal.enabled, None);
+    assert_eq!(minimal.trust, None);
+    let pinned = ServerEntry {
+        trust: Some(Trust::Pinned),
+        ..clock()
+    };
+    let json = serde_json::to_value(&pinned).expect("serializes");
+    assert_eq!(json["trust"], "pinned");
+    let back: ServerEntry = serde_json::from_value(json).expect("deserializes");
+    assert_eq!(back, pinned);
 }
 
 /// Every prefix of some real files, through every operation: errors, never panics.

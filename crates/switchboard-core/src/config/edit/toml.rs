@@ -9,7 +9,7 @@
 use toml_edit::{Array, DocumentMut, InlineTable, Item, Table, Value};
 
 use super::diff::replay;
-use super::fields::{Field, transport_fields};
+use super::fields::{Field, transport_fields, trust_field};
 use super::toml_tables::{
     attached, keep_detached_comments, last_position, prefix_of, shift_positions,
 };
@@ -243,6 +243,7 @@ fn entry_values(entry: &ServerEntry) -> Vec<(&'static str, Value)> {
     };
     transport_fields(&entry.transport, Some("transport"))
         .into_iter()
+        .chain(entry.trust.map(trust_field))
         .map(|(key, field)| (key, value(field)))
         .chain(
             entry

@@ -11,6 +11,7 @@ use crate::config::agents::AGENT_KEYS;
 use crate::config::builtin::SETTINGS_KEYS;
 use crate::config::hooks::HOOK_KEYS;
 use crate::config::limits::LIMIT_KEYS;
+use crate::config::manager::{ENERGY_KEYS, MANAGER_KEYS};
 use crate::config::server::{SERVER_KEYS, TOOL_KEYS};
 use crate::config::tiers::LATENCY_KEYS;
 use crate::config::validate::{GATEWAY_KEYS, ROOT_KEYS};
@@ -70,6 +71,8 @@ fn schema_and_validator_know_the_same_keys() {
         ("/$defs/Limits/properties", keys(&LIMIT_KEYS, &[])),
         ("/$defs/HookEntry/properties", keys(&HOOK_KEYS, &[])),
         ("/$defs/Latency/properties", keys(&LATENCY_KEYS, &[])),
+        ("/$defs/Manager/properties", keys(&MANAGER_KEYS, &[])),
+        ("/$defs/Energy/properties", keys(&ENERGY_KEYS, &[])),
     ];
     for (pointer, expected) in cases {
         assert_eq!(properties(&schema, pointer), expected, "{pointer}");
@@ -91,6 +94,29 @@ fn the_documented_example_satisfies_the_schema() {
         .map(|e| format!("{}: {e}", e.instance_path))
         .collect();
     assert!(errors.is_empty(), "{errors:#?}");
+    let manager = docs
+        .split("### The server manager")
+        .nth(1)
+        .and_then(|section| section.split("```toml\n").nth(1))
+        .and_then(|rest| rest.split("```").next())
+        .expect("docs/config.md has a [manager] example");
+    let instance: Value = toml::from_str(manager).expect("the example is TOML");
+    let errors: Vec<String> = validator
+        .iter_errors(&instance)
+        .map(|e| format!("{}: {e}", e.instance_path))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    for bad in [
+        "activation = \"manual\"",
+        "registries = [\"ftp://x\"]",
+        "max_concurrent = 0",
+        "energy = { search = [1, 2, 3] }",
+        "energy = { add = [-1, 2] }",
+        "energy = { serch = [1, 2] }",
+    ] {
+        let bad: Value = toml::from_str(&format!("[manager]\n{bad}\n")).expect("TOML");
+        assert!(!validator.is_valid(&bad), "{bad}");
+    }
     let bad: Value = toml::from_str(
         "[gateway]\nseparatr = \"_\"\n[servers.\"a b\"]\nera = \"new\"\ncall_timeout = \"soon\"\n",
     )

@@ -468,3 +468,95 @@ fn latency_keys_are_checked_where_they_are_written() {
         ],
     );
 }
+
+#[test]
+fn manager_problems() {
+    toml(
+        "[manager]\nregistrys = []\nregistries = [\"ftp://x\", 3, \"https://\"]\ncatalogs = \"one.json\"\nactivation = \"manual\"\nmax_concurrent = 0\ninstall_dir = \"\"\nregistry_ttl = \"soon\"\napproval_timeout = \"1 fortnight\"\ntrust = \"blind\"\n",
+        &[
+            (2, 1, "unknown key 'registrys' in [manager]"),
+            (
+                3,
+                15,
+                "manager.registries[0] 'ftp://x' must start with http:// or https://",
+            ),
+            (
+                3,
+                26,
+                "manager.registries[1] must be a string, found an integer",
+            ),
+            (3, 29, "manager.registries[2] 'https://' has no host"),
+            (
+                4,
+                12,
+                "manager.catalogs must be an array of paths, found a string",
+            ),
+            (5, 14, "manager.activation 'manual' is not known"),
+            (6, 18, "manager.max_concurrent must be a positive integer"),
+            (7, 15, "manager.install_dir is empty"),
+            (8, 16, "manager.registry_ttl is not a duration"),
+            (9, 20, "manager.approval_timeout is not a duration"),
+            (10, 9, "trust 'blind' is not known"),
+        ],
+    );
+    toml(
+        "[manager.energy]\nper_second = -1\nsearch = [50, 20]\ninstall = [1]\nadd = \"5..10\"\ntest = [-1, \"x\"]\nmodfy = [2, 5]\n",
+        &[
+            (
+                2,
+                14,
+                "manager.energy.per_second must be a number of at least 0, found -1",
+            ),
+            (
+                3,
+                10,
+                "manager.energy.search: min (50) is larger than max (20)",
+            ),
+            (
+                4,
+                11,
+                "manager.energy.install must be two numbers [min, max], found 1 item",
+            ),
+            (
+                5,
+                7,
+                "manager.energy.add must be two numbers [min, max], found a string",
+            ),
+            (
+                6,
+                9,
+                "manager.energy.test[0] must be a number of at least 0, found -1",
+            ),
+            (
+                6,
+                13,
+                "manager.energy.test[1] must be a number of at least 0, found a string",
+            ),
+            (7, 1, "unknown key 'modfy' in [manager.energy]"),
+        ],
+    );
+    json(
+        "{\"mcpServers\": {},\n \"manager\": {\"energy\": 3, \"max_concurent\": 2}}",
+        &[
+            (
+                2,
+                24,
+                "manager.energy must be a table/object, found an integer",
+            ),
+            (2, 27, "unknown key 'max_concurent' in [manager]"),
+        ],
+    );
+    let errors = Config::parse(
+        "[manager]\nmax_concurent = 2\n[manager.energy]\nserch = [1, 2]\n",
+        Origin::Inline,
+        Format::Toml,
+        &env(),
+    )
+    .expect_err("misspelled");
+    let hints: Vec<&str> = errors.0.iter().filter_map(|p| p.hint.as_deref()).collect();
+    assert_eq!(
+        hints,
+        ["did you mean 'max_concurrent'?", "did you mean 'search'?"],
+        "{errors}"
+    );
+}

@@ -141,6 +141,48 @@ fn add_to_the_seeds_array_puts_the_id_first() {
 }
 
 #[test]
+fn add_writes_the_trust_in_every_form() {
+    let pinned = |entry: ServerEntry| ServerEntry {
+        trust: Some(Trust::Pinned),
+        ..entry
+    };
+    let new = add_server(JSONC, Format::Json, "github", &pinned(github())).expect("added");
+    let entry = r#"
+    "github": {
+      "command": "npx",
+      "args": ["-y", "@modelcontextprotocol/server-github"],
+      "env": {
+        "GITHUB_TOKEN": "${TOKEN}"
+      },
+      "trust": "pinned"
+    },"#;
+    assert_eq!(new, after(JSONC, "}, // built in", entry));
+    assert_eq!(
+        server(&json(&new), "github").expect("github").trust,
+        Trust::Pinned
+    );
+
+    let new = add_server(VSCODE, Format::Json, "legacy", &pinned(legacy_sse(None))).expect("added");
+    let entry = ",\n\t\t\"legacy\": { \"type\": \"sse\", \"url\": \"http://127.0.0.1:9001/sse\", \"headers\": { \"Authorization\": \"Bearer ${TOKEN}\" }, \"trust\": \"pinned\" }";
+    assert_eq!(new, after(VSCODE, "\"args\": [\"x\"] }", entry));
+    assert_eq!(
+        server(&json(&new), "legacy").expect("legacy").trust,
+        Trust::Pinned
+    );
+
+    let disabled = ServerEntry {
+        enabled: Some(false),
+        ..pinned(clock())
+    };
+    let new = add_server(SEEDS, Format::Json, "clock", &disabled).expect("added");
+    let entry = ",\n  {\"id\": \"clock\", \"builtin\": \"clock\", \"trust\": \"pinned\", \"enabled\": false}";
+    assert_eq!(new, after(SEEDS, "\"https://example.com/mcp\"}", entry));
+    let clock = json(&new);
+    let clock = server(&clock, "clock").expect("clock");
+    assert_eq!((clock.trust, clock.enabled), (Trust::Pinned, false));
+}
+
+#[test]
 fn add_to_empty_files_and_files_without_servers() {
     let new = add_server("", Format::Json, "clock", &clock()).expect("added");
     assert_eq!(

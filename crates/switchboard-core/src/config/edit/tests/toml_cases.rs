@@ -92,6 +92,40 @@ enabled = false
 }
 
 #[test]
+fn add_writes_the_trust_after_the_transport() {
+    let pinned = ServerEntry {
+        trust: Some(Trust::Pinned),
+        enabled: Some(false),
+        ..github()
+    };
+    let new = add_server(FILE, Format::Toml, "github", &pinned).expect("added");
+    let entry = r#"
+[servers.github]
+command = "npx"
+args = ["-y", "@modelcontextprotocol/server-github"]
+env = { GITHUB_TOKEN = "${TOKEN}" }
+trust = "pinned"
+enabled = false
+"#;
+    assert_eq!(new, after(FILE, "builtin = \"clock\"\n", entry));
+    assert_eq!(
+        server(&toml(&new), "github").expect("github").trust,
+        Trust::Pinned
+    );
+
+    let auto = ServerEntry {
+        trust: Some(Trust::Auto),
+        ..clock()
+    };
+    let new = add_server("", Format::Toml, "clock", &auto).expect("added");
+    assert_eq!(
+        new,
+        "[servers.clock]\nbuiltin = \"clock\"\ntrust = \"auto\"\n"
+    );
+    assert_eq!(toml(&new).servers[0].trust, Trust::Auto);
+}
+
+#[test]
 fn add_to_a_file_without_servers_goes_at_the_end() {
     let text = "# settings only\n[gateway]\nseparator = \".\"\n# the end\n";
     let new = add_server(text, Format::Toml, "clock", &clock()).expect("added");
