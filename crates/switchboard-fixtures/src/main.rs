@@ -5,14 +5,16 @@
 //! Modes: `echo` (a tool set for calls, progress, cancellation and list changes, optionally
 //! slow to start and in either protocol era), `latency` (tools of known latency), `http-echo`
 //! (the echo tools over HTTP), `forward` (the bare forwarder the benchmarks measure gateways
-//! against), `paginate`, `replay` (a catalog file), and the faults `exit-immediately`,
-//! `hang`, `garbage` and `crash-after`.
+//! against), `paginate`, `replay` (a catalog file), `registry` (the MCP Registry's v0.1 read
+//! API over a directory of `server.json` files, not MCP itself), and the faults
+//! `exit-immediately`, `hang`, `garbage` and `crash-after`.
 
 mod conformance;
 mod forward;
 mod http;
 mod input_rounds;
 mod latency;
+mod registry;
 mod server;
 mod tools;
 
@@ -77,6 +79,15 @@ enum Mode {
         #[arg(last = true, required_unless_present = "upstream")]
         command: Vec<String>,
     },
+    /// The MCP Registry's v0.1 read API on 127.0.0.1 over the `*.json` files in DIR (each a
+    /// server.json or `{server, _meta}`), re-read on every request; `GET /requests` counts
+    /// the others. Port 0: any free port; the address is printed on stdout.
+    Registry {
+        #[arg(long)]
+        dir: PathBuf,
+        #[arg(long, default_value_t = 0)]
+        port: u16,
+    },
     /// tool_000 … tool_N-1, listed in pages.
     Paginate {
         #[arg(long, default_value_t = 250)]
@@ -116,6 +127,7 @@ fn main() {
             server::serve(server::Options::new(name, era, tools::Toolset::echo()))
         }
         Mode::HttpEcho { port } => http::serve(port),
+        Mode::Registry { dir, port } => registry::serve(dir, port),
         Mode::Forward {
             port,
             upstream,
