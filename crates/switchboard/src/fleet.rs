@@ -157,6 +157,8 @@ pub enum Surface {
     File,
     /// `switchboard reload`, SIGHUP.
     Reload,
+    /// The server manager (`switchboard::manager`), for whoever asked it.
+    Manager,
 }
 
 impl Surface {
@@ -168,6 +170,7 @@ impl Surface {
             Self::Library => "library",
             Self::File => "file",
             Self::Reload => "reload",
+            Self::Manager => "manager",
         }
     }
 }

@@ -28,6 +28,7 @@ mod host;
 pub mod latency;
 mod listing_fit;
 pub mod live;
+pub mod manager;
 mod meta_tools;
 pub mod pins;
 pub mod private_file;
@@ -50,6 +51,7 @@ pub use listing_fit::ListingMode;
 pub use live::{
     Change, ChangeError, ChangeReport, ChangeRequest, LiveOptions, LiveStatus, Stamp, Surface,
 };
+pub use manager::Manager;
 pub use result_shaping::{DEFAULT_MAX_RESULT_TOKENS, TokenCounter};
 /// The seed's tier selector: a turn's context (utterance or STT partial, first turn, queue
 /// depth, time since the last DEEP answer, an explicit command) → a tier, by keyword rules.

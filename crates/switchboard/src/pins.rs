@@ -120,6 +120,32 @@ impl PinStore {
         }
     }
 
+    /// Pins `tools` of `server` as they are now, replacing whatever was pinned for that
+    /// server before: the definitions a probation vetted become the ones its tools are held
+    /// to (the server manager calls this before it adds a server it vetted).
+    pub fn seed(&self, server: &str, tools: &[ListedTool]) {
+        let now_ms = crate::fleet::unix_ms();
+        self.with(|state| {
+            let prefix = key(server, "");
+            state.stored.pins.retain(|k, _| !k.starts_with(&prefix));
+            state.quarantined.retain(|_, q| q.server != server);
+            for listed in tools {
+                let definition = pinned_fields(&listed.definition);
+                state.stored.pins.insert(
+                    key(server, &listed.definition.name),
+                    Pin {
+                        fingerprint: fingerprint(&definition),
+                        definition,
+                        pinned_at_ms: now_ms,
+                    },
+                );
+            }
+        });
+        if let Err(error) = self.save() {
+            tracing::warn!("{error}");
+        }
+    }
+
     /// Judges a pinned server's tools: a tool seen for the first time is pinned; one that
     /// differs from its pin is quarantined. Returns the quarantined tools with the reason.
     pub fn judge(&self, server: &ServerId, tools: &[ListedTool]) -> BTreeMap<String, String> {
@@ -258,6 +284,12 @@ fn pinned_fields(definition: &switchboard_core::ToolDefinition) -> Value {
         }
     }
     Value::Object(fields)
+}
+
+/// The fingerprint a tool's definition is pinned by (name, title, description, schemas,
+/// annotations).
+pub fn definition_fingerprint(definition: &switchboard_core::ToolDefinition) -> String {
+    fingerprint(&pinned_fields(definition))
 }
 
 /// SHA-256 of the canonical JSON (keys sorted at every level), so a server that merely

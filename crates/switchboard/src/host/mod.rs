@@ -88,6 +88,9 @@ pub struct HostOptions {
     /// Pinned tool definitions, for servers with `trust = "pinned"` (`None`: nothing is
     /// pinned, every definition is served).
     pub pins: Option<Arc<crate::pins::PinStore>>,
+    /// The server manager's operations database (`None`: `[manager] database`, else
+    /// [`crate::manager::default_database_path`]).
+    pub manager_database: Option<std::path::PathBuf>,
 }
 
 impl Default for HostOptions {
@@ -112,6 +115,7 @@ impl Default for HostOptions {
             tool_settings: std::collections::HashMap::new(),
             latency_database: None,
             pins: None,
+            manager_database: None,
         }
     }
 }
@@ -174,6 +178,8 @@ pub(crate) struct Inner {
     pub(crate) latency: Arc<LatencyBudget>,
     pub(crate) pipeline: Pipeline,
     pub(crate) options: HostOptions,
+    /// The server manager, set once the Host runs (its built-in provider holds the slot).
+    pub(crate) manager: crate::manager::ManagerSlot,
 }
 
 /// A running Host. Cheap to clone.
@@ -185,6 +191,15 @@ pub struct Host {
 impl Host {
     /// Starts every server in parallel and returns at once; see [`Host::ready`].
     pub fn start(plans: Vec<ServerPlan>, options: HostOptions) -> Self {
+        Self::start_linked(plans, options, crate::manager::ManagerSlot::default())
+    }
+
+    /// [`Host::start`], with the slot its `manager` built-ins find the manager in.
+    pub(crate) fn start_linked(
+        plans: Vec<ServerPlan>,
+        options: HostOptions,
+        manager: crate::manager::ManagerSlot,
+    ) -> Self {
         let inner = Arc::new_cyclic(|weak: &Weak<Inner>| {
             let started = Stamp::now(Surface::Startup);
             let members = plans
@@ -236,6 +251,7 @@ impl Host {
                     options.governance.clone(),
                 ),
                 options,
+                manager,
             }
         });
         inner.rebuild();
@@ -379,6 +395,9 @@ impl Host {
     /// Stops every server (killing child process groups), those still draining too, after
     /// saving latency stats.
     pub async fn shutdown(&self) {
+        if let Some(manager) = self.manager() {
+            manager.shutdown().await;
+        }
         if let Err(error) = self.inner.latency.save() {
             tracing::warn!(%error, "latency stats were not saved");
         }

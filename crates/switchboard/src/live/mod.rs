@@ -18,7 +18,7 @@
 mod change;
 mod file;
 mod offline;
-mod probe;
+pub(crate) mod probe;
 mod reconcile;
 mod record;
 mod reload;

@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde::Serialize;
 use switchboard_core::ServerId;
 use switchboard_core::config::edit::{self, ServerEntry};
-use switchboard_core::config::{Config, Format, Origin, ProcessEnvironment};
+use switchboard_core::config::{Config, Format, GatewayEnvironment, Origin};
 use switchboard_mcp::upstream::{ServerState, Supervisor, SupervisorObserver};
 use tokio::time::Instant;
 
@@ -118,14 +118,19 @@ pub async fn test_server(
 
 /// A config holding only `entry` as `server`, under the running gateway's settings,
 /// validated like a file.
-fn config_of_entry(
+pub(crate) fn config_of_entry(
     server: &str,
     entry: &ServerEntry,
     running: Option<&Config>,
 ) -> Result<Config, ChangeError> {
     let text = edit::add_server("", Format::Toml, server, entry).map_err(ChangeError::from_edit)?;
-    let mut config = Config::parse(&text, Origin::Inline, Format::Toml, &ProcessEnvironment)
-        .map_err(super::invalid)?;
+    let mut config = Config::parse(
+        &text,
+        Origin::Inline,
+        Format::Toml,
+        &GatewayEnvironment::new(),
+    )
+    .map_err(super::invalid)?;
     if let Some(running) = running {
         config.gateway = running.gateway.clone();
     }

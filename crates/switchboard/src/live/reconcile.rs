@@ -113,7 +113,7 @@ impl Host {
                                 == crate::assemble::connection_fingerprint(server)
                     })
                     .map(|old| old.plan.spec.endpoint.clone());
-                crate::assemble::plan_reusing(config, server, kept)
+                crate::assemble::plan_reusing(config, server, kept, &self.inner.manager)
             })
             .collect::<Result<Vec<_>, _>>()
             .map_err(|error| ChangeError::Invalid(vec![error.0]))?;
@@ -441,6 +441,15 @@ pub(super) fn needs_restart(started: &Config, new: &Config) -> Vec<String> {
     );
     check(started.tiers != new.tiers, "tiers");
     check(started.latency != new.latency, "latency");
+    // The rest of [manager] is read by each operation as it starts.
+    check(
+        started.manager.max_concurrent != new.manager.max_concurrent,
+        "manager.max_concurrent",
+    );
+    check(
+        started.manager.database != new.manager.database,
+        "manager.database",
+    );
     let tokens = |config: &Config| {
         config
             .agents

@@ -1,0 +1,270 @@
+//! The server manager end to end, the way a model uses it: the official Python SDK client,
+//! through a real gateway over Streamable HTTP, searches a registry (the project's registry
+//! fixture speaking the MCP Registry v0.1 API), requests the reference memory server, answers
+//! its required inputs by elicitation (one of them a secret), follows the operation's
+//! progress while npm really installs the package (from npm's cache: the setup script warms
+//! it, and the gateway runs npm offline so the test talks only to loopback), and, once an
+//! operator approves the activation, gets `tools/list_changed` and calls the new tool. The
+//! secret ends up in the secrets file only — never in the config, the ledger, the operations
+//! database, the gateway's log or `status`.
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::*;
+
+/// The package the test installs; scripts/install-test-deps.sh puts it in npm's cache.
+const MEMORY_PACKAGE: &str = "@modelcontextprotocol/server-memory";
+const MEMORY_VERSION: &str = "2026.8.31";
+const REGISTRY_NAME: &str = "io.github.modelcontextprotocol/server-memory";
+const SECRET: &str = "tok-e2e-5ecret-7d1f";
+
+/// A child process killed when the test ends, however it ends.
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `switchboard-fixture registry --dir DIR`, and its URL.
+fn registry(dir: &Path) -> (Killed, String) {
+    let mut child = Command::new(fixture())
+        .args(["registry", "--dir"])
+        .arg(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the registry fixture");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut line = String::new();
+    BufReader::new(stdout).read_line(&mut line).expect("read");
+    let address = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("the registry fixture said {line:?}"))
+        .to_owned();
+    (Killed(child), format!("http://{address}"))
+}
+
+/// The gateway, with npm offline and every file of the manager's in `dir`; its stderr goes
+/// to `dir/gateway.log`.
+fn gateway(dir: &Path, config: &Path) -> (Killed, String) {
+    let log = std::fs::File::create(dir.join("gateway.log")).expect("log file");
+    let mut child = Command::new(switchboard())
+        .arg("--config")
+        .arg(config)
+        .args(["serve", "--http", "127.0.0.1:0", "--admin-file"])
+        .arg(dir.join("admin.json"))
+        .env("PATH", node_path())
+        .env("npm_config_offline", "true")
+        .env("npm_config_update_notifier", "false")
+        .env("SWITCHBOARD_SECRETS", dir.join("secrets.env"))
+        .env("XDG_DATA_HOME", dir.join("data"))
+        .env("RUST_LOG", "info")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(log))
+        .spawn()
+        .expect("start the gateway");
+    let url = wait_for(Duration::from_secs(30), || {
+        let text = std::fs::read_to_string(dir.join("gateway.log")).ok()?;
+        text.lines()
+            .find_map(|line| line.strip_prefix("switchboard: listening on "))
+            .map(|url| url.trim().to_owned())
+    });
+    match url {
+        Some(url) => (Killed(child), url),
+        None => {
+            let _ = child.kill();
+            panic!(
+                "the gateway did not listen:\n{}",
+                std::fs::read_to_string(dir.join("gateway.log")).unwrap_or_default()
+            );
+        }
+    }
+}
+
+fn write_registry_entry(dir: &Path) {
+    let entry = json!({
+        "name": REGISTRY_NAME,
+        "title": "Memory",
+        "description": "Knowledge-graph memory for the model (the MCP reference server)",
+        "version": MEMORY_VERSION,
+        "packages": [{
+            "registryType": "npm",
+            "identifier": MEMORY_PACKAGE,
+            "version": MEMORY_VERSION,
+            "transport": {"type": "stdio"},
+            "environmentVariables": [
+                {"name": "MEMORY_FILE_PATH", "description": "Where the graph is kept", "isRequired": true},
+                {"name": "MEMORY_API_TOKEN", "description": "A token (the test's secret)", "isRequired": true, "isSecret": true}
+            ]
+        }]
+    });
+    std::fs::write(dir.join("memory.json"), entry.to_string()).expect("write entry");
+}
+
+fn cli(dir: &Path, config: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(switchboard())
+        .arg("--config")
+        .arg(config)
+        .args(args)
+        .arg("--admin-file")
+        .arg(dir.join("admin.json"))
+        .env("SWITCHBOARD_SECRETS", dir.join("secrets.env"))
+        .env("XDG_DATA_HOME", dir.join("data"))
+        .output()
+        .expect("run switchboard")
+}
+
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return files;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            if path.file_name().is_some_and(|n| n == "servers") {
+                continue; // the installed package itself
+            }
+            files.extend(files_under(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}
+
+#[test]
+fn a_model_finds_requests_and_uses_a_server_an_operator_approved() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    let entries = root.join("registry");
+    std::fs::create_dir_all(&entries).expect("registry dir");
+    write_registry_entry(&entries);
+    let (_registry, registry_url) = registry(&entries);
+    let config = write_config(
+        root,
+        &format!(
+            "[gateway]\nledger = \"ledger.db\"\ncall_timeout = \"90s\"\n\n\
+             [manager]\nregistries = [{}]\ninstall_dir = \"servers\"\ndatabase = \"operations.db\"\n\n\
+             [servers.manager]\nbuiltin = \"manager\"\n",
+            quoted(&registry_url)
+        ),
+    );
+    let (_gateway, url) = gateway(root, &config);
+    let graph = root.join("graph.jsonl");
+    let answers =
+        json!({"MEMORY_FILE_PATH": graph.display().to_string(), "MEMORY_API_TOKEN": SECRET});
+    let mut client = Command::new(venv_bin().join("python"))
+        .arg(repo_root().join("e2e/py/manager_flow.py"))
+        .args(["--http", &url, "--elicit-values", &answers.to_string()])
+        .args(["memory", REGISTRY_NAME, "server-memory__read_graph", "{}"])
+        .env("PATH", node_path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the Python client");
+    // The operator approves once the client sees the operation wait for it.
+    let stderr = client.stderr.take().expect("stderr");
+    let mut said = Vec::new();
+    for line in BufReader::new(stderr).lines() {
+        let line = line.expect("read the client's stderr");
+        if let Some(id) = line.strip_prefix("approval: ") {
+            let listed = cli(root, &config, &["approvals", "list", "--json"]);
+            let approvals: Value = serde_json::from_slice(&listed.stdout).expect("approvals JSON");
+            assert!(
+                approvals
+                    .as_array()
+                    .is_some_and(|a| a.iter().any(|p| p["id"] == id && p["server"] == "manager")),
+                "the activation waits in the operator queue: {approvals}"
+            );
+            let approved = cli(root, &config, &["approvals", "approve", id]);
+            assert!(
+                approved.status.success(),
+                "{}",
+                String::from_utf8_lossy(&approved.stderr)
+            );
+        }
+        said.push(line);
+    }
+    let output = client.wait_with_output().expect("the client ends");
+    let log = std::fs::read_to_string(root.join("gateway.log")).unwrap_or_default();
+    assert!(
+        output.status.success(),
+        "the model's flow failed:\n{}\n--- gateway log ---\n{log}",
+        said.join("\n")
+    );
+    let flow: Value = serde_json::from_slice(&output.stdout).expect("the flow's JSON");
+    assert!(
+        said.iter()
+            .any(|l| l.starts_with("elicited: ") && l.contains("MEMORY_API_TOKEN")),
+        "the inputs were asked by elicitation: {said:?}"
+    );
+    assert!(
+        !flow["progress"].as_array().is_none_or(Vec::is_empty),
+        "progress reached the client: {flow}"
+    );
+    assert_eq!(flow["operation"]["state"], "completed", "{flow}");
+    assert!(
+        flow["operation"]["energy"].as_f64().unwrap_or(0.0) > 0.0,
+        "the work cost energy: {flow}"
+    );
+    assert_eq!(flow["notified"], true, "tools/list_changed came: {flow}");
+    let after: Vec<&str> = flow["after"]
+        .as_array()
+        .expect("after")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(after.contains(&"server-memory__read_graph"), "{after:?}");
+    assert_eq!(
+        flow["result"]["isError"], false,
+        "the new tool answers: {flow}"
+    );
+
+    // The entry was written pinned, with the secret as a reference only.
+    let text = std::fs::read_to_string(&config).expect("config");
+    assert!(text.contains("[servers.server-memory]"), "{text}");
+    assert!(text.contains("trust = \"pinned\""), "{text}");
+    assert!(
+        text.contains("${SWITCHBOARD_SECRET_SERVER_MEMORY_MEMORY_API_TOKEN}"),
+        "{text}"
+    );
+    assert!(
+        root.join("servers/server-memory").is_dir(),
+        "installed into its own directory"
+    );
+
+    // The secret is in the secrets file (0600) and nowhere else.
+    let secrets = root.join("secrets.env");
+    let kept = std::fs::read_to_string(&secrets).expect("secrets file");
+    assert!(kept.contains(SECRET));
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&secrets)
+        .expect("meta")
+        .permissions()
+        .mode()
+        & 0o777;
+    assert_eq!(mode, 0o600);
+    let status = cli(root, &config, &["status", "--json"]);
+    assert!(!String::from_utf8_lossy(&status.stdout).contains(SECRET));
+    for file in files_under(root).into_iter().filter(|f| *f != secrets) {
+        let bytes = std::fs::read(&file).unwrap_or_default();
+        assert!(
+            !bytes.windows(SECRET.len()).any(|w| w == SECRET.as_bytes()),
+            "the secret leaked into {}",
+            file.display()
+        );
+    }
+}

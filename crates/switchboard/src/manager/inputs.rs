@@ -1,0 +1,195 @@
+//! A server's required inputs (`environmentVariables` and headers of its `server.json`):
+//! which are still missing, asking the client for them by elicitation, and keeping secrets
+//! out of everything but the gateway's secrets file. A secret is written there at once
+//! (mode 0600) under `SWITCHBOARD_SECRET_<SERVER>_<NAME>`, and the server's config entry
+//! refers to it as `${…}`; the value never reaches an operation, the ledger, a log line or
+//! `status`.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value, json};
+use switchboard_core::CallContext;
+use switchboard_core::config::{Environment, GatewayEnvironment};
+use switchboard_registry::Input;
+
+/// The secrets-file key of input `name` of server `server`.
+pub(crate) fn secret_key(server: &str, name: &str) -> String {
+    let clean = |text: &str| -> String {
+        text.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() {
+                    c.to_ascii_uppercase()
+                } else {
+                    '_'
+                }
+            })
+            .collect()
+    };
+    format!("SWITCHBOARD_SECRET_{}_{}", clean(server), clean(name))
+}
+
+/// The prefix of every secret of `server` (for removing them with it).
+pub(crate) fn secret_prefix(server: &str) -> String {
+    let key = secret_key(server, "");
+    key.trim_end_matches('_').to_owned() + "_"
+}
+
+fn has_secret(server: &str, name: &str) -> bool {
+    GatewayEnvironment::new()
+        .var(&secret_key(server, name))
+        .is_some()
+}
+
+/// The inputs that have neither a value, nor a default, nor (for a secret) a stored value.
+/// Only required ones count unless `all`.
+pub(crate) fn missing<'a>(
+    server: &str,
+    inputs: &'a [Input],
+    values: &BTreeMap<String, String>,
+) -> Vec<&'a Input> {
+    inputs
+        .iter()
+        .filter(|input| input.required)
+        .filter(|input| input.default.is_none())
+        .filter(|input| !values.contains_key(&input.name))
+        .filter(|input| !(input.secret && has_secret(server, &input.name)))
+        .collect()
+}
+
+/// Takes values given for `server`'s inputs: secrets are written to the secrets file, the
+/// rest are returned (to be written into the config entry). Unknown names are refused.
+pub(crate) fn accept(
+    server: &str,
+    inputs: &[Input],
+    given: BTreeMap<String, String>,
+) -> Result<BTreeMap<String, String>, String> {
+    let mut plain = BTreeMap::new();
+    for (name, value) in given {
+        let Some(input) = inputs.iter().find(|input| input.name == name) else {
+            let known: Vec<&str> = inputs.iter().map(|i| i.name.as_str()).collect();
+            return Err(format!(
+                "the server takes no input '{name}' (its inputs: {})",
+                if known.is_empty() {
+                    "none".to_owned()
+                } else {
+                    known.join(", ")
+                }
+            ));
+        };
+        if !input.choices.is_empty() && !input.choices.contains(&value) {
+            return Err(format!(
+                "input '{name}' must be one of {}",
+                input.choices.join(", ")
+            ));
+        }
+        if input.secret {
+            let path = GatewayEnvironment::default_secrets_path();
+            switchboard_core::config::write_secret(&path, &secret_key(server, &name), &value)
+                .map_err(|error| {
+                    format!("cannot keep the secret in {}: {error}", path.display())
+                })?;
+        } else {
+            plain.insert(name, value);
+        }
+    }
+    Ok(plain)
+}
+
+/// What the config entry gets for each input: a secret as a `${…}` reference, the others
+/// as their value or default (inputs with neither are left out).
+pub(crate) fn entries(
+    server: &str,
+    inputs: &[Input],
+    values: &BTreeMap<String, String>,
+) -> BTreeMap<String, String> {
+    inputs
+        .iter()
+        .filter_map(|input| {
+            let value = if input.secret && has_secret(server, &input.name) {
+                format!("${{{}}}", secret_key(server, &input.name))
+            } else {
+                values
+                    .get(&input.name)
+                    .or(input.default.as_ref())?
+                    .replace('$', "$$")
+            };
+            Some((input.name.clone(), value))
+        })
+        .collect()
+}
+
+/// Asks the calling client for `wanted` by elicitation, when it declared it can answer.
+/// `Ok(None)` when it cannot (the operator is asked instead); the values otherwise, secrets
+/// already written to the secrets file.
+pub(crate) async fn elicit(
+    server: &str,
+    inputs: &[Input],
+    wanted: &[&Input],
+    ctx: &CallContext,
+) -> Result<Option<BTreeMap<String, String>>, String> {
+    let Some(caller) = ctx
+        .caller
+        .as_ref()
+        .filter(|c| c.supports("elicitation/create"))
+    else {
+        return Ok(None);
+    };
+    let mut properties = Map::new();
+    for input in wanted {
+        let mut property = json!({"type": "string", "title": input.name});
+        if let Some(description) = &input.description {
+            property["description"] = json!(description);
+        }
+        if !input.choices.is_empty() {
+            property["enum"] = json!(input.choices);
+        }
+        properties.insert(input.name.clone(), property);
+    }
+    let names: Vec<&str> = wanted.iter().map(|i| i.name.as_str()).collect();
+    let params = json!({
+        "message": format!(
+            "Server '{server}' needs {} to run. Values are kept by the gateway, never shown to the model.",
+            names.join(", ")
+        ),
+        "requestedSchema": {"type": "object", "properties": properties, "required": names},
+    });
+    let answer = caller
+        .request("elicitation/create", params)
+        .await
+        .map_err(|error| format!("the client could not answer: {}", error.message))?;
+    if answer.get("action").and_then(Value::as_str) != Some("accept") {
+        return Err(format!(
+            "the client did not give the inputs ({})",
+            answer
+                .get("action")
+                .and_then(Value::as_str)
+                .unwrap_or("no answer")
+        ));
+    }
+    let given: BTreeMap<String, String> = answer
+        .get("content")
+        .and_then(Value::as_object)
+        .map(|content| {
+            content
+                .iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+                .collect()
+        })
+        .unwrap_or_default();
+    accept(server, inputs, given).map(Some)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secret_keys_are_environment_names() {
+        assert_eq!(
+            secret_key("my-server", "api.key"),
+            "SWITCHBOARD_SECRET_MY_SERVER_API_KEY"
+        );
+        assert!(secret_key("a", "B").starts_with(&secret_prefix("a")));
+        assert!(!secret_key("ab", "B").starts_with(&secret_prefix("a")));
+    }
+}

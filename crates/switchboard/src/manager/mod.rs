@@ -1,0 +1,701 @@
+//! The server manager: a worker that finds, installs, vets and adds MCP servers in the
+//! background — the "MCP sub-agent" of the Effort-Regulation design — while calls through
+//! the gateway go on. The model reaches it through the `manager` built-in's tools
+//! ([`tools`]), the operator through `switchboard install` / `operations` and the admin
+//! endpoint, a program through [`Manager`] itself.
+//!
+//! Every piece of work is an [`Operation`] (a ULID, a priority, a state, progress with a
+//! message per step, the energy it consumed, a result or a readable error), queued in
+//! priority order and run on its own task, at most `[manager] max_concurrent` at once; any
+//! can be cancelled, and a cancelled install leaves nothing behind. Operations are kept in
+//! SQLite ([`store`]), so their history survives a restart.
+//!
+//! Code map: [`operation`] (the vocabulary), [`store`] (the database), [`energy`] (costs and
+//! the drain), `work` (what each kind of operation does), `vet` (probation before a server's
+//! tools reach a model), `inputs` (a server's required inputs, secrets kept out of the
+//! ledger), [`tools`] (the built-in provider).
+
+pub mod energy;
+mod inputs;
+pub mod operation;
+pub mod store;
+pub mod tools;
+mod vet;
+mod work;
+
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::time::{Duration, Instant, SystemTime};
+
+use serde_json::Value;
+use switchboard_core::config::ManagerConfig;
+use tokio::sync::{mpsc, watch};
+use tokio_util::sync::CancellationToken;
+
+use crate::host::{Host, Inner};
+pub use energy::Drain;
+pub use operation::{
+    Activation, Message, MessageKind, Modification, Operation, Priority, Request, Requester, State,
+    Step, Waiting, Work,
+};
+pub use store::{Installed, StoreError};
+pub use vet::VetReport;
+
+/// Where the running Host's manager is found by the built-in provider, which is built before
+/// the Host it belongs to.
+pub(crate) type ManagerSlot = Arc<OnceLock<Manager>>;
+
+/// Why the manager refused or could not do what was asked.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ManagerError {
+    #[error("no operation '{0}' (switchboard operations list)")]
+    NotFound(String),
+    #[error("operation {id} is already {state}")]
+    Finished { id: String, state: &'static str },
+    #[error("operation {0} is not waiting for input")]
+    NotWaiting(String),
+    #[error("{0}")]
+    Refused(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("the gateway is shutting down")]
+    Gone,
+}
+
+impl ManagerError {
+    /// A stable code for programs.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::NotFound(_) => "not_found",
+            Self::Finished { .. } => "finished",
+            Self::NotWaiting(_) => "not_waiting",
+            Self::Refused(_) => "refused",
+            Self::Store(_) => "io",
+            Self::Gone => "gone",
+        }
+    }
+}
+
+/// The manager of one Host. Cheap to clone.
+#[derive(Clone)]
+pub struct Manager {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    host: Weak<Inner>,
+    database: PathBuf,
+    max_concurrent: usize,
+    store: Mutex<Option<store::Store>>,
+    /// Operations of this run that are not over, with what drives them.
+    active: Mutex<BTreeMap<String, Active>>,
+    queue: Mutex<Queue>,
+    messages: Mutex<VecDeque<Message>>,
+    meter: energy::Meter,
+    /// Bumped at every change of any operation (waiters and progress streams follow it).
+    changed: watch::Sender<u64>,
+    registry: Mutex<Option<(String, switchboard_registry::Registry)>>,
+    /// Operations of this run that ended, newest last (the history beyond is in the store).
+    finished: Mutex<VecDeque<Operation>>,
+}
+
+struct Active {
+    operation: Operation,
+    cancel: CancellationToken,
+    /// Why it was cancelled, once it was.
+    cancel_reason: Option<String>,
+    /// Where values for its inputs go while it waits for them.
+    inputs: Option<mpsc::UnboundedSender<BTreeMap<String, String>>>,
+}
+
+#[derive(Default)]
+struct Queue {
+    waiting: BinaryHeap<Queued>,
+    running: usize,
+    sequence: u64,
+}
+
+#[derive(PartialEq, Eq)]
+struct Queued {
+    priority: Priority,
+    sequence: u64,
+    id: String,
+}
+
+impl Ord for Queued {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        // Highest priority first, then the oldest.
+        self.priority
+            .cmp(&other.priority)
+            .then_with(|| other.sequence.cmp(&self.sequence))
+    }
+}
+
+impl PartialOrd for Queued {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+const MESSAGES_KEPT: usize = 1000;
+const FINISHED_KEPT: usize = 200;
+/// How long a stopping gateway waits for cancelled operations to clean up.
+const SHUTDOWN_WAIT: Duration = Duration::from_secs(5);
+
+pub(crate) fn now_ms() -> u64 {
+    crate::fleet::unix_ms()
+}
+
+impl Manager {
+    /// The manager of the Host behind `host`; its database is opened now only if it exists
+    /// (then the operations the last run left unfinished are marked failed).
+    pub(crate) fn start(host: Weak<Inner>, config: &ManagerConfig, database: PathBuf) -> Self {
+        let (changed, _) = watch::channel(0);
+        let manager = Self {
+            shared: Arc::new(Shared {
+                host,
+                database,
+                max_concurrent: config.max_concurrent.max(1),
+                store: Mutex::new(None),
+                active: Mutex::default(),
+                queue: Mutex::default(),
+                messages: Mutex::default(),
+                meter: energy::Meter::default(),
+                changed,
+                registry: Mutex::new(None),
+                finished: Mutex::default(),
+            }),
+        };
+        if manager.shared.database.exists() {
+            match manager.with_store(|store| store.fail_interrupted(now_ms())) {
+                Ok(0) => {}
+                Ok(count) => tracing::warn!(
+                    count,
+                    "operations left unfinished by the last run were marked failed"
+                ),
+                Err(error) => tracing::error!("{error}"),
+            }
+        }
+        manager
+    }
+
+    /// Where the operations are kept.
+    pub fn database(&self) -> &std::path::Path {
+        &self.shared.database
+    }
+
+    pub(crate) fn host(&self) -> Option<Host> {
+        self.shared.host.upgrade().map(|inner| Host { inner })
+    }
+
+    fn with_store<T>(
+        &self,
+        f: impl FnOnce(&store::Store) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let mut slot = lock(&self.shared.store);
+        if slot.is_none() {
+            *slot = Some(store::Store::open(&self.shared.database)?);
+        }
+        match slot.as_ref() {
+            Some(store) => f(store),
+            None => Err(StoreError {
+                path: self.shared.database.display().to_string(),
+                reason: "not open".to_owned(),
+            }),
+        }
+    }
+
+    /// Queues an operation and returns its id at once. A model's request is refused when its
+    /// agent's quota has no room left.
+    pub async fn queue(&self, request: Request) -> Result<String, ManagerError> {
+        let host = self.host().ok_or(ManagerError::Gone)?;
+        if let Some(agent) = request.agent.as_deref() {
+            let governance = host.inner.pipeline.governance();
+            if let Err(refusal) = governance.limits.admit(&[], Some(agent)).await {
+                return Err(ManagerError::Refused(format!(
+                    "agent '{agent}' cannot pay for a {} operation: {refusal}",
+                    request.work.kind()
+                )));
+            }
+        }
+        let id = switchboard_core::call_id::new_call_id(SystemTime::now());
+        let operation = Operation::queued(id.clone(), request, now_ms());
+        self.with_store(|store| store.save(&operation))?;
+        let priority = operation.request.priority;
+        lock(&self.shared.active).insert(
+            id.clone(),
+            Active {
+                operation,
+                cancel: CancellationToken::new(),
+                cancel_reason: None,
+                inputs: None,
+            },
+        );
+        {
+            let mut queue = lock(&self.shared.queue);
+            queue.sequence += 1;
+            let sequence = queue.sequence;
+            queue.waiting.push(Queued {
+                priority,
+                sequence,
+                id: id.clone(),
+            });
+        }
+        self.bump();
+        self.pump();
+        Ok(id)
+    }
+
+    /// Starts queued operations while fewer than `max_concurrent` run.
+    fn pump(&self) {
+        loop {
+            let next = {
+                let mut queue = lock(&self.shared.queue);
+                if queue.running >= self.shared.max_concurrent {
+                    return;
+                }
+                let Some(next) = queue.waiting.pop() else {
+                    return;
+                };
+                queue.running += 1;
+                next
+            };
+            let manager = self.clone();
+            tokio::spawn(async move {
+                manager.run(&next.id).await;
+                lock(&manager.shared.queue).running -= 1;
+                manager.pump();
+            });
+        }
+    }
+
+    async fn run(&self, id: &str) {
+        let started = Instant::now();
+        let Some((request, cancel)) = self.update(id, |active| {
+            if active.operation.state != State::Queued {
+                return None;
+            }
+            active.operation.state = State::InProgress;
+            active.operation.started_ms = Some(now_ms());
+            Some((active.operation.request.clone(), active.cancel.clone()))
+        }) else {
+            return;
+        };
+        self.step(id, 1, "started");
+        let outcome = work::run(self, id, &request, &cancel).await;
+        let costs = self
+            .host()
+            .and_then(|host| host.config())
+            .map(|config| config.manager.energy)
+            .unwrap_or_default();
+        let energy = energy::cost(&costs, request.work.kind(), started.elapsed());
+        if let Some(host) = self.host() {
+            host.inner
+                .pipeline
+                .governance()
+                .limits
+                .charge(request.agent.as_deref(), energy);
+        }
+        self.shared.meter.add(request.agent.as_deref(), energy);
+        self.finish(id, energy, outcome);
+    }
+
+    fn finish(&self, id: &str, energy: f64, outcome: Result<Value, work::WorkError>) {
+        let Some(active) = lock(&self.shared.active).remove(id) else {
+            return;
+        };
+        let mut operation = active.operation;
+        let at_ms = now_ms();
+        operation.energy = energy;
+        operation.waiting = None;
+        operation.finished_ms = Some(at_ms);
+        let (kind, text) = match outcome {
+            Ok(result) => {
+                operation.state = State::Completed;
+                operation.progress = 100;
+                operation.message = "completed".to_owned();
+                operation.result = Some(result);
+                (
+                    MessageKind::Completed,
+                    format!("{} completed", operation.kind),
+                )
+            }
+            Err(work::WorkError::Cancelled) => {
+                let reason = active
+                    .cancel_reason
+                    .unwrap_or_else(|| "cancelled".to_owned());
+                operation.state = State::Cancelled;
+                operation.message = format!("cancelled: {reason}");
+                operation.error = Some(format!("cancelled: {reason}"));
+                (MessageKind::Cancelled, operation.message.clone())
+            }
+            Err(work::WorkError::Failed(reason)) => {
+                operation.state = State::Failed;
+                operation.message = reason.clone();
+                operation.error = Some(reason.clone());
+                (
+                    MessageKind::Failed,
+                    format!("{} failed: {reason}", operation.kind),
+                )
+            }
+        };
+        operation.steps.push(Step {
+            at_ms,
+            progress: operation.progress,
+            message: operation.message.clone(),
+        });
+        tracing::info!(
+            id,
+            kind = operation.kind,
+            state = operation.state.as_str(),
+            energy,
+            "operation ended"
+        );
+        if let Err(error) = self.with_store(|store| store.save(&operation)) {
+            tracing::error!("{error}");
+        }
+        self.message(id, kind, text);
+        {
+            let mut finished = lock(&self.shared.finished);
+            finished.push_back(operation);
+            while finished.len() > FINISHED_KEPT {
+                finished.pop_front();
+            }
+        }
+        self.bump();
+    }
+
+    /// Changes an operation that is not over yet.
+    fn update<T>(&self, id: &str, f: impl FnOnce(&mut Active) -> Option<T>) -> Option<T> {
+        lock(&self.shared.active).get_mut(id).and_then(f)
+    }
+
+    fn save_active(&self, id: &str) {
+        let Some(operation) = self.update(id, |active| Some(active.operation.clone())) else {
+            return;
+        };
+        if let Err(error) = self.with_store(|store| store.save(&operation)) {
+            tracing::error!("{error}");
+        }
+        self.bump();
+    }
+
+    /// Records a step of an operation's progress.
+    pub(crate) fn step(&self, id: &str, progress: u8, message: &str) {
+        let updated = self.update(id, |active| {
+            let operation = &mut active.operation;
+            operation.progress = progress.clamp(operation.progress, 100);
+            operation.message = message.to_owned();
+            operation.steps.push(Step {
+                at_ms: now_ms(),
+                progress: operation.progress,
+                message: message.to_owned(),
+            });
+            Some(())
+        });
+        if updated.is_some() {
+            tracing::debug!(id, progress, message, "operation step");
+            self.message(id, MessageKind::Status, format!("{progress}% {message}"));
+            self.save_active(id);
+        }
+    }
+
+    /// Keeps what a failing operation found (a probation report) as its result.
+    pub(crate) fn set_result(&self, id: &str, result: Value) {
+        self.update(id, |active| {
+            active.operation.result = Some(result);
+            Some(())
+        });
+        self.save_active(id);
+    }
+
+    pub(crate) fn set_waiting(&self, id: &str, waiting: Option<Waiting>) {
+        self.update(id, |active| {
+            active.operation.waiting = waiting;
+            Some(())
+        });
+        self.save_active(id);
+    }
+
+    /// Opens the channel the operator's input values come through.
+    pub(crate) fn input_channel(
+        &self,
+        id: &str,
+    ) -> Option<mpsc::UnboundedReceiver<BTreeMap<String, String>>> {
+        let (sender, receiver) = mpsc::unbounded_channel();
+        self.update(id, |active| {
+            active.inputs = Some(sender);
+            Some(())
+        })?;
+        Some(receiver)
+    }
+
+    fn message(&self, id: &str, kind: MessageKind, text: String) {
+        let mut messages = lock(&self.shared.messages);
+        messages.push_back(Message {
+            operation: id.to_owned(),
+            kind,
+            text,
+            at_ms: now_ms(),
+        });
+        while messages.len() > MESSAGES_KEPT {
+            messages.pop_front();
+        }
+    }
+
+    pub(crate) fn tools_available(&self, id: &str, text: String) {
+        self.message(id, MessageKind::ToolsAvailable, text);
+    }
+
+    fn bump(&self) {
+        self.shared.changed.send_modify(|n| *n += 1);
+    }
+
+    /// An operation, by id: this run's, else the database's.
+    pub fn status(&self, id: &str) -> Result<Operation, ManagerError> {
+        if let Some(operation) = self.update(id, |active| Some(active.operation.clone())) {
+            return Ok(operation);
+        }
+        if let Some(operation) = lock(&self.shared.finished).iter().find(|o| o.id == id) {
+            return Ok(operation.clone());
+        }
+        if !self.shared.database.exists() {
+            return Err(ManagerError::NotFound(id.to_owned()));
+        }
+        self.with_store(|store| store.get(id))?
+            .ok_or_else(|| ManagerError::NotFound(id.to_owned()))
+    }
+
+    /// The newest operations first (at most `limit`), optionally in one state.
+    pub fn list(&self, state: Option<State>, limit: usize) -> Result<Vec<Operation>, ManagerError> {
+        let mut operations: Vec<Operation> = lock(&self.shared.active)
+            .values()
+            .map(|active| active.operation.clone())
+            .collect();
+        if self.shared.database.exists() {
+            let stored = self.with_store(|store| store.recent(limit.max(1) * 2 + 50))?;
+            for operation in stored {
+                if !operations.iter().any(|o| o.id == operation.id) {
+                    operations.push(operation);
+                }
+            }
+        }
+        operations.retain(|o| state.is_none_or(|s| o.state == s));
+        operations.sort_by(|a, b| b.id.cmp(&a.id));
+        operations.truncate(limit);
+        Ok(operations)
+    }
+
+    /// Cancels an operation: a queued one at once; a running one stops at its next step and
+    /// undoes what it did (an install's directory, its processes, its config entry).
+    pub fn cancel(&self, id: &str, reason: &str) -> Result<Operation, ManagerError> {
+        let reason = if reason.trim().is_empty() {
+            "no reason given".to_owned()
+        } else {
+            reason.trim().to_owned()
+        };
+        let state = self.update(id, |active| {
+            active.cancel_reason.get_or_insert(reason.clone());
+            active.cancel.cancel();
+            Some(active.operation.state)
+        });
+        match state {
+            Some(State::Queued) => {
+                lock(&self.shared.queue).waiting.retain(|q| q.id != id);
+                self.finish(id, 0.0, Err(work::WorkError::Cancelled));
+            }
+            Some(_) => {}
+            None => {
+                let operation = self.status(id)?;
+                return Err(ManagerError::Finished {
+                    id: id.to_owned(),
+                    state: operation.state.as_str(),
+                });
+            }
+        }
+        self.status(id)
+    }
+
+    /// Cancels every operation not over yet (the gateway is stopping) and waits a little
+    /// for them to undo what they did; whatever is still running after that is marked
+    /// failed at the next start.
+    pub async fn shutdown(&self) {
+        let ids: Vec<String> = lock(&self.shared.active).keys().cloned().collect();
+        if ids.is_empty() {
+            return;
+        }
+        for id in &ids {
+            let _ = self.cancel(id, "the gateway is shutting down");
+        }
+        let mut changed = self.shared.changed.subscribe();
+        let deadline = tokio::time::Instant::now() + SHUTDOWN_WAIT;
+        while self.has_active_work() {
+            if tokio::time::timeout_at(deadline, changed.changed())
+                .await
+                .is_err()
+            {
+                tracing::warn!("operations still running at shutdown are left to the next start");
+                return;
+            }
+        }
+    }
+
+    /// Gives an operation that waits for input the values it asked for. Secret values are
+    /// written to the gateway's secrets file at once and never kept with the operation.
+    pub fn input(
+        &self,
+        id: &str,
+        values: BTreeMap<String, String>,
+    ) -> Result<Operation, ManagerError> {
+        let sender = self.update(id, |active| {
+            matches!(active.operation.waiting, Some(Waiting::Input { .. }))
+                .then(|| active.inputs.clone())
+                .flatten()
+        });
+        match sender {
+            Some(sender) => {
+                sender
+                    .send(values)
+                    .map_err(|_| ManagerError::NotWaiting(id.to_owned()))?;
+                self.status(id)
+            }
+            None => {
+                self.status(id)?;
+                Err(ManagerError::NotWaiting(id.to_owned()))
+            }
+        }
+    }
+
+    /// What happened since the last poll: progress, completions, failures, and "tools
+    /// available" when a server was added.
+    pub fn poll_messages(&self) -> Vec<Message> {
+        lock(&self.shared.messages).drain(..).collect()
+    }
+
+    /// The energy the work consumed since this was last asked, per agent.
+    pub fn energy_consumed_since_last(&self) -> Drain {
+        self.shared.meter.drain()
+    }
+
+    /// Whether any operation is queued or running.
+    pub fn has_active_work(&self) -> bool {
+        !lock(&self.shared.active).is_empty()
+    }
+
+    /// The servers the manager installed.
+    pub fn installed(&self) -> Result<Vec<Installed>, ManagerError> {
+        if !self.shared.database.exists() {
+            return Ok(Vec::new());
+        }
+        Ok(self.with_store(store::Store::installs)?)
+    }
+
+    pub(crate) fn installed_server(&self, server: &str) -> Result<Option<Installed>, StoreError> {
+        if !self.shared.database.exists() {
+            return Ok(None);
+        }
+        self.with_store(|store| store.install_of(server))
+    }
+
+    pub(crate) fn record_install(&self, installed: &Installed) -> Result<(), StoreError> {
+        self.with_store(|store| store.record_install(installed))
+    }
+
+    pub(crate) fn forget_install(&self, server: &str) -> Result<(), StoreError> {
+        self.with_store(|store| store.forget_install(server))
+    }
+
+    /// Waits until operation `id` is over (or `timeout` passes) and returns it as it is then;
+    /// `on_change` sees each change on the way (for progress notifications).
+    pub async fn wait(
+        &self,
+        id: &str,
+        timeout: Duration,
+        on_change: impl FnMut(&Operation),
+    ) -> Result<Operation, ManagerError> {
+        self.wait_until(id, timeout, on_change, |operation| {
+            operation.state.is_final()
+        })
+        .await
+    }
+
+    /// Like [`Manager::wait`], returning as soon as `done` holds of the operation.
+    pub async fn wait_until(
+        &self,
+        id: &str,
+        timeout: Duration,
+        mut on_change: impl FnMut(&Operation),
+        done: impl Fn(&Operation) -> bool,
+    ) -> Result<Operation, ManagerError> {
+        let mut changed = self.shared.changed.subscribe();
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let operation = self.status(id)?;
+            on_change(&operation);
+            if done(&operation) {
+                return Ok(operation);
+            }
+            match tokio::time::timeout_at(deadline, changed.changed()).await {
+                Ok(Ok(())) => {}
+                _ => return self.status(id),
+            }
+        }
+    }
+
+    /// The registry client for the manager's settings now (kept while they stay the same,
+    /// so its cache is).
+    pub(crate) fn registry(&self, config: &ManagerConfig) -> switchboard_registry::Registry {
+        let key = format!(
+            "{:?}|{:?}|{:?}",
+            config.registries, config.catalogs, config.registry_ttl
+        );
+        let mut slot = lock(&self.shared.registry);
+        if let Some((cached, registry)) = slot.as_ref()
+            && *cached == key
+        {
+            return registry.clone();
+        }
+        let registry = switchboard_registry::Registry::new(switchboard_registry::Sources {
+            registries: config.registries.clone(),
+            catalogs: config.catalogs.clone(),
+            ttl: config.registry_ttl,
+        });
+        *slot = Some((key, registry.clone()));
+        registry
+    }
+}
+
+/// The operations database when none is configured: `operations.db` in the Switchboard data
+/// directory (`$XDG_DATA_HOME/switchboard`, else `~/.local/share/switchboard`).
+pub fn default_database_path() -> PathBuf {
+    data_dir().join("operations.db")
+}
+
+/// Where installed servers live when `[manager] install_dir` is not set.
+pub fn default_install_dir() -> PathBuf {
+    data_dir().join("servers")
+}
+
+fn data_dir() -> PathBuf {
+    std::env::var_os("XDG_DATA_HOME")
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".local/share")))
+        .unwrap_or_else(|| PathBuf::from("."))
+        .join("switchboard")
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    match mutex.lock() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}
+
+impl Host {
+    /// The server manager of this Host.
+    pub fn manager(&self) -> Option<Manager> {
+        self.inner.manager.get().cloned()
+    }
+}

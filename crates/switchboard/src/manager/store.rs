@@ -1,0 +1,286 @@
+//! The operations database: every operation (as JSON, with its state for queries) and every
+//! server the manager installed (its directory, so removing it uninstalls it), in SQLite
+//! beside the ledger. It is opened on first use, so a gateway that never manages a server
+//! never creates it; on start an existing one has the operations the last run left
+//! unfinished marked failed.
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::{Deserialize, Serialize};
+
+use super::operation::{Operation, State, Step};
+
+/// Why the database could not be used.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("the operations database {path}: {reason}")]
+pub struct StoreError {
+    pub path: String,
+    pub reason: String,
+}
+
+/// A server the manager installed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Installed {
+    pub server: String,
+    /// The registry name and version it came from.
+    pub name: String,
+    pub version: String,
+    /// The directory it was installed into (removed when it is removed).
+    pub dir: PathBuf,
+    /// The operation that installed it.
+    pub operation: String,
+    pub installed_ms: u64,
+}
+
+pub(crate) struct Store {
+    path: PathBuf,
+    conn: Connection,
+}
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS operations (
+    id TEXT PRIMARY KEY,
+    created_ms INTEGER NOT NULL,
+    state TEXT NOT NULL,
+    body TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS operations_state ON operations(state);
+CREATE TABLE IF NOT EXISTS installs (
+    server TEXT PRIMARY KEY,
+    body TEXT NOT NULL
+);
+";
+
+impl Store {
+    pub(crate) fn open(path: &Path) -> Result<Self, StoreError> {
+        let failed = |reason: String| StoreError {
+            path: path.display().to_string(),
+            reason,
+        };
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| failed(format!("cannot create {}: {e}", dir.display())))?;
+        }
+        let conn = Connection::open(path).map_err(|e| failed(e.to_string()))?;
+        conn.execute_batch("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;")
+            .and_then(|()| conn.execute_batch(SCHEMA))
+            .map_err(|e| failed(e.to_string()))?;
+        Ok(Self {
+            path: path.to_owned(),
+            conn,
+        })
+    }
+
+    fn error(&self, error: impl std::fmt::Display) -> StoreError {
+        StoreError {
+            path: self.path.display().to_string(),
+            reason: error.to_string(),
+        }
+    }
+
+    pub(crate) fn save(&self, operation: &Operation) -> Result<(), StoreError> {
+        let body = serde_json::to_string(operation).map_err(|e| self.error(e))?;
+        self.conn
+            .execute(
+                "INSERT INTO operations (id, created_ms, state, body) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT(id) DO UPDATE SET state = excluded.state, body = excluded.body",
+                params![
+                    operation.id,
+                    i64::try_from(operation.created_ms).unwrap_or(i64::MAX),
+                    operation.state.as_str(),
+                    body
+                ],
+            )
+            .map_err(|e| self.error(e))?;
+        Ok(())
+    }
+
+    /// The newest `limit` operations, newest first (rows that no longer parse are skipped
+    /// with a warning).
+    pub(crate) fn recent(&self, limit: usize) -> Result<Vec<Operation>, StoreError> {
+        let mut statement = self
+            .conn
+            .prepare("SELECT id, body FROM operations ORDER BY created_ms DESC, id DESC LIMIT ?1")
+            .map_err(|e| self.error(e))?;
+        let rows = statement
+            .query_map([i64::try_from(limit).unwrap_or(i64::MAX)], |row| {
+                Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
+            })
+            .map_err(|e| self.error(e))?;
+        let mut operations = Vec::new();
+        for row in rows {
+            let (id, body) = row.map_err(|e| self.error(e))?;
+            match serde_json::from_str(&body) {
+                Ok(operation) => operations.push(operation),
+                Err(error) => tracing::warn!(id, "operation row skipped: {error}"),
+            }
+        }
+        Ok(operations)
+    }
+
+    pub(crate) fn get(&self, id: &str) -> Result<Option<Operation>, StoreError> {
+        let body: Option<String> = self
+            .conn
+            .query_row("SELECT body FROM operations WHERE id = ?1", [id], |row| {
+                row.get(0)
+            })
+            .optional()
+            .map_err(|e| self.error(e))?;
+        body.map(|body| serde_json::from_str(&body).map_err(|e| self.error(e)))
+            .transpose()
+    }
+
+    /// Marks every operation the last run left queued or in progress failed, saying why.
+    /// Returns how many.
+    pub(crate) fn fail_interrupted(&self, now_ms: u64) -> Result<usize, StoreError> {
+        let mut statement = self
+            .conn
+            .prepare("SELECT body FROM operations WHERE state IN ('queued', 'in_progress')")
+            .map_err(|e| self.error(e))?;
+        let bodies: Vec<String> = statement
+            .query_map([], |row| row.get(0))
+            .map_err(|e| self.error(e))?
+            .filter_map(Result::ok)
+            .collect();
+        let mut count = 0;
+        for body in bodies {
+            let Ok(mut operation) = serde_json::from_str::<Operation>(&body) else {
+                continue;
+            };
+            let reason = match operation.state {
+                State::InProgress => {
+                    "the gateway stopped while this operation was in progress".to_owned()
+                }
+                _ => "the gateway stopped before this operation started".to_owned(),
+            };
+            operation.state = State::Failed;
+            operation.steps.push(Step {
+                at_ms: now_ms,
+                progress: operation.progress,
+                message: reason.clone(),
+            });
+            operation.message = reason.clone();
+            operation.error = Some(reason);
+            operation.waiting = None;
+            operation.finished_ms = Some(now_ms);
+            self.save(&operation)?;
+            count += 1;
+        }
+        Ok(count)
+    }
+
+    pub(crate) fn record_install(&self, installed: &Installed) -> Result<(), StoreError> {
+        let body = serde_json::to_string(installed).map_err(|e| self.error(e))?;
+        self.conn
+            .execute(
+                "INSERT INTO installs (server, body) VALUES (?1, ?2)
+                 ON CONFLICT(server) DO UPDATE SET body = excluded.body",
+                params![installed.server, body],
+            )
+            .map_err(|e| self.error(e))?;
+        Ok(())
+    }
+
+    pub(crate) fn install_of(&self, server: &str) -> Result<Option<Installed>, StoreError> {
+        let body: Option<String> = self
+            .conn
+            .query_row(
+                "SELECT body FROM installs WHERE server = ?1",
+                [server],
+                |row| row.get(0),
+            )
+            .optional()
+            .map_err(|e| self.error(e))?;
+        body.map(|body| serde_json::from_str(&body).map_err(|e| self.error(e)))
+            .transpose()
+    }
+
+    pub(crate) fn installs(&self) -> Result<Vec<Installed>, StoreError> {
+        let mut statement = self
+            .conn
+            .prepare("SELECT body FROM installs ORDER BY server")
+            .map_err(|e| self.error(e))?;
+        let rows: Vec<String> = statement
+            .query_map([], |row| row.get(0))
+            .map_err(|e| self.error(e))?
+            .filter_map(Result::ok)
+            .collect();
+        Ok(rows
+            .iter()
+            .filter_map(|body| serde_json::from_str(body).ok())
+            .collect())
+    }
+
+    pub(crate) fn forget_install(&self, server: &str) -> Result<(), StoreError> {
+        self.conn
+            .execute("DELETE FROM installs WHERE server = ?1", [server])
+            .map_err(|e| self.error(e))?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::manager::operation::{Request, Work};
+
+    #[test]
+    fn interrupted_operations_fail_with_the_reason_on_open() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("ops.db");
+        let store = Store::open(&path).expect("open");
+        let request = Request::new(Work::Test {
+            server: "a".to_owned(),
+        });
+        let mut running = Operation::queued("01A".to_owned(), request.clone(), 1);
+        running.state = State::InProgress;
+        store.save(&running).expect("save");
+        let mut done = Operation::queued("01B".to_owned(), request, 2);
+        done.state = State::Completed;
+        store.save(&done).expect("save");
+        drop(store);
+        let store = Store::open(&path).expect("reopen");
+        assert_eq!(store.fail_interrupted(10).expect("fail"), 1);
+        let failed = store.get("01A").expect("get").expect("row");
+        assert_eq!(failed.state, State::Failed);
+        assert!(
+            failed
+                .error
+                .as_deref()
+                .is_some_and(|e| e.contains("in progress")),
+            "{failed:?}"
+        );
+        assert_eq!(
+            store.get("01B").expect("get").expect("row").state,
+            State::Completed
+        );
+        let recent = store.recent(10).expect("recent");
+        assert_eq!(
+            recent.iter().map(|o| o.id.as_str()).collect::<Vec<_>>(),
+            ["01B", "01A"]
+        );
+    }
+
+    #[test]
+    fn installs_are_kept_and_forgotten() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(&dir.path().join("ops.db")).expect("open");
+        let installed = Installed {
+            server: "memory".to_owned(),
+            name: "io.example/memory".to_owned(),
+            version: "1.0.0".to_owned(),
+            dir: dir.path().join("memory"),
+            operation: "01A".to_owned(),
+            installed_ms: 5,
+        };
+        store.record_install(&installed).expect("record");
+        assert_eq!(
+            store.install_of("memory").expect("get"),
+            Some(installed.clone())
+        );
+        assert_eq!(store.installs().expect("all"), vec![installed]);
+        store.forget_install("memory").expect("forget");
+        assert_eq!(store.install_of("memory").expect("get"), None);
+    }
+}

@@ -1,0 +1,369 @@
+//! The server manager through the library, with real child processes (the
+//! `switchboard-fixture` binary, built by `cargo build --workspace --bins`): probation turns
+//! away servers that exit, speak garbage or list a tool whose schema does not compile, and
+//! adds nothing; a vetted server is added pinned; operations run in priority order, can be
+//! cancelled while they wait, survive a restart as failed, and charge their energy to the
+//! agent that asked — whose quota, once spent, refuses the next request readably.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::json;
+use switchboard::Host;
+use switchboard::manager::{Activation, Request, Requester, State, Work};
+use switchboard_core::config::edit::{EntryTransport, ServerEntry};
+use switchboard_core::config::{Config, Format, MapEnvironment, Origin};
+
+fn fixture() -> String {
+    let exe = std::env::current_exe().expect("test binary path");
+    let path = exe
+        .parent()
+        .and_then(Path::parent)
+        .map(|dir| dir.join("switchboard-fixture"))
+        .expect("target dir");
+    assert!(
+        path.is_file(),
+        "{} is missing: run `cargo build --workspace --bins` first",
+        path.display()
+    );
+    path.display().to_string()
+}
+
+/// A Host on `servers` (TOML server tables) with the manager's files in `dir`.
+fn host_in(dir: &Path, extra: &str) -> (Host, PathBuf) {
+    let path = dir.join("switchboard.toml");
+    let text = format!(
+        "[manager]\nregistries = []\ncatalogs = [\"catalog.json\"]\ndatabase = \"ops.db\"\ninstall_dir = \"servers\"\nmax_concurrent = 1\n\n[servers.clock]\nbuiltin = \"clock\"\n{extra}"
+    );
+    std::fs::write(&path, &text).expect("write config");
+    let config = Config::parse(
+        &text,
+        Origin::from(path.as_path()),
+        Format::Toml,
+        &MapEnvironment::default(),
+    )
+    .expect("valid config");
+    (Host::from_config(&config).expect("host"), path)
+}
+
+fn stdio(args: &[&str]) -> ServerEntry {
+    ServerEntry {
+        transport: EntryTransport::Stdio {
+            command: fixture(),
+            args: args.iter().map(|a| (*a).to_owned()).collect(),
+            env: BTreeMap::new(),
+            cwd: None,
+        },
+        enabled: None,
+        trust: None,
+    }
+}
+
+fn add(server: &str, entry: ServerEntry) -> Request {
+    Request::new(Work::Add {
+        server: server.to_owned(),
+        entry,
+        activation: Activation::Policy,
+    })
+}
+
+async fn finished(host: &Host, request: Request) -> switchboard::manager::Operation {
+    let manager = host.manager().expect("manager");
+    let id = manager.queue(request).await.expect("queued");
+    manager
+        .wait(&id, Duration::from_secs(60), |_| {})
+        .await
+        .expect("status")
+}
+
+#[tokio::test]
+async fn probation_turns_away_broken_servers_and_adds_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let catalog = dir.path().join("bad-schema.json");
+    std::fs::write(
+        &catalog,
+        json!({"tools": [{"server": "x", "name": "bad", "description": "A bad schema.",
+            "inputSchema": {"type": "object", "properties": {"a": {"type": "string", "pattern": "(unclosed"}}}}]})
+        .to_string(),
+    )
+    .expect("write catalog");
+    let (host, path) = host_in(dir.path(), "");
+    host.ready().await;
+    let before = std::fs::read_to_string(&path).expect("config");
+    let cases = [
+        ("exits", stdio(&["exit-immediately"]), "did not start"),
+        ("garbage", stdio(&["garbage"]), "did not start"),
+        (
+            "schema",
+            stdio(&["replay", "--catalog", &catalog.display().to_string()]),
+            "does not compile",
+        ),
+    ];
+    for (server, entry, why) in cases {
+        let operation = finished(&host, add(server, entry)).await;
+        assert_eq!(operation.state, State::Failed, "{operation:#?}");
+        let error = operation.error.clone().unwrap_or_default();
+        assert!(
+            error.contains("probation failed") && error.contains(why),
+            "{server}: {error}"
+        );
+        assert!(
+            operation
+                .result
+                .as_ref()
+                .is_some_and(|r| r["probation"]["passed"] == false),
+            "the report is kept: {operation:#?}"
+        );
+        assert!(host.config().expect("config").server(server).is_none());
+        assert!(!host.status().iter().any(|s| s.server == server));
+    }
+    assert_eq!(std::fs::read_to_string(&path).expect("config"), before);
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_vetted_server_is_added_pinned_with_its_report() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (host, path) = host_in(dir.path(), "");
+    host.ready().await;
+    let operation = finished(&host, add("echo", stdio(&["echo"]))).await;
+    assert_eq!(operation.state, State::Completed, "{operation:#?}");
+    let result = operation.result.expect("result");
+    let probation = &result["probation"];
+    assert_eq!(probation["passed"], true);
+    assert!(
+        probation["listing_tokens"].as_u64().unwrap_or(0) > 0,
+        "{probation}"
+    );
+    let echo = probation["tools"]
+        .as_array()
+        .and_then(|tools| tools.iter().find(|t| t["name"] == "echo"))
+        .expect("echo vetted");
+    assert_eq!(echo["fingerprint"].as_str().map(str::len), Some(64));
+    assert!(
+        echo["probe_ms"].as_f64().is_some(),
+        "read-only echo probed: {echo}"
+    );
+    let text = std::fs::read_to_string(&path).expect("config");
+    assert!(
+        text.contains("[servers.echo]") && text.contains("trust = \"pinned\""),
+        "{text}"
+    );
+    assert!(
+        host.catalog()
+            .entries()
+            .iter()
+            .any(|e| e.exposed == "echo__echo"),
+        "the new tools are served"
+    );
+    let steps: Vec<&str> = operation.steps.iter().map(|s| s.message.as_str()).collect();
+    assert!(
+        steps.iter().any(|s| s.starts_with("probation passed")),
+        "{steps:?}"
+    );
+    let messages = host.manager().expect("manager").poll_messages();
+    assert!(
+        messages
+            .iter()
+            .any(|m| m.kind == switchboard::manager::MessageKind::ToolsAvailable),
+        "{messages:?}"
+    );
+    host.shutdown().await;
+}
+
+fn catalog_with_input(dir: &Path) {
+    std::fs::write(
+        dir.join("catalog.json"),
+        json!([{
+            "name": "io.example/needs-input",
+            "description": "A remote server that needs a region.",
+            "version": "1.0.0",
+            "remotes": [{"type": "streamable-http", "url": "http://127.0.0.1:9/mcp",
+                         "headers": [{"name": "X-Region", "isRequired": true}]}]
+        }])
+        .to_string(),
+    )
+    .expect("write catalog");
+}
+
+fn install(name: &str) -> Request {
+    let mut request = Request::new(Work::Install {
+        name: name.to_owned(),
+        version: None,
+        server: None,
+        values: BTreeMap::new(),
+        activation: Activation::Now,
+    });
+    request.by = Requester::Operator;
+    request
+}
+
+async fn until(host: &Host, id: &str, what: impl Fn(&switchboard::manager::Operation) -> bool) {
+    let manager = host.manager().expect("manager");
+    for _ in 0..200 {
+        if what(&manager.status(id).expect("status")) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("operation {id} never got there: {:#?}", manager.status(id));
+}
+
+#[tokio::test]
+async fn queued_work_starts_by_priority_and_can_be_cancelled_while_it_waits() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    catalog_with_input(dir.path());
+    let (host, path) = host_in(dir.path(), "");
+    host.ready().await;
+    let manager = host.manager().expect("manager");
+    // max_concurrent = 1: the install waiting for its input holds the only slot.
+    let blocker = manager
+        .queue(install("io.example/needs-input"))
+        .await
+        .expect("queued");
+    until(&host, &blocker, |o| o.waiting.is_some()).await;
+    let mut ids = Vec::new();
+    for priority in ["low", "medium", "high"] {
+        let mut request = Request::new(Work::Search {
+            query: "needs".to_owned(),
+            limit: 5,
+        });
+        request.priority = switchboard::manager::Priority::parse(priority).expect("priority");
+        ids.push(manager.queue(request).await.expect("queued"));
+    }
+    assert!(manager.has_active_work());
+    let cancelled = manager.cancel(&blocker, "changed my mind").expect("cancel");
+    assert!(matches!(
+        cancelled.state,
+        State::Cancelled | State::InProgress
+    ));
+    until(&host, &blocker, |o| o.state == State::Cancelled).await;
+    let started: Vec<u64> = {
+        let mut started = Vec::new();
+        for id in &ids {
+            until(&host, id, |o| o.state == State::Completed).await;
+            started.push(
+                manager
+                    .status(id)
+                    .expect("status")
+                    .started_ms
+                    .expect("started"),
+            );
+        }
+        started
+    };
+    assert!(
+        started[2] <= started[1] && started[1] <= started[0],
+        "high, then medium, then low: {started:?}"
+    );
+    let blocker = manager.status(&blocker).expect("status");
+    assert_eq!(
+        blocker.error.as_deref(),
+        Some("cancelled: changed my mind"),
+        "{blocker:#?}"
+    );
+    let search = manager.status(&ids[0]).expect("status");
+    assert_eq!(
+        search.result.as_ref().expect("result")["servers"][0]["name"],
+        "io.example/needs-input"
+    );
+    assert!(
+        !std::fs::read_to_string(&path)
+            .expect("config")
+            .contains("needs-input")
+    );
+    assert!(!dir.path().join("servers").join("needs-input").exists());
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_shutdown_cancels_what_runs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    catalog_with_input(dir.path());
+    let (host, _) = host_in(dir.path(), "");
+    host.ready().await;
+    let manager = host.manager().expect("manager");
+    let id = manager
+        .queue(install("io.example/needs-input"))
+        .await
+        .expect("queued");
+    until(&host, &id, |o| o.waiting.is_some()).await;
+    host.shutdown().await;
+    let operation = manager.status(&id).expect("status");
+    assert_eq!(operation.state, State::Cancelled);
+    assert_eq!(
+        operation.error.as_deref(),
+        Some("cancelled: the gateway is shutting down")
+    );
+}
+
+#[tokio::test]
+async fn an_operation_cut_off_by_a_restart_is_failed_with_the_reason() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    catalog_with_input(dir.path());
+    let id = {
+        let (host, _) = host_in(dir.path(), "");
+        host.ready().await;
+        let manager = host.manager().expect("manager");
+        let id = manager
+            .queue(install("io.example/needs-input"))
+            .await
+            .expect("queued");
+        until(&host, &id, |o| o.waiting.is_some()).await;
+        // Dropped without a shutdown, as a gateway that is killed.
+        drop(manager);
+        drop(host);
+        id
+    };
+    let (host, _) = host_in(dir.path(), "");
+    let operation = host.manager().expect("manager").status(&id).expect("kept");
+    assert_eq!(operation.state, State::Failed);
+    assert_eq!(
+        operation.error.as_deref(),
+        Some("the gateway stopped while this operation was in progress")
+    );
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn energy_is_charged_to_the_agent_and_a_spent_quota_refuses_readably() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    catalog_with_input(dir.path());
+    let (host, _) = host_in(
+        dir.path(),
+        "\n[agents.npc]\nallow = [\"*\"]\nquota = { cost = 15, window = \"1h\" }\n",
+    );
+    host.ready().await;
+    let manager = host.manager().expect("manager");
+    let mut request = Request::new(Work::Search {
+        query: "region".to_owned(),
+        limit: 5,
+    });
+    request.agent = Some("npc".to_owned());
+    let operation = finished(&host, request.clone()).await;
+    assert_eq!(operation.state, State::Completed, "{operation:#?}");
+    assert!(
+        operation.energy >= 20.0,
+        "a search costs at least 20: {}",
+        operation.energy
+    );
+    let drain = manager.energy_consumed_since_last();
+    assert_eq!(drain.by_agent.get("npc"), Some(&operation.energy));
+    assert_eq!(
+        manager.energy_consumed_since_last().total,
+        0.0,
+        "drained once"
+    );
+    let refused = manager
+        .queue(request)
+        .await
+        .expect_err("the quota is spent");
+    assert_eq!(refused.code(), "refused");
+    let text = refused.to_string();
+    assert!(
+        text.contains("agent 'npc' cannot pay for a search operation") && text.contains("quota"),
+        "{text}"
+    );
+    host.shutdown().await;
+}
