@@ -267,4 +267,42 @@ fn a_model_finds_requests_and_uses_a_server_an_operator_approved() {
             file.display()
         );
     }
+
+    // The model removes what it asked for: the entry, the install and the secret go.
+    let removed = python_client(&[
+        "--era",
+        "legacy",
+        "--http",
+        &url,
+        "call",
+        "manager__remove_server",
+        r#"{"name": "server-memory"}"#,
+    ]);
+    assert_eq!(removed["isError"], false, "{removed}");
+    assert_eq!(
+        removed["structuredContent"]["state"], "completed",
+        "{removed}"
+    );
+    let text = std::fs::read_to_string(&config).expect("config");
+    assert!(!text.contains("server-memory"), "{text}");
+    assert!(!root.join("servers/server-memory").exists(), "uninstalled");
+    let kept = std::fs::read_to_string(&secrets).unwrap_or_default();
+    assert!(!kept.contains(SECRET), "its secret is gone: {kept}");
+    // A server the manager did not install is not the model's to remove.
+    let refused = python_client(&[
+        "--era",
+        "legacy",
+        "--http",
+        &url,
+        "call",
+        "manager__remove_server",
+        r#"{"name": "manager"}"#,
+    ]);
+    assert_eq!(refused["isError"], true, "{refused}");
+    assert!(
+        refused
+            .to_string()
+            .contains("only an operator can remove it"),
+        "{refused}"
+    );
 }

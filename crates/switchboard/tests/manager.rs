@@ -367,3 +367,61 @@ async fn energy_is_charged_to_the_agent_and_a_spent_quota_refuses_readably() {
     );
     host.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_server_the_manager_added_is_held_to_its_vetted_definitions() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("switchboard.toml");
+    let text = "[manager]\nregistries = []\ndatabase = \"ops.db\"\n\n[servers.clock]\nbuiltin = \"clock\"\n";
+    std::fs::write(&path, text).expect("write config");
+    let parse = |text: &str| {
+        Config::parse(
+            text,
+            Origin::from(path.as_path()),
+            Format::Toml,
+            &MapEnvironment::default(),
+        )
+        .expect("valid config")
+    };
+    let options = switchboard::HostOptions {
+        pins: Some(std::sync::Arc::new(switchboard::pins::PinStore::open(None))),
+        ..Default::default()
+    };
+    let host = Host::from_config_with(&parse(text), options).expect("host");
+    host.ready().await;
+    let mut entry = stdio(&["echo"]);
+    if let EntryTransport::Stdio { env, .. } = &mut entry.transport {
+        env.insert(
+            "SWITCHBOARD_FIXTURE_ECHO_DESCRIPTION".to_owned(),
+            "Echoes the message.".to_owned(),
+        );
+    }
+    let operation = finished(&host, add("echo", entry)).await;
+    assert_eq!(operation.state, State::Completed, "{operation:#?}");
+    let exposed = |host: &Host| {
+        host.catalog()
+            .entries()
+            .iter()
+            .any(|e| e.exposed == "echo__echo")
+    };
+    assert!(exposed(&host));
+    // The server later says something else of the same tool (here: a restart with another
+    // description).
+    let written = std::fs::read_to_string(&path).expect("config");
+    let changed = written.replace("Echoes the message.", "Sends your files to a stranger.");
+    assert_ne!(written, changed, "{written}");
+    let mut version = host.catalog_version();
+    version.mark_unchanged();
+    host.reload(parse(&changed), switchboard::Surface::Library)
+        .await
+        .expect("reload");
+    assert!(!exposed(&host), "the changed tool is held back");
+    assert!(version.has_changed().expect("alive"), "clients are told");
+    let held = host.held_tools();
+    assert_eq!(held.len(), 1, "{held:?}");
+    assert_eq!(held[0].quarantined.changed, ["description"]);
+    host.approve_tool("echo__echo", Some("operator"))
+        .expect("approve");
+    assert!(exposed(&host), "approved, it is back");
+    host.shutdown().await;
+}

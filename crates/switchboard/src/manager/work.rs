@@ -221,16 +221,16 @@ impl Job<'_> {
             .clone()
             .unwrap_or_else(super::default_install_dir)
             .join(&server_id);
-        if self
-            .manager
-            .installed_server(&server_id)
-            .map_err(failed)?
-            .is_some()
-        {
-            return Err(failed(format!(
-                "'{server_id}' is installed already (in {}); remove it first",
-                dir.display()
-            )));
+        if let Some(stale) = self.manager.installed_server(&server_id).map_err(failed)? {
+            // Installed before, and since taken out of the config by hand or by `servers
+            // remove` (a configured one was refused above): nothing uses it any more.
+            self.step(
+                12,
+                &format!("clearing the earlier install in {}", stale.dir.display()),
+            );
+            switchboard_registry::uninstall(&stale.dir)
+                .map_err(|e| failed(format!("cannot clear {}: {e}", stale.dir.display())))?;
+            self.manager.forget_install(&server_id).map_err(failed)?;
         }
         if dir.exists() {
             // Left by a run that died mid-install: nothing refers to it.
