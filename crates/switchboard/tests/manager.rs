@@ -302,20 +302,27 @@ async fn a_shutdown_cancels_what_runs() {
 async fn an_operation_cut_off_by_a_restart_is_failed_with_the_reason() {
     let dir = tempfile::tempdir().expect("tempdir");
     catalog_with_input(dir.path());
-    let id = {
-        let (host, _) = host_in(dir.path(), "");
-        host.ready().await;
-        let manager = host.manager().expect("manager");
-        let id = manager
-            .queue(install("io.example/needs-input"))
-            .await
-            .expect("queued");
-        until(&host, &id, |o| o.waiting.is_some()).await;
-        // Dropped without a shutdown, as a gateway that is killed.
-        drop(manager);
-        drop(host);
+    // The first gateway runs on a runtime of its own, dropped mid-operation as a killed
+    // process would be: its tasks vanish with their locks, without any shutdown.
+    let first = dir.path().to_owned();
+    let id = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Runtime::new().expect("runtime");
+        let id = runtime.block_on(async {
+            let (host, _) = host_in(&first, "");
+            host.ready().await;
+            let manager = host.manager().expect("manager");
+            let id = manager
+                .queue(install("io.example/needs-input"))
+                .await
+                .expect("queued");
+            until(&host, &id, |o| o.waiting.is_some()).await;
+            id
+        });
+        drop(runtime);
         id
-    };
+    })
+    .join()
+    .expect("the first gateway");
     let (host, _) = host_in(dir.path(), "");
     let operation = host.manager().expect("manager").status(&id).expect("kept");
     assert_eq!(operation.state, State::Failed);
@@ -324,6 +331,34 @@ async fn an_operation_cut_off_by_a_restart_is_failed_with_the_reason() {
         Some("the gateway stopped while this operation was in progress")
     );
     host.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_second_process_on_the_same_database_leaves_running_work_alone() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    catalog_with_input(dir.path());
+    let (gateway, _) = host_in(dir.path(), "");
+    gateway.ready().await;
+    let manager = gateway.manager().expect("manager");
+    let id = manager
+        .queue(install("io.example/needs-input"))
+        .await
+        .expect("queued");
+    until(&gateway, &id, |o| o.waiting.is_some()).await;
+    // A CLI command's Host on the same config reads the database but does not own it.
+    let (reader, _) = host_in(dir.path(), "");
+    let seen = reader
+        .manager()
+        .expect("manager")
+        .status(&id)
+        .expect("kept");
+    assert_eq!(seen.state, State::InProgress, "{seen:#?}");
+    reader.shutdown().await;
+    assert_eq!(
+        manager.status(&id).expect("status").state,
+        State::InProgress
+    );
+    gateway.shutdown().await;
 }
 
 #[tokio::test]

@@ -41,6 +41,7 @@ pub use operation::{
 };
 pub use store::{Installed, StoreError};
 pub use vet::VetReport;
+pub use work::server_id_for;
 
 /// Where the running Host's manager is found by the built-in provider, which is built before
 /// the Host it belongs to.
@@ -96,6 +97,8 @@ struct Shared {
     /// Bumped at every change of any operation (waiters and progress streams follow it).
     changed: watch::Sender<u64>,
     registry: Mutex<Option<(String, switchboard_registry::Registry)>>,
+    /// The lock that makes this process the database's owner, once it is.
+    claim: Mutex<Option<store::Claim>>,
     /// Operations of this run that ended, newest last (the history beyond is in the store).
     finished: Mutex<VecDeque<Operation>>,
 }
@@ -164,10 +167,11 @@ impl Manager {
                 meter: energy::Meter::default(),
                 changed,
                 registry: Mutex::new(None),
+                claim: Mutex::new(None),
                 finished: Mutex::default(),
             }),
         };
-        if manager.shared.database.exists() {
+        if manager.shared.database.exists() && manager.claim() {
             match manager.with_store(|store| store.fail_interrupted(now_ms())) {
                 Ok(0) => {}
                 Ok(count) => tracing::warn!(
@@ -189,6 +193,17 @@ impl Manager {
         self.shared.host.upgrade().map(|inner| Host { inner })
     }
 
+    /// Makes this process the database's owner (a lock beside it), unless another process
+    /// (the gateway, for a CLI command's Host) owns it. Only the owner marks what the last
+    /// run left unfinished as failed.
+    fn claim(&self) -> bool {
+        let mut claim = lock(&self.shared.claim);
+        if claim.is_none() {
+            *claim = store::claim(&self.shared.database);
+        }
+        claim.is_some()
+    }
+
     fn with_store<T>(
         &self,
         f: impl FnOnce(&store::Store) -> Result<T, StoreError>,
@@ -196,6 +211,9 @@ impl Manager {
         let mut slot = lock(&self.shared.store);
         if slot.is_none() {
             *slot = Some(store::Store::open(&self.shared.database)?);
+            drop(slot);
+            self.claim();
+            slot = lock(&self.shared.store);
         }
         match slot.as_ref() {
             Some(store) => f(store),
@@ -219,6 +237,11 @@ impl Manager {
                 )));
             }
         }
+        // Values given with an install are screened before anything is kept: a secret goes
+        // to the secrets file, never into the operation.
+        let request = work::screen_values(self, request)
+            .await
+            .map_err(ManagerError::Refused)?;
         let id = switchboard_core::call_id::new_call_id(SystemTime::now());
         let operation = Operation::queued(id.clone(), request, now_ms());
         self.with_store(|store| store.save(&operation))?;

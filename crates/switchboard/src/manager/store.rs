@@ -33,6 +33,22 @@ pub struct Installed {
     pub installed_ms: u64,
 }
 
+/// The exclusive lock of the process that owns a database (held while it runs).
+pub(crate) type Claim = nix::fcntl::Flock<std::fs::File>;
+
+/// Takes the lock `DATABASE.lock` if no other process holds it.
+pub(crate) fn claim(database: &Path) -> Option<Claim> {
+    let mut name = database.as_os_str().to_owned();
+    name.push(".lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(std::path::PathBuf::from(name))
+        .ok()?;
+    nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock).ok()
+}
+
 pub(crate) struct Store {
     path: PathBuf,
     conn: Connection,

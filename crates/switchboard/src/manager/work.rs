@@ -101,6 +101,42 @@ struct Job<'a> {
     settings: &'a ManagerConfig,
 }
 
+/// Screens the values given with an install before the request is kept: each must name an
+/// input of the server; secret ones are written to the secrets file and dropped from the
+/// request. Other requests pass as they are.
+pub(crate) async fn screen_values(
+    manager: &Manager,
+    mut request: Request,
+) -> Result<Request, String> {
+    let Work::Install {
+        name,
+        version,
+        server,
+        values,
+        ..
+    } = &mut request.work
+    else {
+        return Ok(request);
+    };
+    if values.is_empty() {
+        return Ok(request);
+    }
+    let settings = manager
+        .host()
+        .and_then(|host| host.config())
+        .map(|config| config.manager.clone())
+        .unwrap_or_default();
+    let listing = manager
+        .registry(&settings)
+        .get(name, version.as_deref())
+        .await
+        .map_err(|error| format!("cannot check the values given for {name}: {error}"))?;
+    let resolution = switchboard_registry::resolve(&listing.server).map_err(|e| e.to_string())?;
+    let server = server.get_or_insert_with(|| server_id_for(name)).clone();
+    *values = inputs::accept(&server, &resolution.inputs, std::mem::take(values))?;
+    Ok(request)
+}
+
 /// The server id a registry name is added as: its last segment, in lower case, with
 /// anything but letters, digits, `-` and `_` turned into `-`.
 pub fn server_id_for(name: &str) -> String {
@@ -301,6 +337,10 @@ impl Job<'_> {
                 return Ok(values);
             }
             let names: Vec<String> = missing.iter().map(|i| i.name.clone()).collect();
+            // The channel opens before anyone is told the operation waits.
+            if receiver.is_none() {
+                receiver = self.manager.input_channel(self.id);
+            }
             self.manager.set_waiting(
                 self.id,
                 Some(Waiting::Input {
@@ -315,9 +355,6 @@ impl Job<'_> {
                     self.id
                 ),
             );
-            if receiver.is_none() {
-                receiver = self.manager.input_channel(self.id);
-            }
             let Some(channel) = receiver.as_mut() else {
                 return Err(WorkError::Cancelled);
             };
