@@ -64,6 +64,12 @@ enum Command {
     Audit(commands::audit::AuditArgs),
     /// Measure read-only and idempotent tools by calling them (never a destructive one).
     Calibrate(commands::calibrate::CalibrateArgs),
+    /// Find MCP servers in the configured registries and catalogs ([manager]).
+    SearchServers(commands::manager::SearchArgs),
+    /// Install a server from a registry: look it up, install it, vet it, add it.
+    Install(commands::manager::InstallArgs),
+    /// The server manager's operations: list, show, cancel, give input.
+    Operations(commands::manager::operations::OperationsArgs),
 }
 
 /// The gateway allocates and frees many small JSON values on every call; mimalloc serves them
@@ -164,6 +170,13 @@ fn main() -> ExitCode {
             Command::Tier(args) => commands::tier::run(cli.config.as_deref(), args).await,
             Command::Audit(args) => commands::audit::run(cli.config.as_deref(), args),
             Command::Calibrate(args) => commands::calibrate::run(cli.config.as_deref(), args).await,
+            Command::SearchServers(args) => {
+                commands::manager::search(cli.config.as_deref(), args).await
+            }
+            Command::Install(args) => commands::manager::install(cli.config.as_deref(), args).await,
+            Command::Operations(args) => {
+                commands::manager::operations::run(cli.config.as_deref(), args).await
+            }
         }
     });
     // Don't wait for stray blocking tasks (stdin readers) at exit.

@@ -58,6 +58,11 @@ fn registry(dir: &Path) -> (Killed, String) {
 /// The gateway, with npm offline and every file of the manager's in `dir`; its stderr goes
 /// to `dir/gateway.log`.
 fn gateway(dir: &Path, config: &Path) -> (Killed, String) {
+    gateway_with(dir, config, &[("npm_config_offline", "true")])
+}
+
+/// [`gateway`] with npm's settings in `npm`.
+fn gateway_with(dir: &Path, config: &Path, npm: &[(&str, &str)]) -> (Killed, String) {
     let log = std::fs::File::create(dir.join("gateway.log")).expect("log file");
     let mut child = Command::new(switchboard())
         .arg("--config")
@@ -65,7 +70,7 @@ fn gateway(dir: &Path, config: &Path) -> (Killed, String) {
         .args(["serve", "--http", "127.0.0.1:0", "--admin-file"])
         .arg(dir.join("admin.json"))
         .env("PATH", node_path())
-        .env("npm_config_offline", "true")
+        .envs(npm.iter().copied())
         .env("npm_config_update_notifier", "false")
         .env("SWITCHBOARD_SECRETS", dir.join("secrets.env"))
         .env("XDG_DATA_HOME", dir.join("data"))
@@ -305,4 +310,115 @@ fn a_model_finds_requests_and_uses_a_server_an_operator_approved() {
             .contains("only an operator can remove it"),
         "{refused}"
     );
+}
+
+/// Processes whose command line mentions `needle`.
+fn processes_mentioning(needle: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return found;
+    };
+    for entry in entries.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        if String::from_utf8_lossy(&cmdline).contains(needle) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+#[test]
+fn cancelling_mid_install_leaves_nothing_in_the_config_the_directory_or_the_process_table() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    let entries = root.join("registry");
+    std::fs::create_dir_all(&entries).expect("registry dir");
+    let entry = json!({
+        "name": REGISTRY_NAME,
+        "description": "Knowledge-graph memory",
+        "version": MEMORY_VERSION,
+        "packages": [{"registryType": "npm", "identifier": MEMORY_PACKAGE,
+                      "version": MEMORY_VERSION, "transport": {"type": "stdio"}}]
+    });
+    std::fs::write(entries.join("memory.json"), entry.to_string()).expect("write entry");
+    let (_registry, registry_url) = registry(&entries);
+    // npm's package registry, on loopback, takes connections and never answers: the install
+    // is caught mid-way, with npm running, every time.
+    let npm_registry = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let npm_url = format!("http://{}/", npm_registry.local_addr().expect("addr"));
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in npm_registry.incoming().flatten() {
+            held.push(stream);
+        }
+    });
+    let config = write_config(
+        root,
+        &format!(
+            "[manager]\nregistries = [{}]\ninstall_dir = \"servers\"\ndatabase = \"operations.db\"\n\n\
+             [servers.clock]\nbuiltin = \"clock\"\n",
+            quoted(&registry_url)
+        ),
+    );
+    let before = std::fs::read_to_string(&config).expect("config");
+    let cache = root.join("npm-cache").display().to_string();
+    let (_gateway, _url) = gateway_with(
+        root,
+        &config,
+        &[
+            ("npm_config_registry", npm_url.as_str()),
+            ("npm_config_cache", cache.as_str()),
+            ("npm_config_fetch_retries", "0"),
+        ],
+    );
+    let installed = cli(root, &config, &["install", REGISTRY_NAME, "--detach"]);
+    assert!(
+        installed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&installed.stderr)
+    );
+    let id = String::from_utf8_lossy(&installed.stdout).trim().to_owned();
+    let install_dir = root.join("servers").join("server-memory");
+    let needle = install_dir.display().to_string();
+    let npm = wait_for(Duration::from_secs(30), || {
+        let pids = processes_mentioning(&needle);
+        (!pids.is_empty()).then_some(pids)
+    })
+    .expect("npm runs, installing into the server's directory");
+    assert!(install_dir.is_dir(), "the install has begun");
+    let cancelled = cli(
+        root,
+        &config,
+        &[
+            "operations",
+            "cancel",
+            &id,
+            "--reason",
+            "not needed after all",
+        ],
+    );
+    assert!(
+        cancelled.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cancelled.stderr)
+    );
+    let shown = cli(root, &config, &["operations", "show", &id, "--json"]);
+    let operation: Value = serde_json::from_slice(&shown.stdout).expect("operation JSON");
+    assert_eq!(operation["state"], "cancelled", "{operation}");
+    assert_eq!(operation["error"], "cancelled: not needed after all");
+    assert_eq!(std::fs::read_to_string(&config).expect("config"), before);
+    assert!(!install_dir.exists(), "the directory is removed");
+    let left = wait_for(Duration::from_secs(5), || {
+        let alive: Vec<u32> = npm.iter().copied().filter(|pid| alive(*pid)).collect();
+        alive.is_empty().then_some(())
+    });
+    assert!(left.is_some(), "npm's processes {npm:?} are gone");
+    assert_eq!(processes_mentioning(&needle), Vec::<u32>::new());
 }

@@ -7,6 +7,7 @@ use axum::body::Bytes;
 use axum::http::header::{AUTHORIZATION, CONTENT_TYPE};
 use axum::http::{HeaderMap, HeaderValue, Method};
 use serde_json::{Value, json};
+use switchboard::manager::{Operation, Request, State};
 
 use super::{AdminFile, admin_path};
 
@@ -156,4 +157,93 @@ impl AdminClient {
         self.send(Method::POST, &format!("/approvals/{id}"), Some(body))
             .await
     }
+
+    /// Searches the gateway's registries (a search operation, waited for) and returns the
+    /// finished operation: its `result` is `{query, servers: [...]}`.
+    pub async fn registry_search(&self, query: &str, limit: usize) -> anyhow::Result<Operation> {
+        let path = format!("/registry/search?query={}&limit={limit}", encode(query));
+        Ok(serde_json::from_value(self.get(&path).await?)?)
+    }
+
+    /// Queues an operation (as the operator's) and returns its id.
+    pub async fn queue_operation(&self, request: &Request) -> anyhow::Result<String> {
+        let answer = self
+            .send(
+                Method::POST,
+                "/operations",
+                Some(serde_json::to_value(request)?),
+            )
+            .await?;
+        answer["id"]
+            .as_str()
+            .map(str::to_owned)
+            .context("the gateway's answer has no operation id")
+    }
+
+    /// The newest operations first, at most `limit`, optionally in one state.
+    pub async fn operations(
+        &self,
+        state: Option<State>,
+        limit: usize,
+    ) -> anyhow::Result<Vec<Operation>> {
+        let mut path = format!("/operations?limit={limit}");
+        if let Some(state) = state {
+            path.push_str(&format!("&state={}", state.as_str()));
+        }
+        let answer = self.get(&path).await?;
+        Ok(serde_json::from_value(answer["operations"].clone())?)
+    }
+
+    /// One operation. With `wait`, once it is over or `wait` passed (60 s at most) — or, with
+    /// `since`, as soon as it has more than `since` steps.
+    pub async fn operation(
+        &self,
+        id: &str,
+        wait: Option<std::time::Duration>,
+        since: Option<usize>,
+    ) -> anyhow::Result<Operation> {
+        let mut path = format!("/operations/{}", encode(id));
+        if let Some(wait) = wait {
+            path.push_str(&format!("?wait_ms={}", wait.as_millis()));
+            if let Some(since) = since {
+                path.push_str(&format!("&since={since}"));
+            }
+        }
+        Ok(serde_json::from_value(self.get(&path).await?)?)
+    }
+
+    pub async fn cancel_operation(
+        &self,
+        id: &str,
+        reason: Option<&str>,
+    ) -> anyhow::Result<Operation> {
+        let path = format!("/operations/{}/cancel", encode(id));
+        let answer = self.post(&path, json!({"reason": reason})).await?;
+        Ok(serde_json::from_value(answer)?)
+    }
+
+    /// Gives a waiting operation values for its inputs (secret ones end up in the gateway's
+    /// secrets file only).
+    pub async fn operation_input(
+        &self,
+        id: &str,
+        values: &std::collections::BTreeMap<String, String>,
+    ) -> anyhow::Result<Operation> {
+        let path = format!("/operations/{}/input", encode(id));
+        let answer = self.post(&path, json!({"values": values})).await?;
+        Ok(serde_json::from_value(answer)?)
+    }
+}
+
+/// Percent-encodes `text` for a URL's path segment or query value.
+fn encode(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
 }

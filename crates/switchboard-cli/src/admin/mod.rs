@@ -5,6 +5,7 @@
 //! `~/.local/state/switchboard/admin.json`.
 
 pub mod client;
+pub(crate) mod operations;
 pub mod server;
 mod servers;
 

@@ -6,7 +6,10 @@
 //! - live configuration: `GET /status`, `GET /servers/{name}`, `POST /changes`,
 //!   `POST /servers/{name}/test`, `POST /reload` (see `super::servers`);
 //! - pinned tool definitions: `GET /pins` (held-back tools), `POST /pins/approve` with
-//!   `{"name": NAME | "SERVER:TOOL", "actor"?: string}`.
+//!   `{"name": NAME | "SERVER:TOOL", "actor"?: string}`;
+//! - the server manager: `GET /registry/search?query=&limit=`, `POST /operations`,
+//!   `GET /operations?state=&limit=`, `GET /operations/{id}?wait_ms=&since=`,
+//!   `POST /operations/{id}/cancel`, `POST /operations/{id}/input` (see `super::operations`).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -153,6 +156,14 @@ pub async fn serve(
         .route("/reload", post(super::servers::reload))
         .route("/pins", get(super::servers::pins))
         .route("/pins/approve", post(super::servers::approve_tool))
+        .route("/registry/search", get(super::operations::search))
+        .route(
+            "/operations",
+            get(super::operations::list).post(super::operations::queue),
+        )
+        .route("/operations/{id}", get(super::operations::show))
+        .route("/operations/{id}/cancel", post(super::operations::cancel))
+        .route("/operations/{id}/input", post(super::operations::input))
         .with_state(state);
     axum::serve(
         listener,

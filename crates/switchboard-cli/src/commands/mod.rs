@@ -5,6 +5,7 @@ pub mod audit;
 pub mod calibrate;
 pub mod call;
 pub mod config;
+pub mod manager;
 pub mod serve;
 pub mod servers;
 pub mod status;
@@ -83,6 +84,7 @@ pub async fn start_host(explicit: Option<&Path>, agent: Option<&str>) -> anyhow:
         pins: Some(std::sync::Arc::new(switchboard::pins::PinStore::open(
             audit::pins_path(&config),
         ))),
+        manager_database: manager::database_path(&config),
         ..switchboard::HostOptions::default()
     };
     let host = Host::from_config_with(&config, options)?;

@@ -138,6 +138,8 @@ pub async fn run(config: Option<&Path>, args: ServeArgs) -> anyhow::Result<ExitC
         pins: Some(Arc::new(switchboard::pins::PinStore::open(
             super::audit::pins_path(&config),
         ))),
+        // operations.db beside the ledger, unless `[manager] database` names one.
+        manager_database: super::manager::database_path(&config),
         ..switchboard::HostOptions::default()
     };
     let host = Host::from_config_with(&config, options)?;
