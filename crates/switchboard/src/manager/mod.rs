@@ -11,12 +11,14 @@
 //! SQLite ([`store`]), so their history survives a restart.
 //!
 //! Code map: [`operation`] (the vocabulary), [`store`] (the database), [`energy`] (costs and
-//! the drain), `work` (what each kind of operation does), `vet` (probation before a server's
+//! the drain), `lifecycle` (an operation from start to end, saved at every step), `work`
+//! (what each kind of operation does; an install in `work::install`), `vet` (probation before a server's
 //! tools reach a model), `inputs` (a server's required inputs, secrets kept out of the
 //! ledger), [`tools`] (the built-in provider).
 
 pub mod energy;
 mod inputs;
+mod lifecycle;
 pub mod operation;
 pub mod store;
 pub mod tools;
@@ -26,9 +28,8 @@ mod work;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
-use serde_json::Value;
 use switchboard_core::config::ManagerConfig;
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
@@ -193,37 +194,6 @@ impl Manager {
         self.shared.host.upgrade().map(|inner| Host { inner })
     }
 
-    /// Makes this process the database's owner (a lock beside it), unless another process
-    /// (the gateway, for a CLI command's Host) owns it. Only the owner marks what the last
-    /// run left unfinished as failed.
-    fn claim(&self) -> bool {
-        let mut claim = lock(&self.shared.claim);
-        if claim.is_none() {
-            *claim = store::claim(&self.shared.database);
-        }
-        claim.is_some()
-    }
-
-    fn with_store<T>(
-        &self,
-        f: impl FnOnce(&store::Store) -> Result<T, StoreError>,
-    ) -> Result<T, StoreError> {
-        let mut slot = lock(&self.shared.store);
-        if slot.is_none() {
-            *slot = Some(store::Store::open(&self.shared.database)?);
-            drop(slot);
-            self.claim();
-            slot = lock(&self.shared.store);
-        }
-        match slot.as_ref() {
-            Some(store) => f(store),
-            None => Err(StoreError {
-                path: self.shared.database.display().to_string(),
-                reason: "not open".to_owned(),
-            }),
-        }
-    }
-
     /// Queues an operation and returns its id at once. A model's request is refused when its
     /// agent's quota has no room left.
     pub async fn queue(&self, request: Request) -> Result<String, ManagerError> {
@@ -268,211 +238,6 @@ impl Manager {
         self.bump();
         self.pump();
         Ok(id)
-    }
-
-    /// Starts queued operations while fewer than `max_concurrent` run.
-    fn pump(&self) {
-        loop {
-            let next = {
-                let mut queue = lock(&self.shared.queue);
-                if queue.running >= self.shared.max_concurrent {
-                    return;
-                }
-                let Some(next) = queue.waiting.pop() else {
-                    return;
-                };
-                queue.running += 1;
-                next
-            };
-            let manager = self.clone();
-            tokio::spawn(async move {
-                manager.run(&next.id).await;
-                lock(&manager.shared.queue).running -= 1;
-                manager.pump();
-            });
-        }
-    }
-
-    async fn run(&self, id: &str) {
-        let started = Instant::now();
-        let Some((request, cancel)) = self.update(id, |active| {
-            if active.operation.state != State::Queued {
-                return None;
-            }
-            active.operation.state = State::InProgress;
-            active.operation.started_ms = Some(now_ms());
-            Some((active.operation.request.clone(), active.cancel.clone()))
-        }) else {
-            return;
-        };
-        self.step(id, 1, "started");
-        let outcome = work::run(self, id, &request, &cancel).await;
-        let costs = self
-            .host()
-            .and_then(|host| host.config())
-            .map(|config| config.manager.energy)
-            .unwrap_or_default();
-        let energy = energy::cost(&costs, request.work.kind(), started.elapsed());
-        if let Some(host) = self.host() {
-            host.inner
-                .pipeline
-                .governance()
-                .limits
-                .charge(request.agent.as_deref(), energy);
-        }
-        self.shared.meter.add(request.agent.as_deref(), energy);
-        self.finish(id, energy, outcome);
-    }
-
-    fn finish(&self, id: &str, energy: f64, outcome: Result<Value, work::WorkError>) {
-        let Some(active) = lock(&self.shared.active).remove(id) else {
-            return;
-        };
-        let mut operation = active.operation;
-        let at_ms = now_ms();
-        operation.energy = energy;
-        operation.waiting = None;
-        operation.finished_ms = Some(at_ms);
-        let (kind, text) = match outcome {
-            Ok(result) => {
-                operation.state = State::Completed;
-                operation.progress = 100;
-                operation.message = "completed".to_owned();
-                operation.result = Some(result);
-                (
-                    MessageKind::Completed,
-                    format!("{} completed", operation.kind),
-                )
-            }
-            Err(work::WorkError::Cancelled) => {
-                let reason = active
-                    .cancel_reason
-                    .unwrap_or_else(|| "cancelled".to_owned());
-                operation.state = State::Cancelled;
-                operation.message = format!("cancelled: {reason}");
-                operation.error = Some(format!("cancelled: {reason}"));
-                (MessageKind::Cancelled, operation.message.clone())
-            }
-            Err(work::WorkError::Failed(reason)) => {
-                operation.state = State::Failed;
-                operation.message = reason.clone();
-                operation.error = Some(reason.clone());
-                (
-                    MessageKind::Failed,
-                    format!("{} failed: {reason}", operation.kind),
-                )
-            }
-        };
-        operation.steps.push(Step {
-            at_ms,
-            progress: operation.progress,
-            message: operation.message.clone(),
-        });
-        tracing::info!(
-            id,
-            kind = operation.kind,
-            state = operation.state.as_str(),
-            energy,
-            "operation ended"
-        );
-        if let Err(error) = self.with_store(|store| store.save(&operation)) {
-            tracing::error!("{error}");
-        }
-        self.message(id, kind, text);
-        {
-            let mut finished = lock(&self.shared.finished);
-            finished.push_back(operation);
-            while finished.len() > FINISHED_KEPT {
-                finished.pop_front();
-            }
-        }
-        self.bump();
-    }
-
-    /// Changes an operation that is not over yet.
-    fn update<T>(&self, id: &str, f: impl FnOnce(&mut Active) -> Option<T>) -> Option<T> {
-        lock(&self.shared.active).get_mut(id).and_then(f)
-    }
-
-    fn save_active(&self, id: &str) {
-        let Some(operation) = self.update(id, |active| Some(active.operation.clone())) else {
-            return;
-        };
-        if let Err(error) = self.with_store(|store| store.save(&operation)) {
-            tracing::error!("{error}");
-        }
-        self.bump();
-    }
-
-    /// Records a step of an operation's progress.
-    pub(crate) fn step(&self, id: &str, progress: u8, message: &str) {
-        let updated = self.update(id, |active| {
-            let operation = &mut active.operation;
-            operation.progress = progress.clamp(operation.progress, 100);
-            operation.message = message.to_owned();
-            operation.steps.push(Step {
-                at_ms: now_ms(),
-                progress: operation.progress,
-                message: message.to_owned(),
-            });
-            Some(())
-        });
-        if updated.is_some() {
-            tracing::debug!(id, progress, message, "operation step");
-            self.message(id, MessageKind::Status, format!("{progress}% {message}"));
-            self.save_active(id);
-        }
-    }
-
-    /// Keeps what a failing operation found (a probation report) as its result.
-    pub(crate) fn set_result(&self, id: &str, result: Value) {
-        self.update(id, |active| {
-            active.operation.result = Some(result);
-            Some(())
-        });
-        self.save_active(id);
-    }
-
-    pub(crate) fn set_waiting(&self, id: &str, waiting: Option<Waiting>) {
-        self.update(id, |active| {
-            active.operation.waiting = waiting;
-            Some(())
-        });
-        self.save_active(id);
-    }
-
-    /// Opens the channel the operator's input values come through.
-    pub(crate) fn input_channel(
-        &self,
-        id: &str,
-    ) -> Option<mpsc::UnboundedReceiver<BTreeMap<String, String>>> {
-        let (sender, receiver) = mpsc::unbounded_channel();
-        self.update(id, |active| {
-            active.inputs = Some(sender);
-            Some(())
-        })?;
-        Some(receiver)
-    }
-
-    fn message(&self, id: &str, kind: MessageKind, text: String) {
-        let mut messages = lock(&self.shared.messages);
-        messages.push_back(Message {
-            operation: id.to_owned(),
-            kind,
-            text,
-            at_ms: now_ms(),
-        });
-        while messages.len() > MESSAGES_KEPT {
-            messages.pop_front();
-        }
-    }
-
-    pub(crate) fn tools_available(&self, id: &str, text: String) {
-        self.message(id, MessageKind::ToolsAvailable, text);
-    }
-
-    fn bump(&self) {
-        self.shared.changed.send_modify(|n| *n += 1);
     }
 
     /// An operation, by id: this run's, else the database's.
@@ -614,21 +379,6 @@ impl Manager {
         Ok(self.with_store(store::Store::installs)?)
     }
 
-    pub(crate) fn installed_server(&self, server: &str) -> Result<Option<Installed>, StoreError> {
-        if !self.shared.database.exists() {
-            return Ok(None);
-        }
-        self.with_store(|store| store.install_of(server))
-    }
-
-    pub(crate) fn record_install(&self, installed: &Installed) -> Result<(), StoreError> {
-        self.with_store(|store| store.record_install(installed))
-    }
-
-    pub(crate) fn forget_install(&self, server: &str) -> Result<(), StoreError> {
-        self.with_store(|store| store.forget_install(server))
-    }
-
     /// Waits until operation `id` is over (or `timeout` passes) and returns it as it is then;
     /// `on_change` sees each change on the way (for progress notifications).
     pub async fn wait(
@@ -664,28 +414,6 @@ impl Manager {
                 _ => return self.status(id),
             }
         }
-    }
-
-    /// The registry client for the manager's settings now (kept while they stay the same,
-    /// so its cache is).
-    pub(crate) fn registry(&self, config: &ManagerConfig) -> switchboard_registry::Registry {
-        let key = format!(
-            "{:?}|{:?}|{:?}",
-            config.registries, config.catalogs, config.registry_ttl
-        );
-        let mut slot = lock(&self.shared.registry);
-        if let Some((cached, registry)) = slot.as_ref()
-            && *cached == key
-        {
-            return registry.clone();
-        }
-        let registry = switchboard_registry::Registry::new(switchboard_registry::Sources {
-            registries: config.registries.clone(),
-            catalogs: config.catalogs.clone(),
-            ttl: config.registry_ttl,
-        });
-        *slot = Some((key, registry.clone()));
-        registry
     }
 }
 

@@ -5,17 +5,16 @@
 //! policy says so, and add it through the live-configuration operation. Cancelled or failed
 //! at any point, it undoes what it did: the directory, the processes, the config entry.
 
-use std::collections::BTreeMap;
+mod install;
 
 use serde_json::{Value, json};
 use switchboard_core::approval::{ApprovalRequest, Decision};
-use switchboard_core::config::edit::{EntryTransport, ServerEntry};
+use switchboard_core::config::edit::ServerEntry;
 use switchboard_core::config::{self, ManagerConfig, Trust};
-use switchboard_registry::{Launch, Resolution};
 use tokio_util::sync::CancellationToken;
 
 use super::operation::{Activation, Modification, Request, Requester, Waiting, Work};
-use super::{Installed, Manager, inputs, now_ms, vet};
+use super::{Manager, inputs, vet};
 use crate::Host;
 use crate::live::{Change, ChangeRequest};
 
@@ -25,6 +24,8 @@ pub(crate) enum WorkError {
     Cancelled,
     Failed(String),
 }
+
+pub(crate) use install::screen_values;
 
 type Outcome = Result<Value, WorkError>;
 
@@ -99,42 +100,6 @@ struct Job<'a> {
     request: &'a Request,
     cancel: &'a CancellationToken,
     settings: &'a ManagerConfig,
-}
-
-/// Screens the values given with an install before the request is kept: each must name an
-/// input of the server; secret ones are written to the secrets file and dropped from the
-/// request. Other requests pass as they are.
-pub(crate) async fn screen_values(
-    manager: &Manager,
-    mut request: Request,
-) -> Result<Request, String> {
-    let Work::Install {
-        name,
-        version,
-        server,
-        values,
-        ..
-    } = &mut request.work
-    else {
-        return Ok(request);
-    };
-    if values.is_empty() {
-        return Ok(request);
-    }
-    let settings = manager
-        .host()
-        .and_then(|host| host.config())
-        .map(|config| config.manager.clone())
-        .unwrap_or_default();
-    let listing = manager
-        .registry(&settings)
-        .get(name, version.as_deref())
-        .await
-        .map_err(|error| format!("cannot check the values given for {name}: {error}"))?;
-    let resolution = switchboard_registry::resolve(&listing.server).map_err(|e| e.to_string())?;
-    let server = server.get_or_insert_with(|| server_id_for(name)).clone();
-    *values = inputs::accept(&server, &resolution.inputs, std::mem::take(values))?;
-    Ok(request)
 }
 
 /// The server id a registry name is added as: its last segment, in lower case, with
@@ -217,170 +182,8 @@ impl Job<'_> {
         Ok(json!({"query": query, "servers": servers}))
     }
 
-    async fn install(
-        &self,
-        name: &str,
-        version: Option<&str>,
-        server: Option<&str>,
-        values: &BTreeMap<String, String>,
-        activation: Activation,
-    ) -> Outcome {
-        let registry = self.manager.registry(self.settings);
-        let wanted = version.map_or_else(|| name.to_owned(), |v| format!("{name}@{v}"));
-        self.step(5, &format!("looking up {wanted}"));
-        let listing = self
-            .or_cancel(registry.get(name, version))
-            .await?
-            .map_err(failed)?;
-        let resolution = switchboard_registry::resolve(&listing.server).map_err(failed)?;
-        let server_id = server.map_or_else(|| server_id_for(name), str::to_owned);
-        if self
-            .host
-            .config()
-            .is_some_and(|c| c.server(&server_id).is_some())
-        {
-            return Err(failed(format!(
-                "a server named '{server_id}' is already configured; ask again with another server name"
-            )));
-        }
-        self.step(
-            10,
-            &format!(
-                "found {} {} in {}; will run: {}",
-                listing.server.name, listing.server.version, listing.source, resolution.preview
-            ),
-        );
-        let values = self.inputs(&server_id, &resolution, values.clone()).await?;
-        let dir = self
-            .settings
-            .install_dir
-            .clone()
-            .unwrap_or_else(super::default_install_dir)
-            .join(&server_id);
-        if let Some(stale) = self.manager.installed_server(&server_id).map_err(failed)? {
-            // Installed before, and since taken out of the config by hand or by `servers
-            // remove` (a configured one was refused above): nothing uses it any more.
-            self.step(
-                12,
-                &format!("clearing the earlier install in {}", stale.dir.display()),
-            );
-            switchboard_registry::uninstall(&stale.dir)
-                .map_err(|e| failed(format!("cannot clear {}: {e}", stale.dir.display())))?;
-            self.manager.forget_install(&server_id).map_err(failed)?;
-        }
-        if dir.exists() {
-            // Left by a run that died mid-install: nothing refers to it.
-            switchboard_registry::uninstall(&dir)
-                .map_err(|e| failed(format!("cannot clear {}: {e}", dir.display())))?;
-        }
-        self.step(15, &format!("installing into {}", dir.display()));
-        let progress = |percent: u8, message: &str| {
-            let scaled = 15 + u8::try_from(u16::from(percent.min(100)) * 55 / 100).unwrap_or(55);
-            self.step(scaled, message);
-        };
-        let launch = match switchboard_registry::install(&resolution, &dir, self.cancel, &progress)
-            .await
-        {
-            Ok(launch) => launch,
-            Err(switchboard_registry::InstallError::Cancelled) => return Err(WorkError::Cancelled),
-            Err(error) => return Err(failed(error)),
-        };
-        let env = inputs::entries(&server_id, &resolution.inputs, &values);
-        let entry = ServerEntry {
-            transport: transport_of(launch, env),
-            enabled: None,
-            trust: Some(self.settings.trust),
-        };
-        let installed = Installed {
-            server: server_id.clone(),
-            name: listing.server.name.clone(),
-            version: listing.server.version.clone(),
-            dir: dir.clone(),
-            operation: self.id.to_owned(),
-            installed_ms: now_ms(),
-        };
-        let origin = json!({
-            "name": listing.server.name,
-            "version": listing.server.version,
-            "source": listing.source,
-            "command": resolution.preview,
-        });
-        let added = self.add(&server_id, entry, activation, Some(origin)).await;
-        match added {
-            Ok(result) => {
-                self.manager.record_install(&installed).map_err(failed)?;
-                Ok(result)
-            }
-            Err(error) => {
-                if let Err(e) = switchboard_registry::uninstall(&dir) {
-                    tracing::warn!("cannot remove {}: {e}", dir.display());
-                }
-                Err(error)
-            }
-        }
-    }
-
-    /// Waits until every required input of the server has a value (from the request, the
-    /// secrets file, or the operator); returns the values that are not secret.
-    async fn inputs(
-        &self,
-        server: &str,
-        resolution: &Resolution,
-        mut values: BTreeMap<String, String>,
-    ) -> Result<BTreeMap<String, String>, WorkError> {
-        let deadline = tokio::time::Instant::now() + self.settings.approval_timeout;
-        let mut receiver = None;
-        loop {
-            let missing = inputs::missing(server, &resolution.inputs, &values);
-            if missing.is_empty() {
-                self.manager.set_waiting(self.id, None);
-                return Ok(values);
-            }
-            let names: Vec<String> = missing.iter().map(|i| i.name.clone()).collect();
-            // The channel opens before anyone is told the operation waits.
-            if receiver.is_none() {
-                receiver = self.manager.input_channel(self.id);
-            }
-            self.manager.set_waiting(
-                self.id,
-                Some(Waiting::Input {
-                    names: names.clone(),
-                }),
-            );
-            self.step(
-                12,
-                &format!(
-                    "waiting for input: {} (switchboard operations input {} NAME=VALUE)",
-                    names.join(", "),
-                    self.id
-                ),
-            );
-            let Some(channel) = receiver.as_mut() else {
-                return Err(WorkError::Cancelled);
-            };
-            let given = tokio::select! {
-                given = channel.recv() => given,
-                () = self.cancel.cancelled() => return Err(WorkError::Cancelled),
-                () = tokio::time::sleep_until(deadline) => {
-                    return Err(failed(format!(
-                        "no value for {} within {} s",
-                        names.join(", "),
-                        self.settings.approval_timeout.as_secs()
-                    )));
-                }
-            };
-            let Some(given) = given else {
-                return Err(failed("the input channel closed"));
-            };
-            match inputs::accept(server, &resolution.inputs, given) {
-                Ok(plain) => values.extend(plain),
-                Err(problem) => self.step(12, &format!("input refused: {problem}")),
-            }
-        }
-    }
-
     /// Vets `entry`, has its activation approved when the policy says so, and adds it.
-    async fn add(
+    pub(super) async fn add(
         &self,
         server: &str,
         mut entry: ServerEntry,
@@ -644,33 +447,6 @@ impl Job<'_> {
             "removed": report.is_some(),
             "uninstalled": uninstalled,
         }))
-    }
-}
-
-fn transport_of(launch: Launch, env: BTreeMap<String, String>) -> EntryTransport {
-    match launch {
-        Launch::Stdio {
-            command,
-            args,
-            env: fixed,
-        } => EntryTransport::Stdio {
-            command,
-            args,
-            env: fixed
-                .into_iter()
-                .map(|(k, v)| (k, v.replace('$', "$$")))
-                .chain(env)
-                .collect(),
-            cwd: None,
-        },
-        Launch::Http { url, headers } => EntryTransport::Http {
-            url,
-            headers: headers.into_iter().chain(env).collect(),
-        },
-        Launch::Sse { url, headers } => EntryTransport::Sse {
-            url,
-            headers: headers.into_iter().chain(env).collect(),
-        },
     }
 }
 

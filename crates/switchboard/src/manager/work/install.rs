@@ -1,0 +1,241 @@
+//! An install: look the server up, resolve its `server.json` (the command line is a step
+//! before anything runs), wait for its inputs, install it into `install_dir/SERVER`, then
+//! vet and add it like any entry (`Job::add`). A failure or a cancel after the install
+//! removes the directory again.
+
+use std::collections::BTreeMap;
+
+use serde_json::json;
+use switchboard_core::config::edit::{EntryTransport, ServerEntry};
+use switchboard_registry::{Launch, Resolution};
+
+use super::{Job, Outcome, WorkError, failed, server_id_for};
+use crate::manager::operation::{Activation, Request, Waiting, Work};
+use crate::manager::{Installed, Manager, inputs, now_ms};
+
+/// Screens the values given with an install before the request is kept: each must name an
+/// input of the server; secret ones are written to the secrets file and dropped from the
+/// request. Other requests pass as they are.
+pub(crate) async fn screen_values(
+    manager: &Manager,
+    mut request: Request,
+) -> Result<Request, String> {
+    let Work::Install {
+        name,
+        version,
+        server,
+        values,
+        ..
+    } = &mut request.work
+    else {
+        return Ok(request);
+    };
+    if values.is_empty() {
+        return Ok(request);
+    }
+    let settings = manager
+        .host()
+        .and_then(|host| host.config())
+        .map(|config| config.manager.clone())
+        .unwrap_or_default();
+    let listing = manager
+        .registry(&settings)
+        .get(name, version.as_deref())
+        .await
+        .map_err(|error| format!("cannot check the values given for {name}: {error}"))?;
+    let resolution = switchboard_registry::resolve(&listing.server).map_err(|e| e.to_string())?;
+    let server = server.get_or_insert_with(|| server_id_for(name)).clone();
+    *values = inputs::accept(&server, &resolution.inputs, std::mem::take(values))?;
+    Ok(request)
+}
+
+fn transport_of(launch: Launch, env: BTreeMap<String, String>) -> EntryTransport {
+    match launch {
+        Launch::Stdio {
+            command,
+            args,
+            env: fixed,
+        } => EntryTransport::Stdio {
+            command,
+            args,
+            env: fixed
+                .into_iter()
+                .map(|(k, v)| (k, v.replace('$', "$$")))
+                .chain(env)
+                .collect(),
+            cwd: None,
+        },
+        Launch::Http { url, headers } => EntryTransport::Http {
+            url,
+            headers: headers.into_iter().chain(env).collect(),
+        },
+        Launch::Sse { url, headers } => EntryTransport::Sse {
+            url,
+            headers: headers.into_iter().chain(env).collect(),
+        },
+    }
+}
+
+impl Job<'_> {
+    pub(super) async fn install(
+        &self,
+        name: &str,
+        version: Option<&str>,
+        server: Option<&str>,
+        values: &BTreeMap<String, String>,
+        activation: Activation,
+    ) -> Outcome {
+        let registry = self.manager.registry(self.settings);
+        let wanted = version.map_or_else(|| name.to_owned(), |v| format!("{name}@{v}"));
+        self.step(5, &format!("looking up {wanted}"));
+        let listing = self
+            .or_cancel(registry.get(name, version))
+            .await?
+            .map_err(failed)?;
+        let resolution = switchboard_registry::resolve(&listing.server).map_err(failed)?;
+        let server_id = server.map_or_else(|| server_id_for(name), str::to_owned);
+        if self
+            .host
+            .config()
+            .is_some_and(|c| c.server(&server_id).is_some())
+        {
+            return Err(failed(format!(
+                "a server named '{server_id}' is already configured; ask again with another server name"
+            )));
+        }
+        self.step(
+            10,
+            &format!(
+                "found {} {} in {}; will run: {}",
+                listing.server.name, listing.server.version, listing.source, resolution.preview
+            ),
+        );
+        let values = self.inputs(&server_id, &resolution, values.clone()).await?;
+        let dir = self
+            .settings
+            .install_dir
+            .clone()
+            .unwrap_or_else(crate::manager::default_install_dir)
+            .join(&server_id);
+        if let Some(stale) = self.manager.installed_server(&server_id).map_err(failed)? {
+            // Installed before, and since taken out of the config by hand or by `servers
+            // remove` (a configured one was refused above): nothing uses it any more.
+            self.step(
+                12,
+                &format!("clearing the earlier install in {}", stale.dir.display()),
+            );
+            switchboard_registry::uninstall(&stale.dir)
+                .map_err(|e| failed(format!("cannot clear {}: {e}", stale.dir.display())))?;
+            self.manager.forget_install(&server_id).map_err(failed)?;
+        }
+        if dir.exists() {
+            // Left by a run that died mid-install: nothing refers to it.
+            switchboard_registry::uninstall(&dir)
+                .map_err(|e| failed(format!("cannot clear {}: {e}", dir.display())))?;
+        }
+        self.step(15, &format!("installing into {}", dir.display()));
+        let progress = |percent: u8, message: &str| {
+            let scaled = 15 + u8::try_from(u16::from(percent.min(100)) * 55 / 100).unwrap_or(55);
+            self.step(scaled, message);
+        };
+        let launch = match switchboard_registry::install(&resolution, &dir, self.cancel, &progress)
+            .await
+        {
+            Ok(launch) => launch,
+            Err(switchboard_registry::InstallError::Cancelled) => return Err(WorkError::Cancelled),
+            Err(error) => return Err(failed(error)),
+        };
+        let env = inputs::entries(&server_id, &resolution.inputs, &values);
+        let entry = ServerEntry {
+            transport: transport_of(launch, env),
+            enabled: None,
+            trust: Some(self.settings.trust),
+        };
+        let installed = Installed {
+            server: server_id.clone(),
+            name: listing.server.name.clone(),
+            version: listing.server.version.clone(),
+            dir: dir.clone(),
+            operation: self.id.to_owned(),
+            installed_ms: now_ms(),
+        };
+        let origin = json!({
+            "name": listing.server.name,
+            "version": listing.server.version,
+            "source": listing.source,
+            "command": resolution.preview,
+        });
+        let added = self.add(&server_id, entry, activation, Some(origin)).await;
+        match added {
+            Ok(result) => {
+                self.manager.record_install(&installed).map_err(failed)?;
+                Ok(result)
+            }
+            Err(error) => {
+                if let Err(e) = switchboard_registry::uninstall(&dir) {
+                    tracing::warn!("cannot remove {}: {e}", dir.display());
+                }
+                Err(error)
+            }
+        }
+    }
+
+    /// Waits until every required input of the server has a value (from the request, the
+    /// secrets file, or the operator); returns the values that are not secret.
+    async fn inputs(
+        &self,
+        server: &str,
+        resolution: &Resolution,
+        mut values: BTreeMap<String, String>,
+    ) -> Result<BTreeMap<String, String>, WorkError> {
+        let deadline = tokio::time::Instant::now() + self.settings.approval_timeout;
+        let mut receiver = None;
+        loop {
+            let missing = inputs::missing(server, &resolution.inputs, &values);
+            if missing.is_empty() {
+                self.manager.set_waiting(self.id, None);
+                return Ok(values);
+            }
+            let names: Vec<String> = missing.iter().map(|i| i.name.clone()).collect();
+            // The channel opens before anyone is told the operation waits.
+            if receiver.is_none() {
+                receiver = self.manager.input_channel(self.id);
+            }
+            self.manager.set_waiting(
+                self.id,
+                Some(Waiting::Input {
+                    names: names.clone(),
+                }),
+            );
+            self.step(
+                12,
+                &format!(
+                    "waiting for input: {} (switchboard operations input {} NAME=VALUE)",
+                    names.join(", "),
+                    self.id
+                ),
+            );
+            let Some(channel) = receiver.as_mut() else {
+                return Err(WorkError::Cancelled);
+            };
+            let given = tokio::select! {
+                given = channel.recv() => given,
+                () = self.cancel.cancelled() => return Err(WorkError::Cancelled),
+                () = tokio::time::sleep_until(deadline) => {
+                    return Err(failed(format!(
+                        "no value for {} within {} s",
+                        names.join(", "),
+                        self.settings.approval_timeout.as_secs()
+                    )));
+                }
+            };
+            let Some(given) = given else {
+                return Err(failed("the input channel closed"));
+            };
+            match inputs::accept(server, &resolution.inputs, given) {
+                Ok(plain) => values.extend(plain),
+                Err(problem) => self.step(12, &format!("input refused: {problem}")),
+            }
+        }
+    }
+}
