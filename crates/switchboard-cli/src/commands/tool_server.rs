@@ -61,6 +61,7 @@ impl ToolServerArgs {
             tables_dir: self.tables_dir.clone(),
             seed: self.seed,
             database: self.database.clone(),
+            ..BuiltinSettings::default()
         }
     }
 }

@@ -48,14 +48,15 @@ pub use locate::{Located, LookupStep, locate};
 pub use model::{
     Activation, AgentConfig, ApprovalMode, BuiltinSettings, Config, CostConfig, DEFAULT_REGISTRY,
     EnergyConfig, EnergyRange, EraPreference, Exposure, GatewayConfig, HookConfig, HookEvent,
-    LatencyConfig, LimitsConfig, ManagerConfig, QuotaConfig, RootConfig, ServerConfig,
-    ToolOverrideConfig, Transport, Trust, busy_poll_window,
+    JsonSearchMapping, LatencyConfig, LimitsConfig, ManagerConfig, PlayerSetting, QuotaConfig,
+    RootConfig, SecretString, ServerConfig, StyleSetting, ToolOverrideConfig, Transport, Trust,
+    busy_poll_window,
 };
 pub use problem::{ConfigErrors, Origin, Problem};
 pub use schema::native_schema;
 pub use substitute::{
-    Environment, GatewayEnvironment, MapEnvironment, ProcessEnvironment, remove_secrets,
-    write_secret,
+    Environment, GatewayEnvironment, MapEnvironment, ProcessEnvironment, remove_secret,
+    remove_secrets, write_secret,
 };
 pub use tiers::default_tiers;
 

@@ -267,6 +267,9 @@ impl ServerConfig {
 }
 
 /// How to reach a server.
+// A built-in's settings make that variant the largest by far; a config holds a handful of
+// servers, and boxing them would change every match on it.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum Transport {
     Stdio {
@@ -313,8 +316,93 @@ pub struct BuiltinSettings {
     pub tables_dir: Option<PathBuf>,
     /// `dice`: a fixed seed for reproducible rolls (default: OS randomness).
     pub seed: Option<u64>,
-    /// `memory`: the SQLite file (default: under the user data directory).
+    /// `memory`, `rules`, `sessions`: the SQLite file (default: under the user data
+    /// directory).
     pub database: Option<PathBuf>,
+    /// `rules`: directories of rule files.
+    pub dirs: Vec<PathBuf>,
+    /// `music`: how tracks are played (default: the built-in's own choice, `auto`).
+    pub player: Option<PlayerSetting>,
+    /// `music`: mood → its tracks (files or directories).
+    pub moods: BTreeMap<String, Vec<PathBuf>>,
+    /// `music`: extra arguments for mpv (e.g. `--ao=null`).
+    pub mpv_args: Vec<String>,
+    /// `web` (`searxng` | `brave` | `json`), `images` (`openai` | `automatic1111`): the
+    /// service used, one of the built-in's own values.
+    pub backend: Option<String>,
+    /// `web`, `images`: the backend's URL (http or https; for the `json` search backend a
+    /// template containing `{query}`).
+    pub url: Option<String>,
+    /// `web`, `images`: the backend's API key (redacted in `Debug`).
+    pub api_key: Option<SecretString>,
+    /// `web`: pages on private, loopback and link-local addresses may be fetched too (default
+    /// false).
+    pub allow_private: Option<bool>,
+    /// `web`, `images`: the largest answer read, in bytes.
+    pub max_bytes: Option<u64>,
+    /// `web`, `images`: the deadline of one request to the backend.
+    pub timeout: Option<Duration>,
+    /// `web`: redirects followed per fetch.
+    pub max_redirects: Option<u32>,
+    /// `web` with `backend = "json"`: where the results are in the answer.
+    pub json: Option<JsonSearchMapping>,
+    /// `images`: the model asked for.
+    pub model: Option<String>,
+    /// `images`: where generated images are written.
+    pub out_dir: Option<PathBuf>,
+    /// `images`: named styles a prompt may ask for.
+    pub styles: BTreeMap<String, StyleSetting>,
+}
+
+/// `music`'s `player`: a named player, or a command line in which `{path}` is replaced by the
+/// track.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PlayerSetting {
+    /// mpv when it is installed, else no sound.
+    Auto,
+    /// mpv (an error when it is not installed).
+    Mpv,
+    /// No sound: tracks are "played" silently.
+    Null,
+    /// The program and its arguments; `{path}` is replaced by the track.
+    Command(Vec<String>),
+}
+
+/// How the `web` built-in's `json` search backend reads an answer: `results` is a dotted
+/// path to the array of results, the others are keys in each result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JsonSearchMapping {
+    pub results: String,
+    pub title: String,
+    pub url: String,
+    pub snippet: Option<String>,
+}
+
+/// A named style of the `images` built-in: text added to the prompt and to the negative
+/// prompt, and backend parameters.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StyleSetting {
+    pub suffix: Option<String>,
+    pub negative: Option<String>,
+    pub params: serde_json::Map<String, serde_json::Value>,
+}
+
+/// A secret (an API key): compared and cloned like a string, but `Debug` prints `***`, so
+/// it never shows in a printed config.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SecretString(pub String);
+
+impl SecretString {
+    /// The secret itself.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for SecretString {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("***")
+    }
 }
 
 /// One root of the `files` built-in.

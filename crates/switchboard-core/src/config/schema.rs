@@ -419,7 +419,8 @@ struct Server {
     /// stdio: working directory.
     #[serde(skip_serializing_if = "String::is_empty")]
     cwd: String,
-    /// HTTP: the server's URL (http:// or https://).
+    /// HTTP: the server's URL (http:// or https://). builtin = "web" / "images": the
+    /// backend's URL (for the web "json" backend a template with {query}, {limit}, {key}).
     #[schemars(regex(pattern = r"^(https?://|\$\{)"))]
     #[serde(skip_serializing_if = "String::is_empty")]
     url: String,
@@ -478,9 +479,137 @@ struct Server {
     /// builtin = "dice": fixed seed for reproducible rolls (default: OS randomness).
     #[serde(skip_serializing_if = "Option::is_none")]
     seed: Option<u64>,
-    /// builtin = "memory": the SQLite file (default: under the user data directory).
+    /// builtin = "memory", "rules", "sessions": the SQLite file (default: under the user
+    /// data directory).
     #[serde(skip_serializing_if = "String::is_empty")]
     database: String,
+    /// builtin = "rules": directories of rules files (Markdown, text, JSON records).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    dirs: Vec<String>,
+    /// builtin = "music": "auto" (default: mpv if installed, else silent), "mpv", "null", or
+    /// a command line in which {path} is replaced by the track.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    player: Option<Player>,
+    /// builtin = "music": mood → its tracks (files or directories; a path or an array).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    moods: BTreeMap<String, Tracks>,
+    /// builtin = "music": extra arguments for mpv, e.g. ["--ao=null"].
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    mpv_args: Vec<String>,
+    /// builtin = "web": "searxng", "brave" or "json"; builtin = "images": "openai" or
+    /// "automatic1111".
+    #[serde(skip_serializing_if = "Option::is_none")]
+    backend: Option<Backend>,
+    /// builtin = "web" / "images": the backend's API key (use ${VAR} to keep it out of the
+    /// file).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    api_key: String,
+    /// builtin = "web": pages on private, loopback and link-local addresses may be fetched too
+    /// (default false).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    allow_private: Option<bool>,
+    /// builtin = "web" / "images": largest answer read, in bytes.
+    #[schemars(range(min = 1))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_bytes: Option<u64>,
+    /// builtin = "web" / "images": deadline of one request to the backend.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    timeout: Option<Duration>,
+    /// builtin = "web": redirects followed per fetch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_redirects: Option<u32>,
+    /// builtin = "web" with backend = "json": where the results are in the answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    json: Option<JsonMapping>,
+    /// builtin = "images": the model asked for.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    model: String,
+    /// builtin = "images": where generated images are written.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    out_dir: String,
+    /// builtin = "images": named styles a prompt may ask for.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    styles: BTreeMap<String, Style>,
+}
+
+/// How the music built-in plays tracks.
+#[derive(JsonSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+enum Player {
+    Named(PlayerName),
+    /// A command line: the program and its arguments; {path} is replaced by the track.
+    Command(#[schemars(length(min = 1))] Vec<String>),
+}
+
+#[derive(JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[allow(dead_code)]
+enum PlayerName {
+    /// mpv when it is installed, else silent.
+    Auto,
+    /// mpv.
+    Mpv,
+    /// No sound.
+    Null,
+}
+
+/// A mood's tracks: a path, or an array of paths.
+#[derive(JsonSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+enum Tracks {
+    One(String),
+    Many(Vec<String>),
+}
+
+#[derive(JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[allow(dead_code)]
+enum Backend {
+    /// web: a SearXNG instance's JSON API (url: the instance).
+    Searxng,
+    /// web: Brave's Web Search API (api_key needed).
+    Brave,
+    /// web: any search URL answering JSON (url with {query}, and a json mapping).
+    Json,
+    /// images: OpenAI's image API or a compatible one.
+    Openai,
+    /// images: an AUTOMATIC1111 / Stable Diffusion web UI (url: the UI).
+    Automatic1111,
+}
+
+/// Where a JSON search answer keeps its results.
+#[derive(JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct JsonMapping {
+    /// Dotted path to the array of results, e.g. "data.items".
+    #[schemars(length(min = 1))]
+    results: String,
+    /// The key of each result's title.
+    #[schemars(length(min = 1))]
+    title: String,
+    /// The key of each result's URL.
+    #[schemars(length(min = 1))]
+    url: String,
+    /// The key of each result's snippet.
+    #[serde(default)]
+    #[schemars(length(min = 1))]
+    snippet: Option<String>,
+}
+
+/// A named image style.
+#[derive(JsonSchema, Default)]
+#[serde(default, deny_unknown_fields)]
+#[allow(dead_code)]
+struct Style {
+    /// Added to the prompt.
+    suffix: Option<String>,
+    /// Added to the negative prompt.
+    negative: Option<String>,
+    /// Backend parameters (any table).
+    params: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 /// A root of the files built-in: a path, or a path with flags.
@@ -523,6 +652,16 @@ enum Builtin {
     Memory,
     /// The server manager's tools: models search for, install and activate MCP servers.
     Manager,
+    /// Rules lookup: the rules files of configured directories, full-text indexed.
+    Rules,
+    /// The session manager: each session's conversation turns, searchable, and its summary.
+    Sessions,
+    /// Background music and ambiance by mood, through mpv, a command or silently.
+    Music,
+    /// Web search and page fetching (SearXNG, Brave or a JSON search API).
+    Web,
+    /// Image generation (OpenAI-compatible or AUTOMATIC1111).
+    Images,
 }
 
 #[derive(JsonSchema)]
@@ -655,6 +794,20 @@ impl Default for Server {
             tables_dir: String::new(),
             seed: None,
             database: String::new(),
+            dirs: Vec::new(),
+            player: None,
+            moods: BTreeMap::new(),
+            mpv_args: Vec::new(),
+            backend: None,
+            api_key: String::new(),
+            allow_private: None,
+            max_bytes: None,
+            timeout: None,
+            max_redirects: None,
+            json: None,
+            model: String::new(),
+            out_dir: String::new(),
+            styles: BTreeMap::new(),
         }
     }
 }

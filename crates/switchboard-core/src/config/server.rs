@@ -1,7 +1,7 @@
 //! `[servers.ID]` (and the JSON `mcpServers` / `servers` forms): one server's settings and
 //! its per-tool overrides. The transport keys are read by [`super::transport`].
 
-use super::builtin::SETTINGS_KEYS;
+use super::builtin::{SETTINGS_KEYS, keys_of};
 use super::model::{EraPreference, ServerConfig, ToolOverrideConfig, Transport, Trust};
 use super::tree::{Node, Pos, Value};
 use super::validate::{Walk, is_name_text};
@@ -123,12 +123,17 @@ impl Walk<'_> {
             );
         }
         let entries = self.table(node, &what);
+        // A misspelled key is matched against the server keys and its built-in's settings.
+        let known: Vec<&str> = match node.get("builtin").map(|n| &n.value) {
+            Some(Value::String(name)) => SERVER_KEYS.iter().chain(keys_of(name)).copied().collect(),
+            _ => SERVER_KEYS.to_vec(),
+        };
         for (key, key_pos, _) in entries {
             if !SERVER_KEYS.contains(&key.as_str())
                 && !FOREIGN_SERVER_KEYS.contains(&key.as_str())
                 && !SETTINGS_KEYS.contains(&key.as_str())
             {
-                self.unknown(*key_pos, key, &what, &SERVER_KEYS);
+                self.unknown(*key_pos, key, &what, &known);
             }
         }
         let transport = self.transport(node, &what);

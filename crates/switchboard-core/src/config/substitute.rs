@@ -204,6 +204,20 @@ pub fn remove_secrets(path: &Path, prefix: &str) -> io::Result<()> {
     write_secrets_file(path, &lines)
 }
 
+/// Drops the line of exactly `key`, if there is one.
+pub fn remove_secret(path: &Path, key: &str) -> io::Result<()> {
+    let text = read_secrets_file(path)?;
+    let lines: Vec<String> = text
+        .lines()
+        .filter(|line| secret_line(line).is_none_or(|(k, _)| k != key))
+        .map(str::to_owned)
+        .collect();
+    if lines.len() == text.lines().count() {
+        return Ok(());
+    }
+    write_secrets_file(path, &lines)
+}
+
 /// The file's text; empty when it does not exist.
 fn read_secrets_file(path: &Path) -> io::Result<String> {
     match fs::read_to_string(path) {

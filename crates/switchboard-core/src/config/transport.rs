@@ -8,7 +8,8 @@ use super::suggest;
 use super::tree::{Node, Pos};
 use super::validate::Walk;
 
-use super::builtin::BUILTINS;
+use super::builtin::{BUILTINS, keys_of};
+use super::tree::Value;
 
 /// Spellings of the Streamable HTTP transport that MCP clients write.
 const HTTP_KINDS: [&str; 4] = [
@@ -26,7 +27,10 @@ impl Walk<'_> {
         let kind_node = field("transport").or_else(|| field("type"));
         let kind = kind_node.and_then(|n| self.string(n, &format!("{what}.transport")));
         let kind_pos = kind_node.map_or(node.pos, |n| n.pos);
-        let (command, url, builtin) = (field("command"), field("url"), field("builtin"));
+        let builtin = field("builtin");
+        // `url` is a setting of the built-ins that take one (`web`, `images`), not a transport.
+        let url = field("url").filter(|_| !builtin.is_some_and(takes_url));
+        let command = field("command");
         let given = [command, url, builtin].iter().flatten().count();
         if given != 1 {
             let (pos, message) = if given == 0 {
@@ -176,6 +180,11 @@ impl Walk<'_> {
             }
         }
     }
+}
+
+/// Whether `builtin` (the value of a server's `builtin` key) names a built-in that takes `url`.
+fn takes_url(builtin: &Node) -> bool {
+    matches!(&builtin.value, Value::String(name) if keys_of(name).contains(&"url"))
 }
 
 /// An upstream URL: `http://` or `https://` and a host.

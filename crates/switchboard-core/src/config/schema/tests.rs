@@ -117,6 +117,56 @@ fn the_documented_example_satisfies_the_schema() {
         let bad: Value = toml::from_str(&format!("[manager]\n{bad}\n")).expect("TOML");
         assert!(!validator.is_valid(&bad), "{bad}");
     }
+    let section = docs
+        .split("### Built-in servers")
+        .nth(1)
+        .expect("docs/config.md has a Built-in servers section");
+    let examples: Vec<&str> = section
+        .split("### ")
+        .next()
+        .unwrap_or_default()
+        .split("```toml\n")
+        .skip(1)
+        .filter_map(|rest| rest.split("```").next())
+        .collect();
+    assert_eq!(
+        examples.len(),
+        2,
+        "the built-ins' example and the json backend's"
+    );
+    for example in examples {
+        let instance: Value = toml::from_str(example).expect("the example is TOML");
+        let errors: Vec<String> = validator
+            .iter_errors(&instance)
+            .map(|e| format!("{}: {e}", e.instance_path))
+            .collect();
+        assert!(errors.is_empty(), "{errors:#?}");
+    }
+    for good in [
+        "builtin = \"music\"\nplayer = [\"paplay\", \"{path}\"]\nmoods = { a = \"x\", b = [\"y\"] }",
+        "builtin = \"images\"\nbackend = \"automatic1111\"\nstyles = { s = { params = { n = 1 } } }",
+        "builtin = \"web\"\nmax_redirects = 0\ntimeout = 1500",
+    ] {
+        let good: Value = toml::from_str(&format!("[servers.x]\n{good}\n")).expect("TOML");
+        assert!(validator.is_valid(&good), "{good}");
+    }
+    for bad in [
+        "builtin = \"web\"\nbackend = \"serxng\"",
+        "builtin = \"music\"\nplayer = \"vlc\"",
+        "builtin = \"music\"\nplayer = []",
+        "builtin = \"music\"\nmoods = { a = 1 }",
+        "builtin = \"web\"\nmax_bytes = 0",
+        "builtin = \"web\"\nmax_redirects = -1",
+        "builtin = \"web\"\njson = { results = \"r\", title = \"t\" }",
+        "builtin = \"web\"\njson = { results = \"r\", title = \"t\", url = \"u\", extra = \"e\" }",
+        "builtin = \"images\"\nstyles = { s = { sufix = \"x\" } }",
+        "builtin = \"images\"\nstyles = { s = { params = [1] } }",
+        "builtin = \"images\"\ntimeout = \"soon\"",
+        "builtin = \"rules\"\ndirs = \"rules\"",
+    ] {
+        let bad: Value = toml::from_str(&format!("[servers.x]\n{bad}\n")).expect("TOML");
+        assert!(!validator.is_valid(&bad), "{bad}");
+    }
     let bad: Value = toml::from_str(
         "[gateway]\nseparatr = \"_\"\n[servers.\"a b\"]\nera = \"new\"\ncall_timeout = \"soon\"\n",
     )

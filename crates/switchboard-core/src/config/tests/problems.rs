@@ -29,11 +29,11 @@ fn check(text: &str, format: Format, expected: &[(usize, usize, &str)]) {
     }
 }
 
-fn toml(text: &str, expected: &[(usize, usize, &str)]) {
+pub(super) fn toml(text: &str, expected: &[(usize, usize, &str)]) {
     check(text, Format::Toml, expected);
 }
 
-fn json(text: &str, expected: &[(usize, usize, &str)]) {
+pub(super) fn json(text: &str, expected: &[(usize, usize, &str)]) {
     check(text, Format::Json, expected);
 }
 
@@ -343,7 +343,7 @@ fn builtin_settings_problems() {
         &[(
             3,
             1,
-            "servers.a.database is a setting of the 'memory' built-in, but this server is not a built-in",
+            "servers.a.database is a setting of the 'memory', 'rules' and 'sessions' built-ins, but this server is not a built-in",
         )],
     );
     toml(
