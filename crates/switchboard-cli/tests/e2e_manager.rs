@@ -243,7 +243,7 @@ fn a_model_finds_requests_and_uses_a_server_an_operator_approved() {
     assert!(text.contains("[servers.server-memory]"), "{text}");
     assert!(text.contains("trust = \"pinned\""), "{text}");
     assert!(
-        text.contains("${SWITCHBOARD_SECRET_SERVER_MEMORY_MEMORY_API_TOKEN}"),
+        text.contains("${SWITCHBOARD_SECRET_SERVER_MEMORY_MEMORY_API_TOKEN_"),
         "{text}"
     );
     assert!(

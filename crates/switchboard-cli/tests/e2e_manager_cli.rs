@@ -474,7 +474,7 @@ fn a_secret_input_goes_to_the_secrets_file_and_nowhere_else() {
     let text = world.config_text();
     assert!(text.contains("[servers.keyed]"), "{text}");
     assert!(
-        text.contains("${SWITCHBOARD_SECRET_KEYED_X_API_KEY}"),
+        text.contains("${SWITCHBOARD_SECRET_KEYED_X_API_KEY_"),
         "{text}"
     );
     let status = stdout(&world.ok(&["status", "--json"]));
@@ -512,7 +512,9 @@ fn a_secret_input_goes_to_the_secrets_file_and_nowhere_else() {
     }
     let secrets = std::fs::read_to_string(world.secrets()).expect("the secrets file");
     assert!(
-        secrets.contains(&format!("SWITCHBOARD_SECRET_KEYED_X_API_KEY={SECRET}")),
+        secrets.lines().any(|line| line
+            .strip_prefix("SWITCHBOARD_SECRET_KEYED_X_API_KEY_")
+            .is_some_and(|rest| rest.ends_with(&format!("={SECRET}")))),
         "{secrets}"
     );
     let mode = std::fs::metadata(world.secrets())
@@ -642,7 +644,7 @@ fn without_a_gateway_install_runs_here_and_writes_the_file() {
     );
     let text = world.config_text();
     assert!(
-        text.contains("${SWITCHBOARD_SECRET_KEYED_X_API_KEY}"),
+        text.contains("${SWITCHBOARD_SECRET_KEYED_X_API_KEY_"),
         "{text}"
     );
     let database = std::fs::read(world.operations_db(false)).expect("the operations database");

@@ -108,6 +108,14 @@ pub enum ResolveError {
         package: String,
         base_url: String,
     },
+    /// An OCI package asking for more than a closed container (a runtime flag that widens it,
+    /// a variable that steers the docker client).
+    #[error("oci package '{package}' of server '{name}': {reason}")]
+    Unsafe {
+        name: String,
+        package: String,
+        reason: String,
+    },
     /// A package identifier that is not a plain package name or image reference (a path, a
     /// URL, a flag), which the installer would take for something else.
     #[error("{registry} package '{package}' of server '{name}': {reason}")]
@@ -299,6 +307,30 @@ fn resolve_package(
         _ => {
             let image = oci_image(&package.identifier, package.version.as_deref())
                 .map_err(|(version, reason)| inexact(&version, reason))?;
+            // The container is the boundary: no runtime flag may widen it, and no variable
+            // may steer the `docker` client itself (the variables are set on its process).
+            if let Some(flag) = oci_disallowed_flag(&runtime_args) {
+                return Err(ResolveError::Unsafe {
+                    name: name.clone(),
+                    package: package.identifier.clone(),
+                    reason: format!(
+                        "runtime argument '{flag}' is not allowed (only --init, --read-only, --network none, --cap-drop, --security-opt no-new-privileges and -e/--env NAME: nothing that widens the container)"
+                    ),
+                });
+            }
+            if let Some(variable) = env
+                .keys()
+                .chain(inputs.iter().map(|i| &i.name))
+                .find(|name| !oci_variable_allowed(name))
+            {
+                return Err(ResolveError::Unsafe {
+                    name: name.clone(),
+                    package: package.identifier.clone(),
+                    reason: format!(
+                        "environment variable '{variable}' would steer the docker client itself (DOCKER_*, LD_*, PATH are refused)"
+                    ),
+                });
+            }
             let command = format!(
                 "docker pull {image}, then docker run -i --rm{}{} {image}{}",
                 argv_note(&docker_env_args(
@@ -323,6 +355,37 @@ fn resolve_package(
         preview: with_notes(command, &fixed, &inputs),
         inputs,
     })
+}
+
+/// The first OCI runtime argument that would open the container wider than
+/// `docker run -i --rm` leaves it. Allowed: `--init`, `--read-only`, `--network none`,
+/// `--cap-drop X`, `--security-opt no-new-privileges`, and variables passed by name
+/// (`-e NAME`, `--env NAME`).
+fn oci_disallowed_flag(args: &[String]) -> Option<&str> {
+    let mut index = 0;
+    while let Some(arg) = args.get(index) {
+        let value = args.get(index + 1).map(String::as_str);
+        let name_only =
+            |v: Option<&str>| v.is_some_and(|v| !v.contains('=') && !v.starts_with('-'));
+        let step = match arg.as_str() {
+            "--init" | "--read-only" | "-i" | "--rm" | "--network=none" => 1,
+            "--security-opt=no-new-privileges" => 1,
+            "--network" if value == Some("none") => 2,
+            "--security-opt" if value == Some("no-new-privileges") => 2,
+            "--cap-drop" if value.is_some() => 2,
+            "-e" | "--env" if name_only(value) => 2,
+            other if other.starts_with("--cap-drop=") => 1,
+            _ => return Some(arg),
+        };
+        index += step;
+    }
+    None
+}
+
+/// Whether a variable set on the `docker` client's process leaves the client alone.
+fn oci_variable_allowed(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    !(upper.starts_with("DOCKER_") || upper.starts_with("LD_") || upper == "PATH")
 }
 
 /// The argv of `args`: positional → its value or default; named → the flag, then its value

@@ -171,6 +171,30 @@ fn oci_needs_a_digest_or_a_fixed_tag() {
         panic!("expected oci");
     };
     assert_eq!(image, "mcp/time:1.0.3");
+    // Nothing may widen the container or steer the docker client.
+    let widened = |arguments: serde_json::Value, variables: serde_json::Value| {
+        resolve(&server(
+            json!([{"registryType": "oci", "identifier": digest, "transport": {"type": "stdio"},
+                    "runtimeArguments": arguments, "environmentVariables": variables}]),
+            json!([]),
+        ))
+    };
+    for flag in ["--privileged", "-v", "--pid=host", "--network=host"] {
+        let error = widened(
+            json!([{"type": "named", "name": flag, "value": "/:/host"}]),
+            json!([]),
+        )
+        .expect_err(flag)
+        .to_string();
+        assert!(error.contains("is not allowed"), "{flag}: {error}");
+    }
+    let error = widened(
+        json!([]),
+        json!([{"name": "DOCKER_HOST", "value": "tcp://evil"}]),
+    )
+    .expect_err("DOCKER_HOST")
+    .to_string();
+    assert!(error.contains("steer the docker client"), "{error}");
     for bad in ["mcp/time:latest", "mcp/time", "localhost:5000/mcp/time"] {
         let error = oci(bad, None).expect_err(bad);
         assert!(

@@ -460,3 +460,71 @@ async fn a_server_the_manager_added_is_held_to_its_vetted_definitions() {
     assert!(exposed(&host), "approved, it is back");
     host.shutdown().await;
 }
+
+#[tokio::test]
+async fn server_ids_that_are_not_ids_or_are_taken_are_refused_before_anything_runs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    catalog_with_input(dir.path());
+    let (host, _) = host_in(dir.path(), "");
+    host.ready().await;
+    let manager = host.manager().expect("manager");
+    let as_server = |server: &str| {
+        let mut request = install("io.example/needs-input");
+        if let Work::Install { server: id, .. } = &mut request.work {
+            *id = Some(server.to_owned());
+        }
+        request
+    };
+    for bad in ["..", ".", "/home/someone", "a/../../b", ""] {
+        let refused = manager.queue(as_server(bad)).await.expect_err(bad);
+        assert!(
+            refused.to_string().contains("is not a server id"),
+            "{bad}: {refused}"
+        );
+    }
+    let first = manager.queue(as_server("twin")).await.expect("queued");
+    let second = manager
+        .queue(as_server("twin"))
+        .await
+        .expect_err("the id is being added");
+    assert!(
+        second
+            .to_string()
+            .contains("another operation is adding a server named 'twin'"),
+        "{second}"
+    );
+    manager.cancel(&first, "done").expect("cancel");
+    until(&host, &first, |o| o.state == State::Cancelled).await;
+    let again = manager.queue(as_server("twin")).await.expect("free again");
+    manager.cancel(&again, "done").expect("cancel");
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_agent_has_a_bounded_number_of_operations_open() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    catalog_with_input(dir.path());
+    let (host, _) = host_in(dir.path(), "\n[agents.npc]\nallow = [\"*\"]\n");
+    host.ready().await;
+    let manager = host.manager().expect("manager");
+    let mut ids = Vec::new();
+    for n in 0..switchboard::manager::OPEN_PER_AGENT {
+        let mut request = install("io.example/needs-input");
+        request.agent = Some("npc".to_owned());
+        if let Work::Install { server, .. } = &mut request.work {
+            *server = Some(format!("s{n}"));
+        }
+        ids.push(manager.queue(request).await.expect("queued"));
+    }
+    let mut one_more = install("io.example/needs-input");
+    one_more.agent = Some("npc".to_owned());
+    let refused = manager.queue(one_more).await.expect_err("too many open");
+    assert!(
+        refused.to_string().contains("operations open already"),
+        "{refused}"
+    );
+    for id in &ids {
+        manager.cancel(id, "done").expect("cancel");
+    }
+    host.shutdown().await;
+}

@@ -59,10 +59,13 @@ impl PendingApprovals {
             );
         }
         tracing::info!(id, "call waiting for an operator's approval");
+        // Whatever ends the wait — an answer, the timeout, or the asker giving up (a cancelled
+        // operation, a dropped call) — the request leaves the queue.
+        let _withdrawn = Withdraw {
+            queue: self,
+            id: &id,
+        };
         let decided = tokio::time::timeout(timeout, decision).await;
-        if let Ok(mut waiting) = self.waiting.lock() {
-            waiting.remove(&id);
-        }
         match decided {
             Ok(Ok(decision)) => decision,
             _ => Decision::Denied {
@@ -70,6 +73,13 @@ impl PendingApprovals {
                 channel: "operator".to_owned(),
                 reason: format!("no operator answered within {} s", timeout.as_secs()),
             },
+        }
+    }
+
+    /// Takes a request out of the queue (it is no longer waited for).
+    fn withdraw(&self, id: &str) {
+        if let Ok(mut waiting) = self.waiting.lock() {
+            waiting.remove(id);
         }
     }
 
@@ -128,5 +138,17 @@ impl PendingApprovals {
             .answer
             .send(decision)
             .map_err(|_| NotPending(id.to_owned()))
+    }
+}
+
+/// Withdraws a request from the queue when its wait ends, however it ends.
+struct Withdraw<'a> {
+    queue: &'a PendingApprovals,
+    id: &'a str,
+}
+
+impl Drop for Withdraw<'_> {
+    fn drop(&mut self) {
+        self.queue.withdraw(self.id);
     }
 }

@@ -1,7 +1,7 @@
 //! A server's required inputs (`environmentVariables` and headers of its `server.json`):
 //! which are still missing, asking the client for them by elicitation, and keeping secrets
 //! out of everything but the gateway's secrets file. A secret is written there at once
-//! (mode 0600) under `SWITCHBOARD_SECRET_<SERVER>_<NAME>`, and the server's config entry
+//! (mode 0600) under `SWITCHBOARD_SECRET_<SERVER>_<NAME>_<HASH>`, and the server's config entry
 //! refers to it as `${…}`; the value never reaches an operation, the ledger, a log line or
 //! `status`.
 
@@ -12,8 +12,12 @@ use switchboard_core::CallContext;
 use switchboard_core::config::{Environment, GatewayEnvironment};
 use switchboard_registry::Input;
 
-/// The secrets-file key of input `name` of server `server`.
+/// The secrets-file key of input `name` of server `server`: readable (both upper-cased,
+/// anything else than letters and digits as `_`) and made unique by a hash of the exact
+/// pair, so `my-server` and `my_server` — or server `a` with input `B_C` and server `a_b`
+/// with input `C` — never share a secret.
 pub(crate) fn secret_key(server: &str, name: &str) -> String {
+    use sha2::{Digest, Sha256};
     let clean = |text: &str| -> String {
         text.chars()
             .map(|c| {
@@ -25,13 +29,32 @@ pub(crate) fn secret_key(server: &str, name: &str) -> String {
             })
             .collect()
     };
-    format!("SWITCHBOARD_SECRET_{}_{}", clean(server), clean(name))
+    let digest = Sha256::digest(format!("{server}\u{0}{name}").as_bytes());
+    format!(
+        "SWITCHBOARD_SECRET_{}_{}_{}",
+        clean(server),
+        clean(name),
+        switchboard_core::hex::encode(&digest[..4])
+    )
 }
 
-/// The prefix of every secret of `server` (for removing them with it).
-pub(crate) fn secret_prefix(server: &str) -> String {
-    let key = secret_key(server, "");
-    key.trim_end_matches('_').to_owned() + "_"
+/// The keys of `server`'s secret inputs that have a value in the secrets file.
+pub(crate) fn stored_secret_keys(server: &str, inputs: &[Input]) -> Vec<String> {
+    inputs
+        .iter()
+        .filter(|input| input.secret && has_secret(server, &input.name))
+        .map(|input| secret_key(server, &input.name))
+        .collect()
+}
+
+/// Removes exactly these keys from the secrets file.
+pub(crate) fn forget_secrets(keys: &[String]) {
+    let path = GatewayEnvironment::default_secrets_path();
+    for key in keys {
+        if let Err(error) = switchboard_core::config::remove_secret(&path, key) {
+            tracing::warn!("cannot remove a secret from {}: {error}", path.display());
+        }
+    }
 }
 
 fn has_secret(server: &str, name: &str) -> bool {
@@ -184,12 +207,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn secret_keys_are_environment_names() {
-        assert_eq!(
-            secret_key("my-server", "api.key"),
-            "SWITCHBOARD_SECRET_MY_SERVER_API_KEY"
+    fn secret_keys_are_environment_names_and_never_shared() {
+        let key = secret_key("my-server", "api.key");
+        assert!(
+            key.starts_with("SWITCHBOARD_SECRET_MY_SERVER_API_KEY_"),
+            "{key}"
         );
-        assert!(secret_key("a", "B").starts_with(&secret_prefix("a")));
-        assert!(!secret_key("ab", "B").starts_with(&secret_prefix("a")));
+        assert!(
+            key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'),
+            "{key}"
+        );
+        assert_ne!(secret_key("my-server", "k"), secret_key("my_server", "k"));
+        assert_ne!(secret_key("a", "B_C"), secret_key("a_b", "C"));
+        assert_eq!(secret_key("a", "b"), secret_key("a", "b"));
     }
 }

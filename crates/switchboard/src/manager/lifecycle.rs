@@ -64,7 +64,20 @@ impl Manager {
             };
             let manager = self.clone();
             tokio::spawn(async move {
-                manager.run(&next.id).await;
+                // A panic in the work must neither stall the queue nor leave the operation
+                // open: it ends failed, and the slot frees.
+                let run = std::panic::AssertUnwindSafe(manager.run(&next.id));
+                if futures::FutureExt::catch_unwind(run).await.is_err() {
+                    tracing::error!(id = next.id, "an operation's work panicked");
+                    manager.finish(
+                        &next.id,
+                        0.0,
+                        Err(work::WorkError::Failed(
+                            "internal error: the operation's work panicked (see the gateway's log)"
+                                .to_owned(),
+                        )),
+                    );
+                }
                 lock(&manager.shared.queue).running -= 1;
                 manager.pump();
             });
@@ -106,6 +119,15 @@ impl Manager {
         let Some(active) = lock(&self.shared.active).remove(id) else {
             return;
         };
+        if let Some(server) = match &active.operation.request.work {
+            super::Work::Install { name, server, .. } => {
+                Some(server.clone().unwrap_or_else(|| super::server_id_for(name)))
+            }
+            super::Work::Add { server, .. } => Some(server.clone()),
+            _ => None,
+        } {
+            lock(&self.shared.reserved).remove(&server);
+        }
         let mut operation = active.operation;
         let at_ms = now_ms();
         operation.energy = energy;

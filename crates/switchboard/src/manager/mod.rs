@@ -98,6 +98,8 @@ struct Shared {
     /// Bumped at every change of any operation (waiters and progress streams follow it).
     changed: watch::Sender<u64>,
     registry: Mutex<Option<(String, switchboard_registry::Registry)>>,
+    /// Server ids an open operation is adding (released when it ends).
+    reserved: Mutex<std::collections::HashSet<String>>,
     /// The lock that makes this process the database's owner, once it is.
     claim: Mutex<Option<store::Claim>>,
     /// Operations of this run that ended, newest last (the history beyond is in the store).
@@ -144,6 +146,8 @@ impl PartialOrd for Queued {
 
 const MESSAGES_KEPT: usize = 1000;
 const FINISHED_KEPT: usize = 200;
+/// Operations one agent may have queued or running at once.
+pub const OPEN_PER_AGENT: usize = 4;
 /// How long a stopping gateway waits for cancelled operations to clean up.
 const SHUTDOWN_WAIT: Duration = Duration::from_secs(5);
 
@@ -168,6 +172,7 @@ impl Manager {
                 meter: energy::Meter::default(),
                 changed,
                 registry: Mutex::new(None),
+                reserved: Mutex::default(),
                 claim: Mutex::new(None),
                 finished: Mutex::default(),
             }),
@@ -194,27 +199,75 @@ impl Manager {
         self.shared.host.upgrade().map(|inner| Host { inner })
     }
 
-    /// Queues an operation and returns its id at once. A model's request is refused when its
-    /// agent's quota has no room left.
-    pub async fn queue(&self, request: Request) -> Result<String, ManagerError> {
+    /// Whether `agent` may queue an operation of `kind` now: its quota has room left and it
+    /// has fewer than [`OPEN_PER_AGENT`] operations open.
+    pub(crate) async fn admit(&self, agent: Option<&str>, kind: &str) -> Result<(), ManagerError> {
         let host = self.host().ok_or(ManagerError::Gone)?;
-        if let Some(agent) = request.agent.as_deref() {
-            let governance = host.inner.pipeline.governance();
-            if let Err(refusal) = governance.limits.admit(&[], Some(agent)).await {
-                return Err(ManagerError::Refused(format!(
-                    "agent '{agent}' cannot pay for a {} operation: {refusal}",
-                    request.work.kind()
-                )));
-            }
+        let Some(agent) = agent else {
+            return Ok(());
+        };
+        let governance = host.inner.pipeline.governance();
+        if let Err(refusal) = governance.limits.admit(&[], Some(agent)).await {
+            return Err(ManagerError::Refused(format!(
+                "agent '{agent}' cannot pay for a {kind} operation: {refusal}"
+            )));
         }
+        let open = lock(&self.shared.active)
+            .values()
+            .filter(|active| active.operation.request.agent.as_deref() == Some(agent))
+            .count();
+        if open >= OPEN_PER_AGENT {
+            return Err(ManagerError::Refused(format!(
+                "agent '{agent}' has {open} operations open already (at most {OPEN_PER_AGENT}); wait for one to end or cancel one"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Queues an operation and returns its id at once. A model's request is refused when its
+    /// agent's quota has no room left or it has too many operations open; a request naming a
+    /// server id the config could not hold, or one another operation is adding, is refused.
+    pub async fn queue(&self, request: Request) -> Result<String, ManagerError> {
+        self.admit(request.agent.as_deref(), request.work.kind())
+            .await?;
         // Values given with an install are screened before anything is kept: a secret goes
         // to the secrets file, never into the operation.
         let request = work::screen_values(self, request)
             .await
             .map_err(ManagerError::Refused)?;
+        let adds = match &request.work {
+            Work::Install { name, server, .. } => {
+                Some(server.clone().unwrap_or_else(|| server_id_for(name)))
+            }
+            Work::Add { server, .. } => Some(server.clone()),
+            _ => None,
+        };
+        if let Some(server) = request
+            .work
+            .server()
+            .filter(|_| adds.is_none())
+            .or(adds.as_deref())
+            && !valid_server_id(server)
+        {
+            return Err(ManagerError::Refused(format!(
+                "'{server}' is not a server id: 1-64 characters of A-Z a-z 0-9 _ -"
+            )));
+        }
+        if let Some(server) = &adds
+            && !lock(&self.shared.reserved).insert(server.clone())
+        {
+            return Err(ManagerError::Refused(format!(
+                "another operation is adding a server named '{server}' already"
+            )));
+        }
         let id = switchboard_core::call_id::new_call_id(SystemTime::now());
         let operation = Operation::queued(id.clone(), request, now_ms());
-        self.with_store(|store| store.save(&operation))?;
+        if let Err(error) = self.with_store(|store| store.save(&operation)) {
+            if let Some(server) = &adds {
+                lock(&self.shared.reserved).remove(server);
+            }
+            return Err(error.into());
+        }
         let priority = operation.request.priority;
         lock(&self.shared.active).insert(
             id.clone(),
@@ -286,7 +339,12 @@ impl Manager {
         let state = self.update(id, |active| {
             active.cancel_reason.get_or_insert(reason.clone());
             active.cancel.cancel();
-            Some(active.operation.state)
+            let state = active.operation.state;
+            if state == State::Queued {
+                // Decided here, under the lock `run` takes to start it: it never starts.
+                active.operation.state = State::Cancelled;
+            }
+            Some(state)
         });
         match state {
             Some(State::Queued) => {
@@ -415,6 +473,16 @@ impl Manager {
             }
         }
     }
+}
+
+/// Whether `id` can be a server id (the config's rule: 1–64 characters of `A-Z a-z 0-9 _ -`).
+/// Server ids name directories of the manager's, so nothing else may pass.
+pub fn valid_server_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 64
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
 /// The operations database when none is configured: `operations.db` in the Switchboard data

@@ -31,6 +31,9 @@ pub struct Installed {
     /// The operation that installed it.
     pub operation: String,
     pub installed_ms: u64,
+    /// Its keys in the secrets file (removed with it).
+    #[serde(default)]
+    pub secrets: Vec<String>,
 }
 
 /// The exclusive lock of the process that owns a database (held while it runs).
@@ -289,6 +292,7 @@ mod tests {
             dir: dir.path().join("memory"),
             operation: "01A".to_owned(),
             installed_ms: 5,
+            secrets: vec!["SWITCHBOARD_SECRET_MEMORY_KEY_00000000".to_owned()],
         };
         store.record_install(&installed).expect("record");
         assert_eq!(

@@ -4,7 +4,7 @@
 //! through the pipeline like any other (permissions, approvals, limits, the ledger); the work
 //! itself runs as an operation, paid for from the calling agent's quota.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -138,6 +138,11 @@ impl ManagerTools {
         let manager = self.manager()?;
         let name = required(arguments, "name")?;
         required(arguments, "purpose")?;
+        // Refused before anything is asked of the user or written.
+        manager
+            .admit(ctx.agent.as_deref(), "install")
+            .await
+            .map_err(refused)?;
         let version = string_arg(arguments, "version");
         let server = string_arg(arguments, "server")
             .map_or_else(|| super::work::server_id_for(name), str::to_owned);
@@ -204,8 +209,9 @@ impl ManagerTools {
         ))
     }
 
-    fn list_servers(&self) -> Result<ToolOutcome, ToolError> {
+    fn list_servers(&self, ctx: &CallContext) -> Result<ToolOutcome, ToolError> {
         let manager = self.manager()?;
+        let visible = visible_servers(manager, ctx)?;
         let host = manager
             .host()
             .ok_or_else(|| ToolError::new("the gateway is shutting down"))?;
@@ -218,6 +224,7 @@ impl ManagerTools {
         let servers: Vec<Value> = host
             .status()
             .iter()
+            .filter(|report| visible.contains(&report.server))
             .map(|report| {
                 let mut value = json!({
                     "server": report.server,
@@ -233,6 +240,30 @@ impl ManagerTools {
             .collect();
         Ok(ToolOutcome::structured(json!({"servers": servers})))
     }
+}
+
+/// Operation `id`, if the caller's agent asked for it: a model sees and cancels only its
+/// own agent's work (another agent's, or an operator's, is as if it did not exist).
+fn own_operation(manager: &Manager, id: &str, ctx: &CallContext) -> Result<Operation, ToolError> {
+    match manager.status(id) {
+        Ok(operation) if operation.request.agent == ctx.agent => Ok(operation),
+        Ok(_) | Err(super::ManagerError::NotFound(_)) => Err(ToolError::new(format!(
+            "no operation '{id}' of yours (list_operations shows them)"
+        ))),
+        Err(error) => Err(refused(error)),
+    }
+}
+
+/// The servers the caller can see a tool of.
+fn visible_servers(manager: &Manager, ctx: &CallContext) -> Result<BTreeSet<String>, ToolError> {
+    let host = manager
+        .host()
+        .ok_or_else(|| ToolError::new("the gateway is shutting down"))?;
+    Ok(host
+        .visible_tools(ctx.agent.as_deref())
+        .iter()
+        .map(|entry| entry.spec.server.as_str().to_owned())
+        .collect())
 }
 
 /// Follows operation `id` for at most `limit`, reporting its progress to the caller when it
@@ -407,6 +438,7 @@ impl ToolProvider for ManagerTools {
                         .get("wait_seconds")
                         .and_then(Value::as_u64)
                         .unwrap_or(0);
+                    own_operation(manager, id, ctx)?;
                     let operation = if wait > 0 {
                         follow(
                             manager,
@@ -424,6 +456,7 @@ impl ToolProvider for ManagerTools {
                     let manager = self.manager()?;
                     let id = required(&arguments, "id")?;
                     let reason = required(&arguments, "reason")?;
+                    own_operation(manager, id, ctx)?;
                     let operation = manager.cancel(id, reason).map_err(refused)?;
                     Ok(answer(&operation))
                 }
@@ -437,14 +470,21 @@ impl ToolProvider for ManagerTools {
                             )
                         })?),
                     };
-                    let operations = manager.list(state, 50).map_err(refused)?;
+                    let mut operations = manager.list(state, 200).map_err(refused)?;
+                    operations.retain(|operation| operation.request.agent == ctx.agent);
+                    operations.truncate(50);
                     Ok(ToolOutcome::structured(json!({
                         "operations": operations.iter().map(compact).collect::<Vec<_>>()
                     })))
                 }
-                "list_servers" => self.list_servers(),
+                "list_servers" => self.list_servers(ctx),
                 "test_server" => {
                     let server = required(&arguments, "name")?.to_owned();
+                    if !visible_servers(self.manager()?, ctx)?.contains(&server) {
+                        return Err(ToolError::new(format!(
+                            "no server '{server}' among those you can see (list_servers)"
+                        )));
+                    }
                     self.queue_and_follow(Work::Test { server }, &arguments, ctx, true)
                         .await
                 }

@@ -4,6 +4,7 @@
 //! removes the directory again.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
 use serde_json::json;
 use switchboard_core::config::edit::{EntryTransport, ServerEntry};
@@ -49,31 +50,47 @@ pub(crate) async fn screen_values(
     Ok(request)
 }
 
+/// The config entry of a launch. Every string that came from the `server.json` is written
+/// with `$` doubled, so no `${VAR}` in it is ever substituted: a registry entry cannot make
+/// the gateway hand it a variable or a secret. Only the inputs' own `${…}` references
+/// (`env`, made by [`inputs::entries`]) stay references.
 fn transport_of(launch: Launch, env: BTreeMap<String, String>) -> EntryTransport {
+    let literal = |text: String| text.replace('$', "$$");
+    let literals = |map: BTreeMap<String, String>| {
+        map.into_iter()
+            .map(|(k, v)| (k, literal(v)))
+            .collect::<BTreeMap<_, _>>()
+    };
     match launch {
         Launch::Stdio {
             command,
             args,
             env: fixed,
         } => EntryTransport::Stdio {
-            command,
-            args,
-            env: fixed
-                .into_iter()
-                .map(|(k, v)| (k, v.replace('$', "$$")))
-                .chain(env)
-                .collect(),
+            command: literal(command),
+            args: args.into_iter().map(literal).collect(),
+            env: literals(fixed).into_iter().chain(env).collect(),
             cwd: None,
         },
         Launch::Http { url, headers } => EntryTransport::Http {
-            url,
-            headers: headers.into_iter().chain(env).collect(),
+            url: literal(url),
+            headers: literals(headers).into_iter().chain(env).collect(),
         },
         Launch::Sse { url, headers } => EntryTransport::Sse {
-            url,
-            headers: headers.into_iter().chain(env).collect(),
+            url: literal(url),
+            headers: literals(headers).into_iter().chain(env).collect(),
         },
     }
+}
+
+/// Removes an install directory off the runtime's threads (a `node_modules` is thousands of
+/// files).
+pub(super) async fn remove_dir(dir: &Path) -> Result<(), String> {
+    let owned = dir.to_owned();
+    tokio::task::spawn_blocking(move || switchboard_registry::uninstall(&owned))
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| format!("cannot remove {}: {e}", dir.display()))
 }
 
 impl Job<'_> {
@@ -110,13 +127,37 @@ impl Job<'_> {
                 listing.server.name, listing.server.version, listing.source, resolution.preview
             ),
         );
-        let values = self.inputs(&server_id, &resolution, values.clone()).await?;
-        let dir = self
+        let installing = self.installing(&server_id, &listing, &resolution, values, activation);
+        let outcome = installing.await;
+        if outcome.is_err() {
+            // Secrets given for this install (by elicitation, the operator, the request) go
+            // with it: no server id refers to them.
+            inputs::forget_secrets(&inputs::stored_secret_keys(&server_id, &resolution.inputs));
+        }
+        outcome
+    }
+
+    async fn installing(
+        &self,
+        server_id: &str,
+        listing: &switchboard_registry::Listing,
+        resolution: &Resolution,
+        values: &BTreeMap<String, String>,
+        activation: Activation,
+    ) -> Outcome {
+        let server_id = server_id.to_owned();
+        let values = self.inputs(&server_id, resolution, values.clone()).await?;
+        let root = self
             .settings
             .install_dir
             .clone()
-            .unwrap_or_else(crate::manager::default_install_dir)
-            .join(&server_id);
+            .unwrap_or_else(crate::manager::default_install_dir);
+        let dir = root.join(&server_id);
+        if !crate::manager::valid_server_id(&server_id) || dir.parent() != Some(root.as_path()) {
+            return Err(failed(format!(
+                "'{server_id}' cannot name a directory of the manager's"
+            )));
+        }
         if let Some(stale) = self.manager.installed_server(&server_id).map_err(failed)? {
             // Installed before, and since taken out of the config by hand or by `servers
             // remove` (a configured one was refused above): nothing uses it any more.
@@ -124,21 +165,22 @@ impl Job<'_> {
                 12,
                 &format!("clearing the earlier install in {}", stale.dir.display()),
             );
-            switchboard_registry::uninstall(&stale.dir)
-                .map_err(|e| failed(format!("cannot clear {}: {e}", stale.dir.display())))?;
+            if stale.dir.parent() == Some(root.as_path()) {
+                remove_dir(&stale.dir).await.map_err(failed)?;
+            }
+            inputs::forget_secrets(&stale.secrets);
             self.manager.forget_install(&server_id).map_err(failed)?;
         }
         if dir.exists() {
             // Left by a run that died mid-install: nothing refers to it.
-            switchboard_registry::uninstall(&dir)
-                .map_err(|e| failed(format!("cannot clear {}: {e}", dir.display())))?;
+            remove_dir(&dir).await.map_err(failed)?;
         }
         self.step(15, &format!("installing into {}", dir.display()));
         let progress = |percent: u8, message: &str| {
             let scaled = 15 + u8::try_from(u16::from(percent.min(100)) * 55 / 100).unwrap_or(55);
             self.step(scaled, message);
         };
-        let launch = match switchboard_registry::install(&resolution, &dir, self.cancel, &progress)
+        let launch = match switchboard_registry::install(resolution, &dir, self.cancel, &progress)
             .await
         {
             Ok(launch) => launch,
@@ -158,6 +200,7 @@ impl Job<'_> {
             dir: dir.clone(),
             operation: self.id.to_owned(),
             installed_ms: now_ms(),
+            secrets: inputs::stored_secret_keys(&server_id, &resolution.inputs),
         };
         let origin = json!({
             "name": listing.server.name,
@@ -168,12 +211,20 @@ impl Job<'_> {
         let added = self.add(&server_id, entry, activation, Some(origin)).await;
         match added {
             Ok(result) => {
-                self.manager.record_install(&installed).map_err(failed)?;
+                // The server runs and is in the config: a record that cannot be kept costs
+                // only its clean uninstall later, so the operation still succeeded.
+                if let Err(error) = self.manager.record_install(&installed) {
+                    tracing::warn!(
+                        server = server_id,
+                        "the install of '{server_id}' is not recorded ({error}): removing it will not delete {}",
+                        dir.display()
+                    );
+                }
                 Ok(result)
             }
             Err(error) => {
-                if let Err(e) = switchboard_registry::uninstall(&dir) {
-                    tracing::warn!("cannot remove {}: {e}", dir.display());
+                if let Err(e) = remove_dir(&dir).await {
+                    tracing::warn!("{e}");
                 }
                 Err(error)
             }
@@ -237,5 +288,43 @@ impl Job<'_> {
                 Err(problem) => self.step(12, &format!("input refused: {problem}")),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nothing_a_server_json_says_is_substituted() {
+        let launch = Launch::Stdio {
+            command: "/srv/x/bin/$tool".to_owned(),
+            args: vec!["--token=${SWITCHBOARD_SECRET_OTHER_KEY_00}".to_owned()],
+            env: BTreeMap::from([("MODE".to_owned(), "${HOME}".to_owned())]),
+        };
+        let inputs =
+            BTreeMap::from([("KEY".to_owned(), "${SWITCHBOARD_SECRET_X_KEY_1}".to_owned())]);
+        let EntryTransport::Stdio {
+            command, args, env, ..
+        } = transport_of(launch, inputs)
+        else {
+            panic!("stdio");
+        };
+        assert_eq!(command, "/srv/x/bin/$$tool");
+        assert_eq!(args, ["--token=$${SWITCHBOARD_SECRET_OTHER_KEY_00}"]);
+        assert_eq!(env["MODE"], "$${HOME}");
+        assert_eq!(
+            env["KEY"], "${SWITCHBOARD_SECRET_X_KEY_1}",
+            "the input's own reference stays"
+        );
+        let remote = Launch::Http {
+            url: "https://x.example/mcp?k=${OPENAI_API_KEY}".to_owned(),
+            headers: BTreeMap::from([("X".to_owned(), "${OPENAI_API_KEY}".to_owned())]),
+        };
+        let EntryTransport::Http { url, headers } = transport_of(remote, BTreeMap::new()) else {
+            panic!("http");
+        };
+        assert_eq!(url, "https://x.example/mcp?k=$${OPENAI_API_KEY}");
+        assert_eq!(headers["X"], "$${OPENAI_API_KEY}");
     }
 }

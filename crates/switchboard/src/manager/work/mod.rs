@@ -350,7 +350,10 @@ impl Job<'_> {
             Decision::Denied { by, reason, .. } => Err(failed(format!(
                 "activation denied by {by}: {reason}; nothing was added"
             ))),
-            Decision::InputRequired { .. } => Err(failed("activation was not decided")),
+            Decision::InputRequired { .. } => Err(failed(format!(
+                "the approval queue answered the activation of '{server}' with a question instead of a decision (approval {})",
+                self.id
+            ))),
         }
     }
 
@@ -409,10 +412,22 @@ impl Job<'_> {
 
     async fn remove(&self, server: &str) -> Outcome {
         let installed = self.manager.installed_server(server).map_err(failed)?;
-        if self.request.by == Requester::Model && installed.is_none() {
-            return Err(failed(format!(
-                "'{server}' was not installed by the manager: only an operator can remove it"
-            )));
+        if self.request.by == Requester::Model {
+            let Some(installed) = &installed else {
+                return Err(failed(format!(
+                    "'{server}' was not installed by the manager: only an operator can remove it"
+                )));
+            };
+            let asked_by = self
+                .manager
+                .status(&installed.operation)
+                .ok()
+                .and_then(|operation| operation.request.agent);
+            if asked_by != self.request.agent {
+                return Err(failed(format!(
+                    "'{server}' was installed for another agent: only it or an operator can remove it"
+                )));
+            }
         }
         let configured = self
             .host
@@ -433,12 +448,8 @@ impl Job<'_> {
         let mut uninstalled = None;
         if let Some(installed) = installed {
             self.step(70, &format!("uninstalling {}", installed.dir.display()));
-            switchboard_registry::uninstall(&installed.dir)
-                .map_err(|e| failed(format!("cannot remove {}: {e}", installed.dir.display())))?;
-            let secrets = config::GatewayEnvironment::default_secrets_path();
-            if let Err(error) = config::remove_secrets(&secrets, &inputs::secret_prefix(server)) {
-                tracing::warn!("cannot remove the secrets of '{server}': {error}");
-            }
+            install::remove_dir(&installed.dir).await.map_err(failed)?;
+            inputs::forget_secrets(&installed.secrets);
             self.manager.forget_install(server).map_err(failed)?;
             uninstalled = Some(installed.dir);
         }
