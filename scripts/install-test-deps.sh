@@ -3,6 +3,7 @@
 #   e2e/node_modules  npm reference servers, the conformance suite, Node 22 (e2e/package-lock.json)
 #   .deps/venv        the official Python MCP SDK and mcp-server-time (e2e/requirements.txt)
 #   npm's cache       the npm packages the server manager's tests install (offline)
+#   mpv, sox          the music built-in's tests play real audio (apt-get, Debian/Ubuntu)
 # Idempotent: a stamp holding the manifests' hash skips work that is already done, so a re-run
 # takes well under a second. Needs no standard input (CI). Prints one line per step; the full
 # output of npm and pip goes to .deps/*.log and is shown when a step fails.
@@ -28,6 +29,30 @@ python3 -c 'import sys; sys.exit(sys.version_info < (3, 10))' ||
   fail "python3 is $(python3 --version 2>&1), the MCP SDK needs 3.10 or newer" "install Python 3.10+ and put it first on PATH as python3"
 
 mkdir -p .deps
+
+# System packages: mpv (the music built-in's player, driven over its JSON IPC socket) and sox
+# (the music tests synthesize their audio files). From apt, as root or through sudo.
+if command -v mpv >/dev/null && command -v sox >/dev/null; then
+  echo "system packages: up to date (mpv, sox)"
+else
+  echo "system packages: apt-get install mpv sox"
+  command -v apt-get >/dev/null ||
+    fail "mpv or sox is missing and there is no apt-get here" "install mpv and sox with the system's package manager, then rerun scripts/install-test-deps.sh"
+  apt=(apt-get)
+  if [[ "$(id -u)" != 0 ]]; then
+    command -v sudo >/dev/null ||
+      fail "mpv or sox is missing, and installing them needs root (no sudo here)" \
+        "as root: apt-get install -y --no-install-recommends mpv sox, then rerun scripts/install-test-deps.sh"
+    apt=(sudo -n apt-get)
+  fi
+  { DEBIAN_FRONTEND=noninteractive "${apt[@]}" update &&
+    DEBIAN_FRONTEND=noninteractive "${apt[@]}" install -y --no-install-recommends mpv sox; } >.deps/apt.log 2>&1 ||
+    fail "apt-get install mpv sox (see .deps/apt.log)" \
+      "check that the apt sources are reachable (apt-get update) and that you may use apt-get (root, or sudo without a password), then rerun scripts/install-test-deps.sh" \
+      .deps/apt.log
+  command -v mpv >/dev/null && command -v sox >/dev/null ||
+    fail "apt-get finished but mpv or sox is still not on PATH (see .deps/apt.log)" "install mpv and sox by hand, then rerun scripts/install-test-deps.sh" .deps/apt.log
+fi
 
 # npm: e2e/node_modules from the lock file (npm ci writes node_modules/.package-lock.json last).
 npm_hash="$(cat e2e/package.json e2e/package-lock.json | sha256sum | cut -d' ' -f1)"
@@ -91,4 +116,4 @@ else
   echo "$py_hash" >.deps/venv.stamp
 fi
 
-echo "test prerequisites ready: node $node_version, $(.deps/venv/bin/python --version), mcp $(.deps/venv/bin/python -c 'from importlib.metadata import version; print(version("mcp"))')"
+echo "test prerequisites ready: node $node_version, $(mpv --version | head -n1 | cut -d" " -f1-2), $(.deps/venv/bin/python --version), mcp $(.deps/venv/bin/python -c 'from importlib.metadata import version; print(version("mcp"))')"

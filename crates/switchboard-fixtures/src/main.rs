@@ -6,15 +6,22 @@
 //! slow to start and in either protocol era), `latency` (tools of known latency), `http-echo`
 //! (the echo tools over HTTP), `forward` (the bare forwarder the benchmarks measure gateways
 //! against), `paginate`, `replay` (a catalog file), `registry` (the MCP Registry's v0.1 read
-//! API over a directory of `server.json` files, not MCP itself), and the faults
-//! `exit-immediately`, `hang`, `garbage` and `crash-after`.
+//! API over a directory of `server.json` files, not MCP itself), `search-api` (SearXNG, Brave
+//! and generic JSON search APIs plus test web pages, for the `web` built-in; not MCP),
+//! `image-api` (the OpenAI and Automatic1111 image APIs answering generated PNGs, for the
+//! `images` built-in; not MCP), and the faults `exit-immediately`, `hang`, `garbage` and
+//! `crash-after`.
 
+mod api;
 mod conformance;
 mod forward;
 mod http;
+mod image_api;
 mod input_rounds;
 mod latency;
+mod png;
 mod registry;
+mod search_api;
 mod server;
 mod tools;
 
@@ -88,6 +95,26 @@ enum Mode {
         #[arg(long, default_value_t = 0)]
         port: u16,
     },
+    /// Web search APIs (SearXNG `/search`, Brave `/res/v1/web/search`, generic `/json`) and
+    /// test pages (`/page/hello`, `/redirect/N`, `/big`, `/binary`, `/slow`, …) on 127.0.0.1;
+    /// `GET /last` answers the last request. The address is printed on stdout.
+    SearchApi {
+        #[arg(long, default_value_t = 0)]
+        port: u16,
+        /// The Brave subscription token to require (default: any non-empty one).
+        #[arg(long)]
+        key: Option<String>,
+    },
+    /// Image APIs (OpenAI `/v1/images/generations`, Automatic1111 `/sdapi/v1/txt2img`)
+    /// answering generated PNGs on 127.0.0.1; `GET /last` answers the last request. The
+    /// address is printed on stdout.
+    ImageApi {
+        #[arg(long, default_value_t = 0)]
+        port: u16,
+        /// The OpenAI bearer key to require (default: any non-empty one).
+        #[arg(long)]
+        key: Option<String>,
+    },
     /// tool_000 … tool_N-1, listed in pages.
     Paginate {
         #[arg(long, default_value_t = 250)]
@@ -128,6 +155,8 @@ fn main() {
         }
         Mode::HttpEcho { port } => http::serve(port),
         Mode::Registry { dir, port } => registry::serve(dir, port),
+        Mode::SearchApi { port, key } => search_api::serve(port, key),
+        Mode::ImageApi { port, key } => image_api::serve(port, key),
         Mode::Forward {
             port,
             upstream,

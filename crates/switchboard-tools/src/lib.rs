@@ -5,7 +5,12 @@
 pub mod clock;
 pub mod dice;
 pub mod files;
+pub mod images;
 pub mod memory;
+pub mod music;
+pub mod rules;
+pub mod sessions;
+pub mod web;
 
 use std::sync::Arc;
 
