@@ -47,8 +47,11 @@ enum Command {
     /// Work with config files.
     #[command(subcommand)]
     Config(commands::config::ConfigCommand),
-    /// Serve one built-in tool provider as a standalone MCP server over stdio.
-    ToolServer(commands::tool_server::ToolServerArgs),
+    /// Serve one built-in tool provider (not the manager) as a standalone MCP server over
+    /// stdio; its flags are the built-in's settings.
+    ToolServer(Box<commands::tool_server::ToolServerArgs>),
+    /// The rules built-in's index: import the D&D 5e SRD, reindex the rules directories.
+    Rules(commands::rules::RulesArgs),
     /// Add, remove, enable, disable, restart or test servers of the running gateway (or,
     /// with --offline, of the config file).
     Servers(commands::servers::ServersArgs),
@@ -162,7 +165,8 @@ fn main() -> ExitCode {
             Command::Call(args) => commands::call::run(cli.config.as_deref(), args).await,
             Command::Status(args) => commands::status::run(cli.config.as_deref(), args).await,
             Command::Config(command) => commands::config::run(command),
-            Command::ToolServer(args) => commands::tool_server::run(args).await,
+            Command::ToolServer(args) => commands::tool_server::run(*args).await,
+            Command::Rules(args) => commands::rules::run(cli.config.as_deref(), args),
             Command::Approvals(args) => commands::approvals::run(cli.config.as_deref(), args).await,
             Command::Servers(args) => commands::servers::run(cli.config.as_deref(), args).await,
             Command::Reload(args) => commands::servers::reload(cli.config.as_deref(), args).await,

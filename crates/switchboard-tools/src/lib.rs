@@ -1,6 +1,11 @@
 //! Built-in tools: useful with nothing else installed. Each is a
 //! [`switchboard_core::upstream::ToolProvider`], served in-process by the Host or standalone
 //! over stdio by `switchboard tool-server NAME`.
+//!
+//! [`BUILTINS`] are the nine that run on their own: `clock`, `dice`, `files`, `memory`,
+//! `rules`, `sessions`, `music`, `web` and `images`. The config also knows `manager`
+//! (`switchboard_core::config::BUILTINS` is this list plus `"manager"`), which acts on a
+//! running gateway's servers and so is built by the gateway itself, never here.
 
 pub mod clock;
 pub mod dice;
@@ -15,12 +20,15 @@ pub mod web;
 use std::sync::Arc;
 
 use switchboard_core::clock::SystemClock;
-use switchboard_core::config::BuiltinSettings;
+use switchboard_core::config::{BuiltinSettings, JsonSearchMapping, PlayerSetting, StyleSetting};
 use switchboard_core::upstream::ToolProvider;
 
-/// Names of every built-in provider, for help texts (the config validator keeps the same
-/// list in `switchboard_core::config::BUILTINS`).
-pub const BUILTINS: [&str; 4] = ["clock", "dice", "files", "memory"];
+/// Names of every built-in provider that runs on its own, for help texts. The config
+/// validator's list, `switchboard_core::config::BUILTINS`, is this one plus `"manager"`,
+/// which only a gateway can serve.
+pub const BUILTINS: [&str; 9] = [
+    "clock", "dice", "files", "memory", "rules", "sessions", "music", "web", "images",
+];
 
 /// Why a built-in could not be set up.
 #[derive(Debug, thiserror::Error)]
@@ -31,12 +39,22 @@ pub enum BuiltinError {
     Setup { name: String, reason: String },
 }
 
+impl BuiltinError {
+    fn setup(name: &str, reason: impl std::fmt::Display) -> Self {
+        Self::Setup {
+            name: name.to_owned(),
+            reason: reason.to_string(),
+        }
+    }
+}
+
 /// The built-in provider `name`, set up with `settings` (unset values take the built-in's
 /// defaults), on the system clock.
 pub fn builtin(
     name: &str,
     settings: &BuiltinSettings,
 ) -> Result<Arc<dyn ToolProvider>, BuiltinError> {
+    let setup = |error: &dyn std::fmt::Display| BuiltinError::setup(name, error);
     match name {
         "clock" => Ok(Arc::new(clock::Clock::new(Arc::new(SystemClock)))),
         "dice" => Ok(Arc::new(dice::Dice::new(dice::DiceSettings {
@@ -54,9 +72,8 @@ pub fn builtin(
                 .collect();
             if roots.is_empty() {
                 // The default: the directory the gateway was started in.
-                let cwd = std::env::current_dir().map_err(|error| BuiltinError::Setup {
-                    name: name.to_owned(),
-                    reason: format!("cannot read the working directory: {error}"),
+                let cwd = std::env::current_dir().map_err(|error| {
+                    setup(&format!("cannot read the working directory: {error}"))
                 })?;
                 roots.push(files::Root {
                     path: cwd,
@@ -69,10 +86,7 @@ pub fn builtin(
                 max_read_bytes: settings.max_read_bytes.unwrap_or(defaults.max_read_bytes),
                 max_write_bytes: settings.max_write_bytes.unwrap_or(defaults.max_write_bytes),
             })
-            .map_err(|error| BuiltinError::Setup {
-                name: name.to_owned(),
-                reason: error.to_string(),
-            })?;
+            .map_err(|error| setup(&error))?;
             Ok(Arc::new(provider))
         }
         "memory" => {
@@ -80,17 +94,156 @@ pub fn builtin(
                 .database
                 .clone()
                 .unwrap_or_else(memory::default_database_path);
-            let provider =
-                memory::Memory::open(memory::MemorySettings { database }).map_err(|error| {
-                    BuiltinError::Setup {
-                        name: name.to_owned(),
-                        reason: error.to_string(),
-                    }
-                })?;
+            let provider = memory::Memory::open(memory::MemorySettings { database })
+                .map_err(|error| setup(&error))?;
             Ok(Arc::new(provider))
         }
+        "rules" => {
+            let provider =
+                rules::Rules::open(rules_settings(settings)).map_err(|error| setup(&error))?;
+            Ok(Arc::new(provider))
+        }
+        "sessions" => {
+            let database = settings
+                .database
+                .clone()
+                .unwrap_or_else(memory::default_database_path);
+            let provider = sessions::Sessions::open(sessions::SessionsSettings { database })
+                .map_err(|error| setup(&error))?;
+            Ok(Arc::new(provider))
+        }
+        "music" => {
+            let provider = music::Music::new(music::MusicSettings {
+                player: settings
+                    .player
+                    .as_ref()
+                    .map_or(music::PlayerChoice::Auto, player_choice),
+                moods: settings.moods.clone(),
+                mpv_args: settings.mpv_args.clone(),
+            })
+            .map_err(|error| setup(&error))?;
+            Ok(Arc::new(provider))
+        }
+        "web" => {
+            let provider = web::Web::new(web_settings(settings).map_err(|reason| setup(&reason))?)
+                .map_err(|error| setup(&error))?;
+            Ok(Arc::new(provider))
+        }
+        "images" => {
+            let provider =
+                images::Images::new(images_settings(settings).map_err(|reason| setup(&reason))?)
+                    .map_err(|error| setup(&error))?;
+            Ok(Arc::new(provider))
+        }
+        "manager" => Err(setup(
+            &"the manager acts on a gateway's servers and cannot run alone; name it in a gateway's config (builtin = \"manager\")",
+        )),
         _ => Err(BuiltinError::Unknown {
             name: name.to_owned(),
         }),
     }
 }
+
+/// The `rules` settings: `dirs`, `database` (default [`rules::default_database_path`]).
+pub fn rules_settings(settings: &BuiltinSettings) -> rules::RulesSettings {
+    rules::RulesSettings {
+        dirs: settings.dirs.clone(),
+        database: settings
+            .database
+            .clone()
+            .unwrap_or_else(rules::default_database_path),
+    }
+}
+
+fn player_choice(player: &PlayerSetting) -> music::PlayerChoice {
+    match player {
+        PlayerSetting::Auto => music::PlayerChoice::Auto,
+        PlayerSetting::Mpv => music::PlayerChoice::Mpv,
+        PlayerSetting::Null => music::PlayerChoice::Null,
+        PlayerSetting::Command(argv) => music::PlayerChoice::Command(argv.clone()),
+    }
+}
+
+/// What `web` needs besides its backend name, for the error when there is none.
+const WEB_BACKENDS: &str = "backend = \"searxng\" with url (the instance), \"brave\" with api_key, or \"json\" with url (a template with {query}) and json = { results, title, url }";
+
+/// The `web` settings; `backend` is required (there is no search service to default to).
+fn web_settings(settings: &BuiltinSettings) -> Result<web::WebSettings, String> {
+    let backend = match settings.backend.as_deref() {
+        None => return Err(format!("web needs a search backend: {WEB_BACKENDS}")),
+        Some("searxng") => web::SearchBackend::Searxng,
+        Some("brave") => web::SearchBackend::Brave,
+        Some("json") => match &settings.json {
+            Some(mapping) => json_backend(mapping),
+            None => {
+                return Err(
+                    "backend = \"json\" needs json = { results, title, url } saying where the results are in the answer"
+                        .to_owned(),
+                );
+            }
+        },
+        Some(other) => {
+            return Err(format!("unknown web backend '{other}': use {WEB_BACKENDS}"));
+        }
+    };
+    let defaults = web::WebSettings::default();
+    Ok(web::WebSettings {
+        backend,
+        url: settings.url.clone(),
+        api_key: settings.api_key.as_ref().map(|key| key.expose().to_owned()),
+        allow_private: settings.allow_private.unwrap_or(defaults.allow_private),
+        max_bytes: settings.max_bytes.unwrap_or(defaults.max_bytes),
+        timeout: settings.timeout.unwrap_or(defaults.timeout),
+        max_redirects: settings.max_redirects.unwrap_or(defaults.max_redirects),
+    })
+}
+
+fn json_backend(mapping: &JsonSearchMapping) -> web::SearchBackend {
+    web::SearchBackend::Json {
+        results_path: mapping.results.clone(),
+        title: mapping.title.clone(),
+        url: mapping.url.clone(),
+        snippet: mapping.snippet.clone(),
+        // The config has no key for it: a key goes into the URL template as {key}.
+        key_header: None,
+    }
+}
+
+/// The `images` settings: backend default `openai`, its default URL unless `url`.
+fn images_settings(settings: &BuiltinSettings) -> Result<images::ImagesSettings, String> {
+    let backend = match settings.backend.as_deref() {
+        None | Some("openai") => images::ImageBackend::OpenAi,
+        Some("automatic1111") => images::ImageBackend::Automatic1111,
+        Some(other) => {
+            return Err(format!(
+                "unknown images backend '{other}': use backend = \"openai\" (with api_key) or \"automatic1111\" (with url)"
+            ));
+        }
+    };
+    let defaults = images::ImagesSettings::for_backend(backend);
+    Ok(images::ImagesSettings {
+        url: settings.url.clone().unwrap_or(defaults.url),
+        api_key: settings.api_key.as_ref().map(|key| key.expose().to_owned()),
+        model: settings.model.clone(),
+        out_dir: settings.out_dir.clone(),
+        styles: settings
+            .styles
+            .iter()
+            .map(|(name, style)| (name.clone(), style_spec(style)))
+            .collect(),
+        max_bytes: settings.max_bytes.unwrap_or(defaults.max_bytes),
+        timeout: settings.timeout.unwrap_or(defaults.timeout),
+        backend,
+    })
+}
+
+fn style_spec(style: &StyleSetting) -> images::StyleSpec {
+    images::StyleSpec {
+        suffix: style.suffix.clone(),
+        negative: style.negative.clone(),
+        params: style.params.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -27,6 +27,7 @@ fn settings(fixture: &Fixture, backend: ImageBackend) -> ImagesSettings {
                 "watercolor".to_owned(),
                 StyleSpec {
                     suffix: Some(", watercolor".to_owned()),
+                    negative: None,
                     params: params(json!({"steps": 30, "width": 16, "height": 24,
                                           "negative_prompt": "photo"})),
                 },
@@ -35,6 +36,7 @@ fn settings(fixture: &Fixture, backend: ImageBackend) -> ImagesSettings {
                 "default".to_owned(),
                 StyleSpec {
                     suffix: Some(", plain".to_owned()),
+                    negative: None,
                     params: Map::new(),
                 },
             ),
@@ -223,6 +225,7 @@ async fn bad_styles_sizes_and_bodies_are_refused() {
         "big".to_owned(),
         StyleSpec {
             suffix: None,
+            negative: None,
             params: params(json!({"width": 256, "height": 256})),
         },
     );
@@ -230,6 +233,7 @@ async fn bad_styles_sizes_and_bodies_are_refused() {
         "tiny".to_owned(),
         StyleSpec {
             suffix: None,
+            negative: None,
             params: params(json!({"width": 8, "height": 8})),
         },
     );
@@ -254,6 +258,7 @@ fn settings_are_checked_and_the_tool_declares_itself() {
             "bad".to_owned(),
             StyleSpec {
                 suffix: None,
+                negative: None,
                 params: params(json!({"n": 4})),
             },
         )]),
@@ -302,4 +307,51 @@ fn settings_are_checked_and_the_tool_declares_itself() {
         (Some(false), Some(false), Some(false), Some(true))
     );
     assert!(tool.output_schema.is_some());
+}
+
+#[tokio::test]
+async fn a_style_negative_prompt_reaches_each_backend() {
+    let fixture = image_api();
+    let noir = StyleSpec {
+        suffix: Some(", film noir".to_owned()),
+        negative: Some("colour, text".to_owned()),
+        params: params(json!({"width": 8, "height": 8})),
+    };
+    let mut a1111 = settings(&fixture, ImageBackend::Automatic1111);
+    a1111.styles.insert("noir".to_owned(), noir.clone());
+    let images = Images::new(a1111).expect("settings");
+    let outcome = generate(&images, json!({"prompt": "a detective", "style": "noir"}))
+        .await
+        .expect("an image");
+    png_of(&outcome);
+    let structured = outcome.structured_content.clone().expect("structured");
+    assert_eq!(structured["negative_prompt"], "colour, text");
+    assert_eq!(structured["full_prompt"], "a detective, film noir");
+    let body = fixture.last().await["body"].clone();
+    assert_eq!(body["negative_prompt"], "colour, text");
+    assert_eq!(body["prompt"], "a detective, film noir");
+
+    let mut openai = settings(&fixture, ImageBackend::OpenAi);
+    openai.styles.insert(
+        "noir".to_owned(),
+        StyleSpec {
+            params: Map::new(),
+            ..noir
+        },
+    );
+    let images = Images::new(openai).expect("settings");
+    let outcome = generate(&images, json!({"prompt": "a detective", "style": "noir"}))
+        .await
+        .expect("an image");
+    let structured = outcome.structured_content.clone().expect("structured");
+    assert_eq!(
+        structured["full_prompt"],
+        "a detective, film noir\nAvoid: colour, text"
+    );
+    let body = fixture.last().await["body"].clone();
+    assert_eq!(
+        body["prompt"],
+        "a detective, film noir\nAvoid: colour, text"
+    );
+    assert!(body.get("negative_prompt").is_none(), "{body}");
 }

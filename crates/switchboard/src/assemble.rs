@@ -247,7 +247,15 @@ fn endpoint_of(
 /// nothing.
 pub fn connection_fingerprint(server: &ServerConfig) -> String {
     use sha2::{Digest, Sha256};
-    let text = format!("{:?}\u{0}{:?}", server.transport, server.era);
+    let mut text = format!("{:?}\u{0}{:?}", server.transport, server.era);
+    // A built-in's API key prints redacted: a new key must still restart the server. Only
+    // a hash of the whole leaves this function.
+    if let Transport::Builtin { settings, .. } = &server.transport
+        && let Some(key) = &settings.api_key
+    {
+        text.push('\u{0}');
+        text.push_str(key.expose());
+    }
     switchboard_core::hex::encode(&Sha256::digest(text.as_bytes())[..8])
 }
 

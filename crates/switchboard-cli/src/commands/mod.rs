@@ -6,6 +6,7 @@ pub mod calibrate;
 pub mod call;
 pub mod config;
 pub mod manager;
+pub mod rules;
 pub mod serve;
 pub mod servers;
 pub mod status;

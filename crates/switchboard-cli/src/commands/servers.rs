@@ -92,7 +92,8 @@ struct EntryArgs {
     /// The HTTP transport: streamable-http (default) or sse.
     #[arg(long, value_name = "TRANSPORT", requires = "url")]
     transport: Option<String>,
-    /// A built-in tool server: clock, dice, files or memory.
+    /// A built-in tool server: clock, dice, files, memory, rules, sessions, music, web,
+    /// images or manager (with default settings; web needs a backend set in the file).
     #[arg(long, value_name = "NAME")]
     builtin: Option<String>,
     /// An environment variable of a stdio server, KEY=VALUE (repeatable); KEY alone writes

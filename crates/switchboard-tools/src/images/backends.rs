@@ -3,10 +3,11 @@
 //! - OpenAI Images: `POST {url}/v1/images/generations`, `Authorization: Bearer KEY`,
 //!   `{model, prompt, n: 1, response_format: "b64_json", …style params}` → `data[0].b64_json`
 //!   (`gpt-image-*` models always answer base64 and refuse `response_format`, so it is left
-//!   out for them).
+//!   out for them). There is no negative prompt: a style's is in the prompt, as `Avoid: …`.
 //! - Automatic1111 / Forge: `POST {url}/sdapi/v1/txt2img`, `{prompt, steps: 20, width: 512,
-//!   height: 512, …style params}` (with `model`, `override_settings.sd_model_checkpoint`) →
-//!   `images[0]`. An `api_key` of the form `user:password` is sent as basic auth (`--api-auth`),
+//!   height: 512, negative_prompt (the style's negative), …style params}` (with `model`,
+//!   `override_settings.sd_model_checkpoint`) → `images[0]`. An `api_key` of the form
+//!   `user:password` is sent as basic auth (`--api-auth`),
 //!   any other as a bearer token.
 
 use reqwest::header::{ACCEPT, CONTENT_TYPE};
@@ -26,11 +27,13 @@ pub fn reserved(backend: ImageBackend) -> &'static [&'static str] {
     }
 }
 
-/// The request for `prompt` (the style's suffix already applied) with the style's `params`.
+/// The request for `prompt` (the style's suffix already applied, and for OpenAI its negative
+/// prompt too) with the style's `negative` prompt (A1111's `negative_prompt`) and `params`.
 pub fn request(
     client: &Client,
     settings: &ImagesSettings,
     prompt: &str,
+    negative: Option<&str>,
     params: &Map<String, Value>,
 ) -> RequestBuilder {
     let base = settings.url.trim_end_matches('/');
@@ -55,6 +58,9 @@ pub fn request(
             body.insert("steps".into(), json!(20));
             body.insert("width".into(), json!(512));
             body.insert("height".into(), json!(512));
+            if let Some(negative) = negative {
+                body.insert("negative_prompt".into(), json!(negative));
+            }
             if let Some(model) = &settings.model {
                 body.insert(
                     "override_settings".into(),

@@ -43,7 +43,8 @@ pub fn generate_image(styles: &BTreeMap<String, StyleSpec>) -> ToolDefinition {
     tool.output_schema = Some(json!({
         "type": "object",
         "properties": {
-            "prompt": string, "full_prompt": string, "style": maybe, "backend": string,
+            "prompt": string, "full_prompt": string, "negative_prompt": maybe,
+            "style": maybe, "backend": string,
             "model": maybe, "mime_type": string, "bytes": {"type": "integer"},
             "saved": maybe, "sidecar": maybe
         },

@@ -1,13 +1,14 @@
 //! `images`: `generate_image(prompt, style?)` through the OpenAI Images API or an
 //! Automatic1111 / Forge server ([`backends`]), answered as an MCP image content block.
 //!
-//! Styles are named in the config; each may append a suffix to the prompt and set request
-//! fields of the backend:
+//! Styles are named in the config; each may append a suffix to the prompt, say what the
+//! image should not show, and set request fields of the backend:
 //!
 //! ```toml
 //! [servers.images.styles.watercolor]
 //! suffix = ", watercolor, soft edges"
-//! params = { steps = 30, negative_prompt = "photo" }   # A1111; OpenAI: size, quality, …
+//! negative = "photo, text"                             # A1111: negative_prompt; OpenAI: "Avoid: …"
+//! params = { steps = 30 }                              # A1111; OpenAI: size, quality, …
 //! [servers.images.styles.default]                        # used when no style is given
 //! params = { size = "1024x1024" }
 //! ```
@@ -65,11 +66,15 @@ impl ImageBackend {
     }
 }
 
-/// A named style: a prompt suffix and request fields for the backend.
+/// A named style: a prompt suffix, a negative prompt and request fields for the backend.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct StyleSpec {
     /// Appended to the prompt as is (so start it with ", " or " ").
     pub suffix: Option<String>,
+    /// What the image should not show. A1111 gets it as `negative_prompt` (a
+    /// `negative_prompt` in `params` wins); OpenAI has no negative prompt, so it is appended
+    /// to the prompt on a line of its own as `Avoid: …`.
+    pub negative: Option<String>,
     /// Fields set in the backend's request body (OpenAI: `size`, `quality`, `style`,
     /// `background`, `model`; A1111: `steps`, `width`, `height`, `cfg_scale`, `sampler_name`,
     /// `negative_prompt`, `seed`, …).
@@ -230,18 +235,27 @@ impl Images {
             Some(_) => return Err("'style' must be a string".into()),
         };
         let style = self.style(requested)?;
-        let full_prompt = match style.and_then(|(_, spec)| spec.suffix.as_deref()) {
+        let mut full_prompt = match style.and_then(|(_, spec)| spec.suffix.as_deref()) {
             Some(suffix) => format!("{prompt}{suffix}"),
             None => prompt.to_owned(),
         };
+        let negative = style
+            .and_then(|(_, spec)| spec.negative.as_deref())
+            .map(str::trim)
+            .filter(|n| !n.is_empty());
+        let backend = self.settings.backend;
+        if let (Some(negative), ImageBackend::OpenAi) = (negative, backend) {
+            // The Images API has no negative prompt: it is said in the prompt.
+            full_prompt.push_str(&format!("\nAvoid: {negative}"));
+        }
         let empty = Map::new();
         let params = style.map_or(&empty, |(_, spec)| &spec.params);
-        let backend = self.settings.backend;
         let who = backends::display_name(backend);
-        let mut response = backends::request(&self.client, &self.settings, &full_prompt, params)
-            .send()
-            .await
-            .map_err(|error| format!("{who} is unreachable: {}", describe(&error)))?;
+        let mut response =
+            backends::request(&self.client, &self.settings, &full_prompt, negative, params)
+                .send()
+                .await
+                .map_err(|error| format!("{who} is unreachable: {}", describe(&error)))?;
         let status = response.status();
         // Base64 is 4/3 of the image; the answer may echo the request and add some metadata.
         let cap = self.settings.max_bytes.saturating_mul(4) / 3 + (1 << 20);
@@ -289,6 +303,7 @@ impl Images {
         let mut described = json!({
             "prompt": prompt,
             "full_prompt": full_prompt,
+            "negative_prompt": negative,
             "style": style_name,
             "backend": backend.name(),
             "model": model,
