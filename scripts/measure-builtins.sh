@@ -24,18 +24,21 @@ pids=()
 cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; rm -rf "$work"; }
 trap cleanup EXIT
 
-start_fixture() { # MODE -> prints the address
+start_fixture() { # MODE VAR: starts the fixture here (so the trap can stop it), sets VAR to its address
   local mode="$1" out="$work/$1.out"
   "$fixture" "$mode" --key test-key >"$out" 2>/dev/null &
   pids+=("$!")
   for _ in $(seq 100); do
-    if grep -q "listening on" "$out" 2>/dev/null; then sed -n 's/^listening on //p' "$out" | head -1; return; fi
+    if grep -q "listening on" "$out" 2>/dev/null; then
+      printf -v "$2" '%s' "$(sed -n 's/^listening on //p' "$out" | head -1)"
+      return
+    fi
     sleep 0.05
   done
   echo "switchboard-fixture $mode did not start" >&2; exit 1
 }
-search="$(start_fixture search-api)"
-images="$(start_fixture image-api)"
+start_fixture search-api search
+start_fixture image-api images
 
 mkdir -p "$work/moods/calm" "$work/out"
 : >"$work/moods/calm/a.ogg"
