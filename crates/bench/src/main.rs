@@ -12,6 +12,7 @@ mod era;
 mod http_client;
 mod live;
 mod machine;
+mod manager;
 mod memory;
 mod peers;
 mod plot;
@@ -110,6 +111,9 @@ enum Command {
     /// Live configuration on a gateway of its own: add → callable, calls to an untouched
     /// server while others are added and removed, hand edit → tools/list_changed.
     Live(live::Args),
+    /// The server manager's background installs beside a call load: a__echo p99 while
+    /// installs of the npm memory server run vs idle, in the same run.
+    Manager(manager::Args),
     /// Resident memory: with 10 idle upstreams, and per open HTTP session.
     Memory {
         #[arg(long, default_value_t = 1000)]
@@ -141,6 +145,9 @@ fn main() -> anyhow::Result<()> {
     }
     if let Command::Live(live) = &args.command {
         return live::main(live, args.json);
+    }
+    if let Command::Manager(manager) = &args.command {
+        return manager::main(manager, args.json);
     }
     let bins = scenarios::Binaries::locate()?;
     if let Command::Compare {
@@ -228,6 +235,7 @@ fn main() -> anyhow::Result<()> {
         | Command::Tokens { .. }
         | Command::Drive(_)
         | Command::Live(_)
+        | Command::Manager(_)
         | Command::Compare { .. }
         | Command::Memory { .. } => Vec::new(),
     };

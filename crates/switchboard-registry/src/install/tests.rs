@@ -517,3 +517,75 @@ fn the_console_script_is_named_after_the_package_or_is_the_only_one() {
     assert!(pick_script("x", "[gui_scripts]\ng = a:b\n").is_err());
     assert_eq!(normalize("Foo_Bar.baz"), "foo-bar-baz");
 }
+
+/// Field `n` (1-based, as proc(5) counts) of a `/proc/PID/stat` line, as a number.
+fn stat_field(stat: &str, n: usize) -> i32 {
+    let (_, rest) = stat.rsplit_once(") ").expect("stat line");
+    // `rest` starts at field 3 (the state).
+    rest.split_whitespace()
+        .nth(n - 3)
+        .and_then(|field| field.parse().ok())
+        .unwrap_or_else(|| panic!("field {n} of {stat}"))
+}
+
+/// proc(5)'s fields: the niceness and the scheduling policy (5 = SCHED_IDLE).
+const NICE_FIELD: usize = 19;
+const POLICY_FIELD: usize = 41;
+
+#[tokio::test]
+async fn steps_run_at_low_priority_and_show_the_real_command() {
+    if !process::on_path("nice", &[]) {
+        eprintln!("no `nice` on PATH: steps run at normal priority, nothing to check");
+        return;
+    }
+    let own = std::fs::read_to_string("/proc/self/stat").expect("own stat");
+    let step = process::Step {
+        program: "cat",
+        args: vec!["/proc/self/stat".to_owned()],
+        env: &[],
+        deadline: None,
+    };
+    assert_eq!(
+        step.command_line(),
+        "cat /proc/self/stat",
+        "no priority prefix shown"
+    );
+    let stat = step.run(&CancellationToken::new()).await.expect("cat runs");
+    let niceness = (stat_field(&own, NICE_FIELD) + process::NICENESS).min(19);
+    assert_eq!(stat_field(&stat, NICE_FIELD), niceness, "{stat}");
+    // SCHED_IDLE wherever `chrt` can set it here.
+    let idle_policy = process::on_path("chrt", &[])
+        && Command::new("chrt")
+            .args(["--idle", "0", "true"])
+            .status()
+            .is_ok_and(|status| status.success());
+    if idle_policy {
+        assert_eq!(stat_field(&stat, POLICY_FIELD), 5, "SCHED_IDLE: {stat}");
+    }
+    if process::on_path("ionice", &[]) {
+        // `ionice` with no arguments prints its own IO class.
+        let step = process::Step {
+            program: "ionice",
+            args: vec![],
+            env: &[],
+            deadline: None,
+        };
+        let class = step
+            .run(&CancellationToken::new())
+            .await
+            .expect("ionice runs");
+        assert!(class.starts_with("idle"), "{class}");
+    }
+    // A missing program is still reported as missing, not as `nice` failing.
+    let missing = process::Step {
+        program: "no-such-program-here",
+        args: vec![],
+        env: &[],
+        deadline: None,
+    };
+    let error = missing
+        .run(&CancellationToken::new())
+        .await
+        .expect_err("not there");
+    assert!(matches!(error, InstallError::Unavailable(_)), "{error}");
+}
