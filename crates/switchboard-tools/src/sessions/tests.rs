@@ -290,7 +290,7 @@ fn tools_declare_standard_latency_and_effects() {
             switchboard_core::LatencyMeta::from_meta(tool.meta.as_ref()).expect("latency");
         assert_eq!(
             (latency.estimated_duration_ms, latency.max_duration_ms),
-            (Some(100), Some(300))
+            (Some(200), Some(1500))
         );
         let annotations = tool.annotations.as_ref().expect("annotations");
         let reads = tool.name != "append_turn";
