@@ -15,6 +15,7 @@ pub mod memory;
 pub mod music;
 pub mod rules;
 pub mod sessions;
+mod sqlite;
 pub mod web;
 
 use std::sync::Arc;
@@ -190,7 +191,7 @@ fn web_settings(settings: &BuiltinSettings) -> Result<web::WebSettings, String> 
     Ok(web::WebSettings {
         backend,
         url: settings.url.clone(),
-        api_key: settings.api_key.as_ref().map(|key| key.expose().to_owned()),
+        api_key: settings.api_key.clone(),
         allow_private: settings.allow_private.unwrap_or(defaults.allow_private),
         max_bytes: settings.max_bytes.unwrap_or(defaults.max_bytes),
         timeout: settings.timeout.unwrap_or(defaults.timeout),
@@ -223,7 +224,7 @@ fn images_settings(settings: &BuiltinSettings) -> Result<images::ImagesSettings,
     let defaults = images::ImagesSettings::for_backend(backend);
     Ok(images::ImagesSettings {
         url: settings.url.clone().unwrap_or(defaults.url),
-        api_key: settings.api_key.as_ref().map(|key| key.expose().to_owned()),
+        api_key: settings.api_key.clone(),
         model: settings.model.clone(),
         out_dir: settings.out_dir.clone(),
         styles: settings

@@ -7,6 +7,7 @@ use std::path::Path;
 use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::sqlite::sql;
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::{Value, json};
 
@@ -21,10 +22,6 @@ fn now() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64)
-}
-
-fn sql(error: rusqlite::Error) -> String {
-    format!("database error: {error}")
 }
 
 /// English words too common to help a search (kept when a query has nothing else).
@@ -60,25 +57,8 @@ impl Store {
 
     /// Opens with the schema at `version` (tests of migrations use older versions).
     pub fn open_at(path: &Path, version: usize) -> Result<Self, String> {
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent)
-                .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
-        }
-        let mut conn =
-            Connection::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
-        conn.busy_timeout(std::time::Duration::from_secs(5))
-            .map_err(sql)?;
-        let mode: String = conn
-            .query_row("PRAGMA journal_mode=WAL", [], |row| row.get(0))
-            .map_err(|e| format!("{}: {e}", path.display()))?;
-        if !mode.eq_ignore_ascii_case("wal") {
-            return Err(format!(
-                "{}: cannot use WAL mode (got {mode})",
-                path.display()
-            ));
-        }
-        conn.execute_batch("PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;")
-            .map_err(sql)?;
+        let mut conn = crate::sqlite::open(path)?;
+        conn.execute_batch("PRAGMA foreign_keys=ON;").map_err(sql)?;
         schema::migrate(&mut conn, version).map_err(|e| format!("{}: {e}", path.display()))?;
         Ok(Self {
             conn: Mutex::new(conn),

@@ -7,6 +7,7 @@ use std::path::Path;
 use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::sqlite::sql;
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 use serde_json::{Value, json};
 
@@ -54,10 +55,6 @@ pub struct Store {
     conn: Mutex<Connection>,
 }
 
-fn sql(error: rusqlite::Error) -> String {
-    format!("database error: {error}")
-}
-
 fn now() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -71,25 +68,7 @@ fn file_attribution(path: &str) -> String {
 impl Store {
     /// Opens (creating) the file and brings its schema up to date.
     pub fn open(path: &Path) -> Result<Self, String> {
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent)
-                .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
-        }
-        let mut conn =
-            Connection::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
-        conn.busy_timeout(std::time::Duration::from_secs(5))
-            .map_err(sql)?;
-        let mode: String = conn
-            .query_row("PRAGMA journal_mode=WAL", [], |row| row.get(0))
-            .map_err(|e| format!("{}: {e}", path.display()))?;
-        if !mode.eq_ignore_ascii_case("wal") {
-            return Err(format!(
-                "{}: cannot use WAL mode (got {mode})",
-                path.display()
-            ));
-        }
-        conn.execute_batch("PRAGMA synchronous=NORMAL;")
-            .map_err(sql)?;
+        let mut conn = crate::sqlite::open(path)?;
         schema::migrate(&mut conn).map_err(|e| format!("{}: {e}", path.display()))?;
         Ok(Self {
             conn: Mutex::new(conn),

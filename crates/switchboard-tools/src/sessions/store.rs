@@ -12,6 +12,7 @@ use std::path::Path;
 use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::sqlite::sql;
 use rusqlite::{Connection, TransactionBehavior, params};
 use serde_json::{Value, json};
 
@@ -57,10 +58,6 @@ pub struct TurnStore {
     conn: Mutex<Connection>,
 }
 
-fn sql(error: rusqlite::Error) -> String {
-    format!("database error: {error}")
-}
-
 fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -77,12 +74,7 @@ impl TurnStore {
     /// Opens the file (memory's store has already created it and set WAL mode) and creates
     /// the turns tables when missing.
     pub fn open(path: &Path) -> Result<Self, String> {
-        let mut conn =
-            Connection::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
-        conn.busy_timeout(std::time::Duration::from_secs(5))
-            .map_err(sql)?;
-        conn.execute_batch("PRAGMA synchronous=NORMAL;")
-            .map_err(sql)?;
+        let mut conn = crate::sqlite::open(path)?;
         let tx = conn.transaction().map_err(sql)?;
         tx.execute_batch(TABLES)
             .map_err(|e| format!("{}: creating the session tables: {e}", path.display()))?;
