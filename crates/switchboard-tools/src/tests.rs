@@ -165,7 +165,10 @@ fn web_needs_a_backend_and_its_keys() {
             key_header: None,
         }
     );
-    assert_eq!(web.api_key.as_deref(), Some("k-123"));
+    assert_eq!(
+        web.api_key.as_ref().map(SecretString::expose),
+        Some("k-123")
+    );
     assert!(web.allow_private);
     assert_eq!(
         (web.max_bytes, web.timeout, web.max_redirects),
@@ -185,7 +188,10 @@ fn images_default_to_openai_and_map_styles() {
     .expect("settings");
     assert_eq!(openai.backend, super::images::ImageBackend::OpenAi);
     assert_eq!(openai.url, "https://api.openai.com");
-    assert_eq!(openai.api_key.as_deref(), Some("sk"));
+    assert_eq!(
+        openai.api_key.as_ref().map(SecretString::expose),
+        Some("sk")
+    );
 
     let settings = BuiltinSettings {
         backend: Some("automatic1111".to_owned()),

@@ -6,6 +6,7 @@
 mod fixture;
 
 use std::collections::BTreeMap;
+use switchboard_core::config::SecretString;
 
 use base64::Engine;
 use fixture::Fixture;
@@ -21,7 +22,7 @@ fn image_api() -> Fixture {
 fn settings(fixture: &Fixture, backend: ImageBackend) -> ImagesSettings {
     ImagesSettings {
         url: fixture.url(""),
-        api_key: Some("openai-key".to_owned()),
+        api_key: Some(SecretString("openai-key".to_owned())),
         styles: BTreeMap::from([
             (
                 "watercolor".to_owned(),
@@ -112,7 +113,7 @@ async fn openai_answers_an_image_block() {
 async fn a_wrong_openai_key_is_explained() {
     let fixture = image_api();
     let images = Images::new(ImagesSettings {
-        api_key: Some("wrong".to_owned()),
+        api_key: Some(SecretString("wrong".to_owned())),
         ..settings(&fixture, ImageBackend::OpenAi)
     })
     .expect("settings");
@@ -253,7 +254,7 @@ async fn bad_styles_sizes_and_bodies_are_refused() {
 #[test]
 fn settings_are_checked_and_the_tool_declares_itself() {
     let reserved = ImagesSettings {
-        api_key: Some("k".to_owned()),
+        api_key: Some(SecretString("k".to_owned())),
         styles: BTreeMap::from([(
             "bad".to_owned(),
             StyleSpec {
@@ -271,7 +272,7 @@ fn settings_are_checked_and_the_tool_declares_itself() {
         .expect("refused");
     assert!(keyless.to_string().contains("needs api_key"));
     let secret = ImagesSettings {
-        api_key: Some("sk-very-secret".to_owned()),
+        api_key: Some(SecretString("sk-very-secret".to_owned())),
         ..ImagesSettings::default()
     };
     assert!(!format!("{secret:?}").contains("sk-very-secret"));

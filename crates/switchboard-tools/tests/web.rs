@@ -7,6 +7,7 @@
 mod fixture;
 
 use std::time::{Duration, Instant};
+use switchboard_core::config::SecretString;
 
 use fixture::Fixture;
 use serde_json::{Map, Value, json};
@@ -63,7 +64,7 @@ async fn brave_gets_the_key_and_a_wrong_key_is_explained() {
     let brave = |key: &str| {
         web(WebSettings {
             backend: SearchBackend::Brave,
-            api_key: Some(key.to_owned()),
+            api_key: Some(SecretString(key.to_owned())),
             ..local(&fixture)
         })
     };
@@ -109,7 +110,7 @@ async fn a_json_mapping_reads_any_search_api() {
     let settings = WebSettings {
         backend: mapping("data.items"),
         url: Some(fixture.url("/json?q={query}&n={limit}")),
-        api_key: Some("json-key".to_owned()),
+        api_key: Some(SecretString("json-key".to_owned())),
         ..WebSettings::default()
     };
     let found = call(
@@ -427,12 +428,12 @@ fn settings_are_checked_and_keys_never_shown() {
     };
     assert!(error(json).contains("has no {query}"));
     let secret = WebSettings {
-        api_key: Some("sk-very-secret".into()),
+        api_key: Some(SecretString("sk-very-secret".to_owned())),
         ..brave
     };
     let shown = format!("{secret:?}");
     assert!(
-        !shown.contains("sk-very-secret") && shown.contains("(set)"),
+        !shown.contains("sk-very-secret") && shown.contains("Some(***)"),
         "{shown}"
     );
 }

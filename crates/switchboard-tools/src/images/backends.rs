@@ -13,6 +13,7 @@
 use reqwest::header::{ACCEPT, CONTENT_TYPE};
 use reqwest::{Client, RequestBuilder};
 use serde_json::{Map, Value, json};
+use switchboard_core::config::SecretString;
 
 use super::{ImageBackend, ImagesSettings};
 
@@ -48,7 +49,7 @@ pub fn request(
                 body.insert("response_format".into(), json!("b64_json"));
             }
             let builder = client.post(format!("{base}/v1/images/generations"));
-            match settings.api_key.as_deref() {
+            match settings.api_key.as_ref().map(SecretString::expose) {
                 Some(key) => builder.bearer_auth(key),
                 None => builder,
             }
@@ -68,7 +69,7 @@ pub fn request(
                 );
             }
             let builder = client.post(format!("{base}/sdapi/v1/txt2img"));
-            match settings.api_key.as_deref() {
+            match settings.api_key.as_ref().map(SecretString::expose) {
                 Some(key) => match key.split_once(':') {
                     Some((user, password)) => builder.basic_auth(user, Some(password)),
                     None => builder.bearer_auth(key),

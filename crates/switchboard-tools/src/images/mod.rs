@@ -26,6 +26,7 @@ mod output;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
+use switchboard_core::config::SecretString;
 
 use futures::future::BoxFuture;
 use reqwest::Client;
@@ -82,13 +83,14 @@ pub struct StyleSpec {
 }
 
 /// Settings of the images provider.
-#[derive(Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ImagesSettings {
     pub backend: ImageBackend,
     /// The API's base URL ([`ImageBackend::default_url`]).
     pub url: String,
     /// OpenAI: the bearer key. A1111: `user:password` for `--api-auth`, else a bearer token.
-    pub api_key: Option<String>,
+    /// Printed as `***` by `Debug`.
+    pub api_key: Option<SecretString>,
     /// OpenAI: the model (default [`DEFAULT_OPENAI_MODEL`]); A1111: a checkpoint to use.
     pub model: Option<String>,
     /// Where images are saved, with their sidecars; `None`: not saved.
@@ -122,21 +124,6 @@ impl Default for ImagesSettings {
     }
 }
 
-impl std::fmt::Debug for ImagesSettings {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ImagesSettings")
-            .field("backend", &self.backend)
-            .field("url", &self.url)
-            .field("api_key", &self.api_key.as_ref().map(|_| "(set)"))
-            .field("model", &self.model)
-            .field("out_dir", &self.out_dir)
-            .field("styles", &self.styles)
-            .field("max_bytes", &self.max_bytes)
-            .field("timeout", &self.timeout)
-            .finish()
-    }
-}
-
 /// Why the images provider cannot be set up.
 #[derive(Debug, thiserror::Error)]
 pub enum ImagesError {
@@ -164,7 +151,11 @@ impl Images {
                 settings.url
             ));
         }
-        let has_key = settings.api_key.as_deref().is_some_and(|k| !k.is_empty());
+        let has_key = settings
+            .api_key
+            .as_ref()
+            .map(SecretString::expose)
+            .is_some_and(|k| !k.is_empty());
         if url.host_str() == Some("api.openai.com") && !has_key {
             return bad(
                 "the OpenAI API needs api_key, e.g. api_key = \"${OPENAI_API_KEY}\"".into(),

@@ -19,6 +19,7 @@ mod search;
 
 use std::sync::Arc;
 use std::time::Duration;
+use switchboard_core::config::SecretString;
 
 use futures::future::BoxFuture;
 use reqwest::Client;
@@ -61,12 +62,13 @@ pub enum SearchBackend {
 }
 
 /// Settings of the web provider.
-#[derive(Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct WebSettings {
     pub backend: SearchBackend,
     /// The backend's base URL (SearXNG, Brave) or URL template (JSON).
     pub url: Option<String>,
-    pub api_key: Option<String>,
+    /// Printed as `***` by `Debug`.
+    pub api_key: Option<SecretString>,
     /// Let `fetch_page` reach loopback, private and other non-public addresses.
     pub allow_private: bool,
     /// Most body bytes `fetch_page` reads (default 2 MiB).
@@ -88,20 +90,6 @@ impl Default for WebSettings {
             timeout: Duration::from_secs(15),
             max_redirects: 5,
         }
-    }
-}
-
-impl std::fmt::Debug for WebSettings {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("WebSettings")
-            .field("backend", &self.backend)
-            .field("url", &self.url)
-            .field("api_key", &self.api_key.as_ref().map(|_| "(set)"))
-            .field("allow_private", &self.allow_private)
-            .field("max_bytes", &self.max_bytes)
-            .field("timeout", &self.timeout)
-            .field("max_redirects", &self.max_redirects)
-            .finish()
     }
 }
 
@@ -129,7 +117,11 @@ impl Web {
     /// Checks the settings and builds the HTTP clients.
     pub fn new(settings: WebSettings) -> Result<Self, WebError> {
         let bad = |text: String| Err(WebError::Settings(text));
-        let has_key = settings.api_key.as_deref().is_some_and(|k| !k.is_empty());
+        let has_key = settings
+            .api_key
+            .as_ref()
+            .map(SecretString::expose)
+            .is_some_and(|k| !k.is_empty());
         match (&settings.backend, settings.url.as_deref()) {
             (SearchBackend::Searxng, None) => {
                 return bad("the searxng backend needs url, the instance's base URL".into());

@@ -6,6 +6,7 @@
 use reqwest::header::ACCEPT;
 use reqwest::{Client, Response, Url};
 use serde_json::Value;
+use switchboard_core::config::SecretString;
 
 use super::html::inline_text;
 use super::{SearchBackend, WebSettings};
@@ -68,15 +69,24 @@ pub async fn search(
                 .append_pair("count", &limit.to_string());
             client.get(url).header(
                 "X-Subscription-Token",
-                settings.api_key.as_deref().unwrap_or(""),
+                settings
+                    .api_key
+                    .as_ref()
+                    .map(SecretString::expose)
+                    .unwrap_or(""),
             )
         }
         SearchBackend::Json { key_header, .. } => {
             let template = settings.url.as_deref().unwrap_or_default();
-            let url = fill_template(template, query, limit, settings.api_key.as_deref())?;
+            let url = fill_template(
+                template,
+                query,
+                limit,
+                settings.api_key.as_ref().map(SecretString::expose),
+            )?;
             let request = client.get(url);
             match (key_header, &settings.api_key) {
-                (Some(header), Some(key)) => request.header(header.as_str(), key.as_str()),
+                (Some(header), Some(key)) => request.header(header.as_str(), key.expose()),
                 _ => request,
             }
         }
