@@ -5,6 +5,7 @@
 //! and `switchboard-fixture` binaries next to its own executable (build them with
 //! `cargo build --release -p switchboard-cli -p switchboard-fixtures`).
 
+mod admin;
 mod compare;
 mod cpu;
 mod drive;

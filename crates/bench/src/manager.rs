@@ -23,10 +23,10 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use serde_json::json;
 
+use crate::admin::Admin;
 use crate::http_client::HttpClient;
 use crate::scenarios::Binaries;
 use crate::targets::Spawned;
-use admin::Admin;
 use load::Calls;
 pub use report::ManagerRun;
 use report::{Install, Window};
@@ -317,7 +317,8 @@ impl Gateway {
             }
             std::thread::sleep(Duration::from_millis(20));
         };
-        let admin = Admin::read(&admin_file, timeout)?;
+        // A waiting `GET /operations/{id}` may hold its answer up to 30 s.
+        let admin = Admin::read(&admin_file, timeout.max(Duration::from_secs(35)))?;
         let gateway = Self {
             process: std::sync::Mutex::new(process),
             _registry: registry,
