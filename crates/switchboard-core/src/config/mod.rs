@@ -54,6 +54,7 @@ pub use model::{
 };
 pub use problem::{ConfigErrors, Origin, Problem};
 pub use schema::native_schema;
+pub use server::is_valid_id;
 pub use substitute::{
     Environment, GatewayEnvironment, MapEnvironment, ProcessEnvironment, remove_secret,
     remove_secrets, write_secret,

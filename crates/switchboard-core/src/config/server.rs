@@ -288,7 +288,7 @@ impl Walk<'_> {
 }
 
 /// A server id: 1–64 characters of `A-Z a-z 0-9 _ -`.
-pub(super) fn is_valid_id(id: &str) -> bool {
+pub fn is_valid_id(id: &str) -> bool {
     !id.is_empty()
         && id.len() <= MAX_ID_LEN
         && id

@@ -478,11 +478,7 @@ impl Manager {
 /// Whether `id` can be a server id (the config's rule: 1–64 characters of `A-Z a-z 0-9 _ -`).
 /// Server ids name directories of the manager's, so nothing else may pass.
 pub fn valid_server_id(id: &str) -> bool {
-    !id.is_empty()
-        && id.len() <= 64
-        && id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    switchboard_core::config::is_valid_id(id)
 }
 
 /// The operations database when none is configured: `operations.db` in the Switchboard data
