@@ -16,9 +16,18 @@ struct Server {
     url: String,
     client: reqwest::Client,
     cancelled: tokio::sync::mpsc::UnboundedReceiver<String>,
+    shutdown: CancellationToken,
+    served: tokio::task::JoinHandle<std::io::Result<()>>,
 }
 
+/// The front on the test's runtime.
 async fn start() -> Server {
+    start_on(0).await
+}
+
+/// The front with its connections served by `workers` threads of their own (0: on the
+/// test's runtime).
+async fn start_on(workers: usize) -> Server {
     let (backend, _version, cancelled) = support::fake_backend();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
@@ -30,12 +39,14 @@ async fn start() -> Server {
         allowed_hosts: Vec::new(),
         check_host: true,
         auth: None,
+        connection_workers: workers,
     };
-    tokio::spawn(serve(
+    let shutdown = CancellationToken::new();
+    let served = tokio::spawn(serve(
         Dispatcher::new(backend, None),
         listener,
         options,
-        CancellationToken::new(),
+        shutdown.clone(),
     ));
     let client = reqwest::Client::builder()
         .no_proxy()
@@ -45,6 +56,8 @@ async fn start() -> Server {
         url: format!("http://{address}/mcp"),
         client,
         cancelled,
+        shutdown,
+        served,
     }
 }
 
@@ -111,7 +124,15 @@ fn modern(id: u64, method: &str, mut params: Value) -> String {
 
 #[tokio::test]
 async fn legacy_sessions() {
-    let server = start().await;
+    legacy_sessions_on(start().await).await;
+}
+
+#[tokio::test]
+async fn legacy_sessions_on_connection_workers() {
+    legacy_sessions_on(start_on(3).await).await;
+}
+
+async fn legacy_sessions_on(server: Server) {
     let init = server.post(INIT).send().await.expect("initialize");
     assert_eq!(init.status(), 200);
     let session = session_id(&init);
@@ -324,7 +345,15 @@ async fn hostile_origins_hosts_and_oversized_bodies_are_refused() {
 
 #[tokio::test]
 async fn progress_streams_and_closing_the_stream_cancels() {
-    let mut server = start().await;
+    progress_streams_and_closing_the_stream_cancels_on(start().await).await;
+}
+
+#[tokio::test]
+async fn progress_streams_and_closing_the_stream_cancels_on_connection_workers() {
+    progress_streams_and_closing_the_stream_cancels_on(start_on(2).await).await;
+}
+
+async fn progress_streams_and_closing_the_stream_cancels_on(mut server: Server) {
     let response = server
         .modern_call(
             1,
@@ -391,7 +420,15 @@ async fn a_session_call_whose_result_comes_first_is_answered_as_plain_json() {
 
 #[tokio::test]
 async fn a_call_whose_client_went_away_is_cancelled_and_still_unwinds() {
-    let mut server = start().await;
+    a_call_whose_client_went_away_is_cancelled_and_still_unwinds_on(start().await).await;
+}
+
+#[tokio::test]
+async fn a_call_whose_client_went_away_is_cancelled_and_still_unwinds_on_connection_workers() {
+    a_call_whose_client_went_away_is_cancelled_and_still_unwinds_on(start_on(2).await).await;
+}
+
+async fn a_call_whose_client_went_away_is_cancelled_and_still_unwinds_on(mut server: Server) {
     // A modern call answered as plain JSON: the client gives up while the tool runs.
     let call = server.modern_call(1, json!({"name": "wait"}));
     give_up_and_see_the_call_unwind(&mut server, call).await;
@@ -402,6 +439,55 @@ async fn a_call_whose_client_went_away_is_cancelled_and_still_unwinds() {
     let body = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"wait"}}"#;
     let call = server.post(body).header("mcp-session-id", &session);
     give_up_and_see_the_call_unwind(&mut server, call).await;
+}
+
+/// Connection workers spread concurrent clients over their threads, answer each one, and on
+/// shutdown close idle keep-alive connections and let the server return.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connection_workers_answer_many_clients_and_stop_on_shutdown() {
+    let server = start_on(4).await;
+    let calls = (0..16).map(|i| {
+        // A client of its own per call: a connection each, spread over the workers.
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .build()
+            .expect("client");
+        let body = modern(
+            i,
+            "tools/call",
+            json!({"name": "echo", "arguments": {"text": format!("call {i}")}}),
+        );
+        let request = client
+            .post(&server.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", "echo")
+            .body(body);
+        async move {
+            let response = request.send().await.expect("call");
+            assert_eq!(response.status(), 200);
+            let body: Value = response.json().await.expect("json");
+            (i, body, client)
+        }
+    });
+    let answers = futures::future::join_all(calls).await;
+    for (i, body, _) in &answers {
+        assert_eq!(
+            body["result"]["content"][0]["text"],
+            format!("call {i}"),
+            "{body}"
+        );
+    }
+    // The clients' keep-alive connections are still open; shutdown must not wait for them.
+    server.shutdown.cancel();
+    let served = tokio::time::timeout(Duration::from_secs(5), server.served)
+        .await
+        .expect("the front stops within 5 s of shutdown with idle connections open")
+        .expect("the front's task");
+    assert!(served.is_ok(), "{served:?}");
+    drop(answers);
 }
 
 /// Sends a call of the `wait` tool, gives up on it after 200 ms (closing the connection),

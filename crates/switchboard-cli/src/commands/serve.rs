@@ -61,6 +61,12 @@ pub struct ServeArgs {
     /// A stdio gateway always runs on one.
     #[arg(long, value_name = "N")]
     threads: Option<std::num::NonZeroUsize>,
+    /// How an HTTP gateway of several threads serves its connections: `per-thread` (each
+    /// connection owned by one of --threads threads, each a runtime of its own, so a call's
+    /// handoffs stay on one core) or `shared` (every connection on one work-stealing runtime).
+    /// Default: per-thread; a gateway of one thread is the same either way.
+    #[arg(long, value_enum, value_name = "MODE", default_value = "per-thread")]
+    connections: ConnectionsArg,
     /// Keep polling this long after a request starts or is answered instead of sleeping
     /// (overrides gateway.busy_poll, default 100us; "0" turns it off). Saves a core's wake-up
     /// per hop on quick calls; only on a one-thread runtime.
@@ -74,6 +80,13 @@ pub struct ServeArgs {
     /// gateway.read_only = true); hand edits of the file still reload.
     #[arg(long)]
     read_only_config: bool,
+}
+
+/// `serve --connections`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ConnectionsArg {
+    PerThread,
+    Shared,
 }
 
 fn parse_busy_poll(text: &str) -> Result<Duration, String> {
@@ -104,6 +117,14 @@ impl ServeArgs {
         // gateway's cores: a second runtime thread mostly adds cross-thread wake-ups.
         let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
         if cores <= 2 { 1 } else { cores }
+    }
+
+    /// Threads that own the HTTP front's connections (0: they are served on the runtime).
+    fn connection_workers(&self) -> usize {
+        match (self.connections, self.runtime_threads()) {
+            (ConnectionsArg::PerThread, threads) if threads > 1 => threads,
+            _ => 0,
+        }
     }
 }
 
@@ -198,6 +219,7 @@ pub async fn run(config: Option<&Path>, args: ServeArgs) -> anyhow::Result<ExitC
     let grace = Duration::from_secs(args.grace);
     match args.http {
         Some(address) => {
+            let connection_workers = args.connection_workers();
             let listener = tokio::net::TcpListener::bind(address)
                 .await
                 .with_context(|| format!("cannot listen on {address}"))?;
@@ -208,6 +230,7 @@ pub async fn run(config: Option<&Path>, args: ServeArgs) -> anyhow::Result<ExitC
                 allowed_hosts: Vec::new(),
                 check_host: bound.ip().is_loopback(),
                 auth: auth.clone(),
+                connection_workers,
             };
             // Not `eprintln!`: a gateway whose stderr is closed keeps serving.
             let _ = writeln!(

@@ -34,6 +34,7 @@ use tokio_util::sync::CancellationToken;
 mod answer;
 mod guard;
 mod in_flight;
+mod workers;
 
 use self::answer::{
     KEEP_ALIVE, KEEP_ALIVE_EVERY, StreamedCall, answer_status, sse_event, sse_response,
@@ -66,6 +67,9 @@ pub struct HttpOptions {
     /// When set, every request needs `Authorization: Bearer TOKEN`, and the token decides the
     /// agent; without it, 401 with `WWW-Authenticate`.
     pub auth: Option<Arc<dyn Authenticator>>,
+    /// Threads that serve the connections, each a current-thread runtime of its own
+    /// ([`workers`]); 0 or 1 serves them on the caller's runtime.
+    pub connection_workers: usize,
 }
 
 struct Session {
@@ -89,7 +93,11 @@ pub async fn serve(
     options: HttpOptions,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
+    let workers = options.connection_workers;
     let app = router(dispatcher, options);
+    if workers > 1 {
+        return workers::serve(app, listener, workers, shutdown).await;
+    }
     // Answers are often written in two parts (an SSE event, then the end of the stream): with
     // Nagle's algorithm on, the second waits for the client's delayed ACK — 40 ms a call.
     let listener = listener.tap_io(|stream| {

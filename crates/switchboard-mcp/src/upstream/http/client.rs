@@ -9,9 +9,10 @@
 //! sent again on a fresh one, redirects. No proxy is used: upstreams on loopback must not be
 //! routed through an environment proxy.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::error::Error as StdError;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -150,9 +151,17 @@ struct Idle {
     since: Instant,
 }
 
-/// The pool of idle connections and the TLS configuration, shared by every upstream.
+thread_local! {
+    /// This thread's idle connections, per origin. A pool per thread, not one behind a lock:
+    /// a connection's driver task runs where the connection was opened, so on a gateway whose
+    /// threads each own their client connections (`front::http::workers`) a call's upstream
+    /// exchange stays on its thread, and no call waits on another thread's lock.
+    static IDLE: RefCell<HashMap<Origin, Vec<Idle>>> = RefCell::default();
+}
+
+/// The client every upstream shares: its pool of idle connections (per thread, [`IDLE`]) and
+/// the TLS configuration.
 pub(super) struct HttpClient {
-    idle: Mutex<HashMap<Origin, Vec<Idle>>>,
     /// Built on the first `https` connection: the root store is not needed before.
     tls: OnceLock<Result<tokio_rustls::TlsConnector, String>>,
 }
@@ -161,7 +170,6 @@ pub(super) struct HttpClient {
 pub(super) fn http_client() -> &'static HttpClient {
     static CLIENT: OnceLock<HttpClient> = OnceLock::new();
     CLIENT.get_or_init(|| HttpClient {
-        idle: Mutex::default(),
         tls: OnceLock::new(),
     })
 }
@@ -243,11 +251,7 @@ impl HttpClient {
     /// An idle connection to `origin` that can take a request now.
     async fn checkout(&self, origin: &Origin) -> Option<Sender> {
         loop {
-            let idle = self
-                .idle
-                .lock()
-                .ok()
-                .and_then(|mut pool| pool.get_mut(origin).and_then(Vec::pop))?;
+            let idle = with_pool(|pool| pool.get_mut(origin).and_then(Vec::pop)).flatten()?;
             if idle.sender.is_closed() || idle.since.elapsed() > IDLE_TIMEOUT {
                 continue;
             }
@@ -263,8 +267,13 @@ impl HttpClient {
         if sender.is_closed() {
             return;
         }
-        if let Ok(mut pool) = self.idle.lock() {
-            let idle = pool.entry(origin.clone()).or_default();
+        with_pool(|pool| {
+            if !pool.contains_key(origin) {
+                pool.insert(origin.clone(), Vec::new());
+            }
+            let Some(idle) = pool.get_mut(origin) else {
+                return;
+            };
             idle.retain(|entry| !entry.sender.is_closed());
             if idle.len() < MAX_IDLE_PER_ORIGIN {
                 idle.push(Idle {
@@ -272,7 +281,7 @@ impl HttpClient {
                     since: Instant::now(),
                 });
             }
-        }
+        });
     }
 
     fn tls(&self) -> Result<&tokio_rustls::TlsConnector, HttpError> {
@@ -292,6 +301,14 @@ impl HttpClient {
             .as_ref()
             .map_err(|error| HttpError(error.clone()))
     }
+}
+
+/// Runs `f` on this thread's pool; `None` while the thread is being torn down (its pool
+/// gone) or the pool is in use further up the stack.
+fn with_pool<T>(f: impl FnOnce(&mut HashMap<Origin, Vec<Idle>>) -> T) -> Option<T> {
+    IDLE.try_with(|pool| pool.try_borrow_mut().ok().map(|mut pool| f(&mut pool)))
+        .ok()
+        .flatten()
 }
 
 /// A new connection to `origin`, its HTTP/1.1 handshake done and its driver spawned.

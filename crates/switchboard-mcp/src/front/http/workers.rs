@@ -1,0 +1,178 @@
+//! Connection workers: the HTTP front's connections served on N threads, each running a
+//! current-thread runtime of its own, instead of on one work-stealing runtime.
+//!
+//! A call through the front is a chain of handoffs — the connection's reader, the call, the
+//! upstream connection's driver, the answer — and on a work-stealing runtime each handoff may
+//! wake a task on another core: a cross-core wake-up, a stolen task whose data lives in
+//! another core's cache, threads parking and unparking around an empty queue. On a machine of
+//! many cores that costs more CPU per call than the work itself (issue 33's profile: 145 µs
+//! per call on 16 cores against ~40 µs on one thread). Here one thread owns a connection for
+//! its whole life, and everything the connection's calls start — upstream HTTP connections
+//! included, since the upstream client pools them per thread — runs on that thread too, so a
+//! call's handoffs stay on one core; the cores share only what the calls share (catalog,
+//! ledger, limits).
+//!
+//! One acceptor, on the caller's runtime, hands each accepted connection to the worker
+//! holding the fewest open connections (the kernel's `SO_REUSEPORT` hashing would leave some
+//! threads with twice the average of a few long-lived keep-alive connections). On shutdown
+//! the acceptor stops, and every worker asks its connections to close after their current
+//! request and waits for them; the caller bounds that with its grace period.
+
+use std::io;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use axum::Router;
+use hyper_util::rt::TokioIo;
+use hyper_util::service::TowerToHyperService;
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+/// A worker thread: where to send it connections, and how many it has open.
+struct Worker {
+    connections: mpsc::UnboundedSender<std::net::TcpStream>,
+    open: Arc<AtomicUsize>,
+    /// Fires when the worker's thread has served its last connection.
+    finished: oneshot::Receiver<()>,
+}
+
+/// Serves `app` on connections from `listener`, each on one of `count` worker threads, until
+/// `shutdown` fires and every worker's connections have closed.
+pub(super) async fn serve(
+    app: Router,
+    listener: TcpListener,
+    count: usize,
+    shutdown: CancellationToken,
+) -> io::Result<()> {
+    let mut workers = Vec::with_capacity(count);
+    for index in 0..count {
+        workers.push(start_worker(index, app.clone(), shutdown.clone())?);
+    }
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            () = shutdown.cancelled() => break,
+        };
+        let stream = match accepted {
+            Ok((stream, _)) => stream,
+            Err(error) => {
+                // Out of file descriptors and the like: not the listener's fault, and it
+                // passes; wait a little rather than spin on it.
+                tracing::warn!(%error, "cannot accept a connection");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        hand_over(&workers, stream);
+    }
+    drop(listener);
+    for worker in workers {
+        drop(worker.connections);
+        let _ = worker.finished.await;
+    }
+    Ok(())
+}
+
+/// Gives `stream` to the worker with the fewest open connections.
+fn hand_over(workers: &[Worker], stream: tokio::net::TcpStream) {
+    // Answers are often written in two parts (an SSE event, then the end of the stream): with
+    // Nagle's algorithm on, the second waits for the client's delayed ACK — 40 ms a call.
+    if let Err(error) = stream.set_nodelay(true) {
+        tracing::debug!(%error, "cannot set TCP_NODELAY on a connection");
+    }
+    let stream = match stream.into_std() {
+        Ok(stream) => stream,
+        Err(error) => {
+            tracing::warn!(%error, "cannot hand a connection to a worker");
+            return;
+        }
+    };
+    let Some(worker) = workers
+        .iter()
+        .min_by_key(|worker| worker.open.load(Ordering::Relaxed))
+    else {
+        return;
+    };
+    worker.open.fetch_add(1, Ordering::Relaxed);
+    if worker.connections.send(stream).is_err() {
+        worker.open.fetch_sub(1, Ordering::Relaxed);
+        tracing::warn!("a connection worker has stopped; the connection is closed");
+    }
+}
+
+fn start_worker(index: usize, app: Router, shutdown: CancellationToken) -> io::Result<Worker> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let (connections, incoming) = mpsc::unbounded_channel();
+    let open = Arc::new(AtomicUsize::new(0));
+    let (done, finished) = oneshot::channel();
+    let counter = open.clone();
+    std::thread::Builder::new()
+        .name(format!("switchboard-http-{index}"))
+        .spawn(move || {
+            runtime.block_on(run_worker(app, incoming, counter, shutdown));
+            let _ = done.send(());
+        })?;
+    Ok(Worker {
+        connections,
+        open,
+        finished,
+    })
+}
+
+/// A worker's loop: serve each connection it is handed on a task of its own runtime; at
+/// shutdown, let the connections finish their requests and close.
+async fn run_worker(
+    app: Router,
+    mut incoming: mpsc::UnboundedReceiver<std::net::TcpStream>,
+    open: Arc<AtomicUsize>,
+    shutdown: CancellationToken,
+) {
+    let mut connections = JoinSet::new();
+    while let Some(stream) = incoming.recv().await {
+        match tokio::net::TcpStream::from_std(stream) {
+            Ok(stream) => {
+                connections.spawn(serve_connection(
+                    app.clone(),
+                    stream,
+                    open.clone(),
+                    shutdown.clone(),
+                ));
+            }
+            Err(error) => {
+                open.fetch_sub(1, Ordering::Relaxed);
+                tracing::warn!(%error, "a worker cannot take a connection");
+            }
+        }
+        // Reap the connections that ended, so the set does not grow with the gateway's age.
+        while connections.try_join_next().is_some() {}
+    }
+    while connections.join_next().await.is_some() {}
+}
+
+async fn serve_connection(
+    app: Router,
+    stream: tokio::net::TcpStream,
+    open: Arc<AtomicUsize>,
+    shutdown: CancellationToken,
+) {
+    let service = TowerToHyperService::new(app);
+    let connection =
+        hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service);
+    tokio::pin!(connection);
+    let result = tokio::select! {
+        result = connection.as_mut() => result,
+        () = shutdown.cancelled() => {
+            connection.as_mut().graceful_shutdown();
+            connection.await
+        }
+    };
+    if let Err(error) = result {
+        tracing::trace!(%error, "a connection ended with an error");
+    }
+    open.fetch_sub(1, Ordering::Relaxed);
+}
