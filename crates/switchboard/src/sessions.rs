@@ -5,15 +5,23 @@
 //! A session is a stdio connection or an HTTP session; a stateless (2026-07-28) request has
 //! none, so its state is kept per agent instead. The map is bounded: the least recently used
 //! session is dropped first.
+//!
+//! Every call of a session looks its state up, so the map is split into [`SHARDS`] maps,
+//! each behind its own lock and with its own clock: calls of different sessions on different
+//! cores rarely meet on one lock or one cache line. The bound and the least-recently-used
+//! order hold per shard (each keeps at most its share of [`MAX_SESSIONS`]).
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::Mutex;
+use std::hash::BuildHasher;
+use std::sync::{Mutex, MutexGuard};
 
 use switchboard_core::Caller;
 use tokio::sync::watch;
 
 /// The most sessions kept at once.
 const MAX_SESSIONS: usize = 10_000;
+/// Maps the sessions are split into.
+const SHARDS: usize = 32;
 
 /// One session's state.
 pub(crate) struct SessionState {
@@ -38,10 +46,25 @@ impl SessionState {
 }
 
 /// Every session's state.
-#[derive(Default)]
 pub(crate) struct Sessions {
-    map: Mutex<HashMap<String, SessionState>>,
-    clock: std::sync::atomic::AtomicU64,
+    shards: Box<[Mutex<Shard>]>,
+    hasher: std::collections::hash_map::RandomState,
+}
+
+/// One shard: its sessions, and the clock that orders their use.
+#[derive(Default)]
+struct Shard {
+    map: HashMap<String, SessionState>,
+    clock: u64,
+}
+
+impl Default for Sessions {
+    fn default() -> Self {
+        Self {
+            shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
+            hasher: std::collections::hash_map::RandomState::new(),
+        }
+    }
 }
 
 /// The key of a caller's state: its session, else its agent.
@@ -53,27 +76,37 @@ pub(crate) fn key_of(caller: &Caller) -> String {
     }
 }
 
+fn lock(shard: &Mutex<Shard>) -> MutexGuard<'_, Shard> {
+    match shard.lock() {
+        Ok(shard) => shard,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}
+
 impl Sessions {
+    fn shard(&self, key: &str) -> &Mutex<Shard> {
+        // Reduced modulo a small power of two: the hash's low bits are as good as any.
+        let index = (self.hasher.hash_one(key) as usize) % self.shards.len();
+        &self.shards[index]
+    }
+
     /// Runs `f` on the caller's state, creating it on first use.
     pub(crate) fn with<R>(&self, caller: &Caller, f: impl FnOnce(&mut SessionState) -> R) -> R {
-        let tick = self
-            .clock
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let mut map = match self.map.lock() {
-            Ok(map) => map,
-            Err(poisoned) => poisoned.into_inner(),
-        };
         let key = key_of(caller);
-        if !map.contains_key(&key) && map.len() >= MAX_SESSIONS {
-            let oldest = map
+        let mut shard = lock(self.shard(&key));
+        shard.clock += 1;
+        let tick = shard.clock;
+        if !shard.map.contains_key(&key) && shard.map.len() >= MAX_SESSIONS / SHARDS {
+            let oldest = shard
+                .map
                 .iter()
                 .min_by_key(|(_, state)| state.last_used)
                 .map(|(key, _)| key.clone());
             if let Some(oldest) = oldest {
-                map.remove(&oldest);
+                shard.map.remove(&oldest);
             }
         }
-        let state = map.entry(key).or_insert_with(|| SessionState {
+        let state = shard.map.entry(key).or_insert_with(|| SessionState {
             loaded: BTreeSet::new(),
             read_more_listed: false,
             tier: None,
@@ -92,8 +125,8 @@ impl Sessions {
 
     /// The catalog changed: every session's listing may have.
     pub(crate) fn bump_all(&self) {
-        if let Ok(map) = self.map.lock() {
-            for state in map.values() {
+        for shard in &self.shards {
+            for state in lock(shard).map.values() {
                 state.bump();
             }
         }
@@ -102,8 +135,8 @@ impl Sessions {
     /// Tells the sessions whose last listing was in one of `tiers` (or that never listed)
     /// that it changed.
     pub(crate) fn bump_tiers(&self, tiers: &[String]) {
-        if let Ok(map) = self.map.lock() {
-            for state in map.values() {
+        for shard in &self.shards {
+            for state in lock(shard).map.values() {
                 let affected = match &state.listed_tier {
                     None => true,
                     Some(None) => false,
@@ -117,9 +150,8 @@ impl Sessions {
     }
 
     pub(crate) fn close(&self, session: &str) {
-        if let Ok(mut map) = self.map.lock() {
-            map.remove(&format!("session:{session}"));
-        }
+        let key = format!("session:{session}");
+        lock(self.shard(&key)).map.remove(&key);
     }
 }
 
@@ -142,5 +174,24 @@ mod tests {
         assert!(version.has_changed().unwrap_or(false));
         sessions.close("s1");
         assert!(!sessions.with(&a, |s| s.loaded.contains("games")));
+    }
+
+    #[test]
+    fn the_map_stays_bounded_and_drops_the_least_recently_used_first() {
+        let sessions = Sessions::default();
+        let caller = |i: usize| Caller::new(None, Some(format!("s{i}")));
+        let keep = caller(0);
+        for i in 0..MAX_SESSIONS + 2_000 {
+            sessions.with(&caller(i), |s| s.read_more_listed = true);
+            // Session 0 is used all along: it is never the least recently used of its shard.
+            sessions.with(&keep, |_| ());
+        }
+        let kept: usize = sessions.shards.iter().map(|s| lock(s).map.len()).sum();
+        assert!(kept <= MAX_SESSIONS, "{kept} sessions kept");
+        assert!(sessions.with(&keep, |s| s.read_more_listed));
+        let newest = caller(MAX_SESSIONS + 1_999);
+        assert!(sessions.with(&newest, |s| s.read_more_listed));
+        // The first sessions after 0, unused since, are gone.
+        assert!(!sessions.with(&caller(1), |s| s.read_more_listed));
     }
 }
