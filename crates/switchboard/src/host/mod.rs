@@ -48,8 +48,8 @@ pub struct ServerPlan {
     pub call_timeout: Duration,
     /// Category of the server's tools; empty = the server id.
     pub category: String,
-    /// What the server's connection depends on (transport and era), hashed: a reload that
-    /// changes it starts a new connection; any other change applies to the running one.
+    /// What the server's connection depends on (transport, era, instances), hashed: a reload
+    /// that changes it starts a new connection; any other change applies to the running one.
     /// Empty = unknown (a plan not made from a config): any change restarts the server.
     pub fingerprint: String,
     /// Its tools' definitions are pinned (`trust = "pinned"`): a changed one is held back.

@@ -54,6 +54,7 @@ pub fn plan(provider: Named, category: &str) -> ServerPlan {
             connect_timeout: Duration::from_secs(1),
             discover_timeout: Duration::from_secs(1),
             max_message_bytes: 1 << 20,
+            instances: std::num::NonZeroU8::MIN,
         },
         prefix: id.to_owned(),
         overrides: BTreeMap::new(),
