@@ -177,6 +177,7 @@ pub(crate) fn plan_reusing(
             connect_timeout: gateway.connect_timeout,
             discover_timeout: gateway.discover_timeout,
             max_message_bytes: gateway.max_message_bytes,
+            instances: server.instances,
         },
         prefix,
         overrides: server
@@ -242,12 +243,17 @@ fn endpoint_of(
 }
 
 /// The hash of what a server's connection depends on: its transport (command, args, env, cwd,
-/// url, headers, built-in and its settings) and era. Gateway-wide bounds (connect timeout,
-/// message size) apply to the next connection and are left out, so changing them restarts
-/// nothing.
+/// url, headers, built-in and its settings), era and number of instances (a new number starts
+/// a new pool beside the old, as any other change of the connection does). Gateway-wide
+/// bounds (connect timeout, message size) apply to the next connection and are left out, so
+/// changing them restarts nothing.
 pub fn connection_fingerprint(server: &ServerConfig) -> String {
     use sha2::{Digest, Sha256};
     let mut text = format!("{:?}\u{0}{:?}", server.transport, server.era);
+    // One instance hashes as before pools existed.
+    if server.instances.get() > 1 {
+        text.push_str(&format!("\u{0}instances={}", server.instances));
+    }
     // A built-in's API key prints redacted: a new key must still restart the server. Only
     // a hash of the whole leaves this function.
     if let Transport::Builtin { settings, .. } = &server.transport

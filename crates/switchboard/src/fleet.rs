@@ -14,7 +14,7 @@ use std::time::{Duration, SystemTime};
 use serde::Serialize;
 use switchboard_core::ServerId;
 use switchboard_core::upstream::UpstreamError;
-use switchboard_mcp::upstream::Supervisor;
+use switchboard_mcp::upstream::{InstanceCall, Supervisor};
 use tokio::sync::Notify;
 
 use crate::host::ServerPlan;
@@ -50,6 +50,7 @@ impl Connection {
         self.in_flight.fetch_add(1, Ordering::SeqCst);
         Lease {
             connection: self.clone(),
+            instance: None,
         }
     }
 
@@ -103,11 +104,19 @@ impl Connection {
 /// A call's hold on a connection: while any lease lives, a draining connection stays open.
 pub(crate) struct Lease {
     connection: Arc<Connection>,
+    /// For a pooled server, the call's count on the instance it went to.
+    instance: Option<InstanceCall>,
 }
 
 impl Lease {
     pub(crate) fn connection(&self) -> &Arc<Connection> {
         &self.connection
+    }
+
+    /// Holds the call's count on the instance of a pool it went to, for as long as the lease.
+    pub(crate) fn on_instance(mut self, instance: Option<InstanceCall>) -> Self {
+        self.instance = instance;
+        self
     }
 
     /// The error a call gets when its connection was closed under it at the end of a drain

@@ -117,6 +117,7 @@ fn start(lab: Arc<Lab>, latency: LatencyConfig) -> Host {
             connect_timeout: Duration::from_secs(1),
             discover_timeout: Duration::from_secs(1),
             max_message_bytes: 1 << 20,
+            instances: std::num::NonZeroU8::MIN,
         },
         prefix: "lab".to_owned(),
         overrides: BTreeMap::new(),

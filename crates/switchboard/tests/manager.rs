@@ -5,30 +5,18 @@
 //! cancelled while they wait, survive a restart as failed, and charge their energy to the
 //! agent that asked — whose quota, once spent, refuses the next request readably.
 
+mod support;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::json;
+use support::fixture;
 use switchboard::Host;
 use switchboard::manager::{Activation, Request, Requester, State, Work};
 use switchboard_core::config::edit::{EntryTransport, ServerEntry};
 use switchboard_core::config::{Config, Format, MapEnvironment, Origin};
-
-fn fixture() -> String {
-    let exe = std::env::current_exe().expect("test binary path");
-    let path = exe
-        .parent()
-        .and_then(Path::parent)
-        .map(|dir| dir.join("switchboard-fixture"))
-        .expect("target dir");
-    assert!(
-        path.is_file(),
-        "{} is missing: run `cargo build --workspace --bins` first",
-        path.display()
-    );
-    path.display().to_string()
-}
 
 /// A Host on `servers` (TOML server tables) with the manager's files in `dir`.
 fn host_in(dir: &Path, extra: &str) -> (Host, PathBuf) {

@@ -1,6 +1,7 @@
-//! `switchboard status`: each server's state, era, tool count, generation, last change and
-//! last error. It asks the running gateway (admin endpoint) when one is running on the same
-//! config, and starts a Host of its own only when none is; it says which it shows.
+//! `switchboard status`: each server's state (for a pool, its instances up of those
+//! configured), era, tool count, generation, last change and last error. It asks the running
+//! gateway (admin endpoint) when one is running on the same config, and starts a Host of its
+//! own only when none is; it says which it shows.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -14,7 +15,7 @@ use crate::output::{print_json, print_line};
 pub struct StatusArgs {
     /// Print JSON: {source, revision, live, servers: [{server, state, era, protocol_version,
     /// transport, tools, error, failures, notes, generation, changed, draining, in_flight,
-    /// change_error}], problems}.
+    /// instances ({up, configured} for a pool, else null), change_error}], problems}.
     #[arg(long)]
     json: bool,
     /// The running gateway's admin file (default $SWITCHBOARD_ADMIN_FILE, else
@@ -101,7 +102,7 @@ pub fn print_status(status: &Value) -> anyhow::Result<()> {
         print_line(&format!("({source})"))?;
     }
     print_line(&format!(
-        "{:20}  {:8}  {:8}  {:15}  {:>5}  {:>3}  {:16}  ERROR",
+        "{:20}  {:12}  {:8}  {:15}  {:>5}  {:>3}  {:16}  ERROR",
         "SERVER", "STATE", "ERA", "TRANSPORT", "TOOLS", "GEN", "CHANGED"
     ))?;
     for report in status["servers"].as_array().into_iter().flatten() {
@@ -110,9 +111,9 @@ pub fn print_status(status: &Value) -> anyhow::Result<()> {
             None => "-".to_owned(),
         };
         print_line(&format!(
-            "{:20}  {:8}  {:8}  {:15}  {:>5}  {:>3}  {:16}  {}",
+            "{:20}  {:12}  {:8}  {:15}  {:>5}  {:>3}  {:16}  {}",
             text(&report["server"]),
-            text(&report["state"]),
+            state_of(report),
             text(&report["era"]),
             text(&report["transport"]),
             report["tools"].to_string(),
@@ -166,6 +167,16 @@ pub fn print_status(status: &Value) -> anyhow::Result<()> {
         print_line(&format!("needs a restart of the gateway: {}", text(key)))?;
     }
     Ok(())
+}
+
+/// A server's state, with its instances up of those configured for a pool: "up 2/3".
+fn state_of(report: &Value) -> String {
+    let state = report["state"].as_str().unwrap_or("-");
+    let instances = &report["instances"];
+    match (instances["up"].as_u64(), instances["configured"].as_u64()) {
+        (Some(up), Some(configured)) => format!("{state} {up}/{configured}"),
+        _ => state.to_owned(),
+    }
 }
 
 /// "3s", "5m", "2h" since a Unix time in milliseconds.

@@ -385,6 +385,7 @@ pub async fn run(args: ToolServerArgs) -> anyhow::Result<ExitCode> {
             connect_timeout: Duration::from_secs(1),
             discover_timeout: Duration::from_secs(1),
             max_message_bytes: 16 << 20,
+            instances: std::num::NonZeroU8::MIN,
         },
         prefix: String::new(),
         overrides: Default::default(),

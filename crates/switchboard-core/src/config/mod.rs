@@ -48,9 +48,9 @@ pub use locate::{Located, LookupStep, locate};
 pub use model::{
     Activation, AgentConfig, ApprovalMode, BuiltinSettings, Config, CostConfig, DEFAULT_REGISTRY,
     EnergyConfig, EnergyRange, EraPreference, Exposure, GatewayConfig, HookConfig, HookEvent,
-    JsonSearchMapping, LatencyConfig, LimitsConfig, ManagerConfig, PlayerSetting, QuotaConfig,
-    RootConfig, SecretString, ServerConfig, StyleSetting, ToolOverrideConfig, Transport, Trust,
-    busy_poll_window,
+    JsonSearchMapping, LatencyConfig, LimitsConfig, MAX_INSTANCES, ManagerConfig, PlayerSetting,
+    QuotaConfig, RootConfig, SecretString, ServerConfig, StyleSetting, ToolOverrideConfig,
+    Transport, Trust, busy_poll_window,
 };
 pub use problem::{ConfigErrors, Origin, Problem};
 pub use schema::native_schema;

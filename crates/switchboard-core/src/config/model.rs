@@ -1,6 +1,7 @@
 //! The validated configuration: what the rest of Switchboard reads.
 
 use std::collections::BTreeMap;
+use std::num::NonZeroU8;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -245,7 +246,13 @@ pub struct ServerConfig {
     pub limits: LimitsConfig,
     /// Cost of each of its tools' calls (tools may override).
     pub cost: Option<CostConfig>,
+    /// How many processes of a stdio server run side by side, each with its own session
+    /// (1..=[`MAX_INSTANCES`]; always 1 for other transports).
+    pub instances: NonZeroU8,
 }
+
+/// The most instances of one stdio server a config may ask for.
+pub const MAX_INSTANCES: u8 = 64;
 
 impl ServerConfig {
     pub fn new(id: &str, transport: Transport) -> Self {
@@ -262,6 +269,7 @@ impl ServerConfig {
             category: None,
             limits: LimitsConfig::default(),
             cost: None,
+            instances: NonZeroU8::MIN,
         }
     }
 }

@@ -404,6 +404,7 @@ enum Approval {
 /// One server: exactly one of `command` (stdio), `url` (HTTP) or `builtin`.
 #[derive(JsonSchema)]
 #[serde(default, deny_unknown_fields)]
+#[schemars(extend("dependentRequired" = {"instances": ["command"]}))]
 #[allow(dead_code)]
 struct Server {
     /// stdio: the program to run.
@@ -443,6 +444,12 @@ struct Server {
     trust: TrustMode,
     /// Deadline of this server's tool calls (default: gateway.call_timeout).
     call_timeout: Duration,
+    /// stdio: how many processes of this server run side by side (1-64, default 1), each
+    /// with its own session; a call goes to the one with the fewest calls in flight. Only for
+    /// servers whose tools keep no state between calls: the processes share nothing.
+    #[schemars(range(min = 1, max = 64))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    instances: Option<u8>,
     /// false keeps the server configured but not started (default true).
     enabled: bool,
     /// Display name.
@@ -782,6 +789,7 @@ impl Default for Server {
             era: Era::Auto,
             trust: TrustMode::Auto,
             call_timeout: Duration::Millis(0),
+            instances: None,
             enabled: true,
             name: String::new(),
             tools: BTreeMap::new(),

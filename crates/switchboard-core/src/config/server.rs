@@ -1,13 +1,17 @@
 //! `[servers.ID]` (and the JSON `mcpServers` / `servers` forms): one server's settings and
 //! its per-tool overrides. The transport keys are read by [`super::transport`].
 
+use std::num::NonZeroU8;
+
 use super::builtin::{SETTINGS_KEYS, keys_of};
-use super::model::{EraPreference, ServerConfig, ToolOverrideConfig, Transport, Trust};
+use super::model::{
+    EraPreference, MAX_INSTANCES, ServerConfig, ToolOverrideConfig, Transport, Trust,
+};
 use super::tree::{Node, Pos, Value};
 use super::validate::{Walk, is_name_text};
 
 /// Keys a server entry may carry (native and JSON forms together).
-pub(super) const SERVER_KEYS: [&str; 20] = [
+pub(super) const SERVER_KEYS: [&str; 21] = [
     "category",
     "limits",
     "cost",
@@ -24,6 +28,7 @@ pub(super) const SERVER_KEYS: [&str; 20] = [
     "era",
     "trust",
     "call_timeout",
+    "instances",
     "tools",
     "enabled",
     "id",
@@ -141,9 +146,10 @@ impl Walk<'_> {
             self.builtin_settings(node, None, &what);
         }
         // A placeholder keeps the walk going; the problem above already fails the config.
+        let transport_known = transport.is_some();
         let placeholder = Transport::builtin("");
         let mut server = ServerConfig::new(id, transport.unwrap_or(placeholder));
-        for (key, _, value) in entries {
+        for (key, key_pos, value) in entries {
             let key_what = format!("{what}.{key}");
             match key.as_str() {
                 "name" => server.display_name = self.string(value, &key_what),
@@ -156,6 +162,12 @@ impl Walk<'_> {
                 "cost" => server.cost = self.cost(value, &key_what),
                 "era" => server.era = self.era(value, &key_what),
                 "trust" => server.trust = self.trust(value, &key_what),
+                "instances" => {
+                    let transport = transport_known.then_some(&server.transport);
+                    if let Some(instances) = self.instances(value, *key_pos, &key_what, transport) {
+                        server.instances = instances;
+                    }
+                }
                 "tools" => {
                     for (tool, _, spec) in self.table(value, &key_what) {
                         let spec = self.tool_override(spec, &format!("{key_what}.{tool}"));
@@ -166,6 +178,67 @@ impl Walk<'_> {
             }
         }
         servers.push(server);
+    }
+
+    /// `instances`: how many processes of a stdio server run side by side (1..=64). Refused
+    /// at the key on any other transport, which has no process to start several of; `None`
+    /// (the transport unknown after a problem of its own) judges only the value.
+    fn instances(
+        &mut self,
+        node: &Node,
+        key_pos: Pos,
+        what: &str,
+        transport: Option<&Transport>,
+    ) -> Option<NonZeroU8> {
+        let not_here = match transport {
+            None | Some(Transport::Stdio { .. }) => None,
+            Some(Transport::Http { .. } | Transport::Sse { .. }) => Some((
+                "\"url\"",
+                "an HTTP server is one endpoint: to spread its load, run its replicas behind a \
+                 load balancer and give that URL",
+            )),
+            Some(Transport::Builtin { .. }) => Some((
+                "\"builtin\"",
+                "a built-in runs inside the gateway: there is no process to start several of",
+            )),
+        };
+        if let Some((chosen, hint)) = not_here {
+            self.problem(
+                key_pos,
+                format!("{what} is for stdio servers, but this one has {chosen}"),
+                Some(hint.to_owned()),
+            );
+            return None;
+        }
+        let range = 1..=i64::from(MAX_INSTANCES);
+        match node.value {
+            Value::Integer(n) if range.contains(&n) => {
+                u8::try_from(n).ok().and_then(NonZeroU8::new)
+            }
+            Value::Integer(n) => {
+                self.problem(
+                    node.pos,
+                    format!("{what} must be from 1 to {MAX_INSTANCES}, found {n}"),
+                    Some(
+                        "1 (the default) runs one process; more run side by side, for servers \
+                         whose tools keep no state between calls"
+                            .to_owned(),
+                    ),
+                );
+                None
+            }
+            ref other => {
+                self.problem(
+                    node.pos,
+                    format!(
+                        "{what} must be an integer from 1 to {MAX_INSTANCES}, found {}",
+                        other.kind()
+                    ),
+                    None,
+                );
+                None
+            }
+        }
     }
 
     fn prefix(&mut self, node: &Node, what: &str) -> Option<String> {

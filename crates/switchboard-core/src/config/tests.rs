@@ -2,6 +2,7 @@
 //! Problem cases (exact line:column) are in `tests/problems.rs`.
 
 mod builtins;
+mod instances;
 mod problems;
 
 use std::collections::BTreeMap;

@@ -90,6 +90,8 @@ impl Shared {
 /// One live JSON-RPC connection to one server.
 pub struct RpcClient {
     server: ServerId,
+    /// Its name in logs: the server id, with `#N` for an instance of a pool.
+    label: String,
     transport: Arc<dyn Transport>,
     shared: Arc<Shared>,
     next_id: AtomicI64,
@@ -98,9 +100,11 @@ pub struct RpcClient {
 }
 
 impl RpcClient {
-    /// Starts reading the transport's inbound channel. Events (list changes) go to `events`.
+    /// Starts reading the transport's inbound channel. Events (list changes) go to `events`;
+    /// `label` names the connection in logs.
     pub fn start(
         server: ServerId,
+        label: &str,
         opened: Opened,
         events: mpsc::UnboundedSender<ServerEvent>,
     ) -> Arc<Self> {
@@ -112,6 +116,7 @@ impl RpcClient {
         let (closed_tx, closed) = watch::channel(None);
         let client = Arc::new(Self {
             server,
+            label: label.to_owned(),
             transport: opened.transport.clone(),
             shared: shared.clone(),
             next_id: AtomicI64::new(1),
@@ -124,13 +129,18 @@ impl RpcClient {
             shared,
             events,
             closed_tx,
-            client.server.clone(),
+            client.label.clone(),
         ));
         client
     }
 
     pub fn server(&self) -> &ServerId {
         &self.server
+    }
+
+    /// Its name in logs: the server id, with `#N` for an instance of a pool.
+    pub fn label(&self) -> &str {
+        &self.label
     }
 
     /// Fixes the era after negotiation; modern requests then carry their context in `_meta`.
@@ -316,7 +326,7 @@ async fn read_loop(
     shared: Arc<Shared>,
     events: mpsc::UnboundedSender<ServerEvent>,
     closed: watch::Sender<Option<String>>,
-    server: ServerId,
+    server: String,
 ) {
     let reason = loop {
         let Some(item) = inbound.recv().await else {
@@ -440,7 +450,7 @@ fn answer(shared: &Shared, id: i64, answer: Answer) {
 fn handle_notification(
     shared: &Shared,
     events: &mpsc::UnboundedSender<ServerEvent>,
-    server: &ServerId,
+    server: &str,
     method: &str,
     params: Option<Value>,
     of: Option<&RequestId>,

@@ -1,9 +1,9 @@
 //! Switchboard as an MCP client: one supervised connection per configured server.
 //!
 //! `transport` is the seam; `stdio` and `http` carry bytes; `client` speaks JSON-RPC;
-//! `session` negotiates the era and lists tools; `supervisor` keeps it all alive;
-//! `inprocess` adapts built-in tool providers; `reaper` kills the stdio servers' process
-//! groups if this process dies without doing it.
+//! `session` negotiates the era and lists tools; `supervisor` keeps it all alive (one
+//! connection, or a pool of stdio processes); `inprocess` adapts built-in tool providers;
+//! `reaper` kills the stdio servers' process groups if this process dies without doing it.
 
 pub mod client;
 pub mod http;
@@ -17,5 +17,6 @@ pub mod transport;
 pub use session::EraChoice;
 pub use stdio::StdioCommand;
 pub use supervisor::{
-    Endpoint, ServerState, ServerStatus, Supervisor, SupervisorObserver, UpstreamSpec,
+    Endpoint, InstanceCall, InstanceCount, ServerState, ServerStatus, Supervisor,
+    SupervisorObserver, UpstreamSpec,
 };

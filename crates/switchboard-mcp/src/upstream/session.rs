@@ -198,7 +198,7 @@ pub async fn list_tools(client: &RpcClient) -> Result<Vec<ToolDefinition>, Strin
                 Err(error) => {
                     tracing::warn!(
                         target: "switchboard::upstream",
-                        server = %client.server(),
+                        server = %client.label(),
                         "skipping a tool that is not a valid definition ({error}): {}",
                         item.to_string().chars().take(200).collect::<String>()
                     );
@@ -250,7 +250,7 @@ fn logged(client: &RpcClient, items: Result<Vec<Value>, String>) -> Arc<[Value]>
     match items {
         Ok(items) => items.into(),
         Err(reason) => {
-            tracing::warn!(target: "switchboard::upstream", server = %client.server(), "{reason}");
+            tracing::warn!(target: "switchboard::upstream", server = %client.label(), "{reason}");
             Arc::from([])
         }
     }

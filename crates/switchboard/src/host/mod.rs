@@ -48,8 +48,8 @@ pub struct ServerPlan {
     pub call_timeout: Duration,
     /// Category of the server's tools; empty = the server id.
     pub category: String,
-    /// What the server's connection depends on (transport and era), hashed: a reload that
-    /// changes it starts a new connection; any other change applies to the running one.
+    /// What the server's connection depends on (transport, era, instances), hashed: a reload
+    /// that changes it starts a new connection; any other change applies to the running one.
     /// Empty = unknown (a plan not made from a config): any change restarts the server.
     pub fingerprint: String,
     /// Its tools' definitions are pinned (`trust = "pinned"`): a changed one is held back.
@@ -563,7 +563,8 @@ impl Inner {
         self.fleet.load().find(server)?.supervisor().upstream()
     }
 
-    /// A server's upstream with a lease on its connection, so a drain waits for the call.
+    /// A server's upstream with a lease on its connection, so a drain waits for the call
+    /// (for a pool: the instance the call goes to, counted on it while the lease lives).
     /// A connection whose drain began between the fleet's load and the lease is let go, and
     /// the (new) fleet consulted again.
     pub(crate) fn leased_upstream(&self, server: &ServerId) -> Option<(Arc<dyn Upstream>, Lease)> {
@@ -572,8 +573,8 @@ impl Inner {
             if lease.connection().retiring() {
                 continue;
             }
-            let upstream = lease.connection().supervisor.upstream()?;
-            return Some((upstream, lease));
+            let (upstream, instance) = lease.connection().supervisor.upstream_for_call()?;
+            return Some((upstream, lease.on_instance(instance)));
         }
         None
     }

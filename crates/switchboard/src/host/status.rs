@@ -1,10 +1,12 @@
-//! What `switchboard status` shows of each server: its connection, its tools, its
-//! generation and last change, the calls it is still draining, a change that failed.
+//! What `switchboard status` shows of each server: its connection (for a pool, its instances
+//! up), its tools, its generation and last change, the calls it is still draining, a change
+//! that failed.
 
 use std::sync::Arc;
 
 use serde::Serialize;
 use switchboard_core::{CatalogProblem, ServerId};
+use switchboard_mcp::upstream::InstanceCount;
 
 use super::Host;
 use crate::fleet::Stamp;
@@ -32,6 +34,8 @@ pub struct ServerReport {
     pub draining: Vec<DrainReport>,
     /// Calls on its current connection now.
     pub in_flight: usize,
+    /// For a pool of stdio processes (`instances` > 1): how many are up, of how many.
+    pub instances: Option<InstanceCount>,
     /// The last change to this server that failed, while its previous settings keep serving.
     pub change_error: Option<String>,
 }
@@ -52,6 +56,7 @@ impl ServerReport {
             changed: None,
             draining: Vec::new(),
             in_flight: 0,
+            instances: None,
             change_error: None,
         }
     }
@@ -112,6 +117,7 @@ impl Host {
                     changed: Some(member.changed.clone()),
                     draining: draining_of(&draining, supervisor.id()),
                     in_flight: member.connection.in_flight(),
+                    instances: (status.instances.configured > 1).then_some(status.instances),
                     change_error: self.inner.live.failed_change(supervisor.id().as_str()),
                 }
             })

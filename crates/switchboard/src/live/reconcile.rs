@@ -1,11 +1,11 @@
 //! Reconcile, never restart the world: the running fleet and a new config are compared server
 //! by server. An unchanged server keeps its process, connection and sessions; one whose
-//! connection settings changed (transport, command, args, env, cwd, url, headers, era) is
-//! replaced — the new connection starts, negotiates and lists its tools, new calls switch to
-//! it, and the old one drains; one whose other settings changed (prefix, tool overrides,
-//! call timeout, category) keeps its connection under a new generation; a removed one is
-//! refused to new calls at once and drains. Gateway-wide settings that only a restart can
-//! change are reported, and left as they were.
+//! connection settings changed (transport, command, args, env, cwd, url, headers, era,
+//! instances) is replaced — the new connection (or pool) starts, negotiates and lists its
+//! tools, new calls switch to it, and the old one drains; one whose other settings changed
+//! (prefix, tool overrides, call timeout, category) keeps its connection under a new
+//! generation; a removed one is refused to new calls at once and drains. Gateway-wide
+//! settings that only a restart can change are reported, and left as they were.
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,6 +1,10 @@
-//! Shared helpers of the Host tests: in-process providers and server plans.
+//! Shared helpers of the Host tests: in-process providers and server plans, and the fixture
+//! servers' binary for the tests that start real children. Not every test uses every helper.
+
+#![allow(dead_code)]
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -54,6 +58,7 @@ pub fn plan(provider: Named, category: &str) -> ServerPlan {
             connect_timeout: Duration::from_secs(1),
             discover_timeout: Duration::from_secs(1),
             max_message_bytes: 1 << 20,
+            instances: std::num::NonZeroU8::MIN,
         },
         prefix: id.to_owned(),
         overrides: BTreeMap::new(),
@@ -62,4 +67,21 @@ pub fn plan(provider: Named, category: &str) -> ServerPlan {
         fingerprint: String::new(),
         pinned: false,
     }
+}
+
+/// The fixture servers' binary (`switchboard-fixture`, built by `cargo build --workspace
+/// --bins`), beside the test binary's directory.
+pub fn fixture() -> String {
+    let exe = std::env::current_exe().expect("test binary path");
+    let path = exe
+        .parent()
+        .and_then(Path::parent)
+        .map(|dir| dir.join("switchboard-fixture"))
+        .expect("target dir");
+    assert!(
+        path.is_file(),
+        "{} is missing: run `cargo build --workspace --bins` first",
+        path.display()
+    );
+    path.display().to_string()
 }

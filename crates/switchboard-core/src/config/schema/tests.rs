@@ -146,6 +146,7 @@ fn the_documented_example_satisfies_the_schema() {
         "builtin = \"music\"\nplayer = [\"paplay\", \"{path}\"]\nmoods = { a = \"x\", b = [\"y\"] }",
         "builtin = \"images\"\nbackend = \"automatic1111\"\nstyles = { s = { params = { n = 1 } } }",
         "builtin = \"web\"\nmax_redirects = 0\ntimeout = 1500",
+        "command = \"x\"\ninstances = 4",
     ] {
         let good: Value = toml::from_str(&format!("[servers.x]\n{good}\n")).expect("TOML");
         assert!(validator.is_valid(&good), "{good}");
@@ -163,6 +164,9 @@ fn the_documented_example_satisfies_the_schema() {
         "builtin = \"images\"\nstyles = { s = { params = [1] } }",
         "builtin = \"images\"\ntimeout = \"soon\"",
         "builtin = \"rules\"\ndirs = \"rules\"",
+        "command = \"x\"\ninstances = 0",
+        "command = \"x\"\ninstances = 65",
+        "url = \"http://h\"\ninstances = 2",
     ] {
         let bad: Value = toml::from_str(&format!("[servers.x]\n{bad}\n")).expect("TOML");
         assert!(!validator.is_valid(&bad), "{bad}");
