@@ -99,6 +99,13 @@ enum Command {
         /// Where the PNG plots go.
         #[arg(long, default_value = "docs/bench")]
         plots: PathBuf,
+        /// The TrueType font of the plots (default: DejaVu Sans where Debian's
+        /// fonts-dejavu-core or a matplotlib installation keeps it).
+        #[arg(long, value_name = "PATH", conflicts_with = "no_plots")]
+        font: Option<PathBuf>,
+        /// Draw no plots (and need no font).
+        #[arg(long)]
+        no_plots: bool,
         /// Another build of `switchboard`, measured as one more target of every latency
         /// scenario in the same run; only the latency scenarios run then (no throughput,
         /// memory or plots).
@@ -159,6 +166,8 @@ fn main() -> anyhow::Result<()> {
         seconds,
         no_peers,
         plots,
+        font,
+        no_plots,
         against,
     } = &args.command
     {
@@ -182,13 +191,19 @@ fn main() -> anyhow::Result<()> {
             }
             return Ok(());
         }
+        // Before measuring: a run that cannot draw its plots fails now, not in minutes.
+        let plots = if *no_plots {
+            None
+        } else {
+            Some(plot::Plots::prepare(plots, font.as_deref())?)
+        };
         return run_compare(
             &bins,
             passes,
             concurrency,
             *seconds,
             !*no_peers,
-            plots,
+            plots.as_ref(),
             args.json,
         );
     }
@@ -379,13 +394,19 @@ fn run_compare(
     concurrency: &[usize],
     seconds: f64,
     with_peers: bool,
-    plots: &std::path::Path,
+    plots: Option<&plot::Plots>,
     json: bool,
 ) -> anyhow::Result<()> {
     let comparisons = compare::latency(bins, passes, with_peers, None)?;
     let throughput = throughput::measure(bins, concurrency, seconds, with_peers)?;
     let memory = memory::measure(bins, 10, 1000)?;
-    let written = plot::write(plots, &comparisons, &throughput)?;
+    let mut written = Vec::new();
+    if let Some(plots) = plots {
+        for comparison in &comparisons {
+            written.extend(plots.latency(comparison)?);
+        }
+        written.extend(plots.throughput(&throughput)?);
+    }
     if json {
         println!(
             "{}",
@@ -407,7 +428,13 @@ fn run_compare(
     }
     println!();
     print_memory(&memory, false)?;
-    println!("\nplots: {}", written.join(", "));
+    if let Some(plots) = plots {
+        println!(
+            "\nplots: {} (drawn with {})",
+            written.join(", "),
+            plots.font.display()
+        );
+    }
     print_idle_cores();
     Ok(())
 }
