@@ -66,6 +66,43 @@ fn after_marker(reader: impl std::io::Read, marker: &str) -> anyhow::Result<Stri
     )
 }
 
+/// What a side-by-side run puts beside direct: this build of Switchboard, optionally another
+/// build (`--against`), and the peer gateways installed in a directory.
+pub struct Lineup<'a> {
+    pub bins: &'a Binaries,
+    pub against: Option<Against>,
+    /// Where the peer gateways are installed; `None` leaves them (and the floor) out of the
+    /// latency and throughput tables.
+    pub peers: Option<PathBuf>,
+}
+
+/// Another build of `switchboard` measured beside this one, and its name in the tables.
+pub struct Against {
+    pub bins: Binaries,
+    pub label: String,
+}
+
+impl Lineup<'_> {
+    /// Every build of Switchboard in the run, with its name in the tables: this one
+    /// ("switchboard", or "switchboard (this build)" beside another), then `--against`'s.
+    pub fn switchboards(&self) -> Vec<(&Binaries, &str)> {
+        let mut builds = vec![(
+            self.bins,
+            if self.against.is_some() {
+                "switchboard (this build)"
+            } else {
+                "switchboard"
+            },
+        )];
+        builds.extend(
+            self.against
+                .as_ref()
+                .map(|against| (&against.bins, against.label.as_str())),
+        );
+        builds
+    }
+}
+
 /// The echo fixture over HTTP; its `/mcp` URL.
 pub fn http_fixture(bins: &Binaries) -> anyhow::Result<(Spawned, String)> {
     let mut child = Command::new(&bins.fixture)
