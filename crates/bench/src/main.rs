@@ -6,6 +6,7 @@
 //! `cargo build --release -p switchboard-cli -p switchboard-fixtures`).
 
 mod admin;
+mod affinity;
 mod compare;
 mod cpu;
 mod drive;
@@ -18,6 +19,7 @@ mod memory;
 mod peers;
 mod plot;
 mod report;
+mod scaling;
 mod scenarios;
 mod search;
 mod targets;
@@ -76,8 +78,9 @@ enum Command {
     },
     /// Side by side in one run: direct vs Switchboard vs the floor and the peer gateways
     /// (when scripts/bench-peers.sh installed them, or --peers-dir has them), stdio → stdio,
-    /// HTTP → stdio, HTTP → HTTP; throughput over HTTP against concurrency; resident memory.
-    /// Prints each table as it is measured; writes PNG plots.
+    /// HTTP → stdio, HTTP → HTTP; throughput over HTTP against concurrency; resident memory;
+    /// on request throughput against the gateway's cores (--cores). Prints each table as it
+    /// is measured; writes PNG plots.
     Compare(Box<compare::Args>),
     /// Any MCP target: N calls of a tool at concurrency C after a warm-up; latency
     /// percentiles and calls per second. The target is --url, or a stdio command after `--`

@@ -225,6 +225,16 @@ pub fn peer_http(
     }))
 }
 
+/// The floor (`switchboard-fixture forward`) in front of `upstream`: unlike the peers, it is
+/// always there, beside the harness.
+pub fn floor(
+    bins: &Binaries,
+    upstream: &PeerUpstream<'_>,
+    dir: &Path,
+) -> anyhow::Result<Result<PeerGateway, String>> {
+    peer_http(bins, Path::new(""), Peer::BareForwarder, upstream, dir)
+}
+
 /// A free port on 127.0.0.1 (bound, then released).
 fn free_port() -> anyhow::Result<u16> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())

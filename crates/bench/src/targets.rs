@@ -117,15 +117,25 @@ pub fn http_fixture(bins: &Binaries) -> anyhow::Result<(Spawned, String)> {
 
 /// Switchboard serving HTTP on a free port in front of `upstream` (a TOML server table body);
 /// its `/mcp` URL.
+pub fn switchboard_http(
+    bins: &Binaries,
+    dir: &Path,
+    upstream: &str,
+) -> anyhow::Result<(Spawned, String)> {
+    switchboard_http_with(bins, dir, upstream, &[])
+}
+
+/// [`switchboard_http`] with more arguments of `serve` (`--threads N`).
 ///
 /// Each gateway gets a config file of its own: a gateway follows hand edits of its file, so
 /// a second gateway's config written over the first's would turn the first into a copy of
 /// the second within a second (it did: the HTTP → HTTP gateway of the throughput runs
 /// reloaded into HTTP → stdio when the next one was started in the same directory).
-pub fn switchboard_http(
+pub fn switchboard_http_with(
     bins: &Binaries,
     dir: &Path,
     upstream: &str,
+    serve_args: &[String],
 ) -> anyhow::Result<(Spawned, String)> {
     let config = config_of_its_own(dir);
     std::fs::write(
@@ -138,6 +148,7 @@ pub fn switchboard_http(
         .arg("--config")
         .arg(&config)
         .args(["--log", "error", "serve", "--http", "127.0.0.1:0"])
+        .args(serve_args)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

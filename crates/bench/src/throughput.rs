@@ -2,7 +2,7 @@
 //! `--against`'s) and the peers over HTTP at concurrency C (one keep-alive connection, session
 //! and client thread per worker), in rounds that alternate the targets, reported as a ratio to
 //! direct with the CPU time per call of the client and of the server side. [`rounds`] is the
-//! measurement itself.
+//! measurement itself, which the scaling and instances tables reuse.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use serde::Serialize;
 
+use crate::affinity;
 use crate::cpu;
 use crate::peers::{self, Peer, PeerUpstream};
 use crate::targets::{self, Endpoint, Lineup, Spawned};
@@ -29,7 +30,11 @@ fn calls_per_second(target: &HttpTarget, load: &Load, duration: Duration) -> any
         .into_iter()
         .map(|mut endpoint| {
             let (stop, done) = (stop.clone(), done.clone());
+            let cores = load.client_cores.clone();
             std::thread::spawn(move || -> anyhow::Result<()> {
+                if let Some(cores) = &cores {
+                    affinity::pin_current_thread(cores)?;
+                }
                 while !stop.load(Ordering::Relaxed) {
                     endpoint.call()?;
                     done.fetch_add(1, Ordering::Relaxed);
@@ -88,6 +93,7 @@ fn cpu_per_call(target: &str, calls: u64, client: Duration, server: Duration) ->
 }
 
 /// One HTTP target of a throughput run.
+#[derive(Debug, Clone)]
 pub struct HttpTarget {
     pub name: String,
     pub url: String,
@@ -103,6 +109,8 @@ pub struct Load {
     pub concurrency: usize,
     /// Seconds per target, split over two alternating rounds.
     pub seconds: f64,
+    /// Where the client threads run (`None`: wherever the kernel puts them).
+    pub client_cores: Option<affinity::Cores>,
 }
 
 /// What the rounds measured of one target.
@@ -245,6 +253,7 @@ pub fn measure(
         let load = Load {
             concurrency,
             seconds,
+            client_cores: None,
         };
         let mut run = Throughput {
             scenario: "tools/call echo over HTTP".to_owned(),

@@ -1,6 +1,7 @@
 //! `bench compare`: Switchboard side by side, in one run, with direct, the floor, the peer
 //! gateways and optionally another build of itself — the latency passes ([`latency`]),
-//! throughput and memory ([`parts`] says which run). Before measuring anything it checks that the plots
+//! throughput, memory, and on request throughput against cores ([`parts`] says which
+//! run). Before measuring anything it checks that the plots
 //! can be drawn and says which peers it found; each table is printed as soon as it is
 //! measured (with `--json`, to stderr, the JSON going to stdout at the end), so a run cut
 //! short still shows what it measured.
@@ -27,7 +28,7 @@ use parts::Part;
 use crate::plot::Plots;
 use crate::scenarios::Binaries;
 use crate::targets::{Against, Lineup};
-use crate::{machine, memory, peers, throughput};
+use crate::{machine, memory, peers, scaling, throughput};
 
 /// `bench compare`'s command line.
 #[derive(Debug, clap::Args)]
@@ -45,7 +46,7 @@ pub struct Args {
     #[arg(long, value_delimiter = ',', default_value = "1,8,32")]
     concurrency: Vec<usize>,
     /// Seconds per throughput measurement of each target (split over two alternating
-    /// rounds).
+    /// rounds), in the throughput and scaling parts.
     #[arg(long, default_value_t = 4.0)]
     seconds: f64,
     /// Leave the peer gateways (and, in the latency and throughput tables, the floor) out.
@@ -67,20 +68,32 @@ pub struct Args {
     #[arg(long)]
     no_plots: bool,
     /// Another build of `switchboard`, measured as one more target of every latency
-    /// scenario and of the throughput runs, in the same run.
+    /// scenario, of the throughput runs and of the scaling table, in the same run.
     #[arg(long, value_name = "SWITCHBOARD_BINARY")]
     against: Option<PathBuf>,
     /// The --against build's name in the tables (default "switchboard (against)"); this
     /// build is then "switchboard (this build)".
     #[arg(long, value_name = "NAME", requires = "against")]
     against_label: Option<String>,
-    /// Run only these parts: latency, throughput, memory.
+    /// Run only these parts: latency, throughput, memory, scaling.
     #[arg(long, value_enum, value_delimiter = ',', value_name = "PARTS")]
     only: Vec<Part>,
-    /// Leave these parts out.
+    /// Leave these parts out of the default run (latency, throughput, memory, and scaling
+    /// when --cores is given).
     #[arg(long, value_enum, value_delimiter = ',', value_name = "PARTS")]
     skip: Vec<Part>,
+    /// The scaling part: the gateway's core counts, each gateway pinned to that many cores
+    /// (Switchboard with `serve --threads N`), the clients and fixtures on the others; a
+    /// count above this machine's cores is left out with a note. Giving it adds the part.
+    /// [default: 2,4,8,16]
+    #[arg(long, value_delimiter = ',', value_name = "N,...")]
+    cores: Vec<usize>,
+    /// Concurrency of the scaling part.
+    #[arg(long, default_value_t = 64, value_name = "C")]
+    scaling_concurrency: usize,
 }
+
+const DEFAULT_CORES: [usize; 4] = [2, 4, 8, 16];
 
 /// Where the tables go as they are measured: stdout, or stderr when stdout is for `--json`.
 struct Out {
@@ -106,6 +119,7 @@ pub fn main(args: &Args, bins: &Binaries, json: bool) -> anyhow::Result<()> {
     let parts = parts::select(&parts::Choice {
         only: &args.only,
         skip: &args.skip,
+        cores: !args.cores.is_empty(),
     })?;
     check_numbers(args)?;
     let against = match &args.against {
@@ -126,7 +140,7 @@ pub fn main(args: &Args, bins: &Binaries, json: bool) -> anyhow::Result<()> {
         (Some(dir), false) => Some(dir.clone()),
         (None, false) => Some(peers::default_dir(bins)),
     };
-    let draws = [Part::Latency, Part::Throughput];
+    let draws = [Part::Latency, Part::Throughput, Part::Scaling];
     let plots = if args.no_plots || !draws.iter().any(|part| parts.contains(part)) {
         None
     } else {
@@ -244,14 +258,46 @@ impl Run<'_> {
                 out.show(&tables::memory(&measured));
                 serde_json::to_value(&measured)?
             }
+            Part::Scaling => {
+                let counts = or_default(&args.cores, &DEFAULT_CORES);
+                let run = scaling::measure(
+                    &self.lineup,
+                    &counts,
+                    args.scaling_concurrency,
+                    args.seconds,
+                    &mut |step| out.show(&tables::scaling_step(step).render()),
+                )?;
+                out.show(&tables::scaling_summary(&run).render());
+                if let Some(plots) = plots {
+                    drawn(plots.scaling(&run));
+                }
+                serde_json::to_value(&run)?
+            }
         })
+    }
+}
+
+/// `given`, or `default` when it is empty.
+fn or_default(given: &[usize], default: &[usize]) -> Vec<usize> {
+    if given.is_empty() {
+        default.to_vec()
+    } else {
+        given.to_vec()
     }
 }
 
 /// Refuses counts that would measure nothing.
 fn check_numbers(args: &Args) -> anyhow::Result<()> {
-    if args.concurrency.contains(&0) {
-        bail!("--concurrency takes counts of at least 1");
+    for (flag, values) in [
+        ("--concurrency", &args.concurrency),
+        ("--cores", &args.cores),
+    ] {
+        if values.contains(&0) {
+            bail!("{flag} takes counts of at least 1");
+        }
+    }
+    if args.scaling_concurrency == 0 {
+        bail!("--scaling-concurrency must be at least 1");
     }
     if !(args.seconds > 0.0 && args.seconds.is_finite()) {
         bail!("--seconds must be a positive number, not {}", args.seconds);

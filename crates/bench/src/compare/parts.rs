@@ -1,6 +1,7 @@
 //! The parts of a `bench compare` run and which of them run: by default the latency passes,
-//! throughput and memory; `--only` names the parts outright, `--skip` takes some out of the
-//! default.
+//! throughput and memory (as ever), plus the scaling table when `--cores` is given; `--only`
+//! names the parts outright, `--skip` takes some out of the default. A list of cores that no
+//! selected part would use is an error, not a silent no-op.
 
 use std::collections::BTreeSet;
 
@@ -15,6 +16,8 @@ pub enum Part {
     Throughput,
     /// Resident memory: idle upstreams, per open session.
     Memory,
+    /// Calls per second with the gateway on N cores, for each N of `--cores`.
+    Scaling,
 }
 
 impl Part {
@@ -23,6 +26,7 @@ impl Part {
             Self::Latency => "latency",
             Self::Throughput => "throughput",
             Self::Memory => "memory",
+            Self::Scaling => "scaling",
         }
     }
 }
@@ -32,6 +36,8 @@ impl Part {
 pub struct Choice<'a> {
     pub only: &'a [Part],
     pub skip: &'a [Part],
+    /// Whether `--cores` was given.
+    pub cores: bool,
 }
 
 /// The parts to run.
@@ -43,11 +49,17 @@ pub fn select(choice: &Choice<'_>) -> anyhow::Result<BTreeSet<Part>> {
     }
     let parts: BTreeSet<Part> = if choice.only.is_empty() {
         let mut parts = BTreeSet::from([Part::Latency, Part::Throughput, Part::Memory]);
+        if choice.cores {
+            parts.insert(Part::Scaling);
+        }
         parts.retain(|part| !choice.skip.contains(part));
         parts
     } else {
         choice.only.iter().copied().collect()
     };
+    if choice.cores && !parts.contains(&Part::Scaling) {
+        bail!("--cores is for the scaling part, which this run leaves out");
+    }
     if parts.is_empty() {
         bail!("--skip left nothing to run");
     }
@@ -67,18 +79,33 @@ mod tests {
     }
 
     #[test]
-    fn the_default_is_every_part() {
+    fn the_default_is_todays_run_plus_the_tables_whose_lists_are_given() {
         assert_eq!(parts(Choice::default()), [Latency, Throughput, Memory]);
+        assert_eq!(
+            parts(Choice {
+                cores: true,
+                ..Choice::default()
+            }),
+            [Latency, Throughput, Memory, Scaling]
+        );
     }
 
     #[test]
     fn only_names_the_parts_and_they_run_in_their_order() {
         assert_eq!(
             parts(Choice {
-                only: &[Memory, Throughput],
+                only: &[Scaling, Throughput],
                 ..Choice::default()
             }),
-            [Throughput, Memory]
+            [Throughput, Scaling]
+        );
+        // The scaling table's list of cores has a default when --only names it.
+        assert_eq!(
+            parts(Choice {
+                only: &[Scaling],
+                ..Choice::default()
+            }),
+            [Scaling]
         );
     }
 
@@ -87,9 +114,10 @@ mod tests {
         assert_eq!(
             parts(Choice {
                 skip: &[Latency, Memory],
+                cores: true,
                 ..Choice::default()
             }),
-            [Throughput]
+            [Throughput, Scaling]
         );
     }
 
@@ -100,8 +128,17 @@ mod tests {
             error(Choice {
                 only: &[Latency],
                 skip: &[Memory],
+                ..Choice::default()
             })
             .contains("--only and --skip")
+        );
+        assert!(
+            error(Choice {
+                only: &[Throughput],
+                cores: true,
+                ..Choice::default()
+            })
+            .contains("--cores is for the scaling part")
         );
         assert!(
             error(Choice {

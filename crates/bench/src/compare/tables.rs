@@ -1,8 +1,10 @@
-//! Every part of a comparison as printed tables: the latency passes, throughput, memory.
+//! Every part of a comparison as printed tables: the latency passes, throughput, memory, the
+//! scaling steps and their summary.
 
 use super::latency::{self, Comparison, TargetResult};
 use crate::memory::Memory;
 use crate::report::{ScenarioResult, Table};
+use crate::scaling::{Scaling, ScalingStep};
 use crate::throughput::Throughput;
 
 /// A comparison as printed tables: calls spaced (alternating call by call), back to back,
@@ -151,4 +153,115 @@ pub fn memory(memory: &Memory) -> String {
         memory.rss_before_sessions_kb,
         memory.rss_after_sessions_kb
     )
+}
+
+/// What the server side of a scaling row counts.
+const SERVER_CPU: &str = "server CPU per call: the gateway and every process below it (its stdio \
+     upstream), plus the HTTP fixture for HTTP → HTTP";
+
+/// One scaling step: every target at N cores.
+pub fn scaling_step(step: &ScalingStep) -> Table {
+    let placement = match (&step.gateway_cores, &step.other_cores) {
+        (Some(gateway), Some(other)) => {
+            format!("gateways on cores {gateway}, clients and fixtures on {other}")
+        }
+        _ => "every core, nothing pinned".to_owned(),
+    };
+    let mut notes = vec![SERVER_CPU.to_owned()];
+    notes.extend(step.missing.iter().map(|m| format!("not measured: {m}")));
+    Table {
+        title: format!(
+            "scaling: the gateway on {} ({placement}), concurrency {}",
+            cores(step.cores),
+            step.concurrency
+        ),
+        head: [
+            "",
+            "calls/s",
+            "× floor",
+            "server CPU/call",
+            "client CPU/call",
+        ]
+        .map(str::to_owned)
+        .to_vec(),
+        rows: step
+            .rows
+            .iter()
+            .map(|row| {
+                vec![
+                    format!("{}  {}", row.scenario, row.target),
+                    format!("{:.0}", row.calls_per_second),
+                    row.to_floor.map_or("—".to_owned(), |r| format!("{r:.2}×")),
+                    format!("{:.1} µs", row.server_cpu_us),
+                    format!("{:.1} µs", row.client_cpu_us),
+                ]
+            })
+            .collect(),
+        notes,
+    }
+}
+
+/// Every scaling step side by side: calls/s (and × floor) of each target by cores, and what
+/// it gained from the fewest cores to the most.
+pub fn scaling_summary(scaling: &Scaling) -> Table {
+    let mut head = vec![String::new()];
+    head.extend(scaling.steps.iter().map(|step| cores(step.cores)));
+    head.push("gain".to_owned());
+    let mut names: Vec<(&str, &str)> = Vec::new();
+    for row in scaling.steps.iter().flat_map(|step| &step.rows) {
+        if !names.contains(&(row.scenario.as_str(), row.target.as_str())) {
+            names.push((&row.scenario, &row.target));
+        }
+    }
+    let rows = names
+        .iter()
+        .map(|&(scenario, target)| {
+            let rates: Vec<Option<(f64, Option<f64>)>> = scaling
+                .steps
+                .iter()
+                .map(|step| {
+                    step.rows
+                        .iter()
+                        .find(|row| row.scenario == scenario && row.target == target)
+                        .map(|row| (row.calls_per_second, row.to_floor))
+                })
+                .collect();
+            let mut cells = vec![format!("{scenario}  {target}")];
+            cells.extend(rates.iter().map(|rate| match rate {
+                Some((rate, Some(ratio))) => format!("{rate:.0} ({ratio:.2}×)"),
+                Some((rate, None)) => format!("{rate:.0}"),
+                None => "—".to_owned(),
+            }));
+            let measured: Vec<f64> = rates.iter().flatten().map(|(rate, _)| *rate).collect();
+            cells.push(match (measured.first(), measured.last()) {
+                (Some(first), Some(last)) if measured.len() > 1 && *first > 0.0 => {
+                    format!("{:.2}×", last / first)
+                }
+                _ => "—".to_owned(),
+            });
+            cells
+        })
+        .collect();
+    let mut notes = vec![
+        "calls/s (× the floor at the same cores); gain: the most cores' calls/s over the fewest's"
+            .to_owned(),
+    ];
+    notes.extend(scaling.skipped.iter().map(|s| format!("skipped: {s}")));
+    Table {
+        title: format!(
+            "scaling summary: calls/s by the gateway's cores, concurrency {}",
+            scaling.concurrency
+        ),
+        head,
+        rows,
+        notes,
+    }
+}
+
+fn cores(count: usize) -> String {
+    if count == 1 {
+        "1 core".to_owned()
+    } else {
+        format!("{count} cores")
+    }
 }

@@ -1,6 +1,6 @@
 //! PNG plots of a comparison run: latency CDFs per scenario (every target on one chart), of
-//! the spaced pass and of the sparse one ([`latency`]); throughput against concurrency
-//! ([`rates`]). [`Plots::prepare`] checks, before anything is
+//! the spaced pass and of the sparse one ([`latency`]); throughput against concurrency and
+//! against the gateway's cores ([`rates`]). [`Plots::prepare`] checks, before anything is
 //! measured, that they can be drawn — a font loads ([`font`]) and renders, the directory
 //! takes files — so a long run never ends without its figures.
 
@@ -15,6 +15,7 @@ use plotters::prelude::*;
 use plotters::style::{FontStyle, register_font};
 
 use crate::compare::Comparison;
+use crate::scaling::Scaling;
 use crate::throughput::Throughput;
 use latency::Series;
 
@@ -116,6 +117,25 @@ impl Plots {
         let path = self.dir.join("throughput.png");
         rates::throughput(&path, runs)?;
         Ok(vec![path.display().to_string()])
+    }
+
+    /// Writes `scaling-<scenario>.png` for each scenario measured; returns their paths.
+    pub fn scaling(&self, scaling: &Scaling) -> anyhow::Result<Vec<String>> {
+        let mut scenarios: Vec<&str> = Vec::new();
+        for row in scaling.steps.iter().flat_map(|step| &step.rows) {
+            if !scenarios.contains(&row.scenario.as_str()) {
+                scenarios.push(&row.scenario);
+            }
+        }
+        let mut written = Vec::new();
+        for scenario in scenarios {
+            let path = self
+                .dir
+                .join(format!("scaling-{}.png", file_name(scenario)));
+            rates::scaling(&path, scaling, scenario)?;
+            written.push(path.display().to_string());
+        }
+        Ok(written)
     }
 }
 

@@ -1,12 +1,13 @@
-//! Charts of calls per second: throughput against concurrency. Rates are labelled in
-//! thousands ("500k"), and the y label area is wide enough that the axis title clears the
-//! tick labels.
+//! Charts of calls per second: throughput against concurrency, and against the gateway's
+//! cores (one chart per scenario). Rates are labelled in thousands ("500k"), and the y label
+//! area is wide enough that the axis title clears the tick labels.
 
 use std::path::Path;
 
 use plotters::prelude::*;
 
 use super::COLORS;
+use crate::scaling::Scaling;
 use crate::throughput::Throughput;
 
 /// Room for the y axis: its tick labels ("1.25M" at most) and, left of them, its title.
@@ -43,7 +44,7 @@ fn chart(path: &Path, title: &str, x_desc: &str, lines: &[Line]) -> anyhow::Resu
         .flat_map(|(_, points)| points.iter().map(|p| p.1))
         .fold(1.0, f64::max)
         * 1.15;
-    // A log2 axis with a tick at every x measured: 1, 8, 32, 64 clients
+    // A log2 axis with a tick at every x measured: 1, 8, 32, 64 clients or 2, 4, 8, 16 cores
     // spread out evenly rather than crowded at one end.
     let mut xs: Vec<f64> = lines
         .iter()
@@ -108,6 +109,29 @@ pub fn throughput(path: &Path, runs: &[Throughput]) -> anyhow::Result<()> {
         path,
         "tools/call echo over HTTP: throughput vs concurrency",
         "concurrent clients",
+        &lines,
+    )
+}
+
+/// Throughput against the gateway's cores for `scenario`, a line per target.
+pub fn scaling(path: &Path, scaling: &Scaling, scenario: &str) -> anyhow::Result<()> {
+    let mut lines: Vec<Line> = Vec::new();
+    for step in &scaling.steps {
+        for row in step.rows.iter().filter(|row| row.scenario == scenario) {
+            let point = (step.cores as f64, row.calls_per_second);
+            match lines.iter_mut().find(|(line, _)| *line == row.target) {
+                Some((_, points)) => points.push(point),
+                None => lines.push((row.target.clone(), vec![point])),
+            }
+        }
+    }
+    chart(
+        path,
+        &format!(
+            "tools/call echo, {scenario}: throughput vs the gateway's cores (concurrency {})",
+            scaling.concurrency
+        ),
+        "the gateway's cores",
         &lines,
     )
 }
