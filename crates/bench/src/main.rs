@@ -12,6 +12,7 @@ mod cpu;
 mod drive;
 mod era;
 mod http_client;
+mod instances;
 mod live;
 mod machine;
 mod manager;
@@ -79,8 +80,8 @@ enum Command {
     /// Side by side in one run: direct vs Switchboard vs the floor and the peer gateways
     /// (when scripts/bench-peers.sh installed them, or --peers-dir has them), stdio → stdio,
     /// HTTP → stdio, HTTP → HTTP; throughput over HTTP against concurrency; resident memory;
-    /// on request throughput against the gateway's cores (--cores). Prints each table as it
-    /// is measured; writes PNG plots.
+    /// on request throughput against the gateway's cores (--cores) and against a pool of
+    /// stdio servers (--instances). Prints each table as it is measured; writes PNG plots.
     Compare(Box<compare::Args>),
     /// Any MCP target: N calls of a tool at concurrency C after a warm-up; latency
     /// percentiles and calls per second. The target is --url, or a stdio command after `--`

@@ -1,7 +1,7 @@
 //! `bench compare`: Switchboard side by side, in one run, with direct, the floor, the peer
 //! gateways and optionally another build of itself — the latency passes ([`latency`]),
-//! throughput, memory, and on request throughput against cores ([`parts`] says which
-//! run). Before measuring anything it checks that the plots
+//! throughput, memory, and on request throughput against cores and against a pool of stdio
+//! servers ([`parts`] says which run). Before measuring anything it checks that the plots
 //! can be drawn and says which peers it found; each table is printed as soon as it is
 //! measured (with `--json`, to stderr, the JSON going to stdout at the end), so a run cut
 //! short still shows what it measured.
@@ -28,7 +28,7 @@ use parts::Part;
 use crate::plot::Plots;
 use crate::scenarios::Binaries;
 use crate::targets::{Against, Lineup};
-use crate::{machine, memory, peers, scaling, throughput};
+use crate::{instances, machine, memory, peers, scaling, throughput};
 
 /// `bench compare`'s command line.
 #[derive(Debug, clap::Args)]
@@ -46,7 +46,7 @@ pub struct Args {
     #[arg(long, value_delimiter = ',', default_value = "1,8,32")]
     concurrency: Vec<usize>,
     /// Seconds per throughput measurement of each target (split over two alternating
-    /// rounds), in the throughput and scaling parts.
+    /// rounds), in the throughput, scaling and instances parts.
     #[arg(long, default_value_t = 4.0)]
     seconds: f64,
     /// Leave the peer gateways (and, in the latency and throughput tables, the floor) out.
@@ -75,11 +75,11 @@ pub struct Args {
     /// build is then "switchboard (this build)".
     #[arg(long, value_name = "NAME", requires = "against")]
     against_label: Option<String>,
-    /// Run only these parts: latency, throughput, memory, scaling.
+    /// Run only these parts: latency, throughput, memory, scaling, instances.
     #[arg(long, value_enum, value_delimiter = ',', value_name = "PARTS")]
     only: Vec<Part>,
-    /// Leave these parts out of the default run (latency, throughput, memory, and scaling
-    /// when --cores is given).
+    /// Leave these parts out of the default run (latency, throughput, memory, and scaling /
+    /// instances when --cores / --instances are given).
     #[arg(long, value_enum, value_delimiter = ',', value_name = "PARTS")]
     skip: Vec<Part>,
     /// The scaling part: the gateway's core counts, each gateway pinned to that many cores
@@ -88,12 +88,18 @@ pub struct Args {
     /// [default: 2,4,8,16]
     #[arg(long, value_delimiter = ',', value_name = "N,...")]
     cores: Vec<usize>,
-    /// Concurrency of the scaling part.
+    /// Concurrency of the scaling and instances parts.
     #[arg(long, default_value_t = 64, value_name = "C")]
     scaling_concurrency: usize,
+    /// The instances part: Switchboard over HTTP → stdio with `instances = N` in the echo
+    /// server's entry (written only for N > 1), for each N. Giving it adds the part.
+    /// [default: 1,2,4]
+    #[arg(long, value_delimiter = ',', value_name = "N,...")]
+    instances: Vec<usize>,
 }
 
 const DEFAULT_CORES: [usize; 4] = [2, 4, 8, 16];
+const DEFAULT_INSTANCES: [usize; 3] = [1, 2, 4];
 
 /// Where the tables go as they are measured: stdout, or stderr when stdout is for `--json`.
 struct Out {
@@ -120,6 +126,7 @@ pub fn main(args: &Args, bins: &Binaries, json: bool) -> anyhow::Result<()> {
         only: &args.only,
         skip: &args.skip,
         cores: !args.cores.is_empty(),
+        instances: !args.instances.is_empty(),
     })?;
     check_numbers(args)?;
     let against = match &args.against {
@@ -273,6 +280,17 @@ impl Run<'_> {
                 }
                 serde_json::to_value(&run)?
             }
+            Part::Instances => {
+                let counts = or_default(&args.instances, &DEFAULT_INSTANCES);
+                let run = instances::measure(
+                    &self.lineup,
+                    &counts,
+                    args.scaling_concurrency,
+                    args.seconds,
+                )?;
+                out.show(&tables::instances(&run).render());
+                serde_json::to_value(&run)?
+            }
         })
     }
 }
@@ -291,6 +309,7 @@ fn check_numbers(args: &Args) -> anyhow::Result<()> {
     for (flag, values) in [
         ("--concurrency", &args.concurrency),
         ("--cores", &args.cores),
+        ("--instances", &args.instances),
     ] {
         if values.contains(&0) {
             bail!("{flag} takes counts of at least 1");

@@ -1,7 +1,8 @@
 //! The parts of a `bench compare` run and which of them run: by default the latency passes,
-//! throughput and memory (as ever), plus the scaling table when `--cores` is given; `--only`
-//! names the parts outright, `--skip` takes some out of the default. A list of cores that no
-//! selected part would use is an error, not a silent no-op.
+//! throughput and memory (as ever), plus the scaling table when `--cores` is given and the
+//! instances table when `--instances` is; `--only` names the parts outright, `--skip` takes
+//! some out of the default. A list of cores or instances that no selected part would use is
+//! an error, not a silent no-op.
 
 use std::collections::BTreeSet;
 
@@ -18,6 +19,8 @@ pub enum Part {
     Memory,
     /// Calls per second with the gateway on N cores, for each N of `--cores`.
     Scaling,
+    /// Calls per second of HTTP → stdio with N instances of the stdio server.
+    Instances,
 }
 
 impl Part {
@@ -27,6 +30,7 @@ impl Part {
             Self::Throughput => "throughput",
             Self::Memory => "memory",
             Self::Scaling => "scaling",
+            Self::Instances => "instances",
         }
     }
 }
@@ -38,6 +42,8 @@ pub struct Choice<'a> {
     pub skip: &'a [Part],
     /// Whether `--cores` was given.
     pub cores: bool,
+    /// Whether `--instances` was given.
+    pub instances: bool,
 }
 
 /// The parts to run.
@@ -52,13 +58,24 @@ pub fn select(choice: &Choice<'_>) -> anyhow::Result<BTreeSet<Part>> {
         if choice.cores {
             parts.insert(Part::Scaling);
         }
+        if choice.instances {
+            parts.insert(Part::Instances);
+        }
         parts.retain(|part| !choice.skip.contains(part));
         parts
     } else {
         choice.only.iter().copied().collect()
     };
-    if choice.cores && !parts.contains(&Part::Scaling) {
-        bail!("--cores is for the scaling part, which this run leaves out");
+    for (given, flag, part) in [
+        (choice.cores, "--cores", Part::Scaling),
+        (choice.instances, "--instances", Part::Instances),
+    ] {
+        if given && !parts.contains(&part) {
+            bail!(
+                "{flag} is for the {} part, which this run leaves out",
+                part.name()
+            );
+        }
     }
     if parts.is_empty() {
         bail!("--skip left nothing to run");
@@ -84,9 +101,10 @@ mod tests {
         assert_eq!(
             parts(Choice {
                 cores: true,
+                instances: true,
                 ..Choice::default()
             }),
-            [Latency, Throughput, Memory, Scaling]
+            [Latency, Throughput, Memory, Scaling, Instances]
         );
     }
 
@@ -99,13 +117,13 @@ mod tests {
             }),
             [Throughput, Scaling]
         );
-        // The scaling table's list of cores has a default when --only names it.
+        // The tables' own lists have defaults when --only names them.
         assert_eq!(
             parts(Choice {
-                only: &[Scaling],
+                only: &[Instances],
                 ..Choice::default()
             }),
-            [Scaling]
+            [Instances]
         );
     }
 
@@ -139,6 +157,14 @@ mod tests {
                 ..Choice::default()
             })
             .contains("--cores is for the scaling part")
+        );
+        assert!(
+            error(Choice {
+                skip: &[Instances],
+                instances: true,
+                ..Choice::default()
+            })
+            .contains("--instances is for the instances part")
         );
         assert!(
             error(Choice {

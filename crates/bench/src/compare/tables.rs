@@ -1,7 +1,8 @@
 //! Every part of a comparison as printed tables: the latency passes, throughput, memory, the
-//! scaling steps and their summary.
+//! scaling steps and their summary, and the instances table.
 
 use super::latency::{self, Comparison, TargetResult};
+use crate::instances::Instances;
 use crate::memory::Memory;
 use crate::report::{ScenarioResult, Table};
 use crate::scaling::{Scaling, ScalingStep};
@@ -155,7 +156,7 @@ pub fn memory(memory: &Memory) -> String {
     )
 }
 
-/// What the server side of a scaling row counts.
+/// What the server side of a scaling or instances row counts.
 const SERVER_CPU: &str = "server CPU per call: the gateway and every process below it (its stdio \
      upstream), plus the HTTP fixture for HTTP → HTTP";
 
@@ -254,6 +255,38 @@ pub fn scaling_summary(scaling: &Scaling) -> Table {
         ),
         head,
         rows,
+        notes,
+    }
+}
+
+/// The instances table.
+pub fn instances(run: &Instances) -> Table {
+    let mut notes = vec![
+        "server CPU per call: the gateway and every process below it (all its stdio servers); \
+         echo servers: running below the gateway after the run (a pool of N shows N)"
+            .to_owned(),
+    ];
+    notes.extend(run.missing.iter().map(|m| format!("not measured: {m}")));
+    Table {
+        title: format!(
+            "HTTP → stdio with N instances of the stdio server, concurrency {}",
+            run.concurrency
+        ),
+        head: ["", "calls/s", "server CPU/call", "echo servers"]
+            .map(str::to_owned)
+            .to_vec(),
+        rows: run
+            .rows
+            .iter()
+            .map(|row| {
+                vec![
+                    row.target.clone(),
+                    format!("{:.0}", row.calls_per_second),
+                    format!("{:.1} µs", row.server_cpu_us),
+                    row.echo_servers.to_string(),
+                ]
+            })
+            .collect(),
         notes,
     }
 }
