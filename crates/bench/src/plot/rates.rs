@@ -39,11 +39,13 @@ type Line = (String, Vec<(f64, f64)>);
 fn chart(path: &Path, title: &str, x_desc: &str, lines: &[Line]) -> anyhow::Result<()> {
     let root = BitMapBackend::new(path, (900, 560)).into_drawing_area();
     root.fill(&WHITE)?;
+    // Headroom above the highest point for the legend, which sits in the upper left: a line
+    // of it per target.
     let y_max = lines
         .iter()
         .flat_map(|(_, points)| points.iter().map(|p| p.1))
         .fold(1.0, f64::max)
-        * 1.15;
+        * (1.15 + 0.06 * lines.len() as f64);
     // A log2 axis with a tick at every x measured: 1, 8, 32, 64 clients or 2, 4, 8, 16 cores
     // spread out evenly rather than crowded at one end.
     let mut xs: Vec<f64> = lines
