@@ -32,7 +32,7 @@ fn parent(pid: u32) -> Option<u32> {
 }
 
 /// `root` and every process below it.
-fn tree(root: u32) -> Vec<u32> {
+pub fn tree(root: u32) -> Vec<u32> {
     let all: Vec<u32> = std::fs::read_dir("/proc")
         .map(|entries| {
             entries

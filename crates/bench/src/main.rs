@@ -6,11 +6,13 @@
 //! `cargo build --release -p switchboard-cli -p switchboard-fixtures`).
 
 mod admin;
+mod affinity;
 mod compare;
 mod cpu;
 mod drive;
 mod era;
 mod http_client;
+mod instances;
 mod live;
 mod machine;
 mod manager;
@@ -18,6 +20,7 @@ mod memory;
 mod peers;
 mod plot;
 mod report;
+mod scaling;
 mod scenarios;
 mod search;
 mod targets;
@@ -74,37 +77,12 @@ enum Command {
         #[arg(long, default_value_t = 0, value_name = "N")]
         busy_threads: usize,
     },
-    /// Side by side in one run: direct vs Switchboard vs the peer gateways (when
-    /// scripts/bench-peers.sh installed them), stdio → stdio, HTTP → stdio, HTTP → HTTP;
-    /// throughput over HTTP against concurrency; resident memory. Writes PNG plots.
-    Compare {
-        #[arg(long, default_value_t = 3000)]
-        calls: usize,
-        /// Calls of each target in the sparse pass, each after the machine sat idle for
-        /// --gap-ms (0 leaves the pass out).
-        #[arg(long, default_value_t = 200)]
-        sparse_calls: usize,
-        /// Idle time before every call of the sparse pass: an agent's model time.
-        #[arg(long, default_value_t = 20, value_name = "MS")]
-        gap_ms: u64,
-        /// Concurrencies of the throughput runs.
-        #[arg(long, value_delimiter = ',', default_value = "1,8,32")]
-        concurrency: Vec<usize>,
-        /// Seconds per throughput measurement (split over two alternating rounds).
-        #[arg(long, default_value_t = 4.0)]
-        seconds: f64,
-        /// Leave the peer gateways out.
-        #[arg(long)]
-        no_peers: bool,
-        /// Where the PNG plots go.
-        #[arg(long, default_value = "docs/bench")]
-        plots: PathBuf,
-        /// Another build of `switchboard`, measured as one more target of every latency
-        /// scenario in the same run; only the latency scenarios run then (no throughput,
-        /// memory or plots).
-        #[arg(long, value_name = "SWITCHBOARD_BINARY")]
-        against: Option<PathBuf>,
-    },
+    /// Side by side in one run: direct vs Switchboard vs the floor and the peer gateways
+    /// (when scripts/bench-peers.sh installed them, or --peers-dir has them), stdio → stdio,
+    /// HTTP → stdio, HTTP → HTTP; throughput over HTTP against concurrency; resident memory;
+    /// on request throughput against the gateway's cores (--cores) and against a pool of
+    /// stdio servers (--instances). Prints each table as it is measured; writes PNG plots.
+    Compare(Box<compare::Args>),
     /// Any MCP target: N calls of a tool at concurrency C after a warm-up; latency
     /// percentiles and calls per second. The target is --url, or a stdio command after `--`
     /// (`bench drive --calls 5000 -- target/release/switchboard serve`).
@@ -151,51 +129,24 @@ fn main() -> anyhow::Result<()> {
         return manager::main(manager, args.json);
     }
     let bins = scenarios::Binaries::locate()?;
-    if let Command::Compare {
-        calls,
-        sparse_calls,
-        gap_ms,
-        concurrency,
-        seconds,
-        no_peers,
-        plots,
-        against,
-    } = &args.command
-    {
-        let passes = compare::Passes {
-            calls: *calls,
-            sparse: compare::SparsePass {
-                calls: *sparse_calls,
-                gap: Duration::from_millis(*gap_ms),
-            },
-        };
-        if let Some(against) = against {
-            let comparisons = compare::latency(&bins, passes, !*no_peers, Some(against))?;
-            if args.json {
-                println!("{}", serde_json::to_string_pretty(&comparisons)?);
-            } else {
-                comparisons
-                    .iter()
-                    .flat_map(compare_rows)
-                    .for_each(|table| report::print(&table));
-                print_idle_cores();
-            }
-            return Ok(());
-        }
-        return run_compare(
-            &bins,
-            passes,
-            concurrency,
-            *seconds,
-            !*no_peers,
-            plots,
-            args.json,
-        );
+    if let Command::Compare(compare) = &args.command {
+        return compare::main(compare, &bins, args.json);
     }
     if let Command::Memory { sessions } = &args.command {
         let memory = memory::measure(&bins, 10, *sessions)?;
-        return print_memory(&memory, args.json);
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(&memory)?);
+        } else {
+            print!("{}", compare::memory_table(&memory));
+        }
+        return Ok(());
     }
+    // Switchboard alone beside direct: no other build, no peers.
+    let alone = targets::Lineup {
+        bins: &bins,
+        against: None,
+        peers: None,
+    };
     let results = match args.command {
         Command::Quick => vec![
             scenarios::startup(&bins, 10, 300, 3)?,
@@ -204,14 +155,14 @@ fn main() -> anyhow::Result<()> {
         ]
         .into_iter()
         .chain(
-            compare::latency(&bins, QUICK_PASSES, false, None)?
+            compare::latency(&alone, QUICK_PASSES, &mut |_| ())?
                 .iter()
-                .flat_map(compare_rows),
+                .flat_map(compare::latency_tables),
         )
         .chain(
-            throughput::measure(&bins, &[32], 1.0, false)?
+            throughput::measure(&alone, &[32], 1.0, &mut |_| ())?
                 .iter()
-                .map(throughput_rows),
+                .map(compare::throughput_table),
         )
         .collect(),
         Command::Startup {
@@ -258,163 +209,3 @@ const QUICK_PASSES: compare::Passes = compare::Passes {
         gap: Duration::from_millis(20),
     },
 };
-
-/// A comparison as printed tables: calls spaced (alternating call by call), back to back,
-/// and sparse (when that pass ran).
-fn compare_rows(comparison: &compare::Comparison) -> Vec<report::ScenarioResult> {
-    let mut notes = added_notes(comparison, |t| t.added_p50_us);
-    notes.extend(comparison.targets.iter().filter_map(|t| {
-        t.server_cpu_us
-            .map(|cpu| format!("{}: server-side CPU per call {cpu:.0} µs", t.target))
-    }));
-    notes.extend(
-        comparison
-            .missing
-            .iter()
-            .map(|m| format!("not measured: {m}")),
-    );
-    let spaced = report::ScenarioResult {
-        scenario: format!(
-            "tools/call echo, sequential, {} ({} calls each, alternating call by call)",
-            comparison.scenario, comparison.calls
-        ),
-        rows: comparison
-            .targets
-            .iter()
-            .map(|t| (t.target.clone(), t.latency.clone()))
-            .collect(),
-        notes,
-    };
-    let back_to_back = report::ScenarioResult {
-        scenario: format!(
-            "tools/call echo, sequential back to back, {} ({} calls each, alternating in blocks of {})",
-            comparison.scenario,
-            comparison.calls,
-            compare::BLOCK
-        ),
-        rows: comparison
-            .targets
-            .iter()
-            .map(|t| (t.target.clone(), t.back_to_back.clone()))
-            .collect(),
-        notes: added_notes(comparison, |t| t.back_to_back_added_p50_us),
-    };
-    let sparse_rows: Vec<_> = comparison
-        .targets
-        .iter()
-        .filter_map(|t| Some((t.target.clone(), t.sparse.clone()?)))
-        .collect();
-    let mut tables = vec![spaced, back_to_back];
-    if let Some((_, first)) = sparse_rows.first() {
-        tables.push(report::ScenarioResult {
-            scenario: format!(
-                "tools/call echo, sparse, {} ({} calls each, after {} ms idle)",
-                comparison.scenario,
-                first.samples,
-                comparison.sparse_gap_ms.unwrap_or_default()
-            ),
-            rows: sparse_rows,
-            notes: added_notes(comparison, |t| t.sparse_added_p50_us),
-        });
-    }
-    tables
-}
-
-/// "<target>: added at p50 …" for every target with a figure in the pass `added` reads.
-fn added_notes(
-    comparison: &compare::Comparison,
-    added: impl Fn(&compare::TargetResult) -> Option<f64>,
-) -> Vec<String> {
-    comparison
-        .targets
-        .iter()
-        .filter_map(|t| added(t).map(|us| format!("{}: added at p50 {us:+.1} µs", t.target)))
-        .collect()
-}
-
-/// A throughput run as notes of a table.
-fn throughput_rows(run: &throughput::Throughput) -> report::ScenarioResult {
-    let mut notes: Vec<String> = run
-        .targets
-        .iter()
-        .map(|(name, rate, ratio)| format!("{name}: {rate:.0} calls/s ({ratio:.2}× direct)"))
-        .collect();
-    notes.extend(run.cpu.iter().map(|cpu| {
-        format!(
-            "{}: CPU per call {:.0} µs client + {:.0} µs server → at most {:.0} calls/s on this machine's cores",
-            cpu.target, cpu.client_us, cpu.server_us, cpu.ceiling_per_second
-        )
-    }));
-    notes.extend(run.missing.iter().map(|m| format!("not measured: {m}")));
-    report::ScenarioResult {
-        scenario: format!("{}, concurrency {}", run.scenario, run.concurrency),
-        rows: Vec::new(),
-        notes,
-    }
-}
-
-fn print_memory(memory: &memory::Memory, json: bool) -> anyhow::Result<()> {
-    if json {
-        println!("{}", serde_json::to_string_pretty(memory)?);
-    } else {
-        println!(
-            "RSS with {} idle upstreams: {:.1} MB",
-            memory.idle_upstreams,
-            memory.rss_with_idle_upstreams_kb as f64 / 1024.0
-        );
-        println!(
-            "RSS per open HTTP session ({} sessions): {:.1} KB ({} → {} kB)",
-            memory.sessions,
-            memory.per_session_bytes / 1024.0,
-            memory.rss_before_sessions_kb,
-            memory.rss_after_sessions_kb
-        );
-    }
-    Ok(())
-}
-
-fn run_compare(
-    bins: &scenarios::Binaries,
-    passes: compare::Passes,
-    concurrency: &[usize],
-    seconds: f64,
-    with_peers: bool,
-    plots: &std::path::Path,
-    json: bool,
-) -> anyhow::Result<()> {
-    let comparisons = compare::latency(bins, passes, with_peers, None)?;
-    let throughput = throughput::measure(bins, concurrency, seconds, with_peers)?;
-    let memory = memory::measure(bins, 10, 1000)?;
-    let written = plot::write(plots, &comparisons, &throughput)?;
-    if json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&serde_json::json!({
-                "latency": comparisons,
-                "throughput": throughput,
-                "memory": memory,
-                "plots": written,
-                "idle_cores": machine::idle_config(),
-            }))?
-        );
-        return Ok(());
-    }
-    for table in comparisons.iter().flat_map(compare_rows) {
-        report::print(&table);
-    }
-    for run in &throughput {
-        report::print(&throughput_rows(run));
-    }
-    println!();
-    print_memory(&memory, false)?;
-    println!("\nplots: {}", written.join(", "));
-    print_idle_cores();
-    Ok(())
-}
-
-/// How the machine's idle cores sleep, under a side-by-side table (it moves every figure).
-fn print_idle_cores() {
-    if let Some(line) = machine::idle_config() {
-        println!("{line}");
-    }
-}

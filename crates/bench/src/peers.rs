@@ -1,5 +1,6 @@
 //! The peer gateways the side-by-side benchmarks measure Switchboard against, installed by
-//! `scripts/bench-peers.sh` into `.bench-peers/`: the Rust `mcp-proxy` 0.6.0, the Python
+//! `scripts/bench-peers.sh` into `.bench-peers/` (or carried to the machine in a directory
+//! of the same layout, `--peers-dir`): the Rust `mcp-proxy` 0.6.0, the Python
 //! `mcp-proxy`, and IBM ContextForge — its stdio bridge (`mcpgateway.translate`) in front of
 //! a stdio server, its gateway (`mcpgateway`) in front of an HTTP one. Before them, the floor:
 //! `switchboard-fixture forward`, which moves each message one hop and does nothing else, so
@@ -47,10 +48,9 @@ impl Peer {
         }
     }
 
-    /// The program that runs it: the fixture binary for the floor, the rest under
-    /// `.bench-peers/`.
-    fn program(self, bins: &Binaries) -> PathBuf {
-        let peers = peers_dir(bins);
+    /// The program that runs it: the fixture binary for the floor, the rest under `peers`
+    /// (`.bench-peers/` or `--peers-dir`).
+    fn program(self, bins: &Binaries, peers: &Path) -> PathBuf {
         match self {
             Self::BareForwarder => bins.fixture.clone(),
             Self::RustMcpProxy => peers.join("rust/bin/mcp-proxy"),
@@ -61,10 +61,25 @@ impl Peer {
     }
 }
 
-/// Where the peer gateways are installed (`scripts/bench-peers.sh`).
-fn peers_dir(bins: &Binaries) -> PathBuf {
+/// Where `scripts/bench-peers.sh` installs the peer gateways: `.bench-peers/` in the
+/// repository the binaries were built in.
+pub fn default_dir(bins: &Binaries) -> PathBuf {
     bins.repo_root().join(".bench-peers")
 }
+
+/// Each peer gateway with the program that runs it under `peers` and whether it is there,
+/// for a line at the start of a run.
+pub fn inventory(bins: &Binaries, peers: &Path) -> Vec<(&'static str, bool)> {
+    Peer::ALL
+        .iter()
+        .filter(|peer| **peer != Peer::BareForwarder)
+        .map(|peer| (peer.label(), peer.program(bins, peers).is_file()))
+        .collect()
+}
+
+/// The script that registers the HTTP echo fixture with ContextForge's gateway, built into
+/// the harness so that a machine without the repository can run it.
+const CONTEXTFORGE_REGISTER: &str = include_str!("../peers/contextforge_register.py");
 
 /// What a peer gateway fronts: the stdio echo fixture, or the HTTP one at this URL.
 pub enum PeerUpstream<'a> {
@@ -91,15 +106,17 @@ const SLOW_STRIDE: usize = 10;
 /// installed or cannot front that upstream.
 pub fn peer_http(
     bins: &Binaries,
+    peers: &Path,
     peer: Peer,
     upstream: &PeerUpstream<'_>,
     dir: &Path,
 ) -> anyhow::Result<Result<PeerGateway, String>> {
-    let program = peer.program(bins);
+    let program = peer.program(bins, peers);
     if !program.is_file() {
         return Ok(Err(format!(
-            "{} is not installed: run scripts/bench-peers.sh",
-            peer.label()
+            "{}: no {} (scripts/bench-peers.sh installs it; --peers-dir says where it is)",
+            peer.label(),
+            program.display()
         )));
     }
     let port = free_port()?;
@@ -196,7 +213,7 @@ pub fn peer_http(
         return Ok(Err(format!("{}: {error:#}{said}", peer.label())));
     }
     if let (Peer::ContextForgeGateway, PeerUpstream::Http(upstream)) = (peer, upstream)
-        && let Err(error) = register_with_contextforge(bins, &program, dir, port, upstream, &secret)
+        && let Err(error) = register_with_contextforge(&program, dir, port, upstream, &secret)
     {
         return Ok(Err(format!("{}: {error:#}", peer.label())));
     }
@@ -206,6 +223,16 @@ pub fn peer_http(
         tool,
         stride,
     }))
+}
+
+/// The floor (`switchboard-fixture forward`) in front of `upstream`: unlike the peers, it is
+/// always there, beside the harness.
+pub fn floor(
+    bins: &Binaries,
+    upstream: &PeerUpstream<'_>,
+    dir: &Path,
+) -> anyhow::Result<Result<PeerGateway, String>> {
+    peer_http(bins, Path::new(""), Peer::BareForwarder, upstream, dir)
 }
 
 /// A free port on 127.0.0.1 (bound, then released).
@@ -281,9 +308,9 @@ fn contextforge_environment(
 }
 
 /// Registers the HTTP echo fixture with the gateway on `port` and waits for its tools
-/// (`crates/bench/peers/contextforge_register.py`, run by ContextForge's own Python).
+/// (`crates/bench/peers/contextforge_register.py`, run by ContextForge's own Python from the
+/// run's directory).
 fn register_with_contextforge(
-    bins: &Binaries,
     gateway_program: &Path,
     dir: &Path,
     port: u16,
@@ -291,9 +318,9 @@ fn register_with_contextforge(
     secret: &str,
 ) -> anyhow::Result<()> {
     let python = gateway_program.with_file_name("python");
-    let script = bins
-        .repo_root()
-        .join("crates/bench/peers/contextforge_register.py");
+    let script = dir.join("contextforge_register.py");
+    std::fs::write(&script, CONTEXTFORGE_REGISTER)
+        .with_context(|| format!("write {}", script.display()))?;
     let mut command = Command::new(&python);
     // The gateway's own settings: the script mints its token with the gateway's secret.
     contextforge_environment(&mut command, dir, port, secret)?;

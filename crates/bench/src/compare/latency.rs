@@ -7,7 +7,7 @@
 //! ("back to back": a target's calls follow each other at once); and with the whole machine
 //! left idle before every call ("sparse", [`SparsePass`]: an agent's calls separated by model
 //! time, which find the caches cold and every core asleep). Throughput is in
-//! [`crate::throughput`].
+//! [`crate::throughput`]; the run as a whole is [`super`].
 
 use std::path::Path;
 use std::process::Command;
@@ -19,7 +19,7 @@ use crate::cpu;
 use crate::peers::{self, Peer, PeerUpstream};
 use crate::report::Percentiles;
 use crate::scenarios::Binaries;
-use crate::targets::{self, Endpoint, Spawned};
+use crate::targets::{self, Endpoint, Lineup, Spawned};
 
 /// One target of a comparison.
 struct Target {
@@ -234,19 +234,21 @@ fn direct_stdio(bins: &Binaries) -> anyhow::Result<Target> {
     ))
 }
 
-/// Starts the peers in front of `upstream`; keeps their processes alive in `keep`.
-/// `upstream_pid` is the HTTP fixture behind them, if any (a stdio one is their child).
+/// Starts the peers installed in `peers_dir` in front of `upstream`; keeps their processes
+/// alive in `keep`. `upstream_pid` is the HTTP fixture behind them, if any (a stdio one is
+/// their child).
 fn peers(
     bins: &Binaries,
+    peers_dir: &Path,
     upstream: &PeerUpstream<'_>,
     upstream_pid: Option<u32>,
-    dir: &std::path::Path,
+    dir: &Path,
     keep: &mut Vec<Spawned>,
 ) -> anyhow::Result<(Vec<Target>, Vec<String>)> {
     let mut found = Vec::new();
     let mut missing = Vec::new();
     for peer in Peer::ALL {
-        match peers::peer_http(bins, peer, upstream, dir)? {
+        match peers::peer_http(bins, peers_dir, peer, upstream, dir)? {
             Ok(gateway) => match Endpoint::http(&gateway.url, gateway.tool) {
                 Ok(endpoint) => {
                     let mut servers = vec![gateway.process.pid()];
@@ -282,52 +284,40 @@ fn http_gateway(
     Ok(target(name, Endpoint::http(&url, "echo__echo")?, servers))
 }
 
-/// The three latency scenarios.
-/// With `against` (another build of `switchboard`), that build is measured too, as one more
-/// target of every scenario.
+/// The three latency scenarios, each handed to `measured` as soon as it is measured: direct,
+/// every build of Switchboard in `lineup` (this one and `--against`'s), and the peers.
 pub fn latency(
-    bins: &Binaries,
+    lineup: &Lineup<'_>,
     passes: Passes,
-    with_peers: bool,
-    against: Option<&Path>,
+    measured: &mut dyn FnMut(&Comparison),
 ) -> anyhow::Result<Vec<Comparison>> {
+    let bins = lineup.bins;
     let dir = tempfile::tempdir()?;
     let mut keep = Vec::new();
     let mut results = Vec::new();
-    let other = against
-        .map(|binary| bins.with_switchboard(binary))
-        .transpose()?;
-    let against_label = against.map(|_| "switchboard --against".to_owned());
+    let mut done = |comparison: Comparison| {
+        measured(&comparison);
+        results.push(comparison);
+    };
 
     // stdio → stdio
-    let gateway = crate::scenarios::gateway_over_stdio_fixture(bins, dir.path())?;
-    let mut stdio_stdio = vec![
-        direct_stdio(bins)?,
-        target(
-            "switchboard",
-            Endpoint::stdio(gateway, "echo__echo")?,
-            Vec::new(),
-        ),
-    ];
-    if let (Some(other), Some(label)) = (&other, &against_label) {
-        let gateway = crate::scenarios::gateway_over_stdio_fixture(other, dir.path())?;
+    let mut stdio_stdio = vec![direct_stdio(bins)?];
+    for (build, label) in lineup.switchboards() {
+        let gateway = crate::scenarios::gateway_over_stdio_fixture(build, dir.path())?;
         stdio_stdio.push(target(
             label,
             Endpoint::stdio(gateway, "echo__echo")?,
             Vec::new(),
         ));
     }
-    results.push(measure("stdio → stdio", stdio_stdio, passes, Vec::new())?);
+    done(measure("stdio → stdio", stdio_stdio, passes, Vec::new())?);
 
     // HTTP → stdio
     let upstream = targets::stdio_upstream(bins);
-    let mut http_stdio = vec![
-        direct_stdio(bins)?,
-        http_gateway(bins, "switchboard", dir.path(), &upstream, None, &mut keep)?,
-    ];
-    if let (Some(other), Some(label)) = (&other, &against_label) {
+    let mut http_stdio = vec![direct_stdio(bins)?];
+    for (build, label) in lineup.switchboards() {
         http_stdio.push(http_gateway(
-            other,
+            build,
             label,
             dir.path(),
             &upstream,
@@ -336,36 +326,33 @@ pub fn latency(
         )?);
     }
     let mut missing = Vec::new();
-    if with_peers {
-        let (found, absent) = peers(bins, &PeerUpstream::Stdio, None, dir.path(), &mut keep)?;
+    if let Some(peers_dir) = &lineup.peers {
+        let (found, absent) = peers(
+            bins,
+            peers_dir,
+            &PeerUpstream::Stdio,
+            None,
+            dir.path(),
+            &mut keep,
+        )?;
         http_stdio.extend(found);
         missing = absent;
     }
-    results.push(measure("HTTP → stdio", http_stdio, passes, missing)?);
+    done(measure("HTTP → stdio", http_stdio, passes, missing)?);
 
     // HTTP → HTTP
     let (fixture, fixture_url) = targets::http_fixture(bins)?;
     let fixture_pid = fixture.pid();
     keep.push(fixture);
     let upstream = format!("url = {}", serde_json::json!(fixture_url));
-    let mut http_http = vec![
-        target(
-            "direct (HTTP fixture)",
-            Endpoint::http(&fixture_url, "echo")?,
-            vec![fixture_pid],
-        ),
-        http_gateway(
-            bins,
-            "switchboard",
-            dir.path(),
-            &upstream,
-            Some(fixture_pid),
-            &mut keep,
-        )?,
-    ];
-    if let (Some(other), Some(label)) = (&other, &against_label) {
+    let mut http_http = vec![target(
+        "direct (HTTP fixture)",
+        Endpoint::http(&fixture_url, "echo")?,
+        vec![fixture_pid],
+    )];
+    for (build, label) in lineup.switchboards() {
         http_http.push(http_gateway(
-            other,
+            build,
             label,
             dir.path(),
             &upstream,
@@ -374,13 +361,20 @@ pub fn latency(
         )?);
     }
     let mut missing = Vec::new();
-    if with_peers {
+    if let Some(peers_dir) = &lineup.peers {
         let upstream = PeerUpstream::Http(&fixture_url);
-        let (found, absent) = peers(bins, &upstream, Some(fixture_pid), dir.path(), &mut keep)?;
+        let (found, absent) = peers(
+            bins,
+            peers_dir,
+            &upstream,
+            Some(fixture_pid),
+            dir.path(),
+            &mut keep,
+        )?;
         http_http.extend(found);
         missing = absent;
     }
-    results.push(measure("HTTP → HTTP", http_http, passes, missing)?);
+    done(measure("HTTP → HTTP", http_http, passes, missing)?);
     Ok(results)
 }
 
