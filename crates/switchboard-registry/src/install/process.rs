@@ -9,12 +9,6 @@
 //! gateway's calls. These are plain programs run in front of the step's (no shell), each
 //! `exec`ing the next, so the step keeps its pid and process group; what they set is inherited
 //! by everything the step starts. Without `nice` on `PATH` the step runs at normal priority.
-//!
-//! Steps are also kept to a quarter of the cores the gateway may use (the highest-numbered
-//! ones, at least one; [`install_cores`]), by util-linux's `taskset` where it is there. SCHED_IDLE alone still let npm run on every core,
-//! and a core that runs only idle-policy work counts as idle to the kernel, so the gateway's
-//! wake-ups landed on npm's cores and paid a preemption and a cold cache there: on 16 cores,
-//! echo calls' p99 was 1.59× idle while three installs ran (`bench manager`).
 
 use std::collections::VecDeque;
 use std::path::Path;
@@ -22,7 +16,6 @@ use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use nix::sched::{CpuSet, sched_getaffinity};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
@@ -210,8 +203,8 @@ pub(crate) fn missing_program(program: &str) -> String {
 }
 
 /// The programs (absolute paths, with their arguments) that run a step at low priority:
-/// `ionice -c 3 -t chrt --idle 0 taskset -c CORES nice -n 10`, less `ionice`, `chrt` or
-/// `taskset` where they are not there (or, for `chrt`, cannot set the policy here); `None` without `nice`. Looked up once,
+/// `ionice -c 3 -t chrt --idle 0 nice -n 10`, less `ionice` or `chrt` where they are not
+/// there (or, for `chrt`, cannot set the policy here); `None` without `nice`. Looked up once,
 /// on this process's `PATH`.
 async fn low_priority() -> Option<&'static [String]> {
     static PREFIX: tokio::sync::OnceCell<Option<Vec<String>>> = tokio::sync::OnceCell::const_new();
@@ -245,52 +238,11 @@ async fn low_priority() -> Option<&'static [String]> {
                     tracing::debug!("chrt --idle fails here: installer steps run niced only");
                 }
             }
-            if let (Some(taskset), Some(cores)) = (find("taskset"), install_cores()) {
-                prefix.extend([taskset, "-c".into(), core_list(&cores)]);
-            }
             prefix.extend([nice, "-n".into(), NICENESS.to_string()]);
             Some(prefix)
         })
         .await
         .as_deref()
-}
-
-/// The cores installer steps run on: the highest-numbered quarter (at least one) of the
-/// cores this process may use; `None` where that cannot be read or only one core is there.
-/// Worked out once.
-pub(crate) fn install_cores() -> Option<CpuSet> {
-    static CORES: std::sync::OnceLock<Option<CpuSet>> = std::sync::OnceLock::new();
-    *CORES.get_or_init(|| {
-        let allowed = sched_getaffinity(Pid::from_raw(0)).ok()?;
-        let usable: Vec<usize> = (0..CpuSet::count())
-            .filter(|&core| allowed.is_set(core).unwrap_or(false))
-            .collect();
-        let confined = quarter_of(&usable)?;
-        let mut set = CpuSet::new();
-        for &core in confined {
-            set.set(core).ok()?;
-        }
-        tracing::debug!(?confined, "installer steps run on these cores");
-        Some(set)
-    })
-}
-
-/// `cores` as `taskset -c` takes them: `12,13,14,15`.
-fn core_list(cores: &CpuSet) -> String {
-    (0..CpuSet::count())
-        .filter(|&core| cores.is_set(core).unwrap_or(false))
-        .map(|core| core.to_string())
-        .collect::<Vec<_>>()
-        .join(",")
-}
-
-/// The highest-numbered quarter of `cores` (rounded up), or `None` for fewer than two.
-pub(crate) fn quarter_of(cores: &[usize]) -> Option<&[usize]> {
-    if cores.len() < 2 {
-        return None;
-    }
-    let share = cores.len().div_ceil(4);
-    Some(&cores[cores.len() - share..])
 }
 
 /// `program`'s absolute path in a directory of this process's `PATH`; BusyBox's applets are

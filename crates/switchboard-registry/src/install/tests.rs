@@ -576,60 +576,6 @@ async fn steps_run_at_low_priority_and_show_the_real_command() {
             .expect("ionice runs");
         assert!(class.starts_with("idle"), "{class}");
     }
-    // Kept to the highest quarter of the cores this test may use (on two or more).
-    let allowed = |status: &str| {
-        status
-            .lines()
-            .find_map(|line| line.strip_prefix("Cpus_allowed_list:"))
-            .map(|list| list.trim().to_owned())
-            .expect("Cpus_allowed_list")
-    };
-    let step = process::Step {
-        program: "cat",
-        args: vec!["/proc/self/status".to_owned()],
-        env: &[],
-        deadline: None,
-    };
-    let status = step.run(&CancellationToken::new()).await.expect("cat runs");
-    let own = allowed(&std::fs::read_to_string("/proc/self/status").expect("own status"));
-    match process::install_cores().filter(|_| process::on_path("taskset", &[])) {
-        Some(cores) => {
-            let expected: Vec<String> = (0..nix::sched::CpuSet::count())
-                .filter(|&core| cores.is_set(core).unwrap_or(false))
-                .map(|core| core.to_string())
-                .collect();
-            let cores_of = |list: &str| -> Vec<usize> {
-                list.split(',')
-                    .flat_map(|part| match part.split_once('-') {
-                        Some((a, b)) => {
-                            let (a, b): (usize, usize) =
-                                (a.parse().expect("core"), b.parse().expect("core"));
-                            (a..=b).collect::<Vec<_>>()
-                        }
-                        None => vec![part.parse().expect("core")],
-                    })
-                    .collect()
-            };
-            let step_cores = cores_of(&allowed(&status));
-            let own_cores = cores_of(&own);
-            assert_eq!(
-                step_cores.iter().map(usize::to_string).collect::<Vec<_>>(),
-                expected
-            );
-            assert_eq!(
-                step_cores.len(),
-                own_cores.len().div_ceil(4),
-                "{own} → {step_cores:?}"
-            );
-            assert!(step_cores.iter().all(|core| own_cores.contains(core)));
-            assert_eq!(step_cores.last(), own_cores.last(), "the highest cores");
-        }
-        None => assert_eq!(
-            allowed(&status),
-            own,
-            "one core, or no taskset: not confined"
-        ),
-    }
     // A missing program is still reported as missing, not as `nice` failing.
     let missing = process::Step {
         program: "no-such-program-here",
@@ -642,14 +588,4 @@ async fn steps_run_at_low_priority_and_show_the_real_command() {
         .await
         .expect_err("not there");
     assert!(matches!(error, InstallError::Unavailable(_)), "{error}");
-}
-
-#[test]
-fn installs_get_the_highest_quarter_of_the_cores() {
-    let sixteen: Vec<usize> = (0..16).collect();
-    assert_eq!(process::quarter_of(&sixteen), Some(&[12, 13, 14, 15][..]));
-    assert_eq!(process::quarter_of(&[0, 1]), Some(&[1][..]));
-    assert_eq!(process::quarter_of(&[0, 2, 4, 6, 8]), Some(&[6, 8][..]));
-    assert_eq!(process::quarter_of(&[3]), None);
-    assert_eq!(process::quarter_of(&[]), None);
 }
