@@ -1,6 +1,7 @@
 //! Data-driven tests of the whole config path: text in, config or located problems out.
 //! Problem cases (exact line:column) are in `tests/problems.rs`.
 
+mod auth;
 mod builtins;
 mod instances;
 mod problems;

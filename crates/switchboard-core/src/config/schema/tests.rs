@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use super::native_schema;
 use crate::config::agents::AGENT_KEYS;
+use crate::config::auth::AUTH_KEYS;
 use crate::config::builtin::SETTINGS_KEYS;
 use crate::config::hooks::HOOK_KEYS;
 use crate::config::limits::LIMIT_KEYS;
@@ -73,6 +74,7 @@ fn schema_and_validator_know_the_same_keys() {
         ("/$defs/Latency/properties", keys(&LATENCY_KEYS, &[])),
         ("/$defs/Manager/properties", keys(&MANAGER_KEYS, &[])),
         ("/$defs/Energy/properties", keys(&ENERGY_KEYS, &[])),
+        ("/$defs/Auth/properties", keys(&AUTH_KEYS, &[])),
     ];
     for (pointer, expected) in cases {
         assert_eq!(properties(&schema, pointer), expected, "{pointer}");

@@ -1,0 +1,76 @@
+//! `[auth]`: the modes, the OAuth settings and their defaults, and each mistake at its
+//! `line:column` — an unknown mode, a missing issuer, a symmetric algorithm, an unknown agent.
+
+use super::problems::toml;
+use super::*;
+
+#[test]
+fn auth_defaults_to_static_tokens_only() {
+    let config = check_ok("[servers.a]\ncommand = \"x\"\n", Format::Toml);
+    assert!(config.auth.tokens && config.auth.oauth.is_none());
+}
+
+#[test]
+fn oauth_mode_reads_every_key_and_defaults_the_rest() {
+    let config = check_ok(
+        "[auth]\nmode = [\"tokens\", \"oauth\"]\nissuer = \"https://login.example.com\"\n\
+         scopes = [\"mcp\"]\nleeway = \"5s\"\n[auth.identities]\nabc = \"planner\"\n\
+         [agents.planner]\nallow = [\"*\"]\n",
+        Format::Toml,
+    );
+    assert!(config.auth.tokens);
+    let oauth = config.auth.oauth.expect("oauth");
+    assert_eq!(oauth.issuer, "https://login.example.com");
+    assert_eq!(oauth.jwks_uri, None);
+    assert_eq!(oauth.agent_claim, "client_id");
+    assert_eq!(oauth.leeway, Duration::from_secs(5));
+    assert_eq!(oauth.scopes, ["mcp"]);
+    assert_eq!(oauth.identities["abc"], "planner");
+    assert!(oauth.algorithms.iter().all(|a| !a.starts_with("HS")));
+    let config = check_ok(
+        "[auth]\nmode = \"oauth\"\nissuer = \"https://i\"\naudience = \"https://gw/mcp\"\nalgorithms = [\"ES256\"]\n",
+        Format::Toml,
+    );
+    assert!(!config.auth.tokens);
+    let oauth = config.auth.oauth.expect("oauth");
+    assert_eq!(
+        (oauth.audience, oauth.algorithms),
+        (vec!["https://gw/mcp".to_owned()], vec!["ES256".to_owned()])
+    );
+}
+
+#[test]
+fn auth_mistakes_are_located() {
+    toml(
+        "[auth]\nmode = \"jwt\"\n",
+        &[(2, 8, "auth.mode: unknown mode 'jwt'")],
+    );
+    toml(
+        "[auth]\nmode = \"oauth\"\n",
+        &[(1, 1, "[auth] mode \"oauth\" needs an issuer")],
+    );
+    toml(
+        "[auth]\nmode = \"oauth\"\nissuer = \"https://i\"\nalgorithms = [\"RS256\", \"HS256\"]\n",
+        &[(4, 24, "auth.algorithms: 'HS256' is not accepted")],
+    );
+    toml(
+        "[auth]\nmode = \"oauth\"\nissuer = \"login\"\n",
+        &[(
+            3,
+            10,
+            "auth.issuer 'login' must start with http:// or https://",
+        )],
+    );
+    toml(
+        "[auth]\nissuer2 = \"x\"\n",
+        &[(2, 1, "unknown key 'issuer2' in [auth]")],
+    );
+    toml(
+        "[auth]\nmode = \"oauth\"\nissuer = \"https://i\"\ndefault_agent = \"gust\"\n[agents.guest]\nallow = [\"*\"]\n",
+        &[(
+            1,
+            1,
+            "[auth] names agent 'gust', which [agents] does not define",
+        )],
+    );
+}
