@@ -17,6 +17,7 @@ use switchboard_mcp::busy_poll::BusyPoll;
 use switchboard_mcp::front::Dispatcher;
 use switchboard_mcp::front::http::{self, Authenticator, HttpOptions};
 use switchboard_mcp::front::stdio::{self, StdioOptions};
+use switchboard_mcp::oauth::OAuthVerifier;
 use tokio_util::sync::CancellationToken;
 
 use crate::admin::{AdminFile, admin_path, server};
@@ -148,11 +149,20 @@ pub async fn run(config: Option<&Path>, args: ServeArgs) -> anyhow::Result<ExitC
     let max_message_bytes = config.gateway.max_message_bytes;
     let ledger = super::audit::open_ledger(&config)?;
     let tokens = super::token::token_store(&config)?;
-    let auth: Option<Arc<dyn Authenticator>> = if tokens.is_empty() {
+    let auth: Option<Arc<dyn Authenticator>> = if tokens.is_empty() || !config.auth.tokens {
         None
     } else {
         Some(Arc::new(tokens))
     };
+    // `[auth] mode = "oauth"`: access tokens of the configured issuer, checked against its
+    // keys. The agents are those of the config at start (a restart picks up new ones).
+    let oauth = config.auth.oauth.clone().map(|settings| {
+        Arc::new(OAuthVerifier::new(
+            settings,
+            config.agents.keys().cloned().collect(),
+            Arc::new(switchboard_core::clock::SystemClock),
+        ))
+    });
     let options = switchboard::HostOptions {
         recorder: Arc::new(ledger.clone()),
         latency_database: super::audit::latency_path(&config),
@@ -230,6 +240,7 @@ pub async fn run(config: Option<&Path>, args: ServeArgs) -> anyhow::Result<ExitC
                 allowed_hosts: Vec::new(),
                 check_host: bound.ip().is_loopback(),
                 auth: auth.clone(),
+                oauth,
                 connection_workers,
             };
             // Not `eprintln!`: a gateway whose stderr is closed keeps serving.

@@ -1,0 +1,351 @@
+//! The gateway as an OAuth 2.1 resource server, end to end: an authorization server written
+//! here (its RFC 8414 metadata and a JWK set of an ES256 and an RS256 key made for the test,
+//! on 127.0.0.1) mints tokens, good and bad, and a real `switchboard serve --http` is asked
+//! with each over real HTTP. Every refusal is checked with its status and its
+//! `WWW-Authenticate` challenge; a good token's call runs as the agent its `client_id` maps to.
+
+mod support;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use axum::Json;
+use axum::routing::get;
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use ring::rand::SystemRandom;
+use ring::signature::{self, EcdsaKeyPair, KeyPair, RsaKeyPair, RsaPublicKeyComponents};
+use serde_json::{Value, json};
+use support::*;
+
+/// The test's authorization server: its issuer URL, its keys, and how often its JWK set
+/// was fetched.
+struct AuthServer {
+    issuer: String,
+    es256: EcdsaKeyPair,
+    rs256: RsaKeyPair,
+    /// The RS256 key's public modulus, for the HS256-with-the-public-key attack.
+    rsa_public: Vec<u8>,
+    jwks_fetches: Arc<AtomicUsize>,
+}
+
+fn b64(bytes: &[u8]) -> String {
+    URL_SAFE_NO_PAD.encode(bytes)
+}
+
+fn rsa_key() -> RsaKeyPair {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (pem, der) = (dir.path().join("rsa.pem"), dir.path().join("rsa.der"));
+    let openssl = |args: &[&std::ffi::OsStr]| {
+        let made = std::process::Command::new("openssl")
+            .args(args)
+            .output()
+            .expect("openssl (apt-get install openssl) makes the test's RSA key");
+        assert!(
+            made.status.success(),
+            "{}",
+            String::from_utf8_lossy(&made.stderr)
+        );
+    };
+    openssl(&[
+        "genrsa".as_ref(),
+        "-out".as_ref(),
+        pem.as_os_str(),
+        "2048".as_ref(),
+    ]);
+    // ring reads an RSA private key as PKCS#1 DER.
+    openssl(&[
+        "rsa".as_ref(),
+        "-in".as_ref(),
+        pem.as_os_str(),
+        "-traditional".as_ref(),
+        "-outform".as_ref(),
+        "DER".as_ref(),
+        "-out".as_ref(),
+        der.as_os_str(),
+    ]);
+    RsaKeyPair::from_der(&std::fs::read(&der).expect("key")).expect("a PKCS#1 RSA key")
+}
+
+impl AuthServer {
+    async fn start() -> Self {
+        let rng = SystemRandom::new();
+        let alg = &signature::ECDSA_P256_SHA256_FIXED_SIGNING;
+        let pkcs8 = EcdsaKeyPair::generate_pkcs8(alg, &rng).expect("generate");
+        let es256 = EcdsaKeyPair::from_pkcs8(alg, pkcs8.as_ref(), &rng).expect("key");
+        let rs256 = rsa_key();
+        let point = es256.public_key().as_ref().to_vec();
+        let rsa = RsaPublicKeyComponents::<Vec<u8>>::from(rs256.public());
+        let jwks = json!({"keys": [
+            {"kty": "EC", "crv": "P-256", "kid": "es", "use": "sig", "alg": "ES256",
+             "x": b64(&point[1..33]), "y": b64(&point[33..65])},
+            {"kty": "RSA", "kid": "rs", "use": "sig", "n": b64(&rsa.n), "e": b64(&rsa.e)},
+        ]});
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let issuer = format!("http://{}", listener.local_addr().expect("address"));
+        let jwks_fetches = Arc::new(AtomicUsize::new(0));
+        let metadata = json!({
+            "issuer": issuer,
+            "jwks_uri": format!("{issuer}/jwks"),
+            "token_endpoint": format!("{issuer}/token"),
+            "response_types_supported": ["code"],
+        });
+        let fetches = jwks_fetches.clone();
+        let app = axum::Router::new()
+            .route(
+                "/.well-known/oauth-authorization-server",
+                get(move || async move { Json(metadata) }),
+            )
+            .route(
+                "/jwks",
+                get(move || async move {
+                    fetches.fetch_add(1, Ordering::SeqCst);
+                    Json(jwks)
+                }),
+            );
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        Self {
+            issuer,
+            es256,
+            rs256,
+            rsa_public: rsa.n,
+            jwks_fetches,
+        }
+    }
+
+    /// A token signed as `header` says: ES256 or RS256 with the server's keys, HS256 keyed
+    /// with the RSA public key, or `none`.
+    fn mint(&self, header: &Value, claims: &Value) -> String {
+        let input = format!(
+            "{}.{}",
+            b64(header.to_string().as_bytes()),
+            b64(claims.to_string().as_bytes())
+        );
+        let rng = SystemRandom::new();
+        let signature = match header["alg"].as_str() {
+            Some("ES256") => self
+                .es256
+                .sign(&rng, input.as_bytes())
+                .expect("sign")
+                .as_ref()
+                .to_vec(),
+            Some("RS256") => {
+                let mut signature = vec![0; self.rs256.public().modulus_len()];
+                self.rs256
+                    .sign(
+                        &signature::RSA_PKCS1_SHA256,
+                        &rng,
+                        input.as_bytes(),
+                        &mut signature,
+                    )
+                    .expect("sign");
+                signature
+            }
+            Some("HS256") => {
+                let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &self.rsa_public);
+                ring::hmac::sign(&key, input.as_bytes()).as_ref().to_vec()
+            }
+            _ => Vec::new(),
+        };
+        format!("{input}.{}", b64(&signature))
+    }
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| since.as_secs())
+}
+
+fn modern(method: &str, params: Value) -> Value {
+    let mut params = params;
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}});
+    json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+}
+
+fn listed(body: &str) -> Vec<String> {
+    let value: Value = serde_json::from_str(body).expect("json");
+    names(&value["result"]["tools"])
+}
+
+async fn get_json(url: &str) -> (u16, Value) {
+    let response = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .expect("client")
+        .get(url)
+        .send()
+        .await
+        .expect("send");
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn oauth_tokens_are_checked_and_decide_the_agent() {
+    let server = AuthServer::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "[auth]\nmode = \"oauth\"\nissuer = {}\nscopes = [\"mcp\"]\n\n[auth.identities]\n\"client-r\" = \"reader\"\n\n\
+             [agents.reader]\nallow = [\"fx__echo\"]\n\n[agents.all]\n\n[servers.fx]\ncommand = {}\nargs = [\"echo\"]\n",
+            quoted(&server.issuer),
+            quoted(&fixture())
+        ),
+    );
+    let gateway = HttpGateway::start(&config, &[]);
+    let url = gateway.url.clone();
+    let origin = url.trim_end_matches("/mcp").to_owned();
+    let metadata_url = format!("{origin}/.well-known/oauth-protected-resource/mcp");
+    let es = json!({"alg": "ES256", "kid": "es", "typ": "at+jwt"});
+    let claims = |changes: Value| {
+        let mut claims = json!({"iss": server.issuer, "aud": url, "sub": "alice",
+            "client_id": "client-r", "scope": "mcp", "iat": now(), "nbf": now() - 5,
+            "exp": now() + 300});
+        if let (Some(claims), Value::Object(changes)) = (claims.as_object_mut(), changes) {
+            claims.extend(changes);
+        }
+        claims
+    };
+    let list = modern("tools/list", json!({}));
+
+    // The protected resource metadata, for /mcp and for a tier's endpoint.
+    let (status, document) = get_json(&metadata_url).await;
+    assert_eq!(status, 200);
+    assert_eq!(document["resource"], json!(url));
+    assert_eq!(document["authorization_servers"], json!([server.issuer]));
+    assert_eq!(document["scopes_supported"], json!(["mcp"]));
+    assert_eq!(document["bearer_methods_supported"], json!(["header"]));
+    let (_, tier) = get_json(&format!("{metadata_url}/tiers/fast")).await;
+    assert_eq!(tier["resource"], json!(format!("{url}/tiers/fast")));
+
+    // No token: 401 pointing to the metadata, no error code (RFC 6750 §3.1).
+    let (status, _, challenge) = post(&url, None, list.clone()).await;
+    assert_eq!(status, 401);
+    assert_eq!(
+        challenge.as_deref(),
+        Some(format!("Bearer resource_metadata=\"{metadata_url}\", scope=\"mcp\"").as_str())
+    );
+
+    // A good token: the call runs as the agent its client_id maps to.
+    let good = server.mint(&es, &claims(json!({})));
+    let (status, body, _) = post(&url, Some(&good), list.clone()).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(listed(&body), ["fx__echo"]);
+    let call = modern(
+        "tools/call",
+        json!({"name": "fx__echo", "arguments": {"message": "hi"}}),
+    );
+    let (status, body, _) = post(&url, Some(&good), call).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("hi"), "{body}");
+    // An RS256 token whose client_id is an agent's name acts as that agent.
+    let rs = json!({"alg": "RS256", "kid": "rs"});
+    let all = server.mint(&rs, &claims(json!({"client_id": "all"})));
+    let (status, body, _) = post(&url, Some(&all), list.clone()).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(listed(&body).len() > 1, "{body}");
+    let fetches = server.jwks_fetches.load(Ordering::SeqCst);
+    assert_eq!(fetches, 1, "the key set is fetched once and cached");
+
+    // Each bad token: 401 invalid_token.
+    let hs = json!({"alg": "HS256", "kid": "rs"});
+    let bad = [
+        (
+            "expired",
+            server.mint(&es, &claims(json!({"exp": now() - 120}))),
+        ),
+        (
+            "not yet valid",
+            server.mint(&es, &claims(json!({"nbf": now() + 600}))),
+        ),
+        (
+            "wrong issuer",
+            server.mint(&es, &claims(json!({"iss": "http://evil.example"}))),
+        ),
+        (
+            "wrong audience",
+            server.mint(&es, &claims(json!({"aud": "http://other.example/mcp"}))),
+        ),
+        (
+            "unknown kid",
+            server.mint(&json!({"alg": "ES256", "kid": "gone"}), &claims(json!({}))),
+        ),
+        (
+            "alg none",
+            server.mint(&json!({"alg": "none", "kid": "es"}), &claims(json!({}))),
+        ),
+        (
+            "HS256 with the public key",
+            server.mint(&hs, &claims(json!({}))),
+        ),
+        (
+            "an ID token",
+            server.mint(
+                &json!({"alg": "ES256", "kid": "es", "typ": "id+jwt"}),
+                &claims(json!({})),
+            ),
+        ),
+        ("forged signature", format!("{}x", &good[..good.len() - 1])),
+        ("not a JWT", "sbt_static".to_owned()),
+    ];
+    for (what, token) in bad {
+        let (status, body, challenge) = post(&url, Some(&token), list.clone()).await;
+        assert_eq!(status, 401, "{what}: {body}");
+        let challenge = challenge.unwrap_or_default();
+        assert!(
+            challenge.starts_with(&format!("Bearer resource_metadata=\"{metadata_url}\""))
+                && challenge.contains("error=\"invalid_token\""),
+            "{what}: {challenge}"
+        );
+    }
+    assert!(
+        server.jwks_fetches.load(Ordering::SeqCst) <= fetches + 1,
+        "an unknown kid refetches the keys at most once"
+    );
+
+    // A token in the query string is refused, even beside a good header.
+    let (status, _, challenge) = post(
+        &format!("{url}?access_token={good}"),
+        Some(&good),
+        list.clone(),
+    )
+    .await;
+    assert_eq!(status, 401);
+    assert!(
+        challenge
+            .unwrap_or_default()
+            .contains("error=\"invalid_request\"")
+    );
+
+    // A good token without the scope: 403 insufficient_scope naming it (step-up).
+    let narrow = server.mint(&es, &claims(json!({"scope": "other"})));
+    let (status, body, challenge) = post(&url, Some(&narrow), list.clone()).await;
+    assert_eq!(status, 403, "{body}");
+    let challenge = challenge.unwrap_or_default();
+    assert!(
+        challenge.contains("error=\"insufficient_scope\"") && challenge.contains("scope=\"mcp\""),
+        "{challenge}"
+    );
+    // An identity that names no agent: 403.
+    let stranger = server.mint(&es, &claims(json!({"client_id": "stranger"})));
+    let (status, body, _) = post(&url, Some(&stranger), list.clone()).await;
+    assert_eq!(status, 403, "{body}");
+
+    // A tier's endpoint is a resource of its own; a token for /mcp is good there too.
+    let (status, _, challenge) = post(&format!("{url}/tiers/fast"), None, list.clone()).await;
+    assert_eq!(status, 401);
+    assert!(
+        challenge
+            .unwrap_or_default()
+            .contains(&format!("resource_metadata=\"{metadata_url}/tiers/fast\"")),
+    );
+    let (status, body, _) = post(&format!("{url}/tiers/fast"), Some(&good), list).await;
+    assert_eq!(status, 200, "{body}");
+}
