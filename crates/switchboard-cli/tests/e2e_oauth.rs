@@ -190,16 +190,18 @@ async fn get_json(url: &str) -> (u16, Value) {
 async fn oauth_tokens_are_checked_and_decide_the_agent() {
     let server = AuthServer::start().await;
     let dir = tempfile::tempdir().expect("tempdir");
+    let ledger = dir.path().join("ledger.db");
     let config = write_config(
         dir.path(),
         &format!(
-            "[auth]\nmode = \"oauth\"\nissuer = {}\nscopes = [\"mcp\"]\n\n[auth.identities]\n\"client-r\" = \"reader\"\n\n\
+            "[gateway]\nledger = {}\n\n[auth]\nmode = \"oauth\"\nissuer = {}\nscopes = [\"mcp\"]\n\n[auth.identities]\n\"client-r\" = \"reader\"\n\n\
              [agents.reader]\nallow = [\"fx__echo\"]\n\n[agents.all]\n\n[servers.fx]\ncommand = {}\nargs = [\"echo\"]\n",
+            quoted(&ledger.display().to_string()),
             quoted(&server.issuer),
             quoted(&fixture())
         ),
     );
-    let gateway = HttpGateway::start(&config, &[]);
+    let mut gateway = HttpGateway::start(&config, &[]);
     let url = gateway.url.clone();
     let origin = url.trim_end_matches("/mcp").to_owned();
     let metadata_url = format!("{origin}/.well-known/oauth-protected-resource/mcp");
@@ -348,4 +350,28 @@ async fn oauth_tokens_are_checked_and_decide_the_agent() {
     );
     let (status, body, _) = post(&format!("{url}/tiers/fast"), Some(&good), list).await;
     assert_eq!(status, 200, "{body}");
+
+    // The ledger names the token's subject and client beside the agent, and never the token.
+    assert!(gateway.terminate().success());
+    let rows = audit_rows(&config);
+    let call = rows
+        .as_array()
+        .expect("rows")
+        .iter()
+        .find(|row| row["exposed"] == "fx__echo")
+        .expect("the call's row");
+    assert_eq!(
+        (&call["agent"], &call["subject"], &call["client_id"]),
+        (&json!("reader"), &json!("alice"), &json!("client-r")),
+        "{call}"
+    );
+    for entry in std::fs::read_dir(dir.path()).expect("dir").flatten() {
+        let bytes = std::fs::read(entry.path()).unwrap_or_default();
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(
+            !text.contains(&good) && !text.contains(good.split('.').nth(2).unwrap_or("-")),
+            "{} holds the token",
+            entry.path().display()
+        );
+    }
 }

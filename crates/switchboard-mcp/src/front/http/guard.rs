@@ -5,12 +5,15 @@
 //! token without a needed scope, 403 when an agent's endpoint is called with another
 //! agent's token. Tokens are read from the `Authorization` header only.
 
+use std::sync::Arc;
+
 use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 
 use super::resource::{ResourceUrls, challenge};
 use super::{HttpOptions, plain};
 use crate::oauth::TokenError;
+use switchboard_core::Principal;
 
 /// Maps bearer tokens to agents.
 pub trait Authenticator: Send + Sync + std::fmt::Debug {
@@ -28,10 +31,13 @@ pub(super) async fn authenticate(
     headers: &HeaderMap,
     uri: &Uri,
     endpoint_agent: Option<&str>,
-) -> Result<Option<String>, Response> {
+) -> Result<Authenticated, Response> {
     check_origin(options, headers)?;
     if options.auth.is_none() && options.oauth.is_none() {
-        return Ok(endpoint_agent.map(str::to_owned));
+        return Ok(Authenticated {
+            agent: endpoint_agent.map(str::to_owned),
+            principal: None,
+        });
     }
     let refuse = Refuse::new(options, headers, uri);
     if token_in_query(uri) {
@@ -58,11 +64,18 @@ pub(super) async fn authenticate(
         return Err(refuse.unauthorized(None, why));
     };
     let known = options.auth.as_ref().and_then(|auth| auth.agent_for(token));
+    let mut principal = None;
     let agent = match (known, &options.oauth, &refuse.urls) {
         (Some(agent), _, _) => agent,
         (None, Some(verifier), Some(urls)) => match verifier.verify(token, &urls.audiences()).await
         {
-            Ok(identity) => identity.agent,
+            Ok(identity) => {
+                principal = Some(Arc::new(Principal {
+                    subject: identity.subject,
+                    client_id: identity.client_id,
+                }));
+                identity.agent
+            }
             Err(error) if error.is_forbidden() => return Err(refuse.forbidden(&error)),
             Err(error) => {
                 return Err(refuse.unauthorized(Some("invalid_token"), &error.to_string()));
@@ -80,7 +93,18 @@ pub(super) async fn authenticate(
             &format!("this token belongs to agent '{agent}', not '{wanted}'"),
         ));
     }
-    Ok(Some(agent))
+    Ok(Authenticated {
+        agent: Some(agent),
+        principal,
+    })
+}
+
+/// Who a request acts for.
+pub(super) struct Authenticated {
+    /// The agent (none: the front's own).
+    pub agent: Option<String>,
+    /// Who its OAuth token named, for the ledger.
+    pub principal: Option<Arc<Principal>>,
 }
 
 /// Whether the query string carries an OAuth token (RFC 6750 §2.3's `access_token`).

@@ -43,7 +43,7 @@ use self::answer::{
     stream_answer,
 };
 pub use self::guard::Authenticator;
-use self::guard::authenticate;
+use self::guard::{Authenticated, authenticate};
 use self::in_flight::CallInFlight;
 use super::dispatch::{Dispatcher, progress_token};
 use super::envelope;
@@ -254,11 +254,11 @@ async fn post_as(
     body: Bytes,
     endpoint_agent: Option<String>,
 ) -> Response {
-    let agent = match authenticate(&state.options, &headers, &uri, endpoint_agent.as_deref()).await
-    {
-        Ok(agent) => agent,
-        Err(refusal) => return refusal,
-    };
+    let Authenticated { agent, principal } =
+        match authenticate(&state.options, &headers, &uri, endpoint_agent.as_deref()).await {
+            Ok(authenticated) => authenticated,
+            Err(refusal) => return refusal,
+        };
     let message = match Message::parse(&body) {
         Ok(message) => message,
         Err(malformed) => {
@@ -373,6 +373,9 @@ async fn post_as(
     if agent.is_some() {
         dispatcher = dispatcher.for_agent(agent);
     }
+    if principal.is_some() {
+        dispatcher = dispatcher.for_principal(principal);
+    }
     if let Some(tier) = header_str(&headers, TIER_HEADER) {
         dispatcher = dispatcher.for_tier(Some(tier.to_lowercase()));
     }
@@ -451,7 +454,7 @@ async fn get_as(
 ) -> Response {
     let agent = match authenticate(&state.options, &headers, &uri, endpoint_agent.as_deref()).await
     {
-        Ok(agent) => agent,
+        Ok(authenticated) => authenticated.agent,
         Err(refusal) => return refusal,
     };
     let Some(session_id) = header_str(&headers, SESSION_HEADER) else {
