@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::Json;
+use axum::response::IntoResponse;
 use axum::routing::get;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -372,6 +373,104 @@ async fn oauth_tokens_are_checked_and_decide_the_agent() {
             !text.contains(&good) && !text.contains(good.split('.').nth(2).unwrap_or("-")),
             "{} holds the token",
             entry.path().display()
+        );
+    }
+}
+
+/// An MCP server over HTTP (legacy era, JSON answers) with one tool, `whoami`, that answers
+/// the `Authorization` header it was sent; it keeps every header of every request.
+async fn recording_upstream() -> (String, Arc<std::sync::Mutex<Vec<String>>>) {
+    let seen = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let record = seen.clone();
+    let handler = move |headers: axum::http::HeaderMap, Json(message): Json<Value>| {
+        let record = record.clone();
+        async move {
+            if let Ok(mut seen) = record.lock() {
+                seen.extend(headers.iter().map(|(name, value)| {
+                    format!("{name}: {}", String::from_utf8_lossy(value.as_bytes()))
+                }));
+            }
+            let authorization = headers
+                .get("authorization")
+                .and_then(|value| value.to_str().ok())
+                .unwrap_or("none")
+                .to_owned();
+            let result = match message["method"].as_str() {
+                Some("initialize") => {
+                    json!({"protocolVersion": message["params"]["protocolVersion"],
+                    "capabilities": {"tools": {}}, "serverInfo": {"name": "rec", "version": "1"}})
+                }
+                Some("tools/list") => json!({"tools": [{"name": "whoami",
+                    "inputSchema": {"type": "object"}}]}),
+                Some("tools/call") => json!({"content": [{"type": "text", "text": authorization}]}),
+                _ => return axum::http::StatusCode::ACCEPTED.into_response(),
+            };
+            Json(json!({"jsonrpc": "2.0", "id": message["id"], "result": result})).into_response()
+        }
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}/mcp", listener.local_addr().expect("address"));
+    let app = axum::Router::new().route("/mcp", axum::routing::post(handler));
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (url, seen)
+}
+
+/// Static tokens and OAuth tokens side by side (`mode = ["tokens", "oauth"]`), and neither
+/// reaches an upstream: the upstream gets its own configured header, never the client's.
+#[tokio::test]
+async fn the_clients_authorization_header_never_reaches_an_upstream() {
+    let server = AuthServer::start().await;
+    let (upstream, seen) = recording_upstream().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tokens = dir.path().join("tokens.json");
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "[gateway]\ntoken_file = {}\n\n[auth]\nmode = [\"tokens\", \"oauth\"]\nissuer = {}\n\n\
+             [agents.all]\n\n[servers.rec]\nurl = {}\nera = \"legacy\"\n\
+             headers = {{ Authorization = \"Bearer upstream-own\" }}\n",
+            quoted(&tokens.display().to_string()),
+            quoted(&server.issuer),
+            quoted(&upstream),
+        ),
+    );
+    let created = run_switchboard(&config, &["token", "create", "all"]);
+    assert!(
+        created.status.success(),
+        "{}",
+        String::from_utf8_lossy(&created.stderr)
+    );
+    let static_token = String::from_utf8_lossy(&created.stdout).trim().to_owned();
+    let gateway = HttpGateway::start(&config, &[]);
+    let url = gateway.url.clone();
+    let oauth_token = server.mint(
+        &json!({"alg": "ES256", "kid": "es"}),
+        &json!({"iss": server.issuer, "aud": url, "client_id": "all", "exp": now() + 300}),
+    );
+    let whoami = modern(
+        "tools/call",
+        json!({"name": "rec__whoami", "arguments": {}}),
+    );
+    // A first listing waits for the upstream's first connection.
+    let (status, body, _) = post(&url, Some(&oauth_token), modern("tools/list", json!({}))).await;
+    assert_eq!(
+        (status, listed(&body)),
+        (200, vec!["rec__whoami".to_owned()]),
+        "{body}"
+    );
+    for token in [&static_token, &oauth_token] {
+        let (status, body, _) = post(&url, Some(token), whoami.clone()).await;
+        assert_eq!(status, 200, "{body}");
+        assert!(body.contains("Bearer upstream-own"), "{body}");
+    }
+    let seen = seen.lock().expect("headers").clone();
+    assert!(!seen.is_empty());
+    for header in &seen {
+        assert!(
+            !header.contains(&static_token) && !header.contains(&oauth_token),
+            "the upstream was sent a client's token: {header}"
         );
     }
 }
