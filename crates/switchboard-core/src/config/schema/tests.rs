@@ -96,18 +96,16 @@ fn the_documented_example_satisfies_the_schema() {
         .map(|e| format!("{}: {e}", e.instance_path))
         .collect();
     assert!(errors.is_empty(), "{errors:#?}");
-    let manager = docs
-        .split("### The server manager")
-        .nth(1)
-        .and_then(|section| section.split("```toml\n").nth(1))
-        .and_then(|rest| rest.split("```").next())
-        .expect("docs/config.md has a [manager] example");
+    let manager = crate::config::tests::documented_example("### The server manager");
     let instance: Value = toml::from_str(manager).expect("the example is TOML");
     let errors: Vec<String> = validator
         .iter_errors(&instance)
         .map(|e| format!("{}: {e}", e.instance_path))
         .collect();
     assert!(errors.is_empty(), "{errors:#?}");
+    let auth = crate::config::tests::documented_example("### Authorization");
+    let instance: Value = toml::from_str(auth).expect("the example is TOML");
+    assert!(validator.is_valid(&instance), "the [auth] example");
     for bad in [
         "activation = \"manual\"",
         "registries = [\"ftp://x\"]",

@@ -74,3 +74,27 @@ fn auth_mistakes_are_located() {
         )],
     );
 }
+
+/// The `[auth]` example in docs/config.md is valid and shows the defaults it says it shows.
+#[test]
+fn the_documented_auth_example_is_valid() {
+    let example = crate::config::tests::documented_example("### Authorization");
+    let config = check_ok(example, Format::Toml);
+    assert!(
+        config.auth.tokens && config.auth.oauth.is_none(),
+        "mode = \"tokens\""
+    );
+    let oauth = check_ok(
+        &example.replace("mode = \"tokens\"", "mode = \"oauth\""),
+        Format::Toml,
+    )
+    .auth
+    .oauth
+    .expect("oauth");
+    assert_eq!(oauth.algorithms, DEFAULT_ALGORITHMS);
+    assert_eq!(
+        (oauth.leeway, oauth.agent_claim.as_str()),
+        (Duration::from_secs(60), "client_id")
+    );
+    assert_eq!(oauth.identities["0oa1b2c3d4"], "planner");
+}
