@@ -474,3 +474,33 @@ async fn the_clients_authorization_header_never_reaches_an_upstream() {
         );
     }
 }
+
+/// Off loopback the Host header is the client's to choose, so it cannot name the audience:
+/// a gateway there with OAuth and no `resource` refuses to start, saying so.
+#[test]
+fn oauth_off_loopback_needs_a_configured_resource() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = write_config(
+        dir.path(),
+        "[auth]\nmode = \"oauth\"\nissuer = \"http://127.0.0.1:9\"\n",
+    );
+    let mut child = std::process::Command::new(switchboard())
+        .arg("--config")
+        .arg(&config)
+        .args(["serve", "--http", "0.0.0.0:0"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start the gateway");
+    let exited = wait_for(std::time::Duration::from_secs(20), || {
+        child.try_wait().ok().flatten()
+    });
+    if exited.is_none() {
+        let _ = child.kill();
+    }
+    let output = child.wait_with_output().expect("output");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("needs `resource`"), "{stderr}");
+}

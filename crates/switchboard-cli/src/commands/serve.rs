@@ -234,6 +234,18 @@ pub async fn run(config: Option<&Path>, args: ServeArgs) -> anyhow::Result<ExitC
                 .await
                 .with_context(|| format!("cannot listen on {address}"))?;
             let bound = listener.local_addr()?;
+            // Without `resource` the audience comes from the Host header, which only a loopback
+            // listener checks: elsewhere a token minted for another server could be replayed here.
+            if let Some(settings) = &config.auth.oauth
+                && settings.resource.is_none()
+                && settings.audience.is_empty()
+                && !bound.ip().is_loopback()
+            {
+                bail!(
+                    "[auth] mode \"oauth\" on {bound} needs `resource` (the URL clients use for /mcp, \
+                     e.g. \"https://gw.example.com/mcp\"): off loopback the Host header cannot be trusted to name it"
+                );
+            }
             let options = HttpOptions {
                 max_message_bytes,
                 allowed_origins: args.allow_origins,
