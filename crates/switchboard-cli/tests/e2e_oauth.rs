@@ -75,6 +75,7 @@ impl AuthServer {
         let alg = &signature::ECDSA_P256_SHA256_FIXED_SIGNING;
         let pkcs8 = EcdsaKeyPair::generate_pkcs8(alg, &rng).expect("generate");
         let es256 = EcdsaKeyPair::from_pkcs8(alg, pkcs8.as_ref(), &rng).expect("key");
+        let signer = Arc::new(EcdsaKeyPair::from_pkcs8(alg, pkcs8.as_ref(), &rng).expect("key"));
         let rs256 = rsa_key();
         let point = es256.public_key().as_ref().to_vec();
         let rsa = RsaPublicKeyComponents::<Vec<u8>>::from(rs256.public());
@@ -92,13 +93,24 @@ impl AuthServer {
             "issuer": issuer,
             "jwks_uri": format!("{issuer}/jwks"),
             "token_endpoint": format!("{issuer}/token"),
+            "authorization_endpoint": format!("{issuer}/authorize"),
             "response_types_supported": ["code"],
+            "grant_types_supported": ["client_credentials"],
+            "token_endpoint_auth_methods_supported": ["client_secret_basic"],
         });
         let fetches = jwks_fetches.clone();
+        let token_issuer = issuer.clone();
         let app = axum::Router::new()
             .route(
                 "/.well-known/oauth-authorization-server",
                 get(move || async move { Json(metadata) }),
+            )
+            .route(
+                "/token",
+                axum::routing::post(move |headers: axum::http::HeaderMap, body: String| {
+                    let token = client_credentials(&signer, &token_issuer, &headers, &body);
+                    async move { token }
+                }),
             )
             .route(
                 "/jwks",
@@ -153,6 +165,46 @@ impl AuthServer {
         };
         format!("{input}.{}", b64(&signature))
     }
+}
+
+/// The token endpoint: the client_credentials grant for the client `sdk-client` (secret
+/// `s3cret`, HTTP Basic), an ES256 access token for the `resource` it names (RFC 8707).
+fn client_credentials(
+    signer: &EcdsaKeyPair,
+    issuer: &str,
+    headers: &axum::http::HeaderMap,
+    body: &str,
+) -> axum::response::Response {
+    let form: std::collections::HashMap<String, String> =
+        url::form_urlencoded::parse(body.as_bytes())
+            .into_owned()
+            .collect();
+    let basic = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode("sdk-client:s3cret")
+    );
+    let authenticated = headers
+        .get("authorization")
+        .is_some_and(|value| value.as_bytes() == basic.as_bytes());
+    if !authenticated || form.get("grant_type").map(String::as_str) != Some("client_credentials") {
+        let error = json!({"error": "invalid_client"});
+        return (axum::http::StatusCode::UNAUTHORIZED, Json(error)).into_response();
+    }
+    let claims = json!({"iss": issuer, "aud": form.get("resource"), "client_id": "sdk-client",
+        "sub": "sdk-client", "scope": form.get("scope").map_or("mcp", String::as_str),
+        "exp": now() + 300});
+    let input = format!(
+        "{}.{}",
+        b64(json!({"alg": "ES256", "kid": "es", "typ": "at+jwt"})
+            .to_string()
+            .as_bytes()),
+        b64(claims.to_string().as_bytes())
+    );
+    let signature = signer
+        .sign(&SystemRandom::new(), input.as_bytes())
+        .expect("sign");
+    let token = format!("{input}.{}", b64(signature.as_ref()));
+    Json(json!({"access_token": token, "token_type": "Bearer", "expires_in": 300})).into_response()
 }
 
 fn now() -> u64 {
@@ -503,4 +555,49 @@ fn oauth_off_loopback_needs_a_configured_resource() {
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("needs `resource`"), "{stderr}");
+}
+
+/// The official Python SDK's OAuth client (`ClientCredentialsOAuthProvider`) connects through
+/// the gateway by itself: the 401's `resource_metadata` leads it to the metadata, that to the
+/// authorization server, whose token (audienced to the resource the SDK names) it retries with.
+#[tokio::test]
+async fn the_python_sdks_oauth_client_finds_the_authorization_server_and_calls() {
+    let server = AuthServer::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "[auth]\nmode = \"oauth\"\nissuer = {}\nscopes = [\"mcp\"]\n\n[auth.identities]\n\"sdk-client\" = \"reader\"\n\n\
+             [agents.reader]\nallow = [\"fx__echo\"]\n\n[servers.fx]\ncommand = {}\nargs = [\"echo\"]\n",
+            quoted(&server.issuer),
+            quoted(&fixture())
+        ),
+    );
+    let gateway = HttpGateway::start(&config, &[]);
+    let (url, issuer) = (gateway.url.clone(), server.issuer.clone());
+    let sdk = move |action: &'static [&'static str]| {
+        let (url, issuer) = (url.clone(), issuer.clone());
+        tokio::task::spawn_blocking(move || {
+            let mut args = vec![
+                "--http",
+                url.as_str(),
+                "--client-credentials",
+                "sdk-client:s3cret",
+            ];
+            args.extend(["--issuer", issuer.as_str(), "--scope", "mcp"]);
+            args.extend(action);
+            python_client(&args)
+        })
+    };
+    let tools = sdk(&["list"]).await.expect("the SDK client");
+    assert_eq!(
+        names(&tools),
+        ["fx__echo"],
+        "the view of the agent the client maps to"
+    );
+    let result = sdk(&["call", "fx__echo", r#"{"message": "through oauth"}"#])
+        .await
+        .expect("the SDK client");
+    assert_eq!(result["isError"], json!(false), "{result}");
+    assert!(result.to_string().contains("through oauth"), "{result}");
 }
