@@ -50,6 +50,21 @@ impl KeyCache {
         }
     }
 
+    /// A cache that starts with `keys`, fetched at `now` (fetched again as any other).
+    pub fn preloaded(
+        issuer: String,
+        jwks_uri: Option<String>,
+        keys: Vec<Jwk>,
+        now: Instant,
+    ) -> Self {
+        let cache = Self::new(issuer, jwks_uri);
+        if let Ok(mut cached) = cache.cached.lock() {
+            cached.keys = Arc::new(keys);
+            cached.fetched_at = Some(now);
+        }
+        cache
+    }
+
     fn snapshot(&self) -> (Arc<Vec<Jwk>>, Option<Instant>) {
         self.cached
             .lock()

@@ -100,6 +100,30 @@ impl OAuthVerifier {
         }
     }
 
+    /// A verifier that starts with the issuer's JWK set already in hand (`jwks`, the
+    /// document), as if just fetched: for benchmarks, and tests without an issuer to ask.
+    pub fn with_key_set(
+        config: OAuthConfig,
+        agents: BTreeSet<String>,
+        clock: Arc<dyn Clock>,
+        jwks: serde_json::Value,
+    ) -> Result<Self, String> {
+        let set: jwt::JwkSet =
+            serde_json::from_value(jwks).map_err(|error| format!("not a JWK set: {error}"))?;
+        let keys = keys::KeyCache::preloaded(
+            config.issuer.clone(),
+            config.jwks_uri.clone(),
+            set.usable(),
+            clock.now(),
+        );
+        Ok(Self {
+            config,
+            agents,
+            clock,
+            keys,
+        })
+    }
+
     /// The settings it checks by.
     pub fn config(&self) -> &OAuthConfig {
         &self.config
