@@ -29,6 +29,38 @@ struct AuthServer {
     /// The RS256 key's public modulus, for the HS256-with-the-public-key attack.
     rsa_public: Vec<u8>,
     jwks_fetches: Arc<AtomicUsize>,
+    /// What its introspection endpoint answers for each opaque token (inactive otherwise).
+    introspected: Introspected,
+}
+
+/// Opaque token → its introspection answer, and how many questions came.
+#[derive(Clone, Default)]
+struct Introspected {
+    answers: Arc<std::sync::Mutex<std::collections::HashMap<String, Value>>>,
+    asked: Arc<AtomicUsize>,
+}
+
+impl Introspected {
+    /// RFC 7662: the gateway's credentials (`switchboard`/`gw-secret`, HTTP Basic) and a
+    /// form with the token.
+    fn answer(&self, headers: &axum::http::HeaderMap, body: &str) -> axum::response::Response {
+        self.asked.fetch_add(1, Ordering::SeqCst);
+        let basic = format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode("switchboard:gw-secret")
+        );
+        if headers.get("authorization").map(|v| v.as_bytes()) != Some(basic.as_bytes()) {
+            return axum::http::StatusCode::UNAUTHORIZED.into_response();
+        }
+        let form: std::collections::HashMap<String, String> =
+            url::form_urlencoded::parse(body.as_bytes())
+                .into_owned()
+                .collect();
+        let known = form
+            .get("token")
+            .and_then(|token| self.answers.lock().ok()?.get(token).cloned());
+        Json(known.unwrap_or_else(|| json!({"active": false}))).into_response()
+    }
 }
 
 fn b64(bytes: &[u8]) -> String {
@@ -100,6 +132,8 @@ impl AuthServer {
         });
         let fetches = jwks_fetches.clone();
         let token_issuer = issuer.clone();
+        let introspected = Introspected::default();
+        let introspection = introspected.clone();
         let app = axum::Router::new()
             .route(
                 "/.well-known/oauth-authorization-server",
@@ -110,6 +144,13 @@ impl AuthServer {
                 axum::routing::post(move |headers: axum::http::HeaderMap, body: String| {
                     let token = client_credentials(&signer, &token_issuer, &headers, &body);
                     async move { token }
+                }),
+            )
+            .route(
+                "/introspect",
+                axum::routing::post(move |headers: axum::http::HeaderMap, body: String| {
+                    let answer = introspection.answer(&headers, &body);
+                    async move { answer }
                 }),
             )
             .route(
@@ -126,6 +167,7 @@ impl AuthServer {
             rs256,
             rsa_public: rsa.n,
             jwks_fetches,
+            introspected,
         }
     }
 
@@ -600,4 +642,60 @@ async fn the_python_sdks_oauth_client_finds_the_authorization_server_and_calls()
         .expect("the SDK client");
     assert_eq!(result["isError"], json!(false), "{result}");
     assert!(result.to_string().contains("through oauth"), "{result}");
+}
+
+/// Opaque tokens go to the authorization server's introspection endpoint (RFC 7662) with the
+/// gateway's own credentials; an active answer is checked like a JWT's claims and reused for
+/// a while, an inactive one or one for another resource is refused.
+#[tokio::test]
+async fn opaque_tokens_are_introspected() {
+    let server = AuthServer::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "[auth]\nmode = \"oauth\"\nissuer = {}\nintrospection_endpoint = {}\n\
+             client_id = \"switchboard\"\nclient_secret = \"gw-secret\"\n\n\
+             [agents.reader]\nallow = [\"fx__echo\"]\n\n[servers.fx]\ncommand = {}\nargs = [\"echo\"]\n",
+            quoted(&server.issuer),
+            quoted(&format!("{}/introspect", server.issuer)),
+            quoted(&fixture())
+        ),
+    );
+    let gateway = HttpGateway::start(&config, &[]);
+    let url = gateway.url.clone();
+    let active = |aud: &str| {
+        json!({"active": true, "iss": server.issuer, "aud": aud, "client_id": "reader",
+            "sub": "bob", "scope": "mcp", "exp": now() + 300})
+    };
+    if let Ok(mut answers) = server.introspected.answers.lock() {
+        answers.insert("opaque-good".into(), active(&url));
+        answers.insert(
+            "opaque-elsewhere".into(),
+            active("http://other.example/mcp"),
+        );
+    }
+    let list = modern("tools/list", json!({}));
+    for _ in 0..2 {
+        let (status, body, _) = post(&url, Some("opaque-good"), list.clone()).await;
+        assert_eq!(
+            (status, listed(&body)),
+            (200, vec!["fx__echo".to_owned()]),
+            "{body}"
+        );
+    }
+    assert_eq!(
+        server.introspected.asked.load(Ordering::SeqCst),
+        1,
+        "an active answer is reused"
+    );
+    for token in ["opaque-revoked", "opaque-elsewhere"] {
+        let (status, body, challenge) = post(&url, Some(token), list.clone()).await;
+        assert_eq!(status, 401, "{token}: {body}");
+        assert!(
+            challenge
+                .unwrap_or_default()
+                .contains("error=\"invalid_token\"")
+        );
+    }
 }

@@ -156,13 +156,17 @@ pub async fn run(config: Option<&Path>, args: ServeArgs) -> anyhow::Result<ExitC
     };
     // `[auth] mode = "oauth"`: access tokens of the configured issuer, checked against its
     // keys. The agents are those of the config at start (a restart picks up new ones).
-    let oauth = config.auth.oauth.clone().map(|settings| {
-        Arc::new(OAuthVerifier::new(
-            settings,
-            config.agents.keys().cloned().collect(),
-            Arc::new(switchboard_core::clock::SystemClock),
-        ))
-    });
+    let oauth = match config.auth.oauth.clone() {
+        Some(settings) => Some(Arc::new(
+            OAuthVerifier::new(
+                settings,
+                config.agents.keys().cloned().collect(),
+                Arc::new(switchboard_core::clock::SystemClock),
+            )
+            .map_err(|error| anyhow::anyhow!("[auth]: {error}"))?,
+        )),
+        None => None,
+    };
     let options = switchboard::HostOptions {
         recorder: Arc::new(ledger.clone()),
         latency_database: super::audit::latency_path(&config),

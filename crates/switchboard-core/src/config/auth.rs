@@ -16,6 +16,9 @@
 //! scopes = ["mcp"]                        # scopes every token needs (403 insufficient_scope)
 //! agent_claim = "client_id"               # the claim that names the agent (sub, azp, ...)
 //! default_agent = "guest"                 # for identities no agent matches (default: refused)
+//! introspection_endpoint = "https://login.example.com/introspect"  # opaque tokens (RFC 7662)
+//! client_id = "switchboard"               # the gateway's own credentials there
+//! client_secret = "${INTROSPECTION_SECRET}"
 //!
 //! [auth.identities]                       # claim value → agent, where they differ
 //! "3f2c9a" = "planner"
@@ -24,11 +27,12 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use super::model::SecretString;
 use super::transport::check_url;
 use super::tree::{Node, Pos, Value};
 use super::validate::Walk;
 
-pub(super) const AUTH_KEYS: [&str; 11] = [
+pub(super) const AUTH_KEYS: [&str; 14] = [
     "mode",
     "issuer",
     "jwks_uri",
@@ -40,6 +44,9 @@ pub(super) const AUTH_KEYS: [&str; 11] = [
     "agent_claim",
     "default_agent",
     "identities",
+    "introspection_endpoint",
+    "client_id",
+    "client_secret",
 ];
 
 /// The signature algorithms accepted by default: asymmetric only, so a token can never be
@@ -89,6 +96,16 @@ pub struct OAuthConfig {
     pub identities: BTreeMap<String, String>,
     /// The agent of identities that name none; `None`: they are refused.
     pub default_agent: Option<String>,
+    /// Where tokens that are not JWTs are asked about (RFC 7662), if anywhere.
+    pub introspection: Option<Introspection>,
+}
+
+/// An RFC 7662 introspection endpoint and the gateway's credentials there (HTTP Basic).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Introspection {
+    pub endpoint: String,
+    pub client_id: String,
+    pub client_secret: SecretString,
 }
 
 impl OAuthConfig {
@@ -104,6 +121,7 @@ impl OAuthConfig {
             agent_claim: "client_id".to_owned(),
             identities: BTreeMap::new(),
             default_agent: None,
+            introspection: None,
         }
     }
 }
@@ -118,6 +136,7 @@ impl Walk<'_> {
         let mut oauth = OAuthConfig::new(String::new());
         let mut wants_oauth = false;
         let mut issuer_seen = false;
+        let (mut endpoint, mut client_id, mut client_secret) = (None, None, None);
         for (key, key_pos, value) in self.table(node, "auth") {
             let what = format!("auth.{key}");
             match key.as_str() {
@@ -155,9 +174,15 @@ impl Walk<'_> {
                 }
                 "default_agent" => oauth.default_agent = self.string(value, &what),
                 "identities" => oauth.identities = self.string_map(value, &what),
+                "introspection_endpoint" => {
+                    endpoint = Some((value.pos, self.auth_url(value, &what)));
+                }
+                "client_id" => client_id = Some((value.pos, self.string(value, &what))),
+                "client_secret" => client_secret = Some((value.pos, self.string(value, &what))),
                 other => self.unknown(*key_pos, other, "[auth]", &AUTH_KEYS),
             }
         }
+        oauth.introspection = self.introspection(node.pos, endpoint, client_id, client_secret);
         if wants_oauth {
             if !issuer_seen {
                 self.problem(
@@ -169,6 +194,36 @@ impl Walk<'_> {
             auth.oauth = Some(oauth);
         }
         auth
+    }
+
+    /// The three introspection keys, all or none.
+    fn introspection(
+        &mut self,
+        section: Pos,
+        endpoint: Option<(Pos, Option<String>)>,
+        client_id: Option<(Pos, Option<String>)>,
+        client_secret: Option<(Pos, Option<String>)>,
+    ) -> Option<Introspection> {
+        let given = [&endpoint, &client_id, &client_secret];
+        if given.iter().all(|key| key.is_none()) {
+            return None;
+        }
+        if given.iter().any(|key| key.is_none()) {
+            let pos = given
+                .iter()
+                .find_map(|key| key.as_ref().map(|(pos, _)| *pos));
+            self.problem(
+                pos.unwrap_or(section),
+                "[auth] introspection needs introspection_endpoint, client_id and client_secret together",
+                Some("client_secret = \"${INTROSPECTION_SECRET}\" keeps the secret out of the file".to_owned()),
+            );
+            return None;
+        }
+        Some(Introspection {
+            endpoint: endpoint?.1?,
+            client_id: client_id?.1?,
+            client_secret: SecretString(client_secret?.1?),
+        })
     }
 
     /// `"tokens"`, `"oauth"` or an array of them → (tokens, oauth).

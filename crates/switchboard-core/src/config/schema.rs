@@ -81,6 +81,14 @@ struct Auth {
     default_agent: Option<String>,
     /// Claim value → agent, where they differ.
     identities: Option<BTreeMap<String, String>>,
+    /// Where tokens that are not JWTs are checked (RFC 7662 introspection); needs client_id
+    /// and client_secret.
+    #[schemars(regex(pattern = r"^(https?://|\$\{)"))]
+    introspection_endpoint: Option<String>,
+    /// The gateway's client id at the introspection endpoint.
+    client_id: Option<String>,
+    /// The gateway's client secret there (write "${VAR}").
+    client_secret: Option<String>,
 }
 
 #[derive(JsonSchema)]

@@ -3,6 +3,8 @@
 //! [`OAuthVerifier::verify`] parses the token ([`jwt`]), finds its key in the issuer's JWK set
 //! ([`keys`]: cached, fetched again on an unknown `kid` at most every [`keys::REFETCH_EVERY`]),
 //! checks the signature with an algorithm from the allow-list, then the claims ([`claims`]).
+//! A token that is not a JWT goes, when `[auth]` names one, to the introspection endpoint
+//! ([`introspect`]), and its answer is checked like a JWT's claims.
 //! Each refusal is a [`TokenError`], which the HTTP front turns into 401 `invalid_token` or
 //! 403 `insufficient_scope` (`front::http::guard`).
 //!
@@ -10,6 +12,7 @@
 //! configured list, log or keep a token, or send a token anywhere.
 
 mod claims;
+mod introspect;
 mod jwt;
 mod keys;
 
@@ -59,6 +62,11 @@ pub enum TokenError {
     /// The issuer's keys could not be had: the gateway's problem, still a 401 for the caller.
     #[error("the issuer's keys are unavailable: {0}")]
     Keys(String),
+    /// The introspection endpoint could not be asked: the gateway's problem, still a 401.
+    #[error("the token could not be introspected: {0}")]
+    Introspection(String),
+    #[error("the token is not active")]
+    Inactive,
     #[error("the token lacks the scope '{0}'")]
     InsufficientScope(String),
     #[error("{0}")]
@@ -79,6 +87,8 @@ pub struct OAuthVerifier {
     agents: BTreeSet<String>,
     clock: Arc<dyn Clock>,
     keys: keys::KeyCache,
+    /// Where tokens that are not JWTs are asked about, if anywhere.
+    introspector: Option<introspect::Introspector>,
 }
 
 impl std::fmt::Debug for OAuthVerifier {
@@ -90,14 +100,26 @@ impl std::fmt::Debug for OAuthVerifier {
 }
 
 impl OAuthVerifier {
-    pub fn new(config: OAuthConfig, agents: BTreeSet<String>, clock: Arc<dyn Clock>) -> Self {
+    /// A verifier for `config`; `agents` are the configured agents' names. An error: the
+    /// introspection credentials cannot be sent.
+    pub fn new(
+        config: OAuthConfig,
+        agents: BTreeSet<String>,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Self, String> {
         let keys = keys::KeyCache::new(config.issuer.clone(), config.jwks_uri.clone());
-        Self {
+        let introspector = config
+            .introspection
+            .as_ref()
+            .map(introspect::Introspector::new)
+            .transpose()?;
+        Ok(Self {
             config,
             agents,
             clock,
             keys,
-        }
+            introspector,
+        })
     }
 
     /// A verifier that starts with the issuer's JWK set already in hand (`jwks`, the
@@ -116,12 +138,9 @@ impl OAuthVerifier {
             set.usable(),
             clock.now(),
         );
-        Ok(Self {
-            config,
-            agents,
-            clock,
-            keys,
-        })
+        let mut verifier = Self::new(config, agents, clock)?;
+        verifier.keys = keys;
+        Ok(verifier)
     }
 
     /// The settings it checks by.
@@ -141,6 +160,27 @@ impl OAuthVerifier {
 
     /// The identity `token` proves, for an endpoint whose resource URLs are `resources`.
     pub async fn verify(&self, token: &str, resources: &[String]) -> Result<Identity, TokenError> {
+        let wall = self
+            .clock
+            .wall()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| since.as_secs());
+        if let Some(introspector) = &self.introspector
+            && token.split('.').count() != 3
+        {
+            // Not a JWT: an opaque token, which only its issuer can judge.
+            let answer = introspector
+                .introspect(token, self.clock.now(), wall)
+                .await?;
+            return claims::check(
+                &self.config,
+                &self.agents,
+                None,
+                &answer,
+                &self.audiences(resources),
+                wall,
+            );
+        }
         let jws = jwt::parse(token)?;
         if jws.header.crit.is_some() {
             return Err(TokenError::Malformed("a critical header extension"));
@@ -162,11 +202,6 @@ impl OAuthVerifier {
         if !candidates.iter().any(|key| jwt::verify(&jws, key).is_ok()) {
             return Err(TokenError::BadSignature);
         }
-        let wall = self
-            .clock
-            .wall()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |since| since.as_secs());
         claims::check(
             &self.config,
             &self.agents,

@@ -33,6 +33,7 @@ fn oauth_mode_reads_every_key_and_defaults_the_rest() {
     );
     assert!(!config.auth.tokens);
     let oauth = config.auth.oauth.expect("oauth");
+    assert_eq!(oauth.introspection, None);
     assert_eq!(
         (oauth.audience, oauth.algorithms),
         (vec!["https://gw/mcp".to_owned()], vec!["ES256".to_owned()])
@@ -79,7 +80,8 @@ fn auth_mistakes_are_located() {
 #[test]
 fn the_documented_auth_example_is_valid() {
     let example = crate::config::tests::documented_example("### Authorization");
-    let config = check_ok(example, Format::Toml);
+    let example = example.replace("${INTROSPECTION_SECRET}", "s3cret");
+    let config = check_ok(&example, Format::Toml);
     assert!(
         config.auth.tokens && config.auth.oauth.is_none(),
         "mode = \"tokens\""
@@ -97,4 +99,30 @@ fn the_documented_auth_example_is_valid() {
         (Duration::from_secs(60), "client_id")
     );
     assert_eq!(oauth.identities["0oa1b2c3d4"], "planner");
+    assert_eq!(
+        oauth.introspection.expect("introspection").client_id,
+        "switchboard"
+    );
+}
+
+#[test]
+fn introspection_reads_its_three_keys_with_the_secret_from_the_environment() {
+    let oauth = check_ok(
+        "[auth]\nmode = \"oauth\"\nissuer = \"https://i\"\nintrospection_endpoint = \"https://i/in\"\n\
+         client_id = \"gw\"\nclient_secret = \"${TOKEN}\"\n",
+        Format::Toml,
+    )
+    .auth
+    .oauth
+    .expect("oauth");
+    let introspection = oauth.introspection.expect("introspection");
+    assert_eq!(
+        (
+            introspection.endpoint.as_str(),
+            introspection.client_id.as_str()
+        ),
+        ("https://i/in", "gw")
+    );
+    assert_eq!(introspection.client_secret.expose(), "t0k");
+    assert_eq!(format!("{:?}", introspection.client_secret), "***");
 }
