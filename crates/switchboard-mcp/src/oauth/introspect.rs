@@ -1,14 +1,10 @@
 //! Opaque access tokens, asked about at the authorization server's RFC 7662 introspection
 //! endpoint (a form POST with the gateway's own client credentials, HTTP Basic). An active
-//! answer is cached, keyed by the token's SHA-256 (the token itself is never kept), for no
-//! longer than the token lives and at most [`MAX_CACHE_FOR`], so a revoked token stops
-//! working within that time; an inactive one is not cached.
+//! answer is reused ([`super::cache`]: by the token's SHA-256, no longer than the token lives
+//! and at most a minute), so a revoked token stops working within that time; an inactive one
+//! is not kept.
 //!
 //! The answer's fields are then checked like a JWT's claims ([`super::claims`]).
-
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::Duration;
 
 use base64::Engine;
 use bytes::Bytes;
@@ -18,21 +14,14 @@ use switchboard_core::config::Introspection;
 use tokio::time::Instant;
 
 use super::TokenError;
+use super::cache::{TokenCache, digest, keep_for};
 
-/// The longest an active answer is reused.
-pub const MAX_CACHE_FOR: Duration = Duration::from_secs(60);
-/// Answers kept at once; past it the expired ones go, then all.
-const MAX_ENTRIES: usize = 10_000;
 const MAX_ANSWER_BYTES: usize = 64 * 1024;
-
-type Digest = [u8; 32];
-/// An active answer and until when it is reused.
-type Cached = (Map<String, Value>, Instant);
 
 pub struct Introspector {
     endpoint: String,
     authorization: HeaderValue,
-    cache: Mutex<HashMap<Digest, Cached>>,
+    cache: TokenCache<Map<String, Value>>,
 }
 
 /// `application/x-www-form-urlencoded` escaping of one value.
@@ -64,7 +53,7 @@ impl Introspector {
         Ok(Self {
             endpoint: settings.endpoint.clone(),
             authorization,
-            cache: Mutex::new(HashMap::new()),
+            cache: TokenCache::new(),
         })
     }
 
@@ -77,7 +66,7 @@ impl Introspector {
         wall: u64,
     ) -> Result<Map<String, Value>, TokenError> {
         let digest = digest(token);
-        if let Some(answer) = self.cached(&digest, now) {
+        if let Some(answer) = self.cache.get(&digest, now) {
             return Ok(answer);
         }
         let mut headers = HeaderMap::new();
@@ -109,38 +98,10 @@ impl Introspector {
         if answer.get("active") != Some(&Value::Bool(true)) {
             return Err(TokenError::Inactive);
         }
-        let lives = answer
-            .get("exp")
-            .and_then(Value::as_u64)
-            .map_or(Duration::ZERO, |exp| {
-                Duration::from_secs(exp.saturating_sub(wall))
-            });
-        let keep = lives.min(MAX_CACHE_FOR);
-        if !keep.is_zero()
-            && let Ok(mut cache) = self.cache.lock()
-        {
-            if cache.len() >= MAX_ENTRIES {
-                cache.retain(|_, (_, until)| *until > now);
-                if cache.len() >= MAX_ENTRIES {
-                    cache.clear();
-                }
-            }
-            cache.insert(digest, (answer.clone(), now + keep));
-        }
+        self.cache
+            .put(digest, answer.clone(), now, keep_for(&answer, wall));
         Ok(answer)
     }
-
-    fn cached(&self, digest: &Digest, now: Instant) -> Option<Map<String, Value>> {
-        let cache = self.cache.lock().ok()?;
-        let (answer, until) = cache.get(digest)?;
-        (*until > now).then(|| answer.clone())
-    }
-}
-
-fn digest(token: &str) -> Digest {
-    let mut digest = [0; 32];
-    digest.copy_from_slice(ring::digest::digest(&ring::digest::SHA256, token.as_bytes()).as_ref());
-    digest
 }
 
 #[cfg(test)]

@@ -3,6 +3,8 @@
 //! [`OAuthVerifier::verify`] parses the token ([`jwt`]), finds its key in the issuer's JWK set
 //! ([`keys`]: cached, fetched again on an unknown `kid` at most every [`keys::REFETCH_EVERY`]),
 //! checks the signature with an algorithm from the allow-list, then the claims ([`claims`]).
+//! A token whose signature verified is remembered by its SHA-256 ([`cache`], until its `exp`,
+//! at most a minute), so the next call with it only checks the claims again.
 //! A token that is not a JWT goes, when `[auth]` names one, to the introspection endpoint
 //! ([`introspect`]), and its answer is checked like a JWT's claims.
 //! Each refusal is a [`TokenError`], which the HTTP front turns into 401 `invalid_token` or
@@ -11,6 +13,7 @@
 //! Must never: accept a token without checking its signature, accept an algorithm outside the
 //! configured list, log or keep a token, or send a token anywhere.
 
+mod cache;
 mod claims;
 mod introspect;
 mod jwt;
@@ -89,6 +92,15 @@ pub struct OAuthVerifier {
     keys: keys::KeyCache,
     /// Where tokens that are not JWTs are asked about, if anywhere.
     introspector: Option<introspect::Introspector>,
+    /// Tokens whose signature verified: their header's `typ` and their claims. A client
+    /// sends one token with every call of a session; the signature is checked once.
+    verified: cache::TokenCache<Arc<Verified>>,
+}
+
+/// A token whose signature verified; its claims are still checked at every use.
+struct Verified {
+    typ: Option<String>,
+    claims: serde_json::Map<String, serde_json::Value>,
 }
 
 impl std::fmt::Debug for OAuthVerifier {
@@ -119,6 +131,7 @@ impl OAuthVerifier {
             clock,
             keys,
             introspector,
+            verified: cache::TokenCache::new(),
         })
     }
 
@@ -181,6 +194,11 @@ impl OAuthVerifier {
                 wall,
             );
         }
+        let now = self.clock.now();
+        let digest = cache::digest(token);
+        if let Some(verified) = self.verified.get(&digest, now) {
+            return self.check_claims(&verified, resources, wall);
+        }
         let jws = jwt::parse(token)?;
         if jws.header.crit.is_some() {
             return Err(TokenError::Malformed("a critical header extension"));
@@ -194,7 +212,6 @@ impl OAuthVerifier {
         {
             return Err(TokenError::Algorithm(alg.to_owned()));
         }
-        let now = self.clock.now();
         let candidates = self
             .keys
             .keys_for(jws.header.kid.as_deref(), alg, now)
@@ -202,11 +219,27 @@ impl OAuthVerifier {
         if !candidates.iter().any(|key| jwt::verify(&jws, key).is_ok()) {
             return Err(TokenError::BadSignature);
         }
+        let verified = Arc::new(Verified {
+            typ: jws.header.typ,
+            claims: jws.claims,
+        });
+        let identity = self.check_claims(&verified, resources, wall)?;
+        let keep = cache::keep_for(&verified.claims, wall);
+        self.verified.put(digest, verified, now, keep);
+        Ok(identity)
+    }
+
+    fn check_claims(
+        &self,
+        verified: &Verified,
+        resources: &[String],
+        wall: u64,
+    ) -> Result<Identity, TokenError> {
         claims::check(
             &self.config,
             &self.agents,
-            jws.header.typ.as_deref(),
-            &jws.claims,
+            verified.typ.as_deref(),
+            &verified.claims,
             &self.audiences(resources),
             wall,
         )
