@@ -242,6 +242,78 @@ mod tests {
         );
     }
 
+    /// An issuer on 127.0.0.1 with RFC 8414 metadata and a key set the test can rotate;
+    /// counts the key set's fetches.
+    async fn issuer(
+        keys: Arc<Mutex<Value>>,
+        fetches: Arc<std::sync::atomic::AtomicUsize>,
+    ) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let issuer = format!("http://{}/tenant", listener.local_addr().expect("address"));
+        let metadata = serde_json::json!({"issuer": issuer, "jwks_uri": format!("{issuer}/jwks")});
+        let app = axum::Router::new()
+            .route(
+                "/.well-known/oauth-authorization-server/tenant",
+                axum::routing::get(move || async move { axum::Json(metadata) }),
+            )
+            .route(
+                "/tenant/jwks",
+                axum::routing::get(move || async move {
+                    fetches.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    let set = keys.lock().map(|keys| keys.clone()).unwrap_or_default();
+                    axum::Json(set)
+                }),
+            );
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        issuer
+    }
+
+    #[tokio::test]
+    async fn keys_are_discovered_cached_and_fetched_again_after_a_rotation() {
+        let key = |kid: &str| serde_json::json!({"keys": [{"kty": "OKP", "crv": "Ed25519", "kid": kid, "x": "AAAA"}]});
+        let keys = Arc::new(Mutex::new(key("old")));
+        let fetches = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let issuer = issuer(keys.clone(), fetches.clone()).await;
+        let cache = KeyCache::new(issuer, None);
+        let count = || fetches.load(std::sync::atomic::Ordering::SeqCst);
+        let start = Instant::now();
+        let found = cache.keys_for(Some("old"), "EdDSA", start).await;
+        assert_eq!(
+            found.map(|keys| keys.len()),
+            Ok(1),
+            "discovered through the metadata"
+        );
+        let again = cache.keys_for(Some("old"), "EdDSA", start).await;
+        assert!(again.is_ok() && count() == 1, "cached");
+        // The issuer rotates its key: the new kid is fetched for, but not at once again.
+        if let Ok(mut keys) = keys.lock() {
+            *keys = key("new");
+        }
+        let soon = start + Duration::from_secs(1);
+        assert!(matches!(
+            cache.keys_for(Some("new"), "EdDSA", soon).await,
+            Err(TokenError::UnknownKey)
+        ));
+        assert_eq!(
+            count(),
+            1,
+            "within 30 s of the last fetch nothing is fetched"
+        );
+        let later = start + REFETCH_EVERY;
+        let rotated = cache.keys_for(Some("new"), "EdDSA", later).await;
+        assert_eq!(rotated.map(|keys| keys.len()), Ok(1));
+        assert_eq!(count(), 2);
+        assert!(
+            matches!(
+                cache.keys_for(Some("new"), "RS256", later).await,
+                Err(TokenError::UnknownKey)
+            ),
+            "an Ed25519 key is no RSA key"
+        );
+    }
+
     #[tokio::test(start_paused = true)]
     async fn an_unknown_kid_fetches_at_most_every_refetch_period() {
         // Nothing listens on this port: every fetch fails fast, and each one is counted by
