@@ -137,8 +137,13 @@ impl Walk<'_> {
         let mut wants_oauth = false;
         let mut issuer_seen = false;
         let (mut endpoint, mut client_id, mut client_secret) = (None, None, None);
+        // The first OAuth key written, to point at when the mode leaves OAuth off.
+        let mut first_oauth_key = None;
         for (key, key_pos, value) in self.table(node, "auth") {
             let what = format!("auth.{key}");
+            if key != "mode" && AUTH_KEYS.contains(&key.as_str()) {
+                first_oauth_key = first_oauth_key.or(Some((*key_pos, key.clone())));
+            }
             match key.as_str() {
                 "mode" => {
                     if let Some((tokens, with_oauth)) = self.auth_mode(value, &what) {
@@ -183,6 +188,15 @@ impl Walk<'_> {
             }
         }
         oauth.introspection = self.introspection(node.pos, endpoint, client_id, client_secret);
+        if let (false, Some((pos, key))) = (wants_oauth, first_oauth_key) {
+            // Silently ignoring them could leave an endpoint the operator believes protected
+            // open to anyone.
+            self.problem(
+                pos,
+                format!("[auth] {key} is an OAuth setting, but mode does not include \"oauth\""),
+                Some("add mode = \"oauth\" (or [\"tokens\", \"oauth\"])".to_owned()),
+            );
+        }
         if wants_oauth {
             if !issuer_seen {
                 self.problem(

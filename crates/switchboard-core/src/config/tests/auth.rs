@@ -67,6 +67,14 @@ fn auth_mistakes_are_located() {
         &[(2, 1, "unknown key 'issuer2' in [auth]")],
     );
     toml(
+        "[auth]\nscopes = [\"mcp\"]\nissuer = \"https://i\"\n",
+        &[(
+            2,
+            1,
+            "[auth] scopes is an OAuth setting, but mode does not include \"oauth\"",
+        )],
+    );
+    toml(
         "[auth]\nmode = \"oauth\"\nissuer = \"https://i\"\ndefault_agent = \"gust\"\n[agents.guest]\nallow = [\"*\"]\n",
         &[(
             1,
@@ -81,18 +89,9 @@ fn auth_mistakes_are_located() {
 fn the_documented_auth_example_is_valid() {
     let example = crate::config::tests::documented_example("### Authorization");
     let example = example.replace("${INTROSPECTION_SECRET}", "s3cret");
-    let config = check_ok(&example, Format::Toml);
-    assert!(
-        config.auth.tokens && config.auth.oauth.is_none(),
-        "mode = \"tokens\""
-    );
-    let oauth = check_ok(
-        &example.replace("mode = \"tokens\"", "mode = \"oauth\""),
-        Format::Toml,
-    )
-    .auth
-    .oauth
-    .expect("oauth");
+    let auth = check_ok(&example, Format::Toml).auth;
+    assert!(auth.tokens, "mode = [\"tokens\", \"oauth\"]");
+    let oauth = auth.oauth.expect("oauth");
     assert_eq!(oauth.algorithms, DEFAULT_ALGORITHMS);
     assert_eq!(
         (oauth.leeway, oauth.agent_claim.as_str()),
