@@ -30,6 +30,8 @@ Actions (each prints one JSON document on stdout):
   find QUERY TOOL JSON             -> search mode: {"found": {...}, "result": {...}} —
                                       search_tools(QUERY), then call_tool(TOOL, JSON)
 With --stdio, everything after `--` is the server's command line.
+--client-credentials ID:SECRET (with --issuer URL, optionally --scope S) makes the SDK's OAuth
+client_credentials provider get the token: it follows the 401's protected resource metadata.
 --elicit accept|decline|approve-false declares the elicitation capability and answers every
 elicitation that way (accept = {"approve": true}); the questions asked are printed to stderr
 as JSON lines starting with "elicited: ".
@@ -79,6 +81,42 @@ def arguments(text: str) -> dict[str, Any]:
     return value
 
 
+class MemoryTokens:
+    """The SDK's TokenStorage, in memory: each run starts without tokens."""
+
+    def __init__(self) -> None:
+        self.tokens: Any = None
+        self.client_info: Any = None
+
+    async def get_tokens(self) -> Any:
+        return self.tokens
+
+    async def set_tokens(self, tokens: Any) -> None:
+        self.tokens = tokens
+
+    async def get_client_info(self) -> Any:
+        return self.client_info
+
+    async def set_client_info(self, client_info: Any) -> None:
+        self.client_info = client_info
+
+
+def oauth_client_credentials(args: argparse.Namespace) -> Any:
+    """The SDK's OAuth client for the client_credentials grant: on a 401 it follows the
+    protected resource metadata to the authorization server, gets a token and retries."""
+    from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
+
+    client_id, _, secret = args.client_credentials.partition(":")
+    return ClientCredentialsOAuthProvider(
+        server_url=args.http,
+        storage=MemoryTokens(),
+        client_id=client_id,
+        client_secret=secret,
+        scope=args.scope,
+        issuer=args.issuer,
+    )
+
+
 async def discover(client: Client) -> None:
     raw = await client.session.send_discover(MODERN_VERSION)
     client.session.adopt(types.DiscoverResult.model_validate(raw))
@@ -87,12 +125,14 @@ async def discover(client: Client) -> None:
 async def run(args: argparse.Namespace) -> Any:
     if args.http:
         server: Any = args.http
-        if args.header:
+        if args.header or args.client_credentials:
             import httpx2
             from mcp.client.streamable_http import streamable_http_client
 
-            headers = dict(h.split("=", 1) for h in args.header)
-            server = streamable_http_client(args.http, http_client=httpx2.AsyncClient(headers=headers, timeout=90))
+            headers = dict(h.split("=", 1) for h in args.header or [])
+            auth = oauth_client_credentials(args) if args.client_credentials else None
+            http_client = httpx2.AsyncClient(headers=headers, auth=auth, timeout=90)
+            server = streamable_http_client(args.http, http_client=http_client)
     else:
         # The whole environment, not the SDK's safe subset: tests point XDG_* at temp dirs.
         server = StdioServerParameters(command=args.command[0], args=args.command[1:], env=dict(os.environ))
@@ -242,6 +282,11 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--stdio", action="store_true", help="run the server command given after --")
     parser.add_argument("--after", type=float, metavar="SECONDS", help="cancel: cancel after this long")
     parser.add_argument("--header", action="append", metavar="NAME=VALUE", help="extra HTTP header")
+    parser.add_argument(
+        "--client-credentials", metavar="ID:SECRET", help="OAuth: the SDK's client_credentials provider"
+    )
+    parser.add_argument("--issuer", metavar="URL", help="OAuth: the authorization server's issuer")
+    parser.add_argument("--scope", help="OAuth: the scopes to ask for")
     parser.add_argument("--elicit", choices=["accept", "decline", "approve-false"], help="answer elicitations")
     parser.add_argument("action")
     parser.add_argument("name", nargs="?")

@@ -393,13 +393,7 @@ async fn answered_calls_survive_sigkill(extra: &[&str], clients: usize) {
     // No graceful shutdown: SIGKILL right after the last answer.
     let _ = gateway.child.kill();
     let _ = gateway.child.wait();
-    let rows = run_switchboard(&config, &["audit", "--json", "--limit", "0"]);
-    assert!(
-        rows.status.success(),
-        "{}",
-        String::from_utf8_lossy(&rows.stderr)
-    );
-    let rows = stdout_json(&rows);
+    let rows = audit_rows(&config);
     let ids: std::collections::HashSet<&str> = rows
         .as_array()
         .expect("rows")

@@ -35,11 +35,23 @@ impl fmt::Debug for ProgressSink {
     }
 }
 
+/// Who stands behind an authenticated caller, for the record: an OAuth access token's
+/// subject and client. Never the token itself.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Principal {
+    /// `sub`: the user (or client) the token was issued for.
+    pub subject: Option<String>,
+    /// `client_id` (or `azp`): the OAuth client that presented it.
+    pub client_id: Option<String>,
+}
+
 /// The context of one call, from any front (stdio, HTTP, library).
 #[derive(Debug, Clone, Default)]
 pub struct CallContext {
     /// The agent on whose behalf the call is made, if the front knows it.
     pub agent: Option<String>,
+    /// Who the agent's credential names, when it was an OAuth access token.
+    pub principal: Option<Arc<Principal>>,
     /// The client session the call came from (a stdio connection, an HTTP session), if any:
     /// per-session state such as loaded tool categories hangs off it.
     pub session: Option<String>,

@@ -30,7 +30,8 @@ pub mod upstream;
 
 pub use catalog::{Catalog, CatalogEntry, CatalogProblem, ServerSlice};
 pub use context::{
-    CallContext, Caller, CallerChannel, CallerError, ModernRequest, Progress, ProgressSink,
+    CallContext, Caller, CallerChannel, CallerError, ModernRequest, Principal, Progress,
+    ProgressSink,
 };
 pub use latency_meta::{LATENCY_META_KEY, LatencyMeta};
 pub use outcome::{ToolCall, ToolOutcome, json_kind};

@@ -14,6 +14,8 @@ fn entry(i: u64) -> LedgerEntry {
         call_id: format!("01BENCH{i:019}"),
         started_ms: 1_795_000_000_000 + i as i64,
         agent: Some("npc".into()),
+        subject: None,
+        client_id: None,
         session: Some("s1".into()),
         tier: Some("fast".into()),
         exposed: "dice__roll".into(),

@@ -10,6 +10,13 @@ pub struct LedgerEntry {
     /// When the call started, milliseconds since the Unix epoch.
     pub started_ms: i64,
     pub agent: Option<String>,
+    /// The subject (`sub`) of the OAuth token the call came with. Left out of the row's JSON
+    /// when absent, so rows written before it hash as they did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<String>,
+    /// The OAuth client (`client_id`/`azp`) that presented that token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
     pub session: Option<String>,
     pub tier: Option<String>,
     /// The name the caller used.

@@ -15,6 +15,8 @@ fn entry(i: usize, agent: &str, outcome: &str) -> LedgerEntry {
         call_id: format!("01TEST{i:020}"),
         started_ms: 1_000_000 + i as i64,
         agent: Some(agent.to_owned()),
+        subject: None,
+        client_id: None,
         session: None,
         tier: None,
         exposed: format!("dice__roll{}", i % 3),
@@ -248,21 +250,8 @@ fn secrets_never_land_in_the_database_file() {
     ];
     let arguments = json!({"password": secret_values[0], "note": "harmless", "nested": {"key": secret_values[1]}, "list": [secret_values[2]]});
     let record = CallRecord {
-        call_id: "01SECRET000000000000000000".into(),
-        name: "fs__login".into(),
-        target: None,
-        agent: None,
-        session: None,
-        tier: None,
         arguments: arguments.as_object().cloned().map(Arc::new),
-        started: std::time::SystemTime::now(),
-        duration: Duration::from_micros(5),
-        status: switchboard_core::pipeline::CallStatus::Ok,
-        cost: 0.0,
-        approval: None,
-        error: None,
-        result_bytes: None,
-        cached: false,
+        ..call_record("01SECRET000000000000000000", "fs__login")
     };
     ledger.record(&record);
     ledger.flush();
@@ -375,4 +364,59 @@ fn gateways_opening_one_ledger_at_once_replay_an_orphaned_journal_once() {
     let conn = store::open(&path).expect("open");
     let rows = store::query(&conn, &Filter::default()).expect("query");
     assert_eq!(rows.len(), 50, "each orphaned row is stored exactly once");
+}
+
+/// A successful call's record, named and nothing else.
+fn call_record(call_id: &str, name: &str) -> CallRecord {
+    CallRecord {
+        call_id: call_id.into(),
+        name: name.into(),
+        target: None,
+        agent: None,
+        principal: None,
+        session: None,
+        tier: None,
+        arguments: None,
+        started: std::time::SystemTime::now(),
+        duration: Duration::from_micros(5),
+        status: switchboard_core::pipeline::CallStatus::Ok,
+        cost: 0.0,
+        approval: None,
+        error: None,
+        result_bytes: None,
+        cached: false,
+    }
+}
+
+#[test]
+fn an_oauth_callers_subject_and_client_are_recorded_and_old_rows_hash_as_before() {
+    let plain = entry(1, "npc", "ok");
+    assert!(
+        !plain.canonical().contains("subject") && !plain.canonical().contains("client_id"),
+        "a row without a principal keeps the JSON (and hash) rows had before"
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("ledger.db");
+    let ledger = Ledger::open(&path).expect("open");
+    ledger.record_entry(plain);
+    let record = CallRecord {
+        agent: Some("reader".into()),
+        principal: Some(switchboard_core::Principal {
+            subject: Some("alice".into()),
+            client_id: Some("client-r".into()),
+        }),
+        ..call_record("01OAUTH0000000000000000000", "fx__echo")
+    };
+    ledger.record(&record);
+    ledger.flush();
+    let conn = store::open(&path).expect("reopen");
+    assert!(store::verify(&conn).expect("verify").ok);
+    let rows = store::query(&conn, &Filter::default()).expect("query");
+    let oauth = rows
+        .iter()
+        .find(|row| row.call_id == record.call_id)
+        .expect("the OAuth call's row");
+    assert_eq!(oauth.subject.as_deref(), Some("alice"));
+    assert_eq!(oauth.client_id.as_deref(), Some("client-r"));
+    assert_eq!(oauth.agent.as_deref(), Some("reader"));
 }

@@ -15,5 +15,6 @@ pub mod busy_poll;
 pub mod era;
 pub mod front;
 pub mod jsonrpc;
+pub mod oauth;
 pub mod routing_headers;
 pub mod upstream;

@@ -39,6 +39,7 @@ async fn start_on(workers: usize) -> Server {
         allowed_hosts: Vec::new(),
         check_host: true,
         auth: None,
+        oauth: None,
         connection_workers: workers,
     };
     let shutdown = CancellationToken::new();

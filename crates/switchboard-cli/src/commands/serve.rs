@@ -17,6 +17,7 @@ use switchboard_mcp::busy_poll::BusyPoll;
 use switchboard_mcp::front::Dispatcher;
 use switchboard_mcp::front::http::{self, Authenticator, HttpOptions};
 use switchboard_mcp::front::stdio::{self, StdioOptions};
+use switchboard_mcp::oauth::OAuthVerifier;
 use tokio_util::sync::CancellationToken;
 
 use crate::admin::{AdminFile, admin_path, server};
@@ -148,10 +149,23 @@ pub async fn run(config: Option<&Path>, args: ServeArgs) -> anyhow::Result<ExitC
     let max_message_bytes = config.gateway.max_message_bytes;
     let ledger = super::audit::open_ledger(&config)?;
     let tokens = super::token::token_store(&config)?;
-    let auth: Option<Arc<dyn Authenticator>> = if tokens.is_empty() {
+    let auth: Option<Arc<dyn Authenticator>> = if tokens.is_empty() || !config.auth.tokens {
         None
     } else {
         Some(Arc::new(tokens))
+    };
+    // `[auth] mode = "oauth"`: access tokens of the configured issuer, checked against its
+    // keys. The agents are those of the config at start (a restart picks up new ones).
+    let oauth = match config.auth.oauth.clone() {
+        Some(settings) => Some(Arc::new(
+            OAuthVerifier::new(
+                settings,
+                config.agents.keys().cloned().collect(),
+                Arc::new(switchboard_core::clock::SystemClock),
+            )
+            .map_err(|error| anyhow::anyhow!("[auth]: {error}"))?,
+        )),
+        None => None,
     };
     let options = switchboard::HostOptions {
         recorder: Arc::new(ledger.clone()),
@@ -224,12 +238,25 @@ pub async fn run(config: Option<&Path>, args: ServeArgs) -> anyhow::Result<ExitC
                 .await
                 .with_context(|| format!("cannot listen on {address}"))?;
             let bound = listener.local_addr()?;
+            // Without `resource` the audience comes from the Host header, which only a loopback
+            // listener checks: elsewhere a token minted for another server could be replayed here.
+            if let Some(settings) = &config.auth.oauth
+                && settings.resource.is_none()
+                && settings.audience.is_empty()
+                && !bound.ip().is_loopback()
+            {
+                bail!(
+                    "[auth] mode \"oauth\" on {bound} needs `resource` (the URL clients use for /mcp, \
+                     e.g. \"https://gw.example.com/mcp\"): off loopback the Host header cannot be trusted to name it"
+                );
+            }
             let options = HttpOptions {
                 max_message_bytes,
                 allowed_origins: args.allow_origins,
                 allowed_hosts: Vec::new(),
                 check_host: bound.ip().is_loopback(),
                 auth: auth.clone(),
+                oauth,
                 connection_workers,
             };
             // Not `eprintln!`: a gateway whose stderr is closed keeps serving.

@@ -70,6 +70,17 @@ pub fn node_path() -> String {
     )
 }
 
+/// Every row of the config's ledger, newest first (`switchboard audit --json`).
+pub fn audit_rows(config: &Path) -> Value {
+    let rows = run_switchboard(config, &["audit", "--json", "--limit", "0"]);
+    assert!(
+        rows.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rows.stderr)
+    );
+    stdout_json(&rows)
+}
+
 /// A TOML string literal.
 pub fn quoted(text: &str) -> String {
     serde_json::to_string(text).expect("string")

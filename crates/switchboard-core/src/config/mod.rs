@@ -8,7 +8,7 @@
 //! substituted in every string.
 //!
 //! Code map: `toml_tree`/`json` (text → tree), `validate` (root, `[gateway]`, typed readers),
-//! `server` and `transport` (one server), `manager` (`[manager]`), `substitute` (and the
+//! `server` and `transport` (one server), `manager` (`[manager]`), `auth` (`[auth]`), `substitute` (and the
 //! gateway's secrets file), `duration`, `suggest` (did-you-mean),
 //! `model` (the result), `problem` (located errors), `locate` (which file), `schema` (the
 //! checked-in JSON Schema).
@@ -19,6 +19,7 @@
 //! describes.
 
 mod agents;
+mod auth;
 mod builtin;
 mod duration;
 pub mod edit;
@@ -42,6 +43,7 @@ mod validate;
 use std::path::Path;
 
 pub use agents::is_token_hash;
+pub use auth::{AuthConfig, DEFAULT_ALGORITHMS, Introspection, OAuthConfig};
 pub use builtin::BUILTINS;
 pub use duration::{DURATION_HINT, parse_duration};
 pub use locate::{Located, LookupStep, locate};

@@ -29,6 +29,8 @@ pub struct Config {
     pub latency: LatencyConfig,
     /// The server manager: where servers are found, how they are installed and activated.
     pub manager: ManagerConfig,
+    /// How HTTP callers authenticate (`[auth]`).
+    pub auth: super::auth::AuthConfig,
 }
 
 impl Config {
@@ -129,6 +131,7 @@ impl Config {
             tiers: super::tiers::default_tiers(),
             latency: LatencyConfig::default(),
             manager: ManagerConfig::default(),
+            auth: super::auth::AuthConfig::default(),
         }
     }
 }

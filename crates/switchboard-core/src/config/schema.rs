@@ -44,6 +44,92 @@ struct SwitchboardConfig {
     /// what its operations cost.
     #[serde(skip_serializing_if = "Option::is_none")]
     manager: Option<Manager>,
+    /// How HTTP callers authenticate: static bearer tokens, OAuth 2.1 access tokens, or both.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    auth: Option<Auth>,
+}
+
+/// How HTTP callers authenticate (docs/auth.md).
+#[derive(JsonSchema, Default)]
+#[serde(default, deny_unknown_fields)]
+#[allow(dead_code)]
+struct Auth {
+    /// "tokens" (default: [agents.X] tokens and the token file), "oauth" (JWT access tokens
+    /// from `issuer`), or both as ["tokens", "oauth"].
+    mode: Option<AuthModes>,
+    /// The authorization server's issuer identifier; every token's `iss` must equal it.
+    #[schemars(regex(pattern = r"^(https?://|\$\{)"))]
+    issuer: Option<String>,
+    /// Where the issuer's keys are (default: `jwks_uri` of its metadata document).
+    #[schemars(regex(pattern = r"^(https?://|\$\{)"))]
+    jwks_uri: Option<String>,
+    /// The canonical URL of the /mcp endpoint (default: http://<Host>/mcp).
+    #[schemars(regex(pattern = r"^(https?://|\$\{)"))]
+    resource: Option<String>,
+    /// Accepted `aud` values (default: the endpoint's resource URL).
+    audience: Option<StringOrList>,
+    /// Accepted signature algorithms (default: RS*, PS*, ES256, ES384, EdDSA; HS* and none
+    /// are never accepted).
+    algorithms: Option<Vec<Algorithm>>,
+    /// Clock skew allowed on `exp` and `nbf` (default "60s").
+    leeway: Option<Duration>,
+    /// Scopes every token must carry (a token without one gets 403 insufficient_scope).
+    scopes: Option<Vec<String>>,
+    /// The claim that names the agent (default "client_id").
+    agent_claim: Option<String>,
+    /// The agent of identities that name none (default: they are refused).
+    default_agent: Option<String>,
+    /// Claim value → agent, where they differ.
+    identities: Option<BTreeMap<String, String>>,
+    /// Where tokens that are not JWTs are checked (RFC 7662 introspection); needs client_id
+    /// and client_secret.
+    #[schemars(regex(pattern = r"^(https?://|\$\{)"))]
+    introspection_endpoint: Option<String>,
+    /// The gateway's client id at the introspection endpoint.
+    client_id: Option<String>,
+    /// The gateway's client secret there (write "${VAR}").
+    client_secret: Option<String>,
+}
+
+#[derive(JsonSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+enum AuthModes {
+    One(AuthMode),
+    Several(Vec<AuthMode>),
+}
+
+#[derive(JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[allow(dead_code)]
+enum AuthMode {
+    /// Static bearer tokens.
+    Tokens,
+    /// OAuth 2.1 access tokens (JWT).
+    Oauth,
+}
+
+#[derive(JsonSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+enum StringOrList {
+    One(String),
+    Several(Vec<String>),
+}
+
+#[derive(JsonSchema)]
+#[allow(dead_code)]
+enum Algorithm {
+    RS256,
+    RS384,
+    RS512,
+    PS256,
+    PS384,
+    PS512,
+    ES256,
+    ES384,
+    EdDSA,
+    Ed25519,
 }
 
 /// The server manager: where it finds servers, how it installs and activates them, and what

@@ -1,6 +1,7 @@
 //! Data-driven tests of the whole config path: text in, config or located problems out.
 //! Problem cases (exact line:column) are in `tests/problems.rs`.
 
+mod auth;
 mod builtins;
 mod instances;
 mod problems;
@@ -10,6 +11,16 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::*;
+
+/// The first ```toml example under `heading` in docs/config.md.
+pub(super) fn documented_example(heading: &str) -> &'static str {
+    include_str!("../../../../docs/config.md")
+        .split(heading)
+        .nth(1)
+        .and_then(|section| section.split("```toml\n").nth(1))
+        .and_then(|rest| rest.split("```").next())
+        .unwrap_or_else(|| panic!("docs/config.md has a ```toml example under '{heading}'"))
+}
 
 fn env() -> MapEnvironment {
     MapEnvironment(BTreeMap::from([
@@ -622,13 +633,7 @@ fn the_manager_builtin_is_named_not_default() {
 
 #[test]
 fn the_documented_manager_example_is_valid() {
-    let docs = include_str!("../../../../docs/config.md");
-    let example = docs
-        .split("### The server manager")
-        .nth(1)
-        .and_then(|section| section.split("```toml\n").nth(1))
-        .and_then(|rest| rest.split("```").next())
-        .expect("docs/config.md has a [manager] example");
+    let example = crate::config::tests::documented_example("### The server manager");
     let origin = Origin::File(PathBuf::from("/etc/sb/switchboard.toml"));
     let config = Config::parse(example, origin, Format::Toml, &env()).expect("valid");
     let expected = ManagerConfig {

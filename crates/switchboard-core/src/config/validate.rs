@@ -17,7 +17,8 @@ use super::suggest;
 use super::tree::{Node, Pos, Value};
 use super::{Format, ParsedText};
 
-pub(super) const ROOT_KEYS: [&str; 10] = [
+pub(super) const ROOT_KEYS: [&str; 11] = [
+    "auth",
     "manager",
     "tiers",
     "latency",
@@ -96,6 +97,7 @@ pub fn validate(
         tiers: super::tiers::default_tiers(),
         latency: super::model::LatencyConfig::default(),
         manager: super::model::ManagerConfig::default(),
+        auth: super::auth::AuthConfig::default(),
     };
     let Value::Table(entries) = &root.value else {
         walk.problem(
@@ -119,12 +121,16 @@ pub fn validate(
             "tiers" => config.tiers = walk.tiers(node),
             "latency" => config.latency = walk.latency(node),
             "manager" => config.manager = walk.manager(node),
+            "auth" => config.auth = walk.auth(node),
             "agents" => config.agents = walk.agents(node, &config.capabilities),
             "gateway" => walk.gateway(node, &mut config.gateway),
             "aliases" => config.aliases = walk.string_map(node, "aliases"),
             "servers" | "mcpServers" => walk.servers(node, key, &mut config.servers),
             other => walk.unknown(*key_pos, other, "", &ROOT_KEYS),
         }
+    }
+    if let Some((_, _, node)) = entries.iter().find(|(key, _, _)| key == "auth") {
+        walk.check_auth_agents(&config.auth, &config.agents, node.pos);
     }
     let wanted = std::mem::take(&mut walk.agent_tiers);
     walk.check_tier_names(&config.tiers, &wanted);

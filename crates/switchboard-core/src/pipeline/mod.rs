@@ -159,6 +159,7 @@ impl Pipeline {
             name: call.name,
             target,
             agent: ctx.agent.clone(),
+            principal: ctx.principal.as_deref().cloned(),
             session: ctx.session.clone(),
             tier: ctx.tier.clone(),
             arguments,

@@ -62,6 +62,8 @@ pub struct CallRecord {
     /// The (server, upstream tool name) it resolved to, if it resolved.
     pub target: Option<(ServerId, String)>,
     pub agent: Option<String>,
+    /// Who the agent's OAuth token named (subject, client), never the token.
+    pub principal: Option<crate::context::Principal>,
     pub session: Option<String>,
     /// The tier the request chose, if any.
     pub tier: Option<String>,

@@ -9,7 +9,7 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use switchboard_core::{CallContext, Caller};
+use switchboard_core::{CallContext, Caller, Principal};
 
 use super::backend::Backend;
 use super::modern_caller::invalid_log_level;
@@ -65,6 +65,8 @@ pub struct Dispatcher {
     pub(super) backend: Arc<dyn Backend>,
     /// The agent on whose behalf this front serves (stdio `--agent`, HTTP identity).
     pub(super) agent: Option<String>,
+    /// Who the agent's OAuth token named (HTTP with `[auth] mode = "oauth"`), for the ledger.
+    pub(super) principal: Option<Arc<Principal>>,
     /// The client session requests come from (stdio connection, HTTP session), if any.
     pub(super) session: Option<String>,
     /// The tier the endpoint or request chose, if any.
@@ -80,6 +82,7 @@ impl Dispatcher {
         Self {
             backend,
             agent,
+            principal: None,
             session: None,
             tier: None,
             busy_poll: None,
@@ -116,6 +119,14 @@ impl Dispatcher {
     pub fn for_agent(&self, agent: Option<String>) -> Self {
         Self {
             agent,
+            ..self.clone()
+        }
+    }
+
+    /// The same dispatcher, for a caller whose OAuth token named this principal.
+    pub fn for_principal(&self, principal: Option<Arc<Principal>>) -> Self {
+        Self {
+            principal,
             ..self.clone()
         }
     }

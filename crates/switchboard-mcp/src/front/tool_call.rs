@@ -187,6 +187,9 @@ impl Dispatcher {
         if ctx.agent.is_none() {
             ctx.agent = self.agent.clone();
         }
+        if ctx.principal.is_none() {
+            ctx.principal = self.principal.clone();
+        }
         if ctx.session.is_none() {
             ctx.session = self.session.clone();
         }

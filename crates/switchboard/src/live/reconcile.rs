@@ -441,6 +441,8 @@ pub(super) fn needs_restart(started: &Config, new: &Config) -> Vec<String> {
     );
     check(started.tiers != new.tiers, "tiers");
     check(started.latency != new.latency, "latency");
+    // The HTTP front's authenticators are built once, when it starts.
+    check(started.auth != new.auth, "auth");
     // The rest of [manager] is read by each operation as it starts.
     check(
         started.manager.max_concurrent != new.manager.max_concurrent,

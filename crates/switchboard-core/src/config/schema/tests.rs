@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use super::native_schema;
 use crate::config::agents::AGENT_KEYS;
+use crate::config::auth::AUTH_KEYS;
 use crate::config::builtin::SETTINGS_KEYS;
 use crate::config::hooks::HOOK_KEYS;
 use crate::config::limits::LIMIT_KEYS;
@@ -73,6 +74,7 @@ fn schema_and_validator_know_the_same_keys() {
         ("/$defs/Latency/properties", keys(&LATENCY_KEYS, &[])),
         ("/$defs/Manager/properties", keys(&MANAGER_KEYS, &[])),
         ("/$defs/Energy/properties", keys(&ENERGY_KEYS, &[])),
+        ("/$defs/Auth/properties", keys(&AUTH_KEYS, &[])),
     ];
     for (pointer, expected) in cases {
         assert_eq!(properties(&schema, pointer), expected, "{pointer}");
@@ -94,18 +96,16 @@ fn the_documented_example_satisfies_the_schema() {
         .map(|e| format!("{}: {e}", e.instance_path))
         .collect();
     assert!(errors.is_empty(), "{errors:#?}");
-    let manager = docs
-        .split("### The server manager")
-        .nth(1)
-        .and_then(|section| section.split("```toml\n").nth(1))
-        .and_then(|rest| rest.split("```").next())
-        .expect("docs/config.md has a [manager] example");
+    let manager = crate::config::tests::documented_example("### The server manager");
     let instance: Value = toml::from_str(manager).expect("the example is TOML");
     let errors: Vec<String> = validator
         .iter_errors(&instance)
         .map(|e| format!("{}: {e}", e.instance_path))
         .collect();
     assert!(errors.is_empty(), "{errors:#?}");
+    let auth = crate::config::tests::documented_example("### Authorization");
+    let instance: Value = toml::from_str(auth).expect("the example is TOML");
+    assert!(validator.is_valid(&instance), "the [auth] example");
     for bad in [
         "activation = \"manual\"",
         "registries = [\"ftp://x\"]",

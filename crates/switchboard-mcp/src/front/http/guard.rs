@@ -1,12 +1,19 @@
 //! Who may use the endpoint. The DNS-rebinding guard: an `Origin` that is not loopback or
-//! allowed, or (when checked) a `Host` that is not, gets 403. Bearer tokens, when required:
-//! 401 with `WWW-Authenticate` without a valid one, 403 when an agent's endpoint is called
-//! with another agent's token.
+//! allowed, or (when checked) a `Host` that is not, gets 403. Bearer tokens, when required —
+//! static ones, OAuth access tokens, or either: 401 with `WWW-Authenticate` without a valid
+//! one (with OAuth, pointing to the resource's metadata), 403 `insufficient_scope` for a
+//! token without a needed scope, 403 when an agent's endpoint is called with another
+//! agent's token. Tokens are read from the `Authorization` header only.
 
-use axum::http::{HeaderMap, StatusCode, header};
+use std::sync::Arc;
+
+use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 
+use super::resource::{ResourceUrls, challenge};
 use super::{HttpOptions, plain};
+use crate::oauth::TokenError;
+use switchboard_core::Principal;
 
 /// Maps bearer tokens to agents.
 pub trait Authenticator: Send + Sync + std::fmt::Debug {
@@ -16,27 +23,29 @@ pub trait Authenticator: Send + Sync + std::fmt::Debug {
 
 /// The agent a request acts for: from its bearer token when tokens are required (401
 /// without a valid one; 403 when an agent endpoint names another agent), else the agent of
-/// the endpoint, else the front's own.
-pub(super) fn authenticate(
+/// the endpoint, else the front's own. A token is a static one (`auth`) or an OAuth access
+/// token (`oauth`), and is read from the `Authorization` header only: a request that carries
+/// one in its query string is refused whatever its header says.
+pub(super) async fn authenticate(
     options: &HttpOptions,
     headers: &HeaderMap,
+    uri: &Uri,
     endpoint_agent: Option<&str>,
-) -> Result<Option<String>, Response> {
+) -> Result<Authenticated, Response> {
     check_origin(options, headers)?;
-    let Some(auth) = &options.auth else {
-        return Ok(endpoint_agent.map(str::to_owned));
-    };
-    let unauthorized = |why: &str| {
-        (
-            StatusCode::UNAUTHORIZED,
-            [
-                (header::WWW_AUTHENTICATE, "Bearer realm=\"switchboard\""),
-                (header::CONTENT_TYPE, "text/plain; charset=utf-8"),
-            ],
-            why.to_owned(),
-        )
-            .into_response()
-    };
+    if options.auth.is_none() && options.oauth.is_none() {
+        return Ok(Authenticated {
+            agent: endpoint_agent.map(str::to_owned),
+            principal: None,
+        });
+    }
+    let refuse = Refuse::new(options, headers, uri);
+    if token_in_query(uri) {
+        return Err(refuse.unauthorized(
+            Some("invalid_request"),
+            "a token is accepted only in the Authorization header, never in the URL",
+        ));
+    }
     let token = headers
         .get(header::AUTHORIZATION)
         .and_then(|value| value.to_str().ok())
@@ -47,12 +56,34 @@ pub(super) fn authenticate(
         })
         .map(str::trim);
     let Some(token) = token else {
-        return Err(unauthorized(
-            "a bearer token is required (switchboard token create AGENT)",
-        ));
+        let why = if options.oauth.is_some() {
+            "a bearer token is required (an OAuth access token from the authorization server)"
+        } else {
+            "a bearer token is required (switchboard token create AGENT)"
+        };
+        return Err(refuse.unauthorized(None, why));
     };
-    let Some(agent) = auth.agent_for(token) else {
-        return Err(unauthorized("the bearer token is not valid"));
+    let known = options.auth.as_ref().and_then(|auth| auth.agent_for(token));
+    let mut principal = None;
+    let agent = match (known, &options.oauth, &refuse.urls) {
+        (Some(agent), _, _) => agent,
+        (None, Some(verifier), Some(urls)) => match verifier.verify(token, &urls.audiences()).await
+        {
+            Ok(identity) => {
+                principal = Some(Arc::new(Principal {
+                    subject: identity.subject,
+                    client_id: identity.client_id,
+                }));
+                identity.agent
+            }
+            Err(error) if error.is_forbidden() => return Err(refuse.forbidden(&error)),
+            Err(error) => {
+                return Err(refuse.unauthorized(Some("invalid_token"), &error.to_string()));
+            }
+        },
+        _ => {
+            return Err(refuse.unauthorized(Some("invalid_token"), "the bearer token is not valid"));
+        }
     };
     if let Some(wanted) = endpoint_agent
         && wanted != agent
@@ -62,7 +93,91 @@ pub(super) fn authenticate(
             &format!("this token belongs to agent '{agent}', not '{wanted}'"),
         ));
     }
-    Ok(Some(agent))
+    Ok(Authenticated {
+        agent: Some(agent),
+        principal,
+    })
+}
+
+/// Who a request acts for.
+pub(super) struct Authenticated {
+    /// The agent (none: the front's own).
+    pub agent: Option<String>,
+    /// Who its OAuth token named, for the ledger.
+    pub principal: Option<Arc<Principal>>,
+}
+
+/// Whether the query string carries an OAuth token (RFC 6750 §2.3's `access_token`).
+fn token_in_query(uri: &Uri) -> bool {
+    uri.query().is_some_and(|query| {
+        query.split('&').any(|pair| {
+            pair.split('=')
+                .next()
+                .is_some_and(|name| name.eq_ignore_ascii_case("access_token"))
+        })
+    })
+}
+
+/// The refusals of one request, with the challenge its endpoint calls for.
+struct Refuse<'o> {
+    options: &'o HttpOptions,
+    /// The endpoint's resource URLs, when OAuth is on.
+    urls: Option<ResourceUrls>,
+}
+
+impl<'o> Refuse<'o> {
+    fn new(options: &'o HttpOptions, headers: &HeaderMap, uri: &Uri) -> Self {
+        let urls = options
+            .oauth
+            .as_ref()
+            .and_then(|verifier| ResourceUrls::of(verifier, headers, uri.path()));
+        Self { options, urls }
+    }
+
+    fn scopes(&self) -> &[String] {
+        self.options
+            .oauth
+            .as_ref()
+            .map_or(&[], |verifier| verifier.config().scopes.as_slice())
+    }
+
+    /// 401: no token, or one that is not good (`error` is RFC 6750's code, none without a
+    /// token).
+    fn unauthorized(&self, error: Option<&str>, why: &str) -> Response {
+        let challenge = match &self.urls {
+            Some(urls) => challenge(urls, self.scopes(), error.map(|code| (code, why))),
+            None => HeaderValue::from_static("Bearer realm=\"switchboard\""),
+        };
+        (
+            StatusCode::UNAUTHORIZED,
+            [
+                (header::WWW_AUTHENTICATE, challenge),
+                (
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("text/plain; charset=utf-8"),
+                ),
+            ],
+            why.to_owned(),
+        )
+            .into_response()
+    }
+
+    /// 403: a good token that does not allow this — a missing scope (step-up: the challenge
+    /// names the scopes needed) or an identity that is no agent here.
+    fn forbidden(&self, error: &TokenError) -> Response {
+        let mut response = plain(StatusCode::FORBIDDEN, &error.to_string());
+        if let (TokenError::InsufficientScope(_), Some(urls)) = (error, &self.urls) {
+            let value = challenge(
+                urls,
+                self.scopes(),
+                Some(("insufficient_scope", &error.to_string())),
+            );
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, value);
+        }
+        response
+    }
 }
 
 /// The DNS-rebinding guard.

@@ -8,7 +8,8 @@
 //!   refusal a 400. Closing the response stream cancels the call.
 //!
 //! Every request first passes the `guard` module: the DNS-rebinding guard (an `Origin` or
-//! `Host` that is not allowed gets 403) and bearer tokens. Bodies over the message limit get
+//! `Host` that is not allowed gets 403) and bearer tokens — static ones, or OAuth access
+//! tokens, whose protected resource metadata the `resource` module serves. Bodies over the message limit get
 //! 413. How a call's answer goes back —
 //! plain JSON, or an SSE stream when progress or a relayed message comes first — is
 //! the `answer` module.
@@ -20,7 +21,7 @@ use std::sync::{Arc, Mutex};
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::{DefaultBodyLimit, Path, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::serve::ListenerExt;
@@ -34,6 +35,7 @@ use tokio_util::sync::CancellationToken;
 mod answer;
 mod guard;
 mod in_flight;
+mod resource;
 mod workers;
 
 use self::answer::{
@@ -41,7 +43,7 @@ use self::answer::{
     stream_answer,
 };
 pub use self::guard::Authenticator;
-use self::guard::authenticate;
+use self::guard::{Authenticated, authenticate};
 use self::in_flight::CallInFlight;
 use super::dispatch::{Dispatcher, progress_token};
 use super::envelope;
@@ -49,6 +51,7 @@ use super::relay::Relay;
 use super::subscriptions::ResourceSubscriptions;
 use crate::era::META_LOG_LEVEL;
 use crate::jsonrpc::{Message, RequestId, code, params_meta};
+use crate::oauth::OAuthVerifier;
 use crate::routing_headers;
 
 const SESSION_HEADER: &str = "mcp-session-id";
@@ -67,6 +70,10 @@ pub struct HttpOptions {
     /// When set, every request needs `Authorization: Bearer TOKEN`, and the token decides the
     /// agent; without it, 401 with `WWW-Authenticate`.
     pub auth: Option<Arc<dyn Authenticator>>,
+    /// When set, OAuth access tokens are accepted too (or alone, without `auth`): the front
+    /// is an OAuth 2.1 resource server and serves its metadata (RFC 9728) under
+    /// `/.well-known/oauth-protected-resource` ([`resource`]).
+    pub oauth: Option<Arc<OAuthVerifier>>,
     /// Threads that serve the connections, each a current-thread runtime of its own
     /// ([`workers`]); 0 or 1 serves them on the caller's runtime.
     pub connection_workers: usize,
@@ -121,7 +128,12 @@ pub fn router(dispatcher: Dispatcher, options: HttpOptions) -> Router {
         options,
         sessions: Mutex::default(),
     });
-    Router::new()
+    let router = if state.options.oauth.is_some() {
+        resource::routes()
+    } else {
+        Router::new()
+    };
+    router
         .route(
             "/mcp",
             post(handle_post).get(handle_get).delete(handle_delete),
@@ -162,11 +174,12 @@ fn plain(status: StatusCode, text: &str) -> Response {
 
 async fn handle_agent_post(
     state: State<Arc<HttpState>>,
+    uri: Uri,
     Path(agent): Path<String>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    post_as(state, headers, body, Some(agent)).await
+    post_as(state, uri, headers, body, Some(agent)).await
 }
 
 /// The header that picks a latency tier for one request.
@@ -174,6 +187,7 @@ const TIER_HEADER: &str = "switchboard-tier";
 
 async fn handle_tier_post(
     state: State<Arc<HttpState>>,
+    uri: Uri,
     Path(tier): Path<String>,
     mut headers: HeaderMap,
     body: Bytes,
@@ -181,7 +195,7 @@ async fn handle_tier_post(
     match HeaderValue::from_str(&tier) {
         Ok(value) => {
             headers.insert(TIER_HEADER, value);
-            post_as(state, headers, body, None).await
+            post_as(state, uri, headers, body, None).await
         }
         Err(_) => plain(StatusCode::NOT_FOUND, "unknown tier"),
     }
@@ -189,13 +203,14 @@ async fn handle_tier_post(
 
 async fn handle_tier_get(
     state: State<Arc<HttpState>>,
+    uri: Uri,
     Path(tier): Path<String>,
     mut headers: HeaderMap,
 ) -> Response {
     match HeaderValue::from_str(&tier) {
         Ok(value) => {
             headers.insert(TIER_HEADER, value);
-            get_as(state, headers, None).await
+            get_as(state, uri, headers, None).await
         }
         Err(_) => plain(StatusCode::NOT_FOUND, "unknown tier"),
     }
@@ -203,38 +218,47 @@ async fn handle_tier_get(
 
 async fn handle_agent_get(
     state: State<Arc<HttpState>>,
+    uri: Uri,
     Path(agent): Path<String>,
     headers: HeaderMap,
 ) -> Response {
-    get_as(state, headers, Some(agent)).await
+    get_as(state, uri, headers, Some(agent)).await
 }
 
 async fn handle_agent_delete(
     state: State<Arc<HttpState>>,
+    uri: Uri,
     Path(agent): Path<String>,
     headers: HeaderMap,
 ) -> Response {
-    delete_as(state, headers, Some(agent)).await
+    delete_as(state, uri, headers, Some(agent)).await
 }
 
 fn header_str<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
     headers.get(name).and_then(|value| value.to_str().ok())
 }
 
-async fn handle_post(state: State<Arc<HttpState>>, headers: HeaderMap, body: Bytes) -> Response {
-    post_as(state, headers, body, None).await
+async fn handle_post(
+    state: State<Arc<HttpState>>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    post_as(state, uri, headers, body, None).await
 }
 
 async fn post_as(
     State(state): State<Arc<HttpState>>,
+    uri: Uri,
     headers: HeaderMap,
     body: Bytes,
     endpoint_agent: Option<String>,
 ) -> Response {
-    let agent = match authenticate(&state.options, &headers, endpoint_agent.as_deref()) {
-        Ok(agent) => agent,
-        Err(refusal) => return refusal,
-    };
+    let Authenticated { agent, principal } =
+        match authenticate(&state.options, &headers, &uri, endpoint_agent.as_deref()).await {
+            Ok(authenticated) => authenticated,
+            Err(refusal) => return refusal,
+        };
     let message = match Message::parse(&body) {
         Ok(message) => message,
         Err(malformed) => {
@@ -349,6 +373,9 @@ async fn post_as(
     if agent.is_some() {
         dispatcher = dispatcher.for_agent(agent);
     }
+    if principal.is_some() {
+        dispatcher = dispatcher.for_principal(principal);
+    }
     if let Some(tier) = header_str(&headers, TIER_HEADER) {
         dispatcher = dispatcher.for_tier(Some(tier.to_lowercase()));
     }
@@ -415,17 +442,19 @@ fn cancel_in_session(session: &Session, params: Option<&Value>) {
 }
 
 /// GET opens a legacy session's stream of server notifications (`list_changed`).
-async fn handle_get(state: State<Arc<HttpState>>, headers: HeaderMap) -> Response {
-    get_as(state, headers, None).await
+async fn handle_get(state: State<Arc<HttpState>>, uri: Uri, headers: HeaderMap) -> Response {
+    get_as(state, uri, headers, None).await
 }
 
 async fn get_as(
     State(state): State<Arc<HttpState>>,
+    uri: Uri,
     headers: HeaderMap,
     endpoint_agent: Option<String>,
 ) -> Response {
-    let agent = match authenticate(&state.options, &headers, endpoint_agent.as_deref()) {
-        Ok(agent) => agent,
+    let agent = match authenticate(&state.options, &headers, &uri, endpoint_agent.as_deref()).await
+    {
+        Ok(authenticated) => authenticated.agent,
         Err(refusal) => return refusal,
     };
     let Some(session_id) = header_str(&headers, SESSION_HEADER) else {
@@ -489,16 +518,19 @@ async fn get_as(
 }
 
 /// DELETE ends a legacy session.
-async fn handle_delete(state: State<Arc<HttpState>>, headers: HeaderMap) -> Response {
-    delete_as(state, headers, None).await
+async fn handle_delete(state: State<Arc<HttpState>>, uri: Uri, headers: HeaderMap) -> Response {
+    delete_as(state, uri, headers, None).await
 }
 
 async fn delete_as(
     State(state): State<Arc<HttpState>>,
+    uri: Uri,
     headers: HeaderMap,
     endpoint_agent: Option<String>,
 ) -> Response {
-    if let Err(refusal) = authenticate(&state.options, &headers, endpoint_agent.as_deref()) {
+    if let Err(refusal) =
+        authenticate(&state.options, &headers, &uri, endpoint_agent.as_deref()).await
+    {
         return refusal;
     }
     let Some(session_id) = header_str(&headers, SESSION_HEADER) else {

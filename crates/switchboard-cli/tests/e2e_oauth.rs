@@ -1,0 +1,701 @@
+//! The gateway as an OAuth 2.1 resource server, end to end: an authorization server written
+//! here (its RFC 8414 metadata and a JWK set of an ES256 and an RS256 key made for the test,
+//! on 127.0.0.1) mints tokens, good and bad, and a real `switchboard serve --http` is asked
+//! with each over real HTTP. Every refusal is checked with its status and its
+//! `WWW-Authenticate` challenge; a good token's call runs as the agent its `client_id` maps to.
+
+mod support;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use axum::Json;
+use axum::response::IntoResponse;
+use axum::routing::get;
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use ring::rand::SystemRandom;
+use ring::signature::{self, EcdsaKeyPair, KeyPair, RsaKeyPair, RsaPublicKeyComponents};
+use serde_json::{Value, json};
+use support::*;
+
+/// The test's authorization server: its issuer URL, its keys, and how often its JWK set
+/// was fetched.
+struct AuthServer {
+    issuer: String,
+    es256: EcdsaKeyPair,
+    rs256: RsaKeyPair,
+    /// The RS256 key's public modulus, for the HS256-with-the-public-key attack.
+    rsa_public: Vec<u8>,
+    jwks_fetches: Arc<AtomicUsize>,
+    /// What its introspection endpoint answers for each opaque token (inactive otherwise).
+    introspected: Introspected,
+}
+
+/// Opaque token → its introspection answer, and how many questions came.
+#[derive(Clone, Default)]
+struct Introspected {
+    answers: Arc<std::sync::Mutex<std::collections::HashMap<String, Value>>>,
+    asked: Arc<AtomicUsize>,
+}
+
+impl Introspected {
+    /// RFC 7662: the gateway's credentials (`switchboard`/`gw-secret`, HTTP Basic) and a
+    /// form with the token.
+    fn answer(&self, headers: &axum::http::HeaderMap, body: &str) -> axum::response::Response {
+        self.asked.fetch_add(1, Ordering::SeqCst);
+        let basic = format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode("switchboard:gw-secret")
+        );
+        if headers.get("authorization").map(|v| v.as_bytes()) != Some(basic.as_bytes()) {
+            return axum::http::StatusCode::UNAUTHORIZED.into_response();
+        }
+        let form: std::collections::HashMap<String, String> =
+            url::form_urlencoded::parse(body.as_bytes())
+                .into_owned()
+                .collect();
+        let known = form
+            .get("token")
+            .and_then(|token| self.answers.lock().ok()?.get(token).cloned());
+        Json(known.unwrap_or_else(|| json!({"active": false}))).into_response()
+    }
+}
+
+fn b64(bytes: &[u8]) -> String {
+    URL_SAFE_NO_PAD.encode(bytes)
+}
+
+fn rsa_key() -> RsaKeyPair {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (pem, der) = (dir.path().join("rsa.pem"), dir.path().join("rsa.der"));
+    let openssl = |args: &[&std::ffi::OsStr]| {
+        let made = std::process::Command::new("openssl")
+            .args(args)
+            .output()
+            .expect("openssl (apt-get install openssl) makes the test's RSA key");
+        assert!(
+            made.status.success(),
+            "{}",
+            String::from_utf8_lossy(&made.stderr)
+        );
+    };
+    openssl(&[
+        "genrsa".as_ref(),
+        "-out".as_ref(),
+        pem.as_os_str(),
+        "2048".as_ref(),
+    ]);
+    // ring reads an RSA private key as PKCS#1 DER.
+    openssl(&[
+        "rsa".as_ref(),
+        "-in".as_ref(),
+        pem.as_os_str(),
+        "-traditional".as_ref(),
+        "-outform".as_ref(),
+        "DER".as_ref(),
+        "-out".as_ref(),
+        der.as_os_str(),
+    ]);
+    RsaKeyPair::from_der(&std::fs::read(&der).expect("key")).expect("a PKCS#1 RSA key")
+}
+
+impl AuthServer {
+    async fn start() -> Self {
+        let rng = SystemRandom::new();
+        let alg = &signature::ECDSA_P256_SHA256_FIXED_SIGNING;
+        let pkcs8 = EcdsaKeyPair::generate_pkcs8(alg, &rng).expect("generate");
+        let es256 = EcdsaKeyPair::from_pkcs8(alg, pkcs8.as_ref(), &rng).expect("key");
+        let signer = Arc::new(EcdsaKeyPair::from_pkcs8(alg, pkcs8.as_ref(), &rng).expect("key"));
+        let rs256 = rsa_key();
+        let point = es256.public_key().as_ref().to_vec();
+        let rsa = RsaPublicKeyComponents::<Vec<u8>>::from(rs256.public());
+        let jwks = json!({"keys": [
+            {"kty": "EC", "crv": "P-256", "kid": "es", "use": "sig", "alg": "ES256",
+             "x": b64(&point[1..33]), "y": b64(&point[33..65])},
+            {"kty": "RSA", "kid": "rs", "use": "sig", "n": b64(&rsa.n), "e": b64(&rsa.e)},
+        ]});
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let issuer = format!("http://{}", listener.local_addr().expect("address"));
+        let jwks_fetches = Arc::new(AtomicUsize::new(0));
+        let metadata = json!({
+            "issuer": issuer,
+            "jwks_uri": format!("{issuer}/jwks"),
+            "token_endpoint": format!("{issuer}/token"),
+            "authorization_endpoint": format!("{issuer}/authorize"),
+            "response_types_supported": ["code"],
+            "grant_types_supported": ["client_credentials"],
+            "token_endpoint_auth_methods_supported": ["client_secret_basic"],
+        });
+        let fetches = jwks_fetches.clone();
+        let token_issuer = issuer.clone();
+        let introspected = Introspected::default();
+        let introspection = introspected.clone();
+        let app = axum::Router::new()
+            .route(
+                "/.well-known/oauth-authorization-server",
+                get(move || async move { Json(metadata) }),
+            )
+            .route(
+                "/token",
+                axum::routing::post(move |headers: axum::http::HeaderMap, body: String| {
+                    let token = client_credentials(&signer, &token_issuer, &headers, &body);
+                    async move { token }
+                }),
+            )
+            .route(
+                "/introspect",
+                axum::routing::post(move |headers: axum::http::HeaderMap, body: String| {
+                    let answer = introspection.answer(&headers, &body);
+                    async move { answer }
+                }),
+            )
+            .route(
+                "/jwks",
+                get(move || async move {
+                    fetches.fetch_add(1, Ordering::SeqCst);
+                    Json(jwks)
+                }),
+            );
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        Self {
+            issuer,
+            es256,
+            rs256,
+            rsa_public: rsa.n,
+            jwks_fetches,
+            introspected,
+        }
+    }
+
+    /// A token signed as `header` says: ES256 or RS256 with the server's keys, HS256 keyed
+    /// with the RSA public key, or `none`.
+    fn mint(&self, header: &Value, claims: &Value) -> String {
+        let input = format!(
+            "{}.{}",
+            b64(header.to_string().as_bytes()),
+            b64(claims.to_string().as_bytes())
+        );
+        let rng = SystemRandom::new();
+        let signature = match header["alg"].as_str() {
+            Some("ES256") => self
+                .es256
+                .sign(&rng, input.as_bytes())
+                .expect("sign")
+                .as_ref()
+                .to_vec(),
+            Some("RS256") => {
+                let mut signature = vec![0; self.rs256.public().modulus_len()];
+                self.rs256
+                    .sign(
+                        &signature::RSA_PKCS1_SHA256,
+                        &rng,
+                        input.as_bytes(),
+                        &mut signature,
+                    )
+                    .expect("sign");
+                signature
+            }
+            Some("HS256") => {
+                let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &self.rsa_public);
+                ring::hmac::sign(&key, input.as_bytes()).as_ref().to_vec()
+            }
+            _ => Vec::new(),
+        };
+        format!("{input}.{}", b64(&signature))
+    }
+}
+
+/// The token endpoint: the client_credentials grant for the client `sdk-client` (secret
+/// `s3cret`, HTTP Basic), an ES256 access token for the `resource` it names (RFC 8707).
+fn client_credentials(
+    signer: &EcdsaKeyPair,
+    issuer: &str,
+    headers: &axum::http::HeaderMap,
+    body: &str,
+) -> axum::response::Response {
+    let form: std::collections::HashMap<String, String> =
+        url::form_urlencoded::parse(body.as_bytes())
+            .into_owned()
+            .collect();
+    let basic = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode("sdk-client:s3cret")
+    );
+    let authenticated = headers
+        .get("authorization")
+        .is_some_and(|value| value.as_bytes() == basic.as_bytes());
+    if !authenticated || form.get("grant_type").map(String::as_str) != Some("client_credentials") {
+        let error = json!({"error": "invalid_client"});
+        return (axum::http::StatusCode::UNAUTHORIZED, Json(error)).into_response();
+    }
+    let claims = json!({"iss": issuer, "aud": form.get("resource"), "client_id": "sdk-client",
+        "sub": "sdk-client", "scope": form.get("scope").map_or("mcp", String::as_str),
+        "exp": now() + 300});
+    let input = format!(
+        "{}.{}",
+        b64(json!({"alg": "ES256", "kid": "es", "typ": "at+jwt"})
+            .to_string()
+            .as_bytes()),
+        b64(claims.to_string().as_bytes())
+    );
+    let signature = signer
+        .sign(&SystemRandom::new(), input.as_bytes())
+        .expect("sign");
+    let token = format!("{input}.{}", b64(signature.as_ref()));
+    Json(json!({"access_token": token, "token_type": "Bearer", "expires_in": 300})).into_response()
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| since.as_secs())
+}
+
+fn modern(method: &str, params: Value) -> Value {
+    let mut params = params;
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}});
+    json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+}
+
+fn listed(body: &str) -> Vec<String> {
+    let value: Value = serde_json::from_str(body).expect("json");
+    names(&value["result"]["tools"])
+}
+
+async fn get_json(url: &str) -> (u16, Value) {
+    let response = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .expect("client")
+        .get(url)
+        .send()
+        .await
+        .expect("send");
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn oauth_tokens_are_checked_and_decide_the_agent() {
+    let server = AuthServer::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ledger = dir.path().join("ledger.db");
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "[gateway]\nledger = {}\n\n[auth]\nmode = \"oauth\"\nissuer = {}\nscopes = [\"mcp\"]\n\n[auth.identities]\n\"client-r\" = \"reader\"\n\n\
+             [agents.reader]\nallow = [\"fx__echo\"]\n\n[agents.all]\n\n[servers.fx]\ncommand = {}\nargs = [\"echo\"]\n",
+            quoted(&ledger.display().to_string()),
+            quoted(&server.issuer),
+            quoted(&fixture())
+        ),
+    );
+    let mut gateway = HttpGateway::start(&config, &[]);
+    let url = gateway.url.clone();
+    let origin = url.trim_end_matches("/mcp").to_owned();
+    let metadata_url = format!("{origin}/.well-known/oauth-protected-resource/mcp");
+    let es = json!({"alg": "ES256", "kid": "es", "typ": "at+jwt"});
+    let claims = |changes: Value| {
+        let mut claims = json!({"iss": server.issuer, "aud": url, "sub": "alice",
+            "client_id": "client-r", "scope": "mcp", "iat": now(), "nbf": now() - 5,
+            "exp": now() + 300});
+        if let (Some(claims), Value::Object(changes)) = (claims.as_object_mut(), changes) {
+            claims.extend(changes);
+        }
+        claims
+    };
+    let list = modern("tools/list", json!({}));
+
+    // The protected resource metadata, for /mcp and for a tier's endpoint.
+    let (status, document) = get_json(&metadata_url).await;
+    assert_eq!(status, 200);
+    assert_eq!(document["resource"], json!(url));
+    assert_eq!(document["authorization_servers"], json!([server.issuer]));
+    assert_eq!(document["scopes_supported"], json!(["mcp"]));
+    assert_eq!(document["bearer_methods_supported"], json!(["header"]));
+    let (_, tier) = get_json(&format!("{metadata_url}/tiers/fast")).await;
+    assert_eq!(tier["resource"], json!(format!("{url}/tiers/fast")));
+
+    // No token: 401 pointing to the metadata, no error code (RFC 6750 §3.1).
+    let (status, _, challenge) = post(&url, None, list.clone()).await;
+    assert_eq!(status, 401);
+    assert_eq!(
+        challenge.as_deref(),
+        Some(format!("Bearer resource_metadata=\"{metadata_url}\", scope=\"mcp\"").as_str())
+    );
+
+    // A good token: the call runs as the agent its client_id maps to.
+    let good = server.mint(&es, &claims(json!({})));
+    let (status, body, _) = post(&url, Some(&good), list.clone()).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(listed(&body), ["fx__echo"]);
+    let call = modern(
+        "tools/call",
+        json!({"name": "fx__echo", "arguments": {"message": "hi"}}),
+    );
+    let (status, body, _) = post(&url, Some(&good), call).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("hi"), "{body}");
+    // An RS256 token whose client_id is an agent's name acts as that agent.
+    let rs = json!({"alg": "RS256", "kid": "rs"});
+    let all = server.mint(&rs, &claims(json!({"client_id": "all"})));
+    let (status, body, _) = post(&url, Some(&all), list.clone()).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(listed(&body).len() > 1, "{body}");
+    let fetches = server.jwks_fetches.load(Ordering::SeqCst);
+    assert_eq!(fetches, 1, "the key set is fetched once and cached");
+
+    // Each bad token: 401 invalid_token.
+    let hs = json!({"alg": "HS256", "kid": "rs"});
+    let bad = [
+        (
+            "expired",
+            server.mint(&es, &claims(json!({"exp": now() - 120}))),
+        ),
+        (
+            "not yet valid",
+            server.mint(&es, &claims(json!({"nbf": now() + 600}))),
+        ),
+        (
+            "wrong issuer",
+            server.mint(&es, &claims(json!({"iss": "http://evil.example"}))),
+        ),
+        (
+            "wrong audience",
+            server.mint(&es, &claims(json!({"aud": "http://other.example/mcp"}))),
+        ),
+        (
+            "unknown kid",
+            server.mint(&json!({"alg": "ES256", "kid": "gone"}), &claims(json!({}))),
+        ),
+        (
+            "alg none",
+            server.mint(&json!({"alg": "none", "kid": "es"}), &claims(json!({}))),
+        ),
+        (
+            "HS256 with the public key",
+            server.mint(&hs, &claims(json!({}))),
+        ),
+        (
+            "an ID token",
+            server.mint(
+                &json!({"alg": "ES256", "kid": "es", "typ": "id+jwt"}),
+                &claims(json!({})),
+            ),
+        ),
+        ("forged signature", format!("{}x", &good[..good.len() - 1])),
+        ("not a JWT", "sbt_static".to_owned()),
+    ];
+    for (what, token) in bad {
+        let (status, body, challenge) = post(&url, Some(&token), list.clone()).await;
+        assert_eq!(status, 401, "{what}: {body}");
+        let challenge = challenge.unwrap_or_default();
+        assert!(
+            challenge.starts_with(&format!("Bearer resource_metadata=\"{metadata_url}\""))
+                && challenge.contains("error=\"invalid_token\""),
+            "{what}: {challenge}"
+        );
+    }
+    assert!(
+        server.jwks_fetches.load(Ordering::SeqCst) <= fetches + 1,
+        "an unknown kid refetches the keys at most once"
+    );
+
+    // A token in the query string is refused, even beside a good header.
+    let (status, _, challenge) = post(
+        &format!("{url}?access_token={good}"),
+        Some(&good),
+        list.clone(),
+    )
+    .await;
+    assert_eq!(status, 401);
+    assert!(
+        challenge
+            .unwrap_or_default()
+            .contains("error=\"invalid_request\"")
+    );
+
+    // A good token without the scope: 403 insufficient_scope naming it (step-up).
+    let narrow = server.mint(&es, &claims(json!({"scope": "other"})));
+    let (status, body, challenge) = post(&url, Some(&narrow), list.clone()).await;
+    assert_eq!(status, 403, "{body}");
+    let challenge = challenge.unwrap_or_default();
+    assert!(
+        challenge.contains("error=\"insufficient_scope\"") && challenge.contains("scope=\"mcp\""),
+        "{challenge}"
+    );
+    // An identity that names no agent: 403.
+    let stranger = server.mint(&es, &claims(json!({"client_id": "stranger"})));
+    let (status, body, _) = post(&url, Some(&stranger), list.clone()).await;
+    assert_eq!(status, 403, "{body}");
+
+    // A tier's endpoint is a resource of its own; a token for /mcp is good there too.
+    let (status, _, challenge) = post(&format!("{url}/tiers/fast"), None, list.clone()).await;
+    assert_eq!(status, 401);
+    assert!(
+        challenge
+            .unwrap_or_default()
+            .contains(&format!("resource_metadata=\"{metadata_url}/tiers/fast\"")),
+    );
+    let (status, body, _) = post(&format!("{url}/tiers/fast"), Some(&good), list).await;
+    assert_eq!(status, 200, "{body}");
+
+    // The ledger names the token's subject and client beside the agent, and never the token.
+    assert!(gateway.terminate().success());
+    let rows = audit_rows(&config);
+    let call = rows
+        .as_array()
+        .expect("rows")
+        .iter()
+        .find(|row| row["exposed"] == "fx__echo")
+        .expect("the call's row");
+    assert_eq!(
+        (&call["agent"], &call["subject"], &call["client_id"]),
+        (&json!("reader"), &json!("alice"), &json!("client-r")),
+        "{call}"
+    );
+    for entry in std::fs::read_dir(dir.path()).expect("dir").flatten() {
+        let bytes = std::fs::read(entry.path()).unwrap_or_default();
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(
+            !text.contains(&good) && !text.contains(good.split('.').nth(2).unwrap_or("-")),
+            "{} holds the token",
+            entry.path().display()
+        );
+    }
+}
+
+/// An MCP server over HTTP (legacy era, JSON answers) with one tool, `whoami`, that answers
+/// the `Authorization` header it was sent; it keeps every header of every request.
+async fn recording_upstream() -> (String, Arc<std::sync::Mutex<Vec<String>>>) {
+    let seen = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let record = seen.clone();
+    let handler = move |headers: axum::http::HeaderMap, Json(message): Json<Value>| {
+        let record = record.clone();
+        async move {
+            if let Ok(mut seen) = record.lock() {
+                seen.extend(headers.iter().map(|(name, value)| {
+                    format!("{name}: {}", String::from_utf8_lossy(value.as_bytes()))
+                }));
+            }
+            let authorization = headers
+                .get("authorization")
+                .and_then(|value| value.to_str().ok())
+                .unwrap_or("none")
+                .to_owned();
+            let result = match message["method"].as_str() {
+                Some("initialize") => {
+                    json!({"protocolVersion": message["params"]["protocolVersion"],
+                    "capabilities": {"tools": {}}, "serverInfo": {"name": "rec", "version": "1"}})
+                }
+                Some("tools/list") => json!({"tools": [{"name": "whoami",
+                    "inputSchema": {"type": "object"}}]}),
+                Some("tools/call") => json!({"content": [{"type": "text", "text": authorization}]}),
+                _ => return axum::http::StatusCode::ACCEPTED.into_response(),
+            };
+            Json(json!({"jsonrpc": "2.0", "id": message["id"], "result": result})).into_response()
+        }
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}/mcp", listener.local_addr().expect("address"));
+    let app = axum::Router::new().route("/mcp", axum::routing::post(handler));
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (url, seen)
+}
+
+/// Static tokens and OAuth tokens side by side (`mode = ["tokens", "oauth"]`), and neither
+/// reaches an upstream: the upstream gets its own configured header, never the client's.
+#[tokio::test]
+async fn the_clients_authorization_header_never_reaches_an_upstream() {
+    let server = AuthServer::start().await;
+    let (upstream, seen) = recording_upstream().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tokens = dir.path().join("tokens.json");
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "[gateway]\ntoken_file = {}\n\n[auth]\nmode = [\"tokens\", \"oauth\"]\nissuer = {}\n\n\
+             [agents.all]\n\n[servers.rec]\nurl = {}\nera = \"legacy\"\n\
+             headers = {{ Authorization = \"Bearer upstream-own\" }}\n",
+            quoted(&tokens.display().to_string()),
+            quoted(&server.issuer),
+            quoted(&upstream),
+        ),
+    );
+    let created = run_switchboard(&config, &["token", "create", "all"]);
+    assert!(
+        created.status.success(),
+        "{}",
+        String::from_utf8_lossy(&created.stderr)
+    );
+    let static_token = String::from_utf8_lossy(&created.stdout).trim().to_owned();
+    let gateway = HttpGateway::start(&config, &[]);
+    let url = gateway.url.clone();
+    let oauth_token = server.mint(
+        &json!({"alg": "ES256", "kid": "es"}),
+        &json!({"iss": server.issuer, "aud": url, "client_id": "all", "exp": now() + 300}),
+    );
+    let whoami = modern(
+        "tools/call",
+        json!({"name": "rec__whoami", "arguments": {}}),
+    );
+    // A first listing waits for the upstream's first connection.
+    let (status, body, _) = post(&url, Some(&oauth_token), modern("tools/list", json!({}))).await;
+    assert_eq!(
+        (status, listed(&body)),
+        (200, vec!["rec__whoami".to_owned()]),
+        "{body}"
+    );
+    for token in [&static_token, &oauth_token] {
+        let (status, body, _) = post(&url, Some(token), whoami.clone()).await;
+        assert_eq!(status, 200, "{body}");
+        assert!(body.contains("Bearer upstream-own"), "{body}");
+    }
+    let seen = seen.lock().expect("headers").clone();
+    assert!(!seen.is_empty());
+    for header in &seen {
+        assert!(
+            !header.contains(&static_token) && !header.contains(&oauth_token),
+            "the upstream was sent a client's token: {header}"
+        );
+    }
+}
+
+/// Off loopback the Host header is the client's to choose, so it cannot name the audience:
+/// a gateway there with OAuth and no `resource` refuses to start, saying so.
+#[test]
+fn oauth_off_loopback_needs_a_configured_resource() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = write_config(
+        dir.path(),
+        "[auth]\nmode = \"oauth\"\nissuer = \"http://127.0.0.1:9\"\n",
+    );
+    let mut child = std::process::Command::new(switchboard())
+        .arg("--config")
+        .arg(&config)
+        .args(["serve", "--http", "0.0.0.0:0"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start the gateway");
+    let exited = wait_for(std::time::Duration::from_secs(20), || {
+        child.try_wait().ok().flatten()
+    });
+    if exited.is_none() {
+        let _ = child.kill();
+    }
+    let output = child.wait_with_output().expect("output");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("needs `resource`"), "{stderr}");
+}
+
+/// The official Python SDK's OAuth client (`ClientCredentialsOAuthProvider`) connects through
+/// the gateway by itself: the 401's `resource_metadata` leads it to the metadata, that to the
+/// authorization server, whose token (audienced to the resource the SDK names) it retries with.
+#[tokio::test]
+async fn the_python_sdks_oauth_client_finds_the_authorization_server_and_calls() {
+    let server = AuthServer::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "[auth]\nmode = \"oauth\"\nissuer = {}\nscopes = [\"mcp\"]\n\n[auth.identities]\n\"sdk-client\" = \"reader\"\n\n\
+             [agents.reader]\nallow = [\"fx__echo\"]\n\n[servers.fx]\ncommand = {}\nargs = [\"echo\"]\n",
+            quoted(&server.issuer),
+            quoted(&fixture())
+        ),
+    );
+    let gateway = HttpGateway::start(&config, &[]);
+    let (url, issuer) = (gateway.url.clone(), server.issuer.clone());
+    let sdk = move |action: &'static [&'static str]| {
+        let (url, issuer) = (url.clone(), issuer.clone());
+        tokio::task::spawn_blocking(move || {
+            let mut args = vec![
+                "--http",
+                url.as_str(),
+                "--client-credentials",
+                "sdk-client:s3cret",
+            ];
+            args.extend(["--issuer", issuer.as_str(), "--scope", "mcp"]);
+            args.extend(action);
+            python_client(&args)
+        })
+    };
+    let tools = sdk(&["list"]).await.expect("the SDK client");
+    assert_eq!(
+        names(&tools),
+        ["fx__echo"],
+        "the view of the agent the client maps to"
+    );
+    let result = sdk(&["call", "fx__echo", r#"{"message": "through oauth"}"#])
+        .await
+        .expect("the SDK client");
+    assert_eq!(result["isError"], json!(false), "{result}");
+    assert!(result.to_string().contains("through oauth"), "{result}");
+}
+
+/// Opaque tokens go to the authorization server's introspection endpoint (RFC 7662) with the
+/// gateway's own credentials; an active answer is checked like a JWT's claims and reused for
+/// a while, an inactive one or one for another resource is refused.
+#[tokio::test]
+async fn opaque_tokens_are_introspected() {
+    let server = AuthServer::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "[auth]\nmode = \"oauth\"\nissuer = {}\nintrospection_endpoint = {}\n\
+             client_id = \"switchboard\"\nclient_secret = \"gw-secret\"\n\n\
+             [agents.reader]\nallow = [\"fx__echo\"]\n\n[servers.fx]\ncommand = {}\nargs = [\"echo\"]\n",
+            quoted(&server.issuer),
+            quoted(&format!("{}/introspect", server.issuer)),
+            quoted(&fixture())
+        ),
+    );
+    let gateway = HttpGateway::start(&config, &[]);
+    let url = gateway.url.clone();
+    let active = |aud: &str| {
+        json!({"active": true, "iss": server.issuer, "aud": aud, "client_id": "reader",
+            "sub": "bob", "scope": "mcp", "exp": now() + 300})
+    };
+    if let Ok(mut answers) = server.introspected.answers.lock() {
+        answers.insert("opaque-good".into(), active(&url));
+        answers.insert(
+            "opaque-elsewhere".into(),
+            active("http://other.example/mcp"),
+        );
+    }
+    let list = modern("tools/list", json!({}));
+    for _ in 0..2 {
+        let (status, body, _) = post(&url, Some("opaque-good"), list.clone()).await;
+        assert_eq!(
+            (status, listed(&body)),
+            (200, vec!["fx__echo".to_owned()]),
+            "{body}"
+        );
+    }
+    assert_eq!(
+        server.introspected.asked.load(Ordering::SeqCst),
+        1,
+        "an active answer is reused"
+    );
+    for token in ["opaque-revoked", "opaque-elsewhere"] {
+        let (status, body, challenge) = post(&url, Some(token), list.clone()).await;
+        assert_eq!(status, 401, "{token}: {body}");
+        assert!(
+            challenge
+                .unwrap_or_default()
+                .contains("error=\"invalid_token\"")
+        );
+    }
+}
