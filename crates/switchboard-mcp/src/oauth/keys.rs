@@ -23,6 +23,8 @@ pub const MAX_AGE: Duration = Duration::from_secs(3600);
 pub const REFETCH_EVERY: Duration = Duration::from_secs(30);
 /// The largest metadata or key set document read.
 const MAX_DOCUMENT_BYTES: usize = 1024 * 1024;
+/// The longest a fetch of the issuer's metadata and key set may take.
+const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
 
 #[derive(Default)]
 struct Cached {
@@ -101,7 +103,16 @@ impl KeyCache {
                 Ok(found)
             };
         }
-        let fetched = self.fetch().await;
+        // Bounded: the lock above holds every request with an unknown key behind this one,
+        // and an issuer that accepts the connection and then stalls must not hold them long.
+        let fetched = tokio::time::timeout(FETCH_TIMEOUT, self.fetch())
+            .await
+            .unwrap_or_else(|_| {
+                Err(format!(
+                    "no answer within {} s from the issuer's metadata or key set",
+                    FETCH_TIMEOUT.as_secs()
+                ))
+            });
         let mut cached = self
             .cached
             .lock()
@@ -336,5 +347,33 @@ mod tests {
         let later = start + REFETCH_EVERY;
         let _ = cache.keys_for(Some("k"), "RS256", later).await;
         assert_eq!(cache.snapshot().1, Some(later), "fetched again after 30 s");
+    }
+
+    /// An issuer that accepts the connection and never answers holds the fetch (and every
+    /// request waiting behind its lock) for [`FETCH_TIMEOUT`] at most.
+    #[tokio::test(start_paused = true)]
+    async fn a_stalled_key_fetch_gives_up_in_time() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let address = listener.local_addr().expect("address");
+        let stall = tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((stream, _)) = listener.accept().await {
+                held.push(stream);
+            }
+        });
+        let cache = KeyCache::new(
+            "https://as".to_owned(),
+            Some(format!("http://{address}/jwks")),
+        );
+        let started = tokio::time::Instant::now();
+        let outcome = cache.keys_for(Some("k"), "RS256", Instant::now()).await;
+        assert!(
+            matches!(&outcome, Err(TokenError::Keys(why)) if why.contains("no answer within")),
+            "{outcome:?}"
+        );
+        assert!(started.elapsed() <= FETCH_TIMEOUT + Duration::from_secs(1));
+        stall.abort();
     }
 }

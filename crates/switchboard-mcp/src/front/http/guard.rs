@@ -78,7 +78,16 @@ pub(super) async fn authenticate(
             }
             Err(error) if error.is_forbidden() => return Err(refuse.forbidden(&error)),
             Err(error) => {
-                return Err(refuse.unauthorized(Some("invalid_token"), &error.to_string()));
+                // The gateway's own trouble (the issuer's keys or introspection out of
+                // reach) is logged whole; the caller hears only that, not where or why.
+                let why = match &error {
+                    TokenError::Keys(_) | TokenError::Introspection(_) => {
+                        tracing::warn!(%error, "an access token could not be checked");
+                        "the token cannot be checked now (the authorization server's keys are unavailable)".to_owned()
+                    }
+                    _ => error.to_string(),
+                };
+                return Err(refuse.unauthorized(Some("invalid_token"), &why));
             }
         },
         _ => {
