@@ -407,6 +407,29 @@ async fn oauth_tokens_are_checked_and_decide_the_agent() {
         "an unknown kid refetches the keys at most once"
     );
 
+    // A token for another loopback server of the same issuer, sent with that server's
+    // name as Host: the audience is this gateway's own URL, never the request's Host.
+    let other = "127.0.0.1:9/mcp";
+    let replayed = server.mint(&es, &claims(json!({"aud": format!("http://{other}")})));
+    let body = list.to_string();
+    let path_and_host = url.trim_start_matches("http://");
+    let (address, _) = path_and_host.split_once('/').expect("host/path");
+    let mut stream = std::net::TcpStream::connect(address).expect("connect");
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:9\r\nAuthorization: Bearer {replayed}\r\n\
+         Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+         Mcp-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/list\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    std::io::Write::write_all(&mut stream, request.as_bytes()).expect("send");
+    let mut answer = String::new();
+    std::io::Read::read_to_string(&mut stream, &mut answer).expect("answer");
+    assert!(
+        answer.starts_with("HTTP/1.1 401"),
+        "a token for another resource, Host naming it: {answer}"
+    );
+
     // A token in the query string is refused, even beside a good header.
     let (status, _, challenge) = post(
         &format!("{url}?access_token={good}"),

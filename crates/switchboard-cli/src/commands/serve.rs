@@ -154,19 +154,6 @@ pub async fn run(config: Option<&Path>, args: ServeArgs) -> anyhow::Result<ExitC
     } else {
         Some(Arc::new(tokens))
     };
-    // `[auth] mode = "oauth"`: access tokens of the configured issuer, checked against its
-    // keys. The agents are those of the config at start (a restart picks up new ones).
-    let oauth = match config.auth.oauth.clone() {
-        Some(settings) => Some(Arc::new(
-            OAuthVerifier::new(
-                settings,
-                config.agents.keys().cloned().collect(),
-                Arc::new(switchboard_core::clock::SystemClock),
-            )
-            .map_err(|error| anyhow::anyhow!("[auth]: {error}"))?,
-        )),
-        None => None,
-    };
     let options = switchboard::HostOptions {
         recorder: Arc::new(ledger.clone()),
         latency_database: super::audit::latency_path(&config),
@@ -238,18 +225,33 @@ pub async fn run(config: Option<&Path>, args: ServeArgs) -> anyhow::Result<ExitC
                 .await
                 .with_context(|| format!("cannot listen on {address}"))?;
             let bound = listener.local_addr()?;
-            // Without `resource` the audience comes from the Host header, which only a loopback
-            // listener checks: elsewhere a token minted for another server could be replayed here.
-            if let Some(settings) = &config.auth.oauth
-                && settings.resource.is_none()
-                && settings.audience.is_empty()
-                && !bound.ip().is_loopback()
-            {
-                bail!(
-                    "[auth] mode \"oauth\" on {bound} needs `resource` (the URL clients use for /mcp, \
-                     e.g. \"https://gw.example.com/mcp\"): off loopback the Host header cannot be trusted to name it"
-                );
-            }
+            // `[auth] mode = "oauth"`: access tokens of the configured issuer, checked against
+            // its keys. The agents are those of the config at start (a restart picks up new
+            // ones). The resource a token must name is configured, or on loopback this
+            // listener's own URL — never taken from a request's Host header, or a token minted
+            // for another server of the same issuer could be replayed here (RFC 8707).
+            let oauth = match config.auth.oauth.clone() {
+                Some(mut settings) => {
+                    if settings.resource.is_none() && settings.audience.is_empty() {
+                        if !bound.ip().is_loopback() {
+                            bail!(
+                                "[auth] mode \"oauth\" on {bound} needs `resource` (the URL clients use for /mcp, \
+                                 e.g. \"https://gw.example.com/mcp\"): off loopback the gateway cannot tell it"
+                            );
+                        }
+                        settings.resource = Some(format!("http://{bound}/mcp"));
+                    }
+                    Some(Arc::new(
+                        OAuthVerifier::new(
+                            settings,
+                            config.agents.keys().cloned().collect(),
+                            Arc::new(switchboard_core::clock::SystemClock),
+                        )
+                        .map_err(|error| anyhow::anyhow!("[auth]: {error}"))?,
+                    ))
+                }
+                None => None,
+            };
             let options = HttpOptions {
                 max_message_bytes,
                 allowed_origins: args.allow_origins,
