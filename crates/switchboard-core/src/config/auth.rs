@@ -153,11 +153,11 @@ impl Walk<'_> {
                 }
                 "issuer" => {
                     issuer_seen = true;
-                    if let Some(url) = self.auth_url(value, &what) {
+                    if let Some(url) = self.fetched_url(value, &what) {
                         oauth.issuer = url;
                     }
                 }
-                "jwks_uri" => oauth.jwks_uri = self.auth_url(value, &what),
+                "jwks_uri" => oauth.jwks_uri = self.fetched_url(value, &what),
                 "resource" => oauth.resource = self.auth_url(value, &what),
                 "audience" => {
                     oauth.audience = match &value.value {
@@ -180,7 +180,7 @@ impl Walk<'_> {
                 "default_agent" => oauth.default_agent = self.string(value, &what),
                 "identities" => oauth.identities = self.string_map(value, &what),
                 "introspection_endpoint" => {
-                    endpoint = Some((value.pos, self.auth_url(value, &what)));
+                    endpoint = Some((value.pos, self.fetched_url(value, &what)));
                 }
                 "client_id" => client_id = Some((value.pos, self.string(value, &what))),
                 "client_secret" => client_secret = Some((value.pos, self.string(value, &what))),
@@ -285,6 +285,40 @@ impl Walk<'_> {
                 None
             }
         }
+    }
+
+    /// A URL the gateway fetches keys, metadata or introspection answers from: `https://`,
+    /// or `http://` on loopback only — over plain HTTP anyone on the path could hand the
+    /// gateway signing keys of their own.
+    fn fetched_url(&mut self, node: &Node, what: &str) -> Option<String> {
+        let url = self.auth_url(node, what)?;
+        let Some(rest) = url
+            .get(..7)
+            .filter(|scheme| scheme.eq_ignore_ascii_case("http://"))
+            .map(|_| &url[7..])
+        else {
+            return Some(url);
+        };
+        let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+        let host = match authority.strip_prefix('[') {
+            Some(bracketed) => bracketed.split(']').next().unwrap_or(""),
+            None => authority
+                .rsplit_once(':')
+                .map_or(authority, |(host, _)| host),
+        };
+        let loopback = host.eq_ignore_ascii_case("localhost")
+            || host
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback());
+        if loopback {
+            return Some(url);
+        }
+        self.problem(
+            node.pos,
+            format!("{what} '{url}' must use https:// (plain http:// only on loopback)"),
+            Some(format!("e.g. \"https://{authority}\"")),
+        );
+        None
     }
 
     fn algorithms(&mut self, node: &Node, what: &str) -> Vec<String> {

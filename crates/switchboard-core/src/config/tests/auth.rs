@@ -63,6 +63,25 @@ fn auth_mistakes_are_located() {
         )],
     );
     toml(
+        "[auth]\nmode = \"oauth\"\nissuer = \"http://login.example.com/realm\"\n",
+        &[(
+            3,
+            10,
+            "auth.issuer 'http://login.example.com/realm' must use https:// (plain http:// only on loopback)",
+        )],
+    );
+    let loopback = Config::parse(
+        "[auth]\nmode = \"oauth\"\nissuer = \"http://127.0.0.1:8443\"\njwks_uri = \"http://[::1]:9/keys\"\n",
+        Origin::Inline,
+        Format::Toml,
+        &env(),
+    )
+    .expect("plain http on loopback is accepted");
+    assert_eq!(
+        loopback.auth.oauth.map(|oauth| oauth.issuer).as_deref(),
+        Some("http://127.0.0.1:8443")
+    );
+    toml(
         "[auth]\nissuer2 = \"x\"\n",
         &[(2, 1, "unknown key 'issuer2' in [auth]")],
     );
