@@ -4,6 +4,7 @@
 mod builtins;
 mod instances;
 mod problems;
+mod sandbox;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
