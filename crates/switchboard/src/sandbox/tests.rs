@@ -1,0 +1,99 @@
+//! The launcher's flags round-trip, and `status` says what holds.
+
+use std::time::Duration;
+
+use switchboard_core::config::{NetworkAccess, SandboxConfig};
+
+use super::exec::ExecPlan;
+use super::*;
+
+fn config() -> SandboxConfig {
+    SandboxConfig {
+        memory: Some(1 << 30),
+        cpu: Some(Duration::from_millis(1500)),
+        files: Some(256),
+        processes: Some(64),
+        inherit_env: false,
+        readable: vec!["/data".into()],
+        writable: vec!["/tmp/w".into()],
+        network: NetworkAccess::None,
+        user: Some("nobody".to_owned()),
+    }
+}
+
+#[test]
+fn the_launch_flags_are_read_back_by_the_launcher() {
+    let launch = launch(
+        &config(),
+        Path::new("/bin/switchboard"),
+        "/bin/sh",
+        &["-c".to_owned(), "exit 0".to_owned()],
+        None,
+    );
+    assert_eq!(launch.wrapper.program, Path::new("/bin/switchboard"));
+    assert_eq!(launch.wrapper.args[0], SUBCOMMAND);
+    assert_eq!(
+        launch.keep_env,
+        Some(vec![
+            "PATH".into(),
+            "HOME".into(),
+            "LANG".into(),
+            "TMPDIR".into()
+        ])
+    );
+    let mut argv: Vec<String> = launch.wrapper.args[1..].to_vec();
+    argv.extend(["--".to_owned(), "/bin/sh".to_owned()]);
+    let plan = ExecPlan::parse(argv).expect("parses");
+    assert_eq!(plan.memory, Some(1 << 30));
+    assert_eq!(plan.cpu_seconds, Some(2), "rounded up");
+    assert_eq!((plan.files, plan.processes), (Some(256), Some(64)));
+    assert_eq!(plan.user.as_deref(), Some("nobody"));
+    assert!(plan.read.contains(&PathBuf::from("/data")));
+    assert_eq!(plan.write, [PathBuf::from("/tmp/w")]);
+    assert_eq!(plan.network, "none");
+    assert_eq!(plan.command, ["/bin/sh"]);
+}
+
+#[test]
+fn the_launcher_refuses_what_it_cannot_read() {
+    for bad in [
+        vec!["--memory", "lots", "--", "x"],
+        vec!["--files"],
+        vec!["--network", "lan", "--", "x"],
+        vec!["--memory", "1"],
+        vec!["--bogus", "1", "--", "x"],
+    ] {
+        let args = bad.iter().map(|s| (*s).to_owned());
+        assert!(ExecPlan::parse(args).is_err(), "{bad:?}");
+    }
+}
+
+#[test]
+fn status_says_what_holds_on_this_kernel_and_user() {
+    let full = KernelSupport {
+        landlock_fs: true,
+        landlock_net: true,
+    };
+    let mut sandbox = config();
+    let held = protections(&sandbox, full, true);
+    assert_eq!(held.filesystem, "enforced");
+    assert_eq!(held.network, "enforced (no TCP)");
+    assert_eq!(held.processes, "binds", "a configured user is not root");
+    assert_eq!(held.env, "filtered");
+    assert_eq!(held.limits.len(), 4);
+    sandbox.user = None;
+    assert_eq!(
+        protections(&sandbox, full, true).processes,
+        "does not bind root"
+    );
+    let bare = protections(&sandbox, KernelSupport::default(), false);
+    assert_eq!(bare.filesystem, "not available");
+    assert!(bare.network.starts_with("not enforced"));
+    assert_eq!(bare.processes, "binds");
+    sandbox.network = NetworkAccess::Loopback;
+    assert!(
+        protections(&sandbox, full, false)
+            .network
+            .starts_with("not enforced")
+    );
+}
