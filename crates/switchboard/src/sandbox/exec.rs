@@ -131,6 +131,16 @@ fn confine_and_exec(plan: &ExecPlan) -> Result<Infallible, SandboxError> {
     limit(Resource::RLIMIT_CPU, "cpu", plan.cpu_seconds, 1)?;
     limit(Resource::RLIMIT_NOFILE, "files", plan.files, 0)?;
     limit(Resource::RLIMIT_NPROC, "processes", plan.processes, 0)?;
+    if let Some(max) = plan.processes
+        && user.is_none()
+        && nix::unistd::geteuid().is_root()
+        && let Err(error) = super::pids::confine(max)
+    {
+        eprintln!(
+            "sandbox-exec: processes not bound: RLIMIT_NPROC does not bind root and no pids \
+             cgroup could be made ({error})"
+        );
+    }
     if let Some(user) = &user {
         switch_user(user.uid, user.gid).map_err(|source| SandboxError::User {
             user: user.name.clone(),

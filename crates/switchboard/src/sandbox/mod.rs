@@ -11,6 +11,7 @@
 //! sandboxed: the config does (`Config::sandbox_of`).
 
 pub mod exec;
+mod pids;
 mod rules;
 
 use std::path::{Path, PathBuf};
@@ -141,7 +142,8 @@ pub struct Protections {
     pub filesystem: &'static str,
     /// "any" (nothing to enforce), "enforced", or "not enforced" with why.
     pub network: String,
-    /// RLIMIT_NPROC: "binds", "not asked", or "does not bind root".
+    /// RLIMIT_NPROC: "binds", "not asked", "cgroup pids.max" (as root, where a pids
+    /// controller is mounted) or "not bound (root, no pids cgroup)".
     pub processes: &'static str,
     /// The user the server runs as, when one is configured.
     pub user: Option<String>,
@@ -187,10 +189,11 @@ pub fn protections(config: &SandboxConfig, kernel: KernelSupport, root: bool) ->
             "not available"
         },
         network,
-        processes: match (config.processes, runs_as_root) {
-            (None, _) => "not asked",
-            (Some(_), true) => "does not bind root",
-            (Some(_), false) => "binds",
+        processes: match (config.processes, runs_as_root, kernel.pids_cgroup) {
+            (None, _, _) => "not asked",
+            (Some(_), true, true) => "cgroup pids.max",
+            (Some(_), true, false) => "not bound (root, no pids cgroup)",
+            (Some(_), false, _) => "binds",
         },
         user: config.user.clone(),
         no_new_privs: true,

@@ -12,12 +12,26 @@ use landlock::{
 /// The newest Landlock ABI these rules are written for; older kernels enforce what they can.
 const ABI_WANTED: ABI = ABI::V5;
 
-/// System paths every sandboxed server may read (and execute from). `/proc` is readable,
-/// but Landlock keeps a sandboxed process from another's `environ` and `mem` (it may not
-/// ptrace out of its domain).
-pub const SYSTEM_READ: [&str; 12] = [
-    "/usr", "/lib", "/lib32", "/lib64", "/bin", "/sbin", "/etc", "/opt", "/proc", "/sys", "/dev",
-    "/run",
+/// System paths every sandboxed server may read (and execute from).
+pub const SYSTEM_READ: [&str; 11] = [
+    "/usr", "/lib", "/lib32", "/lib64", "/bin", "/sbin", "/etc", "/opt", "/sys", "/dev", "/run",
+];
+
+/// Of `/proc`, only the server's own entry (`/proc/self` is opened by the launcher, whose
+/// process the server becomes) and the system-wide files: not the whole of it, where a
+/// server run as root could read the gateway's `environ` (Landlock's ptrace scoping yields
+/// to `CAP_SYS_PTRACE`). A server's children do not see their own entries.
+const PROC_READ: [&str; 10] = [
+    "/proc/self",
+    "/proc/cpuinfo",
+    "/proc/meminfo",
+    "/proc/stat",
+    "/proc/loadavg",
+    "/proc/uptime",
+    "/proc/version",
+    "/proc/filesystems",
+    "/proc/sys",
+    "/proc/pressure",
 ];
 
 /// Device files every process expects to write.
@@ -30,6 +44,8 @@ pub struct KernelSupport {
     pub landlock_fs: bool,
     /// TCP bind/connect rules (Linux 6.7+).
     pub landlock_net: bool,
+    /// A pids cgroup controller is mounted (what bounds processes under root).
+    pub pids_cgroup: bool,
 }
 
 impl KernelSupport {
@@ -48,6 +64,7 @@ impl KernelSupport {
         Self {
             landlock_fs: fs,
             landlock_net: net,
+            pids_cgroup: super::pids::hierarchy().is_some(),
         }
     }
 }
@@ -76,7 +93,7 @@ pub(super) fn restrict(
         ruleset = ruleset.handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)?;
     }
     let mut created = ruleset.create()?;
-    let system = SYSTEM_READ.iter().map(PathBuf::from);
+    let system = SYSTEM_READ.iter().chain(&PROC_READ).map(PathBuf::from);
     for path in system.chain(read.iter().cloned()) {
         if let Some(rule) = beneath(&path, read_access) {
             created = created.add_rule(rule)?;

@@ -73,6 +73,7 @@ fn status_says_what_holds_on_this_kernel_and_user() {
     let full = KernelSupport {
         landlock_fs: true,
         landlock_net: true,
+        pids_cgroup: false,
     };
     let mut sandbox = config();
     let held = protections(&sandbox, full, true);
@@ -84,7 +85,15 @@ fn status_says_what_holds_on_this_kernel_and_user() {
     sandbox.user = None;
     assert_eq!(
         protections(&sandbox, full, true).processes,
-        "does not bind root"
+        "not bound (root, no pids cgroup)"
+    );
+    let cgroups = KernelSupport {
+        pids_cgroup: true,
+        ..full
+    };
+    assert_eq!(
+        protections(&sandbox, cgroups, true).processes,
+        "cgroup pids.max"
     );
     let bare = protections(&sandbox, KernelSupport::default(), false);
     assert_eq!(bare.filesystem, "not available");
@@ -95,5 +104,43 @@ fn status_says_what_holds_on_this_kernel_and_user() {
         protections(&sandbox, full, false)
             .network
             .starts_with("not enforced")
+    );
+}
+
+#[test]
+fn a_sandbox_without_a_launcher_is_refused_not_dropped() {
+    use switchboard_core::config::{Config, Format, MapEnvironment, Origin};
+    let config = Config::parse(
+        "[gateway.sandbox]\nfiles = 64\n\n[servers.a]\ncommand = \"x\"\n\n[servers.b]\ncommand = \"x\"\nsandbox = false\n",
+        Origin::Inline,
+        Format::Toml,
+        &MapEnvironment::default(),
+    )
+    .expect("valid");
+    let Err(error) = crate::plans(&config) else {
+        panic!("a sandboxed server was planned without a launcher");
+    };
+    assert!(
+        error
+            .0
+            .contains("server 'a' has a sandbox, but this gateway has no sandbox launcher"),
+        "{error}"
+    );
+    let [server_b] = &config.servers[1..] else {
+        unreachable!()
+    };
+    let plan = crate::assemble::plan(&config, server_b, None).expect("b is not sandboxed");
+    let switchboard_mcp::upstream::Endpoint::Stdio(command) = plan.spec.endpoint else {
+        panic!("stdio");
+    };
+    assert_eq!((command.wrapper, command.keep_env), (None, None));
+    let server_a = &config.servers[0];
+    let plan = crate::assemble::plan(&config, server_a, Some(Path::new("/bin/sb"))).expect("a");
+    let switchboard_mcp::upstream::Endpoint::Stdio(command) = plan.spec.endpoint else {
+        panic!("stdio");
+    };
+    assert_eq!(
+        command.wrapper.map(|w| w.program),
+        Some(PathBuf::from("/bin/sb"))
     );
 }
