@@ -147,3 +147,59 @@ fn status_shows_which_protections_are_in_force() {
         "{text}"
     );
 }
+
+/// The launcher on its own: what the exec'd command inherits.
+#[test]
+fn the_launcher_sets_limits_and_no_new_privs_before_it_execs() {
+    let run = |flags: &[&str], script: &str| {
+        let output = Command::new(switchboard())
+            .arg("sandbox-exec")
+            .args(flags)
+            .args(["--", "/bin/sh", "-c", script])
+            .output()
+            .expect("run the launcher");
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stdout).trim().to_owned(),
+            String::from_utf8_lossy(&output.stderr).trim().to_owned(),
+        )
+    };
+    let (code, out, _) = run(
+        &["--files", "32", "--cpu", "7", "--memory", "2147483648"],
+        "ulimit -n; ulimit -t; ulimit -v",
+    );
+    assert_eq!(code, Some(0));
+    assert_eq!(
+        out, "32\n7\n2097152",
+        "files, cpu seconds, KiB of address space"
+    );
+    // `exec` keeps the launcher's pid, whose /proc entry the server may read.
+    let (_, out, _) = run(&[], "exec grep NoNewPrivs /proc/self/status");
+    assert_eq!(
+        out.split_whitespace().collect::<Vec<_>>(),
+        ["NoNewPrivs:", "1"]
+    );
+    let (code, _, err) = run(&["--memory", "lots"], "true");
+    assert_eq!(code, Some(126));
+    assert!(err.contains("--memory lots: not a number"), "{err}");
+    let output = Command::new(switchboard())
+        .args(["sandbox-exec", "--", "/nonexistent/server"])
+        .output()
+        .expect("run the launcher");
+    assert_eq!(output.status.code(), Some(127));
+    let has_nobody = std::fs::read_to_string("/etc/passwd")
+        .is_ok_and(|passwd| passwd.lines().any(|l| l.starts_with("nobody:x:65534:")));
+    if is_root() && has_nobody {
+        let (code, out, _) = run(&["--user", "nobody"], "id -u");
+        assert_eq!((code, out.as_str()), (Some(0), "65534"));
+    }
+}
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status").is_ok_and(|status| {
+        status
+            .lines()
+            .find(|l| l.starts_with("Uid:"))
+            .is_some_and(|l| l.split_whitespace().nth(2) == Some("0"))
+    })
+}
