@@ -144,3 +144,34 @@ fn a_sandbox_without_a_launcher_is_refused_not_dropped() {
         Some(PathBuf::from("/bin/sb"))
     );
 }
+
+#[test]
+fn a_change_of_the_sandbox_a_server_runs_in_restarts_it_and_only_it() {
+    use switchboard_core::config::{Config, Format, MapEnvironment, Origin};
+    let parse = |gateway: &str| {
+        let text = format!(
+            "{gateway}\n[servers.a]\ncommand = \"x\"\n\n[servers.b]\ncommand = \"x\"\nsandbox = false\n\n[servers.c]\nurl = \"http://h/mcp\"\n\n[servers.d]\ncommand = \"x\"\nsandbox = {{ files = 9 }}\n"
+        );
+        Config::parse(
+            &text,
+            Origin::Inline,
+            Format::Toml,
+            &MapEnvironment::default(),
+        )
+        .expect("valid")
+    };
+    let fingerprints = |config: &Config| -> Vec<String> {
+        config
+            .servers
+            .iter()
+            .map(|server| crate::connection_fingerprint(config, server))
+            .collect()
+    };
+    let none = fingerprints(&parse(""));
+    let some = fingerprints(&parse("[gateway.sandbox]\nfiles = 64\n"));
+    let other = fingerprints(&parse("[gateway.sandbox]\nfiles = 65\n"));
+    assert_ne!(none[0], some[0], "a takes the default");
+    assert_ne!(some[0], other[0]);
+    assert_eq!(&none[1..], &some[1..], "b is off, c is HTTP, d has its own");
+    assert_eq!(&some[1..], &other[1..]);
+}
