@@ -1,9 +1,13 @@
 //! A cgroup `pids.max` for a sandboxed server run as root, where `RLIMIT_NPROC` does not
-//! bind: the launcher moves itself into `switchboard/<its pid>` under the pids controller
-//! (cgroup v1's `pids` hierarchy, or cgroup v2 with `pids` enabled below the root) before it
-//! execs, so the server and everything it forks share the limit. Groups are removed when
-//! empty: each launcher removes its empty siblings as it starts (a group still in use
-//! refuses removal), so at most the groups of servers that ended since linger.
+//! bind: the launcher moves itself into a group of its own, `switchboard-<its pid>`, made
+//! below the pids cgroup it is in (cgroup v1's `pids` hierarchy, or cgroup v2), before it
+//! execs, so the server and everything it forks share the limit — and stay under any limit
+//! of the gateway's own group. Groups are removed when empty: each launcher removes its
+//! empty siblings as it starts (a group still in use refuses removal), so at most the groups
+//! of servers that ended since linger.
+//!
+//! On cgroup v2 a group that holds processes (the gateway's, unless it is the root) cannot
+//! hand controllers down, so there the confinement fails and the launcher says so.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -11,37 +15,49 @@ use std::path::{Path, PathBuf};
 /// The cgroup v1 pids hierarchy, then the cgroup v2 root.
 const V1: &str = "/sys/fs/cgroup/pids";
 const V2: &str = "/sys/fs/cgroup";
-/// Our groups' parent, below the hierarchy's root.
-const PARENT: &str = "switchboard";
+/// The prefix of our groups' names.
+const PREFIX: &str = "switchboard-";
 
-/// Where the server groups are made, when a pids controller is mounted.
-pub(super) fn hierarchy() -> Option<PathBuf> {
-    if Path::new(V1).join("pids.max").exists() || Path::new(V1).join("cgroup.procs").exists() {
-        return Some(PathBuf::from(V1));
+/// The mounted pids hierarchy and whether it is cgroup v2.
+pub(super) fn hierarchy() -> Option<(PathBuf, bool)> {
+    if Path::new(V1).join("cgroup.procs").exists() {
+        return Some((PathBuf::from(V1), false));
     }
     let controllers = std::fs::read_to_string(Path::new(V2).join("cgroup.controllers")).ok()?;
     controllers
         .split_whitespace()
         .any(|c| c == "pids")
-        .then(|| PathBuf::from(V2))
+        .then(|| (PathBuf::from(V2), true))
+}
+
+/// This process's group in the pids hierarchy, from `/proc/self/cgroup`.
+fn own_group(v2: bool) -> Option<String> {
+    let table = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    table.lines().find_map(|line| {
+        let mut fields = line.splitn(3, ':');
+        let (_, controllers, path) = (fields.next()?, fields.next()?, fields.next()?);
+        let wanted = if v2 {
+            controllers.is_empty()
+        } else {
+            controllers.split(',').any(|c| c == "pids")
+        };
+        wanted.then(|| path.to_owned())
+    })
 }
 
 /// Puts this process in a group of its own holding at most `max` processes; returns it.
 pub(super) fn confine(max: u64) -> io::Result<PathBuf> {
-    let root = hierarchy()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no pids cgroup controller"))?;
-    let v2 = root == Path::new(V2);
-    let parent = root.join(PARENT);
+    let missing = |what: &str| io::Error::new(io::ErrorKind::NotFound, what.to_owned());
+    let (root, v2) = hierarchy().ok_or_else(|| missing("no pids cgroup controller"))?;
+    let own = own_group(v2).ok_or_else(|| missing("no pids cgroup in /proc/self/cgroup"))?;
+    let parent = root.join(own.trim_start_matches('/'));
     if v2 {
-        // The controller must be handed down to each level that holds our groups.
-        std::fs::write(root.join("cgroup.subtree_control"), "+pids")?;
-    }
-    std::fs::create_dir_all(&parent)?;
-    if v2 {
+        // The controller must be handed down to the groups below; refused (EBUSY) where the
+        // parent holds processes and is not the root.
         std::fs::write(parent.join("cgroup.subtree_control"), "+pids")?;
     }
     remove_empty_groups(&parent);
-    let group = parent.join(std::process::id().to_string());
+    let group = parent.join(format!("{PREFIX}{}", std::process::id()));
     std::fs::create_dir_all(&group)?;
     std::fs::write(group.join("pids.max"), max.to_string())?;
     std::fs::write(group.join("cgroup.procs"), std::process::id().to_string())?;
@@ -54,7 +70,8 @@ fn remove_empty_groups(parent: &Path) {
         return;
     };
     for entry in entries.flatten() {
-        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+        let ours = entry.file_name().to_string_lossy().starts_with(PREFIX);
+        if ours && entry.file_type().is_ok_and(|t| t.is_dir()) {
             let _ = std::fs::remove_dir(entry.path());
         }
     }
