@@ -97,5 +97,16 @@ def connect(host: str, port: int) -> str:
         return f"error: {e}"
 
 
+@server.tool()
+def send_udp(host: str, port: int) -> str:
+    """Sends one UDP datagram."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.sendto(b"x", (host, port))
+        return "sent"
+    except OSError as e:
+        return f"error: {e}"
+
+
 if __name__ == "__main__":
     server.run("stdio")

@@ -3,7 +3,8 @@
 //! gateway's secret (its own environment and the gateway's `/proc` entry), fork 1,000
 //! processes, allocate 4 GiB, open a TCP connection — each refused inside the server (the
 //! tool answers the error), while the same server unsandboxed succeeds at each, and the
-//! gateway and both servers keep answering afterwards. `status` says what is in force.
+//! gateway and both servers keep answering afterwards (and, as root, UDP is stopped by the
+//! server's own network namespace). `status` says what is in force.
 
 mod support;
 
@@ -67,6 +68,12 @@ fn a_sandboxed_server_is_refused_what_its_unsandboxed_twin_may_do() {
     // Afterwards: the sandboxed server still answers, and may write where it was allowed.
     plan.push(json!(["boxed__write_file", {"path": work.join("ok.txt").display().to_string(), "text": "fine"}]));
     plan.push(json!(["boxed__get_env", {"name": "PATH"}]));
+    // UDP is outside Landlock's rules; as root the server's own network namespace stops it.
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").expect("udp");
+    let udp_port = udp.local_addr().expect("address").port();
+    for server in ["boxed", "free"] {
+        plan.push(json!([format!("{server}__send_udp"), {"host": "127.0.0.1", "port": udp_port}]));
+    }
     let output = Command::new(venv_bin().join("python"))
         .arg(repo_root().join("e2e/py/client.py"))
         .args(["--stdio", "calls", &Value::Array(plan).to_string(), "--"])
@@ -108,6 +115,10 @@ fn a_sandboxed_server_is_refused_what_its_unsandboxed_twin_may_do() {
     assert_eq!(free[6], "connected");
     assert_eq!(after[0], "wrote");
     assert!(after[1].starts_with("env: "), "{}", after[1]);
+    if is_root() {
+        assert!(after[2].starts_with("error:"), "boxed UDP: {}", after[2]);
+    }
+    assert_eq!(after[3], "sent");
     assert!(!conf.join("boxed.toml").exists());
 }
 

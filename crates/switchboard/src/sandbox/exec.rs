@@ -1,8 +1,8 @@
 //! The launcher's side: `sandbox-exec FLAGS -- COMMAND ARGS` confines this process with safe
 //! system calls and execs the command in its place.
 //!
-//! Order matters: the user is looked up while `/etc/passwd` is still readable; rlimits are
-//! set while still privileged; the user is switched before `no_new_privs` and Landlock, which
+//! Order matters: the user is looked up while `/etc/passwd` is still readable; rlimits, the
+//! pids cgroup and the network namespace are set while still privileged; the user is switched before `no_new_privs` and Landlock, which
 //! then bind the server whatever it execs. Any failure ends the launcher with a message on
 //! stderr (which the gateway logs under the server's name) before the command runs: a
 //! sandbox is never silently weaker than asked, except for the Landlock features the kernel
@@ -140,6 +140,19 @@ fn confine_and_exec(plan: &ExecPlan) -> Result<Infallible, SandboxError> {
             "sandbox-exec: processes not bound: RLIMIT_NPROC does not bind root and no pids \
              cgroup could be made ({error})"
         );
+    }
+    if plan.network == "none" {
+        // A network namespace of its own: no interface up, so no IP at all (UDP too) and no
+        // abstract Unix socket of the host. Needs root (CAP_SYS_ADMIN), so before the user is switched; Landlock's TCP rules
+        // below hold either way.
+        if let Err(error) = nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET)
+            && nix::unistd::geteuid().is_root()
+        {
+            eprintln!(
+                "sandbox-exec: no network namespace of its own ({error}): only Landlock's TCP \
+                 rules hold"
+            );
+        }
     }
     if let Some(user) = &user {
         switch_user(user.uid, user.gid).map_err(|source| SandboxError::User {

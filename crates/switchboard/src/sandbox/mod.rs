@@ -140,7 +140,7 @@ pub struct Protections {
     pub env: &'static str,
     /// Landlock file-system rules: "enforced" or "not available".
     pub filesystem: &'static str,
-    /// "any" (nothing to enforce), "enforced", or "not enforced" with why.
+    /// "any" (nothing to enforce), "enforced (how)", or "not enforced (why)".
     pub network: String,
     /// RLIMIT_NPROC: "binds", "not asked", "cgroup pids.max" (as root, where a pids
     /// controller is mounted) or "not bound (root, no pids cgroup)".
@@ -169,6 +169,7 @@ pub fn protections(config: &SandboxConfig, kernel: KernelSupport, root: bool) ->
     }
     let network = match config.network {
         NetworkAccess::Any => "any".to_owned(),
+        NetworkAccess::None if root => "enforced (a network namespace of its own)".to_owned(),
         NetworkAccess::None if kernel.landlock_net => "enforced (no TCP)".to_owned(),
         NetworkAccess::None => "not enforced (the kernel has no Landlock network rules)".to_owned(),
         NetworkAccess::Loopback => {

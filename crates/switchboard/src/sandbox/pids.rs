@@ -30,6 +30,12 @@ pub(super) fn hierarchy() -> Option<(PathBuf, bool)> {
         .then(|| (PathBuf::from(V2), true))
 }
 
+/// Whether a launcher started by this process can make its group: on cgroup v1 below any
+/// group, on v2 only below the root (a populated group cannot hand the controller down).
+pub(super) fn usable() -> bool {
+    hierarchy().is_some_and(|(_, v2)| own_group(v2).is_some_and(|own| !v2 || own == "/"))
+}
+
 /// This process's group in the pids hierarchy, from `/proc/self/cgroup`.
 fn own_group(v2: bool) -> Option<String> {
     let table = std::fs::read_to_string("/proc/self/cgroup").ok()?;

@@ -64,7 +64,7 @@ impl KernelSupport {
         Self {
             landlock_fs: fs,
             landlock_net: net,
-            pids_cgroup: super::pids::hierarchy().is_some(),
+            pids_cgroup: super::pids::usable(),
         }
     }
 }

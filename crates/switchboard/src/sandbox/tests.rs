@@ -78,7 +78,11 @@ fn status_says_what_holds_on_this_kernel_and_user() {
     let mut sandbox = config();
     let held = protections(&sandbox, full, true);
     assert_eq!(held.filesystem, "enforced");
-    assert_eq!(held.network, "enforced (no TCP)");
+    assert_eq!(held.network, "enforced (a network namespace of its own)");
+    assert_eq!(
+        protections(&sandbox, full, false).network,
+        "enforced (no TCP)"
+    );
     assert_eq!(held.processes, "binds", "a configured user is not root");
     assert_eq!(held.env, "filtered");
     assert_eq!(held.limits.len(), 4);
