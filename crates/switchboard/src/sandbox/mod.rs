@@ -93,11 +93,12 @@ fn startup_paths(command: &str, args: &[String], cwd: Option<&Path>) -> Vec<Path
     let mut paths = Vec::new();
     if let Some(program) = find_program(command) {
         let program = program.canonicalize().unwrap_or(program);
-        if let Some(dir) = program.parent() {
-            paths.push(dir.to_path_buf());
-            if let Some(prefix) = dir.parent().filter(|p| *p != Path::new("/")) {
-                paths.push(prefix.to_path_buf());
-            }
+        push_dir_and_prefix(&mut paths, &program);
+        // A script's interpreter (`#!/usr/bin/env node`: node as PATH finds it) may live
+        // outside the system paths too (a version manager's directory).
+        if let Some(interpreter) = interpreter_of(&program).and_then(|i| find_program(&i)) {
+            let interpreter = interpreter.canonicalize().unwrap_or(interpreter);
+            push_dir_and_prefix(&mut paths, &interpreter);
         }
     }
     // A venv's `bin/python` is a link into the system: its prefix is the link's.
@@ -118,6 +119,33 @@ fn startup_paths(command: &str, args: &[String], cwd: Option<&Path>) -> Vec<Path
     paths.sort();
     paths.dedup();
     paths
+}
+
+/// The directory of `program` and the one above it (its installation's prefix).
+fn push_dir_and_prefix(paths: &mut Vec<PathBuf>, program: &Path) {
+    if let Some(dir) = program.parent() {
+        paths.push(dir.to_path_buf());
+        if let Some(prefix) = dir.parent().filter(|p| *p != Path::new("/")) {
+            paths.push(prefix.to_path_buf());
+        }
+    }
+}
+
+/// The interpreter a script's `#!` line names (for `/usr/bin/env X`, X).
+fn interpreter_of(program: &Path) -> Option<String> {
+    use std::io::Read;
+    let mut head = [0u8; 256];
+    let read = std::fs::File::open(program).ok()?.read(&mut head).ok()?;
+    let line = head.get(..read)?.strip_prefix(b"#!")?;
+    let line = line.split(|b| *b == b'\n').next()?;
+    let line = std::str::from_utf8(line).ok()?;
+    let mut words = line.split_whitespace();
+    let first = words.next()?;
+    if first.ends_with("/env") {
+        words.find(|word| !word.starts_with('-')).map(str::to_owned)
+    } else {
+        Some(first.to_owned())
+    }
 }
 
 /// `command` as `execvp` will find it: as given when it has a `/`, else on `PATH`.

@@ -179,3 +179,32 @@ fn a_change_of_the_sandbox_a_server_runs_in_restarts_it_and_only_it() {
     assert_eq!(&none[1..], &some[1..], "b is off, c is HTTP, d has its own");
     assert_eq!(&some[1..], &other[1..]);
 }
+
+#[test]
+fn a_scripts_interpreter_is_readable_wherever_path_finds_it() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let script = dir.path().join("tool").join("bin").join("server");
+    std::fs::create_dir_all(script.parent().expect("parent")).expect("dirs");
+    std::fs::write(&script, "#!/usr/bin/env -S sh -e\nexit 0\n").expect("script");
+    let launch = launch(
+        &SandboxConfig::default(),
+        Path::new("/bin/switchboard"),
+        &script.display().to_string(),
+        &[],
+        None,
+    );
+    let read: Vec<&String> = launch
+        .wrapper
+        .args
+        .windows(2)
+        .filter(|pair| pair[0] == "--read")
+        .map(|pair| &pair[1])
+        .collect();
+    let script = script.canonicalize().expect("canonical");
+    let prefix = script.parent().and_then(Path::parent).expect("prefix");
+    assert!(read.iter().any(|p| Path::new(p) == prefix), "{read:?}");
+    let sh = find_program("sh").expect("sh on PATH");
+    let sh = sh.canonicalize().unwrap_or(sh);
+    let sh_dir = sh.parent().expect("dir");
+    assert!(read.iter().any(|p| Path::new(p) == sh_dir), "{read:?}");
+}
