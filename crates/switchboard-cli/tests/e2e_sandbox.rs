@@ -214,3 +214,50 @@ fn is_root() -> bool {
             .is_some_and(|l| l.split_whitespace().nth(2) == Some("0"))
     })
 }
+
+/// The npm reference servers (node under a directory of its own) and a Python one start and
+/// serve under a strict default sandbox: what they need to start is found and made readable.
+#[test]
+fn the_reference_servers_run_under_the_gateways_default_sandbox() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let root = dir.path().join("root");
+    std::fs::create_dir_all(&root).expect("root");
+    let root = root.canonicalize().expect("canonical root");
+    let note = root.join("note.txt");
+    std::fs::write(&note, "hello from the sandbox\n").expect("note");
+    let node = node_bin();
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "[gateway]\nconnect_timeout = \"20s\"\n\n[gateway.sandbox]\nmemory = \"4GiB\"\nfiles = 512\nprocesses = 256\nwritable = [{root}]\nnetwork = \"none\"\n\n[servers.everything]\ncommand = {}\n\n[servers.fs]\ncommand = {}\nargs = [{root}]\n\n[servers.time]\ncommand = {}\n",
+            quoted(&node.join("mcp-server-everything").display().to_string()),
+            quoted(&node.join("mcp-server-filesystem").display().to_string()),
+            quoted(&venv_bin().join("mcp-server-time").display().to_string()),
+            root = quoted(&root.display().to_string()),
+        ),
+    );
+    let plan = json!([
+        ["everything__echo", {"message": "boxed"}],
+        ["fs__read_text_file", {"path": note.display().to_string()}],
+        ["time__get_current_time", {"timezone": "Europe/Berlin"}],
+    ]);
+    let output = Command::new(venv_bin().join("python"))
+        .arg(repo_root().join("e2e/py/client.py"))
+        .args(["--stdio", "calls", &plan.to_string(), "--"])
+        .arg(switchboard())
+        .arg("--config")
+        .arg(&config)
+        .arg("serve")
+        .env("PATH", node_path())
+        .output()
+        .expect("run the client");
+    assert!(
+        output.status.success(),
+        "client failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let texts = texts(&stdout_json(&output));
+    assert_eq!(texts[0], "Echo: boxed");
+    assert_eq!(texts[1].trim(), "hello from the sandbox");
+    assert!(texts[2].contains("Europe/Berlin"), "{}", texts[2]);
+}
