@@ -24,6 +24,27 @@ fn texts(results: &Value) -> Vec<String> {
         .collect()
 }
 
+/// The Python SDK client's `calls` through a stdio gateway on `config` (one session), with
+/// one more variable in the gateway's environment: the text of each result.
+fn calls(config: &std::path::Path, plan: &Value, env: (&str, &str)) -> Vec<String> {
+    let output = Command::new(venv_bin().join("python"))
+        .arg(repo_root().join("e2e/py/client.py"))
+        .args(["--stdio", "calls", &plan.to_string(), "--"])
+        .arg(switchboard())
+        .arg("--config")
+        .arg(config)
+        .arg("serve")
+        .env(env.0, env.1)
+        .output()
+        .expect("run the client");
+    assert!(
+        output.status.success(),
+        "client failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    texts(&stdout_json(&output))
+}
+
 #[test]
 fn a_sandboxed_server_is_refused_what_its_unsandboxed_twin_may_do() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -74,22 +95,11 @@ fn a_sandboxed_server_is_refused_what_its_unsandboxed_twin_may_do() {
     for server in ["boxed", "free"] {
         plan.push(json!([format!("{server}__send_udp"), {"host": "127.0.0.1", "port": udp_port}]));
     }
-    let output = Command::new(venv_bin().join("python"))
-        .arg(repo_root().join("e2e/py/client.py"))
-        .args(["--stdio", "calls", &Value::Array(plan).to_string(), "--"])
-        .arg(switchboard())
-        .arg("--config")
-        .arg(&config)
-        .arg("serve")
-        .env("SWITCHBOARD_TEST_SECRET", "gateway-only")
-        .output()
-        .expect("run the client");
-    assert!(
-        output.status.success(),
-        "client failed:\n{}",
-        String::from_utf8_lossy(&output.stderr)
+    let texts = calls(
+        &config,
+        &Value::Array(plan),
+        ("SWITCHBOARD_TEST_SECRET", "gateway-only"),
     );
-    let texts = texts(&stdout_json(&output));
     let (boxed, rest) = texts.split_at(7);
     let (free, after) = rest.split_at(7);
     let refused = [
@@ -241,22 +251,7 @@ fn the_reference_servers_run_under_the_gateways_default_sandbox() {
         ["fs__read_text_file", {"path": note.display().to_string()}],
         ["time__get_current_time", {"timezone": "Europe/Berlin"}],
     ]);
-    let output = Command::new(venv_bin().join("python"))
-        .arg(repo_root().join("e2e/py/client.py"))
-        .args(["--stdio", "calls", &plan.to_string(), "--"])
-        .arg(switchboard())
-        .arg("--config")
-        .arg(&config)
-        .arg("serve")
-        .env("PATH", node_path())
-        .output()
-        .expect("run the client");
-    assert!(
-        output.status.success(),
-        "client failed:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let texts = texts(&stdout_json(&output));
+    let texts = calls(&config, &plan, ("PATH", &node_path()));
     assert_eq!(texts[0], "Echo: boxed");
     assert_eq!(texts[1].trim(), "hello from the sandbox");
     assert!(texts[2].contains("Europe/Berlin"), "{}", texts[2]);
