@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """How much a sandbox adds to a server's start: runs /bin/true directly, under
-`switchboard sandbox-exec` with no flags, and with every limit, Landlock paths and
---network none, N times each (interleaved), and prints the median and p90 in ms.
+`switchboard sandbox-exec` with no flags, with every limit and Landlock paths, and with
+--network none too (as root a network namespace of its own), N times each, interleaved, and
+prints the median and p90 in ms.
 
 Usage: scripts/sandbox-startup.py [SWITCHBOARD] [N]   (default target/release/switchboard, 200)
 """
@@ -18,6 +19,10 @@ runs = int(sys.argv[2]) if len(sys.argv) > 2 else 200
 targets = {
     "direct": ["/bin/true"],
     "launcher, no flags": [switchboard, "sandbox-exec", "--", "/bin/true"],
+    "launcher, limits + fs": [
+        switchboard, "sandbox-exec", "--memory", "1073741824", "--cpu", "600", "--files", "256",
+        "--processes", "64", "--read", "/srv", "--write", "/tmp", "--", "/bin/true",
+    ],
     "launcher, full sandbox": [
         switchboard, "sandbox-exec", "--memory", "1073741824", "--cpu", "600", "--files", "256",
         "--processes", "64", "--read", "/srv", "--write", "/tmp", "--network", "none",
