@@ -126,6 +126,9 @@ fn refuse_options_beside_subcommands(
 }
 
 fn main() -> ExitCode {
+    if commands::sandbox_exec::requested() {
+        return commands::sandbox_exec::run();
+    }
     let cli = parse_cli();
     let default_level = if matches!(cli.command, Command::Serve(_) | Command::ToolServer(_)) {
         "info"

@@ -3,6 +3,7 @@
 //! gateway settings become [`HostOptions`].
 
 use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
 use std::sync::Arc;
 
 use switchboard_core::ServerId;
@@ -10,7 +11,8 @@ use switchboard_core::agent::ToolPattern;
 use switchboard_core::approval::{AgentApproval, ApprovalRules, ToolApproval};
 use switchboard_core::catalog::{NamingRules, ToolOverride};
 use switchboard_core::config::{
-    ApprovalMode, Config, CostConfig, EraPreference, LimitsConfig, ServerConfig, Transport,
+    ApprovalMode, Config, CostConfig, EraPreference, LimitsConfig, SandboxConfig, ServerConfig,
+    Transport,
 };
 use switchboard_core::limits::{CostModel, LimitSpec, Limits, Quota, Scope};
 use switchboard_core::pipeline::Governance;
@@ -41,7 +43,7 @@ impl Host {
         mut options: HostOptions,
     ) -> Result<Self, AssembleError> {
         let slot = crate::manager::ManagerSlot::default();
-        let plans = plans_linked(config, &slot)?;
+        let plans = plans_linked(config, &slot, options.sandbox_launcher.as_deref())?;
         options.naming = NamingRules {
             separator: config.gateway.separator.clone(),
             aliases: config.aliases.clone(),
@@ -128,23 +130,31 @@ pub fn tool_settings(config: &Config) -> HashMap<String, ToolSettings> {
 
 /// The server plans of a config, in config order; disabled servers are left out.
 pub fn plans(config: &Config) -> Result<Vec<ServerPlan>, AssembleError> {
-    plans_linked(config, &ManagerSlot::default())
+    plans_linked(config, &ManagerSlot::default(), None)
 }
 
 /// [`plans`], with `manager` built-ins finding their manager in `slot`.
-fn plans_linked(config: &Config, slot: &ManagerSlot) -> Result<Vec<ServerPlan>, AssembleError> {
+fn plans_linked(
+    config: &Config,
+    slot: &ManagerSlot,
+    launcher: Option<&Path>,
+) -> Result<Vec<ServerPlan>, AssembleError> {
     config
         .servers
         .iter()
         .filter(|server| server.enabled)
-        .map(|server| plan_reusing(config, server, None, slot))
+        .map(|server| plan_reusing(config, server, None, slot, launcher))
         .collect()
 }
 
 /// The plan of one server, not linked to any running Host (a `manager` built-in of it
 /// answers that the manager is not running).
-pub(crate) fn plan(config: &Config, server: &ServerConfig) -> Result<ServerPlan, AssembleError> {
-    plan_reusing(config, server, None, &ManagerSlot::default())
+pub(crate) fn plan(
+    config: &Config,
+    server: &ServerConfig,
+    launcher: Option<&Path>,
+) -> Result<ServerPlan, AssembleError> {
+    plan_reusing(config, server, None, &ManagerSlot::default(), launcher)
 }
 
 /// The plan of `server`, taking `endpoint` as it is when given (a reload keeps the running
@@ -154,11 +164,20 @@ pub(crate) fn plan_reusing(
     server: &ServerConfig,
     endpoint: Option<Endpoint>,
     slot: &ManagerSlot,
+    launcher: Option<&Path>,
 ) -> Result<ServerPlan, AssembleError> {
     let gateway = &config.gateway;
     let endpoint = match (endpoint, &server.transport) {
         (Some(endpoint), _) => endpoint,
-        (None, transport) => endpoint_of(server, transport, gateway.max_message_bytes, slot)?,
+        (None, transport) => {
+            let mut endpoint = endpoint_of(server, transport, gateway.max_message_bytes, slot)?;
+            if let (Endpoint::Stdio(command), Some(sandbox)) =
+                (&mut endpoint, config.sandbox_of(server))
+            {
+                sandbox_command(&server.id, command, &sandbox, launcher)?;
+            }
+            endpoint
+        }
     };
     let prefix = if gateway.prefix_tools {
         server.prefix.clone().unwrap_or_else(|| server.id.clone())
@@ -198,7 +217,7 @@ pub(crate) fn plan_reusing(
             .collect(),
         call_timeout: server.call_timeout.unwrap_or(gateway.call_timeout),
         category: server.category.clone().unwrap_or_default(),
-        fingerprint: connection_fingerprint(server),
+        fingerprint: connection_fingerprint(config, server),
         pinned: server.trust == switchboard_core::config::Trust::Pinned,
     })
 }
@@ -222,6 +241,8 @@ fn endpoint_of(
             env: env.clone(),
             cwd: cwd.clone(),
             max_message_bytes,
+            wrapper: None,
+            keep_env: None,
         }),
         Transport::Http { url, headers } => Endpoint::StreamableHttp {
             url: url.clone(),
@@ -242,14 +263,46 @@ fn endpoint_of(
     })
 }
 
+/// Runs `command` under the sandbox launcher; refused without a launcher, so a configured
+/// sandbox is never silently dropped.
+fn sandbox_command(
+    id: &str,
+    command: &mut StdioCommand,
+    sandbox: &SandboxConfig,
+    launcher: Option<&Path>,
+) -> Result<(), AssembleError> {
+    let Some(launcher) = launcher else {
+        return Err(AssembleError(format!(
+            "server '{id}' has a sandbox, but this gateway has no sandbox launcher: the \
+             switchboard binary is its own; a program embedding the library sets \
+             HostOptions::sandbox_launcher to a binary that runs switchboard::sandbox::exec \
+             (or sets sandbox = false on the server)"
+        )));
+    };
+    let launch = crate::sandbox::launch(
+        sandbox,
+        launcher,
+        &command.command,
+        &command.args,
+        command.cwd.as_deref(),
+    );
+    command.wrapper = Some(launch.wrapper);
+    command.keep_env = launch.keep_env;
+    Ok(())
+}
+
 /// The hash of what a server's connection depends on: its transport (command, args, env, cwd,
-/// url, headers, built-in and its settings), era and number of instances (a new number starts
+/// url, headers, built-in and its settings), its sandbox, era and number of instances (a new number starts
 /// a new pool beside the old, as any other change of the connection does). Gateway-wide
 /// bounds (connect timeout, message size) apply to the next connection and are left out, so
 /// changing them restarts nothing.
-pub fn connection_fingerprint(server: &ServerConfig) -> String {
+pub fn connection_fingerprint(config: &Config, server: &ServerConfig) -> String {
     use sha2::{Digest, Sha256};
     let mut text = format!("{:?}\u{0}{:?}", server.transport, server.era);
+    // No sandbox hashes as before sandboxes existed.
+    if let Some(sandbox) = config.sandbox_of(server) {
+        text.push_str(&format!("\u{0}sandbox={sandbox:?}"));
+    }
     // One instance hashes as before pools existed.
     if server.instances.get() > 1 {
         text.push_str(&format!("\u{0}instances={}", server.instances));

@@ -35,6 +35,7 @@ pub mod private_file;
 mod prompts;
 mod resources;
 mod result_shaping;
+pub mod sandbox;
 mod sessions;
 mod tiers;
 pub mod tokens;

@@ -7,6 +7,7 @@ pub mod call;
 pub mod config;
 pub mod manager;
 pub mod rules;
+pub mod sandbox_exec;
 pub mod serve;
 pub mod servers;
 pub mod status;
@@ -86,6 +87,7 @@ pub async fn start_host(explicit: Option<&Path>, agent: Option<&str>) -> anyhow:
             audit::pins_path(&config),
         ))),
         manager_database: manager::database_path(&config),
+        sandbox_launcher: std::env::current_exe().ok(),
         ..switchboard::HostOptions::default()
     };
     let host = Host::from_config_with(&config, options)?;

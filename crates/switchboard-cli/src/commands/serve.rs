@@ -162,6 +162,7 @@ pub async fn run(config: Option<&Path>, args: ServeArgs) -> anyhow::Result<ExitC
         ))),
         // operations.db beside the ledger, unless `[manager] database` names one.
         manager_database: super::manager::database_path(&config),
+        sandbox_launcher: std::env::current_exe().ok(),
         ..switchboard::HostOptions::default()
     };
     let host = Host::from_config_with(&config, options)?;

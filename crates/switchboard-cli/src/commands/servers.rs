@@ -384,6 +384,7 @@ async fn test_server(config: Option<&Path>, test: &TestArgs) -> anyhow::Result<E
             &test.name,
             entry.as_ref(),
             switchboard_render::tokens::count,
+            std::env::current_exe().ok().as_deref(),
         )
         .await?;
         serde_json::to_value(report)?

@@ -15,7 +15,8 @@ use crate::output::{print_json, print_line};
 pub struct StatusArgs {
     /// Print JSON: {source, revision, live, servers: [{server, state, era, protocol_version,
     /// transport, tools, error, failures, notes, generation, changed, draining, in_flight,
-    /// instances ({up, configured} for a pool, else null), change_error}], problems}.
+    /// instances ({up, configured} for a pool, else null), change_error, sandbox ({limits,
+    /// env, filesystem, network, processes, user, no_new_privs} or null)}], problems}.
     #[arg(long)]
     json: bool,
     /// The running gateway's admin file (default $SWITCHBOARD_ADMIN_FILE, else
@@ -131,6 +132,9 @@ pub fn print_status(status: &Value) -> anyhow::Result<()> {
                 text(&drain["why"])
             ))?;
         }
+        if let Some(line) = sandbox_line(&report["sandbox"]) {
+            print_line(&line)?;
+        }
         if let Some(error) = report["change_error"].as_str() {
             print_line(&format!("    last change failed: {error}"))?;
         }
@@ -167,6 +171,35 @@ pub fn print_status(status: &Value) -> anyhow::Result<()> {
         print_line(&format!("needs a restart of the gateway: {}", text(key)))?;
     }
     Ok(())
+}
+
+/// A sandboxed server's protections in one line: "sandbox: limits memory 1073741824, files
+/// 256; env filtered; fs enforced; network not enforced (…); processes binds".
+fn sandbox_line(sandbox: &Value) -> Option<String> {
+    let text = |key: &str| sandbox[key].as_str().unwrap_or("-").to_owned();
+    sandbox.as_object()?;
+    let limits: Vec<&str> = sandbox["limits"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    let limits = if limits.is_empty() {
+        "none".to_owned()
+    } else {
+        limits.join(", ")
+    };
+    let user = sandbox["user"]
+        .as_str()
+        .map(|user| format!("; user {user}"))
+        .unwrap_or_default();
+    Some(format!(
+        "    sandbox: limits {limits}; env {}; fs {}; network {}; processes {}{user}; no_new_privs",
+        text("env"),
+        text("filesystem"),
+        text("network"),
+        text("processes"),
+    ))
 }
 
 /// A server's state, with its instances up of those configured for a pool: "up 2/3".

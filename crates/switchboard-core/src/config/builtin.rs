@@ -264,7 +264,7 @@ impl Walk<'_> {
     }
 
     /// Paths, each relative one taken from the config file's directory.
-    fn path_array(&mut self, node: &Node, what: &str) -> Vec<PathBuf> {
+    pub(super) fn path_array(&mut self, node: &Node, what: &str) -> Vec<PathBuf> {
         let Value::Array(items) = &node.value else {
             self.problem(
                 node.pos,

@@ -30,6 +30,7 @@ mod locate;
 mod manager;
 mod model;
 mod problem;
+mod sandbox;
 mod schema;
 mod server;
 mod substitute;
@@ -55,6 +56,7 @@ pub use model::{
     Transport, Trust, busy_poll_window,
 };
 pub use problem::{ConfigErrors, Origin, Problem};
+pub use sandbox::{NetworkAccess, SandboxConfig, SandboxSetting, parse_size};
 pub use schema::native_schema;
 pub use server::is_valid_id;
 pub use substitute::{

@@ -5,6 +5,8 @@ use std::num::NonZeroU8;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::sandbox::{SandboxConfig, SandboxSetting};
+
 pub use crate::approval::ApprovalMode;
 
 /// A validated configuration.
@@ -37,6 +39,14 @@ impl Config {
     /// The server with this id, enabled or not.
     pub fn server(&self, id: &str) -> Option<&ServerConfig> {
         self.servers.iter().find(|server| server.id == id)
+    }
+
+    /// The sandbox a server runs in: its own, the gateway's default, or none (always none
+    /// for a server that is not stdio).
+    pub fn sandbox_of(&self, server: &ServerConfig) -> Option<SandboxConfig> {
+        server
+            .sandbox
+            .resolve(&server.transport, self.gateway.sandbox.as_ref())
     }
 
     /// The permissions of agent `name`: its allow globs plus those of its capabilities, and
@@ -198,6 +208,8 @@ pub struct GatewayConfig {
     /// How long calls of a removed or replaced server may take to finish before they are
     /// cancelled (default 30 s).
     pub drain_timeout: Duration,
+    /// `[gateway.sandbox]`: the sandbox of every stdio server that does not choose.
+    pub sandbox: Option<SandboxConfig>,
 }
 
 impl Default for GatewayConfig {
@@ -223,6 +235,7 @@ impl Default for GatewayConfig {
             watch: true,
             read_only: false,
             drain_timeout: Duration::from_secs(30),
+            sandbox: None,
         }
     }
 }
@@ -252,6 +265,8 @@ pub struct ServerConfig {
     /// How many processes of a stdio server run side by side, each with its own session
     /// (1..=[`MAX_INSTANCES`]; always 1 for other transports).
     pub instances: NonZeroU8,
+    /// Its `sandbox` key (stdio only); see [`Config::sandbox_of`].
+    pub sandbox: SandboxSetting,
 }
 
 /// The most instances of one stdio server a config may ask for.
@@ -273,6 +288,7 @@ impl ServerConfig {
             limits: LimitsConfig::default(),
             cost: None,
             instances: NonZeroU8::MIN,
+            sandbox: SandboxSetting::Default,
         }
     }
 }

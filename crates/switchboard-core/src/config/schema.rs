@@ -473,6 +473,82 @@ struct Gateway {
     /// Where pinned tool definitions are kept (default: pins.json beside the ledger).
     #[serde(skip_serializing_if = "Option::is_none")]
     pins: Option<String>,
+    /// The sandbox of every stdio server that does not set its own `sandbox`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sandbox: Option<Sandbox>,
+}
+
+/// What a stdio server's process may use (Linux: rlimits, Landlock, no_new_privs).
+#[derive(JsonSchema, Default)]
+#[serde(default, deny_unknown_fields)]
+#[allow(dead_code)]
+struct Sandbox {
+    /// Address space: "512MiB", "1GiB", "1.5G" or bytes (RLIMIT_AS).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    memory: Option<Size>,
+    /// CPU time, counted in whole seconds: "30s", "10m" (RLIMIT_CPU).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cpu: Option<Duration>,
+    /// Open files (RLIMIT_NOFILE).
+    #[schemars(range(min = 1))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    files: Option<u64>,
+    /// Processes of the server's user (RLIMIT_NPROC; does not bind root).
+    #[schemars(range(min = 1))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    processes: Option<u64>,
+    /// true passes the gateway's whole environment on; default false: only PATH, HOME,
+    /// LANG, TMPDIR and the server's `env`.
+    inherit_env: bool,
+    /// Paths the server may read besides the system's (Landlock).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    readable: Vec<String>,
+    /// The only paths the server may write (Landlock).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    writable: Vec<String>,
+    /// What network the server may reach (default "any"; enforced by Landlock where the
+    /// kernel has network rules, else reported as not enforced).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    network: Option<Network>,
+    /// Run the server as this user (the gateway must be root).
+    #[schemars(regex(pattern = r"^[A-Za-z0-9_.-]+$"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    user: Option<String>,
+}
+
+/// A size: "512MiB", "1GiB", "1.5G", "64KiB" or an integer number of bytes.
+#[derive(JsonSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+enum Size {
+    Text(
+        #[schemars(regex(
+            pattern = r"^\s*([0-9]+(\.[0-9]+)?\s*([KMGT](i?B)?|k|B)?|.*\$\{.*)\s*$"
+        ))]
+        String,
+    ),
+    Bytes(#[schemars(range(min = 1))] u64),
+}
+
+#[derive(JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[allow(dead_code)]
+enum Network {
+    /// No TCP connections or binds.
+    None,
+    /// Only the loopback interface.
+    Loopback,
+    /// No restriction.
+    Any,
+}
+
+/// A server's sandbox: false (off), true (the gateway's default) or its own table.
+#[derive(JsonSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+enum ServerSandbox {
+    Switch(bool),
+    Own(Sandbox),
 }
 
 #[derive(JsonSchema)]
@@ -536,6 +612,10 @@ struct Server {
     #[schemars(range(min = 1, max = 64))]
     #[serde(skip_serializing_if = "Option::is_none")]
     instances: Option<u8>,
+    /// stdio: the sandbox its process runs in; false turns the gateway's default off, true
+    /// asks for it, a table replaces it (Linux).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sandbox: Option<ServerSandbox>,
     /// false keeps the server configured but not started (default true).
     enabled: bool,
     /// Display name.
@@ -856,6 +936,7 @@ impl Default for Gateway {
             ledger_retention_days: None,
             ledger_max_rows: None,
             pins: None,
+            sandbox: None,
         }
     }
 }
@@ -876,6 +957,7 @@ impl Default for Server {
             trust: TrustMode::Auto,
             call_timeout: Duration::Millis(0),
             instances: None,
+            sandbox: None,
             enabled: true,
             name: String::new(),
             tools: BTreeMap::new(),

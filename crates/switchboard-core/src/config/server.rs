@@ -11,7 +11,7 @@ use super::tree::{Node, Pos, Value};
 use super::validate::{Walk, is_name_text};
 
 /// Keys a server entry may carry (native and JSON forms together).
-pub(super) const SERVER_KEYS: [&str; 21] = [
+pub(super) const SERVER_KEYS: [&str; 22] = [
     "category",
     "limits",
     "cost",
@@ -29,6 +29,7 @@ pub(super) const SERVER_KEYS: [&str; 21] = [
     "trust",
     "call_timeout",
     "instances",
+    "sandbox",
     "tools",
     "enabled",
     "id",
@@ -167,6 +168,10 @@ impl Walk<'_> {
                     if let Some(instances) = self.instances(value, *key_pos, &key_what, transport) {
                         server.instances = instances;
                     }
+                }
+                "sandbox" => {
+                    let transport = transport_known.then_some(&server.transport);
+                    server.sandbox = self.server_sandbox(value, *key_pos, &key_what, transport);
                 }
                 "tools" => {
                     for (tool, _, spec) in self.table(value, &key_what) {

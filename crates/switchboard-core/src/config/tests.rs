@@ -5,6 +5,7 @@ mod auth;
 mod builtins;
 mod instances;
 mod problems;
+mod sandbox;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -30,7 +30,7 @@ pub(super) const ROOT_KEYS: [&str; 11] = [
     "agents",
     "capabilities",
 ];
-pub(super) const GATEWAY_KEYS: [&str; 20] = [
+pub(super) const GATEWAY_KEYS: [&str; 21] = [
     "ledger",
     "ledger_retention_days",
     "ledger_max_rows",
@@ -51,6 +51,7 @@ pub(super) const GATEWAY_KEYS: [&str; 20] = [
     "watch",
     "read_only",
     "drain_timeout",
+    "sandbox",
 ];
 /// The smallest `max_message_bytes` accepted (an `initialize` response must fit).
 const MIN_MESSAGE_BYTES: i64 = 1024;
@@ -308,6 +309,7 @@ impl Walk<'_> {
                         self.duration(value, &what).unwrap_or(gateway.drain_timeout);
                 }
                 "limits" => gateway.limits = self.limits(value, &what),
+                "sandbox" => gateway.sandbox = Some(self.sandbox(value, &what)),
                 "approval" => {
                     gateway.approval = self.approval(value, &what).unwrap_or_default();
                 }

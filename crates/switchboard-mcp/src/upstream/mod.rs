@@ -15,7 +15,7 @@ pub mod supervisor;
 pub mod transport;
 
 pub use session::EraChoice;
-pub use stdio::StdioCommand;
+pub use stdio::{StdioCommand, Wrapper};
 pub use supervisor::{
     Endpoint, InstanceCall, InstanceCount, ServerState, ServerStatus, Supervisor,
     SupervisorObserver, UpstreamSpec,

@@ -33,6 +33,19 @@ pub struct StdioCommand {
     pub env: BTreeMap<String, String>,
     pub cwd: Option<PathBuf>,
     pub max_message_bytes: usize,
+    /// A program that starts the command for it, as `program args… -- command args…`
+    /// (the sandbox launcher, which confines itself and then execs the command).
+    pub wrapper: Option<Wrapper>,
+    /// When set, the child gets only these of the gateway's environment variables (those
+    /// that are set), then `env`; when `None`, the gateway's whole environment, then `env`.
+    pub keep_env: Option<Vec<String>>,
+}
+
+/// The program a [`StdioCommand`] is run under.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Wrapper {
+    pub program: PathBuf,
+    pub args: Vec<String>,
 }
 
 /// Kills the child's process group when dropped.
@@ -101,7 +114,22 @@ impl Transport for StdioTransport {
 
 /// Starts the child and wires its pipes.
 pub fn spawn(server: &str, spec: &StdioCommand) -> Result<Opened, TransportError> {
-    let mut command = Command::new(&spec.command);
+    let mut command = match &spec.wrapper {
+        Some(wrapper) => {
+            let mut command = Command::new(&wrapper.program);
+            command.args(&wrapper.args).arg("--").arg(&spec.command);
+            command
+        }
+        None => Command::new(&spec.command),
+    };
+    if let Some(keep) = &spec.keep_env {
+        command.env_clear();
+        for name in keep {
+            if let Some(value) = std::env::var_os(name) {
+                command.env(name, value);
+            }
+        }
+    }
     command
         .args(&spec.args)
         .envs(&spec.env)
@@ -278,6 +306,8 @@ mod tests {
             env: BTreeMap::new(),
             cwd: cwd.map(PathBuf::from),
             max_message_bytes: 1 << 20,
+            wrapper: None,
+            keep_env: None,
         }
     }
 

@@ -91,6 +91,9 @@ pub struct HostOptions {
     /// The server manager's operations database (`None`: `[manager] database`, else
     /// [`crate::manager::default_database_path`]).
     pub manager_database: Option<std::path::PathBuf>,
+    /// The program that runs `sandbox-exec` (see [`crate::sandbox`]); servers with a sandbox
+    /// are refused without one. The `switchboard` binary sets it to itself.
+    pub sandbox_launcher: Option<std::path::PathBuf>,
 }
 
 impl Default for HostOptions {
@@ -116,6 +119,7 @@ impl Default for HostOptions {
             latency_database: None,
             pins: None,
             manager_database: None,
+            sandbox_launcher: None,
         }
     }
 }

@@ -1,6 +1,6 @@
 //! What `switchboard status` shows of each server: its connection (for a pool, its instances
 //! up), its tools, its generation and last change, the calls it is still draining, a change
-//! that failed.
+//! that failed, the protections of its sandbox in force.
 
 use std::sync::Arc;
 
@@ -38,6 +38,8 @@ pub struct ServerReport {
     pub instances: Option<InstanceCount>,
     /// The last change to this server that failed, while its previous settings keep serving.
     pub change_error: Option<String>,
+    /// For a sandboxed stdio server: which of its protections are in force.
+    pub sandbox: Option<crate::sandbox::Protections>,
 }
 
 impl ServerReport {
@@ -58,6 +60,7 @@ impl ServerReport {
             in_flight: 0,
             instances: None,
             change_error: None,
+            sandbox: None,
         }
     }
 }
@@ -91,6 +94,14 @@ impl Host {
         let catalog = self.catalog();
         let fleet = self.inner.fleet.load_full();
         let draining = self.inner.draining.snapshot();
+        let config = self.config();
+        let kernel = crate::sandbox::KernelSupport::probe();
+        let root = nix::unistd::geteuid().is_root();
+        let sandbox_of = |id: &str| {
+            let config = config.as_deref()?;
+            let sandbox = config.sandbox_of(config.server(id)?)?;
+            Some(crate::sandbox::protections(&sandbox, kernel, root))
+        };
         let mut reports: Vec<ServerReport> = fleet
             .members
             .iter()
@@ -119,6 +130,7 @@ impl Host {
                     in_flight: member.connection.in_flight(),
                     instances: (status.instances.configured > 1).then_some(status.instances),
                     change_error: self.inner.live.failed_change(supervisor.id().as_str()),
+                    sandbox: sandbox_of(supervisor.id().as_str()),
                 }
             })
             .collect();

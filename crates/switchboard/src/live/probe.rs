@@ -53,7 +53,14 @@ impl Host {
         let config = self
             .config()
             .ok_or_else(|| ChangeError::NotFound(server.to_owned()))?;
-        test_server(&config, server, entry, self.inner.options.token_counter).await
+        test_server(
+            &config,
+            server,
+            entry,
+            self.inner.options.token_counter,
+            self.inner.options.sandbox_launcher.as_deref(),
+        )
+        .await
     }
 }
 
@@ -64,6 +71,7 @@ pub async fn test_server(
     server: &str,
     entry: Option<&ServerEntry>,
     count_tokens: crate::TokenCounter,
+    sandbox_launcher: Option<&std::path::Path>,
 ) -> Result<TestReport, ChangeError> {
     {
         let config = match entry {
@@ -73,7 +81,7 @@ pub async fn test_server(
         let settings = config
             .server(server)
             .ok_or_else(|| ChangeError::NotFound(server.to_owned()))?;
-        let plan = crate::assemble::plan(&config, settings)
+        let plan = crate::assemble::plan(&config, settings, sandbox_launcher)
             .map_err(|error| ChangeError::Invalid(vec![error.0]))?;
         let began = Instant::now();
         let supervisor = Supervisor::start(plan.spec.clone(), Arc::new(Unheard));

@@ -110,10 +110,16 @@ impl Host {
                     .filter(|old| {
                         restart != Some(server.id.as_str())
                             && old.plan.fingerprint
-                                == crate::assemble::connection_fingerprint(server)
+                                == crate::assemble::connection_fingerprint(config, server)
                     })
                     .map(|old| old.plan.spec.endpoint.clone());
-                crate::assemble::plan_reusing(config, server, kept, &self.inner.manager)
+                crate::assemble::plan_reusing(
+                    config,
+                    server,
+                    kept,
+                    &self.inner.manager,
+                    self.inner.options.sandbox_launcher.as_deref(),
+                )
             })
             .collect::<Result<Vec<_>, _>>()
             .map_err(|error| ChangeError::Invalid(vec![error.0]))?;

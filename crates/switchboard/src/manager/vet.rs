@@ -85,7 +85,12 @@ pub(crate) async fn vet(
     let settings = config
         .server(server)
         .ok_or_else(|| format!("server '{server}' vanished from its own config"))?;
-    let plan = crate::assemble::plan(&config, settings).map_err(|error| error.0)?;
+    let plan = crate::assemble::plan(
+        &config,
+        settings,
+        host.inner.options.sandbox_launcher.as_deref(),
+    )
+    .map_err(|error| error.0)?;
     let began = Instant::now();
     let supervisor = Supervisor::start(plan.spec.clone(), Arc::new(Unheard));
     let bound = plan.spec.connect_timeout + Duration::from_secs(1);

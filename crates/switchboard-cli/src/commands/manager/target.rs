@@ -208,6 +208,7 @@ impl Local {
         let mut loaded = super::super::load_config(config)?;
         let mut options = HostOptions {
             manager_database: super::database_path(&loaded),
+            sandbox_launcher: std::env::current_exe().ok(),
             ..HostOptions::default()
         };
         let mut ledger = None;

@@ -13,6 +13,7 @@ use crate::config::builtin::SETTINGS_KEYS;
 use crate::config::hooks::HOOK_KEYS;
 use crate::config::limits::LIMIT_KEYS;
 use crate::config::manager::{ENERGY_KEYS, MANAGER_KEYS};
+use crate::config::sandbox::SANDBOX_KEYS;
 use crate::config::server::{SERVER_KEYS, TOOL_KEYS};
 use crate::config::tiers::LATENCY_KEYS;
 use crate::config::validate::{GATEWAY_KEYS, ROOT_KEYS};
@@ -75,6 +76,7 @@ fn schema_and_validator_know_the_same_keys() {
         ("/$defs/Manager/properties", keys(&MANAGER_KEYS, &[])),
         ("/$defs/Energy/properties", keys(&ENERGY_KEYS, &[])),
         ("/$defs/Auth/properties", keys(&AUTH_KEYS, &[])),
+        ("/$defs/Sandbox/properties", keys(&SANDBOX_KEYS, &[])),
     ];
     for (pointer, expected) in cases {
         assert_eq!(properties(&schema, pointer), expected, "{pointer}");
@@ -147,6 +149,8 @@ fn the_documented_example_satisfies_the_schema() {
         "builtin = \"images\"\nbackend = \"automatic1111\"\nstyles = { s = { params = { n = 1 } } }",
         "builtin = \"web\"\nmax_redirects = 0\ntimeout = 1500",
         "command = \"x\"\ninstances = 4",
+        "command = \"x\"\nsandbox = false",
+        "command = \"x\"\nsandbox = { memory = \"1GiB\", cpu = \"10m\", files = 256, processes = 64, writable = [\"/tmp/x\"], network = \"loopback\", user = \"nobody\" }",
     ] {
         let good: Value = toml::from_str(&format!("[servers.x]\n{good}\n")).expect("TOML");
         assert!(validator.is_valid(&good), "{good}");
@@ -165,6 +169,10 @@ fn the_documented_example_satisfies_the_schema() {
         "builtin = \"images\"\ntimeout = \"soon\"",
         "builtin = \"rules\"\ndirs = \"rules\"",
         "command = \"x\"\ninstances = 0",
+        "command = \"x\"\nsandbox = { memory = \"lots\" }",
+        "command = \"x\"\nsandbox = { network = \"some\" }",
+        "command = \"x\"\nsandbox = { processes = 0 }",
+        "command = \"x\"\nsandbox = { mem = 1 }",
         "command = \"x\"\ninstances = 65",
         "url = \"http://h\"\ninstances = 2",
     ] {
