@@ -289,6 +289,14 @@ impl Walk<'_> {
             );
             return None;
         }
+        if user == "root" || user == "0" {
+            self.problem(
+                node.pos,
+                format!("{what} '{user}' would run the server with every privilege the sandbox takes away"),
+                Some("name an existing unprivileged user, e.g. \"nobody\"".to_owned()),
+            );
+            return None;
+        }
         Some(user)
     }
 }

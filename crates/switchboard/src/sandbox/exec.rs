@@ -162,8 +162,15 @@ fn confine_and_exec(plan: &ExecPlan) -> Result<Infallible, SandboxError> {
     }
     nix::sys::prctl::set_no_new_privs().map_err(SandboxError::NoNewPrivs)?;
     let mut write = plan.write.clone();
-    if let Some(user) = &user {
-        // Its home is where an unprivileged server keeps its caches.
+    if let Some(user) = &user
+        && !super::too_broad(&user.dir)
+        && !super::rules::SYSTEM_READ
+            .iter()
+            .any(|system| std::path::Path::new(system).starts_with(&user.dir))
+    {
+        // Its home is where an unprivileged server keeps its caches — unless that home is
+        // `/` or holds system paths (`nobody`'s is `/` on several distributions), which
+        // would make everything writable.
         write.push(user.dir.clone());
     }
     match rules::restrict(&plan.read, &write, plan.network == "none")? {

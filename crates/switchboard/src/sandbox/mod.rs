@@ -112,23 +112,47 @@ fn startup_paths(command: &str, args: &[String], cwd: Option<&Path>) -> Vec<Path
     for arg in args {
         let path = Path::new(arg);
         if path.is_absolute() && path.exists() {
-            paths.push(path.parent().unwrap_or(path).to_path_buf());
+            // A directory itself; a file with its directory (a script's siblings), unless
+            // that directory is a home or the like, then the file alone.
+            match path.parent() {
+                Some(dir) if path.is_file() && !too_broad(dir) => paths.push(dir.to_path_buf()),
+                _ => paths.push(path.to_path_buf()),
+            }
         }
     }
     paths.extend(cwd.map(Path::to_path_buf));
+    paths.retain(|path| !too_broad(path));
     paths.sort();
     paths.dedup();
     paths
 }
 
-/// The directory of `program` and the one above it (its installation's prefix).
+/// The directory of `program` and the one above it (its installation's prefix); of a
+/// program in a home directory or the like, the program alone.
 fn push_dir_and_prefix(paths: &mut Vec<PathBuf>, program: &Path) {
-    if let Some(dir) = program.parent() {
-        paths.push(dir.to_path_buf());
-        if let Some(prefix) = dir.parent().filter(|p| *p != Path::new("/")) {
-            paths.push(prefix.to_path_buf());
+    match program.parent() {
+        Some(dir) if !too_broad(dir) => {
+            paths.push(dir.to_path_buf());
+            if let Some(prefix) = dir.parent().filter(|prefix| !too_broad(prefix)) {
+                paths.push(prefix.to_path_buf());
+            }
         }
+        _ => paths.push(program.to_path_buf()),
     }
+}
+
+/// Whether granting `path` would grant far more than a server needs: the root, `/tmp`, the
+/// home directories' parents, a home directory (anyone's under `/home`, root's, the
+/// gateway's own `$HOME`) or an ancestor of one. Derived paths never reach that wide; a
+/// path an operator lists in `readable` or `writable` is theirs to choose.
+pub(crate) fn too_broad(path: &Path) -> bool {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let broad = [
+        "/", "/home", "/root", "/tmp", "/var", "/var/tmp", "/srv", "/mnt", "/media",
+    ];
+    broad.iter().any(|broad| path == Path::new(broad))
+        || path.parent() == Some(Path::new("/home"))
+        || home.is_some_and(|home| home.starts_with(path))
 }
 
 /// The interpreter a script's `#!` line names (for `/usr/bin/env X`, X).

@@ -208,3 +208,45 @@ fn a_scripts_interpreter_is_readable_wherever_path_finds_it() {
     let sh_dir = sh.parent().expect("dir");
     assert!(read.iter().any(|p| Path::new(p) == sh_dir), "{read:?}");
 }
+
+/// Paths the sandbox derives from a server's command line never reach a home directory, the
+/// root or `/tmp` (security review): a directory argument is granted itself, not its parent.
+#[test]
+fn derived_readable_paths_stop_short_of_homes_and_the_root() {
+    for broad in ["/", "/home", "/home/alice", "/root", "/tmp"] {
+        assert!(too_broad(Path::new(broad)), "{broad}");
+    }
+    if let Some(home) = std::env::var_os("HOME") {
+        assert!(too_broad(Path::new(&home)));
+    }
+    for narrow in [
+        "/home/alice/Docs",
+        "/opt/servers/memory",
+        "/usr/lib/node_modules",
+    ] {
+        assert!(!too_broad(Path::new(narrow)), "{narrow}");
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let docs = dir.path().join("Docs");
+    std::fs::create_dir(&docs).expect("mkdir");
+    let script = dir.path().join("server.py");
+    std::fs::write(&script, "print()").expect("write");
+    let args = [
+        docs.display().to_string(),
+        script.display().to_string(),
+        "/".to_owned(),
+        "/home".to_owned(),
+    ];
+    let paths = startup_paths("no-such-program-here", &args, None);
+    assert!(paths.contains(&docs), "the directory itself: {paths:?}");
+    assert!(
+        !paths
+            .iter()
+            .any(|path| docs.starts_with(path) && *path != docs && *path != dir.path()),
+        "no ancestor of the directory above the script's own: {paths:?}"
+    );
+    assert!(
+        !paths.iter().any(|path| too_broad(path)),
+        "neither / nor /home: {paths:?}"
+    );
+}

@@ -105,6 +105,10 @@ fn bad_values_are_located_at_the_value() {
         )],
     );
     toml(
+        "[servers.a]\ncommand = \"x\"\nsandbox = { user = \"root\" }\n",
+        &[(3, 20, "would run the server with every privilege")],
+    );
+    toml(
         "[servers.a]\ncommand = \"x\"\nsandbox = { user = \"no body\" }\n",
         &[(3, 20, "is not a user name")],
     );
