@@ -70,15 +70,45 @@ pub(super) fn confine(max: u64) -> io::Result<PathBuf> {
     Ok(group)
 }
 
-/// Removes the groups of servers that ended (a populated group refuses).
+/// Removes the groups of servers that ended (a populated group refuses). A group whose
+/// launcher still lives is left alone even when empty: it may be between making its group
+/// and moving into it, and removing it then would leave its server unbounded.
 fn remove_empty_groups(parent: &Path) {
     let Ok(entries) = std::fs::read_dir(parent) else {
         return;
     };
     for entry in entries.flatten() {
-        let ours = entry.file_name().to_string_lossy().starts_with(PREFIX);
-        if ours && entry.file_type().is_ok_and(|t| t.is_dir()) {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name.strip_prefix(PREFIX) else {
+            continue;
+        };
+        let alive = pid.parse::<u32>().is_ok() && Path::new("/proc").join(pid).exists();
+        if !alive && entry.file_type().is_ok_and(|t| t.is_dir()) {
             let _ = std::fs::remove_dir(entry.path());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two servers starting at once: one launcher's clean-up must not remove the group the
+    /// other just made and has not moved into yet (security review).
+    #[test]
+    fn only_the_groups_of_ended_launchers_are_removed() {
+        let parent = tempfile::tempdir().expect("tempdir");
+        let live = parent
+            .path()
+            .join(format!("{PREFIX}{}", std::process::id()));
+        let ended = parent.path().join(format!("{PREFIX}4294967295"));
+        let foreign = parent.path().join("system.slice");
+        for dir in [&live, &ended, &foreign] {
+            std::fs::create_dir(dir).expect("mkdir");
+        }
+        remove_empty_groups(parent.path());
+        assert!(live.exists(), "a live launcher's group stays");
+        assert!(!ended.exists(), "an ended launcher's group goes");
+        assert!(foreign.exists(), "groups not ours stay");
     }
 }
