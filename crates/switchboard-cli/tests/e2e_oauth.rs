@@ -622,6 +622,48 @@ fn oauth_off_loopback_needs_a_configured_resource() {
     assert!(stderr.contains("needs `resource`"), "{stderr}");
 }
 
+/// OAuth with neither agents nor scopes lets every token of the issuer call every tool: the
+/// gateway says so as it starts (security review), and starts.
+#[test]
+fn oauth_without_agents_or_scopes_is_warned_about() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = write_config(
+        dir.path(),
+        "[auth]\nmode = \"oauth\"\nissuer = \"http://127.0.0.1:9\"\n",
+    );
+    let mut child = std::process::Command::new(switchboard())
+        .arg("--config")
+        .arg(&config)
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start the gateway");
+    let stderr = child.stderr.take().expect("stderr");
+    let mut seen = Vec::new();
+    for line in std::io::BufReader::new(stderr).lines() {
+        let line = line.expect("read stderr");
+        let listening = line.contains("listening on");
+        seen.push(line);
+        if listening {
+            break;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        seen.iter()
+            .any(|line| line.contains("any valid token of http://127.0.0.1:9 may call every tool")),
+        "{seen:#?}"
+    );
+    assert!(
+        seen.iter().any(|line| line.contains("listening on")),
+        "{seen:#?}"
+    );
+}
+
 /// The official Python SDK's OAuth client (`ClientCredentialsOAuthProvider`) connects through
 /// the gateway by itself: the 401's `resource_metadata` leads it to the metadata, that to the
 /// authorization server, whose token (audienced to the resource the SDK names) it retries with.

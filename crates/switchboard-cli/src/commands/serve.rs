@@ -242,6 +242,16 @@ pub async fn run(config: Option<&Path>, args: ServeArgs) -> anyhow::Result<ExitC
                         }
                         settings.resource = Some(format!("http://{bound}/mcp"));
                     }
+                    if config.agents.is_empty() && settings.scopes.is_empty() {
+                        // Every token the issuer signs for this resource then sees and calls
+                        // every tool: fine for one team's issuer, not for one with open sign-up.
+                        let _ = writeln!(
+                            std::io::stderr(),
+                            "switchboard: warning: [auth] oauth with no [agents] and no scopes: \
+                             any valid token of {} may call every tool",
+                            settings.issuer
+                        );
+                    }
                     Some(Arc::new(
                         OAuthVerifier::new(
                             settings,
