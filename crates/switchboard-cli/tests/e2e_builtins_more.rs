@@ -7,52 +7,11 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 
 use serde_json::{Value, json};
 use support::*;
-
-/// A fixture serving on loopback (it prints `listening on ADDRESS`), killed when dropped.
-struct Fixture {
-    child: Child,
-    address: String,
-}
-
-impl Fixture {
-    fn start(args: &[&str]) -> Self {
-        let mut child = Command::new(fixture())
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start the fixture");
-        let stdout = child.stdout.take().expect("stdout");
-        let mut line = String::new();
-        BufReader::new(stdout)
-            .read_line(&mut line)
-            .expect("read the fixture's address");
-        let address = line
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("the fixture said {line:?}"))
-            .to_owned();
-        Self { child, address }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.address)
-    }
-}
-
-impl Drop for Fixture {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// `switchboard ARGS...` run in `dir`, with every user directory there.
 fn switchboard_in(dir: &Path, args: &[&str]) -> Output {

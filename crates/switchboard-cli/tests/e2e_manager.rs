@@ -35,24 +35,11 @@ impl Drop for Killed {
 }
 
 /// `switchboard-fixture registry --dir DIR`, and its URL.
-fn registry(dir: &Path) -> (Killed, String) {
-    let mut child = Command::new(fixture())
-        .args(["registry", "--dir"])
-        .arg(dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start the registry fixture");
-    let stdout = child.stdout.take().expect("stdout");
-    let mut line = String::new();
-    BufReader::new(stdout).read_line(&mut line).expect("read");
-    let address = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("the registry fixture said {line:?}"))
-        .to_owned();
-    (Killed(child), format!("http://{address}"))
+fn registry(dir: &Path) -> (Fixture, String) {
+    let dir = dir.to_str().expect("a UTF-8 temp path");
+    let registry = Fixture::start(&["registry", "--dir", dir]);
+    let url = registry.url("");
+    (registry, url)
 }
 
 /// The gateway, with npm offline and every file of the manager's in `dir`; its stderr goes

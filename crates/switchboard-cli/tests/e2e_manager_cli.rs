@@ -7,7 +7,7 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
@@ -15,42 +15,6 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::*;
-
-/// A fixture serving on loopback (it prints `listening on ADDRESS`), killed when dropped.
-struct Fixture {
-    child: Child,
-    address: String,
-}
-
-impl Fixture {
-    fn start(args: &[&str]) -> Self {
-        let mut child = Command::new(fixture())
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start the fixture");
-        let stdout = child.stdout.take().expect("stdout");
-        let mut line = String::new();
-        BufReader::new(stdout)
-            .read_line(&mut line)
-            .expect("read the fixture's address");
-        let address = line
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("the fixture said {line:?}"))
-            .to_owned();
-        Self { child, address }
-    }
-}
-
-impl Drop for Fixture {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// One test's world: its directories, the registry fixture, an echo server to install, a
 /// config, and (once started) the gateway with its stderr in a file.

@@ -139,6 +139,48 @@ pub fn python_client_output(args: &[&str]) -> Output {
         .expect("run the Python client")
 }
 
+/// A `switchboard-fixture` that serves on loopback (it prints `listening on ADDRESS` first),
+/// killed when dropped.
+pub struct Fixture {
+    pub child: Child,
+    pub address: String,
+}
+
+impl Fixture {
+    pub fn start(args: &[&str]) -> Self {
+        let mut child = Command::new(fixture())
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the fixture");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut line = String::new();
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .expect("read the fixture's address");
+        let address = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("the fixture {args:?} said {line:?}"))
+            .to_owned();
+        Self { child, address }
+    }
+
+    /// `http://ADDRESS` followed by `path`.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.address)
+    }
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// A gateway serving HTTP on a free loopback port; killed (SIGTERM) when dropped.
 pub struct HttpGateway {
     pub child: Child,
