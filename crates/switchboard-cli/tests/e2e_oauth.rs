@@ -601,15 +601,7 @@ fn oauth_off_loopback_needs_a_configured_resource() {
         dir.path(),
         "[auth]\nmode = \"oauth\"\nissuer = \"http://127.0.0.1:9\"\n",
     );
-    let mut child = std::process::Command::new(switchboard())
-        .arg("--config")
-        .arg(&config)
-        .args(["serve", "--http", "0.0.0.0:0"])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("start the gateway");
+    let mut child = serve_at(&config, "0.0.0.0:0");
     let exited = wait_for(std::time::Duration::from_secs(20), || {
         child.try_wait().ok().flatten()
     });
@@ -622,6 +614,19 @@ fn oauth_off_loopback_needs_a_configured_resource() {
     assert!(stderr.contains("needs `resource`"), "{stderr}");
 }
 
+/// `switchboard serve --http ADDRESS` on `config`, its stderr piped.
+fn serve_at(config: &std::path::Path, address: &str) -> std::process::Child {
+    std::process::Command::new(switchboard())
+        .arg("--config")
+        .arg(config)
+        .args(["serve", "--http", address])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start the gateway")
+}
+
 /// OAuth with neither agents nor scopes lets every token of the issuer call every tool: the
 /// gateway says so as it starts (security review), and starts.
 #[test]
@@ -632,15 +637,7 @@ fn oauth_without_agents_or_scopes_is_warned_about() {
         dir.path(),
         "[auth]\nmode = \"oauth\"\nissuer = \"http://127.0.0.1:9\"\n",
     );
-    let mut child = std::process::Command::new(switchboard())
-        .arg("--config")
-        .arg(&config)
-        .args(["serve", "--http", "127.0.0.1:0"])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("start the gateway");
+    let mut child = serve_at(&config, "127.0.0.1:0");
     let stderr = child.stderr.take().expect("stderr");
     let mut seen = Vec::new();
     for line in std::io::BufReader::new(stderr).lines() {
