@@ -1,5 +1,6 @@
 //! The HTTP/1.1 client of the upstream transports, on hyper's connection API: keep-alive
-//! connections pooled per origin, TLS by rustls with the webpki roots, and redirects within
+//! connections pooled per origin and per thread (a thread reuses the connections it opened,
+//! whose drivers run on it), TLS by rustls with the webpki roots, and redirects within
 //! the endpoint's origin followed.
 //!
 //! It replaced reqwest, whose tower stack (a redirect policy that re-parsed the URL of every
