@@ -87,7 +87,9 @@ fn bench(c: &mut Criterion) {
         {"kty": "RSA", "kid": "rs", "n": b64(&components.n), "e": b64(&components.e)},
     ]});
     let config = Config::parse(
-        &format!("[auth]\nmode = \"oauth\"\nissuer = \"{ISSUER}\"\nscopes = [\"mcp\"]\n"),
+        &format!(
+            "[auth]\nmode = \"oauth\"\nissuer = \"{ISSUER}\"\nresource = \"{RESOURCE}\"\nscopes = [\"mcp\"]\n"
+        ),
         Origin::Inline,
         Format::Toml,
         &MapEnvironment(std::collections::BTreeMap::new()),

@@ -113,12 +113,22 @@ impl std::fmt::Debug for OAuthVerifier {
 
 impl OAuthVerifier {
     /// A verifier for `config`; `agents` are the configured agents' names. An error: the
-    /// introspection credentials cannot be sent.
+    /// config names neither `resource` nor `audience` (the audience a token must carry
+    /// would otherwise come from the request's `Host` header, which a client chooses: a
+    /// token minted for another server of the issuer could be replayed here, RFC 8707), or
+    /// the introspection credentials cannot be sent.
     pub fn new(
         config: OAuthConfig,
         agents: BTreeSet<String>,
         clock: Arc<dyn Clock>,
     ) -> Result<Self, String> {
+        if config.resource.is_none() && config.audience.is_empty() {
+            return Err(
+                "name the resource tokens must be for: `resource` (the URL clients use for /mcp) \
+                 or `audience`"
+                    .to_owned(),
+            );
+        }
         let keys = keys::KeyCache::new(config.issuer.clone(), config.jwks_uri.clone());
         let introspector = config
             .introspection
@@ -243,5 +253,39 @@ impl OAuthVerifier {
             &self.audiences(resources),
             wall,
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+    use std::sync::Arc;
+
+    use switchboard_core::clock::SystemClock;
+    use switchboard_core::config::{Config, Format, MapEnvironment, Origin};
+
+    use super::OAuthVerifier;
+
+    /// A verifier must know what tokens are for: without `resource` or `audience` the
+    /// audience would come from the request's Host header, which the client chooses.
+    #[test]
+    fn a_verifier_needs_a_resource_or_an_audience() {
+        let oauth = |extra: &str| {
+            Config::parse(
+                &format!("[auth]\nmode = \"oauth\"\nissuer = \"https://as\"\n{extra}"),
+                Origin::Inline,
+                Format::Toml,
+                &MapEnvironment(std::collections::BTreeMap::new()),
+            )
+            .expect("valid")
+            .auth
+            .oauth
+            .expect("oauth")
+        };
+        let verifier = |config| OAuthVerifier::new(config, BTreeSet::new(), Arc::new(SystemClock));
+        let refused = verifier(oauth("")).err().unwrap_or_default();
+        assert!(refused.contains("`resource`"), "{refused}");
+        assert!(verifier(oauth("resource = \"https://gw/mcp\"\n")).is_ok());
+        assert!(verifier(oauth("audience = \"gw\"\n")).is_ok());
     }
 }

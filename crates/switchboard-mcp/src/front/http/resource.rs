@@ -41,6 +41,8 @@ impl ResourceUrls {
         };
         let base = match &verifier.config().resource {
             Some(resource) => resource.trim_end_matches('/').to_owned(),
+            // Only with `audience` configured (the verifier refuses neither): the Host then
+            // names the metadata's URLs, never what a token must be for.
             None => {
                 let host = headers
                     .get(header::HOST)
