@@ -7,6 +7,10 @@ use std::collections::BTreeMap;
 
 use schemars::JsonSchema;
 
+mod security;
+
+use security::{Auth, Sandbox, ServerSandbox};
+
 /// A Switchboard config file (TOML). See docs/config.md.
 #[derive(JsonSchema, Default)]
 #[serde(default, deny_unknown_fields)]
@@ -47,89 +51,6 @@ struct SwitchboardConfig {
     /// How HTTP callers authenticate: static bearer tokens, OAuth 2.1 access tokens, or both.
     #[serde(skip_serializing_if = "Option::is_none")]
     auth: Option<Auth>,
-}
-
-/// How HTTP callers authenticate (docs/auth.md).
-#[derive(JsonSchema, Default)]
-#[serde(default, deny_unknown_fields)]
-#[allow(dead_code)]
-struct Auth {
-    /// "tokens" (default: [agents.X] tokens and the token file), "oauth" (JWT access tokens
-    /// from `issuer`), or both as ["tokens", "oauth"].
-    mode: Option<AuthModes>,
-    /// The authorization server's issuer identifier; every token's `iss` must equal it.
-    #[schemars(regex(pattern = r"^(https?://|\$\{)"))]
-    issuer: Option<String>,
-    /// Where the issuer's keys are (default: `jwks_uri` of its metadata document).
-    #[schemars(regex(pattern = r"^(https?://|\$\{)"))]
-    jwks_uri: Option<String>,
-    /// The canonical URL of the /mcp endpoint (default: http://<Host>/mcp).
-    #[schemars(regex(pattern = r"^(https?://|\$\{)"))]
-    resource: Option<String>,
-    /// Accepted `aud` values (default: the endpoint's resource URL).
-    audience: Option<StringOrList>,
-    /// Accepted signature algorithms (default: RS*, PS*, ES256, ES384, EdDSA; HS* and none
-    /// are never accepted).
-    algorithms: Option<Vec<Algorithm>>,
-    /// Clock skew allowed on `exp` and `nbf` (default "60s").
-    leeway: Option<Duration>,
-    /// Scopes every token must carry (a token without one gets 403 insufficient_scope).
-    scopes: Option<Vec<String>>,
-    /// The claim that names the agent (default "client_id").
-    agent_claim: Option<String>,
-    /// The agent of identities that name none (default: they are refused).
-    default_agent: Option<String>,
-    /// Claim value → agent, where they differ.
-    identities: Option<BTreeMap<String, String>>,
-    /// Where tokens that are not JWTs are checked (RFC 7662 introspection); needs client_id
-    /// and client_secret.
-    #[schemars(regex(pattern = r"^(https?://|\$\{)"))]
-    introspection_endpoint: Option<String>,
-    /// The gateway's client id at the introspection endpoint.
-    client_id: Option<String>,
-    /// The gateway's client secret there (write "${VAR}").
-    client_secret: Option<String>,
-}
-
-#[derive(JsonSchema)]
-#[serde(untagged)]
-#[allow(dead_code)]
-enum AuthModes {
-    One(AuthMode),
-    Several(Vec<AuthMode>),
-}
-
-#[derive(JsonSchema)]
-#[serde(rename_all = "lowercase")]
-#[allow(dead_code)]
-enum AuthMode {
-    /// Static bearer tokens.
-    Tokens,
-    /// OAuth 2.1 access tokens (JWT).
-    Oauth,
-}
-
-#[derive(JsonSchema)]
-#[serde(untagged)]
-#[allow(dead_code)]
-enum StringOrList {
-    One(String),
-    Several(Vec<String>),
-}
-
-#[derive(JsonSchema)]
-#[allow(dead_code)]
-enum Algorithm {
-    RS256,
-    RS384,
-    RS512,
-    PS256,
-    PS384,
-    PS512,
-    ES256,
-    ES384,
-    EdDSA,
-    Ed25519,
 }
 
 /// The server manager: where it finds servers, how it installs and activates them, and what
@@ -476,79 +397,6 @@ struct Gateway {
     /// The sandbox of every stdio server that does not set its own `sandbox`.
     #[serde(skip_serializing_if = "Option::is_none")]
     sandbox: Option<Sandbox>,
-}
-
-/// What a stdio server's process may use (Linux: rlimits, Landlock, no_new_privs).
-#[derive(JsonSchema, Default)]
-#[serde(default, deny_unknown_fields)]
-#[allow(dead_code)]
-struct Sandbox {
-    /// Address space: "512MiB", "1GiB", "1.5G" or bytes (RLIMIT_AS).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    memory: Option<Size>,
-    /// CPU time, counted in whole seconds: "30s", "10m" (RLIMIT_CPU).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    cpu: Option<Duration>,
-    /// Open files (RLIMIT_NOFILE).
-    #[schemars(range(min = 1))]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    files: Option<u64>,
-    /// Processes of the server's user (RLIMIT_NPROC; does not bind root).
-    #[schemars(range(min = 1))]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    processes: Option<u64>,
-    /// true passes the gateway's whole environment on; default false: only PATH, HOME,
-    /// LANG, TMPDIR and the server's `env`.
-    inherit_env: bool,
-    /// Paths the server may read besides the system's (Landlock).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    readable: Vec<String>,
-    /// The only paths the server may write (Landlock).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    writable: Vec<String>,
-    /// What network the server may reach (default "any"; enforced by Landlock where the
-    /// kernel has network rules, else reported as not enforced).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    network: Option<Network>,
-    /// Run the server as this user (the gateway must be root).
-    #[schemars(regex(pattern = r"^[A-Za-z0-9_.-]+$"))]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    user: Option<String>,
-}
-
-/// A size: "512MiB", "1GiB", "1.5G", "64KiB" or an integer number of bytes.
-#[derive(JsonSchema)]
-#[serde(untagged)]
-#[allow(dead_code)]
-enum Size {
-    Text(
-        #[schemars(regex(
-            pattern = r"^\s*([0-9]+(\.[0-9]+)?\s*([KMGT](i?B)?|k|B)?|.*\$\{.*)\s*$"
-        ))]
-        String,
-    ),
-    Bytes(#[schemars(range(min = 1))] u64),
-}
-
-#[derive(JsonSchema)]
-#[serde(rename_all = "lowercase")]
-#[allow(dead_code)]
-enum Network {
-    /// No TCP connections or binds.
-    None,
-    /// Only the loopback interface.
-    Loopback,
-    /// No restriction.
-    Any,
-}
-
-/// A server's sandbox: false (off), true (the gateway's default) or its own table.
-#[derive(JsonSchema)]
-#[serde(untagged)]
-#[allow(dead_code)]
-enum ServerSandbox {
-    Switch(bool),
-    Own(Sandbox),
 }
 
 #[derive(JsonSchema)]
