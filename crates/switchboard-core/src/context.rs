@@ -130,6 +130,10 @@ pub trait CallerChannel: Send + Sync + fmt::Debug {
     fn client_key(&self) -> usize {
         (self as *const Self).cast::<()>() as usize
     }
+    /// The call now waits on someone other than this caller — an operator's approval — with
+    /// what it waits for, or no longer (`None`). A task shows it as `input_required`.
+    /// Default: nothing.
+    fn waiting_on(&self, _what: Option<&str>) {}
 }
 
 impl CallContext {

@@ -24,6 +24,7 @@ pub mod param_headers;
 pub mod pipeline;
 pub mod schema;
 pub mod server;
+pub mod task;
 pub mod tier;
 pub mod tool;
 pub mod upstream;

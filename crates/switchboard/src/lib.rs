@@ -37,6 +37,7 @@ mod resources;
 mod result_shaping;
 pub mod sandbox;
 mod sessions;
+pub mod tasks;
 mod tiers;
 pub mod tokens;
 mod tool_search;

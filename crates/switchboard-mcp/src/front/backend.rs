@@ -1,11 +1,13 @@
 //! What the front serves. Implemented by the Host, so this crate never depends on it.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::future::BoxFuture;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use switchboard_core::param_headers::ParamHeader;
 use switchboard_core::pipeline::CallError;
+use switchboard_core::task::{TaskError, TaskOwner, TaskSupport, TaskView};
 use switchboard_core::{CallContext, Caller, ToolCall, ToolDefinition, ToolOutcome};
 use tokio::sync::watch;
 
@@ -158,6 +160,79 @@ pub trait Backend: Send + Sync + 'static {
     fn complete(&self, params: Value) -> BoxFuture<'_, Result<Value, RpcError>> {
         let _ = params;
         Box::pin(async { Ok(serde_json::json!({"completion": {"values": [], "hasMore": false}})) })
+    }
+
+    /// Whether this backend runs tasks (see [`super::tasks`]). Default: no — no task
+    /// capability is declared and task requests are refused.
+    fn runs_tasks(&self) -> bool {
+        false
+    }
+
+    /// How a task-augmented call of the tool `name` would run for `caller`; `None` when the
+    /// caller may not call it.
+    fn task_support(&self, _caller: &Caller, _name: &str) -> Option<TaskSupport> {
+        None
+    }
+
+    /// Starts a call as a task of `ctx`'s caller; answers at once.
+    fn start_task(
+        &self,
+        ctx: CallContext,
+        call: ToolCall,
+        ttl: Option<Duration>,
+    ) -> BoxFuture<'_, Result<TaskView, TaskError>> {
+        let _ = (ctx, ttl);
+        Box::pin(async move { Err(TaskError::UnknownTool(call.name)) })
+    }
+
+    /// The caller's task as it stands.
+    fn task(&self, owner: &TaskOwner, id: &str) -> BoxFuture<'_, Result<TaskView, TaskError>> {
+        let _ = owner;
+        let id = id.to_owned();
+        Box::pin(async move { Err(TaskError::UnknownTask(id)) })
+    }
+
+    /// Waits for the caller's task to end; its questions go to `ctx`'s caller meanwhile.
+    fn task_result(
+        &self,
+        ctx: CallContext,
+        id: String,
+    ) -> BoxFuture<'_, Result<TaskView, TaskError>> {
+        let _ = ctx;
+        Box::pin(async move { Err(TaskError::UnknownTask(id)) })
+    }
+
+    /// The client's answers to the caller's task's questions.
+    fn update_task(
+        &self,
+        owner: &TaskOwner,
+        id: &str,
+        responses: Map<String, Value>,
+    ) -> BoxFuture<'_, Result<(), TaskError>> {
+        let _ = (owner, responses);
+        let id = id.to_owned();
+        Box::pin(async move { Err(TaskError::UnknownTask(id)) })
+    }
+
+    /// Cancels the caller's task.
+    fn cancel_task(
+        &self,
+        owner: &TaskOwner,
+        id: &str,
+    ) -> BoxFuture<'_, Result<TaskView, TaskError>> {
+        let _ = owner;
+        let id = id.to_owned();
+        Box::pin(async move { Err(TaskError::UnknownTask(id)) })
+    }
+
+    /// The caller's tasks, newest first.
+    fn list_tasks(&self, _owner: &TaskOwner) -> Vec<TaskView> {
+        Vec::new()
+    }
+
+    /// Every task's status changes, with its owner (a front passes on its callers').
+    fn task_events(&self) -> Option<tokio::sync::broadcast::Receiver<(TaskOwner, TaskView)>> {
+        None
     }
 
     /// Resolves once start-up is over (first connection attempts done, bounded), so a front

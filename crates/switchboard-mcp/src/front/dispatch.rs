@@ -9,11 +9,13 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
+use switchboard_core::task::TASKS_EXTENSION;
 use switchboard_core::{CallContext, Caller, Principal};
 
 use super::backend::Backend;
 use super::modern_caller::invalid_log_level;
 use super::parked::{INPUT_WAIT, ParkedCalls};
+use super::tasks::TASK_METHODS;
 use super::tool_call::{ToolCallResult, modern_request};
 use crate::busy_poll::BusyPoll;
 use crate::era::{
@@ -199,6 +201,10 @@ impl Dispatcher {
             return self.list_tools(id, era).await;
         }
         if method == "tools/call" {
+            let (id, params, ctx) = match self.task_call(id, params, ctx, era).await {
+                Ok(created) => return created,
+                Err(ordinary) => ordinary,
+            };
             return self.call_tool(id, params, ctx, era, notify.as_ref()).await;
         }
         let answer = match method {
@@ -255,6 +261,9 @@ impl Dispatcher {
                 self.backend
                     .complete(params.clone().unwrap_or_else(|| json!({})))
                     .await
+            }
+            task if TASK_METHODS.contains(&task) => {
+                self.task_method(task, params.as_ref(), ctx, era).await
             }
             other => Err(RpcError::new(
                 code::METHOD_NOT_FOUND,
@@ -359,14 +368,53 @@ impl Dispatcher {
         json!({"_meta": meta})
     }
 
-    fn capabilities(&self) -> Value {
-        json!({
+    /// The gateway's capabilities in an era's terms: tasks are `capabilities.tasks` before
+    /// 2026-07-28 and an extension after.
+    fn capabilities(&self, era: RequestEra) -> Value {
+        let mut capabilities = json!({
             "tools": {"listChanged": true},
             "prompts": {"listChanged": self.backend.lists_version().is_some()},
             "resources": {"listChanged": self.backend.lists_version().is_some(), "subscribe": true},
             "completions": {},
             "logging": {},
-        })
+        });
+        if self.backend.runs_tasks() {
+            capabilities[match era {
+                RequestEra::Legacy => "tasks",
+                RequestEra::Modern => "extensions",
+            }] = match era {
+                RequestEra::Legacy => {
+                    json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}})
+                }
+                RequestEra::Modern => json!({TASKS_EXTENSION: {}}),
+            };
+        }
+        capabilities
+    }
+
+    /// `ctx` with this dispatcher's agent, principal, session and tier where it names none.
+    pub(super) fn fill_caller(&self, ctx: &mut CallContext) {
+        if ctx.agent.is_none() {
+            ctx.agent = self.agent.clone();
+        }
+        if ctx.principal.is_none() {
+            ctx.principal = self.principal.clone();
+        }
+        if ctx.session.is_none() {
+            ctx.session = self.session.clone();
+        }
+        if ctx.tier.is_none() {
+            ctx.tier = self.tier.clone();
+        }
+    }
+
+    /// The caller of a request with this context.
+    pub(super) fn caller_of(&self, ctx: &CallContext) -> Caller {
+        Caller::new(
+            ctx.agent.clone().or_else(|| self.agent.clone()),
+            ctx.session.clone().or_else(|| self.session.clone()),
+        )
+        .with_tier(ctx.tier.clone().or_else(|| self.tier.clone()))
     }
 
     /// A list result, with the modern era's cache hints.
@@ -398,7 +446,7 @@ impl Dispatcher {
         let identity = self.backend.identity();
         let mut result = json!({
             "protocolVersion": version,
-            "capabilities": self.capabilities(),
+            "capabilities": self.capabilities(RequestEra::Legacy),
             "serverInfo": {"name": identity.name, "version": identity.version},
         });
         if let (Some(instructions), Value::Object(map)) = (identity.instructions, &mut result) {
@@ -414,7 +462,7 @@ impl Dispatcher {
         let mut result = json!({
             "resultType": "complete",
             "supportedVersions": versions,
-            "capabilities": self.capabilities(),
+            "capabilities": self.capabilities(RequestEra::Modern),
             "ttlMs": 0,
             "cacheScope": "public",
             "_meta": {META_SERVER_INFO: {"name": identity.name, "version": identity.version}},

@@ -19,6 +19,7 @@ pub mod parked;
 pub mod relay;
 pub mod stdio;
 pub mod subscriptions;
+pub mod tasks;
 mod tool_call;
 
 pub use backend::{Backend, ListsVersion, ServerIdentity};

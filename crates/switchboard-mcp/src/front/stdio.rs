@@ -77,6 +77,14 @@ pub async fn serve(
     let subscriptions = Arc::new(ResourceSubscriptions::default());
     let updates = subscriptions.clone().updates(dispatcher.backend().as_ref());
     tasks.spawn(forward_updates(updates, out_tx.clone(), shutdown.clone()));
+    if let Some(events) = dispatcher.backend().task_events() {
+        let owner = switchboard_core::task::TaskOwner {
+            agent: dispatcher.agent.clone(),
+            session: dispatcher.session().map(str::to_owned),
+        };
+        let statuses = crate::front::tasks::status_notifications(events, owner);
+        tasks.spawn(forward_updates(statuses, out_tx.clone(), shutdown.clone()));
+    }
 
     let mut reader = BufReader::with_capacity(64 * 1024, input);
     let mut line = Vec::with_capacity(4096);
@@ -216,7 +224,7 @@ fn cancel_request(in_flight: &InFlight, params: Option<&Value>) {
     }
 }
 
-/// Writes resource-update notifications until shutdown.
+/// Writes notifications (resource updates, task statuses) until shutdown.
 async fn forward_updates(
     updates: impl futures::Stream<Item = Message>,
     out: mpsc::UnboundedSender<String>,

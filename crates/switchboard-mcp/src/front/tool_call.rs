@@ -184,18 +184,7 @@ impl Dispatcher {
                 ));
             }
         };
-        if ctx.agent.is_none() {
-            ctx.agent = self.agent.clone();
-        }
-        if ctx.principal.is_none() {
-            ctx.principal = self.principal.clone();
-        }
-        if ctx.session.is_none() {
-            ctx.session = self.session.clone();
-        }
-        if ctx.tier.is_none() {
-            ctx.tier = self.tier.clone();
-        }
+        self.fill_caller(&mut ctx);
         let meta = match params.get("_meta") {
             Some(Value::Object(meta)) => Some(meta),
             _ => None,

@@ -155,7 +155,15 @@ impl Approver for Approvals {
                     },
                 };
             }
-            self.pending.ask(request.clone(), self.timeout).await
+            let caller = ctx.caller.as_ref();
+            if let Some(caller) = caller {
+                caller.waiting_on(Some("waiting for an operator to approve the call"));
+            }
+            let decision = self.pending.ask(request.clone(), self.timeout).await;
+            if let Some(caller) = caller {
+                caller.waiting_on(None);
+            }
+            decision
         })
     }
 }

@@ -3,11 +3,13 @@
 //! prompts and resources.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::future::BoxFuture;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use switchboard_core::param_headers::ParamHeader;
 use switchboard_core::pipeline::CallError;
+use switchboard_core::task::{TaskError, TaskOwner, TaskSupport, TaskView};
 use switchboard_core::{CallContext, Caller, ToolCall, ToolDefinition, ToolOutcome};
 use switchboard_mcp::front::{Backend, ServerIdentity};
 use switchboard_mcp::jsonrpc::RpcError;
@@ -72,6 +74,63 @@ impl Backend for Host {
             }
             answer
         })
+    }
+
+    fn runs_tasks(&self) -> bool {
+        true
+    }
+
+    fn task_support(&self, caller: &Caller, name: &str) -> Option<TaskSupport> {
+        Host::task_support(self, caller, name)
+    }
+
+    fn start_task(
+        &self,
+        ctx: CallContext,
+        call: ToolCall,
+        ttl: Option<Duration>,
+    ) -> BoxFuture<'_, Result<TaskView, TaskError>> {
+        Box::pin(Host::start_task(self, ctx, call, ttl))
+    }
+
+    fn task(&self, owner: &TaskOwner, id: &str) -> BoxFuture<'_, Result<TaskView, TaskError>> {
+        let view = self.task_status(owner, id);
+        Box::pin(async move { view })
+    }
+
+    fn task_result(
+        &self,
+        ctx: CallContext,
+        id: String,
+    ) -> BoxFuture<'_, Result<TaskView, TaskError>> {
+        Box::pin(async move { Host::task_result(self, &ctx, &id).await })
+    }
+
+    fn update_task(
+        &self,
+        owner: &TaskOwner,
+        id: &str,
+        responses: Map<String, Value>,
+    ) -> BoxFuture<'_, Result<(), TaskError>> {
+        let updated = Host::update_task(self, owner, id, &responses);
+        Box::pin(async move { updated })
+    }
+
+    fn cancel_task(
+        &self,
+        owner: &TaskOwner,
+        id: &str,
+    ) -> BoxFuture<'_, Result<TaskView, TaskError>> {
+        let cancelled = Host::cancel_task(self, owner, id);
+        Box::pin(async move { cancelled })
+    }
+
+    fn list_tasks(&self, owner: &TaskOwner) -> Vec<TaskView> {
+        Host::list_tasks(self, owner)
+    }
+
+    fn task_events(&self) -> Option<tokio::sync::broadcast::Receiver<(TaskOwner, TaskView)>> {
+        Some(self.tasks().events())
     }
 
     fn listing_version(&self, caller: &Caller) -> watch::Receiver<u64> {

@@ -94,6 +94,8 @@ pub struct HostOptions {
     /// The program that runs `sandbox-exec` (see [`crate::sandbox`]); servers with a sandbox
     /// are refused without one. The `switchboard` binary sets it to itself.
     pub sandbox_launcher: Option<std::path::PathBuf>,
+    /// Bounds of the tasks the gateway holds (see [`crate::tasks`]).
+    pub tasks: crate::tasks::TaskSettings,
 }
 
 impl Default for HostOptions {
@@ -120,6 +122,7 @@ impl Default for HostOptions {
             pins: None,
             manager_database: None,
             sandbox_launcher: None,
+            tasks: crate::tasks::TaskSettings::default(),
         }
     }
 }
@@ -174,6 +177,8 @@ pub(crate) struct Inner {
     pub(crate) search: SearchCache,
     /// Per-session state (loaded categories, truncated results).
     pub(crate) sessions: Sessions,
+    /// The tasks clients started and come back for.
+    pub(crate) tasks: crate::tasks::TaskStore,
     /// Per-agent listings, serialized once per catalog version.
     listings: Mutex<std::collections::HashMap<String, (u64, Arc<str>)>>,
     /// Set once the start-up wait is over.
@@ -242,6 +247,7 @@ impl Host {
                 resource_routes: Mutex::default(),
                 listings: Mutex::default(),
                 sessions: Sessions::default(),
+                tasks: crate::tasks::TaskStore::new(options.tasks.clone(), Arc::new(SystemClock)),
                 search: SearchCache::default(),
                 fit: FitCache::default(),
                 agent_tiers: Mutex::default(),

@@ -510,9 +510,21 @@ async fn get_as(
         }
         None => futures::stream::empty().boxed(),
     };
+    let statuses = match state.dispatcher.backend().task_events() {
+        Some(events) => {
+            let owner = switchboard_core::task::TaskOwner {
+                agent: caller.agent.clone(),
+                session: caller.session.clone(),
+            };
+            crate::front::tasks::status_notifications(events, owner)
+                .map(|note| sse_event(note.to_line()))
+                .boxed()
+        }
+        None => futures::stream::empty().boxed(),
+    };
     let events = futures::stream::select(
         futures::stream::select(futures::stream::select(stream, updates), lists),
-        keepalive,
+        futures::stream::select(keepalive, statuses),
     );
     sse_response(Body::from_stream(events.boxed()))
 }

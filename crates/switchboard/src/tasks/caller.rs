@@ -1,0 +1,95 @@
+//! The caller a gateway-run task's call sees. Nobody waits on the other end of a task, so
+//! what the upstream asks mid-call (elicitation, sampling, roots) — and the approver's
+//! question — is parked on the task: it says `input_required` with the questions, and the
+//! answers come back by `tasks/update` (2026-07-28) or over the stream of `tasks/result`
+//! (2025-11-25). An approval waiting for an operator shows as `input_required` too.
+
+use std::fmt;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+use switchboard_core::CallerError;
+use switchboard_core::context::CallerChannel;
+use switchboard_core::task::TaskStatus;
+
+use super::store::Task;
+
+/// The requests a task's call may make of its client, with the capability each needs.
+pub(crate) const INPUT_METHODS: [(&str, &str); 3] = [
+    ("elicitation/create", "elicitation"),
+    ("sampling/createMessage", "sampling"),
+    ("roots/list", "roots"),
+];
+
+pub(crate) struct TaskCaller {
+    pub(crate) task: Arc<Task>,
+    /// The methods of [`INPUT_METHODS`] the client declared it can answer.
+    pub(crate) supported: Vec<&'static str>,
+}
+
+impl fmt::Debug for TaskCaller {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TaskCaller")
+            .field("task", &self.task.id)
+            .finish()
+    }
+}
+
+/// Withdraws a question whose asker stopped waiting.
+struct Question<'a> {
+    task: &'a Task,
+    key: String,
+}
+
+impl Drop for Question<'_> {
+    fn drop(&mut self) {
+        self.task.withdraw(&self.key);
+    }
+}
+
+impl CallerChannel for TaskCaller {
+    fn supports(&self, method: &str) -> bool {
+        self.supported.contains(&method)
+    }
+
+    fn request(&self, method: &str, params: Value) -> BoxFuture<'_, Result<Value, CallerError>> {
+        let request = json!({"method": method, "params": params});
+        Box::pin(async move {
+            let (key, answer) = self.task.ask(request);
+            let _question = Question {
+                task: &self.task,
+                key,
+            };
+            tokio::select! {
+                answer = answer => answer.map_err(|_| CallerError {
+                    code: -32603,
+                    message: "the question was withdrawn".to_owned(),
+                    data: None,
+                }),
+                () = self.task.cancel.cancelled() => Err(CallerError {
+                    code: -32800,
+                    message: "the task was cancelled".to_owned(),
+                    data: None,
+                }),
+            }
+        })
+    }
+
+    /// Log messages of a task's call have no client to go to; they stay in the gateway's log.
+    fn notify(&self, method: &str, params: Value) {
+        tracing::debug!(target: "switchboard::tasks", task = %self.task.id, %method, %params, "not relayed");
+    }
+
+    fn waiting_on(&self, what: Option<&str>) {
+        match what {
+            Some(what) => self
+                .task
+                .set_status(TaskStatus::InputRequired, Some(what.to_owned())),
+            None if self.task.open_questions().is_empty() => {
+                self.task.set_status(TaskStatus::Working, None);
+            }
+            None => {}
+        }
+    }
+}

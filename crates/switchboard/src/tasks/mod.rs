@@ -1,0 +1,248 @@
+//! Tasks: calls a client starts now and comes back for (MCP 2025-11-25 tasks, the 2026-07-28
+//! tasks extension), and the library's way to fire a slow tool without blocking a turn.
+//!
+//! A task the gateway runs itself is an ordinary call through the whole pipeline (view,
+//! validation, policy, approval, limits, deadline, ledger) on a tokio task of its own, with a
+//! [`caller::TaskCaller`] in place of the client: what the upstream or the approver asks
+//! mid-call is parked on the task (`input_required`) until the client answers. Cancelling
+//! the task cancels the call, which cancels it upstream and is recorded like any cancelled
+//! call. Tasks live in memory ([`store`]): a gateway restart loses them, and a client asking
+//! for one afterwards is told it does not exist (calls that finished are in the ledger).
+
+mod caller;
+mod store;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+use switchboard_core::pipeline::CallError;
+use switchboard_core::task::{
+    RELATED_TASK_META, TaskEnd, TaskError, TaskOwner, TaskStatus, TaskSupport, TaskView,
+};
+use switchboard_core::{CallContext, Caller, ProgressSink, ToolCall, ToolOutcome};
+use switchboard_mcp::front::Backend;
+
+pub use store::{Task, TaskSettings, TaskStore, UpstreamTask};
+
+use crate::Host;
+use caller::{INPUT_METHODS, TaskCaller};
+
+impl Host {
+    /// What the tool `name` declares of tasks, as `caller` may call it; `None` when `caller`
+    /// may not call it (unknown, outside its view or its tier: visible = callable).
+    pub fn task_support(&self, caller: &Caller, name: &str) -> Option<TaskSupport> {
+        let catalog = self.catalog();
+        let tier = self.active_tier(caller);
+        let view = self.view_at(caller, tier.as_ref());
+        catalog
+            .resolve(name)
+            .filter(|entry| view.contains(entry))
+            .map(|entry| TaskSupport::of(&entry.spec.definition))
+    }
+
+    /// Starts `call` as a task owned by `ctx`'s caller and returns at once with its id. The
+    /// call runs through the pipeline like any other; the client's questions (if `ctx` says
+    /// it can be asked) and an operator's approval make the task `input_required` meanwhile.
+    /// `ttl`: how long the task is kept (bounded by [`TaskSettings`]).
+    pub async fn start_task(
+        &self,
+        ctx: CallContext,
+        call: ToolCall,
+        ttl: Option<Duration>,
+    ) -> Result<TaskView, TaskError> {
+        self.wait_for_startup().await;
+        if self.task_support(&Caller::of(&ctx), &call.name).is_none() {
+            return Err(TaskError::UnknownTool(call.name));
+        }
+        let task = self
+            .inner
+            .tasks
+            .create(TaskOwner::of(&ctx), &call.name, ttl, None)?;
+        let caller = TaskCaller {
+            task: task.clone(),
+            supported: answerable(&ctx),
+        };
+        let progress_of = task.clone();
+        let run = CallContext {
+            agent: ctx.agent,
+            principal: ctx.principal,
+            session: ctx.session,
+            tier: ctx.tier,
+            progress: Some(ProgressSink::new(move |progress| {
+                if let Some(message) = progress.message {
+                    progress_of.note_progress(message);
+                }
+            })),
+            cancel: task.cancel.clone(),
+            caller: Some(Arc::new(caller)),
+            deadline: ctx.deadline,
+            modern: None,
+        };
+        let host = self.clone();
+        let runner = task.clone();
+        tokio::spawn(async move {
+            let answer = Backend::call_tool(&host, run, call).await;
+            finish(&runner, answer);
+        });
+        Ok(task.view())
+    }
+
+    /// The caller's task `id` as it stands.
+    pub fn task_status(&self, owner: &TaskOwner, id: &str) -> Result<TaskView, TaskError> {
+        Ok(self.owned_task(owner, id)?.view())
+    }
+
+    /// Waits until the caller's task `id` has ended and returns it. While it waits, the
+    /// task's questions go to `ctx`'s caller when it can answer them (the 2025-11-25 era
+    /// asks over the stream of `tasks/result`), each tagged with the task.
+    pub async fn task_result(&self, ctx: &CallContext, id: &str) -> Result<TaskView, TaskError> {
+        let task = self.owned_task(&TaskOwner::of(ctx), id)?;
+        let mut changes = task.watch();
+        let mut relayed: Vec<String> = Vec::new();
+        let mut answers = futures::stream::FuturesUnordered::new();
+        loop {
+            let view = task.view();
+            if view.status.is_terminal() {
+                task.mark_fetched();
+                return Ok(view);
+            }
+            if let Some(channel) = &ctx.caller {
+                for (key, request) in task.open_questions() {
+                    let method = request.get("method").and_then(Value::as_str).unwrap_or("");
+                    if relayed.contains(&key) || !channel.supports(method) {
+                        continue;
+                    }
+                    relayed.push(key.clone());
+                    let mut params = request.get("params").cloned().unwrap_or_else(|| json!({}));
+                    if let Value::Object(params) = &mut params {
+                        let meta = params
+                            .entry("_meta")
+                            .or_insert_with(|| Value::Object(Map::new()));
+                        if let Value::Object(meta) = meta {
+                            meta.insert(RELATED_TASK_META.into(), json!({"taskId": task.id}));
+                        }
+                    }
+                    let channel = channel.clone();
+                    let method = method.to_owned();
+                    answers.push(async move { (key, channel.request(&method, params).await) });
+                }
+            }
+            tokio::select! {
+                changed = changes.changed() => {
+                    if changed.is_err() {
+                        return Ok(task.view());
+                    }
+                }
+                Some((key, answer)) = futures::StreamExt::next(&mut answers) => {
+                    let answer = answer.unwrap_or_else(|error| {
+                        json!({"action": "cancel", "_error": error.message})
+                    });
+                    let mut responses = Map::new();
+                    responses.insert(key, answer);
+                    task.answer(&responses);
+                }
+                () = ctx.cancel.cancelled() => return Ok(task.view()),
+            }
+        }
+    }
+
+    /// Hands the client's answers to the caller's task `id` (2026-07-28 `tasks/update`).
+    pub fn update_task(
+        &self,
+        owner: &TaskOwner,
+        id: &str,
+        responses: &Map<String, Value>,
+    ) -> Result<(), TaskError> {
+        self.owned_task(owner, id)?.answer(responses);
+        Ok(())
+    }
+
+    /// Cancels the caller's task `id`: its call is cancelled (upstream too) and the task says
+    /// `cancelled` at once. Cancelling a task that already ended changes nothing.
+    pub fn cancel_task(&self, owner: &TaskOwner, id: &str) -> Result<TaskView, TaskError> {
+        let task = self.owned_task(owner, id)?;
+        task.cancel.cancel();
+        task.finish(
+            None,
+            TaskStatus::Cancelled,
+            Some("cancelled by the client".to_owned()),
+        );
+        Ok(task.view())
+    }
+
+    /// The caller's tasks, newest first.
+    pub fn list_tasks(&self, owner: &TaskOwner) -> Vec<TaskView> {
+        self.inner
+            .tasks
+            .list(owner)
+            .iter()
+            .map(|task| task.view())
+            .collect()
+    }
+
+    /// The task store (for fronts that announce status changes, and for tests).
+    pub fn tasks(&self) -> &TaskStore {
+        &self.inner.tasks
+    }
+
+    fn owned_task(&self, owner: &TaskOwner, id: &str) -> Result<Arc<Task>, TaskError> {
+        self.inner
+            .tasks
+            .get(owner, id)
+            .ok_or_else(|| TaskError::UnknownTask(id.to_owned()))
+    }
+}
+
+/// The input methods the caller behind `ctx` can answer: what a modern request declared in
+/// its `_meta`, or what the legacy client's channel supports.
+fn answerable(ctx: &CallContext) -> Vec<&'static str> {
+    INPUT_METHODS
+        .iter()
+        .filter(|(method, capability)| match (&ctx.modern, &ctx.caller) {
+            (Some(modern), _) => modern
+                .client_capabilities
+                .as_ref()
+                .is_some_and(|declared| declared.get(capability).is_some()),
+            (None, Some(channel)) => channel.supports(method),
+            (None, None) => false,
+        })
+        .map(|(method, _)| *method)
+        .collect()
+}
+
+/// Records how the task's call ended.
+fn finish(task: &Task, answer: Result<ToolOutcome, CallError>) {
+    let failed = |code: i64, message: String, data: Option<Value>| {
+        (
+            Some(TaskEnd::Failed {
+                code,
+                message: message.clone(),
+                data,
+            }),
+            TaskStatus::Failed,
+            Some(message),
+        )
+    };
+    let (end, status, message) = match answer {
+        Ok(outcome) => match serde_json::to_value(&outcome) {
+            Ok(result) => (
+                Some(TaskEnd::Completed(result)),
+                TaskStatus::Completed,
+                None,
+            ),
+            Err(error) => failed(-32603, error.to_string(), None),
+        },
+        Err(CallError::Cancelled) => (None, TaskStatus::Cancelled, None),
+        Err(CallError::UnknownTool { name }) => {
+            failed(-32602, format!("Unknown tool: {name}"), None)
+        }
+        Err(CallError::Upstream {
+            code,
+            message,
+            data,
+        }) => failed(code, message, data),
+        Err(other) => failed(-32603, other.to_string(), None),
+    };
+    task.finish(end, status, message);
+}

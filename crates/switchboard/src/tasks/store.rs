@@ -1,0 +1,529 @@
+//! The tasks the gateway holds: one map from task id to task, each task owned by one caller
+//! (`TaskOwner`), bounded per caller, dropped when its TTL has passed. A task's state changes
+//! under its own lock and is announced on a watch channel (for `tasks/result`, which waits)
+//! and on the store's broadcast (for `notifications/tasks/status`).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, SystemTime};
+
+use rand::Rng;
+use serde_json::{Map, Value};
+use switchboard_core::clock::Clock;
+use switchboard_core::task::{TaskEnd, TaskError, TaskOwner, TaskStatus, TaskView};
+use tokio::sync::{broadcast, oneshot, watch};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// Bounds of the task store.
+#[derive(Debug, Clone)]
+pub struct TaskSettings {
+    /// Tasks one caller may hold at once, running and finished (the oldest finished task whose
+    /// result was fetched makes room first).
+    pub max_per_caller: usize,
+    /// TTL of a task whose client asked for none.
+    pub default_ttl: Duration,
+    /// The longest TTL a client may ask for.
+    pub max_ttl: Duration,
+    /// How often clients are told to poll.
+    pub poll_interval: Duration,
+}
+
+impl Default for TaskSettings {
+    fn default() -> Self {
+        Self {
+            max_per_caller: 100,
+            default_ttl: Duration::from_secs(3600),
+            max_ttl: Duration::from_secs(24 * 3600),
+            poll_interval: Duration::from_millis(500),
+        }
+    }
+}
+
+/// A question a running task waits on, and where its answer goes.
+struct PendingInput {
+    request: Value,
+    reply: Option<oneshot::Sender<Value>>,
+}
+
+/// Where a task's work is done when the gateway relays it: the server and the server's own id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UpstreamTask {
+    pub server: switchboard_core::ServerId,
+    pub id: String,
+}
+
+struct TaskState {
+    status: TaskStatus,
+    message: Option<String>,
+    updated_at: SystemTime,
+    end: Option<TaskEnd>,
+    inputs: BTreeMap<String, PendingInput>,
+    next_input: u64,
+    /// The result was handed to the client at least once.
+    fetched: bool,
+}
+
+/// One task.
+pub struct Task {
+    pub id: String,
+    pub owner: TaskOwner,
+    /// The tool's exposed name.
+    pub tool: String,
+    created_at: SystemTime,
+    created: Instant,
+    ttl: Option<Duration>,
+    poll_interval: Duration,
+    /// Cancels the task's call.
+    pub cancel: CancellationToken,
+    /// Set when the task is relayed to a server that runs tasks itself.
+    pub upstream: Option<UpstreamTask>,
+    state: Mutex<TaskState>,
+    changed: watch::Sender<u64>,
+    events: broadcast::Sender<(TaskOwner, TaskView)>,
+}
+
+impl Task {
+    fn lock(&self) -> MutexGuard<'_, TaskState> {
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The task as a front shows it.
+    pub fn view(&self) -> TaskView {
+        let state = self.lock();
+        self.view_of(&state)
+    }
+
+    fn view_of(&self, state: &TaskState) -> TaskView {
+        TaskView {
+            id: self.id.clone(),
+            status: state.status,
+            status_message: state.message.clone(),
+            created_at: self.created_at,
+            updated_at: state.updated_at,
+            ttl: self.ttl,
+            poll_interval: self.poll_interval,
+            end: state.end.clone(),
+            input_requests: state
+                .inputs
+                .iter()
+                .filter(|(_, input)| input.reply.is_some())
+                .map(|(key, input)| (key.clone(), input.request.clone()))
+                .collect(),
+        }
+    }
+
+    /// Changes the status (never out of a terminal one) and announces it.
+    pub fn set_status(&self, status: TaskStatus, message: Option<String>) {
+        let mut state = self.lock();
+        if state.status.is_terminal() || (state.status == status && state.message == message) {
+            return;
+        }
+        state.status = status;
+        state.message = message;
+        self.announce(&mut state);
+    }
+
+    /// Ends the task (unless it already ended, e.g. cancelled first).
+    pub fn finish(&self, end: Option<TaskEnd>, status: TaskStatus, message: Option<String>) {
+        let mut state = self.lock();
+        if state.status.is_terminal() {
+            return;
+        }
+        state.status = status;
+        state.message = message;
+        state.end = end;
+        state.inputs.clear();
+        self.announce(&mut state);
+    }
+
+    fn announce(&self, state: &mut TaskState) {
+        state.updated_at = SystemTime::now();
+        self.changed.send_modify(|version| *version += 1);
+        let _ = self.events.send((self.owner.clone(), self.view_of(state)));
+    }
+
+    /// A progress message of the task's call becomes its status message while it works.
+    pub fn note_progress(&self, message: String) {
+        let mut state = self.lock();
+        if state.status == TaskStatus::Working && state.message.as_deref() != Some(&message) {
+            state.message = Some(message);
+            self.announce(&mut state);
+        }
+    }
+
+    /// Parks a question for the client; the answer arrives through [`Task::answer`]. The task
+    /// says `input_required` until every question is answered.
+    pub fn ask(&self, request: Value) -> (String, oneshot::Receiver<Value>) {
+        let (reply, answer) = oneshot::channel();
+        let mut state = self.lock();
+        state.next_input += 1;
+        let key = format!("input-{}", state.next_input);
+        state.inputs.insert(
+            key.clone(),
+            PendingInput {
+                request,
+                reply: Some(reply),
+            },
+        );
+        if !state.status.is_terminal() {
+            state.status = TaskStatus::InputRequired;
+            state.message = Some("waiting for the client's answer".to_owned());
+            self.announce(&mut state);
+        }
+        (key, answer)
+    }
+
+    /// Delivers answers by key; unknown or already answered keys are ignored. The task goes
+    /// back to `working` once nothing is left unanswered.
+    pub fn answer(&self, responses: &Map<String, Value>) {
+        let mut state = self.lock();
+        let mut delivered = false;
+        for (key, response) in responses {
+            if let Some(reply) = state
+                .inputs
+                .get_mut(key)
+                .and_then(|input| input.reply.take())
+            {
+                let _ = reply.send(response.clone());
+                delivered = true;
+            }
+        }
+        state.inputs.retain(|_, input| input.reply.is_some());
+        if delivered && state.inputs.is_empty() && state.status == TaskStatus::InputRequired {
+            state.status = TaskStatus::Working;
+            state.message = None;
+            self.announce(&mut state);
+        }
+    }
+
+    /// Forgets a question nobody will answer any more (its asker gave up).
+    pub fn withdraw(&self, key: &str) {
+        let mut state = self.lock();
+        if state.inputs.remove(key).is_some()
+            && state.inputs.is_empty()
+            && state.status == TaskStatus::InputRequired
+        {
+            state.status = TaskStatus::Working;
+            state.message = None;
+            self.announce(&mut state);
+        }
+    }
+
+    /// The questions not yet answered, with their keys.
+    pub fn open_questions(&self) -> Vec<(String, Value)> {
+        self.lock()
+            .inputs
+            .iter()
+            .filter(|(_, input)| input.reply.is_some())
+            .map(|(key, input)| (key.clone(), input.request.clone()))
+            .collect()
+    }
+
+    /// Waits for the next change of the task.
+    pub fn watch(&self) -> watch::Receiver<u64> {
+        self.changed.subscribe()
+    }
+
+    /// Notes that the client has the result.
+    pub fn mark_fetched(&self) {
+        self.lock().fetched = true;
+    }
+
+    fn expired(&self, now: Instant) -> bool {
+        self.ttl
+            .is_some_and(|ttl| now.saturating_duration_since(self.created) >= ttl)
+    }
+
+    fn evictable(&self) -> bool {
+        let state = self.lock();
+        state.status.is_terminal() && state.fetched
+    }
+}
+
+/// Every task the gateway holds.
+pub struct TaskStore {
+    tasks: Mutex<HashMap<String, Arc<Task>>>,
+    settings: TaskSettings,
+    clock: Arc<dyn Clock>,
+    events: broadcast::Sender<(TaskOwner, TaskView)>,
+    last_sweep: Mutex<Instant>,
+}
+
+impl TaskStore {
+    pub fn new(settings: TaskSettings, clock: Arc<dyn Clock>) -> Self {
+        let (events, _) = broadcast::channel(1024);
+        let now = clock.now();
+        Self {
+            tasks: Mutex::default(),
+            settings,
+            clock,
+            events,
+            last_sweep: Mutex::new(now),
+        }
+    }
+
+    fn map(&self) -> MutexGuard<'_, HashMap<String, Arc<Task>>> {
+        self.tasks
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The settings the store was made with.
+    pub fn settings(&self) -> &TaskSettings {
+        &self.settings
+    }
+
+    /// Every status change of every task, with its owner (fronts keep their own callers').
+    pub fn events(&self) -> broadcast::Receiver<(TaskOwner, TaskView)> {
+        self.events.subscribe()
+    }
+
+    /// Makes a task in state `working` for `owner`, with the TTL asked for (bounded by the
+    /// settings). Refused when the owner holds as many tasks as it may and none of them can
+    /// make room.
+    pub fn create(
+        &self,
+        owner: TaskOwner,
+        tool: &str,
+        ttl: Option<Duration>,
+        upstream: Option<UpstreamTask>,
+    ) -> Result<Arc<Task>, TaskError> {
+        self.sweep();
+        let ttl = Some(
+            ttl.unwrap_or(self.settings.default_ttl)
+                .min(self.settings.max_ttl),
+        );
+        let id = new_task_id();
+        let now = SystemTime::now();
+        let task = Arc::new(Task {
+            id: id.clone(),
+            owner,
+            tool: tool.to_owned(),
+            created_at: now,
+            created: self.clock.now(),
+            ttl,
+            poll_interval: self.settings.poll_interval,
+            cancel: CancellationToken::new(),
+            upstream,
+            state: Mutex::new(TaskState {
+                status: TaskStatus::Working,
+                message: None,
+                updated_at: now,
+                end: None,
+                inputs: BTreeMap::new(),
+                next_input: 0,
+                fetched: false,
+            }),
+            changed: watch::channel(0).0,
+            events: self.events.clone(),
+        });
+        let mut tasks = self.map();
+        let held: Vec<&Arc<Task>> = tasks
+            .values()
+            .filter(|held| held.owner == task.owner)
+            .collect();
+        if held.len() >= self.settings.max_per_caller {
+            let room = held
+                .iter()
+                .filter(|held| held.evictable())
+                .min_by_key(|held| held.created)
+                .map(|held| held.id.clone());
+            match room {
+                Some(oldest) => {
+                    tasks.remove(&oldest);
+                }
+                None => return Err(TaskError::TooMany(held.len())),
+            }
+        }
+        tasks.insert(id, task.clone());
+        Ok(task)
+    }
+
+    /// The owner's task with this id; the same `None` for a task of someone else.
+    pub fn get(&self, owner: &TaskOwner, id: &str) -> Option<Arc<Task>> {
+        self.sweep();
+        self.map()
+            .get(id)
+            .filter(|task| &task.owner == owner)
+            .cloned()
+    }
+
+    /// The owner's tasks, newest first.
+    pub fn list(&self, owner: &TaskOwner) -> Vec<Arc<Task>> {
+        self.sweep();
+        let mut tasks: Vec<Arc<Task>> = self
+            .map()
+            .values()
+            .filter(|task| &task.owner == owner)
+            .cloned()
+            .collect();
+        tasks.sort_by(|a, b| b.created.cmp(&a.created).then(b.id.cmp(&a.id)));
+        tasks
+    }
+
+    /// How many tasks the store holds.
+    pub fn len(&self) -> usize {
+        self.map().len()
+    }
+
+    /// Whether the store holds no task.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Drops the tasks whose TTL has passed (cancelling those still running), at most once a
+    /// second.
+    pub fn sweep(&self) {
+        let now = self.clock.now();
+        {
+            let mut last = self
+                .last_sweep
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            if now.saturating_duration_since(*last) < Duration::from_secs(1) {
+                return;
+            }
+            *last = now;
+        }
+        let expired: Vec<Arc<Task>> = {
+            let mut tasks = self.map();
+            let ids: Vec<String> = tasks
+                .values()
+                .filter(|task| task.expired(now))
+                .map(|task| task.id.clone())
+                .collect();
+            ids.iter().filter_map(|id| tasks.remove(id)).collect()
+        };
+        for task in expired {
+            task.cancel.cancel();
+        }
+    }
+
+    /// Cancels every task still running (the gateway is stopping).
+    pub fn cancel_all(&self) {
+        for task in self.map().values() {
+            task.cancel.cancel();
+            task.finish(
+                None,
+                TaskStatus::Cancelled,
+                Some("the gateway stopped".to_owned()),
+            );
+        }
+    }
+}
+
+/// 128 random bits, hex: unguessable, so an id is no handle for anyone who was not told it.
+fn new_task_id() -> String {
+    let bits: u128 = rand::rng().random();
+    format!("{bits:032x}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use switchboard_core::clock::SystemClock;
+
+    fn store(max: usize) -> TaskStore {
+        TaskStore::new(
+            TaskSettings {
+                max_per_caller: max,
+                ..TaskSettings::default()
+            },
+            Arc::new(SystemClock),
+        )
+    }
+
+    fn owner(agent: &str) -> TaskOwner {
+        TaskOwner {
+            agent: Some(agent.into()),
+            session: None,
+        }
+    }
+
+    #[test]
+    fn a_task_is_its_owners_alone() {
+        let store = store(10);
+        let task = store.create(owner("a"), "t", None, None).expect("test value");
+        assert!(store.get(&owner("a"), &task.id).is_some());
+        assert!(store.get(&owner("b"), &task.id).is_none());
+        assert!(store.list(&owner("b")).is_empty());
+        assert_eq!(store.list(&owner("a")).len(), 1);
+    }
+
+    #[test]
+    fn a_caller_is_bounded_and_fetched_results_make_room() {
+        let store = store(2);
+        let first = store.create(owner("a"), "t", None, None).expect("test value");
+        store.create(owner("a"), "t", None, None).expect("test value");
+        assert_eq!(
+            store.create(owner("a"), "t", None, None).err(),
+            Some(TaskError::TooMany(2))
+        );
+        // Another caller is not affected.
+        store.create(owner("b"), "t", None, None).expect("test value");
+        first.finish(
+            Some(TaskEnd::Completed(json!({}))),
+            TaskStatus::Completed,
+            None,
+        );
+        first.mark_fetched();
+        store.create(owner("a"), "t", None, None).expect("test value");
+        assert!(store.get(&owner("a"), &first.id).is_none());
+    }
+
+    #[test]
+    fn a_terminal_status_sticks() {
+        let store = store(2);
+        let task = store.create(owner("a"), "t", None, None).expect("test value");
+        task.finish(None, TaskStatus::Cancelled, None);
+        task.finish(
+            Some(TaskEnd::Completed(json!({}))),
+            TaskStatus::Completed,
+            None,
+        );
+        task.set_status(TaskStatus::Working, None);
+        assert_eq!(task.view().status, TaskStatus::Cancelled);
+        assert_eq!(task.view().end, None);
+    }
+
+    #[tokio::test]
+    async fn questions_keep_the_task_waiting_until_all_are_answered() {
+        let store = store(2);
+        let task = store.create(owner("a"), "t", None, None).expect("test value");
+        let (first, first_answer) = task.ask(json!({"method": "elicitation/create"}));
+        let (second, second_answer) = task.ask(json!({"method": "elicitation/create"}));
+        assert_eq!(task.view().status, TaskStatus::InputRequired);
+        assert_eq!(task.view().input_requests.len(), 2);
+        let mut responses = Map::new();
+        responses.insert(first.clone(), json!({"action": "accept"}));
+        task.answer(&responses);
+        assert_eq!(first_answer.await.expect("test value"), json!({"action": "accept"}));
+        let view = task.view();
+        assert_eq!(view.status, TaskStatus::InputRequired);
+        assert_eq!(
+            view.input_requests.keys().collect::<Vec<_>>(),
+            vec![&second]
+        );
+        let mut responses = Map::new();
+        responses.insert(second, json!({"action": "decline"}));
+        task.answer(&responses);
+        assert_eq!(second_answer.await.expect("test value")["action"], "decline");
+        assert_eq!(task.view().status, TaskStatus::Working);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn expired_tasks_are_dropped_and_cancelled() {
+        let store = store(10);
+        let task = store
+            .create(owner("a"), "t", Some(Duration::from_secs(5)), None)
+            .expect("test value");
+        tokio::time::advance(Duration::from_secs(6)).await;
+        assert!(store.get(&owner("a"), &task.id).is_none());
+        assert!(task.cancel.is_cancelled());
+        assert!(store.is_empty());
+    }
+}
