@@ -9,82 +9,25 @@
 //! a confirmation as the client's era asks (`test_streaming_elicitation`: `input_required`
 //! when the call carries a 2026-07-28 client's capabilities), and log at four levels
 //! (`test_logging_tool`); `test_custom_headers` declares arguments that HTTP clients mirror
-//! into `Mcp-Param-*` headers (`x-mcp-header`).
+//! into `Mcp-Param-*` headers (`x-mcp-header`). The tools of the suite's task scenarios
+//! (`greet`, `slow_compute`, …, declaring `execution.taskSupport`; the gateway runs the
+//! tasks) are the `task_tools` module; a `notifications/cancelled` raises the cancel flag of
+//! the call it names (the `peer` module keeps them).
 
-use std::collections::HashMap;
 use std::io::BufRead;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
-use std::sync::mpsc::{Sender, channel};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::input_rounds;
+use crate::peer::{Peer, error_object, message_of};
 use crate::server::Out;
+use crate::{input_rounds, task_tools};
 
 const IMAGE: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
 const AUDIO: &str =
     "UklGRjQAAABXQVZFZm10IBAAAAABAAEAQB8AAIA+AAACABAAZGF0YRAAAAAAAAAAAAAAAAAAAAAAAAAA";
-
-type Pending = Arc<Mutex<HashMap<i64, Sender<Value>>>>;
-
-struct Peer {
-    out: Out,
-    pending: Pending,
-    next_id: AtomicI64,
-    /// Flipped by each `test_trigger_tool_change`: while set, the tool list holds one more
-    /// tool, so every trigger really changes the list.
-    grown: AtomicBool,
-    /// Flipped by each `test_trigger_prompt_change`: while set, the prompt list holds one more
-    /// prompt.
-    prompts_grown: AtomicBool,
-}
-
-impl Peer {
-    /// Sends a request to the client and waits for its answer: the result, or the error
-    /// object.
-    fn ask(&self, method: &str, params: Value) -> Result<Value, Value> {
-        let id = self.next_id.fetch_add(1, Ordering::SeqCst);
-        let (tx, rx) = channel();
-        if let Ok(mut pending) = self.pending.lock() {
-            pending.insert(id, tx);
-        }
-        self.out
-            .send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        let answer = rx
-            .recv_timeout(Duration::from_secs(60))
-            .map_err(|_| error_object(-32603, "no answer from the client"))?;
-        match answer.get("error") {
-            Some(error) => Err(error.clone()),
-            None => Ok(answer.get("result").cloned().unwrap_or(Value::Null)),
-        }
-    }
-
-    fn log(&self, text: &str) {
-        self.log_at("info", text);
-    }
-
-    fn log_at(&self, level: &str, text: &str) {
-        self.out.notify(
-            "notifications/message",
-            json!({"level": level, "data": text}),
-        );
-    }
-}
-
-/// A JSON-RPC error object.
-fn error_object(code: i64, message: impl Into<String>) -> Value {
-    json!({"code": code, "message": message.into()})
-}
-
-/// The message of an error object.
-fn message_of(error: &Value) -> &str {
-    error
-        .get("message")
-        .and_then(Value::as_str)
-        .unwrap_or("error")
-}
 
 pub(crate) fn text(text: impl Into<String>) -> Value {
     json!({"content": [{"type": "text", "text": text.into()}]})
@@ -453,20 +396,17 @@ fn get_prompt(params: &Value) -> Result<Value, (i64, String)> {
 /// Serves the conformance fixture on stdin/stdout until stdin closes.
 pub fn serve() -> i32 {
     let out = Out::stdout();
-    let pending: Pending = Arc::default();
-    let peer = Arc::new(Peer {
-        out: out.clone(),
-        pending: pending.clone(),
-        next_id: AtomicI64::new(1_000_000),
-        grown: AtomicBool::new(false),
-        prompts_grown: AtomicBool::new(false),
-    });
+    let pending = crate::peer::Pending::default();
+    let peer = Arc::new(Peer::new(out.clone(), pending.clone()));
     for line in std::io::stdin().lock().lines() {
         let Ok(line) = line else { return 0 };
         let Ok(message) = serde_json::from_str::<Value>(&line) else {
             continue;
         };
         let Some(id) = message.get("id").cloned() else {
+            if message.get("method").and_then(Value::as_str) == Some("notifications/cancelled") {
+                peer.cancel(message.get("params").unwrap_or(&Value::Null));
+            }
             continue;
         };
         let Some(method) = message
@@ -484,6 +424,7 @@ pub fn serve() -> i32 {
         };
         let params = message.get("params").cloned().unwrap_or(json!({}));
         let peer = peer.clone();
+        let cancelled = (method == "tools/call").then(|| peer.register(&id));
         // Each request on its own thread: a tool waiting on the client must not block reading.
         std::thread::spawn(move || {
             let result = match method.as_str() {
@@ -507,6 +448,7 @@ pub fn serve() -> i32 {
                     let mut listed = tools();
                     if let Value::Array(list) = &mut listed {
                         list.extend(input_rounds::tools());
+                        list.extend(task_tools::tools());
                         if peer.grown.load(Ordering::SeqCst) {
                             list.push(json!({"name": "test_added_tool", "description": "Added by test_trigger_tool_change", "inputSchema": {"type": "object", "properties": {}}}));
                         }
@@ -515,6 +457,15 @@ pub fn serve() -> i32 {
                 }
                 "tools/call" => {
                     let name = params.get("name").and_then(Value::as_str).unwrap_or("");
+                    let flag = cancelled.unwrap_or_default();
+                    let reply = task_tools::call_tool(&peer, name, &params, &flag);
+                    peer.finish(&id);
+                    if let Some(reply) = reply {
+                        if let Some(message) = reply.message(&id) {
+                            peer.out.send(&message);
+                        }
+                        return;
+                    }
                     match input_rounds::call_tool(name, &params) {
                         Some(answer) => answer,
                         None => match call_tool(&peer, &params) {

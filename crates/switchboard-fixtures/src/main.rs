@@ -9,7 +9,8 @@
 //! API over a directory of `server.json` files, not MCP itself), `search-api` (SearXNG, Brave
 //! and generic JSON search APIs plus test web pages, for the `web` built-in; not MCP),
 //! `image-api` (the OpenAI and Automatic1111 image APIs answering generated PNGs, for the
-//! `images` built-in; not MCP), and the faults `exit-immediately`, `hang`, `garbage` and
+//! `images` built-in; not MCP), `conformance` and `conformance-tasks` (the MCP conformance
+//! suite's servers; the latter runs tasks itself), and the faults `exit-immediately`, `hang`, `garbage` and
 //! `crash-after`.
 
 mod api;
@@ -19,10 +20,13 @@ mod http;
 mod image_api;
 mod input_rounds;
 mod latency;
+mod peer;
 mod png;
 mod registry;
 mod search_api;
 mod server;
+mod task_tools;
+mod tasks_server;
 mod tools;
 
 use std::path::PathBuf;
@@ -129,6 +133,9 @@ enum Mode {
     },
     /// The tools, resources and prompts the MCP conformance suite's server scenarios expect.
     Conformance,
+    /// A server that runs tasks itself (the 2026-07-28 tasks extension) with the one tool
+    /// of the suite's `tasks-mrtr-composition` scenario, `test_tool_with_task`.
+    ConformanceTasks,
     /// Exits with code 3 at once.
     ExitImmediately,
     /// Reads stdin and never answers.
@@ -194,6 +201,7 @@ fn main() {
             }
         },
         Mode::Conformance => conformance::serve(),
+        Mode::ConformanceTasks => tasks_server::serve(),
         Mode::ExitImmediately => {
             eprintln!("switchboard-fixture: exiting at once, as asked");
             3
