@@ -7,8 +7,7 @@
 //! Rules: listing order is by exposed name (deterministic across starts and replicas); two
 //! tools that would get the same exposed name never shadow each other silently — the one of
 //! the server listed first in the config keeps the name and the other is reported as a
-//! [`CatalogProblem::Collision`]; a tool whose input schema does not compile is quarantined;
-//! a tool that requires task augmentation is hidden until tasks are supported.
+//! [`CatalogProblem::Collision`]; a tool whose input schema does not compile is quarantined.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -109,10 +108,6 @@ pub enum CatalogProblem {
         tool: String,
         reason: String,
     },
-    TaskRequired {
-        server: ServerId,
-        tool: String,
-    },
     DanglingAlias {
         alias: String,
         target: String,
@@ -130,9 +125,7 @@ impl CatalogProblem {
     pub fn server(&self) -> Option<&ServerId> {
         match self {
             Self::Collision { dropped, .. } => Some(dropped),
-            Self::InvalidSchema { server, .. }
-            | Self::TaskRequired { server, .. }
-            | Self::Held { server, .. } => Some(server),
+            Self::InvalidSchema { server, .. } | Self::Held { server, .. } => Some(server),
             Self::DanglingAlias { .. } => None,
         }
     }
@@ -167,10 +160,6 @@ impl std::fmt::Display for CatalogProblem {
             } => write!(
                 f,
                 "tool '{tool}' of server '{server}' is quarantined: {reason}"
-            ),
-            Self::TaskRequired { server, tool } => write!(
-                f,
-                "tool '{tool}' of server '{server}' is hidden: it requires task augmentation, which Switchboard does not support yet"
             ),
             Self::DanglingAlias { alias, target } => {
                 write!(
@@ -210,13 +199,6 @@ impl Catalog {
                         server: slice.server.clone(),
                         tool: tool.clone(),
                         reason: reason.clone(),
-                    });
-                    continue;
-                }
-                if listed.definition.task_support() == Some("required") {
-                    problems.push(CatalogProblem::TaskRequired {
-                        server: slice.server.clone(),
-                        tool: tool.clone(),
                     });
                     continue;
                 }
@@ -406,6 +388,7 @@ mod tests {
 
     #[test]
     fn overrides_aliases_quarantine_and_tasks() {
+        // A tool that only runs as a task is listed: the gateway runs tasks.
         let mut s = slice("fs", "fs", &["read_file", "write_file"]);
         s.overrides.insert(
             "read_file".into(),
@@ -444,14 +427,14 @@ mod tests {
             ]),
         };
         let catalog = Catalog::build(&[s, s2], &rules);
-        assert_eq!(names(&catalog), ["fs__read"]);
+        assert_eq!(names(&catalog), ["fs__read", "x__tasky"]);
         let entry = catalog.resolve("old_read").expect("alias resolves");
         assert_eq!(entry.upstream_name, "read_file");
         assert_eq!(
             entry.spec.definition.description.as_deref(),
             Some("Read it")
         );
-        assert_eq!(catalog.problems().len(), 3, "{:?}", catalog.problems());
+        assert_eq!(catalog.problems().len(), 2, "{:?}", catalog.problems());
         assert!(catalog.resolve("fs__write_file").is_none());
         assert_eq!(entry.category, "files/read", "the tool's own category wins");
     }

@@ -134,6 +134,11 @@ pub trait CallerChannel: Send + Sync + fmt::Debug {
     /// what it waits for, or no longer (`None`). A task shows it as `input_required`.
     /// Default: nothing.
     fn waiting_on(&self, _what: Option<&str>) {}
+    /// Whether this caller is a task — nobody waits on the call, the client polls for it — so
+    /// a server that runs tasks itself gets the call as a task of its own. Default: no.
+    fn is_task(&self) -> bool {
+        false
+    }
 }
 
 impl CallContext {

@@ -19,11 +19,13 @@ use switchboard_core::param_headers::ParamHeader;
 pub const METHOD: &str = "mcp-method";
 pub const NAME: &str = "mcp-name";
 
-/// The body value `Mcp-Name` mirrors for `method`, if the method names something.
+/// The body value `Mcp-Name` mirrors for `method`, if the method names something (the tasks
+/// extension adds the task methods, which name their task).
 pub fn name_of<'a>(method: &str, params: Option<&'a Value>) -> Option<&'a str> {
     let field = match method {
         "tools/call" | "prompts/get" => "name",
         "resources/read" => "uri",
+        "tasks/get" | "tasks/update" | "tasks/cancel" => "taskId",
         _ => return None,
     };
     params?.get(field)?.as_str()
@@ -294,6 +296,9 @@ mod tests {
         assert_eq!(name_of("resources/read", Some(&params)), Some("mem://x"));
         assert_eq!(name_of("tools/call", Some(&params)), Some("n"));
         assert_eq!(name_of("prompts/get", Some(&params)), Some("n"));
+        let task = json!({"taskId": "abc"});
+        assert_eq!(name_of("tasks/get", Some(&task)), Some("abc"));
+        assert_eq!(name_of("tasks/list", Some(&task)), None);
         assert_eq!(name_of("tools/list", Some(&params)), None);
     }
 

@@ -97,6 +97,8 @@ pub struct RpcClient {
     next_id: AtomicI64,
     era: RwLock<Option<Era>>,
     closed: watch::Receiver<Option<String>>,
+    /// What the server declared of tasks (see [`super::tasks`]).
+    tasks: super::tasks::UpstreamTasks,
 }
 
 impl RpcClient {
@@ -122,6 +124,7 @@ impl RpcClient {
             next_id: AtomicI64::new(1),
             era: RwLock::new(None),
             closed,
+            tasks: super::tasks::UpstreamTasks::default(),
         });
         tokio::spawn(read_loop(
             opened.transport,
@@ -163,6 +166,12 @@ impl RpcClient {
             })
             .collect();
         self.transport.learn_param_headers(declared);
+        self.tasks.learn_tools(tools);
+    }
+
+    /// What the server declared of tasks.
+    pub fn tasks(&self) -> &super::tasks::UpstreamTasks {
+        &self.tasks
     }
 
     pub fn era(&self) -> Option<Era> {

@@ -12,6 +12,7 @@ pub mod reaper;
 pub mod session;
 pub mod stdio;
 pub mod supervisor;
+pub mod tasks;
 pub mod transport;
 
 pub use session::EraChoice;

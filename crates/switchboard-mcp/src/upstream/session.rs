@@ -108,7 +108,11 @@ pub async fn negotiate(
 fn adopt_modern(client: &RpcClient, result: &Value) -> Negotiated {
     client.set_era(Era::Modern);
     let server_info = result.get("_meta").and_then(|m| m.get(META_SERVER_INFO));
-    Negotiated::from_answer(Era::Modern, result, server_info)
+    let negotiated = Negotiated::from_answer(Era::Modern, result, server_info);
+    client
+        .tasks()
+        .learn_capabilities(&negotiated.era, &negotiated.capabilities);
+    negotiated
 }
 
 /// The error code a modern server answers `initialize` with once it serves 2026-07-28.
@@ -152,11 +156,11 @@ async fn initialize(client: &RpcClient) -> Result<Negotiated, String> {
         .notify("notifications/initialized", None)
         .await
         .map_err(|error| error.to_string())?;
-    Ok(Negotiated::from_answer(
-        era,
-        &result,
-        result.get("serverInfo"),
-    ))
+    let negotiated = Negotiated::from_answer(era, &result, result.get("serverInfo"));
+    client
+        .tasks()
+        .learn_capabilities(&negotiated.era, &negotiated.capabilities);
+    Ok(negotiated)
 }
 
 /// Walks a paginated list method (`tools/list`, `prompts/list`, …) to its last page and
@@ -266,6 +270,9 @@ impl Upstream for RpcClient {
         ctx: &'a CallContext,
     ) -> BoxFuture<'a, Result<ToolOutcome, UpstreamError>> {
         Box::pin(async move {
+            if let Some(answer) = self.call_as_task(tool, &arguments, ctx).await {
+                return answer;
+            }
             let mut params = Map::new();
             params.insert("name".into(), Value::String(tool.to_owned()));
             params.insert("arguments".into(), Value::Object(arguments));

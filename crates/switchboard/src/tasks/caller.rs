@@ -81,6 +81,10 @@ impl CallerChannel for TaskCaller {
         tracing::debug!(target: "switchboard::tasks", task = %self.task.id, %method, %params, "not relayed");
     }
 
+    fn is_task(&self) -> bool {
+        true
+    }
+
     fn waiting_on(&self, what: Option<&str>) {
         match what {
             Some(what) => self

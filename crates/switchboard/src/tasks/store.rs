@@ -447,7 +447,9 @@ mod tests {
     #[test]
     fn a_task_is_its_owners_alone() {
         let store = store(10);
-        let task = store.create(owner("a"), "t", None, None).expect("test value");
+        let task = store
+            .create(owner("a"), "t", None, None)
+            .expect("test value");
         assert!(store.get(&owner("a"), &task.id).is_some());
         assert!(store.get(&owner("b"), &task.id).is_none());
         assert!(store.list(&owner("b")).is_empty());
@@ -457,28 +459,38 @@ mod tests {
     #[test]
     fn a_caller_is_bounded_and_fetched_results_make_room() {
         let store = store(2);
-        let first = store.create(owner("a"), "t", None, None).expect("test value");
-        store.create(owner("a"), "t", None, None).expect("test value");
+        let first = store
+            .create(owner("a"), "t", None, None)
+            .expect("test value");
+        store
+            .create(owner("a"), "t", None, None)
+            .expect("test value");
         assert_eq!(
             store.create(owner("a"), "t", None, None).err(),
             Some(TaskError::TooMany(2))
         );
         // Another caller is not affected.
-        store.create(owner("b"), "t", None, None).expect("test value");
+        store
+            .create(owner("b"), "t", None, None)
+            .expect("test value");
         first.finish(
             Some(TaskEnd::Completed(json!({}))),
             TaskStatus::Completed,
             None,
         );
         first.mark_fetched();
-        store.create(owner("a"), "t", None, None).expect("test value");
+        store
+            .create(owner("a"), "t", None, None)
+            .expect("test value");
         assert!(store.get(&owner("a"), &first.id).is_none());
     }
 
     #[test]
     fn a_terminal_status_sticks() {
         let store = store(2);
-        let task = store.create(owner("a"), "t", None, None).expect("test value");
+        let task = store
+            .create(owner("a"), "t", None, None)
+            .expect("test value");
         task.finish(None, TaskStatus::Cancelled, None);
         task.finish(
             Some(TaskEnd::Completed(json!({}))),
@@ -493,7 +505,9 @@ mod tests {
     #[tokio::test]
     async fn questions_keep_the_task_waiting_until_all_are_answered() {
         let store = store(2);
-        let task = store.create(owner("a"), "t", None, None).expect("test value");
+        let task = store
+            .create(owner("a"), "t", None, None)
+            .expect("test value");
         let (first, first_answer) = task.ask(json!({"method": "elicitation/create"}));
         let (second, second_answer) = task.ask(json!({"method": "elicitation/create"}));
         assert_eq!(task.view().status, TaskStatus::InputRequired);
@@ -501,7 +515,10 @@ mod tests {
         let mut responses = Map::new();
         responses.insert(first.clone(), json!({"action": "accept"}));
         task.answer(&responses);
-        assert_eq!(first_answer.await.expect("test value"), json!({"action": "accept"}));
+        assert_eq!(
+            first_answer.await.expect("test value"),
+            json!({"action": "accept"})
+        );
         let view = task.view();
         assert_eq!(view.status, TaskStatus::InputRequired);
         assert_eq!(
@@ -511,7 +528,10 @@ mod tests {
         let mut responses = Map::new();
         responses.insert(second, json!({"action": "decline"}));
         task.answer(&responses);
-        assert_eq!(second_answer.await.expect("test value")["action"], "decline");
+        assert_eq!(
+            second_answer.await.expect("test value")["action"],
+            "decline"
+        );
         assert_eq!(task.view().status, TaskStatus::Working);
     }
 

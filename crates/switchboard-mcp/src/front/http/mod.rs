@@ -356,14 +356,14 @@ async fn post_as(
     }
     let token = progress_token(params.as_ref());
     // A legacy tool call may need to ask the client something (sampling, elicitation) or pass
-    // on log messages, and a modern one pass on log messages if it asked for them: that needs
-    // a stream.
+    // on log messages — and so may `tasks/result`, which carries a task's questions — and a
+    // modern one pass on log messages if it asked for them: that needs a stream.
     let streams = token.is_some()
         || method == "subscriptions/listen"
         || (session.is_some()
             && matches!(
                 method.as_str(),
-                "tools/call" | "prompts/get" | "resources/read"
+                "tools/call" | "prompts/get" | "resources/read" | "tasks/result"
             ))
         || (method == "tools/call"
             && params_meta(params.as_ref()).is_some_and(|meta| meta.contains_key(META_LOG_LEVEL)));

@@ -1,0 +1,397 @@
+//! Relaying tasks to a server that runs them itself. A server that declares tasks — the
+//! 2025-11-25 `capabilities.tasks.requests.tools.call`, or the 2026-07-28 extension
+//! `io.modelcontextprotocol/tasks` — gets a tool call as a task of its own when the call is a
+//! task's at the gateway (its caller says [`CallerChannel::is_task`]) or when the tool only
+//! runs as one (`taskSupport: "required"`). The gateway then follows the server's task to its
+//! end — polling `tasks/get` at the server's interval, passing its status messages on as
+//! progress, its questions to the caller (`inputRequests` answered by `tasks/update`, or the
+//! requests the server sends during `tasks/result`), and a cancellation on as `tasks/cancel`
+//! — and the call ends with the server's result like any other. The server's task id never
+//! leaves this module: clients see the gateway's own task.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+use switchboard_core::task::{TASKS_EXTENSION, TaskSupport};
+use switchboard_core::upstream::UpstreamError;
+use switchboard_core::{CallContext, CallerChannel, Progress, ToolDefinition, ToolOutcome};
+
+use super::client::{ClientError, RpcClient};
+use super::session::Rounds;
+use crate::era::{Era, META_CLIENT_CAPABILITIES};
+
+/// The task dialect a server speaks, learned at negotiation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskDialect {
+    /// 2025-11-25: `params.task`, `{task: Task}`, `tasks/result`.
+    Legacy,
+    /// 2026-07-28 extension: server-directed, `tasks/get` inlines the result, `tasks/update`.
+    Modern,
+}
+
+/// What a server declared of tasks: its dialect, and each tool's `taskSupport`. Read on
+/// every call, so the dialect is an atomic: a server without tasks costs one load.
+#[derive(Debug, Default)]
+pub struct UpstreamTasks {
+    /// 0: no tasks, 1: legacy, 2: modern.
+    dialect: AtomicU8,
+    tools: Mutex<HashMap<String, TaskSupport>>,
+}
+
+impl UpstreamTasks {
+    /// Learns the dialect from the server's negotiated capabilities.
+    pub fn learn_capabilities(&self, era: &Era, capabilities: &Value) {
+        let dialect = match era {
+            Era::Modern => capabilities
+                .get("extensions")
+                .and_then(|extensions| extensions.get(TASKS_EXTENSION))
+                .map(|_| TaskDialect::Modern),
+            Era::Legacy { .. } => capabilities
+                .pointer("/tasks/requests/tools/call")
+                .map(|_| TaskDialect::Legacy),
+        };
+        let code = match dialect {
+            None => 0,
+            Some(TaskDialect::Legacy) => 1,
+            Some(TaskDialect::Modern) => 2,
+        };
+        self.dialect.store(code, Ordering::Release);
+    }
+
+    /// Learns which tools run as tasks from a `tools/list` walk.
+    pub fn learn_tools(&self, tools: &[ToolDefinition]) {
+        let supported = tools
+            .iter()
+            .map(|tool| (tool.name.clone(), TaskSupport::of(tool)))
+            .filter(|(_, support)| *support != TaskSupport::Forbidden)
+            .collect();
+        if let Ok(mut slot) = self.tools.lock() {
+            *slot = supported;
+        }
+    }
+
+    /// Whether the server runs tasks itself.
+    pub fn dialect(&self) -> Option<TaskDialect> {
+        match self.dialect.load(Ordering::Acquire) {
+            1 => Some(TaskDialect::Legacy),
+            2 => Some(TaskDialect::Modern),
+            _ => None,
+        }
+    }
+
+    /// The dialect to call `tool` as a task in, if this call is to be the server's task.
+    fn route(&self, tool: &str, ctx: &CallContext) -> Option<TaskDialect> {
+        let dialect = self.dialect()?;
+        let support = self.tools.lock().ok()?.get(tool).copied()?;
+        let as_task = ctx.caller.as_ref().is_some_and(|caller| caller.is_task());
+        match support {
+            TaskSupport::Required => Some(dialect),
+            TaskSupport::Optional if as_task => Some(dialect),
+            _ => None,
+        }
+    }
+}
+
+/// The longest a server's task is followed between two polls, whatever it asks.
+const MAX_POLL: Duration = Duration::from_secs(2);
+/// The shortest.
+const MIN_POLL: Duration = Duration::from_millis(100);
+/// How long the gateway waits for a server to acknowledge `tasks/cancel`.
+const CANCEL_WAIT: Duration = Duration::from_secs(2);
+/// The TTL asked of a server's task.
+const UPSTREAM_TTL_MS: u64 = 3_600_000;
+
+impl RpcClient {
+    /// Calls `tool` as the server's own task when this call should be one (see the module
+    /// doc); `None` when it is an ordinary call.
+    pub(super) async fn call_as_task(
+        &self,
+        tool: &str,
+        arguments: &Map<String, Value>,
+        ctx: &CallContext,
+    ) -> Option<Result<ToolOutcome, UpstreamError>> {
+        let dialect = self.tasks().route(tool, ctx)?;
+        let mut params = Map::new();
+        params.insert("name".into(), Value::String(tool.to_owned()));
+        params.insert("arguments".into(), Value::Object(arguments.clone()));
+        match dialect {
+            TaskDialect::Legacy => {
+                params.insert("task".into(), json!({"ttl": UPSTREAM_TTL_MS}));
+            }
+            TaskDialect::Modern => declare_extension(&mut params, ctx.caller.as_deref()),
+        }
+        Some(self.follow_task(tool, params, ctx, dialect).await)
+    }
+
+    async fn follow_task(
+        &self,
+        tool: &str,
+        params: Map<String, Value>,
+        ctx: &CallContext,
+        dialect: TaskDialect,
+    ) -> Result<ToolOutcome, UpstreamError> {
+        let rounds = self
+            .request_with_rounds("tools/call", tool, params, ctx)
+            .await
+            .map_err(|error| self.task_error(error))?;
+        let answer = match rounds {
+            Rounds::Answered(answer) => answer,
+            Rounds::NotAsked(why) => return Ok(ToolOutcome::error(why)),
+            Rounds::InputRequired {
+                input_requests,
+                request_state,
+            } => {
+                return Err(UpstreamError::InputRequired {
+                    server: self.server().clone(),
+                    input_requests,
+                    request_state,
+                });
+            }
+        };
+        let created = match dialect {
+            TaskDialect::Legacy => answer.get("task"),
+            TaskDialect::Modern => answer.get("taskId").map(|_| &answer),
+        };
+        let Some(created) = created else {
+            // The server answered at once (a 2026-07-28 server may).
+            return self.result_outcome(answer);
+        };
+        let Some(id) = created.get("taskId").and_then(Value::as_str) else {
+            return Err(self.invalid("a task without a taskId"));
+        };
+        let id = id.to_owned();
+        let poll = poll_interval(created, dialect);
+        let mut reported: Option<String> = None;
+        loop {
+            let task = tokio::select! {
+                task = self.task_request("tasks/get", &id, dialect, None) => task,
+                () = ctx.cancel.cancelled() => return self.cancel_task(&id, dialect).await,
+            };
+            let task = task.map_err(|error| self.task_error(error))?;
+            let message = task
+                .get("statusMessage")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            if let (Some(progress), Some(text)) = (&ctx.progress, &message)
+                && reported.as_ref() != Some(text)
+            {
+                progress.report(Progress {
+                    progress: 0.0,
+                    total: None,
+                    message: Some(text.clone()),
+                });
+                reported = message.clone();
+            }
+            let status = task.get("status").and_then(Value::as_str).unwrap_or("");
+            match (status, dialect) {
+                ("completed" | "failed" | "input_required", TaskDialect::Legacy) => {
+                    // `tasks/result` waits for the end; the server asks its questions on it.
+                    let result = tokio::select! {
+                        result = self.task_request("tasks/result", &id, dialect, ctx.caller.clone()) => result,
+                        () = ctx.cancel.cancelled() => return self.cancel_task(&id, dialect).await,
+                    };
+                    return match result {
+                        Ok(result) => self.result_outcome(result),
+                        Err(error) => Err(self.task_error(error)),
+                    };
+                }
+                ("completed", TaskDialect::Modern) => {
+                    let result = task.get("result").cloned().unwrap_or_else(|| json!({}));
+                    return self.result_outcome(result);
+                }
+                ("failed", TaskDialect::Modern) => {
+                    let error = task.get("error");
+                    return Err(UpstreamError::Protocol {
+                        server: self.server().clone(),
+                        code: error
+                            .and_then(|e| e.get("code"))
+                            .and_then(Value::as_i64)
+                            .unwrap_or(-32603),
+                        message: error
+                            .and_then(|e| e.get("message"))
+                            .and_then(Value::as_str)
+                            .unwrap_or("the server's task failed")
+                            .to_owned(),
+                        data: error.and_then(|e| e.get("data")).cloned(),
+                    });
+                }
+                ("input_required", TaskDialect::Modern) => {
+                    let answers = tokio::select! {
+                        answers = ask_caller(task.get("inputRequests"), ctx.caller.as_deref()) => answers,
+                        () = ctx.cancel.cancelled() => return self.cancel_task(&id, dialect).await,
+                    };
+                    let answers = match answers {
+                        Ok(answers) => answers,
+                        Err(why) => {
+                            let _ = self.cancel_task(&id, dialect).await;
+                            return Ok(ToolOutcome::error(format!("tool '{tool}' {why}")));
+                        }
+                    };
+                    let mut update = Map::new();
+                    update.insert("taskId".into(), Value::String(id.clone()));
+                    update.insert("inputResponses".into(), answers);
+                    declare_extension(&mut update, None);
+                    self.request("tasks/update", Some(Value::Object(update)))
+                        .await
+                        .map_err(|error| self.task_error(error))?;
+                    continue;
+                }
+                ("cancelled", _) => {
+                    return Err(UpstreamError::Protocol {
+                        server: self.server().clone(),
+                        code: -32603,
+                        message: message
+                            .unwrap_or_else(|| "the server cancelled its task".to_owned()),
+                        data: None,
+                    });
+                }
+                _ => {}
+            }
+            tokio::select! {
+                () = tokio::time::sleep(poll) => {}
+                () = ctx.cancel.cancelled() => return self.cancel_task(&id, dialect).await,
+            }
+        }
+    }
+
+    /// `method` (`tasks/get`, `tasks/result`, `tasks/cancel`) for the server's task `id`.
+    async fn task_request(
+        &self,
+        method: &str,
+        id: &str,
+        dialect: TaskDialect,
+        caller: Option<std::sync::Arc<dyn CallerChannel>>,
+    ) -> Result<Value, ClientError> {
+        let mut params = Map::new();
+        params.insert("taskId".into(), Value::String(id.to_owned()));
+        if dialect == TaskDialect::Modern {
+            declare_extension(&mut params, None);
+        }
+        self.request_for(method, Some(Value::Object(params)), None, caller)
+            .await
+    }
+
+    /// Tells the server its task is cancelled (waiting briefly for it to acknowledge).
+    async fn cancel_task(
+        &self,
+        id: &str,
+        dialect: TaskDialect,
+    ) -> Result<ToolOutcome, UpstreamError> {
+        let _ = tokio::time::timeout(
+            CANCEL_WAIT,
+            self.task_request("tasks/cancel", id, dialect, None),
+        )
+        .await;
+        Err(UpstreamError::Cancelled)
+    }
+
+    fn result_outcome(&self, mut result: Value) -> Result<ToolOutcome, UpstreamError> {
+        if let Value::Object(map) = &mut result {
+            map.remove("resultType");
+            if let Some(Value::Object(meta)) = map.get_mut("_meta") {
+                meta.remove(switchboard_core::task::RELATED_TASK_META);
+            }
+        }
+        ToolOutcome::from_result(result).map_err(|reason| self.invalid(&reason))
+    }
+
+    fn invalid(&self, reason: &str) -> UpstreamError {
+        UpstreamError::InvalidResult {
+            server: self.server().clone(),
+            reason: reason.to_owned(),
+        }
+    }
+
+    fn task_error(&self, error: ClientError) -> UpstreamError {
+        match error {
+            ClientError::Rpc(error) => UpstreamError::Protocol {
+                server: self.server().clone(),
+                code: error.code,
+                message: error.message,
+                data: error.data,
+            },
+            ClientError::Disconnected(reason) => UpstreamError::Disconnected {
+                server: self.server().clone(),
+                reason,
+            },
+        }
+    }
+}
+
+/// How often to poll a server's task: what it asks, within [`MIN_POLL`]..[`MAX_POLL`].
+fn poll_interval(created: &Value, dialect: TaskDialect) -> Duration {
+    let key = match dialect {
+        TaskDialect::Legacy => "pollInterval",
+        TaskDialect::Modern => "pollIntervalMs",
+    };
+    created
+        .get(key)
+        .and_then(Value::as_u64)
+        .map_or(Duration::from_millis(500), Duration::from_millis)
+        .clamp(MIN_POLL, MAX_POLL)
+}
+
+/// Declares the tasks extension (and what the caller can answer) in a 2026-07-28 request's
+/// `_meta`, so the server may run it as a task and answers the task methods.
+fn declare_extension(params: &mut Map<String, Value>, caller: Option<&dyn CallerChannel>) {
+    let mut capabilities = Map::new();
+    capabilities.insert("extensions".into(), json!({TASKS_EXTENSION: {}}));
+    if let Some(caller) = caller {
+        for (method, capability) in [
+            ("elicitation/create", "elicitation"),
+            ("sampling/createMessage", "sampling"),
+            ("roots/list", "roots"),
+        ] {
+            if caller.supports(method) {
+                capabilities.insert(capability.into(), json!({}));
+            }
+        }
+    }
+    let meta = params
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if let Value::Object(meta) = meta {
+        meta.insert(META_CLIENT_CAPABILITIES.into(), Value::Object(capabilities));
+    }
+}
+
+/// Asks the caller every question of a server task's `inputRequests` at once, and gathers
+/// the answers under the server's keys.
+async fn ask_caller(
+    requests: Option<&Value>,
+    caller: Option<&dyn CallerChannel>,
+) -> Result<Value, String> {
+    let Some(Value::Object(requests)) = requests else {
+        return Err("asked for input without inputRequests".to_owned());
+    };
+    let Some(caller) = caller else {
+        return Err("asked for input, and this client cannot be asked".to_owned());
+    };
+    let asked = requests.iter().map(|(key, request)| async move {
+        let method = request
+            .get("method")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if !caller.supports(method) {
+            return Err(format!(
+                "asked for input by {method}, which the client did not declare"
+            ));
+        }
+        let params = request.get("params").cloned().unwrap_or_else(|| json!({}));
+        caller
+            .request(method, params)
+            .await
+            .map(|answer| (key.clone(), answer))
+            .map_err(|error| {
+                format!(
+                    "asked for input, and the client answered: {}",
+                    error.message
+                )
+            })
+    });
+    let answers = futures::future::try_join_all(asked).await?;
+    Ok(Value::Object(answers.into_iter().collect()))
+}
