@@ -24,6 +24,7 @@ mod scaling;
 mod scenarios;
 mod search;
 mod targets;
+mod tasks;
 mod throughput;
 mod tokens;
 
@@ -93,6 +94,15 @@ enum Command {
     /// The server manager's background installs beside a call load: a__echo p99 while
     /// installs of the npm memory server run vs idle, in the same run.
     Manager(manager::Args),
+    /// Tasks: creating a gateway-run task (p50/p90/p99 of the round trip), and resident
+    /// memory with N finished tasks held and after their TTL.
+    Tasks {
+        #[arg(long, default_value_t = 10_000)]
+        tasks: usize,
+        /// The TTL of each task, in seconds.
+        #[arg(long, default_value_t = 5)]
+        ttl_secs: u64,
+    },
     /// Resident memory: with 10 idle upstreams, and per open HTTP session.
     Memory {
         #[arg(long, default_value_t = 1000)]
@@ -131,6 +141,15 @@ fn main() -> anyhow::Result<()> {
     let bins = scenarios::Binaries::locate()?;
     if let Command::Compare(compare) = &args.command {
         return compare::main(compare, &bins, args.json);
+    }
+    if let Command::Tasks { tasks, ttl_secs } = &args.command {
+        let figures = tasks::measure(&bins, *tasks, std::time::Duration::from_secs(*ttl_secs))?;
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(&figures)?);
+        } else {
+            print!("{}", tasks::table(&figures));
+        }
+        return Ok(());
     }
     if let Command::Memory { sessions } = &args.command {
         let memory = memory::measure(&bins, 10, *sessions)?;
@@ -189,7 +208,8 @@ fn main() -> anyhow::Result<()> {
         | Command::Live(_)
         | Command::Manager(_)
         | Command::Compare { .. }
-        | Command::Memory { .. } => Vec::new(),
+        | Command::Memory { .. }
+        | Command::Tasks { .. } => Vec::new(),
     };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&results)?);

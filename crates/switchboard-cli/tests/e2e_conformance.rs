@@ -1,9 +1,11 @@
 //! The official MCP conformance suite (`@modelcontextprotocol/conformance`, run on Node 22)
 //! in server mode against the gateway, in pass-through mode (`prefix_tools = false`) in front
-//! of `switchboard-fixture conformance`. Every scenario of the active suite must pass, for
-//! 2025-11-25 and for 2026-07-28; against the full 2026-07-28 requirements every check must
-//! pass except the known gaps listed in `e2e/conformance-2026-07-28-gaps.yml` — and an
-//! entry listed there that starts passing fails the test too, so the list stays true.
+//! of `switchboard-fixture conformance` (whose tasks the gateway runs) and
+//! `switchboard-fixture conformance-tasks` (a server that runs its own tasks, relayed). Every
+//! scenario of the active suite must pass, for 2025-11-25 and for 2026-07-28; against the
+//! full 2026-07-28 requirements every check must pass except the known gaps listed in
+//! `e2e/conformance-2026-07-28-gaps.yml` — and an entry listed there that starts passing
+//! fails the test too, so the list stays true.
 
 mod support;
 
@@ -30,12 +32,13 @@ fn run_suite(url: &str, selection: &[&str]) -> (bool, String) {
     (output.status.success(), text)
 }
 
-/// The gateway in pass-through mode in front of the conformance fixture, with its directory.
+/// The gateway in pass-through mode in front of the conformance fixture and of the fixture
+/// that runs 2026-07-28 tasks itself (`conformance-tasks`, relayed), with its directory.
 fn conformance_gateway() -> (tempfile::TempDir, HttpGateway) {
     let dir = tempfile::tempdir().expect("tempdir");
     let text = format!(
-        "[gateway]\nprefix_tools = false\n\n[servers.conformance]\ncommand = {}\nargs = [\"conformance\"]\n",
-        quoted(&fixture())
+        "[gateway]\nprefix_tools = false\n\n[servers.conformance]\ncommand = {fixture}\nargs = [\"conformance\"]\n\n[servers.conformance-tasks]\ncommand = {fixture}\nargs = [\"conformance-tasks\"]\n",
+        fixture = quoted(&fixture())
     );
     let config = write_config(dir.path(), &text);
     let gateway = HttpGateway::start(&config, &[]);

@@ -225,15 +225,7 @@ async fn http_tokens_decide_the_agent() {
             quoted(&fixture())
         ),
     );
-    let create = |agent: &str| {
-        let output = run_switchboard(&config, &["token", "create", agent]);
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        String::from_utf8_lossy(&output.stdout).trim().to_owned()
-    };
+    let create = |agent: &str| create_token(&config, agent);
     let reader = create("reader");
     let all = create("all");
     let stored = std::fs::read_to_string(&tokens).expect("token file");

@@ -81,6 +81,17 @@ pub fn audit_rows(config: &Path) -> Value {
     stdout_json(&rows)
 }
 
+/// A new bearer token for `agent` (`switchboard token create`).
+pub fn create_token(config: &Path, agent: &str) -> String {
+    let output = run_switchboard(config, &["token", "create", agent]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).trim().to_owned()
+}
+
 /// A TOML string literal.
 pub fn quoted(text: &str) -> String {
     serde_json::to_string(text).expect("string")

@@ -92,6 +92,9 @@ impl Dispatcher {
                     .map(Duration::from_millis)
             }
             RequestEra::Modern => {
+                // Whether the tool runs as a task is in its listing: wait for start-up as a
+                // listing does, so an early call is not run synchronously by mistake.
+                self.backend.settled().await;
                 let support = self.backend.task_support(&self.caller_of(&ctx), &name);
                 let declared = declares_tasks(params.as_ref());
                 match support {
