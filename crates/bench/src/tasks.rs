@@ -28,8 +28,13 @@ pub struct TaskFigures {
 
 pub fn measure(bins: &Binaries, tasks: usize, ttl: Duration) -> anyhow::Result<TaskFigures> {
     let dir = tempfile::tempdir()?;
-    let (process, url) =
-        targets::switchboard_http(bins, dir.path(), &targets::stdio_upstream(bins))?;
+    // One caller holds all the tasks: raise its bound above them (and the warm-up's).
+    let upstream = format!(
+        "{}\n\n[gateway.tasks]\nmax_per_caller = {}\n",
+        targets::stdio_upstream(bins),
+        tasks + 100
+    );
+    let (process, url) = targets::switchboard_http(bins, dir.path(), &upstream)?;
     let mut client = HttpClient::connect(&url)?;
     client.initialize()?;
     let call = |client: &mut HttpClient, ttl_ms: u128| {

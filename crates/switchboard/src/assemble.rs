@@ -55,6 +55,7 @@ impl Host {
             options.latency_database = config.latency.database.clone();
         }
         options.tool_settings = tool_settings(config);
+        options.tasks = crate::tasks::TaskSettings::of(&config.gateway.tasks);
         options.tiers = config
             .tiers
             .iter()

@@ -35,6 +35,7 @@ mod schema;
 mod server;
 mod substitute;
 mod suggest;
+mod tasks;
 mod tiers;
 mod toml_tree;
 mod transport;
@@ -52,8 +53,8 @@ pub use model::{
     Activation, AgentConfig, ApprovalMode, BuiltinSettings, Config, CostConfig, DEFAULT_REGISTRY,
     EnergyConfig, EnergyRange, EraPreference, Exposure, GatewayConfig, HookConfig, HookEvent,
     JsonSearchMapping, LatencyConfig, LimitsConfig, MAX_INSTANCES, ManagerConfig, PlayerSetting,
-    QuotaConfig, RootConfig, SecretString, ServerConfig, StyleSetting, ToolOverrideConfig,
-    Transport, Trust, busy_poll_window,
+    QuotaConfig, RootConfig, SecretString, ServerConfig, StyleSetting, TasksConfig,
+    ToolOverrideConfig, Transport, Trust, busy_poll_window,
 };
 pub use problem::{ConfigErrors, Origin, Problem};
 pub use sandbox::{NetworkAccess, SandboxConfig, SandboxSetting, parse_size};

@@ -210,6 +210,21 @@ pub struct GatewayConfig {
     pub drain_timeout: Duration,
     /// `[gateway.sandbox]`: the sandbox of every stdio server that does not choose.
     pub sandbox: Option<SandboxConfig>,
+    /// `[gateway.tasks]`: bounds of the tasks clients start and come back for.
+    pub tasks: TasksConfig,
+}
+
+/// `[gateway.tasks]`: bounds of the tasks clients start and come back for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TasksConfig {
+    /// Tasks one caller (agent + session) may hold at once, running and finished.
+    pub max_per_caller: usize,
+    /// How long a task is kept when its client asks for no TTL.
+    pub default_ttl: Duration,
+    /// The longest TTL a client may ask for.
+    pub max_ttl: Duration,
+    /// How often clients are told to poll.
+    pub poll_interval: Duration,
 }
 
 impl Default for GatewayConfig {
@@ -236,6 +251,7 @@ impl Default for GatewayConfig {
             read_only: false,
             drain_timeout: Duration::from_secs(30),
             sandbox: None,
+            tasks: TasksConfig::default(),
         }
     }
 }

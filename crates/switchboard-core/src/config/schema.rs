@@ -397,6 +397,26 @@ struct Gateway {
     /// The sandbox of every stdio server that does not set its own `sandbox`.
     #[serde(skip_serializing_if = "Option::is_none")]
     sandbox: Option<Sandbox>,
+    /// Bounds of the tasks clients start and come back for (MCP tasks).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tasks: Option<Tasks>,
+}
+
+/// `[gateway.tasks]`.
+#[derive(JsonSchema, Default)]
+#[serde(default, deny_unknown_fields)]
+#[allow(dead_code)]
+struct Tasks {
+    /// Tasks one caller (agent + session) may hold at once, running and finished; the
+    /// oldest finished task whose result was fetched makes room first (default 100).
+    #[schemars(range(min = 1))]
+    max_per_caller: Option<u64>,
+    /// How long a task is kept when its client asks for no TTL (default 1h).
+    default_ttl: Option<Duration>,
+    /// The longest TTL a client may ask for (default 24h).
+    max_ttl: Option<Duration>,
+    /// How often clients are told to poll (default 500ms).
+    poll_interval: Option<Duration>,
 }
 
 #[derive(JsonSchema)]
@@ -785,6 +805,7 @@ impl Default for Gateway {
             ledger_max_rows: None,
             pins: None,
             sandbox: None,
+            tasks: None,
         }
     }
 }

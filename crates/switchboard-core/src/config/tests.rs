@@ -6,6 +6,7 @@ mod builtins;
 mod instances;
 mod problems;
 mod sandbox;
+mod tasks;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -30,7 +30,7 @@ pub(super) const ROOT_KEYS: [&str; 11] = [
     "agents",
     "capabilities",
 ];
-pub(super) const GATEWAY_KEYS: [&str; 21] = [
+pub(super) const GATEWAY_KEYS: [&str; 22] = [
     "ledger",
     "ledger_retention_days",
     "ledger_max_rows",
@@ -52,6 +52,7 @@ pub(super) const GATEWAY_KEYS: [&str; 21] = [
     "read_only",
     "drain_timeout",
     "sandbox",
+    "tasks",
 ];
 /// The smallest `max_message_bytes` accepted (an `initialize` response must fit).
 const MIN_MESSAGE_BYTES: i64 = 1024;
@@ -310,6 +311,7 @@ impl Walk<'_> {
                 }
                 "limits" => gateway.limits = self.limits(value, &what),
                 "sandbox" => gateway.sandbox = Some(self.sandbox(value, &what)),
+                "tasks" => gateway.tasks = self.tasks(value, &what),
                 "approval" => {
                     gateway.approval = self.approval(value, &what).unwrap_or_default();
                 }

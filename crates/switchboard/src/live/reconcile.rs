@@ -445,6 +445,8 @@ pub(super) fn needs_restart(started: &Config, new: &Config) -> Vec<String> {
         a.approval_timeout != b.approval_timeout,
         "gateway.approval_timeout",
     );
+    // The task store's bounds are fixed when the Host starts.
+    check(a.tasks != b.tasks, "gateway.tasks");
     check(started.tiers != new.tiers, "tiers");
     check(started.latency != new.latency, "latency");
     // The HTTP front's authenticators are built once, when it starts.

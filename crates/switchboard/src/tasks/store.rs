@@ -29,14 +29,21 @@ pub struct TaskSettings {
     pub poll_interval: Duration,
 }
 
+impl TaskSettings {
+    /// The settings of `[gateway.tasks]`.
+    pub fn of(config: &switchboard_core::config::TasksConfig) -> Self {
+        Self {
+            max_per_caller: config.max_per_caller,
+            default_ttl: config.default_ttl,
+            max_ttl: config.max_ttl,
+            poll_interval: config.poll_interval,
+        }
+    }
+}
+
 impl Default for TaskSettings {
     fn default() -> Self {
-        Self {
-            max_per_caller: 100,
-            default_ttl: Duration::from_secs(3600),
-            max_ttl: Duration::from_secs(24 * 3600),
-            poll_interval: Duration::from_millis(500),
-        }
+        Self::of(&switchboard_core::config::TasksConfig::default())
     }
 }
 
@@ -139,10 +146,26 @@ impl Task {
         self.announce(&mut state);
     }
 
+    /// Stamps a change and announces it: to whoever waits on this task, and to the fronts
+    /// (`notifications/tasks/status` carries the task's fields only, so the event leaves out
+    /// the result and the questions rather than copy them).
     fn announce(&self, state: &mut TaskState) {
         state.updated_at = SystemTime::now();
         self.changed.send_modify(|version| *version += 1);
-        let _ = self.events.send((self.owner.clone(), self.view_of(state)));
+        if self.events.receiver_count() > 0 {
+            let view = TaskView {
+                id: self.id.clone(),
+                status: state.status,
+                status_message: state.message.clone(),
+                created_at: self.created_at,
+                updated_at: state.updated_at,
+                ttl: self.ttl,
+                poll_interval: self.poll_interval,
+                end: None,
+                input_requests: Map::new(),
+            };
+            let _ = self.events.send((self.owner.clone(), view));
+        }
     }
 
     /// A progress message of the task's call becomes its status message while it works.

@@ -15,6 +15,7 @@ use crate::config::limits::LIMIT_KEYS;
 use crate::config::manager::{ENERGY_KEYS, MANAGER_KEYS};
 use crate::config::sandbox::SANDBOX_KEYS;
 use crate::config::server::{SERVER_KEYS, TOOL_KEYS};
+use crate::config::tasks::TASKS_KEYS;
 use crate::config::tiers::LATENCY_KEYS;
 use crate::config::validate::{GATEWAY_KEYS, ROOT_KEYS};
 
@@ -77,6 +78,7 @@ fn schema_and_validator_know_the_same_keys() {
         ("/$defs/Energy/properties", keys(&ENERGY_KEYS, &[])),
         ("/$defs/Auth/properties", keys(&AUTH_KEYS, &[])),
         ("/$defs/Sandbox/properties", keys(&SANDBOX_KEYS, &[])),
+        ("/$defs/Tasks/properties", keys(&TASKS_KEYS, &[])),
     ];
     for (pointer, expected) in cases {
         assert_eq!(properties(&schema, pointer), expected, "{pointer}");
