@@ -139,6 +139,9 @@ pub trait CallerChannel: Send + Sync + fmt::Debug {
     fn is_task(&self) -> bool {
         false
     }
+    /// The server made the call a task of its own (a task's call, relayed): the gateway's
+    /// task can be announced to the client now. Default: nothing.
+    fn task_created(&self) {}
 }
 
 impl CallContext {

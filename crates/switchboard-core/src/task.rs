@@ -122,6 +122,15 @@ pub struct TaskView {
     pub input_requests: Map<String, Value>,
 }
 
+/// How starting a call whose server decides about tasks ended: the server made it a task
+/// (the gateway's task follows it), or it answered at once — a result, or a question for the
+/// client first (`input_required`).
+#[derive(Debug)]
+pub enum StartedTask {
+    Task(TaskView),
+    Answered(Result<crate::ToolOutcome, crate::pipeline::CallError>),
+}
+
 /// Why a task could not be started or reached.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum TaskError {

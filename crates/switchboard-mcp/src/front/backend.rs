@@ -7,7 +7,7 @@ use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 use switchboard_core::param_headers::ParamHeader;
 use switchboard_core::pipeline::CallError;
-use switchboard_core::task::{TaskError, TaskOwner, TaskSupport, TaskView};
+use switchboard_core::task::{StartedTask, TaskError, TaskOwner, TaskSupport, TaskView};
 use switchboard_core::{CallContext, Caller, ToolCall, ToolDefinition, ToolOutcome};
 use tokio::sync::watch;
 
@@ -181,6 +181,22 @@ pub trait Backend: Send + Sync + 'static {
         call: ToolCall,
         ttl: Option<Duration>,
     ) -> BoxFuture<'_, Result<TaskView, TaskError>> {
+        let _ = (ctx, ttl);
+        Box::pin(async move { Err(TaskError::UnknownTool(call.name)) })
+    }
+
+    /// Whether the tool `name` belongs to a server that runs tasks itself.
+    fn relays_tasks(&self, _name: &str) -> bool {
+        false
+    }
+
+    /// Starts a 2026-07-28 call whose server decides whether it becomes a task.
+    fn start_relayed_task(
+        &self,
+        ctx: CallContext,
+        call: ToolCall,
+        ttl: Option<Duration>,
+    ) -> BoxFuture<'_, Result<StartedTask, TaskError>> {
         let _ = (ctx, ttl);
         Box::pin(async move { Err(TaskError::UnknownTool(call.name)) })
     }

@@ -19,12 +19,13 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::{Map, Value, json};
 use switchboard_core::task::{
-    RELATED_TASK_META, TASKS_EXTENSION, TaskEnd, TaskError, TaskOwner, TaskStatus, TaskSupport,
-    TaskView,
+    RELATED_TASK_META, StartedTask, TASKS_EXTENSION, TaskEnd, TaskError, TaskOwner, TaskStatus,
+    TaskSupport, TaskView,
 };
 use switchboard_core::{CallContext, ToolCall};
 
 use super::dispatch::{Dispatcher, RequestEra};
+use super::tool_call::{answer_message, call_answer};
 use crate::era::META_CLIENT_CAPABILITIES;
 use crate::jsonrpc::{Message, RequestId, RpcError, code, params_meta};
 
@@ -128,6 +129,26 @@ impl Dispatcher {
             ctx.modern = Some(super::tool_call::modern_request(Some(&Value::Object(
                 fields.clone(),
             ))));
+            if self.backend.relays_tasks(&name) {
+                // The server decides; the gateway's task follows the server's once it exists.
+                let started = self
+                    .backend
+                    .start_relayed_task(ctx, ToolCall::new(name, arguments), ttl)
+                    .await;
+                return Ok(match started {
+                    Ok(StartedTask::Task(view)) => Message::Response {
+                        id,
+                        result: created(&view, era),
+                    },
+                    Ok(StartedTask::Answered(answer)) => {
+                        answer_message(id, call_answer(answer), era)
+                    }
+                    Err(error) => Message::Error {
+                        id: Some(id),
+                        error: rpc_error(error),
+                    },
+                });
+            }
         }
         let started = self
             .backend

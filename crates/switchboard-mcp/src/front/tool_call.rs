@@ -37,28 +37,7 @@ impl Dispatcher {
             RequestEra::Modern => self.modern_tool_call(params, ctx, notify).await,
             RequestEra::Legacy => self.run_tool_call(params, ctx, era, notify, None).await,
         };
-        match answer {
-            Ok(CallAnswer::Outcome(mut outcome)) => {
-                if era == RequestEra::Modern {
-                    outcome
-                        .extra
-                        .entry("resultType")
-                        .or_insert_with(|| Value::String("complete".into()));
-                }
-                match serde_json::to_string(&outcome) {
-                    Ok(result) => Message::PreparedResponse {
-                        id,
-                        result: result.into(),
-                    },
-                    Err(error) => Message::error(Some(id), code::INTERNAL_ERROR, error.to_string()),
-                }
-            }
-            Ok(CallAnswer::Other(result)) => Message::Response { id, result },
-            Err(error) => Message::Error {
-                id: Some(id),
-                error,
-            },
-        }
+        answer_message(id, answer, era)
     }
 
     /// A modern `tools/call`. A client that can be asked something (it declared elicitation,
@@ -190,38 +169,74 @@ impl Dispatcher {
             _ => None,
         };
         ctx.deadline = RequestedDeadline::from_meta(meta);
-        match self
-            .backend
-            .call_tool(ctx, ToolCall::new(name, arguments))
-            .await
-        {
-            Ok(outcome) => Ok(CallAnswer::Outcome(outcome)),
-            Err(CallError::UnknownTool { name }) => Err(RpcError::new(
-                code::INVALID_PARAMS,
-                format!("Unknown tool: {name}"),
-            )),
-            Err(CallError::Upstream {
-                code,
-                message,
-                data,
-            }) => Err(RpcError {
-                code,
-                message,
-                data,
-            }),
-            Err(CallError::Cancelled) => Err(RpcError::new(
-                code::INTERNAL_ERROR,
-                "the call was cancelled",
-            )),
-            Err(CallError::InputRequired {
-                input_requests,
-                request_state,
-            }) => Ok(CallAnswer::Other(input_required_result(
-                input_requests,
-                request_state,
-            ))),
-            Err(other) => Err(RpcError::new(code::INTERNAL_ERROR, other.to_string())),
+        call_answer(
+            self.backend
+                .call_tool(ctx, ToolCall::new(name, arguments))
+                .await,
+        )
+    }
+}
+
+/// What a call through the pipeline answers the client.
+pub(super) fn call_answer(result: Result<ToolOutcome, CallError>) -> Result<CallAnswer, RpcError> {
+    match result {
+        Ok(outcome) => Ok(CallAnswer::Outcome(outcome)),
+        Err(CallError::UnknownTool { name }) => Err(RpcError::new(
+            code::INVALID_PARAMS,
+            format!("Unknown tool: {name}"),
+        )),
+        Err(CallError::Upstream {
+            code,
+            message,
+            data,
+        }) => Err(RpcError {
+            code,
+            message,
+            data,
+        }),
+        Err(CallError::Cancelled) => Err(RpcError::new(
+            code::INTERNAL_ERROR,
+            "the call was cancelled",
+        )),
+        Err(CallError::InputRequired {
+            input_requests,
+            request_state,
+        }) => Ok(CallAnswer::Other(input_required_result(
+            input_requests,
+            request_state,
+        ))),
+        Err(other) => Err(RpcError::new(code::INTERNAL_ERROR, other.to_string())),
+    }
+}
+
+/// The answer to a `tools/call` in its era: a tool's outcome is serialized straight into the
+/// response's text (the hot path never builds it as a `Value` tree first).
+pub(super) fn answer_message(
+    id: RequestId,
+    answer: Result<CallAnswer, RpcError>,
+    era: RequestEra,
+) -> Message {
+    match answer {
+        Ok(CallAnswer::Outcome(mut outcome)) => {
+            if era == RequestEra::Modern {
+                outcome
+                    .extra
+                    .entry("resultType")
+                    .or_insert_with(|| Value::String("complete".into()));
+            }
+            match serde_json::to_string(&outcome) {
+                Ok(result) => Message::PreparedResponse {
+                    id,
+                    result: result.into(),
+                },
+                Err(error) => Message::error(Some(id), code::INTERNAL_ERROR, error.to_string()),
+            }
         }
+        Ok(CallAnswer::Other(result)) => Message::Response { id, result },
+        Err(error) => Message::Error {
+            id: Some(id),
+            error,
+        },
     }
 }
 

@@ -32,6 +32,20 @@ pub enum TaskDialect {
     Modern,
 }
 
+/// The task dialect of a server that negotiated `era` with these capabilities, if it runs
+/// tasks itself.
+pub fn dialect_of(era: &Era, capabilities: &Value) -> Option<TaskDialect> {
+    match era {
+        Era::Modern => capabilities
+            .get("extensions")
+            .and_then(|extensions| extensions.get(TASKS_EXTENSION))
+            .map(|_| TaskDialect::Modern),
+        Era::Legacy { .. } => capabilities
+            .pointer("/tasks/requests/tools/call")
+            .map(|_| TaskDialect::Legacy),
+    }
+}
+
 /// What a server declared of tasks: its dialect, and each tool's `taskSupport`. Read on
 /// every call, so the dialect is an atomic: a server without tasks costs one load.
 #[derive(Debug, Default)]
@@ -44,15 +58,7 @@ pub struct UpstreamTasks {
 impl UpstreamTasks {
     /// Learns the dialect from the server's negotiated capabilities.
     pub fn learn_capabilities(&self, era: &Era, capabilities: &Value) {
-        let dialect = match era {
-            Era::Modern => capabilities
-                .get("extensions")
-                .and_then(|extensions| extensions.get(TASKS_EXTENSION))
-                .map(|_| TaskDialect::Modern),
-            Era::Legacy { .. } => capabilities
-                .pointer("/tasks/requests/tools/call")
-                .map(|_| TaskDialect::Legacy),
-        };
+        let dialect = dialect_of(era, capabilities);
         let code = match dialect {
             None => 0,
             Some(TaskDialect::Legacy) => 1,
@@ -163,6 +169,9 @@ impl RpcClient {
             return Err(self.invalid("a task without a taskId"));
         };
         let id = id.to_owned();
+        if let Some(caller) = &ctx.caller {
+            caller.task_created();
+        }
         let poll = poll_interval(created, dialect);
         let mut reported: Option<String> = None;
         loop {

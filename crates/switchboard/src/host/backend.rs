@@ -9,7 +9,7 @@ use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 use switchboard_core::param_headers::ParamHeader;
 use switchboard_core::pipeline::CallError;
-use switchboard_core::task::{TaskError, TaskOwner, TaskSupport, TaskView};
+use switchboard_core::task::{StartedTask, TaskError, TaskOwner, TaskSupport, TaskView};
 use switchboard_core::{CallContext, Caller, ToolCall, ToolDefinition, ToolOutcome};
 use switchboard_mcp::front::{Backend, ServerIdentity};
 use switchboard_mcp::jsonrpc::RpcError;
@@ -91,6 +91,19 @@ impl Backend for Host {
         ttl: Option<Duration>,
     ) -> BoxFuture<'_, Result<TaskView, TaskError>> {
         Box::pin(Host::start_task(self, ctx, call, ttl))
+    }
+
+    fn relays_tasks(&self, name: &str) -> bool {
+        Host::relays_tasks(self, name)
+    }
+
+    fn start_relayed_task(
+        &self,
+        ctx: CallContext,
+        call: ToolCall,
+        ttl: Option<Duration>,
+    ) -> BoxFuture<'_, Result<StartedTask, TaskError>> {
+        Box::pin(Host::start_relayed_task(self, ctx, call, ttl))
     }
 
     fn task(&self, owner: &TaskOwner, id: &str) -> BoxFuture<'_, Result<TaskView, TaskError>> {

@@ -26,6 +26,8 @@ pub(crate) struct TaskCaller {
     pub(crate) task: Arc<Task>,
     /// The methods of [`INPUT_METHODS`] the client declared it can answer.
     pub(crate) supported: Vec<&'static str>,
+    /// Told when the server makes the call a task of its own.
+    pub(crate) created: std::sync::Mutex<Option<tokio::sync::oneshot::Sender<()>>>,
 }
 
 impl fmt::Debug for TaskCaller {
@@ -83,6 +85,17 @@ impl CallerChannel for TaskCaller {
 
     fn is_task(&self) -> bool {
         true
+    }
+
+    fn task_created(&self) {
+        let created = self
+            .created
+            .lock()
+            .ok()
+            .and_then(|mut created| created.take());
+        if let Some(created) = created {
+            let _ = created.send(());
+        }
     }
 
     fn waiting_on(&self, what: Option<&str>) {

@@ -18,10 +18,12 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 use switchboard_core::pipeline::CallError;
 use switchboard_core::task::{
-    RELATED_TASK_META, TaskEnd, TaskError, TaskOwner, TaskStatus, TaskSupport, TaskView,
+    RELATED_TASK_META, StartedTask, TaskEnd, TaskError, TaskOwner, TaskStatus, TaskSupport,
+    TaskView,
 };
 use switchboard_core::{CallContext, Caller, ProgressSink, ToolCall, ToolOutcome};
 use switchboard_mcp::front::Backend;
+use tokio::sync::oneshot;
 
 pub use store::{Task, TaskSettings, TaskStore, UpstreamTask};
 
@@ -51,6 +53,55 @@ impl Host {
         call: ToolCall,
         ttl: Option<Duration>,
     ) -> Result<TaskView, TaskError> {
+        let launched = self.launch(ctx, call, ttl, false).await?;
+        Ok(launched.task.view())
+    }
+
+    /// Starts `call` for a 2026-07-28 client when the tool's server runs tasks itself: the
+    /// server decides. Its first answer may ask the client something (`input_required`,
+    /// answered before any task exists) or be the result; once it makes the call a task, the
+    /// gateway's task follows that one and is returned.
+    pub async fn start_relayed_task(
+        &self,
+        ctx: CallContext,
+        call: ToolCall,
+        ttl: Option<Duration>,
+    ) -> Result<StartedTask, TaskError> {
+        let Launched {
+            task,
+            created,
+            answered,
+        } = self.launch(ctx, call, ttl, true).await?;
+        let Some(mut answered) = answered else {
+            return Ok(StartedTask::Task(task.view()));
+        };
+        tokio::select! {
+            biased;
+            answer = &mut answered => {
+                self.inner.tasks.remove(&task.id);
+                Ok(StartedTask::Answered(answer.unwrap_or(Err(CallError::Cancelled))))
+            }
+            Ok(()) = created => {
+                // From now on the runner ends the task itself; an answer it already handed
+                // over is taken back here so it is not lost.
+                answered.close();
+                if let Ok(answer) = answered.try_recv() {
+                    finish(&task, answer);
+                }
+                Ok(StartedTask::Task(task.view()))
+            }
+        }
+    }
+
+    /// Makes the task and starts its call on a task of its own. `modern`: the call keeps the
+    /// client's 2026-07-28 round (its first questions go back as `input_required`).
+    async fn launch(
+        &self,
+        ctx: CallContext,
+        call: ToolCall,
+        ttl: Option<Duration>,
+        modern: bool,
+    ) -> Result<Launched, TaskError> {
         self.wait_for_startup().await;
         if self.task_support(&Caller::of(&ctx), &call.name).is_none() {
             return Err(TaskError::UnknownTool(call.name));
@@ -59,9 +110,11 @@ impl Host {
             .inner
             .tasks
             .create(TaskOwner::of(&ctx), &call.name, ttl, None)?;
+        let (created_tx, created) = oneshot::channel();
         let caller = TaskCaller {
             task: task.clone(),
             supported: answerable(&ctx),
+            created: std::sync::Mutex::new(Some(created_tx)),
         };
         let progress_of = task.clone();
         let run = CallContext {
@@ -77,15 +130,50 @@ impl Host {
             cancel: task.cancel.clone(),
             caller: Some(Arc::new(caller)),
             deadline: ctx.deadline,
-            modern: None,
+            modern: if modern { ctx.modern } else { None },
         };
         let host = self.clone();
         let runner = task.clone();
+        // Whoever starts a relayed call may still take its answer; otherwise (and always for
+        // a gateway-run task) the answer ends the task.
+        let (answered_tx, answered) = match modern {
+            true => {
+                let (sender, receiver) = oneshot::channel();
+                (Some(sender), Some(receiver))
+            }
+            false => (None, None),
+        };
         tokio::spawn(async move {
             let answer = Backend::call_tool(&host, run, call).await;
-            finish(&runner, answer);
+            let unclaimed = match answered_tx {
+                Some(answered) => answered.send(answer).err(),
+                None => Some(answer),
+            };
+            if let Some(answer) = unclaimed {
+                finish(&runner, answer);
+            }
         });
-        Ok(task.view())
+        Ok(Launched {
+            task,
+            created,
+            answered,
+        })
+    }
+
+    /// Whether the tool `name` belongs to a server that runs tasks itself (its call is then
+    /// relayed as the server's own task).
+    pub fn relays_tasks(&self, name: &str) -> bool {
+        let catalog = self.catalog();
+        let Some(entry) = catalog.resolve(name) else {
+            return false;
+        };
+        let fleet = self.inner.fleet.load();
+        fleet.find(&entry.spec.server).is_some_and(|member| {
+            let status = member.supervisor().status();
+            status.era.as_ref().is_some_and(|era| {
+                switchboard_mcp::upstream::tasks::dialect_of(era, &status.capabilities).is_some()
+            })
+        })
     }
 
     /// The caller's task `id` as it stands.
@@ -192,6 +280,15 @@ impl Host {
             .get(owner, id)
             .ok_or_else(|| TaskError::UnknownTask(id.to_owned()))
     }
+}
+
+/// A task whose call has started: told when the server makes it a task of its own, and
+/// handed the call's answer unless the task's runner keeps it.
+struct Launched {
+    task: Arc<Task>,
+    created: oneshot::Receiver<()>,
+    /// Set for a relayed call (see [`Host::start_relayed_task`]).
+    answered: Option<oneshot::Receiver<Result<ToolOutcome, CallError>>>,
 }
 
 /// The input methods the caller behind `ctx` can answer: what a modern request declared in

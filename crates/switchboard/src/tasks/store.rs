@@ -387,6 +387,11 @@ impl TaskStore {
         tasks
     }
 
+    /// Forgets a task (one that never became the client's: its call answered at once).
+    pub fn remove(&self, id: &str) {
+        self.map().remove(id);
+    }
+
     /// How many tasks the store holds.
     pub fn len(&self) -> usize {
         self.map().len()
