@@ -4,8 +4,9 @@
 //! call upstream and the ledger records it cancelled; the 2026-07-28 tasks extension
 //! (`resultType: "task"`, `tasks/get` inlining the result, a question answered by
 //! `tasks/update`); a task is invisible to another agent (the same -32602 as a made-up id);
-//! and an operator approval shows the task `input_required` until the operator approves with
-//! `switchboard approvals approve`, from a client that polls with fresh requests.
+//! an operator approval shows the task `input_required` until the operator approves with
+//! `switchboard approvals approve`, from a client that polls with fresh requests; and a
+//! gateway that stops cancels its running tasks' calls, on record.
 
 mod support;
 
@@ -297,21 +298,50 @@ async fn cancelling_a_task_cancels_its_call_upstream_and_in_the_ledger() {
     );
 
     // The ledger records the call as cancelled.
+    let row = ledger_row(&config, &label).await;
+    assert_eq!(row["outcome"], "cancelled", "{row}");
+}
+
+/// The ledger row of the `slow_compute` call labelled `label`, once it is recorded.
+async fn ledger_row(config: &Path, label: &str) -> Value {
     let started = Instant::now();
-    let row = loop {
-        let rows = audit_rows(&config);
-        let row = rows.as_array().expect("rows").iter().find(|row| {
-            row["exposed"] == "slow_compute" && row["args_redacted"]["label"] == label.as_str()
-        });
+    loop {
+        let rows = audit_rows(config);
+        let row =
+            rows.as_array().expect("rows").iter().find(|row| {
+                row["exposed"] == "slow_compute" && row["args_redacted"]["label"] == label
+            });
         if let Some(row) = row {
-            break row.clone();
+            return row.clone();
         }
         assert!(
             started.elapsed() < Duration::from_secs(5),
-            "the cancelled call is not in the ledger: {rows}"
+            "the call labelled {label} is not in the ledger: {rows}"
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
-    };
+    }
+}
+
+/// Tasks live in memory: a gateway that stops cancels the calls of its running tasks, and
+/// the ledger records them cancelled.
+#[tokio::test]
+async fn a_stopping_gateway_cancels_running_tasks_on_record() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = tasks_config(dir.path(), "", "");
+    let mut gateway = HttpGateway::start(&config, &[]);
+    let label = format!("interrupted-{}", std::process::id());
+    let mut client = LegacySession::open(&gateway.url, None).await;
+    let created = client
+        .result(
+            "tools/call",
+            json!({"name": "slow_compute", "arguments": {"seconds": 30, "label": label},
+                "task": {}}),
+        )
+        .await;
+    assert_eq!(created["task"]["status"], "working", "{created}");
+    let status = gateway.terminate();
+    assert!(status.success(), "the gateway stops cleanly: {status}");
+    let row = ledger_row(&config, &label).await;
     assert_eq!(row["outcome"], "cancelled", "{row}");
 }
 

@@ -403,8 +403,10 @@ impl Host {
     }
 
     /// Stops every server (killing child process groups), those still draining too, after
-    /// saving latency stats.
+    /// cancelling the tasks still running and saving latency stats.
     pub async fn shutdown(&self) {
+        // Tasks' calls first, while their servers still answer the cancellation.
+        self.inner.tasks.cancel_all(Duration::from_secs(2)).await;
         if let Some(manager) = self.manager() {
             manager.shutdown().await;
         }

@@ -430,16 +430,29 @@ impl TaskStore {
         }
     }
 
-    /// Cancels every task still running (the gateway is stopping).
-    pub fn cancel_all(&self) {
-        for task in self.map().values() {
+    /// Cancels every task still running (the gateway is stopping) and waits, at most
+    /// `limit`, for their calls to end — so each is recorded in the ledger as cancelled.
+    pub async fn cancel_all(&self, limit: Duration) {
+        let running: Vec<Arc<Task>> = self
+            .map()
+            .values()
+            .filter(|task| !task.view().status.is_terminal())
+            .cloned()
+            .collect();
+        for task in &running {
             task.cancel.cancel();
-            task.finish(
-                None,
-                TaskStatus::Cancelled,
-                Some("the gateway stopped".to_owned()),
-            );
         }
+        let ended = async {
+            for task in &running {
+                let mut changes = task.watch();
+                while !task.lock().status.is_terminal() {
+                    if changes.changed().await.is_err() {
+                        break;
+                    }
+                }
+            }
+        };
+        let _ = tokio::time::timeout(limit, ended).await;
     }
 }
 
