@@ -50,10 +50,17 @@ impl ToolProvider for Named {
 
 pub fn plan(provider: Named, category: &str) -> ServerPlan {
     let id = provider.id;
+    let mut plan = plan_of(id, Arc::new(provider));
+    plan.category = category.to_owned();
+    plan
+}
+
+/// The plan of an in-process server `id` (prefix `id`) served by `provider`.
+pub fn plan_of(id: &str, provider: Arc<dyn ToolProvider>) -> ServerPlan {
     ServerPlan {
         spec: UpstreamSpec {
             id: ServerId::new(id),
-            endpoint: Endpoint::InProcess(Arc::new(provider)),
+            endpoint: Endpoint::InProcess(provider),
             era: EraChoice::Auto,
             connect_timeout: Duration::from_secs(1),
             discover_timeout: Duration::from_secs(1),
@@ -63,7 +70,7 @@ pub fn plan(provider: Named, category: &str) -> ServerPlan {
         prefix: id.to_owned(),
         overrides: BTreeMap::new(),
         call_timeout: Duration::from_secs(5),
-        category: category.to_owned(),
+        category: String::new(),
         fingerprint: String::new(),
         pinned: false,
     }
