@@ -4,7 +4,9 @@
 //! call upstream and the ledger records it cancelled; the 2026-07-28 tasks extension
 //! (`resultType: "task"`, `tasks/get` inlining the result, a question answered by
 //! `tasks/update`); a task is invisible to another agent (the same -32602 as a made-up id);
-//! an operator approval shows the task `input_required` until the operator approves with
+//! an operator approval keeps the task waiting (`input_required` to a 2025-11-25 client,
+//! `working` with the wait in its status message to a 2026-07-28 one) until the operator
+//! approves with
 //! `switchboard approvals approve`, from a client that polls with fresh requests; and a
 //! gateway that stops cancels its running tasks' calls, on record.
 
@@ -514,7 +516,7 @@ async fn a_task_is_invisible_to_another_agent() {
 }
 
 #[tokio::test]
-async fn an_operator_approval_shows_the_task_input_required_until_approved() {
+async fn an_operator_approval_keeps_the_task_waiting_until_approved() {
     let dir = tempfile::tempdir().expect("tempdir");
     let config = tasks_config(
         dir.path(),
@@ -535,33 +537,17 @@ async fn an_operator_approval_shows_the_task_input_required_until_approved() {
     )
     .await;
 
-    // Fresh requests find it waiting for an operator.
+    // Fresh requests find it waiting for an operator: `working` with the wait in its status
+    // message (to a 2026-07-28 client, input_required means questions it must answer).
     let waiting = poll_modern(&url, None, &id, Duration::from_secs(10), |t| {
-        t["status"] == "input_required"
+        t["statusMessage"]
+            .as_str()
+            .is_some_and(|message| message.contains("operator"))
     })
     .await;
-    let message = waiting["statusMessage"].as_str().unwrap_or_default();
-    assert!(message.contains("operator"), "{waiting}");
-
-    let listed = run_switchboard(
-        &config,
-        &["approvals", "list", "--json", "--admin-file", &admin_arg],
-    );
-    let pending = stdout_json(&listed);
-    let pending = pending.as_array().expect("approvals");
-    assert_eq!(pending.len(), 1, "{pending:?}");
-    assert_eq!(pending[0]["tool"], "slow_compute");
-    assert_eq!(pending[0]["agent"], "qa");
-    let approval = pending[0]["id"].as_str().expect("approval id");
-    let approved = run_switchboard(
-        &config,
-        &["approvals", "approve", approval, "--admin-file", &admin_arg],
-    );
-    assert!(
-        approved.status.success(),
-        "{}",
-        String::from_utf8_lossy(&approved.stderr)
-    );
+    assert_eq!(waiting["status"], "working", "{waiting}");
+    assert!(waiting.get("inputRequests").is_none(), "{waiting}");
+    approve_the_one_pending(&config, &admin_arg);
 
     let done = poll_modern(&url, None, &id, Duration::from_secs(10), |t| {
         t["status"] == "completed"
@@ -571,5 +557,56 @@ async fn an_operator_approval_shows_the_task_input_required_until_approved() {
         text_of(&done["result"]),
         "computed approved after 0s",
         "{done}"
+    );
+
+    // A 2025-11-25 session's task says input_required while the operator decides.
+    let mut client = LegacySession::open(&url, None).await;
+    let created = client
+        .result(
+            "tools/call",
+            json!({"name": "slow_compute", "arguments": {"seconds": 0, "label": "legacy"},
+                "task": {}}),
+        )
+        .await;
+    let id = created["task"]["taskId"]
+        .as_str()
+        .expect("taskId")
+        .to_owned();
+    let started = Instant::now();
+    loop {
+        let got = client.result("tasks/get", json!({"taskId": id})).await;
+        if got["status"] == "input_required" {
+            let message = got["statusMessage"].as_str().unwrap_or_default();
+            assert!(message.contains("operator"), "{got}");
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "{got}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    approve_the_one_pending(&config, &admin_arg);
+    let result = client.result("tasks/result", json!({"taskId": id})).await;
+    assert_eq!(text_of(&result), "computed legacy after 0s", "{result}");
+}
+
+/// Approves the one call waiting for an operator (`switchboard approvals approve`).
+fn approve_the_one_pending(config: &Path, admin: &str) {
+    let listed = run_switchboard(
+        config,
+        &["approvals", "list", "--json", "--admin-file", admin],
+    );
+    let pending = stdout_json(&listed);
+    let pending = pending.as_array().expect("approvals");
+    assert_eq!(pending.len(), 1, "{pending:?}");
+    assert_eq!(pending[0]["tool"], "slow_compute");
+    assert_eq!(pending[0]["agent"], "qa");
+    let approval = pending[0]["id"].as_str().expect("approval id");
+    let approved = run_switchboard(
+        config,
+        &["approvals", "approve", approval, "--admin-file", admin],
+    );
+    assert!(
+        approved.status.success(),
+        "{}",
+        String::from_utf8_lossy(&approved.stderr)
     );
 }

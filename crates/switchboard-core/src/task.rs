@@ -15,6 +15,10 @@ pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
 /// The `_meta` key that ties a 2025-11-25 message to its task.
 pub const RELATED_TASK_META: &str = "io.modelcontextprotocol/related-task";
 
+/// The longest any task's call may run, whatever its TTL says (a week); the runner cancels
+/// it at its TTL before that.
+pub const TASK_CALL_LIMIT: std::time::Duration = std::time::Duration::from_secs(7 * 24 * 3600);
+
 /// Where a task stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TaskStatus {
@@ -45,13 +49,15 @@ impl TaskStatus {
     }
 }
 
-/// Who a task belongs to: the agent, and the client session when there is one (a stateless
-/// 2026-07-28 request has none, so its tasks are the agent's). Nobody else can see, fetch or
-/// cancel it — to them it does not exist.
+/// Who a task belongs to: the agent, the client session when there is one (a stateless
+/// 2026-07-28 request has none, so its tasks are the agent's), and the subject of the OAuth
+/// token when the agent's token was one (so two users an identity map sends to one agent do
+/// not share tasks). Nobody else can see, fetch or cancel it — to them it does not exist.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct TaskOwner {
     pub agent: Option<String>,
     pub session: Option<String>,
+    pub subject: Option<String>,
 }
 
 impl TaskOwner {
@@ -60,6 +66,10 @@ impl TaskOwner {
         Self {
             agent: ctx.agent.clone(),
             session: ctx.session.clone(),
+            subject: ctx
+                .principal
+                .as_ref()
+                .and_then(|principal| principal.subject.clone()),
         }
     }
 }
@@ -146,6 +156,9 @@ pub enum TaskError {
     /// The caller holds as many tasks as it may.
     #[error("too many tasks: this caller already holds {0}; fetch or cancel some first")]
     TooMany(usize),
+    /// The gateway holds as many tasks as it may, all callers together.
+    #[error("the gateway holds as many tasks as it may ({0}); try again later")]
+    Full(usize),
     /// `tasks/cancel` of a task that already ended (the 2025-11-25 era refuses it).
     #[error("task '{0}' already ended ({1}) and cannot be cancelled")]
     Terminal(String, &'static str),

@@ -225,6 +225,8 @@ pub struct TasksConfig {
     pub max_ttl: Duration,
     /// How often clients are told to poll.
     pub poll_interval: Duration,
+    /// Tasks all callers together may hold.
+    pub max_tasks: usize,
 }
 
 impl Default for GatewayConfig {

@@ -411,6 +411,9 @@ struct Tasks {
     /// oldest finished task whose result was fetched makes room first (default 100).
     #[schemars(range(min = 1))]
     max_per_caller: Option<u64>,
+    /// Tasks all callers together may hold (default 10000).
+    #[schemars(range(min = 1))]
+    max_tasks: Option<u64>,
     /// How long a task is kept when its client asks for no TTL (default 1h).
     default_ttl: Option<Duration>,
     /// The longest TTL a client may ask for (default 24h).

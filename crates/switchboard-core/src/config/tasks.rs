@@ -3,6 +3,7 @@
 //! ```toml
 //! [gateway.tasks]
 //! max_per_caller = 100     # tasks one caller (agent + session) holds at once
+//! max_tasks = 10000        # all callers together
 //! default_ttl = "1h"       # kept this long when the client asks for no TTL
 //! max_ttl = "24h"          # the longest TTL a client may ask for
 //! poll_interval = "500ms"  # how often clients are told to poll
@@ -14,8 +15,13 @@ use super::model::TasksConfig;
 use super::tree::Node;
 use super::validate::Walk;
 
-pub(super) const TASKS_KEYS: [&str; 4] =
-    ["max_per_caller", "default_ttl", "max_ttl", "poll_interval"];
+pub(super) const TASKS_KEYS: [&str; 5] = [
+    "max_per_caller",
+    "max_tasks",
+    "default_ttl",
+    "max_ttl",
+    "poll_interval",
+];
 
 impl Default for TasksConfig {
     fn default() -> Self {
@@ -24,6 +30,7 @@ impl Default for TasksConfig {
             default_ttl: Duration::from_secs(3600),
             max_ttl: Duration::from_secs(24 * 3600),
             poll_interval: Duration::from_millis(500),
+            max_tasks: 10_000,
         }
     }
 }
@@ -38,6 +45,11 @@ impl Walk<'_> {
                 "max_per_caller" => {
                     if let Some(count) = self.count(value, &key_what) {
                         tasks.max_per_caller = usize::try_from(count).unwrap_or(usize::MAX);
+                    }
+                }
+                "max_tasks" => {
+                    if let Some(count) = self.count(value, &key_what) {
+                        tasks.max_tasks = usize::try_from(count).unwrap_or(usize::MAX);
                     }
                 }
                 "default_ttl" => {

@@ -1,5 +1,5 @@
-//! Stage: execute the call on its upstream, bounded by the tool's deadline and the caller's
-//! cancellation.
+//! Stage: execute the call on its upstream, bounded by the tool's deadline (a task's call:
+//! by its TTL) and the caller's cancellation.
 //!
 //! Failures the model can act on (server down, deadline passed, garbled result) become
 //! `isError` outcomes; a JSON-RPC error from the upstream passes through as a
@@ -23,7 +23,13 @@ pub(crate) async fn execute(
         let outcome = ToolOutcome::error(format!("server '{server}' is not connected"));
         return Fate::new(Ok(outcome), CallStatus::UpstreamDown);
     };
-    let deadline = entry.call_timeout;
+    // A task's call is bounded by the task's TTL (its runner cancels it then), not by the
+    // tool's deadline: a task exists for calls longer than that.
+    let deadline = if ctx.caller.as_ref().is_some_and(|caller| caller.is_task()) {
+        crate::task::TASK_CALL_LIMIT
+    } else {
+        entry.call_timeout
+    };
     let call = upstream.call_tool(&entry.upstream_name, arguments, ctx);
     let result = tokio::select! {
         result = tokio::time::timeout(deadline, call) => {

@@ -168,6 +168,12 @@ pub trait Backend: Send + Sync + 'static {
         false
     }
 
+    /// Whether the tool `name` may only run as a task, judged from the catalog alone (no
+    /// view): a cheap first look before [`Backend::task_support`]. Default: no.
+    fn may_require_task(&self, _name: &str) -> bool {
+        false
+    }
+
     /// How a task-augmented call of the tool `name` would run for `caller`; `None` when the
     /// caller may not call it.
     fn task_support(&self, _caller: &Caller, _name: &str) -> Option<TaskSupport> {

@@ -81,6 +81,7 @@ pub async fn serve(
         let owner = switchboard_core::task::TaskOwner {
             agent: dispatcher.agent.clone(),
             session: dispatcher.session().map(str::to_owned),
+            subject: None,
         };
         let statuses = crate::front::tasks::status_notifications(events, owner);
         tasks.spawn(forward_updates(statuses, out_tx.clone(), shutdown.clone()));

@@ -62,6 +62,11 @@ impl Dispatcher {
         TaskOwner {
             agent: ctx.agent.clone().or_else(|| self.agent.clone()),
             session: ctx.session.clone().or_else(|| self.session.clone()),
+            subject: ctx
+                .principal
+                .as_ref()
+                .or(self.principal.as_ref())
+                .and_then(|principal| principal.subject.clone()),
         }
     }
 
@@ -88,16 +93,24 @@ impl Dispatcher {
                 let Some(task) = params.as_ref().and_then(|p| p.get("task")) else {
                     return Err((id, params, ctx));
                 };
-                task.get("ttl")
-                    .and_then(Value::as_u64)
-                    .map(Duration::from_millis)
+                match requested_ttl(task) {
+                    Ok(ttl) => ttl,
+                    Err(problem) => {
+                        return Ok(Message::error(Some(id), code::INVALID_PARAMS, problem));
+                    }
+                }
             }
             RequestEra::Modern => {
                 // Whether the tool runs as a task is in its listing: wait for start-up as a
                 // listing does, so an early call is not run synchronously by mistake.
                 self.backend.settled().await;
-                let support = self.backend.task_support(&self.caller_of(&ctx), &name);
                 let declared = declares_tasks(params.as_ref());
+                // The usual call: no task asked for and none required — decided from the
+                // catalog alone, before any view is computed.
+                if !declared && !self.backend.may_require_task(&name) {
+                    return Err((id, params, ctx));
+                }
+                let support = self.backend.task_support(&self.caller_of(&ctx), &name);
                 match support {
                     Some(TaskSupport::Required) if !declared => {
                         return Ok(Message::Error {
@@ -232,10 +245,7 @@ impl Dispatcher {
                 legacy_result(&view)
             }
             ("tasks/cancel", RequestEra::Legacy) => {
-                let before = self.backend.task(&owner, &id).await.map_err(rpc_error)?;
-                if before.status.is_terminal() {
-                    return Err(rpc_error(TaskError::Terminal(id, before.status.as_str())));
-                }
+                // A task that already ended is an error in this era.
                 let view = self
                     .backend
                     .cancel_task(&owner, &id)
@@ -244,11 +254,11 @@ impl Dispatcher {
                 Ok(Value::Object(fields(&view, era)))
             }
             ("tasks/cancel", RequestEra::Modern) => {
-                self.backend
-                    .cancel_task(&owner, &id)
-                    .await
-                    .map_err(rpc_error)?;
-                Ok(json!({}))
+                // The same acknowledgement for a task that already ended.
+                match self.backend.cancel_task(&owner, &id).await {
+                    Ok(_) | Err(TaskError::Terminal(..)) => Ok(json!({})),
+                    Err(error) => Err(rpc_error(error)),
+                }
             }
             ("tasks/update", _) => {
                 let responses = match params.and_then(|p| p.get("inputResponses")) {
@@ -271,6 +281,25 @@ impl Dispatcher {
     }
 }
 
+/// The TTL a 2025-11-25 `params.task` asks for: `None` for none; a `task` that is not an
+/// object, or a `ttl` that is not a whole number of milliseconds, is refused.
+fn requested_ttl(task: &Value) -> Result<Option<Duration>, String> {
+    let Value::Object(task) = task else {
+        return Err(
+            "tools/call: params.task must be an object ({\"ttl\": MILLISECONDS})".to_owned(),
+        );
+    };
+    match task.get("ttl") {
+        None | Some(Value::Null) => Ok(None),
+        Some(ttl) => ttl
+            .as_u64()
+            .map(|ms| Some(Duration::from_millis(ms)))
+            .ok_or_else(|| {
+                format!("tools/call: params.task.ttl must be a whole number of milliseconds, found {ttl}")
+            }),
+    }
+}
+
 /// The JSON-RPC error of a task that cannot be reached or started.
 fn rpc_error(error: TaskError) -> RpcError {
     match error {
@@ -283,7 +312,9 @@ fn rpc_error(error: TaskError) -> RpcError {
             message,
             data,
         },
-        TaskError::TooMany(_) => RpcError::new(code::INTERNAL_ERROR, error.to_string()),
+        TaskError::TooMany(_) | TaskError::Full(_) => {
+            RpcError::new(code::INTERNAL_ERROR, error.to_string())
+        }
         other => RpcError::new(code::INVALID_PARAMS, other.to_string()),
     }
 }

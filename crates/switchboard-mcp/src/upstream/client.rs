@@ -281,6 +281,25 @@ impl RpcClient {
             .map_err(|error| ClientError::Disconnected(error.0))
     }
 
+    /// Sends a request whose answer nobody waits for (and is dropped when it comes), from
+    /// code that cannot wait: a drop guard telling a server its task is abandoned.
+    pub fn send_detached(&self, method: &str, params: Map<String, Value>) {
+        let mut params = params;
+        if matches!(self.era(), Some(Era::Modern)) {
+            add_modern_meta(&mut params, &client_info(), &json!({}));
+        }
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let message = Message::Request {
+            id: RequestId::Number(id),
+            method: method.to_owned(),
+            params: Some(Value::Object(params)),
+        };
+        let transport = self.transport.clone();
+        tokio::spawn(async move {
+            let _ = transport.send(message).await;
+        });
+    }
+
     /// What the transport saw that may explain a failure.
     pub fn transport_diagnostics(&self) -> Option<String> {
         self.transport.diagnostics()

@@ -479,12 +479,8 @@ fn declare_for_legacy_caller(params: &mut Map<String, Value>, caller: &dyn Calle
     if declared.is_empty() {
         return;
     }
-    let meta = params
-        .entry("_meta")
-        .or_insert_with(|| Value::Object(Map::new()));
-    if let Value::Object(meta) = meta {
-        meta.insert(META_CLIENT_CAPABILITIES.into(), Value::Object(declared));
-    }
+    // Merged: a task's call already declares the tasks extension there.
+    super::tasks::merge_client_capabilities(params, declared);
 }
 
 /// A server's `input_required` answer: the requests for the client, and its state.

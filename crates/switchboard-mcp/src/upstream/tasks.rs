@@ -10,7 +10,7 @@
 //! leaves this module: clients see the gateway's own task.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::RwLock;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Duration;
 
@@ -52,7 +52,7 @@ pub fn dialect_of(era: &Era, capabilities: &Value) -> Option<TaskDialect> {
 pub struct UpstreamTasks {
     /// 0: no tasks, 1: legacy, 2: modern.
     dialect: AtomicU8,
-    tools: Mutex<HashMap<String, TaskSupport>>,
+    tools: RwLock<HashMap<String, TaskSupport>>,
 }
 
 impl UpstreamTasks {
@@ -74,7 +74,7 @@ impl UpstreamTasks {
             .map(|tool| (tool.name.clone(), TaskSupport::of(tool)))
             .filter(|(_, support)| *support != TaskSupport::Forbidden)
             .collect();
-        if let Ok(mut slot) = self.tools.lock() {
+        if let Ok(mut slot) = self.tools.write() {
             *slot = supported;
         }
     }
@@ -91,7 +91,7 @@ impl UpstreamTasks {
     /// The dialect to call `tool` as a task in, if this call is to be the server's task.
     fn route(&self, tool: &str, ctx: &CallContext) -> Option<TaskDialect> {
         let dialect = self.dialect()?;
-        let support = self.tools.lock().ok()?.get(tool).copied()?;
+        let support = self.tools.read().ok()?.get(tool).copied()?;
         let as_task = ctx.caller.as_ref().is_some_and(|caller| caller.is_task());
         match support {
             TaskSupport::Required => Some(dialect),
@@ -105,8 +105,6 @@ impl UpstreamTasks {
 const MAX_POLL: Duration = Duration::from_secs(2);
 /// The shortest.
 const MIN_POLL: Duration = Duration::from_millis(100);
-/// How long the gateway waits for a server to acknowledge `tasks/cancel`.
-const CANCEL_WAIT: Duration = Duration::from_secs(2);
 /// The TTL asked of a server's task.
 const UPSTREAM_TTL_MS: u64 = 3_600_000;
 
@@ -172,12 +170,20 @@ impl RpcClient {
         if let Some(caller) = &ctx.caller {
             caller.task_created();
         }
+        // Until the server's task has ended, leaving this function any other way (cancelled,
+        // past the call's deadline, dropped) tells the server to cancel it.
+        let mut abandon = Abandon {
+            client: self,
+            id: Some(id.clone()),
+            dialect,
+        };
         let poll = poll_interval(created, dialect);
         let mut reported: Option<String> = None;
+        let mut answered: Vec<String> = Vec::new();
         loop {
             let task = tokio::select! {
                 task = self.task_request("tasks/get", &id, dialect, None) => task,
-                () = ctx.cancel.cancelled() => return self.cancel_task(&id, dialect).await,
+                () = ctx.cancel.cancelled() => return Err(UpstreamError::Cancelled),
             };
             let task = task.map_err(|error| self.task_error(error))?;
             let message = task
@@ -195,13 +201,17 @@ impl RpcClient {
                 reported = message.clone();
             }
             let status = task.get("status").and_then(Value::as_str).unwrap_or("");
+            if matches!(status, "completed" | "failed" | "cancelled") {
+                abandon.id = None;
+            }
             match (status, dialect) {
                 ("completed" | "failed" | "input_required", TaskDialect::Legacy) => {
                     // `tasks/result` waits for the end; the server asks its questions on it.
                     let result = tokio::select! {
                         result = self.task_request("tasks/result", &id, dialect, ctx.caller.clone()) => result,
-                        () = ctx.cancel.cancelled() => return self.cancel_task(&id, dialect).await,
+                        () = ctx.cancel.cancelled() => return Err(UpstreamError::Cancelled),
                     };
+                    abandon.id = None;
                     return match result {
                         Ok(result) => self.result_outcome(result),
                         Err(error) => Err(self.task_error(error)),
@@ -228,17 +238,26 @@ impl RpcClient {
                     });
                 }
                 ("input_required", TaskDialect::Modern) => {
+                    // Only questions not answered yet: the server may still show answered
+                    // ones until it has taken the update in.
+                    let asked = unanswered(task.get("inputRequests"), &answered);
+                    if asked.is_empty() {
+                        tokio::select! {
+                            () = tokio::time::sleep(poll) => continue,
+                            () = ctx.cancel.cancelled() => return Err(UpstreamError::Cancelled),
+                        }
+                    }
                     let answers = tokio::select! {
-                        answers = ask_caller(task.get("inputRequests"), ctx.caller.as_deref()) => answers,
-                        () = ctx.cancel.cancelled() => return self.cancel_task(&id, dialect).await,
+                        answers = ask_caller(&asked, ctx.caller.as_deref()) => answers,
+                        () = ctx.cancel.cancelled() => return Err(UpstreamError::Cancelled),
                     };
                     let answers = match answers {
                         Ok(answers) => answers,
                         Err(why) => {
-                            let _ = self.cancel_task(&id, dialect).await;
                             return Ok(ToolOutcome::error(format!("tool '{tool}' {why}")));
                         }
                     };
+                    answered.extend(asked.keys().cloned());
                     let mut update = Map::new();
                     update.insert("taskId".into(), Value::String(id.clone()));
                     update.insert("inputResponses".into(), answers);
@@ -261,7 +280,7 @@ impl RpcClient {
             }
             tokio::select! {
                 () = tokio::time::sleep(poll) => {}
-                () = ctx.cancel.cancelled() => return self.cancel_task(&id, dialect).await,
+                () = ctx.cancel.cancelled() => return Err(UpstreamError::Cancelled),
             }
         }
     }
@@ -281,20 +300,6 @@ impl RpcClient {
         }
         self.request_for(method, Some(Value::Object(params)), None, caller)
             .await
-    }
-
-    /// Tells the server its task is cancelled (waiting briefly for it to acknowledge).
-    async fn cancel_task(
-        &self,
-        id: &str,
-        dialect: TaskDialect,
-    ) -> Result<ToolOutcome, UpstreamError> {
-        let _ = tokio::time::timeout(
-            CANCEL_WAIT,
-            self.task_request("tasks/cancel", id, dialect, None),
-        )
-        .await;
-        Err(UpstreamError::Cancelled)
     }
 
     fn result_outcome(&self, mut result: Value) -> Result<ToolOutcome, UpstreamError> {
@@ -359,23 +364,66 @@ fn declare_extension(params: &mut Map<String, Value>, caller: Option<&dyn Caller
             }
         }
     }
+    merge_client_capabilities(params, capabilities);
+}
+
+/// Adds `capabilities` to what a request's `_meta` already declares of its client.
+pub(super) fn merge_client_capabilities(
+    params: &mut Map<String, Value>,
+    capabilities: Map<String, Value>,
+) {
     let meta = params
         .entry("_meta")
         .or_insert_with(|| Value::Object(Map::new()));
-    if let Value::Object(meta) = meta {
-        meta.insert(META_CLIENT_CAPABILITIES.into(), Value::Object(capabilities));
+    let Value::Object(meta) = meta else { return };
+    let declared = meta
+        .entry(META_CLIENT_CAPABILITIES)
+        .or_insert_with(|| Value::Object(Map::new()));
+    if let Value::Object(declared) = declared {
+        declared.extend(capabilities);
+    } else {
+        *declared = Value::Object(capabilities);
+    }
+}
+
+/// The questions of a server task's `inputRequests` not in `answered`.
+fn unanswered(requests: Option<&Value>, answered: &[String]) -> Map<String, Value> {
+    match requests {
+        Some(Value::Object(requests)) => requests
+            .iter()
+            .filter(|(key, _)| !answered.contains(key))
+            .map(|(key, request)| (key.clone(), request.clone()))
+            .collect(),
+        _ => Map::new(),
+    }
+}
+
+/// Tells the server to cancel its task when dropped armed (`id` set): the call that followed
+/// it ended without the task ending.
+struct Abandon<'a> {
+    client: &'a RpcClient,
+    id: Option<String>,
+    dialect: TaskDialect,
+}
+
+impl Drop for Abandon<'_> {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else { return };
+        let mut params = Map::new();
+        params.insert("taskId".into(), Value::String(id));
+        if self.dialect == TaskDialect::Modern {
+            declare_extension(&mut params, None);
+        }
+        self.client.send_detached("tasks/cancel", params);
     }
 }
 
 /// Asks the caller every question of a server task's `inputRequests` at once, and gathers
 /// the answers under the server's keys.
 async fn ask_caller(
-    requests: Option<&Value>,
+    requests: &Map<String, Value>,
     caller: Option<&dyn CallerChannel>,
 ) -> Result<Value, String> {
-    let Some(Value::Object(requests)) = requests else {
-        return Err("asked for input without inputRequests".to_owned());
-    };
     let Some(caller) = caller else {
         return Err("asked for input, and this client cannot be asked".to_owned());
     };

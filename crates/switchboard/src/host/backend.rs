@@ -80,6 +80,12 @@ impl Backend for Host {
         true
     }
 
+    fn may_require_task(&self, name: &str) -> bool {
+        self.catalog()
+            .resolve(name)
+            .is_some_and(|entry| TaskSupport::of(&entry.spec.definition) == TaskSupport::Required)
+    }
+
     fn task_support(&self, caller: &Caller, name: &str) -> Option<TaskSupport> {
         Host::task_support(self, caller, name)
     }
@@ -156,6 +162,8 @@ impl Backend for Host {
 
     fn session_closed(&self, session: &str) {
         self.inner.sessions.close(session);
+        // Nobody can reach the session's tasks any more: their calls stop.
+        self.inner.tasks.close_session(session);
     }
 
     fn list_prompts(&self) -> BoxFuture<'_, Vec<Value>> {

@@ -448,6 +448,17 @@ impl LatencyBudget {
             Some(RequestedDeadline::Within(budget)) => Some(budget),
             _ => None,
         };
+        if ctx.caller.as_ref().is_some_and(|caller| caller.is_task()) {
+            // A task's call: nobody waits on it, so no tier or measured deadline, no hedge
+            // and no filler; the caller's own deadline, else the task's TTL, bounds it.
+            return CallPlan {
+                deadline: caller.unwrap_or(switchboard_core::task::TASK_CALL_LIMIT),
+                idempotent: traits.safety.idempotent,
+                hedge_after: None,
+                cache_ttl: traits.cache_ttl(),
+                mask: false,
+            };
+        }
         let tier_ceiling = match ctx.deadline {
             Some(RequestedDeadline::Tier) => tier
                 .and_then(|tier| self.tiers.get(tier))

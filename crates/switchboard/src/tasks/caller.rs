@@ -28,6 +28,8 @@ pub(crate) struct TaskCaller {
     pub(crate) supported: Vec<&'static str>,
     /// Told when the server makes the call a task of its own.
     pub(crate) created: std::sync::Mutex<Option<tokio::sync::oneshot::Sender<()>>>,
+    /// The client speaks 2026-07-28, where `input_required` means questions to answer.
+    pub(crate) modern_client: bool,
 }
 
 impl fmt::Debug for TaskCaller {
@@ -56,6 +58,11 @@ impl CallerChannel for TaskCaller {
     }
 
     fn request(&self, method: &str, params: Value) -> BoxFuture<'_, Result<Value, CallerError>> {
+        // The server's own task id stays with the gateway (the gateway's task is the client's).
+        let mut params = params;
+        if let Some(meta) = params.get_mut("_meta").and_then(Value::as_object_mut) {
+            meta.remove(switchboard_core::task::RELATED_TASK_META);
+        }
         let request = json!({"method": method, "params": params});
         Box::pin(async move {
             let (key, answer) = self.task.ask(request);
@@ -64,11 +71,11 @@ impl CallerChannel for TaskCaller {
                 key,
             };
             tokio::select! {
-                answer = answer => answer.map_err(|_| CallerError {
+                answer = answer => answer.unwrap_or_else(|_| Err(CallerError {
                     code: -32603,
                     message: "the question was withdrawn".to_owned(),
                     data: None,
-                }),
+                })),
                 () = self.task.cancel.cancelled() => Err(CallerError {
                     code: -32800,
                     message: "the task was cancelled".to_owned(),
@@ -98,11 +105,17 @@ impl CallerChannel for TaskCaller {
         }
     }
 
+    /// A 2025-11-25 client sees the task `input_required` while an operator decides; a
+    /// 2026-07-28 one, for which `input_required` means questions it must answer, sees it
+    /// `working` with the wait in the status message.
     fn waiting_on(&self, what: Option<&str>) {
+        let status = if self.modern_client {
+            TaskStatus::Working
+        } else {
+            TaskStatus::InputRequired
+        };
         match what {
-            Some(what) => self
-                .task
-                .set_status(TaskStatus::InputRequired, Some(what.to_owned())),
+            Some(what) => self.task.set_status(status, Some(what.to_owned())),
             None if self.task.open_questions().is_empty() => {
                 self.task.set_status(TaskStatus::Working, None);
             }

@@ -67,6 +67,9 @@ impl Host {
         call: ToolCall,
         ttl: Option<Duration>,
     ) -> Result<StartedTask, TaskError> {
+        // Until the server creates its task the client waits on this request: its going away
+        // cancels the call.
+        let request = ctx.cancel.clone();
         let Launched {
             task,
             created,
@@ -75,20 +78,34 @@ impl Host {
         let Some(mut answered) = answered else {
             return Ok(StartedTask::Task(task.view()));
         };
-        tokio::select! {
-            biased;
-            answer = &mut answered => {
-                self.inner.tasks.remove(&task.id);
-                Ok(StartedTask::Answered(answer.unwrap_or(Err(CallError::Cancelled))))
-            }
-            Ok(()) = created => {
-                // From now on the runner ends the task itself; an answer it already handed
-                // over is taken back here so it is not lost.
-                answered.close();
-                if let Ok(answer) = answered.try_recv() {
-                    finish(&task, answer);
+        let mut created = created;
+        let mut created_open = true;
+        let mut forwarded = false;
+        loop {
+            tokio::select! {
+                biased;
+                answer = &mut answered => {
+                    self.inner.tasks.remove(&task.id);
+                    return Ok(StartedTask::Answered(answer.unwrap_or(Err(CallError::Cancelled))));
                 }
-                Ok(StartedTask::Task(task.view()))
+                () = request.cancelled(), if !forwarded => {
+                    task.cancel.cancel();
+                    forwarded = true;
+                }
+                made = &mut created, if created_open => {
+                    if made.is_err() {
+                        // The call ended without a task: its answer is on its way.
+                        created_open = false;
+                        continue;
+                    }
+                    // From now on the runner ends the task itself; an answer it already
+                    // handed over is taken back here so it is not lost.
+                    answered.close();
+                    if let Ok(answer) = answered.try_recv() {
+                        finish(&task, answer);
+                    }
+                    return Ok(StartedTask::Task(task.view()));
+                }
             }
         }
     }
@@ -115,6 +132,7 @@ impl Host {
             task: task.clone(),
             supported: answerable(&ctx),
             created: std::sync::Mutex::new(Some(created_tx)),
+            modern_client: ctx.modern.is_some(),
         };
         let progress_of = task.clone();
         let run = CallContext {
@@ -144,7 +162,7 @@ impl Host {
             false => (None, None),
         };
         tokio::spawn(async move {
-            let answer = Backend::call_tool(&host, run, call).await;
+            let answer = run_bounded(&host, &runner, run, call).await;
             let unclaimed = match answered_tx {
                 Some(answered) => answered.send(answer).err(),
                 None => Some(answer),
@@ -176,9 +194,15 @@ impl Host {
         })
     }
 
-    /// The caller's task `id` as it stands.
+    /// The caller's task `id` as it stands — with its result once it ended, which then
+    /// counts as fetched (the task may make room for a new one).
     pub fn task_status(&self, owner: &TaskOwner, id: &str) -> Result<TaskView, TaskError> {
-        Ok(self.owned_task(owner, id)?.view())
+        let task = self.owned_task(owner, id)?;
+        let view = task.view();
+        if view.status.is_terminal() {
+            task.mark_fetched();
+        }
+        Ok(view)
     }
 
     /// Waits until the caller's task `id` has ended and returns it. While it waits, the
@@ -223,12 +247,7 @@ impl Host {
                     }
                 }
                 Some((key, answer)) = futures::StreamExt::next(&mut answers) => {
-                    let answer = answer.unwrap_or_else(|error| {
-                        json!({"action": "cancel", "_error": error.message})
-                    });
-                    let mut responses = Map::new();
-                    responses.insert(key, answer);
-                    task.answer(&responses);
+                    task.reply_to(&key, answer);
                 }
                 () = ctx.cancel.cancelled() => return Ok(task.view()),
             }
@@ -247,16 +266,23 @@ impl Host {
     }
 
     /// Cancels the caller's task `id`: its call is cancelled (upstream too) and the task says
-    /// `cancelled` at once. Cancelling a task that already ended changes nothing.
+    /// `cancelled` at once. A task that already ended is left as it was:
+    /// [`TaskError::Terminal`].
     pub fn cancel_task(&self, owner: &TaskOwner, id: &str) -> Result<TaskView, TaskError> {
         let task = self.owned_task(owner, id)?;
-        task.cancel.cancel();
-        task.finish(
+        let cancelled = task.finish(
             None,
             TaskStatus::Cancelled,
             Some("cancelled by the client".to_owned()),
         );
-        Ok(task.view())
+        if !cancelled {
+            return Err(TaskError::Terminal(
+                task.id.clone(),
+                task.summary().status.as_str(),
+            ));
+        }
+        task.cancel.cancel();
+        Ok(task.summary())
     }
 
     /// The caller's tasks, newest first.
@@ -265,7 +291,7 @@ impl Host {
             .tasks
             .list(owner)
             .iter()
-            .map(|task| task.view())
+            .map(|task| task.summary())
             .collect()
     }
 
@@ -280,6 +306,36 @@ impl Host {
             .get(owner, id)
             .ok_or_else(|| TaskError::UnknownTask(id.to_owned()))
     }
+}
+
+/// Runs a task's call: cancelled once the task's TTL has passed (and still awaited, so the
+/// pipeline records it), and a panic in it fails the task instead of leaving it working.
+async fn run_bounded(
+    host: &Host,
+    task: &Task,
+    ctx: CallContext,
+    call: ToolCall,
+) -> Result<ToolOutcome, CallError> {
+    use futures::FutureExt;
+    let call = std::panic::AssertUnwindSafe(Backend::call_tool(host, ctx, call)).catch_unwind();
+    tokio::pin!(call);
+    let ttl = task
+        .ttl()
+        .unwrap_or(switchboard_core::task::TASK_CALL_LIMIT);
+    let answer = tokio::select! {
+        answer = &mut call => answer,
+        () = tokio::time::sleep(ttl) => {
+            task.cancel.cancel();
+            call.await
+        }
+    };
+    answer.unwrap_or_else(|_| {
+        Err(CallError::Upstream {
+            code: -32603,
+            message: "the task's call failed inside the gateway (a panic; see its log)".to_owned(),
+            data: None,
+        })
+    })
 }
 
 /// A task whose call has started: told when the server makes it a task of its own, and

@@ -27,6 +27,8 @@ pub struct TaskSettings {
     pub max_ttl: Duration,
     /// How often clients are told to poll.
     pub poll_interval: Duration,
+    /// Tasks all callers together may hold.
+    pub max_tasks: usize,
 }
 
 impl TaskSettings {
@@ -37,6 +39,7 @@ impl TaskSettings {
             default_ttl: config.default_ttl,
             max_ttl: config.max_ttl,
             poll_interval: config.poll_interval,
+            max_tasks: config.max_tasks,
         }
     }
 }
@@ -47,10 +50,13 @@ impl Default for TaskSettings {
     }
 }
 
+/// What the client answered a question: its result, or the error it answered.
+pub type Reply = Result<Value, switchboard_core::CallerError>;
+
 /// A question a running task waits on, and where its answer goes.
 struct PendingInput {
     request: Value,
-    reply: Option<oneshot::Sender<Value>>,
+    reply: Option<oneshot::Sender<Reply>>,
 }
 
 /// Where a task's work is done when the gateway relays it: the server and the server's own id.
@@ -133,17 +139,23 @@ impl Task {
         self.announce(&mut state);
     }
 
-    /// Ends the task (unless it already ended, e.g. cancelled first).
-    pub fn finish(&self, end: Option<TaskEnd>, status: TaskStatus, message: Option<String>) {
+    /// Ends the task, unless it already ended (cancelled first, say): whether it did.
+    pub fn finish(
+        &self,
+        end: Option<TaskEnd>,
+        status: TaskStatus,
+        message: Option<String>,
+    ) -> bool {
         let mut state = self.lock();
         if state.status.is_terminal() {
-            return;
+            return false;
         }
         state.status = status;
         state.message = message;
         state.end = end;
         state.inputs.clear();
         self.announce(&mut state);
+        true
     }
 
     /// Stamps a change and announces it: to whoever waits on this task, and to the fronts
@@ -179,7 +191,7 @@ impl Task {
 
     /// Parks a question for the client; the answer arrives through [`Task::answer`]. The task
     /// says `input_required` until every question is answered.
-    pub fn ask(&self, request: Value) -> (String, oneshot::Receiver<Value>) {
+    pub fn ask(&self, request: Value) -> (String, oneshot::Receiver<Reply>) {
         let (reply, answer) = oneshot::channel();
         let mut state = self.lock();
         state.next_input += 1;
@@ -202,15 +214,27 @@ impl Task {
     /// Delivers answers by key; unknown or already answered keys are ignored. The task goes
     /// back to `working` once nothing is left unanswered.
     pub fn answer(&self, responses: &Map<String, Value>) {
+        let replies = responses
+            .iter()
+            .map(|(key, response)| (key.as_str(), Ok(response.clone())));
+        self.reply(replies);
+    }
+
+    /// Delivers the client's answer to one question: a result, or the error it answered.
+    pub fn reply_to(&self, key: &str, reply: Reply) {
+        self.reply(std::iter::once((key, reply)));
+    }
+
+    fn reply<'k>(&self, replies: impl Iterator<Item = (&'k str, Reply)>) {
         let mut state = self.lock();
         let mut delivered = false;
-        for (key, response) in responses {
-            if let Some(reply) = state
+        for (key, reply) in replies {
+            if let Some(sender) = state
                 .inputs
                 .get_mut(key)
                 .and_then(|input| input.reply.take())
             {
-                let _ = reply.send(response.clone());
+                let _ = sender.send(reply);
                 delivered = true;
             }
         }
@@ -260,9 +284,32 @@ impl Task {
             .is_some_and(|ttl| now.saturating_duration_since(self.created) >= ttl)
     }
 
+    /// Whether the task can make room for a new one: it ended and its client has what it
+    /// needs of it (the result fetched, or the task cancelled).
     fn evictable(&self) -> bool {
         let state = self.lock();
-        state.status.is_terminal() && state.fetched
+        state.status.is_terminal() && (state.fetched || state.status == TaskStatus::Cancelled)
+    }
+
+    /// The task without its result and questions (a listing, a notification).
+    pub fn summary(&self) -> TaskView {
+        let state = self.lock();
+        TaskView {
+            id: self.id.clone(),
+            status: state.status,
+            status_message: state.message.clone(),
+            created_at: self.created_at,
+            updated_at: state.updated_at,
+            ttl: self.ttl,
+            poll_interval: self.poll_interval,
+            end: None,
+            input_requests: Map::new(),
+        }
+    }
+
+    /// The TTL the task was given.
+    pub fn ttl(&self) -> Option<Duration> {
+        self.ttl
     }
 }
 
@@ -315,9 +362,10 @@ impl TaskStore {
         upstream: Option<UpstreamTask>,
     ) -> Result<Arc<Task>, TaskError> {
         self.sweep();
+        // At least a second, so a client's `ttl: 0` cannot lose the result before it polls.
         let ttl = Some(
             ttl.unwrap_or(self.settings.default_ttl)
-                .min(self.settings.max_ttl),
+                .clamp(MIN_TTL, self.settings.max_ttl.max(MIN_TTL)),
         );
         let id = new_task_id();
         let now = SystemTime::now();
@@ -349,16 +397,19 @@ impl TaskStore {
             .filter(|held| held.owner == task.owner)
             .collect();
         if held.len() >= self.settings.max_per_caller {
-            let room = held
-                .iter()
-                .filter(|held| held.evictable())
-                .min_by_key(|held| held.created)
-                .map(|held| held.id.clone());
-            match room {
+            match oldest_evictable(held.into_iter()) {
                 Some(oldest) => {
                     tasks.remove(&oldest);
                 }
-                None => return Err(TaskError::TooMany(held.len())),
+                None => return Err(TaskError::TooMany(self.settings.max_per_caller)),
+            }
+        }
+        if tasks.len() >= self.settings.max_tasks {
+            match oldest_evictable(tasks.values()) {
+                Some(oldest) => {
+                    tasks.remove(&oldest);
+                }
+                None => return Err(TaskError::Full(self.settings.max_tasks)),
             }
         }
         tasks.insert(id, task.clone());
@@ -427,6 +478,33 @@ impl TaskStore {
         };
         for task in expired {
             task.cancel.cancel();
+            task.finish(
+                None,
+                TaskStatus::Cancelled,
+                Some("its TTL passed".to_owned()),
+            );
+        }
+    }
+
+    /// Cancels and forgets the tasks of a session that ended (an HTTP session deleted, a
+    /// stdio connection closed): nobody can reach them any more.
+    pub fn close_session(&self, session: &str) {
+        let closed: Vec<Arc<Task>> = {
+            let mut tasks = self.map();
+            let ids: Vec<String> = tasks
+                .values()
+                .filter(|task| task.owner.session.as_deref() == Some(session))
+                .map(|task| task.id.clone())
+                .collect();
+            ids.iter().filter_map(|id| tasks.remove(id)).collect()
+        };
+        for task in closed {
+            task.cancel.cancel();
+            task.finish(
+                None,
+                TaskStatus::Cancelled,
+                Some("its session ended".to_owned()),
+            );
         }
     }
 
@@ -456,6 +534,17 @@ impl TaskStore {
     }
 }
 
+/// The shortest TTL a task gets.
+const MIN_TTL: Duration = Duration::from_secs(1);
+
+/// The oldest task that can make room, if any.
+fn oldest_evictable<'t>(tasks: impl Iterator<Item = &'t Arc<Task>>) -> Option<String> {
+    tasks
+        .filter(|task| task.evictable())
+        .min_by_key(|task| task.created)
+        .map(|task| task.id.clone())
+}
+
 /// 128 random bits, hex: unguessable, so an id is no handle for anyone who was not told it.
 fn new_task_id() -> String {
     let bits: u128 = rand::rng().random();
@@ -463,128 +552,5 @@ fn new_task_id() -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-    use switchboard_core::clock::SystemClock;
-
-    fn store(max: usize) -> TaskStore {
-        TaskStore::new(
-            TaskSettings {
-                max_per_caller: max,
-                ..TaskSettings::default()
-            },
-            Arc::new(SystemClock),
-        )
-    }
-
-    fn owner(agent: &str) -> TaskOwner {
-        TaskOwner {
-            agent: Some(agent.into()),
-            session: None,
-        }
-    }
-
-    #[test]
-    fn a_task_is_its_owners_alone() {
-        let store = store(10);
-        let task = store
-            .create(owner("a"), "t", None, None)
-            .expect("test value");
-        assert!(store.get(&owner("a"), &task.id).is_some());
-        assert!(store.get(&owner("b"), &task.id).is_none());
-        assert!(store.list(&owner("b")).is_empty());
-        assert_eq!(store.list(&owner("a")).len(), 1);
-    }
-
-    #[test]
-    fn a_caller_is_bounded_and_fetched_results_make_room() {
-        let store = store(2);
-        let first = store
-            .create(owner("a"), "t", None, None)
-            .expect("test value");
-        store
-            .create(owner("a"), "t", None, None)
-            .expect("test value");
-        assert_eq!(
-            store.create(owner("a"), "t", None, None).err(),
-            Some(TaskError::TooMany(2))
-        );
-        // Another caller is not affected.
-        store
-            .create(owner("b"), "t", None, None)
-            .expect("test value");
-        first.finish(
-            Some(TaskEnd::Completed(json!({}))),
-            TaskStatus::Completed,
-            None,
-        );
-        first.mark_fetched();
-        store
-            .create(owner("a"), "t", None, None)
-            .expect("test value");
-        assert!(store.get(&owner("a"), &first.id).is_none());
-    }
-
-    #[test]
-    fn a_terminal_status_sticks() {
-        let store = store(2);
-        let task = store
-            .create(owner("a"), "t", None, None)
-            .expect("test value");
-        task.finish(None, TaskStatus::Cancelled, None);
-        task.finish(
-            Some(TaskEnd::Completed(json!({}))),
-            TaskStatus::Completed,
-            None,
-        );
-        task.set_status(TaskStatus::Working, None);
-        assert_eq!(task.view().status, TaskStatus::Cancelled);
-        assert_eq!(task.view().end, None);
-    }
-
-    #[tokio::test]
-    async fn questions_keep_the_task_waiting_until_all_are_answered() {
-        let store = store(2);
-        let task = store
-            .create(owner("a"), "t", None, None)
-            .expect("test value");
-        let (first, first_answer) = task.ask(json!({"method": "elicitation/create"}));
-        let (second, second_answer) = task.ask(json!({"method": "elicitation/create"}));
-        assert_eq!(task.view().status, TaskStatus::InputRequired);
-        assert_eq!(task.view().input_requests.len(), 2);
-        let mut responses = Map::new();
-        responses.insert(first.clone(), json!({"action": "accept"}));
-        task.answer(&responses);
-        assert_eq!(
-            first_answer.await.expect("test value"),
-            json!({"action": "accept"})
-        );
-        let view = task.view();
-        assert_eq!(view.status, TaskStatus::InputRequired);
-        assert_eq!(
-            view.input_requests.keys().collect::<Vec<_>>(),
-            vec![&second]
-        );
-        let mut responses = Map::new();
-        responses.insert(second, json!({"action": "decline"}));
-        task.answer(&responses);
-        assert_eq!(
-            second_answer.await.expect("test value")["action"],
-            "decline"
-        );
-        assert_eq!(task.view().status, TaskStatus::Working);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn expired_tasks_are_dropped_and_cancelled() {
-        let store = store(10);
-        let task = store
-            .create(owner("a"), "t", Some(Duration::from_secs(5)), None)
-            .expect("test value");
-        tokio::time::advance(Duration::from_secs(6)).await;
-        assert!(store.get(&owner("a"), &task.id).is_none());
-        assert!(task.cancel.is_cancelled());
-        assert!(store.is_empty());
-    }
-}
+#[path = "store_tests.rs"]
+mod tests;

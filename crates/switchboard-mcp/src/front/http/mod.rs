@@ -452,11 +452,11 @@ async fn get_as(
     headers: HeaderMap,
     endpoint_agent: Option<String>,
 ) -> Response {
-    let agent = match authenticate(&state.options, &headers, &uri, endpoint_agent.as_deref()).await
-    {
-        Ok(authenticated) => authenticated.agent,
-        Err(refusal) => return refusal,
-    };
+    let (agent, principal) =
+        match authenticate(&state.options, &headers, &uri, endpoint_agent.as_deref()).await {
+            Ok(authenticated) => (authenticated.agent, authenticated.principal),
+            Err(refusal) => return refusal,
+        };
     let Some(session_id) = header_str(&headers, SESSION_HEADER) else {
         return plain(
             StatusCode::METHOD_NOT_ALLOWED,
@@ -515,6 +515,7 @@ async fn get_as(
             let owner = switchboard_core::task::TaskOwner {
                 agent: caller.agent.clone(),
                 session: caller.session.clone(),
+                subject: principal.as_ref().and_then(|p| p.subject.clone()),
             };
             crate::front::tasks::status_notifications(events, owner)
                 .map(|note| sse_event(note.to_line()))
