@@ -467,44 +467,33 @@ impl TaskStore {
             }
             *last = now;
         }
-        let expired: Vec<Arc<Task>> = {
-            let mut tasks = self.map();
-            let ids: Vec<String> = tasks
-                .values()
-                .filter(|task| task.expired(now))
-                .map(|task| task.id.clone())
-                .collect();
-            ids.iter().filter_map(|id| tasks.remove(id)).collect()
-        };
-        for task in expired {
-            task.cancel.cancel();
-            task.finish(
-                None,
-                TaskStatus::Cancelled,
-                Some("its TTL passed".to_owned()),
-            );
-        }
+        self.drop_where(|task| task.expired(now), "its TTL passed");
     }
 
     /// Cancels and forgets the tasks of a session that ended (an HTTP session deleted, a
     /// stdio connection closed): nobody can reach them any more.
     pub fn close_session(&self, session: &str) {
-        let closed: Vec<Arc<Task>> = {
+        self.drop_where(
+            |task| task.owner.session.as_deref() == Some(session),
+            "its session ended",
+        );
+    }
+
+    /// Forgets the tasks `doomed` picks; those still running are cancelled, saying `why`,
+    /// which wakes whoever waits on them.
+    fn drop_where(&self, doomed: impl Fn(&Task) -> bool, why: &str) {
+        let dropped: Vec<Arc<Task>> = {
             let mut tasks = self.map();
             let ids: Vec<String> = tasks
                 .values()
-                .filter(|task| task.owner.session.as_deref() == Some(session))
+                .filter(|task| doomed(task))
                 .map(|task| task.id.clone())
                 .collect();
             ids.iter().filter_map(|id| tasks.remove(id)).collect()
         };
-        for task in closed {
+        for task in dropped {
             task.cancel.cancel();
-            task.finish(
-                None,
-                TaskStatus::Cancelled,
-                Some("its session ended".to_owned()),
-            );
+            task.finish(None, TaskStatus::Cancelled, Some(why.to_owned()));
         }
     }
 
