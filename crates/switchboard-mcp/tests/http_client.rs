@@ -134,7 +134,7 @@ async fn serve_connection(
 }
 
 fn open(url: &str) -> Opened {
-    open_streamable_http("test", url, &BTreeMap::new(), 1 << 20).expect("open")
+    open_streamable_http("test", url, &BTreeMap::new(), None, 1 << 20).expect("open")
 }
 
 /// Sends request `id` and returns what answers it.
@@ -260,7 +260,13 @@ async fn https_speaks_tls() {
 
 #[test]
 fn a_url_that_is_not_http_is_refused_at_open() {
-    let refused = open_streamable_http("test", "ftp://127.0.0.1/mcp", &BTreeMap::new(), 1 << 20);
+    let refused = open_streamable_http(
+        "test",
+        "ftp://127.0.0.1/mcp",
+        &BTreeMap::new(),
+        None,
+        1 << 20,
+    );
     let Err(error) = refused else {
         panic!("an ftp URL was accepted")
     };

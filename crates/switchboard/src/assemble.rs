@@ -248,6 +248,14 @@ fn endpoint_of(
         Transport::Http { url, headers } => Endpoint::StreamableHttp {
             url: url.clone(),
             headers: headers.clone(),
+            credentials: match &server.auth {
+                Some(auth) => Some(Arc::new(
+                    switchboard_mcp::upstream::http::ClientCredentials::new(auth).map_err(
+                        |error| AssembleError(format!("server '{}': {error}", server.id)),
+                    )?,
+                )),
+                None => None,
+            },
         },
         Transport::Sse { url, headers } => Endpoint::Sse {
             url: url.clone(),
@@ -307,6 +315,12 @@ pub fn connection_fingerprint(config: &Config, server: &ServerConfig) -> String 
     // One instance hashes as before pools existed.
     if server.instances.get() > 1 {
         text.push_str(&format!("\u{0}instances={}", server.instances));
+    }
+    // No auth hashes as before it existed; its secret prints redacted, so it is added
+    // itself (only a hash of the whole leaves this function).
+    if let Some(auth) = &server.auth {
+        text.push_str(&format!("\u{0}auth={auth:?}\u{0}"));
+        text.push_str(auth.client_secret.expose());
     }
     // A built-in's API key prints redacted: a new key must still restart the server. Only
     // a hash of the whole leaves this function.

@@ -290,7 +290,7 @@ impl Walk<'_> {
     /// A URL the gateway fetches keys, metadata or introspection answers from: `https://`,
     /// or `http://` on loopback only — over plain HTTP anyone on the path could hand the
     /// gateway signing keys of their own.
-    fn fetched_url(&mut self, node: &Node, what: &str) -> Option<String> {
+    pub(super) fn fetched_url(&mut self, node: &Node, what: &str) -> Option<String> {
         let url = self.auth_url(node, what)?;
         let Some(rest) = url
             .get(..7)

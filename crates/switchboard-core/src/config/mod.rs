@@ -40,6 +40,7 @@ mod tiers;
 mod toml_tree;
 mod transport;
 mod tree;
+mod upstream_auth;
 mod validate;
 
 use std::path::Path;
@@ -54,7 +55,7 @@ pub use model::{
     EnergyConfig, EnergyRange, EraPreference, Exposure, GatewayConfig, HookConfig, HookEvent,
     JsonSearchMapping, LatencyConfig, LimitsConfig, MAX_INSTANCES, ManagerConfig, PlayerSetting,
     QuotaConfig, RootConfig, SecretString, ServerConfig, StyleSetting, TasksConfig,
-    ToolOverrideConfig, Transport, Trust, busy_poll_window,
+    ToolOverrideConfig, Transport, Trust, UpstreamAuthConfig, busy_poll_window,
 };
 pub use problem::{ConfigErrors, Origin, Problem};
 pub use sandbox::{NetworkAccess, SandboxConfig, SandboxSetting, parse_size};

@@ -285,6 +285,22 @@ pub struct ServerConfig {
     pub instances: NonZeroU8,
     /// Its `sandbox` key (stdio only); see [`Config::sandbox_of`].
     pub sandbox: SandboxSetting,
+    /// How the gateway authenticates itself to this HTTP server (`[servers.ID.auth]`).
+    pub auth: Option<UpstreamAuthConfig>,
+}
+
+/// `[servers.ID.auth]`: an OAuth 2.1 client-credentials grant the gateway runs itself for
+/// an HTTP server, so the server gets a token of the gateway's (never a client's).
+#[derive(Debug, Clone, PartialEq)]
+pub struct UpstreamAuthConfig {
+    /// The authorization server's token endpoint (`https://`, or `http://` on loopback).
+    pub token_endpoint: String,
+    pub client_id: String,
+    pub client_secret: SecretString,
+    /// The scope asked for, if any.
+    pub scope: Option<String>,
+    /// The RFC 8707 resource indicator: the server's canonical URL, which the token is for.
+    pub resource: Option<String>,
 }
 
 /// The most instances of one stdio server a config may ask for.
@@ -307,6 +323,7 @@ impl ServerConfig {
             cost: None,
             instances: NonZeroU8::MIN,
             sandbox: SandboxSetting::Default,
+            auth: None,
         }
     }
 }

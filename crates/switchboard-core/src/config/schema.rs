@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 
 mod security;
 
-use security::{Auth, Sandbox, ServerSandbox};
+use security::{Auth, Sandbox, ServerSandbox, UpstreamAuth};
 
 /// A Switchboard config file (TOML). See docs/config.md.
 #[derive(JsonSchema, Default)]
@@ -487,6 +487,10 @@ struct Server {
     /// asks for it, a table replaces it (Linux).
     #[serde(skip_serializing_if = "Option::is_none")]
     sandbox: Option<ServerSandbox>,
+    /// HTTP: how the gateway authenticates itself to the server (a client-credentials
+    /// grant it runs and refreshes); instead of an Authorization header.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    auth: Option<UpstreamAuth>,
     /// false keeps the server configured but not started (default true).
     enabled: bool,
     /// Display name.
@@ -830,6 +834,7 @@ impl Default for Server {
             call_timeout: Duration::Millis(0),
             instances: None,
             sandbox: None,
+            auth: None,
             enabled: true,
             name: String::new(),
             tools: BTreeMap::new(),

@@ -11,7 +11,7 @@ use super::tree::{Node, Pos, Value};
 use super::validate::{Walk, is_name_text};
 
 /// Keys a server entry may carry (native and JSON forms together).
-pub(super) const SERVER_KEYS: [&str; 22] = [
+pub(super) const SERVER_KEYS: [&str; 23] = [
     "category",
     "limits",
     "cost",
@@ -30,6 +30,7 @@ pub(super) const SERVER_KEYS: [&str; 22] = [
     "call_timeout",
     "instances",
     "sandbox",
+    "auth",
     "tools",
     "enabled",
     "id",
@@ -172,6 +173,10 @@ impl Walk<'_> {
                 "sandbox" => {
                     let transport = transport_known.then_some(&server.transport);
                     server.sandbox = self.server_sandbox(value, *key_pos, &key_what, transport);
+                }
+                "auth" => {
+                    let transport = transport_known.then_some(&server.transport);
+                    server.auth = self.upstream_auth(value, *key_pos, &key_what, transport);
                 }
                 "tools" => {
                     for (tool, _, spec) in self.table(value, &key_what) {

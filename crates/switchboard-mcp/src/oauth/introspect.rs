@@ -25,7 +25,7 @@ pub struct Introspector {
 }
 
 /// `application/x-www-form-urlencoded` escaping of one value.
-fn form_escape(text: &str) -> String {
+pub(crate) fn form_escape(text: &str) -> String {
     text.bytes()
         .map(|b| match b {
             b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
@@ -36,20 +36,24 @@ fn form_escape(text: &str) -> String {
         .collect()
 }
 
+/// The HTTP Basic `Authorization` of an OAuth client at the authorization server: RFC 6749
+/// §2.3.1 form-escapes the id and the secret before the Basic encoding. `None` when they
+/// cannot be a header.
+pub(crate) fn client_basic(client_id: &str, client_secret: &str) -> Option<HeaderValue> {
+    let credentials = format!("{}:{}", form_escape(client_id), form_escape(client_secret));
+    let mut authorization = HeaderValue::from_str(&format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(credentials)
+    ))
+    .ok()?;
+    authorization.set_sensitive(true);
+    Some(authorization)
+}
+
 impl Introspector {
     pub fn new(settings: &Introspection) -> Result<Self, String> {
-        // RFC 6749 §2.3.1: the id and secret are form-escaped before Basic encoding.
-        let credentials = format!(
-            "{}:{}",
-            form_escape(&settings.client_id),
-            form_escape(settings.client_secret.expose())
-        );
-        let mut authorization = HeaderValue::from_str(&format!(
-            "Basic {}",
-            base64::engine::general_purpose::STANDARD.encode(credentials)
-        ))
-        .map_err(|_| "the introspection credentials cannot be a header".to_owned())?;
-        authorization.set_sensitive(true);
+        let authorization = client_basic(&settings.client_id, settings.client_secret.expose())
+            .ok_or_else(|| "the introspection credentials cannot be a header".to_owned())?;
         Ok(Self {
             endpoint: settings.endpoint.clone(),
             authorization,

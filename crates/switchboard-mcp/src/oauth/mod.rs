@@ -16,6 +16,7 @@
 mod cache;
 mod claims;
 mod introspect;
+pub(crate) use introspect::{client_basic, form_escape};
 mod jwt;
 mod keys;
 

@@ -91,6 +91,36 @@ pub(super) enum Algorithm {
     Ed25519,
 }
 
+/// `[servers.ID.auth]`: the OAuth 2.1 client-credentials grant the gateway runs for an HTTP
+/// server, so the server gets a token of the gateway's.
+#[derive(JsonSchema, Default)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+pub(super) struct UpstreamAuth {
+    /// The only grant the gateway runs for now.
+    grant: UpstreamGrant,
+    /// The authorization server's token endpoint (https://; http:// only on loopback).
+    #[schemars(regex(pattern = r"^(https?://|\$\{)"))]
+    token_endpoint: String,
+    client_id: String,
+    /// Use ${VAR} to keep it out of the file.
+    client_secret: String,
+    /// The scope asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    scope: Option<String>,
+    /// The RFC 8707 resource indicator: the server's canonical URL.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    resource: Option<String>,
+}
+
+#[derive(JsonSchema, Default)]
+#[serde(rename_all = "snake_case")]
+#[allow(dead_code)]
+pub(super) enum UpstreamGrant {
+    #[default]
+    ClientCredentials,
+}
+
 /// What a stdio server's process may use (Linux: rlimits, Landlock, no_new_privs).
 #[derive(JsonSchema, Default)]
 #[serde(default, deny_unknown_fields)]

@@ -17,6 +17,7 @@ use crate::config::sandbox::SANDBOX_KEYS;
 use crate::config::server::{SERVER_KEYS, TOOL_KEYS};
 use crate::config::tasks::TASKS_KEYS;
 use crate::config::tiers::LATENCY_KEYS;
+use crate::config::upstream_auth::UPSTREAM_AUTH_KEYS;
 use crate::config::validate::{GATEWAY_KEYS, ROOT_KEYS};
 
 fn schema() -> Value {
@@ -79,6 +80,10 @@ fn schema_and_validator_know_the_same_keys() {
         ("/$defs/Auth/properties", keys(&AUTH_KEYS, &[])),
         ("/$defs/Sandbox/properties", keys(&SANDBOX_KEYS, &[])),
         ("/$defs/Tasks/properties", keys(&TASKS_KEYS, &[])),
+        (
+            "/$defs/UpstreamAuth/properties",
+            keys(&UPSTREAM_AUTH_KEYS, &[]),
+        ),
     ];
     for (pointer, expected) in cases {
         assert_eq!(properties(&schema, pointer), expected, "{pointer}");

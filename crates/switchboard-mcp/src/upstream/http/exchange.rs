@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::header::{ACCEPT, CONTENT_TYPE};
-use http::{HeaderValue, Method, StatusCode};
+use http::{HeaderMap, HeaderValue, Method, StatusCode};
 
 use super::client::{Response, http_client};
 use super::headers::SESSION_ID;
@@ -68,6 +68,20 @@ impl Shared {
         }
     }
 
+    /// Puts the gateway's token for the server in `headers` (a new one when `renew`), if
+    /// the server has `[servers.ID.auth]`.
+    async fn authorize(&self, headers: &mut HeaderMap, renew: bool) -> Result<(), String> {
+        let Some(credentials) = &self.credentials else {
+            return Ok(());
+        };
+        let token = credentials
+            .authorization(renew)
+            .await
+            .map_err(|error| format!("server {}: {}", self.url, error.0))?;
+        headers.insert(http::header::AUTHORIZATION, token);
+        Ok(())
+    }
+
     /// One POST and whatever comes back.
     pub(super) async fn post(self: Arc<Self>, message: Message) {
         let id = match &message {
@@ -77,11 +91,25 @@ impl Shared {
         let is_initialize =
             matches!(&message, Message::Request { method, .. } if method == "initialize");
         let had_session = self.session().is_some();
-        let headers = self.post_headers(&message);
+        let mut headers = self.post_headers(&message);
         let body = Bytes::from(message.to_line());
-        let sent = http_client()
-            .send(Method::POST, &self.endpoint, headers, body)
+        if let Err(reason) = self.authorize(&mut headers, false).await {
+            return self.fail(id.as_ref(), reason).await;
+        }
+        let mut sent = http_client()
+            .send(Method::POST, &self.endpoint, headers.clone(), body.clone())
             .await;
+        // A token the server refuses (revoked, or expired early) is renewed once.
+        if self.credentials.is_some()
+            && matches!(&sent, Ok(response) if response.status() == StatusCode::UNAUTHORIZED)
+        {
+            if let Err(reason) = self.authorize(&mut headers, true).await {
+                return self.fail(id.as_ref(), reason).await;
+            }
+            sent = http_client()
+                .send(Method::POST, &self.endpoint, headers, body)
+                .await;
+        }
         let response = match sent {
             Ok(response) => response,
             Err(error) => {

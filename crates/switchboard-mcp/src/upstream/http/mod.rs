@@ -5,6 +5,7 @@
 //! commands).
 
 mod client;
+mod credentials;
 mod exchange;
 mod headers;
 mod legacy_sse;
@@ -16,6 +17,7 @@ use std::collections::BTreeMap;
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 
+pub use credentials::ClientCredentials;
 pub use legacy_sse::open_legacy_sse;
 pub use streamable::open_streamable_http;
 

@@ -41,6 +41,8 @@ pub(super) struct Shared {
     /// the HTTP → HTTP profile.
     pub(super) endpoint: Target,
     pub(super) headers: HeaderMap,
+    /// The gateway's own token for the server (`[servers.ID.auth]`).
+    pub(super) credentials: Option<Arc<super::ClientCredentials>>,
     pub(super) max_bytes: usize,
     pub(super) inbound: mpsc::Sender<Inbound>,
     pub(super) session: RwLock<Option<String>>,
@@ -61,6 +63,7 @@ pub fn open_streamable_http(
     server: &str,
     url: &str,
     headers: &BTreeMap<String, String>,
+    credentials: Option<Arc<super::ClientCredentials>>,
     max_message_bytes: usize,
 ) -> Result<Opened, TransportError> {
     let endpoint = Target::parse(url).map_err(TransportError::new)?;
@@ -70,6 +73,7 @@ pub fn open_streamable_http(
         url: url.to_owned(),
         endpoint,
         headers: header_map(headers)?,
+        credentials,
         max_bytes: max_message_bytes,
         inbound: inbound_tx,
         session: RwLock::new(None),
@@ -97,9 +101,14 @@ impl Shared {
         self.session.read().ok().and_then(|s| s.clone())
     }
 
-    /// The configured headers plus the version and session ones (for GET and DELETE too).
+    /// The configured headers plus the version and session ones (for GET and DELETE too),
+    /// and the gateway's token when it holds one (a POST makes sure it does:
+    /// [`Shared::authorize`]).
     pub(super) fn base_headers(&self) -> HeaderMap {
         let mut headers = self.headers.clone();
+        if let Some(token) = self.credentials.as_ref().and_then(|c| c.held()) {
+            headers.insert(http::header::AUTHORIZATION, token);
+        }
         if let Some(version) = self.version().and_then(|v| HeaderValue::from_str(&v).ok()) {
             headers.insert(VERSION_HEADER, version);
         }

@@ -245,9 +245,17 @@ impl Worker {
         let spec = &self.spec;
         match &spec.endpoint {
             Endpoint::Stdio(command) => stdio::spawn(&self.label, command),
-            Endpoint::StreamableHttp { url, headers } => {
-                http::open_streamable_http(&self.label, url, headers, spec.max_message_bytes)
-            }
+            Endpoint::StreamableHttp {
+                url,
+                headers,
+                credentials,
+            } => http::open_streamable_http(
+                &self.label,
+                url,
+                headers,
+                credentials.clone(),
+                spec.max_message_bytes,
+            ),
             Endpoint::Sse { url, headers } => {
                 http::open_legacy_sse(&self.label, url, headers, spec.max_message_bytes).await
             }

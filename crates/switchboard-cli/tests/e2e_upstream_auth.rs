@@ -1,0 +1,131 @@
+//! The gateway's own credentials to an HTTP server (`[servers.ID.auth]`), end to end: the
+//! test's authorization server issues client-credentials tokens, a recording MCP server
+//! answers with the `Authorization` header it got, and a real `switchboard serve --http` sits
+//! between a client and it. The server gets the gateway's token — audienced to the resource
+//! the config names, the client's own token never — the same token while it lives, a new
+//! one once it is about to expire; a wrong secret leaves the server down with the token
+//! endpoint's refusal in `status`.
+
+mod auth_server;
+mod support;
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use auth_server::*;
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use serde_json::{Value, json};
+use support::*;
+
+/// The claims of a JWT, unchecked (the test only reads what the gateway was given).
+fn claims(token: &str) -> Value {
+    let payload = token.split('.').nth(1).expect("a JWT");
+    let bytes = URL_SAFE_NO_PAD.decode(payload).expect("base64url");
+    serde_json::from_slice(&bytes).expect("JSON claims")
+}
+
+/// The bearer token the recording server saw on a `whoami` call through the gateway.
+async fn token_seen(url: &str) -> String {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "rec__whoami", "arguments": {},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities": {}}}});
+    let (status, answer, _) = post(url, Some("client-own-token"), body).await;
+    assert_eq!(status, 200, "{answer}");
+    let answer: Value = serde_json::from_str(&answer).expect("JSON");
+    let text = answer["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    text.strip_prefix("Bearer ")
+        .unwrap_or_else(|| panic!("the server got no bearer token: {answer}"))
+        .to_owned()
+}
+
+#[tokio::test]
+async fn an_http_server_gets_the_gateways_client_credentials_token_renewed_before_it_expires() {
+    let server = AuthServer::start().await;
+    let (upstream, seen) = recording_upstream().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "[servers.rec]\nurl = {upstream}\nera = \"legacy\"\n\
+             auth = {{ grant = \"client_credentials\", token_endpoint = {endpoint}, \
+             client_id = \"sdk-client\", client_secret = \"s3cret\", scope = \"short-lived\", \
+             resource = {upstream} }}\n",
+            upstream = quoted(&upstream),
+            endpoint = quoted(&format!("{}/token", server.issuer)),
+        ),
+    );
+    let gateway = HttpGateway::start(&config, &[]);
+
+    let first = token_seen(&gateway.url).await;
+    let granted = claims(&first);
+    assert_eq!(granted["client_id"], "sdk-client", "{granted}");
+    assert_eq!(
+        granted["aud"],
+        upstream.as_str(),
+        "audienced to the resource"
+    );
+    assert_eq!(granted["scope"], "short-lived", "{granted}");
+    // While it lives, the same token: one grant for the connection and this call.
+    let again = token_seen(&gateway.url).await;
+    assert_eq!(again, first);
+    assert_eq!(server.issued.load(Ordering::SeqCst), 1);
+    // Past most of its two seconds, a new one.
+    tokio::time::sleep(Duration::from_millis(2_100)).await;
+    let renewed = token_seen(&gateway.url).await;
+    assert_ne!(
+        renewed, first,
+        "a new token once the old one is about to expire"
+    );
+    assert_eq!(server.issued.load(Ordering::SeqCst), 2);
+    // The client's own token never reached the server.
+    let seen = seen.lock().expect("headers").clone();
+    assert!(
+        seen.iter()
+            .all(|header| !header.contains("client-own-token")),
+        "{seen:?}"
+    );
+}
+
+// The test waits for `status` on its own thread; the authorization server needs another.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_grant_leaves_the_server_down_saying_why() {
+    let server = AuthServer::start().await;
+    let (upstream, seen) = recording_upstream().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let admin = dir.path().join("admin.json");
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "[servers.rec]\nurl = {}\nera = \"legacy\"\n\
+             auth = {{ grant = \"client_credentials\", token_endpoint = {}, \
+             client_id = \"sdk-client\", client_secret = \"wrong\" }}\n",
+            quoted(&upstream),
+            quoted(&format!("{}/token", server.issuer)),
+        ),
+    );
+    let admin_arg = admin.display().to_string();
+    let _gateway = HttpGateway::start(&config, &["--admin-file", &admin_arg]);
+    let mut last = String::new();
+    let reported = wait_for(Duration::from_secs(10), || {
+        let status = run_switchboard(&config, &["status", "--json", "--admin-file", &admin_arg]);
+        last = String::from_utf8_lossy(&status.stdout).into_owned();
+        last.contains("refused the gateway's client credentials")
+            .then(|| last.clone())
+    });
+    let text =
+        reported.unwrap_or_else(|| panic!("status names the token endpoint's refusal: {last}"));
+    assert!(text.contains("invalid_client"), "{text}");
+    assert!(
+        !text.contains("wrong"),
+        "the secret stays out of status: {text}"
+    );
+    assert!(
+        seen.lock().expect("headers").is_empty(),
+        "nothing reached the server without a token"
+    );
+}
