@@ -28,10 +28,11 @@ pub struct TaskFigures {
 
 pub fn measure(bins: &Binaries, tasks: usize, ttl: Duration) -> anyhow::Result<TaskFigures> {
     let dir = tempfile::tempdir()?;
-    // One caller holds all the tasks: raise its bound above them (and the warm-up's).
+    // One caller holds all the tasks: raise the bounds above them (and the warm-up's).
     let upstream = format!(
-        "{}\n\n[gateway.tasks]\nmax_per_caller = {}\n",
+        "{}\n\n[gateway.tasks]\nmax_per_caller = {}\nmax_tasks = {}\n",
         targets::stdio_upstream(bins),
+        tasks + 100,
         tasks + 100
     );
     let (process, url) = targets::switchboard_http(bins, dir.path(), &upstream)?;

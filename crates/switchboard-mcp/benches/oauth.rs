@@ -4,6 +4,8 @@
 //! `ALG/first`, a token never seen (parse, signature, claims, agent), and `ALG/again`, the
 //! same token on a later call (its verified signature remembered: digest, claims, agent).
 //!
+//! `oauth_signature_floor/ALG` is ring's signature check alone, the part no verifier can skip.
+//!
 //! `cargo bench -p switchboard-mcp --bench oauth`
 
 use std::collections::BTreeSet;
@@ -138,6 +140,40 @@ fn bench(c: &mut Criterion) {
         });
     }
     group.finish();
+
+    // The floor: ring's signature check alone, with the public key already parsed — what
+    // any verifier pays for a token it has not seen, whatever else it does.
+    let mut floor = c.benchmark_group("oauth_signature_floor");
+    let message = b"eyJhbGciOiJFUzI1NiJ9.eyJpc3MiOiJodHRwczovL2FzLmV4YW1wbGUifQ";
+    let es_signature = es256(message);
+    let es_public = signature::UnparsedPublicKey::new(
+        &signature::ECDSA_P256_SHA256_FIXED,
+        point.clone(),
+    );
+    floor.bench_function("ES256", |b| {
+        b.iter(|| es_public.verify(message, &es_signature))
+    });
+    let ed_signature = eddsa(message);
+    let ed_public =
+        signature::UnparsedPublicKey::new(&signature::ED25519, ed.public_key().as_ref().to_vec());
+    floor.bench_function("EdDSA", |b| {
+        b.iter(|| ed_public.verify(message, &ed_signature))
+    });
+    let rs_signature = rs256(message);
+    let rs_public = signature::RsaPublicKeyComponents {
+        n: components.n.clone(),
+        e: components.e.clone(),
+    };
+    floor.bench_function("RS256", |b| {
+        b.iter(|| {
+            rs_public.verify(
+                &signature::RSA_PKCS1_2048_8192_SHA256,
+                message,
+                &rs_signature,
+            )
+        })
+    });
+    floor.finish();
 }
 
 criterion_group!(benches, bench);
