@@ -256,3 +256,58 @@ fn the_reference_servers_run_under_the_gateways_default_sandbox() {
     assert_eq!(texts[1].trim(), "hello from the sandbox");
     assert!(texts[2].contains("Europe/Berlin"), "{}", texts[2]);
 }
+
+/// `servers add` writes the sandbox its flags ask for into the entry, and the running
+/// gateway starts the new server in it (`status` says so).
+#[test]
+fn servers_add_carries_a_sandbox() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = support::live::two_servers(dir.path());
+    let live = support::live::Live::start(dir.path(), config.clone(), &[]);
+    let fixture = fixture();
+    let added = live.json(&[
+        "servers",
+        "add",
+        "boxed",
+        "--json",
+        "--memory",
+        "1GiB",
+        "--network",
+        "loopback",
+        "--",
+        &fixture,
+        "echo",
+    ]);
+    assert_eq!(added["servers"][0]["state"], "up", "{added}");
+    let written = std::fs::read_to_string(&config).expect("read");
+    assert!(
+        written.ends_with("sandbox = { memory = \"1GiB\", network = \"loopback\" }\n"),
+        "{written}"
+    );
+    let status = live.status();
+    let boxed = status["servers"]
+        .as_array()
+        .and_then(|servers| servers.iter().find(|s| s["server"] == "boxed"))
+        .expect("boxed in status");
+    assert_eq!(
+        boxed["sandbox"]["limits"],
+        json!(["memory 1073741824"]),
+        "{boxed:#}"
+    );
+    // The flags go with stdio servers only, and refuse --no-sandbox beside a setting.
+    let refused = live.cli(&[
+        "servers",
+        "add",
+        "web",
+        "--url",
+        "http://127.0.0.1:9/mcp",
+        "--network",
+        "none",
+    ]);
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("stdio server"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+}

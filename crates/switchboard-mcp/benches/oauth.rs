@@ -146,10 +146,8 @@ fn bench(c: &mut Criterion) {
     let mut floor = c.benchmark_group("oauth_signature_floor");
     let message = b"eyJhbGciOiJFUzI1NiJ9.eyJpc3MiOiJodHRwczovL2FzLmV4YW1wbGUifQ";
     let es_signature = es256(message);
-    let es_public = signature::UnparsedPublicKey::new(
-        &signature::ECDSA_P256_SHA256_FIXED,
-        point.clone(),
-    );
+    let es_public =
+        signature::UnparsedPublicKey::new(&signature::ECDSA_P256_SHA256_FIXED, point.clone());
     floor.bench_function("ES256", |b| {
         b.iter(|| es_public.verify(message, &es_signature))
     });

@@ -99,6 +99,7 @@ async fn apply_persists_one_entry_and_refuses_stale_revisions() {
             },
             enabled: None,
             trust: None,
+            sandbox: None,
         },
     };
 
@@ -182,6 +183,7 @@ async fn a_change_that_would_make_the_file_invalid_is_refused_with_its_place() {
             },
             enabled: None,
             trust: None,
+            sandbox: None,
         },
     };
     let refused = host

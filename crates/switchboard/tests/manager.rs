@@ -45,6 +45,7 @@ fn stdio(args: &[&str]) -> ServerEntry {
         },
         enabled: None,
         trust: None,
+        sandbox: None,
     }
 }
 

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use switchboard::live::apply_offline;
 use switchboard::{Change, ChangeReport};
 use switchboard_core::config::Config;
-use switchboard_core::config::edit::{EntryTransport, ServerEntry};
+use switchboard_core::config::edit::{EntrySandbox, EntryTransport, ServerEntry};
 
 use crate::admin::client::AdminClient;
 use crate::output::{print_json, print_line};
@@ -119,9 +119,56 @@ struct AddArgs {
     #[arg(long)]
     disabled: bool,
     #[command(flatten)]
+    sandbox: SandboxArgs,
+    #[command(flatten)]
     guard: Guard,
     #[command(flatten)]
     common: Common,
+}
+
+/// A new stdio server's sandbox (docs/sandbox.md). None of these: the gateway's default.
+#[derive(Debug, clap::Args)]
+struct SandboxArgs {
+    /// Run it in the gateway's default sandbox ([gateway.sandbox]; sandbox = true).
+    #[arg(long, conflicts_with = "no_sandbox")]
+    sandbox: bool,
+    /// Run it without a sandbox (sandbox = false), whatever the gateway's default.
+    #[arg(long)]
+    no_sandbox: bool,
+    /// A directory it may write (Landlock; repeatable): only these are writable.
+    #[arg(long, value_name = "DIR", conflicts_with = "no_sandbox")]
+    writable: Vec<String>,
+    /// A directory it may read besides the system's (Landlock; repeatable).
+    #[arg(long, value_name = "DIR", conflicts_with = "no_sandbox")]
+    readable: Vec<String>,
+    /// Its network: none, loopback or any.
+    #[arg(long, value_name = "MODE", conflicts_with = "no_sandbox")]
+    network: Option<String>,
+    /// Its address space, e.g. 1GiB (RLIMIT_AS).
+    #[arg(long, value_name = "SIZE", conflicts_with = "no_sandbox")]
+    memory: Option<String>,
+    /// Its CPU time, e.g. 10m (RLIMIT_CPU).
+    #[arg(long, value_name = "TIME", conflicts_with = "no_sandbox")]
+    cpu: Option<String>,
+    /// The unprivileged user it runs as (when the gateway runs as root).
+    #[arg(long, value_name = "NAME", conflicts_with = "no_sandbox")]
+    user: Option<String>,
+}
+
+impl SandboxArgs {
+    /// The entry's `sandbox`, if any flag asks for one.
+    fn entry(&self) -> Option<EntrySandbox> {
+        let sandbox = EntrySandbox {
+            off: self.no_sandbox,
+            memory: self.memory.clone(),
+            cpu: self.cpu.clone(),
+            user: self.user.clone(),
+            network: self.network.clone(),
+            readable: self.readable.clone(),
+            writable: self.writable.clone(),
+        };
+        (self.sandbox || sandbox != EntrySandbox::default()).then_some(sandbox)
+    }
 }
 
 #[derive(Debug, clap::Args)]
@@ -152,8 +199,13 @@ pub async fn run(config: Option<&Path>, args: ServersArgs) -> anyhow::Result<Exi
             let entry = entry_of(&add.entry)?.context(
                 "say how to reach the server: `-- COMMAND ARGS...`, --url URL or --builtin NAME",
             )?;
+            let sandbox = add.sandbox.entry();
+            if sandbox.is_some() && !matches!(entry.transport, EntryTransport::Stdio { .. }) {
+                bail!("the sandbox flags go with a stdio server's `-- COMMAND ARGS...`");
+            }
             let entry = ServerEntry {
                 enabled: add.disabled.then_some(false),
+                sandbox: sandbox.map(Box::new),
                 ..entry
             };
             let change = Change::Add {
@@ -254,6 +306,7 @@ fn entry_of(args: &EntryArgs) -> anyhow::Result<Option<ServerEntry>> {
         transport,
         enabled: None,
         trust: None,
+        sandbox: None,
     }))
 }
 

@@ -76,6 +76,7 @@ fn default_text(current: &Config, format: Format) -> Result<String, ChangeError>
                 transport: EntryTransport::Builtin { name: name.clone() },
                 enabled: (!server.enabled).then_some(false),
                 trust: None,
+                sandbox: None,
             };
             text = edit::add_server(&text, format, &server.id, &entry)
                 .map_err(ChangeError::from_edit)?;

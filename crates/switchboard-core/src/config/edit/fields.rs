@@ -1,10 +1,11 @@
 //! The keys and values of a new server entry before either format writes them: the transport's
 //! keys in the order a person writes them (`command`, `args`, `env`, `cwd`; `url`, the SSE
-//! marker, `headers`; `builtin`), then `trust`, shared by the TOML and the JSON editors.
+//! marker, `headers`; `builtin`), then `sandbox` and `trust`, shared by the TOML and the JSON
+//! editors.
 
 use std::collections::BTreeMap;
 
-use super::EntryTransport;
+use super::{EntrySandbox, EntryTransport};
 use crate::config::Trust;
 
 /// A value of a new entry.
@@ -13,6 +14,8 @@ pub(super) enum Field {
     List(Vec<String>),
     Map(Vec<(String, String)>),
     Bool(bool),
+    /// An inline table of mixed values (a sandbox).
+    Table(Vec<(&'static str, Field)>),
 }
 
 impl Field {
@@ -60,6 +63,35 @@ pub(super) fn transport_fields(
         EntryTransport::Builtin { name } => fields.push(("builtin", Field::text(name))),
     }
     fields
+}
+
+/// The `sandbox` key of a new entry: `false`, `true`, or the table of what was set.
+pub(super) fn sandbox_field(sandbox: &EntrySandbox) -> (&'static str, Field) {
+    if sandbox.off {
+        return ("sandbox", Field::Bool(false));
+    }
+    let mut keys = Vec::new();
+    for (key, value) in [
+        ("memory", &sandbox.memory),
+        ("cpu", &sandbox.cpu),
+        ("user", &sandbox.user),
+        ("network", &sandbox.network),
+    ] {
+        keys.extend(value.as_deref().map(|value| (key, Field::text(value))));
+    }
+    for (key, paths) in [
+        ("readable", &sandbox.readable),
+        ("writable", &sandbox.writable),
+    ] {
+        if !paths.is_empty() {
+            keys.push((key, Field::List(paths.clone())));
+        }
+    }
+    if keys.is_empty() {
+        ("sandbox", Field::Bool(true))
+    } else {
+        ("sandbox", Field::Table(keys))
+    }
 }
 
 /// The `trust` key of a new entry.

@@ -2,7 +2,7 @@
 //! escaped by `serde_json`, on one line (`{"command": "npx", "args": ["-y"]}`) or one key a
 //! line.
 
-use super::fields::{Field, transport_fields, trust_field};
+use super::fields::{Field, sandbox_field, transport_fields, trust_field};
 use super::json::Form;
 use super::{EntryTransport, ServerEntry};
 
@@ -24,6 +24,7 @@ pub(super) fn fields(form: Form, id: &str, entry: &ServerEntry) -> Vec<(&'static
     // VS Code's "type" above already says "sse".
     let sse_key = (form != Form::VsCode).then_some("type");
     fields.extend(transport_fields(&entry.transport, sse_key));
+    fields.extend(entry.sandbox.as_deref().map(sandbox_field));
     fields.extend(entry.trust.map(trust_field));
     match (entry.enabled, form) {
         (None, _) => {}
@@ -49,6 +50,13 @@ fn scalar(field: &Field, pad: bool) -> String {
             let entries: Vec<String> = entries
                 .iter()
                 .map(|(k, v)| format!("{}: {}", quote(k), quote(v)))
+                .collect();
+            braces(&entries.join(", "), pad)
+        }
+        Field::Table(entries) => {
+            let entries: Vec<String> = entries
+                .iter()
+                .map(|(k, v)| format!("{}: {}", quote(k), scalar(v, pad)))
                 .collect();
             braces(&entries.join(", "), pad)
         }

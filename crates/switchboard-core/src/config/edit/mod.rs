@@ -71,6 +71,31 @@ pub struct ServerEntry {
     /// written (the server's trust is then `auto`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trust: Option<super::Trust>,
+    /// Some: written as the entry's `sandbox` (a stdio server's; see [`EntrySandbox`]).
+    /// None: the key is not written (the gateway's default sandbox applies).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<Box<EntrySandbox>>,
+}
+
+/// The `sandbox` of a new stdio server entry, as the user asked for it: `off` writes
+/// `sandbox = false`; nothing set writes `sandbox = true` (the gateway's default sandbox);
+/// otherwise a table of the keys set (strings kept verbatim, `${VAR}` included).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct EntrySandbox {
+    #[serde(default)]
+    pub off: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub readable: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub writable: Vec<String>,
 }
 
 /// Why an edit could not be made. The text is never half-edited: an error leaves it as it was.

@@ -55,6 +55,7 @@ fn github() -> ServerEntry {
         },
         enabled: None,
         trust: None,
+        sandbox: None,
     }
 }
 
@@ -75,6 +76,7 @@ fn legacy_sse(enabled: Option<bool>) -> ServerEntry {
         },
         enabled,
         trust: None,
+        sandbox: None,
     }
 }
 
@@ -92,6 +94,7 @@ fn clock() -> ServerEntry {
         },
         enabled: None,
         trust: None,
+        sandbox: None,
     }
 }
 

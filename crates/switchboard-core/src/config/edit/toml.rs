@@ -9,7 +9,7 @@
 use toml_edit::{Array, DocumentMut, InlineTable, Item, Table, Value};
 
 use super::diff::replay;
-use super::fields::{Field, transport_fields, trust_field};
+use super::fields::{Field, sandbox_field, transport_fields, trust_field};
 use super::toml_tables::{
     attached, keep_detached_comments, last_position, prefix_of, shift_positions,
 };
@@ -228,9 +228,9 @@ fn append_inline(table: &mut InlineTable, key: &str, mut value: Value) {
     table.insert(key, value);
 }
 
-/// The keys of a new server table, in the order a person writes them.
-fn entry_values(entry: &ServerEntry) -> Vec<(&'static str, Value)> {
-    let value = |field: Field| match field {
+/// A new entry's value as TOML.
+fn value(field: Field) -> Value {
+    match field {
         Field::Text(text) => Value::from(text),
         Field::List(items) => Value::Array(items.iter().map(String::as_str).collect::<Array>()),
         Field::Map(entries) => Value::InlineTable(
@@ -240,9 +240,20 @@ fn entry_values(entry: &ServerEntry) -> Vec<(&'static str, Value)> {
                 .collect(),
         ),
         Field::Bool(flag) => Value::from(flag),
-    };
+        Field::Table(entries) => Value::InlineTable(
+            entries
+                .into_iter()
+                .map(|(key, field)| (key, value(field)))
+                .collect(),
+        ),
+    }
+}
+
+/// The keys of a new server table, in the order a person writes them.
+fn entry_values(entry: &ServerEntry) -> Vec<(&'static str, Value)> {
     transport_fields(&entry.transport, Some("transport"))
         .into_iter()
+        .chain(entry.sandbox.as_deref().map(sandbox_field))
         .chain(entry.trust.map(trust_field))
         .map(|(key, field)| (key, value(field)))
         .chain(

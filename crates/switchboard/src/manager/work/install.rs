@@ -192,6 +192,7 @@ impl Job<'_> {
             transport: transport_of(launch, env),
             enabled: None,
             trust: Some(self.settings.trust),
+            sandbox: None,
         };
         let installed = Installed {
             server: server_id.clone(),

@@ -430,3 +430,25 @@ fn server_text_ids_and_syntax_errors() {
     }
     assert!(server_ids(&"[".repeat(10_000), Format::Json).is_err());
 }
+
+#[test]
+fn add_writes_the_sandbox_in_json_too() {
+    let sandboxed = ServerEntry {
+        sandbox: Some(Box::new(EntrySandbox {
+            network: Some("none".into()),
+            readable: vec!["/srv/data".into()],
+            ..EntrySandbox::default()
+        })),
+        ..github()
+    };
+    let new = add_server(JSONC, Format::Json, "github", &sandboxed).expect("added");
+    assert!(
+        new.contains(r#""sandbox": {"network": "none", "readable": ["/srv/data"]}"#),
+        "{new}"
+    );
+    let config = json(&new);
+    let sandbox = config
+        .sandbox_of(server(&config, "github").expect("github"))
+        .expect("a sandbox");
+    assert_eq!(sandbox.network, crate::config::NetworkAccess::None);
+}

@@ -348,3 +348,47 @@ fn syntax_errors_have_places() {
         Err(EditError::Unsupported(_))
     ));
 }
+
+#[test]
+fn add_writes_the_sandbox_after_the_transport() {
+    let sandboxed = ServerEntry {
+        sandbox: Some(Box::new(EntrySandbox {
+            network: Some("none".into()),
+            memory: Some("1GiB".into()),
+            writable: vec!["/srv/work".into()],
+            ..EntrySandbox::default()
+        })),
+        ..github()
+    };
+    let new = add_server("", Format::Toml, "github", &sandboxed).expect("added");
+    assert!(
+        new.ends_with(
+            "sandbox = { memory = \"1GiB\", network = \"none\", writable = [\"/srv/work\"] }\n"
+        ),
+        "{new}"
+    );
+    let config = toml(&new);
+    let sandbox = config
+        .sandbox_of(server(&config, "github").expect("github"))
+        .expect("a sandbox");
+    assert_eq!(sandbox.network, crate::config::NetworkAccess::None);
+    // Asked for with no setting: the gateway's default; asked off: none.
+    for (asked, written) in [
+        (EntrySandbox::default(), "sandbox = true\n"),
+        (
+            EntrySandbox {
+                off: true,
+                ..EntrySandbox::default()
+            },
+            "sandbox = false\n",
+        ),
+    ] {
+        let entry = ServerEntry {
+            sandbox: Some(Box::new(asked)),
+            ..github()
+        };
+        let new = add_server("", Format::Toml, "github", &entry).expect("added");
+        assert!(new.ends_with(written), "{new}");
+        toml(&new);
+    }
+}
