@@ -259,3 +259,43 @@ async fn unknown_tools_and_full_callers_get_no_task() {
         .await
         .expect("another caller's task");
 }
+
+/// A finished task makes room only once its result was fetched: a summary (a 2025-11-25
+/// `tasks/get`) leaves it to be fetched, a full look (a 2026-07-28 `tasks/get`) fetches it.
+#[tokio::test]
+async fn a_result_not_yet_fetched_is_kept_when_the_caller_is_full() {
+    let (host, _) = host(1).await;
+    let ctx = voice();
+    let owner = TaskOwner::of(&ctx);
+    let task = host
+        .start_task(ctx.clone(), wait(0), None)
+        .await
+        .expect("task");
+    let ended = async {
+        while !host
+            .task_summary(&owner, &task.id)
+            .expect("task")
+            .status
+            .is_terminal()
+        {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(5), ended)
+        .await
+        .expect("the task ended");
+    assert_eq!(
+        host.start_task(ctx.clone(), wait(0), None).await.err(),
+        Some(TaskError::TooMany(1)),
+        "its result is still to be fetched"
+    );
+    assert!(
+        host.task_status(&owner, &task.id)
+            .expect("task")
+            .end
+            .is_some()
+    );
+    host.start_task(ctx.clone(), wait(0), None)
+        .await
+        .expect("room once fetched");
+}

@@ -207,9 +207,15 @@ pub trait Backend: Send + Sync + 'static {
         Box::pin(async move { Err(TaskError::UnknownTool(call.name)) })
     }
 
-    /// The caller's task as it stands.
-    fn task(&self, owner: &TaskOwner, id: &str) -> BoxFuture<'_, Result<TaskView, TaskError>> {
-        let _ = owner;
+    /// The caller's task as it stands; `with_result`: with its result, error or questions
+    /// (a 2026-07-28 `tasks/get` inlines them, which counts as the result fetched).
+    fn task(
+        &self,
+        owner: &TaskOwner,
+        id: &str,
+        with_result: bool,
+    ) -> BoxFuture<'_, Result<TaskView, TaskError>> {
+        let _ = (owner, with_result);
         let id = id.to_owned();
         Box::pin(async move { Err(TaskError::UnknownTask(id)) })
     }

@@ -233,7 +233,12 @@ impl Dispatcher {
             .to_owned();
         match (method, era) {
             ("tasks/get", _) => {
-                let view = self.backend.task(&owner, &id).await.map_err(rpc_error)?;
+                let modern = era == RequestEra::Modern;
+                let view = self
+                    .backend
+                    .task(&owner, &id, modern)
+                    .await
+                    .map_err(rpc_error)?;
                 Ok(match era {
                     RequestEra::Legacy => Value::Object(fields(&view, era)),
                     RequestEra::Modern => detailed(&view),

@@ -112,8 +112,17 @@ impl Backend for Host {
         Box::pin(Host::start_relayed_task(self, ctx, call, ttl))
     }
 
-    fn task(&self, owner: &TaskOwner, id: &str) -> BoxFuture<'_, Result<TaskView, TaskError>> {
-        let view = self.task_status(owner, id);
+    fn task(
+        &self,
+        owner: &TaskOwner,
+        id: &str,
+        with_result: bool,
+    ) -> BoxFuture<'_, Result<TaskView, TaskError>> {
+        let view = if with_result {
+            self.task_status(owner, id)
+        } else {
+            self.task_summary(owner, id)
+        };
         Box::pin(async move { view })
     }
 

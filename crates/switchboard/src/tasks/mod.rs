@@ -205,6 +205,11 @@ impl Host {
         Ok(view)
     }
 
+    /// The caller's task `id` without its result or questions (which it leaves unfetched).
+    pub fn task_summary(&self, owner: &TaskOwner, id: &str) -> Result<TaskView, TaskError> {
+        Ok(self.owned_task(owner, id)?.summary())
+    }
+
     /// Waits until the caller's task `id` has ended and returns it. While it waits, the
     /// task's questions go to `ctx`'s caller when it can answer them (the 2025-11-25 era
     /// asks over the stream of `tasks/result`), each tagged with the task.
