@@ -129,3 +129,53 @@ async fn a_refused_grant_leaves_the_server_down_saying_why() {
         "nothing reached the server without a token"
     );
 }
+
+/// An MCP server over HTTP (legacy era) that refuses the first bearer token it is sent, as
+/// a server does with a token revoked before it expired, and answers `whoami` with the
+/// token of every later request.
+async fn revoking_upstream() -> String {
+    use axum::response::IntoResponse;
+    let revoked = std::sync::Arc::new(std::sync::Mutex::new(None::<String>));
+    let handler = move |headers: axum::http::HeaderMap, axum::Json(message): axum::Json<Value>| {
+        let revoked = revoked.clone();
+        async move {
+            let token = authorization_of(&headers);
+            let refused = {
+                let mut first = revoked.lock().expect("revoked");
+                *first.get_or_insert_with(|| token.clone()) == token
+            };
+            if refused {
+                return axum::http::StatusCode::UNAUTHORIZED.into_response();
+            }
+            whoami_answer(&headers, &message)
+        }
+    };
+    serve_mcp(handler).await
+}
+
+/// A server that refuses the gateway's token (revoked early) gets a new one at once: the
+/// request is sent again with it, and the client never sees the refusal.
+#[tokio::test]
+async fn a_token_the_server_refuses_is_renewed_and_the_request_sent_again() {
+    let server = AuthServer::start().await;
+    let upstream = revoking_upstream().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "[servers.rec]\nurl = {}\nera = \"legacy\"\n\
+             auth = {{ grant = \"client_credentials\", token_endpoint = {}, \
+             client_id = \"sdk-client\", client_secret = \"s3cret\" }}\n",
+            quoted(&upstream),
+            quoted(&format!("{}/token", server.issuer)),
+        ),
+    );
+    let gateway = HttpGateway::start(&config, &[]);
+    let token = token_seen(&gateway.url).await;
+    assert_eq!(claims(&token)["client_id"], "sdk-client");
+    assert_eq!(
+        server.issued.load(Ordering::SeqCst),
+        2,
+        "the refused token and its replacement"
+    );
+}

@@ -276,29 +276,48 @@ pub async fn recording_upstream() -> (String, Arc<std::sync::Mutex<Vec<String>>>
                     format!("{name}: {}", String::from_utf8_lossy(value.as_bytes()))
                 }));
             }
-            let authorization = headers
-                .get("authorization")
-                .and_then(|value| value.to_str().ok())
-                .unwrap_or("none")
-                .to_owned();
-            let result = match message["method"].as_str() {
-                Some("initialize") => {
-                    json!({"protocolVersion": message["params"]["protocolVersion"],
-                    "capabilities": {"tools": {}}, "serverInfo": {"name": "rec", "version": "1"}})
-                }
-                Some("tools/list") => json!({"tools": [{"name": "whoami",
-                    "inputSchema": {"type": "object"}}]}),
-                Some("tools/call") => json!({"content": [{"type": "text", "text": authorization}]}),
-                _ => return axum::http::StatusCode::ACCEPTED.into_response(),
-            };
-            Json(json!({"jsonrpc": "2.0", "id": message["id"], "result": result})).into_response()
+            whoami_answer(&headers, &message)
         }
     };
+    (serve_mcp(handler).await, seen)
+}
+
+/// The `Authorization` header of a request, or "none".
+pub fn authorization_of(headers: &axum::http::HeaderMap) -> String {
+    headers
+        .get("authorization")
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or("none")
+        .to_owned()
+}
+
+/// A legacy-era MCP server's answer to `message` (JSON, one tool `whoami` that answers the
+/// `Authorization` header it was sent).
+pub fn whoami_answer(headers: &axum::http::HeaderMap, message: &Value) -> axum::response::Response {
+    let result = match message["method"].as_str() {
+        Some("initialize") => json!({"protocolVersion": message["params"]["protocolVersion"],
+            "capabilities": {"tools": {}}, "serverInfo": {"name": "rec", "version": "1"}}),
+        Some("tools/list") => json!({"tools": [{"name": "whoami",
+            "inputSchema": {"type": "object"}}]}),
+        Some("tools/call") => {
+            json!({"content": [{"type": "text", "text": authorization_of(headers)}]})
+        }
+        _ => return axum::http::StatusCode::ACCEPTED.into_response(),
+    };
+    Json(json!({"jsonrpc": "2.0", "id": message["id"], "result": result})).into_response()
+}
+
+/// Serves `handler` at `/mcp` on 127.0.0.1; its URL.
+pub async fn serve_mcp<H, T>(handler: H) -> String
+where
+    H: axum::handler::Handler<T, ()>,
+    T: 'static,
+{
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
     let url = format!("http://{}/mcp", listener.local_addr().expect("address"));
     let app = axum::Router::new().route("/mcp", axum::routing::post(handler));
     tokio::spawn(async move { axum::serve(listener, app).await });
-    (url, seen)
+    url
 }
