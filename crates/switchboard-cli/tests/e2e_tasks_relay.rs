@@ -135,3 +135,46 @@ fn cancelling_a_relayed_task_cancels_it_at_the_server_and_in_the_ledger() {
     let row = recorded.expect("the task's call is in the ledger");
     assert_eq!(row["outcome"], "cancelled", "{row}");
 }
+
+/// Two clients' tasks on the one stdio server at once: each server question, tagged with its
+/// task (`related-task`), reaches the client whose task it is — not refused as ambiguous, as
+/// an untagged request with calls of two clients in flight would be.
+#[test]
+fn two_clients_questions_on_one_server_reach_each_its_own() {
+    let (_dir, _config, gateway) = everything_gateway();
+    let run = |topic: &'static str| {
+        let url = gateway.url.clone();
+        std::thread::spawn(move || {
+            let args = format!(r#"{{"topic":"{topic}","ambiguous":true}}"#);
+            tasks_client(
+                &url,
+                &[
+                    "research",
+                    "--tool",
+                    "everything__simulate-research-query",
+                    "--args",
+                    &args,
+                ],
+            )
+        })
+    };
+    let (python, tasks) = (run("python"), run("tasks"));
+    for (topic, client, chosen) in [
+        ("python", python, "programming"),
+        ("tasks", tasks, "technical"),
+    ] {
+        let (events, success, stderr) = client.join().expect("client thread");
+        assert!(success, "{topic}: {stderr}\n{events:?}");
+        assert_eq!(
+            of_kind(&events, "elicitation").len(),
+            1,
+            "{topic}: its question reached it: {events:?}"
+        );
+        let result = &of_kind(&events, "result")[0]["result"];
+        let text = result["content"][0]["text"].as_str().unwrap_or_default();
+        assert!(
+            text.contains(&format!("Research Report: {topic} ({chosen})")),
+            "{topic}: its answer reached its task: {text}"
+        );
+    }
+}

@@ -45,6 +45,9 @@ struct Shared {
     /// Callers of requests in flight, oldest first: where this server's own requests and log
     /// messages are relayed ([`Shared::route`]).
     callers: Mutex<Vec<(i64, Arc<dyn CallerChannel>)>>,
+    /// The server's own tasks the gateway follows, by their id, with the caller each
+    /// belongs to: a server request tagged with one (`related-task`) goes to that caller.
+    tasks: Mutex<HashMap<String, Arc<dyn CallerChannel>>>,
 }
 
 /// Where a server's own request or log message goes.
@@ -57,6 +60,23 @@ enum Route {
 }
 
 impl Shared {
+    /// The caller of the server's task a message names in its `related-task` `_meta`, if
+    /// the gateway follows that task for a caller that can take `method`.
+    fn route_task(&self, method: &str, params: Option<&Value>) -> Option<Route> {
+        let task = params?
+            .get("_meta")?
+            .get(switchboard_core::task::RELATED_TASK_META)?
+            .get("taskId")?
+            .as_str()?;
+        let tasks = self.tasks.lock().ok()?;
+        let caller = tasks.get(task)?;
+        Some(if caller.supports(method) {
+            Route::Caller(caller.clone())
+        } else {
+            Route::Nobody
+        })
+    }
+
     /// Routes a server message of `method`. One that came on the response stream of request
     /// `of` (Streamable HTTP) belongs to that request's caller. Elsewhere (a stdio server, a
     /// GET stream) MCP does not say which call it belongs to: it goes to the most recent
@@ -101,6 +121,20 @@ pub struct RpcClient {
     tasks: super::tasks::UpstreamTasks,
 }
 
+/// Routes a followed server task's requests to its caller while it lives.
+pub(super) struct TaskRoute<'a> {
+    client: &'a RpcClient,
+    id: String,
+}
+
+impl Drop for TaskRoute<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut tasks) = self.client.shared.tasks.lock() {
+            tasks.remove(&self.id);
+        }
+    }
+}
+
 impl RpcClient {
     /// Starts reading the transport's inbound channel. Events (list changes) go to `events`;
     /// `label` names the connection in logs.
@@ -114,6 +148,7 @@ impl RpcClient {
             pending: Mutex::default(),
             progress: Mutex::default(),
             callers: Mutex::default(),
+            tasks: Mutex::default(),
         });
         let (closed_tx, closed) = watch::channel(None);
         let client = Arc::new(Self {
@@ -281,6 +316,18 @@ impl RpcClient {
             .map_err(|error| ClientError::Disconnected(error.0))
     }
 
+    /// Sends the requests the server tags with its task `id` to `caller` until the guard is
+    /// dropped (see [`super::tasks`]).
+    pub(super) fn route_task_to(&self, id: &str, caller: Arc<dyn CallerChannel>) -> TaskRoute<'_> {
+        if let Ok(mut tasks) = self.shared.tasks.lock() {
+            tasks.insert(id.to_owned(), caller);
+        }
+        TaskRoute {
+            client: self,
+            id: id.to_owned(),
+        }
+    }
+
     /// Sends a request whose answer nobody waits for (and is dropped when it comes), from
     /// code that cannot wait: a drop guard telling a server its task is abandoned.
     pub fn send_detached(&self, method: &str, params: Map<String, Value>) {
@@ -382,7 +429,9 @@ async fn read_loop(
             }
             Message::Request { id, method, params } => {
                 let transport = transport.clone();
-                let route = shared.route(&method, of.as_ref());
+                let route = shared
+                    .route_task(&method, params.as_ref())
+                    .unwrap_or_else(|| shared.route(&method, of.as_ref()));
                 tokio::spawn(async move {
                     let reply = answer_server_request(id, &method, params, route).await;
                     let _ = transport.send(reply).await;
@@ -586,6 +635,7 @@ mod tests {
             pending: Mutex::default(),
             progress: Mutex::default(),
             callers: Mutex::new(callers),
+            tasks: Mutex::default(),
         }
     }
 
@@ -626,6 +676,31 @@ mod tests {
             routed_to(shared(&[]).route("elicitation/create", None)),
             "nobody"
         );
+    }
+
+    #[test]
+    fn a_request_tagged_with_a_followed_task_goes_to_that_tasks_caller() {
+        let two_clients = shared(&[(1, 7, "alice"), (2, 8, "bob")]);
+        let bob: Arc<dyn CallerChannel> = Arc::new(Client {
+            key: 8,
+            name: "bob's task",
+        });
+        if let Ok(mut tasks) = two_clients.tasks.lock() {
+            tasks.insert("t-1".to_owned(), bob);
+        }
+        let tagged = |task: &str| json!({"_meta": {switchboard_core::task::RELATED_TASK_META: {"taskId": task}}});
+        let route = two_clients.route_task("elicitation/create", Some(&tagged("t-1")));
+        assert!(
+            route.is_some_and(|route| routed_to(route).contains("bob's task")),
+            "the task says whose it is"
+        );
+        assert!(
+            two_clients
+                .route_task("elicitation/create", Some(&tagged("t-2")))
+                .is_none(),
+            "a task the gateway does not follow: routed as any request"
+        );
+        assert!(two_clients.route_task("elicitation/create", None).is_none());
     }
 
     #[tokio::test]

@@ -170,6 +170,12 @@ impl RpcClient {
         if let Some(caller) = &ctx.caller {
             caller.task_created();
         }
+        // Requests the server tags with this task reach this call's caller, whoever else
+        // has calls in flight on the server.
+        let _routed = ctx
+            .caller
+            .as_ref()
+            .map(|caller| self.route_task_to(&id, caller.clone()));
         // Until the server's task has ended, leaving this function any other way (cancelled,
         // past the call's deadline, dropped) tells the server to cancel it.
         let mut abandon = Abandon {
