@@ -72,6 +72,11 @@ impl RpcError {
 /// The client capability a server's request to its client needs (`sampling/createMessage` →
 /// `sampling`, `elicitation/create` → `elicitation`, `roots/list` → `roots`); `None` for
 /// any other method.
+/// The requests a server may make of its client during a call (sampling, elicitation, roots),
+/// each needing the client capability [`client_capability_for`] names.
+pub const CLIENT_REQUEST_METHODS: [&str; 3] =
+    ["elicitation/create", "sampling/createMessage", "roots/list"];
+
 pub fn client_capability_for(method: &str) -> Option<&'static str> {
     match method {
         "sampling/createMessage" => Some("sampling"),

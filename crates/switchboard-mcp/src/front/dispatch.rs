@@ -408,15 +408,6 @@ impl Dispatcher {
         }
     }
 
-    /// The caller of a request with this context.
-    pub(super) fn caller_of(&self, ctx: &CallContext) -> Caller {
-        Caller::new(
-            ctx.agent.clone().or_else(|| self.agent.clone()),
-            ctx.session.clone().or_else(|| self.session.clone()),
-        )
-        .with_tier(ctx.tier.clone().or_else(|| self.tier.clone()))
-    }
-
     /// A list result, with the modern era's cache hints.
     fn listed(&self, key: &str, items: Vec<Value>, era: RequestEra) -> Value {
         let mut result = serde_json::Map::new();

@@ -5,7 +5,7 @@
 //! `tools/call` is its own module (`tool_call`). While a call runs, an upstream's requests and
 //! log messages go back to a legacy client through its [`relay`], and to a modern one through
 //! its request's [`modern_caller`], whose questions [`parked`] turns into `input_required`
-//! rounds.
+//! rounds. [`tasks`] answers the task methods and task-augmented calls of both eras.
 //! Both eras are spoken on the same endpoint: a request is modern when its `_meta` carries
 //! the 2026-07-28 protocol version, legacy otherwise; on HTTP a modern request first passes
 //! the [`envelope`] checks.

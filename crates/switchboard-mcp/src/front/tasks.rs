@@ -22,7 +22,7 @@ use switchboard_core::task::{
     RELATED_TASK_META, StartedTask, TASKS_EXTENSION, TaskEnd, TaskError, TaskOwner, TaskStatus,
     TaskSupport, TaskView,
 };
-use switchboard_core::{CallContext, ToolCall};
+use switchboard_core::{CallContext, Caller, ToolCall};
 
 use super::dispatch::{Dispatcher, RequestEra};
 use super::tool_call::{answer_message, call_answer};
@@ -57,19 +57,6 @@ fn extension_required(what: &str) -> RpcError {
 }
 
 impl Dispatcher {
-    /// The owner of tasks this request starts or asks about.
-    fn task_owner(&self, ctx: &CallContext) -> TaskOwner {
-        TaskOwner {
-            agent: ctx.agent.clone().or_else(|| self.agent.clone()),
-            session: ctx.session.clone().or_else(|| self.session.clone()),
-            subject: ctx
-                .principal
-                .as_ref()
-                .or(self.principal.as_ref())
-                .and_then(|principal| principal.subject.clone()),
-        }
-    }
-
     /// A `tools/call` that is to run as a task: answered here with the created task, or
     /// handed back (`Err`) to run as an ordinary call.
     pub(super) async fn task_call(
@@ -110,7 +97,8 @@ impl Dispatcher {
                 if !declared && !self.backend.may_require_task(&name) {
                     return Err((id, params, ctx));
                 }
-                let support = self.backend.task_support(&self.caller_of(&ctx), &name);
+                self.fill_caller(&mut ctx);
+                let support = self.backend.task_support(&Caller::of(&ctx), &name);
                 match support {
                     Some(TaskSupport::Required) if !declared => {
                         return Ok(Message::Error {
@@ -216,7 +204,10 @@ impl Dispatcher {
         } else if method == "tasks/update" {
             return Err(not_found());
         }
-        let owner = self.task_owner(&ctx);
+        // The owner of the tasks this request asks about: agent, session and subject, as the
+        // dispatcher knows them where the request does not say.
+        self.fill_caller(&mut ctx);
+        let owner = TaskOwner::of(&ctx);
         if method == "tasks/list" {
             let tasks: Vec<Value> = self
                 .backend
@@ -245,7 +236,6 @@ impl Dispatcher {
                 })
             }
             ("tasks/result", _) => {
-                self.fill_caller(&mut ctx);
                 let view = self.backend.task_result(ctx, id).await.map_err(rpc_error)?;
                 legacy_result(&view)
             }

@@ -2,7 +2,8 @@
 //!
 //! `transport` is the seam; `stdio` and `http` carry bytes; `client` speaks JSON-RPC;
 //! `session` negotiates the era and lists tools; `supervisor` keeps it all alive (one
-//! connection, or a pool of stdio processes); `inprocess` adapts built-in tool providers;
+//! connection, or a pool of stdio processes); `tasks` follows a server's own task for a
+//! call that is one; `inprocess` adapts built-in tool providers;
 //! `reaper` kills the stdio servers' process groups if this process dies without doing it.
 
 pub mod client;

@@ -413,10 +413,10 @@ impl RpcClient {
 pub const MAX_INPUT_ROUNDS: usize = 8;
 
 /// The requests a server's input round may make of the client.
-const INPUT_METHODS: [&str; 3] = ["elicitation/create", "sampling/createMessage", "roots/list"];
+const INPUT_METHODS: [&str; 3] = crate::jsonrpc::CLIENT_REQUEST_METHODS;
 
 impl RpcClient {
-    fn upstream_error(&self, error: ClientError) -> UpstreamError {
+    pub(super) fn upstream_error(&self, error: ClientError) -> UpstreamError {
         match error {
             ClientError::Rpc(error) => UpstreamError::Protocol {
                 server: self.server().clone(),
@@ -431,7 +431,7 @@ impl RpcClient {
         }
     }
 
-    fn outcome(&self, result: Value) -> Result<ToolOutcome, UpstreamError> {
+    pub(super) fn outcome(&self, result: Value) -> Result<ToolOutcome, UpstreamError> {
         ToolOutcome::from_result(result).map_err(|reason| UpstreamError::InvalidResult {
             server: self.server().clone(),
             reason,

@@ -125,7 +125,7 @@ impl RpcClient {
             TaskDialect::Legacy => {
                 params.insert("task".into(), json!({"ttl": UPSTREAM_TTL_MS}));
             }
-            TaskDialect::Modern => declare_extension(&mut params, ctx.caller.as_deref()),
+            TaskDialect::Modern => declare_extension(&mut params),
         }
         Some(self.follow_task(tool, params, ctx, dialect).await)
     }
@@ -140,7 +140,7 @@ impl RpcClient {
         let rounds = self
             .request_with_rounds("tools/call", tool, params, ctx)
             .await
-            .map_err(|error| self.task_error(error))?;
+            .map_err(|error| self.upstream_error(error))?;
         let answer = match rounds {
             Rounds::Answered(answer) => answer,
             Rounds::NotAsked(why) => return Ok(ToolOutcome::error(why)),
@@ -164,7 +164,10 @@ impl RpcClient {
             return self.result_outcome(answer);
         };
         let Some(id) = created.get("taskId").and_then(Value::as_str) else {
-            return Err(self.invalid("a task without a taskId"));
+            return Err(UpstreamError::InvalidResult {
+                server: self.server().clone(),
+                reason: "a task without a taskId".to_owned(),
+            });
         };
         let id = id.to_owned();
         if let Some(caller) = &ctx.caller {
@@ -191,7 +194,7 @@ impl RpcClient {
                 task = self.task_request("tasks/get", &id, dialect, None) => task,
                 () = ctx.cancel.cancelled() => return Err(UpstreamError::Cancelled),
             };
-            let task = task.map_err(|error| self.task_error(error))?;
+            let task = task.map_err(|error| self.upstream_error(error))?;
             let message = task
                 .get("statusMessage")
                 .and_then(Value::as_str)
@@ -220,7 +223,7 @@ impl RpcClient {
                     abandon.id = None;
                     return match result {
                         Ok(result) => self.result_outcome(result),
-                        Err(error) => Err(self.task_error(error)),
+                        Err(error) => Err(self.upstream_error(error)),
                     };
                 }
                 ("completed", TaskDialect::Modern) => {
@@ -267,10 +270,10 @@ impl RpcClient {
                     let mut update = Map::new();
                     update.insert("taskId".into(), Value::String(id.clone()));
                     update.insert("inputResponses".into(), answers);
-                    declare_extension(&mut update, None);
+                    declare_extension(&mut update);
                     self.request("tasks/update", Some(Value::Object(update)))
                         .await
-                        .map_err(|error| self.task_error(error))?;
+                        .map_err(|error| self.upstream_error(error))?;
                     continue;
                 }
                 ("cancelled", _) => {
@@ -302,7 +305,7 @@ impl RpcClient {
         let mut params = Map::new();
         params.insert("taskId".into(), Value::String(id.to_owned()));
         if dialect == TaskDialect::Modern {
-            declare_extension(&mut params, None);
+            declare_extension(&mut params);
         }
         self.request_for(method, Some(Value::Object(params)), None, caller)
             .await
@@ -315,29 +318,7 @@ impl RpcClient {
                 meta.remove(switchboard_core::task::RELATED_TASK_META);
             }
         }
-        ToolOutcome::from_result(result).map_err(|reason| self.invalid(&reason))
-    }
-
-    fn invalid(&self, reason: &str) -> UpstreamError {
-        UpstreamError::InvalidResult {
-            server: self.server().clone(),
-            reason: reason.to_owned(),
-        }
-    }
-
-    fn task_error(&self, error: ClientError) -> UpstreamError {
-        match error {
-            ClientError::Rpc(error) => UpstreamError::Protocol {
-                server: self.server().clone(),
-                code: error.code,
-                message: error.message,
-                data: error.data,
-            },
-            ClientError::Disconnected(reason) => UpstreamError::Disconnected {
-                server: self.server().clone(),
-                reason,
-            },
-        }
+        self.outcome(result)
     }
 }
 
@@ -354,22 +335,12 @@ fn poll_interval(created: &Value, dialect: TaskDialect) -> Duration {
         .clamp(MIN_POLL, MAX_POLL)
 }
 
-/// Declares the tasks extension (and what the caller can answer) in a 2026-07-28 request's
-/// `_meta`, so the server may run it as a task and answers the task methods.
-fn declare_extension(params: &mut Map<String, Value>, caller: Option<&dyn CallerChannel>) {
+/// Declares the tasks extension in a 2026-07-28 request's `_meta`, so the server may run it
+/// as a task and answers the task methods. (What the caller can answer is declared beside it
+/// by [`RpcClient::request_with_rounds`].)
+fn declare_extension(params: &mut Map<String, Value>) {
     let mut capabilities = Map::new();
     capabilities.insert("extensions".into(), json!({TASKS_EXTENSION: {}}));
-    if let Some(caller) = caller {
-        for (method, capability) in [
-            ("elicitation/create", "elicitation"),
-            ("sampling/createMessage", "sampling"),
-            ("roots/list", "roots"),
-        ] {
-            if caller.supports(method) {
-                capabilities.insert(capability.into(), json!({}));
-            }
-        }
-    }
     merge_client_capabilities(params, capabilities);
 }
 
@@ -418,7 +389,7 @@ impl Drop for Abandon<'_> {
         let mut params = Map::new();
         params.insert("taskId".into(), Value::String(id));
         if self.dialect == TaskDialect::Modern {
-            declare_extension(&mut params, None);
+            declare_extension(&mut params);
         }
         self.client.send_detached("tasks/cancel", params);
     }

@@ -15,16 +15,9 @@ use switchboard_core::task::TaskStatus;
 
 use super::store::Task;
 
-/// The requests a task's call may make of its client, with the capability each needs.
-pub(crate) const INPUT_METHODS: [(&str, &str); 3] = [
-    ("elicitation/create", "elicitation"),
-    ("sampling/createMessage", "sampling"),
-    ("roots/list", "roots"),
-];
-
 pub(crate) struct TaskCaller {
     pub(crate) task: Arc<Task>,
-    /// The methods of [`INPUT_METHODS`] the client declared it can answer.
+    /// The requests of `CLIENT_REQUEST_METHODS` the client declared it can answer.
     pub(crate) supported: Vec<&'static str>,
     /// Told when the server makes the call a task of its own.
     pub(crate) created: std::sync::Mutex<Option<tokio::sync::oneshot::Sender<()>>>,

@@ -28,7 +28,8 @@ use tokio::sync::oneshot;
 pub use store::{Task, TaskSettings, TaskStore, UpstreamTask};
 
 use crate::Host;
-use caller::{INPUT_METHODS, TaskCaller};
+use caller::TaskCaller;
+use switchboard_mcp::jsonrpc::{CLIENT_REQUEST_METHODS, client_capability_for};
 
 impl Host {
     /// What the tool `name` declares of tasks, as `caller` may call it; `None` when `caller`
@@ -355,17 +356,17 @@ struct Launched {
 /// The input methods the caller behind `ctx` can answer: what a modern request declared in
 /// its `_meta`, or what the legacy client's channel supports.
 fn answerable(ctx: &CallContext) -> Vec<&'static str> {
-    INPUT_METHODS
-        .iter()
-        .filter(|(method, capability)| match (&ctx.modern, &ctx.caller) {
+    CLIENT_REQUEST_METHODS
+        .into_iter()
+        .filter(|method| match (&ctx.modern, &ctx.caller) {
             (Some(modern), _) => modern
                 .client_capabilities
                 .as_ref()
-                .is_some_and(|declared| declared.get(capability).is_some()),
+                .zip(client_capability_for(method))
+                .is_some_and(|(declared, capability)| declared.get(capability).is_some()),
             (None, Some(channel)) => channel.supports(method),
             (None, None) => false,
         })
-        .map(|(method, _)| *method)
         .collect()
 }
 

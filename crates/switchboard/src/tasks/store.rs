@@ -111,13 +111,6 @@ impl Task {
 
     fn view_of(&self, state: &TaskState) -> TaskView {
         TaskView {
-            id: self.id.clone(),
-            status: state.status,
-            status_message: state.message.clone(),
-            created_at: self.created_at,
-            updated_at: state.updated_at,
-            ttl: self.ttl,
-            poll_interval: self.poll_interval,
             end: state.end.clone(),
             input_requests: state
                 .inputs
@@ -125,6 +118,22 @@ impl Task {
                 .filter(|(_, input)| input.reply.is_some())
                 .map(|(key, input)| (key.clone(), input.request.clone()))
                 .collect(),
+            ..self.summary_of(state)
+        }
+    }
+
+    /// The task's fields without its result and questions.
+    fn summary_of(&self, state: &TaskState) -> TaskView {
+        TaskView {
+            id: self.id.clone(),
+            status: state.status,
+            status_message: state.message.clone(),
+            created_at: self.created_at,
+            updated_at: state.updated_at,
+            ttl: self.ttl,
+            poll_interval: self.poll_interval,
+            end: None,
+            input_requests: Map::new(),
         }
     }
 
@@ -165,18 +174,9 @@ impl Task {
         state.updated_at = SystemTime::now();
         self.changed.send_modify(|version| *version += 1);
         if self.events.receiver_count() > 0 {
-            let view = TaskView {
-                id: self.id.clone(),
-                status: state.status,
-                status_message: state.message.clone(),
-                created_at: self.created_at,
-                updated_at: state.updated_at,
-                ttl: self.ttl,
-                poll_interval: self.poll_interval,
-                end: None,
-                input_requests: Map::new(),
-            };
-            let _ = self.events.send((self.owner.clone(), view));
+            let _ = self
+                .events
+                .send((self.owner.clone(), self.summary_of(state)));
         }
     }
 
@@ -294,17 +294,7 @@ impl Task {
     /// The task without its result and questions (a listing, a notification).
     pub fn summary(&self) -> TaskView {
         let state = self.lock();
-        TaskView {
-            id: self.id.clone(),
-            status: state.status,
-            status_message: state.message.clone(),
-            created_at: self.created_at,
-            updated_at: state.updated_at,
-            ttl: self.ttl,
-            poll_interval: self.poll_interval,
-            end: None,
-            input_requests: Map::new(),
-        }
+        self.summary_of(&state)
     }
 
     /// The TTL the task was given.
@@ -503,7 +493,7 @@ impl TaskStore {
         let running: Vec<Arc<Task>> = self
             .map()
             .values()
-            .filter(|task| !task.view().status.is_terminal())
+            .filter(|task| !task.summary().status.is_terminal())
             .cloned()
             .collect();
         for task in &running {

@@ -2,7 +2,7 @@
 //! transport of 2024-11-05. Both deliver what the server sends into the inbound channel,
 //! like the stdio transport, so the JSON-RPC client above them does not care which it has.
 //! [`request`] lends their HTTP client to the gateway's other HTTP peers (the CLI's admin
-//! commands).
+//! commands, token endpoints). A server may get the gateway's own token (`credentials`).
 
 mod client;
 mod credentials;
