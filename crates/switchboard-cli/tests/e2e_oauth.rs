@@ -479,3 +479,104 @@ async fn opaque_tokens_are_introspected() {
         );
     }
 }
+
+/// `[agents.X.scopes]`: a tool a scope names is seen and callable only with a token that
+/// carries the scope, and a scope can choose the caller's tier; a tier the request names
+/// still wins.
+#[tokio::test]
+async fn token_scopes_narrow_the_agents_view_and_choose_its_tier() {
+    let server = AuthServer::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "[auth]\nmode = \"oauth\"\nissuer = {}\n\n\
+             [tiers]\nfast = \"50ms\"\ndeep = \"10s\"\n\n\
+             [agents.planner.scopes]\n\"reports:write\" = [\"lab__medium_report\"]\n\
+             voice = {{ tier = \"fast\" }}\n\n\
+             [servers.lab]\ncommand = {}\nargs = [\"latency\", \"--scale\", \"0.1\"]\n",
+            quoted(&server.issuer),
+            quoted(&fixture())
+        ),
+    );
+    let gateway = HttpGateway::start(&config, &[]);
+    let url = gateway.url.clone();
+    // The metadata offers the scopes that open tools or tiers.
+    let metadata = url.replace("/mcp", "/.well-known/oauth-protected-resource/mcp");
+    let (_, document) = get_json(&metadata).await;
+    assert_eq!(
+        document["scopes_supported"],
+        json!(["reports:write", "voice"])
+    );
+    let es = json!({"alg": "ES256", "kid": "es", "typ": "at+jwt"});
+    let token = |scope: &str| {
+        server.mint(
+            &es,
+            &json!({"iss": server.issuer, "aud": url, "sub": "alice", "client_id": "planner",
+                "scope": scope, "exp": now() + 300}),
+        )
+    };
+    let list = modern("tools/list", json!({}));
+    let sorted = |body: &str| {
+        let mut names = listed(body);
+        names.sort();
+        names
+    };
+
+    // Without the scope the gated tool is neither listed nor callable.
+    let plain = token("mcp");
+    let (status, body, _) = post(&url, Some(&plain), list.clone()).await;
+    assert_eq!(status, 200, "{body}");
+    let without = sorted(&body);
+    assert!(
+        without.contains(&"lab__fast_lookup".to_owned())
+            && !without.contains(&"lab__medium_report".to_owned()),
+        "{without:?}"
+    );
+    let call = modern(
+        "tools/call",
+        json!({"name": "lab__medium_report", "arguments": {}}),
+    );
+    let (status, body, _) = post(&url, Some(&plain), call.clone()).await;
+    assert!(
+        status == 200 && body.contains("\"error\"") && body.contains("lab__medium_report"),
+        "a gated tool is refused like an unknown one: {status} {body}"
+    );
+
+    // With it, the tool is listed and the call runs.
+    let writer = token("mcp reports:write");
+    let (_, body, _) = post(&url, Some(&writer), list.clone()).await;
+    let mut expected = without.clone();
+    expected.push("lab__medium_report".to_owned());
+    expected.sort();
+    assert_eq!(sorted(&body), expected);
+    let (status, body, _) = post(&url, Some(&writer), call).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        !body.contains("\"error\"") && body.contains("\"result\""),
+        "{body}"
+    );
+
+    // A scope that chooses a tier: what fits "fast", as if the request had named it...
+    let voice = token("voice reports:write");
+    let (_, body, _) = post(&url, Some(&voice), list.clone()).await;
+    let fast = sorted(&body);
+    let (_, body, _) = post(&format!("{url}/tiers/fast"), Some(&writer), list.clone()).await;
+    assert_eq!(fast, sorted(&body));
+    assert!(
+        fast.contains(&"lab__fast_lookup".to_owned())
+            && !fast.contains(&"lab__slow_analysis".to_owned()),
+        "{fast:?}"
+    );
+    // ...and a tier the request names wins.
+    let deep = format!("{url}/tiers/deep");
+    let (status, body, _) = post(&deep, Some(&voice), list.clone()).await;
+    assert_eq!(status, 200, "{body}");
+    let (_, expected, _) = post(&deep, Some(&writer), list).await;
+    assert_eq!(sorted(&body), sorted(&expected));
+    assert!(
+        sorted(&body).contains(&"lab__medium_report".to_owned()),
+        "{body}"
+    );
+    drop(gateway);
+}

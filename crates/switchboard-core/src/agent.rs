@@ -1,9 +1,12 @@
 //! Agents and what they may see. An [`AgentPolicy`] is an agent's permissions resolved from
 //! config: allow and deny patterns over exposed tool names (`files__read_*`) or over servers
 //! (`files:*`). A [`View`] is the catalog as one caller may see it; a tool outside the view is
-//! refused at call time exactly like an unknown tool.
+//! refused at call time exactly like an unknown tool. [`ScopeGate`]s narrow a view further
+//! for a caller with an OAuth token: a tool a gate names is seen only with the gate's scope.
 
-use crate::CatalogEntry;
+use std::sync::Arc;
+
+use crate::{CatalogEntry, Principal};
 
 /// One pattern of an allow or deny list.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,6 +88,48 @@ impl View for AgentPolicy {
     }
 }
 
+/// Tools an OAuth token must carry `scope` to see (`[agents.X.scopes]`), and the latency
+/// tier the scope chooses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScopeGate {
+    pub scope: String,
+    pub tools: Vec<ToolPattern>,
+    pub tier: Option<String>,
+}
+
+/// A view narrowed to what one OAuth token opens: a tool named by any gate whose scope the
+/// token lacks is out (a tool named by several gates needs every one of their scopes).
+struct Scoped {
+    permitted: Arc<dyn View>,
+    /// The tool patterns of the gates the token does not open.
+    closed: Vec<ToolPattern>,
+}
+
+impl View for Scoped {
+    fn contains(&self, entry: &CatalogEntry) -> bool {
+        !self.closed.iter().any(|pattern| pattern.matches(entry)) && self.permitted.contains(entry)
+    }
+}
+
+/// `permitted` narrowed by `gates` for a caller whose token is `principal`; `permitted`
+/// itself when the token opens every gate.
+pub fn scoped_view(
+    permitted: Arc<dyn View>,
+    gates: &[ScopeGate],
+    principal: &Principal,
+) -> Arc<dyn View> {
+    let closed: Vec<ToolPattern> = gates
+        .iter()
+        .filter(|gate| !principal.has_scope(&gate.scope))
+        .flat_map(|gate| gate.tools.iter().cloned())
+        .collect();
+    if closed.is_empty() {
+        permitted
+    } else {
+        Arc::new(Scoped { permitted, closed })
+    }
+}
+
 /// `*` matches any run of characters (also empty), `?` exactly one; everything else is
 /// literal. Iterative with one backtrack point, so linear-ish and never recursive.
 pub fn glob_match(pattern: &str, text: &str) -> bool {
@@ -118,6 +163,55 @@ pub fn glob_match(pattern: &str, text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::catalog::tests::slice;
+    use crate::catalog::{Catalog, NamingRules};
+
+    #[test]
+    fn scope_gates_hide_what_the_token_does_not_open() {
+        let catalog = Catalog::build(
+            &[slice(
+                "fs",
+                "fs",
+                &["read_file", "write_file", "delete_file"],
+            )],
+            &NamingRules::default(),
+        );
+        let gate = |scope: &str, tools: &[&str]| ScopeGate {
+            scope: scope.to_owned(),
+            tools: tools.iter().map(|t| ToolPattern::parse(t)).collect(),
+            tier: None,
+        };
+        // fs__delete_file is named by both gates: it needs both scopes.
+        let gates = [
+            gate("files:write", &["fs__write_*", "fs__delete_*"]),
+            gate("files:admin", &["fs:delete_*"]),
+        ];
+        let permitted: Arc<dyn View> = Arc::new(AgentPolicy {
+            name: "a".into(),
+            allow: vec![],
+            deny: vec![ToolPattern::parse("fs__read_file")],
+        });
+        let seen = |scopes: &[&str]| -> Vec<String> {
+            let principal = Principal {
+                scopes: scopes.iter().map(|s| (*s).to_owned()).collect(),
+                ..Principal::default()
+            };
+            let view = scoped_view(permitted.clone(), &gates, &principal);
+            catalog
+                .entries()
+                .iter()
+                .filter(|entry| view.contains(entry))
+                .map(|entry| entry.exposed.clone())
+                .collect()
+        };
+        assert!(seen(&[]).is_empty(), "read_file is denied; the rest gated");
+        assert_eq!(seen(&["files:write"]), ["fs__write_file"]);
+        assert_eq!(
+            seen(&["files:write", "files:admin"]),
+            ["fs__delete_file", "fs__write_file"]
+        );
+        assert!(seen(&["files:admin"]).is_empty());
+    }
 
     #[test]
     fn globs() {

@@ -319,12 +319,13 @@ impl Catalog {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use serde_json::json;
 
     use super::*;
 
-    fn slice(server: &str, prefix: &str, tools: &[&str]) -> ServerSlice {
+    /// A server's slice of plain tools, for tests.
+    pub(crate) fn slice(server: &str, prefix: &str, tools: &[&str]) -> ServerSlice {
         ServerSlice {
             held: Default::default(),
             server: ServerId::new(server),

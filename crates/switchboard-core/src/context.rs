@@ -35,14 +35,22 @@ impl fmt::Debug for ProgressSink {
     }
 }
 
-/// Who stands behind an authenticated caller, for the record: an OAuth access token's
-/// subject and client. Never the token itself.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// Who stands behind an authenticated caller: an OAuth access token's subject, client and
+/// scopes (the scopes narrow the agent's view: `[agents.X.scopes]`). Never the token itself.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct Principal {
     /// `sub`: the user (or client) the token was issued for.
     pub subject: Option<String>,
     /// `client_id` (or `azp`): the OAuth client that presented it.
     pub client_id: Option<String>,
+    /// The scopes the token carries.
+    pub scopes: Vec<String>,
+}
+
+impl Principal {
+    pub fn has_scope(&self, scope: &str) -> bool {
+        self.scopes.iter().any(|held| held == scope)
+    }
 }
 
 /// The context of one call, from any front (stdio, HTTP, library).
@@ -163,6 +171,9 @@ pub struct Caller {
     pub session: Option<String>,
     /// A tier chosen on the request itself (wins over the session's and the agent's).
     pub tier: Option<String>,
+    /// Who the caller's OAuth token named: its scopes narrow the agent's view. `None` for
+    /// every other caller (stdio, a static token, the library), whose view is the agent's.
+    pub principal: Option<Arc<Principal>>,
 }
 
 impl Caller {
@@ -171,6 +182,7 @@ impl Caller {
             agent,
             session,
             tier: None,
+            principal: None,
         }
     }
 
@@ -179,8 +191,15 @@ impl Caller {
         self
     }
 
+    pub fn with_principal(mut self, principal: Option<Arc<Principal>>) -> Self {
+        self.principal = principal;
+        self
+    }
+
     /// The caller of a call.
     pub fn of(ctx: &CallContext) -> Self {
-        Self::new(ctx.agent.clone(), ctx.session.clone()).with_tier(ctx.tier.clone())
+        Self::new(ctx.agent.clone(), ctx.session.clone())
+            .with_tier(ctx.tier.clone())
+            .with_principal(ctx.principal.clone())
     }
 }

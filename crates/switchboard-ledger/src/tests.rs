@@ -404,6 +404,7 @@ fn an_oauth_callers_subject_and_client_are_recorded_and_old_rows_hash_as_before(
         principal: Some(switchboard_core::Principal {
             subject: Some("alice".into()),
             client_id: Some("client-r".into()),
+            scopes: vec!["mcp".into()],
         }),
         ..call_record("01OAUTH0000000000000000000", "fx__echo")
     };

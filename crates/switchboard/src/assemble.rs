@@ -100,6 +100,7 @@ pub(crate) fn agent_profiles(config: &Config) -> BTreeMap<String, Arc<AgentProfi
                 pinned: agent.pinned.iter().map(|g| ToolPattern::parse(g)).collect(),
                 max_listing_tokens: agent.max_listing_tokens,
                 max_result_tokens: agent.max_result_tokens,
+                scopes: Arc::from(config.scope_gates(name)),
             };
             Some((name.clone(), Arc::new(profile)))
         })

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
-use switchboard_core::agent::{AgentPolicy, ToolPattern};
+use switchboard_core::agent::{AgentPolicy, ScopeGate, ToolPattern};
 use switchboard_core::config::Exposure;
 use switchboard_core::pipeline::CallError;
 use switchboard_core::{CallContext, Caller, CatalogEntry, ToolDefinition, ToolOutcome};
@@ -33,6 +33,8 @@ pub struct AgentProfile {
     pub pinned: Vec<ToolPattern>,
     pub max_listing_tokens: Option<u64>,
     pub max_result_tokens: Option<u64>,
+    /// What OAuth scopes open: tools seen only with a scope, tiers a scope chooses.
+    pub scopes: Arc<[ScopeGate]>,
 }
 
 impl AgentProfile {
@@ -45,6 +47,7 @@ impl AgentProfile {
             pinned: Vec::new(),
             max_listing_tokens: None,
             max_result_tokens: None,
+            scopes: Arc::from([]),
         }
     }
 }

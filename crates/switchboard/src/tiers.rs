@@ -1,7 +1,10 @@
 //! The active latency tier of a caller and the view it narrows. In order: a tier chosen on
 //! the request (an endpoint such as `/mcp/tiers/fast`, or the `Switchboard-Tier` header), the
-//! session's tier (set by an operator: `switchboard tier set`), an operator's tier for the
-//! agent, the agent's default tier; none of these = no tier, every permitted tool.
+//! session's tier (set by an operator: `switchboard tier set`), the tier a scope of the
+//! caller's OAuth token chooses (`[agents.X.scopes]`; the fastest when several do), an
+//! operator's tier for the agent, the agent's default tier; none of these = no tier, every
+//! permitted tool. What is permitted is the agent's view, narrowed for an OAuth caller to
+//! what its token's scopes open.
 //! A change of a session's or an agent's tier announces `list_changed`.
 //!
 //! Whether a tool fits a tier is the latency budget's call (`crate::latency`): measured
@@ -11,7 +14,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use switchboard_budget::TierId;
-use switchboard_core::agent::View;
+use switchboard_core::agent::{View, scoped_view};
 use switchboard_core::tier::Tier;
 use switchboard_core::{Caller, CatalogEntry};
 
@@ -75,12 +78,46 @@ impl Host {
                     .as_ref()
                     .and_then(|_| self.inner.sessions.with(caller, |state| state.tier.clone()))
             })
+            .or_else(|| self.scope_tier(caller))
             .or_else(|| {
                 let agent = caller.agent.as_ref()?;
                 self.inner.agent_tiers.lock().ok()?.get(agent).cloned()
             })
             .or_else(|| self.profile(caller.agent.as_deref())?.tier.clone())?;
         Some(self.tier(&name))
+    }
+
+    /// The tier the scopes of the caller's OAuth token choose: the fastest of them.
+    fn scope_tier(&self, caller: &Caller) -> Option<String> {
+        let principal = caller.principal.as_ref()?;
+        let profile = self.profile(caller.agent.as_deref())?;
+        profile
+            .scopes
+            .iter()
+            .filter(|gate| principal.has_scope(&gate.scope))
+            .filter_map(|gate| gate.tier.as_ref())
+            .min_by_key(|tier| self.tier(tier).ceiling)
+            .cloned()
+    }
+
+    /// What `caller` may see and call in any tier: its agent's permissions, narrowed for an
+    /// OAuth caller to what its token's scopes open.
+    pub fn permitted(&self, caller: &Caller) -> Arc<dyn View> {
+        let permitted = self.view(caller.agent.as_deref());
+        match (&caller.principal, self.profile(caller.agent.as_deref())) {
+            (Some(principal), Some(profile)) if !profile.scopes.is_empty() => {
+                scoped_view(permitted, &profile.scopes, principal)
+            }
+            _ => permitted,
+        }
+    }
+
+    /// Whether the scopes of the caller's token narrow its agent's view.
+    pub(crate) fn scope_narrowed(&self, caller: &Caller) -> bool {
+        caller.principal.is_some()
+            && self
+                .profile(caller.agent.as_deref())
+                .is_some_and(|profile| !profile.scopes.is_empty())
     }
 
     /// Remembers the tier a session listed tools in (see `Sessions::bump_tiers`).
@@ -94,14 +131,14 @@ impl Host {
             .with(caller, |state| state.listed_tier = Some(tier));
     }
 
-    /// What `caller` may see and call: its agent's permissions, narrowed to its active tier.
+    /// What `caller` may see and call: [`Host::permitted`], narrowed to its active tier.
     pub fn view_for(&self, caller: &Caller) -> Arc<dyn View> {
         self.view_at(caller, self.active_tier(caller).as_ref())
     }
 
     /// The caller's permissions narrowed to `tier` (none: not narrowed).
     pub(crate) fn view_at(&self, caller: &Caller, tier: Option<&Tier>) -> Arc<dyn View> {
-        let permitted = self.view(caller.agent.as_deref());
+        let permitted = self.permitted(caller);
         match tier {
             None => permitted,
             Some(tier) => Arc::new(TierFit {

@@ -32,6 +32,7 @@ fn profile(
         pinned: pinned.iter().map(|g| ToolPattern::parse(g)).collect(),
         max_listing_tokens: None,
         max_result_tokens: None,
+        scopes: Arc::from([]),
     })
 }
 

@@ -258,7 +258,14 @@ pub async fn run(config: Option<&Path>, args: ServeArgs) -> anyhow::Result<ExitC
                             config.agents.keys().cloned().collect(),
                             Arc::new(switchboard_core::clock::SystemClock),
                         )
-                        .map_err(|error| anyhow::anyhow!("[auth]: {error}"))?,
+                        .map_err(|error| anyhow::anyhow!("[auth]: {error}"))?
+                        .offering(
+                            config
+                                .agents
+                                .values()
+                                .flat_map(|agent| agent.scopes.keys().cloned())
+                                .collect::<std::collections::BTreeSet<_>>(),
+                        ),
                     ))
                 }
                 None => None,

@@ -10,16 +10,21 @@
 //! deny = ["dice__roll_table"]    # wins over allow
 //! exposure = "full"              # full | categories | search
 //! pinned = ["dice__roll"]        # always listed in full, in every exposure mode
+//!
+//! [agents.npc.scopes]            # OAuth callers: what each scope of their token opens
+//! "dice:tables" = ["dice__roll_table"]  # seen only by tokens with this scope
+//! voice = { tier = "fast" }      # a token with this scope runs in tier fast
 //! ```
 
 use std::collections::BTreeMap;
 
-use super::model::{AgentConfig, ApprovalMode, Exposure};
+use super::model::{AgentConfig, ApprovalMode, Exposure, ScopeGrant};
 use super::tree::{Node, Value};
 use super::validate::Walk;
 
-pub(super) const AGENT_KEYS: [&str; 13] = [
+pub(super) const AGENT_KEYS: [&str; 14] = [
     "tier",
+    "scopes",
     "tokens",
     "approval",
     "auto_approve",
@@ -63,7 +68,7 @@ impl Walk<'_> {
             let agent = self.agent(value, &format!("agents.{name}"), capabilities);
             if let (Some(tier), Some(node)) = (&agent.tier, value.get("tier")) {
                 self.agent_tiers
-                    .insert(name.clone(), (tier.to_lowercase(), node.pos));
+                    .insert(format!("agent '{name}'"), (tier.to_lowercase(), node.pos));
             }
             agents.insert(name.clone(), agent);
         }
@@ -119,6 +124,7 @@ impl Walk<'_> {
                 "quota" => agent.quota = self.quota(value, &key_what),
                 "approval" => agent.approval = self.approval(value, &key_what).unwrap_or_default(),
                 "auto_approve" => agent.auto_approve = self.strings(value, &key_what),
+                "scopes" => agent.scopes = self.scopes(value, &key_what),
                 "tokens" => {
                     if let Value::Array(items) = &value.value {
                         for (index, item) in items.iter().enumerate() {
@@ -143,6 +149,58 @@ impl Walk<'_> {
             }
         }
         agent
+    }
+
+    /// `[agents.X.scopes]`: scope → a list of tool globs, or `{ tools = [...], tier = "..." }`.
+    fn scopes(&mut self, node: &Node, what: &str) -> BTreeMap<String, ScopeGrant> {
+        let mut scopes = BTreeMap::new();
+        for (scope, scope_pos, value) in self.table(node, what) {
+            let scope_what = format!("{what}.{scope}");
+            if scope.is_empty()
+                || scope
+                    .chars()
+                    .any(|c| c.is_whitespace() || c == '"' || c == '\\')
+            {
+                self.problem(
+                    *scope_pos,
+                    format!("{scope_what}: '{scope}' is not a scope (RFC 6749 §3.3: no spaces, quotes or backslashes)"),
+                    None,
+                );
+            }
+            let mut grant = ScopeGrant::default();
+            match &value.value {
+                Value::Table(_) => {
+                    for (key, key_pos, item) in self.table(value, &scope_what) {
+                        let item_what = format!("{scope_what}.{key}");
+                        match key.as_str() {
+                            "tools" => grant.tools = self.strings(item, &item_what),
+                            "tier" => {
+                                grant.tier = self.string(item, &item_what).map(|t| t.to_lowercase());
+                                if let Some(tier) = &grant.tier {
+                                    let who = what.trim_start_matches("agents.").trim_end_matches(".scopes");
+                                    self.agent_tiers.insert(
+                                        format!("agent '{who}' scope '{scope}'"),
+                                        (tier.clone(), item.pos),
+                                    );
+                                }
+                            }
+                            other => self.unknown(*key_pos, other, &scope_what, &["tools", "tier"]),
+                        }
+                    }
+                }
+                Value::Array(_) => grant.tools = self.strings(value, &scope_what),
+                other => self.problem(
+                    value.pos,
+                    format!(
+                        "{scope_what} must be a list of tool globs or a table {{ tools = [...], tier = \"...\" }}, found {}",
+                        other.kind()
+                    ),
+                    None,
+                ),
+            }
+            scopes.insert(scope.clone(), grant);
+        }
+        scopes
     }
 
     /// `full`, `categories` or `search`.

@@ -360,6 +360,26 @@ impl Walk<'_> {
         accepted
     }
 
+    /// `[agents.X.scopes]` narrows what OAuth tokens open: without OAuth on, it would
+    /// narrow nothing while looking as if it did.
+    pub(super) fn check_scopes_need_oauth(&mut self, auth: &AuthConfig, agents: &Node) {
+        if auth.oauth.is_some() {
+            return;
+        }
+        let Value::Table(entries) = &agents.value else {
+            return;
+        };
+        for (name, _, agent) in entries {
+            if let Some(scopes) = agent.get("scopes") {
+                self.problem(
+                    scopes.pos,
+                    format!("agents.{name}.scopes gates tools by OAuth scope, but [auth] mode does not include \"oauth\""),
+                    Some("set [auth] mode = \"oauth\" (or [\"tokens\", \"oauth\"]) with its issuer, or remove the scopes".to_owned()),
+                );
+            }
+        }
+    }
+
     /// The agents `[auth]` names must exist, when agents are configured.
     pub(super) fn check_auth_agents(
         &mut self,

@@ -54,7 +54,7 @@ pub use model::{
     Activation, AgentConfig, ApprovalMode, BuiltinSettings, Config, CostConfig, DEFAULT_REGISTRY,
     EnergyConfig, EnergyRange, EraPreference, Exposure, GatewayConfig, HookConfig, HookEvent,
     JsonSearchMapping, LatencyConfig, LimitsConfig, MAX_INSTANCES, ManagerConfig, PlayerSetting,
-    QuotaConfig, RootConfig, SecretString, ServerConfig, StyleSetting, TasksConfig,
+    QuotaConfig, RootConfig, ScopeGrant, SecretString, ServerConfig, StyleSetting, TasksConfig,
     ToolOverrideConfig, Transport, Trust, UpstreamAuthConfig, busy_poll_window,
 };
 pub use problem::{ConfigErrors, Origin, Problem};

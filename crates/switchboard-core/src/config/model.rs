@@ -77,6 +77,23 @@ impl Config {
             deny,
         })
     }
+
+    /// The scope gates of a configured agent (`[agents.X.scopes]`), in scope order.
+    pub fn scope_gates(&self, name: &str) -> Vec<crate::agent::ScopeGate> {
+        use crate::agent::{ScopeGate, ToolPattern};
+        let Some(agent) = self.agents.get(name) else {
+            return Vec::new();
+        };
+        agent
+            .scopes
+            .iter()
+            .map(|(scope, grant)| ScopeGate {
+                scope: scope.clone(),
+                tools: grant.tools.iter().map(|g| ToolPattern::parse(g)).collect(),
+                tier: grant.tier.clone(),
+            })
+            .collect()
+    }
 }
 
 /// `[agents.NAME]`.
@@ -107,6 +124,19 @@ pub struct AgentConfig {
     /// Salted hashes of the agent's HTTP bearer tokens (`sha256$salt$hash`).
     pub tokens: Vec<String>,
     /// The agent's default latency tier (None = no tier: every tool fits).
+    pub tier: Option<String>,
+    /// OAuth scope → what it opens: tools an OAuth caller sees only with that scope, and
+    /// the tier the scope chooses (`[agents.X.scopes]`).
+    pub scopes: BTreeMap<String, ScopeGrant>,
+}
+
+/// What one OAuth scope means for an agent: `"files:write" = ["fs__write*"]`, or
+/// `voice = { tier = "fast" }`, or both as `{ tools = [...], tier = "..." }`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ScopeGrant {
+    /// Globs of tools (exposed names or `server:tool`) seen only with this scope.
+    pub tools: Vec<String>,
+    /// The latency tier a token with this scope runs in, unless the request names one.
     pub tier: Option<String>,
 }
 

@@ -300,6 +300,30 @@ struct Agent {
     tokens: Vec<String>,
     /// The agent's default latency tier (one of [tiers]).
     tier: Option<String>,
+    /// OAuth scope → what a token with it opens: tools seen only with that scope, and the
+    /// tier it runs in (needs [auth] mode "oauth").
+    scopes: BTreeMap<String, ScopeGrant>,
+}
+
+/// What one OAuth scope opens for an agent.
+#[derive(JsonSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+enum ScopeGrant {
+    /// Globs of tools seen only by tokens with this scope.
+    Tools(Vec<String>),
+    /// Tools and a tier.
+    Grant(ScopeGrantTable),
+}
+
+#[derive(JsonSchema, Default)]
+#[serde(default, deny_unknown_fields)]
+#[allow(dead_code)]
+struct ScopeGrantTable {
+    /// Globs of tools seen only by tokens with this scope.
+    tools: Vec<String>,
+    /// The latency tier a token with this scope runs in, unless the request names one.
+    tier: Option<String>,
 }
 
 #[derive(JsonSchema)]

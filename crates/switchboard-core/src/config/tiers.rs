@@ -186,11 +186,11 @@ impl Walk<'_> {
         wanted: &BTreeMap<String, (String, super::tree::Pos)>,
     ) {
         let names: Vec<&str> = tiers.iter().map(|t| t.name.as_str()).collect();
-        for (agent, (tier, pos)) in wanted {
+        for (who, (tier, pos)) in wanted {
             if !names.contains(&tier.as_str()) {
                 self.problem(
                     *pos,
-                    format!("agent '{agent}' names unknown tier '{tier}'"),
+                    format!("{who} names unknown tier '{tier}'"),
                     Some(super::suggest::hint(tier, &names, "tiers")),
                 );
             }

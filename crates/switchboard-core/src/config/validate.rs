@@ -65,7 +65,8 @@ pub(super) struct Walk<'a> {
     pub(super) env: &'a dyn Environment,
     /// The config file's directory: relative paths in the file are taken from it.
     base_dir: Option<PathBuf>,
-    /// Agents' default tiers and where they were written, checked once `[tiers]` is read.
+    /// The tiers agents and their scopes name (by who names them: "agent 'x'") and where,
+    /// checked once `[tiers]` is read.
     pub(super) agent_tiers: BTreeMap<String, (String, Pos)>,
     problems: Vec<Problem>,
 }
@@ -133,6 +134,9 @@ pub fn validate(
     }
     if let Some((_, _, node)) = entries.iter().find(|(key, _, _)| key == "auth") {
         walk.check_auth_agents(&config.auth, &config.agents, node.pos);
+    }
+    if let Some((_, _, node)) = entries.iter().find(|(key, _, _)| key == "agents") {
+        walk.check_scopes_need_oauth(&config.auth, node);
     }
     let wanted = std::mem::take(&mut walk.agent_tiers);
     walk.check_tier_names(&config.tiers, &wanted);

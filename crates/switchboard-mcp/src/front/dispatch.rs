@@ -140,7 +140,9 @@ impl Dispatcher {
 
     /// Who this dispatcher answers for.
     pub fn caller(&self) -> Caller {
-        Caller::new(self.agent.clone(), self.session.clone()).with_tier(self.tier.clone())
+        Caller::new(self.agent.clone(), self.session.clone())
+            .with_tier(self.tier.clone())
+            .with_principal(self.principal.clone())
     }
 
     pub fn backend(&self) -> &Arc<dyn Backend> {

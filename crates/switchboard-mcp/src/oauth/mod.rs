@@ -96,6 +96,9 @@ pub struct OAuthVerifier {
     /// Tokens whose signature verified: their header's `typ` and their claims. A client
     /// sends one token with every call of a session; the signature is checked once.
     verified: cache::TokenCache<Arc<Verified>>,
+    /// Scopes the metadata offers beside the required ones: those `[agents.X.scopes]` gate
+    /// tools with, so a client knows what it may ask the authorization server for.
+    offered: Vec<String>,
 }
 
 /// A token whose signature verified; its claims are still checked at every use.
@@ -143,7 +146,26 @@ impl OAuthVerifier {
             keys,
             introspector,
             verified: cache::TokenCache::new(),
+            offered: Vec::new(),
         })
+    }
+
+    /// The same verifier, offering `scopes` too in its resource metadata.
+    pub fn offering(mut self, scopes: impl IntoIterator<Item = String>) -> Self {
+        self.offered = scopes.into_iter().collect();
+        self
+    }
+
+    /// The scopes the resource metadata names (`scopes_supported`): the required ones, then
+    /// the offered ones, each once.
+    pub fn scopes_supported(&self) -> Vec<String> {
+        let mut scopes = self.config.scopes.clone();
+        for scope in &self.offered {
+            if !scopes.contains(scope) {
+                scopes.push(scope.clone());
+            }
+        }
+        scopes
     }
 
     /// A verifier that starts with the issuer's JWK set already in hand (`jwks`, the

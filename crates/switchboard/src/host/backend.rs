@@ -36,6 +36,7 @@ impl Backend for Host {
             self.note_listed_tier(caller);
             let plain = self.listing_mode(caller) == crate::listing_fit::ListingMode::Full
                 && self.active_tier(caller).is_none()
+                && !self.scope_narrowed(caller)
                 && !self
                     .inner
                     .sessions
@@ -51,7 +52,7 @@ impl Backend for Host {
     fn param_headers(&self, caller: &Caller, name: &str) -> Arc<[ParamHeader]> {
         let catalog = self.catalog();
         match catalog.resolve(name) {
-            Some(entry) if self.view(caller.agent.as_deref()).contains(entry) => {
+            Some(entry) if self.permitted(caller).contains(entry) => {
                 entry.schema.param_headers().clone()
             }
             _ => Arc::from([]),

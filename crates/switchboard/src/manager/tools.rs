@@ -10,7 +10,9 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use serde_json::{Map, Value, json};
 use switchboard_core::upstream::{ToolError, ToolProvider};
-use switchboard_core::{CallContext, Progress, ToolAnnotations, ToolDefinition, ToolOutcome};
+use switchboard_core::{
+    CallContext, Caller, Progress, ToolAnnotations, ToolDefinition, ToolOutcome,
+};
 
 use super::operation::{Activation, Operation, Priority, Request, Requester, State, Work};
 use super::{Manager, ManagerSlot, inputs};
@@ -186,7 +188,7 @@ impl ManagerTools {
             .ok_or_else(|| ToolError::new("the gateway is shutting down"))?;
         let query = string_arg(arguments, "query").map(str::to_lowercase);
         let tools: Vec<Value> = host
-            .visible_tools(ctx.agent.as_deref())
+            .entries_in(host.permitted(&Caller::of(ctx)).as_ref())
             .iter()
             .filter(|entry| {
                 query.as_deref().is_none_or(|q| {
@@ -260,7 +262,7 @@ fn visible_servers(manager: &Manager, ctx: &CallContext) -> Result<BTreeSet<Stri
         .host()
         .ok_or_else(|| ToolError::new("the gateway is shutting down"))?;
     Ok(host
-        .visible_tools(ctx.agent.as_deref())
+        .entries_in(host.permitted(&Caller::of(ctx)).as_ref())
         .iter()
         .map(|entry| entry.spec.server.as_str().to_owned())
         .collect())

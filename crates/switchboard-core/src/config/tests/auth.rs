@@ -144,3 +144,65 @@ fn introspection_reads_its_three_keys_with_the_secret_from_the_environment() {
     assert_eq!(introspection.client_secret.expose(), "t0k");
     assert_eq!(format!("{:?}", introspection.client_secret), "***");
 }
+
+#[test]
+fn agent_scopes_gate_tools_and_choose_tiers() {
+    let config = check_ok(
+        "[auth]\nmode = \"oauth\"\nissuer = \"https://i\"\n\
+         [tiers]\nfast = \"300ms\"\n\
+         [agents.planner.scopes]\n\"files:write\" = [\"fs__write*\"]\n\
+         voice = { tier = \"FAST\" }\nadmin = { tools = [\"fs:delete*\"], tier = \"fast\" }\n",
+        Format::Toml,
+    );
+    let scopes = &config.agents["planner"].scopes;
+    assert_eq!(scopes["files:write"].tools, ["fs__write*"]);
+    assert_eq!(scopes["files:write"].tier, None);
+    assert_eq!(scopes["voice"].tier.as_deref(), Some("fast"));
+    assert_eq!(
+        (
+            scopes["admin"].tools.as_slice(),
+            scopes["admin"].tier.as_deref()
+        ),
+        (["fs:delete*".to_owned()].as_slice(), Some("fast"))
+    );
+    let gates = config.scope_gates("planner");
+    assert_eq!(
+        gates.iter().map(|g| g.scope.as_str()).collect::<Vec<_>>(),
+        ["admin", "files:write", "voice"]
+    );
+    toml(
+        "[auth]\nmode = \"oauth\"\nissuer = \"https://i\"\n[tiers]\nfast = \"300ms\"\n\
+         [agents.planner.scopes]\nvoice = { tier = \"fats\", tool = [] }\n",
+        &[
+            (7, 26, "unknown key 'tool' in agents.planner.scopes.voice"),
+            (
+                7,
+                18,
+                "agent 'planner' scope 'voice' names unknown tier 'fats'",
+            ),
+        ],
+    );
+    toml(
+        "[auth]\nmode = \"oauth\"\nissuer = \"https://i\"\n[agents.planner.scopes]\n\"a b\" = 3\n",
+        &[
+            (
+                5,
+                1,
+                "agents.planner.scopes.a b: 'a b' is not a scope (RFC 6749 §3.3: no spaces, quotes or backslashes)",
+            ),
+            (
+                5,
+                9,
+                "agents.planner.scopes.a b must be a list of tool globs or a table",
+            ),
+        ],
+    );
+    toml(
+        "[agents.planner]\nscopes = { \"files:write\" = [\"fs__write*\"] }\n",
+        &[(
+            2,
+            10,
+            "agents.planner.scopes gates tools by OAuth scope, but [auth] mode does not include \"oauth\"",
+        )],
+    );
+}

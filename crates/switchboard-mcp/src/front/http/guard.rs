@@ -73,6 +73,7 @@ pub(super) async fn authenticate(
                 principal = Some(Arc::new(Principal {
                     subject: identity.subject,
                     client_id: identity.client_id,
+                    scopes: identity.scopes,
                 }));
                 identity.agent
             }

@@ -296,7 +296,7 @@ async fn post_as(
     let session = if modern {
         let declared = match routing_headers::name_of(&method, params.as_ref()) {
             Some(tool) if method == "tools/call" => {
-                let caller = Caller::new(agent.clone(), None);
+                let caller = Caller::new(agent.clone(), None).with_principal(principal.clone());
                 state.dispatcher.backend().param_headers(&caller, tool)
             }
             _ => Arc::from([]),

@@ -105,7 +105,7 @@ async fn metadata(State(state): State<Arc<HttpState>>, uri: Uri, headers: Header
     let document = json!({
         "resource": urls.endpoint,
         "authorization_servers": [config.issuer],
-        "scopes_supported": config.scopes,
+        "scopes_supported": verifier.scopes_supported(),
         "bearer_methods_supported": ["header"],
         "resource_signing_alg_values_supported": config.algorithms,
         "resource_name": "Switchboard",
