@@ -4,7 +4,8 @@
 //! between a client and it. The server gets the gateway's token — audienced to the resource
 //! the config names, the client's own token never — the same token while it lives, a new
 //! one once it is about to expire; a wrong secret leaves the server down with the token
-//! endpoint's refusal in `status`.
+//! endpoint's refusal in `status`. A server that takes the caller's identity (token
+//! exchange, RFC 8693) gets each OAuth caller's token exchanged for one of its own.
 
 mod auth_server;
 mod support;
@@ -13,25 +14,26 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use auth_server::*;
-use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Value, json};
 use support::*;
 
 /// The claims of a JWT, unchecked (the test only reads what the gateway was given).
 fn claims(token: &str) -> Value {
-    let payload = token.split('.').nth(1).expect("a JWT");
-    let bytes = URL_SAFE_NO_PAD.decode(payload).expect("base64url");
-    serde_json::from_slice(&bytes).expect("JSON claims")
+    unverified_claims(token)
 }
 
 /// The bearer token the recording server saw on a `whoami` call through the gateway.
 async fn token_seen(url: &str) -> String {
+    token_seen_by(url, "client-own-token").await
+}
+
+/// The bearer token the recording server saw on a `whoami` call by the holder of `bearer`.
+async fn token_seen_by(url: &str, bearer: &str) -> String {
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
         "name": "rec__whoami", "arguments": {},
         "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
                   "io.modelcontextprotocol/clientCapabilities": {}}}});
-    let (status, answer, _) = post(url, Some("client-own-token"), body).await;
+    let (status, answer, _) = post(url, Some(bearer), body).await;
     assert_eq!(status, 200, "{answer}");
     let answer: Value = serde_json::from_str(&answer).expect("JSON");
     let text = answer["result"]["content"][0]["text"]
@@ -177,5 +179,88 @@ async fn a_token_the_server_refuses_is_renewed_and_the_request_sent_again() {
         server.issued.load(Ordering::SeqCst),
         2,
         "the refused token and its replacement"
+    );
+}
+
+/// `grant = "token_exchange"`: each OAuth caller's token is exchanged for one audienced to
+/// the server, carrying the caller's subject with the gateway as actor, kept while it lives;
+/// the gateway's own requests carry its client-credentials token; a caller without an OAuth
+/// token is refused saying why; no caller's own token reaches the server.
+// `switchboard call` runs on the test's thread; the authorization server needs another.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_callers_token_is_exchanged_for_one_of_the_servers() {
+    let server = AuthServer::start().await;
+    let (upstream, seen) = recording_upstream().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "[auth]\nmode = \"oauth\"\nissuer = {issuer}\n\n\
+             [servers.rec]\nurl = {upstream}\nera = \"legacy\"\n\
+             auth = {{ grant = \"token_exchange\", token_endpoint = {endpoint}, \
+             client_id = \"sdk-client\", client_secret = \"s3cret\", resource = {upstream} }}\n",
+            issuer = quoted(&server.issuer),
+            upstream = quoted(&upstream),
+            endpoint = quoted(&format!("{}/token", server.issuer)),
+        ),
+    );
+    let gateway = HttpGateway::start(&config, &[]);
+    let caller = |sub: &str| {
+        server.mint(
+            &json!({"alg": "ES256", "kid": "es", "typ": "at+jwt"}),
+            &json!({"iss": server.issuer, "aud": gateway.url, "sub": sub,
+                "client_id": "planner", "exp": now() + 300}),
+        )
+    };
+    let (alice, bob) = (caller("alice"), caller("bob"));
+
+    let for_alice = token_seen_by(&gateway.url, &alice).await;
+    assert_ne!(
+        for_alice, alice,
+        "the caller's own token is never passed on"
+    );
+    let granted = claims(&for_alice);
+    assert_eq!(
+        (&granted["sub"], &granted["aud"], &granted["act"]["sub"]),
+        (&json!("alice"), &json!(upstream), &json!("sdk-client")),
+        "{granted}"
+    );
+    assert_eq!(token_seen_by(&gateway.url, &alice).await, for_alice);
+    assert_eq!(
+        server.exchanged.load(Ordering::SeqCst),
+        1,
+        "kept while it lives"
+    );
+    let for_bob = token_seen_by(&gateway.url, &bob).await;
+    assert_eq!(claims(&for_bob)["sub"], "bob");
+    assert_eq!(server.exchanged.load(Ordering::SeqCst), 2);
+
+    // The gateway's own requests (initialize, the listing) carried its own token.
+    let seen = seen.lock().expect("headers").clone();
+    let own: Vec<&String> = seen
+        .iter()
+        .filter(|header| header.starts_with("authorization: Bearer "))
+        .filter(|header| {
+            claims(header.trim_start_matches("authorization: Bearer "))["sub"] == "sdk-client"
+        })
+        .collect();
+    assert!(!own.is_empty(), "{seen:?}");
+    assert_eq!(server.issued.load(Ordering::SeqCst), 1);
+    assert!(
+        seen.iter()
+            .all(|header| !header.contains(&alice) && !header.contains(&bob)),
+        "{seen:?}"
+    );
+
+    // A caller without an OAuth token (here the CLI's own call) has nothing to exchange.
+    let refused = run_switchboard(&config, &["call", "rec__whoami"]);
+    let output = format!(
+        "{}{}",
+        String::from_utf8_lossy(&refused.stdout),
+        String::from_utf8_lossy(&refused.stderr)
+    );
+    assert!(
+        !refused.status.success() && output.contains("takes the caller's identity"),
+        "{output}"
     );
 }

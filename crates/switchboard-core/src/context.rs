@@ -36,7 +36,9 @@ impl fmt::Debug for ProgressSink {
 }
 
 /// Who stands behind an authenticated caller: an OAuth access token's subject, client and
-/// scopes (the scopes narrow the agent's view: `[agents.X.scopes]`). Never the token itself.
+/// scopes (the scopes narrow the agent's view: `[agents.X.scopes]`), and the token itself,
+/// held only to be exchanged for a server that takes the caller's identity
+/// (`grant = "token_exchange"`). The ledger records the subject and client, never the token.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct Principal {
     /// `sub`: the user (or client) the token was issued for.
@@ -45,6 +47,30 @@ pub struct Principal {
     pub client_id: Option<String>,
     /// The scopes the token carries.
     pub scopes: Vec<String>,
+    /// The access token, for RFC 8693 token exchange only.
+    pub token: Option<SubjectToken>,
+}
+
+/// A caller's OAuth access token: exchanged (RFC 8693) for a token of a server's own, never
+/// sent anywhere as it is, never logged — `Debug` shows `***` — nor recorded.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct SubjectToken(Arc<str>);
+
+impl SubjectToken {
+    pub fn new(token: &str) -> Self {
+        Self(Arc::from(token))
+    }
+
+    /// The token itself, for the token exchange request.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for SubjectToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SubjectToken(***)")
+    }
 }
 
 impl Principal {

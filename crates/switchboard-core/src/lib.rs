@@ -32,7 +32,7 @@ pub mod upstream;
 pub use catalog::{Catalog, CatalogEntry, CatalogProblem, ServerSlice};
 pub use context::{
     CallContext, Caller, CallerChannel, CallerError, ModernRequest, Principal, Progress,
-    ProgressSink,
+    ProgressSink, SubjectToken,
 };
 pub use latency_meta::{LATENCY_META_KEY, LatencyMeta};
 pub use outcome::{ToolCall, ToolOutcome, json_kind};

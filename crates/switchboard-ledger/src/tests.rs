@@ -405,6 +405,9 @@ fn an_oauth_callers_subject_and_client_are_recorded_and_old_rows_hash_as_before(
             subject: Some("alice".into()),
             client_id: Some("client-r".into()),
             scopes: vec!["mcp".into()],
+            token: Some(switchboard_core::SubjectToken::new(
+                "eyJ.the-callers-token.sig",
+            )),
         }),
         ..call_record("01OAUTH0000000000000000000", "fx__echo")
     };
@@ -420,4 +423,8 @@ fn an_oauth_callers_subject_and_client_are_recorded_and_old_rows_hash_as_before(
     assert_eq!(oauth.subject.as_deref(), Some("alice"));
     assert_eq!(oauth.client_id.as_deref(), Some("client-r"));
     assert_eq!(oauth.agent.as_deref(), Some("reader"));
+    assert!(
+        !oauth.canonical().contains("the-callers-token"),
+        "the token the principal holds for token exchange is never recorded"
+    );
 }

@@ -251,7 +251,7 @@ fn endpoint_of(
             headers: headers.clone(),
             credentials: match &server.auth {
                 Some(auth) => Some(Arc::new(
-                    switchboard_mcp::upstream::http::ClientCredentials::new(auth).map_err(
+                    switchboard_mcp::upstream::http::UpstreamCredentials::new(auth).map_err(
                         |error| AssembleError(format!("server '{}': {error}", server.id)),
                     )?,
                 )),

@@ -1,6 +1,7 @@
 //! The authorization server the OAuth tests run on 127.0.0.1 — its RFC 8414 metadata, a JWK
-//! set of an ES256 and an RS256 key made for the test, a token endpoint (client credentials),
-//! an introspection endpoint — and an HTTP MCP server that records the headers it is sent.
+//! set of an ES256 and an RS256 key made for the test, a token endpoint (client credentials
+//! and RFC 8693 token exchange), an introspection endpoint — and an HTTP MCP server that
+//! records the headers it is sent.
 //! Shared by `e2e_oauth.rs` and `e2e_upstream_auth.rs`.
 
 #![allow(dead_code)]
@@ -29,8 +30,10 @@ pub struct AuthServer {
     pub jwks_fetches: Arc<AtomicUsize>,
     /// What its introspection endpoint answers for each opaque token (inactive otherwise).
     pub introspected: Introspected,
-    /// How many tokens its token endpoint issued.
+    /// How many tokens its token endpoint issued by the client-credentials grant.
     pub issued: Arc<AtomicUsize>,
+    /// How many tokens it issued in exchange for another (RFC 8693).
+    pub exchanged: Arc<AtomicUsize>,
 }
 
 /// Opaque token → its introspection answer, and how many questions came.
@@ -127,13 +130,16 @@ impl AuthServer {
             "token_endpoint": format!("{issuer}/token"),
             "authorization_endpoint": format!("{issuer}/authorize"),
             "response_types_supported": ["code"],
-            "grant_types_supported": ["client_credentials"],
+            "grant_types_supported": ["client_credentials",
+                "urn:ietf:params:oauth:grant-type:token-exchange"],
             "token_endpoint_auth_methods_supported": ["client_secret_basic"],
         });
         let fetches = jwks_fetches.clone();
         let token_issuer = issuer.clone();
         let issued = Arc::new(AtomicUsize::new(0));
         let counted = issued.clone();
+        let exchanged = Arc::new(AtomicUsize::new(0));
+        let exchanges = exchanged.clone();
         let introspected = Introspected::default();
         let introspection = introspected.clone();
         let app = axum::Router::new()
@@ -144,8 +150,8 @@ impl AuthServer {
             .route(
                 "/token",
                 axum::routing::post(move |headers: axum::http::HeaderMap, body: String| {
-                    let token =
-                        client_credentials(&signer, &token_issuer, &counted, &headers, &body);
+                    let counters = [&*counted, &*exchanges];
+                    let token = token_endpoint(&signer, &token_issuer, counters, &headers, &body);
                     async move { token }
                 }),
             )
@@ -172,6 +178,7 @@ impl AuthServer {
             jwks_fetches,
             introspected,
             issued,
+            exchanged,
         }
     }
 
@@ -213,12 +220,15 @@ impl AuthServer {
     }
 }
 
-/// The token endpoint: the client_credentials grant for the client `sdk-client` (secret
-/// `s3cret`, HTTP Basic), an ES256 access token for the `resource` it names (RFC 8707).
-fn client_credentials(
+/// The token endpoint, for the client `sdk-client` (secret `s3cret`, HTTP Basic): the
+/// client_credentials grant, an ES256 access token for the `resource` it names (RFC 8707);
+/// and the token-exchange grant (RFC 8693), a token for the `resource` with the subject
+/// token's `sub` and `client_id`, the exchanging client as its actor (`act`). `counters`:
+/// tokens issued by each grant.
+fn token_endpoint(
     signer: &EcdsaKeyPair,
     issuer: &str,
-    issued: &AtomicUsize,
+    counters: [&AtomicUsize; 2],
     headers: &axum::http::HeaderMap,
     body: &str,
 ) -> axum::response::Response {
@@ -233,16 +243,46 @@ fn client_credentials(
     let authenticated = headers
         .get("authorization")
         .is_some_and(|value| value.as_bytes() == basic.as_bytes());
-    if !authenticated || form.get("grant_type").map(String::as_str) != Some("client_credentials") {
-        let error = json!({"error": "invalid_client"});
-        return (axum::http::StatusCode::UNAUTHORIZED, Json(error)).into_response();
+    let refuse = |status, error: &str| (status, Json(json!({"error": error}))).into_response();
+    if !authenticated {
+        return refuse(axum::http::StatusCode::UNAUTHORIZED, "invalid_client");
     }
-    // The scope "short-lived" gets a token of two seconds, to watch it being renewed.
-    let scope = form.get("scope").map_or("mcp", String::as_str);
-    let life = if scope == "short-lived" { 2 } else { 300 };
-    let serial = issued.fetch_add(1, Ordering::SeqCst) + 1;
-    let claims = json!({"iss": issuer, "aud": form.get("resource"), "client_id": "sdk-client",
-        "sub": "sdk-client", "scope": scope, "exp": now() + life, "jti": serial});
+    let access_token_type = "urn:ietf:params:oauth:token-type:access_token";
+    let (claims, life, counter) = match form.get("grant_type").map(String::as_str) {
+        Some("client_credentials") => {
+            // The scope "short-lived" gets a token of two seconds, to watch it being renewed.
+            let scope = form.get("scope").map_or("mcp", String::as_str);
+            let life = if scope == "short-lived" { 2 } else { 300 };
+            let serial = counters[0].fetch_add(1, Ordering::SeqCst) + 1;
+            let claims = json!({"iss": issuer, "aud": form.get("resource"),
+                "client_id": "sdk-client", "sub": "sdk-client", "scope": scope,
+                "exp": now() + life, "jti": serial});
+            (claims, life, "issued")
+        }
+        Some("urn:ietf:params:oauth:grant-type:token-exchange") => {
+            let subject = form
+                .get("subject_token")
+                .map(|token| unverified_claims(token));
+            let well_formed = form.get("subject_token_type").map(String::as_str)
+                == Some(access_token_type)
+                && form.get("requested_token_type").map(String::as_str) == Some(access_token_type);
+            let Some(subject) = subject.filter(|claims| claims["iss"] == issuer && well_formed)
+            else {
+                return refuse(axum::http::StatusCode::BAD_REQUEST, "invalid_request");
+            };
+            let serial = counters[1].fetch_add(1, Ordering::SeqCst) + 1;
+            let claims = json!({"iss": issuer, "aud": form.get("resource"),
+                "client_id": subject["client_id"], "sub": subject["sub"],
+                "act": {"sub": "sdk-client"}, "exp": now() + 300, "jti": format!("x{serial}")});
+            (claims, 300, "exchanged")
+        }
+        _ => {
+            return refuse(
+                axum::http::StatusCode::BAD_REQUEST,
+                "unsupported_grant_type",
+            );
+        }
+    };
     let input = format!(
         "{}.{}",
         b64(json!({"alg": "ES256", "kid": "es", "typ": "at+jwt"})
@@ -254,7 +294,21 @@ fn client_credentials(
         .sign(&SystemRandom::new(), input.as_bytes())
         .expect("sign");
     let token = format!("{input}.{}", b64(signature.as_ref()));
-    Json(json!({"access_token": token, "token_type": "Bearer", "expires_in": life})).into_response()
+    let mut answer = json!({"access_token": token, "token_type": "Bearer", "expires_in": life});
+    if counter == "exchanged" {
+        answer["issued_token_type"] = json!(access_token_type);
+    }
+    Json(answer).into_response()
+}
+
+/// The claims of a JWT, unchecked (Null when it is not one).
+pub fn unverified_claims(token: &str) -> Value {
+    token
+        .split('.')
+        .nth(1)
+        .and_then(|payload| URL_SAFE_NO_PAD.decode(payload).ok())
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or(Value::Null)
 }
 
 pub fn now() -> u64 {

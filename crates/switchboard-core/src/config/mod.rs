@@ -55,7 +55,7 @@ pub use model::{
     EnergyConfig, EnergyRange, EraPreference, Exposure, GatewayConfig, HookConfig, HookEvent,
     JsonSearchMapping, LatencyConfig, LimitsConfig, MAX_INSTANCES, ManagerConfig, PlayerSetting,
     QuotaConfig, RootConfig, ScopeGrant, SecretString, ServerConfig, StyleSetting, TasksConfig,
-    ToolOverrideConfig, Transport, Trust, UpstreamAuthConfig, busy_poll_window,
+    ToolOverrideConfig, Transport, Trust, UpstreamAuthConfig, UpstreamGrant, busy_poll_window,
 };
 pub use problem::{ConfigErrors, Origin, Problem};
 pub use sandbox::{NetworkAccess, SandboxConfig, SandboxSetting, parse_size};

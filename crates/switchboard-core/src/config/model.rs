@@ -323,6 +323,8 @@ pub struct ServerConfig {
 /// an HTTP server, so the server gets a token of the gateway's (never a client's).
 #[derive(Debug, Clone, PartialEq)]
 pub struct UpstreamAuthConfig {
+    /// Which grant the gateway runs.
+    pub grant: UpstreamGrant,
     /// The authorization server's token endpoint (`https://`, or `http://` on loopback).
     pub token_endpoint: String,
     pub client_id: String,
@@ -331,6 +333,22 @@ pub struct UpstreamAuthConfig {
     pub scope: Option<String>,
     /// The RFC 8707 resource indicator: the server's canonical URL, which the token is for.
     pub resource: Option<String>,
+    /// Token exchange: the logical name of the server the token is for (RFC 8693
+    /// `audience`), where the authorization server wants one instead of (or with) `resource`.
+    pub audience: Option<String>,
+    /// Token exchange: whether the gateway's own requests (initialize, listings, pings)
+    /// carry a client-credentials token of the same client (default), or nothing.
+    pub gateway_token: bool,
+}
+
+/// How the gateway gets the token it sends an HTTP server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UpstreamGrant {
+    /// Its own token (RFC 6749 §4.4), for every request.
+    ClientCredentials,
+    /// Each caller's OAuth token exchanged for one for this server (RFC 8693), for that
+    /// caller's calls; the gateway's own requests as `gateway_token` says.
+    TokenExchange,
 }
 
 /// The most instances of one stdio server a config may ask for.

@@ -1,6 +1,7 @@
-//! `[servers.ID.auth]`: how the gateway authenticates itself to an HTTP server — an OAuth 2.1
-//! client-credentials grant it runs and refreshes itself. A client's own token never goes to
-//! a server; this is the gateway's.
+//! `[servers.ID.auth]`: the token the gateway sends an HTTP server — its own, from an OAuth 2.1
+//! client-credentials grant it runs and refreshes itself, or each caller's OAuth token
+//! exchanged for one audienced to the server (RFC 8693). A client's own token never goes to a
+//! server as it is.
 //!
 //! ```toml
 //! [servers.crm]
@@ -8,19 +9,27 @@
 //! auth = { grant = "client_credentials", token_endpoint = "https://login.example.com/token",
 //!          client_id = "switchboard", client_secret = "${CRM_SECRET}",
 //!          scope = "crm:read", resource = "https://crm.example.com/mcp" }
+//!
+//! [servers.mail]
+//! url = "https://mail.example.com/mcp"
+//! auth = { grant = "token_exchange", token_endpoint = "https://login.example.com/token",
+//!          client_id = "switchboard", client_secret = "${MAIL_SECRET}",
+//!          resource = "https://mail.example.com/mcp", gateway_token = true }
 //! ```
 
-use super::model::{SecretString, Transport, UpstreamAuthConfig};
+use super::model::{SecretString, Transport, UpstreamAuthConfig, UpstreamGrant};
 use super::tree::{Node, Pos};
 use super::validate::Walk;
 
-pub(super) const UPSTREAM_AUTH_KEYS: [&str; 6] = [
+pub(super) const UPSTREAM_AUTH_KEYS: [&str; 8] = [
     "grant",
     "token_endpoint",
     "client_id",
     "client_secret",
     "scope",
     "resource",
+    "audience",
+    "gateway_token",
 ];
 
 impl Walk<'_> {
@@ -64,7 +73,8 @@ impl Walk<'_> {
             return None;
         }
         let (mut grant, mut endpoint, mut client_id, mut secret) = (None, None, None, None);
-        let (mut scope, mut resource) = (None, None);
+        let (mut scope, mut resource, mut audience) = (None, None, None);
+        let mut gateway_token = None;
         // A key given but refused is reported where it is, not again as missing.
         let mut refused = false;
         for (key, key_pos, value) in self.table(node, what) {
@@ -79,24 +89,21 @@ impl Walk<'_> {
                 "client_secret" => secret = self.string(value, &key_what),
                 "scope" => scope = self.string(value, &key_what),
                 "resource" => resource = self.string(value, &key_what),
+                "audience" => audience = Some((*key_pos, self.string(value, &key_what))),
+                "gateway_token" => gateway_token = Some((*key_pos, self.bool(value, &key_what))),
                 other => self.unknown(*key_pos, other, what, &UPSTREAM_AUTH_KEYS),
             }
         }
-        match grant {
-            Some((_, Some(grant))) if grant == "client_credentials" => {}
-            Some((pos, Some(grant))) if grant == "token_exchange" => {
-                self.problem(
-                    pos,
-                    format!("{what}.grant \"token_exchange\" (RFC 8693) is not supported yet"),
-                    Some("use \"client_credentials\"".to_owned()),
-                );
-                return None;
+        let grant = match grant {
+            Some((_, Some(grant))) if grant == "client_credentials" => {
+                UpstreamGrant::ClientCredentials
             }
+            Some((_, Some(grant))) if grant == "token_exchange" => UpstreamGrant::TokenExchange,
             Some((pos, Some(other))) => {
                 self.problem(
                     pos,
                     format!("{what}.grant '{other}' is not a grant the gateway runs"),
-                    Some("use \"client_credentials\"".to_owned()),
+                    Some("use \"client_credentials\" or \"token_exchange\"".to_owned()),
                 );
                 return None;
             }
@@ -104,10 +111,25 @@ impl Walk<'_> {
             None => {
                 self.problem(
                     node.pos,
-                    format!("{what} needs grant = \"client_credentials\""),
+                    format!("{what} needs grant = \"client_credentials\" or \"token_exchange\""),
                     None,
                 );
                 return None;
+            }
+        };
+        if grant == UpstreamGrant::ClientCredentials {
+            for (key, given) in [
+                ("audience", audience.as_ref().map(|(pos, _)| *pos)),
+                ("gateway_token", gateway_token.map(|(pos, _)| pos)),
+            ] {
+                if let Some(pos) = given {
+                    self.problem(
+                        pos,
+                        format!("{what}.{key} is a token-exchange setting, and the grant is client_credentials"),
+                        Some("set grant = \"token_exchange\", or remove it".to_owned()),
+                    );
+                    refused = true;
+                }
             }
         }
         let missing: Vec<&str> = [
@@ -131,11 +153,14 @@ impl Walk<'_> {
             return None;
         }
         Some(UpstreamAuthConfig {
+            grant,
             token_endpoint: endpoint?,
             client_id: client_id?,
             client_secret: SecretString(secret?),
             scope,
             resource,
+            audience: audience.and_then(|(_, audience)| audience),
+            gateway_token: gateway_token.and_then(|(_, on)| on).unwrap_or(true),
         })
     }
 }

@@ -14,7 +14,7 @@ use switchboard_core::param_headers;
 use switchboard_core::{CallerChannel, Progress, ProgressSink, ServerId, ToolDefinition};
 use tokio::sync::{mpsc, oneshot, watch};
 
-use super::transport::{Inbound, Opened, Transport};
+use super::transport::{Inbound, OnBehalf, Opened, Transport};
 use crate::era::{Era, add_modern_meta, client_info};
 use crate::jsonrpc::{Message, RequestId, RpcError, client_capability_for, code};
 
@@ -135,6 +135,26 @@ impl Drop for TaskRoute<'_> {
     }
 }
 
+/// Who a request is made for: where its progress goes, the channel back to its caller, and
+/// on whose behalf it goes (see [`OnBehalf`]).
+#[derive(Default)]
+pub struct RequestFor {
+    pub progress: Option<ProgressSink>,
+    pub caller: Option<Arc<dyn CallerChannel>>,
+    pub on_behalf: OnBehalf,
+}
+
+impl RequestFor {
+    /// A call's: its progress sink, its caller, its caller's token.
+    pub fn of(ctx: &switchboard_core::CallContext) -> Self {
+        Self {
+            progress: ctx.progress.clone(),
+            caller: ctx.caller.clone(),
+            on_behalf: OnBehalf::of(ctx),
+        }
+    }
+}
+
 impl RpcClient {
     /// Starts reading the transport's inbound channel. Events (list changes) go to `events`;
     /// `label` names the connection in logs.
@@ -242,18 +262,27 @@ impl RpcClient {
         params: Option<Value>,
         progress: Option<ProgressSink>,
     ) -> Answer {
-        self.request_for(method, params, progress, None).await
+        let made_for = RequestFor {
+            progress,
+            ..RequestFor::default()
+        };
+        self.request_for(method, params, made_for).await
     }
 
-    /// A request made on behalf of a caller: progress goes to `progress`, and the server's own
-    /// requests and log messages while it runs are relayed to `caller`.
+    /// A request made on behalf of a caller: progress goes to its sink, the server's own
+    /// requests and log messages while it runs are relayed to its caller, and an HTTP
+    /// server that takes the caller's identity gets the caller's exchanged token.
     pub async fn request_for(
         &self,
         method: &str,
         params: Option<Value>,
-        progress: Option<ProgressSink>,
-        caller: Option<Arc<dyn CallerChannel>>,
+        made_for: RequestFor,
     ) -> Answer {
+        let RequestFor {
+            progress,
+            caller,
+            on_behalf,
+        } = made_for;
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         if let (Some(caller), Ok(mut callers)) = (caller, self.shared.callers.lock()) {
             callers.push((id, caller));
@@ -294,7 +323,7 @@ impl RpcClient {
             method: method.to_owned(),
             params: Some(Value::Object(params)),
         };
-        if let Err(error) = self.transport.send(message).await {
+        if let Err(error) = self.transport.send_on_behalf(message, on_behalf).await {
             guard.answered = true;
             return Err(ClientError::Disconnected(error.0));
         }
@@ -330,7 +359,7 @@ impl RpcClient {
 
     /// Sends a request whose answer nobody waits for (and is dropped when it comes), from
     /// code that cannot wait: a drop guard telling a server its task is abandoned.
-    pub fn send_detached(&self, method: &str, params: Map<String, Value>) {
+    pub fn send_detached(&self, method: &str, params: Map<String, Value>, on_behalf: OnBehalf) {
         let mut params = params;
         if matches!(self.era(), Some(Era::Modern)) {
             add_modern_meta(&mut params, &client_info(), &json!({}));
@@ -343,7 +372,7 @@ impl RpcClient {
         };
         let transport = self.transport.clone();
         tokio::spawn(async move {
-            let _ = transport.send(message).await;
+            let _ = transport.send_on_behalf(message, on_behalf).await;
         });
     }
 

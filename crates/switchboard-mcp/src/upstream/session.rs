@@ -15,7 +15,7 @@ use serde_json::{Map, Value, json};
 use switchboard_core::upstream::{Upstream, UpstreamError};
 use switchboard_core::{CallContext, CallerChannel, ModernRequest, ToolDefinition, ToolOutcome};
 
-use super::client::{ClientError, RpcClient};
+use super::client::{ClientError, RequestFor, RpcClient};
 use crate::era::{
     Era, LATEST_LEGACY_VERSION, META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_SERVER_INFO,
     MODERN_VERSION, client_info,
@@ -365,12 +365,7 @@ impl RpcClient {
         for _round in 0..=MAX_INPUT_ROUNDS {
             let next = relays.then(|| params.clone());
             let mut result = self
-                .request_for(
-                    method,
-                    Some(Value::Object(params)),
-                    ctx.progress.clone(),
-                    ctx.caller.clone(),
-                )
+                .request_for(method, Some(Value::Object(params)), RequestFor::of(ctx))
                 .await?;
             let Some(round) = InputRound::of(&result) else {
                 if let Value::Object(map) = &mut result {

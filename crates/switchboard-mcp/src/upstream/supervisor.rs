@@ -37,8 +37,8 @@ pub enum Endpoint {
     StreamableHttp {
         url: String,
         headers: BTreeMap<String, String>,
-        /// The gateway's own token for the server (`[servers.ID.auth]`).
-        credentials: Option<Arc<crate::upstream::http::ClientCredentials>>,
+        /// The tokens the server gets (`[servers.ID.auth]`).
+        credentials: Option<Arc<crate::upstream::http::UpstreamCredentials>>,
     },
     Sse {
         url: String,

@@ -19,8 +19,9 @@ use switchboard_core::task::{TASKS_EXTENSION, TaskSupport};
 use switchboard_core::upstream::UpstreamError;
 use switchboard_core::{CallContext, CallerChannel, Progress, ToolDefinition, ToolOutcome};
 
-use super::client::{ClientError, RpcClient};
+use super::client::{ClientError, RequestFor, RpcClient};
 use super::session::Rounds;
+use super::transport::OnBehalf;
 use crate::era::{Era, META_CLIENT_CAPABILITIES};
 
 /// The task dialect a server speaks, learned at negotiation.
@@ -185,13 +186,19 @@ impl RpcClient {
             client: self,
             id: Some(id.clone()),
             dialect,
+            on_behalf: OnBehalf::of(ctx),
+        };
+        // Polls are the caller's too: a server that takes the caller's identity sees it.
+        let polls = || RequestFor {
+            on_behalf: OnBehalf::of(ctx),
+            ..RequestFor::default()
         };
         let poll = poll_interval(created, dialect);
         let mut reported: Option<String> = None;
         let mut answered: Vec<String> = Vec::new();
         loop {
             let task = tokio::select! {
-                task = self.task_request("tasks/get", &id, dialect, None) => task,
+                task = self.task_request("tasks/get", &id, dialect, polls()) => task,
                 () = ctx.cancel.cancelled() => return Err(UpstreamError::Cancelled),
             };
             let task = task.map_err(|error| self.upstream_error(error))?;
@@ -217,7 +224,7 @@ impl RpcClient {
                 ("completed" | "failed" | "input_required", TaskDialect::Legacy) => {
                     // `tasks/result` waits for the end; the server asks its questions on it.
                     let result = tokio::select! {
-                        result = self.task_request("tasks/result", &id, dialect, ctx.caller.clone()) => result,
+                        result = self.task_request("tasks/result", &id, dialect, RequestFor { caller: ctx.caller.clone(), ..polls() }) => result,
                         () = ctx.cancel.cancelled() => return Err(UpstreamError::Cancelled),
                     };
                     abandon.id = None;
@@ -300,14 +307,14 @@ impl RpcClient {
         method: &str,
         id: &str,
         dialect: TaskDialect,
-        caller: Option<std::sync::Arc<dyn CallerChannel>>,
+        made_for: RequestFor,
     ) -> Result<Value, ClientError> {
         let mut params = Map::new();
         params.insert("taskId".into(), Value::String(id.to_owned()));
         if dialect == TaskDialect::Modern {
             declare_extension(&mut params);
         }
-        self.request_for(method, Some(Value::Object(params)), None, caller)
+        self.request_for(method, Some(Value::Object(params)), made_for)
             .await
     }
 
@@ -381,6 +388,7 @@ struct Abandon<'a> {
     client: &'a RpcClient,
     id: Option<String>,
     dialect: TaskDialect,
+    on_behalf: OnBehalf,
 }
 
 impl Drop for Abandon<'_> {
@@ -391,7 +399,8 @@ impl Drop for Abandon<'_> {
         if self.dialect == TaskDialect::Modern {
             declare_extension(&mut params);
         }
-        self.client.send_detached("tasks/cancel", params);
+        let on_behalf = std::mem::take(&mut self.on_behalf);
+        self.client.send_detached("tasks/cancel", params, on_behalf);
     }
 }
 

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use switchboard_core::param_headers::ParamHeader;
+use switchboard_core::{CallContext, SubjectToken};
 use tokio::sync::mpsc;
 
 use crate::jsonrpc::{Message, RequestId};
@@ -35,11 +36,42 @@ pub enum Inbound {
     Closed(String),
 }
 
+/// On whose behalf a request goes: this decides the token an HTTP server that takes the
+/// caller's identity gets (`grant = "token_exchange"`); every other transport ignores it.
+#[derive(Debug, Clone, Default)]
+pub enum OnBehalf {
+    /// The gateway's own requests: initialize, listings, pings.
+    #[default]
+    Gateway,
+    /// A caller's call, with the caller's OAuth access token when it came with one.
+    Caller(Option<SubjectToken>),
+}
+
+impl OnBehalf {
+    /// The caller of a call.
+    pub fn of(ctx: &CallContext) -> Self {
+        Self::Caller(
+            ctx.principal
+                .as_ref()
+                .and_then(|principal| principal.token.clone()),
+        )
+    }
+}
+
 /// Sends messages to one server.
 pub trait Transport: Send + Sync {
     /// Sends one message. For HTTP transports, the answer (and any notifications sent on the
     /// way) arrive on the inbound channel like every other message.
     fn send(&self, message: Message) -> BoxFuture<'_, Result<(), TransportError>>;
+
+    /// Sends one message on behalf of `on_behalf` (the default: as [`Transport::send`]).
+    fn send_on_behalf(
+        &self,
+        message: Message,
+        _on_behalf: OnBehalf,
+    ) -> BoxFuture<'_, Result<(), TransportError>> {
+        self.send(message)
+    }
 
     /// Tells the transport which protocol version was negotiated (HTTP sends it as a header).
     fn set_protocol_version(&self, _version: &str) {}

@@ -91,13 +91,14 @@ pub(super) enum Algorithm {
     Ed25519,
 }
 
-/// `[servers.ID.auth]`: the OAuth 2.1 client-credentials grant the gateway runs for an HTTP
-/// server, so the server gets a token of the gateway's.
+/// `[servers.ID.auth]`: the OAuth grant the gateway runs for an HTTP server — client
+/// credentials (the server gets a token of the gateway's) or token exchange (each caller's
+/// OAuth token exchanged for one audienced to the server, RFC 8693).
 #[derive(JsonSchema, Default)]
 #[serde(deny_unknown_fields)]
 #[allow(dead_code)]
 pub(super) struct UpstreamAuth {
-    /// The only grant the gateway runs for now.
+    /// client_credentials or token_exchange.
     grant: UpstreamGrant,
     /// The authorization server's token endpoint (https://; http:// only on loopback).
     #[schemars(regex(pattern = r"^(https?://|\$\{)"))]
@@ -111,14 +112,25 @@ pub(super) struct UpstreamAuth {
     /// The RFC 8707 resource indicator: the server's canonical URL.
     #[serde(skip_serializing_if = "Option::is_none")]
     resource: Option<String>,
+    /// token_exchange: the RFC 8693 audience (the server's logical name at the
+    /// authorization server).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    audience: Option<String>,
+    /// token_exchange: whether the gateway's own requests (initialize, listings, pings)
+    /// carry a client-credentials token of the same client (default true) or none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    gateway_token: Option<bool>,
 }
 
 #[derive(JsonSchema, Default)]
 #[serde(rename_all = "snake_case")]
 #[allow(dead_code)]
 pub(super) enum UpstreamGrant {
+    /// The gateway's own token (RFC 6749 §4.4).
     #[default]
     ClientCredentials,
+    /// Each caller's token exchanged for one for this server (RFC 8693).
+    TokenExchange,
 }
 
 /// What a stdio server's process may use (Linux: rlimits, Landlock, no_new_privs).

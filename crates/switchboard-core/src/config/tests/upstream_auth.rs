@@ -1,6 +1,7 @@
-//! `[servers.ID.auth]`: the client-credentials grant read in both formats, and each mistake
-//! at its place — a grant not run, missing keys, a stdio or SSE server, a clash with an
-//! Authorization header, a token endpoint over plain HTTP off loopback.
+//! `[servers.ID.auth]`: the client-credentials and token-exchange grants read in both
+//! formats, and each mistake at its place — a grant not run, missing keys, a token-exchange
+//! key on a client-credentials grant, a stdio or SSE server, a clash with an Authorization
+//! header, a token endpoint over plain HTTP off loopback.
 
 use super::problems::toml;
 use super::*;
@@ -38,6 +39,35 @@ fn a_client_credentials_grant_is_read_in_both_formats() {
             .map(|a| a.client_id.as_str()),
         Some("gw")
     );
+    assert_eq!(auth.grant, UpstreamGrant::ClientCredentials);
+}
+
+#[test]
+fn a_token_exchange_grant_is_read_with_its_defaults() {
+    let config = check_ok(
+        "[servers.mail]\nurl = \"https://mail.example.com/mcp\"\n\
+         auth = { grant = \"token_exchange\", token_endpoint = \"https://login.example.com/token\", \
+         client_id = \"gw\", client_secret = \"s3cret\", audience = \"mail\" }\n",
+        Format::Toml,
+    );
+    let auth = config.servers[0].auth.clone().expect("auth");
+    assert_eq!(auth.grant, UpstreamGrant::TokenExchange);
+    assert_eq!(auth.audience.as_deref(), Some("mail"));
+    assert!(
+        auth.gateway_token,
+        "the gateway's own requests carry its token by default"
+    );
+    let config = check_ok(
+        r#"{"mcpServers": {"mail": {"url": "http://127.0.0.1:9/mcp", "auth": {"grant": "token_exchange",
+            "token_endpoint": "http://127.0.0.1:8/token", "client_id": "gw", "client_secret": "x",
+            "gateway_token": false}}}}"#,
+        Format::Json,
+    );
+    let auth = config.servers[0].auth.clone().expect("auth");
+    assert_eq!(
+        (auth.grant, auth.gateway_token),
+        (UpstreamGrant::TokenExchange, false)
+    );
 }
 
 #[test]
@@ -45,7 +75,20 @@ fn upstream_auth_mistakes_are_located() {
     let http = "[servers.crm]\nurl = \"https://crm.example.com/mcp\"\n";
     toml(
         &format!("{http}auth = {{ grant = \"token_exchange\" }}\n"),
-        &[(3, 18, "\"token_exchange\" (RFC 8693) is not supported yet")],
+        &[(3, 8, "needs token_endpoint, client_id, client_secret")],
+    );
+    toml(
+        &format!(
+            "{http}auth = {{ grant = \"client_credentials\", token_endpoint = \"https://l/t\", client_id = \"a\", client_secret = \"b\", audience = \"crm\", gateway_token = false }}\n"
+        ),
+        &[
+            (
+                3,
+                110,
+                "audience is a token-exchange setting, and the grant is client_credentials",
+            ),
+            (3, 128, "gateway_token is a token-exchange setting"),
+        ],
     );
     toml(
         &format!("{http}auth = {{ grant = \"password\" }}\n"),

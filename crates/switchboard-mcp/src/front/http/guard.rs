@@ -13,7 +13,7 @@ use axum::response::{IntoResponse, Response};
 use super::resource::{ResourceUrls, challenge};
 use super::{HttpOptions, plain};
 use crate::oauth::TokenError;
-use switchboard_core::Principal;
+use switchboard_core::{Principal, SubjectToken};
 
 /// Maps bearer tokens to agents.
 pub trait Authenticator: Send + Sync + std::fmt::Debug {
@@ -74,6 +74,7 @@ pub(super) async fn authenticate(
                     subject: identity.subject,
                     client_id: identity.client_id,
                     scopes: identity.scopes,
+                    token: Some(SubjectToken::new(token)),
                 }));
                 identity.agent
             }

@@ -1,22 +1,26 @@
-//! The gateway's own credentials to an HTTP server (`[servers.ID.auth]`): an OAuth 2.1
-//! client-credentials grant (RFC 6749 §4.4) the gateway runs against the authorization
-//! server's token endpoint — its client id and secret in HTTP Basic, form-escaped
-//! (§2.3.1), the scope and the RFC 8707 resource indicator in the form. The token is kept
-//! until shortly before it expires (a tenth of its life, at most 30 s early) and fetched
-//! anew then, one fetch at a time however many requests wait; a server that answers 401
-//! makes the gateway forget it and fetch another once. A client's own token never comes
-//! here: this is the gateway's.
+//! The tokens an HTTP server gets (`[servers.ID.auth]`, [`UpstreamCredentials`]): the
+//! gateway's own from an OAuth 2.1 client-credentials grant (RFC 6749 §4.4,
+//! [`ClientCredentials`]), and, for a server that takes the caller's identity, each
+//! caller's token exchanged for one of the server's (RFC 8693, `token_exchange`).
+//!
+//! Both ask the authorization server's token endpoint ([`fetch_token`]) with the gateway's
+//! client id and secret in HTTP Basic, form-escaped (§2.3.1), the scope and the RFC 8707
+//! resource indicator in the form. A token is kept until shortly before it expires (a tenth
+//! of its life, at most 30 s early) and fetched anew then; a server that answers 401 makes
+//! the gateway forget it and fetch another once. A client's own token is never sent to a
+//! server as it is.
 
 use std::time::Duration;
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use serde_json::Value;
-use switchboard_core::config::UpstreamAuthConfig;
+use switchboard_core::config::{UpstreamAuthConfig, UpstreamGrant};
 use tokio::sync::Mutex;
 use tokio::time::Instant;
 
-use super::super::transport::TransportError;
+use super::super::transport::{OnBehalf, TransportError};
+use super::token_exchange::TokenExchange;
 use crate::oauth::{client_basic, form_escape};
 
 const MAX_ANSWER_BYTES: usize = 64 * 1024;
@@ -26,40 +30,126 @@ const DEFAULT_LIFE: Duration = Duration::from_secs(3600);
 const MAX_EARLY: Duration = Duration::from_secs(30);
 
 /// A token and when to fetch the next.
-struct Held {
-    authorization: HeaderValue,
-    renew_at: Instant,
+pub(super) struct Held {
+    pub(super) authorization: HeaderValue,
+    pub(super) renew_at: Instant,
 }
 
-/// One server's client-credentials grant, and the token it last got.
-pub struct ClientCredentials {
-    token_endpoint: String,
-    basic: HeaderValue,
-    form: String,
-    held: Mutex<Option<Held>>,
-}
-
-impl std::fmt::Debug for ClientCredentials {
+impl std::fmt::Debug for Held {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ClientCredentials")
-            .field("token_endpoint", &self.token_endpoint)
+        f.debug_struct("Held")
+            .field("renew_at", &self.renew_at)
             .finish_non_exhaustive()
     }
 }
 
-impl ClientCredentials {
+/// What `[servers.ID.auth]` makes the gateway send a server.
+#[derive(Debug)]
+pub struct UpstreamCredentials {
+    /// The gateway's own token, for its own requests (and, with client credentials, for
+    /// every request).
+    own: Option<ClientCredentials>,
+    /// The exchange of callers' tokens, for their calls.
+    exchange: Option<TokenExchange>,
+}
+
+impl UpstreamCredentials {
     pub fn new(config: &UpstreamAuthConfig) -> Result<Self, String> {
+        let exchanges = config.grant == UpstreamGrant::TokenExchange;
+        let own = (!exchanges || config.gateway_token)
+            .then(|| ClientCredentials::new(config))
+            .transpose()?;
+        let exchange = exchanges.then(|| TokenExchange::new(config)).transpose()?;
+        Ok(Self { own, exchange })
+    }
+
+    /// The `Authorization` value of a request made `on_behalf` of someone (none: the
+    /// request goes without one); a new token when `renew` (the server refused the last).
+    /// A caller's call to a server that takes the caller's identity is refused when the
+    /// caller has no OAuth token to exchange.
+    pub async fn authorization(
+        &self,
+        on_behalf: &OnBehalf,
+        renew: bool,
+    ) -> Result<Option<HeaderValue>, TransportError> {
+        match (on_behalf, &self.exchange) {
+            (OnBehalf::Caller(Some(token)), Some(exchange)) => {
+                exchange.authorization(token, renew).await.map(Some)
+            }
+            (OnBehalf::Caller(None), Some(_)) => Err(TransportError::new(
+                "this server takes the caller's identity (grant = \"token_exchange\"), and the \
+                 call comes without an OAuth access token to exchange (stdio, a static token or \
+                 the library)",
+            )),
+            _ => match &self.own {
+                Some(own) => own.authorization(renew).await.map(Some),
+                None => Ok(None),
+            },
+        }
+    }
+
+    /// The gateway's own token held, if any, without fetching (for requests that cannot
+    /// wait on one: a session's GET stream, its DELETE).
+    pub fn held(&self) -> Option<HeaderValue> {
+        self.own.as_ref()?.held()
+    }
+}
+
+/// The authorization server's token endpoint and the gateway's client authentication there
+/// (HTTP Basic); its `Debug` shows the endpoint, never the secret.
+pub(super) struct TokenEndpoint {
+    url: String,
+    basic: HeaderValue,
+}
+
+impl std::fmt::Debug for TokenEndpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("TokenEndpoint").field(&self.url).finish()
+    }
+}
+
+impl TokenEndpoint {
+    pub(super) fn new(config: &UpstreamAuthConfig) -> Result<Self, String> {
         let basic = client_basic(&config.client_id, config.client_secret.expose())
             .ok_or_else(|| "the client credentials cannot be a header".to_owned())?;
-        let mut form = "grant_type=client_credentials".to_owned();
-        for (key, value) in [("scope", &config.scope), ("resource", &config.resource)] {
-            if let Some(value) = value {
-                form.push_str(&format!("&{key}={}", form_escape(value)));
-            }
-        }
         Ok(Self {
-            token_endpoint: config.token_endpoint.clone(),
+            url: config.token_endpoint.clone(),
             basic,
+        })
+    }
+
+    /// Asks for a token with `form`; `refused` says what a refusal means.
+    pub(super) async fn fetch(&self, form: String, refused: &str) -> Result<Held, TransportError> {
+        fetch_token(&self.url, &self.basic, form, refused).await
+    }
+}
+
+/// `form` with `&key=value` (form-escaped) for each value given.
+pub(super) fn with_params(mut form: String, params: &[(&str, &Option<String>)]) -> String {
+    for (key, value) in params {
+        if let Some(value) = value {
+            form.push_str(&format!("&{key}={}", form_escape(value)));
+        }
+    }
+    form
+}
+
+/// One server's client-credentials grant, and the token it last got.
+#[derive(Debug)]
+pub struct ClientCredentials {
+    endpoint: TokenEndpoint,
+    form: String,
+    held: Mutex<Option<Held>>,
+}
+
+impl ClientCredentials {
+    pub fn new(config: &UpstreamAuthConfig) -> Result<Self, String> {
+        let form = with_params(
+            "grant_type=client_credentials".to_owned(),
+            &[("scope", &config.scope), ("resource", &config.resource)],
+        );
+        Ok(Self {
+            endpoint: TokenEndpoint::new(config)?,
             form,
             held: Mutex::new(None),
         })
@@ -88,76 +178,87 @@ impl ClientCredentials {
     }
 
     async fn fetch(&self) -> Result<Held, TransportError> {
-        let mut headers = HeaderMap::new();
-        headers.insert(header::AUTHORIZATION, self.basic.clone());
-        headers.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/x-www-form-urlencoded"),
-        );
-        headers.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
-        let asked = Instant::now();
-        let (status, body) = super::request(
-            Method::POST,
-            &self.token_endpoint,
-            headers,
-            Bytes::from(self.form.clone()),
-            MAX_ANSWER_BYTES,
-        )
-        .await
-        .map_err(|error| TransportError::new(format!("getting a token: {error}")))?;
-        let answer: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-        if status != StatusCode::OK {
-            let error = answer.get("error").and_then(Value::as_str).unwrap_or("");
-            let description = answer
-                .get("error_description")
-                .and_then(Value::as_str)
-                .map(|text| format!(": {text}"))
-                .unwrap_or_default();
-            return Err(TransportError::new(format!(
-                "the token endpoint {} refused the gateway's client credentials ({status} {error}{description})",
-                self.token_endpoint
-            )));
-        }
-        let token = answer
-            .get("access_token")
-            .and_then(Value::as_str)
-            .ok_or_else(|| {
-                TransportError::new(format!(
-                    "the token endpoint {} answered no access_token",
-                    self.token_endpoint
-                ))
-            })?;
-        let kind = answer
-            .get("token_type")
-            .and_then(Value::as_str)
-            .unwrap_or("Bearer");
-        if !kind.eq_ignore_ascii_case("bearer") {
-            return Err(TransportError::new(format!(
-                "the token endpoint {} answered a '{kind}' token; only Bearer tokens are sent",
-                self.token_endpoint
-            )));
-        }
-        let mut authorization =
-            HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| {
-                TransportError::new(format!(
-                    "the token endpoint {} answered a token that cannot be a header",
-                    self.token_endpoint
-                ))
-            })?;
-        authorization.set_sensitive(true);
-        let life = answer
-            .get("expires_in")
-            .and_then(Value::as_u64)
-            .map_or(DEFAULT_LIFE, Duration::from_secs);
-        Ok(Held {
-            authorization,
-            renew_at: asked + life - early(life),
-        })
+        self.endpoint
+            .fetch(
+                self.form.clone(),
+                "refused the gateway's client credentials",
+            )
+            .await
     }
 }
 
+/// Asks the token endpoint for a token with `form` (the gateway authenticated by `basic`);
+/// `refused` says what a refusal means, after the endpoint's name.
+async fn fetch_token(
+    token_endpoint: &str,
+    basic: &HeaderValue,
+    form: String,
+    refused: &str,
+) -> Result<Held, TransportError> {
+    let mut headers = HeaderMap::new();
+    headers.insert(header::AUTHORIZATION, basic.clone());
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/x-www-form-urlencoded"),
+    );
+    headers.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
+    let asked = Instant::now();
+    let (status, body) = super::request(
+        Method::POST,
+        token_endpoint,
+        headers,
+        Bytes::from(form),
+        MAX_ANSWER_BYTES,
+    )
+    .await
+    .map_err(|error| TransportError::new(format!("getting a token: {error}")))?;
+    let answer: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    if status != StatusCode::OK {
+        let error = answer.get("error").and_then(Value::as_str).unwrap_or("");
+        let description = answer
+            .get("error_description")
+            .and_then(Value::as_str)
+            .map(|text| format!(": {text}"))
+            .unwrap_or_default();
+        return Err(TransportError::new(format!(
+            "the token endpoint {token_endpoint} {refused} ({status} {error}{description})"
+        )));
+    }
+    let token = answer
+        .get("access_token")
+        .and_then(Value::as_str)
+        .ok_or_else(|| {
+            TransportError::new(format!(
+                "the token endpoint {token_endpoint} answered no access_token"
+            ))
+        })?;
+    let kind = answer
+        .get("token_type")
+        .and_then(Value::as_str)
+        .unwrap_or("Bearer");
+    if !kind.eq_ignore_ascii_case("bearer") {
+        return Err(TransportError::new(format!(
+            "the token endpoint {token_endpoint} answered a '{kind}' token; only Bearer tokens are sent"
+        )));
+    }
+    let mut authorization = HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| {
+        TransportError::new(format!(
+            "the token endpoint {token_endpoint} answered a token that cannot be a header"
+        ))
+    })?;
+    authorization.set_sensitive(true);
+    let life = answer
+        .get("expires_in")
+        .and_then(Value::as_u64)
+        .map_or(DEFAULT_LIFE, Duration::from_secs);
+    Ok(Held {
+        authorization,
+        renew_at: asked + life - early(life),
+    })
+}
+
 /// How long before it expires a token of this life is renewed.
-fn early(life: Duration) -> Duration {
+pub(super) fn early(life: Duration) -> Duration {
     (life / 10).min(MAX_EARLY)
 }
 
@@ -177,11 +278,14 @@ mod tests {
     #[test]
     fn the_form_carries_scope_and_resource_escaped() {
         let credentials = ClientCredentials::new(&UpstreamAuthConfig {
+            grant: UpstreamGrant::ClientCredentials,
             token_endpoint: "http://127.0.0.1:1/token".into(),
             client_id: "gw".into(),
             client_secret: switchboard_core::config::SecretString("s e:cret".into()),
             scope: Some("crm:read crm:write".into()),
             resource: Some("https://crm.example.com/mcp".into()),
+            audience: None,
+            gateway_token: true,
         })
         .expect("credentials");
         assert_eq!(
@@ -190,7 +294,7 @@ mod tests {
         );
         let expected = base64::engine::general_purpose::STANDARD.encode("gw:s%20e%3Acret");
         assert_eq!(
-            credentials.basic.to_str().expect("ascii"),
+            credentials.endpoint.basic.to_str().expect("ascii"),
             format!("Basic {expected}")
         );
     }

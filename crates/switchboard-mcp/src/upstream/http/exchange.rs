@@ -18,7 +18,7 @@ use super::sse::SseParser;
 use super::streamable::Shared;
 use super::{failed_request, snippet};
 use crate::jsonrpc::{Message, RequestId};
-use crate::upstream::transport::Inbound;
+use crate::upstream::transport::{Inbound, OnBehalf};
 
 /// Reconnections in a row that bring no event before a stream is given up.
 const MAX_RECONNECTS: u32 = 5;
@@ -68,22 +68,30 @@ impl Shared {
         }
     }
 
-    /// Puts the gateway's token for the server in `headers` (a new one when `renew`), if
-    /// the server has `[servers.ID.auth]`.
-    async fn authorize(&self, headers: &mut HeaderMap, renew: bool) -> Result<(), String> {
+    /// Puts the token the server gets in `headers` (a new one when `renew`), if it has
+    /// `[servers.ID.auth]`: the gateway's own, or the caller's exchanged.
+    async fn authorize(
+        &self,
+        headers: &mut HeaderMap,
+        on_behalf: &OnBehalf,
+        renew: bool,
+    ) -> Result<(), String> {
         let Some(credentials) = &self.credentials else {
             return Ok(());
         };
         let token = credentials
-            .authorization(renew)
+            .authorization(on_behalf, renew)
             .await
             .map_err(|error| format!("server {}: {}", self.url, error.0))?;
-        headers.insert(http::header::AUTHORIZATION, token);
+        match token {
+            Some(token) => headers.insert(http::header::AUTHORIZATION, token),
+            None => headers.remove(http::header::AUTHORIZATION),
+        };
         Ok(())
     }
 
     /// One POST and whatever comes back.
-    pub(super) async fn post(self: Arc<Self>, message: Message) {
+    pub(super) async fn post(self: Arc<Self>, message: Message, on_behalf: OnBehalf) {
         let id = match &message {
             Message::Request { id, .. } => Some(id.clone()),
             _ => None,
@@ -93,7 +101,7 @@ impl Shared {
         let had_session = self.session().is_some();
         let mut headers = self.post_headers(&message);
         let body = Bytes::from(message.to_line());
-        if let Err(reason) = self.authorize(&mut headers, false).await {
+        if let Err(reason) = self.authorize(&mut headers, &on_behalf, false).await {
             return self.fail(id.as_ref(), reason).await;
         }
         let mut sent = http_client()
@@ -103,7 +111,7 @@ impl Shared {
         if self.credentials.is_some()
             && matches!(&sent, Ok(response) if response.status() == StatusCode::UNAUTHORIZED)
         {
-            if let Err(reason) = self.authorize(&mut headers, true).await {
+            if let Err(reason) = self.authorize(&mut headers, &on_behalf, true).await {
                 return self.fail(id.as_ref(), reason).await;
             }
             sent = http_client()

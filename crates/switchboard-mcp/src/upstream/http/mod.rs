@@ -2,7 +2,8 @@
 //! transport of 2024-11-05. Both deliver what the server sends into the inbound channel,
 //! like the stdio transport, so the JSON-RPC client above them does not care which it has.
 //! [`request`] lends their HTTP client to the gateway's other HTTP peers (the CLI's admin
-//! commands, token endpoints). A server may get the gateway's own token (`credentials`).
+//! commands, token endpoints). A server may get the gateway's own token or each caller's
+//! exchanged for one of its own (`credentials`, `token_exchange`).
 
 mod client;
 mod credentials;
@@ -11,13 +12,14 @@ mod headers;
 mod legacy_sse;
 mod sse;
 mod streamable;
+mod token_exchange;
 
 use std::collections::BTreeMap;
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 
-pub use credentials::ClientCredentials;
+pub use credentials::{ClientCredentials, UpstreamCredentials};
 pub use legacy_sse::open_legacy_sse;
 pub use streamable::open_streamable_http;
 

@@ -27,7 +27,7 @@ use super::header_map;
 use super::headers::{SESSION_ID, add_param_headers, add_routing_headers};
 use crate::era::{MODERN_VERSION, VERSION_HEADER};
 use crate::jsonrpc::{Message, RequestId};
-use crate::upstream::transport::{Inbound, Opened, Transport, TransportError};
+use crate::upstream::transport::{Inbound, OnBehalf, Opened, Transport, TransportError};
 
 /// How long `close` waits for the server to acknowledge the DELETE of its session.
 const DELETE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -41,8 +41,8 @@ pub(super) struct Shared {
     /// the HTTP → HTTP profile.
     pub(super) endpoint: Target,
     pub(super) headers: HeaderMap,
-    /// The gateway's own token for the server (`[servers.ID.auth]`).
-    pub(super) credentials: Option<Arc<super::ClientCredentials>>,
+    /// The tokens the server gets (`[servers.ID.auth]`).
+    pub(super) credentials: Option<Arc<super::UpstreamCredentials>>,
     pub(super) max_bytes: usize,
     pub(super) inbound: mpsc::Sender<Inbound>,
     pub(super) session: RwLock<Option<String>>,
@@ -63,7 +63,7 @@ pub fn open_streamable_http(
     server: &str,
     url: &str,
     headers: &BTreeMap<String, String>,
-    credentials: Option<Arc<super::ClientCredentials>>,
+    credentials: Option<Arc<super::UpstreamCredentials>>,
     max_message_bytes: usize,
 ) -> Result<Opened, TransportError> {
     let endpoint = Target::parse(url).map_err(TransportError::new)?;
@@ -197,6 +197,14 @@ fn cancelled_id(message: &Message) -> Option<RequestId> {
 
 impl Transport for StreamableHttp {
     fn send(&self, message: Message) -> BoxFuture<'_, Result<(), TransportError>> {
+        self.send_on_behalf(message, OnBehalf::Gateway)
+    }
+
+    fn send_on_behalf(
+        &self,
+        message: Message,
+        on_behalf: OnBehalf,
+    ) -> BoxFuture<'_, Result<(), TransportError>> {
         Box::pin(async move {
             let shared = &self.shared;
             if let Some(id) = cancelled_id(&message) {
@@ -218,7 +226,7 @@ impl Transport for StreamableHttp {
                 // The session's GET stream opens once the server has taken `initialized`.
                 let session = shared.clone();
                 let task = tokio::spawn(async move {
-                    session.clone().post(message).await;
+                    session.clone().post(message, on_behalf).await;
                     session.listen().await;
                 });
                 shared.keep_background(task.abort_handle());
@@ -226,7 +234,7 @@ impl Transport for StreamableHttp {
             }
             // Boxed, the exchange's large future is moved into its task once; unboxed, tokio
             // moves it several times on the way (docs/bench/history.md, "Boxed before spawning").
-            let task = tokio::spawn(Box::pin(shared.clone().post(message)));
+            let task = tokio::spawn(Box::pin(shared.clone().post(message, on_behalf)));
             if let Some(id) = id {
                 shared.track(id, task.abort_handle());
             }
