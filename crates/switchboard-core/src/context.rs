@@ -104,6 +104,11 @@ pub struct CallContext {
     /// Set for requests of the 2026-07-28 era, which cannot be asked anything mid-call: the
     /// gateway answers `input_required` and the client sends the call again with answers.
     pub modern: Option<ModernRequest>,
+    /// The trace the call runs in: the gateway's SERVER span when it traces, else the
+    /// caller's context passed through (`crate::trace`).
+    pub trace: Option<crate::trace::TraceContext>,
+    /// Where the call's spans go, when the gateway traces.
+    pub telemetry: Option<Arc<dyn crate::trace::Telemetry>>,
 }
 
 /// What a 2026-07-28 era request brings for multi-round-trip answers.

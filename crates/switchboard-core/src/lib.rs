@@ -27,6 +27,7 @@ pub mod server;
 pub mod task;
 pub mod tier;
 pub mod tool;
+pub mod trace;
 pub mod upstream;
 
 pub use catalog::{Catalog, CatalogEntry, CatalogProblem, ServerSlice};

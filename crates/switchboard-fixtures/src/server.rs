@@ -220,18 +220,25 @@ fn discover(name: &str) -> Value {
     })
 }
 
-/// Appends `call NAME` to `$FIXTURE_CALL_LOG`, when set, so tests can count what reached the
-/// server.
+/// Appends `call NAME` to `$FIXTURE_CALL_LOG`, and the call's `_meta` as one JSON line to
+/// `$FIXTURE_META_LOG`, when set, so tests can count what reached the server and see the
+/// trace context it came with.
 fn log_call(params: &Value) {
-    let Ok(path) = std::env::var("FIXTURE_CALL_LOG") else {
+    let name = params.get("name").and_then(Value::as_str).unwrap_or("");
+    append_line("FIXTURE_CALL_LOG", &format!("call {name}"));
+    let meta = params.get("_meta").cloned().unwrap_or(Value::Null);
+    append_line("FIXTURE_META_LOG", &meta.to_string());
+}
+
+fn append_line(variable: &str, line: &str) {
+    let Ok(path) = std::env::var(variable) else {
         return;
     };
-    let name = params.get("name").and_then(Value::as_str).unwrap_or("");
     if let Ok(mut file) = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(path)
     {
-        let _ = writeln!(file, "call {name}");
+        let _ = writeln!(file, "{line}");
     }
 }

@@ -32,6 +32,7 @@ fn entry(i: u64) -> LedgerEntry {
         approval: None,
         result_bytes: Some(40),
         cached: false,
+        trace_id: None,
     }
 }
 

@@ -38,6 +38,10 @@ pub struct LedgerEntry {
     pub approval: Option<String>,
     pub result_bytes: Option<i64>,
     pub cached: bool,
+    /// The W3C trace id (32 hex digits) of the trace the call ran in, when it had one. Left
+    /// out of the row's JSON when absent, like `subject`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
 }
 
 impl LedgerEntry {

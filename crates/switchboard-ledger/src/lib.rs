@@ -465,6 +465,7 @@ impl LedgerEntry {
                 .result_bytes
                 .map(|b| i64::try_from(b).unwrap_or(i64::MAX)),
             cached: record.cached,
+            trace_id: record.trace_id.clone(),
         }
     }
 }
@@ -505,6 +506,7 @@ impl LedgerEntry {
             approval: None,
             result_bytes: None,
             cached: false,
+            trace_id: None,
         }
     }
 }

@@ -31,6 +31,7 @@ fn entry(i: usize, agent: &str, outcome: &str) -> LedgerEntry {
         approval: None,
         result_bytes: Some(10),
         cached: false,
+        trace_id: None,
     }
 }
 
@@ -385,6 +386,7 @@ fn call_record(call_id: &str, name: &str) -> CallRecord {
         error: None,
         result_bytes: None,
         cached: false,
+        trace_id: None,
     }
 }
 

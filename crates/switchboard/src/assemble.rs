@@ -56,6 +56,9 @@ impl Host {
         }
         options.tool_settings = tool_settings(config);
         options.tasks = crate::tasks::TaskSettings::of(&config.gateway.tasks);
+        if options.telemetry.is_none() {
+            options.telemetry = telemetry(config);
+        }
         options.tiers = config
             .tiers
             .iter()
@@ -84,6 +87,23 @@ impl Host {
             crate::manager::Manager::start(Arc::downgrade(&host.inner), &config.manager, database);
         let _ = slot.set(manager);
         Ok(host)
+    }
+}
+
+/// The exporter of traces `[telemetry]` and the `OTEL_*` variables ask for, if any; what
+/// keeps them off is logged.
+fn telemetry(config: &Config) -> Option<Arc<crate::telemetry::OtlpExporter>> {
+    let env = |name: &str| std::env::var(name).ok();
+    let (settings, warning) = crate::telemetry::TelemetrySettings::resolve(&config.telemetry, &env);
+    if let Some(warning) = warning {
+        tracing::warn!(target: "switchboard::telemetry", "{warning}");
+    }
+    match crate::telemetry::OtlpExporter::start(settings?) {
+        Ok(exporter) => Some(exporter),
+        Err(error) => {
+            tracing::warn!(target: "switchboard::telemetry", "traces are off: {error}");
+            None
+        }
     }
 }
 

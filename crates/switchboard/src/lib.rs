@@ -38,6 +38,7 @@ mod result_shaping;
 pub mod sandbox;
 mod sessions;
 pub mod tasks;
+pub mod telemetry;
 mod tiers;
 pub mod tokens;
 mod tool_search;

@@ -36,6 +36,7 @@ mod server;
 mod substitute;
 mod suggest;
 mod tasks;
+mod telemetry;
 mod tiers;
 mod toml_tree;
 mod transport;
@@ -55,7 +56,8 @@ pub use model::{
     EnergyConfig, EnergyRange, EraPreference, Exposure, GatewayConfig, HookConfig, HookEvent,
     JsonSearchMapping, LatencyConfig, LimitsConfig, MAX_INSTANCES, ManagerConfig, PlayerSetting,
     QuotaConfig, RootConfig, ScopeGrant, SecretString, ServerConfig, StyleSetting, TasksConfig,
-    ToolOverrideConfig, Transport, Trust, UpstreamAuthConfig, UpstreamGrant, busy_poll_window,
+    TelemetryConfig, ToolOverrideConfig, Transport, Trust, UpstreamAuthConfig, UpstreamGrant,
+    busy_poll_window,
 };
 pub use problem::{ConfigErrors, Origin, Problem};
 pub use sandbox::{NetworkAccess, SandboxConfig, SandboxSetting, parse_size};

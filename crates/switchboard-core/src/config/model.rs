@@ -33,6 +33,8 @@ pub struct Config {
     pub manager: ManagerConfig,
     /// How HTTP callers authenticate (`[auth]`).
     pub auth: super::auth::AuthConfig,
+    /// `[telemetry]`: OpenTelemetry traces.
+    pub telemetry: TelemetryConfig,
 }
 
 impl Config {
@@ -172,6 +174,7 @@ impl Config {
             latency: LatencyConfig::default(),
             manager: ManagerConfig::default(),
             auth: super::auth::AuthConfig::default(),
+            telemetry: TelemetryConfig::default(),
         }
     }
 }
@@ -339,6 +342,22 @@ pub struct UpstreamAuthConfig {
     /// Token exchange: whether the gateway's own requests (initialize, listings, pings)
     /// carry a client-credentials token of the same client (default), or nothing.
     pub gateway_token: bool,
+}
+
+/// `[telemetry]`: where traces go (docs/telemetry.md); the `OTEL_*` variables fill in what
+/// is not set here.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TelemetryConfig {
+    /// The OTLP/HTTP traces URL, used as written.
+    pub endpoint: Option<String>,
+    /// Headers of every export request (e.g. an Authorization header).
+    pub headers: BTreeMap<String, String>,
+    /// The resource's `service.name` (default "switchboard").
+    pub service_name: Option<String>,
+    /// The share of new traces recorded (a caller's sampling decision is kept).
+    pub sample_ratio: Option<f64>,
+    /// Tool arguments and results go into spans (off: they may hold personal data).
+    pub capture_content: bool,
 }
 
 /// How the gateway gets the token it sends an HTTP server.

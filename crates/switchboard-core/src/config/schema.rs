@@ -51,6 +51,29 @@ struct SwitchboardConfig {
     /// How HTTP callers authenticate: static bearer tokens, OAuth 2.1 access tokens, or both.
     #[serde(skip_serializing_if = "Option::is_none")]
     auth: Option<Auth>,
+    /// OpenTelemetry traces over OTLP/HTTP (off unless an endpoint is set here or in
+    /// OTEL_EXPORTER_OTLP_ENDPOINT).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    telemetry: Option<Telemetry>,
+}
+
+/// Where traces go.
+#[derive(JsonSchema, Default)]
+#[serde(default, deny_unknown_fields)]
+#[allow(dead_code)]
+struct Telemetry {
+    /// The OTLP/HTTP traces URL, used as written (e.g. http://127.0.0.1:4318/v1/traces).
+    #[schemars(regex(pattern = r"^(https?://|\$\{)"))]
+    endpoint: Option<String>,
+    /// Headers of every export request.
+    headers: BTreeMap<String, String>,
+    /// The resource's service.name (default "switchboard").
+    service_name: Option<String>,
+    /// The share of new traces recorded; a caller's sampling decision is kept.
+    #[schemars(range(min = 0.0, max = 1.0))]
+    sample_ratio: Option<f64>,
+    /// Tool arguments and results go into spans (default false).
+    capture_content: Option<bool>,
 }
 
 /// The server manager: where it finds servers, how it installs and activates them, and what

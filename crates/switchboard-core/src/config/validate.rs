@@ -10,15 +10,16 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::duration::{DURATION_HINT, parse_duration};
-use super::model::{Config, GatewayConfig, busy_poll_window};
+use super::model::{Config, GatewayConfig, TelemetryConfig, busy_poll_window};
 use super::problem::{ConfigErrors, Origin, Problem};
 use super::substitute::{Environment, substitute};
 use super::suggest;
 use super::tree::{Node, Pos, Value};
 use super::{Format, ParsedText};
 
-pub(super) const ROOT_KEYS: [&str; 11] = [
+pub(super) const ROOT_KEYS: [&str; 12] = [
     "auth",
+    "telemetry",
     "manager",
     "tiers",
     "latency",
@@ -101,6 +102,7 @@ pub fn validate(
         latency: super::model::LatencyConfig::default(),
         manager: super::model::ManagerConfig::default(),
         auth: super::auth::AuthConfig::default(),
+        telemetry: TelemetryConfig::default(),
     };
     let Value::Table(entries) = &root.value else {
         walk.problem(
@@ -125,6 +127,7 @@ pub fn validate(
             "latency" => config.latency = walk.latency(node),
             "manager" => config.manager = walk.manager(node),
             "auth" => config.auth = walk.auth(node),
+            "telemetry" => config.telemetry = walk.telemetry(node),
             "agents" => config.agents = walk.agents(node, &config.capabilities),
             "gateway" => walk.gateway(node, &mut config.gateway),
             "aliases" => config.aliases = walk.string_map(node, "aliases"),

@@ -26,6 +26,7 @@ use crate::agent::View;
 use crate::call_id::new_call_id;
 use crate::clock::Clock;
 use crate::hooks::{self, HookCall};
+use crate::trace::{AttributeValue, TraceContext, stage_span};
 use crate::upstream::UpstreamDirectory;
 use crate::{CallContext, Catalog, CatalogEntry, ToolCall, ToolOutcome};
 
@@ -182,6 +183,7 @@ impl Pipeline {
                     .sum()
             }),
             cached,
+            trace_id: ctx.trace.as_ref().map(TraceContext::trace_id_hex),
         };
         self.recorder.record(&record);
         result
@@ -221,7 +223,10 @@ impl Pipeline {
                 upstream_tool: entry.upstream_name.clone(),
                 arguments,
             };
-            match hooks::run_before(hooks, &mut call).await {
+            let started = self.clock.wall();
+            let before = hooks::run_before(hooks, &mut call).await;
+            self.stage("hooks before", ctx, started, entry);
+            match before {
                 Err(reason) => {
                     let fate = Fate::new(Ok(ToolOutcome::error(reason)), CallStatus::Denied);
                     return (fate, 0.0, None);
@@ -238,11 +243,26 @@ impl Pipeline {
             arguments = call.arguments.clone();
             hooked = Some(call);
         }
-        let approval = match approve::approve(&governance, entry, call_id, &arguments, ctx).await {
+        let started = self.clock.wall();
+        let approval = approve::approve(&governance, entry, call_id, &arguments, ctx).await;
+        if !matches!(approval, Ok(None)) {
+            self.stage("approval", ctx, started, entry);
+        }
+        let approval = match approval {
             Ok(approval) => approval,
             Err((fate, summary)) => return (fate, 0.0, Some(summary)),
         };
-        let admission = match admit::admit(&governance, entry, ctx).await {
+        let started = self.clock.wall();
+        let admission = admit::admit(&governance, entry, ctx).await;
+        if self
+            .clock
+            .wall()
+            .duration_since(started)
+            .is_ok_and(|waited| waited >= ADMISSION_SPAN_AFTER)
+        {
+            self.stage("admission queue", ctx, started, entry);
+        }
+        let admission = match admission {
             Ok(admission) => admission,
             Err(refusal) => {
                 let fate = Fate::new(Ok(refusal), CallStatus::RateLimited);
@@ -255,11 +275,39 @@ impl Pipeline {
         let cost = governance.cost_of(entry, self.clock.now().saturating_duration_since(started));
         governance.charge(ctx, cost);
         if let (Some(call), Ok(outcome)) = (&hooked, &mut fate.result) {
+            let started = self.clock.wall();
             hooks::run_after(hooks, call, outcome).await;
+            self.stage("hooks after", ctx, started, entry);
         }
         (fate, cost, approval)
     }
+
+    /// An INTERNAL span for a stage of a traced call that ran from `started` until now.
+    fn stage(
+        &self,
+        name: &str,
+        ctx: &CallContext,
+        started: std::time::SystemTime,
+        entry: &CatalogEntry,
+    ) {
+        if ctx.telemetry.is_none() {
+            return;
+        }
+        stage_span(
+            ctx.telemetry.as_ref(),
+            ctx.trace.as_ref(),
+            name,
+            (started, self.clock.wall()),
+            vec![(
+                "gen_ai.tool.name",
+                AttributeValue::from(entry.exposed.as_str()),
+            )],
+        );
+    }
 }
+
+/// An admission that waited at least this long (a concurrency cap's queue) gets a span.
+const ADMISSION_SPAN_AFTER: std::time::Duration = std::time::Duration::from_millis(1);
 
 #[cfg(test)]
 mod tests;

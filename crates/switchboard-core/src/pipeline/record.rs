@@ -82,6 +82,8 @@ pub struct CallRecord {
     pub result_bytes: Option<usize>,
     /// Served from the result cache.
     pub cached: bool,
+    /// The trace the call ran in (32 hex digits), when it had one.
+    pub trace_id: Option<String>,
 }
 
 /// One change to the running configuration (a server added, removed, enabled, disabled,

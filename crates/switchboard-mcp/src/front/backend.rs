@@ -263,6 +263,12 @@ pub trait Backend: Send + Sync + 'static {
         None
     }
 
+    /// Where the spans of traced requests go (none: requests are not traced, and a
+    /// caller's trace context passes through unchanged).
+    fn telemetry(&self) -> Option<Arc<dyn switchboard_core::trace::Telemetry>> {
+        None
+    }
+
     /// Resolves once start-up is over (first connection attempts done, bounded), so a front
     /// announces real changes only, not the catalog filling up. Default: at once.
     fn settled(&self) -> BoxFuture<'_, ()> {

@@ -15,6 +15,7 @@ use switchboard_core::{CallContext, Caller, Principal};
 use super::backend::Backend;
 use super::modern_caller::invalid_log_level;
 use super::parked::{INPUT_WAIT, ParkedCalls};
+use super::span::ServerSpan;
 use super::tasks::TASK_METHODS;
 use super::tool_call::{ToolCallResult, modern_request};
 use crate::busy_poll::BusyPoll;
@@ -77,6 +78,8 @@ pub struct Dispatcher {
     busy_poll: Option<BusyPoll>,
     /// Modern clients' calls waiting on the client's answers (shared by every clone).
     pub(super) parked: Arc<ParkedCalls<ToolCallResult>>,
+    /// What carries the requests, for spans: `pipe` (stdio) or `tcp` (HTTP).
+    network_transport: &'static str,
 }
 
 impl Dispatcher {
@@ -89,6 +92,15 @@ impl Dispatcher {
             tier: None,
             busy_poll: None,
             parked: ParkedCalls::new(INPUT_WAIT),
+            network_transport: "pipe",
+        }
+    }
+
+    /// The same dispatcher, for requests that come over TCP (HTTP).
+    pub fn over_tcp(&self) -> Self {
+        Self {
+            network_transport: "tcp",
+            ..self.clone()
         }
     }
 
@@ -161,8 +173,32 @@ impl Dispatcher {
     }
 
     /// Like [`Self::handle`], for fronts that can deliver notifications tied to the request
-    /// (needed by `subscriptions/listen`, which streams until cancelled).
+    /// (needed by `subscriptions/listen`, which streams until cancelled). A traced request
+    /// runs in a SERVER span of its own (`super::span`).
     pub async fn handle_streaming(
+        &self,
+        id: RequestId,
+        method: &str,
+        params: Option<Value>,
+        mut ctx: CallContext,
+        notify: Option<Notifier>,
+    ) -> Message {
+        let telemetry = self.backend.telemetry();
+        let span = ServerSpan::start(
+            telemetry.as_ref(),
+            (&id, method, params.as_ref()),
+            self.session.as_deref(),
+            self.network_transport,
+            &mut ctx,
+        );
+        let answer = self.answer(id, method, params, ctx, notify).await;
+        if let Some(span) = span {
+            span.finish(&answer);
+        }
+        answer
+    }
+
+    async fn answer(
         &self,
         id: RequestId,
         method: &str,

@@ -17,6 +17,7 @@ pub mod http;
 pub mod modern_caller;
 pub mod parked;
 pub mod relay;
+pub mod span;
 pub mod stdio;
 pub mod subscriptions;
 pub mod tasks;

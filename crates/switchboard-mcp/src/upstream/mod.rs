@@ -11,6 +11,7 @@ pub mod http;
 pub mod inprocess;
 pub mod reaper;
 pub mod session;
+mod span;
 pub mod stdio;
 pub mod supervisor;
 pub mod tasks;

@@ -16,6 +16,7 @@ use switchboard_core::upstream::{Upstream, UpstreamError};
 use switchboard_core::{CallContext, CallerChannel, ModernRequest, ToolDefinition, ToolOutcome};
 
 use super::client::{ClientError, RequestFor, RpcClient};
+use super::span::ClientSpan;
 use crate::era::{
     Era, LATEST_LEGACY_VERSION, META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_SERVER_INFO,
     MODERN_VERSION, client_info,
@@ -330,7 +331,23 @@ impl RpcClient {
     /// the server with the state it gave. A legacy client is asked here, request by request,
     /// over its relay, and the request is sent again with the answers, for at most
     /// [`MAX_INPUT_ROUNDS`]. `name` (the tool's or prompt's) is for messages only.
+    /// A traced call runs in a CLIENT span (`super::span`).
     pub async fn request_with_rounds(
+        &self,
+        method: &str,
+        name: &str,
+        mut params: Map<String, Value>,
+        ctx: &CallContext,
+    ) -> Result<Rounds, ClientError> {
+        let span = ClientSpan::start(ctx, (method, name), self.label(), &mut params);
+        let rounds = self.rounds(method, name, params, ctx).await;
+        if let Some(span) = span {
+            span.finish(&rounds);
+        }
+        rounds
+    }
+
+    async fn rounds(
         &self,
         method: &str,
         name: &str,

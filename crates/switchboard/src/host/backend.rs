@@ -30,6 +30,11 @@ impl Backend for Host {
         })
     }
 
+    fn telemetry(&self) -> Option<Arc<dyn switchboard_core::trace::Telemetry>> {
+        let exporter = self.inner.options.telemetry.clone()?;
+        Some(exporter)
+    }
+
     fn tools_json<'a>(&'a self, caller: &'a Caller) -> BoxFuture<'a, Arc<str>> {
         Box::pin(async move {
             self.wait_for_startup().await;

@@ -96,6 +96,8 @@ pub struct HostOptions {
     pub sandbox_launcher: Option<std::path::PathBuf>,
     /// Bounds of the tasks the gateway holds (see [`crate::tasks`]).
     pub tasks: crate::tasks::TaskSettings,
+    /// Where traced requests' spans go (`None`: not traced; see [`crate::telemetry`]).
+    pub telemetry: Option<Arc<crate::telemetry::OtlpExporter>>,
 }
 
 impl Default for HostOptions {
@@ -123,6 +125,7 @@ impl Default for HostOptions {
             manager_database: None,
             sandbox_launcher: None,
             tasks: crate::tasks::TaskSettings::default(),
+            telemetry: None,
         }
     }
 }
@@ -416,6 +419,9 @@ impl Host {
         let fleet = self.inner.fleet.load_full();
         futures::future::join_all(fleet.members.iter().map(|m| m.supervisor().stop())).await;
         self.inner.draining.close_all().await;
+        if let Some(telemetry) = &self.inner.options.telemetry {
+            telemetry.flush(Duration::from_secs(2)).await;
+        }
     }
 
     /// At start-up only: waits (bounded) for the first connection attempts, so a client's

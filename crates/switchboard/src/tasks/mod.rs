@@ -150,6 +150,8 @@ impl Host {
             caller: Some(Arc::new(caller)),
             deadline: ctx.deadline,
             modern: if modern { ctx.modern } else { None },
+            trace: ctx.trace,
+            telemetry: ctx.telemetry,
         };
         let host = self.clone();
         let runner = task.clone();

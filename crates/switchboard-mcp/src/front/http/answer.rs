@@ -39,6 +39,8 @@ pub(super) struct StreamedCall {
     pub(super) params: Option<Value>,
     pub(super) token: Option<Value>,
     pub(super) modern: bool,
+    /// The caller's trace context from the HTTP headers.
+    pub(super) trace: Option<switchboard_core::trace::TraceContext>,
 }
 
 /// The HTTP status of an answer sent as JSON: in the 2026-07-28 era a method the gateway does
@@ -75,12 +77,14 @@ pub(super) async fn stream_answer(
         params,
         token,
         modern,
+        trace,
     } = call;
     let opens_at_once = token.is_some() || method == "subscriptions/listen";
     // What the call sends before its answer, as JSON-RPC lines.
     let (before_tx, before) = mpsc::unbounded_channel::<String>();
     let mut ctx = CallContext {
         cancel: cancel.clone(),
+        trace,
         ..CallContext::default()
     };
     if let Some(token) = token {

@@ -28,6 +28,7 @@ use axum::serve::ListenerExt;
 use futures::StreamExt;
 use rand::Rng;
 use serde_json::Value;
+use switchboard_core::trace::{TRACEPARENT, TRACESTATE, TraceContext};
 use switchboard_core::{CallContext, Caller};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -124,7 +125,7 @@ pub async fn serve(
 pub fn router(dispatcher: Dispatcher, options: HttpOptions) -> Router {
     let limit = options.max_message_bytes;
     let state = Arc::new(HttpState {
-        dispatcher,
+        dispatcher: dispatcher.over_tcp(),
         options,
         sessions: Mutex::default(),
     });
@@ -379,6 +380,9 @@ async fn post_as(
     if let Some(tier) = header_str(&headers, TIER_HEADER) {
         dispatcher = dispatcher.for_tier(Some(tier.to_lowercase()));
     }
+    // The caller's trace context, when `params._meta` carries none (the dispatcher reads that).
+    let trace = header_str(&headers, TRACEPARENT)
+        .and_then(|parent| TraceContext::parse(parent, header_str(&headers, TRACESTATE)));
     let mut response = if streams {
         let call = StreamedCall {
             id,
@@ -386,11 +390,13 @@ async fn post_as(
             params,
             token,
             modern,
+            trace,
         };
         stream_answer(dispatcher, session, call, cancel).await
     } else {
         let ctx = CallContext {
             cancel: cancel.clone(),
+            trace,
             ..CallContext::default()
         };
         let mut call = CallInFlight::new(

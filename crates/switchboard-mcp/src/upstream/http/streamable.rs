@@ -28,6 +28,7 @@ use super::headers::{SESSION_ID, add_param_headers, add_routing_headers};
 use crate::era::{MODERN_VERSION, VERSION_HEADER};
 use crate::jsonrpc::{Message, RequestId};
 use crate::upstream::transport::{Inbound, OnBehalf, Opened, Transport, TransportError};
+use switchboard_core::trace::{TRACEPARENT, TRACESTATE};
 
 /// How long `close` waits for the server to acknowledge the DELETE of its session.
 const DELETE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -139,6 +140,7 @@ impl Shared {
         if modern && let Ok(declared) = self.param_headers.read() {
             add_param_headers(&mut headers, message, &declared);
         }
+        add_trace_headers(&mut headers, message);
         headers
     }
 
@@ -269,5 +271,29 @@ impl Transport for StreamableHttp {
                 let _ = tokio::time::timeout(DELETE_TIMEOUT, delete).await;
             }
         })
+    }
+}
+
+/// Mirrors a request's `_meta.traceparent` and `tracestate` into the W3C headers, so HTTP
+/// middleware in front of the server sees the trace too.
+fn add_trace_headers(headers: &mut HeaderMap, message: &Message) {
+    let Message::Request {
+        params: Some(params),
+        ..
+    } = message
+    else {
+        return;
+    };
+    let Some(meta) = params.get("_meta") else {
+        return;
+    };
+    for name in [TRACEPARENT, TRACESTATE] {
+        if let Some(value) = meta
+            .get(name)
+            .and_then(serde_json::Value::as_str)
+            .and_then(|value| HeaderValue::from_str(value).ok())
+        {
+            headers.insert(name, value);
+        }
     }
 }

@@ -1,0 +1,168 @@
+//! The SERVER span of a request into the gateway, as the OpenTelemetry MCP semantic
+//! conventions name it: `{mcp.method.name} {target}` (`tools/call fs__read_file`), with
+//! `mcp.method.name`, `jsonrpc.request.id`, `mcp.session.id`, `mcp.protocol.version`,
+//! `network.transport`, `gen_ai.tool.name` and `gen_ai.operation.name = execute_tool` for a
+//! tool call, `gen_ai.prompt.name`, `mcp.resource.uri`, and `error.type` (the JSON-RPC code,
+//! or `tool_error` for a result with `isError`). Arguments and results only when the
+//! telemetry captures content (opt-in).
+//!
+//! The caller's trace context comes from `params._meta.traceparent` (and `tracestate`), else
+//! from the HTTP `traceparent` header the front put in the context. Traced, the request runs
+//! in the span's own context; untraced, the caller's context passes through unchanged.
+
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use serde_json::Value;
+use switchboard_core::CallContext;
+use switchboard_core::trace::{
+    AttributeValue, FinishedSpan, SpanKind, TRACEPARENT, TRACESTATE, Telemetry, TraceContext,
+};
+
+use crate::era::META_PROTOCOL_VERSION;
+use crate::jsonrpc::{Message, RequestId};
+
+/// A request's span while it runs.
+pub(super) struct ServerSpan {
+    telemetry: Arc<dyn Telemetry>,
+    context: TraceContext,
+    parent: Option<[u8; 8]>,
+    name: String,
+    start: SystemTime,
+    attributes: Vec<(&'static str, AttributeValue)>,
+    method: String,
+}
+
+/// The trace context a request's `_meta` carries, if any.
+pub fn trace_of_meta(params: Option<&Value>) -> Option<TraceContext> {
+    let meta = params?.get("_meta")?;
+    let parent = meta.get(TRACEPARENT)?.as_str()?;
+    TraceContext::parse(parent, meta.get(TRACESTATE).and_then(Value::as_str))
+}
+
+impl ServerSpan {
+    /// Sets the request's trace context in `ctx` — the span's when the request is traced,
+    /// else the caller's — and starts the span when it is.
+    pub(super) fn start(
+        telemetry: Option<&Arc<dyn Telemetry>>,
+        request: (&RequestId, &str, Option<&Value>),
+        session: Option<&str>,
+        transport: &'static str,
+        ctx: &mut CallContext,
+    ) -> Option<Self> {
+        let (id, method, params) = request;
+        let parent = trace_of_meta(params).or_else(|| ctx.trace.take());
+        let telemetry = match telemetry {
+            Some(telemetry) if telemetry.samples(parent.as_ref()) => telemetry,
+            _ => {
+                ctx.trace = parent;
+                return None;
+            }
+        };
+        let context = parent
+            .as_ref()
+            .map_or_else(TraceContext::root, TraceContext::child);
+        ctx.trace = Some(context.clone());
+        ctx.telemetry = Some(telemetry.clone());
+        let text = |key: &str| params.and_then(|p| p.get(key)).and_then(Value::as_str);
+        let mut attributes: Vec<(&'static str, AttributeValue)> = vec![
+            ("mcp.method.name", method.into()),
+            ("jsonrpc.request.id", id.to_string().into()),
+            ("network.transport", transport.into()),
+        ];
+        if let Some(session) = session {
+            attributes.push(("mcp.session.id", session.into()));
+        }
+        let version = params
+            .and_then(|p| p.get("_meta"))
+            .and_then(|meta| meta.get(META_PROTOCOL_VERSION))
+            .and_then(Value::as_str)
+            .or_else(|| text("protocolVersion"));
+        if let Some(version) = version {
+            attributes.push(("mcp.protocol.version", version.into()));
+        }
+        let target = match method {
+            "tools/call" => text("name").inspect(|tool| {
+                attributes.push(("gen_ai.tool.name", (*tool).into()));
+                attributes.push(("gen_ai.operation.name", "execute_tool".into()));
+                if telemetry.captures_content()
+                    && let Some(arguments) = params.and_then(|p| p.get("arguments"))
+                {
+                    attributes.push(("gen_ai.tool.call.arguments", arguments.to_string().into()));
+                }
+            }),
+            "prompts/get" => text("name").inspect(|prompt| {
+                attributes.push(("gen_ai.prompt.name", (*prompt).into()));
+            }),
+            "resources/read" | "resources/subscribe" | "resources/unsubscribe" => {
+                text("uri").inspect(|uri| attributes.push(("mcp.resource.uri", (*uri).into())))
+            }
+            _ => None,
+        };
+        Some(Self {
+            telemetry: telemetry.clone(),
+            parent: parent.map(|parent| parent.span_id),
+            context,
+            name: match target {
+                Some(target) => format!("{method} {target}"),
+                None => method.to_owned(),
+            },
+            start: SystemTime::now(),
+            attributes,
+            method: method.to_owned(),
+        })
+    }
+
+    /// Ends the span with what the request was answered.
+    pub(super) fn finish(mut self, answer: &Message) {
+        let error = match answer {
+            Message::Error { error, .. } => {
+                let code = error.code.to_string();
+                self.attributes
+                    .push(("rpc.response.status_code", code.clone().into()));
+                Some((code, error.message.clone()))
+            }
+            Message::Response { result, .. } => {
+                if self.method == "tools/call" && self.telemetry.captures_content() {
+                    self.attributes
+                        .push(("gen_ai.tool.call.result", result.to_string().into()));
+                }
+                (result.get("isError") == Some(&Value::Bool(true))).then(|| {
+                    let text = result
+                        .pointer("/content/0/text")
+                        .and_then(Value::as_str)
+                        .unwrap_or("the tool reported an error");
+                    ("tool_error".to_owned(), text.to_owned())
+                })
+            }
+            // A result the front serialized already (a tool call's, on the hot path).
+            Message::PreparedResponse { result, .. } => {
+                if self.method == "tools/call" && self.telemetry.captures_content() {
+                    self.attributes
+                        .push(("gen_ai.tool.call.result", result.to_string().into()));
+                }
+                result.contains("\"isError\":true").then(|| {
+                    (
+                        "tool_error".to_owned(),
+                        "the tool reported an error".to_owned(),
+                    )
+                })
+            }
+            _ => None,
+        };
+        let error = error.map(|(kind, message)| {
+            self.attributes.push(("error.type", kind.into()));
+            message
+        });
+        self.telemetry.export(FinishedSpan {
+            context: self.context,
+            parent: self.parent,
+            name: self.name,
+            kind: SpanKind::Server,
+            start: self.start,
+            end: SystemTime::now(),
+            attributes: self.attributes,
+            error,
+        });
+    }
+}

@@ -1,0 +1,274 @@
+//! The OTLP/HTTP exporter: finished spans go into a bounded queue (a full queue drops new
+//! spans and counts them, so a slow collector never slows a call), and one task sends them
+//! in batches — when [`TelemetrySettings::max_batch`] have gathered or
+//! [`TelemetrySettings::schedule_delay`] after the first — as OTLP JSON
+//! (`ExportTraceServiceRequest`) to the traces endpoint. A refused or failed export is
+//! logged and its spans dropped; nothing is retried. [`OtlpExporter::flush`] sends what is
+//! queued, for a gateway that stops.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use http::{HeaderMap, HeaderName, HeaderValue, Method};
+use serde_json::{Value, json};
+use switchboard_core::trace::{AttributeValue, FinishedSpan, SpanKind, Telemetry, TraceContext};
+use tokio::sync::{mpsc, oneshot};
+
+use super::{Sampler, TelemetrySettings};
+
+/// An answer from the collector is read up to this size (it is only logged).
+const MAX_ANSWER_BYTES: usize = 64 * 1024;
+
+enum Item {
+    Span(Box<FinishedSpan>),
+    Flush(oneshot::Sender<()>),
+}
+
+/// Spans out of the gateway, over OTLP/HTTP.
+pub struct OtlpExporter {
+    queue: mpsc::Sender<Item>,
+    sampler: Sampler,
+    capture_content: bool,
+    dropped: Arc<AtomicU64>,
+    exported: Arc<AtomicU64>,
+}
+
+impl std::fmt::Debug for OtlpExporter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OtlpExporter")
+            .field("dropped", &self.dropped.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+impl OtlpExporter {
+    /// Starts the exporter's task on the current tokio runtime; an error when the settings'
+    /// headers cannot be sent or there is no runtime.
+    pub fn start(settings: TelemetrySettings) -> Result<Arc<Self>, String> {
+        let mut headers = HeaderMap::new();
+        for (name, value) in &settings.headers {
+            let name = HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| format!("telemetry header name '{name}' is not valid"))?;
+            let mut value = HeaderValue::from_str(value)
+                .map_err(|_| format!("telemetry header '{name}' has a value that is not valid"))?;
+            value.set_sensitive(true);
+            headers.insert(name, value);
+        }
+        headers.insert(
+            http::header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        let runtime = tokio::runtime::Handle::try_current()
+            .map_err(|_| "traces need the tokio runtime to be running".to_owned())?;
+        let (queue, items) = mpsc::channel(settings.max_queue);
+        let exporter = Arc::new(Self {
+            queue,
+            sampler: settings.sampler,
+            capture_content: settings.capture_content,
+            dropped: Arc::default(),
+            exported: Arc::default(),
+        });
+        let sender = Sender {
+            resource: resource_json(&settings),
+            endpoint: settings.endpoint.clone(),
+            headers,
+            timeout: settings.timeout,
+            exported: exporter.exported.clone(),
+        };
+        runtime.spawn(run(
+            items,
+            sender,
+            settings.max_batch,
+            settings.schedule_delay,
+        ));
+        Ok(exporter)
+    }
+
+    /// Sends what is queued now and waits for it (at most `limit`).
+    pub async fn flush(&self, limit: Duration) {
+        let (done, sent) = oneshot::channel();
+        if self.queue.send(Item::Flush(done)).await.is_ok() {
+            let _ = tokio::time::timeout(limit, sent).await;
+        }
+    }
+
+    /// Spans dropped because the queue was full.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+
+    /// Spans the collector took.
+    pub fn exported(&self) -> u64 {
+        self.exported.load(Ordering::Relaxed)
+    }
+}
+
+impl Telemetry for OtlpExporter {
+    fn samples(&self, parent: Option<&TraceContext>) -> bool {
+        self.sampler.samples(parent)
+    }
+
+    fn export(&self, span: FinishedSpan) {
+        if self.queue.try_send(Item::Span(Box::new(span))).is_err() {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn captures_content(&self) -> bool {
+        self.capture_content
+    }
+}
+
+/// Where and how batches go.
+struct Sender {
+    resource: Value,
+    endpoint: String,
+    headers: HeaderMap,
+    timeout: Duration,
+    exported: Arc<AtomicU64>,
+}
+
+impl Sender {
+    async fn send(&self, spans: &mut Vec<FinishedSpan>) {
+        if spans.is_empty() {
+            return;
+        }
+        let count = spans.len() as u64;
+        let body = export_request(&self.resource, spans);
+        spans.clear();
+        let sent = tokio::time::timeout(
+            self.timeout,
+            switchboard_mcp::upstream::http::request(
+                Method::POST,
+                &self.endpoint,
+                self.headers.clone(),
+                Bytes::from(body.to_string()),
+                MAX_ANSWER_BYTES,
+            ),
+        )
+        .await;
+        match sent {
+            Ok(Ok((status, _))) if status.is_success() => {
+                self.exported.fetch_add(count, Ordering::Relaxed);
+            }
+            Ok(Ok((status, answer))) => tracing::warn!(
+                target: "switchboard::telemetry",
+                "the trace collector {} refused {count} spans: {status} {}",
+                self.endpoint,
+                String::from_utf8_lossy(&answer[..answer.len().min(200)])
+            ),
+            Ok(Err(error)) => tracing::warn!(
+                target: "switchboard::telemetry",
+                "cannot send {count} spans: {error}"
+            ),
+            Err(_) => tracing::warn!(
+                target: "switchboard::telemetry",
+                "the trace collector {} did not answer in {:?}; {count} spans dropped",
+                self.endpoint,
+                self.timeout
+            ),
+        }
+    }
+}
+
+/// The exporter's task: gathers spans into batches and sends them.
+async fn run(mut items: mpsc::Receiver<Item>, sender: Sender, max_batch: usize, delay: Duration) {
+    let mut batch: Vec<FinishedSpan> = Vec::new();
+    loop {
+        let item = if batch.is_empty() {
+            items.recv().await
+        } else {
+            match tokio::time::timeout(delay, items.recv()).await {
+                Ok(item) => item,
+                Err(_) => {
+                    sender.send(&mut batch).await;
+                    continue;
+                }
+            }
+        };
+        match item {
+            Some(Item::Span(span)) => {
+                batch.push(*span);
+                if batch.len() >= max_batch {
+                    sender.send(&mut batch).await;
+                }
+            }
+            Some(Item::Flush(done)) => {
+                sender.send(&mut batch).await;
+                let _ = done.send(());
+            }
+            None => {
+                sender.send(&mut batch).await;
+                return;
+            }
+        }
+    }
+}
+
+fn resource_json(settings: &TelemetrySettings) -> Value {
+    let attributes: Vec<Value> = settings
+        .resource
+        .iter()
+        .map(|(key, value)| json!({"key": key, "value": {"stringValue": value}}))
+        .collect();
+    json!({"attributes": attributes})
+}
+
+/// An OTLP `ExportTraceServiceRequest` in its JSON form (ids as hex, 64-bit numbers as
+/// decimal strings).
+pub fn export_request(resource: &Value, spans: &[FinishedSpan]) -> Value {
+    let spans: Vec<Value> = spans.iter().map(span_json).collect();
+    json!({"resourceSpans": [{
+        "resource": resource,
+        "scopeSpans": [{
+            "scope": {"name": "switchboard", "version": env!("CARGO_PKG_VERSION")},
+            "spans": spans,
+        }],
+    }]})
+}
+
+fn span_json(span: &FinishedSpan) -> Value {
+    let nanos = |at: SystemTime| {
+        at.duration_since(UNIX_EPOCH)
+            .map_or(0, |since| since.as_nanos())
+            .to_string()
+    };
+    let attributes: Vec<Value> = span
+        .attributes
+        .iter()
+        .map(|(key, value)| {
+            let value = match value {
+                AttributeValue::Text(text) => json!({"stringValue": text}),
+                AttributeValue::Int(number) => json!({"intValue": number.to_string()}),
+                AttributeValue::Bool(flag) => json!({"boolValue": flag}),
+            };
+            json!({"key": key, "value": value})
+        })
+        .collect();
+    let mut json = json!({
+        "traceId": span.context.trace_id_hex(),
+        "spanId": span.context.span_id_hex(),
+        "name": span.name,
+        "kind": match span.kind {
+            SpanKind::Internal => 1,
+            SpanKind::Server => 2,
+            SpanKind::Client => 3,
+        },
+        "startTimeUnixNano": nanos(span.start),
+        "endTimeUnixNano": nanos(span.end),
+        "attributes": attributes,
+        "status": match &span.error {
+            Some(message) => json!({"code": 2, "message": message}),
+            None => json!({"code": 0}),
+        },
+    });
+    if let Some(parent) = span.parent {
+        json["parentSpanId"] = json!(switchboard_core::trace::hex(&parent));
+    }
+    if let Some(state) = &span.context.state {
+        json["traceState"] = json!(state.as_ref());
+    }
+    json
+}
