@@ -127,7 +127,7 @@ async fn a_call_is_traced_from_the_client_through_the_gateway_into_a_stdio_serve
         call(
             "fx__echo",
             json!({"message": "hi"}),
-            json!({"traceparent": traceparent, "tracestate": "vendor=1"}),
+            json!({"traceparent": traceparent, "tracestate": "vendor=1", "baggage": "user.tier=gold"}),
         ),
     )
     .await;
@@ -177,6 +177,7 @@ async fn a_call_is_traced_from_the_client_through_the_gateway_into_a_stdio_serve
     assert_eq!(attempt["kind"], 3);
     assert_eq!(attempt["parentSpanId"], server["spanId"]);
     assert_eq!(meta["tracestate"], "vendor=1");
+    assert_eq!(meta["baggage"], "user.tier=gold");
 
     // The HTTP header, when `_meta` carries no context; a tool error says so.
     let other_trace = "0af7651916cd43dd8448eb211c80319c";

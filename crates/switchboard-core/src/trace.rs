@@ -18,8 +18,11 @@ use rand::Rng;
 pub const TRACEPARENT: &str = "traceparent";
 /// The `_meta` key (and HTTP header) of the vendors' trace state.
 pub const TRACESTATE: &str = "tracestate";
+/// The `_meta` key (and HTTP header) of W3C Baggage, passed on as it came.
+pub const BAGGAGE: &str = "baggage";
 
-/// One span's place in a trace: W3C `traceparent` (version 00) and `tracestate`.
+/// One span's place in a trace: W3C `traceparent` (version 00) and `tracestate`, and the
+/// `baggage` that travels with it.
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct TraceContext {
     pub trace_id: [u8; 16],
@@ -28,6 +31,8 @@ pub struct TraceContext {
     pub sampled: bool,
     /// `tracestate`, passed on as it came.
     pub state: Option<Arc<str>>,
+    /// `baggage`, passed on as it came.
+    pub baggage: Option<Arc<str>>,
 }
 
 impl fmt::Debug for TraceContext {
@@ -78,7 +83,18 @@ impl TraceContext {
             span_id,
             sampled: flags & 1 == 1,
             state,
+            baggage: None,
         })
+    }
+
+    /// The same context with the `baggage` that came beside it (at most 8 KiB, as W3C
+    /// Baggage allows).
+    pub fn with_baggage(mut self, baggage: Option<&str>) -> Self {
+        self.baggage = baggage
+            .map(str::trim)
+            .filter(|baggage| !baggage.is_empty() && baggage.len() <= 8192)
+            .map(Arc::from);
+        self
     }
 
     /// A new trace's first span (sampled).
@@ -92,6 +108,7 @@ impl TraceContext {
             span_id: new_span_id(),
             sampled: true,
             state: None,
+            baggage: None,
         }
     }
 

@@ -16,7 +16,8 @@ use std::time::SystemTime;
 use serde_json::Value;
 use switchboard_core::CallContext;
 use switchboard_core::trace::{
-    AttributeValue, FinishedSpan, SpanKind, TRACEPARENT, TRACESTATE, Telemetry, TraceContext,
+    AttributeValue, BAGGAGE, FinishedSpan, SpanKind, TRACEPARENT, TRACESTATE, Telemetry,
+    TraceContext,
 };
 
 use crate::era::META_PROTOCOL_VERSION;
@@ -37,7 +38,8 @@ pub(super) struct ServerSpan {
 pub fn trace_of_meta(params: Option<&Value>) -> Option<TraceContext> {
     let meta = params?.get("_meta")?;
     let parent = meta.get(TRACEPARENT)?.as_str()?;
-    TraceContext::parse(parent, meta.get(TRACESTATE).and_then(Value::as_str))
+    let text = |key: &str| meta.get(key).and_then(Value::as_str);
+    TraceContext::parse(parent, text(TRACESTATE)).map(|context| context.with_baggage(text(BAGGAGE)))
 }
 
 impl ServerSpan {

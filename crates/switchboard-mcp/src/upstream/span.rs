@@ -11,7 +11,8 @@ use std::time::SystemTime;
 use serde_json::{Map, Value};
 use switchboard_core::CallContext;
 use switchboard_core::trace::{
-    AttributeValue, FinishedSpan, SpanKind, TRACEPARENT, TRACESTATE, Telemetry, TraceContext,
+    AttributeValue, BAGGAGE, FinishedSpan, SpanKind, TRACEPARENT, TRACESTATE, Telemetry,
+    TraceContext,
 };
 
 use super::client::ClientError;
@@ -104,9 +105,11 @@ fn inject(params: &mut Map<String, Value>, context: &TraceContext) {
         .or_insert_with(|| Value::Object(Map::new()));
     if let Value::Object(meta) = meta {
         meta.insert(TRACEPARENT.into(), Value::String(context.traceparent()));
-        match &context.state {
-            Some(state) => meta.insert(TRACESTATE.into(), Value::String(state.to_string())),
-            None => meta.remove(TRACESTATE),
-        };
+        for (key, value) in [(TRACESTATE, &context.state), (BAGGAGE, &context.baggage)] {
+            match value {
+                Some(value) => meta.insert(key.into(), Value::String(value.to_string())),
+                None => meta.remove(key),
+            };
+        }
     }
 }

@@ -28,7 +28,7 @@ use super::headers::{SESSION_ID, add_param_headers, add_routing_headers};
 use crate::era::{MODERN_VERSION, VERSION_HEADER};
 use crate::jsonrpc::{Message, RequestId};
 use crate::upstream::transport::{Inbound, OnBehalf, Opened, Transport, TransportError};
-use switchboard_core::trace::{TRACEPARENT, TRACESTATE};
+use switchboard_core::trace::{BAGGAGE, TRACEPARENT, TRACESTATE};
 
 /// How long `close` waits for the server to acknowledge the DELETE of its session.
 const DELETE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -274,7 +274,7 @@ impl Transport for StreamableHttp {
     }
 }
 
-/// Mirrors a request's `_meta.traceparent` and `tracestate` into the W3C headers, so HTTP
+/// Mirrors a request's `_meta.traceparent`, `tracestate` and `baggage` into the W3C headers, so HTTP
 /// middleware in front of the server sees the trace too.
 fn add_trace_headers(headers: &mut HeaderMap, message: &Message) {
     let Message::Request {
@@ -287,7 +287,7 @@ fn add_trace_headers(headers: &mut HeaderMap, message: &Message) {
     let Some(meta) = params.get("_meta") else {
         return;
     };
-    for name in [TRACEPARENT, TRACESTATE] {
+    for name in [TRACEPARENT, TRACESTATE, BAGGAGE] {
         if let Some(value) = meta
             .get(name)
             .and_then(serde_json::Value::as_str)
