@@ -116,9 +116,10 @@ fn spans_are_written_as_otlp_json() {
         start: UNIX_EPOCH + Duration::from_nanos(1_500),
         end: UNIX_EPOCH + Duration::from_nanos(2_500),
         attributes: vec![("mcp.method.name", "tools/call".into()), ("n", 7.into())],
-        error: Some("boom".into()),
+        error: Some("bo\"om\n\u{1}".into()),
     };
-    let request = otlp::export_request(&json!({"attributes": []}), &[span]);
+    let text = otlp::export_request("{\"attributes\":[]}", &[span]);
+    let request: serde_json::Value = serde_json::from_str(&text).expect("JSON");
     let span = &request["resourceSpans"][0]["scopeSpans"][0]["spans"][0];
     assert_eq!(span["traceId"], "4bf92f3577b34da6a3ce929d0e0e4736");
     assert_eq!(span["spanId"], "00f067aa0ba902b7");
@@ -131,5 +132,8 @@ fn spans_are_written_as_otlp_json() {
         json!([{"key": "mcp.method.name", "value": {"stringValue": "tools/call"}},
                {"key": "n", "value": {"intValue": "7"}}])
     );
-    assert_eq!(span["status"], json!({"code": 2, "message": "boom"}));
+    assert_eq!(
+        span["status"],
+        json!({"code": 2, "message": "bo\"om\n\u{1}"})
+    );
 }
