@@ -99,6 +99,13 @@ fn a_stdio_client_gets_its_tasks_status_and_result() {
         announced_end(&statuses),
         "notifications/tasks/status announced the end: {statuses:?}"
     );
+    assert!(
+        statuses
+            .iter()
+            .all(|status| status.get("pollInterval").is_some()
+                && status.get("pollIntervalMs").is_none()),
+        "an initialized (2025-11-25) client gets its era's field names: {statuses:?}"
+    );
 
     // The same task, asked by a 2026-07-28 request on this connection.
     let modern = client

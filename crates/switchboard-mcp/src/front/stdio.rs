@@ -83,7 +83,13 @@ pub async fn serve(
             session: dispatcher.session().map(str::to_owned),
             subject: None,
         };
-        let statuses = crate::front::tasks::status_notifications(events, owner);
+        // A 2025-11-25 client initializes; a 2026-07-28 one never does.
+        let legacy = initialized.clone();
+        let era = move || match legacy.is_cancelled() {
+            true => crate::front::dispatch::RequestEra::Legacy,
+            false => crate::front::dispatch::RequestEra::Modern,
+        };
+        let statuses = crate::front::tasks::status_notifications(events, owner, era);
         tasks.spawn(forward_updates(statuses, out_tx.clone(), shutdown.clone()));
     }
 

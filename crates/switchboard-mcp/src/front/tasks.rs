@@ -414,31 +414,76 @@ fn legacy_result(view: &TaskView) -> Result<Value, RpcError> {
     }
 }
 
-/// `notifications/tasks/status` for a 2025-11-25 client.
-pub fn status_notification(view: &TaskView) -> Message {
+/// `notifications/tasks/status`, with the field names of the client's era.
+pub fn status_notification(view: &TaskView, era: RequestEra) -> Message {
     Message::notification(
         "notifications/tasks/status",
-        Value::Object(fields(view, RequestEra::Legacy)),
+        Value::Object(fields(view, era)),
     )
 }
 
 /// The `notifications/tasks/status` of the tasks one client owns (its agent and session),
 /// for a front that keeps a stream to that client (a stdio connection, a legacy HTTP
-/// session's GET stream). Ends when the backend is gone.
+/// session's GET stream), in the era `era` says the client speaks when each is sent. Ends
+/// when the backend is gone.
 pub fn status_notifications(
     events: tokio::sync::broadcast::Receiver<(TaskOwner, TaskView)>,
     owner: TaskOwner,
+    era: impl Fn() -> RequestEra + Send + Sync + 'static,
 ) -> impl futures::Stream<Item = Message> + Send + 'static {
     use tokio::sync::broadcast::error::RecvError;
-    futures::stream::unfold((events, owner), |(mut events, owner)| async move {
-        loop {
-            match events.recv().await {
-                Ok((of, view)) if of == owner => {
-                    return Some((status_notification(&view), (events, owner)));
+    futures::stream::unfold(
+        (events, owner, era),
+        |(mut events, owner, era)| async move {
+            loop {
+                match events.recv().await {
+                    Ok((of, view)) if of == owner => {
+                        let notification = status_notification(&view, era());
+                        return Some((notification, (events, owner, era)));
+                    }
+                    Ok(_) | Err(RecvError::Lagged(_)) => {}
+                    Err(RecvError::Closed) => return None,
                 }
-                Ok(_) | Err(RecvError::Lagged(_)) => {}
-                Err(RecvError::Closed) => return None,
             }
-        }
-    })
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, SystemTime};
+
+    use switchboard_core::task::TaskStatus;
+
+    use super::*;
+
+    #[test]
+    fn a_status_notification_speaks_the_clients_era() {
+        let view = TaskView {
+            id: "t1".into(),
+            status: TaskStatus::Working,
+            status_message: None,
+            created_at: SystemTime::UNIX_EPOCH,
+            updated_at: SystemTime::UNIX_EPOCH,
+            ttl: Some(Duration::from_secs(60)),
+            poll_interval: Duration::from_millis(500),
+            end: None,
+            input_requests: Map::new(),
+        };
+        let params = |era| match status_notification(&view, era) {
+            Message::Notification { params, .. } => params.unwrap_or_default(),
+            _ => Value::Null,
+        };
+        let legacy = params(RequestEra::Legacy);
+        assert_eq!(
+            (&legacy["ttl"], &legacy["pollInterval"]),
+            (&json!(60000), &json!(500))
+        );
+        let modern = params(RequestEra::Modern);
+        assert_eq!(
+            (&modern["ttlMs"], &modern["pollIntervalMs"]),
+            (&json!(60000), &json!(500))
+        );
+        assert!(modern.get("pollInterval").is_none(), "{modern}");
+    }
 }

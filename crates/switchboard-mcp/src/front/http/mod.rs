@@ -524,9 +524,11 @@ async fn get_as(
                 session: caller.session.clone(),
                 subject: principal.as_ref().and_then(|p| p.subject.clone()),
             };
-            crate::front::tasks::status_notifications(events, owner)
-                .map(|note| sse_event(note.to_line()))
-                .boxed()
+            crate::front::tasks::status_notifications(events, owner, || {
+                crate::front::dispatch::RequestEra::Legacy
+            })
+            .map(|note| sse_event(note.to_line()))
+            .boxed()
         }
         None => futures::stream::empty().boxed(),
     };
