@@ -16,6 +16,7 @@
 //! Rows carry redacted arguments and their digest ([`redact`]), and `verify` detects an
 //! edited or deleted row ([`store::verify`]).
 
+pub mod browse;
 mod entry;
 pub mod redact;
 pub mod store;

@@ -428,3 +428,105 @@ fn an_oauth_callers_subject_and_client_are_recorded_and_old_rows_hash_as_before(
         "the token the principal holds for token exchange is never recorded"
     );
 }
+
+#[test]
+fn keyset_pages_walk_every_matching_row_once_newest_first() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("ledger.db");
+    let mut conn = store::open(&path).expect("open");
+    let entries: Vec<LedgerEntry> = (0..25)
+        .map(|i| {
+            let mut row = entry(
+                i,
+                if i % 2 == 0 { "npc" } else { "qa" },
+                if i % 5 == 0 { "denied" } else { "ok" },
+            );
+            row.cost = 0.5;
+            row
+        })
+        .collect();
+    store::insert(&mut conn, &entries).expect("insert");
+    let mut query = browse::PageQuery {
+        agent: Some("npc".into()),
+        limit: 4,
+        ..browse::PageQuery::default()
+    };
+    let mut seen = Vec::new();
+    loop {
+        let page = browse::page(&conn, &query).expect("page");
+        assert!(page.rows.len() <= 4);
+        seen.extend(page.rows.iter().map(|row| row.entry.started_ms));
+        match page.next_before {
+            Some(before) => query.before_id = Some(before),
+            None => break,
+        }
+    }
+    let expected: Vec<i64> = (0..25)
+        .rev()
+        .filter(|i| i % 2 == 0)
+        .map(|i| 1_000_000 + i)
+        .collect();
+    assert_eq!(seen, expected, "every npc row once, newest first");
+
+    let first = browse::page(
+        &conn,
+        &browse::PageQuery {
+            tool: Some("dice__roll1".into()),
+            outcome: Some("ok".into()),
+            since_ms: Some(1_000_010),
+            limit: 100,
+            ..browse::PageQuery::default()
+        },
+    )
+    .expect("filtered");
+    assert!(first.next_before.is_none());
+    assert!(
+        first
+            .rows
+            .iter()
+            .all(|row| row.entry.exposed == "dice__roll1"
+                && row.entry.outcome == "ok"
+                && row.entry.started_ms >= 1_000_010)
+    );
+    assert_eq!(
+        first.rows.len(),
+        4,
+        "13, 16, 19, 22 (10 and 25 are not ok/in range)"
+    );
+
+    // A row's place in the chain: its previous hash is the row before's hash.
+    let newest = browse::row(&conn, 25).expect("row").expect("present");
+    let before = browse::row(&conn, 24).expect("row").expect("present");
+    assert_eq!(newest.prev_hash, before.row_hash);
+    assert!(browse::row(&conn, 99).expect("row").is_none());
+
+    let totals = browse::agent_totals(&conn, 0).expect("totals");
+    let qa = totals
+        .iter()
+        .find(|t| t.agent.as_deref() == Some("qa"))
+        .expect("qa");
+    assert_eq!((qa.calls, qa.denied, qa.rate_limited), (12, 2, 0));
+    assert!((qa.cost - 6.0).abs() < 1e-9);
+
+    let mut exported = Vec::new();
+    browse::each(&conn, &browse::PageQuery::default(), |row| {
+        exported.push(row.id);
+        true
+    })
+    .expect("each");
+    assert_eq!(exported, (1..=25).collect::<Vec<i64>>(), "oldest first");
+
+    let timings = browse::timings(&conn, "dice__roll0", 3).expect("timings");
+    assert_eq!(
+        timings.iter().map(|t| t.started_ms).collect::<Vec<_>>(),
+        vec![1_000_018, 1_000_021, 1_000_024],
+        "the last three ok calls, oldest first"
+    );
+    let servers = browse::server_calls(&conn, 0).expect("servers");
+    assert_eq!(servers.len(), 1);
+    assert_eq!(
+        servers[0].calls, 20,
+        "denied calls never reached the server"
+    );
+    assert_eq!(servers[0].last_ok_ms, Some(1_000_024));
+}
