@@ -45,9 +45,39 @@ pub struct Page {
     pub next_before: Option<i64>,
 }
 
-const FILTER: &str = "(?1 IS NULL OR id < ?1) AND (?2 IS NULL OR agent = ?2)
-     AND (?3 IS NULL OR exposed GLOB ?3) AND (?4 IS NULL OR outcome = ?4)
-     AND (?5 IS NULL OR started_ms >= ?5) AND (?6 IS NULL OR started_ms < ?6)";
+/// The `WHERE` clause of `query` (only the filters it has, so SQLite walks the row id range
+/// of a keyset page instead of testing every row) and its parameters.
+fn filter(query: &PageQuery, keyset: bool) -> (String, Vec<rusqlite::types::Value>) {
+    use rusqlite::types::Value;
+    let mut clauses = Vec::new();
+    let mut values = Vec::new();
+    let mut add = |clause: &str, value: Value| {
+        values.push(value);
+        clauses.push(clause.replace('?', &format!("?{}", values.len())));
+    };
+    if let Some(before) = query.before_id.filter(|_| keyset) {
+        add("id < ?", Value::Integer(before));
+    }
+    if let Some(agent) = &query.agent {
+        add("agent = ?", Value::Text(agent.clone()));
+    }
+    if let Some(tool) = &query.tool {
+        add("exposed GLOB ?", Value::Text(tool.clone()));
+    }
+    if let Some(outcome) = &query.outcome {
+        add("outcome = ?", Value::Text(outcome.clone()));
+    }
+    if let Some(since) = query.since_ms {
+        add("started_ms >= ?", Value::Integer(since));
+    }
+    if let Some(until) = query.until_ms {
+        add("started_ms < ?", Value::Integer(until));
+    }
+    if clauses.is_empty() {
+        return (String::new(), values);
+    }
+    (format!("WHERE {}", clauses.join(" AND ")), values)
+}
 
 fn stored(row: &rusqlite::Row<'_>) -> rusqlite::Result<Option<StoredRow>> {
     let text: String = row.get(1)?;
@@ -65,25 +95,18 @@ fn stored(row: &rusqlite::Row<'_>) -> rusqlite::Result<Option<StoredRow>> {
 /// (`verify` is what reports it).
 pub fn page(conn: &Connection, query: &PageQuery) -> Result<Page, LedgerError> {
     let limit = query.limit.max(1);
+    let (clause, values) = filter(query, true);
     let mut select = conn
         .prepare_cached(&format!(
-            "SELECT id, entry, prev_hash, row_hash FROM mcp_tool_invocations WHERE {FILTER}
-             ORDER BY id DESC LIMIT ?7"
+            "SELECT id, entry, prev_hash, row_hash FROM mcp_tool_invocations {clause}
+             ORDER BY id DESC LIMIT {}",
+            limit + 1
         ))
         .map_err(sql)?;
     let fetched = select
-        .query_map(
-            params![
-                query.before_id,
-                query.agent,
-                query.tool,
-                query.outcome,
-                query.since_ms,
-                query.until_ms,
-                i64::try_from(limit + 1).unwrap_or(i64::MAX),
-            ],
-            |row| Ok((row.get::<_, i64>(0)?, stored(row)?)),
-        )
+        .query_map(rusqlite::params_from_iter(values), |row| {
+            Ok((row.get::<_, i64>(0)?, stored(row)?))
+        })
         .map_err(sql)?;
     let mut ids = Vec::new();
     let mut rows = Vec::new();
@@ -107,21 +130,14 @@ pub fn each(
     query: &PageQuery,
     mut each: impl FnMut(&StoredRow) -> bool,
 ) -> Result<usize, LedgerError> {
+    let (clause, values) = filter(query, false);
     let mut select = conn
         .prepare(&format!(
-            "SELECT id, entry, prev_hash, row_hash FROM mcp_tool_invocations WHERE {FILTER}
-             ORDER BY id"
+            "SELECT id, entry, prev_hash, row_hash FROM mcp_tool_invocations {clause} ORDER BY id"
         ))
         .map_err(sql)?;
     let mut cursor = select
-        .query(params![
-            None::<i64>,
-            query.agent,
-            query.tool,
-            query.outcome,
-            query.since_ms,
-            query.until_ms,
-        ])
+        .query(rusqlite::params_from_iter(values))
         .map_err(sql)?;
     let mut handed = 0;
     while let Some(row) = cursor.next().map_err(sql)? {
@@ -159,31 +175,32 @@ pub struct AgentTotals {
     pub cost: f64,
 }
 
-/// Per-agent totals of the calls that started at or after `since_ms` (configuration changes
-/// left out).
-pub fn agent_totals(conn: &Connection, since_ms: i64) -> Result<Vec<AgentTotals>, LedgerError> {
+/// `agent`'s totals (`None`: callers without an agent) of the calls that started at or after
+/// `since_ms`, configuration changes left out. Read from an index alone.
+pub fn agent_totals(
+    conn: &Connection,
+    agent: Option<&str>,
+    since_ms: i64,
+) -> Result<AgentTotals, LedgerError> {
     let mut select = conn
         .prepare_cached(
-            "SELECT agent, COUNT(*), SUM(outcome = 'denied'), SUM(outcome = 'rate_limited'),
-                    TOTAL(cost)
-             FROM mcp_tool_invocations
-             WHERE started_ms >= ?1 AND outcome NOT LIKE 'config\\_%' ESCAPE '\\'
-             GROUP BY agent ORDER BY agent",
+            "SELECT COUNT(*), SUM(outcome = 'denied'), SUM(outcome = 'rate_limited'), TOTAL(cost)
+             FROM mcp_tool_invocations INDEXED BY invocations_agent_outcome
+             WHERE agent IS ?1 AND started_ms >= ?2 AND outcome NOT LIKE 'config\\_%' ESCAPE '\\'",
         )
         .map_err(sql)?;
-    let totals = select
-        .query_map([since_ms], |row| {
+    let count = |value: Option<i64>| u64::try_from(value.unwrap_or(0)).unwrap_or(0);
+    select
+        .query_row(params![agent, since_ms], |row| {
             Ok(AgentTotals {
-                agent: row.get(0)?,
-                calls: u64::try_from(row.get::<_, i64>(1)?).unwrap_or(0),
-                denied: u64::try_from(row.get::<_, Option<i64>>(2)?.unwrap_or(0)).unwrap_or(0),
-                rate_limited: u64::try_from(row.get::<_, Option<i64>>(3)?.unwrap_or(0))
-                    .unwrap_or(0),
-                cost: row.get(4)?,
+                agent: agent.map(str::to_owned),
+                calls: count(row.get(0)?),
+                denied: count(row.get(1)?),
+                rate_limited: count(row.get(2)?),
+                cost: row.get(3)?,
             })
         })
-        .map_err(sql)?;
-    totals.collect::<Result<_, _>>().map_err(sql)
+        .map_err(sql)
 }
 
 /// One call's start and duration.
@@ -194,18 +211,24 @@ pub struct Timing {
     pub ok: bool,
 }
 
-/// The last `limit` calls of the exposed tool `name` that reached its server, oldest first.
+/// Rows [`timings`] looks through, newest first: its cost stays bounded however long the
+/// ledger grows.
+pub const TIMINGS_SCAN: i64 = 50_000;
+
+/// The last `limit` calls of the exposed tool `name` that reached its server, among the
+/// ledger's latest [`TIMINGS_SCAN`] rows, oldest first.
 pub fn timings(conn: &Connection, name: &str, limit: usize) -> Result<Vec<Timing>, LedgerError> {
     let mut select = conn
         .prepare_cached(
             "SELECT started_ms, duration_us, outcome FROM mcp_tool_invocations
-             WHERE exposed = ?1 AND outcome IN ('ok', 'tool_error', 'timed_out', 'upstream_error')
+             WHERE id > (SELECT IFNULL(MAX(id), 0) FROM mcp_tool_invocations) - ?3
+               AND exposed = ?1 AND outcome IN ('ok', 'tool_error', 'timed_out', 'upstream_error')
              ORDER BY id DESC LIMIT ?2",
         )
         .map_err(sql)?;
     let found = select
         .query_map(
-            params![name, i64::try_from(limit).unwrap_or(i64::MAX)],
+            params![name, i64::try_from(limit).unwrap_or(i64::MAX), TIMINGS_SCAN],
             |row| {
                 Ok(Timing {
                     started_ms: row.get(0)?,
@@ -232,46 +255,59 @@ pub struct ServerCalls {
     pub failed: u64,
 }
 
-/// [`ServerCalls`] of every server with calls, failures counted since `since_ms`.
-pub fn server_calls(conn: &Connection, since_ms: i64) -> Result<Vec<ServerCalls>, LedgerError> {
-    const FAILED: &str = "('tool_error', 'timed_out', 'upstream_down', 'upstream_error')";
-    let mut select = conn
-        .prepare_cached(&format!(
-            "SELECT server,
-                    MAX(CASE WHEN outcome = 'ok' THEN started_ms END),
-                    MAX(CASE WHEN outcome IN {FAILED} THEN started_ms END),
-                    SUM(started_ms >= ?1 AND outcome IN ('ok', {inner})),
-                    SUM(started_ms >= ?1 AND outcome IN {FAILED})
-             FROM mcp_tool_invocations WHERE server IS NOT NULL AND tool IS NOT NULL
-             GROUP BY server ORDER BY server",
-            inner = &FAILED[1..FAILED.len() - 1],
-        ))
+/// Outcomes that count as a failed call of a server.
+const FAILED: [&str; 4] = ["tool_error", "timed_out", "upstream_down", "upstream_error"];
+
+/// `server`'s last success and failure (with its error), and its calls and failed calls
+/// that started at or after `since_ms`. Read from an index, a few seeks per outcome.
+pub fn server_calls(
+    conn: &Connection,
+    server: &str,
+    since_ms: i64,
+) -> Result<ServerCalls, LedgerError> {
+    let mut latest = conn
+        .prepare_cached(
+            "SELECT MAX(started_ms) FROM mcp_tool_invocations WHERE server = ?1 AND outcome = ?2",
+        )
         .map_err(sql)?;
-    let rows = select
-        .query_map([since_ms], |row| {
-            Ok(ServerCalls {
-                server: row.get(0)?,
-                last_ok_ms: row.get(1)?,
-                last_error_ms: row.get(2)?,
-                last_error: None,
-                calls: u64::try_from(row.get::<_, Option<i64>>(3)?.unwrap_or(0)).unwrap_or(0),
-                failed: u64::try_from(row.get::<_, Option<i64>>(4)?.unwrap_or(0)).unwrap_or(0),
-            })
-        })
+    let mut since = conn
+        .prepare_cached(
+            "SELECT COUNT(*) FROM mcp_tool_invocations
+             WHERE server = ?1 AND outcome = ?2 AND started_ms >= ?3",
+        )
         .map_err(sql)?;
-    let mut servers: Vec<ServerCalls> = rows.collect::<Result<_, _>>().map_err(sql)?;
-    let mut error_of = conn
-        .prepare_cached(&format!(
-            "SELECT error FROM mcp_tool_invocations WHERE server = ?1 AND outcome IN {FAILED}
-             ORDER BY id DESC LIMIT 1"
-        ))
-        .map_err(sql)?;
-    for server in servers.iter_mut().filter(|s| s.last_error_ms.is_some()) {
-        server.last_error = error_of
-            .query_row([&server.server], |row| row.get(0))
+    let mut found = ServerCalls {
+        server: server.to_owned(),
+        ..ServerCalls::default()
+    };
+    for outcome in std::iter::once("ok").chain(FAILED) {
+        let last: Option<i64> = latest
+            .query_row(params![server, outcome], |row| row.get(0))
+            .map_err(sql)?;
+        let calls: i64 = since
+            .query_row(params![server, outcome, since_ms], |row| row.get(0))
+            .map_err(sql)?;
+        let calls = u64::try_from(calls).unwrap_or(0);
+        found.calls += calls;
+        if outcome == "ok" {
+            found.last_ok_ms = last;
+        } else {
+            found.failed += calls;
+            found.last_error_ms = found.last_error_ms.max(last);
+        }
+    }
+    if let Some(at) = found.last_error_ms {
+        found.last_error = conn
+            .prepare_cached(
+                "SELECT error FROM mcp_tool_invocations
+                 WHERE server = ?1 AND started_ms = ?2 AND outcome IN ('tool_error', 'timed_out', 'upstream_down', 'upstream_error')
+                 ORDER BY id DESC LIMIT 1",
+            )
+            .map_err(sql)?
+            .query_row(params![server, at], |row| row.get(0))
             .optional()
             .map_err(sql)?
             .flatten();
     }
-    Ok(servers)
+    Ok(found)
 }

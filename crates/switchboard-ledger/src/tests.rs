@@ -500,13 +500,12 @@ fn keyset_pages_walk_every_matching_row_once_newest_first() {
     assert_eq!(newest.prev_hash, before.row_hash);
     assert!(browse::row(&conn, 99).expect("row").is_none());
 
-    let totals = browse::agent_totals(&conn, 0).expect("totals");
-    let qa = totals
-        .iter()
-        .find(|t| t.agent.as_deref() == Some("qa"))
-        .expect("qa");
+    let qa = browse::agent_totals(&conn, Some("qa"), 0).expect("totals");
     assert_eq!((qa.calls, qa.denied, qa.rate_limited), (12, 2, 0));
     assert!((qa.cost - 6.0).abs() < 1e-9);
+    let late = browse::agent_totals(&conn, Some("qa"), 1_000_020).expect("totals");
+    assert_eq!(late.calls, 2, "21 and 23");
+    assert_eq!(browse::agent_totals(&conn, None, 0).expect("none").calls, 0);
 
     let mut exported = Vec::new();
     browse::each(&conn, &browse::PageQuery::default(), |row| {
@@ -522,11 +521,19 @@ fn keyset_pages_walk_every_matching_row_once_newest_first() {
         vec![1_000_018, 1_000_021, 1_000_024],
         "the last three ok calls, oldest first"
     );
-    let servers = browse::server_calls(&conn, 0).expect("servers");
-    assert_eq!(servers.len(), 1);
+    let dice = browse::server_calls(&conn, "dice", 0).expect("dice");
+    assert_eq!(dice.calls, 20, "denied calls never reached the server");
+    assert_eq!((dice.failed, dice.last_error_ms), (0, None));
+    assert_eq!(dice.last_ok_ms, Some(1_000_024));
+    let mut failed = entry(99, "qa", "tool_error");
+    failed.error = Some("boom".into());
+    store::insert(&mut conn, &[failed]).expect("insert");
+    let dice = browse::server_calls(&conn, "dice", 1_000_090).expect("dice");
     assert_eq!(
-        servers[0].calls, 20,
-        "denied calls never reached the server"
+        (dice.calls, dice.failed),
+        (1, 1),
+        "only the window's calls count"
     );
-    assert_eq!(servers[0].last_ok_ms, Some(1_000_024));
+    assert_eq!(dice.last_error_ms, Some(1_000_099));
+    assert_eq!(dice.last_error.as_deref(), Some("boom"));
 }

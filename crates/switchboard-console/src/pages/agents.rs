@@ -77,26 +77,29 @@ pub(crate) async fn page(
         ));
     };
     let now = now_ms();
-    let windows: Vec<(String, i64)> = config
+    // Each agent, then callers without one; and each quota's window.
+    let agents: Vec<(Option<String>, Option<i64>)> = config
         .agents
         .iter()
-        .filter_map(|(name, agent)| {
-            let window = i64::try_from(agent.quota.as_ref()?.window.as_millis()).ok()?;
-            Some((name.clone(), window))
+        .map(|(name, agent)| {
+            let window = agent
+                .quota
+                .as_ref()
+                .and_then(|quota| i64::try_from(quota.window.as_millis()).ok());
+            (Some(name.clone()), window)
         })
+        .chain(std::iter::once((None, None)))
         .collect();
     let (day, quotas) = crate::ledger::read(console.shared.ledger.clone(), move |conn| {
-        let day: HashMap<Option<String>, AgentTotals> = browse::agent_totals(conn, now - DAY_MS)?
-            .into_iter()
-            .map(|totals| (totals.agent.clone(), totals))
-            .collect();
+        let mut day = HashMap::new();
         let mut used = HashMap::new();
-        for (agent, window) in windows {
-            let cost = browse::agent_totals(conn, now - window)?
-                .into_iter()
-                .find(|totals| totals.agent.as_deref() == Some(agent.as_str()))
-                .map_or(0.0, |totals| totals.cost);
-            used.insert(agent, cost);
+        for (agent, window) in agents {
+            let totals = browse::agent_totals(conn, agent.as_deref(), now - DAY_MS)?;
+            if let (Some(name), Some(window)) = (&agent, window) {
+                let spent = browse::agent_totals(conn, Some(name), now - window)?;
+                used.insert(name.clone(), spent.cost);
+            }
+            day.insert(agent, totals);
         }
         Ok((day, used))
     })
@@ -140,7 +143,7 @@ pub(crate) async fn page(
                             } }
                         }
                     }
-                    @if let Some(anonymous) = day.get(&None) {
+                    @if let Some(anonymous) = day.get(&None).filter(|totals| totals.calls > 0) {
                         tr { th scope="row" { em { "(no agent)" } } td class="num" { (host.visible_tools(None).len()) }
                              td { (format!("{:?}", config.gateway.exposure).to_lowercase()) } td { "—" } td { "—" } td { "—" }
                              td class="num" { (anonymous.calls) } td class="num" { (anonymous.denied) }

@@ -31,17 +31,21 @@ pub(crate) async fn page(
 ) -> Result<Markup, ConsoleError> {
     let host = &console.shared.host;
     let now = now_ms();
+    let reports = host.status();
+    let names: Vec<String> = reports.iter().map(|r| r.server.clone()).collect();
     let calls: HashMap<String, ServerCalls> =
         crate::ledger::read(console.shared.ledger.clone(), move |conn| {
-            Ok(browse::server_calls(conn, now - RATE_WINDOW_MS)?)
+            names
+                .iter()
+                .map(|name| {
+                    let calls = browse::server_calls(conn, name, now - RATE_WINDOW_MS)?;
+                    Ok((name.clone(), calls))
+                })
+                .collect()
         })
         .await?
-        .unwrap_or_default()
-        .into_iter()
-        .map(|calls| (calls.server.clone(), calls))
-        .collect();
+        .unwrap_or_default();
     let live = host.live_status();
-    let reports = host.status();
     Ok(layout::page(
         &session,
         "/console/servers",
