@@ -5,6 +5,8 @@
 
 #![allow(dead_code)]
 
+pub mod webdriver;
+
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -44,6 +46,7 @@ pub fn quoted(text: &str) -> String {
 /// A gateway with the console on a port of its own.
 pub struct Gateway {
     pub host: Host,
+    pub console: Console,
     pub ledger: Ledger,
     pub url: String,
     pub addr: SocketAddr,
@@ -94,6 +97,7 @@ impl Gateway {
         tokio::spawn(async move { axum::serve(listener, router).await });
         Self {
             host,
+            console,
             ledger,
             url: format!("http://{addr}"),
             addr,
