@@ -49,7 +49,7 @@ fn rows(now_ms: i64) -> Vec<LedgerEntry> {
     (0..ROWS)
         .map(|i| LedgerEntry {
             call_id: format!("01BENCH{i:019}"),
-            // Spread over the last 20 hours, oldest first.
+            // Spread over the last 20 hours, oldest first (see `Setup::started_of`).
             started_ms: now_ms - 72_000_000 + (i as i64) * 720,
             agent: Some(if i % 3 == 0 { "npc" } else { "qa" }.to_owned()),
             subject: None,
@@ -73,10 +73,20 @@ fn rows(now_ms: i64) -> Vec<LedgerEntry> {
 }
 
 struct Setup {
+    /// When the rows were made (they end 52 minutes before it).
+    now_ms: i64,
+    ledger: PathBuf,
     _dir: tempfile::TempDir,
     _host: Host,
     url: String,
     cookie: String,
+}
+
+impl Setup {
+    /// The start time of the row with this id.
+    fn started_of(&self, id: i64) -> i64 {
+        self.now_ms - 72_000_000 + (id - 1) * 720
+    }
 }
 
 async fn set_up() -> Setup {
@@ -151,6 +161,8 @@ async fn set_up() -> Setup {
         .expect("pair")
         .to_owned();
     Setup {
+        now_ms: now,
+        ledger: ledger.path().to_owned(),
         _dir: dir,
         _host: host,
         url,
@@ -180,21 +192,51 @@ fn pages(c: &mut Criterion) {
     group
         .sample_size(30)
         .measurement_time(Duration::from_secs(4));
-    for path in [
-        "/console/approvals",
-        "/console/tools",
-        "/console/tools?sort=p99&dir=desc&q=tool1",
-        "/console/tools/big__s_tool7",
-        "/console/audit",
-        "/console/audit?before=50000",
-        "/console/audit?agent=npc&outcome=denied",
-        "/console/servers",
-        "/console/agents",
-    ] {
+    let paths = [
+        "/console/approvals".to_owned(),
+        "/console/tools".to_owned(),
+        "/console/tools?sort=p99&dir=desc&q=tool1".to_owned(),
+        "/console/tools/big__s_tool7".to_owned(),
+        "/console/audit".to_owned(),
+        // The page after row 50,000 (its start time and id, as the "Older" link has them).
+        format!("/console/audit?before={}-50000", setup.started_of(50_000)),
+        "/console/audit?agent=npc&outcome=denied".to_owned(),
+        "/console/audit?tool=big__s_tool7".to_owned(),
+        "/console/servers".to_owned(),
+        "/console/agents".to_owned(),
+    ];
+    for path in &paths {
+        let path = path.as_str();
         let bytes = runtime.block_on(fetch(path));
         assert!(bytes > 500, "{path} rendered");
         group.bench_function(path, |b| b.iter(|| runtime.block_on(fetch(path))));
     }
+    group.finish();
+
+    // What a console's first look at the ledger costs (done in the background when the
+    // console starts, so no page waits for it), and a later look with nothing new.
+    let conn = rusqlite::Connection::open(&setup.ledger).expect("ledger");
+    let mut group = c.benchmark_group("tally of 100,000 ledger rows");
+    group.sample_size(10);
+    group.bench_function("first read", |b| {
+        b.iter(|| {
+            let mut tally = switchboard_ledger::tally::Tally::default();
+            tally
+                .refresh(&conn, setup.now_ms, 86_400_000)
+                .expect("read")
+        })
+    });
+    let mut tally = switchboard_ledger::tally::Tally::default();
+    tally
+        .refresh(&conn, setup.now_ms, 86_400_000)
+        .expect("read");
+    group.bench_function("nothing new", |b| {
+        b.iter(|| {
+            tally
+                .refresh(&conn, setup.now_ms, 86_400_000)
+                .expect("read")
+        })
+    });
     group.finish();
 }
 

@@ -3,7 +3,7 @@
 //! and a 4 s tier ceiling fit one picture, with each tier's ceiling drawn as a dashed line.
 
 use maud::{Markup, html};
-use switchboard_ledger::browse::Timing;
+use switchboard_ledger::tally::Timing;
 
 /// A tier's ceiling, drawn across the chart.
 #[derive(Debug, Clone, PartialEq)]

@@ -30,3 +30,33 @@ pub(crate) async fn read<T: Send + 'static>(
     .await
     .map_err(|error| ConsoleError::Ledger(format!("the read failed: {error}")))?
 }
+
+/// How far back the running figures go: a day, or the longest quota window of an agent.
+fn keep_ms(host: &switchboard::Host) -> i64 {
+    const DAY_MS: i64 = 86_400_000;
+    host.config()
+        .iter()
+        .flat_map(|config| config.agents.values())
+        .filter_map(|agent| agent.quota.as_ref())
+        .filter_map(|quota| i64::try_from(quota.window.as_millis()).ok())
+        .fold(DAY_MS, i64::max)
+}
+
+/// Brings the console's tally of the ledger up to date (reading only the rows written since
+/// the last look), then answers `read` from it. `None`: no ledger.
+pub(crate) async fn tally<T: Send + 'static>(
+    console: &crate::Console,
+    read: impl FnOnce(&switchboard_ledger::tally::Tally) -> T + Send + 'static,
+) -> Result<Option<T>, ConsoleError> {
+    let shared = console.shared.clone();
+    let keep = keep_ms(&shared.host);
+    self::read(shared.ledger.clone(), move |conn| {
+        let mut tally = shared
+            .tally
+            .lock()
+            .map_err(|_| ConsoleError::Ledger("an earlier read of the tally failed".to_owned()))?;
+        tally.refresh(conn, crate::time::now_ms(), keep)?;
+        Ok(read(&tally))
+    })
+    .await
+}

@@ -69,11 +69,15 @@ pub(crate) struct Shared {
     pub(crate) token_file: Option<PathBuf>,
     pub(crate) listen: SocketAddr,
     pub(crate) sessions: auth::Sessions,
+    /// The ledger's running figures, brought up to date by each page that shows them.
+    pub(crate) tally: std::sync::Mutex<switchboard_ledger::tally::Tally>,
 }
 
 impl Console {
+    /// The console of `options`; on a tokio runtime, its tally of the ledger starts reading
+    /// at once, so the first page that needs it does not wait for the whole window.
     pub fn new(options: ConsoleOptions) -> Self {
-        Self {
+        let console = Self {
             shared: Arc::new(Shared {
                 host: options.host,
                 admin_token: options.admin_token,
@@ -81,8 +85,18 @@ impl Console {
                 token_file: options.token_file,
                 listen: options.listen,
                 sessions: auth::Sessions::default(),
+                tally: std::sync::Mutex::default(),
             }),
+        };
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let warm = console.clone();
+            runtime.spawn(async move {
+                if let Err(error) = ledger::tally(&warm, |_| ()).await {
+                    tracing::warn!("console: cannot read the ledger: {error}");
+                }
+            });
         }
+        console
     }
 
     /// Every console route, under `/console`, guarded (hosts, origins, sessions, headers).

@@ -266,3 +266,32 @@ async fn servers_are_disabled_enabled_and_restarted_from_the_console_and_a_bad_f
     assert!(page.contains("switchboard.toml:2"), "{page}");
     assert!(row_of(&page, "data-server=\"fx\"").contains("state up"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_audit_pages_through_the_ledger_with_its_older_link() {
+    let gateway = Gateway::start().await;
+    for i in 0..60 {
+        let (error, _) = gateway
+            .call("npc", "fx__echo", json!({"message": format!("m{i}")}))
+            .await;
+        assert!(!error);
+    }
+    gateway.flush();
+    let browser = gateway.signed_in().await;
+    let first = browser.page("/console/audit?agent=npc").await;
+    assert_eq!(first.matches("<tr class=\"outcome-").count(), 50);
+    let older = first
+        .split("rel=\"next\" href=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("an Older link")
+        .replace("&amp;", "&");
+    assert!(older.contains("agent=npc"), "the filters go along: {older}");
+    let second = browser.page(&older).await;
+    assert_eq!(second.matches("<tr class=\"outcome-").count(), 10);
+    assert!(!second.contains("rel=\"next\""), "the last page");
+    assert!(
+        second.contains(">1</a></td>"),
+        "down to the first row: {second}"
+    );
+}

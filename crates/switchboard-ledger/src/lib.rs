@@ -20,6 +20,7 @@ pub mod browse;
 mod entry;
 pub mod redact;
 pub mod store;
+pub mod tally;
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Seek, Write};

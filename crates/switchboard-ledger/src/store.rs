@@ -27,9 +27,6 @@ CREATE TABLE IF NOT EXISTS mcp_tool_invocations (
 );
 CREATE INDEX IF NOT EXISTS invocations_started ON mcp_tool_invocations(started_ms);
 CREATE INDEX IF NOT EXISTS invocations_agent ON mcp_tool_invocations(agent, started_ms);
--- The console's per-agent and per-server figures, answered from these alone (browse.rs).
-CREATE INDEX IF NOT EXISTS invocations_agent_outcome ON mcp_tool_invocations(agent, started_ms, outcome, cost);
-CREATE INDEX IF NOT EXISTS invocations_server_outcome ON mcp_tool_invocations(server, outcome, started_ms);
 CREATE TABLE IF NOT EXISTS mcp_servers (
     id TEXT PRIMARY KEY, transport TEXT NOT NULL,
     first_seen_ms INTEGER NOT NULL, last_seen_ms INTEGER NOT NULL, status TEXT NOT NULL

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use axum::extract::{Extension, State};
 use maud::{Markup, html};
 use switchboard_core::config::{AgentConfig, Config};
-use switchboard_ledger::browse::{self, AgentTotals};
+use switchboard_ledger::tally::AgentTotals;
 
 use crate::Console;
 use crate::auth::Session;
@@ -90,18 +90,17 @@ pub(crate) async fn page(
         })
         .chain(std::iter::once((None, None)))
         .collect();
-    let (day, quotas) = crate::ledger::read(console.shared.ledger.clone(), move |conn| {
+    let (day, quotas) = crate::ledger::tally(&console, move |tally| {
         let mut day = HashMap::new();
         let mut used = HashMap::new();
         for (agent, window) in agents {
-            let totals = browse::agent_totals(conn, agent.as_deref(), now - DAY_MS)?;
             if let (Some(name), Some(window)) = (&agent, window) {
-                let spent = browse::agent_totals(conn, Some(name), now - window)?;
-                used.insert(name.clone(), spent.cost);
+                used.insert(name.clone(), tally.agent(Some(name), now - window).cost);
             }
+            let totals = tally.agent(agent.as_deref(), now - DAY_MS);
             day.insert(agent, totals);
         }
-        Ok((day, used))
+        (day, used)
     })
     .await?
     .unwrap_or_default();

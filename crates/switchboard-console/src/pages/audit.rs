@@ -1,4 +1,5 @@
-//! Audit: the ledger newest first in keyset pages, filtered by agent, tool (name or glob),
+//! Audit: the ledger newest first in keyset pages (`before=MS-ID`: the start time and row id
+//! of the last row shown), filtered by agent, tool (name or glob),
 //! outcome and time; a row's detail with its hash and the previous row's; "verify chain",
 //! which walks the whole hash chain; and the filtered rows as JSON lines (oldest first, each
 //! the row's hashed entry with its id and hashes).
@@ -47,9 +48,12 @@ struct Filters {
 }
 
 impl Filters {
-    fn of(uri: &Uri) -> (Self, Option<i64>) {
+    fn of(uri: &Uri) -> (Self, Option<(i64, i64)>) {
         let fields = Fields::of_query(uri);
-        let before = fields.get("before").and_then(|b| b.parse().ok());
+        let before = fields.get("before").and_then(|before| {
+            let (started, id) = before.split_once('-')?;
+            Some((started.parse().ok()?, id.parse().ok()?))
+        });
         (
             Self {
                 agent: fields.owned("agent"),
@@ -62,7 +66,7 @@ impl Filters {
         )
     }
 
-    fn query(&self, before_id: Option<i64>) -> Result<PageQuery, ConsoleError> {
+    fn query(&self, before: Option<(i64, i64)>) -> Result<PageQuery, ConsoleError> {
         let now = now_ms();
         let time = |text: &Option<String>, which: &str| {
             match text {
@@ -80,7 +84,7 @@ impl Filters {
             outcome: self.outcome.clone(),
             since_ms: time(&self.since, "since")?,
             until_ms: time(&self.until, "until")?,
-            before_id,
+            before,
             limit: PAGE_ROWS,
         })
     }
@@ -126,8 +130,8 @@ fn table(page: &Page, filters: &Filters) -> Markup {
         @if page.rows.is_empty() { p class="empty" { "No rows match." } }
         nav class="pages" {
             a href=(format!("/console/audit?{}", filters.link().trim_start_matches('&'))) { "Newest" }
-            @if let Some(before) = page.next_before {
-                " · " a rel="next" href=(format!("/console/audit?before={before}{}", filters.link())) { "Older →" }
+            @if let Some((started, id)) = page.next_before {
+                " · " a rel="next" href=(format!("/console/audit?before={started}-{id}{}", filters.link())) { "Older →" }
             }
         }
     }

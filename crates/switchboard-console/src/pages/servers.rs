@@ -1,6 +1,6 @@
 //! Servers: each one's state, era, transport, tools, generation and calls in flight, with
 //! the last success and last error of real calls and the error rate of the last hour (from
-//! the audit ledger, not from probes); restart, enable and disable through the gateway's one
+//! the audit ledger's tally, not from probes); restart, enable and disable through the gateway's one
 //! change operation (`Host::apply`, as the CLI and the admin endpoint do); and the config
 //! file's located problems when a hand edit left it invalid.
 
@@ -12,7 +12,7 @@ use axum::http::HeaderMap;
 use axum::response::Response;
 use maud::{Markup, html};
 use switchboard::{Change, ChangeRequest, ServerReport, Surface};
-use switchboard_ledger::browse::{self, ServerCalls};
+use switchboard_ledger::tally::ServerCalls;
 
 use super::done;
 use crate::Console;
@@ -33,18 +33,17 @@ pub(crate) async fn page(
     let now = now_ms();
     let reports = host.status();
     let names: Vec<String> = reports.iter().map(|r| r.server.clone()).collect();
-    let calls: HashMap<String, ServerCalls> =
-        crate::ledger::read(console.shared.ledger.clone(), move |conn| {
-            names
-                .iter()
-                .map(|name| {
-                    let calls = browse::server_calls(conn, name, now - RATE_WINDOW_MS)?;
-                    Ok((name.clone(), calls))
-                })
-                .collect()
-        })
-        .await?
-        .unwrap_or_default();
+    let calls: HashMap<String, ServerCalls> = crate::ledger::tally(&console, move |tally| {
+        names
+            .into_iter()
+            .map(|name| {
+                let calls = tally.server(&name, now - RATE_WINDOW_MS);
+                (name, calls)
+            })
+            .collect()
+    })
+    .await?
+    .unwrap_or_default();
     let live = host.live_status();
     Ok(layout::page(
         &session,

@@ -11,7 +11,6 @@ use axum::http::{Uri, header};
 use axum::response::{IntoResponse, Response};
 use maud::{Markup, html};
 use switchboard::{Host, ToolStats};
-use switchboard_ledger::browse;
 
 use crate::Console;
 use crate::auth::Session;
@@ -19,9 +18,6 @@ use crate::chart::{Ceiling, latency_chart};
 use crate::error::ConsoleError;
 use crate::form::{Fields, encode};
 use crate::layout::{self, ms, percent};
-
-/// Calls drawn in a tool's chart.
-const CHART_CALLS: usize = 200;
 
 /// The columns a table may be sorted by.
 const SORTS: [(&str, &str); 6] = [
@@ -263,11 +259,9 @@ fn stats_of(host: &Host, name: &str) -> Result<ToolStats, ConsoleError> {
 
 async fn chart_of(console: &Console, name: &str) -> Result<Markup, ConsoleError> {
     let owned = name.to_owned();
-    let timings = crate::ledger::read(console.shared.ledger.clone(), move |conn| {
-        Ok(browse::timings(conn, &owned, CHART_CALLS)?)
-    })
-    .await?
-    .unwrap_or_default();
+    let timings = crate::ledger::tally(console, move |tally| tally.timings(&owned))
+        .await?
+        .unwrap_or_default();
     Ok(latency_chart(&timings, &ceilings(&console.shared.host)))
 }
 
