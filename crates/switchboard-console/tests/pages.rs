@@ -248,6 +248,16 @@ async fn servers_are_disabled_enabled_and_restarted_from_the_console_and_a_bad_f
     let page = browser.page("/console/servers").await;
     let row = row_of(&page, "data-server=\"fx\"");
     assert!(row.contains("state up"), "{row}");
+    let tested = browser
+        .post_form("/console/servers/fx", &[("action", "test")])
+        .await;
+    assert_eq!(tested.status(), 200);
+    let tested = tested.text().await.expect("body");
+    assert!(tested.contains("Verdict: <strong>ok</strong>"), "{tested}");
+    assert!(
+        tested.contains("fx__echo") || tested.contains("echo"),
+        "{tested}"
+    );
     let unknown = browser
         .post_form("/console/servers/nope", &[("action", "restart")])
         .await;

@@ -1,15 +1,16 @@
 //! Servers: each one's state, era, transport, tools, generation and calls in flight, with
 //! the last success and last error of real calls and the error rate of the last hour (from
-//! the audit ledger's tally, not from probes); restart, enable and disable through the gateway's one
-//! change operation (`Host::apply`, as the CLI and the admin endpoint do); and the config
-//! file's located problems when a hand edit left it invalid.
+//! the audit ledger's tally, not from probes); restart, enable and disable through the
+//! gateway's one change operation (`Host::apply`, as the CLI and the admin endpoint do), and
+//! test (a copy connected beside it, listed and judged, as `switchboard servers test`); and the
+//! config file's located problems when a hand edit left it invalid.
 
 use std::collections::HashMap;
 
 use axum::body::Bytes;
 use axum::extract::{Extension, Path, State};
 use axum::http::HeaderMap;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use maud::{Markup, html};
 use switchboard::{Change, ChangeRequest, ServerReport, Surface};
 use switchboard_ledger::tally::ServerCalls;
@@ -109,6 +110,7 @@ fn row(report: &ServerReport, calls: Option<&ServerCalls>, session: &Session, no
             td class="actions" {
                 form method="post" action=(action) {
                     (csrf_field(session))
+                    button type="submit" name="action" value="test" { "Test" }
                     @if report.state == "disabled" {
                         button type="submit" name="action" value="enable" { "Enable" }
                     } @else {
@@ -121,7 +123,7 @@ fn row(report: &ServerReport, calls: Option<&ServerCalls>, session: &Session, no
     }
 }
 
-/// `POST /console/servers/{name}` with `action` = restart | enable | disable.
+/// `POST /console/servers/{name}` with `action` = restart | enable | disable | test.
 pub(crate) async fn act(
     State(console): State<Console>,
     Extension(session): Extension<Session>,
@@ -130,6 +132,9 @@ pub(crate) async fn act(
     body: Bytes,
 ) -> Result<Response, ConsoleError> {
     let fields = form(&body);
+    if fields.get("action") == Some("test") {
+        return test(&console, &session, name).await;
+    }
     let change = match fields.get("action") {
         Some("restart") => Change::Restart { server: name },
         Some("enable") => Change::Enable { server: name },
@@ -154,4 +159,41 @@ pub(crate) async fn act(
         .map_err(|error| ConsoleError::Refused(format!("the change failed: {error}")))?
         .map_err(|error| ConsoleError::Refused(error.to_string()))?;
     Ok(done(&headers, "/console/servers"))
+}
+
+/// Connects a copy of the server beside the running one, lists its tools and judges them.
+async fn test(
+    console: &Console,
+    session: &Session,
+    name: String,
+) -> Result<Response, ConsoleError> {
+    let host = console.shared.host.clone();
+    let report = tokio::spawn(async move { host.test_server(&name, None).await })
+        .await
+        .map_err(|error| ConsoleError::Refused(format!("the test failed: {error}")))?
+        .map_err(|error| ConsoleError::Refused(error.to_string()))?;
+    let page = layout::page(
+        session,
+        "/console/servers",
+        &format!("Test of {}", report.server),
+        html! {
+            p class=(format!("verdict {}", report.verdict)) role="status" {
+                "Verdict: " strong { (report.verdict) }
+                @if let Some(error) = &report.error { " — " (error) }
+            }
+            dl class="facts" {
+                dt { "Transport" } dd { (report.transport) }
+                dt { "Era" } dd { (report.era.as_deref().unwrap_or("—")) " " (report.protocol_version.as_deref().unwrap_or("")) }
+                dt { "Connected and listed in" } dd { (format!("{:.0} ms", report.connect_ms)) }
+                dt { "Tools" } dd { (report.tools) " (" (report.listing_tokens) " tokens to list)" }
+                dt { "Names" } dd { (report.tool_names.join(", ")) }
+            }
+            @if !report.problems.is_empty() {
+                h2 { "Problems" }
+                ul { @for problem in &report.problems { li { (problem) } } }
+            }
+            p { a href="/console/servers" { "← Back to the servers" } }
+        },
+    );
+    Ok(page.into_response())
 }
