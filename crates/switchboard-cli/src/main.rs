@@ -59,6 +59,8 @@ enum Command {
     Reload(commands::servers::ReloadArgs),
     /// Answer calls waiting for an operator's approval on the running gateway.
     Approvals(commands::approvals::ApprovalsArgs),
+    /// Open the running gateway's web console: prints its URL with a one-time sign-in link.
+    Console(commands::console::ConsoleArgs),
     /// Manage agents' HTTP bearer tokens.
     Token(commands::token::TokenArgs),
     /// Change the latency tier of a session or an agent on the running gateway.
@@ -171,6 +173,7 @@ fn main() -> ExitCode {
             Command::ToolServer(args) => commands::tool_server::run(*args).await,
             Command::Rules(args) => commands::rules::run(cli.config.as_deref(), args),
             Command::Approvals(args) => commands::approvals::run(cli.config.as_deref(), args).await,
+            Command::Console(args) => commands::console::run(cli.config.as_deref(), args).await,
             Command::Servers(args) => commands::servers::run(cli.config.as_deref(), args).await,
             Command::Reload(args) => commands::servers::reload(cli.config.as_deref(), args).await,
             Command::Token(args) => commands::token::run(cli.config.as_deref(), args),

@@ -10,6 +10,7 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 use support::live::{Live, assert_exits, save_like_an_editor, server, two_servers, wait_status};
+use support::run_bare as run;
 use support::*;
 use switchboard_fixtures::client::StdioClient;
 
@@ -24,16 +25,6 @@ fn pool_config(dir: &std::path::Path) -> std::path::PathBuf {
              [servers.single]\ncommand = {fixture}\nargs = [\"echo\"]\n"
         ),
     )
-}
-
-/// `switchboard --config CONFIG ARGS...` (no npm servers needed: only the fixture runs).
-fn run(config: &std::path::Path, args: &[&str]) -> std::process::Output {
-    Command::new(switchboard())
-        .arg("--config")
-        .arg(config)
-        .args(args)
-        .output()
-        .expect("run switchboard")
 }
 
 #[test]

@@ -16,9 +16,11 @@
 //! Rows carry redacted arguments and their digest ([`redact`]), and `verify` detects an
 //! edited or deleted row ([`store::verify`]).
 
+pub mod browse;
 mod entry;
 pub mod redact;
 pub mod store;
+pub mod tally;
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Seek, Write};

@@ -430,3 +430,163 @@ fn an_oauth_callers_subject_and_client_are_recorded_and_old_rows_hash_as_before(
         "the token the principal holds for token exchange is never recorded"
     );
 }
+
+#[test]
+fn keyset_pages_walk_every_matching_row_once_newest_first() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("ledger.db");
+    let mut conn = store::open(&path).expect("open");
+    let entries: Vec<LedgerEntry> = (0..25)
+        .map(|i| {
+            let mut row = entry(
+                i,
+                if i % 2 == 0 { "npc" } else { "qa" },
+                if i % 5 == 0 { "denied" } else { "ok" },
+            );
+            row.cost = 0.5;
+            row
+        })
+        .collect();
+    store::insert(&mut conn, &entries).expect("insert");
+    let mut query = browse::PageQuery {
+        agent: Some("npc".into()),
+        limit: 4,
+        ..browse::PageQuery::default()
+    };
+    let mut seen = Vec::new();
+    loop {
+        let page = browse::page(&conn, &query).expect("page");
+        assert!(page.rows.len() <= 4);
+        seen.extend(page.rows.iter().map(|row| row.entry.started_ms));
+        match page.next_before {
+            Some(before) => query.before = Some(before),
+            None => break,
+        }
+    }
+    let expected: Vec<i64> = (0..25)
+        .rev()
+        .filter(|i| i % 2 == 0)
+        .map(|i| 1_000_000 + i)
+        .collect();
+    assert_eq!(seen, expected, "every npc row once, newest first");
+
+    let first = browse::page(
+        &conn,
+        &browse::PageQuery {
+            tool: Some("dice__roll1".into()),
+            outcome: Some("ok".into()),
+            since_ms: Some(1_000_010),
+            limit: 100,
+            ..browse::PageQuery::default()
+        },
+    )
+    .expect("filtered");
+    assert!(first.next_before.is_none());
+    assert!(
+        first
+            .rows
+            .iter()
+            .all(|row| row.entry.exposed == "dice__roll1"
+                && row.entry.outcome == "ok"
+                && row.entry.started_ms >= 1_000_010)
+    );
+    assert_eq!(
+        first.rows.len(),
+        4,
+        "13, 16, 19, 22 (10 and 25 are not ok/in range)"
+    );
+
+    // A row's place in the chain: its previous hash is the row before's hash.
+    let newest = browse::row(&conn, 25).expect("row").expect("present");
+    let before = browse::row(&conn, 24).expect("row").expect("present");
+    assert_eq!(newest.prev_hash, before.row_hash);
+    assert!(browse::row(&conn, 99).expect("row").is_none());
+
+    let mut exported = Vec::new();
+    browse::each(&conn, &browse::PageQuery::default(), |row| {
+        exported.push(row.id);
+        true
+    })
+    .expect("each");
+    assert_eq!(exported, (1..=25).collect::<Vec<i64>>(), "oldest first");
+}
+
+#[test]
+fn the_tally_reads_only_new_rows_and_keeps_its_window() {
+    const BASE: i64 = 1_800_000_000_000;
+    const MINUTE: i64 = 60_000;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut conn = store::open(&dir.path().join("ledger.db")).expect("open");
+    let entries: Vec<LedgerEntry> = (0..25)
+        .map(|i| {
+            let mut row = entry(
+                i,
+                if i % 2 == 0 { "npc" } else { "qa" },
+                if i % 5 == 0 { "denied" } else { "ok" },
+            );
+            row.started_ms = BASE + i as i64 * MINUTE;
+            row.duration_us = 1_000 + i as i64;
+            row.cost = 0.5;
+            row
+        })
+        .collect();
+    store::insert(&mut conn, &entries).expect("insert");
+    let day = 24 * 60 * MINUTE;
+    let mut tally = tally::Tally::default();
+    assert_eq!(
+        tally.refresh(&conn, BASE + 30 * MINUTE, day).expect("read"),
+        25
+    );
+    let qa = tally.agent(Some("qa"), 0);
+    assert_eq!((qa.calls, qa.denied, qa.rate_limited), (12, 2, 0));
+    assert!((qa.cost - 6.0).abs() < 1e-9);
+    assert_eq!(
+        tally.agent(Some("qa"), BASE + 20 * MINUTE).calls,
+        2,
+        "21 and 23"
+    );
+    assert_eq!(tally.agent(None, 0).calls, 0);
+    let dice = tally.server("dice", 0);
+    assert_eq!(dice.calls, 20, "denied calls never reached the server");
+    assert_eq!((dice.failed, dice.last_error_ms), (0, None));
+    assert_eq!(dice.last_ok_ms, Some(BASE + 24 * MINUTE));
+    let timings = tally.timings("dice__roll0");
+    assert_eq!(
+        timings.iter().map(|t| t.duration_us).collect::<Vec<_>>(),
+        vec![1_003, 1_006, 1_009, 1_012, 1_018, 1_021, 1_024],
+        "its calls that reached the server, oldest first"
+    );
+
+    // Only what was written since is read.
+    let mut failed = entry(99, "qa", "tool_error");
+    failed.started_ms = BASE + 40 * MINUTE;
+    failed.error = Some("boom".into());
+    store::insert(&mut conn, &[failed]).expect("insert");
+    assert_eq!(
+        tally.refresh(&conn, BASE + 41 * MINUTE, day).expect("read"),
+        1
+    );
+    let dice = tally.server("dice", BASE + 35 * MINUTE);
+    assert_eq!((dice.calls, dice.failed), (1, 1), "the window's calls");
+    assert_eq!(dice.last_error_ms, Some(BASE + 40 * MINUTE));
+    assert_eq!(dice.last_error.as_deref(), Some("boom"));
+    assert_eq!(
+        tally.refresh(&conn, BASE + 42 * MINUTE, day).expect("read"),
+        0
+    );
+
+    // The window moves on: minutes before it are forgotten.
+    tally
+        .refresh(&conn, BASE + day + 10 * MINUTE, day)
+        .expect("read");
+    assert_eq!(
+        tally.agent(Some("qa"), 0).calls,
+        7 + 1,
+        "11..23 odd, and 99"
+    );
+    // A longer window reads back again.
+    tally
+        .refresh(&conn, BASE + day + 10 * MINUTE, 2 * day)
+        .expect("read");
+    assert_eq!(tally.agent(Some("qa"), 0).calls, 13);
+}

@@ -43,7 +43,7 @@ mod tiers;
 pub mod tokens;
 mod tool_search;
 
-pub use approvals::{Approvals, PendingApproval, PendingApprovals, Sealer};
+pub use approvals::{Approvals, Grant, NotPending, PendingApproval, PendingApprovals, Sealer};
 pub use assemble::{AssembleError, approval_rules, connection_fingerprint, governance, plans};
 pub use command_hook::{CommandHook, command_hooks};
 pub use exposure::AgentProfile;

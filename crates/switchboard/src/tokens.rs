@@ -71,11 +71,15 @@ pub fn matches(stored: &str, token: &str) -> bool {
     else {
         return false;
     };
-    let computed = digest(salt, token);
-    computed.len() == hash.len()
-        && computed
+    same_secret(&digest(salt, token), hash)
+}
+
+/// Whether two secrets are equal, in a time that does not depend on where they differ.
+pub fn same_secret(given: &str, expected: &str) -> bool {
+    given.len() == expected.len()
+        && given
             .bytes()
-            .zip(hash.bytes())
+            .zip(expected.bytes())
             .fold(0u8, |acc, (a, b)| acc | (a ^ b))
             == 0
 }

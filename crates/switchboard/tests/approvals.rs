@@ -99,16 +99,7 @@ async fn an_operator_approves_denies_or_lets_it_time_out() {
     let approved = waiting.await.expect("join").expect("outcome");
     assert_eq!(approved.text_content(), "t:delete!");
 
-    let waiting = tokio::spawn({
-        let host = host.clone();
-        async move { call(&host, &qa()).await }
-    });
-    let id = loop {
-        if let Some(first) = pending.list().first() {
-            break first.id.clone();
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    };
+    let (waiting, id) = qa_waits(&host).await;
     pending
         .answer(&id, false, "bob", Some("not on a Friday"))
         .expect("pending");
@@ -127,6 +118,51 @@ async fn an_operator_approves_denies_or_lets_it_time_out() {
         "{}",
         timed_out.text_content()
     );
+}
+
+#[tokio::test]
+async fn an_operator_grant_lets_later_calls_of_that_agent_and_tool_through() {
+    let host = host(Duration::from_secs(5)).await;
+    let pending = host.pending_approvals().expect("approvals");
+    let (waiting, id) = qa_waits(&host).await;
+    pending.approve_for(&id, 15, "alice").expect("pending");
+    let approved = waiting.await.expect("join").expect("outcome");
+    assert_eq!(approved.text_content(), "t:delete!");
+    // The next call of the same agent and tool is approved without waiting.
+    let again = tokio::time::timeout(Duration::from_secs(2), call(&host, &qa()))
+        .await
+        .expect("not queued")
+        .expect("outcome");
+    assert_eq!(again.text_content(), "t:delete!");
+    assert!(pending.list().is_empty());
+    // Another agent still waits (and times out on the short host below).
+    let other = CallContext::default().with_agent("qa2");
+    assert!(
+        pending
+            .granted(other.agent.as_deref(), "t__delete")
+            .is_none()
+    );
+}
+
+/// qa's call of `t__delete`, once it waits in the operator queue, and its id there.
+async fn qa_waits(
+    host: &Host,
+) -> (
+    tokio::task::JoinHandle<Result<ToolOutcome, CallError>>,
+    String,
+) {
+    let pending = host.pending_approvals().expect("approvals");
+    let waiting = tokio::spawn({
+        let host = host.clone();
+        async move { call(&host, &qa()).await }
+    });
+    let id = loop {
+        if let Some(first) = pending.list().first() {
+            break first.id.clone();
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
+    (waiting, id)
 }
 
 async fn host_with_timeout() -> Host {

@@ -9,7 +9,9 @@
 //!   `{"name": NAME | "SERVER:TOOL", "actor"?: string}`;
 //! - the server manager: `GET /registry/search?query=&limit=`, `POST /operations`,
 //!   `GET /operations?state=&limit=`, `GET /operations/{id}?wait_ms=&since=`,
-//!   `POST /operations/{id}/cancel`, `POST /operations/{id}/input` (see `super::operations`).
+//!   `POST /operations/{id}/cancel`, `POST /operations/{id}/input` (see `super::operations`);
+//! - the operator's console under `/console` (`switchboard-console`: its own sign-in, which
+//!   exchanges this token for a session; `POST /console/codes` mints a sign-in link).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -137,11 +139,12 @@ async fn answer(
     }
 }
 
-/// Serves the admin endpoint on `listener` until `shutdown`.
+/// Serves the admin endpoint, and `console` under `/console`, on `listener` until `shutdown`.
 pub async fn serve(
     host: Host,
     token: String,
     listener: tokio::net::TcpListener,
+    console: switchboard_console::Console,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
     let state = Arc::new(AdminState { host, token });
@@ -164,7 +167,8 @@ pub async fn serve(
         .route("/operations/{id}", get(super::operations::show))
         .route("/operations/{id}/cancel", post(super::operations::cancel))
         .route("/operations/{id}/input", post(super::operations::input))
-        .with_state(state);
+        .with_state(state)
+        .merge(console.router());
     axum::serve(
         listener,
         app.into_make_service_with_connect_info::<SocketAddr>(),

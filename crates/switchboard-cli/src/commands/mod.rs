@@ -5,6 +5,7 @@ pub mod audit;
 pub mod calibrate;
 pub mod call;
 pub mod config;
+pub mod console;
 pub mod manager;
 pub mod rules;
 pub mod sandbox_exec;

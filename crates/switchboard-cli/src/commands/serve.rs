@@ -200,9 +200,13 @@ pub async fn run(config: Option<&Path>, args: ServeArgs) -> anyhow::Result<ExitC
     }
     start_admin(
         &host,
-        args.admin,
-        args.admin_file.as_deref(),
-        config.source.clone(),
+        AdminSetup {
+            address: args.admin,
+            file: args.admin_file.as_deref(),
+            config: config.source.clone(),
+            ledger: ledger.path().to_owned(),
+            token_file: super::token::token_file_path(&config),
+        },
         shutdown.clone(),
     )
     .await?;
@@ -331,14 +335,30 @@ async fn reload_on_hangup(host: Host) {
     }
 }
 
-/// Starts the admin endpoint and writes the admin file.
+/// Where the admin endpoint listens, and what its console reads.
+struct AdminSetup<'a> {
+    address: SocketAddr,
+    /// The admin file to write (`None`: the default place).
+    file: Option<&'a Path>,
+    /// The config file the gateway runs.
+    config: Option<std::path::PathBuf>,
+    ledger: std::path::PathBuf,
+    token_file: Option<std::path::PathBuf>,
+}
+
+/// Starts the admin endpoint (with the console) and writes the admin file.
 async fn start_admin(
     host: &Host,
-    address: SocketAddr,
-    file: Option<&Path>,
-    config: Option<std::path::PathBuf>,
+    setup: AdminSetup<'_>,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
+    let AdminSetup {
+        address,
+        file,
+        config,
+        ledger,
+        token_file,
+    } = setup;
     if !address.ip().is_loopback() {
         bail!(
             "--admin {address}: the admin endpoint listens on loopback only (e.g. 127.0.0.1:7070)"
@@ -365,7 +385,21 @@ async fn start_admin(
         "admin endpoint on http://{bound} (token in {})",
         path.display()
     );
-    tokio::spawn(server::serve(host.clone(), token, listener, shutdown));
+    let console = switchboard_console::Console::new(switchboard_console::ConsoleOptions {
+        host: host.clone(),
+        admin_token: token.clone(),
+        ledger: Some(ledger),
+        token_file,
+        listen: bound,
+    });
+    tracing::info!("console on http://{bound}/console (`switchboard console` signs you in)");
+    tokio::spawn(server::serve(
+        host.clone(),
+        token,
+        listener,
+        console,
+        shutdown,
+    ));
     Ok(())
 }
 

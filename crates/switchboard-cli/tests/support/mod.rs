@@ -104,6 +104,17 @@ pub fn write_config(dir: &Path, text: &str) -> PathBuf {
     path
 }
 
+/// `switchboard --config CONFIG ARGS...` with the environment as it is (no npm packages
+/// needed: only the fixture servers run).
+pub fn run_bare(config: &Path, args: &[&str]) -> Output {
+    Command::new(switchboard())
+        .arg("--config")
+        .arg(config)
+        .args(args)
+        .output()
+        .expect("run switchboard")
+}
+
 /// Runs `switchboard --config CONFIG ARGS...` to completion.
 pub fn run_switchboard(config: &Path, args: &[&str]) -> Output {
     Command::new(switchboard())

@@ -6,7 +6,8 @@
 //! 2. an operator, through `switchboard approvals list|approve|deny` (the admin endpoint of
 //!    the running gateway), who sees the pending calls in [`PendingApprovals`].
 //!
-//! No answer within the timeout (default 60 s) is a denial.
+//! No answer within the timeout (default 60 s) is a denial. An operator's grant in force for
+//! the agent and tool ([`PendingApprovals::approve_for`]) answers before anyone is asked.
 
 mod pending;
 mod seal;
@@ -19,7 +20,7 @@ use serde_json::{Value, json};
 use switchboard_core::approval::{ApprovalRequest, Approver, Decision};
 use switchboard_core::{CallContext, ModernRequest};
 
-pub use pending::{PendingApproval, PendingApprovals};
+pub use pending::{Grant, NotPending, PendingApproval, PendingApprovals};
 pub use seal::Sealer;
 
 /// The key under which the approval question is asked in `inputRequests`.
@@ -130,6 +131,12 @@ impl Approver for Approvals {
         ctx: &'a CallContext,
     ) -> BoxFuture<'a, Decision> {
         Box::pin(async move {
+            if let Some(granted) = self
+                .pending
+                .granted(request.agent.as_deref(), &request.tool)
+            {
+                return granted;
+            }
             if let Some(modern) = ctx.modern.as_ref().filter(|m| m.elicitation) {
                 return self.ask_modern(request, modern).await;
             }
@@ -159,7 +166,10 @@ impl Approver for Approvals {
             if let Some(caller) = caller {
                 caller.waiting_on(Some("waiting for an operator to approve the call"));
             }
-            let decision = self.pending.ask(request.clone(), self.timeout).await;
+            let decision = self
+                .pending
+                .ask_in_tier(request.clone(), ctx.tier.clone(), self.timeout)
+                .await;
             if let Some(caller) = caller {
                 caller.waiting_on(None);
             }

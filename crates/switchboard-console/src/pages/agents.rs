@@ -1,0 +1,166 @@
+//! Agents: each configured agent's view (how many tools it sees, its exposure mode, its
+//! tier, its approval rule), its tokens (from the config and the token file; hashes only,
+//! never a token), and from the ledger its calls, denials and rate-limit refusals of the last
+//! 24 hours and the quota it has used in its quota's window.
+
+use std::collections::HashMap;
+
+use axum::extract::{Extension, State};
+use maud::{Markup, html};
+use switchboard_core::config::{AgentConfig, Config};
+use switchboard_ledger::tally::AgentTotals;
+
+use crate::Console;
+use crate::auth::Session;
+use crate::error::ConsoleError;
+use crate::layout;
+use crate::time::now_ms;
+
+const DAY_MS: i64 = 86_400_000;
+
+/// A token as the page lists it: whose, when made, and the first digits of its salt.
+struct TokenLine {
+    agent: String,
+    created: Option<String>,
+    id: String,
+    source: &'static str,
+}
+
+fn tokens(config: &Config, token_file: Option<&std::path::Path>) -> Vec<TokenLine> {
+    let short = |hash: &str| {
+        hash.split('$')
+            .nth(1)
+            .unwrap_or("")
+            .chars()
+            .take(8)
+            .collect()
+    };
+    let mut lines: Vec<TokenLine> = config
+        .agents
+        .iter()
+        .flat_map(|(agent, settings)| {
+            settings.tokens.iter().map(move |hash| TokenLine {
+                agent: agent.clone(),
+                created: None,
+                id: short(hash),
+                source: "config",
+            })
+        })
+        .collect();
+    if let Some(file) = token_file.and_then(|path| switchboard::tokens::TokenFile::load(path).ok())
+    {
+        lines.extend(file.tokens.into_iter().map(|token| TokenLine {
+            id: short(&token.hash),
+            agent: token.agent,
+            created: token.created,
+            source: "token file",
+        }));
+    }
+    lines
+}
+
+fn exposure_of(config: &Config, agent: &AgentConfig) -> String {
+    format!("{:?}", agent.exposure.unwrap_or(config.gateway.exposure)).to_lowercase()
+}
+
+pub(crate) async fn page(
+    State(console): State<Console>,
+    Extension(session): Extension<Session>,
+) -> Result<Markup, ConsoleError> {
+    let host = console.shared.host.clone();
+    let Some(config) = host.config() else {
+        return Ok(layout::page(
+            &session,
+            "/console/agents",
+            "Agents",
+            html! { p class="empty" { "This gateway was not started from a configuration." } },
+        ));
+    };
+    let now = now_ms();
+    // Each agent, then callers without one; and each quota's window.
+    let agents: Vec<(Option<String>, Option<i64>)> = config
+        .agents
+        .iter()
+        .map(|(name, agent)| {
+            let window = agent
+                .quota
+                .as_ref()
+                .and_then(|quota| i64::try_from(quota.window.as_millis()).ok());
+            (Some(name.clone()), window)
+        })
+        .chain(std::iter::once((None, None)))
+        .collect();
+    let (day, quotas) = crate::ledger::tally(&console, move |tally| {
+        let mut day = HashMap::new();
+        let mut used = HashMap::new();
+        for (agent, window) in agents {
+            if let (Some(name), Some(window)) = (&agent, window) {
+                used.insert(name.clone(), tally.agent(Some(name), now - window).cost);
+            }
+            let totals = tally.agent(agent.as_deref(), now - DAY_MS);
+            day.insert(agent, totals);
+        }
+        (day, used)
+    })
+    .await?
+    .unwrap_or_default();
+    let tokens = tokens(&config, console.shared.token_file.as_deref());
+    let empty = AgentTotals::default();
+    Ok(layout::page(
+        &session,
+        "/console/agents",
+        "Agents",
+        html! {
+            @if config.agents.is_empty() {
+                p class="empty" { "The configuration defines no agents: every caller sees every tool." }
+            }
+            table class="agents" {
+                thead { tr {
+                    th { "Agent" } th class="num" { "Tools" } th { "Exposure" } th { "Tier" } th { "Approval" }
+                    th class="num" { "Tokens" } th class="num" { "Calls (24 h)" } th class="num" { "Denied" }
+                    th class="num" { "Rate-limited" } th { "Quota used" }
+                } }
+                tbody {
+                    @for (name, agent) in &config.agents {
+                        @let totals = day.get(&Some(name.clone())).unwrap_or(&empty);
+                        tr data-agent=(name) {
+                            th scope="row" { (name) }
+                            td class="num" { (host.visible_tools(Some(name)).len()) }
+                            td { (exposure_of(&config, agent)) }
+                            td { (agent.tier.as_deref().unwrap_or("—")) }
+                            td { (format!("{:?}", agent.approval).to_lowercase()) }
+                            td class="num" { (tokens.iter().filter(|t| &t.agent == name).count()) }
+                            td class="num" { (totals.calls) }
+                            td class="num" { (totals.denied) }
+                            td class="num" { (totals.rate_limited) }
+                            td { @match &agent.quota {
+                                Some(quota) => {
+                                    (format!("{:.2}", quotas.get(name).copied().unwrap_or(0.0))) " of " (quota.cost)
+                                    " per " (crate::time::span(quota.window))
+                                },
+                                None => "no quota",
+                            } }
+                        }
+                    }
+                    @if let Some(anonymous) = day.get(&None).filter(|totals| totals.calls > 0) {
+                        tr { th scope="row" { em { "(no agent)" } } td class="num" { (host.visible_tools(None).len()) }
+                             td { (format!("{:?}", config.gateway.exposure).to_lowercase()) } td { "—" } td { "—" } td { "—" }
+                             td class="num" { (anonymous.calls) } td class="num" { (anonymous.denied) }
+                             td class="num" { (anonymous.rate_limited) } td { "—" } }
+                    }
+                }
+            }
+            h2 { "Tokens" }
+            p class="hint" { "Only salted hashes are kept; a token is shown once, when " code { "switchboard token create AGENT" } " makes it. The running gateway reads the token file when it starts." }
+            @if tokens.is_empty() { p class="empty" { "No tokens." } } @else {
+                table class="tokens" {
+                    thead { tr { th { "Agent" } th { "Salt" } th { "Created" } th { "Kept in" } } }
+                    tbody { @for token in &tokens { tr {
+                        td { (token.agent) } td { code { (token.id) } }
+                        td { (token.created.as_deref().unwrap_or("—")) } td { (token.source) }
+                    } } }
+                }
+            }
+        },
+    ))
+}

@@ -1,0 +1,113 @@
+// Switchboard console: the few live parts of the pages, written for this project (no
+// framework, nothing fetched from elsewhere). Every page works without it; with it:
+//  - a section with data-live-source follows that URL's server-sent events and shows the
+//    HTML each "queue" event carries (rendered and escaped by the server);
+//  - countdowns (data-deadline) and waiting times (data-since) tick every second;
+//  - forms marked data-live are sent with fetch, carrying the session's CSRF token in the
+//    x-csrf-token header, so the page stays where it is and the live section updates.
+"use strict";
+
+(function () {
+  var csrfMeta = document.querySelector('meta[name="csrf-token"]');
+  var csrf = csrfMeta ? csrfMeta.getAttribute("content") : "";
+
+  function span(ms) {
+    if (ms < 0) ms = 0;
+    if (ms < 1000) return Math.floor(ms) + " ms";
+    if (ms < 60000) return Math.floor(ms / 1000) + " s";
+    if (ms < 3600000) {
+      var minutes = Math.floor(ms / 60000);
+      var seconds = Math.floor((ms % 60000) / 1000);
+      return minutes + " min " + (seconds < 10 ? "0" : "") + seconds + " s";
+    }
+    if (ms < 86400000) return Math.floor(ms / 3600000) + " h";
+    return Math.floor(ms / 86400000) + " d";
+  }
+
+  function tick() {
+    var now = Date.now();
+    document.querySelectorAll("[data-deadline]").forEach(function (el) {
+      var left = Number(el.getAttribute("data-deadline")) - now;
+      el.textContent = left > 0 ? span(left) : "now";
+      el.classList.toggle("soon", left < 10000);
+    });
+    document.querySelectorAll("[data-since]").forEach(function (el) {
+      el.textContent = span(now - Number(el.getAttribute("data-since")));
+    });
+  }
+
+  function say(text, kind) {
+    var status = document.getElementById("console-status");
+    if (!status) {
+      status = document.createElement("p");
+      status.id = "console-status";
+      status.setAttribute("role", "status");
+      var main = document.getElementById("main");
+      if (main) main.insertBefore(status, main.firstChild);
+    }
+    status.className = kind || "";
+    status.textContent = text;
+  }
+
+  function follow(section) {
+    var url = section.getAttribute("data-live-source");
+    if (!url || typeof EventSource === "undefined") return;
+    var source = new EventSource(url);
+    source.addEventListener("queue", function (event) {
+      section.innerHTML = event.data;
+      section.setAttribute("data-updated", String(Date.now()));
+      tick();
+    });
+    source.addEventListener("open", function () {
+      section.classList.remove("stale");
+    });
+    source.addEventListener("error", function () {
+      // The browser reconnects by itself; say the list may be old meanwhile.
+      section.classList.add("stale");
+    });
+  }
+
+  function send(form) {
+    var body = new URLSearchParams(new FormData(form));
+    var buttons = form.querySelectorAll("button");
+    buttons.forEach(function (b) { b.disabled = true; });
+    fetch(form.getAttribute("action"), {
+      method: "POST",
+      body: body,
+      credentials: "same-origin",
+      headers: { "x-csrf-token": csrf },
+    })
+      .then(function (response) {
+        if (response.ok) {
+          say("Done.", "ok");
+          var card = form.closest("article.approval");
+          if (card) card.classList.add("answered");
+          return;
+        }
+        return response.text().then(function (text) {
+          var page = new DOMParser().parseFromString(text, "text/html");
+          var problem = page.querySelector(".problem");
+          say(problem ? problem.textContent : "The gateway answered " + response.status, "problem");
+        });
+      })
+      .catch(function (error) {
+        say("The gateway could not be reached: " + error, "problem");
+      })
+      .finally(function () {
+        buttons.forEach(function (b) { b.disabled = false; });
+      });
+  }
+
+  document.addEventListener("submit", function (event) {
+    var form = event.target;
+    if (!(form instanceof HTMLFormElement) || !form.hasAttribute("data-live")) return;
+    event.preventDefault();
+    send(form);
+  });
+
+  document.addEventListener("DOMContentLoaded", function () {
+    document.querySelectorAll("[data-live-source]").forEach(follow);
+    tick();
+    setInterval(tick, 1000);
+  });
+})();

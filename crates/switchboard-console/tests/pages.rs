@@ -1,0 +1,307 @@
+//! Every console page renders with real data: a gateway with the fixture echo server, calls
+//! through the pipeline (ok, a tool error, an approval, a denial), the ledger they left; and
+//! the actions that pages offer (restart, disable, enable, verify, export) work.
+
+mod support;
+
+use serde_json::{Value, json};
+use support::*;
+
+/// Makes a known set of calls: 3 echoes by qa, a failing call by qa, an echo by npc, and a
+/// call of `fx__add` by qa that the operator approves.
+async fn traffic(gateway: &Gateway) {
+    for i in 0..3 {
+        let (error, text) = gateway
+            .call("qa", "fx__echo", json!({"message": format!("hello {i}")}))
+            .await;
+        assert!(!error, "{text}");
+    }
+    let (error, _) = gateway
+        .call("qa", "fx__fail", json!({"message": "boom <b>not bold</b>"}))
+        .await;
+    assert!(error);
+    let (error, _) = gateway
+        .call("npc", "fx__echo", json!({"message": "hi"}))
+        .await;
+    assert!(!error);
+    let hidden = gateway
+        .host
+        .call(
+            &switchboard_core::CallContext::default().with_agent("npc"),
+            "fx__add",
+            add_args().as_object().cloned().unwrap_or_default(),
+        )
+        .await;
+    assert!(hidden.is_err(), "npc cannot see add");
+    let approved = tokio::spawn({
+        let host = gateway.host.clone();
+        async move {
+            host.call(
+                &switchboard_core::CallContext::default().with_agent("qa"),
+                "fx__add",
+                add_args().as_object().cloned().unwrap_or_default(),
+            )
+            .await
+        }
+    });
+    let id = gateway.first_waiting().await;
+    let pending = gateway.host.pending_approvals().expect("approvals");
+    pending.answer(&id, true, "bob", None).expect("waiting");
+    let outcome = approved.await.expect("join").expect("outcome");
+    assert!(!outcome.is_error, "{}", outcome.text_content());
+    gateway.flush();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_page_renders_with_real_data() {
+    let gateway = Gateway::start().await;
+    traffic(&gateway).await;
+    let browser = gateway.signed_in().await;
+
+    let approvals = browser.page("/console/approvals").await;
+    assert!(
+        approvals.contains("No calls are waiting for approval."),
+        "{approvals}"
+    );
+    assert!(approvals.contains("data-live-source=\"/console/approvals/live\""));
+    assert!(approvals.contains("signed in as <strong>alice</strong>"));
+    assert!(approvals.contains("<script src=\"/console/static/console.js\""));
+
+    let servers = browser.page("/console/servers").await;
+    assert!(servers.contains("data-server=\"fx\""), "{servers}");
+    assert!(
+        servers.contains("<span class=\"state up\">up</span>"),
+        "{servers}"
+    );
+    assert!(servers.contains(">stdio<"), "{servers}");
+    // 3 + 1 + 1 + 1 calls reached fx (the denial of npc's add did not); one failed.
+    assert!(servers.contains("16.7 % of 6"), "{servers}");
+    assert!(servers.contains("value=\"restart\""), "{servers}");
+
+    let tools = browser.page("/console/tools").await;
+    for tool in ["fx__echo", "fx__add", "fx__fail", "fx__sleep"] {
+        assert!(
+            tools.contains(&format!("data-tool=\"{tool}\"")),
+            "{tool}: {tools}"
+        );
+    }
+    let echo_row = row_of(&tools, "data-tool=\"fx__echo\"");
+    assert!(
+        echo_row.contains("<td class=\"num\">4</td>"),
+        "4 samples: {echo_row}"
+    );
+    assert!(
+        echo_row.contains("npc, qa"),
+        "seen by both agents: {echo_row}"
+    );
+    let add_row = row_of(&tools, "data-tool=\"fx__add\"");
+    assert!(
+        add_row.contains("<td>qa</td>"),
+        "only qa sees add: {add_row}"
+    );
+    let filtered = browser.page("/console/tools?q=ECH&sort=p50&dir=desc").await;
+    assert!(filtered.contains("1 of 7 tools"), "{filtered}");
+    assert!(!filtered.contains("data-tool=\"fx__add\""));
+
+    let detail = browser.page("/console/tools/fx__echo").await;
+    assert!(detail.contains("<svg"), "{detail}");
+    assert_eq!(
+        detail.matches("<circle").count(),
+        4,
+        "one dot per echo call"
+    );
+    assert!(
+        detail.contains("fast 500 ms") && detail.contains("deep 4 s"),
+        "{detail}"
+    );
+    let svg = browser
+        .get("/console/tools/fx__echo/chart.svg")
+        .send()
+        .await
+        .expect("svg");
+    assert_eq!(svg.headers()["content-type"], "image/svg+xml");
+    let missing = browser
+        .get("/console/tools/nope__nothing")
+        .send()
+        .await
+        .expect("404");
+    assert_eq!(missing.status(), 404);
+
+    let audit = browser.page("/console/audit").await;
+    assert!(audit.contains("fx__fail"), "{audit}");
+    assert!(audit.contains("approved by bob via operator"), "{audit}");
+    assert!(audit.contains("<span class=\"outcome tool_error\">tool_error</span>"));
+    // Everything from outside is escaped: the failing call's arguments carry markup.
+    assert!(!audit.contains("<b>not bold</b>"));
+    let denied = browser
+        .page("/console/audit?agent=npc&outcome=unknown_tool")
+        .await;
+    assert_eq!(
+        denied.matches("<tr class=\"outcome-").count(),
+        1,
+        "{denied}"
+    );
+    let paged = browser.page("/console/audit?agent=qa").await;
+    assert_eq!(paged.matches("<tr class=\"outcome-").count(), 5, "{paged}");
+    let bad = browser
+        .get("/console/audit?since=whenever")
+        .send()
+        .await
+        .expect("400");
+    assert_eq!(bad.status(), 400);
+
+    let row = browser.page("/console/audit/2").await;
+    assert!(
+        row.contains("Row hash") && row.contains("Previous hash"),
+        "{row}"
+    );
+    let first = browser.page("/console/audit/1").await;
+    // [row hash, previous hash] of a row's page.
+    let hashes = |page: &str| -> Vec<String> {
+        page.split("<code class=\"hash\">")
+            .skip(1)
+            .map(|rest| rest.chars().take(64).collect())
+            .collect()
+    };
+    assert_eq!(hashes(&row)[1], hashes(&first)[0], "row 2 links to row 1");
+
+    let verify = browser.post_form("/console/audit/verify", &[]).await;
+    assert_eq!(verify.status(), 200);
+    let verified = verify.text().await.expect("body");
+    assert!(
+        verified.contains("The chain holds: 7 rows verified"),
+        "{verified}"
+    );
+
+    let export = browser
+        .get("/console/audit/export.jsonl?agent=qa")
+        .send()
+        .await
+        .expect("export");
+    assert_eq!(export.headers()["content-type"], "application/x-ndjson");
+    let lines: Vec<Value> = export
+        .text()
+        .await
+        .expect("body")
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("JSON line"))
+        .collect();
+    assert_eq!(lines.len(), 5);
+    assert!(
+        lines
+            .windows(2)
+            .all(|w| w[0]["id"].as_i64() < w[1]["id"].as_i64()),
+        "oldest first"
+    );
+    assert_eq!(lines[0]["entry"]["exposed"], "fx__echo");
+    assert_eq!(lines[0]["row_hash"].as_str().map(str::len), Some(64));
+
+    let agents = browser.page("/console/agents").await;
+    let qa = row_of(&agents, "data-agent=\"qa\"");
+    // qa: 7 tools; 5 calls in the last day; none denied.
+    assert!(qa.contains("<td class=\"num\">7</td>"), "{qa}");
+    assert!(qa.contains("<td class=\"num\">5</td>"), "{qa}");
+    assert!(qa.contains("<td>destructive</td>"), "{qa}");
+    let npc = row_of(&agents, "data-agent=\"npc\"");
+    assert!(
+        npc.contains("<td class=\"num\">1</td>"),
+        "npc sees one tool: {npc}"
+    );
+    assert!(
+        npc.contains("<td class=\"num\">2</td>"),
+        "npc made 2 calls: {npc}"
+    );
+}
+
+/// The `<tr>` that holds `marker`.
+fn row_of<'a>(page: &'a str, marker: &str) -> &'a str {
+    let at = page
+        .find(marker)
+        .unwrap_or_else(|| panic!("{marker} in {page}"));
+    let start = page[..at].rfind("<tr").expect("row start");
+    let end = at + page[at..].find("</tr>").expect("row end");
+    &page[start..end]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn servers_are_disabled_enabled_and_restarted_from_the_console_and_a_bad_file_is_shown() {
+    let gateway = Gateway::start().await;
+    let browser = gateway.signed_in().await;
+    let disabled = browser
+        .post_form("/console/servers/fx", &[("action", "disable")])
+        .await;
+    assert_eq!(disabled.status(), 303, "{:?}", disabled.text().await);
+    let page = browser.page("/console/servers").await;
+    assert!(
+        page.contains("<span class=\"state disabled\">disabled</span>"),
+        "{page}"
+    );
+    assert!(page.contains("value=\"enable\""));
+    let enabled = browser
+        .post_form("/console/servers/fx", &[("action", "enable")])
+        .await;
+    assert_eq!(enabled.status(), 303);
+    let restarted = browser
+        .post_form("/console/servers/fx", &[("action", "restart")])
+        .await;
+    assert_eq!(restarted.status(), 303, "{:?}", restarted.text().await);
+    let page = browser.page("/console/servers").await;
+    let row = row_of(&page, "data-server=\"fx\"");
+    assert!(row.contains("state up"), "{row}");
+    let tested = browser
+        .post_form("/console/servers/fx", &[("action", "test")])
+        .await;
+    assert_eq!(tested.status(), 200);
+    let tested = tested.text().await.expect("body");
+    assert!(tested.contains("Verdict: <strong>ok</strong>"), "{tested}");
+    assert!(
+        tested.contains("fx__echo") || tested.contains("echo"),
+        "{tested}"
+    );
+    let unknown = browser
+        .post_form("/console/servers/nope", &[("action", "restart")])
+        .await;
+    assert_eq!(unknown.status(), 409);
+    // Who changed it is on record.
+    gateway.flush();
+    let audit = browser.page("/console/audit?outcome=config_applied").await;
+    assert!(audit.contains("switchboard.config/restart"), "{audit}");
+    assert!(audit.contains("alice (console)"), "{audit}");
+
+    // A hand edit that breaks the file: the page shows where, and the server keeps running.
+    std::fs::write(&gateway.config, "[servers.fx]\ncommand = 42\n").expect("write");
+    let _ = gateway.host.reload_file(switchboard::Surface::Reload).await;
+    let page = browser.page("/console/servers").await;
+    assert!(page.contains("The config file is invalid"), "{page}");
+    assert!(page.contains("switchboard.toml:2"), "{page}");
+    assert!(row_of(&page, "data-server=\"fx\"").contains("state up"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_audit_pages_through_the_ledger_with_its_older_link() {
+    let gateway = Gateway::start().await;
+    for i in 0..60 {
+        let (error, _) = gateway
+            .call("npc", "fx__echo", json!({"message": format!("m{i}")}))
+            .await;
+        assert!(!error);
+    }
+    gateway.flush();
+    let browser = gateway.signed_in().await;
+    let first = browser.page("/console/audit?agent=npc").await;
+    assert_eq!(first.matches("<tr class=\"outcome-").count(), 50);
+    let older = first
+        .split("rel=\"next\" href=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("an Older link")
+        .replace("&amp;", "&");
+    assert!(older.contains("agent=npc"), "the filters go along: {older}");
+    let second = browser.page(&older).await;
+    assert_eq!(second.matches("<tr class=\"outcome-").count(), 10);
+    assert!(!second.contains("rel=\"next\""), "the last page");
+    assert!(
+        second.contains(">1</a></td>"),
+        "down to the first row: {second}"
+    );
+}
