@@ -420,3 +420,26 @@ fn an_oauth_callers_subject_and_client_are_recorded_and_old_rows_hash_as_before(
     assert_eq!(oauth.client_id.as_deref(), Some("client-r"));
     assert_eq!(oauth.agent.as_deref(), Some("reader"));
 }
+
+#[test]
+fn metrics_count_appends_and_the_queue_empties_once_written() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ledger = Ledger::open(&dir.path().join("ledger.db")).expect("open");
+    for i in 0..3 {
+        ledger.record_entry(entry(i, "npc", "ok"));
+    }
+    ledger.flush();
+    assert_eq!(ledger.queue_depth(), 0);
+    let mut out = Exposition::new();
+    ledger.write_metrics(&mut out);
+    let text = out.finish();
+    assert!(
+        text.contains("\nswitchboard_ledger_append_seconds_count 3\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\nswitchboard_ledger_queue_depth 0\n"),
+        "{text}"
+    );
+    assert!(text.contains("# TYPE switchboard_ledger_append_seconds histogram\n"));
+}
