@@ -1,4 +1,5 @@
-//! Calls waiting for an operator: listed, approved or denied through the admin endpoint.
+//! Calls waiting for an operator: listed, approved or denied through the admin endpoint; and
+//! how long approval decisions took (the metrics' approval wait, whoever decided).
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -7,6 +8,7 @@ use std::time::{Duration, SystemTime};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use switchboard_core::approval::{ApprovalRequest, Decision};
+use switchboard_core::metrics::{Histogram, HistogramSnapshot};
 use tokio::sync::oneshot;
 
 /// One call waiting for an operator, as `switchboard approvals list` shows it.
@@ -35,6 +37,8 @@ struct Waiting {
 #[derive(Default)]
 pub struct PendingApprovals {
     waiting: Mutex<BTreeMap<String, Waiting>>,
+    /// Time to a decision: approved, denied.
+    waited: [Histogram; 2],
 }
 
 /// Why an operator's answer was not taken.
@@ -74,6 +78,34 @@ impl PendingApprovals {
                 reason: format!("no operator answered within {} s", timeout.as_secs()),
             },
         }
+    }
+
+    /// Calls waiting now.
+    pub fn len(&self) -> usize {
+        self.waiting.lock().map_or(0, |waiting| waiting.len())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Counts how long a call waited for `decision` (an `input_required` one waited for
+    /// nothing and is not counted).
+    pub(crate) fn record_wait(&self, decision: &Decision, waited: Duration) {
+        let slot = match decision {
+            Decision::Approved { .. } => 0,
+            Decision::Denied { .. } => 1,
+            Decision::InputRequired { .. } => return,
+        };
+        self.waited[slot].observe(waited);
+    }
+
+    /// The waits by decision, for the metrics.
+    pub(crate) fn waits(&self) -> [(&'static str, HistogramSnapshot); 2] {
+        [
+            ("approved", self.waited[0].snapshot()),
+            ("denied", self.waited[1].snapshot()),
+        ]
     }
 
     /// Takes a request out of the queue (it is no longer waited for).
