@@ -9,7 +9,11 @@
 //!   `{"name": NAME | "SERVER:TOOL", "actor"?: string}`;
 //! - the server manager: `GET /registry/search?query=&limit=`, `POST /operations`,
 //!   `GET /operations?state=&limit=`, `GET /operations/{id}?wait_ms=&since=`,
-//!   `POST /operations/{id}/cancel`, `POST /operations/{id}/input` (see `super::operations`).
+//!   `POST /operations/{id}/cancel`, `POST /operations/{id}/input` (see `super::operations`);
+//! - `GET /metrics` — Prometheus text exposition format (0.0.4) of `Host::metrics_text`. It
+//!   needs the admin token like every route here (a scraper sends it as a bearer token:
+//!   `authorization: {credentials_file: ...}`), because its labels name agents, tools and
+//!   servers (docs/metrics.md).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -106,6 +110,20 @@ pub(super) fn refuse() -> Response {
         .into_response()
 }
 
+async fn metrics(State(state): State<Arc<AdminState>>, headers: HeaderMap) -> Response {
+    if !authorized(&state, &headers) {
+        return refuse();
+    }
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            switchboard_core::metrics::CONTENT_TYPE,
+        )],
+        state.host.metrics_text(),
+    )
+        .into_response()
+}
+
 async fn list(State(state): State<Arc<AdminState>>, headers: HeaderMap) -> Response {
     if !authorized(&state, &headers) {
         return refuse();
@@ -146,6 +164,7 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let state = Arc::new(AdminState { host, token });
     let app = axum::Router::new()
+        .route("/metrics", get(metrics))
         .route("/approvals", get(list))
         .route("/approvals/{id}", post(answer))
         .route("/tier", post(set_tier))
