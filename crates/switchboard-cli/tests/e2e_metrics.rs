@@ -32,25 +32,6 @@ fn admin(path: &std::path::Path) -> (String, String) {
     (field("url"), field("token"))
 }
 
-async fn get(url: &str, token: Option<&str>) -> (u16, Option<String>, String) {
-    let client = reqwest::Client::builder()
-        .no_proxy()
-        .build()
-        .expect("client");
-    let mut request = client.get(url);
-    if let Some(token) = token {
-        request = request.bearer_auth(token);
-    }
-    let response = request.send().await.expect("send");
-    let status = response.status().as_u16();
-    let content_type = response
-        .headers()
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
-    (status, content_type, response.text().await.expect("body"))
-}
-
 /// The value of the sample written exactly as `series` (name and labels), if there is one.
 fn sample(text: &str, series: &str) -> Option<f64> {
     text.lines()
@@ -116,9 +97,9 @@ async fn metrics_count_a_known_sequence_of_calls_and_pass_promtool() {
     let (admin_url, token) = admin(&admin_file);
     let metrics_url = format!("{admin_url}/metrics");
 
-    let (status, _, _) = get(&metrics_url, None).await;
+    let (status, _, _) = get(&metrics_url, None, "content-type").await;
     assert_eq!(status, 401, "/metrics needs the admin token");
-    let (status, _, _) = get(&metrics_url, Some("not-the-token")).await;
+    let (status, _, _) = get(&metrics_url, Some("not-the-token"), "content-type").await;
     assert_eq!(status, 401);
 
     // The second "a" is answered from the result cache: it never goes upstream.
@@ -160,7 +141,12 @@ async fn metrics_count_a_known_sequence_of_calls_and_pass_promtool() {
         );
     let mut id = None;
     for _ in 0..250 {
-        let (_, _, body) = get(&format!("{admin_url}/approvals"), Some(&token)).await;
+        let (_, body, _) = get(
+            &format!("{admin_url}/approvals"),
+            Some(&token),
+            "content-type",
+        )
+        .await;
         let listed: Value = serde_json::from_str(&body).expect("json");
         if let Some(found) = listed["approvals"][0]["id"].as_str() {
             id = Some(found.to_owned());
@@ -169,13 +155,9 @@ async fn metrics_count_a_known_sequence_of_calls_and_pass_promtool() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let id = id.expect("the call waits for an operator");
-    let (_, _, text) = get(&metrics_url, Some(&token)).await;
+    let (_, text, _) = get(&metrics_url, Some(&token), "content-type").await;
     expect(&text, "switchboard_approvals_pending", 1.0);
-    let client = reqwest::Client::builder()
-        .no_proxy()
-        .build()
-        .expect("client");
-    let answered = client
+    let answered = http_client()
         .post(format!("{admin_url}/approvals/{id}"))
         .bearer_auth(&token)
         .json(&json!({"approve": false, "reason": "not now"}))
@@ -186,7 +168,7 @@ async fn metrics_count_a_known_sequence_of_calls_and_pass_promtool() {
     let (_, body, _) = waiting.await.expect("the waiting call");
     assert!(body.contains("denied by operator"), "{body}");
 
-    let (status, content_type, text) = get(&metrics_url, Some(&token)).await;
+    let (status, text, content_type) = get(&metrics_url, Some(&token), "content-type").await;
     assert_eq!(status, 200);
     assert_eq!(
         content_type.as_deref(),

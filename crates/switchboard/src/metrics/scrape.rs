@@ -4,9 +4,10 @@
 
 use std::sync::atomic::Ordering;
 
-use switchboard_core::metrics::{Exposition, Kind};
+use switchboard_core::metrics::{Exposition, Histogram, Kind};
 use switchboard_mcp::upstream::ServerState;
 
+use super::family::Family;
 use super::{Decision, GatewayMetrics};
 use crate::Host;
 
@@ -23,26 +24,18 @@ const LABELS: [&str; 5] = [
 impl GatewayMetrics {
     /// The counted families: durations, policy decisions, rate-limited calls.
     pub(super) fn write(&self, out: &mut Exposition) {
-        out.family(
+        write_durations(
+            out,
             SERVER_DURATION,
-            Kind::Histogram,
             "Duration of MCP requests the gateway served (tools/call: the whole pipeline).",
+            &self.server,
         );
-        for series in self.server.sorted() {
-            let labels: [(&str, &str); 4] =
-                std::array::from_fn(|i| (LABELS[i], &*series.labels[i]));
-            out.histogram(SERVER_DURATION, &labels, &series.value.snapshot());
-        }
-        out.family(
+        write_durations(
+            out,
             CLIENT_DURATION,
-            Kind::Histogram,
             "Duration of MCP requests the gateway sent to upstream servers, per attempt.",
+            &self.client,
         );
-        for series in self.client.sorted() {
-            let labels: [(&str, &str); 5] =
-                std::array::from_fn(|i| (LABELS[i], &*series.labels[i]));
-            out.histogram(CLIENT_DURATION, &labels, &series.value.snapshot());
-        }
         out.family(
             "switchboard_policy_decisions_total",
             Kind::Counter,
@@ -69,6 +62,20 @@ impl GatewayMetrics {
                 count as f64,
             );
         }
+    }
+}
+
+/// A duration family whose labels are the first `N` of [`LABELS`].
+fn write_durations<const N: usize>(
+    out: &mut Exposition,
+    name: &str,
+    help: &str,
+    family: &Family<Histogram, N>,
+) {
+    out.family(name, Kind::Histogram, help);
+    for series in family.sorted() {
+        let labels: [(&str, &str); N] = std::array::from_fn(|i| (LABELS[i], &*series.labels[i]));
+        out.histogram(name, &labels, &series.value.snapshot());
     }
 }
 
