@@ -113,18 +113,28 @@ impl GatewayMetrics {
             .store(Arc::new(agents.into_iter().cloned().collect()));
     }
 
-    /// The agent label: the agent if the config defines it, empty without one.
-    fn agent_label<'a>(&self, agent: Option<&'a str>) -> &'a str {
-        match agent {
-            None => "",
-            Some(agent) if self.agents.load().contains(agent) => agent,
-            Some(_) => UNKNOWN,
+    /// The agent label: the agent if the config defines it, empty without one. Asked only
+    /// when a label set is seen for the first time (a family's `bound`): an agent a reload
+    /// removes keeps the series it has.
+    fn agent_label<'a>(&self, agent: &'a str) -> &'a str {
+        if agent.is_empty() || self.agents.load().contains(agent) {
+            agent
+        } else {
+            UNKNOWN
         }
+    }
+
+    /// A label set seen for the first time, with its agent (at `agent`) bounded.
+    fn bound<'a, const N: usize>(&self, mut labels: [&'a str; N], agent: usize) -> [&'a str; N] {
+        if let Some(value) = labels.get_mut(agent) {
+            *value = self.agent_label(value);
+        }
+        labels
     }
 
     /// One call through the pipeline, from its record.
     pub(crate) fn record_call(&self, record: &CallRecord) {
-        let agent = self.agent_label(record.agent.as_deref());
+        let agent = record.agent.as_deref().unwrap_or("");
         // Only a name the catalog resolved is a label value; `name` is then an exposed name
         // or an alias of the catalog.
         let tool = match &record.target {
@@ -135,16 +145,24 @@ impl GatewayMetrics {
             CallStatus::Ok => "",
             status => status.as_str(),
         };
-        self.server
-            .with([TOOLS_CALL, tool, error, agent], |histogram| {
+        let labels = [TOOLS_CALL, tool, error, agent];
+        self.server.with(
+            labels,
+            |l| self.bound(l, 3),
+            |histogram| {
                 histogram.observe(record.duration);
-            });
+            },
+        );
         let decision = Decision::of(record.status);
         self.decisions[decision as usize].fetch_add(1, Ordering::Relaxed);
         if decision == Decision::RateLimited {
-            self.rate_limited.with([agent], |count| {
-                count.fetch_add(1, Ordering::Relaxed);
-            });
+            self.rate_limited.with(
+                [agent],
+                |l| self.bound(l, 0),
+                |count| {
+                    count.fetch_add(1, Ordering::Relaxed);
+                },
+            );
         }
     }
 
@@ -169,11 +187,14 @@ impl GatewayMetrics {
             }
             Err(_) => CallStatus::UpstreamError.as_str(),
         };
-        let agent = self.agent_label(agent);
-        self.client
-            .with([TOOLS_CALL, tool, error, agent, server], |histogram| {
+        let labels = [TOOLS_CALL, tool, error, agent.unwrap_or(""), server];
+        self.client.with(
+            labels,
+            |l| self.bound(l, 3),
+            |histogram| {
                 histogram.observe(elapsed);
-            });
+            },
+        );
     }
 }
 

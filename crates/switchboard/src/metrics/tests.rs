@@ -78,13 +78,26 @@ fn labels_are_bounded_by_the_catalog_and_the_config() {
 }
 
 #[test]
-fn a_reload_that_removes_an_agent_makes_it_unknown() {
+fn an_agent_the_config_defines_after_a_reload_gets_its_own_series() {
     let metrics = GatewayMetrics::default();
-    metrics.set_agents([&"qa".to_owned()]);
-    assert_eq!(metrics.agent_label(Some("qa")), "qa");
+    metrics.record_call(&record("fx__echo", true, Some("new"), CallStatus::Ok));
+    metrics.set_agents([&"new".to_owned()]);
+    metrics.record_call(&record("fx__echo", true, Some("new"), CallStatus::Ok));
+    // Removed again: the series it has stays (bounded: the config once defined it).
     metrics.set_agents([]);
-    assert_eq!(metrics.agent_label(Some("qa")), UNKNOWN);
-    assert_eq!(metrics.agent_label(None), "");
+    metrics.record_call(&record("fx__echo", true, Some("new"), CallStatus::Ok));
+    let text = scraped(&metrics);
+    let count = |agent: &str| {
+        format!(
+            "mcp_server_operation_duration_seconds_count{{mcp_method_name=\"tools/call\",\
+             gen_ai_tool_name=\"fx__echo\",error_type=\"\",agent=\"{agent}\"}}"
+        )
+    };
+    assert!(
+        text.contains(&format!("{} 1\n", count("_unknown"))),
+        "{text}"
+    );
+    assert!(text.contains(&format!("{} 2\n", count("new"))), "{text}");
 }
 
 #[test]
