@@ -16,10 +16,15 @@ use support::*;
 const MODERN: &str = "2026-07-28";
 
 fn call(name: &str, arguments: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-        "name": name, "arguments": arguments, "_meta": {
-            "io.modelcontextprotocol/protocolVersion": MODERN,
-            "io.modelcontextprotocol/clientCapabilities": {}}}})
+    request("tools/call", json!({"name": name, "arguments": arguments}))
+}
+
+/// A 2026-07-28 request of `method` with `params` and the envelope's `_meta`.
+fn request(method: &str, mut params: Value) -> Value {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {}});
+    json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
 }
 
 /// The admin endpoint's URL and token, once the gateway has written its admin file.
@@ -102,6 +107,11 @@ async fn metrics_count_a_known_sequence_of_calls_and_pass_promtool() {
     let (status, _, _) = get(&metrics_url, Some("not-the-token"), "content-type").await;
     assert_eq!(status, 401);
 
+    let (status, body, _) = post(&gateway.url, None, request("tools/list", json!({}))).await;
+    assert_eq!(status, 200, "{body}");
+    // A method nobody defined: `_other`, answered -32601.
+    let (_, body, _) = post(&gateway.url, None, request("made/up", json!({}))).await;
+    assert!(body.contains("-32601"), "{body}");
     // The second "a" is answered from the result cache: it never goes upstream.
     for message in ["a", "b", "c", "a"] {
         let (status, body, _) = post(
@@ -174,6 +184,14 @@ async fn metrics_count_a_known_sequence_of_calls_and_pass_promtool() {
         content_type.as_deref(),
         Some("text/plain; version=0.0.4; charset=utf-8")
     );
+    assert!(!text.contains("made/up"), "{text}");
+    let other = |method: &str, error: &str| {
+        format!(
+            "mcp_server_operation_duration_seconds_count{{mcp_method_name=\"{method}\",gen_ai_tool_name=\"\",error_type=\"{error}\",agent=\"qa\"}}"
+        )
+    };
+    expect(&text, &other("tools/list", ""), 1.0);
+    expect(&text, &other("_other", "-32601"), 1.0);
     assert!(
         !text.contains("no_such_tool"),
         "the raw name never becomes a label:\n{text}"

@@ -6,6 +6,7 @@
 //! - `mcp_server_operation_duration_seconds`: every `tools/call` that reached the pipeline, with
 //!   the pipeline's own duration, from its [`CallRecord`] ([`MetricsRecorder`] wraps the
 //!   gateway's recorder), with the policy decisions and rate-limited calls of the same record;
+//!   every other request as the front's dispatcher timed it (`Backend::request_answered`);
 //! - `mcp_client_operation_duration_seconds`: every attempt the latency layer makes upstream,
 //!   with the time it measured for the latency book (`latency::execute`);
 //! - the rest is read when scraped: approvals (`PendingApprovals`), servers up, tools per
@@ -38,8 +39,37 @@ use family::Family;
 /// The tool or agent label of a name outside the catalog or the config.
 pub const UNKNOWN: &str = "_unknown";
 
-/// The only method measured so far (the pipeline's).
+/// The pipeline's method.
 const TOOLS_CALL: &str = "tools/call";
+
+/// The methods a client may send the gateway: the only method label values besides
+/// [`OTHER`].
+const METHODS: [&str; 20] = [
+    "initialize",
+    "ping",
+    "server/discover",
+    "tools/list",
+    TOOLS_CALL,
+    "prompts/list",
+    "prompts/get",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "completion/complete",
+    "logging/setLevel",
+    "subscriptions/listen",
+    "tasks/get",
+    "tasks/result",
+    "tasks/list",
+    "tasks/cancel",
+    "tasks/update",
+];
+
+/// The method label of a method outside [`METHODS`], and the error type of a JSON-RPC code
+/// outside the range the specification reserves.
+pub const OTHER: &str = "_other";
 
 /// What the policy stages made of a call, as `switchboard_policy_decisions_total` counts it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -164,6 +194,41 @@ impl GatewayMetrics {
                 },
             );
         }
+    }
+
+    /// One request other than `tools/call`, as the front timed it: the error type is the
+    /// JSON-RPC code it was answered with (the OpenTelemetry convention's `error.type`).
+    pub(crate) fn record_request(
+        &self,
+        method: &str,
+        agent: Option<&str>,
+        elapsed: Duration,
+        error: Option<i64>,
+    ) {
+        let method = METHODS
+            .iter()
+            .find(|known| **known == method)
+            .copied()
+            .unwrap_or(OTHER);
+        // Only codes of the reserved range become labels (a bounded set); an error path, so
+        // the code's text may be allocated.
+        let code = error.map(|code| match code {
+            -32768..=-32000 => code.to_string(),
+            _ => OTHER.to_owned(),
+        });
+        let labels = [
+            method,
+            "",
+            code.as_deref().unwrap_or(""),
+            agent.unwrap_or(""),
+        ];
+        self.server.with(
+            labels,
+            |l| self.bound(l, 3),
+            |histogram| {
+                histogram.observe(elapsed);
+            },
+        );
     }
 
     /// One attempt of a call to `server`'s `tool` (the upstream's own name, from the

@@ -101,6 +101,30 @@ fn an_agent_the_config_defines_after_a_reload_gets_its_own_series() {
 }
 
 #[test]
+fn other_requests_are_labelled_by_a_known_method_and_a_reserved_code() {
+    let metrics = GatewayMetrics::default();
+    let took = Duration::from_micros(50);
+    metrics.record_request("tools/list", None, took, None);
+    metrics.record_request("resources/read", None, took, Some(-32002));
+    metrics.record_request("x/\"made up\"", None, took, Some(-32601));
+    metrics.record_request("prompts/get", None, took, Some(42));
+    let text = scraped(&metrics);
+    assert!(!text.contains("made up"), "{text}");
+    for (method, error) in [
+        ("tools/list", ""),
+        ("resources/read", "-32002"),
+        ("_other", "-32601"),
+        ("prompts/get", "_other"),
+    ] {
+        let line = format!(
+            "mcp_server_operation_duration_seconds_count{{mcp_method_name=\"{method}\",\
+             gen_ai_tool_name=\"\",error_type=\"{error}\",agent=\"\"}} 1\n"
+        );
+        assert!(text.contains(&line), "{line} in {text}");
+    }
+}
+
+#[test]
 fn attempts_upstream_are_labelled_with_server_and_outcome() {
     let metrics = GatewayMetrics::default();
     let ok = Ok(ToolOutcome::text("fine"));
