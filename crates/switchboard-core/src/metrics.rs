@@ -46,11 +46,13 @@ const BUCKET_NANOS: [u64; 18] = [
 const SLOTS: usize = DURATION_BUCKETS.len() + 1;
 
 /// A histogram of durations over [`DURATION_BUCKETS`]. Each bucket counts only its own
-/// observations; the cumulative counts the format wants are summed when it is read.
+/// observations; the cumulative counts the format wants are summed when it is read. The sum
+/// comes first, so an observation under a millisecond writes one cache line.
 #[derive(Debug, Default)]
+#[repr(C)]
 pub struct Histogram {
-    buckets: [AtomicU64; SLOTS],
     sum_nanos: AtomicU64,
+    buckets: [AtomicU64; SLOTS],
 }
 
 /// What a [`Histogram`] held when it was read.

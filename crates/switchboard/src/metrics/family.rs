@@ -20,14 +20,40 @@ pub(crate) const MAX_SERIES: usize = 4_096;
 /// Every label's value for observations past [`MAX_SERIES`].
 pub(crate) const OVERFLOW: &str = "_overflow";
 
-/// One series: its label values and its value.
+/// One series: its label values and its value. The values are kept in one string (so finding
+/// a series reads one allocation besides its own), and series whose label values hash alike
+/// are chained.
 pub(crate) struct Series<V, const N: usize> {
-    pub(crate) labels: [Box<str>; N],
+    /// The label values, one after the other.
+    text: Box<str>,
+    /// Where each value ends in `text`.
+    ends: [usize; N],
     pub(crate) value: V,
+    /// The series added before this one with the same hash (a collision), if any.
+    collided: Option<Arc<Series<V, N>>>,
+}
+
+impl<V, const N: usize> Series<V, N> {
+    /// The label values, in the family's order.
+    pub(crate) fn labels(&self) -> [&str; N] {
+        std::array::from_fn(|i| {
+            let start = i.checked_sub(1).map_or(0, |before| self.ends[before]);
+            self.text.get(start..self.ends[i]).unwrap_or("")
+        })
+    }
+
+    fn matches(&self, labels: &[&str; N]) -> bool {
+        let mut start = 0;
+        labels.iter().zip(self.ends).all(|(given, end)| {
+            let held = self.text.get(start..end);
+            start = end;
+            held == Some(*given)
+        })
+    }
 }
 
 /// Series by the hash of their label values (already a hash: the map uses it as it is).
-type Map<V, const N: usize> = HashMap<u64, Vec<Arc<Series<V, N>>>, BuildHasherDefault<Prehashed>>;
+type Map<V, const N: usize> = HashMap<u64, Arc<Series<V, N>>, BuildHasherDefault<Prehashed>>;
 
 /// Values of type `V` by `N` label values.
 pub(crate) struct Family<V, const N: usize> {
@@ -71,8 +97,7 @@ impl<V: Default, const N: usize> Family<V, N> {
         if let Some(series) = find(&current, key, &labels) {
             return series.clone();
         }
-        let held: usize = current.values().map(Vec::len).sum();
-        if held >= MAX_SERIES {
+        if chained(&current).count() >= MAX_SERIES {
             let overflow = [OVERFLOW; N];
             let key = hash(&overflow);
             if let Some(series) = find(&current, key, &overflow) {
@@ -84,22 +109,35 @@ impl<V: Default, const N: usize> Family<V, N> {
     }
 
     fn insert(&self, current: &Map<V, N>, key: u64, labels: [&str; N]) -> Arc<Series<V, N>> {
+        let mut text = String::new();
+        let ends = labels.map(|label| {
+            text.push_str(label);
+            text.len()
+        });
         let series = Arc::new(Series {
-            labels: labels.map(Box::from),
+            text: text.into(),
+            ends,
             value: V::default(),
+            collided: current.get(&key).cloned(),
         });
         let mut next = current.clone();
-        next.entry(key).or_default().push(series.clone());
+        next.insert(key, series.clone());
         self.series.store(Arc::new(next));
         series
     }
 
     /// Every series, sorted by label values (so a scrape reads the same order every time).
     pub(crate) fn sorted(&self) -> Vec<Arc<Series<V, N>>> {
-        let mut all: Vec<_> = self.series.load().values().flatten().cloned().collect();
-        all.sort_by(|a, b| a.labels.cmp(&b.labels));
+        let mut all: Vec<_> = chained(&self.series.load()).cloned().collect();
+        all.sort_by(|a, b| a.labels().cmp(&b.labels()));
         all
     }
+}
+
+/// Every series of `map`, collided ones included.
+fn chained<V, const N: usize>(map: &Map<V, N>) -> impl Iterator<Item = &Arc<Series<V, N>>> {
+    map.values()
+        .flat_map(|head| std::iter::successors(Some(head), |series| series.collided.as_ref()))
 }
 
 fn find<'m, V, const N: usize>(
@@ -107,13 +145,8 @@ fn find<'m, V, const N: usize>(
     key: u64,
     labels: &[&str; N],
 ) -> Option<&'m Arc<Series<V, N>>> {
-    map.get(&key)?.iter().find(|series| {
-        series
-            .labels
-            .iter()
-            .zip(labels)
-            .all(|(held, given)| held.as_ref() == *given)
-    })
+    std::iter::successors(map.get(&key), |series| series.collided.as_ref())
+        .find(|series| series.matches(labels))
 }
 
 /// The multiplier of FxHash (rustc's): odd, with well-spread bits.
@@ -172,7 +205,7 @@ mod tests {
         family
             .sorted()
             .iter()
-            .map(|s| (s.labels.join("|"), s.value.load(Ordering::Relaxed)))
+            .map(|s| (s.labels().join("|"), s.value.load(Ordering::Relaxed)))
             .collect()
     }
 
@@ -219,6 +252,23 @@ mod tests {
     }
 
     #[test]
+    fn label_sets_that_hash_alike_are_chained_and_both_found() {
+        let family = Family::<AtomicU64, 2>::default();
+        let empty = family.series.load_full();
+        family.insert(&empty, 7, ["a", "b"]);
+        let one = family.series.load_full();
+        family.insert(&one, 7, ["ab", ""]);
+        let map = family.series.load_full();
+        assert_eq!(map.len(), 1);
+        for labels in [["a", "b"], ["ab", ""]] {
+            let found = find(&map, 7, &labels).expect("chained");
+            assert_eq!(found.labels(), labels);
+        }
+        assert!(find(&map, 7, &["a", ""]).is_none());
+        assert_eq!(family.sorted().len(), 2);
+    }
+
+    #[test]
     fn only_a_label_set_not_held_goes_through_bound() {
         let family = Family::<AtomicU64, 1>::default();
         fn placeholder(_: [&str; 1]) -> [&str; 1] {
@@ -238,7 +288,7 @@ mod tests {
         let counts: Vec<_> = family
             .sorted()
             .iter()
-            .map(|s| (s.labels[0].to_string(), s.value.load(Ordering::Relaxed)))
+            .map(|s| (s.labels()[0].to_owned(), s.value.load(Ordering::Relaxed)))
             .collect();
         assert_eq!(counts, [("_unknown".to_owned(), 2), ("kept".to_owned(), 2)]);
     }

@@ -15,10 +15,11 @@
 //!
 //! Label values come from bounded sets only: a tool name is one the catalog resolved
 //! (`_unknown` otherwise — never what a client sent), an agent one the config defines
-//! (`_unknown` otherwise, empty for none), an error type a [`CallStatus`]. No call ids, no
+//! (`_unknown` otherwise, empty for none), a method one of MCP's (`_other` otherwise), an
+//! error type a [`CallStatus`] or a JSON-RPC code of the reserved range. No call ids, no
 //! arguments. A call costs a hash of its labels, a lock-free map read and a few relaxed
-//! atomic additions ([`family`]); this module must never hold a lock or allocate on that path
-//! for a label set it has seen.
+//! atomic additions ([`family`]); this module must never hold a lock or allocate on a
+//! `tools/call`'s path for a label set it has seen.
 
 mod family;
 pub(crate) mod scrape;

@@ -58,7 +58,7 @@ impl GatewayMetrics {
             let count = series.value.load(Ordering::Relaxed);
             out.sample(
                 "switchboard_rate_limited_calls_total",
-                &[("agent", &series.labels[0])],
+                &[("agent", series.labels()[0])],
                 count as f64,
             );
         }
@@ -74,7 +74,8 @@ fn write_durations<const N: usize>(
 ) {
     out.family(name, Kind::Histogram, help);
     for series in family.sorted() {
-        let labels: [(&str, &str); N] = std::array::from_fn(|i| (LABELS[i], &*series.labels[i]));
+        let values = series.labels();
+        let labels: [(&str, &str); N] = std::array::from_fn(|i| (LABELS[i], values[i]));
         out.histogram(name, &labels, &series.value.snapshot());
     }
 }
