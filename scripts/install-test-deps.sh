@@ -5,6 +5,7 @@
 #   npm's cache       the npm packages the server manager's tests install (offline)
 #   mpv, sox          the music built-in's tests play real audio (apt-get, Debian/Ubuntu)
 #   chromium, chromium-driver  the console's browser test (apt-get, Debian/Ubuntu)
+#   promtool          the metrics test lints /metrics (Debian's prometheus package, apt-get)
 # Idempotent: a stamp holding the manifests' hash skips work that is already done, so a re-run
 # takes well under a second. Needs no standard input (CI). Prints one line per step; the full
 # output of npm and pip goes to .deps/*.log and is shown when a step fails.
@@ -32,36 +33,36 @@ python3 -c 'import sys; sys.exit(sys.version_info < (3, 10))' ||
 mkdir -p .deps
 
 # System packages: mpv (the music built-in's player, driven over its JSON IPC socket), sox
-# (the music tests synthesize their audio files), and chromium with chromium-driver (the
-# console's browser test drives headless Chromium through WebDriver). From apt, as root or
-# through sudo.
-system_commands=(mpv sox chromium chromedriver)
-system_packages=(mpv sox chromium chromium-driver)
+# (the music tests synthesize their audio files), promtool from Debian's prometheus package
+# (the metrics test lints the scraped /metrics with `promtool check metrics`), and chromium
+# with chromium-driver (the console's browser test drives headless Chromium through
+# WebDriver). From apt, as root or through sudo; only the missing ones.
+system_packages=(mpv:mpv sox:sox promtool:prometheus chromium:chromium chromedriver:chromium-driver)
 missing=()
-for command in "${system_commands[@]}"; do
-  command -v "$command" >/dev/null || missing+=("$command")
+for pair in "${system_packages[@]}"; do
+  command -v "${pair%%:*}" >/dev/null || missing+=("${pair#*:}")
 done
-if [[ ${#missing[@]} == 0 ]]; then
-  echo "system packages: up to date (${system_packages[*]})"
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "system packages: up to date (mpv, sox, promtool, chromium, chromedriver)"
 else
-  echo "system packages: apt-get install ${system_packages[*]} (missing: ${missing[*]})"
+  echo "system packages: apt-get install ${missing[*]}"
   command -v apt-get >/dev/null ||
-    fail "${missing[*]} missing and there is no apt-get here" "install ${system_packages[*]} with the system's package manager, then rerun scripts/install-test-deps.sh"
+    fail "${missing[*]} missing and there is no apt-get here" "install ${missing[*]} with the system's package manager, then rerun scripts/install-test-deps.sh"
   apt=(apt-get)
   if [[ "$(id -u)" != 0 ]]; then
     command -v sudo >/dev/null ||
-      fail "${missing[*]} missing, and installing them needs root (no sudo here)" \
-        "as root: apt-get install -y --no-install-recommends ${system_packages[*]}, then rerun scripts/install-test-deps.sh"
+      fail "${missing[*]} missing, and installing needs root (no sudo here)" \
+        "as root: apt-get install -y --no-install-recommends ${missing[*]}, then rerun scripts/install-test-deps.sh"
     apt=(sudo -n apt-get)
   fi
   { DEBIAN_FRONTEND=noninteractive "${apt[@]}" update &&
-    DEBIAN_FRONTEND=noninteractive "${apt[@]}" install -y --no-install-recommends "${system_packages[@]}"; } >.deps/apt.log 2>&1 ||
-    fail "apt-get install ${system_packages[*]} (see .deps/apt.log)" \
+    DEBIAN_FRONTEND=noninteractive "${apt[@]}" install -y --no-install-recommends "${missing[@]}"; } >.deps/apt.log 2>&1 ||
+    fail "apt-get install ${missing[*]} (see .deps/apt.log)" \
       "check that the apt sources are reachable (apt-get update) and that you may use apt-get (root, or sudo without a password), then rerun scripts/install-test-deps.sh" \
       .deps/apt.log
-  for command in "${system_commands[@]}"; do
-    command -v "$command" >/dev/null ||
-      fail "apt-get finished but $command is still not on PATH (see .deps/apt.log)" "install ${system_packages[*]} by hand, then rerun scripts/install-test-deps.sh" .deps/apt.log
+  for pair in "${system_packages[@]}"; do
+    command -v "${pair%%:*}" >/dev/null ||
+      fail "apt-get finished but ${pair%%:*} is still not on PATH (see .deps/apt.log)" "install ${pair#*:} by hand, then rerun scripts/install-test-deps.sh" .deps/apt.log
   done
 fi
 
@@ -127,4 +128,4 @@ else
   echo "$py_hash" >.deps/venv.stamp
 fi
 
-echo "test prerequisites ready: node $node_version, $(mpv --version | head -n1 | cut -d" " -f1-2), $(.deps/venv/bin/python --version), mcp $(.deps/venv/bin/python -c 'from importlib.metadata import version; print(version("mcp"))')"
+echo "test prerequisites ready: node $node_version, $(mpv --version | head -n1 | cut -d" " -f1-2), $(promtool --version 2>&1 | head -n1 | cut -d" " -f1-3), $(.deps/venv/bin/python --version), mcp $(.deps/venv/bin/python -c 'from importlib.metadata import version; print(version("mcp"))')"

@@ -68,6 +68,7 @@ fn rows(now_ms: i64) -> Vec<LedgerEntry> {
             approval: None,
             result_bytes: Some(100),
             cached: false,
+            trace_id: None,
         })
         .collect()
 }
@@ -139,6 +140,7 @@ async fn set_up() -> Setup {
         ledger: Some(ledger_path),
         token_file: None,
         listen: addr,
+        trace_url: None,
     });
     let code = console.mint_code("bench");
     let router = console.router();

@@ -54,6 +54,9 @@ pub struct ConsoleOptions {
     pub token_file: Option<PathBuf>,
     /// The address the admin listener is bound to: the only non-loopback-name `Host` taken.
     pub listen: SocketAddr,
+    /// Where a trace is viewed, `{trace_id}` in it (`[telemetry] trace_url`): ledger rows
+    /// link to their traces.
+    pub trace_url: Option<String>,
 }
 
 /// The console: its sessions and what it serves. Cheap to clone.
@@ -68,6 +71,7 @@ pub(crate) struct Shared {
     pub(crate) ledger: Option<PathBuf>,
     pub(crate) token_file: Option<PathBuf>,
     pub(crate) listen: SocketAddr,
+    pub(crate) trace_url: Option<String>,
     pub(crate) sessions: auth::Sessions,
     /// The ledger's running figures, brought up to date by each page that shows them.
     pub(crate) tally: std::sync::Mutex<switchboard_ledger::tally::Tally>,
@@ -84,6 +88,7 @@ impl Console {
                 ledger: options.ledger,
                 token_file: options.token_file,
                 listen: options.listen,
+                trace_url: options.trace_url,
                 sessions: auth::Sessions::default(),
                 tally: std::sync::Mutex::default(),
             }),

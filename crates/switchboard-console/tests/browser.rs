@@ -1,7 +1,9 @@
 //! The console in a real browser (Debian's headless Chromium through chromedriver): a call
 //! that waits for approval appears on the Approvals page without a reload, clicking Approve
 //! completes the call at the client, and the Tools page shows measured latencies after calls.
-//! Saves a screenshot of each page to docs/console/, which the docs show.
+//! Saves a screenshot of each page under target/console-screenshots/ — or, with
+//! `SWITCHBOARD_SCREENSHOTS=docs/console`, where the docs show them from (how they are
+//! refreshed), so a test run leaves the tree as it was.
 //!
 //! Needs `chromium` and `chromium-driver` (`scripts/install-test-deps.sh`); without them it
 //! fails saying so.
@@ -16,7 +18,11 @@ use support::webdriver::Browser;
 use support::*;
 
 fn screenshots() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/console")
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    match std::env::var_os("SWITCHBOARD_SCREENSHOTS").filter(|dir| !dir.is_empty()) {
+        Some(dir) => root.join(dir),
+        None => root.join("target/console-screenshots"),
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -17,6 +17,7 @@ pub mod hex;
 pub mod hooks;
 pub mod latency_meta;
 pub mod limits;
+pub mod metrics;
 pub mod naming;
 pub mod offline;
 pub mod outcome;

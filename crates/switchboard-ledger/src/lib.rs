@@ -15,6 +15,9 @@
 //!
 //! Rows carry redacted arguments and their digest ([`redact`]), and `verify` detects an
 //! edited or deleted row ([`store::verify`]).
+//!
+//! Its metrics ([`Recorder::write_metrics`]): how long a row's append took on the caller's
+//! thread, and how many rows wait for the writer.
 
 pub mod browse;
 mod entry;
@@ -25,12 +28,13 @@ pub mod tally;
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Seek, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, Sender, TryRecvError, channel};
 use std::sync::{Arc, Mutex};
 use std::thread::Thread;
 use std::time::UNIX_EPOCH;
 
+use switchboard_core::metrics::{Exposition, Histogram, Kind};
 use switchboard_core::pipeline::{CallRecord, ChangeRecord, Recorder};
 
 pub use entry::LedgerEntry;
@@ -104,6 +108,18 @@ struct Shared {
     ringing: AtomicBool,
     /// Set with a ring made at once off a runtime: the writer waits [`GATHER`] itself first.
     gather: Arc<AtomicBool>,
+    /// How long appends took, and how many rows wait for the writer.
+    stats: Arc<Stats>,
+}
+
+/// What the ledger's metrics read.
+#[derive(Default)]
+struct Stats {
+    /// Time of [`Ledger::record_entry`] on the caller's thread: serializing, the journal
+    /// write and the hand-off to the writer.
+    append: Histogram,
+    /// Rows handed to the writer and not inserted yet.
+    queued: AtomicU64,
 }
 
 impl Shared {
@@ -266,9 +282,19 @@ impl Ledger {
         let writer_journal = journal.clone();
         let gather = Arc::new(AtomicBool::new(false));
         let writer_gather = gather.clone();
+        let stats = Arc::new(Stats::default());
+        let writer_stats = stats.clone();
         let writer = std::thread::Builder::new()
             .name("switchboard-ledger".to_owned())
-            .spawn(move || writer(conn, receiver, writer_journal, &writer_gather))
+            .spawn(move || {
+                writer(
+                    conn,
+                    receiver,
+                    writer_journal,
+                    &writer_gather,
+                    &writer_stats,
+                );
+            })
             .map_err(|e| LedgerError::Database(format!("cannot start the writer: {e}")))?;
         Ok(Self {
             shared: Arc::new(Shared {
@@ -278,6 +304,7 @@ impl Ledger {
                 writer: writer.thread().clone(),
                 ringing: AtomicBool::new(false),
                 gather,
+                stats,
             }),
         })
     }
@@ -312,6 +339,8 @@ impl Ledger {
 
     /// Records one entry: journaled now, inserted by the writer soon.
     pub fn record_entry(&self, entry: LedgerEntry) {
+        // Real time, not an injected clock: this is the append's own cost on this thread.
+        let started = std::time::Instant::now();
         // The journal line is the entry's canonical text, handed to the writer with the
         // entry so it is serialized once.
         let mut line = entry.canonical();
@@ -329,12 +358,19 @@ impl Ledger {
             }
             line.pop();
             // Sent under the journal lock, so a rotation never drops a journaled entry.
+            self.shared.stats.queued.fetch_add(1, Ordering::Relaxed);
             let _ = self.shared.sender.send(Message::Entry(Box::new(Journaled {
                 entry,
                 canonical: line,
             })));
         }
         self.ring();
+        self.shared.stats.append.observe(started.elapsed());
+    }
+
+    /// Rows handed to the writer and not inserted yet.
+    pub fn queue_depth(&self) -> u64 {
+        self.shared.stats.queued.load(Ordering::Relaxed)
     }
 
     /// Waits until everything recorded so far is in the database.
@@ -355,6 +391,7 @@ fn writer(
     receiver: Receiver<Message>,
     journal: Arc<Mutex<Journal>>,
     gather: &AtomicBool,
+    stats: &Stats,
 ) {
     let mut since_rotation = 0usize;
     let mut running = true;
@@ -385,9 +422,13 @@ fn writer(
                 Ok(inserted) => since_rotation += inserted,
                 Err(error) => tracing::error!("{error}; the rows stay in the journal"),
             }
+            // Out of the queue either way (rows that failed stay in the journal).
+            stats
+                .queued
+                .fetch_sub(batch.len() as u64, Ordering::Relaxed);
             if since_rotation >= ROTATE_EVERY {
                 since_rotation = 0;
-                if rotate(&mut conn, &receiver, &journal, &mut flushes) {
+                if rotate(&mut conn, &receiver, &journal, &mut flushes, stats) {
                     running = false;
                 }
             }
@@ -408,6 +449,7 @@ fn rotate(
     receiver: &Receiver<Message>,
     journal: &Mutex<Journal>,
     flushes: &mut Vec<Sender<()>>,
+    stats: &Stats,
 ) -> bool {
     let Ok(mut journal) = journal.lock() else {
         return false;
@@ -424,7 +466,9 @@ fn rotate(
             }
         }
     }
-    if insert_journaled(conn, &rest).is_ok() {
+    let inserted = insert_journaled(conn, &rest);
+    stats.queued.fetch_sub(rest.len() as u64, Ordering::Relaxed);
+    if inserted.is_ok() {
         let emptied = journal.file.set_len(0).and_then(|()| journal.file.rewind());
         if let Err(error) = emptied {
             tracing::warn!("ledger: cannot empty {}: {error}", journal.path.display());
@@ -524,6 +568,30 @@ impl Recorder for Ledger {
 
     fn wants_arguments(&self) -> bool {
         true
+    }
+
+    fn write_metrics(&self, out: &mut Exposition) {
+        let stats = &self.shared.stats;
+        out.family(
+            "switchboard_ledger_append_seconds",
+            Kind::Histogram,
+            "Time to append one row to the audit ledger's journal on the caller's thread.",
+        );
+        out.histogram(
+            "switchboard_ledger_append_seconds",
+            &[],
+            &stats.append.snapshot(),
+        );
+        out.family(
+            "switchboard_ledger_queue_depth",
+            Kind::Gauge,
+            "Ledger rows journaled and waiting for the writer's insert.",
+        );
+        out.sample(
+            "switchboard_ledger_queue_depth",
+            &[],
+            stats.queued.load(Ordering::Relaxed) as f64,
+        );
     }
 }
 

@@ -590,3 +590,26 @@ fn the_tally_reads_only_new_rows_and_keeps_its_window() {
         .expect("read");
     assert_eq!(tally.agent(Some("qa"), 0).calls, 13);
 }
+
+#[test]
+fn metrics_count_appends_and_the_queue_empties_once_written() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ledger = Ledger::open(&dir.path().join("ledger.db")).expect("open");
+    for i in 0..3 {
+        ledger.record_entry(entry(i, "npc", "ok"));
+    }
+    ledger.flush();
+    assert_eq!(ledger.queue_depth(), 0);
+    let mut out = Exposition::new();
+    ledger.write_metrics(&mut out);
+    let text = out.finish();
+    assert!(
+        text.contains("\nswitchboard_ledger_append_seconds_count 3\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\nswitchboard_ledger_queue_depth 0\n"),
+        "{text}"
+    );
+    assert!(text.contains("# TYPE switchboard_ledger_append_seconds histogram\n"));
+}

@@ -30,6 +30,7 @@ mod listing_fit;
 pub mod live;
 pub mod manager;
 mod meta_tools;
+pub mod metrics;
 pub mod pins;
 pub mod private_file;
 mod prompts;

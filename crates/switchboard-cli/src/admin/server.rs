@@ -10,6 +10,10 @@
 //! - the server manager: `GET /registry/search?query=&limit=`, `POST /operations`,
 //!   `GET /operations?state=&limit=`, `GET /operations/{id}?wait_ms=&since=`,
 //!   `POST /operations/{id}/cancel`, `POST /operations/{id}/input` (see `super::operations`);
+//! - `GET /metrics` — Prometheus text exposition format (0.0.4) of `Host::metrics_text`. It
+//!   needs the admin token like every route here (a scraper sends it as a bearer token:
+//!   `authorization: {credentials_file: ...}`), because its labels name agents, tools and
+//!   servers (docs/metrics.md).
 //! - the operator's console under `/console` (`switchboard-console`: its own sign-in, which
 //!   exchanges this token for a session; `POST /console/codes` mints a sign-in link).
 
@@ -108,6 +112,20 @@ pub(super) fn refuse() -> Response {
         .into_response()
 }
 
+async fn metrics(State(state): State<Arc<AdminState>>, headers: HeaderMap) -> Response {
+    if !authorized(&state, &headers) {
+        return refuse();
+    }
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            switchboard_core::metrics::CONTENT_TYPE,
+        )],
+        state.host.metrics_text(),
+    )
+        .into_response()
+}
+
 async fn list(State(state): State<Arc<AdminState>>, headers: HeaderMap) -> Response {
     if !authorized(&state, &headers) {
         return refuse();
@@ -149,6 +167,7 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let state = Arc::new(AdminState { host, token });
     let app = axum::Router::new()
+        .route("/metrics", get(metrics))
         .route("/approvals", get(list))
         .route("/approvals/{id}", post(answer))
         .route("/tier", post(set_tier))

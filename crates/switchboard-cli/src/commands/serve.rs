@@ -206,6 +206,7 @@ pub async fn run(config: Option<&Path>, args: ServeArgs) -> anyhow::Result<ExitC
             config: config.source.clone(),
             ledger: ledger.path().to_owned(),
             token_file: super::token::token_file_path(&config),
+            trace_url: config.telemetry.trace_url.clone(),
         },
         shutdown.clone(),
     )
@@ -344,6 +345,8 @@ struct AdminSetup<'a> {
     config: Option<std::path::PathBuf>,
     ledger: std::path::PathBuf,
     token_file: Option<std::path::PathBuf>,
+    /// `[telemetry] trace_url`, for the console's links to traces.
+    trace_url: Option<String>,
 }
 
 /// Starts the admin endpoint (with the console) and writes the admin file.
@@ -358,6 +361,7 @@ async fn start_admin(
         config,
         ledger,
         token_file,
+        trace_url,
     } = setup;
     if !address.ip().is_loopback() {
         bail!(
@@ -391,6 +395,7 @@ async fn start_admin(
         ledger: Some(ledger),
         token_file,
         listen: bound,
+        trace_url,
     });
     tracing::info!("console on http://{bound}/console (`switchboard console` signs you in)");
     tokio::spawn(server::serve(

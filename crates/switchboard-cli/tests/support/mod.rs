@@ -311,11 +311,7 @@ pub async fn post(
     token: Option<&str>,
     body: serde_json::Value,
 ) -> (u16, String, Option<String>) {
-    let client = reqwest::Client::builder()
-        .no_proxy()
-        .build()
-        .expect("client");
-    let mut request = client
+    let mut request = http_client()
         .post(url)
         .header("accept", "application/json, text/event-stream")
         .json(&body);
@@ -330,15 +326,37 @@ pub async fn post(
     if let Some(name) = routing_headers::name_of(method, body.get("params")) {
         request = request.header(routing_headers::NAME, routing_headers::encode_value(name));
     }
+    send(request, token, "www-authenticate").await
+}
+
+/// A reqwest client for loopback (no proxy from the environment).
+pub fn http_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .expect("client")
+}
+
+/// GETs `url` with an optional bearer token: (status, body, the `header` answered).
+pub async fn get(url: &str, token: Option<&str>, header: &str) -> (u16, String, Option<String>) {
+    send(http_client().get(url), token, header).await
+}
+
+/// Sends `request` with an optional bearer token: (status, body, the `header` answered).
+async fn send(
+    mut request: reqwest::RequestBuilder,
+    token: Option<&str>,
+    header: &str,
+) -> (u16, String, Option<String>) {
     if let Some(token) = token {
         request = request.bearer_auth(token);
     }
     let response = request.send().await.expect("send");
     let status = response.status().as_u16();
-    let challenge = response
+    let value = response
         .headers()
-        .get("www-authenticate")
+        .get(header)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    (status, response.text().await.unwrap_or_default(), challenge)
+    (status, response.text().await.unwrap_or_default(), value)
 }

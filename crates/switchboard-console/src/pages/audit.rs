@@ -206,6 +206,14 @@ pub(crate) async fn detail(
                 dt { "Tool" } dd { (entry.exposed) }
                 dt { "Outcome" } dd { (entry.outcome) }
                 dt { "Approval" } dd { (entry.approval.as_deref().unwrap_or("—")) }
+                @if let Some(trace) = &entry.trace_id {
+                    dt { "Trace" } dd {
+                        @match &console.shared.trace_url {
+                            Some(url) => a href=(url.replace("{trace_id}", trace)) { code { (trace) } },
+                            None => code { (trace) },
+                        }
+                    }
+                }
                 dt { "Row hash" } dd { code class="hash" { (row.row_hash) } }
                 dt { "Previous hash" } dd { code class="hash" { (row.prev_hash) }
                     @if id > 1 { " " a href=(format!("/console/audit/{}", id - 1)) { "previous row" } } }

@@ -92,6 +92,7 @@ impl Gateway {
             ledger: Some(ledger.path().to_owned()),
             token_file: Some(token_file),
             listen: addr,
+            trace_url: None,
         });
         let router = console.router();
         tokio::spawn(async move { axum::serve(listener, router).await });

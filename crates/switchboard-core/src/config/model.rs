@@ -358,6 +358,9 @@ pub struct TelemetryConfig {
     pub sample_ratio: Option<f64>,
     /// Tool arguments and results go into spans (off: they may hold personal data).
     pub capture_content: bool,
+    /// Where a trace is viewed, with `{trace_id}` in it (a Jaeger or Tempo URL): the
+    /// console links ledger rows to their traces.
+    pub trace_url: Option<String>,
 }
 
 /// How the gateway gets the token it sends an HTTP server.

@@ -74,6 +74,8 @@ struct Telemetry {
     sample_ratio: Option<f64>,
     /// Tool arguments and results go into spans (default false).
     capture_content: Option<bool>,
+    /// Where a trace is viewed, with {trace_id} in it: the console links ledger rows there.
+    trace_url: Option<String>,
 }
 
 /// The server manager: where it finds servers, how it installs and activates them, and what

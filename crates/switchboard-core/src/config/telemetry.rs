@@ -10,6 +10,7 @@
 //! service_name = "switchboard"                   # resource service.name
 //! sample_ratio = 1.0                             # of new traces (a caller's decision is kept)
 //! capture_content = false                        # tool arguments and results in spans
+//! trace_url = "http://127.0.0.1:16686/trace/{trace_id}"  # the console links rows to traces
 //! ```
 
 use super::model::TelemetryConfig;
@@ -17,8 +18,9 @@ use super::transport::check_url;
 use super::tree::{Node, Value};
 use super::validate::Walk;
 
-pub(super) const TELEMETRY_KEYS: [&str; 5] = [
+pub(super) const TELEMETRY_KEYS: [&str; 6] = [
     "endpoint",
+    "trace_url",
     "headers",
     "service_name",
     "sample_ratio",
@@ -37,6 +39,20 @@ impl Walk<'_> {
                     };
                     match check_url(&url) {
                         Ok(()) => telemetry.endpoint = Some(url),
+                        Err(why) => self.problem(value.pos, format!("{what} {why}"), None),
+                    }
+                }
+                "trace_url" => {
+                    let Some(url) = self.string(value, &what) else {
+                        continue;
+                    };
+                    match check_url(&url) {
+                        Ok(()) if url.contains("{trace_id}") => telemetry.trace_url = Some(url),
+                        Ok(()) => self.problem(
+                            value.pos,
+                            format!("{what} has no {{trace_id}} to put the trace's id in"),
+                            Some("e.g. \"http://127.0.0.1:16686/trace/{trace_id}\"".to_owned()),
+                        ),
                         Err(why) => self.problem(value.pos, format!("{what} {why}"), None),
                     }
                 }

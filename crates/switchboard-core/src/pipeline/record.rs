@@ -156,6 +156,10 @@ pub trait Recorder: Send + Sync {
     fn wants_arguments(&self) -> bool {
         false
     }
+
+    /// Writes the recorder's own metrics (the ledger's append time and queue), when the
+    /// gateway is scraped. The default has none.
+    fn write_metrics(&self, _out: &mut crate::metrics::Exposition) {}
 }
 
 /// Writes each call as one structured `tracing` line at debug level (target

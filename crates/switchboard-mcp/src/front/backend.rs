@@ -97,6 +97,17 @@ pub trait Backend: Send + Sync + 'static {
     /// The session ended (stdio connection closed, HTTP session deleted): drop its state.
     fn session_closed(&self, _session: &str) {}
 
+    /// A request other than `tools/call` was answered, for the metrics: its method, the
+    /// caller's agent, how long it took, and the JSON-RPC error code it was answered with.
+    fn request_answered(
+        &self,
+        _method: &str,
+        _agent: Option<&str>,
+        _elapsed: std::time::Duration,
+        _error: Option<i64>,
+    ) {
+    }
+
     /// Every server's prompts, names as exposed. Default: none.
     fn list_prompts(&self) -> BoxFuture<'_, Vec<Value>> {
         Box::pin(async { Vec::new() })

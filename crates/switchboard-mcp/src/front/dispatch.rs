@@ -174,7 +174,8 @@ impl Dispatcher {
 
     /// Like [`Self::handle`], for fronts that can deliver notifications tied to the request
     /// (needed by `subscriptions/listen`, which streams until cancelled). A traced request
-    /// runs in a SERVER span of its own (`super::span`).
+    /// runs in a SERVER span of its own (`super::span`); every request but `tools/call`
+    /// (which the pipeline measures itself) is timed for [`Backend::request_answered`].
     pub async fn handle_streaming(
         &self,
         id: RequestId,
@@ -206,133 +207,149 @@ impl Dispatcher {
         ctx: CallContext,
         notify: Option<Notifier>,
     ) -> Message {
-        // Around the request: the upstream's answer and the client's next request are what
-        // the gateway then waits for.
-        let _activity = self.busy_poll.as_ref().map(BusyPoll::activity);
-        let era = RequestEra::of(params.as_ref());
-        if era == RequestEra::Modern
-            && let Some(missing) = missing_modern_meta(params.as_ref())
-        {
-            return Message::error(
-                Some(id),
-                code::INVALID_PARAMS,
-                format!(
-                    "missing required _meta key '{missing}' for protocol version {MODERN_VERSION}"
-                ),
-            );
-        }
-        if era == RequestEra::Modern
-            && let Some(problem) = invalid_log_level(params.as_ref())
-        {
-            return Message::error(Some(id), code::INVALID_PARAMS, problem);
-        }
-        if era == RequestEra::Modern && REMOVED_IN_MODERN.contains(&method) {
-            return Message::error(
-                Some(id),
-                code::METHOD_NOT_FOUND,
-                format!(
-                    "Method not found: {method} is not part of protocol version {MODERN_VERSION}"
-                ),
-            );
-        }
-        if method == "tools/list" {
-            return self.list_tools(id, era).await;
-        }
-        if method == "tools/call" {
-            let (id, params, ctx) = match self.task_call(id, params, ctx, era).await {
-                Ok(created) => return created,
-                Err(ordinary) => ordinary,
-            };
-            return self.call_tool(id, params, ctx, era, notify.as_ref()).await;
-        }
-        let answer = match method {
-            "initialize" => Ok(self.initialize(params.as_ref())),
-            "server/discover" => Ok(self.discover()),
-            "ping" => Ok(json!({})),
-            "subscriptions/listen" => match &notify {
-                Some(notify) => Ok(self.listen(&id, params.as_ref(), &ctx, notify).await),
-                None => Err(RpcError::new(
-                    code::METHOD_NOT_FOUND,
-                    "subscriptions/listen needs a streaming transport",
-                )),
-            },
-            "logging/setLevel" => Ok(json!({})),
-            "prompts/list" => Ok(self.listed("prompts", self.backend.list_prompts().await, era)),
-            "resources/list" => {
-                Ok(self.listed("resources", self.backend.list_resources().await, era))
+        // Every request but `tools/call` (the pipeline measures its own) is timed; a `return`
+        // in the block below ends the block with the answer.
+        let timed = (method != "tools/call").then(tokio::time::Instant::now);
+        let answer = async {
+            // Around the request: the upstream's answer and the client's next request are what
+            // the gateway then waits for.
+            let _activity = self.busy_poll.as_ref().map(BusyPoll::activity);
+            let era = RequestEra::of(params.as_ref());
+            if era == RequestEra::Modern
+                && let Some(missing) = missing_modern_meta(params.as_ref())
+            {
+                return Message::error(
+                    Some(id),
+                    code::INVALID_PARAMS,
+                    format!(
+                        "missing required _meta key '{missing}' for protocol version {MODERN_VERSION}"
+                    ),
+                );
             }
-            "resources/templates/list" => Ok(self.listed(
-                "resourceTemplates",
-                self.backend.list_resource_templates().await,
-                era,
-            )),
-            "prompts/get" => match string_param(params.as_ref(), "name") {
-                Ok(name) => {
-                    let arguments = params.as_ref().and_then(|p| p.get("arguments")).cloned();
-                    let ctx = CallContext {
-                        modern: (era == RequestEra::Modern)
-                            .then(|| modern_request(params.as_ref())),
-                        ..ctx
-                    };
-                    self.backend.get_prompt(ctx, name, arguments).await
+            if era == RequestEra::Modern
+                && let Some(problem) = invalid_log_level(params.as_ref())
+            {
+                return Message::error(Some(id), code::INVALID_PARAMS, problem);
+            }
+            if era == RequestEra::Modern && REMOVED_IN_MODERN.contains(&method) {
+                return Message::error(
+                    Some(id),
+                    code::METHOD_NOT_FOUND,
+                    format!(
+                        "Method not found: {method} is not part of protocol version {MODERN_VERSION}"
+                    ),
+                );
+            }
+            if method == "tools/list" {
+                return self.list_tools(id, era).await;
+            }
+            if method == "tools/call" {
+                let (id, params, ctx) = match self.task_call(id, params, ctx, era).await {
+                    Ok(created) => return created,
+                    Err(ordinary) => ordinary,
+                };
+                return self.call_tool(id, params, ctx, era, notify.as_ref()).await;
+            }
+            let answer = match method {
+                "initialize" => Ok(self.initialize(params.as_ref())),
+                "server/discover" => Ok(self.discover()),
+                "ping" => Ok(json!({})),
+                "subscriptions/listen" => match &notify {
+                    Some(notify) => Ok(self.listen(&id, params.as_ref(), &ctx, notify).await),
+                    None => Err(RpcError::new(
+                        code::METHOD_NOT_FOUND,
+                        "subscriptions/listen needs a streaming transport",
+                    )),
+                },
+                "logging/setLevel" => Ok(json!({})),
+                "prompts/list" => Ok(self.listed("prompts", self.backend.list_prompts().await, era)),
+                "resources/list" => {
+                    Ok(self.listed("resources", self.backend.list_resources().await, era))
                 }
-                Err(error) => Err(error),
-            },
-            "resources/read" => match string_param(params.as_ref(), "uri") {
-                Ok(uri) => {
-                    let read = self.backend.read_resource(uri.clone()).await;
-                    read.map_err(|error| modern_not_found(error, &uri, era))
-                }
-                Err(error) => Err(error),
-            },
-            "resources/subscribe" | "resources/unsubscribe" => {
-                match string_param(params.as_ref(), "uri") {
-                    Ok(uri) => {
-                        self.backend
-                            .subscribe_resource(uri, method == "resources/subscribe")
-                            .await
+                "resources/templates/list" => Ok(self.listed(
+                    "resourceTemplates",
+                    self.backend.list_resource_templates().await,
+                    era,
+                )),
+                "prompts/get" => match string_param(params.as_ref(), "name") {
+                    Ok(name) => {
+                        let arguments = params.as_ref().and_then(|p| p.get("arguments")).cloned();
+                        let ctx = CallContext {
+                            modern: (era == RequestEra::Modern)
+                                .then(|| modern_request(params.as_ref())),
+                            ..ctx
+                        };
+                        self.backend.get_prompt(ctx, name, arguments).await
                     }
                     Err(error) => Err(error),
-                }
-            }
-            "completion/complete" => {
-                self.backend
-                    .complete(params.clone().unwrap_or_else(|| json!({})))
-                    .await
-            }
-            task if TASK_METHODS.contains(&task) => {
-                self.task_method(task, params.as_ref(), ctx, era).await
-            }
-            other => Err(RpcError::new(
-                code::METHOD_NOT_FOUND,
-                format!("Method not found: {other}"),
-            )),
-        };
-        match answer {
-            Ok(mut result) => {
-                if era == RequestEra::Modern
-                    && let Value::Object(map) = &mut result
-                {
-                    map.entry("resultType")
-                        .or_insert_with(|| Value::String("complete".into()));
-                    // Cacheable results carry freshness hints in the modern era (SEP-2549).
-                    if method == "resources/read" {
-                        map.entry("ttlMs").or_insert_with(|| json!(0));
-                        let scope = if self.agent.is_some() {
-                            "private"
-                        } else {
-                            "public"
-                        };
-                        map.entry("cacheScope").or_insert_with(|| json!(scope));
+                },
+                "resources/read" => match string_param(params.as_ref(), "uri") {
+                    Ok(uri) => {
+                        let read = self.backend.read_resource(uri.clone()).await;
+                        read.map_err(|error| modern_not_found(error, &uri, era))
+                    }
+                    Err(error) => Err(error),
+                },
+                "resources/subscribe" | "resources/unsubscribe" => {
+                    match string_param(params.as_ref(), "uri") {
+                        Ok(uri) => {
+                            self.backend
+                                .subscribe_resource(uri, method == "resources/subscribe")
+                                .await
+                        }
+                        Err(error) => Err(error),
                     }
                 }
-                Message::Response { id, result }
+                "completion/complete" => {
+                    self.backend
+                        .complete(params.clone().unwrap_or_else(|| json!({})))
+                        .await
+                }
+                task if TASK_METHODS.contains(&task) => {
+                    self.task_method(task, params.as_ref(), ctx, era).await
+                }
+                other => Err(RpcError::new(
+                    code::METHOD_NOT_FOUND,
+                    format!("Method not found: {other}"),
+                )),
+            };
+            match answer {
+                Ok(mut result) => {
+                    if era == RequestEra::Modern
+                        && let Value::Object(map) = &mut result
+                    {
+                        map.entry("resultType")
+                            .or_insert_with(|| Value::String("complete".into()));
+                        // Cacheable results carry freshness hints in the modern era (SEP-2549).
+                        if method == "resources/read" {
+                            map.entry("ttlMs").or_insert_with(|| json!(0));
+                            let scope = if self.agent.is_some() {
+                                "private"
+                            } else {
+                                "public"
+                            };
+                            map.entry("cacheScope").or_insert_with(|| json!(scope));
+                        }
+                    }
+                    Message::Response { id, result }
+                }
+                Err(error) => Message::Error {
+                    id: Some(id),
+                    error,
+                },
             }
-            Err(error) => Message::Error {
-                id: Some(id),
-                error,
-            },
         }
+        .await;
+        if let Some(started) = timed {
+            let error = match &answer {
+                Message::Error { error, .. } => Some(error.code),
+                _ => None,
+            };
+            let agent = self.agent.as_deref();
+            self.backend
+                .request_answered(method, agent, started.elapsed(), error);
+        }
+        answer
     }
 
     /// `subscriptions/listen`: acknowledges the accepted filter, then sends

@@ -140,40 +140,49 @@ impl Approver for Approvals {
             if let Some(modern) = ctx.modern.as_ref().filter(|m| m.elicitation) {
                 return self.ask_modern(request, modern).await;
             }
-            if let Some(caller) = ctx
-                .caller
-                .as_ref()
-                .filter(|c| c.supports("elicitation/create"))
-            {
-                let params =
-                    json!({"message": request.message(), "requestedSchema": Self::schema()});
-                let asked = caller.request("elicitation/create", params);
-                return match tokio::time::timeout(self.timeout, asked).await {
-                    Ok(Ok(answer)) => Self::read_answer(&answer, "elicitation"),
-                    Ok(Err(error)) => Decision::Denied {
-                        by: "client".to_owned(),
-                        channel: "elicitation".to_owned(),
-                        reason: format!("the client could not answer: {}", error.message),
-                    },
-                    Err(_) => Decision::Denied {
-                        by: "timeout".to_owned(),
-                        channel: "elicitation".to_owned(),
-                        reason: format!("no answer within {} s", self.timeout.as_secs()),
-                    },
-                };
-            }
-            let caller = ctx.caller.as_ref();
-            if let Some(caller) = caller {
-                caller.waiting_on(Some("waiting for an operator to approve the call"));
-            }
-            let decision = self
-                .pending
-                .ask_in_tier(request.clone(), ctx.tier.clone(), self.timeout)
-                .await;
-            if let Some(caller) = caller {
-                caller.waiting_on(None);
-            }
+            let started = tokio::time::Instant::now();
+            let decision = self.wait_for_decision(request, ctx).await;
+            self.pending.record_wait(&decision, started.elapsed());
             decision
         })
+    }
+}
+
+impl Approvals {
+    /// The client's answer through elicitation if it can, else an operator's; the call waits.
+    async fn wait_for_decision(&self, request: &ApprovalRequest, ctx: &CallContext) -> Decision {
+        if let Some(caller) = ctx
+            .caller
+            .as_ref()
+            .filter(|c| c.supports("elicitation/create"))
+        {
+            let params = json!({"message": request.message(), "requestedSchema": Self::schema()});
+            let asked = caller.request("elicitation/create", params);
+            return match tokio::time::timeout(self.timeout, asked).await {
+                Ok(Ok(answer)) => Self::read_answer(&answer, "elicitation"),
+                Ok(Err(error)) => Decision::Denied {
+                    by: "client".to_owned(),
+                    channel: "elicitation".to_owned(),
+                    reason: format!("the client could not answer: {}", error.message),
+                },
+                Err(_) => Decision::Denied {
+                    by: "timeout".to_owned(),
+                    channel: "elicitation".to_owned(),
+                    reason: format!("no answer within {} s", self.timeout.as_secs()),
+                },
+            };
+        }
+        let caller = ctx.caller.as_ref();
+        if let Some(caller) = caller {
+            caller.waiting_on(Some("waiting for an operator to approve the call"));
+        }
+        let decision = self
+            .pending
+            .ask_in_tier(request.clone(), ctx.tier.clone(), self.timeout)
+            .await;
+        if let Some(caller) = caller {
+            caller.waiting_on(None);
+        }
+        decision
     }
 }

@@ -1,7 +1,8 @@
 //! Calls waiting for an operator: listed, approved or denied through the admin endpoint and
-//! the console; and the operator's time-boxed grants ("approve this agent's calls of this
-//! tool for N minutes"), which answer later calls without asking anyone. Every change of the
-//! queue bumps a version that the console's live page follows.
+//! the console; the operator's time-boxed grants ("approve this agent's calls of this tool
+//! for N minutes"), which answer later calls without asking anyone; and how long approval
+//! decisions took (the metrics' approval wait, whoever decided). Every change of the queue
+//! bumps a version that the console's live page follows.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
@@ -10,6 +11,7 @@ use std::time::{Duration, SystemTime};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use switchboard_core::approval::{ApprovalRequest, Decision};
+use switchboard_core::metrics::{Histogram, HistogramSnapshot};
 use tokio::sync::{oneshot, watch};
 
 /// One call waiting for an operator, as `switchboard approvals list` shows it.
@@ -63,6 +65,8 @@ pub struct PendingApprovals {
     grants: Mutex<HashMap<(Option<String>, String), Granted>>,
     /// Bumped whenever a call joins or leaves the queue, or a grant is made.
     changes: watch::Sender<u64>,
+    /// Time to a decision: approved, denied.
+    waited: [Histogram; 2],
 }
 
 impl Default for PendingApprovals {
@@ -71,6 +75,7 @@ impl Default for PendingApprovals {
             waiting: Mutex::default(),
             grants: Mutex::default(),
             changes: watch::Sender::new(0),
+            waited: Default::default(),
         }
     }
 }
@@ -124,6 +129,34 @@ impl PendingApprovals {
                 reason: format!("no operator answered within {} s", timeout.as_secs()),
             },
         }
+    }
+
+    /// Calls waiting now.
+    pub fn len(&self) -> usize {
+        self.waiting.lock().map_or(0, |waiting| waiting.len())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Counts how long a call waited for `decision` (an `input_required` one waited for
+    /// nothing and is not counted).
+    pub(crate) fn record_wait(&self, decision: &Decision, waited: Duration) {
+        let slot = match decision {
+            Decision::Approved { .. } => 0,
+            Decision::Denied { .. } => 1,
+            Decision::InputRequired { .. } => return,
+        };
+        self.waited[slot].observe(waited);
+    }
+
+    /// The waits by decision, for the metrics.
+    pub(crate) fn waits(&self) -> [(&'static str, HistogramSnapshot); 2] {
+        [
+            ("approved", self.waited[0].snapshot()),
+            ("denied", self.waited[1].snapshot()),
+        ]
     }
 
     /// Takes a request out of the queue (it is no longer waited for).

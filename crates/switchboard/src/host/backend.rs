@@ -181,6 +181,18 @@ impl Backend for Host {
         self.inner.tasks.close_session(session);
     }
 
+    fn request_answered(
+        &self,
+        method: &str,
+        agent: Option<&str>,
+        elapsed: Duration,
+        error: Option<i64>,
+    ) {
+        self.inner
+            .metrics
+            .record_request(method, agent, elapsed, error);
+    }
+
     fn list_prompts(&self) -> BoxFuture<'_, Vec<Value>> {
         Box::pin(async move {
             self.wait_for_startup().await;

@@ -189,6 +189,8 @@ pub(crate) struct Inner {
     /// Measured latency, tier placements, deadlines, retries, hedging and the result cache.
     pub(crate) latency: Arc<LatencyBudget>,
     pub(crate) pipeline: Pipeline,
+    /// What `/metrics` reports (the pipeline's recorder and the latency layer count into it).
+    pub(crate) metrics: Arc<crate::metrics::GatewayMetrics>,
     pub(crate) options: HostOptions,
     /// The server manager, set once the Host runs (its built-in provider holds the slot).
     pub(crate) manager: crate::manager::ManagerSlot,
@@ -236,6 +238,12 @@ impl Host {
                 }
             });
             let (resource_updates, _) = tokio::sync::broadcast::channel(256);
+            let metrics = Arc::new(crate::metrics::GatewayMetrics::default());
+            metrics.set_agents(options.agents.keys());
+            let recorder = Arc::new(crate::metrics::MetricsRecorder {
+                inner: options.recorder.clone(),
+                metrics: metrics.clone(),
+            });
             Inner {
                 resource_updates,
                 fleet: ArcSwap::from_pointee(Fleet { members }),
@@ -259,10 +267,11 @@ impl Host {
                 started: std::sync::atomic::AtomicBool::new(false),
                 latency,
                 pipeline: Pipeline::governed(
-                    options.recorder.clone(),
+                    recorder,
                     Arc::new(SystemClock),
                     options.governance.clone(),
                 ),
+                metrics,
                 options,
                 manager,
             }
@@ -614,6 +623,7 @@ impl UpstreamDirectory for CallRoute<'_> {
             budget: self.inner.latency.clone(),
             tier: self.tier,
             lease: Some(lease),
+            metrics: Some(self.inner.metrics.clone()),
         }))
     }
 }

@@ -11,7 +11,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -45,6 +45,10 @@ impl Slot {
 pub struct ResultCache {
     slots: Mutex<HashMap<String, Arc<Slot>>>,
     capacity: usize,
+    /// Calls answered from a slot (filled or in flight), and calls that ran (the metrics'
+    /// hits and misses).
+    hits: AtomicU64,
+    misses: AtomicU64,
 }
 
 impl Default for ResultCache {
@@ -102,6 +106,8 @@ impl ResultCache {
         Self {
             slots: Mutex::default(),
             capacity: capacity.max(1),
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
         }
     }
 
@@ -112,6 +118,14 @@ impl ResultCache {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Calls answered from the cache, and calls that went upstream, since the start.
+    pub fn counts(&self) -> (u64, u64) {
+        (
+            self.hits.load(Ordering::Relaxed),
+            self.misses.load(Ordering::Relaxed),
+        )
     }
 
     /// Drops every entry of `server`'s tools: its answers came from settings or a process
@@ -142,6 +156,7 @@ impl ResultCache {
         Fut: Future<Output = Answer>,
     {
         let Some(slot) = self.slot(&key, ttl, now()) else {
+            self.misses.fetch_add(1, Ordering::Relaxed);
             return run().await;
         };
         let ran_here = AtomicBool::new(false);
@@ -160,8 +175,10 @@ impl ResultCache {
             self.forget(&key, &slot);
         }
         if ran_here.load(Ordering::Relaxed) {
+            self.misses.fetch_add(1, Ordering::Relaxed);
             return answer;
         }
+        self.hits.fetch_add(1, Ordering::Relaxed);
         answer.map(|outcome| mark_hit(outcome, slot.filled.get().copied(), answered_at))
     }
 

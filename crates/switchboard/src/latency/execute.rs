@@ -10,7 +10,8 @@
 //!    backoff and jitter, within the deadline and a 10% extra-request budget;
 //! 5. hedging, for idempotent tools with enough samples: a second request after the p95, the
 //!    first answer wins, within a 5% budget;
-//! 6. measure: every attempt's latency and outcome goes into the book.
+//! 6. measure: every attempt's latency and outcome goes into the book, and into the
+//!    gateway's metrics (`mcp_client_operation_duration_seconds`).
 //!
 //! A passed deadline drops the attempt's future, which cancels it upstream
 //! (`notifications/cancelled`); the caller gets a timeout error naming the deadline.
@@ -40,6 +41,8 @@ pub struct BudgetedUpstream {
     /// The call's hold on the server's connection: a removed or replaced server's
     /// connection stays open until its leases are gone (or its drain time is up).
     pub(crate) lease: Option<crate::fleet::Lease>,
+    /// Where each attempt is counted for `/metrics` (none: not counted).
+    pub(crate) metrics: Option<Arc<crate::metrics::GatewayMetrics>>,
 }
 
 type Answer = Result<ToolOutcome, UpstreamError>;
@@ -218,6 +221,10 @@ impl<'a> Attempts<'a> {
         };
         if let Some(sample) = sample {
             budget.record(self.key, sample);
+        }
+        if let Some(metrics) = &self.upstream.metrics {
+            let server = self.upstream.server.as_str();
+            metrics.record_attempt(server, self.tool, ctx.agent.as_deref(), &answer, elapsed);
         }
         answer
     }

@@ -93,6 +93,7 @@ async fn run(
         budget: budget(),
         tier: None,
         lease: None,
+        metrics: None,
     };
     let answer = upstream
         .call_tool(tool, Map::new(), &CallContext::default())
@@ -153,6 +154,7 @@ async fn retries_of_a_failing_server_stay_within_ten_percent_extra() {
         budget: budget(),
         tier: None,
         lease: None,
+        metrics: None,
     };
     let requests = 50;
     for _ in 0..requests {

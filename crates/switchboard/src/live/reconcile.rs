@@ -288,12 +288,14 @@ impl Host {
     fn adopt_settings(&self, config: &Config, previous: Option<&Config>) -> bool {
         let views_changed = previous.is_none_or(|old| views_inputs(old) != views_inputs(config));
         if views_changed {
+            let agents = crate::assemble::agent_profiles(config);
+            self.inner.metrics.set_agents(agents.keys());
             self.inner.settings.store(Arc::new(Settings {
                 naming: NamingRules {
                     separator: config.gateway.separator.clone(),
                     aliases: config.aliases.clone(),
                 },
-                agents: crate::assemble::agent_profiles(config),
+                agents,
                 exposure: config.gateway.exposure,
             }));
         }
