@@ -275,6 +275,63 @@ async fn http_tokens_decide_the_agent() {
         "list",
     ]);
     assert_eq!(names(&python), ["fx__echo"]);
+
+    // Tokens listed by id, revoked and created while the gateway runs: it follows the file
+    // within a second, no restart.
+    let list = run_switchboard(&config, &["token", "list", "--json"]);
+    let listed_tokens: Vec<serde_json::Value> = String::from_utf8_lossy(&list.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("json line"))
+        .collect();
+    assert_eq!(listed_tokens.len(), 2, "{listed_tokens:?}");
+    assert!(
+        !String::from_utf8_lossy(&list.stdout).contains(&reader),
+        "ids, never tokens"
+    );
+    let reader_id = listed_tokens
+        .iter()
+        .find(|token| token["agent"] == "reader")
+        .and_then(|token| token["id"].as_str())
+        .expect("reader's token")
+        .to_owned();
+    let revoke = run_switchboard(&config, &["token", "revoke", &reader_id[..8]]);
+    assert!(
+        revoke.status.success(),
+        "{}",
+        String::from_utf8_lossy(&revoke.stderr)
+    );
+    let late = create("reader");
+    let refused = wait_for_async(std::time::Duration::from_secs(3), || async {
+        let (status, _, _) = post(&gateway.url, Some(&reader), modern_list()).await;
+        (status == 401).then_some(())
+    })
+    .await;
+    assert!(
+        refused.is_some(),
+        "a revoked token is refused within seconds"
+    );
+    let (status, body, _) = post(&gateway.url, Some(&late), modern_list()).await;
+    assert_eq!((status, listed(&body)), (200, vec!["fx__echo".to_owned()]));
+    let (status, _, _) = post(&gateway.url, Some(&all), modern_list()).await;
+    assert_eq!(status, 200, "the other token still works");
+    let unknown = run_switchboard(&config, &["token", "revoke", "ffffffff"]);
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("no token in the token file"));
+}
+
+/// Polls the async `check` until it returns `Some`, or gives up after `limit`.
+async fn wait_for_async<T, F, Fut>(limit: std::time::Duration, mut check: F) -> Option<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let until = std::time::Instant::now() + limit;
+    while std::time::Instant::now() < until {
+        if let Some(found) = check().await {
+            return Some(found);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    None
 }
 
 #[test]

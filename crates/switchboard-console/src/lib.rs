@@ -123,6 +123,11 @@ impl Console {
             .route("/console/audit/verify", post(pages::audit::verify))
             .route("/console/audit/{id}", get(pages::audit::detail))
             .route("/console/agents", get(pages::agents::page))
+            .route(
+                "/console/agents/{agent}/tokens",
+                post(pages::tokens::create),
+            )
+            .route("/console/tokens/{id}/revoke", post(pages::tokens::revoke))
             .route("/console/sign-out", post(auth::sign_out))
             .route_layer(axum::middleware::from_fn_with_state(
                 self.clone(),

@@ -305,3 +305,41 @@ async fn the_audit_pages_through_the_ledger_with_its_older_link() {
         "down to the first row: {second}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokens_are_made_and_revoked_from_the_agents_page() {
+    let gateway = Gateway::start().await;
+    let browser = gateway.signed_in().await;
+    let made = browser.post_form("/console/agents/npc/tokens", &[]).await;
+    assert_eq!(made.status(), 200);
+    let made = made.text().await.expect("body");
+    let token = made
+        .split("<pre class=\"token\">")
+        .nth(1)
+        .and_then(|rest| rest.split('<').next())
+        .expect("the token, shown once")
+        .to_owned();
+    assert!(token.starts_with("sbt_"), "{made}");
+    let stored = std::fs::read_to_string(gateway.dir.path().join("tokens.json")).expect("file");
+    assert!(!stored.contains(&token), "only its hash is kept");
+    let file: serde_json::Value = serde_json::from_str(&stored).expect("json");
+    let hash = file["tokens"][0]["hash"].as_str().expect("hash").to_owned();
+    assert!(switchboard::tokens::matches(&hash, &token));
+    let id = switchboard::tokens::token_id(&hash);
+    let page = browser.page("/console/agents").await;
+    assert!(page.contains(&format!("data-token=\"{id}\"")), "{page}");
+    assert!(!page.contains(&token), "the list shows ids, never tokens");
+    let unknown = browser.post_form("/console/agents/ghost/tokens", &[]).await;
+    assert_eq!(unknown.status(), 404);
+    let revoked = browser
+        .post_form(&format!("/console/tokens/{id}/revoke"), &[])
+        .await;
+    assert_eq!(revoked.status(), 303);
+    let file = switchboard::tokens::TokenFile::load(&gateway.dir.path().join("tokens.json"))
+        .expect("file");
+    assert!(file.tokens.is_empty(), "{file:?}");
+    let again = browser
+        .post_form(&format!("/console/tokens/{id}/revoke"), &[])
+        .await;
+    assert_eq!(again.status(), 404);
+}

@@ -1,8 +1,15 @@
 //! Bearer tokens of agents, stored as salted SHA-256 hashes (`sha256$<salt>$<hash>`), in the
 //! config (`[agents.X] tokens = [...]`) or in a token file that `switchboard token create`
-//! appends to. A token is shown once, when it is created; only its hash is kept.
+//! appends to and `switchboard token revoke` (or the console) removes from. A token is shown
+//! once, when it is created; only its hash is kept, named by an id (the first digits of its
+//! salt). [`LiveTokens`] keeps a running gateway in step with the token file.
 
-use std::path::Path;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use arc_swap::ArcSwap;
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -17,6 +24,24 @@ pub struct StoredToken {
     /// When it was created (RFC 3339), for operators.
     #[serde(default)]
     pub created: Option<String>,
+}
+
+impl StoredToken {
+    /// The token's name for operators: the first 12 hex digits of its salt (not secret,
+    /// and says nothing of the token).
+    pub fn id(&self) -> String {
+        token_id(&self.hash)
+    }
+}
+
+/// The id of a stored hash (see [`StoredToken::id`]).
+pub fn token_id(hash: &str) -> String {
+    hash.split('$')
+        .nth(1)
+        .unwrap_or("")
+        .chars()
+        .take(12)
+        .collect()
 }
 
 /// The token file.
@@ -107,6 +132,28 @@ impl TokenFile {
         crate::private_file::write(path, text.as_bytes())
             .map_err(|error| format!("cannot write {}: {error}", path.display()))
     }
+
+    /// Removes the one token whose id starts with `id` (at least 4 digits), and returns it.
+    pub fn revoke(&mut self, id: &str) -> Result<StoredToken, String> {
+        if id.len() < 4 {
+            return Err(format!(
+                "'{id}' is too short to name a token: give at least 4 digits of its id"
+            ));
+        }
+        let found: Vec<usize> = (0..self.tokens.len())
+            .filter(|at| self.tokens[*at].id().starts_with(id))
+            .collect();
+        match found.as_slice() {
+            [at] => Ok(self.tokens.remove(*at)),
+            [] => Err(format!(
+                "no token in the token file has an id starting '{id}'"
+            )),
+            _ => Err(format!(
+                "{} tokens have ids starting '{id}': give more digits",
+                found.len()
+            )),
+        }
+    }
 }
 
 impl TokenStore {
@@ -128,9 +175,172 @@ impl Authenticator for TokenStore {
     }
 }
 
+/// How often a running gateway looks whether the token file changed.
+pub const RECHECK: Duration = Duration::from_millis(500);
+
+/// The tokens a running gateway accepts, in step with the token file: at most every
+/// [`RECHECK`] the file's change time, size and inode are looked at, and a changed file is
+/// read again — a token created or revoked (`switchboard token`, the console) takes effect
+/// within a second, without a restart. The config's own tokens stay as the gateway started
+/// with them. A file that cannot be read or parsed keeps the tokens last read (and says why
+/// in the log); tokens of agents the config does not define are ignored.
+pub struct LiveTokens {
+    fixed: Vec<StoredToken>,
+    file: Option<PathBuf>,
+    agents: BTreeSet<String>,
+    store: ArcSwap<TokenStore>,
+    /// When the file is looked at next, and what it looked like last time.
+    check: Mutex<(Instant, Option<FileStamp>)>,
+}
+
+/// What tells a rewritten file from the one read: change time, size, inode.
+type FileStamp = (SystemTime, u64, u64);
+
+impl std::fmt::Debug for LiveTokens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LiveTokens")
+            .field("file", &self.file)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LiveTokens {
+    /// The config's tokens (`fixed`) and those of `file` for `agents`; an error when the
+    /// file exists and cannot be read (a gateway should not start with tokens missing).
+    pub fn load(
+        fixed: Vec<StoredToken>,
+        file: Option<PathBuf>,
+        agents: BTreeSet<String>,
+    ) -> Result<Self, String> {
+        let stamp = file.as_deref().and_then(stamp_of);
+        let from_file = match &file {
+            Some(path) => TokenFile::load(path)?.tokens,
+            None => Vec::new(),
+        };
+        let live = Self {
+            store: ArcSwap::from_pointee(TokenStore::new(Vec::new())),
+            fixed,
+            file,
+            agents,
+            check: Mutex::new((Instant::now() + RECHECK, stamp)),
+        };
+        live.store.store(Arc::new(live.combined(from_file)));
+        Ok(live)
+    }
+
+    /// The tokens accepted now.
+    pub fn current(&self) -> Arc<TokenStore> {
+        self.refresh();
+        self.store.load_full()
+    }
+
+    /// Reads the file again if it changed and the last look is [`RECHECK`] old. Whoever
+    /// finds another caller looking goes on with the tokens as they are.
+    fn refresh(&self) {
+        let Some(path) = &self.file else { return };
+        let Ok(mut check) = self.check.try_lock() else {
+            return;
+        };
+        let now = Instant::now();
+        if now < check.0 {
+            return;
+        }
+        check.0 = now + RECHECK;
+        let stamp = stamp_of(path);
+        if stamp == check.1 {
+            return;
+        }
+        match TokenFile::load(path) {
+            Ok(file) => {
+                check.1 = stamp;
+                self.store.store(Arc::new(self.combined(file.tokens)));
+                tracing::info!("token file {} changed: tokens read again", path.display());
+            }
+            Err(error) => tracing::warn!("{error}; the tokens read before stay in force"),
+        }
+    }
+
+    fn combined(&self, from_file: Vec<StoredToken>) -> TokenStore {
+        let mut tokens = self.fixed.clone();
+        for token in from_file {
+            if self.agents.contains(&token.agent) {
+                tokens.push(token);
+            } else {
+                tracing::warn!(
+                    "ignoring a token of agent '{}', which the config does not define",
+                    token.agent
+                );
+            }
+        }
+        TokenStore::new(tokens)
+    }
+}
+
+fn stamp_of(path: &Path) -> Option<FileStamp> {
+    use std::os::unix::fs::MetadataExt;
+    let metadata = std::fs::metadata(path).ok()?;
+    Some((metadata.modified().ok()?, metadata.len(), metadata.ino()))
+}
+
+impl Authenticator for LiveTokens {
+    fn agent_for(&self, token: &str) -> Option<String> {
+        self.current().agent_for(token)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_token_is_revoked_by_a_unique_prefix_of_its_id() {
+        let (_, first) = new_token("a");
+        let (_, second) = new_token("b");
+        let mut file = TokenFile {
+            tokens: vec![first.clone(), second.clone()],
+        };
+        assert!(file.revoke("ab").is_err_and(|e| e.contains("too short")));
+        assert!(file.revoke("zzzz").is_err_and(|e| e.contains("no token")));
+        let revoked = file.revoke(&first.id()[..6]).expect("revoked");
+        assert_eq!(revoked, first);
+        assert_eq!(file.tokens, [second]);
+    }
+
+    #[test]
+    fn live_tokens_follow_the_token_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("tokens.json");
+        let (kept, kept_stored) = new_token("npc");
+        let (stranger, stranger_stored) = new_token("ghost");
+        TokenFile {
+            tokens: vec![kept_stored.clone(), stranger_stored],
+        }
+        .save(&path)
+        .expect("save");
+        let agents = BTreeSet::from(["npc".to_owned()]);
+        let live = LiveTokens::load(Vec::new(), Some(path.clone()), agents).expect("load");
+        assert_eq!(live.agent_for(&kept).as_deref(), Some("npc"));
+        assert_eq!(
+            live.agent_for(&stranger),
+            None,
+            "not an agent of the config"
+        );
+        let (added, added_stored) = new_token("npc");
+        let mut file = TokenFile::load(&path).expect("load");
+        file.revoke(&kept_stored.id()).expect("revoke");
+        file.tokens.push(added_stored);
+        file.save(&path).expect("save");
+        std::thread::sleep(RECHECK + Duration::from_millis(50));
+        assert_eq!(live.agent_for(&kept), None, "revoked");
+        assert_eq!(live.agent_for(&added).as_deref(), Some("npc"), "created");
+        std::fs::write(&path, "not json").expect("write");
+        std::thread::sleep(RECHECK + Duration::from_millis(50));
+        assert_eq!(
+            live.agent_for(&added).as_deref(),
+            Some("npc"),
+            "a broken file keeps the tokens read before"
+        );
+    }
 
     #[test]
     fn tokens_match_only_their_salted_hash() {

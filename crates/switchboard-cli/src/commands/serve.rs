@@ -148,8 +148,12 @@ pub async fn run(config: Option<&Path>, args: ServeArgs) -> anyhow::Result<ExitC
     super::check_agent(&config, args.agent.as_deref())?;
     let max_message_bytes = config.gateway.max_message_bytes;
     let ledger = super::audit::open_ledger(&config)?;
-    let tokens = super::token::token_store(&config)?;
-    let auth: Option<Arc<dyn Authenticator>> = if tokens.is_empty() || !config.auth.tokens {
+    // Tokens are required when there are some at start; from then on the token file is
+    // followed (created and revoked tokens take effect within a second), and revoking the
+    // last one never opens the endpoint.
+    let tokens = super::token::live_tokens(&config)?;
+    let auth: Option<Arc<dyn Authenticator>> = if tokens.current().is_empty() || !config.auth.tokens
+    {
         None
     } else {
         Some(Arc::new(tokens))

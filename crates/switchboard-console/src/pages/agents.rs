@@ -18,7 +18,7 @@ use crate::time::now_ms;
 
 const DAY_MS: i64 = 86_400_000;
 
-/// A token as the page lists it: whose, when made, and the first digits of its salt.
+/// A token as the page lists it: whose, when made, and its id (the first digits of its salt).
 struct TokenLine {
     agent: String,
     created: Option<String>,
@@ -27,14 +27,7 @@ struct TokenLine {
 }
 
 fn tokens(config: &Config, token_file: Option<&std::path::Path>) -> Vec<TokenLine> {
-    let short = |hash: &str| {
-        hash.split('$')
-            .nth(1)
-            .unwrap_or("")
-            .chars()
-            .take(8)
-            .collect()
-    };
+    let short = switchboard::tokens::token_id;
     let mut lines: Vec<TokenLine> = config
         .agents
         .iter()
@@ -151,13 +144,27 @@ pub(crate) async fn page(
                 }
             }
             h2 { "Tokens" }
-            p class="hint" { "Only salted hashes are kept; a token is shown once, when " code { "switchboard token create AGENT" } " makes it. The running gateway reads the token file when it starts." }
+            p class="hint" { "Only salted hashes are kept; a token is shown once, when it is made (here, or by " code { "switchboard token create AGENT" } "). A gateway that started with tokens follows the token file within a second: a revoked token is refused, a new one accepted." }
+            @if console.shared.token_file.is_some() && !config.agents.is_empty() {
+                div class="new-tokens" { @for name in config.agents.keys() {
+                    form method="post" action=(format!("/console/agents/{name}/tokens")) {
+                        (layout::csrf_field(&session))
+                        button type="submit" { "New token for " (name) }
+                    }
+                } }
+            }
             @if tokens.is_empty() { p class="empty" { "No tokens." } } @else {
                 table class="tokens" {
-                    thead { tr { th { "Agent" } th { "Salt" } th { "Created" } th { "Kept in" } } }
-                    tbody { @for token in &tokens { tr {
+                    thead { tr { th { "Agent" } th { "Id" } th { "Created" } th { "Kept in" } th { "" } } }
+                    tbody { @for token in &tokens { tr data-token=(token.id) {
                         td { (token.agent) } td { code { (token.id) } }
                         td { (token.created.as_deref().unwrap_or("—")) } td { (token.source) }
+                        td { @if token.source == "token file" {
+                            form method="post" action=(format!("/console/tokens/{}/revoke", token.id)) {
+                                (layout::csrf_field(&session))
+                                button type="submit" class="danger" { "Revoke" }
+                            }
+                        } }
                     } } }
                 }
             }

@@ -6,6 +6,7 @@ pub(crate) mod agents;
 pub(crate) mod approvals;
 pub(crate) mod audit;
 pub(crate) mod servers;
+pub(crate) mod tokens;
 pub(crate) mod tools;
 
 use axum::http::{HeaderMap, StatusCode, header};

@@ -1,0 +1,74 @@
+//! Agents' bearer tokens from the console: `POST /console/agents/{agent}/tokens` makes one and
+//! shows it this once (only its salted hash is kept, in the token file), and
+//! `POST /console/tokens/{id}/revoke` removes one from the token file. A gateway that started
+//! with tokens follows the file within a second (`switchboard::tokens::LiveTokens`); one that
+//! started without any needs a restart before it asks for tokens at all, and the page says so.
+
+use axum::extract::{Extension, Path, State};
+use axum::http::HeaderMap;
+use axum::response::Response;
+use maud::{Markup, html};
+use switchboard::tokens::{TokenFile, new_token};
+
+use super::done;
+use crate::Console;
+use crate::auth::Session;
+use crate::error::ConsoleError;
+use crate::layout;
+
+fn token_file(console: &Console) -> Result<&std::path::Path, ConsoleError> {
+    console.shared.token_file.as_deref().ok_or_else(|| {
+        ConsoleError::Invalid("this gateway has no token file (gateway.token_file)".to_owned())
+    })
+}
+
+/// Makes a token for `agent` and shows it once.
+pub(crate) async fn create(
+    State(console): State<Console>,
+    Extension(session): Extension<Session>,
+    Path(agent): Path<String>,
+) -> Result<Markup, ConsoleError> {
+    let known = console
+        .shared
+        .host
+        .config()
+        .is_some_and(|config| config.agents.contains_key(&agent));
+    if !known {
+        return Err(ConsoleError::NotFound(format!(
+            "the configuration defines no agent '{agent}'"
+        )));
+    }
+    let path = token_file(&console)?;
+    let mut file = TokenFile::load(path).map_err(ConsoleError::Invalid)?;
+    let (token, stored) = new_token(&agent);
+    let id = stored.id();
+    file.tokens.push(stored);
+    file.save(path).map_err(ConsoleError::Invalid)?;
+    tracing::info!(agent, id, operator = %session.operator, "console: token created");
+    Ok(layout::page(
+        &session,
+        "/console/agents",
+        &format!("A new token for {agent}"),
+        html! {
+            p { "Copy it now: it is shown only this once. Its id is " code { (id) } "." }
+            pre class="token" { (token) }
+            p class="hint" { "A gateway that started with tokens accepts it within a second; one that started without any asks for none until it restarts." }
+            p { a href="/console/agents" { "← Back to the agents" } }
+        },
+    ))
+}
+
+/// Revokes the token with this id.
+pub(crate) async fn revoke(
+    State(console): State<Console>,
+    Extension(session): Extension<Session>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, ConsoleError> {
+    let path = token_file(&console)?;
+    let mut file = TokenFile::load(path).map_err(ConsoleError::Invalid)?;
+    let revoked = file.revoke(&id).map_err(ConsoleError::NotFound)?;
+    file.save(path).map_err(ConsoleError::Invalid)?;
+    tracing::info!(agent = revoked.agent, id, operator = %session.operator, "console: token revoked");
+    Ok(done(&headers, "/console/agents"))
+}
