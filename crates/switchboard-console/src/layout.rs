@@ -1,18 +1,20 @@
 //! The page shell every console page shares: the head (the console's own stylesheet and
 //! script, the session's CSRF token in a `meta` for the script's requests), the navigation
-//! between the five pages, who is signed in, and the sign-out button.
+//! between the pages, who is signed in, and the sign-out button.
 
 use maud::{DOCTYPE, Markup, html};
 
 use crate::auth::Session;
 
-/// The five pages, in the navigation's order: (path, title).
-const PAGES: [(&str, &str); 5] = [
+/// The pages, in the navigation's order: (path, title).
+const PAGES: [(&str, &str); 7] = [
     ("/console/approvals", "Approvals"),
     ("/console/servers", "Servers"),
     ("/console/tools", "Tools"),
     ("/console/audit", "Audit"),
     ("/console/agents", "Agents"),
+    ("/console/operations", "Operations"),
+    ("/console/tasks", "Tasks"),
 ];
 
 /// A page for a signed-in operator; `current` is its path in [`PAGES`].
@@ -73,6 +75,16 @@ fn head(title: &str, session: Option<&Session>) -> Markup {
 /// The hidden field that carries the session's CSRF token in a form.
 pub(crate) fn csrf_field(session: &Session) -> Markup {
     html! { input type="hidden" name="_csrf" value=(session.csrf); }
+}
+
+/// A form that is one button: a POST to `action` with the session's CSRF token.
+pub(crate) fn danger_button(session: &Session, action: &str, label: &str) -> Markup {
+    html! {
+        form method="post" action=(action) {
+            (csrf_field(session))
+            button type="submit" class="danger" { (label) }
+        }
+    }
 }
 
 /// A milliseconds figure as the tables show it.

@@ -123,6 +123,13 @@ impl Console {
             .route("/console/audit/verify", post(pages::audit::verify))
             .route("/console/audit/{id}", get(pages::audit::detail))
             .route("/console/agents", get(pages::agents::page))
+            .route("/console/operations", get(pages::work::operations))
+            .route(
+                "/console/operations/{id}/cancel",
+                post(pages::work::cancel_operation),
+            )
+            .route("/console/tasks", get(pages::work::tasks))
+            .route("/console/tasks/{id}/cancel", post(pages::work::cancel_task))
             .route(
                 "/console/agents/{agent}/tokens",
                 post(pages::tokens::create),

@@ -343,3 +343,61 @@ async fn tokens_are_made_and_revoked_from_the_agents_page() {
         .await;
     assert_eq!(again.status(), 404);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tasks_are_listed_and_cancelled_and_the_operations_page_renders() {
+    let gateway = Gateway::start().await;
+    let browser = gateway.signed_in().await;
+    let ctx = switchboard_core::CallContext {
+        session: Some("s-console".into()),
+        ..Default::default()
+    };
+    let call = switchboard_core::ToolCall {
+        name: "fx__sleep".into(),
+        arguments: args(json!({"ms": 30_000}))
+            .as_object()
+            .cloned()
+            .unwrap_or_default(),
+    };
+    let started = gateway
+        .host
+        .start_task(ctx, call, Some(std::time::Duration::from_secs(60)))
+        .await
+        .expect("a task");
+    let page = browser.page("/console/tasks").await;
+    let row = row_of(&page, &format!("data-task=\"{}\"", started.id));
+    assert!(
+        row.contains("fx__sleep") && row.contains("s-console"),
+        "{row}"
+    );
+    assert!(
+        row.contains("/cancel"),
+        "an open task can be cancelled: {row}"
+    );
+    let cancelled = browser
+        .post_form(&format!("/console/tasks/{}/cancel", started.id), &[])
+        .await;
+    assert_eq!(cancelled.status(), 303);
+    let tasks = gateway.host.operator_tasks();
+    let (_, _, view) = tasks
+        .iter()
+        .find(|(_, _, view)| view.id == started.id)
+        .expect("still held");
+    assert_eq!(view.status.as_str(), "cancelled");
+    assert!(
+        view.status_message
+            .as_deref()
+            .is_some_and(|message| message.contains("operator")),
+        "{view:?}"
+    );
+    let again = browser
+        .post_form(&format!("/console/tasks/{}/cancel", started.id), &[])
+        .await;
+    assert_eq!(again.status(), 404, "a cancelled task stays cancelled");
+    let operations = browser.page("/console/operations").await;
+    assert!(operations.contains("No operations yet."), "{operations}");
+    assert!(
+        operations.contains("href=\"/console/tasks\""),
+        "in the navigation"
+    );
+}

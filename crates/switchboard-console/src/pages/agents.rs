@@ -160,10 +160,7 @@ pub(crate) async fn page(
                         td { (token.agent) } td { code { (token.id) } }
                         td { (token.created.as_deref().unwrap_or("—")) } td { (token.source) }
                         td { @if token.source == "token file" {
-                            form method="post" action=(format!("/console/tokens/{}/revoke", token.id)) {
-                                (layout::csrf_field(&session))
-                                button type="submit" class="danger" { "Revoke" }
-                            }
+                            (layout::danger_button(&session, &format!("/console/tokens/{}/revoke", token.id), "Revoke"))
                         } }
                     } } }
                 }

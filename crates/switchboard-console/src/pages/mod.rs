@@ -8,6 +8,7 @@ pub(crate) mod audit;
 pub(crate) mod servers;
 pub(crate) mod tokens;
 pub(crate) mod tools;
+pub(crate) mod work;
 
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};

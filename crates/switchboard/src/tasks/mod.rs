@@ -293,6 +293,41 @@ impl Host {
         Ok(task.summary())
     }
 
+    /// Every task the gateway holds, newest first, with its owner and tool: what an
+    /// operator sees (the console), whoever started them.
+    pub fn operator_tasks(&self) -> Vec<(TaskOwner, String, TaskView)> {
+        self.inner
+            .tasks
+            .all()
+            .iter()
+            .map(|task| (task.owner.clone(), task.tool.clone(), task.summary()))
+            .collect()
+    }
+
+    /// An operator cancels a task, whoever started it: its call is cancelled upstream and the
+    /// task ends `cancelled`, saying by whom.
+    pub fn cancel_task_as_operator(&self, id: &str, by: &str) -> Result<TaskView, TaskError> {
+        let task = self
+            .inner
+            .tasks
+            .all()
+            .into_iter()
+            .find(|task| task.id == id)
+            .ok_or_else(|| TaskError::UnknownTask(id.to_owned()))?;
+        if !task.finish(
+            None,
+            TaskStatus::Cancelled,
+            Some(format!("cancelled by an operator ({by})")),
+        ) {
+            return Err(TaskError::Terminal(
+                task.id.clone(),
+                task.summary().status.as_str(),
+            ));
+        }
+        task.cancel.cancel();
+        Ok(task.summary())
+    }
+
     /// The caller's tasks, newest first.
     pub fn list_tasks(&self, owner: &TaskOwner) -> Vec<TaskView> {
         self.inner

@@ -428,6 +428,14 @@ impl TaskStore {
         tasks
     }
 
+    /// Every task, newest first: the operator's view (the console).
+    pub fn all(&self) -> Vec<Arc<Task>> {
+        self.sweep();
+        let mut tasks: Vec<Arc<Task>> = self.map().values().cloned().collect();
+        tasks.sort_by(|a, b| b.created.cmp(&a.created).then(b.id.cmp(&a.id)));
+        tasks
+    }
+
     /// Forgets a task (one that never became the client's: its call answered at once).
     pub fn remove(&self, id: &str) {
         self.map().remove(id);
