@@ -121,6 +121,7 @@ impl Console {
             .route("/console/audit", get(pages::audit::page))
             .route("/console/audit/export.jsonl", get(pages::audit::export))
             .route("/console/audit/verify", post(pages::audit::verify))
+            .route("/console/audit/verify/live", get(pages::audit::verify_live))
             .route("/console/audit/{id}", get(pages::audit::detail))
             .route("/console/agents", get(pages::agents::page))
             .route("/console/operations", get(pages::work::operations))

@@ -4,7 +4,9 @@
 //    HTML each "queue" event carries (rendered and escaped by the server);
 //  - countdowns (data-deadline) and waiting times (data-since) tick every second;
 //  - forms marked data-live are sent with fetch, carrying the session's CSRF token in the
-//    x-csrf-token header, so the page stays where it is and the live section updates.
+//    x-csrf-token header, so the page stays where it is and the live section updates;
+//  - the audit page's "Verify chain" follows the walk's progress (data-verify-live) and
+//    shows the verdict in place.
 "use strict";
 
 (function () {
@@ -98,9 +100,42 @@
       });
   }
 
+  function verify(form) {
+    var box = document.getElementById("verify-progress");
+    if (!box || typeof EventSource === "undefined") return false;
+    var bar = box.querySelector("progress");
+    var count = box.querySelector(".count");
+    var button = form.querySelector("button");
+    box.hidden = false;
+    if (button) button.disabled = true;
+    var source = new EventSource(form.getAttribute("data-verify-live"));
+    source.addEventListener("progress", function (event) {
+      var at = JSON.parse(event.data);
+      bar.max = Math.max(at.total, 1);
+      bar.value = at.rows;
+      count.textContent = at.rows + " of " + at.total + " rows";
+    });
+    source.addEventListener("done", function (event) {
+      source.close();
+      box.innerHTML = event.data;
+      if (button) button.disabled = false;
+    });
+    source.addEventListener("error", function () {
+      source.close();
+      say("The verification's progress was lost; the button still verifies.", "problem");
+      if (button) button.disabled = false;
+    });
+    return true;
+  }
+
   document.addEventListener("submit", function (event) {
     var form = event.target;
-    if (!(form instanceof HTMLFormElement) || !form.hasAttribute("data-live")) return;
+    if (!(form instanceof HTMLFormElement)) return;
+    if (form.hasAttribute("data-verify-live")) {
+      if (verify(form)) event.preventDefault();
+      return;
+    }
+    if (!form.hasAttribute("data-live")) return;
     event.preventDefault();
     send(form);
   });

@@ -290,6 +290,12 @@ async fn the_audit_pages_through_the_ledger_with_its_older_link() {
     let browser = gateway.signed_in().await;
     let first = browser.page("/console/audit?agent=npc").await;
     assert_eq!(first.matches("<tr class=\"outcome-").count(), 50);
+    // "Verify chain" live: the walk's events end with the verdict.
+    let live = browser.page("/console/audit/verify/live").await;
+    assert!(
+        live.contains("event: done") && live.contains("The chain holds: 60 rows verified"),
+        "{live}"
+    );
     let older = first
         .split("rel=\"next\" href=\"")
         .nth(1)

@@ -220,6 +220,22 @@ pub struct VerifyReport {
 /// Walks the chain from the anchor: an edited row breaks its own hash, a deleted row breaks
 /// the link of the row after it.
 pub fn verify(conn: &Connection) -> Result<VerifyReport, LedgerError> {
+    verify_with_progress(conn, u64::MAX, &mut |_, _| ())
+}
+
+/// [`verify`], telling `progress` (rows checked, rows in all) every `every` rows.
+pub fn verify_with_progress(
+    conn: &Connection,
+    every: u64,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<VerifyReport, LedgerError> {
+    let total: u64 = conn
+        .query_row("SELECT count(*) FROM mcp_tool_invocations", [], |row| {
+            row.get::<_, i64>(0)
+        })
+        .map_err(sql)?
+        .try_into()
+        .unwrap_or(0);
     let mut prev = anchor(conn)?;
     let mut rows = 0;
     let mut select = conn
@@ -234,6 +250,9 @@ pub fn verify(conn: &Connection) -> Result<VerifyReport, LedgerError> {
             row.get(3).map_err(sql)?,
         );
         rows += 1;
+        if (rows as u64).is_multiple_of(every.max(1)) {
+            progress(rows as u64, total);
+        }
         if prev_hash != prev {
             return Ok(VerifyReport {
                 rows,

@@ -57,6 +57,17 @@ fn rows_queries_and_a_verifiable_chain() {
             problem: None
         }
     );
+    let mut told = Vec::new();
+    let report = store::verify_with_progress(&conn, 10, &mut |rows, total| {
+        told.push((rows, total));
+    })
+    .expect("verify");
+    assert!(report.ok);
+    assert_eq!(
+        told,
+        [(10, 30), (20, 30), (30, 30)],
+        "progress every 10 rows"
+    );
     let npc = store::query(
         &conn,
         &Filter {

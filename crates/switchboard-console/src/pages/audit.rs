@@ -7,6 +7,7 @@
 use axum::body::Body;
 use axum::extract::{Extension, Path, State};
 use axum::http::{Uri, header};
+use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
 use maud::{Markup, html};
 use switchboard_ledger::browse::{self, Page, PageQuery, StoredRow};
@@ -167,11 +168,12 @@ pub(crate) async fn page(
             }
             div class="toolbar" {
                 a class="button" href=(format!("/console/audit/export.jsonl?{}", filters.link().trim_start_matches('&'))) download="ledger.jsonl" { "Export JSONL" }
-                form method="post" action="/console/audit/verify" {
+                form method="post" action="/console/audit/verify" data-verify-live="/console/audit/verify/live" {
                     (csrf_field(&session))
                     button type="submit" { "Verify chain" }
                 }
             }
+            div id="verify-progress" hidden { progress max="1" value="0" {} " " span class="count" {} }
             @match &page {
                 Some(page) => (table(page, &filters)),
                 None => p class="empty" { "This gateway keeps no audit ledger." },
@@ -240,19 +242,64 @@ pub(crate) async fn verify(
         "/console/audit",
         "Verify chain",
         html! {
-            @if report.ok {
-                p class="verified ok" role="status" { "The chain holds: " (report.rows) " rows verified, none edited or deleted." }
-            } @else {
-                p class="verified broken" role="alert" {
-                    "The chain is broken"
-                    @if let Some((id, problem)) = &report.problem {
-                        " at " a href=(format!("/console/audit/{id}")) { "row " (id) } ": " (problem)
-                    }
-                }
-            }
+            (verdict(&report))
             p { a href="/console/audit" { "← Back to the ledger" } }
         },
     ))
+}
+
+/// What a walk of the chain found.
+fn verdict(report: &switchboard_ledger::store::VerifyReport) -> Markup {
+    html! {
+        @if report.ok {
+            p class="verified ok" role="status" { "The chain holds: " (report.rows) " rows verified, none edited or deleted." }
+        } @else {
+            p class="verified broken" role="alert" {
+                "The chain is broken"
+                @if let Some((id, problem)) = &report.problem {
+                    " at " a href=(format!("/console/audit/{id}")) { "row " (id) } ": " (problem)
+                }
+            }
+        }
+    }
+}
+
+/// Rows checked between two progress events of a live verification.
+const VERIFY_PROGRESS_EVERY: u64 = 2_000;
+
+/// `GET /console/audit/verify/live`: the same walk as the verify button, as server-sent
+/// events: `progress` (`{"rows": N, "total": M}`) every few thousand rows, then `done` with
+/// the verdict's HTML. Reading only; the page's script follows it.
+pub(crate) async fn verify_live(
+    State(console): State<Console>,
+) -> Sse<impl futures::Stream<Item = Result<Event, std::convert::Infallible>>> {
+    let (events, received) = tokio::sync::mpsc::unbounded_channel::<Event>();
+    let progress = events.clone();
+    let ledger = console.shared.ledger.clone();
+    tokio::spawn(async move {
+        let report = crate::ledger::read(ledger, move |conn| {
+            let mut report = |rows: u64, total: u64| {
+                let data = serde_json::json!({"rows": rows, "total": total}).to_string();
+                let _ = progress.send(Event::default().event("progress").data(data));
+            };
+            Ok(switchboard_ledger::store::verify_with_progress(
+                conn,
+                VERIFY_PROGRESS_EVERY,
+                &mut report,
+            )?)
+        })
+        .await;
+        let html = match report {
+            Ok(Some(report)) => verdict(&report),
+            Ok(None) => html! { p class="empty" { "This gateway keeps no audit ledger." } },
+            Err(error) => html! { p class="problem" { (error.to_string()) } },
+        };
+        let _ = events.send(Event::default().event("done").data(html.into_string()));
+    });
+    let stream = futures::stream::unfold(received, |mut received| async move {
+        received.recv().await.map(|event| (Ok(event), received))
+    });
+    Sse::new(stream)
 }
 
 /// `GET /console/audit/export.jsonl`: the filtered rows, oldest first, one JSON object a
