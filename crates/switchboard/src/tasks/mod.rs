@@ -278,19 +278,7 @@ impl Host {
     /// [`TaskError::Terminal`].
     pub fn cancel_task(&self, owner: &TaskOwner, id: &str) -> Result<TaskView, TaskError> {
         let task = self.owned_task(owner, id)?;
-        let cancelled = task.finish(
-            None,
-            TaskStatus::Cancelled,
-            Some("cancelled by the client".to_owned()),
-        );
-        if !cancelled {
-            return Err(TaskError::Terminal(
-                task.id.clone(),
-                task.summary().status.as_str(),
-            ));
-        }
-        task.cancel.cancel();
-        Ok(task.summary())
+        cancel(&task, "cancelled by the client".to_owned())
     }
 
     /// Every task the gateway holds, newest first, with its owner and tool: what an
@@ -310,22 +298,9 @@ impl Host {
         let task = self
             .inner
             .tasks
-            .all()
-            .into_iter()
-            .find(|task| task.id == id)
+            .get_any(id)
             .ok_or_else(|| TaskError::UnknownTask(id.to_owned()))?;
-        if !task.finish(
-            None,
-            TaskStatus::Cancelled,
-            Some(format!("cancelled by an operator ({by})")),
-        ) {
-            return Err(TaskError::Terminal(
-                task.id.clone(),
-                task.summary().status.as_str(),
-            ));
-        }
-        task.cancel.cancel();
-        Ok(task.summary())
+        cancel(&task, format!("cancelled by an operator ({by})"))
     }
 
     /// The caller's tasks, newest first.
@@ -349,6 +324,19 @@ impl Host {
             .get(owner, id)
             .ok_or_else(|| TaskError::UnknownTask(id.to_owned()))
     }
+}
+
+/// Ends a task `cancelled` with `message` and cancels its call; an error for a task that
+/// has already ended.
+fn cancel(task: &Task, message: String) -> Result<TaskView, TaskError> {
+    if !task.finish(None, TaskStatus::Cancelled, Some(message)) {
+        return Err(TaskError::Terminal(
+            task.id.clone(),
+            task.summary().status.as_str(),
+        ));
+    }
+    task.cancel.cancel();
+    Ok(task.summary())
 }
 
 /// Runs a task's call: cancelled once the task's TTL has passed (and still awaited, so the
