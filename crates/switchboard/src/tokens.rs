@@ -44,6 +44,21 @@ pub fn token_id(hash: &str) -> String {
         .collect()
 }
 
+/// The tokens the config itself holds (`[agents.X] tokens`).
+pub fn config_tokens(config: &switchboard_core::config::Config) -> Vec<StoredToken> {
+    config
+        .agents
+        .iter()
+        .flat_map(|(agent, settings)| {
+            settings.tokens.iter().map(|hash| StoredToken {
+                agent: agent.clone(),
+                hash: hash.clone(),
+                created: None,
+            })
+        })
+        .collect()
+}
+
 /// The token file.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TokenFile {

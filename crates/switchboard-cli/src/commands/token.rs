@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
-use switchboard::tokens::{LiveTokens, StoredToken, TokenFile, new_token};
+use switchboard::tokens::{LiveTokens, TokenFile, config_tokens, new_token};
 use switchboard_core::config::Config;
 
 use crate::output::print_line;
@@ -55,21 +55,6 @@ pub fn token_file_path(config: &Config) -> Option<PathBuf> {
             .or_else(|| std::env::var_os("HOME").map(|home| Path::new(&home).join(".config")))
             .map(|dir| dir.join("switchboard").join("tokens.json"))
     })
-}
-
-/// The tokens the config itself holds (`[agents.X] tokens`).
-fn config_tokens(config: &Config) -> Vec<StoredToken> {
-    config
-        .agents
-        .iter()
-        .flat_map(|(agent, settings)| {
-            settings.tokens.iter().map(|hash| StoredToken {
-                agent: agent.clone(),
-                hash: hash.clone(),
-                created: None,
-            })
-        })
-        .collect()
 }
 
 /// Every token of a config — its agents' `tokens` and the token file's (for known agents)

@@ -7,6 +7,7 @@ use std::collections::HashMap;
 
 use axum::extract::{Extension, State};
 use maud::{Markup, html};
+use switchboard::tokens::{StoredToken, TokenFile, config_tokens};
 use switchboard_core::config::{AgentConfig, Config};
 use switchboard_ledger::tally::AgentTotals;
 
@@ -27,29 +28,23 @@ struct TokenLine {
 }
 
 fn tokens(config: &Config, token_file: Option<&std::path::Path>) -> Vec<TokenLine> {
-    let short = switchboard::tokens::token_id;
-    let mut lines: Vec<TokenLine> = config
-        .agents
-        .iter()
-        .flat_map(|(agent, settings)| {
-            settings.tokens.iter().map(move |hash| TokenLine {
-                agent: agent.clone(),
-                created: None,
-                id: short(hash),
-                source: "config",
-            })
-        })
-        .collect();
-    if let Some(file) = token_file.and_then(|path| switchboard::tokens::TokenFile::load(path).ok())
-    {
-        lines.extend(file.tokens.into_iter().map(|token| TokenLine {
-            id: short(&token.hash),
+    let from_file = token_file
+        .and_then(|path| TokenFile::load(path).ok())
+        .map(|file| file.tokens)
+        .unwrap_or_default();
+    let line = |source| {
+        move |token: StoredToken| TokenLine {
+            id: token.id(),
             agent: token.agent,
             created: token.created,
-            source: "token file",
-        }));
-    }
-    lines
+            source,
+        }
+    };
+    config_tokens(config)
+        .into_iter()
+        .map(line("config"))
+        .chain(from_file.into_iter().map(line("token file")))
+        .collect()
 }
 
 fn exposure_of(config: &Config, agent: &AgentConfig) -> String {
