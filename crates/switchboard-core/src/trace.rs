@@ -87,6 +87,13 @@ impl TraceContext {
         })
     }
 
+    /// The context a carrier holds — a request's `_meta`, HTTP headers — whose values `get`
+    /// looks up by key: `traceparent`, with `tracestate` and `baggage`.
+    pub fn extract<'a>(get: impl Fn(&str) -> Option<&'a str>) -> Option<Self> {
+        Self::parse(get(TRACEPARENT)?, get(TRACESTATE))
+            .map(|context| context.with_baggage(get(BAGGAGE)))
+    }
+
     /// The same context with the `baggage` that came beside it (at most 8 KiB, as W3C
     /// Baggage allows).
     pub fn with_baggage(mut self, baggage: Option<&str>) -> Self {
@@ -199,6 +206,28 @@ impl From<String> for AttributeValue {
 impl From<i64> for AttributeValue {
     fn from(value: i64) -> Self {
         Self::Int(value)
+    }
+}
+
+/// What the MCP conventions say of a request's target: for `tools/call`
+/// `gen_ai.tool.name` and `gen_ai.operation.name = execute_tool`, for `prompts/get`
+/// `gen_ai.prompt.name`, for the `resources/` methods `mcp.resource.uri`; nothing for others.
+/// Both the gateway's SERVER spans and its CLIENT spans use it.
+pub fn target_attributes(
+    method: &str,
+    target: &str,
+    attributes: &mut Vec<(&'static str, AttributeValue)>,
+) {
+    match method {
+        "tools/call" => {
+            attributes.push(("gen_ai.tool.name", target.into()));
+            attributes.push(("gen_ai.operation.name", "execute_tool".into()));
+        }
+        "prompts/get" => attributes.push(("gen_ai.prompt.name", target.into())),
+        "resources/read" | "resources/subscribe" | "resources/unsubscribe" => {
+            attributes.push(("mcp.resource.uri", target.into()));
+        }
+        _ => {}
     }
 }
 

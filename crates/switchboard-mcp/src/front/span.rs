@@ -16,8 +16,7 @@ use std::time::SystemTime;
 use serde_json::Value;
 use switchboard_core::CallContext;
 use switchboard_core::trace::{
-    AttributeValue, BAGGAGE, FinishedSpan, SpanKind, TRACEPARENT, TRACESTATE, Telemetry,
-    TraceContext,
+    AttributeValue, FinishedSpan, SpanKind, Telemetry, TraceContext, target_attributes,
 };
 
 use crate::era::META_PROTOCOL_VERSION;
@@ -37,9 +36,7 @@ pub(super) struct ServerSpan {
 /// The trace context a request's `_meta` carries, if any.
 pub fn trace_of_meta(params: Option<&Value>) -> Option<TraceContext> {
     let meta = params?.get("_meta")?;
-    let parent = meta.get(TRACEPARENT)?.as_str()?;
-    let text = |key: &str| meta.get(key).and_then(Value::as_str);
-    TraceContext::parse(parent, text(TRACESTATE)).map(|context| context.with_baggage(text(BAGGAGE)))
+    TraceContext::extract(|key| meta.get(key).and_then(Value::as_str))
 }
 
 impl ServerSpan {
@@ -84,23 +81,19 @@ impl ServerSpan {
             attributes.push(("mcp.protocol.version", version.into()));
         }
         let target = match method {
-            "tools/call" => text("name").inspect(|tool| {
-                attributes.push(("gen_ai.tool.name", (*tool).into()));
-                attributes.push(("gen_ai.operation.name", "execute_tool".into()));
-                if telemetry.captures_content()
-                    && let Some(arguments) = params.and_then(|p| p.get("arguments"))
-                {
-                    attributes.push(("gen_ai.tool.call.arguments", arguments.to_string().into()));
-                }
-            }),
-            "prompts/get" => text("name").inspect(|prompt| {
-                attributes.push(("gen_ai.prompt.name", (*prompt).into()));
-            }),
-            "resources/read" | "resources/subscribe" | "resources/unsubscribe" => {
-                text("uri").inspect(|uri| attributes.push(("mcp.resource.uri", (*uri).into())))
-            }
+            "tools/call" | "prompts/get" => text("name"),
+            "resources/read" | "resources/subscribe" | "resources/unsubscribe" => text("uri"),
             _ => None,
         };
+        if let Some(target) = target {
+            target_attributes(method, target, &mut attributes);
+        }
+        if method == "tools/call"
+            && telemetry.captures_content()
+            && let Some(arguments) = params.and_then(|p| p.get("arguments"))
+        {
+            attributes.push(("gen_ai.tool.call.arguments", arguments.to_string().into()));
+        }
         Some(Self {
             telemetry: telemetry.clone(),
             parent: parent.map(|parent| parent.span_id),

@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 use switchboard_core::CallContext;
 use switchboard_core::trace::{
     AttributeValue, BAGGAGE, FinishedSpan, SpanKind, TRACEPARENT, TRACESTATE, Telemetry,
-    TraceContext,
+    TraceContext, target_attributes,
 };
 
 use super::client::ClientError;
@@ -49,14 +49,7 @@ impl ClientSpan {
             ("mcp.method.name", method.into()),
             ("switchboard.server.id", server.into()),
         ];
-        match method {
-            "tools/call" => {
-                attributes.push(("gen_ai.tool.name", name.into()));
-                attributes.push(("gen_ai.operation.name", "execute_tool".into()));
-            }
-            "prompts/get" => attributes.push(("gen_ai.prompt.name", name.into())),
-            _ => {}
-        }
+        target_attributes(method, name, &mut attributes);
         Some(Self {
             telemetry,
             parent: trace.span_id,

@@ -28,7 +28,7 @@ use axum::serve::ListenerExt;
 use futures::StreamExt;
 use rand::Rng;
 use serde_json::Value;
-use switchboard_core::trace::{BAGGAGE, TRACEPARENT, TRACESTATE, TraceContext};
+use switchboard_core::trace::TraceContext;
 use switchboard_core::{CallContext, Caller};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -381,9 +381,7 @@ async fn post_as(
         dispatcher = dispatcher.for_tier(Some(tier.to_lowercase()));
     }
     // The caller's trace context, when `params._meta` carries none (the dispatcher reads that).
-    let trace = header_str(&headers, TRACEPARENT)
-        .and_then(|parent| TraceContext::parse(parent, header_str(&headers, TRACESTATE)))
-        .map(|context| context.with_baggage(header_str(&headers, BAGGAGE)));
+    let trace = TraceContext::extract(|name| header_str(&headers, name));
     let mut response = if streams {
         let call = StreamedCall {
             id,
