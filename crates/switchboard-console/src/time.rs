@@ -10,42 +10,13 @@ pub(crate) fn now_ms() -> i64 {
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
-/// Days since 1970-01-01 → (year, month, day), proleptic Gregorian (H. Hinnant's algorithm).
-fn civil(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
-}
-
-/// (year, month, day) → days since 1970-01-01.
-fn days_of(year: i64, month: i64, day: i64) -> i64 {
-    let year = if month <= 2 { year - 1 } else { year };
-    let era = year.div_euclid(400);
-    let yoe = year.rem_euclid(400);
-    let mp = if month > 2 { month - 3 } else { month + 9 };
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
 /// `2026-11-26 05:12:03Z`.
 pub(crate) fn utc(ms: i64) -> String {
-    let seconds = ms.div_euclid(1_000);
-    let (year, month, day) = civil(seconds.div_euclid(86_400));
-    let of_day = seconds.rem_euclid(86_400);
-    format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}Z",
-        of_day / 3_600,
-        of_day % 3_600 / 60,
-        of_day % 60
-    )
+    let at = UNIX_EPOCH + Duration::from_millis(u64::try_from(ms).unwrap_or(0));
+    // humantime writes `2026-11-26T05:12:03Z`; a space reads better in a table.
+    humantime::format_rfc3339_seconds(at)
+        .to_string()
+        .replacen('T', " ", 1)
 }
 
 /// A short span: `850 ms`, `42 s`, `3 min`, `5 h`, `2 d`.
@@ -92,27 +63,14 @@ pub(crate) fn parse(text: &str, now: i64) -> Option<i64> {
     {
         return Some(back);
     }
-    let (date, clock) = match text.split_once(['T', ' ']) {
-        Some((date, clock)) => (date, Some(clock)),
-        None => (text, None),
+    // humantime reads `YYYY-MM-DD HH:MM:SS` (with `T` or a space): fill in what was left out.
+    let full = match text.split_once(['T', ' ']) {
+        None => format!("{text} 00:00:00"),
+        Some((date, clock)) if clock.matches(':').count() == 1 => format!("{date} {clock}:00"),
+        Some(_) => text.to_owned(),
     };
-    let mut parts = date.splitn(3, '-').map(|p| p.parse::<i64>().ok());
-    let (year, month, day) = (parts.next()??, parts.next()??, parts.next()??);
-    if !(1..=12).contains(&month) || !(1..=31).contains(&day) {
-        return None;
-    }
-    let mut seconds = days_of(year, month, day) * 86_400;
-    if let Some(clock) = clock {
-        let mut fields = clock.splitn(3, ':').map(|p| p.parse::<i64>().ok());
-        let hours = fields.next()??;
-        let minutes = fields.next().flatten().unwrap_or(0);
-        let secs = fields.next().flatten().unwrap_or(0);
-        if hours > 23 || minutes > 59 || secs > 60 {
-            return None;
-        }
-        seconds += hours * 3_600 + minutes * 60 + secs;
-    }
-    Some(seconds * 1_000)
+    let at = humantime::parse_rfc3339_weak(&full).ok()?;
+    i64::try_from(at.duration_since(UNIX_EPOCH).ok()?.as_millis()).ok()
 }
 
 #[cfg(test)]
@@ -126,6 +84,7 @@ mod tests {
         assert_eq!(parse("2026-11-26 05:25:03", 0), Some(1_795_670_703_000));
         assert_eq!(parse("2026-11-26T05:25:03Z", 0), Some(1_795_670_703_000));
         assert_eq!(parse("2026-11-26", 0), Some(1_795_651_200_000));
+        assert_eq!(parse("2026-11-26 05:30", 0), Some(1_795_671_000_000));
         assert_eq!(parse("30m", 10_000_000), Some(10_000_000 - 1_800_000));
         assert_eq!(parse("2d", 200_000_000), Some(200_000_000 - 172_800_000));
         assert_eq!(parse("12345", 0), Some(12_345));
