@@ -1,25 +1,24 @@
 //! The Host: the fleet of supervised servers in (`crate::fleet`, changed while it runs by
 //! `crate::live`), one catalog snapshot and one pipeline out; [`backend`] is the Host as the
-//! stdio and HTTP fronts serve it, [`status`] what `switchboard status` shows of each server.
+//! stdio and HTTP fronts serve it, [`options`] what it is made from, [`status`] what
+//! `switchboard status` shows of each server.
 
-use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
 use serde_json::{Map, Value};
 use switchboard_core::agent::{AgentPolicy, FullView, ToolPattern, View};
-use switchboard_core::catalog::{NamingRules, ServerSlice, ToolOverride};
+use switchboard_core::catalog::ServerSlice;
 use switchboard_core::clock::SystemClock;
-use switchboard_core::config::Exposure;
-use switchboard_core::pipeline::{CallError, Governance, LogRecorder, Pipeline, Recorder};
+use switchboard_core::pipeline::{CallError, Pipeline};
 use switchboard_core::upstream::{Upstream, UpstreamDirectory};
 use switchboard_core::{
     CallContext, Caller, Catalog, CatalogEntry, CatalogProblem, ServerId, ToolCall, ToolDefinition,
     ToolOutcome,
 };
-use switchboard_mcp::front::{ListsVersion, ServerIdentity};
-use switchboard_mcp::upstream::{Supervisor, SupervisorObserver, UpstreamSpec};
+use switchboard_mcp::front::ListsVersion;
+use switchboard_mcp::upstream::{Supervisor, SupervisorObserver};
 
 use crate::fleet::{Connection, DrainList, Fleet, Lease, Member, Stamp, Surface};
 use tokio::sync::watch;
@@ -29,123 +28,17 @@ use crate::exposure::AgentProfile;
 use crate::latency::execute::BudgetedUpstream;
 use crate::latency::{LatencyBudget, Persistence};
 use crate::listing_fit::FitCache;
-use crate::result_shaping::{Remainders, TokenCounter};
+use crate::result_shaping::Remainders;
 use crate::sessions::Sessions;
 use crate::tool_search::SearchCache;
 
 mod backend;
+mod options;
 mod status;
 
+pub(crate) use options::Settings;
+pub use options::{HostOptions, ServerPlan};
 pub use status::{DrainReport, ServerReport};
-
-/// One server as the Host runs it.
-#[derive(Clone)]
-pub struct ServerPlan {
-    pub spec: UpstreamSpec,
-    /// Prefix of exposed names; empty for pass-through.
-    pub prefix: String,
-    pub overrides: BTreeMap<String, ToolOverride>,
-    pub call_timeout: Duration,
-    /// Category of the server's tools; empty = the server id.
-    pub category: String,
-    /// What the server's connection depends on (transport, era, instances), hashed: a reload
-    /// that changes it starts a new connection; any other change applies to the running one.
-    /// Empty = unknown (a plan not made from a config): any change restarts the server.
-    pub fingerprint: String,
-    /// Its tools' definitions are pinned (`trust = "pinned"`): a changed one is held back.
-    pub pinned: bool,
-}
-
-/// Host-wide options.
-#[derive(Clone)]
-pub struct HostOptions {
-    pub naming: NamingRules,
-    /// How long the first listing waits for servers' first connection attempts.
-    pub startup_wait: Duration,
-    pub identity: ServerIdentity,
-    pub recorder: Arc<dyn Recorder>,
-    /// Agents by name. Empty = no agents: every caller sees every tool. A caller naming an
-    /// agent that is not here sees nothing.
-    pub agents: BTreeMap<String, Arc<AgentProfile>>,
-    /// The exposure mode of callers without an agent profile.
-    pub exposure: Exposure,
-    /// Rate limits, quotas, costs, hooks and approvals.
-    pub governance: Arc<Governance>,
-    /// Calls waiting for an operator (served by the admin endpoint).
-    pub pending_approvals: Option<Arc<PendingApprovals>>,
-    /// Counts tokens for result budgets.
-    pub token_counter: TokenCounter,
-    /// Latency tiers, ordered by ceiling.
-    pub tiers: Vec<switchboard_core::tier::Tier>,
-    /// The quantile compared with tier ceilings (0.9 = p90).
-    pub quantile: f64,
-    /// How latency is measured and judged (`[latency]`).
-    pub latency: switchboard_core::config::LatencyConfig,
-    /// The operator's per-tool word on safety and probing, by `server:tool`.
-    pub tool_settings: std::collections::HashMap<String, crate::latency::ToolSettings>,
-    /// The file latency windows are kept in between runs (`None`: memory only).
-    pub latency_database: Option<std::path::PathBuf>,
-    /// Pinned tool definitions, for servers with `trust = "pinned"` (`None`: nothing is
-    /// pinned, every definition is served).
-    pub pins: Option<Arc<crate::pins::PinStore>>,
-    /// The server manager's operations database (`None`: `[manager] database`, else
-    /// [`crate::manager::default_database_path`]).
-    pub manager_database: Option<std::path::PathBuf>,
-    /// The program that runs `sandbox-exec` (see [`crate::sandbox`]); servers with a sandbox
-    /// are refused without one. The `switchboard` binary sets it to itself.
-    pub sandbox_launcher: Option<std::path::PathBuf>,
-    /// Bounds of the tasks the gateway holds (see [`crate::tasks`]).
-    pub tasks: crate::tasks::TaskSettings,
-    /// Where traced requests' spans go (`None`: not traced; see [`crate::telemetry`]).
-    pub telemetry: Option<Arc<crate::telemetry::OtlpExporter>>,
-}
-
-impl Default for HostOptions {
-    fn default() -> Self {
-        Self {
-            naming: NamingRules::default(),
-            startup_wait: Duration::from_secs(10),
-            identity: ServerIdentity {
-                name: "switchboard".to_owned(),
-                version: env!("CARGO_PKG_VERSION").to_owned(),
-                instructions: None,
-            },
-            recorder: Arc::new(LogRecorder),
-            agents: BTreeMap::new(),
-            exposure: Exposure::Full,
-            governance: Arc::new(Governance::default()),
-            pending_approvals: None,
-            token_counter: switchboard_render::tokens::count,
-            tiers: Vec::new(),
-            quantile: 0.9,
-            latency: switchboard_core::config::LatencyConfig::default(),
-            tool_settings: std::collections::HashMap::new(),
-            latency_database: None,
-            pins: None,
-            manager_database: None,
-            sandbox_launcher: None,
-            tasks: crate::tasks::TaskSettings::default(),
-            telemetry: None,
-        }
-    }
-}
-
-/// The parts of [`HostOptions`] a reload may change while calls run.
-pub(crate) struct Settings {
-    pub(crate) naming: NamingRules,
-    pub(crate) agents: BTreeMap<String, Arc<AgentProfile>>,
-    pub(crate) exposure: Exposure,
-}
-
-impl Settings {
-    fn of(options: &HostOptions) -> Self {
-        Self {
-            naming: options.naming.clone(),
-            agents: options.agents.clone(),
-            exposure: options.exposure,
-        }
-    }
-}
 
 pub(crate) struct Inner {
     /// The servers in service, swapped whole by a reload.
