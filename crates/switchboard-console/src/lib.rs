@@ -1,9 +1,11 @@
 //! The operator's console: server-rendered pages on the gateway's loopback admin listener,
 //! under `/console`.
 //!
-//! Five pages, each useful on its own: approvals (the first page, live over server-sent
+//! Seven pages, each useful on its own: approvals (the first page, live over server-sent
 //! events), servers, tools (with a latency chart per tool drawn as SVG here), audit (the
-//! ledger in keyset pages) and agents. The HTML is built with maud at compile time, so every
+//! ledger in keyset pages, verified with live progress), agents (with their tokens, made and
+//! revoked here), and the background work: the server manager's operations and the MCP
+//! tasks clients started, each cancellable. The HTML is built with maud at compile time, so every
 //! value is escaped by construction; the only script and style are `console.js` and
 //! `console.css`, written for this crate and compiled into the binary (no vendored or
 //! fetched code, no CDN), served under `/console/static/`.
@@ -17,7 +19,9 @@
 //! `default-src 'self'; frame-ancestors 'none'` and `X-Content-Type-Options: nosniff`.
 //!
 //! This crate never changes the gateway by other means than the library's own operations:
-//! `PendingApprovals` for decisions, `Host::apply` for servers, the ledger read-only.
+//! `PendingApprovals` for decisions, `Host::apply` for servers, the manager's `cancel` and
+//! `Host::cancel_task_as_operator` for work, the token file through `switchboard::tokens`
+//! (which the running gateway follows); the ledger it only reads.
 
 mod assets;
 mod auth;
