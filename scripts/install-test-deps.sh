@@ -6,6 +6,7 @@
 #   mpv, sox          the music built-in's tests play real audio (apt-get, Debian/Ubuntu)
 #   chromium, chromium-driver  the console's browser test (apt-get, Debian/Ubuntu)
 #   promtool          the metrics test lints /metrics (Debian's prometheus package, apt-get)
+#   postgresql-15, redis-server, haproxy  the scale-out tests start their own (apt-get)
 # Idempotent: a stamp holding the manifests' hash skips work that is already done, so a re-run
 # takes well under a second. Needs no standard input (CI). Prints one line per step; the full
 # output of npm and pip goes to .deps/*.log and is shown when a step fails.
@@ -36,14 +37,16 @@ mkdir -p .deps
 # (the music tests synthesize their audio files), promtool from Debian's prometheus package
 # (the metrics test lints the scraped /metrics with `promtool check metrics`), and chromium
 # with chromium-driver (the console's browser test drives headless Chromium through
-# WebDriver). From apt, as root or through sudo; only the missing ones.
-system_packages=(mpv:mpv sox:sox promtool:prometheus chromium:chromium chromedriver:chromium-driver)
+# WebDriver), and PostgreSQL 15, Redis and HAProxy (the scale-out tests start each in a temporary
+# directory on unix sockets). From apt, as root or through sudo; only the missing ones.
+system_packages=(mpv:mpv sox:sox promtool:prometheus chromium:chromium chromedriver:chromium-driver
+  /usr/lib/postgresql/15/bin/postgres:postgresql-15 redis-server:redis-server haproxy:haproxy)
 missing=()
 for pair in "${system_packages[@]}"; do
   command -v "${pair%%:*}" >/dev/null || missing+=("${pair#*:}")
 done
 if [[ ${#missing[@]} -eq 0 ]]; then
-  echo "system packages: up to date (mpv, sox, promtool, chromium, chromedriver)"
+  echo "system packages: up to date (mpv, sox, promtool, chromium, chromedriver, postgresql-15, redis-server, haproxy)"
 else
   echo "system packages: apt-get install ${missing[*]}"
   command -v apt-get >/dev/null ||
