@@ -117,6 +117,8 @@ async fn a_waiting_call_appears_live_and_approving_it_in_the_browser_completes_i
         ("/console/servers", "tr[data-server=\"fx\"]", "servers.png"),
         ("/console/audit", "table.audit", "audit.png"),
         ("/console/agents", "tr[data-agent=\"qa\"]", "agents.png"),
+        ("/console/operations", "p.hint", "operations.png"),
+        ("/console/tasks", "p.hint", "tasks.png"),
     ] {
         browser.open(&format!("{}{path}", gateway.url)).await;
         browser.wait_for(marker, Duration::from_secs(5)).await;

@@ -56,6 +56,9 @@ impl Host {
         }
         options.tool_settings = tool_settings(config);
         options.tasks = crate::tasks::TaskSettings::of(&config.gateway.tasks);
+        if config.telemetry.metrics_off {
+            options.metrics = false;
+        }
         if options.telemetry.is_none() {
             options.telemetry = telemetry(config);
         }

@@ -361,6 +361,8 @@ pub struct TelemetryConfig {
     /// Where a trace is viewed, with `{trace_id}` in it (a Jaeger or Tempo URL): the
     /// console links ledger rows to their traces.
     pub trace_url: Option<String>,
+    /// `metrics = false`: calls are not counted for `/metrics` (its gauges are still read).
+    pub metrics_off: bool,
 }
 
 /// How the gateway gets the token it sends an HTTP server.

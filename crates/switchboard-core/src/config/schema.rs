@@ -76,6 +76,8 @@ struct Telemetry {
     capture_content: Option<bool>,
     /// Where a trace is viewed, with {trace_id} in it: the console links ledger rows there.
     trace_url: Option<String>,
+    /// Calls are counted for /metrics (default true; false leaves only the gauges).
+    metrics: Option<bool>,
 }
 
 /// The server manager: where it finds servers, how it installs and activates them, and what

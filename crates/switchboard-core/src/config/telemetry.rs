@@ -11,6 +11,7 @@
 //! sample_ratio = 1.0                             # of new traces (a caller's decision is kept)
 //! capture_content = false                        # tool arguments and results in spans
 //! trace_url = "http://127.0.0.1:16686/trace/{trace_id}"  # the console links rows to traces
+//! metrics = true                                 # count calls for /metrics (false: gauges only)
 //! ```
 
 use super::model::TelemetryConfig;
@@ -18,8 +19,9 @@ use super::transport::check_url;
 use super::tree::{Node, Value};
 use super::validate::Walk;
 
-pub(super) const TELEMETRY_KEYS: [&str; 6] = [
+pub(super) const TELEMETRY_KEYS: [&str; 7] = [
     "endpoint",
+    "metrics",
     "trace_url",
     "headers",
     "service_name",
@@ -77,6 +79,9 @@ impl Walk<'_> {
                 }
                 "capture_content" => {
                     telemetry.capture_content = self.bool(value, &what).unwrap_or(false);
+                }
+                "metrics" => {
+                    telemetry.metrics_off = !self.bool(value, &what).unwrap_or(true);
                 }
                 other => self.unknown(*key_pos, other, "telemetry", &TELEMETRY_KEYS),
             }

@@ -7,6 +7,7 @@ mod instances;
 mod problems;
 mod sandbox;
 mod tasks;
+mod telemetry;
 mod upstream_auth;
 
 use std::collections::BTreeMap;

@@ -131,7 +131,7 @@ impl Host {
                 }
             });
             let (resource_updates, _) = tokio::sync::broadcast::channel(256);
-            let metrics = Arc::new(crate::metrics::GatewayMetrics::default());
+            let metrics = crate::metrics::GatewayMetrics::new(options.metrics);
             metrics.set_agents(options.agents.keys());
             let recorder = Arc::new(crate::metrics::MetricsRecorder {
                 inner: options.recorder.clone(),

@@ -75,6 +75,8 @@ pub struct HostOptions {
     pub tasks: crate::tasks::TaskSettings,
     /// Where traced requests' spans go (`None`: not traced; see [`crate::telemetry`]).
     pub telemetry: Option<Arc<crate::telemetry::OtlpExporter>>,
+    /// Calls are counted for `/metrics` (`[telemetry] metrics`; default on).
+    pub metrics: bool,
 }
 
 impl Default for HostOptions {
@@ -103,6 +105,7 @@ impl Default for HostOptions {
             sandbox_launcher: None,
             tasks: crate::tasks::TaskSettings::default(),
             telemetry: None,
+            metrics: true,
         }
     }
 }

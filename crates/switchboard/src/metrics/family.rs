@@ -1,19 +1,23 @@
 //! A metric family: one value (a histogram, a counter) per set of label values, found on the
-//! call's path without a lock or an allocation. The series live in a map swapped whole
-//! (`ArcSwap`): a call hashes its label values (a multiply-rotate hash, a few instructions per
-//! eight bytes) and reads the current map; only a label set seen for the first time takes
-//! the writers' mutex, copies the map and adds its series.
+//! call's path without a lock or an allocation. Each thread first looks among the few series
+//! it used last (compared value by value: most calls repeat a label set their thread saw a
+//! moment ago). Else the series live in a map swapped whole (`ArcSwap`): a call hashes its
+//! label values (a multiply-rotate hash, a few instructions per eight bytes) and reads the
+//! current map; only a label set seen for the first time takes the writers' mutex, copies
+//! the map and adds its series.
 //!
 //! Label values must come from bounded sets: a label set not found is first passed through
 //! the caller's `bound` (which maps a value outside its set to a placeholder), so only bounded
 //! sets are ever added, and a set found needs no check. As a last guard, a family holds at
 //! most [`MAX_SERIES`] series and records the rest under [`OVERFLOW`] labels.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
+use thread_local::ThreadLocal;
 
 /// Series one family holds at most.
 pub(crate) const MAX_SERIES: usize = 4_096;
@@ -56,22 +60,32 @@ impl<V, const N: usize> Series<V, N> {
 type Map<V, const N: usize> = HashMap<u64, Arc<Series<V, N>>, BuildHasherDefault<Prehashed>>;
 
 /// Values of type `V` by `N` label values.
-pub(crate) struct Family<V, const N: usize> {
+pub(crate) struct Family<V: Send + Sync, const N: usize> {
     series: ArcSwap<Map<V, N>>,
     /// Held while a series is added (rare: the first time a label set is seen).
     adding: Mutex<()>,
+    /// Each thread's most recently used series, newest first: a thread's calls mostly repeat
+    /// a label set it used a moment ago, found by comparing the values, with no hash and no
+    /// map (a series, once added, is never removed, so one remembered stays right).
+    recent: ThreadLocal<RefCell<Recent<V, N>>>,
 }
 
-impl<V: Default, const N: usize> Default for Family<V, N> {
+/// Series a thread remembers per family.
+const RECENT: usize = 4;
+
+type Recent<V, const N: usize> = [Option<Arc<Series<V, N>>>; RECENT];
+
+impl<V: Default + Send + Sync, const N: usize> Default for Family<V, N> {
     fn default() -> Self {
         Self {
             series: ArcSwap::from_pointee(HashMap::default()),
             adding: Mutex::new(()),
+            recent: ThreadLocal::new(),
         }
     }
 }
 
-impl<V: Default, const N: usize> Family<V, N> {
+impl<V: Default + Send + Sync, const N: usize> Family<V, N> {
     /// Runs `update` on the value of `labels`. A label set not held yet goes through `bound`
     /// first, and its series is added then (so every series held has bounded labels).
     pub(crate) fn with(
@@ -80,12 +94,29 @@ impl<V: Default, const N: usize> Family<V, N> {
         bound: impl FnOnce([&str; N]) -> [&str; N],
         update: impl FnOnce(&V),
     ) {
-        if let Some(series) = find(&self.series.load(), hash(&labels), &labels) {
-            update(&series.value);
+        let mut recent = self.recent.get_or_default().borrow_mut();
+        let remembered = recent
+            .iter()
+            .position(|series| series.as_ref().is_some_and(|s| s.matches(&labels)));
+        if let Some(index) = remembered {
+            recent[..=index].rotate_right(1);
+            if let Some(series) = &recent[0] {
+                update(&series.value);
+            }
             return;
         }
-        let labels = bound(labels);
-        update(&self.add(hash(&labels), labels).value);
+        let series = match find(&self.series.load(), hash(&labels), &labels) {
+            Some(series) => series.clone(),
+            None => {
+                let labels = bound(labels);
+                self.add(hash(&labels), labels)
+            }
+        };
+        update(&series.value);
+        // Remembered by its own labels: a label set that `bound` changed (a value outside its
+        // set) takes the map again next time.
+        recent.rotate_right(1);
+        recent[0] = Some(series);
     }
 
     fn add(&self, key: u64, labels: [&str; N]) -> Arc<Series<V, N>> {
@@ -230,6 +261,47 @@ mod tests {
                 ("b|x".to_owned(), 2)
             ]
         );
+    }
+
+    #[test]
+    fn each_threads_recent_series_count_where_they_belong() {
+        let family = Family::<AtomicU64, 2>::default();
+        // More label sets than a thread remembers, in an order that hits, misses and
+        // reorders its recent ones; values that differ in one label only.
+        let sets = [
+            ["a", "x"],
+            ["a", "y"],
+            ["b", "x"],
+            ["a", "x"],
+            ["c", "x"],
+            ["d", "x"],
+        ];
+        std::thread::scope(|scope| {
+            for _ in 0..3 {
+                scope.spawn(|| {
+                    for round in 0..10 {
+                        for (index, labels) in sets.iter().enumerate() {
+                            if (round + index) % 3 != 0 {
+                                family.with(
+                                    *labels,
+                                    |l| l,
+                                    |v| _ = v.fetch_add(1, Ordering::Relaxed),
+                                );
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        let mut expected: std::collections::BTreeMap<String, u64> = Default::default();
+        for round in 0..10 {
+            for (index, labels) in sets.iter().enumerate() {
+                if (round + index) % 3 != 0 {
+                    *expected.entry(labels.join("|")).or_default() += 3;
+                }
+            }
+        }
+        assert_eq!(count(&family), expected.into_iter().collect::<Vec<_>>());
     }
 
     #[test]

@@ -121,8 +121,25 @@ impl Decision {
     }
 }
 
-/// The metrics a Host keeps (one per Host).
-#[derive(Default)]
+/// Which duration family an observation goes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Target {
+    /// `mcp_server_operation_duration_seconds` (its first four labels).
+    Server,
+    /// `mcp_client_operation_duration_seconds`.
+    Client,
+}
+
+/// One duration for a label set, and for a call the policy's decision.
+struct Observation<'a> {
+    family: Target,
+    /// Method, tool, error type, agent, server (empty for the server family).
+    labels: [&'a str; 5],
+    duration: Duration,
+    decision: Option<Decision>,
+}
+
+/// The metrics a Host keeps (one per Host, made by [`GatewayMetrics::new`]).
 pub struct GatewayMetrics {
     /// By method, tool, error type, agent.
     server: Family<Histogram, 4>,
@@ -135,9 +152,23 @@ pub struct GatewayMetrics {
     /// The agents the config defines: the only agent label values besides
     /// [`UNKNOWN`] and the empty one.
     agents: ArcSwap<HashSet<String>>,
+    /// Whether calls are counted at all (`[telemetry] metrics`).
+    counting: bool,
 }
 
 impl GatewayMetrics {
+    /// Metrics that count (`counting`), or that only serve the gauges read at scrape time.
+    pub fn new(counting: bool) -> Arc<Self> {
+        Arc::new(Self {
+            counting,
+            server: Family::default(),
+            client: Family::default(),
+            decisions: Default::default(),
+            rate_limited: Family::default(),
+            agents: ArcSwap::default(),
+        })
+    }
+
     /// Adopts the agents the config now defines (at start and when a reload changes them).
     pub(crate) fn set_agents<'a>(&self, agents: impl IntoIterator<Item = &'a String>) {
         self.agents
@@ -176,25 +207,12 @@ impl GatewayMetrics {
             CallStatus::Ok => "",
             status => status.as_str(),
         };
-        let labels = [TOOLS_CALL, tool, error, agent];
-        self.server.with(
-            labels,
-            |l| self.bound(l, 3),
-            |histogram| {
-                histogram.observe(record.duration);
-            },
-        );
-        let decision = Decision::of(record.status);
-        self.decisions[decision as usize].fetch_add(1, Ordering::Relaxed);
-        if decision == Decision::RateLimited {
-            self.rate_limited.with(
-                [agent],
-                |l| self.bound(l, 0),
-                |count| {
-                    count.fetch_add(1, Ordering::Relaxed);
-                },
-            );
-        }
+        self.observe(Observation {
+            family: Target::Server,
+            labels: [TOOLS_CALL, tool, error, agent, ""],
+            duration: record.duration,
+            decision: Some(Decision::of(record.status)),
+        });
     }
 
     /// One request other than `tools/call`, as the front timed it: the error type is the
@@ -217,19 +235,18 @@ impl GatewayMetrics {
             -32768..=-32000 => code.to_string(),
             _ => OTHER.to_owned(),
         });
-        let labels = [
-            method,
-            "",
-            code.as_deref().unwrap_or(""),
-            agent.unwrap_or(""),
-        ];
-        self.server.with(
-            labels,
-            |l| self.bound(l, 3),
-            |histogram| {
-                histogram.observe(elapsed);
-            },
-        );
+        self.observe(Observation {
+            family: Target::Server,
+            labels: [
+                method,
+                "",
+                code.as_deref().unwrap_or(""),
+                agent.unwrap_or(""),
+                "",
+            ],
+            duration: elapsed,
+            decision: None,
+        });
     }
 
     /// One attempt of a call to `server`'s `tool` (the upstream's own name, from the
@@ -253,14 +270,47 @@ impl GatewayMetrics {
             }
             Err(_) => CallStatus::UpstreamError.as_str(),
         };
-        let labels = [TOOLS_CALL, tool, error, agent.unwrap_or(""), server];
-        self.client.with(
-            labels,
-            |l| self.bound(l, 3),
-            |histogram| {
-                histogram.observe(elapsed);
-            },
-        );
+        self.observe(Observation {
+            family: Target::Client,
+            labels: [TOOLS_CALL, tool, error, agent.unwrap_or(""), server],
+            duration: elapsed,
+            decision: None,
+        });
+    }
+
+    /// Counts an observation into its series (a series seen for the first time is added,
+    /// its agent bounded).
+    fn observe(&self, observation: Observation<'_>) {
+        if !self.counting {
+            return;
+        }
+        let [method, tool, error, agent, server] = observation.labels;
+        let duration = observation.duration;
+        match observation.family {
+            Target::Server => self.server.with(
+                [method, tool, error, agent],
+                |l| self.bound(l, 3),
+                |histogram| histogram.observe(duration),
+            ),
+            Target::Client => self.client.with(
+                [method, tool, error, agent, server],
+                |l| self.bound(l, 3),
+                |histogram| histogram.observe(duration),
+            ),
+        }
+        let Some(decision) = observation.decision else {
+            return;
+        };
+        self.decisions[decision as usize].fetch_add(1, Ordering::Relaxed);
+        if decision == Decision::RateLimited {
+            self.rate_limited.with(
+                [agent],
+                |l| self.bound(l, 0),
+                |count| {
+                    count.fetch_add(1, Ordering::Relaxed);
+                },
+            );
+        }
     }
 }
 

@@ -39,7 +39,7 @@ fn scraped(metrics: &GatewayMetrics) -> String {
 
 #[test]
 fn labels_are_bounded_by_the_catalog_and_the_config() {
-    let metrics = GatewayMetrics::default();
+    let metrics = GatewayMetrics::new(true);
     metrics.set_agents([&"qa".to_owned()]);
     metrics.record_call(&record("fx__echo", true, Some("qa"), CallStatus::Ok));
     metrics.record_call(&record("fx__echo", true, Some("qa"), CallStatus::Ok));
@@ -80,7 +80,7 @@ fn labels_are_bounded_by_the_catalog_and_the_config() {
 
 #[test]
 fn an_agent_the_config_defines_after_a_reload_gets_its_own_series() {
-    let metrics = GatewayMetrics::default();
+    let metrics = GatewayMetrics::new(true);
     metrics.record_call(&record("fx__echo", true, Some("new"), CallStatus::Ok));
     metrics.set_agents([&"new".to_owned()]);
     metrics.record_call(&record("fx__echo", true, Some("new"), CallStatus::Ok));
@@ -103,7 +103,7 @@ fn an_agent_the_config_defines_after_a_reload_gets_its_own_series() {
 
 #[test]
 fn other_requests_are_labelled_by_a_known_method_and_a_reserved_code() {
-    let metrics = GatewayMetrics::default();
+    let metrics = GatewayMetrics::new(true);
     let took = Duration::from_micros(50);
     metrics.record_request("tools/list", None, took, None);
     metrics.record_request("resources/read", None, took, Some(-32002));
@@ -127,7 +127,7 @@ fn other_requests_are_labelled_by_a_known_method_and_a_reserved_code() {
 
 #[test]
 fn attempts_upstream_are_labelled_with_server_and_outcome() {
-    let metrics = GatewayMetrics::default();
+    let metrics = GatewayMetrics::new(true);
     let ok = Ok(ToolOutcome::text("fine"));
     let failed = Ok(ToolOutcome::error("no"));
     let down = Err(UpstreamError::Unavailable {
@@ -144,4 +144,18 @@ fn attempts_upstream_are_labelled_with_server_and_outcome() {
         assert!(text.contains(&line), "{line} in {text}");
     }
     assert!(text.contains(r#"error_type="upstream_down",agent="",server="fx",le="60"} 0"#));
+}
+
+#[test]
+fn a_gateway_told_not_to_count_counts_nothing_and_still_scrapes() {
+    let metrics = GatewayMetrics::new(false);
+    metrics.record_call(&record("fx__echo", true, None, CallStatus::Ok));
+    metrics.record_request("tools/list", None, Duration::from_micros(10), None);
+    let text = scraped(&metrics);
+    assert!(!text.contains("fx__echo"), "{text}");
+    assert!(!text.contains("tools/list"), "{text}");
+    assert!(
+        text.contains("switchboard_policy_decisions_total{outcome=\"allowed\"} 0"),
+        "{text}"
+    );
 }

@@ -64,6 +64,7 @@ fn the_variables_fill_in_and_the_file_wins() {
         headers: [("x-team".to_owned(), "npc".to_owned())].into(),
         capture_content: true,
         trace_url: None,
+        metrics_off: false,
     };
     let settings = resolve(&file, &vars).0.expect("on");
     assert_eq!(settings.endpoint, "http://127.0.0.1:9/traces");
