@@ -17,4 +17,5 @@ pub mod front;
 pub mod jsonrpc;
 pub mod oauth;
 pub mod routing_headers;
+pub mod seal;
 pub mod upstream;
