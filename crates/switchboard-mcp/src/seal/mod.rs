@@ -56,6 +56,11 @@ impl KeyRing {
         &self.keys[self.keys.len() - 1]
     }
 
+    /// Whether the ring still holds the key `id` (a retired key's state no longer opens).
+    pub fn holds(&self, id: u32) -> bool {
+        self.keys.iter().any(|key| key.id() == id)
+    }
+
     /// Seals `payload` with the newest key.
     pub fn seal(&self, binding: &Binding<'_>, expires: SystemTime, payload: &[u8]) -> String {
         blob::seal(self.current(), binding, expires, payload)
@@ -128,6 +133,7 @@ mod tests {
         let sealed_old = before.seal(&binding, now + Duration::from_secs(60), b"old");
         let rotated = KeyRing::new(vec![old, SealKey::new(2, &[2; 32])]).expect("two keys");
         assert_eq!(rotated.current().id(), 2);
+        assert!(rotated.holds(1) && !before.holds(2));
         let sealed_new = rotated.seal(&binding, now + Duration::from_secs(60), b"new");
         assert_eq!(blob::key_of(&sealed_new), Ok(2));
         assert_eq!(

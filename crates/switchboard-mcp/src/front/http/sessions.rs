@@ -23,7 +23,7 @@ use super::super::relay::Relay;
 use super::super::subscriptions::ResourceSubscriptions;
 use crate::era::LATEST_LEGACY_VERSION;
 use crate::jsonrpc::RequestId;
-use crate::seal::{Binding, Keys, OpenError, Purpose};
+use crate::seal::{Binding, Keys, OpenError, Purpose, blob, key_id_text};
 
 /// How long a session id opens after `initialize`; then the client initializes again.
 pub const SESSION_LIFETIME: Duration = Duration::from_secs(24 * 60 * 60);
@@ -56,6 +56,8 @@ pub(crate) struct Session {
     principal: String,
     route: String,
     expires: SystemTime,
+    /// The key that sealed the id: once it is retired, the id no longer opens anywhere.
+    key: u32,
     /// The protocol version negotiated at `initialize`.
     pub(super) version: String,
 }
@@ -183,6 +185,7 @@ impl SessionTable {
         route: &str,
         expires: SystemTime,
     ) -> Arc<Session> {
+        let key = blob::key_of(id).unwrap_or_default();
         let relay = Arc::new(Relay::default());
         let initialize = serde_json::json!({"capabilities": sealed.capabilities});
         relay.remember_capabilities(Some(&initialize));
@@ -193,6 +196,7 @@ impl SessionTable {
             principal,
             route: route.to_owned(),
             expires,
+            key,
             version: sealed.version,
         });
         let now = self.keys.now();
@@ -218,6 +222,11 @@ impl SessionTable {
             } else if session.expires <= self.keys.now() {
                 lock(&self.live).remove(id);
                 Err(SessionRefusal::Sealed(OpenError::Expired))
+            } else if !self.keys.ring().holds(session.key) {
+                lock(&self.live).remove(id);
+                Err(SessionRefusal::Sealed(OpenError::UnknownKey(key_id_text(
+                    session.key,
+                ))))
             } else {
                 Ok(session)
             };
