@@ -355,17 +355,23 @@ fn a_rotation_keeps_live_sessions_and_a_session_stays_with_its_agent() {
     }
 }
 
-#[test]
-fn sigterm_lets_a_slow_call_finish_and_drains() {
-    let dir = tempfile::tempdir().expect("tempdir");
+/// One gateway with the fixture's `fx`, draining for `drain_timeout` seconds on SIGTERM.
+fn one_gateway(dir: &Path, drain_timeout: &str) -> (HttpGateway, std::path::PathBuf) {
     let config = write_config(
-        dir.path(),
+        dir,
         &format!(
             "[servers.fx]\ncommand = {}\nargs = [\"echo\"]\n",
             quoted(&fixture())
         ),
     );
-    let mut gateway = HttpGateway::start(&config, &["--drain-timeout", "10"]);
+    let gateway = HttpGateway::start(&config, &["--drain-timeout", drain_timeout]);
+    (gateway, config)
+}
+
+#[test]
+fn sigterm_lets_a_slow_call_finish_and_drains() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (mut gateway, _config) = one_gateway(dir.path(), "10");
     let address = authority(&gateway.url);
     let ready = wait_for(Duration::from_secs(10), || {
         (readiness(&address) == Some(200)).then_some(())
@@ -419,4 +425,45 @@ fn sigterm_lets_a_slow_call_finish_and_drains() {
     })
     .expect("the gateway exits once the call is answered");
     assert!(exit.success(), "exit 0 after the drain: {exit:?}");
+}
+
+#[test]
+fn a_call_still_running_at_the_drain_timeout_is_told_the_gateway_is_shutting_down() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (mut gateway, config) = one_gateway(dir.path(), "1");
+    let address = authority(&gateway.url);
+    let session = initialize(&address, "/mcp");
+    let ours = session.clone();
+    let slow = std::thread::spawn(move || {
+        let body = r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"fx__sleep","arguments":{"ms":20000}}}"#;
+        request(&address, "POST", "/mcp", Some(&session), body)
+    });
+    std::thread::sleep(Duration::from_millis(400));
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(gateway.child.id()).expect("pid"));
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("SIGTERM");
+    let signalled = Instant::now();
+    let (status, _, body) = slow.join().expect("the slow call");
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("the gateway is shutting down"), "{body}");
+    assert!(body.contains("\"id\":9"), "{body}");
+    let exit = wait_for(Duration::from_secs(10), || {
+        gateway.child.try_wait().ok().flatten()
+    })
+    .expect("the gateway exits after the drain timeout");
+    assert!(exit.success(), "exit 0: {exit:?}");
+    assert!(
+        signalled.elapsed() < Duration::from_secs(6),
+        "the drain timeout bounds the exit: {:?}",
+        signalled.elapsed()
+    );
+    // The call cut off is still recorded, once, as cancelled.
+    let rows = audit_rows(&config);
+    let recorded: Vec<&serde_json::Value> = rows
+        .as_array()
+        .expect("rows")
+        .iter()
+        .filter(|row| row["session"] == ours.as_str())
+        .collect();
+    assert_eq!(recorded.len(), 1, "{rows:#}");
+    assert_eq!(recorded[0]["outcome"], "cancelled");
 }

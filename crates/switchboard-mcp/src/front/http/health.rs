@@ -15,6 +15,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::HttpState;
+use crate::jsonrpc::{Message, RequestId, code};
 
 /// How long a client is told to wait before reconnecting when its stream is closed for a
 /// shutdown (SSE `retry:`, milliseconds).
@@ -89,6 +90,16 @@ pub(super) async fn readyz(State(state): State<Arc<HttpState>>) -> Response {
         );
     }
     json_response(StatusCode::OK, json!({"status": "ready"}))
+}
+
+/// The answer of a call still running when the drain timeout passed (the call itself is
+/// cancelled, upstream and in the ledger).
+pub(super) fn shutting_down(id: RequestId) -> Message {
+    Message::error(
+        Some(id),
+        code::INTERNAL_ERROR,
+        "the gateway is shutting down: the call did not finish within the drain timeout",
+    )
 }
 
 /// The SSE event that ends a stream closed for a shutdown: reconnect after a pause.

@@ -388,6 +388,7 @@ async fn post_as(
             token,
             modern,
             trace,
+            abandoning: state.options.lifecycle.abandoning().clone(),
         };
         stream_answer(dispatcher, session, call, cancel).await
     } else {
@@ -409,14 +410,11 @@ async fn post_as(
         let answer = tokio::select! {
             answer = &mut call => answer,
             () = abandoning.cancelled() => {
-                // The drain timeout passed: the call is cancelled (upstream and in the
-                // ledger) and the client told why, rather than cut off.
+                // The drain timeout passed: the call is cancelled (and, dropped, finishes
+                // on a task of its own, so it reaches the ledger) and the client told why,
+                // rather than cut off.
                 cancel.cancel();
-                Message::error(
-                    Some(request_id),
-                    code::INTERNAL_ERROR,
-                    "the gateway is shutting down: the call did not finish within the drain timeout",
-                )
+                health::shutting_down(request_id)
             }
         };
         rpc_response(answer_status(modern, &answer), &answer)
