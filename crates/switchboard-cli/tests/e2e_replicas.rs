@@ -321,9 +321,18 @@ fn a_rotation_keeps_live_sessions_and_a_session_stays_with_its_agent() {
     }
 
     keys(&ring, &["rotate"]);
-    // Every replica reads the ring again within its recheck (500 ms).
-    std::thread::sleep(Duration::from_millis(700));
-    let fresh = initialize(&address, "/mcp/agents/qa");
+    let newest = newest_key(&ring);
+    // Every replica reads the ring again within its recheck (500 ms): wait until three
+    // initializes in a row (one per replica) are sealed with the new key.
+    let fresh = wait_for(Duration::from_secs(5), || {
+        let ids: Vec<String> = (0..3)
+            .map(|_| initialize(&address, "/mcp/agents/qa"))
+            .collect();
+        ids.iter()
+            .all(|id| sealed_with(id) == newest)
+            .then(|| ids[0].clone())
+    })
+    .expect("every replica seals with the new key");
     for id in [&session, &fresh] {
         for _ in 0..3 {
             let (status, _, body) = request(&address, "POST", "/mcp/agents/qa", Some(id), LIST);
@@ -332,19 +341,23 @@ fn a_rotation_keeps_live_sessions_and_a_session_stays_with_its_agent() {
         }
     }
 
-    // Retiring the old key ends what it sealed, on the replicas that never held the session.
+    // Retiring the old key ends what it sealed on every replica, those holding it included.
     keys(&ring, &["retire", "--keep", "1"]);
-    std::thread::sleep(Duration::from_millis(700));
-    let refusals: Vec<String> = (0..3)
-        .map(|_| request(&address, "POST", "/mcp/agents/qa", Some(&session), LIST))
-        .filter(|(status, _, _)| *status == 404)
-        .map(|(_, _, body)| body)
-        .collect();
-    assert_eq!(
-        refusals.len(),
-        3,
-        "every replica refuses it, those that held it too: {refusals:?}"
-    );
+    let refusals = wait_for(Duration::from_secs(5), || {
+        let answers: Vec<(u16, Vec<String>, String)> = (0..3)
+            .map(|_| request(&address, "POST", "/mcp/agents/qa", Some(&session), LIST))
+            .collect();
+        answers
+            .iter()
+            .all(|(status, _, _)| *status == 404)
+            .then(|| {
+                answers
+                    .into_iter()
+                    .map(|(_, _, body)| body)
+                    .collect::<Vec<_>>()
+            })
+    })
+    .expect("every replica refuses the retired key's session");
     assert!(
         refusals.iter().all(|b| b.contains("does not hold")),
         "{refusals:?}"
@@ -353,6 +366,29 @@ fn a_rotation_keeps_live_sessions_and_a_session_stays_with_its_agent() {
         let (status, _, body) = request(&address, "POST", "/mcp/agents/qa", Some(&fresh), LIST);
         assert_eq!(status, 200, "the new key still seals: {body}");
     }
+}
+
+/// The id of the ring's newest key (`switchboard keys list --json`).
+fn newest_key(ring: &Path) -> String {
+    let output = std::process::Command::new(switchboard())
+        .args(["keys", "list", "--json"])
+        .arg(ring)
+        .output()
+        .expect("keys list");
+    let text = String::from_utf8_lossy(&output.stdout);
+    let last: serde_json::Value =
+        serde_json::from_str(text.lines().last().expect("a key")).expect("json");
+    assert_eq!(last["seals"], true, "{text}");
+    last["id"].as_str().expect("id").to_owned()
+}
+
+/// The id of the key a sealed value names (bytes 1 to 4 of the blob).
+fn sealed_with(blob: &str) -> String {
+    use base64::Engine;
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(blob)
+        .expect("base64url");
+    bytes[1..5].iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// One gateway with the fixture's `fx`, draining for `drain_timeout` seconds on SIGTERM.

@@ -28,6 +28,8 @@ const FORMAT: u32 = 1;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum KeyRingError {
+    #[error("key ring {path} does not exist (make one with `switchboard keys create {path}`)")]
+    Missing { path: PathBuf },
     #[error("cannot read key ring {path}: {source}")]
     Read {
         path: PathBuf,
@@ -127,9 +129,14 @@ impl RingFile {
 
     /// Reads and checks `path`: owner-only permissions, valid JSON, every key well formed.
     pub fn load(path: &Path) -> Result<Self, KeyRingError> {
-        let read = |source| KeyRingError::Read {
-            path: path.to_owned(),
-            source,
+        let read = |source: std::io::Error| match source.kind() {
+            std::io::ErrorKind::NotFound => KeyRingError::Missing {
+                path: path.to_owned(),
+            },
+            _ => KeyRingError::Read {
+                path: path.to_owned(),
+                source,
+            },
         };
         let metadata = std::fs::metadata(path).map_err(read)?;
         let mode = metadata.mode() & 0o777;

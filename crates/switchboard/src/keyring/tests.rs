@@ -73,6 +73,11 @@ fn create_writes_an_owner_only_ring_and_never_overwrites() {
     );
     let ring = RingFile::load(&path).expect("load");
     assert_eq!(ring.keys.len(), 1);
+    let missing = RingFile::load(&dir.path().join("none.json")).expect_err("missing");
+    assert!(
+        missing.to_string().contains("switchboard keys create"),
+        "{missing}"
+    );
 }
 
 #[test]
