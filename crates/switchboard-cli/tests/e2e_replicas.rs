@@ -6,7 +6,9 @@
 //! replica serves its calls on the others; a 2026-era call held for approval is answered
 //! `input_required` on one replica and its retry lands on another. A key rotation keeps live
 //! sessions; retiring the old key ends them on every replica; a session of one agent is refused for another.
-//! SIGTERM during a slow call: the call completes, the drain begins at once, exit 0.
+//! SIGTERM during a slow call: the call completes, the drain begins at once, exit 0; a call
+//! still running at the drain timeout is told why. Behind HAProxy checking `/readyz`, a
+//! replica that drains away leaves its sessions working and no client error.
 
 mod support;
 
@@ -162,13 +164,27 @@ fn request(
     session: Option<&str>,
     body: &str,
 ) -> (u16, Vec<String>, String) {
+    match session {
+        Some(session) => request_with(address, method, path, &[("mcp-session-id", session)], body),
+        None => request_with(address, method, path, &[], body),
+    }
+}
+
+/// Like [`request`], with headers of its own.
+fn request_with(
+    address: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, Vec<String>, String) {
     let mut stream = TcpStream::connect(address).expect("connect");
     let mut head = format!(
         "{method} {path} HTTP/1.1\r\nhost: {address}\r\nconnection: close\r\naccept: application/json, text/event-stream\r\ncontent-type: application/json\r\ncontent-length: {}\r\n",
         body.len()
     );
-    if let Some(session) = session {
-        head.push_str(&format!("mcp-session-id: {session}\r\n"));
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
     }
     head.push_str("\r\n");
     stream.write_all(head.as_bytes()).expect("write");
@@ -470,9 +486,24 @@ fn a_call_still_running_at_the_drain_timeout_is_told_the_gateway_is_shutting_dow
     let address = authority(&gateway.url);
     let session = initialize(&address, "/mcp");
     let ours = session.clone();
+    let started_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_millis();
+    let legacy_address = address.clone();
     let slow = std::thread::spawn(move || {
         let body = r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"fx__sleep","arguments":{"ms":20000}}}"#;
-        request(&address, "POST", "/mcp", Some(&session), body)
+        request(&legacy_address, "POST", "/mcp", Some(&session), body)
+    });
+    // A 2026-era call too: answered as plain JSON, not on a session's stream.
+    let modern = std::thread::spawn(move || {
+        let body = r#"{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"fx__sleep","arguments":{"ms":20001},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+        let headers = [
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "fx__sleep"),
+        ];
+        request_with(&address, "POST", "/mcp", &headers, body)
     });
     std::thread::sleep(Duration::from_millis(400));
     let pid = nix::unistd::Pid::from_raw(i32::try_from(gateway.child.id()).expect("pid"));
@@ -482,6 +513,10 @@ fn a_call_still_running_at_the_drain_timeout_is_told_the_gateway_is_shutting_dow
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("the gateway is shutting down"), "{body}");
     assert!(body.contains("\"id\":9"), "{body}");
+    let (status, _, body) = modern.join().expect("the modern call");
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("the gateway is shutting down"), "{body}");
+    assert!(body.contains("\"id\":10"), "{body}");
     let exit = wait_for(Duration::from_secs(10), || {
         gateway.child.try_wait().ok().flatten()
     })
@@ -502,4 +537,119 @@ fn a_call_still_running_at_the_drain_timeout_is_told_the_gateway_is_shutting_dow
         .collect();
     assert_eq!(recorded.len(), 1, "{rows:#}");
     assert_eq!(recorded[0]["outcome"], "cancelled");
+    let modern_rows = rows
+        .as_array()
+        .expect("rows")
+        .iter()
+        .filter(|row| {
+            row["args_redacted"]["ms"] == 20001
+                && row["started_ms"]
+                    .as_u64()
+                    .is_some_and(|ms| u128::from(ms) >= started_ms)
+        })
+        .count();
+    assert_eq!(modern_rows, 1, "{rows:#}");
+}
+
+/// HAProxy in front of replicas, checking `/readyz`; killed when dropped.
+struct Haproxy {
+    child: std::process::Child,
+    address: String,
+}
+
+impl Haproxy {
+    fn start(dir: &Path, replicas: &[String]) -> Self {
+        let binary = prerequisite(
+            "/usr/sbin/haproxy".into(),
+            "haproxy (apt-get install haproxy)",
+        );
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let mut config = format!(
+            "defaults\n  mode http\n  timeout connect 2s\n  timeout client 60s\n  timeout server 60s\n  retries 3\n  option redispatch\n\
+             frontend mcp\n  bind 127.0.0.1:{port}\n  default_backend replicas\n\
+             backend replicas\n  balance roundrobin\n  option httpchk GET /readyz\n  http-check expect status 200\n  default-server inter 300ms fall 2 rise 1\n"
+        );
+        for (index, replica) in replicas.iter().enumerate() {
+            config.push_str(&format!("  server r{index} {replica} check\n"));
+        }
+        let file = dir.join("haproxy.cfg");
+        std::fs::write(&file, config).expect("write haproxy.cfg");
+        let child = std::process::Command::new(binary)
+            .arg("-db")
+            .arg("-f")
+            .arg(&file)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start haproxy");
+        let address = format!("127.0.0.1:{port}");
+        wait_for(Duration::from_secs(10), || {
+            TcpStream::connect(&address).ok()
+        })
+        .expect("haproxy listens");
+        Self { child, address }
+    }
+}
+
+impl Drop for Haproxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn behind_haproxy_a_replica_that_drains_leaves_no_client_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (mut gateways, _ring) = replicas(dir.path());
+    let authorities: Vec<String> = gateways.iter().map(|g| authority(&g.url)).collect();
+    let haproxy = Haproxy::start(dir.path(), &authorities);
+    let url = format!("http://{}/mcp/agents/qa", haproxy.address);
+    let flow = |url: &str| {
+        python_client(&[
+            "--era",
+            "legacy",
+            "--http",
+            url,
+            "calls",
+            r#"[["fx__echo", {"message": "a"}], ["fx__echo", {"message": "b"}], ["fx__echo", {"message": "c"}]]"#,
+        ])
+    };
+    let before = flow(&url);
+    assert_eq!(before[2]["content"][0]["text"], "c", "{before}");
+    // A session minted by the replica about to go.
+    let orphan = initialize(&authorities[0], "/mcp/agents/qa");
+    // One replica goes away the way a rolling update takes it: SIGTERM, drain, exit 0.
+    let exit = gateways[0].terminate();
+    assert!(exit.success(), "{exit:?}");
+    for _ in 0..3 {
+        let (status, _, body) = request(
+            &haproxy.address,
+            "POST",
+            "/mcp/agents/qa",
+            Some(&orphan),
+            LIST,
+        );
+        assert_eq!(status, 200, "the survivors serve its session: {body}");
+    }
+    for round in 0..3 {
+        let after = flow(&url);
+        assert_eq!(
+            after[2]["content"][0]["text"], "c",
+            "round {round}: {after}"
+        );
+        let modern = python_client(&[
+            "--era",
+            "modern",
+            "--http",
+            &url,
+            "call",
+            "fx__echo",
+            r#"{"message": "m"}"#,
+        ]);
+        assert_eq!(modern["content"][0]["text"], "m", "round {round}: {modern}");
+    }
 }
