@@ -653,3 +653,38 @@ fn behind_haproxy_a_replica_that_drains_leaves_no_client_error() {
         assert_eq!(modern["content"][0]["text"], "m", "round {round}: {modern}");
     }
 }
+
+#[test]
+fn a_key_ring_others_may_read_fails_config_check_and_start() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ring = dir.path().join("keys.json");
+    keys(&ring, &["create"]);
+    let config = write_config(dir.path(), "[shared]\nkeys = \"keys.json\"\n");
+    let check = || {
+        std::process::Command::new(switchboard())
+            .args(["config", "check"])
+            .arg(&config)
+            .output()
+            .expect("config check")
+    };
+    assert!(check().status.success());
+    std::fs::set_permissions(&ring, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let refused = check();
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success());
+    assert!(
+        said.contains("[shared] keys: key ring") && said.contains("mode 644"),
+        "{said}"
+    );
+    let serve = std::process::Command::new(switchboard())
+        .arg("--config")
+        .arg(&config)
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("serve");
+    let said = String::from_utf8_lossy(&serve.stderr);
+    assert!(!serve.status.success());
+    assert!(said.contains("chmod 600"), "{said}");
+}
