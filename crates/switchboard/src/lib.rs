@@ -47,7 +47,8 @@ pub mod tokens;
 mod tool_search;
 
 pub use approvals::{
-    Approvals, Grant, NotPending, PendingApproval, PendingApprovals, Sealer, StateError,
+    Approvals, Grant, MemoryNonces, NotPending, PendingApproval, PendingApprovals, Sealer,
+    StateError, UsedNonces,
 };
 pub use assemble::{AssembleError, approval_rules, connection_fingerprint, governance, plans};
 pub use command_hook::{CommandHook, command_hooks};

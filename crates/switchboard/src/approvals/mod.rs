@@ -22,7 +22,7 @@ use switchboard_core::{CallContext, ModernRequest};
 use switchboard_mcp::seal::Keys;
 
 pub use pending::{Grant, NotPending, PendingApproval, PendingApprovals};
-pub use seal::{Sealer, StateError};
+pub use seal::{MemoryNonces, Sealer, StateError, UsedNonces};
 
 /// The key under which the approval question is asked in `inputRequests`.
 use switchboard_core::approval::APPROVAL_INPUT_KEY as INPUT_KEY;
@@ -38,9 +38,14 @@ impl Approvals {
     /// `keys`: the key ring that seals `requestState` (the deployment's, shared by its
     /// replicas, or one random key of this process).
     pub fn new(keys: Arc<dyn Keys>, timeout: Duration) -> Self {
+        Self::with_sealer(Sealer::new(keys), timeout)
+    }
+
+    /// With a sealer of the caller's (e.g. one whose used nonces the replicas share).
+    pub fn with_sealer(sealer: Sealer, timeout: Duration) -> Self {
         Self {
             pending: Arc::new(PendingApprovals::default()),
-            sealer: Sealer::new(keys),
+            sealer,
             timeout,
         }
     }

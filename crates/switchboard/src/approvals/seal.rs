@@ -5,8 +5,9 @@
 //! refused. With `[shared] keys` every replica opens what another sealed, so the
 //! `input_required` retry may land on any of them.
 //!
-//! The nonce is used up on the replica that opens it: a state replayed to a *second* replica
-//! within its lifetime is not caught here (that needs a store the replicas share).
+//! Each nonce is used up in a [`UsedNonces`] store: [`MemoryNonces`] (this process's memory)
+//! unless a store the replicas share is handed in; with the memory store, a state replayed to
+//! a *second* replica within its lifetime is not caught.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -28,11 +29,34 @@ pub enum StateError {
     Used,
 }
 
+/// Where used nonces are remembered until their state expires.
+pub trait UsedNonces: Send + Sync {
+    /// Marks `nonce` used until `expires_ms` (ms since the epoch); `false` when it already
+    /// was. `now_ms` lets a store forget what expired.
+    fn first_use(&self, nonce: [u8; 16], expires_ms: u64, now_ms: u64) -> bool;
+}
+
+/// Used nonces in this process's memory.
+#[derive(Default)]
+pub struct MemoryNonces {
+    used: Mutex<HashMap<[u8; 16], u64>>,
+}
+
+impl UsedNonces for MemoryNonces {
+    fn first_use(&self, nonce: [u8; 16], expires_ms: u64, now_ms: u64) -> bool {
+        let mut used = self
+            .used
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        used.retain(|_, expires| *expires >= now_ms);
+        used.insert(nonce, expires_ms).is_none()
+    }
+}
+
 /// Seals and opens approval states.
 pub struct Sealer {
     keys: Arc<dyn Keys>,
-    /// Nonces used, with when they expire (ms since the epoch).
-    used: Mutex<HashMap<[u8; 16], u64>>,
+    used: Arc<dyn UsedNonces>,
 }
 
 /// The call a state belongs to: tool and a digest of its arguments.
@@ -51,11 +75,15 @@ fn millis(time: SystemTime) -> u64 {
 }
 
 impl Sealer {
+    /// Nonces are remembered in this process ([`MemoryNonces`]).
     pub fn new(keys: Arc<dyn Keys>) -> Self {
-        Self {
-            keys,
-            used: Mutex::default(),
-        }
+        Self::with_nonces(keys, Arc::new(MemoryNonces::default()))
+    }
+
+    /// Nonces are remembered in `used` (a store the replicas share makes a state single-use
+    /// across them).
+    pub fn with_nonces(keys: Arc<dyn Keys>, used: Arc<dyn UsedNonces>) -> Self {
+        Self { keys, used }
     }
 
     /// A state for `request`, valid for `lifetime`.
@@ -95,12 +123,7 @@ impl Sealer {
             return Err(StateError::Sealed(OpenError::Malformed));
         };
         let now = millis(self.keys.now());
-        let mut used = self
-            .used
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        used.retain(|_, expires| *expires >= now);
-        if used.insert(nonce, u64::from_be_bytes(expires)).is_some() {
+        if !self.used.first_use(nonce, u64::from_be_bytes(expires), now) {
             return Err(StateError::Used);
         }
         Ok(())
@@ -157,6 +180,18 @@ mod tests {
         assert_eq!(
             Sealer::new(shared(b"shared key")).open(&fresh, &request("fs__delete", "qa", 1)),
             Ok(())
+        );
+        // With one store of used nonces between them, a replay to another replica is caught.
+        let used: Arc<dyn UsedNonces> = Arc::new(MemoryNonces::default());
+        let (a, b) = (
+            Sealer::with_nonces(shared(b"shared key"), used.clone()),
+            Sealer::with_nonces(shared(b"shared key"), used),
+        );
+        let state = a.seal(&request("fs__delete", "qa", 1), Duration::from_secs(60));
+        assert_eq!(a.open(&state, &request("fs__delete", "qa", 1)), Ok(()));
+        assert_eq!(
+            b.open(&state, &request("fs__delete", "qa", 1)),
+            Err(StateError::Used)
         );
     }
 
