@@ -287,14 +287,14 @@ async fn post_as(
         Message::Request { id, method, params } => (id, method, params),
         Message::Notification { method, params } => {
             if method == "notifications/cancelled"
-                && let Some(session) = session_id.and_then(|id| state.sessions.held(&id))
+                && let Some(session) = session_id.and_then(|id| state.sessions.held(&id, asker))
             {
                 cancel_in_session(&session, params.as_ref());
             }
             return StatusCode::ACCEPTED.into_response();
         }
         answer @ (Message::Response { .. } | Message::Error { .. }) => {
-            if let Some(session) = session_id.and_then(|id| state.sessions.held(&id)) {
+            if let Some(session) = session_id.and_then(|id| state.sessions.held(&id, asker)) {
                 session.relay.complete(&answer);
             }
             return StatusCode::ACCEPTED.into_response();

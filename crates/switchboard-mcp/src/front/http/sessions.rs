@@ -255,10 +255,11 @@ impl SessionTable {
         Ok(session)
     }
 
-    /// The session `id` if this replica holds it (for messages that only its owner can act
-    /// on: a cancellation, an answer to a relayed request).
-    pub(super) fn held(&self, id: &str) -> Option<Arc<Session>> {
-        lock(&self.live).get(id).cloned()
+    /// The session `id` if this replica holds it for `asker` (for messages that only its
+    /// owner can act on: a cancellation, an answer to a relayed request).
+    pub(super) fn held(&self, id: &str, asker: Asker<'_>) -> Option<Arc<Session>> {
+        let session = lock(&self.live).get(id).cloned()?;
+        (session.principal == asker.principal() && session.route == asker.route).then_some(session)
     }
 
     /// Ends the session `id` (DELETE): its calls here are cancelled, and this replica no
@@ -315,7 +316,11 @@ mod tests {
         );
         let adopted = second.find(&id, QA).expect("adopted");
         assert_eq!(adopted.version, "2025-06-18");
-        assert!(second.held(&id).is_some());
+        assert!(second.held(&id, QA).is_some());
+        assert!(
+            second.held(&id, dev).is_none(),
+            "another agent cannot cancel its calls"
+        );
         // Held ones are checked too.
         assert_eq!(
             first.find(&id, dev).err(),
