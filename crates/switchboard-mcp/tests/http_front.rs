@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use switchboard_mcp::front::Dispatcher;
-use switchboard_mcp::front::http::{HttpOptions, Lifecycle, serve};
+use switchboard_mcp::front::http::{HttpOptions, Lifecycle, LocalEndedSessions, serve};
 use switchboard_mcp::seal::FixedKeys;
 use tokio_util::sync::CancellationToken;
 
@@ -45,6 +45,7 @@ async fn start_on(workers: usize) -> Server {
         connection_workers: workers,
         keys: Arc::new(FixedKeys::ephemeral()),
         lifecycle: Lifecycle::default(),
+        ended_sessions: Arc::new(LocalEndedSessions::default()),
     };
     let shutdown = CancellationToken::new();
     let served = tokio::spawn(serve(

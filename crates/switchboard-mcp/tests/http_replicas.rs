@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use switchboard_mcp::front::Dispatcher;
-use switchboard_mcp::front::http::{HttpOptions, Lifecycle, serve};
+use switchboard_mcp::front::http::{HttpOptions, Lifecycle, LocalEndedSessions, serve};
 use switchboard_mcp::seal::{FixedKeys, KeyRing, Keys};
 use tokio_util::sync::CancellationToken;
 
@@ -40,6 +40,7 @@ async fn replica(keys: Arc<dyn Keys>) -> Replica {
         connection_workers: 0,
         keys,
         lifecycle: lifecycle.clone(),
+        ended_sessions: Arc::new(LocalEndedSessions::default()),
     };
     let shutdown = CancellationToken::new();
     let served = tokio::spawn(serve(
@@ -144,7 +145,9 @@ async fn a_session_moves_between_replicas_sharing_the_ring() {
             "{body}"
         );
     }
-    let tampered = format!("{}A", &session[..session.len() - 1]);
+    // Another first character: the version byte's bits change, whatever they were.
+    let other = if session.starts_with('A') { 'B' } else { 'A' };
+    let tampered = format!("{other}{}", &session[1..]);
     let (status, _) = b.list_status("/mcp", &tampered).await;
     assert_eq!(status, 404);
 

@@ -50,6 +50,7 @@ use self::guard::{Authenticated, authenticate};
 pub use self::health::Lifecycle;
 use self::in_flight::CallInFlight;
 use self::sessions::{Asker, Session, SessionTable};
+pub use self::sessions::{EndedSessions, LocalEndedSessions};
 use super::dispatch::{Dispatcher, progress_token};
 use super::envelope;
 use crate::era::META_LOG_LEVEL;
@@ -86,6 +87,9 @@ pub struct HttpOptions {
     pub keys: Arc<dyn Keys>,
     /// Draining on shutdown ([`health`]); `serve` starts it when `shutdown` fires.
     pub lifecycle: Lifecycle,
+    /// Where sessions ended by DELETE are remembered ([`LocalEndedSessions`]: this
+    /// process only; a store the replicas share ends them on every replica).
+    pub ended_sessions: Arc<dyn EndedSessions>,
 }
 
 struct HttpState {
@@ -133,7 +137,7 @@ pub fn router(dispatcher: Dispatcher, options: HttpOptions) -> Router {
     let limit = options.max_message_bytes;
     let state = Arc::new(HttpState {
         dispatcher: dispatcher.over_tcp(),
-        sessions: SessionTable::new(options.keys.clone()),
+        sessions: SessionTable::new(options.keys.clone(), options.ended_sessions.clone()),
         options,
     });
     let router = if state.options.oauth.is_some() {

@@ -8,8 +8,8 @@
 //! What lives in memory, on the replica that serves a request: the calls in flight (for
 //! `notifications/cancelled`), the relay of server requests to the client (owner-bound: a
 //! request relayed mid-call is answered on the replica that asked), resource subscriptions,
-//! and DELETE's record of ended sessions. docs/scale-out.md says what a client sees when it
-//! moves.
+//! and — unless a store the replicas share is handed in ([`EndedSessions`]) — DELETE's
+//! record of ended sessions. docs/scale-out.md says what a client sees when it moves.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -101,12 +101,38 @@ pub(super) enum SessionRefusal {
     Ended,
 }
 
+/// Where sessions ended by DELETE are remembered until their ids expire: so that no replica
+/// that shares the store opens them again.
+pub trait EndedSessions: Send + Sync + std::fmt::Debug {
+    /// Records that the session `id`, valid until `expires`, was ended at `now`.
+    fn end(&self, id: &str, expires: SystemTime, now: SystemTime);
+    /// Whether the session `id` was ended.
+    fn is_ended(&self, id: &str, now: SystemTime) -> bool;
+}
+
+/// Ended sessions in this process's memory: a DELETE holds on the replica that took it.
+#[derive(Debug, Default)]
+pub struct LocalEndedSessions {
+    ended: Mutex<HashMap<String, SystemTime>>,
+}
+
+impl EndedSessions for LocalEndedSessions {
+    fn end(&self, id: &str, expires: SystemTime, now: SystemTime) {
+        let mut ended = lock(&self.ended);
+        ended.retain(|_, until| *until > now);
+        ended.insert(id.to_owned(), expires);
+    }
+
+    fn is_ended(&self, id: &str, now: SystemTime) -> bool {
+        lock(&self.ended).get(id).is_some_and(|until| *until > now)
+    }
+}
+
 /// The sessions of one HTTP front.
 pub(super) struct SessionTable {
     keys: Arc<dyn Keys>,
     live: Mutex<HashMap<String, Arc<Session>>>,
-    /// Ids ended here by DELETE, until they expire.
-    ended: Mutex<HashMap<String, SystemTime>>,
+    ended: Arc<dyn EndedSessions>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -131,11 +157,11 @@ fn carried(capabilities: Value) -> Value {
 }
 
 impl SessionTable {
-    pub(super) fn new(keys: Arc<dyn Keys>) -> Self {
+    pub(super) fn new(keys: Arc<dyn Keys>, ended: Arc<dyn EndedSessions>) -> Self {
         Self {
             keys,
             live: Mutex::default(),
-            ended: Mutex::default(),
+            ended,
         }
     }
 
@@ -211,6 +237,10 @@ impl SessionTable {
     /// The session `id` names, for `asker`: held here, or opened and adopted.
     pub(super) fn find(&self, id: &str, asker: Asker<'_>) -> Result<Arc<Session>, SessionRefusal> {
         let principal = asker.principal();
+        if self.ended.is_ended(id, self.keys.now()) {
+            lock(&self.live).remove(id);
+            return Err(SessionRefusal::Ended);
+        }
         let held = lock(&self.live).get(id).cloned();
         if let Some(session) = held {
             // The id was checked when it was made or adopted; what is left is whether this
@@ -230,9 +260,6 @@ impl SessionTable {
             } else {
                 Ok(session)
             };
-        }
-        if lock(&self.ended).contains_key(id) {
-            return Err(SessionRefusal::Ended);
         }
         let payload = self
             .keys
@@ -267,10 +294,7 @@ impl SessionTable {
     pub(super) fn end(&self, id: &str, asker: Asker<'_>) -> Result<Arc<Session>, SessionRefusal> {
         let session = self.find(id, asker)?;
         lock(&self.live).remove(id);
-        let now = self.keys.now();
-        let mut ended = lock(&self.ended);
-        ended.retain(|_, expires| *expires > now);
-        ended.insert(id.to_owned(), session.expires);
+        self.ended.end(id, session.expires, self.keys.now());
         Ok(session)
     }
 }
@@ -283,7 +307,14 @@ mod tests {
     use crate::seal::{FixedKeys, KeyRing};
 
     fn table(secret: &[u8]) -> SessionTable {
-        SessionTable::new(Arc::new(FixedKeys(Arc::new(KeyRing::from_secret(secret)))))
+        table_ending_in(secret, Arc::new(LocalEndedSessions::default()))
+    }
+
+    fn table_ending_in(secret: &[u8], ended: Arc<dyn EndedSessions>) -> SessionTable {
+        SessionTable::new(
+            Arc::new(FixedKeys(Arc::new(KeyRing::from_secret(secret)))),
+            ended,
+        )
     }
 
     const QA: Asker<'static> = Asker {
@@ -336,6 +367,16 @@ mod tests {
         replica.end(&id, QA).expect("ended");
         assert_eq!(replica.find(&id, QA).err(), Some(SessionRefusal::Ended));
         assert_eq!(replica.end(&id, QA).err(), Some(SessionRefusal::Ended));
+        // Replicas sharing one store of ended sessions all refuse it, those holding it too.
+        let shared: Arc<dyn EndedSessions> = Arc::new(LocalEndedSessions::default());
+        let (a, b) = (
+            table_ending_in(b"ring", shared.clone()),
+            table_ending_in(b"ring", shared),
+        );
+        let (id, _) = a.start(QA, None);
+        b.find(&id, QA).expect("adopted");
+        a.end(&id, QA).expect("ended");
+        assert_eq!(b.find(&id, QA).err(), Some(SessionRefusal::Ended));
     }
 
     #[test]
