@@ -63,6 +63,8 @@ enum Command {
     Console(commands::console::ConsoleArgs),
     /// Manage agents' HTTP bearer tokens.
     Token(commands::token::TokenArgs),
+    /// Manage the key ring that replicas share to seal session ids and requestState.
+    Keys(commands::keys::KeysArgs),
     /// Change the latency tier of a session or an agent on the running gateway.
     Tier(commands::tier::TierArgs),
     /// Read the audit ledger: recent calls, export, verify the hash chain.
@@ -177,6 +179,7 @@ fn main() -> ExitCode {
             Command::Servers(args) => commands::servers::run(cli.config.as_deref(), args).await,
             Command::Reload(args) => commands::servers::reload(cli.config.as_deref(), args).await,
             Command::Token(args) => commands::token::run(cli.config.as_deref(), args),
+            Command::Keys(args) => commands::keys::run(args),
             Command::Tier(args) => commands::tier::run(cli.config.as_deref(), args).await,
             Command::Audit(args) => commands::audit::run(cli.config.as_deref(), args),
             Command::Calibrate(args) => commands::calibrate::run(cli.config.as_deref(), args).await,

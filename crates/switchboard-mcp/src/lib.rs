@@ -4,6 +4,8 @@
 //!   legacy SSE, in-process providers), with era negotiation and supervision.
 //! * [`front`]: Switchboard as a server (stdio and Streamable HTTP, both eras).
 //! * [`jsonrpc`], [`era`] and [`routing_headers`]: the wire format both sides share.
+//! * [`seal`]: client-side state sealed with a key ring (session ids, `requestState`), so any
+//!   replica of a deployment serves any request.
 //!
 //! Everything above this crate works on `switchboard-core`'s domain types.
 
@@ -17,4 +19,5 @@ pub mod front;
 pub mod jsonrpc;
 pub mod oauth;
 pub mod routing_headers;
+pub mod seal;
 pub mod upstream;

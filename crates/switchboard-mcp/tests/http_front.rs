@@ -5,11 +5,13 @@
 mod support;
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use switchboard_mcp::front::Dispatcher;
-use switchboard_mcp::front::http::{HttpOptions, serve};
+use switchboard_mcp::front::http::{HttpOptions, Lifecycle, LocalEndedSessions, serve};
+use switchboard_mcp::seal::FixedKeys;
 use tokio_util::sync::CancellationToken;
 
 struct Server {
@@ -41,6 +43,9 @@ async fn start_on(workers: usize) -> Server {
         auth: None,
         oauth: None,
         connection_workers: workers,
+        keys: Arc::new(FixedKeys::ephemeral()),
+        lifecycle: Lifecycle::default(),
+        ended_sessions: Arc::new(LocalEndedSessions::default()),
     };
     let shutdown = CancellationToken::new();
     let served = tokio::spawn(serve(

@@ -18,9 +18,12 @@ use switchboard_core::limits::{CostModel, LimitSpec, Limits, Quota, Scope};
 use switchboard_core::pipeline::Governance;
 use switchboard_mcp::upstream::{Endpoint, EraChoice, StdioCommand, UpstreamSpec};
 
+use switchboard_mcp::seal::{FixedKeys, KeyRing, Keys};
+
 use crate::approvals::Approvals;
 use crate::exposure::AgentProfile;
 use crate::host::{Host, HostOptions, ServerPlan};
+use crate::keyring::LiveKeys;
 use crate::latency::{ToolSettings, tool_key};
 use crate::manager::ManagerSlot;
 use switchboard_budget::SafetyOverride;
@@ -70,10 +73,12 @@ impl Host {
                 ceiling: tier.ceiling,
             })
             .collect();
-        let approvals = Arc::new(Approvals::new(
-            config.gateway.approval_key.as_deref().map(str::as_bytes),
-            config.gateway.approval_timeout,
-        ));
+        let keys = match options.keys.clone() {
+            Some(keys) => keys,
+            None => keys_of(config)?,
+        };
+        options.keys = Some(keys.clone());
+        let approvals = Arc::new(Approvals::new(keys, config.gateway.approval_timeout));
         options.pending_approvals = Some(approvals.pending.clone());
         let mut governance = governance(config);
         governance.approver = Some(approvals);
@@ -91,6 +96,25 @@ impl Host {
         let _ = slot.set(manager);
         Ok(host)
     }
+}
+
+/// The key ring of `[shared] keys` (followed as it changes); else one derived from
+/// `gateway.approval_key`, which replicas shared before key rings; else a random key of
+/// this process.
+fn keys_of(config: &Config) -> Result<Arc<dyn Keys>, AssembleError> {
+    let clock = Arc::new(switchboard_core::clock::SystemClock);
+    if let Some(path) = &config.shared.keys {
+        let live = LiveKeys::follow(path, clock)
+            .map_err(|error| AssembleError(format!("[shared] keys: {error}")))?;
+        return Ok(Arc::new(live));
+    }
+    Ok(match &config.gateway.approval_key {
+        Some(secret) => Arc::new(LiveKeys::fixed(
+            KeyRing::from_secret(secret.as_bytes()),
+            clock,
+        )),
+        None => Arc::new(FixedKeys::ephemeral()),
+    })
 }
 
 /// The exporter of traces `[telemetry]` and the `OTEL_*` variables ask for, if any; what

@@ -24,7 +24,9 @@ mod assemble;
 mod command_hook;
 mod exposure;
 mod fleet;
+mod followed_file;
 mod host;
+pub mod keyring;
 pub mod latency;
 mod listing_fit;
 pub mod live;
@@ -44,7 +46,10 @@ mod tiers;
 pub mod tokens;
 mod tool_search;
 
-pub use approvals::{Approvals, Grant, NotPending, PendingApproval, PendingApprovals, Sealer};
+pub use approvals::{
+    Approvals, Grant, MemoryNonces, NotPending, PendingApproval, PendingApprovals, Sealer,
+    StateError, UsedNonces,
+};
 pub use assemble::{AssembleError, approval_rules, connection_fingerprint, governance, plans};
 pub use command_hook::{CommandHook, command_hooks};
 pub use exposure::AgentProfile;

@@ -6,12 +6,13 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime};
+use std::sync::Arc;
 
 use arc_swap::ArcSwap;
 
 use serde::{Deserialize, Serialize};
+
+use crate::followed_file::FollowedFile;
 use sha2::{Digest, Sha256};
 use switchboard_mcp::front::http::Authenticator;
 
@@ -191,7 +192,7 @@ impl Authenticator for TokenStore {
 }
 
 /// How often a running gateway looks whether the token file changed.
-pub const RECHECK: Duration = Duration::from_millis(500);
+pub use crate::followed_file::RECHECK;
 
 /// The tokens a running gateway accepts, in step with the token file: at most every
 /// [`RECHECK`] the file's change time, size and inode are looked at, and a changed file is
@@ -201,15 +202,10 @@ pub const RECHECK: Duration = Duration::from_millis(500);
 /// in the log); tokens of agents the config does not define are ignored.
 pub struct LiveTokens {
     fixed: Vec<StoredToken>,
-    file: Option<PathBuf>,
+    file: Option<FollowedFile>,
     agents: BTreeSet<String>,
     store: ArcSwap<TokenStore>,
-    /// When the file is looked at next, and what it looked like last time.
-    check: Mutex<(Instant, Option<FileStamp>)>,
 }
-
-/// What tells a rewritten file from the one read: change time, size, inode.
-type FileStamp = (SystemTime, u64, u64);
 
 impl std::fmt::Debug for LiveTokens {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -227,7 +223,9 @@ impl LiveTokens {
         file: Option<PathBuf>,
         agents: BTreeSet<String>,
     ) -> Result<Self, String> {
-        let stamp = file.as_deref().and_then(stamp_of);
+        let followed = file
+            .as_deref()
+            .map(|path| FollowedFile::new(path, tokio::time::Instant::now()));
         let from_file = match &file {
             Some(path) => TokenFile::load(path)?.tokens,
             None => Vec::new(),
@@ -235,9 +233,8 @@ impl LiveTokens {
         let live = Self {
             store: ArcSwap::from_pointee(TokenStore::new(Vec::new())),
             fixed,
-            file,
+            file: followed,
             agents,
-            check: Mutex::new((Instant::now() + RECHECK, stamp)),
         };
         live.store.store(Arc::new(live.combined(from_file)));
         Ok(live)
@@ -252,27 +249,20 @@ impl LiveTokens {
     /// Reads the file again if it changed and the last look is [`RECHECK`] old. Whoever
     /// finds another caller looking goes on with the tokens as they are.
     fn refresh(&self) {
-        let Some(path) = &self.file else { return };
-        let Ok(mut check) = self.check.try_lock() else {
-            return;
-        };
-        let now = Instant::now();
-        if now < check.0 {
-            return;
-        }
-        check.0 = now + RECHECK;
-        let stamp = stamp_of(path);
-        if stamp == check.1 {
-            return;
-        }
-        match TokenFile::load(path) {
-            Ok(file) => {
-                check.1 = stamp;
-                self.store.store(Arc::new(self.combined(file.tokens)));
-                tracing::info!("token file {} changed: tokens read again", path.display());
+        let Some(file) = &self.file else { return };
+        file.reread(tokio::time::Instant::now(), |path| {
+            match TokenFile::load(path) {
+                Ok(read) => {
+                    self.store.store(Arc::new(self.combined(read.tokens)));
+                    tracing::info!("token file {} changed: tokens read again", path.display());
+                    Ok(())
+                }
+                Err(error) => {
+                    tracing::warn!("{error}; the tokens read before stay in force");
+                    Err(())
+                }
             }
-            Err(error) => tracing::warn!("{error}; the tokens read before stay in force"),
-        }
+        });
     }
 
     fn combined(&self, from_file: Vec<StoredToken>) -> TokenStore {
@@ -291,12 +281,6 @@ impl LiveTokens {
     }
 }
 
-fn stamp_of(path: &Path) -> Option<FileStamp> {
-    use std::os::unix::fs::MetadataExt;
-    let metadata = std::fs::metadata(path).ok()?;
-    Some((metadata.modified().ok()?, metadata.len(), metadata.ino()))
-}
-
 impl Authenticator for LiveTokens {
     fn agent_for(&self, token: &str) -> Option<String> {
         self.current().agent_for(token)
@@ -305,6 +289,8 @@ impl Authenticator for LiveTokens {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     #[test]

@@ -15,9 +15,13 @@ use switchboard::{Approvals, Host, HostOptions};
 use switchboard_core::approval::{AgentApproval, ApprovalMode, ApprovalRules};
 use switchboard_core::pipeline::{CallError, Governance};
 use switchboard_core::{CallContext, CallerChannel, CallerError, ModernRequest, ToolOutcome};
+use switchboard_mcp::seal::{FixedKeys, KeyRing};
 
 async fn host(timeout: Duration) -> Host {
-    let approvals = Arc::new(Approvals::new(Some(b"test key"), timeout));
+    let approvals = Arc::new(Approvals::new(
+        Arc::new(FixedKeys(Arc::new(KeyRing::from_secret(b"test key")))),
+        timeout,
+    ));
     let mut rules = ApprovalRules::default();
     rules.agents.insert(
         "qa".into(),

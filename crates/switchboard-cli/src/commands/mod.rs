@@ -6,6 +6,7 @@ pub mod calibrate;
 pub mod call;
 pub mod config;
 pub mod console;
+pub mod keys;
 pub mod manager;
 pub mod rules;
 pub mod sandbox_exec;

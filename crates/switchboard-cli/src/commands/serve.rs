@@ -1,6 +1,9 @@
 //! `switchboard serve`: the gateway. Stdio by default; `--http ADDR` for Streamable HTTP.
-//! SIGINT/SIGTERM (or stdin closing, on stdio) stop it gracefully: stop accepting, give
-//! in-flight calls a grace period, stop every server (killing child process groups), exit 0.
+//! SIGINT/SIGTERM (or stdin closing, on stdio) stop it gracefully: stop accepting, turn
+//! `/readyz` to 503, close GET streams with a `retry:` hint, give in-flight calls the drain
+//! timeout (`--drain-timeout`, default 30 s; calls still running then are answered with an
+//! error saying the gateway is shutting down), stop every server (killing child process
+//! groups), exit 0.
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -21,6 +24,9 @@ use switchboard_mcp::oauth::OAuthVerifier;
 use tokio_util::sync::CancellationToken;
 
 use crate::admin::{AdminFile, admin_path, server};
+
+/// How long the errors of calls cut off at the drain timeout get to reach their clients.
+const ABANDON_WRITE: Duration = Duration::from_secs(1);
 
 #[derive(Debug, clap::Args)]
 pub struct ServeArgs {
@@ -53,9 +59,15 @@ pub struct ServeArgs {
     /// Write the admin endpoint's URL and token here instead.
     #[arg(long, value_name = "FILE")]
     admin_file: Option<std::path::PathBuf>,
-    /// Seconds in-flight calls may take to finish on shutdown.
-    #[arg(long, default_value_t = 5)]
-    grace: u64,
+    /// Seconds in-flight calls may take to finish on shutdown (SIGTERM, SIGINT); calls
+    /// still running then are answered with an error saying the gateway is shutting down.
+    #[arg(
+        long = "drain-timeout",
+        alias = "grace",
+        value_name = "SECONDS",
+        default_value_t = 30
+    )]
+    drain_timeout: u64,
     /// Threads of the async runtime serving HTTP. 1 keeps every handoff of a call on one
     /// thread. Default: 1 on a machine with at most 2 cores (measured there: lower latency
     /// and higher throughput than a thread per core, see BENCHMARKS.md), else one per core.
@@ -227,7 +239,7 @@ pub async fn run(config: Option<&Path>, args: ServeArgs) -> anyhow::Result<ExitC
     let dispatcher = Dispatcher::new(Arc::new(host.clone()), args.agent.clone())
         .for_tier(args.tier.as_ref().map(|t| t.to_lowercase()))
         .with_busy_poll(BusyPoll::start(config.gateway.busy_poll));
-    let grace = Duration::from_secs(args.grace);
+    let grace = Duration::from_secs(args.drain_timeout);
     match args.http {
         Some(address) => {
             let connection_workers = args.connection_workers();
@@ -235,6 +247,7 @@ pub async fn run(config: Option<&Path>, args: ServeArgs) -> anyhow::Result<ExitC
                 .await
                 .with_context(|| format!("cannot listen on {address}"))?;
             let bound = listener.local_addr()?;
+            let lifecycle = http::Lifecycle::default();
             // `[auth] mode = "oauth"`: access tokens of the configured issuer, checked against
             // its keys. The agents are those of the config at start (a restart picks up new
             // ones). The resource a token must name is configured, or on loopback this
@@ -287,6 +300,11 @@ pub async fn run(config: Option<&Path>, args: ServeArgs) -> anyhow::Result<ExitC
                 auth: auth.clone(),
                 oauth,
                 connection_workers,
+                keys: host
+                    .keys()
+                    .unwrap_or_else(|| Arc::new(switchboard_mcp::seal::FixedKeys::ephemeral())),
+                lifecycle: lifecycle.clone(),
+                ended_sessions: Arc::new(http::LocalEndedSessions::default()),
             };
             // Not `eprintln!`: a gateway whose stderr is closed keeps serving.
             let _ = writeln!(
@@ -299,8 +317,14 @@ pub async fn run(config: Option<&Path>, args: ServeArgs) -> anyhow::Result<ExitC
             tokio::select! {
                 result = &mut served => result?,
                 () = shutdown.cancelled() => {
-                    // Axum stops accepting at once; give open requests the grace period.
-                    let _ = tokio::time::timeout(grace, served).await;
+                    // Axum stops accepting at once and the front drains (readyz 503, GET
+                    // streams closed); open requests get the drain timeout, then those still
+                    // running are answered with an error, which gets a moment to be written.
+                    if tokio::time::timeout(grace, &mut served).await.is_err() {
+                        tracing::warn!("drain timeout passed: answering the calls still running with an error");
+                        lifecycle.abandon();
+                        let _ = tokio::time::timeout(ABANDON_WRITE, served).await;
+                    }
                 }
             }
         }

@@ -55,6 +55,21 @@ struct SwitchboardConfig {
     /// OTEL_EXPORTER_OTLP_ENDPOINT).
     #[serde(skip_serializing_if = "Option::is_none")]
     telemetry: Option<Telemetry>,
+    /// What the replicas of one deployment share (docs/scale-out.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    shared: Option<Shared>,
+}
+
+/// What the replicas of one deployment share.
+#[derive(JsonSchema, Default)]
+#[serde(default, deny_unknown_fields)]
+#[allow(dead_code)]
+struct Shared {
+    /// The key ring file (`switchboard keys create FILE`, mode 0600) that seals session ids
+    /// and requestState, so any replica opens what another sealed; without it each process
+    /// seals with a random key of its own. Relative paths are taken from the config file's
+    /// directory.
+    keys: Option<String>,
 }
 
 /// Where traces go.

@@ -19,9 +19,10 @@ use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use switchboard_core::approval::{ApprovalRequest, Approver, Decision};
 use switchboard_core::{CallContext, ModernRequest};
+use switchboard_mcp::seal::Keys;
 
 pub use pending::{Grant, NotPending, PendingApproval, PendingApprovals};
-pub use seal::Sealer;
+pub use seal::{MemoryNonces, Sealer, StateError, UsedNonces};
 
 /// The key under which the approval question is asked in `inputRequests`.
 use switchboard_core::approval::APPROVAL_INPUT_KEY as INPUT_KEY;
@@ -34,12 +35,17 @@ pub struct Approvals {
 }
 
 impl Approvals {
-    /// `key`: the secret that seals `requestState` (share it between replicas); random when
-    /// `None`.
-    pub fn new(key: Option<&[u8]>, timeout: Duration) -> Self {
+    /// `keys`: the key ring that seals `requestState` (the deployment's, shared by its
+    /// replicas, or one random key of this process).
+    pub fn new(keys: Arc<dyn Keys>, timeout: Duration) -> Self {
+        Self::with_sealer(Sealer::new(keys), timeout)
+    }
+
+    /// With a sealer of the caller's (e.g. one whose used nonces the replicas share).
+    pub fn with_sealer(sealer: Sealer, timeout: Duration) -> Self {
         Self {
             pending: Arc::new(PendingApprovals::default()),
-            sealer: Sealer::new(key),
+            sealer,
             timeout,
         }
     }

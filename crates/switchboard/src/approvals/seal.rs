@@ -1,129 +1,130 @@
-//! Sealed `requestState` for approvals on the 2026-07-28 era: an HMAC-SHA256 over what was
-//! asked — the agent, the exact call (tool and a digest of its arguments) and an expiry —
-//! plus a nonce that may be used once. A tampered, expired, replayed or transplanted state
-//! is refused. The key is configurable so that replicas behind one load balancer agree.
+//! Sealed `requestState` for approvals on the 2026-07-28 era: an AES-256-GCM blob
+//! (`switchboard_mcp::seal`) sealed with the deployment's key ring, bound to the agent and to
+//! the exact call (tool and a digest of its arguments) it asks about, with an expiry inside,
+//! plus a nonce that may be used once. A tampered, expired, replayed or transplanted state is
+//! refused. With `[shared] keys` every replica opens what another sealed, so the
+//! `input_required` retry may land on any of them.
+//!
+//! Each nonce is used up in a [`UsedNonces`] store: [`MemoryNonces`] (this process's memory)
+//! unless a store the replicas share is handed in; with the memory store, a state replayed to
+//! a *second* replica within its lifetime is not caught.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use switchboard_core::approval::ApprovalRequest;
+use switchboard_core::hex::encode as hex;
+use switchboard_mcp::seal::{Binding, Keys, OpenError, Purpose};
 
-#[derive(Serialize, Deserialize)]
-struct Sealed {
-    agent: Option<String>,
-    tool: String,
-    arguments: String,
-    expires_ms: u64,
-    nonce: String,
+/// Why a state was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StateError {
+    #[error("{0}")]
+    Sealed(#[from] OpenError),
+    #[error("it was issued for a different call")]
+    OtherCall,
+    #[error("it was already used")]
+    Used,
+}
+
+/// Where used nonces are remembered until their state expires.
+pub trait UsedNonces: Send + Sync {
+    /// Marks `nonce` used until `expires_ms` (ms since the epoch); `false` when it already
+    /// was. `now_ms` lets a store forget what expired.
+    fn first_use(&self, nonce: [u8; 16], expires_ms: u64, now_ms: u64) -> bool;
+}
+
+/// Used nonces in this process's memory.
+#[derive(Default)]
+pub struct MemoryNonces {
+    used: Mutex<HashMap<[u8; 16], u64>>,
+}
+
+impl UsedNonces for MemoryNonces {
+    fn first_use(&self, nonce: [u8; 16], expires_ms: u64, now_ms: u64) -> bool {
+        let mut used = self
+            .used
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        used.retain(|_, expires| *expires >= now_ms);
+        used.insert(nonce, expires_ms).is_none()
+    }
 }
 
 /// Seals and opens approval states.
 pub struct Sealer {
-    key: Vec<u8>,
-    used: Mutex<HashMap<String, u64>>,
+    keys: Arc<dyn Keys>,
+    used: Arc<dyn UsedNonces>,
 }
 
-fn hmac(key: &[u8], message: &[u8]) -> [u8; 32] {
-    let mut block = [0u8; 64];
-    if key.len() > 64 {
-        block[..32].copy_from_slice(&Sha256::digest(key));
-    } else {
-        block[..key.len()].copy_from_slice(key);
-    }
-    let inner_pad: Vec<u8> = block.iter().map(|b| b ^ 0x36).collect();
-    let outer_pad: Vec<u8> = block.iter().map(|b| b ^ 0x5c).collect();
-    let inner = Sha256::new()
-        .chain_update(&inner_pad)
-        .chain_update(message)
-        .finalize();
-    Sha256::new()
-        .chain_update(&outer_pad)
-        .chain_update(inner)
-        .finalize()
-        .into()
-}
-
-use switchboard_core::hex::encode as hex;
-
-fn unhex(text: &str) -> Option<Vec<u8>> {
-    if !text.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..text.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
-        .collect()
-}
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
-
-fn digest(request: &ApprovalRequest) -> String {
+/// The call a state belongs to: tool and a digest of its arguments.
+fn route(request: &ApprovalRequest) -> String {
     let arguments = serde_json::to_string(&request.arguments).unwrap_or_default();
-    hex(&Sha256::digest(arguments.as_bytes()))
+    format!(
+        "tools/call {} {}",
+        request.tool,
+        hex(&Sha256::digest(arguments.as_bytes()))
+    )
+}
+
+fn millis(time: SystemTime) -> u64 {
+    time.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 impl Sealer {
-    pub fn new(key: Option<&[u8]>) -> Self {
-        let key = match key {
-            Some(key) => key.to_vec(),
-            None => rand::random::<[u8; 32]>().to_vec(),
-        };
-        Self {
-            key,
-            used: Mutex::default(),
-        }
+    /// Nonces are remembered in this process ([`MemoryNonces`]).
+    pub fn new(keys: Arc<dyn Keys>) -> Self {
+        Self::with_nonces(keys, Arc::new(MemoryNonces::default()))
+    }
+
+    /// Nonces are remembered in `used` (a store the replicas share makes a state single-use
+    /// across them).
+    pub fn with_nonces(keys: Arc<dyn Keys>, used: Arc<dyn UsedNonces>) -> Self {
+        Self { keys, used }
     }
 
     /// A state for `request`, valid for `lifetime`.
     pub fn seal(&self, request: &ApprovalRequest, lifetime: Duration) -> String {
-        let sealed = Sealed {
-            agent: request.agent.clone(),
-            tool: request.tool.clone(),
-            arguments: digest(request),
-            expires_ms: now_ms() + lifetime.as_millis() as u64,
-            nonce: hex(&rand::random::<[u8; 16]>()),
+        let route = route(request);
+        let binding = Binding {
+            purpose: Purpose::RequestState,
+            agent: request.agent.as_deref().unwrap_or(""),
+            route: &route,
         };
-        let payload = serde_json::to_vec(&sealed).unwrap_or_default();
-        format!("{}.{}", hex(&payload), hex(&hmac(&self.key, &payload)))
+        let nonce: [u8; 16] = rand::random();
+        let expires = millis(self.keys.now() + lifetime);
+        let mut payload = nonce.to_vec();
+        payload.extend_from_slice(&expires.to_be_bytes());
+        self.keys.seal(&binding, lifetime, &payload)
     }
 
     /// Checks a state against the call it comes back with, and uses it up.
-    pub fn open(&self, state: &str, request: &ApprovalRequest) -> Result<(), &'static str> {
-        let (payload, mac) = state.split_once('.').ok_or("malformed")?;
-        let payload = unhex(payload).ok_or("malformed")?;
-        let mac = unhex(mac).ok_or("malformed")?;
-        let expected = hmac(&self.key, &payload);
-        let same = mac.len() == expected.len()
-            && mac
-                .iter()
-                .zip(expected.iter())
-                .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-                == 0;
-        if !same {
-            return Err("its seal does not match (tampered, or sealed with another key)");
-        }
-        let sealed: Sealed = serde_json::from_slice(&payload).map_err(|_| "malformed")?;
-        let now = now_ms();
-        if sealed.expires_ms < now {
-            return Err("it expired");
-        }
-        if sealed.agent != request.agent
-            || sealed.tool != request.tool
-            || sealed.arguments != digest(request)
-        {
-            return Err("it was issued for a different call");
-        }
-        let mut used = self.used.lock().map_err(|_| "unavailable")?;
-        used.retain(|_, expires| *expires >= now);
-        if used.insert(sealed.nonce, sealed.expires_ms).is_some() {
-            return Err("it was already used");
+    pub fn open(&self, state: &str, request: &ApprovalRequest) -> Result<(), StateError> {
+        let route = route(request);
+        let binding = Binding {
+            purpose: Purpose::RequestState,
+            agent: request.agent.as_deref().unwrap_or(""),
+            route: &route,
+        };
+        let payload = self
+            .keys
+            .open(state, &binding)
+            .map_err(|error| match error {
+                OpenError::WrongRoute => StateError::OtherCall,
+                other => StateError::Sealed(other),
+            })?;
+        let (Ok(nonce), Ok(expires)) = (
+            <[u8; 16]>::try_from(payload.get(..16).unwrap_or_default()),
+            <[u8; 8]>::try_from(payload.get(16..).unwrap_or_default()),
+        ) else {
+            return Err(StateError::Sealed(OpenError::Malformed));
+        };
+        let now = millis(self.keys.now());
+        if !self.used.first_use(nonce, u64::from_be_bytes(expires), now) {
+            return Err(StateError::Used);
         }
         Ok(())
     }
@@ -132,13 +133,14 @@ impl Sealer {
 #[cfg(test)]
 mod tests {
     use serde_json::json;
+    use switchboard_mcp::seal::{FixedKeys, KeyRing};
 
     use super::*;
 
-    fn request(tool: &str, value: i64) -> ApprovalRequest {
+    fn request(tool: &str, agent: &str, value: i64) -> ApprovalRequest {
         ApprovalRequest {
             call_id: "c".into(),
-            agent: Some("qa".into()),
+            agent: Some(agent.into()),
             tool: tool.into(),
             server: "fs".into(),
             arguments: json!({"n": value}).as_object().cloned().unwrap_or_default(),
@@ -146,56 +148,74 @@ mod tests {
         }
     }
 
+    fn shared(secret: &[u8]) -> Arc<dyn Keys> {
+        Arc::new(FixedKeys(Arc::new(KeyRing::from_secret(secret))))
+    }
+
     #[test]
     fn a_state_opens_once_for_its_own_call_only() {
-        let sealer = Sealer::new(Some(b"shared key"));
-        let state = sealer.seal(&request("fs__delete", 1), Duration::from_secs(60));
+        let sealer = Sealer::new(shared(b"shared key"));
+        let state = sealer.seal(&request("fs__delete", "qa", 1), Duration::from_secs(60));
+        for other in [
+            request("fs__delete", "qa", 2),
+            request("fs__other", "qa", 1),
+        ] {
+            assert_eq!(sealer.open(&state, &other), Err(StateError::OtherCall));
+        }
         assert_eq!(
-            sealer.open(&state, &request("fs__delete", 2)),
-            Err("it was issued for a different call")
+            sealer.open(&state, &request("fs__delete", "dev", 1)),
+            Err(StateError::Sealed(OpenError::WrongAgent))
         );
+        assert_eq!(sealer.open(&state, &request("fs__delete", "qa", 1)), Ok(()));
         assert_eq!(
-            sealer.open(&state, &request("fs__other", 1)),
-            Err("it was issued for a different call")
+            sealer.open(&state, &request("fs__delete", "qa", 1)),
+            Err(StateError::Used)
         );
-        assert_eq!(sealer.open(&state, &request("fs__delete", 1)), Ok(()));
+        // Another replica with the same ring accepts it; another ring does not.
+        let fresh = sealer.seal(&request("fs__delete", "qa", 1), Duration::from_secs(60));
+        assert!(matches!(
+            Sealer::new(shared(b"other key")).open(&fresh, &request("fs__delete", "qa", 1)),
+            Err(StateError::Sealed(OpenError::UnknownKey(_)))
+        ));
         assert_eq!(
-            sealer.open(&state, &request("fs__delete", 1)),
-            Err("it was already used")
-        );
-        // Another replica with the same key accepts it; a different key does not.
-        let fresh = sealer.seal(&request("fs__delete", 1), Duration::from_secs(60));
-        assert!(
-            Sealer::new(Some(b"other key"))
-                .open(&fresh, &request("fs__delete", 1))
-                .is_err()
-        );
-        assert_eq!(
-            Sealer::new(Some(b"shared key")).open(&fresh, &request("fs__delete", 1)),
+            Sealer::new(shared(b"shared key")).open(&fresh, &request("fs__delete", "qa", 1)),
             Ok(())
+        );
+        // With one store of used nonces between them, a replay to another replica is caught.
+        let used: Arc<dyn UsedNonces> = Arc::new(MemoryNonces::default());
+        let (a, b) = (
+            Sealer::with_nonces(shared(b"shared key"), used.clone()),
+            Sealer::with_nonces(shared(b"shared key"), used),
+        );
+        let state = a.seal(&request("fs__delete", "qa", 1), Duration::from_secs(60));
+        assert_eq!(a.open(&state, &request("fs__delete", "qa", 1)), Ok(()));
+        assert_eq!(
+            b.open(&state, &request("fs__delete", "qa", 1)),
+            Err(StateError::Used)
         );
     }
 
     #[test]
     fn tampered_and_expired_states_are_refused() {
-        let sealer = Sealer::new(None);
-        let state = sealer.seal(&request("t", 1), Duration::from_secs(60));
-        let (payload, mac) = state.split_once('.').expect("two parts");
-        let mut bytes = unhex(payload).expect("hex");
-        let text = String::from_utf8(bytes.clone())
-            .expect("json")
-            .replace("\"qa\"", "\"ad\"");
-        bytes = text.into_bytes();
-        let forged = format!("{}.{mac}", hex(&bytes));
-        assert!(
-            sealer
-                .open(&forged, &request("t", 1))
-                .expect_err("forged")
-                .contains("seal")
+        let sealer = Sealer::new(Arc::new(FixedKeys::ephemeral()));
+        let call = request("t", "qa", 1);
+        let state = sealer.seal(&call, Duration::from_secs(60));
+        let mut forged = state.clone().into_bytes();
+        let last = forged.len() - 3;
+        forged[last] = if forged[last] == b'A' { b'B' } else { b'A' };
+        let forged = String::from_utf8(forged).expect("ascii");
+        assert_eq!(
+            sealer.open(&forged, &call),
+            Err(StateError::Sealed(OpenError::Tampered))
         );
-        assert_eq!(sealer.open("zz", &request("t", 1)), Err("malformed"));
-        let expired = sealer.seal(&request("t", 1), Duration::ZERO);
-        std::thread::sleep(Duration::from_millis(5));
-        assert_eq!(sealer.open(&expired, &request("t", 1)), Err("it expired"));
+        assert_eq!(
+            sealer.open("zz", &call),
+            Err(StateError::Sealed(OpenError::Malformed))
+        );
+        let expired = sealer.seal(&call, Duration::ZERO);
+        assert_eq!(
+            sealer.open(&expired, &call),
+            Err(StateError::Sealed(OpenError::Expired))
+        );
     }
 }

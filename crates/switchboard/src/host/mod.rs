@@ -213,6 +213,12 @@ impl Host {
         self.inner.options.pending_approvals.clone()
     }
 
+    /// The key ring that seals session ids and `requestState`, when the Host was built from a
+    /// config (or given one).
+    pub fn keys(&self) -> Option<Arc<dyn switchboard_mcp::seal::Keys>> {
+        self.inner.options.keys.clone()
+    }
+
     /// The profile of a configured agent.
     pub fn profile(&self, agent: Option<&str>) -> Option<Arc<AgentProfile>> {
         self.inner.settings.load().agents.get(agent?).cloned()

@@ -50,6 +50,9 @@ pub struct HostOptions {
     pub governance: Arc<Governance>,
     /// Calls waiting for an operator (served by the admin endpoint).
     pub pending_approvals: Option<Arc<PendingApprovals>>,
+    /// The key ring that seals session ids and `requestState` (`None`: from the config's
+    /// `[shared] keys`, else one random key of this process).
+    pub keys: Option<Arc<dyn switchboard_mcp::seal::Keys>>,
     /// Counts tokens for result budgets.
     pub token_counter: TokenCounter,
     /// Latency tiers, ordered by ceiling.
@@ -94,6 +97,7 @@ impl Default for HostOptions {
             exposure: Exposure::Full,
             governance: Arc::new(Governance::default()),
             pending_approvals: None,
+            keys: None,
             token_counter: switchboard_render::tokens::count,
             tiers: Vec::new(),
             quantile: 0.9,

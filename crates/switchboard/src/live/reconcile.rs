@@ -453,6 +453,8 @@ pub(super) fn needs_restart(started: &Config, new: &Config) -> Vec<String> {
     check(started.latency != new.latency, "latency");
     // The HTTP front's authenticators are built once, when it starts.
     check(started.auth != new.auth, "auth");
+    // The key ring's file is followed as it changes; which file, only at start.
+    check(started.shared.keys != new.shared.keys, "shared.keys");
     // The rest of [manager] is read by each operation as it starts.
     check(
         started.manager.max_concurrent != new.manager.max_concurrent,

@@ -41,6 +41,16 @@ pub(super) struct StreamedCall {
     pub(super) modern: bool,
     /// The caller's trace context from the HTTP headers.
     pub(super) trace: Option<switchboard_core::trace::TraceContext>,
+    /// Fires when the drain timeout of a shutdown passes ([`super::health`]).
+    pub(super) abandoning: CancellationToken,
+}
+
+/// What a call still running at the drain timeout needs: its id for the error, and its
+/// cancellation.
+struct Abandon {
+    abandoning: CancellationToken,
+    cancel: CancellationToken,
+    id: RequestId,
 }
 
 /// The HTTP status of an answer sent as JSON: in the 2026-07-28 era a method the gateway does
@@ -78,7 +88,13 @@ pub(super) async fn stream_answer(
         token,
         modern,
         trace,
+        abandoning,
     } = call;
+    let abandon = Abandon {
+        abandoning,
+        cancel: cancel.clone(),
+        id: id.clone(),
+    };
     let opens_at_once = token.is_some() || method == "subscriptions/listen";
     // What the call sends before its answer, as JSON-RPC lines.
     let (before_tx, before) = mpsc::unbounded_channel::<String>();
@@ -138,12 +154,18 @@ pub(super) async fn stream_answer(
                     None => before.open = false,
                 },
                 () = &mut commit => break,
+                () = abandon.abandoning.cancelled() => {
+                    abandon.cancel.cancel();
+                    let answer = super::health::shutting_down(abandon.id);
+                    return (answer_status(modern, &answer), [(header::CONTENT_TYPE, "application/json")], answer.to_line())
+                        .into_response();
+                }
             }
         }
     }
     // Once the stream is open the call finishes on a task of its own: hyper polls a body only
     // as fast as the client reads, and a client that stops reading must not stall the call.
-    let stream = AnswerStream::coming(before, call.on_own_task());
+    let stream = AnswerStream::coming(before, call.on_own_task(), abandon);
     let first = futures::stream::iter(first.map(sse_event));
     sse_response(Body::from_stream(first.chain(stream.into_stream())))
 }
@@ -165,6 +187,8 @@ struct AnswerStream {
     coming: Option<AnswerFromTask<Message>>,
     /// Started when the stream first waits.
     keep_alive: Option<tokio::time::Interval>,
+    /// How the call is cut off at a shutdown's drain timeout (while it is still coming).
+    abandon: Option<Abandon>,
 }
 
 impl AnswerStream {
@@ -174,15 +198,17 @@ impl AnswerStream {
             answer: Some(answer),
             coming: None,
             keep_alive: None,
+            abandon: None,
         }
     }
 
-    fn coming(before: Before, coming: AnswerFromTask<Message>) -> Self {
+    fn coming(before: Before, coming: AnswerFromTask<Message>, abandon: Abandon) -> Self {
         Self {
             before,
             answer: None,
             coming: Some(coming),
             keep_alive: None,
+            abandon: Some(abandon),
         }
     }
 
@@ -219,8 +245,24 @@ impl AnswerStream {
                     None => self.before.open = false,
                 },
                 _ = keep_alive.tick() => return Some(Ok(Bytes::from_static(KEEP_ALIVE))),
+                () = abandoned(self.abandon.as_ref()) => {
+                    // The call goes on being cancelled on its task; the client hears why.
+                    self.coming = None;
+                    if let Some(abandon) = self.abandon.take() {
+                        abandon.cancel.cancel();
+                        self.answer = Some(super::health::shutting_down(abandon.id).to_line());
+                    }
+                }
             }
         }
+    }
+}
+
+/// Resolves when the drain timeout passed, never without an [`Abandon`].
+async fn abandoned(abandon: Option<&Abandon>) {
+    match abandon {
+        Some(abandon) => abandon.abandoning.cancelled().await,
+        None => std::future::pending().await,
     }
 }
 

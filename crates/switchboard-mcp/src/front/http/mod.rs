@@ -1,8 +1,10 @@
 //! The Streamable HTTP front, both eras on one endpoint (`/mcp`).
 //!
-//! * Legacy (≤ 2025-11-25): `initialize` opens a session (`Mcp-Session-Id`); later requests
-//!   must name it (400 without, 404 for an unknown one); GET opens the session's notification
-//!   stream; DELETE ends it; `notifications/cancelled` cancels a call of the session.
+//! * Legacy (≤ 2025-11-25): `initialize` opens a session (`Mcp-Session-Id`, its state sealed
+//!   with the key ring: [`sessions`], so any replica sharing the ring serves it); later
+//!   requests must name it (400 without, 404 for an unknown, expired or foreign one); GET
+//!   opens the session's notification stream; DELETE ends it; `notifications/cancelled`
+//!   cancels a call of the session.
 //! * Modern (2026-07-28): stateless; each request first passes the envelope checks
 //!   ([`super::envelope`]: `_meta`, the version and routing headers, the version itself), each
 //!   refusal a 400. Closing the response stream cancels the call.
@@ -12,21 +14,19 @@
 //! tokens, whose protected resource metadata the `resource` module serves. Bodies over the message limit get
 //! 413. How a call's answer goes back —
 //! plain JSON, or an SSE stream when progress or a relayed message comes first — is
-//! the `answer` module.
+//! the `answer` module. `/livez` and `/readyz` and the drain on shutdown are [`health`].
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::routing::{get, post};
 use axum::serve::ListenerExt;
 use futures::StreamExt;
-use rand::Rng;
 use serde_json::Value;
 use switchboard_core::trace::TraceContext;
 use switchboard_core::{CallContext, Caller};
@@ -35,8 +35,10 @@ use tokio_util::sync::CancellationToken;
 
 mod answer;
 mod guard;
+pub mod health;
 mod in_flight;
 mod resource;
+pub mod sessions;
 mod workers;
 
 use self::answer::{
@@ -45,15 +47,17 @@ use self::answer::{
 };
 pub use self::guard::Authenticator;
 use self::guard::{Authenticated, authenticate};
+pub use self::health::Lifecycle;
 use self::in_flight::CallInFlight;
+use self::sessions::{Asker, Session, SessionTable};
+pub use self::sessions::{EndedSessions, LocalEndedSessions};
 use super::dispatch::{Dispatcher, progress_token};
 use super::envelope;
-use super::relay::Relay;
-use super::subscriptions::ResourceSubscriptions;
 use crate::era::META_LOG_LEVEL;
 use crate::jsonrpc::{Message, RequestId, code, params_meta};
 use crate::oauth::OAuthVerifier;
 use crate::routing_headers;
+use crate::seal::Keys;
 
 const SESSION_HEADER: &str = "mcp-session-id";
 
@@ -78,19 +82,20 @@ pub struct HttpOptions {
     /// Threads that serve the connections, each a current-thread runtime of its own
     /// ([`workers`]); 0 or 1 serves them on the caller's runtime.
     pub connection_workers: usize,
-}
-
-struct Session {
-    in_flight: Mutex<HashMap<RequestId, CancellationToken>>,
-    /// Requests relayed to this session's client, and what it said it supports.
-    relay: Arc<Relay>,
-    subscriptions: Arc<ResourceSubscriptions>,
+    /// The key ring that seals session ids (the deployment's, so that every replica
+    /// serves every session, or one random key of this process).
+    pub keys: Arc<dyn Keys>,
+    /// Draining on shutdown ([`health`]); `serve` starts it when `shutdown` fires.
+    pub lifecycle: Lifecycle,
+    /// Where sessions ended by DELETE are remembered ([`LocalEndedSessions`]: this
+    /// process only; a store the replicas share ends them on every replica).
+    pub ended_sessions: Arc<dyn EndedSessions>,
 }
 
 struct HttpState {
     dispatcher: Dispatcher,
     options: HttpOptions,
-    sessions: Mutex<HashMap<String, Arc<Session>>>,
+    sessions: SessionTable,
 }
 
 /// Serves until `shutdown` fires; in-flight requests are then given a grace period by the
@@ -102,6 +107,12 @@ pub async fn serve(
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
     let workers = options.connection_workers;
+    let lifecycle = options.lifecycle.clone();
+    let draining = shutdown.clone();
+    tokio::spawn(async move {
+        draining.cancelled().await;
+        lifecycle.drain();
+    });
     let app = router(dispatcher, options);
     if workers > 1 {
         return workers::serve(app, listener, workers, shutdown).await;
@@ -126,8 +137,8 @@ pub fn router(dispatcher: Dispatcher, options: HttpOptions) -> Router {
     let limit = options.max_message_bytes;
     let state = Arc::new(HttpState {
         dispatcher: dispatcher.over_tcp(),
+        sessions: SessionTable::new(options.keys.clone(), options.ended_sessions.clone()),
         options,
-        sessions: Mutex::default(),
     });
     let router = if state.options.oauth.is_some() {
         resource::routes()
@@ -135,6 +146,8 @@ pub fn router(dispatcher: Dispatcher, options: HttpOptions) -> Router {
         Router::new()
     };
     router
+        .route("/livez", get(health::livez))
+        .route("/readyz", get(health::readyz))
         .route(
             "/mcp",
             post(handle_post).get(handle_get).delete(handle_delete),
@@ -273,18 +286,19 @@ async fn post_as(
         }
     };
     let session_id = header_str(&headers, SESSION_HEADER).map(str::to_owned);
+    let asker = Asker::new(agent.as_deref(), principal.as_deref(), uri.path());
     let (id, method, params) = match message {
         Message::Request { id, method, params } => (id, method, params),
         Message::Notification { method, params } => {
             if method == "notifications/cancelled"
-                && let Some(session) = session_id.and_then(|id| find_session(&state, &id))
+                && let Some(session) = session_id.and_then(|id| state.sessions.held(&id, asker))
             {
                 cancel_in_session(&session, params.as_ref());
             }
             return StatusCode::ACCEPTED.into_response();
         }
         answer @ (Message::Response { .. } | Message::Error { .. }) => {
-            if let Some(session) = session_id.and_then(|id| find_session(&state, &id)) {
+            if let Some(session) = session_id.and_then(|id| state.sessions.held(&id, asker)) {
                 session.relay.complete(&answer);
             }
             return StatusCode::ACCEPTED.into_response();
@@ -311,16 +325,7 @@ async fn post_as(
         }
         None
     } else if method == "initialize" {
-        let id: String = format!("{:032x}", rand::rng().random::<u128>());
-        let session = Arc::new(Session {
-            in_flight: Mutex::default(),
-            relay: Arc::new(Relay::default()),
-            subscriptions: Arc::default(),
-        });
-        session.relay.remember_capabilities(params.as_ref());
-        if let Ok(mut sessions) = state.sessions.lock() {
-            sessions.insert(id.clone(), session.clone());
-        }
+        let (id, session) = state.sessions.start(asker, params.as_ref());
         new_session = Some(id);
         Some(session)
     } else {
@@ -333,14 +338,11 @@ async fn post_as(
                 );
                 return rpc_response(StatusCode::BAD_REQUEST, &error);
             }
-            Some(session_id) => match find_session(&state, &session_id) {
-                Some(session) => Some(session),
-                None => {
-                    let error = Message::error(
-                        Some(id),
-                        code::INVALID_REQUEST,
-                        "unknown or expired session",
-                    );
+            Some(session_id) => match state.sessions.find(&session_id, asker) {
+                Ok(session) => Some(session),
+                Err(refusal) => {
+                    let error =
+                        Message::error(Some(id), code::INVALID_REQUEST, refusal.to_string());
                     return rpc_response(StatusCode::NOT_FOUND, &error);
                 }
             },
@@ -390,6 +392,7 @@ async fn post_as(
             token,
             modern,
             trace,
+            abandoning: state.options.lifecycle.abandoning().clone(),
         };
         stream_answer(dispatcher, session, call, cancel).await
     } else {
@@ -398,15 +401,26 @@ async fn post_as(
             trace,
             ..CallContext::default()
         };
+        let request_id = id.clone();
         let mut call = CallInFlight::new(
             async move {
                 let answer = dispatcher.handle(id.clone(), &method, params, ctx).await;
                 forget_request(session.as_deref(), &id);
                 answer
             },
-            cancel,
+            cancel.clone(),
         );
-        let answer = (&mut call).await;
+        let abandoning = state.options.lifecycle.abandoning().clone();
+        let answer = tokio::select! {
+            answer = &mut call => answer,
+            () = abandoning.cancelled() => {
+                // The drain timeout passed: the call is cancelled (and, dropped, finishes
+                // on a task of its own, so it reaches the ledger) and the client told why,
+                // rather than cut off.
+                cancel.cancel();
+                health::shutting_down(request_id)
+            }
+        };
         rpc_response(answer_status(modern, &answer), &answer)
     };
     if let Some(session_id) = new_session
@@ -415,10 +429,6 @@ async fn post_as(
         response.headers_mut().insert(SESSION_HEADER, value);
     }
     response
-}
-
-fn find_session(state: &HttpState, id: &str) -> Option<Arc<Session>> {
-    state.sessions.lock().ok()?.get(id).cloned()
 }
 
 fn forget_request(session: Option<&Session>, id: &RequestId) {
@@ -468,8 +478,10 @@ async fn get_as(
             "GET needs an Mcp-Session-Id (legacy sessions only)",
         );
     };
-    let Some(session) = find_session(&state, session_id) else {
-        return plain(StatusCode::NOT_FOUND, "unknown or expired session");
+    let asker = Asker::new(agent.as_deref(), principal.as_deref(), uri.path());
+    let session = match state.sessions.find(session_id, asker) {
+        Ok(session) => session,
+        Err(refusal) => return plain(StatusCode::NOT_FOUND, &refusal.to_string()),
     };
     let updates = session
         .subscriptions
@@ -534,6 +546,14 @@ async fn get_as(
         futures::stream::select(futures::stream::select(stream, updates), lists),
         futures::stream::select(keepalive, statuses),
     );
+    // On shutdown the stream ends with a `retry:` hint: the client reconnects, to another
+    // replica behind the load balancer.
+    let draining = state.options.lifecycle.draining().clone().cancelled_owned();
+    let events = events
+        .take_until(draining)
+        .chain(futures::stream::once(async {
+            Ok::<_, std::convert::Infallible>(health::retry_event())
+        }));
     sse_response(Body::from_stream(events.boxed()))
 }
 
@@ -548,21 +568,17 @@ async fn delete_as(
     headers: HeaderMap,
     endpoint_agent: Option<String>,
 ) -> Response {
-    if let Err(refusal) =
-        authenticate(&state.options, &headers, &uri, endpoint_agent.as_deref()).await
-    {
-        return refusal;
-    }
+    let Authenticated { agent, principal } =
+        match authenticate(&state.options, &headers, &uri, endpoint_agent.as_deref()).await {
+            Ok(authenticated) => authenticated,
+            Err(refusal) => return refusal,
+        };
     let Some(session_id) = header_str(&headers, SESSION_HEADER) else {
         return plain(StatusCode::BAD_REQUEST, "missing Mcp-Session-Id header");
     };
-    let removed = state
-        .sessions
-        .lock()
-        .ok()
-        .and_then(|mut sessions| sessions.remove(session_id));
-    match removed {
-        Some(session) => {
+    let asker = Asker::new(agent.as_deref(), principal.as_deref(), uri.path());
+    match state.sessions.end(session_id, asker) {
+        Ok(session) => {
             let pending: Vec<_> = session
                 .in_flight
                 .lock()
@@ -574,6 +590,6 @@ async fn delete_as(
             state.dispatcher.backend().session_closed(session_id);
             StatusCode::NO_CONTENT.into_response()
         }
-        None => plain(StatusCode::NOT_FOUND, "unknown or expired session"),
+        Err(refusal) => plain(StatusCode::NOT_FOUND, &refusal.to_string()),
     }
 }

@@ -1,0 +1,389 @@
+//! Legacy (2025-era) HTTP sessions whose `Mcp-Session-Id` *is* their immutable state,
+//! sealed with the deployment's key ring (`crate::seal`): the negotiated protocol version
+//! and the client's capabilities, bound to the agent (and OAuth subject) and the endpoint
+//! path it was minted on, with an expiry. A replica that does not hold an id in memory but
+//! opens it adopts the session, so any replica sharing the ring serves it; one minted for
+//! another agent or route is refused, whichever replica holds it.
+//!
+//! What lives in memory, on the replica that serves a request: the calls in flight (for
+//! `notifications/cancelled`), the relay of server requests to the client (owner-bound: a
+//! request relayed mid-call is answered on the replica that asked), resource subscriptions,
+//! and — unless a store the replicas share is handed in ([`EndedSessions`]) — DELETE's
+//! record of ended sessions. docs/scale-out.md says what a client sees when it moves.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use super::super::relay::Relay;
+use super::super::subscriptions::ResourceSubscriptions;
+use crate::era::LATEST_LEGACY_VERSION;
+use crate::jsonrpc::RequestId;
+use crate::seal::{Binding, Keys, OpenError, Purpose, blob, key_id_text};
+
+/// How long a session id opens after `initialize`; then the client initializes again.
+pub const SESSION_LIFETIME: Duration = Duration::from_secs(24 * 60 * 60);
+/// Sessions held in memory before expired ones are swept.
+const SWEEP_ABOVE: usize = 1024;
+/// Capabilities larger than this are kept by name only, so an id stays under 1 KB.
+const MAX_CAPABILITIES_BYTES: usize = 480;
+
+/// What the id carries.
+#[derive(Serialize, Deserialize)]
+struct Sealed {
+    /// The negotiated protocol version.
+    #[serde(rename = "v")]
+    version: String,
+    /// What the client declared in `initialize`.
+    #[serde(rename = "c")]
+    capabilities: Value,
+    /// When the session began (seconds since the epoch), for logs.
+    #[serde(rename = "t")]
+    created: u64,
+}
+
+/// One session, as held by this replica.
+pub(crate) struct Session {
+    pub(super) in_flight: Mutex<HashMap<RequestId, CancellationToken>>,
+    /// Requests relayed to this session's client, and what it said it supports.
+    pub(super) relay: Arc<Relay>,
+    pub(super) subscriptions: Arc<ResourceSubscriptions>,
+    /// Who and where the id was minted for.
+    principal: String,
+    route: String,
+    expires: SystemTime,
+    /// The key that sealed the id: once it is retired, the id no longer opens anywhere.
+    key: u32,
+    /// The protocol version negotiated at `initialize`.
+    pub(super) version: String,
+}
+
+/// Who asks, and on which endpoint.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Asker<'a> {
+    pub agent: Option<&'a str>,
+    pub subject: Option<&'a str>,
+    pub route: &'a str,
+}
+
+impl<'a> Asker<'a> {
+    pub fn new(
+        agent: Option<&'a str>,
+        principal: Option<&'a switchboard_core::Principal>,
+        route: &'a str,
+    ) -> Self {
+        Self {
+            agent,
+            subject: principal.and_then(|p| p.subject.as_deref()),
+            route,
+        }
+    }
+
+    fn principal(&self) -> String {
+        format!(
+            "{}\u{1f}{}",
+            self.agent.unwrap_or(""),
+            self.subject.unwrap_or("")
+        )
+    }
+}
+
+/// Why an id does not name a session this asker may use.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum SessionRefusal {
+    #[error("unknown or expired session: {0}")]
+    Sealed(OpenError),
+    #[error("unknown or expired session: it was ended (DELETE)")]
+    Ended,
+}
+
+/// Where sessions ended by DELETE are remembered until their ids expire: so that no replica
+/// that shares the store opens them again.
+pub trait EndedSessions: Send + Sync + std::fmt::Debug {
+    /// Records that the session `id`, valid until `expires`, was ended at `now`.
+    fn end(&self, id: &str, expires: SystemTime, now: SystemTime);
+    /// Whether the session `id` was ended.
+    fn is_ended(&self, id: &str, now: SystemTime) -> bool;
+}
+
+/// Ended sessions in this process's memory: a DELETE holds on the replica that took it.
+#[derive(Debug, Default)]
+pub struct LocalEndedSessions {
+    ended: Mutex<HashMap<String, SystemTime>>,
+}
+
+impl EndedSessions for LocalEndedSessions {
+    fn end(&self, id: &str, expires: SystemTime, now: SystemTime) {
+        let mut ended = lock(&self.ended);
+        ended.retain(|_, until| *until > now);
+        ended.insert(id.to_owned(), expires);
+    }
+
+    fn is_ended(&self, id: &str, now: SystemTime) -> bool {
+        lock(&self.ended).get(id).is_some_and(|until| *until > now)
+    }
+}
+
+/// The sessions of one HTTP front.
+pub(super) struct SessionTable {
+    keys: Arc<dyn Keys>,
+    live: Mutex<HashMap<String, Arc<Session>>>,
+    ended: Arc<dyn EndedSessions>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The capabilities to carry: as declared, or by name only when they are large.
+fn carried(capabilities: Value) -> Value {
+    if serde_json::to_string(&capabilities).map_or(0, |text| text.len()) <= MAX_CAPABILITIES_BYTES {
+        return capabilities;
+    }
+    match capabilities {
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(name, _)| (name, Value::Object(Map::new())))
+                .collect(),
+        ),
+        _ => Value::Object(Map::new()),
+    }
+}
+
+impl SessionTable {
+    pub(super) fn new(keys: Arc<dyn Keys>, ended: Arc<dyn EndedSessions>) -> Self {
+        Self {
+            keys,
+            live: Mutex::default(),
+            ended,
+        }
+    }
+
+    fn binding<'a>(principal: &'a str, route: &'a str) -> Binding<'a> {
+        Binding {
+            purpose: Purpose::Session,
+            agent: principal,
+            route,
+        }
+    }
+
+    /// A new session for an `initialize` with `params`: its id and its state.
+    pub(super) fn start(&self, asker: Asker<'_>, params: Option<&Value>) -> (String, Arc<Session>) {
+        let requested = params
+            .and_then(|p| p.get("protocolVersion"))
+            .and_then(Value::as_str);
+        let version = match requested {
+            Some(version) if crate::era::LEGACY_VERSIONS.contains(&version) => version,
+            _ => LATEST_LEGACY_VERSION,
+        };
+        let capabilities = params
+            .and_then(|p| p.get("capabilities"))
+            .cloned()
+            .unwrap_or_else(|| Value::Object(Map::new()));
+        let now = self.keys.now();
+        let sealed = Sealed {
+            version: version.to_owned(),
+            capabilities: carried(capabilities),
+            created: now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()),
+        };
+        let payload = serde_json::to_vec(&sealed).unwrap_or_default();
+        let principal = asker.principal();
+        let id = self.keys.seal(
+            &Self::binding(&principal, asker.route),
+            SESSION_LIFETIME,
+            &payload,
+        );
+        let session = self.hold(&id, sealed, principal, asker.route, now + SESSION_LIFETIME);
+        (id, session)
+    }
+
+    fn hold(
+        &self,
+        id: &str,
+        sealed: Sealed,
+        principal: String,
+        route: &str,
+        expires: SystemTime,
+    ) -> Arc<Session> {
+        let key = blob::key_of(id).unwrap_or_default();
+        let relay = Arc::new(Relay::default());
+        let initialize = serde_json::json!({"capabilities": sealed.capabilities});
+        relay.remember_capabilities(Some(&initialize));
+        let session = Arc::new(Session {
+            in_flight: Mutex::default(),
+            relay,
+            subscriptions: Arc::default(),
+            principal,
+            route: route.to_owned(),
+            expires,
+            key,
+            version: sealed.version,
+        });
+        let now = self.keys.now();
+        let mut live = lock(&self.live);
+        if live.len() >= SWEEP_ABOVE {
+            live.retain(|_, session| session.expires > now);
+        }
+        live.insert(id.to_owned(), session.clone());
+        session
+    }
+
+    /// The session `id` names, for `asker`: held here, or opened and adopted.
+    pub(super) fn find(&self, id: &str, asker: Asker<'_>) -> Result<Arc<Session>, SessionRefusal> {
+        let principal = asker.principal();
+        if self.ended.is_ended(id, self.keys.now()) {
+            lock(&self.live).remove(id);
+            return Err(SessionRefusal::Ended);
+        }
+        let held = lock(&self.live).get(id).cloned();
+        if let Some(session) = held {
+            // The id was checked when it was made or adopted; what is left is whether this
+            // asker may use it and whether it still runs.
+            return if session.principal != principal {
+                Err(SessionRefusal::Sealed(OpenError::WrongAgent))
+            } else if session.route != asker.route {
+                Err(SessionRefusal::Sealed(OpenError::WrongRoute))
+            } else if session.expires <= self.keys.now() {
+                lock(&self.live).remove(id);
+                Err(SessionRefusal::Sealed(OpenError::Expired))
+            } else if !self.keys.ring().holds(session.key) {
+                lock(&self.live).remove(id);
+                Err(SessionRefusal::Sealed(OpenError::UnknownKey(key_id_text(
+                    session.key,
+                ))))
+            } else {
+                Ok(session)
+            };
+        }
+        let payload = self
+            .keys
+            .open(id, &Self::binding(&principal, asker.route))
+            .map_err(SessionRefusal::Sealed)?;
+        let sealed: Sealed = serde_json::from_slice(&payload)
+            .map_err(|_| SessionRefusal::Sealed(OpenError::Malformed))?;
+        let created = UNIX_EPOCH + Duration::from_secs(sealed.created);
+        let session = self.hold(
+            id,
+            sealed,
+            principal,
+            asker.route,
+            created + SESSION_LIFETIME,
+        );
+        tracing::debug!(
+            version = %session.version,
+            "adopted a session another replica started"
+        );
+        Ok(session)
+    }
+
+    /// The session `id` if this replica holds it for `asker` (for messages that only its
+    /// owner can act on: a cancellation, an answer to a relayed request).
+    pub(super) fn held(&self, id: &str, asker: Asker<'_>) -> Option<Arc<Session>> {
+        let session = lock(&self.live).get(id).cloned()?;
+        (session.principal == asker.principal() && session.route == asker.route).then_some(session)
+    }
+
+    /// Ends the session `id` (DELETE): its calls here are cancelled, and this replica no
+    /// longer accepts the id.
+    pub(super) fn end(&self, id: &str, asker: Asker<'_>) -> Result<Arc<Session>, SessionRefusal> {
+        let session = self.find(id, asker)?;
+        lock(&self.live).remove(id);
+        self.ended.end(id, session.expires, self.keys.now());
+        Ok(session)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::seal::{FixedKeys, KeyRing};
+
+    fn table(secret: &[u8]) -> SessionTable {
+        table_ending_in(secret, Arc::new(LocalEndedSessions::default()))
+    }
+
+    fn table_ending_in(secret: &[u8], ended: Arc<dyn EndedSessions>) -> SessionTable {
+        SessionTable::new(
+            Arc::new(FixedKeys(Arc::new(KeyRing::from_secret(secret)))),
+            ended,
+        )
+    }
+
+    const QA: Asker<'static> = Asker {
+        agent: Some("qa"),
+        subject: None,
+        route: "/mcp",
+    };
+
+    #[test]
+    fn another_replica_adopts_a_session_for_its_agent_and_route_only() {
+        let (first, second) = (table(b"ring"), table(b"ring"));
+        let params = json!({"protocolVersion": "2025-06-18", "capabilities": {"elicitation": {}}});
+        let (id, _) = first.start(QA, Some(&params));
+        assert!(id.len() < 1024, "{} bytes", id.len());
+        let dev = Asker {
+            agent: Some("dev"),
+            ..QA
+        };
+        assert_eq!(
+            second.find(&id, dev).err(),
+            Some(SessionRefusal::Sealed(OpenError::WrongAgent))
+        );
+        let other_route = Asker {
+            route: "/mcp/agents/qa",
+            ..QA
+        };
+        assert_eq!(
+            second.find(&id, other_route).err(),
+            Some(SessionRefusal::Sealed(OpenError::WrongRoute))
+        );
+        let adopted = second.find(&id, QA).expect("adopted");
+        assert_eq!(adopted.version, "2025-06-18");
+        assert!(second.held(&id, QA).is_some());
+        assert!(
+            second.held(&id, dev).is_none(),
+            "another agent cannot cancel its calls"
+        );
+        // Held ones are checked too.
+        assert_eq!(
+            first.find(&id, dev).err(),
+            Some(SessionRefusal::Sealed(OpenError::WrongAgent))
+        );
+        assert!(table(b"other ring").find(&id, QA).is_err());
+    }
+
+    #[test]
+    fn an_ended_session_is_refused_where_it_ended() {
+        let replica = table(b"ring");
+        let (id, _) = replica.start(QA, None);
+        replica.end(&id, QA).expect("ended");
+        assert_eq!(replica.find(&id, QA).err(), Some(SessionRefusal::Ended));
+        assert_eq!(replica.end(&id, QA).err(), Some(SessionRefusal::Ended));
+        // Replicas sharing one store of ended sessions all refuse it, those holding it too.
+        let shared: Arc<dyn EndedSessions> = Arc::new(LocalEndedSessions::default());
+        let (a, b) = (
+            table_ending_in(b"ring", shared.clone()),
+            table_ending_in(b"ring", shared),
+        );
+        let (id, _) = a.start(QA, None);
+        b.find(&id, QA).expect("adopted");
+        a.end(&id, QA).expect("ended");
+        assert_eq!(b.find(&id, QA).err(), Some(SessionRefusal::Ended));
+    }
+
+    #[test]
+    fn large_capabilities_are_kept_by_name() {
+        let big = json!({"sampling": {"x": "y".repeat(2000)}, "roots": {"listChanged": true}});
+        assert_eq!(carried(big), json!({"sampling": {}, "roots": {}}));
+        let small = json!({"roots": {"listChanged": true}});
+        assert_eq!(carried(small.clone()), small);
+    }
+}

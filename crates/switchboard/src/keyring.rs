@@ -1,0 +1,352 @@
+//! The key ring file (`[shared] keys = "FILE"`): the AES-256-GCM keys that seal session ids
+//! and `requestState` (`switchboard_mcp::seal`), shared by every replica of a deployment.
+//!
+//! The file is JSON, readable by its owner only (a file that group or others may read is
+//! refused): `{"version": 1, "keys": [{"id": "0a1b2c3d", "created": 1795000000, "secret":
+//! "<64 hex digits>"}]}`, oldest first; the last key seals, every key opens. `create` writes a
+//! new ring and never overwrites one; `rotate` appends a key; `retire` removes old keys (never
+//! the newest). [`LiveKeys`] keeps a running gateway in step with the file: it looks again at
+//! most every 500 ms, so a rotation on disk reaches every replica without a restart, and a
+//! file that turns bad leaves the keys read before in force.
+
+use std::io::Write;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+use switchboard_core::clock::Clock;
+use switchboard_mcp::seal::{KeyRing, Keys, SealKey, key_id_text};
+
+use crate::followed_file::FollowedFile;
+
+/// The file format's version.
+const FORMAT: u32 = 1;
+
+/// What is wrong with a key ring file or an operation on it.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum KeyRingError {
+    #[error("key ring {path} does not exist (make one with `switchboard keys create {path}`)")]
+    Missing { path: PathBuf },
+    #[error("cannot read key ring {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot write key ring {path}: {source}")]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(
+        "key ring {path} already exists: refusing to overwrite it (use `switchboard keys rotate`)"
+    )]
+    Exists { path: PathBuf },
+    #[error(
+        "key ring {path} has mode {mode:03o}: group and others must not read it (chmod 600 {path})"
+    )]
+    Permissions { path: PathBuf, mode: u32 },
+    #[error("key ring {path}:{line}:{column}: {message}")]
+    Syntax {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    #[error("key ring {path}: {message}")]
+    Content { path: PathBuf, message: String },
+    #[error("key ring {path} has no key {id} (`switchboard keys list {path}` shows them)")]
+    NoSuchKey { path: PathBuf, id: String },
+    #[error("key ring {path}: {id} is the key that seals; rotate first, then retire it")]
+    Newest { path: PathBuf, id: String },
+}
+
+/// One key as stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoredKey {
+    /// 8 hex digits, unique in the ring.
+    pub id: String,
+    /// When it was made, in seconds since the Unix epoch.
+    pub created: u64,
+    /// 32 bytes as 64 hex digits.
+    secret: String,
+}
+
+/// A key ring file's contents, oldest key first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RingFile {
+    pub version: u32,
+    pub keys: Vec<StoredKey>,
+}
+
+fn seconds(time: SystemTime) -> u64 {
+    time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+impl StoredKey {
+    fn generate(taken: &[StoredKey], now: SystemTime) -> Self {
+        let id = loop {
+            let id = key_id_text(rand::random());
+            if !taken.iter().any(|key| key.id == id) {
+                break id;
+            }
+        };
+        Self {
+            id,
+            created: seconds(now),
+            secret: switchboard_core::hex::encode(&rand::random::<[u8; 32]>()),
+        }
+    }
+
+    /// How old the key is at `now`.
+    pub fn age(&self, now: SystemTime) -> Duration {
+        Duration::from_secs(seconds(now).saturating_sub(self.created))
+    }
+
+    fn to_key(&self) -> Option<SealKey> {
+        let id = u32::from_str_radix(&self.id, 16)
+            .ok()
+            .filter(|_| self.id.len() == 8)?;
+        let secret: [u8; 32] = switchboard_core::hex::decode(&self.secret)?
+            .try_into()
+            .ok()?;
+        Some(SealKey::new(id, &secret))
+    }
+}
+
+impl RingFile {
+    /// A ring of one new key.
+    pub fn generate(now: SystemTime) -> Self {
+        Self {
+            version: FORMAT,
+            keys: vec![StoredKey::generate(&[], now)],
+        }
+    }
+
+    /// Reads and checks `path`: owner-only permissions, valid JSON, every key well formed.
+    pub fn load(path: &Path) -> Result<Self, KeyRingError> {
+        let read = |source: std::io::Error| match source.kind() {
+            std::io::ErrorKind::NotFound => KeyRingError::Missing {
+                path: path.to_owned(),
+            },
+            _ => KeyRingError::Read {
+                path: path.to_owned(),
+                source,
+            },
+        };
+        let metadata = std::fs::metadata(path).map_err(read)?;
+        let mode = metadata.mode() & 0o777;
+        if mode & 0o077 != 0 {
+            return Err(KeyRingError::Permissions {
+                path: path.to_owned(),
+                mode,
+            });
+        }
+        let text = std::fs::read_to_string(path).map_err(read)?;
+        let ring: Self = serde_json::from_str(&text).map_err(|error| KeyRingError::Syntax {
+            path: path.to_owned(),
+            line: error.line(),
+            column: error.column(),
+            message: error.to_string(),
+        })?;
+        ring.check(path)?;
+        Ok(ring)
+    }
+
+    fn check(&self, path: &Path) -> Result<(), KeyRingError> {
+        let content = |message: String| KeyRingError::Content {
+            path: path.to_owned(),
+            message,
+        };
+        if self.version != FORMAT {
+            return Err(content(format!(
+                "format version {} (this gateway reads {FORMAT})",
+                self.version
+            )));
+        }
+        if self.keys.is_empty() {
+            return Err(content("it holds no key".to_owned()));
+        }
+        for (index, key) in self.keys.iter().enumerate() {
+            if key.to_key().is_none() {
+                return Err(content(format!(
+                    "keys[{index}] (id '{}'): the id must be 8 hex digits and the secret 64",
+                    key.id
+                )));
+            }
+            if self.keys[..index].iter().any(|other| other.id == key.id) {
+                return Err(content(format!(
+                    "keys[{index}]: id {} appears twice",
+                    key.id
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The ring the keys make (`None` only for a file that failed [`RingFile::load`]'s checks).
+    pub fn ring(&self) -> Option<KeyRing> {
+        KeyRing::new(self.keys.iter().filter_map(StoredKey::to_key).collect())
+    }
+
+    /// Writes a new ring to `path`, mode 0600; refuses to overwrite any file.
+    pub fn create(&self, path: &Path) -> Result<(), KeyRingError> {
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(path)
+            .map_err(|source| match source.kind() {
+                std::io::ErrorKind::AlreadyExists => KeyRingError::Exists {
+                    path: path.to_owned(),
+                },
+                _ => KeyRingError::Write {
+                    path: path.to_owned(),
+                    source,
+                },
+            })?;
+        file.write_all(self.text().as_bytes())
+            .and_then(|()| file.sync_all())
+            .map_err(|source| KeyRingError::Write {
+                path: path.to_owned(),
+                source,
+            })
+    }
+
+    /// Replaces the ring at `path` whole (a 0600 file renamed over it).
+    pub fn save(&self, path: &Path) -> Result<(), KeyRingError> {
+        crate::private_file::write(path, self.text().as_bytes()).map_err(|source| {
+            KeyRingError::Write {
+                path: path.to_owned(),
+                source,
+            }
+        })
+    }
+
+    fn text(&self) -> String {
+        let mut text = serde_json::to_string_pretty(self).unwrap_or_default();
+        text.push('\n');
+        text
+    }
+
+    /// Adds a key that seals from now on; the others still open. Returns its id.
+    pub fn rotate(&mut self, now: SystemTime) -> String {
+        let key = StoredKey::generate(&self.keys, now);
+        let id = key.id.clone();
+        self.keys.push(key);
+        id
+    }
+
+    /// Removes all but the newest `keep` keys (at least one stays); returns the ids removed.
+    pub fn retire_keeping(&mut self, keep: usize) -> Vec<String> {
+        let keep = keep.max(1);
+        let cut = self.keys.len().saturating_sub(keep);
+        self.keys.drain(..cut).map(|key| key.id).collect()
+    }
+
+    /// Removes the key `id`, unless it is the newest (the one that seals).
+    pub fn retire(&mut self, path: &Path, id: &str) -> Result<(), KeyRingError> {
+        let index = self
+            .keys
+            .iter()
+            .position(|key| key.id == id)
+            .ok_or_else(|| KeyRingError::NoSuchKey {
+                path: path.to_owned(),
+                id: id.to_owned(),
+            })?;
+        if index + 1 == self.keys.len() {
+            return Err(KeyRingError::Newest {
+                path: path.to_owned(),
+                id: id.to_owned(),
+            });
+        }
+        self.keys.remove(index);
+        Ok(())
+    }
+}
+
+/// The keys of a running gateway: the ring file's, followed as it changes, or one random
+/// key of this process when there is no file.
+pub struct LiveKeys {
+    file: Option<FollowedFile>,
+    ring: RwLock<Arc<KeyRing>>,
+    clock: Arc<dyn Clock>,
+}
+
+impl std::fmt::Debug for LiveKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LiveKeys")
+            .field("file", &self.file.as_ref().map(FollowedFile::path))
+            .finish_non_exhaustive()
+    }
+}
+
+impl LiveKeys {
+    /// Follows the ring at `path`; an error when it cannot be read or is invalid (a gateway
+    /// should not start unable to open its replicas' sessions).
+    pub fn follow(path: &Path, clock: Arc<dyn Clock>) -> Result<Self, KeyRingError> {
+        let file = FollowedFile::new(path, clock.now());
+        let ring = Self::read(path)?;
+        Ok(Self {
+            file: Some(file),
+            ring: RwLock::new(Arc::new(ring)),
+            clock,
+        })
+    }
+
+    /// A fixed ring (one random key of this process, or one derived from a secret).
+    pub fn fixed(ring: KeyRing, clock: Arc<dyn Clock>) -> Self {
+        Self {
+            file: None,
+            ring: RwLock::new(Arc::new(ring)),
+            clock,
+        }
+    }
+
+    fn read(path: &Path) -> Result<KeyRing, KeyRingError> {
+        let file = RingFile::load(path)?;
+        file.ring().ok_or_else(|| KeyRingError::Content {
+            path: path.to_owned(),
+            message: "it holds no key".to_owned(),
+        })
+    }
+
+    /// Reads the file again if it changed (see [`FollowedFile`]).
+    fn refresh(&self) {
+        let Some(file) = &self.file else { return };
+        file.reread(self.clock.now(), |path| match Self::read(path) {
+            Ok(ring) => {
+                if let Ok(mut current) = self.ring.write() {
+                    *current = Arc::new(ring);
+                }
+                tracing::info!("key ring {} changed: keys read again", path.display());
+                Ok(())
+            }
+            Err(error) => {
+                tracing::warn!("{error}; the keys read before stay in force");
+                Err(())
+            }
+        });
+    }
+}
+
+impl Keys for LiveKeys {
+    fn ring(&self) -> Arc<KeyRing> {
+        self.refresh();
+        match self.ring.read() {
+            Ok(ring) => ring.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    fn now(&self) -> SystemTime {
+        self.clock.wall()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,176 @@
+//! The key ring file: create, rotate, retire, the checks on load, and a live ring following
+//! the file on an injected clock.
+
+use std::os::unix::fs::PermissionsExt;
+use std::sync::Mutex;
+
+use switchboard_mcp::seal::{Binding, OpenError, Purpose};
+use tokio::time::Instant;
+
+use crate::followed_file::RECHECK;
+
+use super::*;
+
+/// A clock that moves only when told.
+#[derive(Debug)]
+struct ManualClock {
+    start: Instant,
+    offset: Mutex<Duration>,
+}
+
+impl ManualClock {
+    fn new() -> Arc<Self> {
+        Arc::new(Self {
+            start: Instant::now(),
+            offset: Mutex::default(),
+        })
+    }
+
+    fn advance(&self, by: Duration) {
+        if let Ok(mut offset) = self.offset.lock() {
+            *offset += by;
+        }
+    }
+
+    fn offset(&self) -> Duration {
+        self.offset.lock().map(|o| *o).unwrap_or_default()
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> Instant {
+        self.start + self.offset()
+    }
+
+    fn wall(&self) -> SystemTime {
+        UNIX_EPOCH + Duration::from_secs(1_800_000_000) + self.offset()
+    }
+}
+
+const BINDING: Binding<'static> = Binding {
+    purpose: Purpose::Session,
+    agent: "qa",
+    route: "/mcp",
+};
+
+#[test]
+fn create_writes_an_owner_only_ring_and_never_overwrites() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("keys.json");
+    RingFile::generate(SystemTime::now())
+        .create(&path)
+        .expect("create");
+    let mode = std::fs::metadata(&path)
+        .expect("metadata")
+        .permissions()
+        .mode()
+        & 0o777;
+    assert_eq!(mode, 0o600);
+    let again = RingFile::generate(SystemTime::now()).create(&path);
+    assert!(
+        matches!(again, Err(KeyRingError::Exists { .. })),
+        "{again:?}"
+    );
+    let ring = RingFile::load(&path).expect("load");
+    assert_eq!(ring.keys.len(), 1);
+    let missing = RingFile::load(&dir.path().join("none.json")).expect_err("missing");
+    assert!(
+        missing.to_string().contains("switchboard keys create"),
+        "{missing}"
+    );
+}
+
+#[test]
+fn a_ring_others_may_read_or_a_bad_one_is_refused_saying_where() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("keys.json");
+    RingFile::generate(SystemTime::now())
+        .create(&path)
+        .expect("create");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let error = RingFile::load(&path).expect_err("world-readable");
+    assert!(error.to_string().contains("mode 644"), "{error}");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    std::fs::write(&path, "{\"version\": 1,\n \"keys\": [}").expect("write");
+    let error = RingFile::load(&path).expect_err("bad JSON");
+    assert!(
+        error.to_string().contains("keys.json:2:"),
+        "the line is named: {error}"
+    );
+    std::fs::write(
+        &path,
+        r#"{"version": 1, "keys": [{"id": "zz", "created": 0, "secret": "00"}]}"#,
+    )
+    .expect("write");
+    let error = RingFile::load(&path).expect_err("bad key");
+    assert!(error.to_string().contains("keys[0] (id 'zz')"), "{error}");
+    std::fs::write(&path, r#"{"version": 1, "keys": []}"#).expect("write");
+    let error = RingFile::load(&path).expect_err("empty");
+    assert!(error.to_string().contains("no key"), "{error}");
+}
+
+#[test]
+fn rotate_seals_with_the_new_key_and_retire_drops_old_ones() {
+    let now = SystemTime::now();
+    let mut file = RingFile::generate(now);
+    let first = file.keys[0].id.clone();
+    let before = file.ring().expect("ring");
+    let second = file.rotate(now);
+    let third = file.rotate(now);
+    let ring = file.ring().expect("ring");
+    assert_eq!(key_id_text(ring.current().id()), third);
+    let old = before.seal(&BINDING, now + Duration::from_secs(60), b"s");
+    assert_eq!(ring.open(&old, &BINDING, now), Ok(b"s".to_vec()));
+    let path = Path::new("keys.json");
+    let refused = file.retire(path, &third);
+    assert!(
+        matches!(refused, Err(KeyRingError::Newest { .. })),
+        "{refused:?}"
+    );
+    let unknown = file.retire(path, "ffffffff");
+    assert!(
+        matches!(unknown, Err(KeyRingError::NoSuchKey { .. })),
+        "{unknown:?}"
+    );
+    file.retire(path, &second).expect("retire");
+    assert_eq!(file.retire_keeping(1), vec![first.clone()]);
+    assert_eq!(file.keys.len(), 1);
+    assert_eq!(
+        file.retire_keeping(0),
+        Vec::<String>::new(),
+        "the newest stays"
+    );
+    let ring = file.ring().expect("ring");
+    assert_eq!(
+        ring.open(&old, &BINDING, now),
+        Err(OpenError::UnknownKey(first))
+    );
+}
+
+#[test]
+fn a_live_ring_follows_the_file_within_its_recheck() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("keys.json");
+    let mut file = RingFile::generate(SystemTime::now());
+    file.create(&path).expect("create");
+    let clock = ManualClock::new();
+    let live = LiveKeys::follow(&path, clock.clone()).expect("follow");
+    let old = live.seal(&BINDING, Duration::from_secs(60), b"kept");
+    let new_id = file.rotate(SystemTime::now());
+    file.save(&path).expect("save");
+    assert_ne!(
+        key_id_text(live.ring().current().id()),
+        new_id,
+        "not before the recheck"
+    );
+    clock.advance(RECHECK);
+    assert_eq!(key_id_text(live.ring().current().id()), new_id);
+    assert_eq!(live.open(&old, &BINDING), Ok(b"kept".to_vec()));
+    // A file that turns bad leaves the keys in force.
+    std::fs::write(&path, "not json").expect("write");
+    clock.advance(RECHECK);
+    assert_eq!(key_id_text(live.ring().current().id()), new_id);
+    // Expiry follows the injected wall clock.
+    clock.advance(Duration::from_secs(60));
+    assert_eq!(live.open(&old, &BINDING), Err(OpenError::Expired));
+}
