@@ -46,12 +46,24 @@ impl<V, const N: usize> Series<V, N> {
         })
     }
 
+    /// Whether these are the series' label values: the lengths first (most label sets that
+    /// differ, differ there), then the bytes, as bytes (no character boundaries to check).
     fn matches(&self, labels: &[&str; N]) -> bool {
         let mut start = 0;
-        labels.iter().zip(self.ends).all(|(given, end)| {
-            let held = self.text.get(start..end);
+        let lengths = labels.iter().zip(self.ends).all(|(given, end)| {
+            let length = end.saturating_sub(start);
             start = end;
-            held == Some(*given)
+            given.len() == length
+        });
+        if !lengths {
+            return false;
+        }
+        let text = self.text.as_bytes();
+        let mut start = 0;
+        labels.iter().zip(self.ends).all(|(given, end)| {
+            let held = text.get(start..end);
+            start = end;
+            held == Some(given.as_bytes())
         })
     }
 }
