@@ -33,6 +33,7 @@ mod problem;
 mod sandbox;
 mod schema;
 mod server;
+mod shared;
 mod substitute;
 mod suggest;
 mod tasks;
@@ -63,6 +64,7 @@ pub use problem::{ConfigErrors, Origin, Problem};
 pub use sandbox::{NetworkAccess, SandboxConfig, SandboxSetting, parse_size};
 pub use schema::native_schema;
 pub use server::is_valid_id;
+pub use shared::SharedConfig;
 pub use substitute::{
     Environment, GatewayEnvironment, MapEnvironment, ProcessEnvironment, remove_secret,
     remove_secrets, write_secret,

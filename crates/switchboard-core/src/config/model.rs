@@ -35,6 +35,8 @@ pub struct Config {
     pub auth: super::auth::AuthConfig,
     /// `[telemetry]`: OpenTelemetry traces.
     pub telemetry: TelemetryConfig,
+    /// `[shared]`: what the replicas of one deployment share (Redis).
+    pub shared: super::shared::SharedConfig,
 }
 
 impl Config {
@@ -175,6 +177,7 @@ impl Config {
             manager: ManagerConfig::default(),
             auth: super::auth::AuthConfig::default(),
             telemetry: TelemetryConfig::default(),
+            shared: super::shared::SharedConfig::default(),
         }
     }
 }

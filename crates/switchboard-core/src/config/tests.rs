@@ -6,6 +6,7 @@ mod builtins;
 mod instances;
 mod problems;
 mod sandbox;
+mod shared;
 mod tasks;
 mod upstream_auth;
 

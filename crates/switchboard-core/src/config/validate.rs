@@ -17,8 +17,9 @@ use super::suggest;
 use super::tree::{Node, Pos, Value};
 use super::{Format, ParsedText};
 
-pub(super) const ROOT_KEYS: [&str; 12] = [
+pub(super) const ROOT_KEYS: [&str; 13] = [
     "auth",
+    "shared",
     "telemetry",
     "manager",
     "tiers",
@@ -103,6 +104,7 @@ pub fn validate(
         manager: super::model::ManagerConfig::default(),
         auth: super::auth::AuthConfig::default(),
         telemetry: TelemetryConfig::default(),
+        shared: super::shared::SharedConfig::default(),
     };
     let Value::Table(entries) = &root.value else {
         walk.problem(
@@ -128,6 +130,7 @@ pub fn validate(
             "manager" => config.manager = walk.manager(node),
             "auth" => config.auth = walk.auth(node),
             "telemetry" => config.telemetry = walk.telemetry(node),
+            "shared" => config.shared = walk.shared(node),
             "agents" => config.agents = walk.agents(node, &config.capabilities),
             "gateway" => walk.gateway(node, &mut config.gateway),
             "aliases" => config.aliases = walk.string_map(node, "aliases"),

@@ -15,6 +15,7 @@ use crate::config::limits::LIMIT_KEYS;
 use crate::config::manager::{ENERGY_KEYS, MANAGER_KEYS};
 use crate::config::sandbox::SANDBOX_KEYS;
 use crate::config::server::{SERVER_KEYS, TOOL_KEYS};
+use crate::config::shared::SHARED_KEYS;
 use crate::config::tasks::TASKS_KEYS;
 use crate::config::tiers::LATENCY_KEYS;
 use crate::config::upstream_auth::UPSTREAM_AUTH_KEYS;
@@ -78,6 +79,7 @@ fn schema_and_validator_know_the_same_keys() {
         ("/$defs/Manager/properties", keys(&MANAGER_KEYS, &[])),
         ("/$defs/Energy/properties", keys(&ENERGY_KEYS, &[])),
         ("/$defs/Auth/properties", keys(&AUTH_KEYS, &[])),
+        ("/$defs/Shared/properties", keys(&SHARED_KEYS, &[])),
         ("/$defs/Sandbox/properties", keys(&SANDBOX_KEYS, &[])),
         ("/$defs/Tasks/properties", keys(&TASKS_KEYS, &[])),
         (
