@@ -38,6 +38,7 @@ mod resources;
 mod result_shaping;
 pub mod sandbox;
 mod sessions;
+pub mod shared;
 pub mod tasks;
 pub mod telemetry;
 mod tiers;
