@@ -49,7 +49,7 @@ pub use approvals::{Approvals, Grant, NotPending, PendingApproval, PendingApprov
 pub use assemble::{AssembleError, approval_rules, connection_fingerprint, governance, plans};
 pub use command_hook::{CommandHook, command_hooks};
 pub use exposure::AgentProfile;
-pub use host::{DrainReport, Host, HostOptions, ServerPlan, ServerReport};
+pub use host::{DrainReport, Host, HostOptions, ServerPlan, ServerReport, SharedLimitsReport};
 pub use latency::calibrate::{CalibrateOptions, Calibration};
 pub use latency::report::ToolStats;
 pub use listing_fit::ListingMode;

@@ -173,6 +173,14 @@ impl Limits {
         self.shared.as_ref().map(|shared| shared.store.clone())
     }
 
+    /// The shared store's state and what calls meet while it is unreachable, if rates and
+    /// caps are kept in one.
+    pub fn shared_health(&self) -> Option<(SharedHealth, WhenUnreachable)> {
+        self.shared
+            .as_ref()
+            .map(|shared| (shared.store.health(), shared.policy))
+    }
+
     /// Whether any limit is configured (the pipeline skips the stage otherwise).
     pub fn is_empty(&self) -> bool {
         self.local.specs.is_empty() && self.quotas.is_empty()

@@ -66,7 +66,7 @@ pub enum SharedVerdict {
 pub struct SharedUnavailable(pub String);
 
 /// What `switchboard status` shows about the store.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct SharedHealth {
     /// "redis".
     pub backend: &'static str,

@@ -38,7 +38,7 @@ mod status;
 
 pub(crate) use options::Settings;
 pub use options::{HostOptions, ServerPlan};
-pub use status::{DrainReport, ServerReport};
+pub use status::{DrainReport, ServerReport, SharedLimitsReport};
 
 pub(crate) struct Inner {
     /// The servers in service, swapped whole by a reload.
