@@ -74,6 +74,13 @@ impl Host {
         options.pending_approvals = Some(approvals.pending.clone());
         let mut governance = governance(config);
         governance.limits = share_limits(std::mem::take(&mut governance.limits), config, None)?;
+        if let Some(url) = &config.shared.redis
+            && options.events.is_none()
+        {
+            let bus = crate::shared::EventBus::connect(url, config.shared.deployment())
+                .map_err(|error| AssembleError(error.to_string()))?;
+            options.events = Some(bus);
+        }
         governance.approver = Some(approvals);
         options.governance = Arc::new(governance);
         options.agents = agent_profiles(config);

@@ -75,6 +75,8 @@ pub struct HostOptions {
     pub tasks: crate::tasks::TaskSettings,
     /// Where traced requests' spans go (`None`: not traced; see [`crate::telemetry`]).
     pub telemetry: Option<Arc<crate::telemetry::OtlpExporter>>,
+    /// The events replicas tell each other (`[shared] redis`; `None`: a replica alone).
+    pub events: Option<crate::shared::EventBus>,
 }
 
 impl Default for HostOptions {
@@ -103,6 +105,7 @@ impl Default for HostOptions {
             sandbox_launcher: None,
             tasks: crate::tasks::TaskSettings::default(),
             telemetry: None,
+            events: None,
         }
     }
 }

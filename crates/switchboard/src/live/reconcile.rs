@@ -469,6 +469,12 @@ pub(super) fn needs_restart(started: &Config, new: &Config) -> Vec<String> {
     check(started.latency != new.latency, "latency");
     // The HTTP front's authenticators are built once, when it starts.
     check(started.auth != new.auth, "auth");
+    // The replicas' event bus is connected once; the limits follow a change at once.
+    check(
+        (&started.shared.redis, started.shared.deployment())
+            != (&new.shared.redis, new.shared.deployment()),
+        "shared.redis and shared.deployment (for the replicas' events; limits follow at once)",
+    );
     // The rest of [manager] is read by each operation as it starts.
     check(
         started.manager.max_concurrent != new.manager.max_concurrent,

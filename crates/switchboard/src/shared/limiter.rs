@@ -42,6 +42,31 @@ pub enum SharedError {
     NoRuntime,
 }
 
+/// A client of the Redis at `url` and a connection that connects lazily, reconnects by
+/// itself and bounds each command by [`COMMAND_TIMEOUT`]; the runtime it runs on.
+pub(crate) fn open(
+    url: &str,
+) -> Result<(redis::Client, ConnectionManager, tokio::runtime::Handle), SharedError> {
+    let bad = |reason: String| SharedError::BadUrl {
+        url: redacted(url),
+        reason,
+    };
+    let client = redis::Client::open(url).map_err(|error| bad(error.to_string()))?;
+    let runtime = tokio::runtime::Handle::try_current().map_err(|_| SharedError::NoRuntime)?;
+    let config = ConnectionManagerConfig::new()
+        .set_connection_timeout(Some(COMMAND_TIMEOUT))
+        .set_response_timeout(Some(COMMAND_TIMEOUT))
+        .set_number_of_retries(1)
+        .set_min_delay(Duration::from_millis(10))
+        .set_max_delay(PROBE_EVERY);
+    let connection = {
+        let _entered = runtime.enter();
+        ConnectionManager::new_lazy_with_config(client.clone(), config)
+            .map_err(|error| bad(error.to_string()))?
+    };
+    Ok((client, connection, runtime))
+}
+
 /// Rate limits and concurrency caps in Redis. Cheap to clone.
 #[derive(Clone)]
 pub struct RedisLimiter {
@@ -79,29 +104,12 @@ impl RedisLimiter {
 
     /// Like [`RedisLimiter::connect`], with leases of `lease` (tests shorten it).
     pub fn with_lease(url: &str, deployment: &str, lease: Duration) -> Result<Self, SharedError> {
-        let target = redacted(url);
-        let bad = |reason: String| SharedError::BadUrl {
-            url: target.clone(),
-            reason,
-        };
-        let client = redis::Client::open(url).map_err(|error| bad(error.to_string()))?;
-        let runtime = tokio::runtime::Handle::try_current().map_err(|_| SharedError::NoRuntime)?;
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(COMMAND_TIMEOUT))
-            .set_response_timeout(Some(COMMAND_TIMEOUT))
-            .set_number_of_retries(1)
-            .set_min_delay(Duration::from_millis(10))
-            .set_max_delay(PROBE_EVERY);
-        let connection = {
-            let _entered = runtime.enter();
-            ConnectionManager::new_lazy_with_config(client, config)
-                .map_err(|error| bad(error.to_string()))?
-        };
+        let (_, connection, runtime) = open(url)?;
         let stop = CancellationToken::new();
         let went_down = Arc::new(Notify::new());
         let inner = Arc::new(Inner {
             connection,
-            target,
+            target: redacted(url),
             prefix: format!("switchboard:{{{deployment}}}:"),
             replica: format!("{:016x}", rand::random::<u64>()),
             next_member: AtomicU64::new(0),
@@ -353,7 +361,7 @@ fn micros(duration: Duration) -> u64 {
 }
 
 /// `url` without the password between `://` and `@`.
-fn redacted(url: &str) -> String {
+pub(crate) fn redacted(url: &str) -> String {
     match (url.find("://"), url.rfind('@')) {
         (Some(scheme), Some(at)) if at > scheme => {
             format!("{}://***@{}", &url[..scheme], &url[at + 1..])
