@@ -10,9 +10,10 @@
 //! Redis Cluster hash tag: one deployment's keys share a slot, so a script may touch them
 //! all). Scopes come from the config, so the key set is bounded; rate keys expire when idle.
 //!
-//! Unreachable Redis: every command is bounded by [`COMMAND_TIMEOUT`]; the first failure marks
-//! the store down, and from then on calls get [`SharedUnavailable`] at once (the configured
-//! policy applies) while a background probe PINGs every [`PROBE_EVERY`] until Redis answers.
+//! Unreachable Redis: every command is bounded by [`COMMAND_TIMEOUT`]; the first failure (of a
+//! call, or of the PING sent every [`HEALTH_EVERY`]) marks the store down, and from then on
+//! calls get [`SharedUnavailable`] at once (the configured policy applies) while a background
+//! probe PINGs every [`PROBE_EVERY`] until Redis answers.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -32,6 +33,8 @@ pub const COMMAND_TIMEOUT: Duration = Duration::from_millis(500);
 pub const LEASE: Duration = Duration::from_secs(15);
 /// How often a down store is asked whether it is back.
 pub const PROBE_EVERY: Duration = Duration::from_millis(250);
+/// How often a store that is up is asked whether it still is.
+pub const HEALTH_EVERY: Duration = Duration::from_secs(1);
 
 /// Why the limiter could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -256,30 +259,36 @@ impl Inner {
     }
 }
 
-/// Waits for the store to go down, then PINGs it every [`PROBE_EVERY`] until it answers.
+/// PINGs the store every [`HEALTH_EVERY`] while it is up (so `status` and the next call
+/// learn of an outage without a call paying for it) and every [`PROBE_EVERY`] while it is
+/// down, until it answers again.
 async fn probe(inner: std::sync::Weak<Inner>, went_down: Arc<Notify>, stop: CancellationToken) {
     loop {
+        let pause = match inner.upgrade() {
+            Some(strong) if strong.down_reason().is_some() => PROBE_EVERY,
+            Some(_) => HEALTH_EVERY,
+            None => return,
+        };
         tokio::select! {
             () = stop.cancelled() => return,
-            () = went_down.notified() => {}
+            () = tokio::time::sleep(pause) => {}
+            // A call found it down: probe at the down pace from now.
+            () = went_down.notified(), if pause == HEALTH_EVERY => continue,
         }
-        loop {
-            tokio::select! {
-                () = stop.cancelled() => return,
-                () = tokio::time::sleep(PROBE_EVERY) => {}
-            }
-            let Some(strong) = inner.upgrade() else {
-                return;
-            };
-            if strong.answers().await {
-                *lock(&strong.down) = None;
-                tracing::info!(
-                    target: "switchboard::shared",
-                    "redis at {} answers again: limits are shared again",
-                    strong.target
-                );
-                break;
-            }
+        let Some(strong) = inner.upgrade() else {
+            return;
+        };
+        let answers = strong.answers().await;
+        let was_down = strong.down_reason().is_some();
+        if answers && was_down {
+            *lock(&strong.down) = None;
+            tracing::info!(
+                target: "switchboard::shared",
+                "redis at {} answers again: limits are shared again",
+                strong.target
+            );
+        } else if !answers && !was_down {
+            strong.mark_down("no answer to PING");
         }
     }
 }

@@ -245,3 +245,25 @@ fn a_password_never_reaches_a_message() {
         Err(SharedError::BadUrl { url, .. }) if !url.contains("pw")
     ));
 }
+
+#[tokio::test]
+async fn an_outage_shows_in_health_without_a_call() {
+    let mut redis = Redis::start();
+    let limiter = RedisLimiter::connect(&redis.url(), "t").expect("limiter");
+    assert!(admitted(&verdict(&limiter, &agent(RATE)).await));
+    redis.stop();
+    let started = Instant::now();
+    while limiter.health().reachable {
+        assert!(
+            started.elapsed() < HEALTH_EVERY * 3,
+            "the health PING notices within a few seconds"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let started = Instant::now();
+    assert!(limiter.admit(&agent(RATE)).await.is_err());
+    assert!(
+        started.elapsed() < Duration::from_millis(50),
+        "no call pays for finding it down"
+    );
+}
