@@ -15,6 +15,7 @@
 //! calls get [`SharedUnavailable`] at once (the configured policy applies) while a background
 //! probe PINGs every [`PROBE_EVERY`] until Redis answers.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -85,6 +86,8 @@ struct Inner {
     /// This process's part of lease members (`<replica>:<n>`).
     replica: String,
     next_member: AtomicU64,
+    /// The leases held now: member → its keys.
+    held: Mutex<HashMap<String, Vec<String>>>,
     lease: Duration,
     admit: redis::Script,
     renew: redis::Script,
@@ -93,8 +96,8 @@ struct Inner {
     /// Wakes the probe when the store goes down (the probe holds it, never `Inner`, while
     /// it waits).
     went_down: Arc<Notify>,
-    /// Stops the probe when the limiter goes.
-    _probe: DropGuard,
+    /// Stops the probe and the renewals when the limiter goes.
+    _tasks: DropGuard,
 }
 
 impl RedisLimiter {
@@ -116,13 +119,15 @@ impl RedisLimiter {
             prefix: format!("switchboard:{{{deployment}}}:"),
             replica: format!("{:016x}", rand::random::<u64>()),
             next_member: AtomicU64::new(0),
+            held: Mutex::default(),
             lease,
             admit: redis::Script::new(include_str!("admit.lua")),
             renew: redis::Script::new(include_str!("renew.lua")),
             down: Mutex::new(None),
             went_down: went_down.clone(),
-            _probe: stop.clone().drop_guard(),
+            _tasks: stop.clone().drop_guard(),
         });
+        runtime.spawn(renew_leases(Arc::downgrade(&inner), lease, stop.clone()));
         runtime.spawn(probe(Arc::downgrade(&inner), went_down, stop));
         Ok(Self { inner })
     }
@@ -293,18 +298,16 @@ async fn probe(inner: std::sync::Weak<Inner>, went_down: Arc<Notify>, stop: Canc
     }
 }
 
-/// One call's concurrency leases: renewed every lease/3 while held, removed when dropped.
+/// One call's concurrency leases, renewed with every other lease this replica holds (one
+/// round trip every lease/3, [`renew_leases`]) and removed when dropped.
 struct RedisLease {
     inner: Arc<Inner>,
-    keys: Vec<String>,
     member: String,
-    _renewing: DropGuard,
 }
 
 impl std::fmt::Debug for RedisLease {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RedisLease")
-            .field("keys", &self.keys)
             .field("member", &self.member)
             .finish()
     }
@@ -314,54 +317,58 @@ impl Lease for RedisLease {}
 
 impl RedisLease {
     fn hold(inner: Arc<Inner>, keys: Vec<String>, member: String) -> Self {
-        let stop = CancellationToken::new();
-        let renewer = (inner.clone(), keys.clone(), member.clone(), stop.clone());
-        tokio::spawn(async move {
-            let (inner, keys, member, stop) = renewer;
-            loop {
-                tokio::select! {
-                    () = stop.cancelled() => return,
-                    () = tokio::time::sleep(inner.lease / 3) => {}
-                }
-                let mut invocation = inner.renew.prepare_invoke();
-                invocation.arg(micros(inner.lease)).arg(&member);
-                for key in &keys {
-                    invocation.key(key);
-                }
-                let mut connection = inner.connection.clone();
-                let renewed = tokio::time::timeout(
-                    COMMAND_TIMEOUT,
-                    invocation.invoke_async::<i64>(&mut connection),
-                );
-                if let Ok(Err(error)) = renewed.await {
-                    tracing::debug!(target: "switchboard::shared", "lease {member} not renewed: {error}");
-                }
-            }
-        });
-        Self {
-            inner,
-            keys,
-            member,
-            _renewing: stop.drop_guard(),
-        }
+        lock(&inner.held).insert(member.clone(), keys);
+        Self { inner, member }
     }
 }
 
 impl Drop for RedisLease {
     fn drop(&mut self) {
+        let Some(keys) = lock(&self.inner.held).remove(&self.member) else {
+            return;
+        };
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return; // No runtime: the lease expires on its own.
         };
         let mut release = redis::pipe();
-        for key in &self.keys {
+        for key in &keys {
             release.cmd("ZREM").arg(key).arg(&self.member).ignore();
         }
         let mut connection = self.inner.connection.clone();
         runtime.spawn(async move {
-            let _ =
-                tokio::time::timeout(COMMAND_TIMEOUT, release.query_async::<()>(&mut connection))
-                    .await;
+            let released = release.query_async::<()>(&mut connection);
+            let _ = tokio::time::timeout(COMMAND_TIMEOUT, released).await;
         });
+    }
+}
+
+/// Every lease/3, renews all the leases this replica holds in one script call.
+async fn renew_leases(inner: std::sync::Weak<Inner>, lease: Duration, stop: CancellationToken) {
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            () = tokio::time::sleep(lease / 3) => {}
+        }
+        let Some(strong) = inner.upgrade() else {
+            return;
+        };
+        let held: Vec<(String, String)> = lock(&strong.held)
+            .iter()
+            .flat_map(|(member, keys)| keys.iter().map(|key| (key.clone(), member.clone())))
+            .collect();
+        if held.is_empty() || strong.down_reason().is_some() {
+            continue;
+        }
+        let mut invocation = strong.renew.prepare_invoke();
+        invocation.arg(micros(lease));
+        for (key, member) in &held {
+            invocation.key(key).arg(member);
+        }
+        let mut connection = strong.connection.clone();
+        let renewed = invocation.invoke_async::<i64>(&mut connection);
+        if let Ok(Err(error)) = tokio::time::timeout(COMMAND_TIMEOUT, renewed).await {
+            tracing::debug!(target: "switchboard::shared", "leases not renewed: {error}");
+        }
     }
 }
 
