@@ -3,8 +3,9 @@
 //! One admitted call costs one round trip: `admit.lua` (EVALSHA, loaded again with SCRIPT
 //! LOAD on NOSCRIPT after a Redis restart) checks every rate and cap of the call on Redis's
 //! clock and takes them all or none. A cap is a sorted set of leases scored by expiry; the
-//! lease is renewed every [`LEASE`]/3 while the call runs (`renew.lua`), removed when it ends,
-//! and a dead replica's leases expire on their own after [`LEASE`].
+//! leases a replica holds are renewed together every [`LEASE`]/3 (`renew.lua`, one round
+//! trip), each is removed when its call ends, and a dead replica's leases expire on their
+//! own after [`LEASE`].
 //!
 //! Keys: `switchboard:{deployment}:rate:<scope>` and `…:lease:<scope>` (the braces are a
 //! Redis Cluster hash tag: one deployment's keys share a slot, so a script may touch them
