@@ -14,7 +14,7 @@ use switchboard_core::config::{
     ApprovalMode, Config, CostConfig, EraPreference, LimitsConfig, SandboxConfig, ServerConfig,
     Transport,
 };
-use switchboard_core::limits::{CostModel, LimitSpec, Limits, Quota, Scope};
+use switchboard_core::limits::{CostModel, LimitSpec, Limits, Quota, Scope, SharedLimiter};
 use switchboard_core::pipeline::Governance;
 use switchboard_mcp::upstream::{Endpoint, EraChoice, StdioCommand, UpstreamSpec};
 
@@ -81,6 +81,14 @@ impl Host {
         let approvals = Arc::new(Approvals::new(keys, config.gateway.approval_timeout));
         options.pending_approvals = Some(approvals.pending.clone());
         let mut governance = governance(config);
+        governance.limits = share_limits(std::mem::take(&mut governance.limits), config, None)?;
+        if let Some(url) = &config.shared.redis
+            && options.events.is_none()
+        {
+            let bus = crate::shared::EventBus::connect(url, config.shared.deployment())
+                .map_err(|error| AssembleError(error.to_string()))?;
+            options.events = Some(bus);
+        }
         governance.approver = Some(approvals);
         options.governance = Arc::new(governance);
         options.agents = agent_profiles(config);
@@ -379,6 +387,30 @@ pub fn connection_fingerprint(config: &Config, server: &ServerConfig) -> String 
         text.push_str(key.expose());
     }
     switchboard_core::hex::encode(&Sha256::digest(text.as_bytes())[..8])
+}
+
+/// `limits` with their rates and caps kept in `[shared] redis` when the config names one:
+/// in `store` when given (the one already running), else in a new connection.
+pub(crate) fn share_limits(
+    limits: Limits,
+    config: &Config,
+    store: Option<Arc<dyn SharedLimiter>>,
+) -> Result<Limits, AssembleError> {
+    let Some(url) = &config.shared.redis else {
+        return Ok(limits);
+    };
+    let store = match store {
+        Some(store) => store,
+        None => Arc::new(
+            crate::shared::RedisLimiter::connect(url, config.shared.deployment())
+                .map_err(|error| AssembleError(error.to_string()))?,
+        ),
+    };
+    Ok(limits.with_shared(
+        store,
+        config.shared.redis_unavailable,
+        config.shared.replicas.unwrap_or(1),
+    ))
 }
 
 /// Limits, quotas and costs of a config, by scope.

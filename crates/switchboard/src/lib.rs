@@ -40,6 +40,7 @@ mod resources;
 mod result_shaping;
 pub mod sandbox;
 mod sessions;
+pub mod shared;
 pub mod tasks;
 pub mod telemetry;
 mod tiers;
@@ -53,7 +54,7 @@ pub use approvals::{
 pub use assemble::{AssembleError, approval_rules, connection_fingerprint, governance, plans};
 pub use command_hook::{CommandHook, command_hooks};
 pub use exposure::AgentProfile;
-pub use host::{DrainReport, Host, HostOptions, ServerPlan, ServerReport};
+pub use host::{DrainReport, Host, HostOptions, ServerPlan, ServerReport, SharedLimitsReport};
 pub use latency::calibrate::{CalibrateOptions, Calibration};
 pub use latency::report::ToolStats;
 pub use listing_fit::ListingMode;

@@ -77,6 +77,7 @@ pub(super) async fn status(State(state): State<Arc<AdminState>>, headers: Header
             "live": live,
             "servers": state.host.status(),
             "problems": problems,
+            "shared_limits": state.host.shared_limits(),
         })),
     )
         .into_response()

@@ -16,7 +16,8 @@ pub struct StatusArgs {
     /// Print JSON: {source, revision, live, servers: [{server, state, era, protocol_version,
     /// transport, tools, error, failures, notes, generation, changed, draining, in_flight,
     /// instances ({up, configured} for a pool, else null), change_error, sandbox ({limits,
-    /// env, filesystem, network, processes, user, no_new_privs} or null)}], problems}.
+    /// env, filesystem, network, processes, user, no_new_privs} or null)}], problems,
+    /// shared_limits ({backend, target, reachable, error, when_unreachable} or null)}.
     #[arg(long)]
     json: bool,
     /// The running gateway's admin file (default $SWITCHBOARD_ADMIN_FILE, else
@@ -76,9 +77,25 @@ async fn local_status(config: Option<&Path>) -> anyhow::Result<Value> {
         "live": live,
         "servers": host.status(),
         "problems": problems,
+        "shared_limits": host.shared_limits(),
     });
     host.shutdown().await;
     Ok(status)
+}
+
+/// "shared limits: redis at … reachable" (or unreachable, why, and the policy in force).
+fn shared_limits_line(report: &Value) -> Option<String> {
+    let backend = report["backend"].as_str()?;
+    let target = report["target"].as_str().unwrap_or("-");
+    let policy = report["when_unreachable"].as_str().unwrap_or("-");
+    Some(if report["reachable"] == true {
+        format!("shared limits: {backend} at {target}, reachable")
+    } else {
+        format!(
+            "shared limits: {backend} at {target}, UNREACHABLE ({}); calls {policy}",
+            report["error"].as_str().unwrap_or("no answer")
+        )
+    })
 }
 
 /// For a server that is not up because its connection attempts fail: its supervisor keeps
@@ -169,6 +186,9 @@ pub fn print_status(status: &Value) -> anyhow::Result<()> {
     }
     for key in live["needs_restart"].as_array().into_iter().flatten() {
         print_line(&format!("needs a restart of the gateway: {}", text(key)))?;
+    }
+    if let Some(line) = shared_limits_line(&status["shared_limits"]) {
+        print_line(&line)?;
     }
     Ok(())
 }

@@ -476,7 +476,7 @@ impl Walk<'_> {
     }
 
     /// An enumerated value that is none of `allowed`.
-    fn not_one_of(
+    pub(super) fn not_one_of(
         &mut self,
         pos: Pos,
         what: &str,

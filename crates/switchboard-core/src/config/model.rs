@@ -35,7 +35,7 @@ pub struct Config {
     pub auth: super::auth::AuthConfig,
     /// `[telemetry]`: OpenTelemetry traces.
     pub telemetry: TelemetryConfig,
-    /// `[shared]`: what the replicas of a deployment share (the key ring).
+    /// `[shared]`: what the replicas of one deployment share (the key ring, Redis).
     pub shared: super::shared::SharedConfig,
 }
 

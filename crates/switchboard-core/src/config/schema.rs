@@ -55,7 +55,9 @@ struct SwitchboardConfig {
     /// OTEL_EXPORTER_OTLP_ENDPOINT).
     #[serde(skip_serializing_if = "Option::is_none")]
     telemetry: Option<Telemetry>,
-    /// What the replicas of one deployment share (docs/scale-out.md).
+    /// What the replicas of one deployment share: the key ring that seals their session
+    /// ids and requestState, and the Redis that keeps their rate limits and concurrency caps
+    /// (docs/scale-out.md).
     #[serde(skip_serializing_if = "Option::is_none")]
     shared: Option<Shared>,
 }
@@ -70,6 +72,28 @@ struct Shared {
     /// seals with a random key of its own. Relative paths are taken from the config file's
     /// directory.
     keys: Option<String>,
+    /// The Redis that keeps rate limits and concurrency caps for every replica:
+    /// redis://host:port, rediss://… or unix:///path/redis.sock.
+    #[schemars(regex(pattern = r"^(redis://|rediss://|unix://|redis\+unix://|\$\{)"))]
+    redis: Option<String>,
+    /// What limited calls meet while Redis is unreachable: fail_open (default; each replica
+    /// applies limit/replicas alone) or fail_closed (refused, saying why).
+    redis_unavailable: Option<RedisUnavailable>,
+    /// How many replicas share the limits (needed by fail_open).
+    #[schemars(range(min = 1))]
+    replicas: Option<u64>,
+    /// The deployment's name inside Redis keys (default "default").
+    #[schemars(regex(pattern = r"^[A-Za-z0-9_-]{1,64}$"))]
+    deployment: Option<String>,
+}
+
+/// What limited calls meet while Redis is unreachable.
+#[derive(JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[allow(dead_code)]
+enum RedisUnavailable {
+    FailOpen,
+    FailClosed,
 }
 
 /// Where traces go.

@@ -6,9 +6,13 @@
 //! over-limit call waits up to the queue time of the limit that stopped it, then fails with
 //! "rate limited, retry after N ms". All waiting is on the injected clock's timeline
 //! (tokio time), so tests run on paused time.
+//!
+//! Rates and caps are embedded (per process) unless [`Limits::with_shared`] hands them to a
+//! store all replicas share ([`shared`]); quotas stay here either way.
 
 mod gcra;
 mod quota;
+pub mod shared;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -19,6 +23,13 @@ use tokio::time::Instant;
 
 pub use gcra::Gcra;
 pub use quota::{CostModel, Quota, QuotaExceeded};
+pub use shared::{
+    Lease, SharedCheck, SharedHealth, SharedLimiter, SharedUnavailable, SharedVerdict,
+    WhenUnreachable,
+};
+
+/// How often a call queued behind a full shared cap asks again.
+const SHARED_BUSY_POLL: Duration = Duration::from_millis(50);
 
 /// Limits of one scope (an agent, a tool, a server, or everything).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -43,6 +54,12 @@ pub enum Refusal {
     },
     #[error("{0}")]
     Quota(QuotaExceeded),
+    /// The shared limiter did not answer and `[shared] redis_unavailable = "fail_closed"`.
+    #[error(
+        "the shared limiter is unreachable ({0}); limited calls are refused until it is back \
+         (shared.redis_unavailable = \"fail_closed\"), retry later"
+    )]
+    SharedUnavailable(String),
 }
 
 /// The scopes one call is limited by.
@@ -90,32 +107,188 @@ impl Limiter {
 #[derive(Debug, Default)]
 pub struct Admission {
     _permits: Vec<OwnedSemaphorePermit>,
+    _lease: Option<Box<dyn Lease>>,
 }
 
 /// Every limit of the gateway, by scope. Built once from config; cheap to share.
 #[derive(Default)]
 pub struct Limits {
+    local: LocalLimits,
+    quotas: HashMap<String, Arc<Quota>>,
+    shared: Option<SharedLimits>,
+}
+
+/// Rates and caps kept in this process.
+#[derive(Default)]
+struct LocalLimits {
     specs: HashMap<Scope, LimitSpec>,
     limiters: Mutex<HashMap<Scope, Arc<Limiter>>>,
-    quotas: HashMap<String, Arc<Quota>>,
+}
+
+/// Rates and caps kept in a shared store, and what happens when it is unreachable.
+struct SharedLimits {
+    store: Arc<dyn SharedLimiter>,
+    policy: WhenUnreachable,
+    /// Fail open: each scope at limit/replicas, in this process.
+    fallback: LocalLimits,
 }
 
 impl Limits {
     /// Limits with these specs per scope and cost quotas per agent.
     pub fn new(specs: HashMap<Scope, LimitSpec>, quotas: HashMap<String, Quota>) -> Self {
         Self {
-            specs,
-            limiters: Mutex::default(),
+            local: LocalLimits::new(specs),
             quotas: quotas
                 .into_iter()
                 .map(|(agent, quota)| (agent, Arc::new(quota)))
                 .collect(),
+            shared: None,
         }
+    }
+
+    /// These limits with rates and caps kept in `store`, shared with the other `replicas`
+    /// replicas; `policy` says what calls meet while it is unreachable.
+    pub fn with_shared(
+        mut self,
+        store: Arc<dyn SharedLimiter>,
+        policy: WhenUnreachable,
+        replicas: u32,
+    ) -> Self {
+        let fallback = self
+            .local
+            .specs
+            .iter()
+            .map(|(scope, spec)| (scope.clone(), shared::scaled(*spec, replicas)))
+            .collect();
+        self.shared = Some(SharedLimits {
+            store,
+            policy,
+            fallback: LocalLimits::new(fallback),
+        });
+        self
+    }
+
+    /// The shared store, if rates and caps are kept in one.
+    pub fn shared_store(&self) -> Option<Arc<dyn SharedLimiter>> {
+        self.shared.as_ref().map(|shared| shared.store.clone())
+    }
+
+    /// The shared store's state and what calls meet while it is unreachable, if rates and
+    /// caps are kept in one.
+    pub fn shared_health(&self) -> Option<(SharedHealth, WhenUnreachable)> {
+        self.shared
+            .as_ref()
+            .map(|shared| (shared.store.health(), shared.policy))
     }
 
     /// Whether any limit is configured (the pipeline skips the stage otherwise).
     pub fn is_empty(&self) -> bool {
-        self.specs.is_empty() && self.quotas.is_empty()
+        self.local.specs.is_empty() && self.quotas.is_empty()
+    }
+
+    /// Admits one call limited by `scopes` (checked in order), waiting up to each limit's
+    /// queue time. Quota is checked for `agent`, if it has one.
+    pub async fn admit(&self, scopes: &[Scope], agent: Option<&str>) -> Result<Admission, Refusal> {
+        if let Some(quota) = agent.and_then(|a| self.quotas.get(a)) {
+            quota.check(Instant::now()).map_err(Refusal::Quota)?;
+        }
+        let Some(shared) = &self.shared else {
+            return self.local.admit(scopes).await;
+        };
+        let checks: Vec<SharedCheck> = scopes
+            .iter()
+            .filter_map(|scope| {
+                let spec = *self.local.specs.get(scope)?;
+                let limited =
+                    spec.per_minute.is_some_and(|rate| rate > 0.0) || spec.max_concurrent.is_some();
+                limited.then(|| SharedCheck {
+                    scope: scope.clone(),
+                    spec,
+                })
+            })
+            .collect();
+        if checks.is_empty() {
+            return Ok(Admission::default());
+        }
+        shared.admit(&checks, scopes).await
+    }
+
+    /// Charges `cost` to `agent`'s quota.
+    pub fn charge(&self, agent: Option<&str>, cost: f64) {
+        if let Some(quota) = agent.and_then(|a| self.quotas.get(a)) {
+            quota.charge(Instant::now(), cost);
+        }
+    }
+}
+
+impl SharedLimits {
+    async fn admit(&self, checks: &[SharedCheck], scopes: &[Scope]) -> Result<Admission, Refusal> {
+        let started = Instant::now();
+        loop {
+            let verdict = match self.store.admit(checks).await {
+                Ok(verdict) => verdict,
+                Err(SharedUnavailable(why)) => {
+                    return match self.policy {
+                        WhenUnreachable::FailOpen => self.fallback.admit(scopes).await,
+                        WhenUnreachable::FailClosed => Err(Refusal::SharedUnavailable(why)),
+                    };
+                }
+            };
+            match verdict {
+                SharedVerdict::Admitted { wait, lease } => {
+                    if !wait.is_zero() {
+                        tokio::time::sleep(wait).await;
+                    }
+                    return Ok(Admission {
+                        _permits: Vec::new(),
+                        _lease: lease,
+                    });
+                }
+                SharedVerdict::RateLimited { scope, retry_after } => {
+                    return Err(Refusal::RateLimited {
+                        scope: checks
+                            .get(scope)
+                            .map_or_else(String::new, |c| c.scope.to_string()),
+                        retry_after,
+                    });
+                }
+                SharedVerdict::Busy { scope } => {
+                    let Some(check) = checks.get(scope) else {
+                        return Err(busy(&Scope::Global, LimitSpec::default(), Duration::ZERO));
+                    };
+                    let queue = check.spec.queue.unwrap_or_default();
+                    if started.elapsed() + SHARED_BUSY_POLL > queue {
+                        let retry_after = if queue.is_zero() {
+                            SHARED_BUSY_POLL * 2
+                        } else {
+                            queue
+                        };
+                        return Err(busy(&check.scope, check.spec, retry_after));
+                    }
+                    tokio::time::sleep(SHARED_BUSY_POLL).await;
+                }
+            }
+        }
+    }
+}
+
+/// The refusal of a call that found `scope`'s cap full.
+fn busy(scope: &Scope, spec: LimitSpec, retry_after: Duration) -> Refusal {
+    Refusal::RateLimited {
+        scope: format!(
+            "{scope}: {} calls in flight",
+            spec.max_concurrent.unwrap_or(0)
+        ),
+        retry_after,
+    }
+}
+
+impl LocalLimits {
+    fn new(specs: HashMap<Scope, LimitSpec>) -> Self {
+        Self {
+            specs,
+            limiters: Mutex::default(),
+        }
     }
 
     fn limiter(&self, scope: &Scope) -> Option<Arc<Limiter>> {
@@ -133,11 +306,8 @@ impl Limits {
     }
 
     /// Admits one call limited by `scopes` (checked in order), waiting up to each limit's
-    /// queue time. Quota is checked for `agent`, if it has one.
-    pub async fn admit(&self, scopes: &[Scope], agent: Option<&str>) -> Result<Admission, Refusal> {
-        if let Some(quota) = agent.and_then(|a| self.quotas.get(a)) {
-            quota.check(Instant::now()).map_err(Refusal::Quota)?;
-        }
+    /// queue time.
+    async fn admit(&self, scopes: &[Scope]) -> Result<Admission, Refusal> {
         let mut admission = Admission::default();
         for scope in scopes {
             let Some(limiter) = self.limiter(scope) else {
@@ -163,26 +333,12 @@ impl Limits {
                 let permit = match slots.clone().try_acquire_owned() {
                     Ok(permit) => permit,
                     Err(_) if queue.is_zero() => {
-                        return Err(Refusal::RateLimited {
-                            scope: format!(
-                                "{scope}: {} calls in flight",
-                                limiter.spec.max_concurrent.unwrap_or(0)
-                            ),
-                            retry_after: Duration::from_millis(100),
-                        });
+                        return Err(busy(scope, limiter.spec, Duration::from_millis(100)));
                     }
                     Err(_) => {
                         match tokio::time::timeout(queue, slots.clone().acquire_owned()).await {
                             Ok(Ok(permit)) => permit,
-                            _ => {
-                                return Err(Refusal::RateLimited {
-                                    scope: format!(
-                                        "{scope}: {} calls in flight",
-                                        limiter.spec.max_concurrent.unwrap_or(0)
-                                    ),
-                                    retry_after: queue,
-                                });
-                            }
+                            _ => return Err(busy(scope, limiter.spec, queue)),
                         }
                     }
                 };
@@ -190,13 +346,6 @@ impl Limits {
             }
         }
         Ok(admission)
-    }
-
-    /// Charges `cost` to `agent`'s quota.
-    pub fn charge(&self, agent: Option<&str>, cost: f64) {
-        if let Some(quota) = agent.and_then(|a| self.quotas.get(a)) {
-            quota.charge(Instant::now(), cost);
-        }
     }
 }
 

@@ -148,3 +148,163 @@ async fn quotas_refuse_until_the_window_frees_budget() {
         .await
         .expect("the window moved on");
 }
+
+/// A shared store that is down, or answers from a script of verdicts.
+struct FakeStore {
+    answers: Mutex<Vec<Result<SharedVerdict, SharedUnavailable>>>,
+    asked: Mutex<Vec<Vec<SharedCheck>>>,
+}
+
+impl FakeStore {
+    fn new(answers: Vec<Result<SharedVerdict, SharedUnavailable>>) -> Arc<Self> {
+        Arc::new(Self {
+            answers: Mutex::new(answers),
+            asked: Mutex::default(),
+        })
+    }
+}
+
+impl SharedLimiter for FakeStore {
+    fn admit<'a>(
+        &'a self,
+        checks: &'a [SharedCheck],
+    ) -> futures::future::BoxFuture<'a, Result<SharedVerdict, SharedUnavailable>> {
+        self.asked.lock().expect("asked").push(checks.to_vec());
+        let mut answers = self.answers.lock().expect("answers");
+        let answer = if answers.is_empty() {
+            Err(SharedUnavailable(
+                "redis at unix:///x: connection refused".to_owned(),
+            ))
+        } else {
+            answers.remove(0)
+        };
+        Box::pin(async move { answer })
+    }
+
+    fn health(&self) -> SharedHealth {
+        SharedHealth {
+            backend: "fake",
+            target: String::new(),
+            reachable: false,
+            error: None,
+        }
+    }
+}
+
+fn agent_limits(spec: LimitSpec, store: Arc<FakeStore>, policy: WhenUnreachable) -> Limits {
+    limits(Scope::Agent("a".into()), spec).with_shared(store, policy, 3)
+}
+
+const SIXTY: LimitSpec = LimitSpec {
+    per_minute: Some(60.0),
+    burst: Some(60),
+    max_concurrent: None,
+    queue: None,
+};
+
+#[tokio::test(start_paused = true)]
+async fn fail_open_limits_each_replica_at_its_share() {
+    let limits = agent_limits(SIXTY, FakeStore::new(vec![]), WhenUnreachable::FailOpen);
+    let scopes = [Scope::Global, Scope::Agent("a".into())];
+    for n in 0..20 {
+        assert!(
+            limits.admit(&scopes, None).await.is_ok(),
+            "call {n} of 60/3"
+        );
+    }
+    let refused = limits.admit(&scopes, None).await.expect_err("the 21st");
+    assert!(
+        refused.to_string().contains("rate limited (agent a)"),
+        "{refused}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn fail_closed_refuses_saying_the_shared_limiter_is_unreachable() {
+    let limits = agent_limits(SIXTY, FakeStore::new(vec![]), WhenUnreachable::FailClosed);
+    let refused = limits
+        .admit(&[Scope::Agent("a".into())], None)
+        .await
+        .expect_err("refused");
+    let text = refused.to_string();
+    assert!(
+        text.contains("the shared limiter is unreachable (redis at unix:///x: connection refused)"),
+        "{text}"
+    );
+    // A scope without limits never asks the store.
+    assert!(limits.admit(&[Scope::Global], None).await.is_ok());
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_store_sees_only_limited_scopes_and_its_answers_are_kept() {
+    let store = FakeStore::new(vec![
+        Ok(SharedVerdict::Admitted {
+            wait: Duration::from_secs(2),
+            lease: None,
+        }),
+        Ok(SharedVerdict::RateLimited {
+            scope: 0,
+            retry_after: Duration::from_millis(1500),
+        }),
+    ]);
+    let limits = agent_limits(SIXTY, store.clone(), WhenUnreachable::FailClosed);
+    let scopes = [Scope::Global, Scope::Agent("a".into())];
+    let start = Instant::now();
+    assert!(limits.admit(&scopes, None).await.is_ok());
+    assert_eq!(start.elapsed(), Duration::from_secs(2), "the store's wait");
+    let refused = limits.admit(&scopes, None).await.expect_err("limited");
+    assert_eq!(
+        refused,
+        Refusal::RateLimited {
+            scope: "agent a".into(),
+            retry_after: Duration::from_millis(1500)
+        }
+    );
+    let asked = store.asked.lock().expect("asked");
+    assert_eq!(asked[0].len(), 1, "only the agent is limited");
+    assert_eq!(asked[0][0].spec, SIXTY);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_full_shared_cap_is_asked_again_within_the_queue_time() {
+    let capped = LimitSpec {
+        max_concurrent: Some(2),
+        queue: Some(Duration::from_millis(120)),
+        ..LimitSpec::default()
+    };
+    let busy = || Ok(SharedVerdict::Busy { scope: 0 });
+    let admitted = Ok(SharedVerdict::Admitted {
+        wait: Duration::ZERO,
+        lease: None,
+    });
+    let store = FakeStore::new(vec![busy(), busy(), admitted, busy(), busy(), busy()]);
+    let limits = agent_limits(capped, store, WhenUnreachable::FailClosed);
+    let scopes = [Scope::Agent("a".into())];
+    let start = Instant::now();
+    assert!(
+        limits.admit(&scopes, None).await.is_ok(),
+        "a slot freed in time"
+    );
+    assert_eq!(start.elapsed(), Duration::from_millis(100));
+    let refused = limits.admit(&scopes, None).await.expect_err("still full");
+    assert!(
+        refused.to_string().contains("2 calls in flight"),
+        "{refused}"
+    );
+}
+
+#[test]
+fn a_replica_alone_takes_its_share_rounded_up() {
+    let spec = LimitSpec {
+        per_minute: Some(60.0),
+        burst: Some(10),
+        max_concurrent: Some(4),
+        queue: Some(Duration::from_secs(1)),
+    };
+    let share = shared::scaled(spec, 3);
+    assert_eq!(share.per_minute, Some(20.0));
+    assert_eq!(share.burst, Some(4));
+    assert_eq!(share.max_concurrent, Some(2));
+    assert_eq!(share.queue, Some(Duration::from_secs(1)));
+    assert_eq!(shared::scaled(spec, 0), spec, "zero replicas count as one");
+}

@@ -34,11 +34,12 @@ use crate::tool_search::SearchCache;
 
 mod backend;
 mod options;
+mod replicas;
 mod status;
 
 pub(crate) use options::Settings;
 pub use options::{HostOptions, ServerPlan};
-pub use status::{DrainReport, ServerReport};
+pub use status::{DrainReport, ServerReport, SharedLimitsReport};
 
 pub(crate) struct Inner {
     /// The servers in service, swapped whole by a reload.
@@ -172,6 +173,7 @@ impl Host {
         inner.rebuild();
         let host = Self { inner };
         host.start_maintenance();
+        host.follow_replicas();
         host
     }
 
@@ -429,8 +431,8 @@ impl Inner {
                 .any(|(a, b)| a.spec != b.spec);
         self.catalog.store(Arc::new(catalog));
         if changed {
-            self.version.send_modify(|version| *version += 1);
-            self.sessions.bump_all();
+            self.bump_listings();
+            self.tell_replicas(crate::shared::SharedEvent::ToolsListChanged);
         }
         self.announce_extras(&fleet);
     }
@@ -438,8 +440,8 @@ impl Inner {
     /// Tells every session its listing may have changed (and drops the caches keyed by the
     /// catalog version: per-agent listings, fitted modes, the search index).
     pub(crate) fn announce_listings(&self) {
-        self.version.send_modify(|version| *version += 1);
-        self.sessions.bump_all();
+        self.bump_listings();
+        self.tell_replicas(crate::shared::SharedEvent::ToolsListChanged);
     }
 
     /// Bumps the prompts' or resources' version when what the servers list of them changed.

@@ -80,6 +80,8 @@ pub struct HostOptions {
     pub telemetry: Option<Arc<crate::telemetry::OtlpExporter>>,
     /// Calls are counted for `/metrics` (`[telemetry] metrics`; default on).
     pub metrics: bool,
+    /// The events replicas tell each other (`[shared] redis`; `None`: a replica alone).
+    pub events: Option<crate::shared::EventBus>,
 }
 
 impl Default for HostOptions {
@@ -110,6 +112,7 @@ impl Default for HostOptions {
             tasks: crate::tasks::TaskSettings::default(),
             telemetry: None,
             metrics: true,
+            events: None,
         }
     }
 }

@@ -1,6 +1,6 @@
 //! What `switchboard status` shows of each server: its connection (for a pool, its instances
 //! up), its tools, its generation and last change, the calls it is still draining, a change
-//! that failed, the protections of its sandbox in force.
+//! that failed, the protections of its sandbox in force; and the shared limiter's state.
 
 use std::sync::Arc;
 
@@ -87,7 +87,27 @@ fn draining_of(draining: &[Arc<crate::fleet::Draining>], server: &ServerId) -> V
         .collect()
 }
 
+/// The shared limiter (`[shared] redis`) in `switchboard status`.
+#[derive(Debug, Clone, Serialize)]
+pub struct SharedLimitsReport {
+    /// The store: backend, target, reachable, error.
+    #[serde(flatten)]
+    pub health: switchboard_core::limits::SharedHealth,
+    /// What limited calls meet while it is unreachable: "fail_open" or "fail_closed".
+    pub when_unreachable: &'static str,
+}
+
 impl Host {
+    /// The shared limiter's state; `None` when limits are kept in this process alone.
+    pub fn shared_limits(&self) -> Option<SharedLimitsReport> {
+        let governance = self.inner.pipeline.governance();
+        let (health, policy) = governance.limits.shared_health()?;
+        Some(SharedLimitsReport {
+            health,
+            when_unreachable: policy.as_str(),
+        })
+    }
+
     /// Per-server state, in config order; servers the config has but disables are listed
     /// as `disabled`.
     pub fn status(&self) -> Vec<ServerReport> {

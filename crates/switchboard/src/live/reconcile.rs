@@ -301,7 +301,22 @@ impl Host {
         }
         if previous.is_none_or(|old| governance_inputs(old) != governance_inputs(config)) {
             let mut governance = crate::assemble::governance(config);
-            governance.approver = self.inner.pipeline.governance().approver.clone();
+            let current = self.inner.pipeline.governance();
+            governance.approver = current.approver.clone();
+            // The running connection to Redis is kept unless where it points changed.
+            let same_redis = previous.is_some_and(|old| {
+                (&old.shared.redis, old.shared.deployment())
+                    == (&config.shared.redis, config.shared.deployment())
+            });
+            let store = current.limits.shared_store().filter(|_| same_redis);
+            let limits = std::mem::take(&mut governance.limits);
+            governance.limits = match crate::assemble::share_limits(limits, config, store) {
+                Ok(limits) => limits,
+                Err(error) => {
+                    tracing::warn!(target: "switchboard::shared", "{error}; limits stay local");
+                    crate::assemble::governance(config).limits
+                }
+            };
             self.inner.pipeline.set_governance(Arc::new(governance));
         }
         self.inner
@@ -359,6 +374,7 @@ fn governance_inputs(config: &Config) -> impl PartialEq + '_ {
         servers,
         agents,
         &config.hooks,
+        &config.shared,
     )
 }
 
@@ -455,6 +471,12 @@ pub(super) fn needs_restart(started: &Config, new: &Config) -> Vec<String> {
     check(started.auth != new.auth, "auth");
     // The key ring's file is followed as it changes; which file, only at start.
     check(started.shared.keys != new.shared.keys, "shared.keys");
+    // The replicas' event bus is connected once; the limits follow a change at once.
+    check(
+        (&started.shared.redis, started.shared.deployment())
+            != (&new.shared.redis, new.shared.deployment()),
+        "shared.redis and shared.deployment (for the replicas' events; limits follow at once)",
+    );
     // The rest of [manager] is read by each operation as it starts.
     check(
         started.manager.max_concurrent != new.manager.max_concurrent,

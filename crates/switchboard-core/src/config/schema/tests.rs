@@ -79,6 +79,7 @@ fn schema_and_validator_know_the_same_keys() {
         ("/$defs/Manager/properties", keys(&MANAGER_KEYS, &[])),
         ("/$defs/Energy/properties", keys(&ENERGY_KEYS, &[])),
         ("/$defs/Auth/properties", keys(&AUTH_KEYS, &[])),
+        ("/$defs/Shared/properties", keys(&SHARED_KEYS, &[])),
         ("/$defs/Sandbox/properties", keys(&SANDBOX_KEYS, &[])),
         ("/$defs/Tasks/properties", keys(&TASKS_KEYS, &[])),
         ("/$defs/Shared/properties", keys(&SHARED_KEYS, &[])),

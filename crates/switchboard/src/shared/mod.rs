@@ -1,0 +1,13 @@
+//! State the replicas of one deployment share (issue 32), in the Redis `[shared] redis`
+//! names: rate limits and concurrency caps ([`RedisLimiter`], behind
+//! `switchboard_core::limits`'s [`SharedLimiter`](switchboard_core::limits::SharedLimiter)
+//! seam) and the events replicas tell each other ([`EventBus`]).
+//!
+//! Must never: scan keys (`KEYS`), trust a replica's clock for a limit, or let a call wait
+//! on an unreachable Redis longer than [`limiter::COMMAND_TIMEOUT`].
+
+pub mod events;
+pub mod limiter;
+
+pub use events::{EventBus, SharedEvent};
+pub use limiter::{RedisLimiter, SharedError};
