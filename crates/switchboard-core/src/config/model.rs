@@ -35,6 +35,8 @@ pub struct Config {
     pub auth: super::auth::AuthConfig,
     /// `[telemetry]`: OpenTelemetry traces.
     pub telemetry: TelemetryConfig,
+    /// `[storage]`: the shared PostgreSQL of a scaled-out deployment (none: SQLite files).
+    pub storage: StorageConfig,
 }
 
 impl Config {
@@ -175,6 +177,7 @@ impl Config {
             manager: ManagerConfig::default(),
             auth: super::auth::AuthConfig::default(),
             telemetry: TelemetryConfig::default(),
+            storage: StorageConfig::default(),
         }
     }
 }
@@ -361,6 +364,14 @@ pub struct TelemetryConfig {
     /// Where a trace is viewed, with `{trace_id}` in it (a Jaeger or Tempo URL): the
     /// console links ledger rows to their traces.
     pub trace_url: Option<String>,
+}
+
+/// `[storage]`: where what every replica shares is kept (docs/scale-out.md).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StorageConfig {
+    /// A `postgres://` URL (it may hold a password): the audit ledger goes there instead of
+    /// the SQLite file. None: the embedded default.
+    pub url: Option<SecretString>,
 }
 
 /// How the gateway gets the token it sends an HTTP server.

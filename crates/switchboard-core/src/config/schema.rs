@@ -55,6 +55,19 @@ struct SwitchboardConfig {
     /// OTEL_EXPORTER_OTLP_ENDPOINT).
     #[serde(skip_serializing_if = "Option::is_none")]
     telemetry: Option<Telemetry>,
+    /// The shared store of a scaled-out deployment: the audit ledger on PostgreSQL.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    storage: Option<Storage>,
+}
+
+/// Where what every replica shares is kept.
+#[derive(JsonSchema, Default)]
+#[serde(default, deny_unknown_fields)]
+#[allow(dead_code)]
+struct Storage {
+    /// A PostgreSQL URL: postgres://user:${PGPASSWORD}@host/db, or postgres:///db?host=/socket/dir.
+    #[schemars(regex(pattern = r"^(postgres(ql)?://|\$\{)"))]
+    url: Option<String>,
 }
 
 /// Where traces go.

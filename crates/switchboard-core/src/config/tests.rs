@@ -6,6 +6,7 @@ mod builtins;
 mod instances;
 mod problems;
 mod sandbox;
+mod storage;
 mod tasks;
 mod upstream_auth;
 

@@ -17,9 +17,10 @@ use super::suggest;
 use super::tree::{Node, Pos, Value};
 use super::{Format, ParsedText};
 
-pub(super) const ROOT_KEYS: [&str; 12] = [
+pub(super) const ROOT_KEYS: [&str; 13] = [
     "auth",
     "telemetry",
+    "storage",
     "manager",
     "tiers",
     "latency",
@@ -103,6 +104,7 @@ pub fn validate(
         manager: super::model::ManagerConfig::default(),
         auth: super::auth::AuthConfig::default(),
         telemetry: TelemetryConfig::default(),
+        storage: super::model::StorageConfig::default(),
     };
     let Value::Table(entries) = &root.value else {
         walk.problem(
@@ -128,6 +130,7 @@ pub fn validate(
             "manager" => config.manager = walk.manager(node),
             "auth" => config.auth = walk.auth(node),
             "telemetry" => config.telemetry = walk.telemetry(node),
+            "storage" => config.storage = walk.storage(node),
             "agents" => config.agents = walk.agents(node, &config.capabilities),
             "gateway" => walk.gateway(node, &mut config.gateway),
             "aliases" => config.aliases = walk.string_map(node, "aliases"),
