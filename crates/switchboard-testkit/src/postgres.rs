@@ -43,6 +43,8 @@ pub enum PostgresError {
 /// A running PostgreSQL, stopped and removed on drop.
 pub struct Postgres {
     bin: PathBuf,
+    /// The server's `-o` options, kept to start it again.
+    options: String,
     /// Holds `data/`, the log and the socket; removed on drop.
     dir: tempfile::TempDir,
     as_postgres: bool,
@@ -69,8 +71,16 @@ impl Postgres {
         if as_postgres {
             run(Command::new("chown").arg("postgres:").arg(dir.path()))?;
         }
+        let options = format!(
+            // fsync off: the machine does not crash in a test, the server may (`stop`), and
+            // then what it acknowledged must survive, so commits stay synchronous.
+            "-c listen_addresses='' -c unix_socket_directories='{}' -c fsync=off \
+             -c full_page_writes=off",
+            dir.path().display()
+        );
         let postgres = Self {
             bin,
+            options,
             dir,
             as_postgres,
         };
@@ -89,15 +99,28 @@ impl Postgres {
                 "--locale=C.UTF-8",
             ],
         )?;
-        let options = format!(
-            "-c listen_addresses='' -c unix_socket_directories='{}' -c fsync=off \
-             -c synchronous_commit=off -c full_page_writes=off",
-            postgres.socket_dir().display()
-        );
-        let log = postgres.dir.path().join("pg.log").display().to_string();
-        postgres.tool("pg_ctl", &["-D", &data, "-l", &log, "-w", "-o", &options, "start"])?;
+        postgres.resume()?;
         postgres.psql("postgres", &format!("CREATE DATABASE {DATABASE}"))?;
         Ok(postgres)
+    }
+
+    /// Stops the server at once (`-m immediate`, like a crash), keeping its data: clients
+    /// lose their connections until [`Self::resume`].
+    pub fn stop(&self) -> Result<(), PostgresError> {
+        let data = self.data_dir();
+        self.tool("pg_ctl", &["-D", &data, "-m", "immediate", "-w", "stop"])
+            .map(drop)
+    }
+
+    /// Starts the server (again, after [`Self::stop`]) and waits until it accepts connections.
+    pub fn resume(&self) -> Result<(), PostgresError> {
+        let data = self.data_dir();
+        let log = self.dir.path().join("pg.log").display().to_string();
+        self.tool(
+            "pg_ctl",
+            &["-D", &data, "-l", &log, "-w", "-o", &self.options, "start"],
+        )
+        .map(drop)
     }
 
     /// The directory that holds the server's socket.
