@@ -168,6 +168,19 @@ impl Ledger {
         Self::start(Box::new(store), journal_base)
     }
 
+    /// [`catch_up`] into PostgreSQL: every journal at `journal_base` (running gateways'
+    /// too) appended where its rows are missing, for readers such as `audit verify`. Runs
+    /// on a thread of its own, so it may be called on an async runtime.
+    pub fn catch_up_postgres(url: &str, journal_base: &Path) -> Result<usize, LedgerError> {
+        let (url, base) = (url.to_owned(), journal_base.to_owned());
+        std::thread::Builder::new()
+            .name("switchboard-ledger-catch-up".to_owned())
+            .spawn(move || catch_up(&mut PostgresStore::open(&url)?, &base))
+            .map_err(|e| LedgerError::Postgres(format!("cannot start catching up: {e}")))?
+            .join()
+            .map_err(|_| LedgerError::Postgres("catching up panicked".to_owned()))?
+    }
+
     /// Replays gone processes' journals into `store` (before this process's own journal is
     /// opened: its name may be a gone process's, whose rows it then takes over), opens the
     /// journal and starts the writer thread.

@@ -7,6 +7,7 @@ pub mod call;
 pub mod config;
 pub mod console;
 pub mod manager;
+pub mod migrate;
 pub mod rules;
 pub mod sandbox_exec;
 pub mod serve;

@@ -47,11 +47,12 @@ impl Walk<'_> {
     }
 }
 
-/// Whether `url` is a PostgreSQL connection URL: the scheme, something that parses as a URL,
-/// and a database named in its path. The reason it is not, otherwise (without the URL, which
-/// may hold a password).
+/// Whether `url` is a PostgreSQL connection URL as libpq and tokio-postgres read it
+/// (`postgres://[user[:password]@][host[:port][,…]][/database][?param=value&…]`): the scheme,
+/// ports that are numbers, a database, and a host or a socket directory (`?host=/dir`).
+/// The reason it is not, otherwise (without the URL, which may hold a password).
 pub fn check_postgres_url(url: &str) -> Result<(), String> {
-    let Some((scheme, _)) = url.split_once("://") else {
+    let Some((scheme, rest)) = url.split_once("://") else {
         return Err("must start with postgres:// or postgresql://".to_owned());
     };
     if !scheme.eq_ignore_ascii_case("postgres") && !scheme.eq_ignore_ascii_case("postgresql") {
@@ -59,15 +60,34 @@ pub fn check_postgres_url(url: &str) -> Result<(), String> {
             "has the scheme '{scheme}': only postgres:// (or postgresql://) is supported"
         ));
     }
-    let parsed = url::Url::parse(url).map_err(|e| format!("does not parse as a URL: {e}"))?;
-    let database = parsed.path().trim_start_matches('/');
+    if rest.contains(char::is_whitespace) {
+        return Err("does not parse as a URL: it holds white space".to_owned());
+    }
+    let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
+    let (netloc, database) = rest.split_once('/').unwrap_or((rest, ""));
+    let hosts = netloc.rsplit_once('@').map_or(netloc, |(_, hosts)| hosts);
+    for host in hosts.split(',').filter(|h| !h.is_empty()) {
+        // The port follows the last colon, outside an [IPv6] bracket.
+        let port = match host.rsplit_once(']') {
+            Some((_, after)) => after.strip_prefix(':'),
+            None => host.rsplit_once(':').map(|(_, port)| port),
+        };
+        if let Some(port) = port
+            && port.parse::<u16>().is_err()
+        {
+            return Err(format!(
+                "does not parse as a URL: the port '{port}' is not a number"
+            ));
+        }
+    }
     if database.is_empty() {
         return Err("names no database (the path after the host, e.g. /switchboard)".to_owned());
     }
-    let socket = parsed
-        .query_pairs()
-        .any(|(key, value)| key == "host" && value.starts_with('/'));
-    if parsed.host_str().is_none_or(str::is_empty) && !socket {
+    let socket = query.split('&').any(|pair| {
+        pair.strip_prefix("host=")
+            .is_some_and(|dir| dir.starts_with('/'))
+    });
+    if hosts.is_empty() && !socket {
         return Err(
             "names no host: put one after postgres:// or a socket directory in ?host=/dir"
                 .to_owned(),

@@ -24,8 +24,9 @@ use std::collections::HashSet;
 use std::str::FromStr;
 use std::time::Duration;
 
-use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use deadpool_postgres::{Manager, ManagerConfig, RecyclingMethod};
 
+pub use deadpool_postgres::Pool;
 pub use verify::{verify, verify_with_progress};
 
 use crate::store::Filter;
@@ -89,8 +90,11 @@ pub fn pool(url: &str, size: usize) -> Result<Pool, LedgerError> {
         .map_err(|error| LedgerError::Postgres(format!("cannot make a connection pool: {error}")))
 }
 
+/// A connection taken from a pool (it goes back when dropped).
+pub type Pooled = deadpool_postgres::Object;
+
 /// A connection from the pool.
-pub async fn connect(pool: &Pool) -> Result<deadpool_postgres::Object, LedgerError> {
+pub async fn connect(pool: &Pool) -> Result<Pooled, LedgerError> {
     pool.get().await.map_err(pool_error)
 }
 

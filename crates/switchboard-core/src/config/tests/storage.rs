@@ -19,7 +19,7 @@ fn storage_is_absent_by_default_and_read_in_both_formats() {
         "the URL is a secret"
     );
     let config = check_ok(
-        r#"{"storage": {"url": "postgresql:///switchboard?host=/run/postgresql"}, "mcpServers": {}}"#,
+        r#"{"storage": {"url": "postgresql://sb@/switchboard?host=/run/postgresql"}, "mcpServers": {}}"#,
         Format::Json,
     );
     assert!(config.storage.url.is_some());
@@ -45,7 +45,15 @@ fn storage_mistakes_are_located() {
     );
     toml(
         "[storage]\nurl = \"postgres://db:port/x\"\n",
-        &[(2, 7, "storage.url does not parse as a URL")],
+        &[(2, 7, "storage.url does not parse as a URL: the port 'port'")],
+    );
+    toml(
+        "[storage]\nurl = \"postgres://db/x y\"\n",
+        &[(
+            2,
+            7,
+            "storage.url does not parse as a URL: it holds white space",
+        )],
     );
     toml(
         "[storage]\nurll = \"postgres://db/x\"\n",

@@ -1,0 +1,129 @@
+//! Two real `switchboard serve` gateways on one PostgreSQL (`[storage] url`), both calling a
+//! real stdio server: `switchboard migrate` creates the schema (and is idempotent), a
+//! gateway on an unmigrated database refuses to start and names the command, calls sent to
+//! both gateways at once land as one hash chain with exactly one row per call, and
+//! `switchboard audit verify` checks it — and names the row a superuser edited.
+
+mod support;
+
+use std::process::{Command, Stdio};
+
+use serde_json::{Value, json};
+use support::*;
+use switchboard_testkit::postgres::{DATABASE, Postgres};
+
+const MODERN: &str = "2026-07-28";
+/// Calls sent to each gateway.
+const CALLS: usize = 40;
+
+/// A 2026-07-28 `tools/call` of the fixture's echo.
+fn echo(message: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "fx__echo", "arguments": {"message": message},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": MODERN,
+                  "io.modelcontextprotocol/clientCapabilities": {}}}})
+}
+
+fn text(output: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// Asserts the command succeeded (or not) and said `needle`.
+fn says(output: &std::process::Output, success: bool, needle: &str) {
+    let said = text(output);
+    assert_eq!(output.status.success(), success, "{said}");
+    assert!(said.contains(needle), "expected '{needle}' in:\n{said}");
+}
+
+fn rows(postgres: &Postgres) -> usize {
+    postgres
+        .psql(DATABASE, "SELECT count(*) FROM mcp_tool_invocations")
+        .expect("count")
+        .parse()
+        .expect("a number")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_gateways_on_one_postgres_keep_one_verifiable_chain() {
+    let postgres = Postgres::start().unwrap_or_else(|error| panic!("{error}"));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ledger = dir.path().join("ledger.db").display().to_string();
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "[gateway]\nledger = {}\n\n[storage]\nurl = {}\n\n\
+             [servers.fx]\ncommand = {}\nargs = [\"echo\"]\n",
+            quoted(&ledger),
+            quoted(&postgres.url()),
+            quoted(&fixture())
+        ),
+    );
+
+    // Before `migrate`, a gateway refuses to start and says what to run.
+    let refused = Command::new(switchboard())
+        .arg("--config")
+        .arg(&config)
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run the gateway");
+    says(&refused, false, "run `switchboard migrate`");
+    let migrated = run_bare(&config, &["migrate"]);
+    says(&migrated, true, "applied migration 1: audit ledger");
+    says(&run_bare(&config, &["migrate"]), true, "up to date");
+
+    let first_admin = dir.path().join("one.json").display().to_string();
+    let second_admin = dir.path().join("two.json").display().to_string();
+    let mut first = HttpGateway::start(&config, &["--admin-file", &first_admin]);
+    let mut second = HttpGateway::start(&config, &["--admin-file", &second_admin]);
+    assert_ne!(first.url, second.url);
+
+    // Both gateways are called at once, each from its own task.
+    let mut tasks = Vec::new();
+    for (name, url) in [("one", first.url.clone()), ("two", second.url.clone())] {
+        tasks.push(tokio::spawn(async move {
+            for i in 0..CALLS {
+                let message = format!("{name}-{i}");
+                let (status, body, _) = post(&url, None, echo(&message)).await;
+                assert_eq!(status, 200, "{body}");
+                assert!(body.contains(&message), "{body}");
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.expect("calls");
+    }
+    // Stopped cleanly, each gateway writes what it journaled before it exits.
+    assert!(first.terminate().success());
+    assert!(second.terminate().success());
+    assert_eq!(rows(&postgres), 2 * CALLS, "one row per call, no more");
+
+    let verified = run_bare(&config, &["audit", "verify"]);
+    says(&verified, true, &format!("intact: {} rows", 2 * CALLS));
+    // Both replicas appended to the one chain.
+    let replicas = postgres
+        .psql(
+            DATABASE,
+            "SELECT count(DISTINCT replica) FROM mcp_tool_invocations",
+        )
+        .expect("replicas");
+    assert_eq!(replicas, "2");
+    // `audit` lists from PostgreSQL too.
+    let listed = stdout_json(&run_bare(&config, &["audit", "--json", "--limit", "0"]));
+    assert_eq!(listed.as_array().map(Vec::len), Some(2 * CALLS));
+
+    // A superuser who switches the triggers off and edits a row is caught.
+    postgres
+        .psql(
+            DATABASE,
+            "SET session_replication_role = replica; \
+             UPDATE mcp_tool_invocations SET outcome = 'denied' WHERE id = 5",
+        )
+        .expect("tamper");
+    let caught = run_bare(&config, &["audit", "verify"]);
+    says(&caught, false, "row 5: this row was edited");
+}
