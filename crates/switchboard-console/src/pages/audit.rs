@@ -176,7 +176,7 @@ pub(crate) async fn page(
             div id="verify-progress" hidden { progress max="1" value="0" {} " " span class="count" {} }
             @match &page {
                 Some(page) => (table(page, &filters)),
-                None => p class="empty" { "This gateway keeps no audit ledger." },
+                None => p class="empty" { (no_ledger(&console)) },
             }
         },
     ))
@@ -236,7 +236,7 @@ pub(crate) async fn verify(
         Ok(switchboard_ledger::store::verify(conn)?)
     })
     .await?
-    .ok_or_else(|| ConsoleError::NotFound("this gateway keeps no audit ledger".to_owned()))?;
+    .ok_or_else(|| ConsoleError::NotFound(no_ledger(&console)))?;
     Ok(layout::page(
         &session,
         "/console/audit",
@@ -246,6 +246,23 @@ pub(crate) async fn verify(
             p { a href="/console/audit" { "← Back to the ledger" } }
         },
     ))
+}
+
+/// Why there are no rows to show: no ledger, or one on PostgreSQL (`[storage] url`), which
+/// the console does not read yet (docs/scale-out.md).
+fn no_ledger(console: &Console) -> String {
+    let shared = console
+        .shared
+        .host
+        .config()
+        .is_some_and(|config| config.storage.url.is_some());
+    if shared {
+        "The audit ledger is on PostgreSQL ([storage] url), which the console does not read yet: \
+         use `switchboard audit` to list, export and verify it."
+            .to_owned()
+    } else {
+        "This gateway keeps no audit ledger.".to_owned()
+    }
 }
 
 /// What a walk of the chain found.
@@ -276,6 +293,7 @@ pub(crate) async fn verify_live(
     let (events, received) = tokio::sync::mpsc::unbounded_channel::<Event>();
     let progress = events.clone();
     let ledger = console.shared.ledger.clone();
+    let missing = no_ledger(&console);
     tokio::spawn(async move {
         let report = crate::ledger::read(ledger, move |conn| {
             let mut report = |rows: u64, total: u64| {
@@ -291,7 +309,7 @@ pub(crate) async fn verify_live(
         .await;
         let html = match report {
             Ok(Some(report)) => verdict(&report),
-            Ok(None) => html! { p class="empty" { "This gateway keeps no audit ledger." } },
+            Ok(None) => html! { p class="empty" { (missing) } },
             Err(error) => html! { p class="problem" { (error.to_string()) } },
         };
         let _ = events.send(Event::default().event("done").data(html.into_string()));
