@@ -407,3 +407,21 @@ async fn tasks_are_listed_and_cancelled_and_the_operations_page_renders() {
         "in the navigation"
     );
 }
+
+/// With `[storage] url` the ledger is on PostgreSQL, which the console does not read yet:
+/// the audit page and its verification say so and point to `switchboard audit`, instead of
+/// failing or claiming there is no ledger.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_audit_page_says_a_ledger_on_postgres_is_read_with_the_cli() {
+    let gateway = Gateway::start_on_postgres().await;
+    let browser = gateway.signed_in().await;
+    let audit = browser.page("/console/audit").await;
+    assert!(audit.contains("on PostgreSQL ([storage] url)"), "{audit}");
+    assert!(audit.contains("switchboard audit"), "{audit}");
+    let verify = browser.post_form("/console/audit/verify", &[]).await;
+    assert_eq!(verify.status(), 404);
+    let said = verify.text().await.expect("body");
+    assert!(said.contains("on PostgreSQL"), "{said}");
+    let live = browser.page("/console/audit/verify/live").await;
+    assert!(live.contains("on PostgreSQL"), "{live}");
+}

@@ -70,10 +70,21 @@ pub fn config_text(fixture: &Path, token_file: &Path) -> String {
 
 impl Gateway {
     pub async fn start() -> Self {
+        Self::start_with("").await
+    }
+
+    /// A gateway whose config says its ledger is on PostgreSQL (`[storage] url`, never
+    /// reached: the console only reads the config), so the console has no ledger to read.
+    pub async fn start_on_postgres() -> Self {
+        Self::start_with("\n[storage]\nurl = \"postgres://db.invalid/switchboard\"\n").await
+    }
+
+    async fn start_with(extra_config: &str) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let config_path = dir.path().join("switchboard.toml");
         let token_file = dir.path().join("tokens.json");
-        std::fs::write(&config_path, config_text(&fixture(), &token_file)).expect("config");
+        let text = config_text(&fixture(), &token_file) + extra_config;
+        std::fs::write(&config_path, text).expect("config");
         let config = Config::load(&config_path, &GatewayEnvironment::new()).expect("valid config");
         let ledger = Ledger::open(&dir.path().join("ledger.db")).expect("ledger");
         let options = switchboard::HostOptions {
@@ -89,7 +100,7 @@ impl Gateway {
         let console = Console::new(ConsoleOptions {
             host: host.clone(),
             admin_token: ADMIN_TOKEN.to_owned(),
-            ledger: Some(ledger.path().to_owned()),
+            ledger: extra_config.is_empty().then(|| ledger.path().to_owned()),
             token_file: Some(token_file),
             listen: addr,
             trace_url: None,
