@@ -47,13 +47,13 @@ fn rows(postgres: &Postgres) -> usize {
         .expect("a number")
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_gateways_on_one_postgres_keep_one_verifiable_chain() {
+/// A PostgreSQL of the test's own, and a config in `dir` whose ledger is there, calling the
+/// fixture's echo server over stdio.
+fn shared_store(dir: &std::path::Path) -> (Postgres, std::path::PathBuf) {
     let postgres = Postgres::start().unwrap_or_else(|error| panic!("{error}"));
-    let dir = tempfile::tempdir().expect("tempdir");
-    let ledger = dir.path().join("ledger.db").display().to_string();
+    let ledger = dir.join("ledger.db").display().to_string();
     let config = write_config(
-        dir.path(),
+        dir,
         &format!(
             "[gateway]\nledger = {}\n\n[storage]\nurl = {}\n\n\
              [servers.fx]\ncommand = {}\nargs = [\"echo\"]\n",
@@ -62,6 +62,23 @@ async fn two_gateways_on_one_postgres_keep_one_verifiable_chain() {
             quoted(&fixture())
         ),
     );
+    (postgres, config)
+}
+
+/// Calls echo `count` times through the gateway at `url`, each answered with its message.
+async fn calls(url: &str, name: &str, count: usize) {
+    for i in 0..count {
+        let message = format!("{name}-{i}");
+        let (status, body, _) = post(url, None, echo(&message)).await;
+        assert_eq!(status, 200, "{body}");
+        assert!(body.contains(&message), "{body}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_gateways_on_one_postgres_keep_one_verifiable_chain() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (postgres, config) = shared_store(dir.path());
 
     // Before `migrate`, a gateway refuses to start and says what to run.
     let refused = Command::new(switchboard())
@@ -85,14 +102,7 @@ async fn two_gateways_on_one_postgres_keep_one_verifiable_chain() {
     // Both gateways are called at once, each from its own task.
     let mut tasks = Vec::new();
     for (name, url) in [("one", first.url.clone()), ("two", second.url.clone())] {
-        tasks.push(tokio::spawn(async move {
-            for i in 0..CALLS {
-                let message = format!("{name}-{i}");
-                let (status, body, _) = post(&url, None, echo(&message)).await;
-                assert_eq!(status, 200, "{body}");
-                assert!(body.contains(&message), "{body}");
-            }
-        }));
+        tasks.push(tokio::spawn(async move { calls(&url, name, CALLS).await }));
     }
     for task in tasks {
         task.await.expect("calls");
@@ -126,4 +136,56 @@ async fn two_gateways_on_one_postgres_keep_one_verifiable_chain() {
         .expect("tamper");
     let caught = run_bare(&config, &["audit", "verify"]);
     says(&caught, false, "row 5: this row was edited");
+}
+
+/// PostgreSQL goes away under a serving gateway: calls are still answered (each journaled
+/// first), and when that gateway is SIGKILLed with none of them in PostgreSQL, the next
+/// gateway started with the same journal directory replays them, exactly once each, onto
+/// the one chain.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rows_answered_by_a_killed_gateway_reach_postgres_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (postgres, config) = shared_store(dir.path());
+    says(
+        &run_bare(&config, &["migrate"]),
+        true,
+        "applied migration 1",
+    );
+    let admin = dir.path().join("admin.json").display().to_string();
+    let mut killed = HttpGateway::start(&config, &["--admin-file", &admin]);
+    calls(&killed.url, "before", 3).await;
+    let before = wait_for(std::time::Duration::from_secs(10), || {
+        (rows(&postgres) == 3).then_some(())
+    });
+    assert!(before.is_some(), "the first rows reach PostgreSQL");
+    postgres.stop().expect("stop PostgreSQL");
+    calls(&killed.url, "killed", CALLS).await;
+    killed.child.kill().expect("SIGKILL");
+    killed.child.wait().expect("reaped");
+    postgres.resume().expect("start PostgreSQL again");
+    assert_eq!(
+        rows(&postgres),
+        3,
+        "nothing could be appended while it was away"
+    );
+
+    let mut next = HttpGateway::start(&config, &["--admin-file", &admin]);
+    // Opening its ledger replayed the dead gateway's journal before it listened.
+    assert_eq!(rows(&postgres), 3 + CALLS, "every answered call, once");
+    calls(&next.url, "next", 5).await;
+    assert!(next.terminate().success());
+    let all = 3 + CALLS + 5;
+    assert_eq!(rows(&postgres), all);
+    let distinct = postgres
+        .psql(
+            DATABASE,
+            "SELECT count(DISTINCT call_id) FROM mcp_tool_invocations",
+        )
+        .expect("distinct");
+    assert_eq!(distinct, all.to_string());
+    says(
+        &run_bare(&config, &["audit", "verify"]),
+        true,
+        &format!("intact: {all} rows"),
+    );
 }
