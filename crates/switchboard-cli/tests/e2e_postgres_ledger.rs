@@ -189,3 +189,11 @@ async fn rows_answered_by_a_killed_gateway_reach_postgres_once() {
         &format!("intact: {all} rows"),
     );
 }
+
+/// `migrate` is for the shared store: without `[storage] url` it says so and fails.
+#[test]
+fn migrate_without_a_shared_store_says_there_is_nothing_to_migrate() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = write_config(dir.path(), "[servers.fx]\ncommand = \"true\"\n");
+    says(&run_bare(&config, &["migrate"]), false, "no [storage] url");
+}

@@ -1,4 +1,7 @@
-//! The audit ledger: every call that reached the pipeline, on record in one SQLite file.
+//! The audit ledger: every call that reached the pipeline, on record in one SQLite file, or
+//! — for replicas that share one ledger (`[storage] url`) — in PostgreSQL ([`postgres`]).
+//! The writer appends to either through [`ChainStore`] (module `writer`); the journal
+//! (module `journal`) and everything below hold for both.
 //!
 //! A call's row is first appended as one JSON line to a journal next to the database (one
 //! `write` on the caller's thread, a few microseconds), then a writer thread inserts rows in
@@ -14,7 +17,7 @@
 //! whenever the writer has caught up with it.
 //!
 //! Rows carry redacted arguments and their digest ([`redact`]), and `verify` detects an
-//! edited or deleted row ([`store::verify`]).
+//! edited or deleted row ([`store::verify`], [`postgres::verify`]).
 //!
 //! Its metrics ([`Recorder::write_metrics`]): how long a row's append took on the caller's
 //! thread, and how many rows wait for the writer.
