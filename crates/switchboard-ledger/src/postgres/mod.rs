@@ -14,9 +14,10 @@
 //! (the server restarting, the connection lost) keeps its rows and is tried again with
 //! backoff ([`crate::backoff`]).
 //!
-//! Code map: `migrate` (versioned schema), `verify` (walk the chain), this file (connect,
-//! append, read rows).
+//! Code map: `migrate` (versioned schema), `verify` (walk the chain), `browse` (the
+//! console's pages), this file (connect, append, read rows).
 
+pub mod browse;
 pub mod migrate;
 mod verify;
 
