@@ -408,20 +408,37 @@ async fn tasks_are_listed_and_cancelled_and_the_operations_page_renders() {
     );
 }
 
-/// With `[storage] url` the ledger is on PostgreSQL, which the console does not read yet:
-/// the audit page and its verification say so and point to `switchboard audit`, instead of
-/// failing or claiming there is no ledger.
+/// With `[storage] url` the audit page, a row, the verification (plain and live) and the
+/// export read the ledger on PostgreSQL.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_audit_page_says_a_ledger_on_postgres_is_read_with_the_cli() {
+async fn the_audit_pages_read_a_ledger_on_postgres() {
     let gateway = Gateway::start_on_postgres().await;
+    for message in ["one", "two", "three"] {
+        let (failed, text) = gateway
+            .call("npc", "fx__echo", json!({"message": message}))
+            .await;
+        assert!(!failed, "{text}");
+    }
+    gateway.flush();
     let browser = gateway.signed_in().await;
     let audit = browser.page("/console/audit").await;
-    assert!(audit.contains("on PostgreSQL ([storage] url)"), "{audit}");
-    assert!(audit.contains("switchboard audit"), "{audit}");
+    assert!(audit.matches("fx__echo").count() >= 3, "{audit}");
+    let row = browser.page("/console/audit/2").await;
+    assert!(row.contains("Ledger row 2"), "{row}");
+    assert!(row.contains("previous row"), "{row}");
     let verify = browser.post_form("/console/audit/verify", &[]).await;
-    assert_eq!(verify.status(), 404);
-    let said = verify.text().await.expect("body");
-    assert!(said.contains("on PostgreSQL"), "{said}");
+    assert_eq!(verify.status(), 200);
+    let verified = verify.text().await.expect("body");
+    assert!(
+        verified.contains("The chain holds: 3 rows verified"),
+        "{verified}"
+    );
     let live = browser.page("/console/audit/verify/live").await;
-    assert!(live.contains("on PostgreSQL"), "{live}");
+    assert!(live.contains("The chain holds: 3 rows"), "{live}");
+    let export = browser.page("/console/audit/export.jsonl?agent=npc").await;
+    assert_eq!(export.lines().count(), 3, "{export}");
+    assert!(
+        export.lines().all(|line| line.contains("\"prev_hash\"")),
+        "{export}"
+    );
 }

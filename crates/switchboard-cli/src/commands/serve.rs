@@ -208,10 +208,12 @@ pub async fn run(config: Option<&Path>, args: ServeArgs) -> anyhow::Result<ExitC
             address: args.admin,
             file: args.admin_file.as_deref(),
             config: config.source.clone(),
-            // The console reads the SQLite ledger only (docs/scale-out.md).
             ledger: super::audit::storage_url(&config)
                 .is_none()
                 .then(|| ledger.path().to_owned()),
+            postgres: super::audit::storage_url(&config)
+                .map(|url| switchboard_ledger::postgres::pool(url, 2))
+                .transpose()?,
             token_file: super::token::token_file_path(&config),
             trace_url: config.telemetry.trace_url.clone(),
         },
@@ -361,6 +363,8 @@ struct AdminSetup<'a> {
     config: Option<std::path::PathBuf>,
     /// The SQLite ledger the console reads (`None` on PostgreSQL).
     ledger: Option<std::path::PathBuf>,
+    /// The ledger on PostgreSQL (`[storage] url`), whose audit the console reads.
+    postgres: Option<switchboard_ledger::postgres::Pool>,
     token_file: Option<std::path::PathBuf>,
     /// `[telemetry] trace_url`, for the console's links to traces.
     trace_url: Option<String>,
@@ -377,6 +381,7 @@ async fn start_admin(
         file,
         config,
         ledger,
+        postgres,
         token_file,
         trace_url,
     } = setup;
@@ -410,6 +415,7 @@ async fn start_admin(
         host: host.clone(),
         admin_token: token.clone(),
         ledger,
+        postgres,
         token_file,
         listen: bound,
         trace_url,
