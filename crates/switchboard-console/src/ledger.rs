@@ -1,7 +1,7 @@
 //! The audit ledger as the console reads it: a read-only SQLite connection per request, on
 //! the blocking pool, so a long query never holds a runtime thread and nothing here can
 //! write — or, with `[storage] url`, a pooled PostgreSQL connection for the audit page
-//! (`page`, `row`, `verify`, `export` choose; the running figures are SQLite's only).
+//! (`page`, `row`, `verify`, `export` and `tally` choose).
 
 use std::path::PathBuf;
 
@@ -54,6 +54,22 @@ pub(crate) async fn tally<T: Send + 'static>(
 ) -> Result<Option<T>, ConsoleError> {
     let shared = console.shared.clone();
     let keep = keep_ms(&shared.host);
+    if let Some(pool) = &shared.postgres {
+        // Read without the lock held (PostgreSQL is across an await), then counted under
+        // it; rows a refresh that ran meanwhile counted are skipped.
+        let locked = || {
+            shared
+                .tally
+                .lock()
+                .map_err(|_| ConsoleError::Ledger("an earlier read of the tally failed".to_owned()))
+        };
+        let plan = locked()?.plan(crate::time::now_ms(), keep);
+        let client = postgres::connect(pool).await?;
+        let (rows, last_id) = postgres::browse::tally_rows(&client, &plan).await?;
+        let mut tally = locked()?;
+        tally.apply(&plan, rows, last_id);
+        return Ok(Some(read(&tally)));
+    }
     self::read(shared.ledger.clone(), move |conn| {
         let mut tally = shared
             .tally

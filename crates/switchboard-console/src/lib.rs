@@ -54,8 +54,8 @@ pub struct ConsoleOptions {
     /// The audit ledger's SQLite file, read for the audit, servers, tools and agents pages
     /// (`None`: those parts say there is no ledger).
     pub ledger: Option<PathBuf>,
-    /// The audit ledger on PostgreSQL (`[storage] url`), read for the audit page instead of
-    /// `ledger`; the running figures of the other pages still come from SQLite only.
+    /// The audit ledger on PostgreSQL (`[storage] url`), read instead of `ledger` by the
+    /// audit page and the running figures.
     pub postgres: Option<switchboard_ledger::postgres::Pool>,
     /// The token file agents' tokens are kept in, listed on the agents page.
     pub token_file: Option<PathBuf>,

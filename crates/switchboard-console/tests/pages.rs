@@ -408,8 +408,8 @@ async fn tasks_are_listed_and_cancelled_and_the_operations_page_renders() {
     );
 }
 
-/// With `[storage] url` the audit page, a row, the verification (plain and live) and the
-/// export read the ledger on PostgreSQL.
+/// With `[storage] url` the audit page, a row, the verification (plain and live), the
+/// export and the running figures read the ledger on PostgreSQL.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_audit_pages_read_a_ledger_on_postgres() {
     let gateway = Gateway::start_on_postgres().await;
@@ -441,4 +441,8 @@ async fn the_audit_pages_read_a_ledger_on_postgres() {
         export.lines().all(|line| line.contains("\"prev_hash\"")),
         "{export}"
     );
+    // The running figures come from PostgreSQL too: npc's three calls.
+    let agents = browser.page("/console/agents").await;
+    let npc = row_of(&agents, "data-agent=\"npc\"");
+    assert!(npc.contains("<td class=\"num\">3</td>"), "{npc}");
 }

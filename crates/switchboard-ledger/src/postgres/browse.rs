@@ -1,11 +1,13 @@
 //! [`crate::browse`] on PostgreSQL, for the console: keyset pages newest first, one row
-//! with its links in the chain, and the filtered rows oldest first for export. Reads only.
+//! with its links in the chain, the filtered rows oldest first for export, and the rows the
+//! running figures count (`tally_rows`). Reads only.
 //! A tool glob (`*`, `?`) becomes a `LIKE` pattern.
 
 use tokio_postgres::types::ToSql;
 
 use super::describe;
 use crate::browse::{Page, PageQuery, StoredRow};
+use crate::tally::{TallyPlan, TallyRow};
 use crate::{LedgerEntry, LedgerError};
 
 /// Rows read per round trip of an export.
@@ -184,4 +186,60 @@ pub async fn row(
         .map_err(pg("read a row"))?
         .as_ref()
         .and_then(stored))
+}
+
+/// The rows a [`crate::tally::Tally`] refresh must count ([`crate::tally::Tally::plan`]), in
+/// id order, and the newest row id there was when they were read (the chain's head).
+pub async fn tally_rows(
+    client: &tokio_postgres::Client,
+    plan: &TallyPlan,
+) -> Result<(Vec<TallyRow>, i64), LedgerError> {
+    let head: i64 = client
+        .query_opt(
+            "SELECT seq FROM ledger_head WHERE chain = $1",
+            &[&super::CHAIN],
+        )
+        .await
+        .map_err(pg("read the chain's head"))?
+        .and_then(|row| row.try_get(0).ok())
+        .unwrap_or(0);
+    const COLUMNS: &str =
+        "SELECT id, started_ms, agent, server, exposed, outcome, error, duration_us, cost
+         FROM mcp_tool_invocations";
+    let rows = match plan.after_id {
+        Some(after) => {
+            client
+                .query(
+                    &format!("{COLUMNS} WHERE id > $1 AND id <= $2 ORDER BY id"),
+                    &[&after, &head],
+                )
+                .await
+        }
+        None => {
+            client
+                .query(
+                    &format!("{COLUMNS} WHERE started_ms >= $1 AND id <= $2 ORDER BY id"),
+                    &[&plan.horizon_ms, &head],
+                )
+                .await
+        }
+    }
+    .map_err(pg("read rows for the figures"))?;
+    let rows = rows
+        .iter()
+        .filter_map(|row| {
+            Some(TallyRow {
+                id: row.try_get(0).ok()?,
+                started_ms: row.try_get(1).ok()?,
+                agent: row.try_get(2).ok()?,
+                server: row.try_get(3).ok()?,
+                exposed: row.try_get(4).ok()?,
+                outcome: row.try_get(5).ok()?,
+                error: row.try_get(6).ok()?,
+                duration_us: row.try_get(7).ok()?,
+                cost: row.try_get(8).ok()?,
+            })
+        })
+        .collect();
+    Ok((rows, head))
 }

@@ -454,3 +454,57 @@ fn console_pages_on_postgres_match_those_on_sqlite() {
             .is_none()
     );
 }
+
+#[test]
+fn running_figures_from_postgres_match_those_from_sqlite() {
+    use crate::tally::Tally;
+    let (postgres, pool, dir) = fixture();
+    let sqlite = Ledger::open(&dir.path().join("ledger.db")).expect("sqlite");
+    let shared = Ledger::open_postgres(&postgres.url(), &dir.path().join("pg")).expect("pg");
+    let record = |range: std::ops::Range<usize>| {
+        for i in range {
+            let outcome = match i % 5 {
+                0 => "tool_error",
+                1 => "denied",
+                _ => "ok",
+            };
+            let mut row = crate::tests::entry(i, if i % 2 == 0 { "a" } else { "b" }, outcome);
+            row.error = (outcome == "tool_error").then(|| format!("boom {i}"));
+            sqlite.record_entry(row.clone());
+            shared.record_entry(row);
+        }
+        sqlite.flush();
+        shared.flush();
+    };
+    let conn = crate::store::open(&dir.path().join("ledger.db")).expect("open");
+    let runtime = runtime();
+    let client = runtime.block_on(connect(&pool)).expect("connect");
+    let (mut on_sqlite, mut on_postgres) = (Tally::default(), Tally::default());
+    let (now, keep) = (1_000_000 + 3_600_000, 3_600_000 - 5);
+    for range in [0..40, 40..70] {
+        record(range);
+        on_sqlite.refresh(&conn, now, keep).expect("sqlite refresh");
+        let plan = on_postgres.plan(now, keep);
+        let (rows, last_id) = runtime
+            .block_on(browse::tally_rows(&client, &plan))
+            .expect("rows");
+        on_postgres.apply(&plan, rows.clone(), last_id);
+        // Applying the same rows again (a refresh that ran meanwhile) changes nothing.
+        on_postgres.apply(&plan, rows, last_id);
+        for agent in [Some("a"), Some("b"), None] {
+            assert_eq!(
+                on_postgres.agent(agent, 0),
+                on_sqlite.agent(agent, 0),
+                "{agent:?}"
+            );
+        }
+        assert_eq!(on_postgres.server("dice", 0), on_sqlite.server("dice", 0));
+        assert_eq!(
+            on_postgres.timings("dice__roll1"),
+            on_sqlite.timings("dice__roll1")
+        );
+    }
+    // The first 5 ms of the window were cut: rows 0..4 are not counted.
+    assert_eq!(on_postgres.agent(Some("a"), 0).calls, 32);
+    assert!(on_postgres.server("dice", 0).failed > 0);
+}
