@@ -25,7 +25,8 @@ pub struct AuditArgs {
     /// Print JSON.
     #[arg(long)]
     json: bool,
-    /// The ledger file (default: gateway.ledger, else $XDG_DATA_HOME/switchboard/ledger.db).
+    /// The ledger file (default: gateway.ledger, else $XDG_DATA_HOME/switchboard/ledger.db;
+    /// with [storage] url, the ledger on PostgreSQL unless this names a file).
     #[arg(long, global = true, value_name = "FILE")]
     ledger: Option<PathBuf>,
 }
@@ -208,7 +209,8 @@ fn line(entry: &LedgerEntry) -> String {
 
 pub async fn run(config: Option<&Path>, args: AuditArgs) -> anyhow::Result<ExitCode> {
     let config = super::load_config(config)?;
-    let mut reader = match storage_url(&config) {
+    // `--ledger FILE` names a SQLite file, and wins over `[storage] url`.
+    let mut reader = match storage_url(&config).filter(|_| args.ledger.is_none()) {
         Some(url) => Reader::postgres(url, &postgres_journal_base(&config)?).await?,
         None => Reader::sqlite(&ledger_path(&config, args.ledger.as_deref())?)?,
     };
