@@ -69,6 +69,8 @@ enum Command {
     Tier(commands::tier::TierArgs),
     /// Read the audit ledger: recent calls, export, verify the hash chain.
     Audit(commands::audit::AuditArgs),
+    /// Create or upgrade the PostgreSQL schema of [storage] url (prints what it applied).
+    Migrate(commands::migrate::MigrateArgs),
     /// Measure read-only and idempotent tools by calling them (never a destructive one).
     Calibrate(commands::calibrate::CalibrateArgs),
     /// Find MCP servers in the configured registries and catalogs ([manager]).
@@ -181,7 +183,8 @@ fn main() -> ExitCode {
             Command::Token(args) => commands::token::run(cli.config.as_deref(), args),
             Command::Keys(args) => commands::keys::run(args),
             Command::Tier(args) => commands::tier::run(cli.config.as_deref(), args).await,
-            Command::Audit(args) => commands::audit::run(cli.config.as_deref(), args),
+            Command::Audit(args) => commands::audit::run(cli.config.as_deref(), args).await,
+            Command::Migrate(args) => commands::migrate::run(cli.config.as_deref(), args).await,
             Command::Calibrate(args) => commands::calibrate::run(cli.config.as_deref(), args).await,
             Command::SearchServers(args) => {
                 commands::manager::search(cli.config.as_deref(), args).await

@@ -138,6 +138,7 @@ async fn set_up() -> Setup {
         host: host.clone(),
         admin_token: TOKEN.to_owned(),
         ledger: Some(ledger_path),
+        postgres: None,
         token_file: None,
         listen: addr,
         trace_url: None,

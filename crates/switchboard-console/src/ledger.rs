@@ -1,10 +1,14 @@
 //! The audit ledger as the console reads it: a read-only SQLite connection per request, on
 //! the blocking pool, so a long query never holds a runtime thread and nothing here can
-//! write.
+//! write — or, with `[storage] url`, a pooled PostgreSQL connection for the audit page
+//! (`page`, `row`, `verify`, `export` and `tally` choose).
 
 use std::path::PathBuf;
 
 use rusqlite::{Connection, OpenFlags};
+use switchboard_ledger::VerifyReport;
+use switchboard_ledger::browse::{self, Page, PageQuery, StoredRow};
+use switchboard_ledger::postgres;
 
 use crate::error::ConsoleError;
 
@@ -50,6 +54,22 @@ pub(crate) async fn tally<T: Send + 'static>(
 ) -> Result<Option<T>, ConsoleError> {
     let shared = console.shared.clone();
     let keep = keep_ms(&shared.host);
+    if let Some(pool) = &shared.postgres {
+        // Read without the lock held (PostgreSQL is across an await), then counted under
+        // it; rows a refresh that ran meanwhile counted are skipped.
+        let locked = || {
+            shared
+                .tally
+                .lock()
+                .map_err(|_| ConsoleError::Ledger("an earlier read of the tally failed".to_owned()))
+        };
+        let plan = locked()?.plan(crate::time::now_ms(), keep);
+        let client = postgres::connect(pool).await?;
+        let (rows, last_id) = postgres::browse::tally_rows(&client, &plan).await?;
+        let mut tally = locked()?;
+        tally.apply(&plan, rows, last_id);
+        return Ok(Some(read(&tally)));
+    }
     self::read(shared.ledger.clone(), move |conn| {
         let mut tally = shared
             .tally
@@ -57,6 +77,88 @@ pub(crate) async fn tally<T: Send + 'static>(
             .map_err(|_| ConsoleError::Ledger("an earlier read of the tally failed".to_owned()))?;
         tally.refresh(conn, crate::time::now_ms(), keep)?;
         Ok(read(&tally))
+    })
+    .await
+}
+
+/// A page of the audit, from whichever store holds the ledger (`None`: no ledger).
+pub(crate) async fn page(
+    console: &crate::Console,
+    query: PageQuery,
+) -> Result<Option<Page>, ConsoleError> {
+    if let Some(pool) = &console.shared.postgres {
+        let client = postgres::connect(pool).await?;
+        return Ok(Some(postgres::browse::page(&client, &query).await?));
+    }
+    read(console.shared.ledger.clone(), move |conn| {
+        Ok(browse::page(conn, &query)?)
+    })
+    .await
+}
+
+/// One row of the audit (`None`: no ledger, or no such row).
+pub(crate) async fn row(
+    console: &crate::Console,
+    id: i64,
+) -> Result<Option<StoredRow>, ConsoleError> {
+    if let Some(pool) = &console.shared.postgres {
+        let client = postgres::connect(pool).await?;
+        return Ok(postgres::browse::row(&client, id).await?);
+    }
+    Ok(read(console.shared.ledger.clone(), move |conn| {
+        Ok(browse::row(conn, id)?)
+    })
+    .await?
+    .flatten())
+}
+
+/// Walks the chain, telling `progress` (rows checked, rows in all) every `every` rows
+/// (`None`: no ledger).
+pub(crate) async fn verify(
+    console: &crate::Console,
+    every: u64,
+    mut progress: impl FnMut(u64, u64) + Send + 'static,
+) -> Result<Option<VerifyReport>, ConsoleError> {
+    if let Some(pool) = &console.shared.postgres {
+        let mut client = postgres::connect(pool).await?;
+        return Ok(Some(
+            postgres::verify_with_progress(&mut client, every, &mut progress).await?,
+        ));
+    }
+    read(console.shared.ledger.clone(), move |conn| {
+        Ok(switchboard_ledger::store::verify_with_progress(
+            conn,
+            every,
+            &mut progress,
+        )?)
+    })
+    .await
+}
+
+/// Adds `row` to an export as one JSON line; always goes on.
+fn export_line(out: &mut String, row: &StoredRow) -> bool {
+    if let Ok(text) = serde_json::to_string(row) {
+        out.push_str(&text);
+        out.push('\n');
+    }
+    true
+}
+
+/// The rows `query` filters, oldest first, one JSON object a line (`None`: no ledger).
+pub(crate) async fn export(
+    console: &crate::Console,
+    query: PageQuery,
+) -> Result<Option<String>, ConsoleError> {
+    if let Some(pool) = &console.shared.postgres {
+        let client = postgres::connect(pool).await?;
+        let mut out = String::new();
+        postgres::browse::each(&client, &query, |row| export_line(&mut out, row)).await?;
+        return Ok(Some(out));
+    }
+    read(console.shared.ledger.clone(), move |conn| {
+        let mut out = String::new();
+        browse::each(conn, &query, |row| export_line(&mut out, row))?;
+        Ok(out)
     })
     .await
 }

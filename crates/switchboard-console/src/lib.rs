@@ -54,6 +54,9 @@ pub struct ConsoleOptions {
     /// The audit ledger's SQLite file, read for the audit, servers, tools and agents pages
     /// (`None`: those parts say there is no ledger).
     pub ledger: Option<PathBuf>,
+    /// The audit ledger on PostgreSQL (`[storage] url`), read instead of `ledger` by the
+    /// audit page and the running figures.
+    pub postgres: Option<switchboard_ledger::postgres::Pool>,
     /// The token file agents' tokens are kept in, listed on the agents page.
     pub token_file: Option<PathBuf>,
     /// The address the admin listener is bound to: the only non-loopback-name `Host` taken.
@@ -73,6 +76,7 @@ pub(crate) struct Shared {
     pub(crate) host: Host,
     pub(crate) admin_token: String,
     pub(crate) ledger: Option<PathBuf>,
+    pub(crate) postgres: Option<switchboard_ledger::postgres::Pool>,
     pub(crate) token_file: Option<PathBuf>,
     pub(crate) listen: SocketAddr,
     pub(crate) trace_url: Option<String>,
@@ -90,6 +94,7 @@ impl Console {
                 host: options.host,
                 admin_token: options.admin_token,
                 ledger: options.ledger,
+                postgres: options.postgres,
                 token_file: options.token_file,
                 listen: options.listen,
                 trace_url: options.trace_url,

@@ -407,3 +407,42 @@ async fn tasks_are_listed_and_cancelled_and_the_operations_page_renders() {
         "in the navigation"
     );
 }
+
+/// With `[storage] url` the audit page, a row, the verification (plain and live), the
+/// export and the running figures read the ledger on PostgreSQL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_audit_pages_read_a_ledger_on_postgres() {
+    let gateway = Gateway::start_on_postgres().await;
+    for message in ["one", "two", "three"] {
+        let (failed, text) = gateway
+            .call("npc", "fx__echo", json!({"message": message}))
+            .await;
+        assert!(!failed, "{text}");
+    }
+    gateway.flush();
+    let browser = gateway.signed_in().await;
+    let audit = browser.page("/console/audit").await;
+    assert!(audit.matches("fx__echo").count() >= 3, "{audit}");
+    let row = browser.page("/console/audit/2").await;
+    assert!(row.contains("Ledger row 2"), "{row}");
+    assert!(row.contains("previous row"), "{row}");
+    let verify = browser.post_form("/console/audit/verify", &[]).await;
+    assert_eq!(verify.status(), 200);
+    let verified = verify.text().await.expect("body");
+    assert!(
+        verified.contains("The chain holds: 3 rows verified"),
+        "{verified}"
+    );
+    let live = browser.page("/console/audit/verify/live").await;
+    assert!(live.contains("The chain holds: 3 rows"), "{live}");
+    let export = browser.page("/console/audit/export.jsonl?agent=npc").await;
+    assert_eq!(export.lines().count(), 3, "{export}");
+    assert!(
+        export.lines().all(|line| line.contains("\"prev_hash\"")),
+        "{export}"
+    );
+    // The running figures come from PostgreSQL too: npc's three calls.
+    let agents = browser.page("/console/agents").await;
+    let npc = row_of(&agents, "data-agent=\"npc\"");
+    assert!(npc.contains("<td class=\"num\">3</td>"), "{npc}");
+}

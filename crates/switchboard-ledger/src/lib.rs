@@ -1,4 +1,7 @@
-//! The audit ledger: every call that reached the pipeline, on record in one SQLite file.
+//! The audit ledger: every call that reached the pipeline, on record in one SQLite file, or
+//! — for replicas that share one ledger (`[storage] url`) — in PostgreSQL ([`postgres`]).
+//! The writer appends to either through [`ChainStore`] (module `writer`); the journal
+//! (module `journal`) and everything below hold for both.
 //!
 //! A call's row is first appended as one JSON line to a journal next to the database (one
 //! `write` on the caller's thread, a few microseconds), then a writer thread inserts rows in
@@ -14,22 +17,26 @@
 //! whenever the writer has caught up with it.
 //!
 //! Rows carry redacted arguments and their digest ([`redact`]), and `verify` detects an
-//! edited or deleted row ([`store::verify`]).
+//! edited or deleted row ([`store::verify`], [`postgres::verify`]).
 //!
 //! Its metrics ([`Recorder::write_metrics`]): how long a row's append took on the caller's
 //! thread, and how many rows wait for the writer.
 
+pub mod backoff;
 pub mod browse;
 mod entry;
+mod journal;
+pub mod postgres;
 pub mod redact;
 pub mod store;
 pub mod tally;
+mod writer;
 
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Seek, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{Receiver, Sender, TryRecvError, channel};
+use std::sync::mpsc::{Sender, channel};
 use std::sync::{Arc, Mutex};
 use std::thread::Thread;
 use std::time::UNIX_EPOCH;
@@ -38,7 +45,10 @@ use switchboard_core::metrics::{Exposition, Histogram, Kind};
 use switchboard_core::pipeline::{CallRecord, ChangeRecord, Recorder};
 
 pub use entry::LedgerEntry;
+pub use journal::catch_up;
+pub use postgres::PostgresStore;
 pub use store::{Filter, VerifyReport};
+pub use writer::ChainStore;
 
 /// Why the ledger failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -47,6 +57,12 @@ pub enum LedgerError {
     Database(String),
     #[error("ledger journal {path}: {reason}")]
     Journal { path: String, reason: String },
+    /// PostgreSQL (`[storage] url`) refused or could not be reached.
+    #[error("ledger on PostgreSQL: {0}")]
+    Postgres(String),
+    /// The PostgreSQL schema is not the one this Switchboard needs (`switchboard migrate`).
+    #[error("ledger on PostgreSQL: {0}")]
+    Schema(String),
 }
 
 /// Rows inserted per transaction at most.
@@ -58,7 +74,7 @@ const GATHER: std::time::Duration = std::time::Duration::from_millis(5);
 /// The journal is emptied once the writer has inserted this many rows since the last time.
 const ROTATE_EVERY: usize = 20_000;
 
-enum Message {
+pub(crate) enum Message {
     Entry(Box<Journaled>),
     Flush(Sender<()>),
     /// The last handle is gone: insert what is left and end.
@@ -67,27 +83,12 @@ enum Message {
 
 /// An entry on its way to the database, with the journal line written for it (without its
 /// newline), which is its canonical text.
-struct Journaled {
+pub(crate) struct Journaled {
     entry: LedgerEntry,
     canonical: String,
 }
 
-fn insert_journaled(
-    conn: &mut rusqlite::Connection,
-    rows: &[Journaled],
-) -> Result<usize, LedgerError> {
-    store::insert_canonical(
-        conn,
-        rows.iter().map(|row| {
-            (
-                &row.entry,
-                std::borrow::Cow::Borrowed(row.canonical.as_str()),
-            )
-        }),
-    )
-}
-
-struct Journal {
+pub(crate) struct Journal {
     file: File,
     path: PathBuf,
 }
@@ -114,12 +115,12 @@ struct Shared {
 
 /// What the ledger's metrics read.
 #[derive(Default)]
-struct Stats {
+pub(crate) struct Stats {
     /// Time of [`Ledger::record_entry`] on the caller's thread: serializing, the journal
     /// write and the hand-off to the writer.
     append: Histogram,
     /// Rows handed to the writer and not inserted yet.
-    queued: AtomicU64,
+    pub(crate) queued: AtomicU64,
 }
 
 impl Shared {
@@ -146,125 +147,64 @@ impl Drop for Shared {
     }
 }
 
-/// This process's journal: one per process, so gateways sharing a ledger never touch each
-/// other's journal.
-fn journal_path(path: &Path) -> PathBuf {
-    journal_of(path, std::process::id())
-}
-
-fn journal_of(path: &Path, pid: u32) -> PathBuf {
-    let mut name = path.as_os_str().to_owned();
-    name.push(format!(".journal-{pid}"));
-    PathBuf::from(name)
-}
-
-/// Journals left by processes that are gone (and this process's own), to replay.
-fn orphaned_journals(path: &Path) -> Vec<PathBuf> {
-    let Some(dir) = path.parent().map(|d| {
-        if d.as_os_str().is_empty() {
-            Path::new(".")
-        } else {
-            d
-        }
-    }) else {
-        return Vec::new();
-    };
-    let Some(stem) = path
-        .file_name()
-        .map(|n| format!("{}.journal-", n.to_string_lossy()))
-    else {
-        return Vec::new();
-    };
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(Result::ok)
-        .filter_map(|entry| {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let pid: u32 = name.strip_prefix(&stem)?.parse().ok()?;
-            let alive = pid != std::process::id() && Path::new(&format!("/proc/{pid}")).exists();
-            (!alive).then(|| entry.path())
-        })
-        .collect()
-}
-
-fn read_journal(journal: &Path) -> Vec<LedgerEntry> {
-    let Ok(file) = File::open(journal) else {
-        return Vec::new();
-    };
-    // A torn last line (the process died mid-write) is skipped: its call never answered.
-    BufReader::new(file)
-        .lines()
-        .map_while(Result::ok)
-        .filter_map(|line| serde_json::from_str(&line).ok())
-        .collect()
-}
-
-/// Every journal of this ledger, running processes' included.
-fn all_journals(path: &Path) -> Vec<PathBuf> {
-    let dir = path.parent().map_or(Path::new("."), |d| {
-        if d.as_os_str().is_empty() {
-            Path::new(".")
-        } else {
-            d
-        }
-    });
-    let stem = path
-        .file_name()
-        .map(|n| format!("{}.journal-", n.to_string_lossy()))
-        .unwrap_or_default();
-    std::fs::read_dir(dir)
-        .map(|entries| {
-            entries
-                .filter_map(Result::ok)
-                .filter(|e| e.file_name().to_string_lossy().starts_with(&stem))
-                .map(|e| e.path())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// Inserts every journal's rows that are not in the database yet (idempotent; journals are
-/// left as they are, so running gateways can keep appending). Readers such as `audit` call
-/// it so they see every answered call even after a crash.
-pub fn catch_up(conn: &mut rusqlite::Connection, path: &Path) -> Result<usize, LedgerError> {
-    let mut inserted = 0;
-    for journal in all_journals(path) {
-        inserted += store::insert(conn, &read_journal(&journal))?;
-    }
-    Ok(inserted)
-}
-
-/// Replays the journals of processes that are gone into the database (idempotent), then
-/// removes them.
-fn replay(conn: &mut rusqlite::Connection, path: &Path) -> Result<usize, LedgerError> {
-    let mut inserted = 0;
-    for journal in orphaned_journals(path) {
-        inserted += store::insert(conn, &read_journal(&journal))?;
-        match std::fs::remove_file(&journal) {
-            // Another process opening the same ledger replayed and removed it first; the
-            // insert is idempotent, so nothing is lost or doubled.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            result => result.map_err(|e| LedgerError::Journal {
-                path: journal.display().to_string(),
-                reason: e.to_string(),
-            })?,
-        }
-    }
-    Ok(inserted)
-}
-
 impl Ledger {
     /// Opens (creating) the ledger at `path`, replays what a crash left in the journal, and
     /// starts the writer thread.
     pub fn open(path: &Path) -> Result<Self, LedgerError> {
-        let mut conn = store::open(path)?;
-        let replayed = replay(&mut conn, path)?;
+        let conn = store::open(path)?;
+        Self::start(Box::new(conn), path)
+    }
+
+    /// Opens the ledger on PostgreSQL (`[storage] url`), journaling at `journal_base`
+    /// (`<journal_base>.journal-<pid>`): connects, checks the schema is current (it is
+    /// `switchboard migrate`'s to change), replays what gone processes left in their
+    /// journals there, and starts the writer. Connecting happens on a thread of its own, so
+    /// this may be called on an async runtime (it blocks until then).
+    pub fn open_postgres(url: &str, journal_base: &Path) -> Result<Self, LedgerError> {
+        let url = url.to_owned();
+        let store = std::thread::Builder::new()
+            .name("switchboard-ledger-connect".to_owned())
+            .spawn(move || PostgresStore::open(&url))
+            .map_err(|e| LedgerError::Postgres(format!("cannot start connecting: {e}")))?
+            .join()
+            .map_err(|_| LedgerError::Postgres("connecting panicked".to_owned()))??;
+        Self::start(Box::new(store), journal_base)
+    }
+
+    /// [`catch_up`] into PostgreSQL: every journal at `journal_base` (running gateways'
+    /// too) appended where its rows are missing, for readers such as `audit verify`. Runs
+    /// on a thread of its own, so it may be called on an async runtime.
+    pub fn catch_up_postgres(url: &str, journal_base: &Path) -> Result<usize, LedgerError> {
+        let (url, base) = (url.to_owned(), journal_base.to_owned());
+        std::thread::Builder::new()
+            .name("switchboard-ledger-catch-up".to_owned())
+            .spawn(move || catch_up(&mut PostgresStore::open(&url)?, &base))
+            .map_err(|e| LedgerError::Postgres(format!("cannot start catching up: {e}")))?
+            .join()
+            .map_err(|_| LedgerError::Postgres("catching up panicked".to_owned()))?
+    }
+
+    /// Replays gone processes' journals into `store` (before this process's own journal is
+    /// opened: its name may be a gone process's, whose rows it then takes over), opens the
+    /// journal and starts the writer thread.
+    fn start(store: Box<dyn ChainStore>, path: &Path) -> Result<Self, LedgerError> {
+        // The replay runs on the writer's side: a store with a runtime of its own must not
+        // be driven from the caller's async runtime.
+        let path_owned = path.to_owned();
+        let store = std::thread::Builder::new()
+            .name("switchboard-ledger-replay".to_owned())
+            .spawn(move || {
+                let mut store = store;
+                journal::replay(&mut *store, &path_owned).map(|replayed| (store, replayed))
+            })
+            .map_err(|e| LedgerError::Database(format!("cannot start the replay: {e}")))?
+            .join()
+            .map_err(|_| LedgerError::Database("the journal's replay panicked".to_owned()))?;
+        let (store, replayed) = store?;
         if replayed > 0 {
             tracing::info!(replayed, "ledger: recovered rows from the journal");
         }
-        let journal_file = journal_path(path);
+        let journal_file = journal::journal_path(path);
         let file = OpenOptions::new()
             .create(true)
             .truncate(false)
@@ -279,22 +219,17 @@ impl Ledger {
             path: journal_file,
         }));
         let (sender, receiver) = channel();
-        let writer_journal = journal.clone();
         let gather = Arc::new(AtomicBool::new(false));
-        let writer_gather = gather.clone();
         let stats = Arc::new(Stats::default());
-        let writer_stats = stats.clone();
+        let writer = writer::Writer {
+            receiver,
+            journal: journal.clone(),
+            gather: gather.clone(),
+            stats: stats.clone(),
+        };
         let writer = std::thread::Builder::new()
             .name("switchboard-ledger".to_owned())
-            .spawn(move || {
-                writer(
-                    conn,
-                    receiver,
-                    writer_journal,
-                    &writer_gather,
-                    &writer_stats,
-                );
-            })
+            .spawn(move || writer.run(store))
             .map_err(|e| LedgerError::Database(format!("cannot start the writer: {e}")))?;
         Ok(Self {
             shared: Arc::new(Shared {
@@ -381,100 +316,17 @@ impl Ledger {
             let _ = wait.recv();
         }
     }
-}
 
-/// The writer thread: sleeps until rung (then [`GATHER`] more when `gather` says so), then
-/// inserts everything sent so far, [`BATCH`] rows per transaction; ends on [`Message::Stop`]
-/// (or when every sender is gone).
-fn writer(
-    mut conn: rusqlite::Connection,
-    receiver: Receiver<Message>,
-    journal: Arc<Mutex<Journal>>,
-    gather: &AtomicBool,
-    stats: &Stats,
-) {
-    let mut since_rotation = 0usize;
-    let mut running = true;
-    while running {
-        std::thread::park();
-        if gather.swap(false, Ordering::SeqCst) {
-            std::thread::sleep(GATHER);
+    /// [`Ledger::flush`], waiting `patience` at most (a shared store may be unreachable);
+    /// whether everything got there. What did not stays in the journal.
+    pub fn flush_within(&self, patience: std::time::Duration) -> bool {
+        let (done, wait) = channel();
+        if self.shared.sender.send(Message::Flush(done)).is_err() {
+            return true;
         }
-        loop {
-            let mut batch = Vec::new();
-            let mut flushes = Vec::new();
-            while batch.len() < BATCH {
-                match receiver.try_recv() {
-                    Ok(Message::Entry(row)) => batch.push(*row),
-                    Ok(Message::Flush(done)) => flushes.push(done),
-                    Ok(Message::Stop) | Err(TryRecvError::Disconnected) => {
-                        running = false;
-                        break;
-                    }
-                    Err(TryRecvError::Empty) => break,
-                }
-            }
-            if batch.is_empty() && flushes.is_empty() {
-                break;
-            }
-            let full = batch.len() == BATCH;
-            match insert_journaled(&mut conn, &batch) {
-                Ok(inserted) => since_rotation += inserted,
-                Err(error) => tracing::error!("{error}; the rows stay in the journal"),
-            }
-            // Out of the queue either way (rows that failed stay in the journal).
-            stats
-                .queued
-                .fetch_sub(batch.len() as u64, Ordering::Relaxed);
-            if since_rotation >= ROTATE_EVERY {
-                since_rotation = 0;
-                if rotate(&mut conn, &receiver, &journal, &mut flushes, stats) {
-                    running = false;
-                }
-            }
-            for done in flushes {
-                let _ = done.send(());
-            }
-            if !full || !running {
-                break;
-            }
-        }
+        self.shared.ring_now();
+        wait.recv_timeout(patience).is_ok()
     }
-}
-
-/// Empties the journal once every journaled entry is in the database. Returns whether it
-/// met [`Message::Stop`] on the way.
-fn rotate(
-    conn: &mut rusqlite::Connection,
-    receiver: &Receiver<Message>,
-    journal: &Mutex<Journal>,
-    flushes: &mut Vec<Sender<()>>,
-    stats: &Stats,
-) -> bool {
-    let Ok(mut journal) = journal.lock() else {
-        return false;
-    };
-    let mut rest = Vec::new();
-    let mut stopped = false;
-    while let Ok(message) = receiver.try_recv() {
-        match message {
-            Message::Entry(row) => rest.push(*row),
-            Message::Flush(done) => flushes.push(done),
-            Message::Stop => {
-                stopped = true;
-                break;
-            }
-        }
-    }
-    let inserted = insert_journaled(conn, &rest);
-    stats.queued.fetch_sub(rest.len() as u64, Ordering::Relaxed);
-    if inserted.is_ok() {
-        let emptied = journal.file.set_len(0).and_then(|()| journal.file.rewind());
-        if let Err(error) = emptied {
-            tracing::warn!("ledger: cannot empty {}: {error}", journal.path.display());
-        }
-    }
-    stopped
 }
 
 fn millis(time: std::time::SystemTime) -> i64 {

@@ -41,7 +41,7 @@ fn sql(error: rusqlite::Error) -> LedgerError {
     LedgerError::Database(error.to_string())
 }
 
-fn chain(prev: &str, entry: &str) -> String {
+pub(crate) fn chain(prev: &str, entry: &str) -> String {
     switchboard_core::hex::encode(
         &Sha256::new()
             .chain_update(prev.as_bytes())

@@ -78,6 +78,29 @@ struct Server {
     minutes: BTreeMap<i64, (u64, u64)>,
 }
 
+/// The columns of one row the figures count.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TallyRow {
+    pub id: i64,
+    pub started_ms: i64,
+    pub agent: Option<String>,
+    pub server: Option<String>,
+    pub exposed: String,
+    pub outcome: String,
+    pub error: Option<String>,
+    pub duration_us: i64,
+    pub cost: f64,
+}
+
+/// What [`Tally::plan`] says a refresh must read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TallyPlan {
+    /// The window's start (ms since the epoch).
+    pub horizon_ms: i64,
+    /// Read the rows after this id; `None`: start over with the window's rows.
+    pub after_id: Option<i64>,
+}
+
 /// The running figures. Not shared by itself: hold it behind a lock.
 #[derive(Default)]
 pub struct Tally {
@@ -136,55 +159,103 @@ impl Tally {
         let mut read = 0;
         while let Some(row) = rows.next().map_err(sql)? {
             read += 1;
-            self.last_id = row.get(0).map_err(sql)?;
-            let started: i64 = row.get(1).map_err(sql)?;
-            let outcome: String = row.get(5).map_err(sql)?;
-            if started < horizon || outcome.starts_with("config_") {
-                continue;
-            }
-            let minute = started.div_euclid(MINUTE_MS);
-            let agent: Option<String> = row.get(2).map_err(sql)?;
-            let totals = self
-                .agents
-                .entry(agent)
-                .or_default()
-                .entry(minute)
-                .or_default();
-            totals.add(&AgentTotals {
-                calls: 1,
-                denied: u64::from(outcome == "denied"),
-                rate_limited: u64::from(outcome == "rate_limited"),
-                cost: row.get(8).map_err(sql)?,
-            });
-            if !reached_server(&outcome) {
-                continue;
-            }
-            let failed = outcome != "ok";
-            if let Some(server) = row.get::<_, Option<String>>(3).map_err(sql)? {
-                let server = self.servers.entry(server).or_default();
-                let counts = server.minutes.entry(minute).or_default();
-                counts.0 += 1;
-                counts.1 += u64::from(failed);
-                if failed {
-                    server.last_error_ms = server.last_error_ms.max(Some(started));
-                    server.last_error = row.get(6).map_err(sql)?;
-                } else {
-                    server.last_ok_ms = server.last_ok_ms.max(Some(started));
-                }
-            }
-            let exposed: String = row.get(4).map_err(sql)?;
-            let timings = self.tools.entry(exposed).or_default();
-            if timings.len() == TIMINGS_KEPT {
-                timings.pop_front();
-            }
-            timings.push_back(Timing {
-                started_ms: started,
-                duration_us: row.get(7).map_err(sql)?,
-                ok: !failed,
-            });
+            self.take(
+                TallyRow {
+                    id: row.get(0).map_err(sql)?,
+                    started_ms: row.get(1).map_err(sql)?,
+                    agent: row.get(2).map_err(sql)?,
+                    server: row.get(3).map_err(sql)?,
+                    exposed: row.get(4).map_err(sql)?,
+                    outcome: row.get(5).map_err(sql)?,
+                    error: row.get(6).map_err(sql)?,
+                    duration_us: row.get(7).map_err(sql)?,
+                    cost: row.get(8).map_err(sql)?,
+                },
+                horizon,
+            );
         }
         self.forget_before(horizon);
         Ok(read)
+    }
+
+    /// What a refresh from a store read elsewhere (PostgreSQL, asynchronously) must read:
+    /// the rows after [`TallyPlan::after_id`], or with `None` the whole window from
+    /// [`TallyPlan::horizon_ms`] (a first look, or a longer `keep_ms`).
+    pub fn plan(&self, now_ms: i64, keep_ms: i64) -> TallyPlan {
+        let horizon_ms = now_ms - keep_ms;
+        let start_over = self.horizon_ms.is_none_or(|known| known > horizon_ms);
+        TallyPlan {
+            horizon_ms,
+            after_id: (!start_over).then_some(self.last_id),
+        }
+    }
+
+    /// Applies the rows read for `plan` (in id order), and `last_id`, the newest row id the
+    /// store had (so an empty window starts after it). Rows already counted (a refresh that
+    /// ran meanwhile) are skipped. Returns how many it counted.
+    pub fn apply(&mut self, plan: &TallyPlan, rows: Vec<TallyRow>, last_id: i64) -> usize {
+        if plan.after_id.is_none() {
+            *self = Self::default();
+        }
+        self.horizon_ms = Some(plan.horizon_ms);
+        let mut counted = 0;
+        for row in rows {
+            if row.id > self.last_id {
+                counted += 1;
+                self.take(row, plan.horizon_ms);
+            }
+        }
+        self.last_id = self.last_id.max(last_id);
+        self.forget_before(plan.horizon_ms);
+        counted
+    }
+
+    /// Counts one row (later than the last one read).
+    fn take(&mut self, row: TallyRow, horizon: i64) {
+        self.last_id = row.id;
+        let started = row.started_ms;
+        let outcome = row.outcome;
+        if started < horizon || outcome.starts_with("config_") {
+            return;
+        }
+        let minute = started.div_euclid(MINUTE_MS);
+        let totals = self
+            .agents
+            .entry(row.agent)
+            .or_default()
+            .entry(minute)
+            .or_default();
+        totals.add(&AgentTotals {
+            calls: 1,
+            denied: u64::from(outcome == "denied"),
+            rate_limited: u64::from(outcome == "rate_limited"),
+            cost: row.cost,
+        });
+        if !reached_server(&outcome) {
+            return;
+        }
+        let failed = outcome != "ok";
+        if let Some(server) = row.server {
+            let server = self.servers.entry(server).or_default();
+            let counts = server.minutes.entry(minute).or_default();
+            counts.0 += 1;
+            counts.1 += u64::from(failed);
+            if failed {
+                server.last_error_ms = server.last_error_ms.max(Some(started));
+                server.last_error = row.error;
+            } else {
+                server.last_ok_ms = server.last_ok_ms.max(Some(started));
+            }
+        }
+        let timings = self.tools.entry(row.exposed).or_default();
+        if timings.len() == TIMINGS_KEPT {
+            timings.pop_front();
+        }
+        timings.push_back(Timing {
+            started_ms: started,
+            duration_us: row.duration_us,
+            ok: !failed,
+        });
     }
 
     fn forget_before(&mut self, horizon: i64) {

@@ -9,8 +9,9 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use super::*;
+use crate::journal::journal_of;
 
-fn entry(i: usize, agent: &str, outcome: &str) -> LedgerEntry {
+pub(crate) fn entry(i: usize, agent: &str, outcome: &str) -> LedgerEntry {
     LedgerEntry {
         call_id: format!("01TEST{i:020}"),
         started_ms: 1_000_000 + i as i64,

@@ -1,4 +1,6 @@
-//! Real servers for tests, each in its own temporary directory, stopped when dropped.
-//! Test-only (`publish = false`): never a dependency of a shipped crate.
+//! Real servers for tests, each in its own temporary directory, stopped when dropped:
+//! PostgreSQL and Redis on unix sockets. Test-only (`publish = false`): never a dependency of
+//! a shipped crate.
 
+pub mod postgres;
 pub mod redis;

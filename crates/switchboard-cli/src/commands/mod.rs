@@ -8,6 +8,7 @@ pub mod config;
 pub mod console;
 pub mod keys;
 pub mod manager;
+pub mod migrate;
 pub mod rules;
 pub mod sandbox_exec;
 pub mod serve;

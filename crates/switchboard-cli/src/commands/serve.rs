@@ -220,7 +220,12 @@ pub async fn run(config: Option<&Path>, args: ServeArgs) -> anyhow::Result<ExitC
             address: args.admin,
             file: args.admin_file.as_deref(),
             config: config.source.clone(),
-            ledger: ledger.path().to_owned(),
+            ledger: super::audit::storage_url(&config)
+                .is_none()
+                .then(|| ledger.path().to_owned()),
+            postgres: super::audit::storage_url(&config)
+                .map(|url| switchboard_ledger::postgres::pool(url, 2))
+                .transpose()?,
             token_file: super::token::token_file_path(&config),
             trace_url: config.telemetry.trace_url.clone(),
         },
@@ -347,9 +352,18 @@ pub async fn run(config: Option<&Path>, args: ServeArgs) -> anyhow::Result<ExitC
         watcher.abort();
     }
     host.shutdown().await;
-    ledger.flush();
+    // A shared store may be unreachable: what does not get there stays in the journal,
+    // replayed by the next gateway that starts here.
+    if !ledger.flush_within(LEDGER_FLUSH_PATIENCE) {
+        tracing::warn!(
+            "the ledger's last rows were not written within {LEDGER_FLUSH_PATIENCE:?}; they stay in its journal"
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
+
+/// How long a stopping gateway waits for the ledger's last rows to be written.
+const LEDGER_FLUSH_PATIENCE: Duration = Duration::from_secs(10);
 
 /// SIGHUP reads the config file again, as `switchboard reload` does.
 async fn reload_on_hangup(host: Host) {
@@ -371,7 +385,10 @@ struct AdminSetup<'a> {
     file: Option<&'a Path>,
     /// The config file the gateway runs.
     config: Option<std::path::PathBuf>,
-    ledger: std::path::PathBuf,
+    /// The SQLite ledger the console reads (`None` on PostgreSQL).
+    ledger: Option<std::path::PathBuf>,
+    /// The ledger on PostgreSQL (`[storage] url`), whose audit the console reads.
+    postgres: Option<switchboard_ledger::postgres::Pool>,
     token_file: Option<std::path::PathBuf>,
     /// `[telemetry] trace_url`, for the console's links to traces.
     trace_url: Option<String>,
@@ -388,6 +405,7 @@ async fn start_admin(
         file,
         config,
         ledger,
+        postgres,
         token_file,
         trace_url,
     } = setup;
@@ -420,7 +438,8 @@ async fn start_admin(
     let console = switchboard_console::Console::new(switchboard_console::ConsoleOptions {
         host: host.clone(),
         admin_token: token.clone(),
-        ledger: Some(ledger),
+        ledger,
+        postgres,
         token_file,
         listen: bound,
         trace_url,

@@ -10,7 +10,7 @@ use axum::http::{Uri, header};
 use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
 use maud::{Markup, html};
-use switchboard_ledger::browse::{self, Page, PageQuery, StoredRow};
+use switchboard_ledger::browse::{Page, PageQuery, StoredRow};
 
 use crate::Console;
 use crate::auth::Session;
@@ -145,10 +145,7 @@ pub(crate) async fn page(
 ) -> Result<Markup, ConsoleError> {
     let (filters, before) = Filters::of(&uri);
     let query = filters.query(before)?;
-    let page = crate::ledger::read(console.shared.ledger.clone(), move |conn| {
-        Ok(browse::page(conn, &query)?)
-    })
-    .await?;
+    let page = crate::ledger::page(&console, query).await?;
     let value = |v: &Option<String>| v.clone().unwrap_or_default();
     Ok(layout::page(
         &session,
@@ -176,7 +173,7 @@ pub(crate) async fn page(
             div id="verify-progress" hidden { progress max="1" value="0" {} " " span class="count" {} }
             @match &page {
                 Some(page) => (table(page, &filters)),
-                None => p class="empty" { "This gateway keeps no audit ledger." },
+                None => p class="empty" { (NO_LEDGER) },
             }
         },
     ))
@@ -188,12 +185,9 @@ pub(crate) async fn detail(
     Extension(session): Extension<Session>,
     Path(id): Path<i64>,
 ) -> Result<Markup, ConsoleError> {
-    let row = crate::ledger::read(console.shared.ledger.clone(), move |conn| {
-        Ok(browse::row(conn, id)?)
-    })
-    .await?
-    .flatten()
-    .ok_or_else(|| ConsoleError::NotFound(format!("no ledger row {id}")))?;
+    let row = crate::ledger::row(&console, id)
+        .await?
+        .ok_or_else(|| ConsoleError::NotFound(format!("no ledger row {id}")))?;
     let entry = &row.entry;
     let fields = serde_json::to_string_pretty(entry).unwrap_or_default();
     Ok(layout::page(
@@ -232,11 +226,9 @@ pub(crate) async fn verify(
     State(console): State<Console>,
     Extension(session): Extension<Session>,
 ) -> Result<Markup, ConsoleError> {
-    let report = crate::ledger::read(console.shared.ledger.clone(), |conn| {
-        Ok(switchboard_ledger::store::verify(conn)?)
-    })
-    .await?
-    .ok_or_else(|| ConsoleError::NotFound("this gateway keeps no audit ledger".to_owned()))?;
+    let report = crate::ledger::verify(&console, u64::MAX, |_, _| ())
+        .await?
+        .ok_or_else(|| ConsoleError::NotFound(NO_LEDGER.to_owned()))?;
     Ok(layout::page(
         &session,
         "/console/audit",
@@ -247,6 +239,9 @@ pub(crate) async fn verify(
         },
     ))
 }
+
+/// What the audit pages say when the gateway keeps no ledger.
+const NO_LEDGER: &str = "This gateway keeps no audit ledger.";
 
 /// What a walk of the chain found.
 fn verdict(report: &switchboard_ledger::store::VerifyReport) -> Markup {
@@ -275,23 +270,15 @@ pub(crate) async fn verify_live(
 ) -> Sse<impl futures::Stream<Item = Result<Event, std::convert::Infallible>>> {
     let (events, received) = tokio::sync::mpsc::unbounded_channel::<Event>();
     let progress = events.clone();
-    let ledger = console.shared.ledger.clone();
     tokio::spawn(async move {
-        let report = crate::ledger::read(ledger, move |conn| {
-            let mut report = |rows: u64, total: u64| {
-                let data = serde_json::json!({"rows": rows, "total": total}).to_string();
-                let _ = progress.send(Event::default().event("progress").data(data));
-            };
-            Ok(switchboard_ledger::store::verify_with_progress(
-                conn,
-                VERIFY_PROGRESS_EVERY,
-                &mut report,
-            )?)
-        })
-        .await;
+        let report = move |rows: u64, total: u64| {
+            let data = serde_json::json!({"rows": rows, "total": total}).to_string();
+            let _ = progress.send(Event::default().event("progress").data(data));
+        };
+        let report = crate::ledger::verify(&console, VERIFY_PROGRESS_EVERY, report).await;
         let html = match report {
             Ok(Some(report)) => verdict(&report),
-            Ok(None) => html! { p class="empty" { "This gateway keeps no audit ledger." } },
+            Ok(None) => html! { p class="empty" { (NO_LEDGER) } },
             Err(error) => html! { p class="problem" { (error.to_string()) } },
         };
         let _ = events.send(Event::default().event("done").data(html.into_string()));
@@ -310,19 +297,9 @@ pub(crate) async fn export(
 ) -> Result<Response, ConsoleError> {
     let (filters, _) = Filters::of(&uri);
     let query = filters.query(None)?;
-    let text = crate::ledger::read(console.shared.ledger.clone(), move |conn| {
-        let mut out = String::new();
-        browse::each(conn, &query, |row| {
-            if let Ok(line) = serde_json::to_string(row) {
-                out.push_str(&line);
-                out.push('\n');
-            }
-            true
-        })?;
-        Ok(out)
-    })
-    .await?
-    .unwrap_or_default();
+    let text = crate::ledger::export(&console, query)
+        .await?
+        .unwrap_or_default();
     Ok((
         [
             (header::CONTENT_TYPE, "application/x-ndjson"),

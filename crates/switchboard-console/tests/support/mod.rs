@@ -52,6 +52,8 @@ pub struct Gateway {
     pub addr: SocketAddr,
     pub config: PathBuf,
     pub dir: tempfile::TempDir,
+    /// The PostgreSQL the ledger is on, for [`Gateway::start_on_postgres`].
+    pub postgres: Option<switchboard_testkit::postgres::Postgres>,
 }
 
 /// The config: agent `qa` asks before destructive calls (`fx__add` declares no hints;
@@ -70,12 +72,46 @@ pub fn config_text(fixture: &Path, token_file: &Path) -> String {
 
 impl Gateway {
     pub async fn start() -> Self {
+        Self::start_with(None).await
+    }
+
+    /// A gateway whose ledger is on a PostgreSQL of its own (`[storage] url`), migrated,
+    /// and a console that reads the audit there.
+    pub async fn start_on_postgres() -> Self {
+        let postgres =
+            switchboard_testkit::postgres::Postgres::start().unwrap_or_else(|e| panic!("{e}"));
+        let pool = switchboard_ledger::postgres::pool(&postgres.url(), 2).expect("pool");
+        let mut client = switchboard_ledger::postgres::connect(&pool)
+            .await
+            .expect("connect");
+        switchboard_ledger::postgres::migrate::migrate(&mut client)
+            .await
+            .expect("migrate");
+        Self::start_with(Some((postgres, pool))).await
+    }
+
+    async fn start_with(
+        postgres: Option<(
+            switchboard_testkit::postgres::Postgres,
+            switchboard_ledger::postgres::Pool,
+        )>,
+    ) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let config_path = dir.path().join("switchboard.toml");
         let token_file = dir.path().join("tokens.json");
-        std::fs::write(&config_path, config_text(&fixture(), &token_file)).expect("config");
+        let mut text = config_text(&fixture(), &token_file);
+        if let Some((server, _)) = &postgres {
+            text += &format!("\n[storage]\nurl = {}\n", quoted(&server.url()));
+        }
+        std::fs::write(&config_path, text).expect("config");
         let config = Config::load(&config_path, &GatewayEnvironment::new()).expect("valid config");
-        let ledger = Ledger::open(&dir.path().join("ledger.db")).expect("ledger");
+        let ledger = match &postgres {
+            Some((server, _)) => {
+                Ledger::open_postgres(&server.url(), &dir.path().join("pg-ledger"))
+                    .expect("ledger on PostgreSQL")
+            }
+            None => Ledger::open(&dir.path().join("ledger.db")).expect("ledger"),
+        };
         let options = switchboard::HostOptions {
             recorder: Arc::new(ledger.clone()),
             ..switchboard::HostOptions::default()
@@ -89,7 +125,8 @@ impl Gateway {
         let console = Console::new(ConsoleOptions {
             host: host.clone(),
             admin_token: ADMIN_TOKEN.to_owned(),
-            ledger: Some(ledger.path().to_owned()),
+            ledger: postgres.is_none().then(|| ledger.path().to_owned()),
+            postgres: postgres.as_ref().map(|(_, pool)| pool.clone()),
             token_file: Some(token_file),
             listen: addr,
             trace_url: None,
@@ -104,6 +141,7 @@ impl Gateway {
             addr,
             config: config_path,
             dir,
+            postgres: postgres.map(|(server, _)| server),
         }
     }
 

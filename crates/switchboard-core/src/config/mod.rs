@@ -8,7 +8,7 @@
 //! substituted in every string.
 //!
 //! Code map: `toml_tree`/`json` (text → tree), `validate` (root, `[gateway]`, typed readers),
-//! `server` and `transport` (one server), `manager` (`[manager]`), `auth` (`[auth]`), `substitute` (and the
+//! `server` and `transport` (one server), `manager` (`[manager]`), `auth` (`[auth]`), `storage` (`[storage]`), `substitute` (and the
 //! gateway's secrets file), `duration`, `suggest` (did-you-mean),
 //! `model` (the result), `problem` (located errors), `locate` (which file), `schema` (the
 //! checked-in JSON Schema).
@@ -34,6 +34,7 @@ mod sandbox;
 mod schema;
 mod server;
 mod shared;
+mod storage;
 mod substitute;
 mod suggest;
 mod tasks;
@@ -56,15 +57,16 @@ pub use model::{
     Activation, AgentConfig, ApprovalMode, BuiltinSettings, Config, CostConfig, DEFAULT_REGISTRY,
     EnergyConfig, EnergyRange, EraPreference, Exposure, GatewayConfig, HookConfig, HookEvent,
     JsonSearchMapping, LatencyConfig, LimitsConfig, MAX_INSTANCES, ManagerConfig, PlayerSetting,
-    QuotaConfig, RootConfig, ScopeGrant, SecretString, ServerConfig, StyleSetting, TasksConfig,
-    TelemetryConfig, ToolOverrideConfig, Transport, Trust, UpstreamAuthConfig, UpstreamGrant,
-    busy_poll_window,
+    QuotaConfig, RootConfig, ScopeGrant, SecretString, ServerConfig, StorageConfig, StyleSetting,
+    TasksConfig, TelemetryConfig, ToolOverrideConfig, Transport, Trust, UpstreamAuthConfig,
+    UpstreamGrant, busy_poll_window,
 };
 pub use problem::{ConfigErrors, Origin, Problem};
 pub use sandbox::{NetworkAccess, SandboxConfig, SandboxSetting, parse_size};
 pub use schema::native_schema;
 pub use server::is_valid_id;
 pub use shared::SharedConfig;
+pub use storage::check_postgres_url;
 pub use substitute::{
     Environment, GatewayEnvironment, MapEnvironment, ProcessEnvironment, remove_secret,
     remove_secrets, write_secret,

@@ -37,6 +37,8 @@ pub struct Config {
     pub telemetry: TelemetryConfig,
     /// `[shared]`: what the replicas of one deployment share (the key ring, Redis).
     pub shared: super::shared::SharedConfig,
+    /// `[storage]`: the shared PostgreSQL of a scaled-out deployment (none: SQLite files).
+    pub storage: StorageConfig,
 }
 
 impl Config {
@@ -178,6 +180,7 @@ impl Config {
             auth: super::auth::AuthConfig::default(),
             telemetry: TelemetryConfig::default(),
             shared: super::shared::SharedConfig::default(),
+            storage: StorageConfig::default(),
         }
     }
 }
@@ -366,6 +369,14 @@ pub struct TelemetryConfig {
     pub trace_url: Option<String>,
     /// `metrics = false`: calls are not counted for `/metrics` (its gauges are still read).
     pub metrics_off: bool,
+}
+
+/// `[storage]`: where what every replica shares is kept (docs/scale-out.md).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StorageConfig {
+    /// A `postgres://` URL (it may hold a password): the audit ledger goes there instead of
+    /// the SQLite file. None: the embedded default.
+    pub url: Option<SecretString>,
 }
 
 /// How the gateway gets the token it sends an HTTP server.

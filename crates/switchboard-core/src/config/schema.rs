@@ -60,6 +60,9 @@ struct SwitchboardConfig {
     /// (docs/scale-out.md).
     #[serde(skip_serializing_if = "Option::is_none")]
     shared: Option<Shared>,
+    /// The shared store of a scaled-out deployment: the audit ledger on PostgreSQL.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    storage: Option<Storage>,
 }
 
 /// What the replicas of one deployment share.
@@ -94,6 +97,16 @@ struct Shared {
 enum RedisUnavailable {
     FailOpen,
     FailClosed,
+}
+
+/// Where what every replica shares is kept.
+#[derive(JsonSchema, Default)]
+#[serde(default, deny_unknown_fields)]
+#[allow(dead_code)]
+struct Storage {
+    /// A PostgreSQL URL: postgres://user:${PGPASSWORD}@host/db, or postgres:///db?host=/socket/dir.
+    #[schemars(regex(pattern = r"^(postgres(ql)?://|\$\{)"))]
+    url: Option<String>,
 }
 
 /// Where traces go.

@@ -7,6 +7,7 @@ mod instances;
 mod problems;
 mod sandbox;
 mod shared;
+mod storage;
 mod tasks;
 mod telemetry;
 mod upstream_auth;

@@ -17,10 +17,11 @@ use super::suggest;
 use super::tree::{Node, Pos, Value};
 use super::{Format, ParsedText};
 
-pub(super) const ROOT_KEYS: [&str; 13] = [
+pub(super) const ROOT_KEYS: [&str; 14] = [
     "auth",
     "telemetry",
     "shared",
+    "storage",
     "manager",
     "tiers",
     "latency",
@@ -105,6 +106,7 @@ pub fn validate(
         auth: super::auth::AuthConfig::default(),
         telemetry: TelemetryConfig::default(),
         shared: super::shared::SharedConfig::default(),
+        storage: super::model::StorageConfig::default(),
     };
     let Value::Table(entries) = &root.value else {
         walk.problem(
@@ -131,6 +133,7 @@ pub fn validate(
             "auth" => config.auth = walk.auth(node),
             "telemetry" => config.telemetry = walk.telemetry(node),
             "shared" => config.shared = walk.shared(node),
+            "storage" => config.storage = walk.storage(node),
             "agents" => config.agents = walk.agents(node, &config.capabilities),
             "gateway" => walk.gateway(node, &mut config.gateway),
             "aliases" => config.aliases = walk.string_map(node, "aliases"),

@@ -74,8 +74,11 @@ impl Target {
     pub(crate) async fn close(self) {
         if let Self::Local(local) = self {
             local.host.shutdown().await;
-            if let Some(ledger) = local.ledger {
-                ledger.flush();
+            // A shared store may be away: what is not written in time stays journaled.
+            if let Some(ledger) = local.ledger
+                && !ledger.flush_within(std::time::Duration::from_secs(10))
+            {
+                tracing::warn!("the ledger's last rows stay in its journal for the next start");
             }
         }
     }

@@ -1,5 +1,9 @@
 //! `switchboard audit`: read the audit ledger — recent calls with filters, a JSONL export,
-//! and `verify`, which walks the hash chain and names the first edited or deleted row.
+//! and `verify`, which walks the hash chain and names the first edited or deleted row. The
+//! ledger is the SQLite file, or PostgreSQL when the config has `[storage] url`
+//! ([`reader`]).
+
+mod reader;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -7,6 +11,8 @@ use std::process::ExitCode;
 use anyhow::Context;
 use switchboard_core::config::Config;
 use switchboard_ledger::{Filter, Ledger, LedgerEntry, store};
+
+use reader::Reader;
 
 use crate::output::{print_json, print_line};
 
@@ -19,7 +25,8 @@ pub struct AuditArgs {
     /// Print JSON.
     #[arg(long)]
     json: bool,
-    /// The ledger file (default: gateway.ledger, else $XDG_DATA_HOME/switchboard/ledger.db).
+    /// The ledger file (default: gateway.ledger, else $XDG_DATA_HOME/switchboard/ledger.db;
+    /// with [storage] url, the ledger on PostgreSQL unless this names a file).
     #[arg(long, global = true, value_name = "FILE")]
     ledger: Option<PathBuf>,
 }
@@ -98,8 +105,38 @@ pub fn pins_path(config: &Config) -> Option<PathBuf> {
     })
 }
 
-/// Opens the ledger for a running gateway or a CLI call, applying retention.
+/// `[storage] url`, the shared PostgreSQL, when the config names one.
+pub fn storage_url(config: &Config) -> Option<&str> {
+    config.storage.url.as_ref().map(|url| url.expose())
+}
+
+/// Where a gateway on PostgreSQL journals its rows before they are appended there:
+/// `postgres-ledger.journal-<pid>` beside where the SQLite ledger would be (never the
+/// SQLite ledger's own journals, which opening that file would replay into it).
+pub fn postgres_journal_base(config: &Config) -> anyhow::Result<PathBuf> {
+    Ok(ledger_path(config, None)?.with_file_name("postgres-ledger"))
+}
+
+/// Opens the ledger for a running gateway or a CLI call, applying retention (on SQLite:
+/// the PostgreSQL ledger is append-only).
 pub fn open_ledger(config: &Config) -> anyhow::Result<Ledger> {
+    if let Some(url) = storage_url(config) {
+        if config.gateway.ledger_retention_days.is_some()
+            || config.gateway.ledger_max_rows.is_some()
+        {
+            tracing::warn!(
+                "gateway.ledger_retention_days and ledger_max_rows apply to the SQLite ledger only: \
+                 the ledger on PostgreSQL is append-only and keeps every row"
+            );
+        }
+        let base = postgres_journal_base(config)?;
+        if let Some(dir) = base.parent() {
+            std::fs::create_dir_all(dir).with_context(|| {
+                format!("cannot create {} for the ledger's journal", dir.display())
+            })?;
+        }
+        return Ledger::open_postgres(url, &base).map_err(anyhow::Error::msg);
+    }
     let path = ledger_path(config, None)?;
     let mut conn = store::open(&path).map_err(anyhow::Error::msg)?;
     let cutoff = config.gateway.ledger_retention_days.map(|days| {
@@ -170,29 +207,24 @@ fn line(entry: &LedgerEntry) -> String {
     )
 }
 
-pub fn run(config: Option<&Path>, args: AuditArgs) -> anyhow::Result<ExitCode> {
+pub async fn run(config: Option<&Path>, args: AuditArgs) -> anyhow::Result<ExitCode> {
     let config = super::load_config(config)?;
-    let path = ledger_path(&config, args.ledger.as_deref())?;
-    if !path.exists() {
-        anyhow::bail!(
-            "no ledger at {} yet: it is created when the gateway serves its first call",
-            path.display()
-        );
-    }
-    let mut conn = store::open(&path).map_err(anyhow::Error::msg)?;
-    // Rows a crashed (or still running) gateway journaled but did not insert yet.
-    switchboard_ledger::catch_up(&mut conn, &path).map_err(anyhow::Error::msg)?;
+    // `--ledger FILE` names a SQLite file, and wins over `[storage] url`.
+    let mut reader = match storage_url(&config).filter(|_| args.ledger.is_none()) {
+        Some(url) => Reader::postgres(url, &postgres_journal_base(&config)?).await?,
+        None => Reader::sqlite(&ledger_path(&config, args.ledger.as_deref())?)?,
+    };
     match args.action {
         Some(Action::Verify) => {
-            let report = store::verify(&conn).map_err(anyhow::Error::msg)?;
+            let report = reader.verify().await?;
             match &report.problem {
                 None => print_line(&format!(
                     "ledger {} is intact: {} rows, chain verified",
-                    path.display(),
+                    reader.name(),
                     report.rows
                 ))?,
                 Some((id, what)) => {
-                    print_line(&format!("ledger {}: row {id}: {what}", path.display()))?;
+                    print_line(&format!("ledger {}: row {id}: {what}", reader.name()))?;
                     return Ok(ExitCode::FAILURE);
                 }
             }
@@ -204,21 +236,19 @@ pub fn run(config: Option<&Path>, args: AuditArgs) -> anyhow::Result<ExitCode> {
             if format != "jsonl" {
                 anyhow::bail!("export format '{format}' is not known (use jsonl)");
             }
-            let mut rows = store::query(
-                &conn,
-                &Filter {
+            let mut rows = reader
+                .query(&Filter {
                     limit: 0,
                     ..filter(&filter_args)?
-                },
-            )
-            .map_err(anyhow::Error::msg)?;
+                })
+                .await?;
             rows.reverse();
             for row in rows {
                 print_line(&serde_json::to_string(&row)?)?;
             }
         }
         None => {
-            let rows = store::query(&conn, &filter(&args.filter)?).map_err(anyhow::Error::msg)?;
+            let rows = reader.query(&filter(&args.filter)?).await?;
             if args.json {
                 print_json(&rows)?;
             } else {

@@ -1,0 +1,97 @@
+//! `[storage]`: the shared store of a scaled-out deployment (docs/scale-out.md). Absent, the
+//! gateway keeps everything in its own SQLite files, as one process always has; with a
+//! PostgreSQL URL, every replica appends to one audit ledger there.
+//!
+//! ```toml
+//! [storage]
+//! url = "postgres://switchboard:${PGPASSWORD}@db.internal/switchboard"
+//! # or over a unix socket: "postgres:///switchboard?host=/run/postgresql"
+//! ```
+//!
+//! Only the URL's shape is checked here (scheme, parse, a database); the server itself is
+//! reached by the ledger when the gateway or `switchboard migrate` starts.
+
+use super::model::{SecretString, StorageConfig};
+use super::tree::Node;
+use super::validate::Walk;
+
+pub(super) const STORAGE_KEYS: [&str; 1] = ["url"];
+
+const URL_HINT: &str = "e.g. \"postgres://user:${PGPASSWORD}@host/switchboard\" or \
+                        \"postgres:///switchboard?host=/run/postgresql\"";
+
+impl Walk<'_> {
+    pub(super) fn storage(&mut self, node: &Node) -> StorageConfig {
+        let mut storage = StorageConfig::default();
+        for (key, key_pos, value) in self.table(node, "storage") {
+            match key.as_str() {
+                "url" => {
+                    let Some(url) = self.string(value, "storage.url") else {
+                        continue;
+                    };
+                    match check_postgres_url(&url) {
+                        Ok(()) => storage.url = Some(SecretString(url)),
+                        Err(why) => {
+                            self.problem(
+                                value.pos,
+                                format!("storage.url {why}"),
+                                Some(URL_HINT.to_owned()),
+                            );
+                        }
+                    }
+                }
+                other => self.unknown(*key_pos, other, "storage", &STORAGE_KEYS),
+            }
+        }
+        storage
+    }
+}
+
+/// Whether `url` is a PostgreSQL connection URL as libpq and tokio-postgres read it
+/// (`postgres://[user[:password]@][host[:port][,…]][/database][?param=value&…]`): the scheme,
+/// ports that are numbers, a database, and a host or a socket directory (`?host=/dir`).
+/// The reason it is not, otherwise (without the URL, which may hold a password).
+pub fn check_postgres_url(url: &str) -> Result<(), String> {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return Err("must start with postgres:// or postgresql://".to_owned());
+    };
+    if !scheme.eq_ignore_ascii_case("postgres") && !scheme.eq_ignore_ascii_case("postgresql") {
+        return Err(format!(
+            "has the scheme '{scheme}': only postgres:// (or postgresql://) is supported"
+        ));
+    }
+    if rest.contains(char::is_whitespace) {
+        return Err("does not parse as a URL: it holds white space".to_owned());
+    }
+    let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
+    let (netloc, database) = rest.split_once('/').unwrap_or((rest, ""));
+    let hosts = netloc.rsplit_once('@').map_or(netloc, |(_, hosts)| hosts);
+    for host in hosts.split(',').filter(|h| !h.is_empty()) {
+        // The port follows the last colon, outside an [IPv6] bracket.
+        let port = match host.rsplit_once(']') {
+            Some((_, after)) => after.strip_prefix(':'),
+            None => host.rsplit_once(':').map(|(_, port)| port),
+        };
+        if let Some(port) = port
+            && port.parse::<u16>().is_err()
+        {
+            return Err(format!(
+                "does not parse as a URL: the port '{port}' is not a number"
+            ));
+        }
+    }
+    if database.is_empty() {
+        return Err("names no database (the path after the host, e.g. /switchboard)".to_owned());
+    }
+    let socket = query.split('&').any(|pair| {
+        pair.strip_prefix("host=")
+            .is_some_and(|dir| dir.starts_with('/'))
+    });
+    if hosts.is_empty() && !socket {
+        return Err(
+            "names no host: put one after postgres:// or a socket directory in ?host=/dir"
+                .to_owned(),
+        );
+    }
+    Ok(())
+}

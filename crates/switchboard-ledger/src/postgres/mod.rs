@@ -1,0 +1,372 @@
+//! The audit ledger on PostgreSQL (`[storage] url`): one hash chain per deployment, shared by
+//! every replica.
+//!
+//! Each replica's writer appends a batch in one transaction: it locks the chain's head
+//! (`SELECT … FROM ledger_head … FOR UPDATE`), leaves out call ids already on record (a
+//! replayed journal, or a commit whose answer was lost with the connection), hashes the rest
+//! onto the head, inserts them in one multi-row `INSERT … SELECT FROM UNNEST(…)`, moves the
+//! head and commits; only then are the rows counted as written. Two replicas therefore take
+//! turns on the head, and the chain stays one line: `UNIQUE (prev_hash)` refuses a second
+//! successor of any row (a fork) whatever a writer does, and a trigger refuses UPDATE,
+//! DELETE and TRUNCATE.
+//!
+//! The journal in front of it is the same as SQLite's ([`crate::Ledger`]); a failed append
+//! (the server restarting, the connection lost) keeps its rows and is tried again with
+//! backoff ([`crate::backoff`]).
+//!
+//! Code map: `migrate` (versioned schema), `verify` (walk the chain), `browse` (the
+//! console's pages), this file (connect, append, read rows).
+
+pub mod browse;
+pub mod migrate;
+mod verify;
+
+use std::collections::HashSet;
+use std::str::FromStr;
+use std::time::Duration;
+
+use deadpool_postgres::{Manager, ManagerConfig, RecyclingMethod};
+
+pub use deadpool_postgres::Pool;
+pub use verify::{verify, verify_with_progress};
+
+use crate::store::Filter;
+use crate::{ChainStore, LedgerEntry, LedgerError};
+
+/// The one chain of a deployment (the head table is keyed so more could exist).
+pub(crate) const CHAIN: &str = "main";
+
+/// How long connecting may take before the attempt fails.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The error's own words: the server's message (with its detail) when there is one.
+pub(crate) fn describe(error: &tokio_postgres::Error) -> String {
+    match error.as_db_error() {
+        Some(db) => match db.detail() {
+            Some(detail) => format!("{} ({detail})", db.message()),
+            None => db.message().to_owned(),
+        },
+        None => match std::error::Error::source(error) {
+            Some(source) => format!("{error}: {source}"),
+            None => error.to_string(),
+        },
+    }
+}
+
+fn pg(what: &'static str) -> impl Fn(tokio_postgres::Error) -> LedgerError {
+    move |error| LedgerError::Postgres(format!("{what}: {}", describe(&error)))
+}
+
+fn pool_error(error: deadpool_postgres::PoolError) -> LedgerError {
+    match error {
+        deadpool_postgres::PoolError::Backend(error) => pg("connect")(error),
+        other => LedgerError::Postgres(format!("connect: {other}")),
+    }
+}
+
+/// A pool of connections to the URL (none is opened yet). The URL is never repeated in an
+/// error: it may hold a password.
+pub fn pool(url: &str, size: usize) -> Result<Pool, LedgerError> {
+    let mut config = tokio_postgres::Config::from_str(url)
+        .map_err(|error| LedgerError::Postgres(format!("[storage] url does not parse: {error}")))?;
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(CONNECT_TIMEOUT);
+    }
+    if config.get_application_name().is_none() {
+        config.application_name("switchboard");
+    }
+    let manager = Manager::from_config(
+        config,
+        tokio_postgres::NoTls,
+        ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        },
+    );
+    Pool::builder(manager)
+        .max_size(size.max(1))
+        .runtime(deadpool_postgres::Runtime::Tokio1)
+        .create_timeout(Some(CONNECT_TIMEOUT))
+        .wait_timeout(Some(CONNECT_TIMEOUT * 2))
+        .build()
+        .map_err(|error| LedgerError::Postgres(format!("cannot make a connection pool: {error}")))
+}
+
+/// A connection taken from a pool (it goes back when dropped).
+pub type Pooled = deadpool_postgres::Object;
+
+/// A connection from the pool.
+pub async fn connect(pool: &Pool) -> Result<Pooled, LedgerError> {
+    pool.get().await.map_err(pool_error)
+}
+
+/// This gateway, as the `replica` column names it: host and process id.
+fn replica() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .unwrap_or_default();
+    format!("{host}:{}", std::process::id())
+}
+
+/// Text PostgreSQL accepts: it stores no NUL character, which JSON strings may hold; the
+/// hashed entry keeps the original (escaped), verification compares through this too.
+pub(crate) fn clean(text: &str) -> String {
+    text.replace('\0', "\u{FFFD}")
+}
+
+fn clean_opt(text: Option<&String>) -> Option<String> {
+    text.map(|t| clean(t))
+}
+
+/// The columns of a batch, one array each, for `INSERT … SELECT FROM UNNEST`.
+#[derive(Default)]
+struct Columns {
+    id: Vec<i64>,
+    call_id: Vec<String>,
+    started_ms: Vec<i64>,
+    agent: Vec<Option<String>>,
+    session: Vec<Option<String>>,
+    tier: Vec<Option<String>>,
+    exposed: Vec<String>,
+    server: Vec<Option<String>>,
+    tool: Vec<Option<String>>,
+    args_digest: Vec<Option<String>>,
+    args_redacted: Vec<Option<String>>,
+    outcome: Vec<String>,
+    error: Vec<Option<String>>,
+    duration_us: Vec<i64>,
+    cost: Vec<f64>,
+    approval: Vec<Option<String>>,
+    result_bytes: Vec<Option<i64>>,
+    cached: Vec<bool>,
+    entry: Vec<String>,
+    prev_hash: Vec<String>,
+    row_hash: Vec<String>,
+}
+
+impl Columns {
+    fn push(&mut self, id: i64, entry: &LedgerEntry, canonical: &str, prev: &str, hash: &str) {
+        self.id.push(id);
+        self.call_id.push(clean(&entry.call_id));
+        self.started_ms.push(entry.started_ms);
+        self.agent.push(clean_opt(entry.agent.as_ref()));
+        self.session.push(clean_opt(entry.session.as_ref()));
+        self.tier.push(clean_opt(entry.tier.as_ref()));
+        self.exposed.push(clean(&entry.exposed));
+        self.server.push(clean_opt(entry.server.as_ref()));
+        self.tool.push(clean_opt(entry.tool.as_ref()));
+        self.args_digest.push(clean_opt(entry.args_digest.as_ref()));
+        self.args_redacted
+            .push(entry.args_redacted.as_ref().map(|v| clean(&v.to_string())));
+        self.outcome.push(clean(&entry.outcome));
+        self.error.push(clean_opt(entry.error.as_ref()));
+        self.duration_us.push(entry.duration_us);
+        self.cost.push(entry.cost);
+        self.approval.push(clean_opt(entry.approval.as_ref()));
+        self.result_bytes.push(entry.result_bytes);
+        self.cached.push(entry.cached);
+        self.entry.push(clean(canonical));
+        self.prev_hash.push(prev.to_owned());
+        self.row_hash.push(hash.to_owned());
+    }
+}
+
+const INSERT: &str =
+    "INSERT INTO mcp_tool_invocations (id, call_id, started_ms, agent, session, tier,
+    exposed, server, tool, args_digest, args_redacted, outcome, error, duration_us, cost, approval,
+    result_bytes, cached, entry, prev_hash, row_hash, replica)
+    SELECT *, $22::text FROM UNNEST($1::int8[], $2::text[], $3::int8[], $4::text[], $5::text[],
+    $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[],
+    $13::text[], $14::int8[], $15::float8[], $16::text[], $17::int8[], $18::bool[], $19::text[],
+    $20::text[], $21::text[])";
+
+/// Appends `rows` to the chain in one transaction (see the module's doc); returns how many
+/// were new. All or nothing: on an error nothing of the batch is on record, and the head
+/// has not moved.
+pub async fn append(
+    client: &mut deadpool_postgres::Object,
+    rows: &[(&LedgerEntry, &str)],
+    replica: &str,
+) -> Result<usize, LedgerError> {
+    if rows.is_empty() {
+        return Ok(0);
+    }
+    let tx = client.transaction().await.map_err(pg("begin"))?;
+    let head = tx
+        .prepare_cached("SELECT seq, row_hash FROM ledger_head WHERE chain = $1 FOR UPDATE")
+        .await
+        .map_err(pg("lock the chain's head"))?;
+    let head = tx
+        .query_opt(&head, &[&CHAIN])
+        .await
+        .map_err(pg("lock the chain's head"))?
+        .ok_or_else(|| {
+            LedgerError::Schema(
+                "the chain's head is missing from ledger_head: run `switchboard migrate`"
+                    .to_owned(),
+            )
+        })?;
+    let (mut seq, mut prev): (i64, String) = (
+        head.try_get(0).map_err(pg("read the chain's head"))?,
+        head.try_get(1).map_err(pg("read the chain's head"))?,
+    );
+    let ids: Vec<String> = rows
+        .iter()
+        .map(|(entry, _)| clean(&entry.call_id))
+        .collect();
+    let present = tx
+        .prepare_cached("SELECT call_id FROM mcp_tool_invocations WHERE call_id = ANY($1)")
+        .await
+        .map_err(pg("look up call ids"))?;
+    let mut seen: HashSet<String> = tx
+        .query(&present, &[&ids])
+        .await
+        .map_err(pg("look up call ids"))?
+        .iter()
+        .filter_map(|row| row.try_get::<_, String>(0).ok())
+        .collect();
+    let mut columns = Columns::default();
+    for ((entry, canonical), id) in rows.iter().zip(&ids) {
+        // On record already, or twice in this batch: the first one stands.
+        if !seen.insert(id.clone()) {
+            continue;
+        }
+        let hash = crate::store::chain(&prev, canonical);
+        seq += 1;
+        columns.push(seq, entry, canonical, &prev, &hash);
+        prev = hash;
+    }
+    let added = columns.id.len();
+    if added > 0 {
+        let insert = tx.prepare_cached(INSERT).await.map_err(pg("insert rows"))?;
+        let c = &columns;
+        tx.execute(
+            &insert,
+            &[
+                &c.id,
+                &c.call_id,
+                &c.started_ms,
+                &c.agent,
+                &c.session,
+                &c.tier,
+                &c.exposed,
+                &c.server,
+                &c.tool,
+                &c.args_digest,
+                &c.args_redacted,
+                &c.outcome,
+                &c.error,
+                &c.duration_us,
+                &c.cost,
+                &c.approval,
+                &c.result_bytes,
+                &c.cached,
+                &c.entry,
+                &c.prev_hash,
+                &c.row_hash,
+                &replica,
+            ],
+        )
+        .await
+        .map_err(pg("insert rows"))?;
+        tx.execute(
+            "UPDATE ledger_head SET seq = $2, row_hash = $3 WHERE chain = $1",
+            &[&CHAIN, &seq, &prev],
+        )
+        .await
+        .map_err(pg("move the chain's head"))?;
+    }
+    tx.commit().await.map_err(pg("commit"))?;
+    Ok(added)
+}
+
+/// Matching rows, newest first (as [`crate::store::query`] reads SQLite).
+pub async fn query(
+    client: &tokio_postgres::Client,
+    filter: &Filter,
+) -> Result<Vec<LedgerEntry>, LedgerError> {
+    let limit = if filter.limit == 0 || filter.tool.is_some() {
+        i64::MAX
+    } else {
+        i64::try_from(filter.limit).unwrap_or(i64::MAX)
+    };
+    let rows = client
+        .query(
+            "SELECT entry FROM mcp_tool_invocations
+             WHERE ($1::int8 IS NULL OR started_ms >= $1) AND ($2::text IS NULL OR agent = $2)
+               AND ($3::text IS NULL OR outcome = $3)
+             ORDER BY id DESC LIMIT $4",
+            &[&filter.since_ms, &filter.agent, &filter.outcome, &limit],
+        )
+        .await
+        .map_err(pg("read rows"))?;
+    let wanted = if filter.limit == 0 {
+        usize::MAX
+    } else {
+        filter.limit
+    };
+    Ok(rows
+        .iter()
+        .filter_map(|row| row.try_get::<_, String>(0).ok())
+        .filter_map(|text| serde_json::from_str::<LedgerEntry>(&text).ok())
+        .filter(|entry| {
+            filter
+                .tool
+                .as_ref()
+                .is_none_or(|glob| switchboard_core::agent::glob_match(glob, &entry.exposed))
+        })
+        .take(wanted)
+        .collect())
+}
+
+/// The writer thread's side of PostgreSQL: its own single-threaded runtime (the writer is
+/// a plain thread, like SQLite's) and a pool that reconnects after a lost connection.
+pub struct PostgresStore {
+    runtime: tokio::runtime::Runtime,
+    pool: Pool,
+    replica: String,
+}
+
+impl PostgresStore {
+    /// Connects and checks the schema is the one this Switchboard needs. Call it off any
+    /// async runtime (the CLI does, on a thread of its own).
+    pub fn open(url: &str) -> Result<Self, LedgerError> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|error| {
+                LedgerError::Postgres(format!("cannot start the writer's runtime: {error}"))
+            })?;
+        let pool = pool(url, 2)?;
+        runtime.block_on(async {
+            let client = connect(&pool).await?;
+            migrate::require_current(&client).await
+        })?;
+        Ok(Self {
+            runtime,
+            pool,
+            replica: replica(),
+        })
+    }
+}
+
+impl ChainStore for PostgresStore {
+    fn append(&mut self, rows: &[(&LedgerEntry, &str)]) -> Result<usize, LedgerError> {
+        let (pool, replica) = (&self.pool, &self.replica);
+        self.runtime.block_on(async {
+            let mut client = connect(pool).await?;
+            let result = append(&mut client, rows, replica).await;
+            if result.is_err() {
+                // A connection that failed mid-transaction is not given back to the pool.
+                let _ = deadpool_postgres::Object::take(client);
+            }
+            result
+        })
+    }
+
+    fn retries(&self) -> bool {
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests;

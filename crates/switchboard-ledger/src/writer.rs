@@ -1,0 +1,212 @@
+//! The writer thread and what it writes to: [`ChainStore`], with two implementations — the
+//! SQLite file ([`rusqlite::Connection`], [`crate::store`]) and the shared PostgreSQL
+//! ([`crate::postgres::PostgresStore`]).
+//!
+//! The writer sleeps until rung, then appends everything sent so far, [`BATCH`] rows per
+//! transaction. A store that [`ChainStore::retries`] keeps a failed batch and tries it again
+//! after a [`Backoff`] wait (a lost connection costs time, never a row); a flush waits until
+//! its rows are on record. One that does not (SQLite) leaves a failed batch to the journal,
+//! replayed when the ledger is next opened. When the last handle goes, the writer tries its
+//! held rows for [`STOP_PATIENCE`] at most, then leaves them to the journal.
+
+use std::borrow::Cow;
+use std::io::Seek;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, Sender, TryRecvError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::backoff::Backoff;
+use crate::{
+    BATCH, GATHER, Journal, Journaled, LedgerEntry, LedgerError, Message, ROTATE_EVERY, Stats,
+};
+
+/// How long a stopping writer keeps trying rows it could not append.
+pub const STOP_PATIENCE: Duration = Duration::from_secs(5);
+
+/// Where the ledger's rows go: one hash chain, extended a batch at a time.
+pub trait ChainStore: Send + 'static {
+    /// Appends the rows (each an entry and its canonical text, which is what is hashed) whose
+    /// call ids are not on record yet, extending the chain in order; returns how many were
+    /// new. All or nothing: after an error none of them is on record.
+    fn append(&mut self, rows: &[(&LedgerEntry, &str)]) -> Result<usize, LedgerError>;
+
+    /// Whether a failed append is worth trying again: the store is across a network and
+    /// comes back. Default: no (the rows stay in the journal).
+    fn retries(&self) -> bool {
+        false
+    }
+}
+
+impl ChainStore for rusqlite::Connection {
+    fn append(&mut self, rows: &[(&LedgerEntry, &str)]) -> Result<usize, LedgerError> {
+        crate::store::insert_canonical(
+            self,
+            rows.iter()
+                .map(|(entry, canonical)| (*entry, Cow::Borrowed(*canonical))),
+        )
+    }
+}
+
+fn append_journaled(store: &mut dyn ChainStore, rows: &[Journaled]) -> Result<usize, LedgerError> {
+    let rows: Vec<(&LedgerEntry, &str)> = rows
+        .iter()
+        .map(|row| (&row.entry, row.canonical.as_str()))
+        .collect();
+    store.append(&rows)
+}
+
+/// What the writer thread needs besides its store.
+pub(crate) struct Writer {
+    pub receiver: Receiver<Message>,
+    pub journal: Arc<Mutex<Journal>>,
+    pub gather: Arc<AtomicBool>,
+    pub stats: Arc<Stats>,
+}
+
+/// The writer's state between rounds.
+struct Round {
+    since_rotation: usize,
+    running: bool,
+    /// Rows a failed append left, tried first next time.
+    held: Vec<Journaled>,
+    flushes: Vec<Sender<()>>,
+    backoff: Backoff,
+    /// When a stopping writer gives up on held rows.
+    give_up: Option<Instant>,
+}
+
+impl Writer {
+    /// The thread's body: ends on [`Message::Stop`] (or when every sender is gone).
+    pub fn run(self, mut store: Box<dyn ChainStore>) {
+        let mut round = Round {
+            since_rotation: 0,
+            running: true,
+            held: Vec::new(),
+            flushes: Vec::new(),
+            backoff: Backoff::default(),
+            give_up: None,
+        };
+        while round.running || !round.held.is_empty() {
+            if round.held.is_empty() {
+                std::thread::park();
+                if self.gather.swap(false, Ordering::SeqCst) {
+                    std::thread::sleep(GATHER);
+                }
+            }
+            self.drain(&mut *store, &mut round);
+            if !round.running && round.give_up.is_some_and(|at| Instant::now() >= at) {
+                break;
+            }
+        }
+        for done in round.flushes.drain(..) {
+            let _ = done.send(());
+        }
+    }
+
+    /// Appends batches until the queue is empty (or an append failed and must wait).
+    fn drain(&self, store: &mut dyn ChainStore, round: &mut Round) {
+        loop {
+            let mut batch = std::mem::take(&mut round.held);
+            while batch.len() < BATCH && round.running {
+                match self.receiver.try_recv() {
+                    Ok(Message::Entry(row)) => batch.push(*row),
+                    Ok(Message::Flush(done)) => round.flushes.push(done),
+                    Ok(Message::Stop) | Err(TryRecvError::Disconnected) => {
+                        round.running = false;
+                        round.give_up = Some(Instant::now() + STOP_PATIENCE);
+                    }
+                    Err(TryRecvError::Empty) => break,
+                }
+            }
+            if batch.is_empty() && round.flushes.is_empty() {
+                return;
+            }
+            let full = batch.len() >= BATCH;
+            match append_journaled(store, &batch) {
+                Ok(inserted) => {
+                    round.since_rotation += inserted;
+                    round.backoff.reset();
+                    self.settled(batch.len());
+                }
+                Err(error) if store.retries() && !round.gave_up() => {
+                    let wait = round.backoff.next_wait();
+                    tracing::warn!(
+                        rows = batch.len(),
+                        failures = round.backoff.failures(),
+                        "{error}; the rows are kept (and journaled), trying again in {wait:?}"
+                    );
+                    round.held = batch;
+                    std::thread::sleep(wait);
+                    return;
+                }
+                Err(error) => {
+                    tracing::error!("{error}; the rows stay in the journal");
+                    self.settled(batch.len());
+                }
+            }
+            if round.since_rotation >= ROTATE_EVERY {
+                round.since_rotation = 0;
+                self.rotate(store, round);
+                if !round.held.is_empty() {
+                    return;
+                }
+            }
+            for done in round.flushes.drain(..) {
+                let _ = done.send(());
+            }
+            if !full || !round.running {
+                return;
+            }
+        }
+    }
+
+    /// Rows out of the writer's hands (on record, or left to the journal).
+    fn settled(&self, rows: usize) {
+        self.stats.queued.fetch_sub(rows as u64, Ordering::Relaxed);
+    }
+
+    /// Empties the journal once every journaled entry is on record: under the journal's
+    /// lock, nothing new is journaled meanwhile. Rows it cannot append are held.
+    fn rotate(&self, store: &mut dyn ChainStore, round: &mut Round) {
+        let Ok(journal) = self.journal.lock() else {
+            return;
+        };
+        let mut rest = Vec::new();
+        while let Ok(message) = self.receiver.try_recv() {
+            match message {
+                Message::Entry(row) => rest.push(*row),
+                Message::Flush(done) => round.flushes.push(done),
+                Message::Stop => {
+                    round.running = false;
+                    round.give_up = Some(Instant::now() + STOP_PATIENCE);
+                    break;
+                }
+            }
+        }
+        match append_journaled(store, &rest) {
+            Ok(_) => {
+                self.settled(rest.len());
+                let mut journal = journal;
+                let emptied = journal.file.set_len(0).and_then(|()| journal.file.rewind());
+                if let Err(error) = emptied {
+                    tracing::warn!("ledger: cannot empty {}: {error}", journal.path.display());
+                }
+            }
+            Err(error) if store.retries() => {
+                tracing::warn!("{error}; the rows are kept, the journal is not emptied");
+                round.held = rest;
+            }
+            Err(error) => {
+                tracing::error!("{error}; the rows stay in the journal");
+                self.settled(rest.len());
+            }
+        }
+    }
+}
+
+impl Round {
+    fn gave_up(&self) -> bool {
+        self.give_up.is_some_and(|at| Instant::now() >= at)
+    }
+}

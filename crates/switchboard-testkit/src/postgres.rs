@@ -1,0 +1,254 @@
+//! A throw-away PostgreSQL 15 for one test: `initdb` and `pg_ctl` in a temporary directory,
+//! listening on a unix socket in that directory only (no TCP), `fsync` off, one database
+//! created; stopped (`pg_ctl stop -m immediate`) and removed when the [`Postgres`] is dropped,
+//! also when the test panics.
+//!
+//! `initdb` refuses to run as root, so under root the server runs as the `postgres` user
+//! (`runuser -u postgres`), which owns the directory. Missing binaries are an error that says
+//! how to install them (`scripts/install-test-deps.sh`), never a skip.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// Where Debian's `postgresql-15` puts its binaries; `SWITCHBOARD_PG_BIN` overrides it.
+const DEFAULT_BIN: &str = "/usr/lib/postgresql/15/bin";
+/// The superuser `initdb` creates (trust authentication on the socket).
+pub const SUPERUSER: &str = "switchboard";
+/// The database created for the test.
+pub const DATABASE: &str = "switchboard";
+
+/// Why a PostgreSQL could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum PostgresError {
+    #[error(
+        "PostgreSQL 15 is not installed ({0} is missing): run scripts/install-test-deps.sh \
+         (apt-get install postgresql-15), or point SWITCHBOARD_PG_BIN at its bin directory"
+    )]
+    Missing(PathBuf),
+    #[error("cannot run {command}: {source}")]
+    Spawn {
+        command: String,
+        source: std::io::Error,
+    },
+    #[error("{command} failed ({status}): {output}")]
+    Failed {
+        command: String,
+        status: String,
+        output: String,
+    },
+    #[error("cannot make a temporary directory: {0}")]
+    TempDir(std::io::Error),
+}
+
+/// A running PostgreSQL, stopped and removed on drop.
+pub struct Postgres {
+    bin: PathBuf,
+    /// The server's `-o` options, kept to start it again.
+    options: String,
+    /// Holds `data/`, the log and the socket; removed on drop.
+    dir: tempfile::TempDir,
+    as_postgres: bool,
+}
+
+impl Postgres {
+    /// Initializes a cluster in a new temporary directory, starts it and creates the
+    /// database [`DATABASE`].
+    pub fn start() -> Result<Self, PostgresError> {
+        let bin = std::env::var_os("SWITCHBOARD_PG_BIN")
+            .map_or_else(|| PathBuf::from(DEFAULT_BIN), PathBuf::from);
+        for tool in ["initdb", "pg_ctl", "psql"] {
+            let path = bin.join(tool);
+            if !path.exists() {
+                return Err(PostgresError::Missing(path));
+            }
+        }
+        // Short and in /tmp: a unix socket's path must fit in 107 bytes.
+        let dir = tempfile::Builder::new()
+            .prefix("sbpg")
+            .tempdir_in("/tmp")
+            .map_err(PostgresError::TempDir)?;
+        let as_postgres = is_root();
+        if as_postgres {
+            run(Command::new("chown").arg("postgres:").arg(dir.path()))?;
+        }
+        let options = format!(
+            // fsync off: the machine does not crash in a test, the server may (`stop`), and
+            // then what it acknowledged must survive, so commits stay synchronous.
+            "-c listen_addresses='' -c unix_socket_directories='{}' -c fsync=off \
+             -c full_page_writes=off",
+            dir.path().display()
+        );
+        let postgres = Self {
+            bin,
+            options,
+            dir,
+            as_postgres,
+        };
+        let data = postgres.data_dir();
+        postgres.tool(
+            "initdb",
+            &[
+                "-D",
+                &data,
+                "-U",
+                SUPERUSER,
+                "--auth=trust",
+                "--no-sync",
+                "-E",
+                "UTF8",
+                "--locale=C.UTF-8",
+            ],
+        )?;
+        postgres.resume()?;
+        postgres.psql("postgres", &format!("CREATE DATABASE {DATABASE}"))?;
+        Ok(postgres)
+    }
+
+    /// Stops the server at once (`-m immediate`, like a crash), keeping its data: clients
+    /// lose their connections until [`Self::resume`].
+    pub fn stop(&self) -> Result<(), PostgresError> {
+        let data = self.data_dir();
+        self.tool("pg_ctl", &["-D", &data, "-m", "immediate", "-w", "stop"])
+            .map(drop)
+    }
+
+    /// Starts the server (again, after [`Self::stop`]) and waits until it accepts connections.
+    pub fn resume(&self) -> Result<(), PostgresError> {
+        let data = self.data_dir();
+        let log = self.dir.path().join("pg.log").display().to_string();
+        self.tool(
+            "pg_ctl",
+            &["-D", &data, "-l", &log, "-w", "-o", &self.options, "start"],
+        )
+        .map(drop)
+    }
+
+    /// The directory that holds the server's socket.
+    pub fn socket_dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// A `postgres://` URL of the test database, over the unix socket.
+    pub fn url(&self) -> String {
+        self.url_of(DATABASE)
+    }
+
+    /// A `postgres://` URL of another database of this server (create it with [`Self::psql`]).
+    pub fn url_of(&self, database: &str) -> String {
+        format!(
+            "postgres://{SUPERUSER}@/{database}?host={}",
+            self.socket_dir().display()
+        )
+    }
+
+    /// Runs SQL through `psql` as the superuser in `database`; returns its output (unaligned,
+    /// tuples only). An SQL error is an error.
+    pub fn psql(&self, database: &str, sql: &str) -> Result<String, PostgresError> {
+        let socket = self.socket_dir().display().to_string();
+        let output = self.tool(
+            "psql",
+            &[
+                "-h",
+                &socket,
+                "-U",
+                SUPERUSER,
+                "-d",
+                database,
+                "-v",
+                "ON_ERROR_STOP=1",
+                "-At",
+                "-c",
+                sql,
+            ],
+        )?;
+        Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
+    }
+
+    /// The server's log so far (for a failing test's message).
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("pg.log")).unwrap_or_default()
+    }
+
+    fn data_dir(&self) -> String {
+        self.dir.path().join("data").display().to_string()
+    }
+
+    /// Runs one of PostgreSQL's programs, as `postgres` under root.
+    fn tool(&self, name: &str, args: &[&str]) -> Result<Output, PostgresError> {
+        let program = self.bin.join(name);
+        let mut command = if self.as_postgres {
+            let mut command = Command::new("runuser");
+            command.args(["-u", "postgres", "--"]).arg(&program);
+            command
+        } else {
+            Command::new(&program)
+        };
+        // A working directory the `postgres` user may enter.
+        command.args(args).current_dir(self.dir.path());
+        run(&mut command)
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        let data = self.data_dir();
+        if let Err(error) = self.tool("pg_ctl", &["-D", &data, "-m", "immediate", "stop"]) {
+            // Nothing to return to: say so, and let the directory go anyway.
+            let _ = std::io::Write::write_all(
+                &mut std::io::stderr(),
+                format!("switchboard-testkit: cannot stop PostgreSQL: {error}\n").as_bytes(),
+            );
+        }
+    }
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).trim() == "0")
+}
+
+fn run(command: &mut Command) -> Result<Output, PostgresError> {
+    let shown = format!("{command:?}");
+    let output = command.output().map_err(|source| PostgresError::Spawn {
+        command: shown.clone(),
+        source,
+    })?;
+    if output.status.success() {
+        Ok(output)
+    } else {
+        Err(PostgresError::Failed {
+            command: shown,
+            status: output.status.to_string(),
+            output: format!(
+                "{}{}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            ),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn starts_answers_and_stops() {
+        let postgres = match Postgres::start() {
+            Ok(postgres) => postgres,
+            Err(error) => panic!("{error}"),
+        };
+        let socket = postgres.socket_dir().join(".s.PGSQL.5432");
+        assert!(postgres.url().starts_with("postgres://"));
+        match postgres.psql(DATABASE, "SELECT 40 + 2") {
+            Ok(answer) => assert_eq!(answer, "42"),
+            Err(error) => panic!("{error}\n{}", postgres.log()),
+        }
+        assert!(socket.exists());
+        let dir = postgres.socket_dir().to_owned();
+        drop(postgres);
+        assert!(!dir.exists(), "the directory is removed on drop");
+    }
+}
