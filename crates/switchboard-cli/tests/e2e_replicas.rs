@@ -19,6 +19,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use support::haproxy::Haproxy;
 use support::*;
 
 /// One request the proxy passed on: which replica, and the JSON-RPC method (if a POST).
@@ -552,55 +553,6 @@ fn a_call_still_running_at_the_drain_timeout_is_told_the_gateway_is_shutting_dow
 }
 
 /// HAProxy in front of replicas, checking `/readyz`; killed when dropped.
-struct Haproxy {
-    child: std::process::Child,
-    address: String,
-}
-
-impl Haproxy {
-    fn start(dir: &Path, replicas: &[String]) -> Self {
-        let binary = prerequisite(
-            "/usr/sbin/haproxy".into(),
-            "haproxy (apt-get install haproxy)",
-        );
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
-        let mut config = format!(
-            "defaults\n  mode http\n  timeout connect 2s\n  timeout client 60s\n  timeout server 60s\n  retries 3\n  option redispatch\n\
-             frontend mcp\n  bind 127.0.0.1:{port}\n  default_backend replicas\n\
-             backend replicas\n  balance roundrobin\n  option httpchk GET /readyz\n  http-check expect status 200\n  default-server inter 300ms fall 2 rise 1\n"
-        );
-        for (index, replica) in replicas.iter().enumerate() {
-            config.push_str(&format!("  server r{index} {replica} check\n"));
-        }
-        let file = dir.join("haproxy.cfg");
-        std::fs::write(&file, config).expect("write haproxy.cfg");
-        let child = std::process::Command::new(binary)
-            .arg("-db")
-            .arg("-f")
-            .arg(&file)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("start haproxy");
-        let address = format!("127.0.0.1:{port}");
-        wait_for(Duration::from_secs(10), || {
-            TcpStream::connect(&address).ok()
-        })
-        .expect("haproxy listens");
-        Self { child, address }
-    }
-}
-
-impl Drop for Haproxy {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 #[test]
 fn behind_haproxy_a_replica_that_drains_leaves_no_client_error() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -220,12 +220,15 @@ fn discover(name: &str) -> Value {
     })
 }
 
-/// Appends `call NAME` to `$FIXTURE_CALL_LOG`, and the call's `_meta` as one JSON line to
-/// `$FIXTURE_META_LOG`, when set, so tests can count what reached the server and see the
-/// trace context it came with.
+/// Appends `call NAME` to `$FIXTURE_CALL_LOG`, the call's arguments as one JSON line to
+/// `$FIXTURE_ARGUMENTS_LOG` and its `_meta` to `$FIXTURE_META_LOG`, when set, so tests can
+/// count what reached the server (several servers may share a file: a line is one append),
+/// which call it was, and the trace context it came with.
 fn log_call(params: &Value) {
     let name = params.get("name").and_then(Value::as_str).unwrap_or("");
     append_line("FIXTURE_CALL_LOG", &format!("call {name}"));
+    let arguments = params.get("arguments").cloned().unwrap_or(Value::Null);
+    append_line("FIXTURE_ARGUMENTS_LOG", &arguments.to_string());
     let meta = params.get("_meta").cloned().unwrap_or(Value::Null);
     append_line("FIXTURE_META_LOG", &meta.to_string());
 }
@@ -239,6 +242,7 @@ fn append_line(variable: &str, line: &str) {
         .append(true)
         .open(path)
     {
-        let _ = writeln!(file, "{line}");
+        // One write, so lines of servers sharing the file never interleave.
+        let _ = file.write_all(format!("{line}\n").as_bytes());
     }
 }

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use switchboard_mcp::routing_headers;
 
+pub mod haproxy;
 pub mod live;
 
 pub fn repo_root() -> PathBuf {
