@@ -89,6 +89,14 @@ pub async fn migrate(client: &mut Client) -> Result<Vec<Migration>, LedgerError>
     Ok(done)
 }
 
+/// Connects to `url` and applies the migrations it lacks (for tests and tools that hold no
+/// pool of their own).
+pub async fn migrate_url(url: &str) -> Result<Vec<Migration>, LedgerError> {
+    let pool = super::pool(url, 1)?;
+    let mut client = super::connect(&pool).await?;
+    migrate(&mut client).await
+}
+
 /// The versions on record (none when `schema_migrations` does not exist).
 async fn applied_versions(
     client: &impl tokio_postgres::GenericClient,

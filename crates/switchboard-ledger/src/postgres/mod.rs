@@ -40,7 +40,7 @@ pub(crate) const CHAIN: &str = "main";
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The error's own words: the server's message (with its detail) when there is one.
-pub(crate) fn describe(error: &tokio_postgres::Error) -> String {
+pub fn describe(error: &tokio_postgres::Error) -> String {
     match error.as_db_error() {
         Some(db) => match db.detail() {
             Some(detail) => format!("{} ({detail})", db.message()),

@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use switchboard_core::approval::{ApprovalRequest, Decision};
-use switchboard_ledger::postgres::{Pool, connect, pool};
+use switchboard_ledger::postgres::{Pool, connect, describe, pool};
 use tokio_postgres::AsyncMessage;
 
 use super::pending::{AnswerError, Grant, PendingApproval, PendingApprovals};
@@ -76,11 +76,11 @@ pub(crate) struct Verdict<'a> {
 }
 
 fn failed(what: &'static str) -> impl Fn(tokio_postgres::Error) -> String {
-    move |error| format!("{what}: {error}")
+    move |error| format!("{what}: {}", describe(&error))
 }
 
 fn store_error(what: &'static str) -> impl Fn(tokio_postgres::Error) -> AnswerError {
-    move |error| AnswerError::Store(format!("{what}: {error}"))
+    move |error| AnswerError::Store(failed(what)(error))
 }
 
 fn millis(value: i64) -> u64 {
@@ -213,7 +213,7 @@ impl ApprovalStore {
         if let Some(minutes) = minutes {
             tx.execute(
                 "INSERT INTO approval_grants (agent, tool, granted_by, minutes, until)
-                 VALUES ($1, $2, $3, $4, now() + make_interval(mins => $4::int))
+                 VALUES ($1, $2, $3, $4, now() + $4::bigint * interval '1 minute')
                  ON CONFLICT (agent, tool) DO UPDATE SET granted_by = EXCLUDED.granted_by,
                      minutes = EXCLUDED.minutes, until = EXCLUDED.until",
                 &[
@@ -247,9 +247,11 @@ impl ApprovalStore {
         let client = self.client().await?;
         let closed = client
             .execute(
-                "UPDATE approvals SET state = $2, decided_by = 'timeout', decided_at = now()
-                 WHERE id = $1 AND state = 'pending'",
-                &[&id, &state],
+                "WITH closed AS (
+                     UPDATE approvals SET state = $2, decided_by = 'timeout', decided_at = now()
+                     WHERE id = $1 AND state = 'pending' RETURNING id)
+                 SELECT pg_notify($3, id) FROM closed",
+                &[&id, &state, &CHANNEL],
             )
             .await
             .map_err(failed("close the approval"))?;
