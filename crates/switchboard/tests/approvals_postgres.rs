@@ -85,8 +85,14 @@ async fn a_grant_made_through_one_replica_answers_calls_on_the_other() {
         "secrets are redacted in the shared row"
     );
     let grant = b.approve_for("c1", 5, "alice").await.expect("pending");
+    let decided = tokio::time::Instant::now();
     assert_eq!((grant.agent.as_deref(), grant.minutes), (Some("qa"), 5));
-    match asked.await.expect("join") {
+    let decision = asked.await.expect("join");
+    // NOTIFY wakes A: well under the 500 ms poll that would otherwise find it.
+    let woke = decided.elapsed();
+    eprintln!("decided on B -> answered on A in {woke:?}");
+    assert!(woke < Duration::from_millis(400), "{woke:?}");
+    match decision {
         Decision::Approved { by, channel } => {
             assert_eq!(by, "alice");
             assert!(channel.contains("5 min"), "{channel}");

@@ -124,6 +124,9 @@ impl PendingApprovals {
     /// A queue shared by every replica through the PostgreSQL at `url` (`[storage] url`),
     /// followed from now on; needs a Tokio runtime.
     pub fn on_postgres(url: &str) -> Result<Arc<Self>, String> {
+        if tokio::runtime::Handle::try_current().is_err() {
+            return Err("the shared approvals queue needs a Tokio runtime".to_owned());
+        }
         let store = ApprovalStore::new(url)?;
         let wake = Arc::new(tokio::sync::Notify::new());
         let queue = Arc::new(Self {
@@ -134,9 +137,6 @@ impl PendingApprovals {
             }),
             ..Self::default()
         });
-        if tokio::runtime::Handle::try_current().is_err() {
-            return Err("the shared approvals queue needs a Tokio runtime".to_owned());
-        }
         ApprovalStore::follow(Arc::downgrade(&queue), url.to_owned(), wake);
         Ok(queue)
     }
