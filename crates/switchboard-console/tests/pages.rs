@@ -46,7 +46,10 @@ async fn traffic(gateway: &Gateway) {
     });
     let id = gateway.first_waiting().await;
     let pending = gateway.host.pending_approvals().expect("approvals");
-    pending.answer(&id, true, "bob", None).expect("waiting");
+    pending
+        .answer(&id, true, "bob", None)
+        .await
+        .expect("waiting");
     let outcome = approved.await.expect("join").expect("outcome");
     assert!(!outcome.is_error, "{}", outcome.text_content());
     gateway.flush();

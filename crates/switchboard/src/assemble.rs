@@ -78,7 +78,12 @@ impl Host {
             None => keys_of(config)?,
         };
         options.keys = Some(keys.clone());
-        let approvals = Arc::new(Approvals::new(keys, config.gateway.approval_timeout));
+        let mut approvals = Approvals::new(keys, config.gateway.approval_timeout);
+        if let Some(url) = &config.storage.url {
+            approvals.pending = crate::approvals::PendingApprovals::on_postgres(&url.0)
+                .map_err(|error| AssembleError(format!("[storage] url: approvals: {error}")))?;
+        }
+        let approvals = Arc::new(approvals);
         options.pending_approvals = Some(approvals.pending.clone());
         let mut governance = governance(config);
         governance.limits = share_limits(std::mem::take(&mut governance.limits), config, None)?;

@@ -48,7 +48,7 @@ pub mod tokens;
 mod tool_search;
 
 pub use approvals::{
-    Approvals, Grant, MemoryNonces, NotPending, PendingApproval, PendingApprovals, Sealer,
+    AnswerError, Approvals, Grant, MemoryNonces, PendingApproval, PendingApprovals, Sealer,
     StateError, UsedNonces,
 };
 pub use assemble::{AssembleError, approval_rules, connection_fingerprint, governance, plans};

@@ -99,6 +99,7 @@ async fn an_operator_approves_denies_or_lets_it_time_out() {
     );
     pending
         .answer(&listed[0].id, true, "alice", None)
+        .await
         .expect("pending");
     let approved = waiting.await.expect("join").expect("outcome");
     assert_eq!(approved.text_content(), "t:delete!");
@@ -106,9 +107,10 @@ async fn an_operator_approves_denies_or_lets_it_time_out() {
     let (waiting, id) = qa_waits(&host).await;
     pending
         .answer(&id, false, "bob", Some("not on a Friday"))
+        .await
         .expect("pending");
     assert!(
-        pending.answer(&id, true, "bob", None).is_err(),
+        pending.answer(&id, true, "bob", None).await.is_err(),
         "answered once only"
     );
     let denied = waiting.await.expect("join").expect("outcome");
@@ -129,7 +131,10 @@ async fn an_operator_grant_lets_later_calls_of_that_agent_and_tool_through() {
     let host = host(Duration::from_secs(5)).await;
     let pending = host.pending_approvals().expect("approvals");
     let (waiting, id) = qa_waits(&host).await;
-    pending.approve_for(&id, 15, "alice").expect("pending");
+    pending
+        .approve_for(&id, 15, "alice")
+        .await
+        .expect("pending");
     let approved = waiting.await.expect("join").expect("outcome");
     assert_eq!(approved.text_content(), "t:delete!");
     // The next call of the same agent and tool is approved without waiting.

@@ -27,7 +27,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde::Deserialize;
 use serde_json::json;
-use switchboard::Host;
+use switchboard::{AnswerError, Host};
 use tokio_util::sync::CancellationToken;
 
 pub(super) struct AdminState {
@@ -151,8 +151,18 @@ async fn answer(
         return (StatusCode::NOT_FOUND, "approvals are not set up").into_response();
     };
     let by = answer.by.as_deref().unwrap_or("operator");
-    match pending.answer(&id, answer.approve, by, answer.reason.as_deref()) {
+    match pending
+        .answer(&id, answer.approve, by, answer.reason.as_deref())
+        .await
+    {
         Ok(()) => Json(json!({"id": id, "approved": answer.approve})).into_response(),
+        // Another operator (perhaps on another replica) answered first.
+        Err(error @ AnswerError::AlreadyDecided { .. }) => {
+            (StatusCode::CONFLICT, error.to_string()).into_response()
+        }
+        Err(error @ AnswerError::Store(_)) => {
+            (StatusCode::SERVICE_UNAVAILABLE, error.to_string()).into_response()
+        }
         Err(error) => (StatusCode::NOT_FOUND, error.to_string()).into_response(),
     }
 }

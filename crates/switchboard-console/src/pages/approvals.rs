@@ -16,7 +16,7 @@ use axum::response::Response;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures::Stream;
 use maud::{Markup, html};
-use switchboard::{Grant, PendingApproval, PendingApprovals};
+use switchboard::{AnswerError, Grant, PendingApproval, PendingApprovals};
 
 use super::done;
 use crate::Console;
@@ -192,8 +192,8 @@ pub(crate) async fn decide(
         .ok_or_else(|| ConsoleError::NotFound("approvals are not set up".to_owned()))?;
     let by = decider(&session);
     let answered = match fields.get("action") {
-        Some("approve") => pending.answer(&id, true, &by, None),
-        Some("deny") => pending.answer(&id, false, &by, fields.get("reason")),
+        Some("approve") => pending.answer(&id, true, &by, None).await,
+        Some("deny") => pending.answer(&id, false, &by, fields.get("reason")).await,
         Some("grant") => {
             let minutes = fields
                 .get("minutes")
@@ -204,7 +204,7 @@ pub(crate) async fn decide(
                         "minutes must be a whole number from 1 to {MAX_GRANT_MINUTES}"
                     ))
                 })?;
-            pending.approve_for(&id, minutes, &by).map(|_| ())
+            pending.approve_for(&id, minutes, &by).await.map(|_| ())
         }
         _ => {
             return Err(ConsoleError::Invalid(
@@ -212,7 +212,12 @@ pub(crate) async fn decide(
             ));
         }
     };
-    answered.map_err(|error| ConsoleError::NotFound(error.to_string()))?;
+    answered.map_err(|error| match error {
+        AnswerError::NotPending(_) => ConsoleError::NotFound(error.to_string()),
+        AnswerError::AlreadyDecided { .. } | AnswerError::Store(_) => {
+            ConsoleError::Refused(error.to_string())
+        }
+    })?;
     tracing::info!(id, by, "console: approval answered");
     Ok(done(&headers, "/console/approvals"))
 }
@@ -227,11 +232,13 @@ pub(crate) async fn revoke(
     let tool = fields
         .get("tool")
         .ok_or_else(|| ConsoleError::Invalid("which tool?".to_owned()))?;
-    let ended = console
-        .shared
-        .host
-        .pending_approvals()
-        .is_some_and(|pending| pending.revoke_grant(fields.get("agent"), tool));
+    let ended = match console.shared.host.pending_approvals() {
+        Some(pending) => pending
+            .revoke_grant(fields.get("agent"), tool)
+            .await
+            .map_err(|error| ConsoleError::Refused(error.to_string()))?,
+        None => false,
+    };
     if !ended {
         return Err(ConsoleError::NotFound(format!(
             "no grant in force for {tool}"

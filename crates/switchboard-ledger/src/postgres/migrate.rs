@@ -23,11 +23,18 @@ pub struct Migration {
 }
 
 /// Every migration this Switchboard knows, oldest first.
-pub const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "audit ledger",
-    sql: include_str!("migrations/0001_ledger.sql"),
-}];
+pub const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "audit ledger",
+        sql: include_str!("migrations/0001_ledger.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "approvals",
+        sql: include_str!("migrations/0002_approvals.sql"),
+    },
+];
 
 /// The schema version this Switchboard needs.
 pub fn latest() -> i64 {
@@ -80,6 +87,14 @@ pub async fn migrate(client: &mut Client) -> Result<Vec<Migration>, LedgerError>
     }
     tx.commit().await.map_err(pg("commit the migrations"))?;
     Ok(done)
+}
+
+/// Connects to `url` and applies the migrations it lacks (for tests and tools that hold no
+/// pool of their own).
+pub async fn migrate_url(url: &str) -> Result<Vec<Migration>, LedgerError> {
+    let pool = super::pool(url, 1)?;
+    let mut client = super::connect(&pool).await?;
+    migrate(&mut client).await
 }
 
 /// The versions on record (none when `schema_migrations` does not exist).

@@ -40,7 +40,7 @@ pub(crate) const CHAIN: &str = "main";
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The error's own words: the server's message (with its detail) when there is one.
-pub(crate) fn describe(error: &tokio_postgres::Error) -> String {
+pub fn describe(error: &tokio_postgres::Error) -> String {
     match error.as_db_error() {
         Some(db) => match db.detail() {
             Some(detail) => format!("{} ({detail})", db.message()),
@@ -100,7 +100,7 @@ pub async fn connect(pool: &Pool) -> Result<Pooled, LedgerError> {
 }
 
 /// This gateway, as the `replica` column names it: host and process id.
-fn replica() -> String {
+pub fn replica() -> String {
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|h| h.trim().to_owned())
         .unwrap_or_default();

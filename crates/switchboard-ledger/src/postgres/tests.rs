@@ -109,11 +109,27 @@ fn migrations_apply_from_empty_and_a_second_run_applies_none() {
         postgres
             .psql(
                 DATABASE,
-                "SELECT string_agg(version::text, ',') FROM schema_migrations"
+                "SELECT string_agg(version::text, ',' ORDER BY version) FROM schema_migrations"
             )
             .expect("versions"),
-        "1"
+        "1,2"
     );
+    // A database of wave 1 (the ledger only) is told what it lacks and gets only that.
+    postgres
+        .psql(
+            DATABASE,
+            "DROP TABLE approval_grants, approvals; DELETE FROM schema_migrations WHERE version = 2",
+        )
+        .expect("back to version 1");
+    runtime().block_on(async {
+        let mut client = connect(&pool).await.expect("connect");
+        let error = migrate::require_current(&client)
+            .await
+            .expect_err("version 1 is out of date");
+        assert!(error.to_string().contains("2 (approvals)"), "{error}");
+        let applied = migrate::migrate(&mut client).await.expect("upgrade");
+        assert_eq!(applied.iter().map(|m| m.version).collect::<Vec<_>>(), [2]);
+    });
     // A schema from a newer Switchboard is refused, not guessed at.
     postgres
         .psql(

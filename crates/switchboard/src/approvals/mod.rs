@@ -10,6 +10,7 @@
 //! the agent and tool ([`PendingApprovals::approve_for`]) answers before anyone is asked.
 
 mod pending;
+mod postgres;
 mod seal;
 
 use std::sync::Arc;
@@ -21,7 +22,7 @@ use switchboard_core::approval::{ApprovalRequest, Approver, Decision};
 use switchboard_core::{CallContext, ModernRequest};
 use switchboard_mcp::seal::Keys;
 
-pub use pending::{Grant, NotPending, PendingApproval, PendingApprovals};
+pub use pending::{AnswerError, Grant, PendingApproval, PendingApprovals};
 pub use seal::{MemoryNonces, Sealer, StateError, UsedNonces};
 
 /// The key under which the approval question is asked in `inputRequests`.

@@ -3,9 +3,14 @@
 //! for N minutes"), which answer later calls without asking anyone; and how long approval
 //! decisions took (the metrics' approval wait, whoever decided). Every change of the queue
 //! bumps a version that the console's live page follows.
+//!
+//! With `[storage] url` ([`PendingApprovals::on_postgres`]) the queue and the grants live in
+//! PostgreSQL (`super::postgres`), shared by every replica: this type then keeps only the
+//! answer channels of the calls waiting on this replica and a mirror of the deployment's
+//! queue and grants, re-read when a replica notifies, after a reconnect, and every 500 ms.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
@@ -13,6 +18,8 @@ use serde_json::{Map, Value};
 use switchboard_core::approval::{ApprovalRequest, Decision};
 use switchboard_core::metrics::{Histogram, HistogramSnapshot};
 use tokio::sync::{oneshot, watch};
+
+use super::postgres::{ApprovalStore, Snapshot, Verdict};
 
 /// One call waiting for an operator, as `switchboard approvals list` shows it.
 #[derive(Debug, Clone, Serialize)]
@@ -60,6 +67,8 @@ struct Waiting {
 
 /// The operator queue.
 pub struct PendingApprovals {
+    /// The deployment's queue on PostgreSQL, and what was last read of it.
+    shared: Option<Shared>,
     waiting: Mutex<BTreeMap<String, Waiting>>,
     /// Keyed by (agent, exposed tool name).
     grants: Mutex<HashMap<(Option<String>, String), Granted>>,
@@ -72,6 +81,7 @@ pub struct PendingApprovals {
 impl Default for PendingApprovals {
     fn default() -> Self {
         Self {
+            shared: None,
             waiting: Mutex::default(),
             grants: Mutex::default(),
             changes: watch::Sender::new(0),
@@ -80,12 +90,88 @@ impl Default for PendingApprovals {
     }
 }
 
+struct Shared {
+    store: Arc<ApprovalStore>,
+    mirror: Mutex<Snapshot>,
+    /// Wakes the follower to re-read the store now.
+    wake: Arc<tokio::sync::Notify>,
+}
+
 /// Why an operator's answer was not taken.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("no pending approval with id '{0}' (it may have been answered or timed out)")]
-pub struct NotPending(pub String);
+pub enum AnswerError {
+    #[error("no pending approval with id '{0}' (it may have been answered or timed out)")]
+    NotPending(String),
+    /// Another operator (perhaps through another replica) answered first.
+    #[error("approval '{id}' was already decided ({state} by '{by}'): this answer was not taken")]
+    AlreadyDecided {
+        id: String,
+        state: String,
+        by: String,
+    },
+    /// The shared store (PostgreSQL) did not answer; nothing was decided.
+    #[error("the shared approvals store failed: {0}")]
+    Store(String),
+}
+
+impl AnswerError {
+    fn not_pending(id: &str) -> Self {
+        Self::NotPending(id.to_owned())
+    }
+}
 
 impl PendingApprovals {
+    /// A queue shared by every replica through the PostgreSQL at `url` (`[storage] url`),
+    /// followed from now on; needs a Tokio runtime.
+    pub fn on_postgres(url: &str) -> Result<Arc<Self>, String> {
+        if tokio::runtime::Handle::try_current().is_err() {
+            return Err("the shared approvals queue needs a Tokio runtime".to_owned());
+        }
+        let store = ApprovalStore::new(url)?;
+        let wake = Arc::new(tokio::sync::Notify::new());
+        let queue = Arc::new(Self {
+            shared: Some(Shared {
+                store: Arc::new(store),
+                mirror: Mutex::new(Snapshot::default()),
+                wake: wake.clone(),
+            }),
+            ..Self::default()
+        });
+        ApprovalStore::follow(Arc::downgrade(&queue), url.to_owned(), wake);
+        Ok(queue)
+    }
+
+    /// Re-reads the shared store: the mirror every listing shows, and the decisions of the
+    /// calls waiting here, which are answered.
+    pub(crate) async fn refresh(&self) {
+        let Some(shared) = &self.shared else { return };
+        let waiting: Vec<String> = self
+            .waiting
+            .lock()
+            .map(|w| w.keys().cloned().collect())
+            .unwrap_or_default();
+        let snapshot = match shared.store.read(&waiting).await {
+            Ok(snapshot) => snapshot,
+            Err(error) => {
+                tracing::warn!(target: "switchboard::approvals", "approvals: {error}");
+                return;
+            }
+        };
+        for (id, decision) in &snapshot.decided {
+            if let Ok(waiting) = self.take(id) {
+                let _ = waiting.answer.send(decision.clone());
+            }
+        }
+        let changed = shared.mirror.lock().is_ok_and(|mut mirror| {
+            let before = mirror.shape();
+            *mirror = snapshot;
+            before != mirror.shape()
+        });
+        if changed {
+            self.changed();
+        }
+    }
+
     /// Queues a request and waits for an operator, at most `timeout`.
     pub async fn ask(&self, request: ApprovalRequest, timeout: Duration) -> Decision {
         self.ask_in_tier(request, None, timeout).await
@@ -100,6 +186,19 @@ impl PendingApprovals {
     ) -> Decision {
         let (answer, decision) = oneshot::channel();
         let id = request.call_id.clone();
+        if let Some(shared) = &self.shared
+            && let Err(error) = shared
+                .store
+                .insert(&request, tier.as_deref(), timeout)
+                .await
+        {
+            tracing::warn!(target: "switchboard::approvals", id, "approvals: {error}");
+            return Decision::Denied {
+                by: "gateway".to_owned(),
+                channel: "operator".to_owned(),
+                reason: format!("the shared approvals store failed: {error}"),
+            };
+        }
         if let Ok(mut waiting) = self.waiting.lock() {
             waiting.insert(
                 id.clone(),
@@ -113,6 +212,9 @@ impl PendingApprovals {
             );
         }
         self.changed();
+        if let Some(shared) = &self.shared {
+            shared.wake.notify_one();
+        }
         tracing::info!(id, "call waiting for an operator's approval");
         // Whatever ends the wait — an answer, the timeout, or the asker giving up (a cancelled
         // operation, a dropped call) — the request leaves the queue.
@@ -123,16 +225,33 @@ impl PendingApprovals {
         let decided = tokio::time::timeout(timeout, decision).await;
         match decided {
             Ok(Ok(decision)) => decision,
-            _ => Decision::Denied {
+            _ => self.expired(&id).await.unwrap_or_else(|| Decision::Denied {
                 by: "timeout".to_owned(),
                 channel: "operator".to_owned(),
                 reason: format!("no operator answered within {} s", timeout.as_secs()),
-            },
+            }),
         }
     }
 
-    /// Calls waiting now.
+    /// Closes a shared approval whose wait timed out; the decision an operator made just
+    /// before, if one did (it wins: the row was decided once, and that is what happened).
+    async fn expired(&self, id: &str) -> Option<Decision> {
+        let shared = self.shared.as_ref()?;
+        let _ = self.take(id);
+        match shared.store.close(id, "expired").await {
+            Ok(decided) => decided,
+            Err(error) => {
+                tracing::warn!(target: "switchboard::approvals", id, "approvals: {error}");
+                None
+            }
+        }
+    }
+
+    /// Calls waiting now (with a shared store: in the whole deployment, as last read).
     pub fn len(&self) -> usize {
+        if let Some(shared) = &self.shared {
+            return shared.mirror.lock().map_or(0, |m| m.pending.len());
+        }
         self.waiting.lock().map_or(0, |waiting| waiting.len())
     }
 
@@ -167,6 +286,18 @@ impl PendingApprovals {
             .is_ok_and(|mut waiting| waiting.remove(id).is_some());
         if removed {
             self.changed();
+            // The asker gave up before any decision: the row is closed so no replica lists
+            // it any more (a decision that won the race stays as it was).
+            if let Some(shared) = &self.shared
+                && let Ok(runtime) = tokio::runtime::Handle::try_current()
+            {
+                let (store, id) = (shared.store.clone(), id.to_owned());
+                runtime.spawn(async move {
+                    if let Err(error) = store.close(&id, "withdrawn").await {
+                        tracing::warn!(target: "switchboard::approvals", id, "approvals: {error}");
+                    }
+                });
+            }
         }
     }
 
@@ -179,7 +310,15 @@ impl PendingApprovals {
         self.changes.subscribe()
     }
 
+    /// The calls waiting (with a shared store: in the whole deployment, as last read).
     pub fn list(&self) -> Vec<PendingApproval> {
+        if let Some(shared) = &self.shared {
+            return shared
+                .mirror
+                .lock()
+                .map(|m| m.pending.clone())
+                .unwrap_or_default();
+        }
         let now = tokio::time::Instant::now();
         self.waiting
             .lock()
@@ -207,7 +346,23 @@ impl PendingApprovals {
 
     /// Approves the waiting call `id` and, for `minutes`, every later call of the same tool
     /// by the same agent (see [`Self::granted`]).
-    pub fn approve_for(&self, id: &str, minutes: u64, by: &str) -> Result<Grant, NotPending> {
+    pub async fn approve_for(
+        &self,
+        id: &str,
+        minutes: u64,
+        by: &str,
+    ) -> Result<Grant, AnswerError> {
+        if let Some(shared) = &self.shared {
+            let verdict = Verdict {
+                approve: true,
+                by,
+                reason: None,
+                grant_minutes: Some(minutes),
+            };
+            let grant = shared.store.decide(id, &verdict).await?;
+            self.refresh().await;
+            return Ok(grant);
+        }
         let waiting = self.take(id)?;
         let agent = waiting.request.agent.clone();
         let tool = waiting.request.tool.clone();
@@ -230,7 +385,7 @@ impl PendingApprovals {
         waiting
             .answer
             .send(decision)
-            .map_err(|_| NotPending(id.to_owned()))?;
+            .map_err(|_| AnswerError::not_pending(id))?;
         Ok(Grant {
             agent,
             tool,
@@ -245,6 +400,16 @@ impl PendingApprovals {
     /// The decision of a standing grant for `agent`'s calls of `tool`, if one is in force.
     pub fn granted(&self, agent: Option<&str>, tool: &str) -> Option<Decision> {
         let now = tokio::time::Instant::now();
+        if let Some(shared) = &self.shared {
+            let mirror = shared.mirror.lock().ok()?;
+            let (grant, _) = mirror.grants.iter().find(|(grant, until)| {
+                *until > now && grant.agent.as_deref() == agent && grant.tool == tool
+            })?;
+            return Some(Decision::Approved {
+                by: grant.by.clone(),
+                channel: format!("operator grant ({} min)", grant.minutes),
+            });
+        }
         let mut grants = self.grants.lock().ok()?;
         grants.retain(|_, grant| grant.until > now);
         let grant = grants.get(&(agent.map(str::to_owned), tool.to_owned()))?;
@@ -257,6 +422,22 @@ impl PendingApprovals {
     /// The grants in force.
     pub fn grants(&self) -> Vec<Grant> {
         let now = tokio::time::Instant::now();
+        if let Some(shared) = &self.shared {
+            return shared
+                .mirror
+                .lock()
+                .map(|m| {
+                    m.grants
+                        .iter()
+                        .filter(|(_, until)| *until > now)
+                        .map(|(grant, until)| Grant {
+                            expires_in_ms: duration_ms(until.saturating_duration_since(now)),
+                            ..grant.clone()
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+        }
         let Ok(mut grants) = self.grants.lock() else {
             return Vec::new();
         };
@@ -276,7 +457,16 @@ impl PendingApprovals {
     }
 
     /// Ends a grant before its time; whether there was one.
-    pub fn revoke_grant(&self, agent: Option<&str>, tool: &str) -> bool {
+    pub async fn revoke_grant(&self, agent: Option<&str>, tool: &str) -> Result<bool, AnswerError> {
+        if let Some(shared) = &self.shared {
+            let ended = shared
+                .store
+                .revoke_grant(agent, tool)
+                .await
+                .map_err(AnswerError::Store)?;
+            self.refresh().await;
+            return Ok(ended);
+        }
         let removed = self.grants.lock().is_ok_and(|mut grants| {
             grants
                 .remove(&(agent.map(str::to_owned), tool.to_owned()))
@@ -285,28 +475,41 @@ impl PendingApprovals {
         if removed {
             self.changed();
         }
-        removed
+        Ok(removed)
     }
 
-    fn take(&self, id: &str) -> Result<Waiting, NotPending> {
+    fn take(&self, id: &str) -> Result<Waiting, AnswerError> {
         let taken = self
             .waiting
             .lock()
             .ok()
             .and_then(|mut waiting| waiting.remove(id))
-            .ok_or_else(|| NotPending(id.to_owned()))?;
+            .ok_or_else(|| AnswerError::not_pending(id))?;
         self.changed();
         Ok(taken)
     }
 
-    /// An operator's answer.
-    pub fn answer(
+    /// An operator's answer: with a shared store taken once in the whole deployment
+    /// ([`AnswerError::AlreadyDecided`] for the second), and the waiting call answered on
+    /// whichever replica it waits.
+    pub async fn answer(
         &self,
         id: &str,
         approve: bool,
         by: &str,
         reason: Option<&str>,
-    ) -> Result<(), NotPending> {
+    ) -> Result<(), AnswerError> {
+        if let Some(shared) = &self.shared {
+            let verdict = Verdict {
+                approve,
+                by,
+                reason,
+                grant_minutes: None,
+            };
+            shared.store.decide(id, &verdict).await?;
+            self.refresh().await;
+            return Ok(());
+        }
         let waiting = self.take(id)?;
         let decision = if approve {
             Decision::Approved {
@@ -323,7 +526,7 @@ impl PendingApprovals {
         waiting
             .answer
             .send(decision)
-            .map_err(|_| NotPending(id.to_owned()))
+            .map_err(|_| AnswerError::not_pending(id))
     }
 }
 
@@ -386,7 +589,7 @@ mod tests {
         let listed = queue.list();
         assert_eq!(listed.len(), 1);
         assert_eq!(listed[0].tier.as_deref(), Some("fast"));
-        let grant = queue.approve_for("c1", 10, "alice").expect("waiting");
+        let grant = queue.approve_for("c1", 10, "alice").await.expect("waiting");
         assert_eq!((grant.minutes, grant.by.as_str()), (10, "alice"));
         match asked.await.expect("join") {
             Decision::Approved { by, channel } => {
@@ -406,16 +609,19 @@ mod tests {
         tokio::time::advance(Duration::from_secs(61)).await;
         assert!(queue.granted(Some("qa"), "t__delete").is_none(), "expired");
         assert!(queue.grants().is_empty());
-        assert!(queue.approve_for("c1", 10, "alice").is_err(), "answered");
+        assert!(
+            queue.approve_for("c1", 10, "alice").await.is_err(),
+            "answered"
+        );
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_revoked_grant_asks_again() {
         let (queue, asked) = one_waiting().await;
-        queue.approve_for("c1", 5, "alice").expect("waiting");
+        queue.approve_for("c1", 5, "alice").await.expect("waiting");
         asked.await.expect("join");
-        assert!(queue.revoke_grant(Some("qa"), "t__delete"));
-        assert!(!queue.revoke_grant(Some("qa"), "t__delete"));
+        assert_eq!(queue.revoke_grant(Some("qa"), "t__delete").await, Ok(true));
+        assert_eq!(queue.revoke_grant(Some("qa"), "t__delete").await, Ok(false));
         assert!(queue.granted(Some("qa"), "t__delete").is_none());
     }
 }
