@@ -78,7 +78,27 @@ impl Host {
             None => keys_of(config)?,
         };
         options.keys = Some(keys.clone());
-        let approvals = Arc::new(Approvals::new(keys, config.gateway.approval_timeout));
+        let approvals = Arc::new(match &config.shared.redis {
+            // Used states and ended sessions hold on every replica.
+            Some(url) => {
+                let marks = Arc::new(
+                    crate::shared::SharedMarks::connect(
+                        url,
+                        config.shared.deployment(),
+                        config.shared.redis_unavailable,
+                    )
+                    .map_err(|error| AssembleError(error.to_string()))?,
+                );
+                if options.ended_sessions.is_none() {
+                    options.ended_sessions = Some(marks.clone());
+                }
+                Approvals::with_sealer(
+                    crate::approvals::Sealer::with_nonces(keys, marks),
+                    config.gateway.approval_timeout,
+                )
+            }
+            None => Approvals::new(keys, config.gateway.approval_timeout),
+        });
         options.pending_approvals = Some(approvals.pending.clone());
         let mut governance = governance(config);
         governance.limits = share_limits(std::mem::take(&mut governance.limits), config, None)?;

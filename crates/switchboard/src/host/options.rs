@@ -82,6 +82,9 @@ pub struct HostOptions {
     pub metrics: bool,
     /// The events replicas tell each other (`[shared] redis`; `None`: a replica alone).
     pub events: Option<crate::shared::EventBus>,
+    /// Where sessions ended by DELETE are remembered for the HTTP front (`[shared] redis`:
+    /// every replica; `None`: the front's own memory).
+    pub ended_sessions: Option<Arc<dyn switchboard_mcp::front::http::EndedSessions>>,
 }
 
 impl Default for HostOptions {
@@ -113,6 +116,7 @@ impl Default for HostOptions {
             telemetry: None,
             metrics: true,
             events: None,
+            ended_sessions: None,
         }
     }
 }

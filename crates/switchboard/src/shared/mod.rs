@@ -1,13 +1,17 @@
 //! State the replicas of one deployment share (issue 32), in the Redis `[shared] redis`
 //! names: rate limits and concurrency caps ([`RedisLimiter`], behind
 //! `switchboard_core::limits`'s [`SharedLimiter`](switchboard_core::limits::SharedLimiter)
-//! seam) and the events replicas tell each other ([`EventBus`]).
+//! seam), the events replicas tell each other ([`EventBus`]), and what must hold on every
+//! replica once one saw it: sessions ended by DELETE and approval states already used
+//! ([`SharedMarks`]).
 //!
 //! Must never: scan keys (`KEYS`), trust a replica's clock for a limit, or let a call wait
 //! on an unreachable Redis longer than [`limiter::COMMAND_TIMEOUT`].
 
 pub mod events;
 pub mod limiter;
+pub mod marks;
 
 pub use events::{EventBus, SharedEvent};
 pub use limiter::{RedisLimiter, SharedError};
+pub use marks::SharedMarks;
