@@ -20,7 +20,7 @@ use switchboard_mcp::upstream::{Endpoint, EraChoice, StdioCommand, UpstreamSpec}
 
 use switchboard_mcp::seal::{FixedKeys, KeyRing, Keys};
 
-use crate::approvals::Approvals;
+use crate::approvals::{Approvals, Sealer};
 use crate::exposure::AgentProfile;
 use crate::host::{Host, HostOptions, ServerPlan};
 use crate::keyring::LiveKeys;
@@ -78,26 +78,10 @@ impl Host {
             None => keys_of(config)?,
         };
         options.keys = Some(keys.clone());
-        let approvals = Arc::new(match &config.shared.redis {
-            // Used states and ended sessions hold on every replica.
-            Some(url) => {
-                let marks = Arc::new(
-                    crate::shared::SharedMarks::connect(
-                        url,
-                        config.shared.deployment(),
-                        config.shared.redis_unavailable,
-                    )
-                    .map_err(|error| AssembleError(error.to_string()))?,
-                );
-                if options.ended_sessions.is_none() {
-                    options.ended_sessions = Some(marks.clone());
-                }
-                Approvals::with_sealer(
-                    crate::approvals::Sealer::with_nonces(keys, marks),
-                    config.gateway.approval_timeout,
-                )
-            }
-            None => Approvals::new(keys, config.gateway.approval_timeout),
+        let timeout = config.gateway.approval_timeout;
+        let approvals = Arc::new(match shared_state(&mut options, config)? {
+            Some(marks) => Approvals::with_sealer(Sealer::with_nonces(keys, marks), timeout),
+            None => Approvals::new(keys, timeout),
         });
         options.pending_approvals = Some(approvals.pending.clone());
         let mut governance = governance(config);
@@ -124,6 +108,32 @@ impl Host {
         let _ = slot.set(manager);
         Ok(host)
     }
+}
+
+/// With `[shared] redis`, what the replicas share besides limits and events: sessions ended
+/// by DELETE and used approval states (the store is returned for the approvals' sealer), and
+/// the result cache's second level.
+fn shared_state(
+    options: &mut HostOptions,
+    config: &Config,
+) -> Result<Option<Arc<crate::shared::SharedMarks>>, AssembleError> {
+    let Some(url) = &config.shared.redis else {
+        return Ok(None);
+    };
+    let deployment = config.shared.deployment();
+    let failed = |error: crate::shared::SharedError| AssembleError(error.to_string());
+    let marks = Arc::new(
+        crate::shared::SharedMarks::connect(url, deployment, config.shared.redis_unavailable)
+            .map_err(failed)?,
+    );
+    if options.ended_sessions.is_none() {
+        options.ended_sessions = Some(marks.clone());
+    }
+    if options.shared_results.is_none() {
+        let results = crate::shared::RedisResults::connect(url, deployment).map_err(failed)?;
+        options.shared_results = Some(Arc::new(results));
+    }
+    Ok(Some(marks))
 }
 
 /// The key ring of `[shared] keys` (followed as it changes); else one derived from

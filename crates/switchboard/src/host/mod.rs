@@ -559,11 +559,15 @@ fn budget_of(options: &HostOptions) -> Arc<LatencyBudget> {
             .map_err(|error| tracing::warn!(%error, "latency stats are kept in memory only"))
             .ok()
     });
-    LatencyBudget::new(
+    let budget = LatencyBudget::new(
         options.latency.clone(),
         tiers,
         options.tool_settings.clone(),
         Arc::new(SystemClock),
         persistence,
-    )
+    );
+    if let Some(shared) = &options.shared_results {
+        budget.cache.share(shared.clone());
+    }
+    budget
 }

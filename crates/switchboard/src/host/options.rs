@@ -85,6 +85,9 @@ pub struct HostOptions {
     /// Where sessions ended by DELETE are remembered for the HTTP front (`[shared] redis`:
     /// every replica; `None`: the front's own memory).
     pub ended_sessions: Option<Arc<dyn switchboard_mcp::front::http::EndedSessions>>,
+    /// The result cache's level the replicas share (`[shared] redis`; `None`: each replica
+    /// caches alone).
+    pub shared_results: Option<Arc<dyn crate::latency::cache::SharedResults>>,
 }
 
 impl Default for HostOptions {
@@ -117,6 +120,7 @@ impl Default for HostOptions {
             metrics: true,
             events: None,
             ended_sessions: None,
+            shared_results: None,
         }
     }
 }

@@ -9,38 +9,32 @@
 //! is scanned.
 //!
 //! This process's memory answers first (an id ended or a nonce used here never costs a round
-//! trip) and keeps what it learnt. Every command is bounded by [`COMMAND_TIMEOUT`]; a command
-//! that fails or times out marks Redis down for [`PROBE_EVERY`], during which no command is
-//! sent, and `[shared] redis_unavailable` decides: `fail_open` answers from this replica's
-//! memory only (a DELETE or a used state seen by another replica may be missed), `fail_closed`
-//! refuses (the session or the state "cannot be checked now", retry later).
+//! trip) and keeps what it learnt. Commands are bounded (`shared::bounded`: 500 ms each, none for
+//! 250 ms after a failure); while Redis does not answer, `[shared] redis_unavailable` decides:
+//! `fail_open` answers from this replica's memory only (a DELETE or a used state seen by
+//! another replica may be missed), `fail_closed` refuses (the session or the state "cannot be
+//! checked now", retry later).
 
-use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
-use redis::aio::ConnectionManager;
 use sha2::{Digest, Sha256};
 use switchboard_core::hex::encode as hex;
 use switchboard_core::limits::WhenUnreachable;
 use switchboard_mcp::front::http::{
     EndedAnswer, EndedSessions, EndedUnavailable, LocalEndedSessions,
 };
-use tokio::time::Instant;
 
-use super::limiter::{COMMAND_TIMEOUT, PROBE_EVERY, SharedError, open, redacted};
+use super::bounded::Bounded;
+use super::limiter::SharedError;
 use crate::approvals::{MemoryNonces, NonceAnswer, UsedNonces};
 
 /// Ended sessions and used nonces shared by the replicas through Redis. Cheap to share
 /// (`Arc`): one value serves as both seams.
 pub struct SharedMarks {
-    connection: ConnectionManager,
-    /// The URL without its password, for messages.
-    target: String,
+    redis: Bounded,
     /// `switchboard:{deployment}:`.
     prefix: String,
     policy: WhenUnreachable,
-    /// Until when Redis is not asked, after a command failed, and why it failed.
-    down: Mutex<Option<(Instant, String)>>,
     ended: LocalEndedSessions,
     nonces: MemoryNonces,
 }
@@ -48,7 +42,7 @@ pub struct SharedMarks {
 impl std::fmt::Debug for SharedMarks {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SharedMarks")
-            .field("target", &self.target)
+            .field("target", &self.redis.target())
             .field("prefix", &self.prefix)
             .field("policy", &self.policy)
             .finish_non_exhaustive()
@@ -64,13 +58,22 @@ impl SharedMarks {
         deployment: &str,
         policy: WhenUnreachable,
     ) -> Result<Self, SharedError> {
-        let (_, connection, _) = open(url)?;
+        let outage = match policy {
+            WhenUnreachable::FailOpen => {
+                "ended sessions and used approval states are kept by this replica alone (shared.redis_unavailable = \"fail_open\")"
+            }
+            WhenUnreachable::FailClosed => {
+                "sessions and approval states that need it are refused (shared.redis_unavailable = \"fail_closed\")"
+            }
+        };
         Ok(Self {
-            connection,
-            target: redacted(url),
+            redis: Bounded::connect(
+                url,
+                "ended sessions and used approval states",
+                outage.to_owned(),
+            )?,
             prefix: format!("switchboard:{{{deployment}}}:"),
             policy,
-            down: Mutex::new(None),
             ended: LocalEndedSessions::default(),
             nonces: MemoryNonces::default(),
         })
@@ -82,44 +85,6 @@ impl SharedMarks {
             self.prefix,
             hex(&Sha256::digest(id.as_bytes()))
         )
-    }
-
-    /// Runs `command` (bounded by [`COMMAND_TIMEOUT`]) unless Redis was found down less than
-    /// [`PROBE_EVERY`] ago; the error names Redis and why.
-    async fn query<T: redis::FromRedisValue>(&self, command: redis::Cmd) -> Result<T, String> {
-        if let Some((until, why)) = lock(&self.down).clone()
-            && Instant::now() < until
-        {
-            return Err(why);
-        }
-        let mut connection = self.connection.clone();
-        let answer = tokio::time::timeout(COMMAND_TIMEOUT, command.query_async(&mut connection));
-        let error = match answer.await {
-            Ok(Ok(value)) => {
-                if lock(&self.down).take().is_some() {
-                    tracing::info!(
-                        target: "switchboard::shared",
-                        "redis at {} answers again: ended sessions and used approval states are shared again",
-                        self.target
-                    );
-                }
-                return Ok(value);
-            }
-            Ok(Err(error)) => error.to_string(),
-            Err(_) => format!("no answer within {} ms", COMMAND_TIMEOUT.as_millis()),
-        };
-        let why = format!("redis at {}: {error}", self.target);
-        let was_down = lock(&self.down)
-            .replace((Instant::now() + PROBE_EVERY, why.clone()))
-            .is_some();
-        if !was_down {
-            tracing::warn!(
-                target: "switchboard::shared",
-                "{why}; ended sessions and used approval states follow shared.redis_unavailable = \"{}\" until it answers again",
-                self.policy.as_str()
-            );
-        }
-        Err(why)
     }
 
     /// What a question Redis could not answer gets: this replica's own answer (fail open),
@@ -145,7 +110,7 @@ impl SharedMarks {
             .arg(1)
             .arg("PX")
             .arg(millis_until(expires, now));
-        match self.query::<()>(command).await {
+        match self.redis.query::<()>(command).await {
             Ok(()) => {
                 self.ended.end_now(id, expires, now);
                 Ok(())
@@ -160,7 +125,7 @@ impl SharedMarks {
         }
         let mut command = redis::cmd("EXISTS");
         command.arg(self.ended_key(id));
-        match self.query::<i64>(command).await {
+        match self.redis.query::<i64>(command).await {
             Ok(found) => Ok(found > 0),
             Err(why) => self.unanswered(why, || false),
         }
@@ -182,7 +147,7 @@ impl SharedMarks {
             .arg("NX")
             .arg("PX")
             .arg(expires_ms.saturating_sub(now_ms).max(1));
-        match self.query::<Option<String>>(command).await {
+        match self.redis.query::<Option<String>>(command).await {
             Ok(set) => {
                 self.nonces.use_here(nonce, expires_ms, now_ms);
                 Ok(set.is_some())
@@ -225,13 +190,6 @@ fn millis_until(until: SystemTime, now: SystemTime) -> u64 {
         .try_into()
         .unwrap_or(u64::MAX)
         .max(1)
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    match mutex.lock() {
-        Ok(guard) => guard,
-        Err(poisoned) => poisoned.into_inner(),
-    }
 }
 
 #[cfg(test)]

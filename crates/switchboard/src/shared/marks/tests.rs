@@ -1,6 +1,9 @@
 //! Against a real Redis (switchboard-testkit): two `SharedMarks` are two replicas.
 
 use switchboard_testkit::redis::Redis;
+use tokio::time::Instant;
+
+use super::super::limiter::{COMMAND_TIMEOUT, PROBE_EVERY};
 
 use super::*;
 
