@@ -1,6 +1,7 @@
 //! `[shared]`: state shared by the replicas of one deployment: the key ring that seals
 //! session ids and `requestState` so that any replica opens what another sealed, and Redis,
-//! which keeps the rate limits and concurrency caps of every replica in one place
+//! which keeps in one place for every replica the rate limits and concurrency caps, the
+//! sessions ended by DELETE, the used `requestState` nonces and the shared result cache
 //! (docs/scale-out.md).
 //!
 //! ```toml
