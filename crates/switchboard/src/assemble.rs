@@ -20,7 +20,7 @@ use switchboard_mcp::upstream::{Endpoint, EraChoice, StdioCommand, UpstreamSpec}
 
 use switchboard_mcp::seal::{FixedKeys, KeyRing, Keys};
 
-use crate::approvals::Approvals;
+use crate::approvals::{Approvals, Sealer};
 use crate::exposure::AgentProfile;
 use crate::host::{Host, HostOptions, ServerPlan};
 use crate::keyring::LiveKeys;
@@ -78,7 +78,11 @@ impl Host {
             None => keys_of(config)?,
         };
         options.keys = Some(keys.clone());
-        let mut approvals = Approvals::new(keys, config.gateway.approval_timeout);
+        let timeout = config.gateway.approval_timeout;
+        let mut approvals = match shared_state(&mut options, config)? {
+            Some(marks) => Approvals::with_sealer(Sealer::with_nonces(keys, marks), timeout),
+            None => Approvals::new(keys, timeout),
+        };
         if let Some(url) = &config.storage.url {
             approvals.pending = crate::approvals::PendingApprovals::on_postgres(&url.0)
                 .map_err(|error| AssembleError(format!("[storage] url: approvals: {error}")))?;
@@ -109,6 +113,32 @@ impl Host {
         let _ = slot.set(manager);
         Ok(host)
     }
+}
+
+/// With `[shared] redis`, what the replicas share besides limits and events: sessions ended
+/// by DELETE and used approval states (the store is returned for the approvals' sealer), and
+/// the result cache's second level.
+fn shared_state(
+    options: &mut HostOptions,
+    config: &Config,
+) -> Result<Option<Arc<crate::shared::SharedMarks>>, AssembleError> {
+    let Some(url) = &config.shared.redis else {
+        return Ok(None);
+    };
+    let deployment = config.shared.deployment();
+    let failed = |error: crate::shared::SharedError| AssembleError(error.to_string());
+    let marks = Arc::new(
+        crate::shared::SharedMarks::connect(url, deployment, config.shared.redis_unavailable)
+            .map_err(failed)?,
+    );
+    if options.ended_sessions.is_none() {
+        options.ended_sessions = Some(marks.clone());
+    }
+    if options.shared_results.is_none() {
+        let results = crate::shared::RedisResults::connect(url, deployment).map_err(failed)?;
+        options.shared_results = Some(Arc::new(results));
+    }
+    Ok(Some(marks))
 }
 
 /// The key ring of `[shared] keys` (followed as it changes); else one derived from

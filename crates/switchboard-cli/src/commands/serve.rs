@@ -309,7 +309,9 @@ pub async fn run(config: Option<&Path>, args: ServeArgs) -> anyhow::Result<ExitC
                     .keys()
                     .unwrap_or_else(|| Arc::new(switchboard_mcp::seal::FixedKeys::ephemeral())),
                 lifecycle: lifecycle.clone(),
-                ended_sessions: Arc::new(http::LocalEndedSessions::default()),
+                ended_sessions: host
+                    .ended_sessions()
+                    .unwrap_or_else(|| Arc::new(http::LocalEndedSessions::default())),
             };
             // Not `eprintln!`: a gateway whose stderr is closed keeps serving.
             let _ = writeln!(

@@ -75,12 +75,14 @@ struct Shared {
     /// seals with a random key of its own. Relative paths are taken from the config file's
     /// directory.
     keys: Option<String>,
-    /// The Redis that keeps rate limits and concurrency caps for every replica:
+    /// The Redis that keeps, for every replica, rate limits and concurrency caps, sessions
+    /// ended by DELETE, used approval states and cached results:
     /// redis://host:port, rediss://… or unix:///path/redis.sock.
     #[schemars(regex(pattern = r"^(redis://|rediss://|unix://|redis\+unix://|\$\{)"))]
     redis: Option<String>,
-    /// What limited calls meet while Redis is unreachable: fail_open (default; each replica
-    /// applies limit/replicas alone) or fail_closed (refused, saying why).
+    /// What limited calls, sessions and approval states meet while Redis is unreachable:
+    /// fail_open (default; each replica applies limit/replicas and its own memory alone) or
+    /// fail_closed (refused, saying why). Cached results are never a reason to refuse.
     redis_unavailable: Option<RedisUnavailable>,
     /// How many replicas share the limits (needed by fail_open).
     #[schemars(range(min = 1))]

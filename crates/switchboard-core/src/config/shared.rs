@@ -1,6 +1,7 @@
 //! `[shared]`: state shared by the replicas of one deployment: the key ring that seals
 //! session ids and `requestState` so that any replica opens what another sealed, and Redis,
-//! which keeps the rate limits and concurrency caps of every replica in one place
+//! which keeps in one place for every replica the rate limits and concurrency caps, the
+//! sessions ended by DELETE, the used `requestState` nonces and the shared result cache
 //! (docs/scale-out.md).
 //!
 //! ```toml
@@ -37,10 +38,10 @@ pub struct SharedConfig {
     /// The key ring file (`switchboard keys create FILE`); without one, each process seals
     /// with a random key of its own (one replica).
     pub keys: Option<PathBuf>,
-    /// The Redis that holds rate limits and concurrency caps; `None`: each process limits
-    /// alone (the embedded default).
+    /// The Redis that holds rate limits and concurrency caps, sessions ended by DELETE and
+    /// used approval states; `None`: each process keeps them alone (the embedded default).
     pub redis: Option<String>,
-    /// What calls meet while Redis is unreachable.
+    /// What calls (and session and approval-state checks) meet while Redis is unreachable.
     pub redis_unavailable: WhenUnreachable,
     /// How many replicas share the limits: with `fail_open` each applies limit/replicas on
     /// its own while Redis is unreachable.

@@ -23,7 +23,7 @@ use switchboard_core::{CallContext, ModernRequest};
 use switchboard_mcp::seal::Keys;
 
 pub use pending::{AnswerError, Grant, PendingApproval, PendingApprovals};
-pub use seal::{MemoryNonces, Sealer, StateError, UsedNonces};
+pub use seal::{MemoryNonces, NonceAnswer, Sealer, StateError, UsedNonces};
 
 /// The key under which the approval question is asked in `inputRequests`.
 use switchboard_core::approval::APPROVAL_INPUT_KEY as INPUT_KEY;
@@ -99,7 +99,7 @@ impl Approvals {
     async fn ask_modern(&self, request: &ApprovalRequest, modern: &ModernRequest) -> Decision {
         let channel = "elicitation (input_required)";
         if let Some(state) = &modern.request_state {
-            return match self.sealer.open(state, request) {
+            return match self.sealer.open(state, request).await {
                 Err(problem) => Decision::Denied {
                     by: "gateway".to_owned(),
                     channel: channel.to_owned(),

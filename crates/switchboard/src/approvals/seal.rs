@@ -13,6 +13,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use futures::future::BoxFuture;
 use sha2::{Digest, Sha256};
 use switchboard_core::approval::ApprovalRequest;
 use switchboard_core::hex::encode as hex;
@@ -27,13 +28,21 @@ pub enum StateError {
     OtherCall,
     #[error("it was already used")]
     Used,
+    /// The store of used nonces the replicas share did not answer, and its policy is to
+    /// refuse rather than risk a replay.
+    #[error("it cannot be checked now ({0}); retry later")]
+    Unverifiable(String),
 }
+
+/// Whether a nonce was used for the first time now, or why a shared store cannot say.
+pub type NonceAnswer<'a> = BoxFuture<'a, Result<bool, String>>;
 
 /// Where used nonces are remembered until their state expires.
 pub trait UsedNonces: Send + Sync {
-    /// Marks `nonce` used until `expires_ms` (ms since the epoch); `false` when it already
-    /// was. `now_ms` lets a store forget what expired.
-    fn first_use(&self, nonce: [u8; 16], expires_ms: u64, now_ms: u64) -> bool;
+    /// Marks `nonce` used until `expires_ms` (ms since the epoch): `Ok(false)` when it
+    /// already was; `Err(why)` when a shared store cannot say and its policy is to refuse.
+    /// `now_ms` lets a store forget what expired.
+    fn first_use(&self, nonce: [u8; 16], expires_ms: u64, now_ms: u64) -> NonceAnswer<'_>;
 }
 
 /// Used nonces in this process's memory.
@@ -42,14 +51,31 @@ pub struct MemoryNonces {
     used: Mutex<HashMap<[u8; 16], u64>>,
 }
 
-impl UsedNonces for MemoryNonces {
-    fn first_use(&self, nonce: [u8; 16], expires_ms: u64, now_ms: u64) -> bool {
+impl MemoryNonces {
+    /// Whether `nonce` was used here (and has not expired).
+    pub fn used_here(&self, nonce: &[u8; 16], now_ms: u64) -> bool {
+        self.used
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(nonce)
+            .is_some_and(|expires| *expires >= now_ms)
+    }
+
+    /// Marks `nonce` used here until `expires_ms`; `false` when it already was.
+    pub fn use_here(&self, nonce: [u8; 16], expires_ms: u64, now_ms: u64) -> bool {
         let mut used = self
             .used
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         used.retain(|_, expires| *expires >= now_ms);
         used.insert(nonce, expires_ms).is_none()
+    }
+}
+
+impl UsedNonces for MemoryNonces {
+    fn first_use(&self, nonce: [u8; 16], expires_ms: u64, now_ms: u64) -> NonceAnswer<'_> {
+        let first = self.use_here(nonce, expires_ms, now_ms);
+        Box::pin(std::future::ready(Ok(first)))
     }
 }
 
@@ -102,7 +128,7 @@ impl Sealer {
     }
 
     /// Checks a state against the call it comes back with, and uses it up.
-    pub fn open(&self, state: &str, request: &ApprovalRequest) -> Result<(), StateError> {
+    pub async fn open(&self, state: &str, request: &ApprovalRequest) -> Result<(), StateError> {
         let route = route(request);
         let binding = Binding {
             purpose: Purpose::RequestState,
@@ -123,10 +149,15 @@ impl Sealer {
             return Err(StateError::Sealed(OpenError::Malformed));
         };
         let now = millis(self.keys.now());
-        if !self.used.first_use(nonce, u64::from_be_bytes(expires), now) {
-            return Err(StateError::Used);
+        match self
+            .used
+            .first_use(nonce, u64::from_be_bytes(expires), now)
+            .await
+        {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(StateError::Used),
+            Err(why) => Err(StateError::Unverifiable(why)),
         }
-        Ok(())
     }
 }
 
@@ -152,33 +183,43 @@ mod tests {
         Arc::new(FixedKeys(Arc::new(KeyRing::from_secret(secret))))
     }
 
-    #[test]
-    fn a_state_opens_once_for_its_own_call_only() {
+    #[tokio::test]
+    async fn a_state_opens_once_for_its_own_call_only() {
         let sealer = Sealer::new(shared(b"shared key"));
         let state = sealer.seal(&request("fs__delete", "qa", 1), Duration::from_secs(60));
         for other in [
             request("fs__delete", "qa", 2),
             request("fs__other", "qa", 1),
         ] {
-            assert_eq!(sealer.open(&state, &other), Err(StateError::OtherCall));
+            assert_eq!(
+                sealer.open(&state, &other).await,
+                Err(StateError::OtherCall)
+            );
         }
         assert_eq!(
-            sealer.open(&state, &request("fs__delete", "dev", 1)),
+            sealer.open(&state, &request("fs__delete", "dev", 1)).await,
             Err(StateError::Sealed(OpenError::WrongAgent))
         );
-        assert_eq!(sealer.open(&state, &request("fs__delete", "qa", 1)), Ok(()));
         assert_eq!(
-            sealer.open(&state, &request("fs__delete", "qa", 1)),
+            sealer.open(&state, &request("fs__delete", "qa", 1)).await,
+            Ok(())
+        );
+        assert_eq!(
+            sealer.open(&state, &request("fs__delete", "qa", 1)).await,
             Err(StateError::Used)
         );
         // Another replica with the same ring accepts it; another ring does not.
         let fresh = sealer.seal(&request("fs__delete", "qa", 1), Duration::from_secs(60));
         assert!(matches!(
-            Sealer::new(shared(b"other key")).open(&fresh, &request("fs__delete", "qa", 1)),
+            Sealer::new(shared(b"other key"))
+                .open(&fresh, &request("fs__delete", "qa", 1))
+                .await,
             Err(StateError::Sealed(OpenError::UnknownKey(_)))
         ));
         assert_eq!(
-            Sealer::new(shared(b"shared key")).open(&fresh, &request("fs__delete", "qa", 1)),
+            Sealer::new(shared(b"shared key"))
+                .open(&fresh, &request("fs__delete", "qa", 1))
+                .await,
             Ok(())
         );
         // With one store of used nonces between them, a replay to another replica is caught.
@@ -188,15 +229,18 @@ mod tests {
             Sealer::with_nonces(shared(b"shared key"), used),
         );
         let state = a.seal(&request("fs__delete", "qa", 1), Duration::from_secs(60));
-        assert_eq!(a.open(&state, &request("fs__delete", "qa", 1)), Ok(()));
         assert_eq!(
-            b.open(&state, &request("fs__delete", "qa", 1)),
+            a.open(&state, &request("fs__delete", "qa", 1)).await,
+            Ok(())
+        );
+        assert_eq!(
+            b.open(&state, &request("fs__delete", "qa", 1)).await,
             Err(StateError::Used)
         );
     }
 
-    #[test]
-    fn tampered_and_expired_states_are_refused() {
+    #[tokio::test]
+    async fn tampered_and_expired_states_are_refused() {
         let sealer = Sealer::new(Arc::new(FixedKeys::ephemeral()));
         let call = request("t", "qa", 1);
         let state = sealer.seal(&call, Duration::from_secs(60));
@@ -205,16 +249,16 @@ mod tests {
         forged[last] = if forged[last] == b'A' { b'B' } else { b'A' };
         let forged = String::from_utf8(forged).expect("ascii");
         assert_eq!(
-            sealer.open(&forged, &call),
+            sealer.open(&forged, &call).await,
             Err(StateError::Sealed(OpenError::Tampered))
         );
         assert_eq!(
-            sealer.open("zz", &call),
+            sealer.open("zz", &call).await,
             Err(StateError::Sealed(OpenError::Malformed))
         );
         let expired = sealer.seal(&call, Duration::ZERO);
         assert_eq!(
-            sealer.open(&expired, &call),
+            sealer.open(&expired, &call).await,
             Err(StateError::Sealed(OpenError::Expired))
         );
     }

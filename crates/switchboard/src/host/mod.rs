@@ -221,6 +221,12 @@ impl Host {
         self.inner.options.keys.clone()
     }
 
+    /// Where the HTTP front remembers sessions ended by DELETE (`[shared] redis`: shared by
+    /// every replica), when the host has a store for them.
+    pub fn ended_sessions(&self) -> Option<Arc<dyn switchboard_mcp::front::http::EndedSessions>> {
+        self.inner.options.ended_sessions.clone()
+    }
+
     /// The profile of a configured agent.
     pub fn profile(&self, agent: Option<&str>) -> Option<Arc<AgentProfile>> {
         self.inner.settings.load().agents.get(agent?).cloned()
@@ -553,11 +559,15 @@ fn budget_of(options: &HostOptions) -> Arc<LatencyBudget> {
             .map_err(|error| tracing::warn!(%error, "latency stats are kept in memory only"))
             .ok()
     });
-    LatencyBudget::new(
+    let budget = LatencyBudget::new(
         options.latency.clone(),
         tiers,
         options.tool_settings.clone(),
         Arc::new(SystemClock),
         persistence,
-    )
+    );
+    if let Some(shared) = &options.shared_results {
+        budget.cache.share(shared.clone());
+    }
+    budget
 }

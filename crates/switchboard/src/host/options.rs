@@ -82,6 +82,12 @@ pub struct HostOptions {
     pub metrics: bool,
     /// The events replicas tell each other (`[shared] redis`; `None`: a replica alone).
     pub events: Option<crate::shared::EventBus>,
+    /// Where sessions ended by DELETE are remembered for the HTTP front (`[shared] redis`:
+    /// every replica; `None`: the front's own memory).
+    pub ended_sessions: Option<Arc<dyn switchboard_mcp::front::http::EndedSessions>>,
+    /// The result cache's level the replicas share (`[shared] redis`; `None`: each replica
+    /// caches alone).
+    pub shared_results: Option<Arc<dyn crate::latency::cache::SharedResults>>,
 }
 
 impl Default for HostOptions {
@@ -113,6 +119,8 @@ impl Default for HostOptions {
             telemetry: None,
             metrics: true,
             events: None,
+            ended_sessions: None,
+            shared_results: None,
         }
     }
 }

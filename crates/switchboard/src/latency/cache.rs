@@ -8,6 +8,11 @@
 //! running caller gives up, a waiting one takes over. A hit is marked under
 //! [`CACHE_META_KEY`] in the result's `_meta` (its age, and whether it was shared while in
 //! flight), which the envelope and the ledger report as `cached`.
+//!
+//! With `[shared] redis`, a second level the replicas share ([`SharedResults`],
+//! `crate::shared::results`) is asked by the one local caller that would run the call: so an
+//! answer another replica got is reused, and replicas asked the same thing at once run it
+//! once. The local level still coalesces this replica's callers first.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -15,6 +20,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use serde_json::{Map, Value, json};
 use switchboard_core::ToolOutcome;
 use switchboard_core::pipeline::CACHE_META_KEY;
@@ -25,8 +31,32 @@ use tokio::time::Instant;
 /// Entries kept at most; past it, expired entries go, and if none has expired the call is
 /// served uncached.
 pub const DEFAULT_CAPACITY: usize = 4_096;
+/// The longest a replica waits for the answer another replica is getting for the same call
+/// (less when the call's deadline is shorter); then it runs the call itself.
+pub const MAX_SHARED_WAIT: Duration = Duration::from_secs(5);
 
 type Answer = Result<ToolOutcome, UpstreamError>;
+
+/// A call's answer still to come.
+pub type Pending<'a> = BoxFuture<'a, Answer>;
+
+/// How a shared answer may be reused and waited for.
+#[derive(Debug, Clone, Copy)]
+pub struct Reuse {
+    /// How long an answer stays fresh (the tool's `cacheable_seconds`).
+    pub ttl: Duration,
+    /// How long a replica waits for the answer another replica is getting.
+    pub wait: Duration,
+}
+
+/// A level of cached results the replicas share, behind this replica's own.
+pub trait SharedResults: Send + Sync {
+    /// The answer to the call of `key` ([`cache_key`]) that any replica keeps, fresh for
+    /// `reuse.ttl`; else `run`'s, kept for the others. Replicas asking the same key at once
+    /// run it once: the others wait for that answer at most `reuse.wait`, then run it
+    /// themselves. A store that does not answer only makes the call run here.
+    fn get_or_run<'a>(&'a self, key: &'a str, reuse: Reuse, run: Pending<'a>) -> Pending<'a>;
+}
 
 struct Slot {
     answer: OnceCell<Answer>,
@@ -49,6 +79,8 @@ pub struct ResultCache {
     /// hits and misses).
     hits: AtomicU64,
     misses: AtomicU64,
+    /// The level the replicas share, once set ([`ResultCache::share`]).
+    shared: OnceLock<Arc<dyn SharedResults>>,
 }
 
 impl Default for ResultCache {
@@ -108,7 +140,18 @@ impl ResultCache {
             capacity: capacity.max(1),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
+            shared: OnceLock::new(),
         }
+    }
+
+    /// Adds a level the replicas share behind this one (once; later calls are ignored).
+    pub fn share(&self, shared: Arc<dyn SharedResults>) {
+        let _ = self.shared.set(shared);
+    }
+
+    /// The level the replicas share, if any.
+    pub fn shared(&self) -> Option<&Arc<dyn SharedResults>> {
+        self.shared.get()
     }
 
     /// Entries now held (answered or in flight).
@@ -213,14 +256,30 @@ impl ResultCache {
     }
 }
 
-fn mark_hit(mut outcome: ToolOutcome, filled: Option<Instant>, now: Instant) -> ToolOutcome {
+fn mark_hit(outcome: ToolOutcome, filled: Option<Instant>, now: Instant) -> ToolOutcome {
     let age = filled.map_or(Duration::ZERO, |filled| {
         now.saturating_duration_since(filled)
     });
-    outcome.meta.get_or_insert_with(Map::new).insert(
-        CACHE_META_KEY.to_owned(),
+    marked(
+        outcome,
         json!({"hit": true, "age_ms": age.as_millis() as u64}),
-    );
+    )
+}
+
+/// `outcome` marked as another replica's answer, `age` old (taken from the shared level).
+pub fn mark_shared_hit(outcome: ToolOutcome, age: Duration) -> ToolOutcome {
+    let age_ms = u64::try_from(age.as_millis()).unwrap_or(u64::MAX);
+    marked(
+        outcome,
+        json!({"hit": true, "age_ms": age_ms, "shared": true}),
+    )
+}
+
+fn marked(mut outcome: ToolOutcome, mark: Value) -> ToolOutcome {
+    outcome
+        .meta
+        .get_or_insert_with(Map::new)
+        .insert(CACHE_META_KEY.to_owned(), mark);
     outcome
 }
 

@@ -5,7 +5,8 @@
 //!    whether it may be retried or hedged (idempotent); whether a result may be reused;
 //! 2. masking: a call predicted slower than `mask_after` sends an early progress notification
 //!    ("working…") to a caller that asked for progress, so a voice client can say something;
-//! 3. the result cache (with coalescing), for cacheable read-only or idempotent tools;
+//! 3. the result cache (with coalescing), for cacheable read-only or idempotent tools: this
+//!    replica's, then the replicas' shared one (`[shared] redis`);
 //! 4. retries, for idempotent tools only, after transport errors and timeouts only, with
 //!    backoff and jitter, within the deadline and a 10% extra-request budget;
 //! 5. hedging, for idempotent tools with enough samples: a second request after the p95, the
@@ -89,14 +90,24 @@ impl BudgetedUpstream {
             Some(ttl) => {
                 let cache_key = cache::cache_key(ctx.agent.as_deref(), &key, &arguments);
                 let clock = self.budget.clock.clone();
+                let shared = self.budget.cache.shared().cloned();
+                let shared_key = shared.as_ref().map(|_| cache_key.clone());
+                let run = || async {
+                    let run = attempts.run(arguments, ctx);
+                    match (&shared, &shared_key) {
+                        (Some(shared), Some(shared_key)) => {
+                            let reuse = cache::Reuse {
+                                ttl,
+                                wait: plan.deadline.min(cache::MAX_SHARED_WAIT),
+                            };
+                            shared.get_or_run(shared_key, reuse, Box::pin(run)).await
+                        }
+                        _ => run.await,
+                    }
+                };
                 self.budget
                     .cache
-                    .get_or_run(
-                        cache_key,
-                        ttl,
-                        move || clock.now(),
-                        || attempts.run(arguments, ctx),
-                    )
+                    .get_or_run(cache_key, ttl, move || clock.now(), run)
                     .await
             }
         }

@@ -50,7 +50,7 @@ use self::guard::{Authenticated, authenticate};
 pub use self::health::Lifecycle;
 use self::in_flight::CallInFlight;
 use self::sessions::{Asker, Session, SessionTable};
-pub use self::sessions::{EndedSessions, LocalEndedSessions};
+pub use self::sessions::{EndedAnswer, EndedSessions, EndedUnavailable, LocalEndedSessions};
 use super::dispatch::{Dispatcher, progress_token};
 use super::envelope;
 use crate::era::META_LOG_LEVEL;
@@ -338,12 +338,12 @@ async fn post_as(
                 );
                 return rpc_response(StatusCode::BAD_REQUEST, &error);
             }
-            Some(session_id) => match state.sessions.find(&session_id, asker) {
+            Some(session_id) => match state.sessions.find(&session_id, asker).await {
                 Ok(session) => Some(session),
                 Err(refusal) => {
                     let error =
                         Message::error(Some(id), code::INVALID_REQUEST, refusal.to_string());
-                    return rpc_response(StatusCode::NOT_FOUND, &error);
+                    return rpc_response(refusal.status(), &error);
                 }
             },
         }
@@ -479,9 +479,9 @@ async fn get_as(
         );
     };
     let asker = Asker::new(agent.as_deref(), principal.as_deref(), uri.path());
-    let session = match state.sessions.find(session_id, asker) {
+    let session = match state.sessions.find(session_id, asker).await {
         Ok(session) => session,
-        Err(refusal) => return plain(StatusCode::NOT_FOUND, &refusal.to_string()),
+        Err(refusal) => return plain(refusal.status(), &refusal.to_string()),
     };
     let updates = session
         .subscriptions
@@ -577,7 +577,7 @@ async fn delete_as(
         return plain(StatusCode::BAD_REQUEST, "missing Mcp-Session-Id header");
     };
     let asker = Asker::new(agent.as_deref(), principal.as_deref(), uri.path());
-    match state.sessions.end(session_id, asker) {
+    match state.sessions.end(session_id, asker).await {
         Ok(session) => {
             let pending: Vec<_> = session
                 .in_flight
@@ -590,6 +590,6 @@ async fn delete_as(
             state.dispatcher.backend().session_closed(session_id);
             StatusCode::NO_CONTENT.into_response()
         }
-        Err(refusal) => plain(StatusCode::NOT_FOUND, &refusal.to_string()),
+        Err(refusal) => plain(refusal.status(), &refusal.to_string()),
     }
 }

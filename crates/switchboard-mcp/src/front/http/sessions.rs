@@ -15,6 +15,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
@@ -99,15 +100,40 @@ pub(super) enum SessionRefusal {
     Sealed(OpenError),
     #[error("unknown or expired session: it was ended (DELETE)")]
     Ended,
+    /// The store of ended sessions the replicas share did not answer, and its policy is to
+    /// refuse rather than guess.
+    #[error("the session cannot be checked now: {0}; retry later")]
+    Unverifiable(String),
 }
 
+impl SessionRefusal {
+    /// The HTTP status that answers it: 404 tells the client to initialize again, 503 to
+    /// retry the same session later.
+    pub(super) fn status(&self) -> http::StatusCode {
+        match self {
+            Self::Unverifiable(_) => http::StatusCode::SERVICE_UNAVAILABLE,
+            Self::Sealed(_) | Self::Ended => http::StatusCode::NOT_FOUND,
+        }
+    }
+}
+
+/// The store of ended sessions could not be asked or told, and its policy is to refuse
+/// (`[shared] redis_unavailable = "fail_closed"`): what it says names the store and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct EndedUnavailable(pub String);
+
+/// What a question to an [`EndedSessions`] store comes back as.
+pub type EndedAnswer<'a, T> = BoxFuture<'a, Result<T, EndedUnavailable>>;
+
 /// Where sessions ended by DELETE are remembered until their ids expire: so that no replica
-/// that shares the store opens them again.
+/// that shares the store opens them again. Asked on every request of a 2025-era session, so
+/// an implementation over the network bounds each question's time.
 pub trait EndedSessions: Send + Sync + std::fmt::Debug {
     /// Records that the session `id`, valid until `expires`, was ended at `now`.
-    fn end(&self, id: &str, expires: SystemTime, now: SystemTime);
+    fn end<'a>(&'a self, id: &'a str, expires: SystemTime, now: SystemTime) -> EndedAnswer<'a, ()>;
     /// Whether the session `id` was ended.
-    fn is_ended(&self, id: &str, now: SystemTime) -> bool;
+    fn is_ended<'a>(&'a self, id: &'a str, now: SystemTime) -> EndedAnswer<'a, bool>;
 }
 
 /// Ended sessions in this process's memory: a DELETE holds on the replica that took it.
@@ -116,15 +142,28 @@ pub struct LocalEndedSessions {
     ended: Mutex<HashMap<String, SystemTime>>,
 }
 
-impl EndedSessions for LocalEndedSessions {
-    fn end(&self, id: &str, expires: SystemTime, now: SystemTime) {
+impl LocalEndedSessions {
+    /// Records that the session `id`, valid until `expires`, was ended at `now`.
+    pub fn end_now(&self, id: &str, expires: SystemTime, now: SystemTime) {
         let mut ended = lock(&self.ended);
         ended.retain(|_, until| *until > now);
         ended.insert(id.to_owned(), expires);
     }
 
-    fn is_ended(&self, id: &str, now: SystemTime) -> bool {
+    /// Whether this process saw the session `id` ended.
+    pub fn ended_here(&self, id: &str, now: SystemTime) -> bool {
         lock(&self.ended).get(id).is_some_and(|until| *until > now)
+    }
+}
+
+impl EndedSessions for LocalEndedSessions {
+    fn end<'a>(&'a self, id: &'a str, expires: SystemTime, now: SystemTime) -> EndedAnswer<'a, ()> {
+        self.end_now(id, expires, now);
+        Box::pin(std::future::ready(Ok(())))
+    }
+
+    fn is_ended<'a>(&'a self, id: &'a str, now: SystemTime) -> EndedAnswer<'a, bool> {
+        Box::pin(std::future::ready(Ok(self.ended_here(id, now))))
     }
 }
 
@@ -235,11 +274,20 @@ impl SessionTable {
     }
 
     /// The session `id` names, for `asker`: held here, or opened and adopted.
-    pub(super) fn find(&self, id: &str, asker: Asker<'_>) -> Result<Arc<Session>, SessionRefusal> {
+    pub(super) async fn find(
+        &self,
+        id: &str,
+        asker: Asker<'_>,
+    ) -> Result<Arc<Session>, SessionRefusal> {
         let principal = asker.principal();
-        if self.ended.is_ended(id, self.keys.now()) {
-            lock(&self.live).remove(id);
-            return Err(SessionRefusal::Ended);
+        let ended = self.ended.is_ended(id, self.keys.now()).await;
+        match ended {
+            Ok(false) => {}
+            Ok(true) => {
+                lock(&self.live).remove(id);
+                return Err(SessionRefusal::Ended);
+            }
+            Err(EndedUnavailable(why)) => return Err(SessionRefusal::Unverifiable(why)),
         }
         let held = lock(&self.live).get(id).cloned();
         if let Some(session) = held {
@@ -289,12 +337,20 @@ impl SessionTable {
         (session.principal == asker.principal() && session.route == asker.route).then_some(session)
     }
 
-    /// Ends the session `id` (DELETE): its calls here are cancelled, and this replica no
-    /// longer accepts the id.
-    pub(super) fn end(&self, id: &str, asker: Asker<'_>) -> Result<Arc<Session>, SessionRefusal> {
-        let session = self.find(id, asker)?;
+    /// Ends the session `id` (DELETE): its calls here are cancelled, and no replica that
+    /// shares the store of ended sessions accepts the id any longer. A store that cannot be
+    /// told refuses (the session is not ended, the client may DELETE again).
+    pub(super) async fn end(
+        &self,
+        id: &str,
+        asker: Asker<'_>,
+    ) -> Result<Arc<Session>, SessionRefusal> {
+        let session = self.find(id, asker).await?;
+        self.ended
+            .end(id, session.expires, self.keys.now())
+            .await
+            .map_err(|EndedUnavailable(why)| SessionRefusal::Unverifiable(why))?;
         lock(&self.live).remove(id);
-        self.ended.end(id, session.expires, self.keys.now());
         Ok(session)
     }
 }
@@ -323,8 +379,8 @@ mod tests {
         route: "/mcp",
     };
 
-    #[test]
-    fn another_replica_adopts_a_session_for_its_agent_and_route_only() {
+    #[tokio::test]
+    async fn another_replica_adopts_a_session_for_its_agent_and_route_only() {
         let (first, second) = (table(b"ring"), table(b"ring"));
         let params = json!({"protocolVersion": "2025-06-18", "capabilities": {"elicitation": {}}});
         let (id, _) = first.start(QA, Some(&params));
@@ -334,7 +390,7 @@ mod tests {
             ..QA
         };
         assert_eq!(
-            second.find(&id, dev).err(),
+            second.find(&id, dev).await.err(),
             Some(SessionRefusal::Sealed(OpenError::WrongAgent))
         );
         let other_route = Asker {
@@ -342,10 +398,10 @@ mod tests {
             ..QA
         };
         assert_eq!(
-            second.find(&id, other_route).err(),
+            second.find(&id, other_route).await.err(),
             Some(SessionRefusal::Sealed(OpenError::WrongRoute))
         );
-        let adopted = second.find(&id, QA).expect("adopted");
+        let adopted = second.find(&id, QA).await.expect("adopted");
         assert_eq!(adopted.version, "2025-06-18");
         assert!(second.held(&id, QA).is_some());
         assert!(
@@ -354,19 +410,25 @@ mod tests {
         );
         // Held ones are checked too.
         assert_eq!(
-            first.find(&id, dev).err(),
+            first.find(&id, dev).await.err(),
             Some(SessionRefusal::Sealed(OpenError::WrongAgent))
         );
-        assert!(table(b"other ring").find(&id, QA).is_err());
+        assert!(table(b"other ring").find(&id, QA).await.is_err());
     }
 
-    #[test]
-    fn an_ended_session_is_refused_where_it_ended() {
+    #[tokio::test]
+    async fn an_ended_session_is_refused_where_it_ended() {
         let replica = table(b"ring");
         let (id, _) = replica.start(QA, None);
-        replica.end(&id, QA).expect("ended");
-        assert_eq!(replica.find(&id, QA).err(), Some(SessionRefusal::Ended));
-        assert_eq!(replica.end(&id, QA).err(), Some(SessionRefusal::Ended));
+        replica.end(&id, QA).await.expect("ended");
+        assert_eq!(
+            replica.find(&id, QA).await.err(),
+            Some(SessionRefusal::Ended)
+        );
+        assert_eq!(
+            replica.end(&id, QA).await.err(),
+            Some(SessionRefusal::Ended)
+        );
         // Replicas sharing one store of ended sessions all refuse it, those holding it too.
         let shared: Arc<dyn EndedSessions> = Arc::new(LocalEndedSessions::default());
         let (a, b) = (
@@ -374,9 +436,9 @@ mod tests {
             table_ending_in(b"ring", shared),
         );
         let (id, _) = a.start(QA, None);
-        b.find(&id, QA).expect("adopted");
-        a.end(&id, QA).expect("ended");
-        assert_eq!(b.find(&id, QA).err(), Some(SessionRefusal::Ended));
+        b.find(&id, QA).await.expect("adopted");
+        a.end(&id, QA).await.expect("ended");
+        assert_eq!(b.find(&id, QA).await.err(), Some(SessionRefusal::Ended));
     }
 
     #[test]
