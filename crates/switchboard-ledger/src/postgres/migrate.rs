@@ -23,11 +23,18 @@ pub struct Migration {
 }
 
 /// Every migration this Switchboard knows, oldest first.
-pub const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "audit ledger",
-    sql: include_str!("migrations/0001_ledger.sql"),
-}];
+pub const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "audit ledger",
+        sql: include_str!("migrations/0001_ledger.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "managed configuration",
+        sql: include_str!("migrations/0002_managed_config.sql"),
+    },
+];
 
 /// The schema version this Switchboard needs.
 pub fn latest() -> i64 {

@@ -100,7 +100,8 @@ pub async fn connect(pool: &Pool) -> Result<Pooled, LedgerError> {
 }
 
 /// This gateway, as the `replica` column names it: host and process id.
-fn replica() -> String {
+/// This replica's name in PostgreSQL rows: host and process id.
+pub fn replica() -> String {
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|h| h.trim().to_owned())
         .unwrap_or_default();
