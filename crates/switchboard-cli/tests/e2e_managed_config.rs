@@ -94,6 +94,7 @@ fn servers_changed_on_one_replica_reach_the_other() {
         server(status, "fx").is_some_and(|s| s["state"] == "up")
     });
     let took = since.elapsed();
+    eprintln!("replica B ran fx {took:?} after replica A's add returned");
     assert!(took < Duration::from_secs(5), "B took {took:?}");
     assert_eq!(
         text_of(&b.call("fx__echo", r#"{"message": "from B"}"#)),
@@ -101,6 +102,23 @@ fn servers_changed_on_one_replica_reach_the_other() {
     );
     let status = b.status();
     assert_eq!(status["live"]["managed"]["revision"], 1, "{status}");
+    // Each replica recorded the change in the ledger: A as made through its admin
+    // endpoint, B as reconciled from another replica.
+    let recorded = wait_for(Duration::from_secs(10), || {
+        let seen = postgres
+            .psql(
+                switchboard_testkit::postgres::DATABASE,
+                "SELECT count(DISTINCT replica) || ' ' || \
+                 count(*) FILTER (WHERE args_redacted LIKE '%\"surface\":\"replica\"%') \
+                 FROM mcp_tool_invocations WHERE exposed = 'switchboard.config/added' AND server = 'fx'",
+            )
+            .expect("ledger rows");
+        (seen == "2 1").then_some(())
+    });
+    assert!(
+        recorded.is_some(),
+        "a ledger row of the add from each replica, B's by replica"
+    );
     // Kept in PostgreSQL, not in either file.
     assert!(
         !std::fs::read_to_string(&config_a)

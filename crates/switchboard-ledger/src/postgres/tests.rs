@@ -109,10 +109,10 @@ fn migrations_apply_from_empty_and_a_second_run_applies_none() {
         postgres
             .psql(
                 DATABASE,
-                "SELECT string_agg(version::text, ',') FROM schema_migrations"
+                "SELECT string_agg(version::text, ',' ORDER BY version) FROM schema_migrations"
             )
             .expect("versions"),
-        "1"
+        "1,2"
     );
     // A schema from a newer Switchboard is refused, not guessed at.
     postgres

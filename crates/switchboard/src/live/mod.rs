@@ -301,16 +301,21 @@ impl Host {
         let persisted = match &managed {
             Some((store, base, document)) => {
                 let next = document.changed(&request.change);
-                store
-                    .commit(
-                        *base,
-                        &next,
-                        &request.change,
-                        request.by,
-                        request.actor.as_deref(),
-                    )
-                    .await
-                    .map(|revision| Some((revision, next)))
+                if next == *document {
+                    // A restart: per replica, nothing shared changed.
+                    Ok(Some((*base, next)))
+                } else {
+                    store
+                        .commit(
+                            *base,
+                            &next,
+                            &request.change,
+                            request.by,
+                            request.actor.as_deref(),
+                        )
+                        .await
+                        .map(|revision| Some((revision, next)))
+                }
             }
             None => self
                 .persist(&target, &before, &after, created, options.backups)
