@@ -45,6 +45,8 @@ pub(super) struct Managed {
     pub(super) revision: i64,
     pub(super) document: ManagedDocument,
     pub(super) notes: Vec<String>,
+    /// False once the Host shuts down: the follower stops (changes still go to the store).
+    pub(super) following: bool,
 }
 
 fn pg(what: &'static str) -> impl Fn(tokio_postgres::Error) -> ChangeError {
@@ -177,18 +179,25 @@ impl Host {
                 revision: -1,
                 document: ManagedDocument::default(),
                 notes: Vec::new(),
+                following: true,
             });
         });
         self.follow_managed(Surface::Startup).await?;
-        let host = self.clone();
+        // The follower holds the Host weakly, and ends with it or at its shutdown.
+        let weak = Arc::downgrade(&self.inner);
         Ok(tokio::spawn(async move {
             let woken = Arc::new(tokio::sync::Notify::new());
-            tokio::spawn(listen(store.config.clone(), woken.clone()));
+            let _listener = AbortOnDrop(tokio::spawn(listen(store.config.clone(), woken.clone())));
             let mut failing = false;
             loop {
                 tokio::select! {
                     () = woken.notified() => {}
                     () = tokio::time::sleep(POLL) => {}
+                }
+                let Some(inner) = weak.upgrade() else { break };
+                let host = Host { inner };
+                if !host.inner.live.following() {
+                    break;
                 }
                 match host.follow_managed(Surface::Replica).await {
                     Ok(()) => failing = false,
@@ -216,6 +225,9 @@ impl Host {
             return Ok(());
         }
         let _turn = self.inner.live.turn.lock().await;
+        if !self.inner.live.following() {
+            return Ok(());
+        }
         let (revision, document) = store.head().await?;
         let (path, adjust) = self.inner.live.with(|applied| {
             (
@@ -264,9 +276,32 @@ pub(super) fn overlay_noting(
 }
 
 impl LiveState {
+    /// Stops following the managed configuration (the Host is shutting down): nothing is
+    /// reconciled from now on.
+    pub(crate) fn stop_managed(&self) {
+        self.with(|applied| {
+            if let Some(managed) = applied.managed.as_mut() {
+                managed.following = false;
+            }
+        });
+    }
+
+    fn following(&self) -> bool {
+        self.with(|applied| applied.managed.as_ref().is_some_and(|m| m.following))
+    }
+
     /// The managed store, when the gateway runs on one.
     pub(super) fn managed_store(&self) -> Option<Arc<ManagedStore>> {
         self.with(|applied| applied.managed.as_ref().map(|m| m.store.clone()))
+    }
+}
+
+/// Aborts a task when dropped (the listener, with the follower that started it).
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 
