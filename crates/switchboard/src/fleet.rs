@@ -168,6 +168,8 @@ pub enum Surface {
     Reload,
     /// The server manager (`switchboard::manager`), for whoever asked it.
     Manager,
+    /// Another replica's change to the managed configuration on PostgreSQL.
+    Replica,
 }
 
 impl Surface {
@@ -180,6 +182,7 @@ impl Surface {
             Self::File => "file",
             Self::Reload => "reload",
             Self::Manager => "manager",
+            Self::Replica => "replica",
         }
     }
 }

@@ -192,6 +192,16 @@ pub async fn run(config: Option<&Path>, args: ServeArgs) -> anyhow::Result<ExitC
         adjust: Some(Arc::new(adjust)),
         ..LiveOptions::default()
     });
+    // With `[storage] url`, the managed configuration on PostgreSQL is laid over the file
+    // now and followed while the gateway runs (`switchboard::live::shared_store`).
+    let _managed = match super::audit::storage_url(&config) {
+        Some(url) => Some(
+            host.manage(switchboard::live::ManagedStore::new(url)?)
+                .await
+                .context("the managed configuration ([storage] url)")?,
+        ),
+        None => None,
+    };
     let watcher = match &config.source {
         Some(path) if config.gateway.watch && !args.no_watch => {
             match switchboard::live::watch::watch(host.clone(), path) {

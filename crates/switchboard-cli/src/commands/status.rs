@@ -174,6 +174,15 @@ pub fn print_status(status: &Value) -> anyhow::Result<()> {
             text(&live["revision"])
         ))?;
     }
+    if live["managed"].is_object() {
+        print_line(&format!(
+            "managed configuration: revision {} (PostgreSQL, [storage] url; laid over the file)",
+            live["managed"]["revision"]
+        ))?;
+        for note in live["managed"]["notes"].as_array().into_iter().flatten() {
+            print_line(&format!("  {}", text(note)))?;
+        }
+    }
     if live["file_error"].is_object() {
         print_line("the config file is invalid; the previous configuration keeps running:")?;
         for problem in live["file_error"]["problems"]

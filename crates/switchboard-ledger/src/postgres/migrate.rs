@@ -34,6 +34,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "approvals",
         sql: include_str!("migrations/0002_approvals.sql"),
     },
+    Migration {
+        version: 3,
+        name: "managed configuration",
+        sql: include_str!("migrations/0003_managed_config.sql"),
+    },
 ];
 
 /// The schema version this Switchboard needs.

@@ -112,13 +112,14 @@ fn migrations_apply_from_empty_and_a_second_run_applies_none() {
                 "SELECT string_agg(version::text, ',' ORDER BY version) FROM schema_migrations"
             )
             .expect("versions"),
-        "1,2"
+        "1,2,3"
     );
     // A database of wave 1 (the ledger only) is told what it lacks and gets only that.
     postgres
         .psql(
             DATABASE,
-            "DROP TABLE approval_grants, approvals; DELETE FROM schema_migrations WHERE version = 2",
+            "DROP TABLE approval_grants, approvals, managed_config; \
+             DELETE FROM schema_migrations WHERE version >= 2",
         )
         .expect("back to version 1");
     runtime().block_on(async {
@@ -128,7 +129,10 @@ fn migrations_apply_from_empty_and_a_second_run_applies_none() {
             .expect_err("version 1 is out of date");
         assert!(error.to_string().contains("2 (approvals)"), "{error}");
         let applied = migrate::migrate(&mut client).await.expect("upgrade");
-        assert_eq!(applied.iter().map(|m| m.version).collect::<Vec<_>>(), [2]);
+        assert_eq!(
+            applied.iter().map(|m| m.version).collect::<Vec<_>>(),
+            [2, 3]
+        );
     });
     // A schema from a newer Switchboard is refused, not guessed at.
     postgres

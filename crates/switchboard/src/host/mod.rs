@@ -324,6 +324,8 @@ impl Host {
     /// Stops every server (killing child process groups), those still draining too, after
     /// cancelling the tasks still running and saving latency stats.
     pub async fn shutdown(&self) {
+        // No managed change is reconciled while (or after) the servers stop.
+        self.inner.live.stop_managed();
         // Tasks' calls first, while their servers still answer the cancellation.
         self.inner.tasks.cancel_all(Duration::from_secs(2)).await;
         if let Some(manager) = self.manager() {

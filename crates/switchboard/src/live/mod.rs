@@ -13,15 +13,19 @@
 //! fleet, drains), `reload` (a config handed over or read again), `file` (which file, has it
 //! moved on, the edit, validation), `offline` (the operation on the file alone), `probe`
 //! (`servers test`: connect a copy, list, judge), `watch` (the file watcher with its
-//! debounce), `record` (ledger rows of changes).
+//! debounce), `record` (ledger rows of changes), `managed` (with `[storage] url`: the
+//! managed document overlaid on the file) and `shared_store` (that document on PostgreSQL,
+//! followed by every replica).
 
 mod change;
 mod file;
+pub mod managed;
 mod offline;
 pub(crate) mod probe;
 mod reconcile;
 mod record;
 mod reload;
+pub mod shared_store;
 pub mod watch;
 
 use std::collections::HashMap;
@@ -39,6 +43,7 @@ pub use offline::apply_offline;
 pub use probe::{TestReport, test_server};
 pub use reconcile::{Action, ServerOutcome};
 pub use record::redacted_entry;
+pub use shared_store::{ManagedStatus, ManagedStore};
 
 use crate::Host;
 
@@ -99,6 +104,8 @@ struct Applied {
     failed: HashMap<String, String>,
     needs_restart: Vec<String>,
     options: LiveOptions,
+    /// With `[storage] url`: the managed configuration this replica runs.
+    managed: Option<shared_store::Managed>,
 }
 
 impl LiveState {
@@ -164,6 +171,9 @@ pub struct LiveStatus {
     pub file_error: Option<FileError>,
     /// Settings changed in the file that apply only after a restart.
     pub needs_restart: Vec<String>,
+    /// With `[storage] url`: the managed revision this replica runs, and where it
+    /// overrides the file.
+    pub managed: Option<ManagedStatus>,
 }
 
 impl Host {
@@ -191,6 +201,10 @@ impl Host {
             read_only: applied.options.read_only,
             file_error: applied.file_error.clone(),
             needs_restart: applied.needs_restart.clone(),
+            managed: applied.managed.as_ref().map(|m| ManagedStatus {
+                revision: m.revision,
+                notes: m.notes.clone(),
+            }),
         })
     }
 
@@ -243,7 +257,22 @@ impl Host {
                 "the gateway runs on its built-in default and no file was chosen for changes: start it with --config FILE".into(),
             )
         })?;
-        let (before, created) = file::read_current(&target, &current, &self.inner.live)?;
+        let (file_text, created) = file::read_current(&target, &current, &self.inner.live)?;
+        // With a managed configuration, the change is made to the file with the managed
+        // head over it, and written to PostgreSQL instead of the file.
+        let managed = match self.inner.live.managed_store() {
+            Some(store) => {
+                let (base, document) = store.head().await?;
+                Some((store, base, document))
+            }
+            None => None,
+        };
+        let before = match &managed {
+            Some((_, _, document)) => {
+                shared_store::overlay_noting(&file_text, &target, document)?.0
+            }
+            None => file_text.clone(),
+        };
         let after = file::edit(&before, &target, &request.change)?;
         let mut config = file::parse(&after, &target).map_err(invalid)?;
         if let Some(adjust) = &options.adjust {
@@ -269,13 +298,39 @@ impl Host {
         let outcomes = self
             .reconcile(&config, request.by, must_start, restart, drain_timeout)
             .await?;
-        if let Err(error) = self.persist(&target, &before, &after, created, options.backups) {
-            // Persisting failed: put the running configuration back as it was.
-            let _ = self
-                .reconcile(&current, request.by, None, None, drain_timeout)
-                .await;
-            return Err(error);
-        }
+        let persisted = match &managed {
+            Some((store, base, document)) => {
+                let next = document.changed(&request.change);
+                if next == *document {
+                    // A restart: per replica, nothing shared changed.
+                    Ok(Some((*base, next)))
+                } else {
+                    store
+                        .commit(
+                            *base,
+                            &next,
+                            &request.change,
+                            request.by,
+                            request.actor.as_deref(),
+                        )
+                        .await
+                        .map(|revision| Some((revision, next)))
+                }
+            }
+            None => self
+                .persist(&target, &before, &after, created, options.backups)
+                .map(|()| None),
+        };
+        let managed_now = match persisted {
+            Ok(managed_now) => managed_now,
+            Err(error) => {
+                // Persisting failed: put the running configuration back as it was.
+                let _ = self
+                    .reconcile(&current, request.by, None, None, drain_timeout)
+                    .await;
+                return Err(error);
+            }
+        };
         if created {
             tracing::info!("configuration changes are now kept in {}", target.display());
         }
@@ -285,7 +340,13 @@ impl Host {
             .unwrap_or_default();
         let revision = self.inner.live.with(|applied| {
             applied.config = Some(config.clone());
-            applied.text_hash = Some(file::hash(&after));
+            match (managed_now, applied.managed.as_mut()) {
+                (Some((revision, document)), Some(managed)) => {
+                    managed.revision = revision;
+                    managed.document = document;
+                }
+                _ => applied.text_hash = Some(file::hash(&after)),
+            }
             applied.generation += 1;
             applied.needs_restart = needs_restart.clone();
             applied.note_failures(&config, &outcomes);

@@ -46,7 +46,24 @@ impl Host {
             self.inner.live.with(|applied| applied.file_error = None);
             return Ok(self.unchanged_report());
         }
-        let mut config = match file::parse(&text, &path) {
+        let managed = self
+            .inner
+            .live
+            .with(|applied| applied.managed.as_ref().map(|m| m.document.clone()));
+        let effective = match &managed {
+            Some(document) => {
+                let (effective, notes) =
+                    super::shared_store::overlay_noting(&text, &path, document)?;
+                self.inner.live.with(|applied| {
+                    if let Some(managed) = applied.managed.as_mut() {
+                        managed.notes = notes;
+                    }
+                });
+                effective
+            }
+            None => text,
+        };
+        let mut config = match file::parse(&effective, &path) {
             Ok(config) => config,
             Err(errors) => {
                 let problems = errors.0.iter().map(ToString::to_string).collect();
@@ -85,7 +102,7 @@ impl Host {
         ChangeError::Invalid(problems)
     }
 
-    async fn reload_in_turn(
+    pub(super) async fn reload_in_turn(
         &self,
         config: Config,
         by: Surface,
