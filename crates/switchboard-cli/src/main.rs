@@ -180,7 +180,7 @@ fn main() -> ExitCode {
             Command::Console(args) => commands::console::run(cli.config.as_deref(), args).await,
             Command::Servers(args) => commands::servers::run(cli.config.as_deref(), args).await,
             Command::Reload(args) => commands::servers::reload(cli.config.as_deref(), args).await,
-            Command::Token(args) => commands::token::run(cli.config.as_deref(), args),
+            Command::Token(args) => commands::token::run(cli.config.as_deref(), args).await,
             Command::Keys(args) => commands::keys::run(args),
             Command::Tier(args) => commands::tier::run(cli.config.as_deref(), args).await,
             Command::Audit(args) => commands::audit::run(cli.config.as_deref(), args).await,

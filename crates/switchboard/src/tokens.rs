@@ -2,7 +2,8 @@
 //! config (`[agents.X] tokens = [...]`) or in a token file that `switchboard token create`
 //! appends to and `switchboard token revoke` (or the console) removes from. A token is shown
 //! once, when it is created; only its hash is kept, named by an id (the first digits of its
-//! salt). [`LiveTokens`] keeps a running gateway in step with the token file.
+//! salt). [`LiveTokens`] keeps a running gateway in step with the token file, or, with
+//! `[storage] url`, with the token table every replica shares ([`shared`]).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -13,7 +14,10 @@ use arc_swap::ArcSwap;
 use serde::{Deserialize, Serialize};
 
 use crate::followed_file::FollowedFile;
+
+pub mod shared;
 use sha2::{Digest, Sha256};
+pub use shared::{SharedTokenError, SharedTokens};
 use switchboard_mcp::front::http::Authenticator;
 
 /// One stored token.
@@ -151,24 +155,29 @@ impl TokenFile {
 
     /// Removes the one token whose id starts with `id` (at least 4 digits), and returns it.
     pub fn revoke(&mut self, id: &str) -> Result<StoredToken, String> {
-        if id.len() < 4 {
-            return Err(format!(
-                "'{id}' is too short to name a token: give at least 4 digits of its id"
-            ));
-        }
-        let found: Vec<usize> = (0..self.tokens.len())
-            .filter(|at| self.tokens[*at].id().starts_with(id))
-            .collect();
-        match found.as_slice() {
-            [at] => Ok(self.tokens.remove(*at)),
-            [] => Err(format!(
-                "no token in the token file has an id starting '{id}'"
-            )),
-            _ => Err(format!(
-                "{} tokens have ids starting '{id}': give more digits",
-                found.len()
-            )),
-        }
+        let at = pick(&self.tokens, id, "the token file")?;
+        Ok(self.tokens.remove(at))
+    }
+}
+
+/// Where in `tokens` the one token is whose id starts with `id` (at least 4 digits); an
+/// error naming `kept` (where they are kept) when none or several are.
+pub(crate) fn pick(tokens: &[StoredToken], id: &str, kept: &str) -> Result<usize, String> {
+    if id.len() < 4 {
+        return Err(format!(
+            "'{id}' is too short to name a token: give at least 4 digits of its id"
+        ));
+    }
+    let found: Vec<usize> = (0..tokens.len())
+        .filter(|at| tokens[*at].id().starts_with(id))
+        .collect();
+    match found.as_slice() {
+        [at] => Ok(*at),
+        [] => Err(format!("no token in {kept} has an id starting '{id}'")),
+        _ => Err(format!(
+            "{} tokens have ids starting '{id}': give more digits",
+            found.len()
+        )),
     }
 }
 
@@ -205,6 +214,20 @@ pub struct LiveTokens {
     file: Option<FollowedFile>,
     agents: BTreeSet<String>,
     store: ArcSwap<TokenStore>,
+    /// With `[storage] url`: the shared tokens, in place of the file.
+    shared: Option<SharedFollow>,
+}
+
+/// The shared tokens' view and the task that keeps it fresh (stopped with it).
+struct SharedFollow {
+    view: Arc<shared::View>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for SharedFollow {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
 }
 
 impl std::fmt::Debug for LiveTokens {
@@ -235,13 +258,36 @@ impl LiveTokens {
             fixed,
             file: followed,
             agents,
+            shared: None,
         };
         live.store.store(Arc::new(live.combined(from_file)));
         Ok(live)
     }
 
+    /// The config's tokens (`fixed`) and the live ones of the shared `store` for `agents`,
+    /// read now (an error when the database cannot be read) and followed from then on (see
+    /// [`shared`]: a revoked token is refused within [`shared::STALE_AFTER`]). Needs a
+    /// tokio runtime; the follower stops when this is dropped.
+    pub async fn shared(
+        fixed: Vec<StoredToken>,
+        store: SharedTokens,
+        agents: BTreeSet<String>,
+    ) -> Result<Self, SharedTokenError> {
+        let (view, task) = shared::start(store, fixed.clone(), agents.clone()).await?;
+        Ok(Self {
+            store: ArcSwap::from_pointee(TokenStore::new(Vec::new())),
+            fixed,
+            file: None,
+            agents,
+            shared: Some(SharedFollow { view, task }),
+        })
+    }
+
     /// The tokens accepted now.
     pub fn current(&self) -> Arc<TokenStore> {
+        if let Some(shared) = &self.shared {
+            return shared.view.at(tokio::time::Instant::now());
+        }
         self.refresh();
         self.store.load_full()
     }
@@ -266,19 +312,37 @@ impl LiveTokens {
     }
 
     fn combined(&self, from_file: Vec<StoredToken>) -> TokenStore {
-        let mut tokens = self.fixed.clone();
-        for token in from_file {
-            if self.agents.contains(&token.agent) {
-                tokens.push(token);
-            } else {
-                tracing::warn!(
-                    "ignoring a token of agent '{}', which the config does not define",
-                    token.agent
-                );
-            }
+        // The file is read only when it changed: worth a warning each time.
+        for token in from_file.iter().filter(|t| !self.agents.contains(&t.agent)) {
+            tracing::warn!(
+                "ignoring a token of agent '{}', which the config does not define",
+                token.agent
+            );
         }
-        TokenStore::new(tokens)
+        combine(&self.fixed, &self.agents, from_file)
     }
+}
+
+/// The config's tokens and those `stored` (in the file or the database) of known `agents`
+/// (the shared tokens are read every few hundred milliseconds: the others are only
+/// debug-logged here).
+fn combine(
+    fixed: &[StoredToken],
+    agents: &BTreeSet<String>,
+    stored: Vec<StoredToken>,
+) -> TokenStore {
+    let mut tokens = fixed.to_vec();
+    for token in stored {
+        if agents.contains(&token.agent) {
+            tokens.push(token);
+        } else {
+            tracing::debug!(
+                "ignoring a token of agent '{}', which the config does not define",
+                token.agent
+            );
+        }
+    }
+    TokenStore::new(tokens)
 }
 
 impl Authenticator for LiveTokens {

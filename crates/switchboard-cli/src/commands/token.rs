@@ -3,12 +3,18 @@
 //! default `$XDG_CONFIG_HOME/switchboard/tokens.json`). `token list` shows the tokens by id
 //! (never a token), `token revoke ID` removes one from the file. A running gateway that
 //! started with tokens follows the file within a second (`switchboard::tokens::LiveTokens`).
+//!
+//! With `[storage] url`, the tokens are in PostgreSQL instead (`agent_tokens`, shared by every
+//! replica, `switchboard::tokens::shared`): `create`, `list` and `revoke` work there, and
+//! `token import FILE` copies a token file's tokens in (once, when moving to shared storage).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
-use switchboard::tokens::{LiveTokens, TokenFile, config_tokens, new_token};
+use switchboard::tokens::{
+    LiveTokens, SharedTokens, StoredToken, TokenFile, config_tokens, new_token,
+};
 use switchboard_core::config::Config;
 
 use crate::output::print_line;
@@ -44,6 +50,12 @@ enum Action {
         #[arg(long, value_name = "FILE")]
         token_file: Option<PathBuf>,
     },
+    /// Copy the tokens of a token file (of agents the config defines) into the shared store
+    /// of `[storage] url`; tokens already there (or revoked there) are left as they are.
+    Import {
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+    },
 }
 
 /// Where the config keeps token hashes.
@@ -59,7 +71,16 @@ pub fn token_file_path(config: &Config) -> Option<PathBuf> {
 
 /// Every token of a config — its agents' `tokens` and the token file's (for known agents)
 /// — kept in step with the token file.
-pub fn live_tokens(config: &Config) -> anyhow::Result<LiveTokens> {
+pub async fn live_tokens(config: &Config) -> anyhow::Result<LiveTokens> {
+    if let Some(url) = super::audit::storage_url(config) {
+        return LiveTokens::shared(
+            config_tokens(config),
+            SharedTokens::new(url)?,
+            config.agents.keys().cloned().collect(),
+        )
+        .await
+        .context("the agents' tokens ([storage] url)");
+    }
     LiveTokens::load(
         config_tokens(config),
         token_file_path(config),
@@ -74,21 +95,15 @@ fn file_of(config: &Config, given: Option<PathBuf>) -> anyhow::Result<PathBuf> {
         .context("no token file: set gateway.token_file or pass --token-file")
 }
 
-pub fn run(config: Option<&Path>, args: TokenArgs) -> anyhow::Result<ExitCode> {
+pub async fn run(config: Option<&Path>, args: TokenArgs) -> anyhow::Result<ExitCode> {
     let config = super::load_config(config)?;
+    if let Some(url) = super::audit::storage_url(&config) {
+        shared(&config, SharedTokens::new(url)?, args.action).await?;
+        return Ok(ExitCode::SUCCESS);
+    }
     match args.action {
         Action::Create { agent, token_file } => {
-            if !config.agents.contains_key(&agent) {
-                let known: Vec<&str> = config.agents.keys().map(String::as_str).collect();
-                bail!(
-                    "unknown agent '{agent}' (the config defines: {})",
-                    if known.is_empty() {
-                        "none".to_owned()
-                    } else {
-                        known.join(", ")
-                    }
-                );
-            }
+            known_agent(&config, &agent)?;
             let path = file_of(&config, token_file)?;
             let mut file = TokenFile::load(&path).map_err(anyhow::Error::msg)?;
             let (token, stored) = new_token(&agent);
@@ -103,44 +118,14 @@ pub fn run(config: Option<&Path>, args: TokenArgs) -> anyhow::Result<ExitCode> {
         Action::List { token_file, json } => {
             let path = file_of(&config, token_file)?;
             let file = TokenFile::load(&path).map_err(anyhow::Error::msg)?;
-            let listed = config_tokens(&config)
-                .into_iter()
-                .map(|token| (token, "config".to_owned()))
-                .chain(
-                    file.tokens
-                        .into_iter()
-                        .map(|token| (token, path.display().to_string())),
-                );
-            for (token, kept) in listed {
-                let created = token.created.clone().unwrap_or_default();
-                if json {
-                    let line = serde_json::json!({"agent": token.agent, "id": token.id(),
-                        "created": token.created, "kept": kept});
-                    print_line(&line.to_string())?;
-                } else {
-                    print_line(&format!(
-                        "{:<16} {:<12} {:<16} {kept}",
-                        token.agent,
-                        token.id(),
-                        created
-                    ))?;
-                }
-            }
+            list(&config, file.tokens, &path.display().to_string(), json)?;
         }
         Action::Revoke { id, token_file } => {
             let path = file_of(&config, token_file)?;
             let mut file = TokenFile::load(&path).map_err(anyhow::Error::msg)?;
-            let revoked = match file.revoke(&id) {
-                Ok(revoked) => revoked,
-                Err(why)
-                    if config_tokens(&config)
-                        .iter()
-                        .any(|t| t.id().starts_with(&id)) =>
-                {
-                    bail!("{why}: that token is in the config's [agents.X] tokens; remove it there")
-                }
-                Err(why) => bail!("{why}"),
-            };
+            let revoked = file
+                .revoke(&id)
+                .or_else(|why| in_config(&config, &id, why))?;
             file.save(&path).map_err(anyhow::Error::msg)?;
             eprintln!(
                 "revoked token {} of agent '{}' (removed from {}); a running gateway refuses it within a second",
@@ -149,6 +134,125 @@ pub fn run(config: Option<&Path>, args: TokenArgs) -> anyhow::Result<ExitCode> {
                 path.display()
             );
         }
+        Action::Import { .. } => bail!(
+            "`token import` copies a token file into the shared store: the config has no \
+             [storage] url"
+        ),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The actions on the shared store of `[storage] url`.
+async fn shared(config: &Config, store: SharedTokens, action: Action) -> anyhow::Result<()> {
+    const KEPT: &str = "the shared token store ([storage] url)";
+    let no_file = |given: &Option<PathBuf>| {
+        if given.is_some() {
+            bail!(
+                "with [storage] url the tokens are in PostgreSQL, not a token file: \
+                 `switchboard token import FILE` copies a file's tokens there"
+            );
+        }
+        Ok(())
+    };
+    match action {
+        Action::Create { agent, token_file } => {
+            no_file(&token_file)?;
+            known_agent(config, &agent)?;
+            let (token, stored) = new_token(&agent);
+            store.insert(&[stored]).await?;
+            eprintln!(
+                "created a token for agent '{agent}' (its hash is in {KEPT}); it is shown only now:"
+            );
+            print_line(&token)?;
+        }
+        Action::List { token_file, json } => {
+            no_file(&token_file)?;
+            list(config, store.live().await?, "postgres", json)?;
+        }
+        Action::Revoke { id, token_file } => {
+            no_file(&token_file)?;
+            let by = std::env::var("USER").ok();
+            let revoked = match store.revoke(&id, by.as_deref()).await {
+                Ok(revoked) => revoked,
+                Err(switchboard::tokens::SharedTokenError::NotFound(why)) => {
+                    in_config(config, &id, why)?
+                }
+                Err(error) => return Err(error.into()),
+            };
+            eprintln!(
+                "revoked token {} of agent '{}' (in {KEPT}); every replica refuses it within {:?}",
+                revoked.id(),
+                revoked.agent,
+                switchboard::tokens::shared::STALE_AFTER
+            );
+        }
+        Action::Import { file } => {
+            let read = TokenFile::load(&file).map_err(anyhow::Error::msg)?;
+            let (known, unknown): (Vec<_>, Vec<_>) = read
+                .tokens
+                .into_iter()
+                .partition(|t| config.agents.contains_key(&t.agent));
+            for token in &unknown {
+                eprintln!(
+                    "skipped token {} of agent '{}', which the config does not define",
+                    token.id(),
+                    token.agent
+                );
+            }
+            let added = store.insert(&known).await?;
+            print_line(&format!(
+                "imported {added} token(s) from {} into {KEPT} ({} already there)",
+                file.display(),
+                known.len() as u64 - added
+            ))?;
+        }
+    }
+    Ok(())
+}
+
+fn known_agent(config: &Config, agent: &str) -> anyhow::Result<()> {
+    if !config.agents.contains_key(agent) {
+        let known: Vec<&str> = config.agents.keys().map(String::as_str).collect();
+        bail!(
+            "unknown agent '{agent}' (the config defines: {})",
+            if known.is_empty() {
+                "none".to_owned()
+            } else {
+                known.join(", ")
+            }
+        );
+    }
+    Ok(())
+}
+
+/// `why` a token could not be revoked, told that it is in the config when it is.
+fn in_config<T>(config: &Config, id: &str, why: String) -> anyhow::Result<T> {
+    if config_tokens(config).iter().any(|t| t.id().starts_with(id)) {
+        bail!("{why}: that token is in the config's [agents.X] tokens; remove it there")
+    }
+    bail!("{why}")
+}
+
+/// Prints the config's tokens and the `stored` ones (kept where `kept` says).
+fn list(config: &Config, stored: Vec<StoredToken>, kept: &str, json: bool) -> anyhow::Result<()> {
+    let listed = config_tokens(config)
+        .into_iter()
+        .map(|token| (token, "config"))
+        .chain(stored.into_iter().map(|token| (token, kept)));
+    for (token, kept) in listed {
+        let created = token.created.clone().unwrap_or_default();
+        if json {
+            let line = serde_json::json!({"agent": token.agent, "id": token.id(),
+                "created": token.created, "kept": kept});
+            print_line(&line.to_string())?;
+        } else {
+            print_line(&format!(
+                "{:<16} {:<12} {:<16} {kept}",
+                token.agent,
+                token.id(),
+                created
+            ))?;
+        }
+    }
+    Ok(())
 }

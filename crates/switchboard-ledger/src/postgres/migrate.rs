@@ -39,6 +39,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "managed configuration",
         sql: include_str!("migrations/0003_managed_config.sql"),
     },
+    Migration {
+        version: 4,
+        name: "agent tokens",
+        sql: include_str!("migrations/0004_agent_tokens.sql"),
+    },
 ];
 
 /// The schema version this Switchboard needs.

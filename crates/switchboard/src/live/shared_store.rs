@@ -186,14 +186,10 @@ impl Host {
         // The follower holds the Host weakly, and ends with it or at its shutdown.
         let weak = Arc::downgrade(&self.inner);
         Ok(tokio::spawn(async move {
-            let woken = Arc::new(tokio::sync::Notify::new());
-            let _listener = AbortOnDrop(tokio::spawn(listen(store.config.clone(), woken.clone())));
+            let wakeups = Wakeups::start(store.config.clone(), CHANNEL, POLL);
             let mut failing = false;
             loop {
-                tokio::select! {
-                    () = woken.notified() => {}
-                    () = tokio::time::sleep(POLL) => {}
-                }
+                wakeups.next().await;
                 let Some(inner) = weak.upgrade() else { break };
                 let host = Host { inner };
                 if !host.inner.live.following() {
@@ -296,6 +292,39 @@ impl LiveState {
     }
 }
 
+/// What wakes a follower of PostgreSQL: a `NOTIFY` on its channel, or its poll when none
+/// came (a notification can be lost with its connection). The LISTEN connection ends with it.
+pub(crate) struct Wakeups {
+    woken: Arc<tokio::sync::Notify>,
+    poll: std::time::Duration,
+    _listener: AbortOnDrop,
+}
+
+impl Wakeups {
+    /// LISTENs on `channel` of the database `config` names (needs a tokio runtime).
+    pub(crate) fn start(
+        config: tokio_postgres::Config,
+        channel: &'static str,
+        poll: std::time::Duration,
+    ) -> Self {
+        let woken = Arc::new(tokio::sync::Notify::new());
+        let listener = tokio::spawn(listen(config, channel, woken.clone()));
+        Self {
+            woken,
+            poll,
+            _listener: AbortOnDrop(listener),
+        }
+    }
+
+    /// Returns at the next notification, or after the poll.
+    pub(crate) async fn next(&self) {
+        tokio::select! {
+            () = self.woken.notified() => {}
+            () = tokio::time::sleep(self.poll) => {}
+        }
+    }
+}
+
 /// Aborts a task when dropped (the listener, with the follower that started it).
 struct AbortOnDrop(tokio::task::JoinHandle<()>);
 
@@ -305,9 +334,14 @@ impl Drop for AbortOnDrop {
     }
 }
 
-/// Wakes the follower at every `NOTIFY switchboard_config`; reconnects after a second when
-/// the connection is lost (the follower's poll covers the gap).
-async fn listen(config: tokio_postgres::Config, woken: Arc<tokio::sync::Notify>) {
+/// Wakes a follower at every `NOTIFY` on `channel` (`switchboard_config`, and the tokens'
+/// `switchboard_tokens`); reconnects after a second when the connection is lost (the
+/// follower's poll covers the gap).
+async fn listen(
+    config: tokio_postgres::Config,
+    channel: &'static str,
+    woken: Arc<tokio::sync::Notify>,
+) {
     loop {
         if let Ok((client, mut connection)) = config.connect(tokio_postgres::NoTls).await {
             let (sender, mut messages) = tokio::sync::mpsc::unbounded_channel();
@@ -321,7 +355,7 @@ async fn listen(config: tokio_postgres::Config, woken: Arc<tokio::sync::Notify>)
                 }
             });
             if client
-                .batch_execute(&format!("LISTEN {CHANNEL}"))
+                .batch_execute(&format!("LISTEN {channel}"))
                 .await
                 .is_ok()
             {
