@@ -140,6 +140,7 @@ async fn set_up() -> Setup {
         ledger: Some(ledger_path),
         postgres: None,
         token_file: None,
+        shared_tokens: None,
         listen: addr,
         trace_url: None,
     });

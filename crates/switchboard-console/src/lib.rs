@@ -59,6 +59,9 @@ pub struct ConsoleOptions {
     pub postgres: Option<switchboard_ledger::postgres::Pool>,
     /// The token file agents' tokens are kept in, listed on the agents page.
     pub token_file: Option<PathBuf>,
+    /// With `[storage] url`: the tokens shared by every replica, kept in PostgreSQL — made,
+    /// listed and revoked there instead of the token file.
+    pub shared_tokens: Option<Arc<switchboard::tokens::SharedTokens>>,
     /// The address the admin listener is bound to: the only non-loopback-name `Host` taken.
     pub listen: SocketAddr,
     /// Where a trace is viewed, `{trace_id}` in it (`[telemetry] trace_url`): ledger rows
@@ -78,6 +81,7 @@ pub(crate) struct Shared {
     pub(crate) ledger: Option<PathBuf>,
     pub(crate) postgres: Option<switchboard_ledger::postgres::Pool>,
     pub(crate) token_file: Option<PathBuf>,
+    pub(crate) shared_tokens: Option<Arc<switchboard::tokens::SharedTokens>>,
     pub(crate) listen: SocketAddr,
     pub(crate) trace_url: Option<String>,
     pub(crate) sessions: auth::Sessions,
@@ -96,6 +100,7 @@ impl Console {
                 ledger: options.ledger,
                 postgres: options.postgres,
                 token_file: options.token_file,
+                shared_tokens: options.shared_tokens,
                 listen: options.listen,
                 trace_url: options.trace_url,
                 sessions: auth::Sessions::default(),

@@ -315,20 +315,26 @@ async fn the_audit_pages_through_the_ledger_with_its_older_link() {
     );
 }
 
+/// Makes a token for `agent` on the agents page: the token, as the page shows it once.
+async fn made_token(browser: &Browser, agent: &str) -> String {
+    let made = browser
+        .post_form(&format!("/console/agents/{agent}/tokens"), &[])
+        .await;
+    assert_eq!(made.status(), 200);
+    let made = made.text().await.expect("body");
+    made.split("<pre class=\"token\">")
+        .nth(1)
+        .and_then(|rest| rest.split('<').next())
+        .unwrap_or_else(|| panic!("the token, shown once: {made}"))
+        .to_owned()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tokens_are_made_and_revoked_from_the_agents_page() {
     let gateway = Gateway::start().await;
     let browser = gateway.signed_in().await;
-    let made = browser.post_form("/console/agents/npc/tokens", &[]).await;
-    assert_eq!(made.status(), 200);
-    let made = made.text().await.expect("body");
-    let token = made
-        .split("<pre class=\"token\">")
-        .nth(1)
-        .and_then(|rest| rest.split('<').next())
-        .expect("the token, shown once")
-        .to_owned();
-    assert!(token.starts_with("sbt_"), "{made}");
+    let token = made_token(&browser, "npc").await;
+    assert!(token.starts_with("sbt_"), "{token}");
     let stored = std::fs::read_to_string(gateway.dir.path().join("tokens.json")).expect("file");
     assert!(!stored.contains(&token), "only its hash is kept");
     let file: serde_json::Value = serde_json::from_str(&stored).expect("json");
@@ -409,6 +415,69 @@ async fn tasks_are_listed_and_cancelled_and_the_operations_page_renders() {
         operations.contains("href=\"/console/tasks\""),
         "in the navigation"
     );
+}
+
+/// With `[storage] url` the agents page makes and revokes the tokens in PostgreSQL: a
+/// replica following the table accepts the made token, and refuses it within a second of
+/// the console's revocation; the row records who revoked it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokens_made_and_revoked_in_the_console_reach_every_replica_on_postgres() {
+    use switchboard::tokens::{LiveTokens, SharedTokens, shared::STALE_AFTER};
+    use switchboard_mcp::front::http::Authenticator;
+    let gateway = Gateway::start_on_postgres().await;
+    let url = gateway.postgres.as_ref().expect("postgres").url();
+    let replica = LiveTokens::shared(
+        Vec::new(),
+        SharedTokens::new(&url).expect("store"),
+        ["npc".to_owned()].into(),
+    )
+    .await
+    .expect("a replica's tokens");
+    let browser = gateway.signed_in().await;
+    let token = made_token(&browser, "npc").await;
+    until(std::time::Duration::from_secs(1), || {
+        replica.agent_for(&token)
+    })
+    .await;
+    assert!(
+        !gateway.dir.path().join("tokens.json").exists(),
+        "the token file is not used"
+    );
+    let page = browser.page("/console/agents").await;
+    let id = page
+        .split("data-token=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("the token listed")
+        .to_owned();
+    assert!(page.contains("postgres"), "kept in PostgreSQL: {page}");
+    let revoked = browser
+        .post_form(&format!("/console/tokens/{id}/revoke"), &[])
+        .await;
+    assert_eq!(revoked.status(), 303);
+    let started = std::time::Instant::now();
+    until(STALE_AFTER, || {
+        replica.agent_for(&token).is_none().then_some(())
+    })
+    .await;
+    eprintln!(
+        "revoked in the console -> refused in {:?}",
+        started.elapsed()
+    );
+    let by = gateway
+        .postgres
+        .as_ref()
+        .expect("postgres")
+        .psql(
+            switchboard_testkit::postgres::DATABASE,
+            "SELECT revoked_by FROM agent_tokens",
+        )
+        .expect("the row");
+    assert_eq!(by, "alice");
+    let again = browser
+        .post_form(&format!("/console/tokens/{id}/revoke"), &[])
+        .await;
+    assert_eq!(again.status(), 404);
 }
 
 /// With `[storage] url` the audit page, a row, the verification (plain and live), the

@@ -239,7 +239,12 @@ pub async fn run(config: Option<&Path>, args: ServeArgs) -> anyhow::Result<ExitC
             postgres: super::audit::storage_url(&config)
                 .map(|url| switchboard_ledger::postgres::pool(url, 2))
                 .transpose()?,
-            token_file: super::token::token_file_path(&config),
+            token_file: super::token::token_file_path(&config)
+                .filter(|_| super::audit::storage_url(&config).is_none()),
+            shared_tokens: super::audit::storage_url(&config)
+                .map(switchboard::tokens::SharedTokens::new)
+                .transpose()?
+                .map(Arc::new),
             trace_url: config.telemetry.trace_url.clone(),
         },
         shutdown.clone(),
@@ -405,6 +410,8 @@ struct AdminSetup<'a> {
     /// The ledger on PostgreSQL (`[storage] url`), whose audit the console reads.
     postgres: Option<switchboard_ledger::postgres::Pool>,
     token_file: Option<std::path::PathBuf>,
+    /// The tokens on PostgreSQL (`[storage] url`), made and revoked there by the console.
+    shared_tokens: Option<Arc<switchboard::tokens::SharedTokens>>,
     /// `[telemetry] trace_url`, for the console's links to traces.
     trace_url: Option<String>,
 }
@@ -422,6 +429,7 @@ async fn start_admin(
         ledger,
         postgres,
         token_file,
+        shared_tokens,
         trace_url,
     } = setup;
     if !address.ip().is_loopback() {
@@ -456,6 +464,7 @@ async fn start_admin(
         ledger,
         postgres,
         token_file,
+        shared_tokens,
         listen: bound,
         trace_url,
     });

@@ -27,11 +27,24 @@ struct TokenLine {
     source: &'static str,
 }
 
-fn tokens(config: &Config, token_file: Option<&std::path::Path>) -> Vec<TokenLine> {
-    let from_file = token_file
-        .and_then(|path| TokenFile::load(path).ok())
-        .map(|file| file.tokens)
-        .unwrap_or_default();
+/// The config's tokens and those of the shared store (with `[storage] url`) or the file.
+async fn tokens(config: &Config, console: &Console) -> Result<Vec<TokenLine>, ConsoleError> {
+    let (source, stored) = match &console.shared.shared_tokens {
+        Some(store) => (
+            "postgres",
+            store.live().await.map_err(super::tokens::shared_error)?,
+        ),
+        None => (
+            "token file",
+            console
+                .shared
+                .token_file
+                .as_deref()
+                .and_then(|path| TokenFile::load(path).ok())
+                .map(|file| file.tokens)
+                .unwrap_or_default(),
+        ),
+    };
     let line = |source| {
         move |token: StoredToken| TokenLine {
             id: token.id(),
@@ -40,11 +53,11 @@ fn tokens(config: &Config, token_file: Option<&std::path::Path>) -> Vec<TokenLin
             source,
         }
     };
-    config_tokens(config)
+    Ok(config_tokens(config)
         .into_iter()
         .map(line("config"))
-        .chain(from_file.into_iter().map(line("token file")))
-        .collect()
+        .chain(stored.into_iter().map(line(source)))
+        .collect())
 }
 
 fn exposure_of(config: &Config, agent: &AgentConfig) -> String {
@@ -92,7 +105,8 @@ pub(crate) async fn page(
     })
     .await?
     .unwrap_or_default();
-    let tokens = tokens(&config, console.shared.token_file.as_deref());
+    let tokens = tokens(&config, &console).await?;
+    let can_make = console.shared.token_file.is_some() || console.shared.shared_tokens.is_some();
     let empty = AgentTotals::default();
     Ok(layout::page(
         &session,
@@ -139,8 +153,8 @@ pub(crate) async fn page(
                 }
             }
             h2 { "Tokens" }
-            p class="hint" { "Only salted hashes are kept; a token is shown once, when it is made (here, or by " code { "switchboard token create AGENT" } "). A gateway that started with tokens follows the token file within a second: a revoked token is refused, a new one accepted." }
-            @if console.shared.token_file.is_some() && !config.agents.is_empty() {
+            p class="hint" { "Only salted hashes are kept; a token is shown once, when it is made (here, or by " code { "switchboard token create AGENT" } "). " (if console.shared.shared_tokens.is_some() { "They are kept in PostgreSQL and shared by every replica: within a second every replica refuses a revoked token and accepts a new one." } else { "A gateway that started with tokens follows the token file within a second: a revoked token is refused, a new one accepted." }) }
+            @if can_make && !config.agents.is_empty() {
                 div class="new-tokens" { @for name in config.agents.keys() {
                     form method="post" action=(format!("/console/agents/{name}/tokens")) {
                         (layout::csrf_field(&session))
@@ -154,7 +168,7 @@ pub(crate) async fn page(
                     tbody { @for token in &tokens { tr data-token=(token.id) {
                         td { (token.agent) } td { code { (token.id) } }
                         td { (token.created.as_deref().unwrap_or("—")) } td { (token.source) }
-                        td { @if token.source == "token file" {
+                        td { @if token.source != "config" {
                             (layout::danger_button(&session, &format!("/console/tokens/{}/revoke", token.id), "Revoke"))
                         } }
                     } } }

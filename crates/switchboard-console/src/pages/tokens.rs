@@ -3,12 +3,14 @@
 //! `POST /console/tokens/{id}/revoke` removes one from the token file. A gateway that started
 //! with tokens follows the file within a second (`switchboard::tokens::LiveTokens`); one that
 //! started without any needs a restart before it asks for tokens at all, and the page says so.
+//! With `[storage] url` both work on the tokens in PostgreSQL instead, shared by every replica
+//! (`switchboard::tokens::shared`: every replica follows within a second).
 
 use axum::extract::{Extension, Path, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
 use maud::{Markup, html};
-use switchboard::tokens::{TokenFile, new_token};
+use switchboard::tokens::{SharedTokenError, TokenFile, new_token};
 
 use super::done;
 use crate::Console;
@@ -20,6 +22,15 @@ fn token_file(console: &Console) -> Result<&std::path::Path, ConsoleError> {
     console.shared.token_file.as_deref().ok_or_else(|| {
         ConsoleError::Invalid("this gateway has no token file (gateway.token_file)".to_owned())
     })
+}
+
+/// The shared store's error as the console shows it: an unknown id is not found, the
+/// database's trouble is a failure to reach the store (shown as is, never the URL).
+pub(crate) fn shared_error(error: SharedTokenError) -> ConsoleError {
+    match error {
+        SharedTokenError::NotFound(why) => ConsoleError::NotFound(why),
+        other => ConsoleError::Ledger(other.to_string()),
+    }
 }
 
 /// Makes a token for `agent` and shows it once.
@@ -38,12 +49,16 @@ pub(crate) async fn create(
             "the configuration defines no agent '{agent}'"
         )));
     }
-    let path = token_file(&console)?;
-    let mut file = TokenFile::load(path).map_err(ConsoleError::Invalid)?;
     let (token, stored) = new_token(&agent);
     let id = stored.id();
-    file.tokens.push(stored);
-    file.save(path).map_err(ConsoleError::Invalid)?;
+    if let Some(store) = &console.shared.shared_tokens {
+        store.insert(&[stored]).await.map_err(shared_error)?;
+    } else {
+        let path = token_file(&console)?;
+        let mut file = TokenFile::load(path).map_err(ConsoleError::Invalid)?;
+        file.tokens.push(stored);
+        file.save(path).map_err(ConsoleError::Invalid)?;
+    }
     tracing::info!(agent, id, operator = %session.operator, "console: token created");
     Ok(layout::page(
         &session,
@@ -65,10 +80,18 @@ pub(crate) async fn revoke(
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response, ConsoleError> {
-    let path = token_file(&console)?;
-    let mut file = TokenFile::load(path).map_err(ConsoleError::Invalid)?;
-    let revoked = file.revoke(&id).map_err(ConsoleError::NotFound)?;
-    file.save(path).map_err(ConsoleError::Invalid)?;
+    let revoked = if let Some(store) = &console.shared.shared_tokens {
+        store
+            .revoke(&id, Some(&session.operator))
+            .await
+            .map_err(shared_error)?
+    } else {
+        let path = token_file(&console)?;
+        let mut file = TokenFile::load(path).map_err(ConsoleError::Invalid)?;
+        let revoked = file.revoke(&id).map_err(ConsoleError::NotFound)?;
+        file.save(path).map_err(ConsoleError::Invalid)?;
+        revoked
+    };
     tracing::info!(agent = revoked.agent, id, operator = %session.operator, "console: token revoked");
     Ok(done(&headers, "/console/agents"))
 }

@@ -128,6 +128,9 @@ impl Gateway {
             ledger: postgres.is_none().then(|| ledger.path().to_owned()),
             postgres: postgres.as_ref().map(|(_, pool)| pool.clone()),
             token_file: Some(token_file),
+            shared_tokens: postgres.as_ref().map(|(server, _)| {
+                Arc::new(switchboard::tokens::SharedTokens::new(&server.url()).expect("tokens"))
+            }),
             listen: addr,
             trace_url: None,
         });
