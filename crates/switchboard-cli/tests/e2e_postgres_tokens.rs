@@ -1,8 +1,7 @@
 //! Two real `switchboard serve` gateways on one PostgreSQL (`[storage] url`) share the agents'
 //! tokens: a token file's tokens imported with `switchboard token import` work on both, a token
 //! made with `switchboard token create` (against the same config) works on both at once, and a
-//! token revoked with `switchboard token revoke` is refused by both within a second. With
-//! shared storage a gateway asks for a token even when none existed as it started.
+//! token revoked with `switchboard token revoke` is refused by both within a second.
 
 mod support;
 
@@ -79,12 +78,8 @@ async fn tokens_are_shared_and_revoked_everywhere_within_a_second() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (postgres, config) = shared_store(dir.path());
 
-    // Both replicas start with no token stored: they ask for one all the same.
-    let a = HttpGateway::start(&config, &[]);
-    let b = HttpGateway::start(&config, &[]);
-    assert_eq!(post(&a.url, None, modern_list()).await.0, 401);
-
-    // A token file is imported once; its token works on both (the unknown agent's is skipped).
+    // A token file is imported once, before the replicas start (the unknown agent's token
+    // is skipped); with a token stored, both ask for one.
     let file = dir.path().join("tokens.json");
     let imported = token_in_file(dir.path(), &file);
     let import = run_bare(&config, &["token", "import", &file.display().to_string()]);
@@ -97,8 +92,12 @@ async fn tokens_are_shared_and_revoked_everywhere_within_a_second() {
     );
     let again = run_bare(&config, &["token", "import", &file.display().to_string()]);
     assert!(String::from_utf8_lossy(&again.stdout).contains("imported 0 token(s)"));
+    let a = HttpGateway::start(&config, &[]);
+    let b = HttpGateway::start(&config, &[]);
+    assert_eq!(post(&a.url, None, modern_list()).await.0, 401);
+    assert_eq!(post(&b.url, Some("sbt_forged"), modern_list()).await.0, 401);
 
-    // A token made through the CLI is accepted by both replicas (within the poll).
+    // A token made through the CLI while they run is accepted by both (within the poll).
     let made = create_token(&config, "qa");
     for gateway in [&a, &b] {
         for token in [&imported, &made] {

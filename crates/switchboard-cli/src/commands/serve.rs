@@ -160,19 +160,17 @@ pub async fn run(config: Option<&Path>, args: ServeArgs) -> anyhow::Result<ExitC
     super::check_agent(&config, args.agent.as_deref())?;
     let max_message_bytes = config.gateway.max_message_bytes;
     let ledger = super::audit::open_ledger(&config)?;
-    // Tokens are required when there are some at start; from then on the token file is
-    // followed (created and revoked tokens take effect within a second), and revoking the
-    // last one never opens the endpoint. With `[storage] url` the tokens are shared by every
-    // replica and always required (a replica started before the first token was made must
-    // not stay open while the others ask for one).
+    // Tokens are required when there are some at start; from then on the token file (or,
+    // with `[storage] url`, the token table every replica shares) is followed (created and
+    // revoked tokens take effect within a second), and revoking the last one never opens
+    // the endpoint.
     let tokens = super::token::live_tokens(&config).await?;
-    let shared_tokens = super::audit::storage_url(&config).is_some();
-    let auth: Option<Arc<dyn Authenticator>> =
-        if (tokens.current().is_empty() && !shared_tokens) || !config.auth.tokens {
-            None
-        } else {
-            Some(Arc::new(tokens))
-        };
+    let auth: Option<Arc<dyn Authenticator>> = if tokens.current().is_empty() || !config.auth.tokens
+    {
+        None
+    } else {
+        Some(Arc::new(tokens))
+    };
     let options = switchboard::HostOptions {
         recorder: Arc::new(ledger.clone()),
         latency_database: super::audit::latency_path(&config),
