@@ -260,3 +260,54 @@ async fn follow(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tokens::new_token;
+    use switchboard_mcp::front::http::Authenticator;
+
+    #[test]
+    fn a_snapshot_is_trusted_for_stale_after_and_then_only_the_config_tokens_are() {
+        let (stored, stored_hash) = new_token("qa");
+        let (fixed, fixed_hash) = new_token("qa");
+        let read_at = Instant::now();
+        let agents = BTreeSet::from(["qa".to_owned()]);
+        let view = View {
+            snapshot: ArcSwap::from_pointee(Snapshot {
+                read_at,
+                store: Arc::new(combine(
+                    std::slice::from_ref(&fixed_hash),
+                    &agents,
+                    vec![stored_hash],
+                )),
+            }),
+            fixed: Arc::new(TokenStore::new(vec![fixed_hash])),
+        };
+        for (after, stored_accepted) in [
+            (Duration::ZERO, true),
+            (POLL, true),
+            (STALE_AFTER, true),
+            (STALE_AFTER + Duration::from_millis(1), false),
+            (STALE_AFTER * 60, false),
+        ] {
+            let store = view.at(read_at + after);
+            assert_eq!(
+                store.agent_for(&stored).is_some(),
+                stored_accepted,
+                "a stored token {after:?} after the read"
+            );
+            assert_eq!(
+                store.agent_for(&fixed).as_deref(),
+                Some("qa"),
+                "the config's token {after:?} after the read"
+            );
+        }
+        // A read that began before the snapshot's (a clock that went backwards) is not stale.
+        assert!(
+            view.at(read_at.checked_sub(POLL).unwrap_or(read_at))
+                .agent_for(&stored)
+                .is_some()
+        );
+    }
+}
