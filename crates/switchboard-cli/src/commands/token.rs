@@ -27,7 +27,8 @@ pub struct TokenArgs {
 
 #[derive(Debug, clap::Subcommand)]
 enum Action {
-    /// Create a token for AGENT (one of the config's [agents]) and print it once.
+    /// Create a token for AGENT (one of the config's [agents]) and print it once (its hash
+    /// goes to the token file, or with [storage] url to PostgreSQL).
     Create {
         agent: String,
         /// The token file to add it to (default: gateway.token_file, else
@@ -44,7 +45,8 @@ enum Action {
         json: bool,
     },
     /// Revoke the token whose id starts with ID (from `token list`): it is removed from the
-    /// token file, and a running gateway refuses it within a second.
+    /// token file (with [storage] url: marked revoked in PostgreSQL), and running gateways
+    /// refuse it within a second.
     Revoke {
         id: String,
         #[arg(long, value_name = "FILE")]
