@@ -151,12 +151,6 @@ impl Drop for RoundRobin {
 }
 
 /// `host:port` of a gateway's `http://host:port/mcp`.
-fn authority(url: &str) -> String {
-    url.trim_start_matches("http://")
-        .trim_end_matches("/mcp")
-        .to_owned()
-}
-
 /// One HTTP/1.1 request on a connection of its own: (status, headers, body as sent).
 fn request(
     address: &str,
@@ -270,7 +264,7 @@ fn routed_to(proxy: &RoundRobin, rpc: &str) -> Vec<usize> {
 fn every_request_of_a_flow_lands_on_another_replica_in_both_eras() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (gateways, _ring) = replicas(dir.path());
-    let proxy = RoundRobin::start(gateways.iter().map(|g| authority(&g.url)).collect());
+    let proxy = RoundRobin::start(gateways.iter().map(|g| g.authority()).collect());
 
     // 2025 era: initialize on one replica, the list and the calls on the others.
     let url = proxy.url("/mcp/agents/qa");
@@ -326,7 +320,7 @@ fn every_request_of_a_flow_lands_on_another_replica_in_both_eras() {
 fn a_rotation_keeps_live_sessions_and_a_session_stays_with_its_agent() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (gateways, ring) = replicas(dir.path());
-    let proxy = RoundRobin::start(gateways.iter().map(|g| authority(&g.url)).collect());
+    let proxy = RoundRobin::start(gateways.iter().map(|g| g.authority()).collect());
     let address = proxy.address.clone();
     let session = initialize(&address, "/mcp/agents/qa");
 
@@ -425,7 +419,7 @@ fn one_gateway(dir: &Path, drain_timeout: &str) -> (HttpGateway, std::path::Path
 fn sigterm_lets_a_slow_call_finish_and_drains() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (mut gateway, _config) = one_gateway(dir.path(), "10");
-    let address = authority(&gateway.url);
+    let address = gateway.authority();
     let ready = wait_for(Duration::from_secs(10), || {
         (readiness(&address) == Some(200)).then_some(())
     });
@@ -484,7 +478,7 @@ fn sigterm_lets_a_slow_call_finish_and_drains() {
 fn a_call_still_running_at_the_drain_timeout_is_told_the_gateway_is_shutting_down() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (mut gateway, config) = one_gateway(dir.path(), "1");
-    let address = authority(&gateway.url);
+    let address = gateway.authority();
     let session = initialize(&address, "/mcp");
     let ours = session.clone();
     let started_ms = std::time::SystemTime::now()
@@ -557,7 +551,7 @@ fn a_call_still_running_at_the_drain_timeout_is_told_the_gateway_is_shutting_dow
 fn behind_haproxy_a_replica_that_drains_leaves_no_client_error() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (mut gateways, _ring) = replicas(dir.path());
-    let authorities: Vec<String> = gateways.iter().map(|g| authority(&g.url)).collect();
+    let authorities: Vec<String> = gateways.iter().map(|g| g.authority()).collect();
     let haproxy = Haproxy::start(dir.path(), &authorities);
     let url = format!("http://{}/mcp/agents/qa", haproxy.address);
     let flow = |url: &str| {

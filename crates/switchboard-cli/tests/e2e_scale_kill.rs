@@ -134,12 +134,6 @@ fn call(address: &str, message: &str) -> Seen {
     }
 }
 
-fn authority(url: &str) -> String {
-    url.trim_start_matches("http://")
-        .trim_end_matches("/mcp")
-        .to_owned()
-}
-
 fn succeeds(output: &std::process::Output) -> String {
     let said = format!(
         "{}{}",
@@ -204,7 +198,7 @@ fn a_replica_killed_under_load_loses_no_answered_call_and_runs_none_twice() {
     let mut replicas: Vec<HttpGateway> = (0..3)
         .map(|_| HttpGateway::start(&config, &["--drain-timeout", "5"]))
         .collect();
-    let authorities: Vec<String> = replicas.iter().map(|r| authority(&r.url)).collect();
+    let authorities: Vec<String> = replicas.iter().map(|r| r.authority()).collect();
     let haproxy = Haproxy::start(dir.path(), &authorities);
     // A 2025-era session minted by the replica that will die.
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {

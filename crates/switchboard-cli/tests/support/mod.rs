@@ -251,6 +251,14 @@ impl HttpGateway {
         Self { child, url }
     }
 
+    /// `127.0.0.1:PORT`: where a proxy or a raw HTTP client connects.
+    pub fn authority(&self) -> String {
+        self.url
+            .trim_start_matches("http://")
+            .trim_end_matches("/mcp")
+            .to_owned()
+    }
+
     pub fn terminate(&mut self) -> std::process::ExitStatus {
         let pid = nix::unistd::Pid::from_raw(i32::try_from(self.child.id()).expect("pid"));
         let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);

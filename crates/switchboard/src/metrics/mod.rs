@@ -17,9 +17,10 @@
 //! (`_unknown` otherwise — never what a client sent), an agent one the config defines
 //! (`_unknown` otherwise, empty for none), a method one of MCP's (`_other` otherwise), an
 //! error type a [`CallStatus`] or a JSON-RPC code of the reserved range. No call ids, no
-//! arguments. A call costs a hash of its labels, a lock-free map read and a few relaxed
-//! atomic additions ([`family`]); this module must never hold a lock or allocate on a
-//! `tools/call`'s path for a label set it has seen.
+//! arguments. A call usually costs a comparison with the few label sets its thread used last
+//! and a few relaxed atomic additions, else a hash of its labels and a lock-free map read
+//! ([`family`]); this module must never hold a lock or allocate on a `tools/call`'s path for
+//! a label set it has seen. `[telemetry] metrics = false` leaves only the gauges.
 
 mod family;
 pub(crate) mod scrape;
