@@ -160,6 +160,9 @@ fn main() -> ExitCode {
         }
         None => tokio::runtime::Builder::new_multi_thread(),
     };
+    // Bookkeeping that need not precede an answer (a call's metrics) runs when a thread
+    // goes idle.
+    builder.on_thread_park(switchboard_core::idle::on_thread_park);
     let runtime = match builder.enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {

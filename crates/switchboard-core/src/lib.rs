@@ -15,6 +15,7 @@ pub mod config;
 pub mod context;
 pub mod hex;
 pub mod hooks;
+pub mod idle;
 pub mod latency_meta;
 pub mod limits;
 pub mod metrics;

@@ -17,25 +17,34 @@
 //! (`_unknown` otherwise — never what a client sent), an agent one the config defines
 //! (`_unknown` otherwise, empty for none), a method one of MCP's (`_other` otherwise), an
 //! error type a [`CallStatus`] or a JSON-RPC code of the reserved range. No call ids, no
-//! arguments. A call usually costs a comparison with the few label sets its thread used last
-//! and a few relaxed atomic additions, else a hash of its labels and a lock-free map read
-//! ([`family`]); this module must never hold a lock or allocate on a `tools/call`'s path for
-//! a label set it has seen. `[telemetry] metrics = false` leaves only the gauges.
+//! arguments.
+//!
+//! Counting stays off a call's answer: on a thread whose runtime runs idle work (the
+//! gateway's do, `switchboard_core::idle`), an observation is copied into that thread's
+//! buffer and counted when the thread goes idle, after the answer was written ([`deferred`]);
+//! a scrape counts every buffer first. Counting itself is a comparison with the few label sets
+//! the thread used last and a few relaxed atomic additions, else a hash of the labels and a
+//! lock-free map read ([`family`]). Nothing here allocates on a `tools/call`'s path for a
+//! label set it has seen, or takes a lock another thread holds but for a scrape.
+//! `[telemetry] metrics = false` leaves only the gauges.
 
+mod deferred;
 mod family;
 pub(crate) mod scrape;
 
 use std::collections::HashSet;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
 use switchboard_core::ToolOutcome;
+use switchboard_core::idle;
 use switchboard_core::metrics::{Exposition, Histogram};
 use switchboard_core::pipeline::{CallRecord, CallStatus, ChangeRecord, Recorder};
 use switchboard_core::upstream::UpstreamError;
 
+use deferred::{Held, Pending};
 use family::Family;
 
 /// The tool or agent label of a name outside the catalog or the config.
@@ -155,13 +164,25 @@ pub struct GatewayMetrics {
     agents: ArcSwap<HashSet<String>>,
     /// Whether calls are counted at all (`[telemetry] metrics`).
     counting: bool,
+    /// Observations waiting for their thread to go idle.
+    pending: Pending,
+    /// This, to register as each thread's idle work.
+    me: Weak<GatewayMetrics>,
+}
+
+impl idle::IdleWork for GatewayMetrics {
+    fn run_idle(&self) {
+        self.pending.drain_this_thread(|held| self.apply(held));
+    }
 }
 
 impl GatewayMetrics {
     /// Metrics that count (`counting`), or that only serve the gauges read at scrape time.
     pub fn new(counting: bool) -> Arc<Self> {
-        Arc::new(Self {
+        Arc::new_cyclic(|me| Self {
             counting,
+            pending: Pending::default(),
+            me: me.clone(),
             server: Family::default(),
             client: Family::default(),
             decisions: Default::default(),
@@ -279,12 +300,35 @@ impl GatewayMetrics {
         });
     }
 
-    /// Counts an observation into its series (a series seen for the first time is added,
-    /// its agent bounded).
+    /// Counts an observation when its thread goes idle, or at once on a thread that never
+    /// does (see [`deferred`]).
     fn observe(&self, observation: Observation<'_>) {
         if !self.counting {
             return;
         }
+        if !idle::parks_here() {
+            self.apply(&observation);
+            return;
+        }
+        match self.pending.hold(&observation, |held| self.apply(held)) {
+            Held::New => {
+                let me: Weak<dyn idle::IdleWork> = self.me.clone();
+                idle::register(me);
+                idle::work_is_due();
+            }
+            Held::Buffered => idle::work_is_due(),
+            Held::Counted => {}
+        }
+    }
+
+    /// Counts what every thread still holds (a scrape reads nothing stale).
+    pub(crate) fn catch_up(&self) {
+        self.pending.drain_all(|held| self.apply(held));
+    }
+
+    /// Counts an observation into its series (a series seen for the first time is added,
+    /// its agent bounded).
+    fn apply(&self, observation: &Observation<'_>) {
         let [method, tool, error, agent, server] = observation.labels;
         let duration = observation.duration;
         match observation.family {

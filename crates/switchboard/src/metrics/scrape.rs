@@ -84,6 +84,7 @@ impl Host {
     /// Every metric of this gateway, in the Prometheus text exposition format (version 0.0.4).
     pub fn metrics_text(&self) -> String {
         let mut out = Exposition::new();
+        self.inner.metrics.catch_up();
         self.inner.metrics.write(&mut out);
         self.write_approvals(&mut out);
         self.write_servers(&mut out);

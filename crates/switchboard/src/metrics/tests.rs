@@ -159,3 +159,41 @@ fn a_gateway_told_not_to_count_counts_nothing_and_still_scrapes() {
         "{text}"
     );
 }
+
+/// On a runtime that runs idle work, a call is counted when its thread goes idle, or by a
+/// scrape that comes first; never lost, never twice.
+#[test]
+fn on_a_runtime_with_the_idle_hook_calls_are_counted_when_the_thread_parks() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .on_thread_park(switchboard_core::idle::on_thread_park)
+        .build()
+        .expect("a runtime");
+    let metrics = GatewayMetrics::new(true);
+    let count = |metrics: &GatewayMetrics| {
+        let text = scraped(metrics);
+        text.lines()
+            .find_map(|line| {
+                line.strip_prefix("switchboard_policy_decisions_total{outcome=\"allowed\"} ")
+            })
+            .map(str::to_owned)
+            .unwrap_or_default()
+    };
+    runtime.block_on(async {
+        // The first park tells the thread its runtime has the hook.
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        metrics.record_call(&record("fx__echo", true, None, CallStatus::Ok));
+        assert_eq!(count(&metrics), "0", "held until the thread parks");
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        assert_eq!(count(&metrics), "1", "counted at the park");
+        metrics.record_call(&record("fx__echo", true, None, CallStatus::Ok));
+        metrics.catch_up();
+        assert_eq!(
+            count(&metrics),
+            "2",
+            "a scrape counts what the thread holds"
+        );
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        assert_eq!(count(&metrics), "2", "and the park finds nothing left");
+    });
+}

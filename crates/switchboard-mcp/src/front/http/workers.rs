@@ -106,6 +106,7 @@ fn hand_over(workers: &[Worker], stream: tokio::net::TcpStream) {
 fn start_worker(index: usize, app: Router, shutdown: CancellationToken) -> io::Result<Worker> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
+        .on_thread_park(switchboard_core::idle::on_thread_park)
         .build()?;
     let (connections, incoming) = mpsc::unbounded_channel();
     let open = Arc::new(AtomicUsize::new(0));
