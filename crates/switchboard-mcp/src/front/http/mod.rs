@@ -37,6 +37,7 @@ mod answer;
 mod guard;
 pub mod health;
 mod in_flight;
+pub mod owners;
 mod resource;
 pub mod sessions;
 mod workers;
@@ -49,6 +50,7 @@ pub use self::guard::Authenticator;
 use self::guard::{Authenticated, authenticate};
 pub use self::health::Lifecycle;
 use self::in_flight::CallInFlight;
+pub use self::owners::{AnswerRoutes, RoutedAnswer, Undeliverable};
 use self::sessions::{Asker, Session, SessionTable};
 pub use self::sessions::{EndedAnswer, EndedSessions, EndedUnavailable, LocalEndedSessions};
 use super::dispatch::{Dispatcher, progress_token};
@@ -90,6 +92,9 @@ pub struct HttpOptions {
     /// Where sessions ended by DELETE are remembered ([`LocalEndedSessions`]: this
     /// process only; a store the replicas share ends them on every replica).
     pub ended_sessions: Arc<dyn EndedSessions>,
+    /// How answers to relayed requests reach the replica that asked, when the client POSTs
+    /// them to another ([`owners`]); none: matched on the replica that took them only.
+    pub answer_routes: Option<Arc<dyn AnswerRoutes>>,
 }
 
 struct HttpState {
@@ -135,11 +140,20 @@ pub async fn serve(
 /// The axum router of the front (exposed for tests and embedding).
 pub fn router(dispatcher: Dispatcher, options: HttpOptions) -> Router {
     let limit = options.max_message_bytes;
+    let replica = options
+        .answer_routes
+        .as_ref()
+        .map(|routes| Arc::from(routes.replica()));
     let state = Arc::new(HttpState {
         dispatcher: dispatcher.over_tcp(),
-        sessions: SessionTable::new(options.keys.clone(), options.ended_sessions.clone()),
+        sessions: SessionTable::new(
+            options.keys.clone(),
+            options.ended_sessions.clone(),
+            replica,
+        ),
         options,
     });
+    owners::start_following(&state);
     let router = if state.options.oauth.is_some() {
         resource::routes()
     } else {
@@ -298,10 +312,7 @@ async fn post_as(
             return StatusCode::ACCEPTED.into_response();
         }
         answer @ (Message::Response { .. } | Message::Error { .. }) => {
-            if let Some(session) = session_id.and_then(|id| state.sessions.held(&id, asker)) {
-                session.relay.complete(&answer);
-            }
-            return StatusCode::ACCEPTED.into_response();
+            return owners::take_answer(&state, session_id, asker, answer).await;
         }
         Message::PreparedResponse { .. } => return StatusCode::ACCEPTED.into_response(),
     };
