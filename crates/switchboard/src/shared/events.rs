@@ -16,8 +16,8 @@
 //! [`HEARTBEAT_LIFE`]): an answer for a replica with no heartbeat, or whose channel nobody
 //! subscribes (its process died), is refused at once.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -103,7 +103,12 @@ struct Listener {
     answers: broadcast::Sender<RoutedAnswer>,
     /// The subscription's epoch (see [`EventBus::epoch`]).
     epoch: AtomicU64,
+    /// Called with each event heard, on the subscriber's task, before it is handed on.
+    hooks: RwLock<Vec<Hook>>,
 }
+
+/// What [`EventBus::on_event`] registers.
+pub type Hook = Box<dyn Fn(&SharedEvent) + Send + Sync>;
 
 impl EventBus {
     /// A bus on the Redis at `url` for `deployment`'s replicas. Connects lazily and keeps
@@ -126,6 +131,7 @@ impl EventBus {
             received,
             answers,
             epoch: AtomicU64::new(0),
+            hooks: RwLock::default(),
         };
         let heard = Arc::new(listener);
         runtime.spawn(heard.clone().listen(stop.clone()));
@@ -179,6 +185,19 @@ impl EventBus {
     /// The events other replicas publish from now on.
     pub fn subscribe(&self) -> broadcast::Receiver<SharedEvent> {
         self.inner.heard.received.subscribe()
+    }
+
+    /// Calls `hook` with every event other replicas publish from now on, on the subscriber's
+    /// task as it is heard — before any [`EventBus::subscribe`]r, and never missing one while
+    /// subscribed (a receiver that falls behind by more than its backlog does). It must not
+    /// block.
+    pub fn on_event(&self, hook: Hook) {
+        self.inner
+            .heard
+            .hooks
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(hook);
     }
 
     /// The subscription's epoch: a number that changes each time the subscriber subscribes
@@ -289,8 +308,8 @@ impl Listener {
         }
     }
 
-    /// Hands on the messages of `pubsub`, pinging it and renewing the heartbeat, until the
-    /// connection is lost (why) or `stop` (`None`).
+    /// Hands on the messages of `pubsub`, pinging it and renewing the heartbeat (at once,
+    /// then every [`HEARTBEAT_EVERY`]), until the connection is lost (why) or `stop` (`None`).
     async fn heard(&self, pubsub: redis::aio::PubSub, stop: &CancellationToken) -> Option<String> {
         let (mut sink, mut messages) = pubsub.split();
         let mut beat = tokio::time::interval(HEARTBEAT_EVERY);
@@ -321,6 +340,14 @@ impl Listener {
                 continue; // An event of a newer version, or not ours: ignored.
             };
             if envelope.origin != self.origin {
+                let hooks = self
+                    .hooks
+                    .read()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                for hook in hooks.iter() {
+                    hook(&envelope.event);
+                }
+                drop(hooks);
                 let _ = self.received.send(envelope.event);
             }
         }
@@ -342,7 +369,7 @@ impl Listener {
     }
 
     /// A pub/sub connection subscribed to the events channel and this replica's own, within
-    /// [`COMMAND_TIMEOUT`] a step; the heartbeat is set once both are.
+    /// [`COMMAND_TIMEOUT`] a step.
     async fn subscribed(&self) -> Result<redis::aio::PubSub, String> {
         let bounded = |step: &str| {
             format!(
@@ -361,7 +388,6 @@ impl Listener {
         .await
         .map_err(|_| bounded("subscribe"))?
         .map_err(|error| error.to_string())?;
-        self.beat().await;
         Ok(pubsub)
     }
 }

@@ -14,8 +14,9 @@
 //! only when it first sees it, and again once after its subscription to the bus was lost and
 //! restored (it may have missed an end meanwhile: each answer is kept with the bus's
 //! [`EventBus::epoch`], and one of another epoch is asked again); while it is not subscribed
-//! every request asks — the policy below then holds as it would without the bus. Events that
-//! overflowed the follower's backlog count as missed too. Without a bus, every request asks.
+//! every request asks — the policy below then holds as it would without the bus. Ends are
+//! kept by a hook on the bus's subscriber ([`EventBus::on_event`]), so none is dropped for a
+//! slow reader. Without a bus, every request asks.
 //!
 //! This process's memory answers first (an id ended or a nonce used here never costs a round
 //! trip) and keeps what it learnt. Commands are bounded (`shared::bounded`: 500 ms each, none for
@@ -32,7 +33,6 @@ use sha2::{Digest, Sha256};
 use switchboard_core::hex::{decode as decode_hex, encode as hex};
 use switchboard_core::limits::WhenUnreachable;
 use switchboard_mcp::front::http::{EndedAnswer, EndedSessions, EndedUnavailable};
-use tokio::sync::broadcast::error::RecvError;
 
 use super::bounded::Bounded;
 use super::events::{EventBus, SharedEvent};
@@ -63,16 +63,12 @@ struct Seen {
     /// The digests of ids this replica knows were ended (here, or heard from the bus), until
     /// the ids expire.
     ended: HashMap<Digest32, SystemTime>,
-    /// Counts the times the follower missed events (its backlog overflowed): answers asked
-    /// before are asked again.
-    missed: u64,
 }
 
-/// Redis said a session was not ended, in bus epoch `epoch` after `missed` misses.
+/// Redis said a session was not ended (or this replica minted it) in bus epoch `epoch`.
 struct Checked {
     digest: Digest32,
     epoch: u64,
-    missed: u64,
     expires: SystemTime,
 }
 
@@ -111,7 +107,7 @@ impl Seen {
         };
         if self.ended(&checked.digest, now) {
             Known::Ended
-        } else if epoch != 0 && checked.epoch == epoch && checked.missed == self.missed {
+        } else if epoch != 0 && checked.epoch == epoch {
             Known::Live
         } else {
             Known::Ask(checked.digest)
@@ -119,14 +115,12 @@ impl Seen {
     }
 
     fn checked(&mut self, id: &str, checked: Checked, now: SystemTime) {
-        if checked.epoch == 0 || checked.missed != self.missed {
-            return; // Asked while events could be missed: ask again next time.
+        if checked.epoch == 0 {
+            return; // Asked while ends could be missed: ask again next time.
         }
         if self.checked.len() >= SWEEP_ABOVE {
-            let missed = self.missed;
-            self.checked.retain(|_, known| {
-                known.expires > now && known.epoch == checked.epoch && known.missed == missed
-            });
+            self.checked
+                .retain(|_, known| known.expires > now && known.epoch == checked.epoch);
         }
         self.checked.insert(id.to_owned(), checked);
     }
@@ -258,13 +252,10 @@ impl SharedMarks {
     ) -> Result<bool, String> {
         // The epoch before the question: an end published after it is heard in it.
         let epoch = self.epoch();
-        let (digest, missed) = {
-            let seen = lock(&self.sessions);
-            match seen.known(id, epoch, now) {
-                Known::Ended => return Ok(true),
-                Known::Live => return Ok(false),
-                Known::Ask(digest) => (digest, seen.missed),
-            }
+        let digest = match lock(&self.sessions).known(id, epoch, now) {
+            Known::Ended => return Ok(true),
+            Known::Live => return Ok(false),
+            Known::Ask(digest) => digest,
         };
         let mut command = redis::cmd("PTTL");
         command.arg(self.ended_key(&digest));
@@ -274,7 +265,6 @@ impl SharedMarks {
                 let checked = Checked {
                     digest,
                     epoch,
-                    missed,
                     expires,
                 };
                 lock(&self.sessions).checked(id, checked, now);
@@ -319,6 +309,15 @@ impl SharedMarks {
 }
 
 impl EndedSessions for SharedMarks {
+    fn started(&self, id: &str, expires: SystemTime, now: SystemTime) {
+        let checked = Checked {
+            digest: digest(id),
+            epoch: self.epoch(),
+            expires,
+        };
+        lock(&self.sessions).checked(id, checked, now);
+    }
+
     fn end<'a>(&'a self, id: &'a str, expires: SystemTime, now: SystemTime) -> EndedAnswer<'a, ()> {
         Box::pin(async move {
             self.end_shared(id, expires, now)
@@ -347,36 +346,23 @@ impl UsedNonces for SharedMarks {
     }
 }
 
-/// Keeps the ends other replicas announce on `bus` in `sessions`, until the marks go; a
-/// backlog that overflowed counts as missed events (answers asked before are asked again).
+/// Keeps the ends other replicas announce on `bus` in `sessions` (while they exist), as the
+/// subscriber hears them.
 fn follow(bus: &EventBus, sessions: Weak<Mutex<Seen>>) {
-    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-        return;
-    };
-    let mut events = bus.subscribe();
-    runtime.spawn(async move {
-        loop {
-            let event = events.recv().await;
-            let Some(sessions) = sessions.upgrade() else {
-                return;
-            };
-            let mut seen = lock(&sessions);
-            match event {
-                Ok(SharedEvent::SessionEnded { session, until_ms }) => {
-                    let Some(digest) = decode_hex(&session)
-                        .and_then(|bytes| <Digest32>::try_from(bytes.as_slice()).ok())
-                    else {
-                        continue;
-                    };
-                    let until = SystemTime::UNIX_EPOCH + Duration::from_millis(until_ms);
-                    seen.end(digest, until, SystemTime::now());
-                }
-                Ok(_) => {}
-                Err(RecvError::Lagged(_)) => seen.missed += 1,
-                Err(RecvError::Closed) => return,
-            }
+    bus.on_event(Box::new(move |event| {
+        let SharedEvent::SessionEnded { session, until_ms } = event else {
+            return;
+        };
+        let Some(digest) =
+            decode_hex(session).and_then(|bytes| <Digest32>::try_from(bytes.as_slice()).ok())
+        else {
+            return;
+        };
+        if let Some(sessions) = sessions.upgrade() {
+            let until = SystemTime::UNIX_EPOCH + Duration::from_millis(*until_ms);
+            lock(&sessions).end(digest, until, SystemTime::now());
         }
-    });
+    }));
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

@@ -134,6 +134,12 @@ pub type EndedAnswer<'a, T> = BoxFuture<'a, Result<T, EndedUnavailable>>;
 pub trait EndedSessions: Send + Sync + std::fmt::Debug {
     /// Records that the session `id`, valid until `expires`, was ended at `now`.
     fn end<'a>(&'a self, id: &'a str, expires: SystemTime, now: SystemTime) -> EndedAnswer<'a, ()>;
+    /// Tells the store that this replica just minted the session `id` (valid until
+    /// `expires`): nobody can have ended it yet, so a store that hears of ends may answer
+    /// for it from memory from now on.
+    fn started(&self, id: &str, expires: SystemTime, now: SystemTime) {
+        let _ = (id, expires, now);
+    }
     /// Whether the session `id`, whose id opens until `expires`, was ended.
     fn is_ended<'a>(
         &'a self,
@@ -265,7 +271,9 @@ impl SessionTable {
             SESSION_LIFETIME,
             &payload,
         );
-        let session = self.hold(&id, sealed, principal, asker.route, now + SESSION_LIFETIME);
+        let expires = now + SESSION_LIFETIME;
+        self.ended.started(&id, expires, now);
+        let session = self.hold(&id, sealed, principal, asker.route, expires);
         (id, session)
     }
 
