@@ -4,7 +4,8 @@
 //!   with the key ring: [`sessions`], so any replica sharing the ring serves it); later
 //!   requests must name it (400 without, 404 for an unknown, expired or foreign one); GET
 //!   opens the session's notification stream; DELETE ends it; `notifications/cancelled`
-//!   cancels a call of the session.
+//!   cancels a call of the session; an answer to a request relayed mid-call is matched on
+//!   the replica that asked, routed there from another ([`owners`]).
 //! * Modern (2026-07-28): stateless; each request first passes the envelope checks
 //!   ([`super::envelope`]: `_meta`, the version and routing headers, the version itself), each
 //!   refusal a 400. Closing the response stream cancels the call.
