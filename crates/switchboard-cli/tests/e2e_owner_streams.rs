@@ -5,16 +5,18 @@
 //! the call: the answer is routed to the owner and the call finishes with it; with the owner
 //! SIGKILLed, the POST is refused within a second saying why. A GET stream opened on a
 //! replica that did not mint the session hears `tools/list_changed` from a change made on
-//! the replica that did.
+//! the replica that did. Behind a real HAProxy (round robin per request) the official Python
+//! SDK client answers elicitations mid-call, wherever its answers land.
 
 mod support;
 
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use support::haproxy::Haproxy;
 use support::live::save_like_an_editor;
 use support::shared_replicas::{self, Replica, initialize, legacy, next_message, send};
-use support::{fixture, quoted};
+use support::{fixture, python_client, quoted};
 use switchboard_testkit::redis::Redis;
 
 /// How long a test waits for what should come.
@@ -22,11 +24,15 @@ const WITHIN: Duration = Duration::from_secs(15);
 
 /// Two replicas serving the conformance fixture as server `c`.
 fn replicas(root: &std::path::Path, redis: &str) -> Vec<Replica> {
+    replicas_of(root, redis, 2)
+}
+
+fn replicas_of(root: &std::path::Path, redis: &str, count: usize) -> Vec<Replica> {
     let rest = format!(
         "[servers.c]\ncommand = {}\nargs = [\"conformance\"]\n",
         quoted(&fixture())
     );
-    shared_replicas::start(root, redis, 2, &rest)
+    shared_replicas::start(root, redis, count, &rest)
 }
 
 /// Starts `c__test_sampling` in `session` on `url`: the call's stream, its buffer, and the
@@ -149,4 +155,57 @@ async fn a_get_stream_on_a_replica_that_did_not_mint_the_session_hears_list_chan
         heard["method"], "notifications/tools/list_changed",
         "{heard}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn behind_haproxy_the_python_sdk_answers_questions_asked_mid_call_wherever_they_land() {
+    let redis = Redis::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let replicas = replicas_of(dir.path(), &redis.url(), 3);
+    let authorities: Vec<String> = replicas.iter().map(|r| r.gateway.authority()).collect();
+    let haproxy = Haproxy::start(dir.path(), &authorities);
+    let url = format!("http://{}/mcp", haproxy.address);
+    redis.cli(&["CONFIG", "RESETSTAT"]);
+    for round in 0..3 {
+        let url = url.clone();
+        let started = Instant::now();
+        let result = tokio::task::spawn_blocking(move || {
+            python_client(&[
+                "--era",
+                "legacy",
+                "--http",
+                &url,
+                "--elicit",
+                "accept",
+                "call",
+                "c__test_elicitation",
+                r#"{"message": "Proceed?"}"#,
+            ])
+        })
+        .await
+        .expect("the client");
+        let text = result["content"][0]["text"].as_str().unwrap_or("");
+        assert!(
+            text.starts_with("User response: action=accept"),
+            "round {round}: {result}"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "round {round} took {:?}: an answer waited for a timeout",
+            started.elapsed()
+        );
+    }
+    // Round robin sent answers to other replicas than the calls', which routed them (one
+    // script each: nothing else here runs one).
+    let stats = redis.cli(&["INFO", "commandstats"]);
+    let scripts: u64 = stats
+        .lines()
+        .filter_map(|line| {
+            let calls = line
+                .strip_prefix("cmdstat_evalsha:calls=")
+                .or_else(|| line.strip_prefix("cmdstat_eval:calls="))?;
+            calls.split(',').next()?.parse::<u64>().ok()
+        })
+        .sum();
+    assert!(scripts >= 1, "no answer was routed: {stats}");
 }
