@@ -63,6 +63,10 @@ struct Seen {
     /// The digests of ids this replica knows were ended (here, or heard from the bus), until
     /// the ids expire.
     ended: HashMap<Digest32, SystemTime>,
+    /// The sizes at which each map is swept next: twice what a sweep left, so sweeping
+    /// costs a constant per insert however many sessions stay live.
+    sweep_checked: usize,
+    sweep_ended: usize,
 }
 
 /// Redis said a session was not ended (or this replica minted it) in bus epoch `epoch`.
@@ -72,8 +76,17 @@ struct Checked {
     expires: SystemTime,
 }
 
-/// Entries kept before expired ones are swept.
+/// Entries kept before the first sweep of what expired.
 const SWEEP_ABOVE: usize = 1024;
+
+/// Sweeps `map` with `keep` once it reaches `*at` entries, then sets the next sweep at twice
+/// what is left (at least [`SWEEP_ABOVE`]).
+fn sweep<K, V>(map: &mut HashMap<K, V>, at: &mut usize, keep: impl FnMut(&K, &mut V) -> bool) {
+    if map.len() >= (*at).max(SWEEP_ABOVE) {
+        map.retain(keep);
+        *at = (map.len() * 2).max(SWEEP_ABOVE);
+    }
+}
 
 /// What memory says of a session.
 enum Known {
@@ -90,9 +103,9 @@ impl Seen {
     }
 
     fn end(&mut self, digest: Digest32, until: SystemTime, now: SystemTime) {
-        if self.ended.len() >= SWEEP_ABOVE {
-            self.ended.retain(|_, until| *until > now);
-        }
+        sweep(&mut self.ended, &mut self.sweep_ended, |_, until| {
+            *until > now
+        });
         self.ended.insert(digest, until);
     }
 
@@ -118,10 +131,10 @@ impl Seen {
         if checked.epoch == 0 {
             return; // Asked while ends could be missed: ask again next time.
         }
-        if self.checked.len() >= SWEEP_ABOVE {
-            self.checked
-                .retain(|_, known| known.expires > now && known.epoch == checked.epoch);
-        }
+        let epoch = checked.epoch;
+        sweep(&mut self.checked, &mut self.sweep_checked, |_, known| {
+            known.expires > now && known.epoch == epoch
+        });
         self.checked.insert(id.to_owned(), checked);
     }
 }

@@ -192,3 +192,18 @@ async fn after_a_lost_subscription_a_known_session_is_asked_again() {
     assert_eq!(b.is_ended("s4", now + HOUR, now).await, Ok(false));
     assert_eq!(questions(&redis), asked);
 }
+
+#[test]
+fn sweeping_costs_a_constant_per_insert_and_keeps_what_is_live() {
+    let mut map: HashMap<usize, bool> = (0..SWEEP_ABOVE).map(|n| (n, n % 2 == 0)).collect();
+    let mut at = 0;
+    sweep(&mut map, &mut at, |_, live| *live);
+    assert_eq!((map.len(), at), (SWEEP_ABOVE / 2, SWEEP_ABOVE));
+    map.extend((SWEEP_ABOVE..3 * SWEEP_ABOVE).map(|n| (n, true)));
+    sweep(&mut map, &mut at, |_, live| *live);
+    assert_eq!(
+        at,
+        5 * SWEEP_ABOVE,
+        "all live: the next sweep waits for twice as many"
+    );
+}
