@@ -141,17 +141,9 @@ pub async fn serve(
 /// The axum router of the front (exposed for tests and embedding).
 pub fn router(dispatcher: Dispatcher, options: HttpOptions) -> Router {
     let limit = options.max_message_bytes;
-    let replica = options
-        .answer_routes
-        .as_ref()
-        .map(|routes| Arc::from(routes.replica()));
     let state = Arc::new(HttpState {
         dispatcher: dispatcher.over_tcp(),
-        sessions: SessionTable::new(
-            options.keys.clone(),
-            options.ended_sessions.clone(),
-            replica,
-        ),
+        sessions: SessionTable::of(&options),
         options,
     });
     owners::start_following(&state);

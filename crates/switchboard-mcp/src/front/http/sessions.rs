@@ -224,6 +224,20 @@ fn carried(capabilities: Value) -> Value {
 }
 
 impl SessionTable {
+    /// The sessions of a front with `options`: their relayed requests name this replica when
+    /// the front routes answers between replicas.
+    pub(super) fn of(options: &super::HttpOptions) -> Self {
+        let replica = options
+            .answer_routes
+            .as_ref()
+            .map(|routes| Arc::from(routes.replica()));
+        Self::new(
+            options.keys.clone(),
+            options.ended_sessions.clone(),
+            replica,
+        )
+    }
+
     pub(super) fn new(
         keys: Arc<dyn Keys>,
         ended: Arc<dyn EndedSessions>,
