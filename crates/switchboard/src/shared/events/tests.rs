@@ -123,3 +123,36 @@ async fn an_answer_reaches_the_replica_that_asked_or_is_refused_at_once_when_it_
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
+
+#[tokio::test]
+async fn without_a_heartbeat_a_listening_replica_counts_as_gone_and_an_outage_says_so() {
+    let mut redis = Redis::start();
+    let a = EventBus::connect(&redis.url(), "t").expect("bus");
+    let b = EventBus::connect(&redis.url(), "t").expect("bus");
+    subscribed(&a).await;
+    subscribed(&b).await;
+    let owner = b.replica().to_owned();
+    a.deliver(&owner, answer("one")).await.expect("delivered");
+    // A machine that went silent keeps its subscription open in Redis for a while; its
+    // heartbeat expiring is what tells the others. Here it is removed (again, should B's
+    // renewal, once a second, come in between).
+    let gone = Err(Undeliverable::OwnerGone(owner.clone()));
+    let mut refused = Ok(());
+    for _ in 0..5 {
+        redis.cli(&["DEL", &format!("switchboard:{{t}}:alive:{owner}")]);
+        refused = a.deliver(&owner, answer("two")).await;
+        if refused == gone {
+            break;
+        }
+    }
+    assert_eq!(refused, gone);
+
+    redis.stop();
+    let started = tokio::time::Instant::now();
+    let refused = a.deliver(&owner, answer("three")).await;
+    assert!(
+        matches!(&refused, Err(Undeliverable::Unreachable { why, .. }) if why.contains("redis")),
+        "{refused:?}"
+    );
+    assert!(started.elapsed() <= COMMAND_TIMEOUT + Duration::from_millis(200));
+}
