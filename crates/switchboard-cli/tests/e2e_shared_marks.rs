@@ -3,91 +3,27 @@
 //! A 2025-era session DELETEd on one replica is refused by the others, those that adopted it
 //! included; a 2026-era `requestState` used on one replica is refused when replayed to
 //! another. With Redis stopped and `redis_unavailable = "fail_closed"`, both are refused
-//! readably (503 for the session), and served again once Redis is back.
+//! readably (503 for the session), and served again once Redis is back. A replica that
+//! adopted a session asks Redis nothing on its later requests and hears a DELETE on the event
+//! bus; after its subscription was cut it asks again, so an end it missed is not missed.
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::{HttpGateway, fixture, http_client, post, quoted, switchboard, write_config};
+use support::shared_replicas::{self, Replica, initialize, legacy};
+use support::{fixture, post, quoted};
 use switchboard_testkit::redis::Redis;
 
-const LEGACY: &str = "2025-06-18";
-
-/// `count` replicas in their own directories under `root`, sharing `root/keys.json` and the
-/// Redis at `redis`; agent `qa` (every call's) needs approval for destructive tools.
-fn replicas(root: &Path, redis: &str, count: usize) -> Vec<HttpGateway> {
-    let ring = root.join("keys.json");
-    let created = std::process::Command::new(switchboard())
-        .args(["keys", "create"])
-        .arg(&ring)
-        .output()
-        .expect("keys create");
-    assert!(
-        created.status.success(),
-        "{}",
-        String::from_utf8_lossy(&created.stderr)
+/// `count` replicas on the Redis at `redis`; agent `qa` (every call's) needs approval for
+/// destructive tools.
+fn replicas(root: &std::path::Path, redis: &str, count: usize) -> Vec<Replica> {
+    let rest = format!(
+        "[agents.qa]\napproval = \"destructive\"\n\n[servers.fx]\ncommand = {}\nargs = [\"echo\"]\n",
+        quoted(&fixture())
     );
-    (0..count)
-        .map(|n| {
-            let dir = root.join(format!("replica-{n}"));
-            std::fs::create_dir_all(&dir).expect("replica dir");
-            let config: PathBuf = write_config(
-                &dir,
-                &format!(
-                    "[gateway]\nledger = \"ledger.db\"\napproval_timeout = \"30s\"\n\n\
-                     [latency]\ndatabase = \"latency.db\"\n\n\
-                     [manager]\ndatabase = \"manager.db\"\nregistries = []\n\n\
-                     [shared]\nkeys = {}\nredis = {}\nredis_unavailable = \"fail_closed\"\n\
-                     deployment = \"marks\"\n\n\
-                     [agents.qa]\napproval = \"destructive\"\n\n\
-                     [servers.fx]\ncommand = {}\nargs = [\"echo\"]\n",
-                    quoted(&ring.display().to_string()),
-                    quoted(redis),
-                    quoted(&fixture())
-                ),
-            );
-            HttpGateway::start(&config, &["--agent", "qa"])
-        })
-        .collect()
-}
-
-/// A 2025-era request of `session` (or `initialize` without one): (status, body, the
-/// `Mcp-Session-Id` answered).
-async fn legacy(
-    method: &str,
-    url: &str,
-    session: Option<&str>,
-    body: Option<Value>,
-) -> (u16, String, Option<String>) {
-    let client = http_client();
-    let mut request = match method {
-        "DELETE" => client.delete(url),
-        _ => client.post(url).json(&body.unwrap_or(Value::Null)),
-    }
-    .header("accept", "application/json, text/event-stream")
-    .header("mcp-protocol-version", LEGACY);
-    if let Some(session) = session {
-        request = request.header("mcp-session-id", session);
-    }
-    let response = request.send().await.expect("send");
-    let status = response.status().as_u16();
-    let id = response
-        .headers()
-        .get("mcp-session-id")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
-    (status, response.text().await.expect("body"), id)
-}
-
-async fn initialize(url: &str) -> String {
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": LEGACY, "capabilities": {},
-        "clientInfo": {"name": "e2e", "version": "1"}}});
-    let (status, text, id) = legacy("POST", url, None, Some(body)).await;
-    assert_eq!(status, 200, "{text}");
-    id.expect("an Mcp-Session-Id")
+    shared_replicas::start(root, redis, count, &rest)
 }
 
 async fn list(url: &str, session: &str) -> (u16, String) {
@@ -130,19 +66,20 @@ async fn a_delete_and_a_used_request_state_hold_on_every_replica() {
     let mut redis = Redis::start();
     let dir = tempfile::tempdir().expect("tempdir");
     let replicas = replicas(dir.path(), &redis.url(), 2);
-    let (a, b) = (&replicas[0].url, &replicas[1].url);
+    let (a, b) = (&replicas[0].gateway.url, &replicas[1].gateway.url);
 
-    // DELETE on A: B, which adopted the session before, refuses it from then on.
-    let session = initialize(a).await;
+    // DELETE on A: B, which adopted the session before, refuses it within a second (the
+    // time the event bus takes to tell it) and from then on.
+    let session = initialize(a, json!({})).await;
     let (status, body) = list(b, &session).await;
     assert_eq!(status, 200, "B adopts the session: {body}");
     let (status, body, _) = legacy("DELETE", a, Some(&session), None).await;
     assert_eq!(status, 204, "{body}");
+    refused_within_a_second(b, &session).await;
     let (status, body) = list(b, &session).await;
     assert_eq!(status, 404, "{body}");
-    assert!(body.contains("it was ended (DELETE)"), "{body}");
-    // A session B never saw is refused there too.
-    let unseen = initialize(a).await;
+    // A session B never saw is refused there at once (its first request asks Redis).
+    let unseen = initialize(a, json!({})).await;
     legacy("DELETE", a, Some(&unseen), None).await;
     let (status, body) = list(b, &unseen).await;
     assert_eq!(status, 404, "{body}");
@@ -157,7 +94,7 @@ async fn a_delete_and_a_used_request_state_hold_on_every_replica() {
 
     // Redis stopped, fail_closed: a session and a state that cannot be checked are refused,
     // saying so; nothing is used up, so both work once Redis is back.
-    let live = initialize(a).await;
+    let live = initialize(a, json!({})).await;
     let state = asked(a).await;
     redis.stop();
     let (status, body) = list(b, &live).await;
@@ -173,18 +110,112 @@ async fn a_delete_and_a_used_request_state_hold_on_every_replica() {
         "{refused}"
     );
     redis.restart();
-    let started = std::time::Instant::now();
+    let started = Instant::now();
     loop {
         let (status, body) = list(b, &live).await;
         if status == 200 {
             break;
         }
         assert!(
-            started.elapsed() < std::time::Duration::from_secs(5),
+            started.elapsed() < Duration::from_secs(5),
             "served again once Redis is back: {status} {body}"
         );
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let approved = add(b, Some(&state)).await;
     assert_eq!(text(&approved), "5", "{approved}");
+}
+
+/// How many times Redis answered `command` since its statistics were reset.
+fn calls(redis: &Redis, command: &str) -> u64 {
+    let stats = redis.cli(&["INFO", "commandstats"]);
+    let prefix = format!("cmdstat_{command}:calls=");
+    stats
+        .lines()
+        .find_map(|line| line.strip_prefix(prefix.as_str()))
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|calls| calls.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Lists on `url` until the session is refused as ended, for at most a second.
+async fn refused_within_a_second(url: &str, session: &str) {
+    let started = Instant::now();
+    loop {
+        let (status, body) = list(url, session).await;
+        if status == 404 {
+            assert!(body.contains("it was ended (DELETE)"), "{body}");
+            return;
+        }
+        assert_eq!(status, 200, "{body}");
+        assert!(
+            started.elapsed() < Duration::from_secs(1),
+            "still served a second after it ended"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Two replicas A and B on `redis`, and a session minted on A that B adopted and now serves
+/// without asking Redis.
+async fn adopted_by_b(redis: &Redis) -> (tempfile::TempDir, Vec<Replica>, String) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let replicas = replicas(dir.path(), &redis.url(), 2);
+    let session = initialize(&replicas[0].gateway.url, json!({})).await;
+    asks_nothing(redis, &replicas[1].gateway.url, &session).await;
+    (dir, replicas, session)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_adopted_session_costs_no_round_trip_and_a_delete_arrives_on_the_bus() {
+    let redis = Redis::start();
+    let (_dir, replicas, session) = adopted_by_b(&redis).await;
+    let (a, b) = (&replicas[0].gateway.url, &replicas[1].gateway.url);
+    let (status, body, _) = legacy("DELETE", a, Some(&session), None).await;
+    assert_eq!(status, 204, "{body}");
+    refused_within_a_second(b, &session).await;
+    assert_eq!(
+        calls(&redis, "pttl"),
+        0,
+        "B learnt of the DELETE from the bus"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn after_its_subscription_is_cut_a_replica_asks_again_and_misses_no_end() {
+    let redis = Redis::start();
+    let (_dir, replicas, session) = adopted_by_b(&redis).await;
+    let (a, b) = (&replicas[0].gateway.url, &replicas[1].gateway.url);
+    // Every subscription is cut, and the session ended without an announcement, as a DELETE
+    // published while B was not subscribed would be for B.
+    redis.cli(&["CLIENT", "KILL", "TYPE", "pubsub"]);
+    let digest = ring::digest::digest(&ring::digest::SHA256, session.as_bytes());
+    let hex: String = digest.as_ref().iter().map(|b| format!("{b:02x}")).collect();
+    let key = format!("switchboard:{{marks}}:ended:{hex}");
+    redis.cli(&["SET", &key, "1", "PX", "600000"]);
+    refused_within_a_second(b, &session).await;
+    // Once subscribed again, a session's requests ask nothing again.
+    let other = initialize(a, json!({})).await;
+    asks_nothing(&redis, b, &other).await;
+}
+
+/// Waits (at most 5 s: the replica may still be subscribing) until ten requests of `session`
+/// on `url` in a row ask Redis nothing (the first adopts it there).
+async fn asks_nothing(redis: &Redis, url: &str, session: &str) {
+    let started = Instant::now();
+    loop {
+        redis.cli(&["CONFIG", "RESETSTAT"]);
+        for _ in 0..10 {
+            let (status, body) = list(url, session).await;
+            assert_eq!(status, 200, "{body}");
+        }
+        if (calls(redis, "pttl"), calls(redis, "exists")) == (0, 0) {
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "requests of a session the replica holds still ask Redis"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }

@@ -46,6 +46,7 @@ async fn start_on(workers: usize) -> Server {
         keys: Arc::new(FixedKeys::ephemeral()),
         lifecycle: Lifecycle::default(),
         ended_sessions: Arc::new(LocalEndedSessions::default()),
+        answer_routes: None,
     };
     let shutdown = CancellationToken::new();
     let served = tokio::spawn(serve(

@@ -41,6 +41,7 @@ async fn replica(keys: Arc<dyn Keys>) -> Replica {
         keys,
         lifecycle: lifecycle.clone(),
         ended_sessions: Arc::new(LocalEndedSessions::default()),
+        answer_routes: None,
     };
     let shutdown = CancellationToken::new();
     let served = tokio::spawn(serve(

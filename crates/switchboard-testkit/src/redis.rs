@@ -112,6 +112,38 @@ impl Redis {
         }
     }
 
+    /// Runs one command with `redis-cli` (installed with `redis-server`) and returns what it
+    /// printed: for a test to look at or change the server's state behind its clients' backs
+    /// (`INFO commandstats`, `CLIENT KILL TYPE pubsub`, a key set directly).
+    ///
+    /// # Panics
+    /// When `redis-cli` is missing (the message says how to install it) or fails.
+    pub fn cli(&self, args: &[&str]) -> String {
+        let binary = self.binary.with_file_name("redis-cli");
+        let binary = if binary.is_file() {
+            binary
+        } else {
+            find_binary("redis-cli").unwrap_or_else(|| {
+                panic!(
+                    "redis-cli is not installed: run `scripts/install-test-deps.sh` (the redis-server \
+                     package brings it)"
+                )
+            })
+        };
+        let output = Command::new(&binary)
+            .arg("-s")
+            .arg(self.socket())
+            .args(args)
+            .output()
+            .unwrap_or_else(|error| panic!("run {}: {error}", binary.display()));
+        assert!(
+            output.status.success(),
+            "redis-cli {args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
     /// Whether the server answers `PING` now.
     pub fn is_up(&self) -> bool {
         answers_ping(&self.socket())

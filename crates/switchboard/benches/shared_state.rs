@@ -1,8 +1,10 @@
 //! What `[shared] redis` adds to the requests that consult the state replicas share beside
-//! limits: a 2025-era session's request (is the id ended?), a `requestState` retry (first use
-//! of its nonce?), and a cacheable call answered from the shared result cache — each against
-//! the same in this process's memory, with a real Redis on a unix socket
-//! (switchboard-testkit), on one current-thread runtime, so the difference is the round trip.
+//! limits: a 2025-era session's request (is the id ended? asked of Redis every time without
+//! the event bus; with it, answered from memory once the session was asked about in the
+//! bus's current epoch), a `requestState` retry (first use of its nonce?), and a cacheable
+//! call answered from the shared result cache — each against the same in this process's
+//! memory, with a real Redis on a unix socket (switchboard-testkit), on one current-thread
+//! runtime, so the difference is the round trip.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -10,7 +12,7 @@ use std::time::{Duration, SystemTime};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use switchboard::latency::cache::{Reuse, SharedResults};
-use switchboard::shared::{RedisResults, SharedMarks};
+use switchboard::shared::{EventBus, RedisResults, SharedMarks};
 use switchboard::{MemoryNonces, UsedNonces};
 use switchboard_core::ToolOutcome;
 use switchboard_core::limits::WhenUnreachable;
@@ -22,20 +24,43 @@ fn shared_state(c: &mut Criterion) {
     let mut builder = tokio::runtime::Builder::new_current_thread();
     let runtime = builder.enable_io().enable_time().build().expect("runtime");
     let redis = Redis::start();
-    let (marks, results) = runtime.block_on(async {
-        let marks = SharedMarks::connect(&redis.url(), "bench", WhenUnreachable::FailClosed)
+    let (marks, followed, results) = runtime.block_on(async {
+        let url = redis.url();
+        let marks =
+            SharedMarks::connect(&url, "bench", WhenUnreachable::FailClosed, None).expect("marks");
+        let bus = EventBus::connect(&url, "bench").expect("bus");
+        while bus.epoch() == 0 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let followed = SharedMarks::connect(&url, "bench", WhenUnreachable::FailClosed, Some(bus))
             .expect("marks");
-        let results = RedisResults::connect(&redis.url(), "bench").expect("results");
-        (Arc::new(marks), results)
+        let results = RedisResults::connect(&url, "bench").expect("results");
+        (Arc::new(marks), followed, results)
     });
     let now = SystemTime::now();
+    let expires = now + Duration::from_secs(3600);
     let local = LocalEndedSessions::default();
     let id = "a session id of a typical length, about one hundred and sixty bytes long";
     c.bench_function("session check, memory", |b| {
-        b.iter(|| runtime.block_on(local.is_ended(id, now)).expect("answer"));
+        b.iter(|| {
+            runtime
+                .block_on(local.is_ended(id, expires, now))
+                .expect("answer")
+        });
     });
-    c.bench_function("session check, redis", |b| {
-        b.iter(|| runtime.block_on(marks.is_ended(id, now)).expect("answer"));
+    c.bench_function("session check, redis every request", |b| {
+        b.iter(|| {
+            runtime
+                .block_on(marks.is_ended(id, expires, now))
+                .expect("answer")
+        });
+    });
+    c.bench_function("session check, redis with the event bus", |b| {
+        b.iter(|| {
+            runtime
+                .block_on(followed.is_ended(id, expires, now))
+                .expect("answer")
+        });
     });
     // A new nonce each time, at a clock that moves one ms a use, each valid for a second:
     // the memory keeps about a thousand, as a busy replica would.

@@ -79,6 +79,13 @@ impl Host {
         };
         options.keys = Some(keys.clone());
         let timeout = config.gateway.approval_timeout;
+        if let Some(url) = &config.shared.redis
+            && options.events.is_none()
+        {
+            let bus = crate::shared::EventBus::connect(url, config.shared.deployment())
+                .map_err(|error| AssembleError(error.to_string()))?;
+            options.events = Some(bus);
+        }
         let mut approvals = match shared_state(&mut options, config)? {
             Some(marks) => Approvals::with_sealer(Sealer::with_nonces(keys, marks), timeout),
             None => Approvals::new(keys, timeout),
@@ -91,13 +98,6 @@ impl Host {
         options.pending_approvals = Some(approvals.pending.clone());
         let mut governance = governance(config);
         governance.limits = share_limits(std::mem::take(&mut governance.limits), config, None)?;
-        if let Some(url) = &config.shared.redis
-            && options.events.is_none()
-        {
-            let bus = crate::shared::EventBus::connect(url, config.shared.deployment())
-                .map_err(|error| AssembleError(error.to_string()))?;
-            options.events = Some(bus);
-        }
         governance.approver = Some(approvals);
         options.governance = Arc::new(governance);
         options.agents = agent_profiles(config);
@@ -116,8 +116,9 @@ impl Host {
 }
 
 /// With `[shared] redis`, what the replicas share besides limits and events: sessions ended
-/// by DELETE and used approval states (the store is returned for the approvals' sealer), and
-/// the result cache's second level.
+/// by DELETE (announced and heard on the event bus, when there is one) and used approval
+/// states (the store is returned for the approvals' sealer), and the result cache's second
+/// level.
 fn shared_state(
     options: &mut HostOptions,
     config: &Config,
@@ -128,8 +129,13 @@ fn shared_state(
     let deployment = config.shared.deployment();
     let failed = |error: crate::shared::SharedError| AssembleError(error.to_string());
     let marks = Arc::new(
-        crate::shared::SharedMarks::connect(url, deployment, config.shared.redis_unavailable)
-            .map_err(failed)?,
+        crate::shared::SharedMarks::connect(
+            url,
+            deployment,
+            config.shared.redis_unavailable,
+            options.events.clone(),
+        )
+        .map_err(failed)?,
     );
     if options.ended_sessions.is_none() {
         options.ended_sessions = Some(marks.clone());

@@ -328,6 +328,7 @@ pub async fn run(config: Option<&Path>, args: ServeArgs) -> anyhow::Result<ExitC
                 ended_sessions: host
                     .ended_sessions()
                     .unwrap_or_else(|| Arc::new(http::LocalEndedSessions::default())),
+                answer_routes: host.answer_routes(),
             };
             // Not `eprintln!`: a gateway whose stderr is closed keeps serving.
             let _ = writeln!(

@@ -15,6 +15,7 @@ use switchboard_mcp::routing_headers;
 
 pub mod haproxy;
 pub mod live;
+pub mod shared_replicas;
 
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -1,6 +1,8 @@
 //! Relaying an upstream's requests to the real client: the gateway sends them to its client
-//! under ids of its own (`sb-1`, `sb-2`, …), matches the client's answers back, and only asks
-//! for what the client declared it supports (its `initialize` capabilities).
+//! under ids of its own (`sb-1`, `sb-2`, …; on an HTTP replica that shares a deployment,
+//! `sb-<replica>-1`, so that an answer POSTed to another replica can be routed back to this
+//! one: [`owner_of`]), matches the client's answers back, and only asks for what the client
+//! declared it supports (its `initialize` capabilities).
 
 use std::collections::HashMap;
 use std::fmt;
@@ -23,6 +25,21 @@ pub struct Relay {
     pending: Mutex<HashMap<String, Waiter>>,
     next: AtomicU64,
     capabilities: RwLock<Value>,
+    /// The replica whose name the ids carry (`sb-<replica>-N`); none: `sb-N`.
+    replica: Option<Arc<str>>,
+}
+
+/// The prefix of every id the gateway gives a request it relays.
+const ID_PREFIX: &str = "sb-";
+
+/// The replica named by a relayed request's id (`sb-<replica>-N`): the one whose call waits
+/// for its answer. `None` for an id of another form (`sb-N`, or not the gateway's).
+pub fn owner_of(id: &RequestId) -> Option<&str> {
+    let RequestId::String(id) = id else {
+        return None;
+    };
+    let (replica, number) = id.strip_prefix(ID_PREFIX)?.rsplit_once('-')?;
+    (!replica.is_empty() && number.bytes().all(|b| b.is_ascii_digit())).then_some(replica)
 }
 
 impl fmt::Debug for Relay {
@@ -32,6 +49,14 @@ impl fmt::Debug for Relay {
 }
 
 impl Relay {
+    /// A relay whose request ids name `replica` (`sb-<replica>-N`).
+    pub fn for_replica(replica: Arc<str>) -> Self {
+        Self {
+            replica: Some(replica),
+            ..Self::default()
+        }
+    }
+
     /// Remembers what the client declared in `initialize`.
     pub fn remember_capabilities(&self, initialize_params: Option<&Value>) {
         let capabilities = initialize_params
@@ -112,7 +137,11 @@ impl CallerChannel for RelayCaller {
     fn request(&self, method: &str, params: Value) -> BoxFuture<'_, Result<Value, CallerError>> {
         let method = method.to_owned();
         Box::pin(async move {
-            let id = format!("sb-{}", self.relay.next.fetch_add(1, Ordering::Relaxed) + 1);
+            let number = self.relay.next.fetch_add(1, Ordering::Relaxed) + 1;
+            let id = match &self.relay.replica {
+                Some(replica) => format!("{ID_PREFIX}{replica}-{number}"),
+                None => format!("{ID_PREFIX}{number}"),
+            };
             let (waiter, answer) = oneshot::channel();
             if let Ok(mut pending) = self.relay.pending.lock() {
                 pending.insert(id.clone(), waiter);
@@ -146,5 +175,24 @@ impl CallerChannel for RelayCaller {
     /// One per client connection or session: every call of it relays through one `Relay`.
     fn client_key(&self) -> usize {
         Arc::as_ptr(&self.relay) as usize
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_relayed_id_names_its_replica_when_it_has_one() {
+        let id = |text: &str| RequestId::String(text.to_owned());
+        assert_eq!(
+            owner_of(&id("sb-3f2a9c01d4e5b6a7-12")),
+            Some("3f2a9c01d4e5b6a7")
+        );
+        assert_eq!(owner_of(&id("sb-12")), None, "a gateway without replicas");
+        assert_eq!(owner_of(&id("sb--1")), None);
+        assert_eq!(owner_of(&id("sb-r1-x")), None);
+        assert_eq!(owner_of(&id("client-7")), None);
+        assert_eq!(owner_of(&RequestId::Number(7)), None);
     }
 }

@@ -227,6 +227,13 @@ impl Host {
         self.inner.options.ended_sessions.clone()
     }
 
+    /// How the HTTP front routes answers to relayed requests to the replica that asked
+    /// (`[shared] redis`: the event bus), when replicas share one.
+    pub fn answer_routes(&self) -> Option<Arc<dyn switchboard_mcp::front::http::AnswerRoutes>> {
+        let bus = self.inner.options.events.clone()?;
+        Some(Arc::new(bus))
+    }
+
     /// The profile of a configured agent.
     pub fn profile(&self, agent: Option<&str>) -> Option<Arc<AgentProfile>> {
         self.inner.settings.load().agents.get(agent?).cloned()

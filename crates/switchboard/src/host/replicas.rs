@@ -48,6 +48,8 @@ impl Host {
                 let Some(inner) = weak.upgrade() else { return };
                 match event {
                     SharedEvent::ToolsListChanged => inner.bump_listings(),
+                    // The sessions' own follower (`shared::marks`) keeps those.
+                    SharedEvent::SessionEnded { .. } => {}
                 }
             }
         });

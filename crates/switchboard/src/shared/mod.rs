@@ -1,10 +1,10 @@
 //! State the replicas of one deployment share (issue 32), in the Redis `[shared] redis`
 //! names: rate limits and concurrency caps ([`RedisLimiter`], behind
 //! `switchboard_core::limits`'s [`SharedLimiter`](switchboard_core::limits::SharedLimiter)
-//! seam), the events replicas tell each other ([`EventBus`]), and what must hold on every
-//! replica once one saw it: sessions ended by DELETE and approval states already used
-//! ([`SharedMarks`]); and the result cache's second level, with coalescing across replicas
-//! ([`RedisResults`]).
+//! seam), the events replicas tell each other and the answers they route to the replica
+//! that asked ([`EventBus`]), and what must hold on every replica once one saw it: sessions
+//! ended by DELETE and approval states already used ([`SharedMarks`]); and the result
+//! cache's second level, with coalescing across replicas ([`RedisResults`]).
 //!
 //! Must never: scan keys (`KEYS`), trust a replica's clock for a limit, or let a call wait
 //! on an unreachable Redis longer than [`limiter::COMMAND_TIMEOUT`].

@@ -4,7 +4,8 @@
 //!   with the key ring: [`sessions`], so any replica sharing the ring serves it); later
 //!   requests must name it (400 without, 404 for an unknown, expired or foreign one); GET
 //!   opens the session's notification stream; DELETE ends it; `notifications/cancelled`
-//!   cancels a call of the session.
+//!   cancels a call of the session; an answer to a request relayed mid-call is matched on
+//!   the replica that asked, routed there from another ([`owners`]).
 //! * Modern (2026-07-28): stateless; each request first passes the envelope checks
 //!   ([`super::envelope`]: `_meta`, the version and routing headers, the version itself), each
 //!   refusal a 400. Closing the response stream cancels the call.
@@ -37,6 +38,7 @@ mod answer;
 mod guard;
 pub mod health;
 mod in_flight;
+pub mod owners;
 mod resource;
 pub mod sessions;
 mod workers;
@@ -49,6 +51,7 @@ pub use self::guard::Authenticator;
 use self::guard::{Authenticated, authenticate};
 pub use self::health::Lifecycle;
 use self::in_flight::CallInFlight;
+pub use self::owners::{AnswerRoutes, RoutedAnswer, Undeliverable};
 use self::sessions::{Asker, Session, SessionTable};
 pub use self::sessions::{EndedAnswer, EndedSessions, EndedUnavailable, LocalEndedSessions};
 use super::dispatch::{Dispatcher, progress_token};
@@ -90,6 +93,9 @@ pub struct HttpOptions {
     /// Where sessions ended by DELETE are remembered ([`LocalEndedSessions`]: this
     /// process only; a store the replicas share ends them on every replica).
     pub ended_sessions: Arc<dyn EndedSessions>,
+    /// How answers to relayed requests reach the replica that asked, when the client POSTs
+    /// them to another ([`owners`]); none: matched on the replica that took them only.
+    pub answer_routes: Option<Arc<dyn AnswerRoutes>>,
 }
 
 struct HttpState {
@@ -137,9 +143,10 @@ pub fn router(dispatcher: Dispatcher, options: HttpOptions) -> Router {
     let limit = options.max_message_bytes;
     let state = Arc::new(HttpState {
         dispatcher: dispatcher.over_tcp(),
-        sessions: SessionTable::new(options.keys.clone(), options.ended_sessions.clone()),
+        sessions: SessionTable::of(&options),
         options,
     });
+    owners::start_following(&state);
     let router = if state.options.oauth.is_some() {
         resource::routes()
     } else {
@@ -298,10 +305,7 @@ async fn post_as(
             return StatusCode::ACCEPTED.into_response();
         }
         answer @ (Message::Response { .. } | Message::Error { .. }) => {
-            if let Some(session) = session_id.and_then(|id| state.sessions.held(&id, asker)) {
-                session.relay.complete(&answer);
-            }
-            return StatusCode::ACCEPTED.into_response();
+            return owners::take_answer(&state, session_id, asker, answer).await;
         }
         Message::PreparedResponse { .. } => return StatusCode::ACCEPTED.into_response(),
     };

@@ -7,9 +7,10 @@
 //!
 //! What lives in memory, on the replica that serves a request: the calls in flight (for
 //! `notifications/cancelled`), the relay of server requests to the client (owner-bound: a
-//! request relayed mid-call is answered on the replica that asked), resource subscriptions,
-//! and — unless a store the replicas share is handed in ([`EndedSessions`]) — DELETE's
-//! record of ended sessions. docs/scale-out.md says what a client sees when it moves.
+//! request relayed mid-call waits on the replica that asked, and an answer POSTed elsewhere
+//! is routed there by `super::owners`), resource subscriptions, and — unless a store the
+//! replicas share is handed in ([`EndedSessions`]) — DELETE's record of ended sessions.
+//! docs/scale-out.md says what a client sees when it moves.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -128,12 +129,24 @@ pub type EndedAnswer<'a, T> = BoxFuture<'a, Result<T, EndedUnavailable>>;
 
 /// Where sessions ended by DELETE are remembered until their ids expire: so that no replica
 /// that shares the store opens them again. Asked on every request of a 2025-era session, so
-/// an implementation over the network bounds each question's time.
+/// an implementation over the network answers from memory what it can (a session it already
+/// checked, while it hears of every end) and bounds each question's time.
 pub trait EndedSessions: Send + Sync + std::fmt::Debug {
     /// Records that the session `id`, valid until `expires`, was ended at `now`.
     fn end<'a>(&'a self, id: &'a str, expires: SystemTime, now: SystemTime) -> EndedAnswer<'a, ()>;
-    /// Whether the session `id` was ended.
-    fn is_ended<'a>(&'a self, id: &'a str, now: SystemTime) -> EndedAnswer<'a, bool>;
+    /// Tells the store that this replica just minted the session `id` (valid until
+    /// `expires`): nobody can have ended it yet, so a store that hears of ends may answer
+    /// for it from memory from now on.
+    fn started(&self, id: &str, expires: SystemTime, now: SystemTime) {
+        let _ = (id, expires, now);
+    }
+    /// Whether the session `id`, whose id opens until `expires`, was ended.
+    fn is_ended<'a>(
+        &'a self,
+        id: &'a str,
+        expires: SystemTime,
+        now: SystemTime,
+    ) -> EndedAnswer<'a, bool>;
 }
 
 /// Ended sessions in this process's memory: a DELETE holds on the replica that took it.
@@ -162,9 +175,21 @@ impl EndedSessions for LocalEndedSessions {
         Box::pin(std::future::ready(Ok(())))
     }
 
-    fn is_ended<'a>(&'a self, id: &'a str, now: SystemTime) -> EndedAnswer<'a, bool> {
+    fn is_ended<'a>(
+        &'a self,
+        id: &'a str,
+        _expires: SystemTime,
+        now: SystemTime,
+    ) -> EndedAnswer<'a, bool> {
         Box::pin(std::future::ready(Ok(self.ended_here(id, now))))
     }
+}
+
+/// A session [`SessionTable::find`] knows the asker may use, before it asks whether it ended.
+enum Found {
+    Held(Arc<Session>),
+    /// Opened from its id (not held here yet), and when that id expires.
+    Opened(Sealed, SystemTime),
 }
 
 /// The sessions of one HTTP front.
@@ -172,6 +197,9 @@ pub(super) struct SessionTable {
     keys: Arc<dyn Keys>,
     live: Mutex<HashMap<String, Arc<Session>>>,
     ended: Arc<dyn EndedSessions>,
+    /// This replica's name, carried in the ids of the requests its sessions relay (so an
+    /// answer POSTed to another replica finds its way back); none without replicas.
+    replica: Option<Arc<str>>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -196,11 +224,30 @@ fn carried(capabilities: Value) -> Value {
 }
 
 impl SessionTable {
-    pub(super) fn new(keys: Arc<dyn Keys>, ended: Arc<dyn EndedSessions>) -> Self {
+    /// The sessions of a front with `options`: their relayed requests name this replica when
+    /// the front routes answers between replicas.
+    pub(super) fn of(options: &super::HttpOptions) -> Self {
+        let replica = options
+            .answer_routes
+            .as_ref()
+            .map(|routes| Arc::from(routes.replica()));
+        Self::new(
+            options.keys.clone(),
+            options.ended_sessions.clone(),
+            replica,
+        )
+    }
+
+    pub(super) fn new(
+        keys: Arc<dyn Keys>,
+        ended: Arc<dyn EndedSessions>,
+        replica: Option<Arc<str>>,
+    ) -> Self {
         Self {
             keys,
             live: Mutex::default(),
             ended,
+            replica,
         }
     }
 
@@ -238,7 +285,9 @@ impl SessionTable {
             SESSION_LIFETIME,
             &payload,
         );
-        let session = self.hold(&id, sealed, principal, asker.route, now + SESSION_LIFETIME);
+        let expires = now + SESSION_LIFETIME;
+        self.ended.started(&id, expires, now);
+        let session = self.hold(&id, sealed, principal, asker.route, expires);
         (id, session)
     }
 
@@ -251,7 +300,10 @@ impl SessionTable {
         expires: SystemTime,
     ) -> Arc<Session> {
         let key = blob::key_of(id).unwrap_or_default();
-        let relay = Arc::new(Relay::default());
+        let relay = Arc::new(match &self.replica {
+            Some(replica) => Relay::for_replica(replica.clone()),
+            None => Relay::default(),
+        });
         let initialize = serde_json::json!({"capabilities": sealed.capabilities});
         relay.remember_capabilities(Some(&initialize));
         let session = Arc::new(Session {
@@ -273,15 +325,33 @@ impl SessionTable {
         session
     }
 
-    /// The session `id` names, for `asker`: held here, or opened and adopted.
+    /// The session `id` names, for `asker`: held here, or opened and adopted — unless it was
+    /// ended (asked of the store of ended sessions once the id is known to be the asker's).
     pub(super) async fn find(
         &self,
         id: &str,
         asker: Asker<'_>,
     ) -> Result<Arc<Session>, SessionRefusal> {
         let principal = asker.principal();
-        let ended = self.ended.is_ended(id, self.keys.now()).await;
-        match ended {
+        let held = lock(&self.live).get(id).cloned();
+        let found = match held {
+            Some(session) => Found::Held(self.still_valid(id, session, &principal, asker)?),
+            None => {
+                let payload = self
+                    .keys
+                    .open(id, &Self::binding(&principal, asker.route))
+                    .map_err(SessionRefusal::Sealed)?;
+                let sealed: Sealed = serde_json::from_slice(&payload)
+                    .map_err(|_| SessionRefusal::Sealed(OpenError::Malformed))?;
+                let expires = UNIX_EPOCH + Duration::from_secs(sealed.created) + SESSION_LIFETIME;
+                Found::Opened(sealed, expires)
+            }
+        };
+        let expires = match &found {
+            Found::Held(session) => session.expires,
+            Found::Opened(_, expires) => *expires,
+        };
+        match self.ended.is_ended(id, expires, self.keys.now()).await {
             Ok(false) => {}
             Ok(true) => {
                 lock(&self.live).remove(id);
@@ -289,45 +359,43 @@ impl SessionTable {
             }
             Err(EndedUnavailable(why)) => return Err(SessionRefusal::Unverifiable(why)),
         }
-        let held = lock(&self.live).get(id).cloned();
-        if let Some(session) = held {
-            // The id was checked when it was made or adopted; what is left is whether this
-            // asker may use it and whether it still runs.
-            return if session.principal != principal {
-                Err(SessionRefusal::Sealed(OpenError::WrongAgent))
-            } else if session.route != asker.route {
-                Err(SessionRefusal::Sealed(OpenError::WrongRoute))
-            } else if session.expires <= self.keys.now() {
-                lock(&self.live).remove(id);
-                Err(SessionRefusal::Sealed(OpenError::Expired))
-            } else if !self.keys.ring().holds(session.key) {
-                lock(&self.live).remove(id);
-                Err(SessionRefusal::Sealed(OpenError::UnknownKey(key_id_text(
-                    session.key,
-                ))))
-            } else {
-                Ok(session)
-            };
+        Ok(match found {
+            Found::Held(session) => session,
+            Found::Opened(sealed, expires) => {
+                let session = self.hold(id, sealed, principal, asker.route, expires);
+                tracing::debug!(
+                    version = %session.version,
+                    "adopted a session another replica started"
+                );
+                session
+            }
+        })
+    }
+
+    /// A held session, if this asker may use it and it still runs. Its id was checked when it
+    /// was made or adopted.
+    fn still_valid(
+        &self,
+        id: &str,
+        session: Arc<Session>,
+        principal: &str,
+        asker: Asker<'_>,
+    ) -> Result<Arc<Session>, SessionRefusal> {
+        if session.principal != principal {
+            Err(SessionRefusal::Sealed(OpenError::WrongAgent))
+        } else if session.route != asker.route {
+            Err(SessionRefusal::Sealed(OpenError::WrongRoute))
+        } else if session.expires <= self.keys.now() {
+            lock(&self.live).remove(id);
+            Err(SessionRefusal::Sealed(OpenError::Expired))
+        } else if !self.keys.ring().holds(session.key) {
+            lock(&self.live).remove(id);
+            Err(SessionRefusal::Sealed(OpenError::UnknownKey(key_id_text(
+                session.key,
+            ))))
+        } else {
+            Ok(session)
         }
-        let payload = self
-            .keys
-            .open(id, &Self::binding(&principal, asker.route))
-            .map_err(SessionRefusal::Sealed)?;
-        let sealed: Sealed = serde_json::from_slice(&payload)
-            .map_err(|_| SessionRefusal::Sealed(OpenError::Malformed))?;
-        let created = UNIX_EPOCH + Duration::from_secs(sealed.created);
-        let session = self.hold(
-            id,
-            sealed,
-            principal,
-            asker.route,
-            created + SESSION_LIFETIME,
-        );
-        tracing::debug!(
-            version = %session.version,
-            "adopted a session another replica started"
-        );
-        Ok(session)
     }
 
     /// The session `id` if this replica holds it for `asker` (for messages that only its
@@ -370,6 +438,7 @@ mod tests {
         SessionTable::new(
             Arc::new(FixedKeys(Arc::new(KeyRing::from_secret(secret)))),
             ended,
+            None,
         )
     }
 
