@@ -2,7 +2,9 @@
 //!
 //! One admitted call costs one round trip: `admit.lua` (EVALSHA, loaded again with SCRIPT
 //! LOAD on NOSCRIPT after a Redis restart) checks every rate and cap of the call on Redis's
-//! clock and takes them all or none. A cap is a sorted set of leases scored by expiry; the
+//! clock and takes them all or none. A busy rate costs fewer: the script may grant a few
+//! units ahead, which the replica's next calls under only such rates use without a round
+//! trip ([`allowance`]; never more than the limit). A cap is a sorted set of leases scored by expiry; the
 //! leases a replica holds are renewed together every [`LEASE`]/3 (`renew.lua`, one round
 //! trip), each is removed when its call ends, and a dead replica's leases expire on their
 //! own after [`LEASE`].
@@ -16,6 +18,8 @@
 //! calls get [`SharedUnavailable`] at once (the configured policy applies) while a background
 //! probe PINGs every [`PROBE_EVERY`] until Redis answers.
 
+mod allowance;
+
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -27,7 +31,10 @@ use switchboard_core::limits::{
     Lease, Scope, SharedCheck, SharedHealth, SharedLimiter, SharedUnavailable, SharedVerdict,
 };
 use tokio::sync::Notify;
+use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, DropGuard};
+
+use allowance::Allowances;
 
 /// How long one command may take, connecting included, before the store counts as down.
 pub const COMMAND_TIMEOUT: Duration = Duration::from_millis(500);
@@ -89,6 +96,8 @@ struct Inner {
     next_member: AtomicU64,
     /// The leases held now: member → its keys.
     held: Mutex<HashMap<String, Vec<String>>>,
+    /// Units of rates taken ahead.
+    ahead: Mutex<Allowances>,
     lease: Duration,
     admit: redis::Script,
     renew: redis::Script,
@@ -121,6 +130,7 @@ impl RedisLimiter {
             replica: format!("{:016x}", rand::random::<u64>()),
             next_member: AtomicU64::new(0),
             held: Mutex::default(),
+            ahead: Mutex::default(),
             lease,
             admit: redis::Script::new(include_str!("admit.lua")),
             renew: redis::Script::new(include_str!("renew.lua")),
@@ -148,6 +158,20 @@ impl RedisLimiter {
         if let Some(why) = self.inner.down_reason() {
             return Err(SharedUnavailable(why));
         }
+        let rate_keys: Vec<String> = checks
+            .iter()
+            .filter(|check| check.spec.per_minute.is_some_and(|rate| rate > 0.0))
+            .map(|check| self.key("rate", &check.scope))
+            .collect();
+        let capped = checks
+            .iter()
+            .any(|check| check.spec.max_concurrent.is_some());
+        if !capped && lock(&self.inner.ahead).take_all(&rate_keys, Instant::now()) {
+            return Ok(SharedVerdict::Admitted {
+                wait: Duration::ZERO,
+                lease: None,
+            });
+        }
         let member = format!(
             "{}:{}",
             self.inner.replica,
@@ -155,25 +179,37 @@ impl RedisLimiter {
         );
         let mut invocation = self.inner.admit.prepare_invoke();
         invocation.arg(micros(self.inner.lease)).arg(&member);
-        // Which check each key belongs to, and the lease keys.
+        // Which check each key belongs to, the rates' keys by their place, the lease keys.
         let mut owners = Vec::new();
+        let mut rates = Vec::new();
         let mut lease_keys = Vec::new();
+        let mut rate_keys = rate_keys.into_iter();
         for (index, check) in checks.iter().enumerate() {
             let spec = check.spec;
             if let Some(rate) = spec.per_minute.filter(|rate| *rate > 0.0) {
                 let interval = Duration::from_secs_f64(60.0 / rate);
                 let tolerance = interval * spec.burst.unwrap_or(1).max(1).saturating_sub(1);
+                let key = rate_keys.next().unwrap_or_default();
+                let wanted = lock(&self.inner.ahead).want(&key, rate / 60.0, Instant::now());
                 invocation
-                    .key(self.key("rate", &check.scope))
+                    .key(&key)
                     .arg("r")
                     .arg(micros(interval))
                     .arg(micros(tolerance))
-                    .arg(micros(spec.queue.unwrap_or_default()));
+                    .arg(micros(spec.queue.unwrap_or_default()))
+                    .arg(wanted);
+                rates.push((owners.len(), key));
                 owners.push(index);
             }
             if let Some(cap) = spec.max_concurrent {
                 let key = self.key("lease", &check.scope);
-                invocation.key(&key).arg("c").arg(cap.max(1)).arg(0).arg(0);
+                invocation
+                    .key(&key)
+                    .arg("c")
+                    .arg(cap.max(1))
+                    .arg(0)
+                    .arg(0)
+                    .arg(1);
                 lease_keys.push(key);
                 owners.push(index);
             }
@@ -198,6 +234,14 @@ impl RedisLimiter {
         };
         let number = |at: usize| reply.get(at).copied().unwrap_or(0);
         let after = |us: i64| Duration::from_micros(u64::try_from(us).unwrap_or(0));
+        if number(0) == 0 {
+            let now = Instant::now();
+            let mut ahead = lock(&self.inner.ahead);
+            for (place, key) in &rates {
+                let granted = u64::try_from(number(2 + place)).unwrap_or(1);
+                ahead.granted(key, granted, now);
+            }
+        }
         Ok(match number(0) {
             0 => SharedVerdict::Admitted {
                 wait: after(number(1)),

@@ -267,3 +267,84 @@ async fn an_outage_shows_in_health_without_a_call() {
         "no call pays for finding it down"
     );
 }
+
+/// Script calls the server ran (`INFO commandstats`: EVALSHA, and EVAL after a NOSCRIPT).
+fn script_calls(redis: &Redis) -> u64 {
+    let stats = redis.cli(&["INFO", "commandstats"]);
+    ["cmdstat_evalsha:calls=", "cmdstat_eval:calls="]
+        .iter()
+        .filter_map(|prefix| {
+            stats
+                .lines()
+                .find_map(|line| line.strip_prefix(prefix))
+                .and_then(|rest| rest.split(',').next())
+                .and_then(|calls| calls.parse::<u64>().ok())
+        })
+        .sum()
+}
+
+/// A busy rate far from its limit: two replicas admit 2,000 calls in a few dozen round trips
+/// (units taken ahead), and all of them, since the limit allows them.
+#[tokio::test]
+async fn a_busy_rate_takes_units_ahead_in_few_round_trips() {
+    let redis = Redis::start();
+    let a = RedisLimiter::connect(&redis.url(), "t").expect("limiter");
+    let b = RedisLimiter::connect(&redis.url(), "t").expect("limiter");
+    let checks = agent(LimitSpec {
+        per_minute: Some(6_000_000.0),
+        burst: Some(1_000),
+        max_concurrent: None,
+        queue: None,
+    });
+    let before = script_calls(&redis);
+    let mut taken = 0;
+    for n in 0..2_000 {
+        let limiter = if n % 2 == 0 { &a } else { &b };
+        if admitted(&verdict(limiter, &checks).await) {
+            taken += 1;
+        }
+    }
+    let trips = script_calls(&redis) - before;
+    assert_eq!(taken, 2_000);
+    assert!(trips < 200, "{trips} round trips for 2,000 calls");
+}
+
+/// Taking ahead never admits past the limit: two replicas racing a rate of 1,000 a second
+/// with a burst of 50 (20 units ahead at most) admit no more than the burst and the rate's
+/// refill over the time they ran.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn units_taken_ahead_never_pass_the_limit() {
+    let redis = Redis::start();
+    let spec = LimitSpec {
+        per_minute: Some(60_000.0),
+        burst: Some(50),
+        max_concurrent: None,
+        queue: None,
+    };
+    let started = Instant::now();
+    let mut replicas = tokio::task::JoinSet::new();
+    for _ in 0..2 {
+        let limiter = RedisLimiter::connect(&redis.url(), "t").expect("limiter");
+        replicas.spawn(async move {
+            let checks = agent(spec);
+            let mut taken = 0_u64;
+            for _ in 0..1_500 {
+                if admitted(&verdict(&limiter, &checks).await) {
+                    taken += 1;
+                }
+            }
+            taken
+        });
+    }
+    let mut taken = 0;
+    while let Some(count) = replicas.join_next().await {
+        taken += count.expect("a replica");
+    }
+    let elapsed = started.elapsed();
+    let ceiling = 50 + (elapsed.as_secs_f64() * 1_000.0).ceil() as u64;
+    assert!(
+        taken <= ceiling,
+        "{taken} admitted in {elapsed:?}: at most {ceiling}"
+    );
+    assert!(taken >= 50, "{taken} admitted: at least the burst");
+}
