@@ -59,6 +59,19 @@ impl Host {
         if config.latency.database.is_some() {
             options.latency_database = config.latency.database.clone();
         }
+        if let Some(url) = &config.storage.url
+            && options.shared_stats.is_none()
+        {
+            // The fleet's statistics replace the stats file.
+            let stats = crate::latency::shared::SharedStats::new(
+                &url.0,
+                switchboard_ledger::postgres::replica(),
+                config.shared.deployment(),
+            )
+            .map_err(|error| AssembleError(format!("[storage] url: {error}")))?;
+            options.shared_stats = Some(Arc::new(stats));
+            options.latency_database = None;
+        }
         options.tool_settings = tool_settings(config);
         options.tasks = crate::tasks::TaskSettings::of(&config.gateway.tasks);
         if config.telemetry.metrics_off {

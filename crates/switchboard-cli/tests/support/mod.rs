@@ -338,6 +338,20 @@ pub async fn post(
     send(request, token, "www-authenticate").await
 }
 
+/// `tool`'s row of `switchboard tools --stats --format json`, run against `config`.
+pub fn tool_stats(config: &Path, tool: &str) -> Value {
+    let output = run_switchboard(config, &["tools", "--stats", "--format", "json"]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout_json(&output)
+        .as_array()
+        .and_then(|rows| rows.iter().find(|row| row["tool"] == tool).cloned())
+        .unwrap_or_else(|| panic!("{tool} has no stats"))
+}
+
 /// A 2026-07-28 `tools/call` of `tool` through the gateway at `url` (no token): `Ok` when the
 /// tool ran, the tool error's text when it was refused or failed.
 pub async fn call_tool(url: &str, id: usize, tool: &str, arguments: Value) -> Result<(), String> {

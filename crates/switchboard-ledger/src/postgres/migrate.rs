@@ -49,6 +49,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "quota spending",
         sql: include_str!("migrations/0005_quota_spending.sql"),
     },
+    Migration {
+        version: 6,
+        name: "latency statistics",
+        sql: include_str!("migrations/0006_latency_windows.sql"),
+    },
 ];
 
 /// The schema version this Switchboard needs.

@@ -322,7 +322,8 @@ impl Host {
     }
 
     /// Stops every server (killing child process groups), those still draining too, after
-    /// cancelling the tasks still running and saving latency stats.
+    /// cancelling the tasks still running and saving latency stats (the stats file, or this
+    /// replica's windows on PostgreSQL).
     pub async fn shutdown(&self) {
         // No managed change is reconciled while (or after) the servers stop.
         self.inner.live.stop_managed();
@@ -334,6 +335,7 @@ impl Host {
         if let Err(error) = self.inner.latency.save() {
             tracing::warn!(%error, "latency stats were not saved");
         }
+        self.sync_latency_stats().await;
         let fleet = self.inner.fleet.load_full();
         futures::future::join_all(fleet.members.iter().map(|m| m.supervisor().stop())).await;
         self.inner.draining.close_all().await;
@@ -570,6 +572,9 @@ fn budget_of(options: &HostOptions) -> Arc<LatencyBudget> {
     );
     if let Some(shared) = &options.shared_results {
         budget.cache.share(shared.clone());
+    }
+    if let Some(stats) = &options.shared_stats {
+        budget.share_stats(stats.clone());
     }
     budget
 }
