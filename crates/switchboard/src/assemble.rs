@@ -70,7 +70,13 @@ impl Host {
             )
             .map_err(|error| AssembleError(format!("[storage] url: {error}")))?;
             options.shared_stats = Some(Arc::new(stats));
-            options.latency_database = None;
+            if let Some(file) = options.latency_database.take() {
+                tracing::info!(
+                    target: "switchboard::latency",
+                    "latency statistics are kept on PostgreSQL ([storage] url); the stats file {} is not used",
+                    file.display()
+                );
+            }
         }
         options.tool_settings = tool_settings(config);
         options.tasks = crate::tasks::TaskSettings::of(&config.gateway.tasks);

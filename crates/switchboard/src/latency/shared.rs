@@ -125,6 +125,11 @@ impl SharedStats {
         Environment::from_host(&self.deployment, transport)
     }
 
+    /// Whether the last exchange with the database failed.
+    pub fn is_failing(&self) -> bool {
+        self.failing.load(Ordering::Acquire)
+    }
+
     /// Notes one call this replica measured (its window holds `capacity` calls).
     pub(crate) fn record(&self, key: &str, sample: Sample, capacity: usize) {
         let mut own = lock(&self.own);
