@@ -4,7 +4,8 @@
 //! only: B, which never called the tool, lists it in the tier its measured latency fits. Then
 //! calls through B too, much slower: `switchboard tools --stats` (a third replica, started
 //! afterwards) reports the union of both replicas' samples — quantiles over every call, not
-//! an average of each replica's — and each replica saved only the calls it measured.
+//! an average of each replica's — and each replica saved only the calls it measured. With
+//! PostgreSQL stopped calls go on and are measured; once it is back they reach the fleet.
 
 mod support;
 
@@ -46,6 +47,22 @@ async fn deep_tier(url: &str) -> Vec<String> {
         .iter()
         .filter_map(|tool| tool["name"].as_str().map(str::to_owned))
         .collect()
+}
+
+/// `lab__wait`'s stats once `switchboard tools --stats` reports `samples` of them (10 s at most).
+async fn fleet_stats(config: &Path, samples: usize) -> Value {
+    let started = Instant::now();
+    loop {
+        let stats = tool_stats(config, "lab__wait");
+        if stats["samples"] == samples {
+            return stats;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the fleet's {samples} samples within 10 s: {stats}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 async fn wait_calls(url: &str, count: usize, ms: u64) {
@@ -97,18 +114,7 @@ async fn replicas_merge_their_latency_samples_on_postgres() {
     // median of the union is A's 100 ms (averaging each replica's p50 would say ~250 ms),
     // and its p99 is B's 400 ms.
     wait_calls(&b.url, 2, 4000).await;
-    let started = Instant::now();
-    let stats = loop {
-        let stats = tool_stats(&config_a, "lab__wait");
-        if stats["samples"] == 8 {
-            break stats;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "the fleet's 8 samples within 10 s: {stats}"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
+    let stats = fleet_stats(&config_a, 8).await;
     assert_eq!(stats["source"], "measured", "{stats}");
     let p50 = stats["p50_ms"].as_f64().expect("p50");
     let p99 = stats["p99_ms"].as_f64().expect("p99");
@@ -129,4 +135,19 @@ async fn replicas_merge_their_latency_samples_on_postgres() {
         "2,6",
         "samples saved per replica (stats: {stats})"
     );
+
+    // PostgreSQL stopped for longer than a housekeeping tick: A goes on serving and measuring
+    // (no call waits on the database); once it is back, A's window of the outage is saved
+    // and merged.
+    postgres.stop().expect("stop PostgreSQL");
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let asked = Instant::now();
+    wait_calls(&a.url, 1, 1000).await;
+    assert!(
+        asked.elapsed() < Duration::from_secs(1),
+        "a call while PostgreSQL is away: {:?}",
+        asked.elapsed()
+    );
+    postgres.resume().expect("resume PostgreSQL");
+    fleet_stats(&config_a, 9).await;
 }
