@@ -162,24 +162,31 @@ impl QuotaStore {
     }
 }
 
-/// Sends and reads the spending every [`REFRESH`] for as long as `spending` lives (the task
+/// Sends and reads the spending every [`REFRESH`], and at once when a flush asks
+/// ([`SharedSpending::flush`]: a replica stopping), for as long as `spending` lives (the task
 /// ends after the last [`Limits`](switchboard_core::limits::Limits) holding it is gone).
 pub fn follow(store: QuotaStore, spending: &Arc<SharedSpending>) -> tokio::task::JoinHandle<()> {
     tokio::spawn(run(store, Arc::downgrade(spending)))
 }
 
 async fn run(store: QuotaStore, spending: Weak<SharedSpending>) {
+    let Some(wake) = spending.upgrade().map(|spending| spending.wake_handle()) else {
+        return;
+    };
     let mut ticks = tokio::time::interval(REFRESH);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut failing = false;
     let mut since_prune = 0;
     loop {
-        ticks.tick().await;
+        tokio::select! {
+            _ = ticks.tick() => {}
+            () = wake.notified() => {}
+        }
         let Some(spending) = spending.upgrade() else {
             break;
         };
-        let unsent = spending.take_unsent();
-        let answer = tokio::time::timeout(EXCHANGE_TIMEOUT, store.exchange(&unsent))
+        let taken = spending.take_unsent();
+        let answer = tokio::time::timeout(EXCHANGE_TIMEOUT, store.exchange(&taken.unsent))
             .await
             .unwrap_or_else(|_| {
                 Err(QuotaStoreError::Postgres(format!(
@@ -189,6 +196,7 @@ async fn run(store: QuotaStore, spending: Weak<SharedSpending>) {
         match answer {
             Ok(others) => {
                 spending.replace_others(others);
+                spending.exchanged(Some(taken.number));
                 if failing {
                     tracing::info!(
                         target: "switchboard::quotas",
@@ -198,7 +206,8 @@ async fn run(store: QuotaStore, spending: Weak<SharedSpending>) {
                 failing = false;
             }
             Err(error) => {
-                spending.restore_unsent(unsent);
+                spending.restore_unsent(taken.unsent);
+                spending.exchanged(None);
                 if !failing {
                     tracing::warn!(
                         target: "switchboard::quotas",

@@ -25,6 +25,19 @@ fn replica(postgres: &Postgres, name: &str) -> Limits {
     Limits::new(HashMap::new(), quotas).with_shared_spending(spending)
 }
 
+/// What `replica` holds in PostgreSQL for `npc`.
+fn stored_by(postgres: &Postgres, replica: &str) -> String {
+    postgres
+        .psql(
+            DATABASE,
+            &format!(
+                "SELECT coalesce(sum(cost), 0) FROM quota_spending \
+                 WHERE agent = 'npc' AND replica = '{replica}'"
+            ),
+        )
+        .expect("rows")
+}
+
 /// What `limits` counts as spent for `npc` now: `None` while the quota has room.
 async fn spent(limits: &Limits) -> Option<f64> {
     match limits.admit(&[], Some("npc")).await {
@@ -98,4 +111,15 @@ async fn replicas_count_each_others_spending_and_catch_up_after_an_outage() {
         ["host-a:1=10", "host-b:2=5"],
         "each replica's spending, once"
     );
+
+    // A replica stopping flushes: what it spent a moment ago is in the database at once,
+    // not at the next refresh.
+    let c = replica(&postgres, "host-c:3");
+    tokio::time::sleep(REFRESH).await;
+    c.charge(Some("npc"), 1.0);
+    let spending = c.shared_spending().expect("shared");
+    let asked = Instant::now();
+    assert!(spending.flush(Duration::from_secs(2)).await, "flushed");
+    eprintln!("a flush took {:?}", asked.elapsed());
+    assert_eq!(stored_by(&postgres, "host-c:3").trim(), "1");
 }

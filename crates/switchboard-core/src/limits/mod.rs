@@ -30,7 +30,7 @@ pub use shared::{
     Lease, SharedCheck, SharedHealth, SharedLimiter, SharedUnavailable, SharedVerdict,
     WhenUnreachable,
 };
-pub use spending::{SharedSpending, Spent, Unsent};
+pub use spending::{SharedSpending, Spent, Taken, Unsent};
 
 /// How often a call queued behind a full shared cap asks again.
 const SHARED_BUSY_POLL: Duration = Duration::from_millis(50);

@@ -15,9 +15,11 @@
 //! until they leave the window, and unsent spending is kept to be sent when it is back.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use tokio::sync::{Notify, watch};
 use tokio::time::Instant;
 
 /// Spending of one agent on this replica that the store has not been told about.
@@ -27,6 +29,14 @@ pub struct Unsent {
     /// The agent's quota window when it was spent (the store keeps it as long as that).
     pub window: Duration,
     pub cost: f64,
+}
+
+/// What [`SharedSpending::take_unsent`] handed out, numbered in order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Taken {
+    /// Report it with [`SharedSpending::sent`] once the store has it.
+    pub number: u64,
+    pub unsent: Vec<Unsent>,
 }
 
 /// One piece of another replica's spending: `cost`, counted until `leaves`.
@@ -44,14 +54,74 @@ struct AgentShare {
 }
 
 /// The other replicas' spending and this replica's unsent spending, per agent.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct SharedSpending {
     agents: Mutex<HashMap<String, AgentShare>>,
+    /// How many times unsent spending was handed out, and the highest of those the store has.
+    taken: AtomicU64,
+    sent: watch::Sender<u64>,
+    /// Asks the task that sends for an exchange now (a flush).
+    wake: Arc<Notify>,
+    /// Whether the last exchange failed (a flush does not wait then).
+    unreachable: AtomicBool,
+}
+
+impl Default for SharedSpending {
+    fn default() -> Self {
+        Self {
+            agents: Mutex::default(),
+            taken: AtomicU64::new(0),
+            sent: watch::Sender::new(0),
+            wake: Arc::new(Notify::new()),
+            unreachable: AtomicBool::new(false),
+        }
+    }
 }
 
 impl SharedSpending {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// What the task that sends waits on besides its interval: a flush asking for an exchange
+    /// now. (Holding it does not keep this value alive.)
+    pub fn wake_handle(&self) -> Arc<Notify> {
+        self.wake.clone()
+    }
+
+    /// Records the outcome of an exchange: `Some(number)` of what it sent when the store took
+    /// it, `None` when the store could not be reached.
+    pub fn exchanged(&self, sent: Option<u64>) {
+        self.unreachable.store(sent.is_none(), Ordering::Release);
+        if let Some(number) = sent {
+            self.sent.send_if_modified(|highest| {
+                let newer = number > *highest;
+                if newer {
+                    *highest = number;
+                }
+                newer
+            });
+        }
+    }
+
+    /// Asks for everything spent here so far to be sent now and waits for it, at most
+    /// `within` (a replica stopping). False when it was not sent: the store is unreachable,
+    /// or slower than that.
+    pub async fn flush(&self, within: Duration) -> bool {
+        if !self.lock().values().any(|share| share.unsent > 0.0) {
+            return true;
+        }
+        if self.unreachable.load(Ordering::Acquire) {
+            return false;
+        }
+        // The next hand-out includes everything recorded before this point.
+        let target = self.taken.load(Ordering::Acquire) + 1;
+        let mut sent = self.sent.subscribe();
+        self.wake.notify_one();
+        matches!(
+            tokio::time::timeout(within, sent.wait_for(|highest| *highest >= target)).await,
+            Ok(Ok(_))
+        )
     }
 
     fn lock(&self) -> MutexGuard<'_, HashMap<String, AgentShare>> {
@@ -72,10 +142,11 @@ impl SharedSpending {
         share.window = window;
     }
 
-    /// Everything spent here and not sent yet (now counted as sent).
-    pub fn take_unsent(&self) -> Vec<Unsent> {
+    /// Everything spent here and not sent yet (now counted as sent), numbered.
+    pub fn take_unsent(&self) -> Taken {
         let mut agents = self.lock();
-        agents
+        let number = self.taken.fetch_add(1, Ordering::AcqRel) + 1;
+        let unsent = agents
             .iter_mut()
             .filter(|(_, share)| share.unsent > 0.0)
             .map(|(agent, share)| Unsent {
@@ -83,7 +154,8 @@ impl SharedSpending {
                 window: share.window,
                 cost: std::mem::take(&mut share.unsent),
             })
-            .collect()
+            .collect();
+        Taken { number, unsent }
     }
 
     /// Gives back spending that could not be sent, to go with the next attempt.
@@ -145,7 +217,7 @@ mod tests {
         spending.record("npc", hour, 2.0);
         spending.record("npc", hour, 0.0);
         spending.record("gm", hour, f64::NAN);
-        let taken = spending.take_unsent();
+        let taken = spending.take_unsent().unsent;
         assert_eq!(
             taken,
             vec![Unsent {
@@ -154,10 +226,37 @@ mod tests {
                 cost: 3.5
             }]
         );
-        assert!(spending.take_unsent().is_empty(), "sent once");
+        assert!(spending.take_unsent().unsent.is_empty(), "sent once");
         spending.restore_unsent(taken);
         spending.record("npc", hour, 1.0);
-        assert_eq!(spending.take_unsent()[0].cost, 4.5, "kept for the next try");
+        let again = spending.take_unsent();
+        assert_eq!(again.unsent[0].cost, 4.5, "kept for the next try");
+        assert_eq!(again.number, 3, "hand-outs are numbered");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_flush_waits_for_the_next_hand_out_to_be_sent_and_not_when_unreachable() {
+        let spending = Arc::new(SharedSpending::new());
+        let hour = Duration::from_secs(3600);
+        assert!(spending.flush(hour).await, "nothing to send");
+        spending.record("npc", hour, 1.0);
+        // A sender that hands out and reports when woken.
+        let sender = {
+            let spending = spending.clone();
+            let wake = spending.wake_handle();
+            tokio::spawn(async move {
+                wake.notified().await;
+                let taken = spending.take_unsent();
+                assert_eq!(taken.unsent.len(), 1);
+                spending.exchanged(Some(taken.number));
+            })
+        };
+        assert!(spending.flush(Duration::from_secs(1)).await, "sent");
+        sender.await.expect("the sender");
+        // Unreachable: a flush says so at once.
+        spending.record("npc", hour, 1.0);
+        spending.exchanged(None);
+        assert!(!spending.flush(hour).await);
     }
 
     #[tokio::test(start_paused = true)]

@@ -176,7 +176,7 @@ async fn shared_quotas_count_the_other_replicas_spending_until_it_leaves() {
         }
         other => panic!("expected a quota refusal, got {other:?}"),
     }
-    let unsent = spending.take_unsent();
+    let unsent = spending.take_unsent().unsent;
     assert_eq!(
         unsent,
         vec![Unsent {
