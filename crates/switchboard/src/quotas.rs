@@ -185,6 +185,10 @@ async fn run(store: QuotaStore, spending: Weak<SharedSpending>) {
         let Some(spending) = spending.upgrade() else {
             break;
         };
+        if !spending.is_wanted() {
+            // No agent has a quota here: nothing to send, nothing to enforce.
+            continue;
+        }
         let taken = spending.take_unsent();
         let answer = tokio::time::timeout(EXCHANGE_TIMEOUT, store.exchange(&taken.unsent))
             .await

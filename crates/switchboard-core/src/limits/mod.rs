@@ -156,6 +156,7 @@ impl Limits {
     /// These limits with quotas that also count the other replicas' spending held in
     /// `spending` (and note this replica's there, to be sent to them).
     pub fn with_shared_spending(mut self, spending: Arc<SharedSpending>) -> Self {
+        spending.set_wanted(!self.quotas.is_empty());
         self.spending = Some(spending);
         self
     }

@@ -64,6 +64,8 @@ pub struct SharedSpending {
     wake: Arc<Notify>,
     /// Whether the last exchange failed (a flush does not wait then).
     unreachable: AtomicBool,
+    /// Whether any agent has a quota here (without one there is nothing to exchange).
+    wanted: AtomicBool,
 }
 
 impl Default for SharedSpending {
@@ -74,6 +76,7 @@ impl Default for SharedSpending {
             sent: watch::Sender::new(0),
             wake: Arc::new(Notify::new()),
             unreachable: AtomicBool::new(false),
+            wanted: AtomicBool::new(true),
         }
     }
 }
@@ -81,6 +84,17 @@ impl Default for SharedSpending {
 impl SharedSpending {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Says whether this replica's config gives any agent a quota: without one, there is
+    /// nothing to send or read (the task that sends skips its exchanges until there is).
+    pub fn set_wanted(&self, wanted: bool) {
+        self.wanted.store(wanted, Ordering::Release);
+    }
+
+    /// Whether exchanges are needed (see [`SharedSpending::set_wanted`]).
+    pub fn is_wanted(&self) -> bool {
+        self.wanted.load(Ordering::Acquire)
     }
 
     /// What the task that sends waits on besides its interval: a flush asking for an exchange

@@ -155,6 +155,14 @@ async fn shared_quotas_count_the_other_replicas_spending_until_it_leaves() {
     let quotas = HashMap::from([("npc".to_owned(), Quota::new(3.0, window))]);
     let spending = Arc::new(SharedSpending::new());
     let limits = Limits::new(HashMap::new(), quotas).with_shared_spending(spending.clone());
+    assert!(
+        spending.is_wanted(),
+        "an agent has a quota: exchanges are needed"
+    );
+    let none = Limits::new(HashMap::new(), HashMap::new()).with_shared_spending(spending.clone());
+    assert!(!spending.is_wanted(), "no quota: nothing to exchange");
+    drop(none);
+    let limits = limits.with_shared_spending(spending.clone());
     let now = Instant::now();
     spending.replace_others(HashMap::from([(
         "npc".to_owned(),
