@@ -7,7 +7,8 @@
 //! this crate (`switchboard::quotas`, on PostgreSQL) sends what [`SharedSpending::take_unsent`]
 //! hands it and installs what it read with [`SharedSpending::replace_others`], every few
 //! hundred milliseconds; so a replica over-admits by at most what the others spent since its
-//! last successful read (plus their own unsent part).
+//! last successful read (plus their own unsent part). A replica stopping asks that task for
+//! one more exchange at once ([`SharedSpending::flush`]), so its last moments are not lost.
 //!
 //! The other replicas' spending arrives as pieces, each with the instant it leaves the window
 //! (on this replica's clock: the store tells how long each has left, so clocks of different
