@@ -149,6 +149,17 @@ impl LatencyBook {
         self.declare(name, declared);
     }
 
+    /// Replaces a tool's window with the union of several windows' samples (the replicas of a
+    /// deployment), re-placing it: the window holds them all (at least the configured size),
+    /// so quantiles are over every sample — never an average of each window's quantiles.
+    pub fn restore_merged(&mut self, name: &str, samples: Vec<Sample>) {
+        let capacity = self.config.window.max(samples.len());
+        let tool = Self::entry(&mut self.tools, capacity, name);
+        tool.window = LatencyWindow::from_samples(capacity, samples);
+        let declared = tool.declared;
+        self.declare(name, declared);
+    }
+
     /// Records one call at `now`; says what changed.
     pub fn record(&mut self, name: &str, sample: Sample, now: Instant) -> RecordOutcome {
         let config = &self.config;

@@ -57,6 +57,32 @@ fn unknown_tools_recorded_without_declaration_become_known() {
 }
 
 #[test]
+fn merged_windows_keep_every_sample_and_quantiles_are_over_the_union() {
+    let mut book = LatencyBook::default();
+    let capacity = book.config().window;
+    // Two replicas: one measured 150 calls of 100 ms, the other 50 of 900 ms. The union's
+    // p50 is 100 ms and its p90 900 ms; averaging each window's p50 would say 500 ms.
+    let mut samples: Vec<Sample> = (0..150).map(|_| Sample::ok(ms(100))).collect();
+    samples.extend((0..50).map(|_| Sample::ok(ms(900))));
+    book.restore_merged("search", samples);
+    let window = book.tool("search").map(ToolBudget::window).expect("window");
+    assert_eq!(
+        window.len(),
+        200,
+        "every sample, beyond the window of {capacity}"
+    );
+    let summary = book.summary("search").expect("figures");
+    assert_eq!(summary.p50, ms(100));
+    assert_eq!(summary.p90, ms(900));
+    // Fewer samples than the window: the window keeps its configured size.
+    book.restore_merged("lookup", vec![Sample::ok(ms(5))]);
+    assert_eq!(
+        book.tool("lookup").map(|tool| tool.window().capacity()),
+        Some(capacity)
+    );
+}
+
+#[test]
 fn restoring_a_window_re_places_the_tool() {
     let mut book = LatencyBook::default();
     book.declare(

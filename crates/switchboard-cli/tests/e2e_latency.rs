@@ -56,19 +56,6 @@ fn listed(config: &Path, tier: &str) -> Vec<String> {
     names(&stdout_json(&output))
 }
 
-fn stats_of(config: &Path, tool: &str) -> Value {
-    let output = run_switchboard(config, &["tools", "--stats", "--format", "json"]);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    stdout_json(&output)
-        .as_array()
-        .and_then(|rows| rows.iter().find(|row| row["tool"] == tool).cloned())
-        .unwrap_or_else(|| panic!("{tool} has no stats"))
-}
-
 #[test]
 fn tiers_follow_declared_then_measured_latency_and_stats_survive_restarts() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -95,7 +82,7 @@ fn tiers_follow_declared_then_measured_latency_and_stats_survive_restarts() {
             String::from_utf8_lossy(&output.stderr)
         );
     }
-    let stats = stats_of(&config, "lab__wait");
+    let stats = tool_stats(&config, "lab__wait");
     assert_eq!(stats["samples"], 5, "{stats}");
     assert_eq!(stats["source"], "measured", "{stats}");
     let p50 = stats["p50_ms"].as_f64().expect("p50");
@@ -180,7 +167,7 @@ fn calibration_measures_only_tools_safe_to_probe() {
     assert_eq!(count("fast_lookup"), 3);
     assert_eq!(count("slow_analysis"), 3);
     // The probes are in the stats file for the next run.
-    assert_eq!(stats_of(&config, "lab__fast_lookup")["samples"], 3);
+    assert_eq!(tool_stats(&config, "lab__fast_lookup")["samples"], 3);
 }
 
 #[test]

@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use support::live::{finish, python_in_background, save_like_an_editor, wait_ready};
-use support::{HttpGateway, fixture, post, quoted, run_switchboard, stdout_json, write_config};
+use support::{
+    HttpGateway, call_tool, fixture, quoted, run_switchboard, stdout_json, write_config,
+};
 use switchboard_testkit::redis::Redis;
 
 /// One replica: its config, its admin file, the running gateway.
@@ -70,24 +72,9 @@ enum Answer {
 }
 
 async fn call(url: &str, id: usize, tool: &str, arguments: Value) -> Answer {
-    let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
-        "name": tool, "arguments": arguments,
-        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                  "io.modelcontextprotocol/clientCapabilities": {}}}});
-    let (status, text, _) = post(url, None, body).await;
-    assert_eq!(status, 200, "{text}");
-    let value: Value = serde_json::from_str(&text).expect("a JSON answer");
-    let result = &value["result"];
-    if result["isError"] == true {
-        Answer::Refused(
-            result["content"][0]["text"]
-                .as_str()
-                .unwrap_or("")
-                .to_owned(),
-        )
-    } else {
-        assert!(result["content"].is_array(), "{text}");
-        Answer::Ok
+    match call_tool(url, id, tool, arguments).await {
+        Ok(()) => Answer::Ok,
+        Err(text) => Answer::Refused(text),
     }
 }
 

@@ -14,7 +14,9 @@ use switchboard_core::config::{
     ApprovalMode, Config, CostConfig, EraPreference, LimitsConfig, SandboxConfig, ServerConfig,
     Transport,
 };
-use switchboard_core::limits::{CostModel, LimitSpec, Limits, Quota, Scope, SharedLimiter};
+use switchboard_core::limits::{
+    CostModel, LimitSpec, Limits, Quota, Scope, SharedLimiter, SharedSpending,
+};
 use switchboard_core::pipeline::Governance;
 use switchboard_mcp::upstream::{Endpoint, EraChoice, StdioCommand, UpstreamSpec};
 
@@ -57,6 +59,25 @@ impl Host {
         if config.latency.database.is_some() {
             options.latency_database = config.latency.database.clone();
         }
+        if let Some(url) = &config.storage.url
+            && options.shared_stats.is_none()
+        {
+            // The fleet's statistics replace the stats file.
+            let stats = crate::latency::shared::SharedStats::new(
+                &url.0,
+                switchboard_ledger::postgres::replica(),
+                config.shared.deployment(),
+            )
+            .map_err(|error| AssembleError(format!("[storage] url: {error}")))?;
+            options.shared_stats = Some(Arc::new(stats));
+            if let Some(file) = options.latency_database.take() {
+                tracing::info!(
+                    target: "switchboard::latency",
+                    "latency statistics are kept on PostgreSQL ([storage] url); the stats file {} is not used",
+                    file.display()
+                );
+            }
+        }
         options.tool_settings = tool_settings(config);
         options.tasks = crate::tasks::TaskSettings::of(&config.gateway.tasks);
         if config.telemetry.metrics_off {
@@ -98,6 +119,10 @@ impl Host {
         options.pending_approvals = Some(approvals.pending.clone());
         let mut governance = governance(config);
         governance.limits = share_limits(std::mem::take(&mut governance.limits), config, None)?;
+        if let Some(url) = &config.storage.url {
+            governance.limits =
+                std::mem::take(&mut governance.limits).with_shared_spending(share_quotas(&url.0)?);
+        }
         governance.approver = Some(approvals);
         options.governance = Arc::new(governance);
         options.agents = agent_profiles(config);
@@ -452,6 +477,21 @@ pub(crate) fn share_limits(
         config.shared.redis_unavailable,
         config.shared.replicas.unwrap_or(1),
     ))
+}
+
+/// The other replicas' spending, for quotas shared on the `[storage] url` at `url`, kept
+/// fresh by a task of its own (`quotas::follow`) while the returned value lives.
+fn share_quotas(url: &str) -> Result<Arc<SharedSpending>, AssembleError> {
+    if tokio::runtime::Handle::try_current().is_err() {
+        return Err(AssembleError(
+            "[storage] url: shared quotas need a Tokio runtime".to_owned(),
+        ));
+    }
+    let store = crate::quotas::QuotaStore::new(url, switchboard_ledger::postgres::replica())
+        .map_err(|error| AssembleError(format!("[storage] url: {error}")))?;
+    let spending = Arc::new(SharedSpending::new());
+    crate::quotas::follow(store, &spending);
+    Ok(spending)
 }
 
 /// Limits, quotas and costs of a config, by scope.

@@ -36,6 +36,7 @@ pub mod metrics;
 pub mod pins;
 pub mod private_file;
 mod prompts;
+pub mod quotas;
 mod resources;
 mod result_shaping;
 pub mod sandbox;

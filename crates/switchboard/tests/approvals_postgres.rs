@@ -3,6 +3,8 @@
 //! other; a call that timed out or was given up is closed and can no longer be approved;
 //! a decision made while the waiting replica's database was restarting still reaches it.
 
+mod support;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,10 +15,7 @@ use switchboard_testkit::postgres::{DATABASE, Postgres};
 
 /// A migrated PostgreSQL and two queues on it.
 async fn two_replicas() -> (Postgres, Arc<PendingApprovals>, Arc<PendingApprovals>) {
-    let postgres = Postgres::start().unwrap_or_else(|error| panic!("{error}"));
-    switchboard_ledger::postgres::migrate::migrate_url(&postgres.url())
-        .await
-        .expect("migrate");
+    let postgres = support::migrated_postgres().await;
     let a = PendingApprovals::on_postgres(&postgres.url()).expect("replica A");
     let b = PendingApprovals::on_postgres(&postgres.url()).expect("replica B");
     (postgres, a, b)

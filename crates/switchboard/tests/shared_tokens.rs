@@ -4,21 +4,15 @@
 //! when the database goes away the stored tokens are refused within `STALE_AFTER` of the
 //! last read — the config's own tokens stay accepted — and accepted again once it is back.
 
+mod support;
+
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use switchboard::tokens::shared::{POLL, STALE_AFTER};
 use switchboard::tokens::{LiveTokens, SharedTokens, new_token};
 use switchboard_mcp::front::http::Authenticator;
-use switchboard_testkit::postgres::{DATABASE, Postgres};
-
-async fn migrated() -> Postgres {
-    let postgres = Postgres::start().unwrap_or_else(|error| panic!("{error}"));
-    switchboard_ledger::postgres::migrate::migrate_url(&postgres.url())
-        .await
-        .expect("migrate");
-    postgres
-}
+use switchboard_testkit::postgres::DATABASE;
 
 /// How long after `since` `live` first answers `want` for `token` (None: not within `limit`).
 async fn answered(
@@ -41,7 +35,7 @@ async fn answered(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stored_tokens_are_followed_and_refused_within_the_bound_when_the_database_is_gone() {
-    let postgres = migrated().await;
+    let postgres = support::migrated_postgres().await;
     let store = SharedTokens::new(&postgres.url()).expect("store");
     let (first, first_stored) = new_token("qa");
     let (ghost, ghost_stored) = new_token("ghost");

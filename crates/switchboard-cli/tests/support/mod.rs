@@ -339,6 +339,41 @@ pub async fn post(
     send(request, token, "www-authenticate").await
 }
 
+/// `tool`'s row of `switchboard tools --stats --format json`, run against `config`.
+pub fn tool_stats(config: &Path, tool: &str) -> Value {
+    let output = run_switchboard(config, &["tools", "--stats", "--format", "json"]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout_json(&output)
+        .as_array()
+        .and_then(|rows| rows.iter().find(|row| row["tool"] == tool).cloned())
+        .unwrap_or_else(|| panic!("{tool} has no stats"))
+}
+
+/// A 2026-07-28 `tools/call` of `tool` through the gateway at `url` (no token): `Ok` when the
+/// tool ran, the tool error's text when it was refused or failed.
+pub async fn call_tool(url: &str, id: usize, tool: &str, arguments: Value) -> Result<(), String> {
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+        "name": tool, "arguments": arguments,
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities": {}}}});
+    let (status, text, _) = post(url, None, body).await;
+    assert_eq!(status, 200, "{text}");
+    let value: Value = serde_json::from_str(&text).expect("a JSON answer");
+    let result = &value["result"];
+    if result["isError"] == true {
+        return Err(result["content"][0]["text"]
+            .as_str()
+            .unwrap_or("")
+            .to_owned());
+    }
+    assert!(result["content"].is_array(), "{text}");
+    Ok(())
+}
+
 /// A reqwest client for loopback (no proxy from the environment).
 pub fn http_client() -> reqwest::Client {
     reqwest::Client::builder()

@@ -8,11 +8,14 @@
 //! (tokio time), so tests run on paused time.
 //!
 //! Rates and caps are embedded (per process) unless [`Limits::with_shared`] hands them to a
-//! store all replicas share ([`shared`]); quotas stay here either way.
+//! store all replicas share ([`shared`]). Quotas count this replica's spending here, plus,
+//! once [`Limits::with_shared_spending`] is given one, the other replicas' spending as last
+//! read from their shared store ([`spending`]): the call path never waits on that store.
 
 mod gcra;
 mod quota;
 pub mod shared;
+pub mod spending;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -27,6 +30,7 @@ pub use shared::{
     Lease, SharedCheck, SharedHealth, SharedLimiter, SharedUnavailable, SharedVerdict,
     WhenUnreachable,
 };
+pub use spending::{SharedSpending, Spent, Taken, Unsent};
 
 /// How often a call queued behind a full shared cap asks again.
 const SHARED_BUSY_POLL: Duration = Duration::from_millis(50);
@@ -116,6 +120,8 @@ pub struct Limits {
     local: LocalLimits,
     quotas: HashMap<String, Arc<Quota>>,
     shared: Option<SharedLimits>,
+    /// The other replicas' spending, when quotas are shared.
+    spending: Option<Arc<SharedSpending>>,
 }
 
 /// Rates and caps kept in this process.
@@ -143,6 +149,32 @@ impl Limits {
                 .map(|(agent, quota)| (agent, Arc::new(quota)))
                 .collect(),
             shared: None,
+            spending: None,
+        }
+    }
+
+    /// These limits with quotas that also count the other replicas' spending held in
+    /// `spending` (and note this replica's there, to be sent to them).
+    pub fn with_shared_spending(mut self, spending: Arc<SharedSpending>) -> Self {
+        spending.set_wanted(!self.quotas.is_empty());
+        self.spending = Some(spending);
+        self
+    }
+
+    /// Where the other replicas' spending is held, if quotas are shared.
+    pub fn shared_spending(&self) -> Option<Arc<SharedSpending>> {
+        self.spending.clone()
+    }
+
+    /// Keeps the spending counted so far by `previous` for every agent whose quota (budget
+    /// and window) is unchanged, so a reload of the governance does not forget it.
+    pub fn keep_spending_of(&mut self, previous: &Limits) {
+        for (agent, quota) in &mut self.quotas {
+            if let Some(old) = previous.quotas.get(agent)
+                && old.same_budget(quota)
+            {
+                *quota = old.clone();
+            }
         }
     }
 
@@ -189,8 +221,11 @@ impl Limits {
     /// Admits one call limited by `scopes` (checked in order), waiting up to each limit's
     /// queue time. Quota is checked for `agent`, if it has one.
     pub async fn admit(&self, scopes: &[Scope], agent: Option<&str>) -> Result<Admission, Refusal> {
-        if let Some(quota) = agent.and_then(|a| self.quotas.get(a)) {
-            quota.check(Instant::now()).map_err(Refusal::Quota)?;
+        if let Some((agent, quota)) = agent.and_then(|a| Some((a, self.quotas.get(a)?))) {
+            let others = self.spending.as_deref().map(|spending| (spending, agent));
+            quota
+                .check_with(Instant::now(), others)
+                .map_err(Refusal::Quota)?;
         }
         let Some(shared) = &self.shared else {
             return self.local.admit(scopes).await;
@@ -215,8 +250,11 @@ impl Limits {
 
     /// Charges `cost` to `agent`'s quota.
     pub fn charge(&self, agent: Option<&str>, cost: f64) {
-        if let Some(quota) = agent.and_then(|a| self.quotas.get(a)) {
+        if let Some((agent, quota)) = agent.and_then(|a| Some((a, self.quotas.get(a)?))) {
             quota.charge(Instant::now(), cost);
+            if let Some(spending) = &self.spending {
+                spending.record(agent, quota.window(), cost);
+            }
         }
     }
 }

@@ -1,11 +1,14 @@
 //! Cost accounting: what a call costs (fixed and per second of wall time) and an agent's
-//! budget of cost over a sliding window.
+//! budget of cost over a sliding window (this replica's spending; with replicas sharing a
+//! store, the others' comes from [`SharedSpending`]).
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
 use std::time::Duration;
 
 use tokio::time::Instant;
+
+use super::SharedSpending;
 
 /// How a tool's calls are costed.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -58,23 +61,57 @@ impl Quota {
         spent.iter().map(|(_, cost)| cost).sum()
     }
 
+    /// Whether `other` has the same budget and window.
+    pub fn same_budget(&self, other: &Quota) -> bool {
+        self.limit == other.limit && self.window == other.window
+    }
+
+    /// The window the budget is counted over.
+    pub fn window(&self) -> Duration {
+        self.window
+    }
+
     /// Refuses when the window's spending has reached the limit.
     pub fn check(&self, now: Instant) -> Result<(), QuotaExceeded> {
+        self.check_with(now, None)
+    }
+
+    /// Refuses when this replica's spending in the window plus what `others` holds for the
+    /// agent (the other replicas' spending, see [`SharedSpending`]) has reached the limit.
+    pub fn check_with(
+        &self,
+        now: Instant,
+        others: Option<(&SharedSpending, &str)>,
+    ) -> Result<(), QuotaExceeded> {
         let mut spent = match self.spent.lock() {
             Ok(spent) => spent,
             Err(poisoned) => poisoned.into_inner(),
         };
-        let total = self.spent_at(now, &mut spent);
+        let elsewhere = others.map_or(0.0, |(others, agent)| others.others_at(agent, now));
+        let total = self.spent_at(now, &mut spent) + elsewhere;
         if total < self.limit {
             return Ok(());
         }
-        // The budget frees up as the oldest charges leave the window.
+        // The budget frees up as the oldest charges, here or elsewhere, leave the window.
+        let mut leaving: Vec<(Instant, f64)> = spent
+            .iter()
+            .map(|(at, cost)| (*at + self.window, *cost))
+            .collect();
+        if let Some((others, agent)) = others {
+            leaving.extend(
+                others
+                    .others_pieces(agent, now)
+                    .iter()
+                    .map(|piece| (piece.leaves, piece.cost)),
+            );
+        }
+        leaving.sort_by_key(|(leaves, _)| *leaves);
         let mut remaining = total;
         let mut retry_after = self.window;
-        for (at, cost) in spent.iter() {
+        for (leaves, cost) in leaving {
             remaining -= cost;
             if remaining < self.limit {
-                retry_after = (*at + self.window).saturating_duration_since(now);
+                retry_after = leaves.saturating_duration_since(now);
                 break;
             }
         }

@@ -149,6 +149,73 @@ async fn quotas_refuse_until_the_window_frees_budget() {
         .expect("the window moved on");
 }
 
+#[tokio::test(start_paused = true)]
+async fn shared_quotas_count_the_other_replicas_spending_until_it_leaves() {
+    let window = Duration::from_secs(60);
+    let quotas = HashMap::from([("npc".to_owned(), Quota::new(3.0, window))]);
+    let spending = Arc::new(SharedSpending::new());
+    let limits = Limits::new(HashMap::new(), quotas).with_shared_spending(spending.clone());
+    assert!(
+        spending.is_wanted(),
+        "an agent has a quota: exchanges are needed"
+    );
+    let none = Limits::new(HashMap::new(), HashMap::new()).with_shared_spending(spending.clone());
+    assert!(!spending.is_wanted(), "no quota: nothing to exchange");
+    drop(none);
+    let limits = limits.with_shared_spending(spending.clone());
+    let now = Instant::now();
+    spending.replace_others(HashMap::from([(
+        "npc".to_owned(),
+        vec![Spent {
+            leaves: now + Duration::from_secs(20),
+            cost: 2.0,
+        }],
+    )]));
+    limits.admit(&[], Some("npc")).await.expect("2 of 3 spent");
+    limits.charge(Some("npc"), 1.0);
+    match limits.admit(&[], Some("npc")).await {
+        Err(Refusal::Quota(exceeded)) => {
+            assert_eq!(exceeded.spent, 3.0, "own 1 + elsewhere 2");
+            assert_eq!(
+                exceeded.retry_after,
+                Duration::from_secs(20),
+                "when the other replica's spending leaves the window"
+            );
+        }
+        other => panic!("expected a quota refusal, got {other:?}"),
+    }
+    let unsent = spending.take_unsent().unsent;
+    assert_eq!(
+        unsent,
+        vec![Unsent {
+            agent: "npc".to_owned(),
+            window,
+            cost: 1.0
+        }],
+        "own spending is noted to be sent"
+    );
+    tokio::time::advance(Duration::from_secs(20)).await;
+    limits
+        .admit(&[], Some("npc"))
+        .await
+        .expect("the other replica's spending left the window");
+
+    // A reload with the same quota keeps what was spent here; a changed one starts afresh.
+    let same = HashMap::from([("npc".to_owned(), Quota::new(3.0, window))]);
+    let mut reloaded = Limits::new(HashMap::new(), same);
+    reloaded.keep_spending_of(&limits);
+    reloaded.charge(Some("npc"), 2.0);
+    assert!(
+        reloaded.admit(&[], Some("npc")).await.is_err(),
+        "1 + 2 kept"
+    );
+    let changed = HashMap::from([("npc".to_owned(), Quota::new(4.0, window))]);
+    let mut reloaded = Limits::new(HashMap::new(), changed);
+    reloaded.keep_spending_of(&limits);
+    reloaded.charge(Some("npc"), 2.0);
+    assert!(reloaded.admit(&[], Some("npc")).await.is_ok(), "2 of 4");
+}
+
 /// A shared store that is down, or answers from a script of verdicts.
 struct FakeStore {
     answers: Mutex<Vec<Result<SharedVerdict, SharedUnavailable>>>,

@@ -44,6 +44,16 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "agent tokens",
         sql: include_str!("migrations/0004_agent_tokens.sql"),
     },
+    Migration {
+        version: 5,
+        name: "quota spending",
+        sql: include_str!("migrations/0005_quota_spending.sql"),
+    },
+    Migration {
+        version: 6,
+        name: "latency statistics",
+        sql: include_str!("migrations/0006_latency_windows.sql"),
+    },
 ];
 
 /// The schema version this Switchboard needs.

@@ -329,7 +329,8 @@ impl Host {
     }
 
     /// Stops every server (killing child process groups), those still draining too, after
-    /// cancelling the tasks still running and saving latency stats.
+    /// cancelling the tasks still running and saving latency stats (the stats file, or this
+    /// replica's windows on PostgreSQL) and sending its quota spending not yet sent.
     pub async fn shutdown(&self) {
         // No managed change is reconciled while (or after) the servers stop.
         self.inner.live.stop_managed();
@@ -340,6 +341,15 @@ impl Host {
         }
         if let Err(error) = self.inner.latency.save() {
             tracing::warn!(%error, "latency stats were not saved");
+        }
+        self.sync_latency_stats().await;
+        if let Some(spending) = self.inner.pipeline.governance().limits.shared_spending()
+            && !spending.flush(Duration::from_secs(2)).await
+        {
+            tracing::warn!(
+                target: "switchboard::quotas",
+                "quota spending of this replica's last moments was not sent to PostgreSQL"
+            );
         }
         let fleet = self.inner.fleet.load_full();
         futures::future::join_all(fleet.members.iter().map(|m| m.supervisor().stop())).await;
@@ -577,6 +587,9 @@ fn budget_of(options: &HostOptions) -> Arc<LatencyBudget> {
     );
     if let Some(shared) = &options.shared_results {
         budget.cache.share(shared.clone());
+    }
+    if let Some(stats) = &options.shared_stats {
+        budget.share_stats(stats.clone());
     }
     budget
 }

@@ -88,6 +88,9 @@ pub struct HostOptions {
     /// The result cache's level the replicas share (`[shared] redis`; `None`: each replica
     /// caches alone).
     pub shared_results: Option<Arc<dyn crate::latency::cache::SharedResults>>,
+    /// The fleet's latency statistics on PostgreSQL (`[storage] url`; `None`: this process's
+    /// own, in `latency_database`).
+    pub shared_stats: Option<Arc<crate::latency::shared::SharedStats>>,
 }
 
 impl Default for HostOptions {
@@ -121,6 +124,7 @@ impl Default for HostOptions {
             events: None,
             ended_sessions: None,
             shared_results: None,
+            shared_stats: None,
         }
     }
 }

@@ -60,6 +60,20 @@ impl Host {
         self.inner.latency.report()
     }
 
+    /// With `[storage] url`: saves this replica's latency windows to PostgreSQL and merges
+    /// every replica's into the figures now, bounded by 2 s and skipped while the database
+    /// is known to be unreachable (a failure is logged and the figures stay as they were).
+    /// Without it, nothing.
+    pub async fn sync_latency_stats(&self) {
+        let latency = &self.inner.latency;
+        let Some(shared) = latency.shared_stats().filter(|shared| !shared.is_failing()) else {
+            return;
+        };
+        let bounded = tokio::time::timeout(std::time::Duration::from_secs(2), shared.sync(latency));
+        // `sync` logs its failures.
+        let _ = bounded.await;
+    }
+
     /// Saves the latency stats file now; returns how many tools were saved.
     pub fn save_latency(&self) -> Result<usize, String> {
         self.inner.latency.save()

@@ -1,6 +1,8 @@
 //! The Host's latency housekeeping, every [`TICK`]: background probes (tools never measured
 //! on a fresh connection when `probe_on_connect` is set, and degraded tools so they can
-//! recover without real traffic), then saving the stats file when something was recorded.
+//! recover without real traffic), then saving the stats file when something was recorded —
+//! or, with `[storage] url`, saving this replica's windows to PostgreSQL and merging the
+//! other replicas' in (`latency::shared`).
 //! The task holds the Host weakly and ends when the Host is gone.
 
 use std::sync::Weak;
@@ -28,7 +30,10 @@ impl Host {
                 host.background_probes().await;
                 let latency = host.inner.latency.clone();
                 drop(host);
-                if latency.take_dirty() {
+                if let Some(shared) = latency.shared_stats() {
+                    // Failures are logged by `sync`, once per outage.
+                    let _ = shared.sync(&latency).await;
+                } else if latency.take_dirty() {
                     let saved = tokio::task::spawn_blocking(move || latency.save()).await;
                     if let Ok(Err(error)) = saved {
                         tracing::warn!(%error, "latency stats were not saved");

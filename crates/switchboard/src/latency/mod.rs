@@ -11,7 +11,8 @@
 //! - [`cache`]: results of cacheable read-only or idempotent tools, with coalescing.
 //! - [`report`]: the operator's view (`switchboard tools --stats`).
 //! - [`calibrate`]: probes, on demand, at connect time and for degraded tools.
-//! - [`persist`]: loading and saving windows per environment.
+//! - [`persist`]: loading and saving windows per environment (the stats file).
+//! - [`shared`]: with `[storage] url`, every replica's windows on PostgreSQL instead, merged.
 
 pub mod api;
 pub mod cache;
@@ -20,6 +21,7 @@ pub mod execute;
 mod maintenance;
 mod persist;
 pub mod report;
+pub mod shared;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -122,6 +124,9 @@ pub struct LatencyBudget {
     pub(crate) cache: cache::ResultCache,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) persistence: Option<Persistence>,
+    /// With `[storage] url`: the fleet's windows on PostgreSQL (set once, before the first
+    /// catalog).
+    shared: OnceLock<Arc<shared::SharedStats>>,
     dirty: AtomicBool,
     /// Called with the tiers whose visible tools changed (the Host announces `list_changed`
     /// to the sessions listing in them).
@@ -197,6 +202,7 @@ impl LatencyBudget {
             cache: cache::ResultCache::default(),
             clock,
             persistence,
+            shared: OnceLock::new(),
             dirty: AtomicBool::new(false),
             on_change: OnceLock::new(),
         })
@@ -205,6 +211,17 @@ impl LatencyBudget {
     /// Sets what is called, with the tiers whose tools changed, when placements change (once).
     pub fn on_change(&self, notify: impl Fn(&[String]) + Send + Sync + 'static) {
         let _ = self.on_change.set(Box::new(notify));
+    }
+
+    /// Keeps this replica's windows in the fleet's statistics on PostgreSQL and merges the
+    /// other replicas' in (once, before the first catalog; see [`shared`]).
+    pub fn share_stats(&self, stats: Arc<shared::SharedStats>) {
+        let _ = self.shared.set(stats);
+    }
+
+    /// The fleet's statistics, when they are shared.
+    pub fn shared_stats(&self) -> Option<Arc<shared::SharedStats>> {
+        self.shared.get().cloned()
     }
 
     pub fn tiers(&self) -> &TierSet {
@@ -280,9 +297,10 @@ impl LatencyBudget {
 
     /// The environment a server's stats are kept under.
     pub(crate) fn environment_of(&self, transport: &str) -> switchboard_budget::Environment {
-        match &self.settings.environment {
-            Some(name) => switchboard_budget::Environment::named(name),
-            None => switchboard_budget::Environment::default_for(transport),
+        match (&self.settings.environment, self.shared.get()) {
+            (Some(name), _) => switchboard_budget::Environment::named(name),
+            (None, Some(shared)) => shared.environment(transport),
+            (None, None) => switchboard_budget::Environment::default_for(transport),
         }
     }
 
@@ -290,6 +308,9 @@ impl LatencyBudget {
     pub fn record(&self, key: &str, sample: Sample) {
         let now = self.clock.now();
         let outcome = self.book().record(key, sample, now);
+        if let Some(shared) = self.shared.get() {
+            shared.record(key, sample, self.settings.window.max(1));
+        }
         self.dirty.store(true, Ordering::Relaxed);
         if outcome.views_may_change() {
             self.publish(false);

@@ -317,6 +317,12 @@ impl Host {
                     crate::assemble::governance(config).limits
                 }
             };
+            // Quotas keep what was spent so far, and the other replicas' spending.
+            governance.limits.keep_spending_of(&current.limits);
+            if let Some(spending) = current.limits.shared_spending() {
+                governance.limits =
+                    std::mem::take(&mut governance.limits).with_shared_spending(spending);
+            }
             self.inner.pipeline.set_governance(Arc::new(governance));
         }
         self.inner

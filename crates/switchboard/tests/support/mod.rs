@@ -92,3 +92,14 @@ pub fn fixture() -> String {
     );
     path.display().to_string()
 }
+
+/// A PostgreSQL of the test's own (`switchboard-testkit`) with every migration applied, as
+/// `switchboard migrate` does.
+pub async fn migrated_postgres() -> switchboard_testkit::postgres::Postgres {
+    let postgres =
+        switchboard_testkit::postgres::Postgres::start().unwrap_or_else(|error| panic!("{error}"));
+    switchboard_ledger::postgres::migrate::migrate_url(&postgres.url())
+        .await
+        .expect("migrate");
+    postgres
+}

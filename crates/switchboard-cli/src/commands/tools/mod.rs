@@ -95,6 +95,8 @@ pub async fn run(config: Option<&Path>, args: ToolsArgs) -> anyhow::Result<ExitC
         return Ok(ExitCode::SUCCESS);
     }
     let host = super::start_host(config, args.agent.as_deref()).await?;
+    // With `[storage] url`, the figures (tiers, stats) are the fleet's.
+    host.sync_latency_stats().await;
     if let Some(tier) = &args.tier
         && !host.knows_tier(tier)
     {

@@ -2,7 +2,8 @@
 //! and timeout rates, samples, declared figures, the figure tiers judge it by, its badge, its
 //! health, the tiers it is visible in, and its rank within its category (the leaderboard).
 //! Figures come from the stats file the gateway keeps (`[latency] database`), so they
-//! include every earlier run and calibration in this environment.
+//! include every earlier run and calibration in this environment — or, with `[storage] url`,
+//! from every replica's windows on PostgreSQL, merged (`switchboard::latency::shared`).
 
 use switchboard::latency::report::ToolStats;
 

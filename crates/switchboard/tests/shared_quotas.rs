@@ -1,0 +1,125 @@
+//! Cost quotas shared on a real PostgreSQL 15 (`switchboard-testkit`), through the library:
+//! two replicas' `Limits`, each with its own `SharedSpending` followed by `quotas::follow`.
+//! What one spends is counted by the other within a refresh or two and never by itself twice;
+//! with the database stopped, each keeps enforcing with its own spending and the other's as
+//! last read, and what was spent meanwhile reaches the other once the database is back.
+
+mod support;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use switchboard::quotas::{QuotaStore, REFRESH, follow};
+use switchboard_core::limits::{Limits, Quota, Refusal, SharedSpending};
+use switchboard_testkit::postgres::{DATABASE, Postgres};
+
+const WINDOW: Duration = Duration::from_secs(3600);
+
+/// A replica named `name`: agent `npc` has a quota of 10 an hour.
+fn replica(postgres: &Postgres, name: &str) -> Limits {
+    let store = QuotaStore::new(&postgres.url(), name.to_owned()).expect("store");
+    let spending = Arc::new(SharedSpending::new());
+    follow(store, &spending);
+    let quotas = HashMap::from([("npc".to_owned(), Quota::new(10.0, WINDOW))]);
+    Limits::new(HashMap::new(), quotas).with_shared_spending(spending)
+}
+
+/// What `replica` holds in PostgreSQL for `npc`.
+fn stored_by(postgres: &Postgres, replica: &str) -> String {
+    postgres
+        .psql(
+            DATABASE,
+            &format!(
+                "SELECT coalesce(sum(cost), 0) FROM quota_spending \
+                 WHERE agent = 'npc' AND replica = '{replica}'"
+            ),
+        )
+        .expect("rows")
+}
+
+/// What `limits` counts as spent for `npc` now: `None` while the quota has room.
+async fn spent(limits: &Limits) -> Option<f64> {
+    match limits.admit(&[], Some("npc")).await {
+        Ok(_) => None,
+        Err(Refusal::Quota(exceeded)) => Some(exceeded.spent),
+        Err(other) => panic!("a quota refusal, not {other}"),
+    }
+}
+
+/// Waits until `limits` refuses `npc` counting `want`; how long that took.
+async fn refused_with(limits: &Limits, want: f64, limit: Duration) -> Duration {
+    let started = Instant::now();
+    loop {
+        if spent(limits).await == Some(want) {
+            return started.elapsed();
+        }
+        assert!(
+            started.elapsed() < limit,
+            "refused counting {want} within {limit:?}; counts {:?}",
+            spent(limits).await
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_count_each_others_spending_and_catch_up_after_an_outage() {
+    let postgres = support::migrated_postgres().await;
+    let a = replica(&postgres, "host-a:1");
+    let b = replica(&postgres, "host-b:2");
+
+    // A spends 10: it refuses at once, B within two refreshes (and a little).
+    a.charge(Some("npc"), 4.0);
+    a.charge(Some("npc"), 6.0);
+    assert_eq!(
+        spent(&a).await,
+        Some(10.0),
+        "its own spending counts at once"
+    );
+    let took = refused_with(&b, 10.0, REFRESH * 2 + Duration::from_millis(500)).await;
+    eprintln!("the other replica counted the spending after {took:?}");
+    // A's own rows are not counted twice by A.
+    tokio::time::sleep(REFRESH * 2).await;
+    assert_eq!(spent(&a).await, Some(10.0));
+
+    // The database stopped: both keep enforcing with what they know, at once.
+    postgres.stop().expect("stop");
+    tokio::time::sleep(REFRESH * 2).await;
+    let asked = Instant::now();
+    assert_eq!(spent(&b).await, Some(10.0), "the last figures still count");
+    assert!(asked.elapsed() < Duration::from_millis(50), "no wait");
+    b.charge(Some("npc"), 5.0);
+    assert_eq!(spent(&b).await, Some(15.0));
+    assert_eq!(
+        spent(&a).await,
+        Some(10.0),
+        "B's spending has not reached A"
+    );
+
+    // Back: B's spending of the outage is sent and A counts it.
+    postgres.resume().expect("resume");
+    refused_with(&a, 15.0, Duration::from_secs(10)).await;
+    let stored = postgres
+        .psql(
+            DATABASE,
+            "SELECT replica || '=' || sum(cost) FROM quota_spending GROUP BY replica ORDER BY replica",
+        )
+        .expect("rows");
+    assert_eq!(
+        stored.split_whitespace().collect::<Vec<_>>(),
+        ["host-a:1=10", "host-b:2=5"],
+        "each replica's spending, once"
+    );
+
+    // A replica stopping flushes: what it spent a moment ago is in the database at once,
+    // not at the next refresh.
+    let c = replica(&postgres, "host-c:3");
+    tokio::time::sleep(REFRESH).await;
+    c.charge(Some("npc"), 1.0);
+    let spending = c.shared_spending().expect("shared");
+    let asked = Instant::now();
+    assert!(spending.flush(Duration::from_secs(2)).await, "flushed");
+    eprintln!("a flush took {:?}", asked.elapsed());
+    assert_eq!(stored_by(&postgres, "host-c:3").trim(), "1");
+}
