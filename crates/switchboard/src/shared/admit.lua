@@ -34,9 +34,14 @@ for i = 1, #KEYS do
     wait = math.max(wait, w)
     local units = 1
     local wanted = tonumber(ARGV[at + 5])
-    if w == 0 and wanted > 1 and interval > 0 then
-      local room = math.floor((now + tolerance - tat - interval) / interval) + 1
-      units = 1 + math.max(0, math.min(wanted - 1, room))
+    if w == 0 and wanted > 1 then
+      if interval > 0 then
+        local room = math.floor((now + tolerance - tat - interval) / interval) + 1
+        units = 1 + math.max(0, math.min(wanted - 1, room))
+      else
+        -- Over a million a second: below the script's microsecond, every unit fits.
+        units = wanted
+      end
     end
     granted[i] = units
     tats[i] = tat + units * interval
