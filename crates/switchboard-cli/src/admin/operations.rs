@@ -60,7 +60,7 @@ impl From<ManagerError> for Problem {
     fn from(failure: ManagerError) -> Self {
         let status = match failure.code() {
             "not_found" => StatusCode::NOT_FOUND,
-            "finished" | "not_waiting" => StatusCode::CONFLICT,
+            "finished" | "not_waiting" | "elsewhere" => StatusCode::CONFLICT,
             "refused" => StatusCode::FORBIDDEN,
             _ => StatusCode::INTERNAL_SERVER_ERROR,
         };

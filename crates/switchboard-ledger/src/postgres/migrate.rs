@@ -44,6 +44,12 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "agent tokens",
         sql: include_str!("migrations/0004_agent_tokens.sql"),
     },
+    // 5 (quotas) and 6 (latency statistics) are assigned to work of their own.
+    Migration {
+        version: 7,
+        name: "server manager operations",
+        sql: include_str!("migrations/0007_manager_operations.sql"),
+    },
 ];
 
 /// The schema version this Switchboard needs.

@@ -247,6 +247,10 @@ pub struct Operation {
     pub started_ms: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finished_ms: Option<u64>,
+    /// The replica (host:pid) whose manager runs it, when the replicas of a deployment share
+    /// their operations (`[storage] url`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica: Option<String>,
 }
 
 impl Operation {
@@ -270,7 +274,23 @@ impl Operation {
             created_ms: now_ms,
             started_ms: None,
             finished_ms: None,
+            replica: None,
         }
+    }
+
+    /// Ends an operation that was left open (its gateway stopped, or its replica stopped
+    /// answering) as failed, saying why.
+    pub(crate) fn fail_interrupted(&mut self, now_ms: u64, reason: String) {
+        self.state = State::Failed;
+        self.steps.push(Step {
+            at_ms: now_ms,
+            progress: self.progress,
+            message: reason.clone(),
+        });
+        self.message = reason.clone();
+        self.error = Some(reason);
+        self.waiting = None;
+        self.finished_ms = Some(now_ms);
     }
 
     /// A one-line summary: `install 01J… in_progress 40% installing …`.

@@ -248,6 +248,8 @@ impl Local {
             host.shutdown().await;
             bail!("this Host runs no server manager");
         };
+        // With `[storage] url`, what the replicas did is read before anything is shown.
+        manager.synced(Duration::from_secs(10)).await;
         Ok(Self {
             host,
             manager,

@@ -1,0 +1,240 @@
+//! The server manager's operations on PostgreSQL: two real `switchboard serve` replicas,
+//! each with its own config file, admin endpoint and directories, on one PostgreSQL
+//! (`[storage] url`), with the registry fixture serving `server.json` files and
+//! `switchboard-fixture http-echo` as the server installed. An install started through
+//! replica A is listed and shown with its final state through replica B (and B serves the
+//! server it added); an install waiting for input on A is followed from B, which refuses to
+//! change it and names A; A is killed with SIGKILL, and B marks A's open operation failed
+//! with the reason, while B's own open operation is left alone; B stopped cleanly records
+//! its own as cancelled.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use support::live::{Live, server, wait_status};
+use support::*;
+use switchboard_testkit::postgres::{DATABASE, Postgres};
+
+/// The registry fixture and the echo server it points at.
+struct Registry {
+    _registry: Fixture,
+    _echo: Fixture,
+    url: String,
+}
+
+impl Registry {
+    /// Serves `io.example.tests/echo` (no inputs) and `io.example.tests/keyed` (a secret
+    /// header it waits for).
+    fn start(dir: &Path) -> Self {
+        let files = dir.join("registry");
+        std::fs::create_dir_all(&files).expect("registry dir");
+        let echo = Fixture::start(&["http-echo"]);
+        let secret = json!([{"name": "X-Api-Key", "description": "The service's API key",
+                             "isRequired": true, "isSecret": true}]);
+        for (name, headers) in [("echo", json!([])), ("keyed", secret)] {
+            let entry = json!({
+                "name": format!("io.example.tests/{name}"),
+                "description": "Echo tools over streamable HTTP, for tests",
+                "version": "1.2.0",
+                "remotes": [{"type": "streamable-http", "url": echo.url("/mcp"), "headers": headers}],
+            });
+            std::fs::write(
+                files.join(format!("{name}.json")),
+                serde_json::to_vec_pretty(&entry).expect("json"),
+            )
+            .expect("write server.json");
+        }
+        let registry = Fixture::start(&["registry", "--dir", &files.display().to_string()]);
+        let url = registry.url("");
+        Self {
+            _registry: registry,
+            _echo: echo,
+            url,
+        }
+    }
+}
+
+/// A replica's config: its ledger, operations database and install directory in its own
+/// directory, the shared store, the registry.
+fn replica_config(dir: &Path, postgres: &Postgres, registry: &str) -> PathBuf {
+    std::fs::create_dir_all(dir).expect("replica dir");
+    let path = |name: &str| quoted(&dir.join(name).display().to_string());
+    write_config(
+        dir,
+        &format!(
+            "[gateway]\nledger = {}\nconnect_timeout = \"5s\"\n\n[storage]\nurl = {}\n\n\
+             [manager]\nregistries = [{}]\ninstall_dir = {}\ndatabase = {}\n",
+            path("ledger.db"),
+            quoted(&postgres.url()),
+            quoted(registry),
+            path("servers"),
+            path("operations.db"),
+        ),
+    )
+}
+
+fn text(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+fn operation(live: &Live, id: &str) -> Value {
+    live.json(&["operations", "show", id, "--json"])
+}
+
+/// Waits (up to `limit`) until operation `id`, as `live` shows it, satisfies `check`.
+fn wait_operation(
+    live: &Live,
+    id: &str,
+    limit: Duration,
+    what: &str,
+    check: impl Fn(&Value) -> bool,
+) -> Value {
+    let mut last = Value::Null;
+    wait_for(limit, || {
+        last = operation(live, id);
+        check(&last).then(|| last.clone())
+    })
+    .unwrap_or_else(|| panic!("{what}: not seen within {limit:?}; last:\n{last:#}"))
+}
+
+/// `what` of operation `id`'s row in PostgreSQL.
+fn stored(postgres: &Postgres, id: &str, what: &str) -> String {
+    postgres
+        .psql(
+            DATABASE,
+            &format!("SELECT {what} FROM manager_operations WHERE id = '{id}'"),
+        )
+        .expect("the operation's row")
+}
+
+/// `install NAME --detach` through `live`; the operation's id.
+fn install_detached(live: &Live, name: &str) -> String {
+    let output = live.cli(&["install", name, "--detach"]);
+    assert!(output.status.success(), "install {name}: {}", text(&output));
+    String::from_utf8_lossy(&output.stdout).trim().to_owned()
+}
+
+#[test]
+fn operations_are_shared_and_a_dead_replicas_are_failed_by_another() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let postgres = Postgres::start().unwrap_or_else(|error| panic!("{error}"));
+    let registry = Registry::start(dir.path());
+    let config_a = replica_config(&dir.path().join("a"), &postgres, &registry.url);
+    let config_b = replica_config(&dir.path().join("b"), &postgres, &registry.url);
+    let migrated = text(&run_bare(&config_a, &["migrate"]));
+    assert!(
+        migrated.contains("applied migration 7: server manager operations"),
+        "{migrated}"
+    );
+    let mut a = Live::start(&dir.path().join("a"), config_a, &[]);
+    let mut b = Live::start(&dir.path().join("b"), config_b, &[]);
+
+    // An install through A, followed to its end there; B lists and shows it as it ended.
+    let installed = a.cli(&["install", "io.example.tests/echo"]);
+    assert!(installed.status.success(), "{}", text(&installed));
+    let id = text(&installed)
+        .lines()
+        .find_map(|line| line.strip_prefix("install ")?.strip_suffix(" queued"))
+        .unwrap_or_else(|| panic!("no 'install ID queued':\n{}", text(&installed)))
+        .to_owned();
+    let shown = wait_operation(&b, &id, Duration::from_secs(5), "A's install on B", |o| {
+        o["state"] == "completed"
+    });
+    let replica_a = shown["replica"].as_str().expect("the replica that ran it");
+    assert!(
+        replica_a.ends_with(&format!(":{}", a.gateway.child.id())),
+        "{shown}"
+    );
+    assert_eq!(shown["progress"], 100, "{shown}");
+    assert!(
+        shown["steps"].as_array().is_some_and(|s| s.len() > 3),
+        "{shown}"
+    );
+    let listed = b.json(&["operations", "list", "--json"]);
+    assert!(
+        listed["operations"]
+            .as_array()
+            .is_some_and(|all| all.iter().any(|o| o["id"] == id.as_str())),
+        "{listed}"
+    );
+    // The server it added reached B through the managed configuration, and runs there.
+    wait_status(&b, "echo up on B", |status| {
+        server(status, "echo").is_some_and(|s| s["state"] == "up")
+    });
+
+    // An install waiting for input on A: B sees where it is, and refuses to change it.
+    let waiting = install_detached(&a, "io.example.tests/keyed");
+    let seen = wait_operation(&b, &waiting, Duration::from_secs(5), "A's wait on B", |o| {
+        o["waiting"]["for"] == "input"
+    });
+    assert_eq!(seen["state"], "in_progress", "{seen}");
+    let refused = b.cli(&["operations", "cancel", &waiting]);
+    assert!(!refused.status.success());
+    assert!(
+        text(&refused).contains(&format!("runs on replica {replica_a}")),
+        "{}",
+        text(&refused)
+    );
+    // B's own open operation, which must outlive A's.
+    let own = b.json(&[
+        "install",
+        "io.example.tests/keyed",
+        "--as",
+        "keyed_b",
+        "--detach",
+        "--json",
+    ]);
+    let own = own["id"].as_str().expect("id").to_owned();
+    wait_operation(&b, &own, Duration::from_secs(10), "B's own wait", |o| {
+        o["waiting"]["for"] == "input"
+    });
+
+    // A dies without a word; B marks its open operation failed, naming both replicas.
+    a.gateway.child.kill().expect("SIGKILL replica A");
+    let _ = a.gateway.child.wait();
+    let killed = Instant::now();
+    let failed = wait_operation(
+        &b,
+        &waiting,
+        switchboard::manager::LEASE + Duration::from_secs(10),
+        "A's operation failed by B",
+        |o| o["state"] == "failed",
+    );
+    let took = killed.elapsed();
+    eprintln!("replica B failed A's operation {took:?} after A was killed");
+    let error = failed["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains(&format!(
+            "replica {replica_a} stopped answering while this operation was in progress"
+        )),
+        "{failed}"
+    );
+    assert!(error.contains("marked failed by replica"), "{failed}");
+    assert!(
+        took >= switchboard::manager::LEASE - Duration::from_secs(2),
+        "{took:?}"
+    );
+    assert!(failed.get("waiting").is_none(), "{failed}");
+    let still = operation(&b, &own);
+    assert_eq!(still["state"], "in_progress", "B's own is alive: {still}");
+    assert_eq!(
+        stored(
+            &postgres,
+            &waiting,
+            "state || ' ' || (reaped_by IS NOT NULL)"
+        ),
+        "failed true"
+    );
+
+    // B stopped cleanly: its own operation is cancelled, and written before it exits.
+    assert!(b.gateway.terminate().success());
+    assert_eq!(stored(&postgres, &own, "state"), "cancelled");
+}
