@@ -19,32 +19,21 @@ use support::live::{Live, server, wait_status};
 use support::*;
 use switchboard_testkit::postgres::{DATABASE, Postgres};
 
-/// The registry fixture and the echo server it points at.
+/// The registry fixture serving `entries`, and what they point at.
 struct Registry {
     _registry: Fixture,
-    _echo: Fixture,
+    _echo: Option<Fixture>,
     url: String,
 }
 
 impl Registry {
-    /// Serves `io.example.tests/echo` (no inputs) and `io.example.tests/keyed` (a secret
-    /// header it waits for).
-    fn start(dir: &Path) -> Self {
+    fn serve(dir: &Path, entries: &[Value], echo: Option<Fixture>) -> Self {
         let files = dir.join("registry");
         std::fs::create_dir_all(&files).expect("registry dir");
-        let echo = Fixture::start(&["http-echo"]);
-        let secret = json!([{"name": "X-Api-Key", "description": "The service's API key",
-                             "isRequired": true, "isSecret": true}]);
-        for (name, headers) in [("echo", json!([])), ("keyed", secret)] {
-            let entry = json!({
-                "name": format!("io.example.tests/{name}"),
-                "description": "Echo tools over streamable HTTP, for tests",
-                "version": "1.2.0",
-                "remotes": [{"type": "streamable-http", "url": echo.url("/mcp"), "headers": headers}],
-            });
+        for (n, entry) in entries.iter().enumerate() {
             std::fs::write(
-                files.join(format!("{name}.json")),
-                serde_json::to_vec_pretty(&entry).expect("json"),
+                files.join(format!("{n}.json")),
+                serde_json::to_vec_pretty(entry).expect("json"),
             )
             .expect("write server.json");
         }
@@ -56,11 +45,47 @@ impl Registry {
             url,
         }
     }
+
+    /// `io.example.tests/echo` (no inputs) and `io.example.tests/keyed` (a secret header
+    /// it waits for), both remotes on an echo server of their own.
+    fn remotes(dir: &Path) -> Self {
+        let echo = Fixture::start(&["http-echo"]);
+        let secret = json!([{"name": "X-Api-Key", "description": "The service's API key",
+                             "isRequired": true, "isSecret": true}]);
+        let entries: Vec<Value> = [("echo", json!([])), ("keyed", secret)]
+            .into_iter()
+            .map(|(name, headers)| {
+                json!({
+                    "name": format!("io.example.tests/{name}"),
+                    "description": "Echo tools over streamable HTTP, for tests",
+                    "version": "1.2.0",
+                    "remotes": [{"type": "streamable-http", "url": echo.url("/mcp"), "headers": headers}],
+                })
+            })
+            .collect();
+        Self::serve(dir, &entries, Some(echo))
+    }
+
+    /// The reference memory server as an npm package (scripts/install-test-deps.sh puts it
+    /// in npm's cache; the gateways run npm offline).
+    fn memory(dir: &Path) -> Self {
+        let entry = json!({
+            "name": MEMORY_NAME,
+            "description": "Knowledge-graph memory (the MCP reference server)",
+            "version": MEMORY_VERSION,
+            "packages": [{"registryType": "npm", "identifier": "@modelcontextprotocol/server-memory",
+                          "version": MEMORY_VERSION, "transport": {"type": "stdio"}}],
+        });
+        Self::serve(dir, &[entry], None)
+    }
 }
 
-/// A replica's config: its ledger, operations database and install directory in its own
-/// directory, the shared store, the registry.
-fn replica_config(dir: &Path, postgres: &Postgres, registry: &str) -> PathBuf {
+const MEMORY_NAME: &str = "io.github.modelcontextprotocol/server-memory";
+const MEMORY_VERSION: &str = "2026.8.31";
+
+/// A replica's config: its ledger and operations database in its own directory, the
+/// shared store, the registry, the install directory `servers`.
+fn replica_config(dir: &Path, postgres: &Postgres, registry: &str, servers: &Path) -> PathBuf {
     std::fs::create_dir_all(dir).expect("replica dir");
     let path = |name: &str| quoted(&dir.join(name).display().to_string());
     write_config(
@@ -71,7 +96,7 @@ fn replica_config(dir: &Path, postgres: &Postgres, registry: &str) -> PathBuf {
             path("ledger.db"),
             quoted(&postgres.url()),
             quoted(registry),
-            path("servers"),
+            quoted(&servers.display().to_string()),
             path("operations.db"),
         ),
     )
@@ -105,6 +130,22 @@ fn wait_operation(
     .unwrap_or_else(|| panic!("{what}: not seen within {limit:?}; last:\n{last:#}"))
 }
 
+/// The operations of `kind` in an `operations list --json`.
+fn of_kind<'a>(listed: &'a Value, kind: &str) -> Vec<&'a Value> {
+    listed["operations"]
+        .as_array()
+        .map(|all| all.iter().filter(|o| o["kind"] == kind).collect())
+        .unwrap_or_default()
+}
+
+fn migrate(config: &Path) {
+    let migrated = text(&run_bare(config, &["migrate"]));
+    assert!(
+        migrated.contains("applied migration 7: server manager operations"),
+        "{migrated}"
+    );
+}
+
 /// `what` of operation `id`'s row in PostgreSQL.
 fn stored(postgres: &Postgres, id: &str, what: &str) -> String {
     postgres
@@ -126,14 +167,20 @@ fn install_detached(live: &Live, name: &str) -> String {
 fn operations_are_shared_and_a_dead_replicas_are_failed_by_another() {
     let dir = tempfile::tempdir().expect("tempdir");
     let postgres = Postgres::start().unwrap_or_else(|error| panic!("{error}"));
-    let registry = Registry::start(dir.path());
-    let config_a = replica_config(&dir.path().join("a"), &postgres, &registry.url);
-    let config_b = replica_config(&dir.path().join("b"), &postgres, &registry.url);
-    let migrated = text(&run_bare(&config_a, &["migrate"]));
-    assert!(
-        migrated.contains("applied migration 7: server manager operations"),
-        "{migrated}"
+    let registry = Registry::remotes(dir.path());
+    let config_a = replica_config(
+        &dir.path().join("a"),
+        &postgres,
+        &registry.url,
+        &dir.path().join("a/servers"),
     );
+    let config_b = replica_config(
+        &dir.path().join("b"),
+        &postgres,
+        &registry.url,
+        &dir.path().join("b/servers"),
+    );
+    migrate(&config_a);
     let mut a = Live::start(&dir.path().join("a"), config_a, &[]);
     let mut b = Live::start(&dir.path().join("b"), config_b, &[]);
 
@@ -237,4 +284,58 @@ fn operations_are_shared_and_a_dead_replicas_are_failed_by_another() {
     // B stopped cleanly: its own operation is cancelled, and written before it exits.
     assert!(b.gateway.terminate().success());
     assert_eq!(stored(&postgres, &own, "state"), "cancelled");
+}
+
+/// A package server installed through replica A runs on replica B, whose disk lacks it: B
+/// installs the same package into the same place as an operation of its own (once), listed
+/// through A, and serves the server.
+#[test]
+fn a_package_installed_on_one_replica_is_installed_by_another_on_first_need() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let postgres = Postgres::start().unwrap_or_else(|error| panic!("{error}"));
+    let registry = Registry::memory(dir.path());
+    let servers = dir.path().join("servers");
+    let config_a = replica_config(&dir.path().join("a"), &postgres, &registry.url, &servers);
+    let config_b = replica_config(&dir.path().join("b"), &postgres, &registry.url, &servers);
+    migrate(&config_a);
+    let npm = [
+        ("npm_config_offline", "true"),
+        ("npm_config_update_notifier", "false"),
+    ];
+    let a = Live::start_with_env(&dir.path().join("a"), config_a, &[], &npm);
+    let installed = a.cli(&["install", MEMORY_NAME, "--as", "memory"]);
+    assert!(installed.status.success(), "{}", text(&installed));
+    wait_status(&a, "memory up on A", |status| {
+        server(status, "memory").is_some_and(|s| s["state"] == "up")
+    });
+    // Replica B runs on a machine of its own: A's package directory is not on its disk.
+    std::fs::remove_dir_all(servers.join("memory")).expect("remove A's install");
+
+    let b = Live::start_with_env(&dir.path().join("b"), config_b, &[], &npm);
+    let replica_b = format!(":{}", b.gateway.child.id());
+    let mut last = Value::Null;
+    let copied = wait_for(Duration::from_secs(120), || {
+        last = a.json(&["operations", "list", "--json"]);
+        of_kind(&last, "replicate")
+            .into_iter()
+            .find(|o| o["state"] == "completed")
+            .cloned()
+    })
+    .unwrap_or_else(|| panic!("no completed replicate operation listed on A:\n{last:#}"));
+    assert!(
+        copied["replica"]
+            .as_str()
+            .is_some_and(|r| r.ends_with(&replica_b)),
+        "{copied}"
+    );
+    assert_eq!(copied["request"]["work"]["server"], "memory", "{copied}");
+    wait_status(&b, "memory up on B", |status| {
+        server(status, "memory").is_some_and(|s| s["state"] == "up")
+    });
+    let graph = b.call("memory__read_graph", "{}");
+    assert_ne!(graph["isError"], true, "{graph}");
+    // Once: B does not install it again.
+    std::thread::sleep(switchboard::manager::HEARTBEAT * 3);
+    let listed = b.json(&["operations", "list", "--json"]);
+    assert_eq!(of_kind(&listed, "replicate").len(), 1, "{listed:#}");
 }

@@ -24,6 +24,7 @@ mod inputs;
 mod lifecycle;
 pub mod operation;
 pub(crate) mod postgres;
+mod replicas;
 pub mod store;
 pub mod tools;
 mod vet;
@@ -113,6 +114,10 @@ struct Shared {
     registry: Mutex<Option<(String, switchboard_registry::Registry)>>,
     /// Server ids an open operation is adding (released when it ends).
     reserved: Mutex<std::collections::HashSet<String>>,
+    /// Installs of other replicas this replica tried to copy: (server, installing operation).
+    replicated: Mutex<std::collections::HashSet<(String, String)>>,
+    /// Set when the gateway stops: nothing new is queued on its own from then on.
+    stopping: std::sync::atomic::AtomicBool,
     /// The lock that makes this process the database's owner, once it is.
     claim: Mutex<Option<store::Claim>>,
     /// Operations of this run that ended, newest last (the history beyond is in the store).
@@ -193,6 +198,8 @@ impl Manager {
                 changed,
                 registry: Mutex::new(None),
                 reserved: Mutex::default(),
+                replicated: Mutex::default(),
+                stopping: std::sync::atomic::AtomicBool::new(false),
                 claim: Mutex::new(None),
                 finished: Mutex::default(),
             }),
@@ -207,6 +214,9 @@ impl Manager {
                 ),
                 Err(error) => tracing::error!("{error}"),
             }
+        }
+        if manager.shared.postgres.is_some() {
+            manager.follow_installs();
         }
         manager
     }
@@ -429,6 +439,9 @@ impl Manager {
     /// for them to undo what they did; whatever is still running after that is marked
     /// failed at the next start.
     pub async fn shutdown(&self) {
+        self.shared
+            .stopping
+            .store(true, std::sync::atomic::Ordering::Relaxed);
         self.stop_work().await;
         // On PostgreSQL: what was saved goes out, and the heartbeat goes away (another
         // replica fails at once whatever is still open).

@@ -130,10 +130,14 @@ pub enum Work {
     },
     /// Removes a server, and uninstalls it if the manager installed it.
     Remove { server: String },
+    /// Installs here, on this replica, a server another replica of the deployment installed
+    /// (its package is on that replica's disk), then restarts it here. Queued by the manager
+    /// itself when the shared configuration runs a server whose install this replica lacks.
+    Replicate { server: String },
 }
 
 impl Work {
-    /// `search`, `install`, `add`, `test`, `modify` or `remove`.
+    /// `search`, `install`, `add`, `test`, `modify`, `remove` or `replicate`.
     pub fn kind(&self) -> &'static str {
         match self {
             Self::Search { .. } => "search",
@@ -142,6 +146,7 @@ impl Work {
             Self::Test { .. } => "test",
             Self::Modify { .. } => "modify",
             Self::Remove { .. } => "remove",
+            Self::Replicate { .. } => "replicate",
         }
     }
 
@@ -153,7 +158,8 @@ impl Work {
             Self::Add { server, .. }
             | Self::Test { server }
             | Self::Modify { server, .. }
-            | Self::Remove { server } => Some(server),
+            | Self::Remove { server }
+            | Self::Replicate { server } => Some(server),
         }
     }
 }
