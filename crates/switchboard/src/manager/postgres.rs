@@ -63,6 +63,9 @@ pub(crate) struct SharedOperations {
     unwritten: watch::Sender<usize>,
     /// True once the mirror was read from PostgreSQL a first time.
     synced: watch::Sender<bool>,
+    /// Set by [`SharedOperations::close`], under the lock every heartbeat takes: no beat
+    /// comes after the one `close` takes away.
+    closed: tokio::sync::Mutex<bool>,
 }
 
 #[derive(Default)]
@@ -94,6 +97,11 @@ impl SharedOperations {
     /// The store on `url`, followed from now on by tasks that end with it; needs a Tokio
     /// runtime. Nothing is connected yet.
     pub(crate) fn start(url: &str) -> Result<Arc<Self>, StoreError> {
+        Self::start_as(url, switchboard_ledger::postgres::replica())
+    }
+
+    /// [`SharedOperations::start`] for the replica named `replica`.
+    fn start_as(url: &str, replica: String) -> Result<Arc<Self>, StoreError> {
         if tokio::runtime::Handle::try_current().is_err() {
             return Err(failed(
                 "start",
@@ -106,11 +114,12 @@ impl SharedOperations {
         let (writes, queue) = mpsc::unbounded_channel();
         let store = Arc::new(Self {
             pool,
-            replica: switchboard_ledger::postgres::replica(),
+            replica,
             mirror: Mutex::default(),
             writes,
             unwritten: watch::channel(0).0,
             synced: watch::channel(false).0,
+            closed: tokio::sync::Mutex::new(false),
         });
         tokio::spawn(write_behind(Arc::downgrade(&store), queue));
         tokio::spawn(follow(Arc::downgrade(&store), config));
@@ -136,6 +145,8 @@ impl SharedOperations {
         let flushed = tokio::time::timeout(within, unwritten.wait_for(|n| *n == 0))
             .await
             .is_ok();
+        let mut closed = self.closed.lock().await;
+        *closed = true;
         if let Ok(client) = self.pool.get().await {
             let _ = client
                 .execute(
@@ -309,14 +320,20 @@ impl SharedOperations {
     /// heartbeat is older than [`LEASE`]. Returns how many it failed.
     async fn beat_and_reap(&self) -> Result<usize, StoreError> {
         let mut client = self.client().await?;
-        client
-            .execute(
-                "INSERT INTO manager_replicas (replica) VALUES ($1)
-                 ON CONFLICT (replica) DO UPDATE SET heartbeat_at = now()",
-                &[&self.replica],
-            )
-            .await
-            .map_err(pg("heartbeat"))?;
+        {
+            let closed = self.closed.lock().await;
+            if *closed {
+                return Ok(0);
+            }
+            client
+                .execute(
+                    "INSERT INTO manager_replicas (replica) VALUES ($1)
+                     ON CONFLICT (replica) DO UPDATE SET heartbeat_at = now()",
+                    &[&self.replica],
+                )
+                .await
+                .map_err(pg("heartbeat"))?;
+        }
         let tx = client.transaction().await.map_err(pg("begin"))?;
         let lease = LEASE.as_secs_f64();
         let orphans = tx
@@ -506,3 +523,6 @@ async fn follow(store: Weak<SharedOperations>, config: tokio_postgres::Config) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
