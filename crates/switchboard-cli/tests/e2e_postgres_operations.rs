@@ -192,6 +192,8 @@ fn operations_are_shared_and_a_dead_replicas_are_failed_by_another() {
         .find_map(|line| line.strip_prefix("install ")?.strip_suffix(" queued"))
         .unwrap_or_else(|| panic!("no 'install ID queued':\n{}", text(&installed)))
         .to_owned();
+    // Found through B at once: the operation was on PostgreSQL before A handed out its id.
+    assert_eq!(operation(&b, &id)["id"], id.as_str());
     let shown = wait_operation(&b, &id, Duration::from_secs(5), "A's install on B", |o| {
         o["state"] == "completed"
     });
@@ -313,6 +315,7 @@ fn a_package_installed_on_one_replica_is_installed_by_another_on_first_need() {
 
     let b = Live::start_with_env(&dir.path().join("b"), config_b, &[], &npm);
     let replica_b = format!(":{}", b.gateway.child.id());
+    let started = Instant::now();
     let mut last = Value::Null;
     let copied = wait_for(Duration::from_secs(120), || {
         last = a.json(&["operations", "list", "--json"]);
@@ -322,6 +325,10 @@ fn a_package_installed_on_one_replica_is_installed_by_another_on_first_need() {
             .cloned()
     })
     .unwrap_or_else(|| panic!("no completed replicate operation listed on A:\n{last:#}"));
+    eprintln!(
+        "replica B's copy of the package was listed completed on A {:?} after B listened",
+        started.elapsed()
+    );
     assert!(
         copied["replica"]
             .as_str()

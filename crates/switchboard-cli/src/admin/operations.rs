@@ -217,7 +217,7 @@ pub(super) async fn show(
     let since = number(&params, "since", None)?;
     let manager = manager_of(&state)?;
     let operation = match wait_ms {
-        None | Some(0) => manager.status(&id)?,
+        None | Some(0) => manager.status_anywhere(&id).await?,
         Some(ms) => {
             let timeout = Duration::from_millis(ms).min(MAX_WAIT);
             match since.map(|k| usize::try_from(k).unwrap_or(usize::MAX)) {

@@ -359,6 +359,7 @@ impl Manager {
         }
         self.bump();
         self.pump();
+        self.queued_everywhere().await;
         Ok(id)
     }
 
@@ -548,18 +549,18 @@ impl Manager {
         mut on_change: impl FnMut(&Operation),
         done: impl Fn(&Operation) -> bool,
     ) -> Result<Operation, ManagerError> {
-        let mut changed = self.shared.changed.subscribe();
+        let mut changes = self.changes();
         let deadline = tokio::time::Instant::now() + timeout;
+        let mut operation = self.status_anywhere(id).await?;
         loop {
-            let operation = self.status(id)?;
             on_change(&operation);
             if done(&operation) {
                 return Ok(operation);
             }
-            match tokio::time::timeout_at(deadline, changed.changed()).await {
-                Ok(Ok(())) => {}
-                _ => return self.status(id),
+            if !replicas::next_change(&mut changes, deadline).await {
+                return self.status(id);
             }
+            operation = self.status(id)?;
         }
     }
 }

@@ -63,6 +63,8 @@ pub(crate) struct SharedOperations {
     unwritten: watch::Sender<usize>,
     /// True once the mirror was read from PostgreSQL a first time.
     synced: watch::Sender<bool>,
+    /// Bumped whenever a read brought rows other replicas wrote (waiters follow it).
+    arrived: watch::Sender<u64>,
     /// Set by [`SharedOperations::close`], under the lock every heartbeat takes: no beat
     /// comes after the one `close` takes away.
     closed: tokio::sync::Mutex<bool>,
@@ -119,6 +121,7 @@ impl SharedOperations {
             writes,
             unwritten: watch::channel(0).0,
             synced: watch::channel(false).0,
+            arrived: watch::channel(0).0,
             closed: tokio::sync::Mutex::new(false),
         });
         tokio::spawn(write_behind(Arc::downgrade(&store), queue));
@@ -137,14 +140,42 @@ impl SharedOperations {
         let _ = tokio::time::timeout(within, synced.wait_for(|done| *done)).await;
     }
 
+    /// Bumped when rows other replicas wrote arrive.
+    pub(crate) fn arrivals(&self) -> watch::Receiver<u64> {
+        self.arrived.subscribe()
+    }
+
+    /// Waits (at most `within`) for the writes handed over so far to reach PostgreSQL;
+    /// false when some did not.
+    pub(crate) async fn flush(&self, within: Duration) -> bool {
+        let mut unwritten = self.unwritten.subscribe();
+        tokio::time::timeout(within, unwritten.wait_for(|n| *n == 0))
+            .await
+            .is_ok()
+    }
+
+    /// Reads operation `id` from PostgreSQL now (one the mirror has not caught up with yet)
+    /// and keeps it in the mirror.
+    pub(crate) async fn fetch(&self, id: &str) -> Result<Option<Operation>, StoreError> {
+        let client = self.client().await?;
+        let row = client
+            .query_opt("SELECT body FROM manager_operations WHERE id = $1", &[&id])
+            .await
+            .map_err(pg("read an operation"))?;
+        let Some(row) = row else { return Ok(None) };
+        let body: String = row.try_get(0).map_err(pg("read an operation"))?;
+        let operation: Operation =
+            serde_json::from_str(&body).map_err(|e| failed("read an operation", e))?;
+        let mut mirror = self.mirror();
+        let kept = mirror.operations.entry(id.to_owned()).or_insert(operation);
+        Ok(Some(kept.clone()))
+    }
+
     /// Waits (at most `within`) for the writes handed over so far to reach PostgreSQL, then
     /// takes this replica's heartbeat away: whatever it left open is failed by the others
     /// at once. Returns false when writes were left unwritten.
     pub(crate) async fn close(&self, within: Duration) -> bool {
-        let mut unwritten = self.unwritten.subscribe();
-        let flushed = tokio::time::timeout(within, unwritten.wait_for(|n| *n == 0))
-            .await
-            .is_ok();
+        let flushed = self.flush(within).await;
         let mut closed = self.closed.lock().await;
         *closed = true;
         if let Ok(client) = self.pool.get().await {
@@ -278,6 +309,7 @@ impl SharedOperations {
             None
         };
         let mut mirror = self.mirror();
+        let mut arrived = false;
         for row in rows {
             let (id, body, replica, reaped_by, seq): (String, String, String, Option<String>, i64) =
                 match (
@@ -298,6 +330,7 @@ impl SharedOperations {
             match serde_json::from_str::<Operation>(&body) {
                 Ok(operation) => {
                     mirror.operations.insert(id, operation);
+                    arrived = true;
                 }
                 Err(error) => tracing::warn!(id, "operation row skipped: {error}"),
             }
@@ -313,6 +346,10 @@ impl SharedOperations {
                 .collect();
         }
         mirror.trim();
+        drop(mirror);
+        if arrived {
+            self.arrived.send_modify(|n| *n += 1);
+        }
         Ok(())
     }
 

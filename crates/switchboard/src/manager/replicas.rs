@@ -1,5 +1,7 @@
-//! What a replica's manager does about the installs of the other replicas of its deployment
-//! (`[storage] url`): every [`HEARTBEAT`] it looks for a server that the running
+//! What a replica's manager does about the other replicas of its deployment (`[storage]
+//! url`): it finds an operation another replica queued a moment ago, before its mirror has
+//! it (`status_anywhere`), and wakes its waiters when their rows arrive (`next_change`). And
+//! every [`HEARTBEAT`] it looks for a server that the running
 //! configuration has as a stdio command, that another replica installed, and whose
 //! directory this replica lacks, and queues a `replicate` operation of its own for it
 //! (`work::replicate`). Each install is tried once per replica run, so a failed attempt
@@ -8,11 +10,75 @@
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use switchboard_core::config::Transport;
+use tokio::sync::watch;
 
 use super::postgres::HEARTBEAT;
-use super::{Manager, Priority, Request, Requester, Work, lock};
+use super::{Manager, ManagerError, Operation, Priority, Request, Requester, Work, lock};
+
+/// How long queueing waits for the new operation to reach PostgreSQL before it returns.
+const QUEUED_EVERYWHERE: Duration = Duration::from_secs(5);
+
+impl Manager {
+    /// An operation by id, as [`Manager::status`], but one this replica's mirror has not
+    /// caught up with yet is read from PostgreSQL: an id handed out by any replica is found
+    /// by every other at once.
+    pub async fn status_anywhere(&self, id: &str) -> Result<Operation, ManagerError> {
+        match (self.status(id), &self.shared.postgres) {
+            (Err(ManagerError::NotFound(_)), Some(shared)) => shared
+                .fetch(id)
+                .await?
+                .ok_or_else(|| ManagerError::NotFound(id.to_owned())),
+            (status, _) => status,
+        }
+    }
+
+    /// Waits until a new operation is on PostgreSQL (its id is about to be handed out).
+    pub(super) async fn queued_everywhere(&self) {
+        if let Some(shared) = &self.shared.postgres
+            && !shared.flush(QUEUED_EVERYWHERE).await
+        {
+            tracing::warn!(
+                "a queued operation is not on PostgreSQL yet: other replicas show it once it is"
+            );
+        }
+    }
+
+    /// What wakes a waiter: a change here, and rows of other replicas arriving.
+    pub(super) fn changes(&self) -> (watch::Receiver<u64>, Option<watch::Receiver<u64>>) {
+        (
+            self.shared.changed.subscribe(),
+            self.shared
+                .postgres
+                .as_ref()
+                .map(|shared| shared.arrivals()),
+        )
+    }
+}
+
+/// Waits for the next change of either kind until `deadline`; false when none came.
+pub(super) async fn next_change(
+    (changed, arrived): &mut (watch::Receiver<u64>, Option<watch::Receiver<u64>>),
+    deadline: tokio::time::Instant,
+) -> bool {
+    let arrival = async {
+        match arrived {
+            Some(arrived) => arrived.changed().await.is_ok(),
+            None => std::future::pending().await,
+        }
+    };
+    let waiting = async {
+        tokio::select! {
+            ok = changed.changed() => ok.is_ok(),
+            ok = arrival => ok,
+        }
+    };
+    tokio::time::timeout_at(deadline, waiting)
+        .await
+        .unwrap_or(false)
+}
 
 impl Manager {
     /// Starts looking for installs this replica lacks, for as long as the manager lives.

@@ -93,7 +93,7 @@ impl Target {
     pub(crate) async fn status(&self, id: &str) -> anyhow::Result<Operation> {
         match self {
             Self::Gateway(admin) => admin.operation(id, None, None).await,
-            Self::Local(local) => Ok(local.manager.status(id)?),
+            Self::Local(local) => Ok(local.manager.status_anywhere(id).await?),
         }
     }
 
