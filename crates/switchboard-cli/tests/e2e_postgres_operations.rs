@@ -156,9 +156,9 @@ fn stored(postgres: &Postgres, id: &str, what: &str) -> String {
         .expect("the operation's row")
 }
 
-/// `install NAME --detach` through `live`; the operation's id.
-fn install_detached(live: &Live, name: &str) -> String {
-    let output = live.cli(&["install", name, "--detach"]);
+/// `install NAME --as SERVER --detach` through `live`; the operation's id.
+fn install_detached(live: &Live, name: &str, server: &str) -> String {
+    let output = live.cli(&["install", name, "--as", server, "--detach"]);
     assert!(output.status.success(), "install {name}: {}", text(&output));
     String::from_utf8_lossy(&output.stdout).trim().to_owned()
 }
@@ -219,29 +219,47 @@ fn operations_are_shared_and_a_dead_replicas_are_failed_by_another() {
         server(status, "echo").is_some_and(|s| s["state"] == "up")
     });
 
-    // An install waiting for input on A: B sees where it is, and refuses to change it.
-    let waiting = install_detached(&a, "io.example.tests/keyed");
-    let seen = wait_operation(&b, &waiting, Duration::from_secs(5), "A's wait on B", |o| {
-        o["waiting"]["for"] == "input"
-    });
-    assert_eq!(seen["state"], "in_progress", "{seen}");
-    let refused = b.cli(&["operations", "cancel", &waiting]);
+    // Installs waiting for input on A: B sees where they are. B cannot give input to one
+    // (values may be secrets, which never travel through PostgreSQL); B cancels the other,
+    // which A does, and B answers once it is over.
+    let waiting = install_detached(&a, "io.example.tests/keyed", "keyed");
+    let cancelled = install_detached(&a, "io.example.tests/keyed", "keyed_a2");
+    for id in [&waiting, &cancelled] {
+        let seen = wait_operation(&b, id, Duration::from_secs(5), "A's wait on B", |o| {
+            o["waiting"]["for"] == "input"
+        });
+        assert_eq!(seen["state"], "in_progress", "{seen}");
+    }
+    let refused = b.cli(&["operations", "input", &waiting, "X-Api-Key=k"]);
     assert!(!refused.status.success());
     assert!(
         text(&refused).contains(&format!("runs on replica {replica_a}")),
         "{}",
         text(&refused)
     );
-    // B's own open operation, which must outlive A's.
-    let own = b.json(&[
-        "install",
-        "io.example.tests/keyed",
-        "--as",
-        "keyed_b",
-        "--detach",
+    let asked = Instant::now();
+    let over = b.json(&[
+        "operations",
+        "cancel",
+        &cancelled,
+        "--reason",
+        "not needed",
         "--json",
     ]);
-    let own = own["id"].as_str().expect("id").to_owned();
+    eprintln!(
+        "replica A cancelled its operation {:?} after replica B was asked",
+        asked.elapsed()
+    );
+    assert_eq!(over["state"], "cancelled", "{over}");
+    assert!(
+        over["error"]
+            .as_str()
+            .is_some_and(|e| e.starts_with("cancelled: not needed (asked through replica ")),
+        "{over}"
+    );
+    assert_eq!(operation(&a, &cancelled)["state"], "cancelled");
+    // B's own open operation, which must outlive A's.
+    let own = install_detached(&b, "io.example.tests/keyed", "keyed_b");
     wait_operation(&b, &own, Duration::from_secs(10), "B's own wait", |o| {
         o["waiting"]["for"] == "input"
     });

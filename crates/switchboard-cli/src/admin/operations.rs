@@ -274,7 +274,7 @@ pub(super) async fn cancel(
     let reason = body
         .reason
         .unwrap_or_else(|| "cancelled by the operator".to_owned());
-    let operation = manager_of(&state)?.cancel(&id, &reason)?;
+    let operation = manager_of(&state)?.cancel_anywhere(&id, &reason).await?;
     Ok(Json(operation).into_response())
 }
 

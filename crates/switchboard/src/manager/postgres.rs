@@ -6,8 +6,9 @@
 //! The manager's calls stay synchronous: they read a mirror of the tables, and its writes
 //! go to PostgreSQL behind it, in order, on a task of their own (retried while PostgreSQL
 //! is away). Each write takes a new `seq` and sends `NOTIFY switchboard_operations`; every
-//! replica follows the rows past the last `seq` it saw — woken by the notification, and
-//! every [`POLL`] in any case. A replica's own operations are never overwritten in its
+//! replica follows the rows past the last `seq` it saw, and those changed in the last
+//! seconds (a `seq` is taken before its commit, so rows can appear out of order) — woken by
+//! the notification, and every [`POLL`] in any case. A replica's own operations are never overwritten in its
 //! mirror by an older row: its own copy is the newest.
 //!
 //! Each replica writes a heartbeat (`manager_replicas`, on PostgreSQL's clock) every
@@ -47,6 +48,11 @@ pub const LEASE: Duration = Duration::from_secs(10);
 /// How many operations the mirror keeps (the newest; open ones are never dropped).
 const MIRRORED: usize = 2000;
 
+/// How far back each read looks again besides the rows past the last `seq` seen: a
+/// sequence value is taken before its transaction commits, so a row can become visible after
+/// one with a higher `seq` was read.
+const LOOK_BACK_SECS: f64 = 10.0;
+
 /// How long a failed write waits before it is tried again.
 const RETRY: Duration = Duration::from_millis(500);
 
@@ -65,9 +71,19 @@ pub(crate) struct SharedOperations {
     synced: watch::Sender<bool>,
     /// Bumped whenever a read brought rows other replicas wrote (waiters follow it).
     arrived: watch::Sender<u64>,
+    /// Cancellations other replicas asked for of this replica's operations.
+    cancels: Mutex<CancelRequests>,
     /// Set by [`SharedOperations::close`], under the lock every heartbeat takes: no beat
     /// comes after the one `close` takes away.
     closed: tokio::sync::Mutex<bool>,
+}
+
+/// Cancellations asked of this replica: (id, reason) not yet handed to the manager, and the
+/// ids already seen (a row is read again while it is recent).
+#[derive(Default)]
+struct CancelRequests {
+    waiting: Vec<(String, String)>,
+    seen: std::collections::HashSet<String>,
 }
 
 #[derive(Default)]
@@ -122,6 +138,7 @@ impl SharedOperations {
             unwritten: watch::channel(0).0,
             synced: watch::channel(false).0,
             arrived: watch::channel(0).0,
+            cancels: Mutex::default(),
             closed: tokio::sync::Mutex::new(false),
         });
         tokio::spawn(write_behind(Arc::downgrade(&store), queue));
@@ -152,6 +169,31 @@ impl SharedOperations {
         tokio::time::timeout(within, unwritten.wait_for(|n| *n == 0))
             .await
             .is_ok()
+    }
+
+    /// Asks the replica that runs operation `id` to cancel it, with `reason`; false when it
+    /// is not open (any more).
+    pub(crate) async fn request_cancel(&self, id: &str, reason: &str) -> Result<bool, StoreError> {
+        let client = self.client().await?;
+        let row = client
+            .query_one(
+                "WITH asked AS (
+                     UPDATE manager_operations SET cancel_requested = $2, updated_at = now(),
+                         seq = nextval('manager_operations_seq')
+                     WHERE id = $1 AND state IN ('queued', 'in_progress') AND reaped_by IS NULL
+                     RETURNING 1
+                 )
+                 SELECT (SELECT count(*) FROM asked), pg_notify($3, '')",
+                &[&id, &reason, &CHANNEL],
+            )
+            .await
+            .map_err(pg("ask for a cancellation"))?;
+        Ok(row.try_get::<_, i64>(0).unwrap_or(0) > 0)
+    }
+
+    /// The cancellations other replicas asked for since the last look.
+    pub(crate) fn cancel_requests(&self) -> Vec<(String, String)> {
+        std::mem::take(&mut super::lock(&self.cancels).waiting)
     }
 
     /// Reads operation `id` from PostgreSQL now (one the mirror has not caught up with yet)
@@ -284,17 +326,18 @@ impl SharedOperations {
         let rows = if seen == 0 {
             client
                 .query(
-                    "SELECT id, body, replica, reaped_by, seq FROM manager_operations
-                     ORDER BY seq DESC LIMIT $1",
+                    "SELECT id, body, replica, reaped_by, seq, cancel_requested
+                     FROM manager_operations ORDER BY seq DESC LIMIT $1",
                     &[&i64::try_from(MIRRORED).unwrap_or(i64::MAX)],
                 )
                 .await
         } else {
             client
                 .query(
-                    "SELECT id, body, replica, reaped_by, seq FROM manager_operations
-                     WHERE seq > $1 ORDER BY seq",
-                    &[&seen],
+                    "SELECT id, body, replica, reaped_by, seq, cancel_requested
+                     FROM manager_operations WHERE seq > $1 OR updated_at > now() - make_interval(secs => $2)
+                     ORDER BY seq",
+                    &[&seen, &LOOK_BACK_SECS],
                 )
                 .await
         }
@@ -323,14 +366,24 @@ impl SharedOperations {
                     _ => continue,
                 };
             mirror.seq = mirror.seq.max(seq);
+            if replica == self.replica
+                && let Ok(Some(reason)) = row.try_get::<_, Option<String>>(5)
+            {
+                let mut cancels = super::lock(&self.cancels);
+                if cancels.seen.insert(id.clone()) {
+                    cancels.waiting.push((id.clone(), reason));
+                }
+            }
             if replica == self.replica && reaped_by.is_none() && mirror.operations.contains_key(&id)
             {
                 continue;
             }
             match serde_json::from_str::<Operation>(&body) {
                 Ok(operation) => {
-                    mirror.operations.insert(id, operation);
-                    arrived = true;
+                    if mirror.operations.get(&id) != Some(&operation) {
+                        mirror.operations.insert(id, operation);
+                        arrived = true;
+                    }
                 }
                 Err(error) => tracing::warn!(id, "operation row skipped: {error}"),
             }

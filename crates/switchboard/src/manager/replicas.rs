@@ -1,7 +1,8 @@
 //! What a replica's manager does about the other replicas of its deployment (`[storage]
 //! url`): it finds an operation another replica queued a moment ago, before its mirror has
-//! it (`status_anywhere`), and wakes its waiters when their rows arrive (`next_change`). And
-//! every [`HEARTBEAT`] it looks for a server that the running
+//! it (`status_anywhere`), wakes its waiters when their rows arrive (`next_change`), asks
+//! the replica that runs an operation to cancel it (`cancel_anywhere`) and cancels its own
+//! when asked. And every [`HEARTBEAT`] it looks for a server that the running
 //! configuration has as a stdio command, that another replica installed, and whose
 //! directory this replica lacks, and queues a `replicate` operation of its own for it
 //! (`work::replicate`). Each install is tried once per replica run, so a failed attempt
@@ -21,6 +22,9 @@ use super::{Manager, ManagerError, Operation, Priority, Request, Requester, Work
 /// How long queueing waits for the new operation to reach PostgreSQL before it returns.
 const QUEUED_EVERYWHERE: Duration = Duration::from_secs(5);
 
+/// How long a cancellation asked of another replica waits for it to be done.
+const CANCEL_WAIT: Duration = Duration::from_secs(10);
+
 impl Manager {
     /// An operation by id, as [`Manager::status`], but one this replica's mirror has not
     /// caught up with yet is read from PostgreSQL: an id handed out by any replica is found
@@ -33,6 +37,33 @@ impl Manager {
                 .ok_or_else(|| ManagerError::NotFound(id.to_owned())),
             (status, _) => status,
         }
+    }
+
+    /// Cancels an operation, as [`Manager::cancel`]; one that runs on another replica is
+    /// cancelled by that replica, asked through PostgreSQL, and returned once it is over (or
+    /// as it is after a few seconds).
+    pub async fn cancel_anywhere(&self, id: &str, reason: &str) -> Result<Operation, ManagerError> {
+        let (replica, shared) = match (self.cancel(id, reason), &self.shared.postgres) {
+            (Err(ManagerError::Elsewhere { replica, .. }), Some(shared)) => (replica, shared),
+            (done, _) => return done,
+        };
+        let reason = format!(
+            "{} (asked through replica {})",
+            if reason.trim().is_empty() {
+                "no reason given"
+            } else {
+                reason.trim()
+            },
+            shared.replica()
+        );
+        if shared.request_cancel(id, &reason).await? {
+            tracing::info!(
+                id,
+                replica,
+                "asked replica {replica} to cancel operation {id}"
+            );
+        }
+        self.wait(id, CANCEL_WAIT, |_| {}).await
     }
 
     /// Waits until a new operation is on PostgreSQL (its id is about to be handed out).
@@ -93,9 +124,25 @@ impl Manager {
                 if manager.shared.stopping.load(Ordering::Relaxed) {
                     return;
                 }
+                manager.cancel_as_asked();
                 manager.replicate_missing().await;
             }
         });
+    }
+
+    /// Cancels the operations of this replica that another replica was asked to cancel.
+    fn cancel_as_asked(&self) {
+        let Some(shared) = &self.shared.postgres else {
+            return;
+        };
+        for (id, reason) in shared.cancel_requests() {
+            match self.cancel(&id, &reason) {
+                Ok(_) => tracing::info!(id, "operation {id} cancelled: {reason}"),
+                Err(error) => {
+                    tracing::info!(id, "a cancellation asked through another replica: {error}")
+                }
+            }
+        }
     }
 
     /// Queues a `replicate` operation for each install this replica lacks and has not tried.

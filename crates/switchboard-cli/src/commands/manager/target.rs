@@ -139,7 +139,8 @@ impl Target {
             Self::Gateway(admin) => admin.cancel_operation(id, reason).await,
             Self::Local(local) => Ok(local
                 .manager
-                .cancel(id, reason.unwrap_or("cancelled by the operator"))?),
+                .cancel_anywhere(id, reason.unwrap_or("cancelled by the operator"))
+                .await?),
         }
     }
 

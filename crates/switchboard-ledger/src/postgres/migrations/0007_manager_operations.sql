@@ -16,10 +16,16 @@ CREATE TABLE manager_operations (
     updated_at TIMESTAMPTZ NOT NULL DEFAULT now(),
     -- Set when another replica marked the operation failed because its own replica stopped
     -- answering: the owner's later writes of it are refused.
-    reaped_by TEXT
+    reaped_by TEXT,
+    -- Set by another replica asked to cancel the operation (the reason): the replica that
+    -- runs it cancels it when it reads this.
+    cancel_requested TEXT
 );
 ALTER SEQUENCE manager_operations_seq OWNED BY manager_operations.seq;
 CREATE INDEX manager_operations_seq_idx ON manager_operations (seq);
+-- A sequence value is taken before its transaction commits, so followers also read again
+-- the rows changed in the last seconds.
+CREATE INDEX manager_operations_updated ON manager_operations (updated_at);
 CREATE INDEX manager_operations_open ON manager_operations (replica)
     WHERE state IN ('queued', 'in_progress');
 
