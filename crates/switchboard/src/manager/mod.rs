@@ -118,6 +118,9 @@ struct Shared {
     replicated: Mutex<std::collections::HashSet<(String, String)>>,
     /// Set when the gateway stops: nothing new is queued on its own from then on.
     stopping: std::sync::atomic::AtomicBool,
+    /// Set when the Host runs the shared configuration (a gateway serving, not a command):
+    /// packages other replicas installed are installed here too.
+    replicating: std::sync::atomic::AtomicBool,
     /// The lock that makes this process the database's owner, once it is.
     claim: Mutex<Option<store::Claim>>,
     /// Operations of this run that ended, newest last (the history beyond is in the store).
@@ -200,6 +203,7 @@ impl Manager {
                 reserved: Mutex::default(),
                 replicated: Mutex::default(),
                 stopping: std::sync::atomic::AtomicBool::new(false),
+                replicating: std::sync::atomic::AtomicBool::new(false),
                 claim: Mutex::new(None),
                 finished: Mutex::default(),
             }),
@@ -216,7 +220,7 @@ impl Manager {
             }
         }
         if manager.shared.postgres.is_some() {
-            manager.follow_installs();
+            manager.follow_replicas();
         }
         manager
     }

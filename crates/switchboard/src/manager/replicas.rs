@@ -2,7 +2,8 @@
 //! url`): it finds an operation another replica queued a moment ago, before its mirror has
 //! it (`status_anywhere`), wakes its waiters when their rows arrive (`next_change`), asks
 //! the replica that runs an operation to cancel it (`cancel_anywhere`) and cancels its own
-//! when asked. And every [`HEARTBEAT`] it looks for a server that the running
+//! when asked. And in a gateway that follows the shared configuration (`Host::manage`, not a
+//! CLI command's Host), every [`HEARTBEAT`] it looks for a server that the running
 //! configuration has as a stdio command, that another replica installed, and whose
 //! directory this replica lacks, and queues a `replicate` operation of its own for it
 //! (`work::replicate`). Each install is tried once per replica run, so a failed attempt
@@ -112,8 +113,17 @@ pub(super) async fn next_change(
 }
 
 impl Manager {
-    /// Starts looking for installs this replica lacks, for as long as the manager lives.
-    pub(super) fn follow_installs(&self) {
+    /// From now on installs here the packages other replicas installed that this replica's
+    /// configuration runs (called when the Host follows the shared configuration: a serving
+    /// gateway, not a command that reads operations).
+    pub(crate) fn replicate_installs(&self) {
+        self.shared.replicating.store(true, Ordering::Relaxed);
+    }
+
+    /// Every [`HEARTBEAT`], for as long as the manager lives: cancels what other replicas
+    /// asked to cancel, and (once [`Manager::replicate_installs`] was called) looks for
+    /// installs this replica lacks.
+    pub(super) fn follow_replicas(&self) {
         let weak = Arc::downgrade(&self.shared);
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(HEARTBEAT);
@@ -125,7 +135,9 @@ impl Manager {
                     return;
                 }
                 manager.cancel_as_asked();
-                manager.replicate_missing().await;
+                if manager.shared.replicating.load(Ordering::Relaxed) {
+                    manager.replicate_missing().await;
+                }
             }
         });
     }
