@@ -194,7 +194,7 @@ fn operations_are_shared_and_a_dead_replicas_are_failed_by_another() {
         .to_owned();
     // Found through B at once: the operation was on PostgreSQL before A handed out its id.
     assert_eq!(operation(&b, &id)["id"], id.as_str());
-    let shown = wait_operation(&b, &id, Duration::from_secs(5), "A's install on B", |o| {
+    let shown = wait_operation(&b, &id, Duration::from_secs(15), "A's install on B", |o| {
         o["state"] == "completed"
     });
     let replica_a = shown["replica"].as_str().expect("the replica that ran it");
@@ -225,7 +225,7 @@ fn operations_are_shared_and_a_dead_replicas_are_failed_by_another() {
     let waiting = install_detached(&a, "io.example.tests/keyed", "keyed");
     let cancelled = install_detached(&a, "io.example.tests/keyed", "keyed_a2");
     for id in [&waiting, &cancelled] {
-        let seen = wait_operation(&b, id, Duration::from_secs(5), "A's wait on B", |o| {
+        let seen = wait_operation(&b, id, Duration::from_secs(15), "A's wait on B", |o| {
             o["waiting"]["for"] == "input"
         });
         assert_eq!(seen["state"], "in_progress", "{seen}");

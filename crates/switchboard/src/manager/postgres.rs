@@ -18,7 +18,8 @@
 //! then records who did (`reaped_by`) and refuses its owner's later writes. A live replica
 //! beats every second, so its operations are failed only if it cannot reach PostgreSQL for
 //! the whole lease. A replica that stops cleanly takes its heartbeat away, so what it left
-//! open is failed at once.
+//! open is failed at once. The heartbeat and the failing of abandoned operations are in
+//! `lease`; this file is the store, its mirror and the tasks that keep it.
 
 use std::collections::{BTreeMap, HashMap};
 use std::str::FromStr;
@@ -28,8 +29,7 @@ use std::time::Duration;
 use switchboard_ledger::postgres::{Pool, describe};
 use tokio::sync::{mpsc, watch};
 
-use super::now_ms;
-use super::operation::{Operation, State};
+use super::operation::Operation;
 use super::store::{Installed, OperationStore, StoreError};
 use crate::live::shared_store::Wakeups;
 
@@ -57,7 +57,7 @@ const LOOK_BACK_SECS: f64 = 10.0;
 const RETRY: Duration = Duration::from_millis(500);
 
 /// Where errors say they come from (the URL may hold a password).
-const WHERE: &str = "the shared operations store ([storage] url)";
+const WHERE: &str = "on PostgreSQL ([storage] url)";
 
 /// The operations and installs of a deployment, on PostgreSQL.
 pub(crate) struct SharedOperations {
@@ -405,87 +405,6 @@ impl SharedOperations {
         }
         Ok(())
     }
-
-    /// Beats this replica's heartbeat, and fails the open operations of replicas whose
-    /// heartbeat is older than [`LEASE`]. Returns how many it failed.
-    async fn beat_and_reap(&self) -> Result<usize, StoreError> {
-        let mut client = self.client().await?;
-        {
-            let closed = self.closed.lock().await;
-            if *closed {
-                return Ok(0);
-            }
-            client
-                .execute(
-                    "INSERT INTO manager_replicas (replica) VALUES ($1)
-                     ON CONFLICT (replica) DO UPDATE SET heartbeat_at = now()",
-                    &[&self.replica],
-                )
-                .await
-                .map_err(pg("heartbeat"))?;
-        }
-        let tx = client.transaction().await.map_err(pg("begin"))?;
-        let lease = LEASE.as_secs_f64();
-        let orphans = tx
-            .query(
-                "SELECT o.id, o.body, o.replica FROM manager_operations o
-                 LEFT JOIN manager_replicas r ON r.replica = o.replica
-                 WHERE o.state IN ('queued', 'in_progress') AND o.replica <> $1
-                   AND (r.replica IS NULL OR r.heartbeat_at < now() - make_interval(secs => $2))
-                 FOR UPDATE OF o SKIP LOCKED",
-                &[&self.replica, &lease],
-            )
-            .await
-            .map_err(pg("look for abandoned operations"))?;
-        let mut count = 0;
-        for row in &orphans {
-            let (Ok(id), Ok(body), Ok(owner)) = (
-                row.try_get::<_, String>(0),
-                row.try_get::<_, String>(1),
-                row.try_get::<_, String>(2),
-            ) else {
-                continue;
-            };
-            let Ok(mut operation) = serde_json::from_str::<Operation>(&body) else {
-                continue;
-            };
-            operation.fail_interrupted(now_ms(), abandoned(&operation, &owner, &self.replica));
-            let body = serde_json::to_string(&operation).map_err(|e| failed("encode", e))?;
-            tx.execute(
-                "UPDATE manager_operations SET state = 'failed', body = $2, reaped_by = $3,
-                     updated_at = now(), seq = nextval('manager_operations_seq')
-                 WHERE id = $1",
-                &[&id, &body, &self.replica],
-            )
-            .await
-            .map_err(pg("fail an abandoned operation"))?;
-            tracing::warn!(
-                id,
-                owner,
-                "operation {id} of replica {owner}, which stopped answering, was marked failed"
-            );
-            count += 1;
-        }
-        if count > 0 {
-            tx.execute("SELECT pg_notify($1, '')", &[&CHANNEL])
-                .await
-                .map_err(pg("announce"))?;
-        }
-        tx.commit().await.map_err(pg("commit"))?;
-        Ok(count)
-    }
-}
-
-/// Why an abandoned operation failed, naming both replicas.
-fn abandoned(operation: &Operation, owner: &str, by: &str) -> String {
-    let when = match operation.state {
-        State::InProgress => "while this operation was in progress",
-        _ => "before this operation started",
-    };
-    format!(
-        "replica {owner} stopped answering {when} (no heartbeat for {} s); marked failed by replica {by}",
-        LEASE.as_secs()
-    )
 }
 
 impl Mirror {
@@ -614,5 +533,6 @@ async fn follow(store: Weak<SharedOperations>, config: tokio_postgres::Config) {
     }
 }
 
+mod lease;
 #[cfg(test)]
 mod tests;
