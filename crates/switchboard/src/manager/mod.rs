@@ -66,9 +66,7 @@ pub enum ManagerError {
     #[error("{0}")]
     Refused(String),
     /// The operation runs on another replica of the deployment: only that one can change it.
-    #[error(
-        "operation {id} runs on replica {replica}: cancel it or give its input through that replica"
-    )]
+    #[error("operation {id} runs on replica {replica}: do this through that replica")]
     Elsewhere { id: String, replica: String },
     #[error(transparent)]
     Store(#[from] StoreError),
