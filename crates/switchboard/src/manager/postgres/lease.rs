@@ -8,6 +8,9 @@ use crate::manager::now_ms;
 use crate::manager::operation::{Operation, State};
 use crate::manager::store::StoreError;
 
+/// How old a heartbeat is when its row is deleted.
+const FORGOTTEN_AFTER: std::time::Duration = std::time::Duration::from_secs(3600);
+
 impl SharedOperations {
     /// Beats this replica's heartbeat, and fails the open operations of replicas whose
     /// heartbeat is older than [`LEASE`]. Returns how many it failed.
@@ -74,6 +77,14 @@ impl SharedOperations {
                 .await
                 .map_err(pg("announce"))?;
         }
+        // A heartbeat this old is a replica long gone, whose open operations were failed
+        // above: no row means the same, so the table does not grow with every restart.
+        tx.execute(
+            "DELETE FROM manager_replicas WHERE heartbeat_at < now() - make_interval(secs => $1)",
+            &[&FORGOTTEN_AFTER.as_secs_f64()],
+        )
+        .await
+        .map_err(pg("forget replicas long gone"))?;
         tx.commit().await.map_err(pg("commit"))?;
         Ok(count)
     }

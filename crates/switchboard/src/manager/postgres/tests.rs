@@ -74,7 +74,8 @@ async fn only_replicas_past_the_lease_have_their_open_operations_failed_and_once
         &postgres,
         &format!(
             "INSERT INTO manager_replicas (replica, heartbeat_at) VALUES \
-             ('dead', now() - interval '{} seconds'), ('slow', now() + interval '{} seconds') \
+             ('dead', now() - interval '{} seconds'), ('slow', now() + interval '{} seconds'), \
+             ('long_gone', now() - interval '2 hours') \
              ON CONFLICT (replica) DO UPDATE SET heartbeat_at = excluded.heartbeat_at",
             lease + 1,
             60
@@ -100,6 +101,14 @@ async fn only_replicas_past_the_lease_have_their_open_operations_failed_and_once
         tokio::time::sleep(POLL / 5).await;
     }
     assert_eq!(states, expected);
+    assert_eq!(
+        sql(
+            &postgres,
+            "SELECT count(*) FROM manager_replicas WHERE replica = 'long_gone'"
+        ),
+        "0",
+        "a heartbeat hours old is forgotten"
+    );
     let body = sql(
         &postgres,
         "SELECT body FROM manager_operations WHERE id = '01A'",
