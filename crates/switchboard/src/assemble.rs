@@ -131,10 +131,22 @@ impl Host {
             .clone()
             .or_else(|| config.manager.database.clone())
             .unwrap_or_else(crate::manager::default_database_path);
+        let shared_operations = match &config.storage.url {
+            Some(url) => Some(
+                crate::manager::postgres::SharedOperations::start(&url.0).map_err(|error| {
+                    AssembleError(format!("[storage] url: server manager: {error}"))
+                })?,
+            ),
+            None => None,
+        };
         let host = Self::start_linked(plans, options, slot.clone());
         host.inner.live.init(config);
-        let manager =
-            crate::manager::Manager::start(Arc::downgrade(&host.inner), &config.manager, database);
+        let manager = crate::manager::Manager::start(
+            Arc::downgrade(&host.inner),
+            &config.manager,
+            database,
+            shared_operations,
+        );
         let _ = slot.set(manager);
         Ok(host)
     }

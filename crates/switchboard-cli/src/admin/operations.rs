@@ -60,7 +60,7 @@ impl From<ManagerError> for Problem {
     fn from(failure: ManagerError) -> Self {
         let status = match failure.code() {
             "not_found" => StatusCode::NOT_FOUND,
-            "finished" | "not_waiting" => StatusCode::CONFLICT,
+            "finished" | "not_waiting" | "elsewhere" => StatusCode::CONFLICT,
             "refused" => StatusCode::FORBIDDEN,
             _ => StatusCode::INTERNAL_SERVER_ERROR,
         };
@@ -217,7 +217,7 @@ pub(super) async fn show(
     let since = number(&params, "since", None)?;
     let manager = manager_of(&state)?;
     let operation = match wait_ms {
-        None | Some(0) => manager.status(&id)?,
+        None | Some(0) => manager.status_anywhere(&id).await?,
         Some(ms) => {
             let timeout = Duration::from_millis(ms).min(MAX_WAIT);
             match since.map(|k| usize::try_from(k).unwrap_or(usize::MAX)) {
@@ -274,7 +274,7 @@ pub(super) async fn cancel(
     let reason = body
         .reason
         .unwrap_or_else(|| "cancelled by the operator".to_owned());
-    let operation = manager_of(&state)?.cancel(&id, &reason)?;
+    let operation = manager_of(&state)?.cancel_anywhere(&id, &reason).await?;
     Ok(Json(operation).into_response())
 }
 

@@ -39,11 +39,21 @@ pub struct Live {
 
 impl Live {
     pub fn start(dir: &Path, config: PathBuf, extra: &[&str]) -> Self {
+        Self::start_with_env(dir, config, extra, &[])
+    }
+
+    /// Like `start`, with `env` added to the gateway's environment.
+    pub fn start_with_env(
+        dir: &Path,
+        config: PathBuf,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Self {
         let admin = dir.join("admin.json");
         let admin_arg = admin.display().to_string();
         let mut args = vec!["--admin-file", admin_arg.as_str()];
         args.extend_from_slice(extra);
-        let gateway = HttpGateway::start(&config, &args);
+        let gateway = HttpGateway::start_with_env(&config, &args, env);
         Self {
             gateway,
             config,

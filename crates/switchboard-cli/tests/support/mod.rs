@@ -213,22 +213,28 @@ pub struct HttpGateway {
 
 impl HttpGateway {
     pub fn start(config: &Path, extra: &[&str]) -> Self {
-        Self::launch(config, extra, true)
+        Self::launch(config, extra, &[], true)
+    }
+
+    /// Like `start`, with `env` added to the gateway's environment.
+    pub fn start_with_env(config: &Path, extra: &[&str], env: &[(&str, &str)]) -> Self {
+        Self::launch(config, extra, env, true)
     }
 
     /// Like `start`, but closes the gateway's stderr once it listens, as a parent that does
     /// not keep its child's stderr would.
     pub fn start_then_close_stderr(config: &Path) -> Self {
-        Self::launch(config, &[], false)
+        Self::launch(config, &[], &[], false)
     }
 
-    fn launch(config: &Path, extra: &[&str], keep_stderr: bool) -> Self {
+    fn launch(config: &Path, extra: &[&str], env: &[(&str, &str)], keep_stderr: bool) -> Self {
         let mut child = Command::new(switchboard())
             .arg("--config")
             .arg(config)
             .args(["serve", "--http", "127.0.0.1:0"])
             .args(extra)
             .env("PATH", node_path())
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

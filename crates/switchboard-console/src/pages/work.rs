@@ -88,7 +88,8 @@ pub(crate) async fn cancel_operation(
             ConsoleError::NotFound("the server manager is not configured".to_owned())
         })?;
     manager
-        .cancel(&id, &format!("cancelled by an operator ({})", by(&session)))
+        .cancel_anywhere(&id, &format!("cancelled by an operator ({})", by(&session)))
+        .await
         .map_err(|error| ConsoleError::NotFound(error.to_string()))?;
     tracing::info!(id, operator = %session.operator, "console: operation cancelled");
     Ok(done(&headers, "/console/operations"))

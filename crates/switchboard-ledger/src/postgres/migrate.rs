@@ -54,6 +54,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "latency statistics",
         sql: include_str!("migrations/0006_latency_windows.sql"),
     },
+    Migration {
+        version: 7,
+        name: "server manager operations",
+        sql: include_str!("migrations/0007_manager_operations.sql"),
+    },
 ];
 
 /// The schema version this Switchboard needs.

@@ -183,6 +183,11 @@ impl Host {
             });
         });
         self.follow_managed(Surface::Startup).await?;
+        // A package another replica installed for a server of this configuration is
+        // installed here too (docs/scale-out.md).
+        if let Some(manager) = self.manager() {
+            manager.replicate_installs();
+        }
         // The follower holds the Host weakly, and ends with it or at its shutdown.
         let weak = Arc::downgrade(&self.inner);
         Ok(tokio::spawn(async move {

@@ -27,7 +27,7 @@ pub fn minimum(costs: &EnergyConfig, kind: &str) -> f64 {
 fn range_of<'a>(costs: &'a EnergyConfig, kind: &str) -> &'a EnergyRange {
     match kind {
         "search" => &costs.search,
-        "install" => &costs.install,
+        "install" | "replicate" => &costs.install,
         "add" => &costs.add,
         "test" => &costs.test,
         "modify" => &costs.modify,

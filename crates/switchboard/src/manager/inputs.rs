@@ -57,6 +57,15 @@ pub(crate) fn forget_secrets(keys: &[String]) {
     }
 }
 
+/// Those of `keys` that have no value in this gateway's secrets file (or environment).
+pub(crate) fn missing_secrets(keys: &[String]) -> Vec<String> {
+    let environment = GatewayEnvironment::new();
+    keys.iter()
+        .filter(|key| environment.var(key).is_none())
+        .cloned()
+        .collect()
+}
+
 fn has_secret(server: &str, name: &str) -> bool {
     GatewayEnvironment::new()
         .var(&secret_key(server, name))

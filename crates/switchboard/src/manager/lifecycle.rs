@@ -28,7 +28,19 @@ impl Manager {
         claim.is_some()
     }
 
+    /// Runs `f` on where operations are kept: PostgreSQL when the replicas share them, else
+    /// the SQLite file (opened on first use).
     pub(super) fn with_store<T>(
+        &self,
+        f: impl FnOnce(&dyn store::OperationStore) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        match &self.shared.postgres {
+            Some(shared) => f(shared.as_ref()),
+            None => self.with_sqlite(|store| f(store)),
+        }
+    }
+
+    pub(super) fn with_sqlite<T>(
         &self,
         f: impl FnOnce(&store::Store) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
@@ -280,7 +292,7 @@ impl Manager {
     }
 
     pub(crate) fn installed_server(&self, server: &str) -> Result<Option<Installed>, StoreError> {
-        if !self.shared.database.exists() {
+        if !self.kept() {
             return Ok(None);
         }
         self.with_store(|store| store.install_of(server))

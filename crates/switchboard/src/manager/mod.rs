@@ -8,9 +8,12 @@
 //! message per step, the energy it consumed, a result or a readable error), queued in
 //! priority order and run on its own task, at most `[manager] max_concurrent` at once; any
 //! can be cancelled, and a cancelled install leaves nothing behind. Operations are kept in
-//! SQLite ([`store`]), so their history survives a restart.
+//! SQLite ([`store`]), so their history survives a restart — or, with `[storage] url`, on
+//! PostgreSQL (`postgres`), where every replica of a deployment lists and follows every
+//! replica's operations, and those of a replica that died are marked failed by another.
 //!
-//! Code map: [`operation`] (the vocabulary), [`store`] (the database), [`energy`] (costs and
+//! Code map: [`operation`] (the vocabulary), [`store`] (the database, and the
+//! `OperationStore` seam), `postgres` (the store the replicas share), [`energy`] (costs and
 //! the drain), `lifecycle` (an operation from start to end, saved at every step), `work`
 //! (what each kind of operation does; an install in `work::install`), `vet` (probation before a server's
 //! tools reach a model), `inputs` (a server's required inputs, secrets kept out of the
@@ -20,6 +23,8 @@ pub mod energy;
 mod inputs;
 mod lifecycle;
 pub mod operation;
+pub(crate) mod postgres;
+mod replicas;
 pub mod store;
 pub mod tools;
 mod vet;
@@ -40,6 +45,7 @@ pub use operation::{
     Activation, Message, MessageKind, Modification, Operation, Priority, Request, Requester, State,
     Step, Waiting, Work,
 };
+pub use postgres::{HEARTBEAT, LEASE};
 pub use store::{Installed, StoreError};
 pub use vet::VetReport;
 pub use work::server_id_for;
@@ -59,6 +65,9 @@ pub enum ManagerError {
     NotWaiting(String),
     #[error("{0}")]
     Refused(String),
+    /// The operation runs on another replica of the deployment: only that one can change it.
+    #[error("operation {id} runs on replica {replica}: do this through that replica")]
+    Elsewhere { id: String, replica: String },
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("the gateway is shutting down")]
@@ -73,6 +82,7 @@ impl ManagerError {
             Self::Finished { .. } => "finished",
             Self::NotWaiting(_) => "not_waiting",
             Self::Refused(_) => "refused",
+            Self::Elsewhere { .. } => "elsewhere",
             Self::Store(_) => "io",
             Self::Gone => "gone",
         }
@@ -88,6 +98,8 @@ pub struct Manager {
 struct Shared {
     host: Weak<Inner>,
     database: PathBuf,
+    /// The store the replicas share, with `[storage] url` (then `database` is not used).
+    postgres: Option<Arc<postgres::SharedOperations>>,
     max_concurrent: usize,
     store: Mutex<Option<store::Store>>,
     /// Operations of this run that are not over, with what drives them.
@@ -100,6 +112,13 @@ struct Shared {
     registry: Mutex<Option<(String, switchboard_registry::Registry)>>,
     /// Server ids an open operation is adding (released when it ends).
     reserved: Mutex<std::collections::HashSet<String>>,
+    /// Installs of other replicas this replica tried to copy: (server, installing operation).
+    replicated: Mutex<std::collections::HashSet<(String, String)>>,
+    /// Set when the gateway stops: nothing new is queued on its own from then on.
+    stopping: std::sync::atomic::AtomicBool,
+    /// Set when the Host runs the shared configuration (a gateway serving, not a command):
+    /// packages other replicas installed are installed here too.
+    replicating: std::sync::atomic::AtomicBool,
     /// The lock that makes this process the database's owner, once it is.
     claim: Mutex<Option<store::Claim>>,
     /// Operations of this run that ended, newest last (the history beyond is in the store).
@@ -157,13 +176,20 @@ pub(crate) fn now_ms() -> u64 {
 
 impl Manager {
     /// The manager of the Host behind `host`; its database is opened now only if it exists
-    /// (then the operations the last run left unfinished are marked failed).
-    pub(crate) fn start(host: Weak<Inner>, config: &ManagerConfig, database: PathBuf) -> Self {
+    /// (then the operations the last run left unfinished are marked failed). With `shared`
+    /// (`[storage] url`), operations and installs are kept there instead.
+    pub(crate) fn start(
+        host: Weak<Inner>,
+        config: &ManagerConfig,
+        database: PathBuf,
+        shared: Option<Arc<postgres::SharedOperations>>,
+    ) -> Self {
         let (changed, _) = watch::channel(0);
         let manager = Self {
             shared: Arc::new(Shared {
                 host,
                 database,
+                postgres: shared,
                 max_concurrent: config.max_concurrent.max(1),
                 store: Mutex::new(None),
                 active: Mutex::default(),
@@ -173,12 +199,16 @@ impl Manager {
                 changed,
                 registry: Mutex::new(None),
                 reserved: Mutex::default(),
+                replicated: Mutex::default(),
+                stopping: std::sync::atomic::AtomicBool::new(false),
+                replicating: std::sync::atomic::AtomicBool::new(false),
                 claim: Mutex::new(None),
                 finished: Mutex::default(),
             }),
         };
-        if manager.shared.database.exists() && manager.claim() {
-            match manager.with_store(|store| store.fail_interrupted(now_ms())) {
+        if manager.shared.postgres.is_none() && manager.shared.database.exists() && manager.claim()
+        {
+            match manager.with_sqlite(|store| store.fail_interrupted(now_ms())) {
                 Ok(0) => {}
                 Ok(count) => tracing::warn!(
                     count,
@@ -187,12 +217,52 @@ impl Manager {
                 Err(error) => tracing::error!("{error}"),
             }
         }
+        if manager.shared.postgres.is_some() {
+            manager.follow_replicas();
+        }
         manager
     }
 
-    /// Where the operations are kept.
+    /// Where the operations are kept (unless they are on PostgreSQL: [`Manager::shared`]).
     pub fn database(&self) -> &std::path::Path {
         &self.shared.database
+    }
+
+    /// Whether the operations are on PostgreSQL, shared by the replicas of a deployment.
+    pub fn shared(&self) -> bool {
+        self.shared.postgres.is_some()
+    }
+
+    /// Waits (at most `within`) until the operations the replicas share were read once (at
+    /// once when they are not shared).
+    pub async fn synced(&self, within: Duration) {
+        if let Some(shared) = &self.shared.postgres {
+            shared.synced(within).await;
+        }
+    }
+
+    /// This replica's name when the replicas share their operations.
+    pub(crate) fn replica(&self) -> Option<String> {
+        self.shared
+            .postgres
+            .as_ref()
+            .map(|shared| shared.replica().to_owned())
+    }
+
+    /// Whether anything is kept yet: always on PostgreSQL; the SQLite file once it exists.
+    fn kept(&self) -> bool {
+        self.shared.postgres.is_some() || self.shared.database.exists()
+    }
+
+    /// The error for an operation that is open on another replica, if `id` is one.
+    fn elsewhere(&self, id: &str) -> Option<ManagerError> {
+        self.shared.postgres.as_ref()?;
+        let operation = self.status(id).ok()?;
+        let replica = operation.replica.filter(|_| !operation.state.is_final())?;
+        Some(ManagerError::Elsewhere {
+            id: id.to_owned(),
+            replica,
+        })
     }
 
     pub(crate) fn host(&self) -> Option<Host> {
@@ -261,7 +331,8 @@ impl Manager {
             )));
         }
         let id = switchboard_core::call_id::new_call_id(SystemTime::now());
-        let operation = Operation::queued(id.clone(), request, now_ms());
+        let mut operation = Operation::queued(id.clone(), request, now_ms());
+        operation.replica = self.replica();
         if let Err(error) = self.with_store(|store| store.save(&operation)) {
             if let Some(server) = &adds {
                 lock(&self.shared.reserved).remove(server);
@@ -290,6 +361,7 @@ impl Manager {
         }
         self.bump();
         self.pump();
+        self.queued_everywhere().await;
         Ok(id)
     }
 
@@ -301,7 +373,7 @@ impl Manager {
         if let Some(operation) = lock(&self.shared.finished).iter().find(|o| o.id == id) {
             return Ok(operation.clone());
         }
-        if !self.shared.database.exists() {
+        if !self.kept() {
             return Err(ManagerError::NotFound(id.to_owned()));
         }
         self.with_store(|store| store.get(id))?
@@ -314,7 +386,7 @@ impl Manager {
             .values()
             .map(|active| active.operation.clone())
             .collect();
-        if self.shared.database.exists() {
+        if self.kept() {
             let stored = self.with_store(|store| store.recent(limit.max(1) * 2 + 50))?;
             for operation in stored {
                 if !operations.iter().any(|o| o.id == operation.id) {
@@ -353,6 +425,9 @@ impl Manager {
             }
             Some(_) => {}
             None => {
+                if let Some(elsewhere) = self.elsewhere(id) {
+                    return Err(elsewhere);
+                }
                 let operation = self.status(id)?;
                 return Err(ManagerError::Finished {
                     id: id.to_owned(),
@@ -367,6 +442,20 @@ impl Manager {
     /// for them to undo what they did; whatever is still running after that is marked
     /// failed at the next start.
     pub async fn shutdown(&self) {
+        self.shared
+            .stopping
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        self.stop_work().await;
+        // On PostgreSQL: what was saved goes out, and the heartbeat goes away (another
+        // replica fails at once whatever is still open).
+        if let Some(shared) = &self.shared.postgres
+            && !shared.close(SHUTDOWN_WAIT).await
+        {
+            tracing::warn!("the last changes of operations did not reach PostgreSQL");
+        }
+    }
+
+    async fn stop_work(&self) {
         let ids: Vec<String> = lock(&self.shared.active).keys().cloned().collect();
         if ids.is_empty() {
             return;
@@ -407,6 +496,9 @@ impl Manager {
                 self.status(id)
             }
             None => {
+                if let Some(elsewhere) = self.elsewhere(id) {
+                    return Err(elsewhere);
+                }
                 self.status(id)?;
                 Err(ManagerError::NotWaiting(id.to_owned()))
             }
@@ -431,10 +523,10 @@ impl Manager {
 
     /// The servers the manager installed.
     pub fn installed(&self) -> Result<Vec<Installed>, ManagerError> {
-        if !self.shared.database.exists() {
+        if !self.kept() {
             return Ok(Vec::new());
         }
-        Ok(self.with_store(store::Store::installs)?)
+        Ok(self.with_store(|store| store.installs())?)
     }
 
     /// Waits until operation `id` is over (or `timeout` passes) and returns it as it is then;
@@ -459,18 +551,18 @@ impl Manager {
         mut on_change: impl FnMut(&Operation),
         done: impl Fn(&Operation) -> bool,
     ) -> Result<Operation, ManagerError> {
-        let mut changed = self.shared.changed.subscribe();
+        let mut changes = self.changes();
         let deadline = tokio::time::Instant::now() + timeout;
+        let mut operation = self.status_anywhere(id).await?;
         loop {
-            let operation = self.status(id)?;
             on_change(&operation);
             if done(&operation) {
                 return Ok(operation);
             }
-            match tokio::time::timeout_at(deadline, changed.changed()).await {
-                Ok(Ok(())) => {}
-                _ => return self.status(id),
+            if !replicas::next_change(&mut changes, deadline).await {
+                return self.status(id);
             }
+            operation = self.status(id)?;
         }
     }
 }

@@ -130,10 +130,14 @@ pub enum Work {
     },
     /// Removes a server, and uninstalls it if the manager installed it.
     Remove { server: String },
+    /// Installs here, on this replica, a server another replica of the deployment installed
+    /// (its package is on that replica's disk), then restarts it here. Queued by the manager
+    /// itself when the shared configuration runs a server whose install this replica lacks.
+    Replicate { server: String },
 }
 
 impl Work {
-    /// `search`, `install`, `add`, `test`, `modify` or `remove`.
+    /// `search`, `install`, `add`, `test`, `modify`, `remove` or `replicate`.
     pub fn kind(&self) -> &'static str {
         match self {
             Self::Search { .. } => "search",
@@ -142,6 +146,7 @@ impl Work {
             Self::Test { .. } => "test",
             Self::Modify { .. } => "modify",
             Self::Remove { .. } => "remove",
+            Self::Replicate { .. } => "replicate",
         }
     }
 
@@ -153,7 +158,8 @@ impl Work {
             Self::Add { server, .. }
             | Self::Test { server }
             | Self::Modify { server, .. }
-            | Self::Remove { server } => Some(server),
+            | Self::Remove { server }
+            | Self::Replicate { server } => Some(server),
         }
     }
 }
@@ -247,6 +253,10 @@ pub struct Operation {
     pub started_ms: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finished_ms: Option<u64>,
+    /// The replica (host:pid) whose manager runs it, when the replicas of a deployment share
+    /// their operations (`[storage] url`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica: Option<String>,
 }
 
 impl Operation {
@@ -270,7 +280,23 @@ impl Operation {
             created_ms: now_ms,
             started_ms: None,
             finished_ms: None,
+            replica: None,
         }
+    }
+
+    /// Ends an operation that was left open (its gateway stopped, or its replica stopped
+    /// answering) as failed, saying why.
+    pub(crate) fn fail_interrupted(&mut self, now_ms: u64, reason: String) {
+        self.state = State::Failed;
+        self.steps.push(Step {
+            at_ms: now_ms,
+            progress: self.progress,
+            message: reason.clone(),
+        });
+        self.message = reason.clone();
+        self.error = Some(reason);
+        self.waiting = None;
+        self.finished_ms = Some(now_ms);
     }
 
     /// A one-line summary: `install 01J… in_progress 40% installing …`.

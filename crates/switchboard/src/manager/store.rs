@@ -1,15 +1,16 @@
-//! The operations database: every operation (as JSON, with its state for queries) and every
+//! The operations database of one gateway: every operation (as JSON, with its state for queries) and every
 //! server the manager installed (its directory, so removing it uninstalls it), in SQLite
 //! beside the ledger. It is opened on first use, so a gateway that never manages a server
 //! never creates it; on start an existing one has the operations the last run left
-//! unfinished marked failed.
+//! unfinished marked failed. [`OperationStore`] is what the manager asks of it, and of the
+//! store the replicas of a deployment share on PostgreSQL (`super::postgres`).
 
 use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 
-use super::operation::{Operation, State, Step};
+use super::operation::{Operation, State};
 
 /// Why the database could not be used.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -34,6 +35,26 @@ pub struct Installed {
     /// Its keys in the secrets file (removed with it).
     #[serde(default)]
     pub secrets: Vec<String>,
+    /// The replica (host:pid) whose disk holds `dir`, when the replicas of a deployment
+    /// share their installs (`[storage] url`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica: Option<String>,
+}
+
+/// Where the manager keeps its operations and installs: the SQLite file of one gateway
+/// ([`Store`]), or PostgreSQL, shared by the replicas of a deployment
+/// (`super::postgres::SharedOperations`).
+pub(crate) trait OperationStore {
+    /// Saves an operation as it is now (a new one, or a change of one).
+    fn save(&self, operation: &Operation) -> Result<(), StoreError>;
+    /// The newest `limit` operations, newest first.
+    fn recent(&self, limit: usize) -> Result<Vec<Operation>, StoreError>;
+    fn get(&self, id: &str) -> Result<Option<Operation>, StoreError>;
+    fn record_install(&self, installed: &Installed) -> Result<(), StoreError>;
+    fn install_of(&self, server: &str) -> Result<Option<Installed>, StoreError>;
+    /// Every install, by server id.
+    fn installs(&self) -> Result<Vec<Installed>, StoreError>;
+    fn forget_install(&self, server: &str) -> Result<(), StoreError>;
 }
 
 /// The exclusive lock of the process that owns a database (held while it runs).
@@ -98,7 +119,43 @@ impl Store {
         }
     }
 
-    pub(crate) fn save(&self, operation: &Operation) -> Result<(), StoreError> {
+    /// The first column of every row `sql` selects (rows that cannot be read are skipped).
+    fn bodies(&self, sql: &str) -> Result<Vec<String>, StoreError> {
+        let mut statement = self.conn.prepare(sql).map_err(|e| self.error(e))?;
+        let rows = statement
+            .query_map([], |row| row.get(0))
+            .map_err(|e| self.error(e))?
+            .filter_map(Result::ok)
+            .collect();
+        Ok(rows)
+    }
+
+    /// Marks every operation the last run left queued or in progress failed, saying why.
+    /// Returns how many.
+    pub(crate) fn fail_interrupted(&self, now_ms: u64) -> Result<usize, StoreError> {
+        let bodies =
+            self.bodies("SELECT body FROM operations WHERE state IN ('queued', 'in_progress')")?;
+        let mut count = 0;
+        for body in bodies {
+            let Ok(mut operation) = serde_json::from_str::<Operation>(&body) else {
+                continue;
+            };
+            let reason = match operation.state {
+                State::InProgress => {
+                    "the gateway stopped while this operation was in progress".to_owned()
+                }
+                _ => "the gateway stopped before this operation started".to_owned(),
+            };
+            operation.fail_interrupted(now_ms, reason);
+            self.save(&operation)?;
+            count += 1;
+        }
+        Ok(count)
+    }
+}
+
+impl OperationStore for Store {
+    fn save(&self, operation: &Operation) -> Result<(), StoreError> {
         let body = serde_json::to_string(operation).map_err(|e| self.error(e))?;
         self.conn
             .execute(
@@ -117,7 +174,7 @@ impl Store {
 
     /// The newest `limit` operations, newest first (rows that no longer parse are skipped
     /// with a warning).
-    pub(crate) fn recent(&self, limit: usize) -> Result<Vec<Operation>, StoreError> {
+    fn recent(&self, limit: usize) -> Result<Vec<Operation>, StoreError> {
         let mut statement = self
             .conn
             .prepare("SELECT id, body FROM operations ORDER BY created_ms DESC, id DESC LIMIT ?1")
@@ -138,7 +195,7 @@ impl Store {
         Ok(operations)
     }
 
-    pub(crate) fn get(&self, id: &str) -> Result<Option<Operation>, StoreError> {
+    fn get(&self, id: &str) -> Result<Option<Operation>, StoreError> {
         let body: Option<String> = self
             .conn
             .query_row("SELECT body FROM operations WHERE id = ?1", [id], |row| {
@@ -150,46 +207,7 @@ impl Store {
             .transpose()
     }
 
-    /// Marks every operation the last run left queued or in progress failed, saying why.
-    /// Returns how many.
-    pub(crate) fn fail_interrupted(&self, now_ms: u64) -> Result<usize, StoreError> {
-        let mut statement = self
-            .conn
-            .prepare("SELECT body FROM operations WHERE state IN ('queued', 'in_progress')")
-            .map_err(|e| self.error(e))?;
-        let bodies: Vec<String> = statement
-            .query_map([], |row| row.get(0))
-            .map_err(|e| self.error(e))?
-            .filter_map(Result::ok)
-            .collect();
-        let mut count = 0;
-        for body in bodies {
-            let Ok(mut operation) = serde_json::from_str::<Operation>(&body) else {
-                continue;
-            };
-            let reason = match operation.state {
-                State::InProgress => {
-                    "the gateway stopped while this operation was in progress".to_owned()
-                }
-                _ => "the gateway stopped before this operation started".to_owned(),
-            };
-            operation.state = State::Failed;
-            operation.steps.push(Step {
-                at_ms: now_ms,
-                progress: operation.progress,
-                message: reason.clone(),
-            });
-            operation.message = reason.clone();
-            operation.error = Some(reason);
-            operation.waiting = None;
-            operation.finished_ms = Some(now_ms);
-            self.save(&operation)?;
-            count += 1;
-        }
-        Ok(count)
-    }
-
-    pub(crate) fn record_install(&self, installed: &Installed) -> Result<(), StoreError> {
+    fn record_install(&self, installed: &Installed) -> Result<(), StoreError> {
         let body = serde_json::to_string(installed).map_err(|e| self.error(e))?;
         self.conn
             .execute(
@@ -201,7 +219,7 @@ impl Store {
         Ok(())
     }
 
-    pub(crate) fn install_of(&self, server: &str) -> Result<Option<Installed>, StoreError> {
+    fn install_of(&self, server: &str) -> Result<Option<Installed>, StoreError> {
         let body: Option<String> = self
             .conn
             .query_row(
@@ -215,23 +233,15 @@ impl Store {
             .transpose()
     }
 
-    pub(crate) fn installs(&self) -> Result<Vec<Installed>, StoreError> {
-        let mut statement = self
-            .conn
-            .prepare("SELECT body FROM installs ORDER BY server")
-            .map_err(|e| self.error(e))?;
-        let rows: Vec<String> = statement
-            .query_map([], |row| row.get(0))
-            .map_err(|e| self.error(e))?
-            .filter_map(Result::ok)
-            .collect();
+    fn installs(&self) -> Result<Vec<Installed>, StoreError> {
+        let rows = self.bodies("SELECT body FROM installs ORDER BY server")?;
         Ok(rows
             .iter()
             .filter_map(|body| serde_json::from_str(body).ok())
             .collect())
     }
 
-    pub(crate) fn forget_install(&self, server: &str) -> Result<(), StoreError> {
+    fn forget_install(&self, server: &str) -> Result<(), StoreError> {
         self.conn
             .execute("DELETE FROM installs WHERE server = ?1", [server])
             .map_err(|e| self.error(e))?;
@@ -293,6 +303,7 @@ mod tests {
             operation: "01A".to_owned(),
             installed_ms: 5,
             secrets: vec!["SWITCHBOARD_SECRET_MEMORY_KEY_00000000".to_owned()],
+            replica: None,
         };
         store.record_install(&installed).expect("record");
         assert_eq!(

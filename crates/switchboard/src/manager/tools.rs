@@ -459,7 +459,7 @@ impl ToolProvider for ManagerTools {
                     let id = required(&arguments, "id")?;
                     let reason = required(&arguments, "reason")?;
                     own_operation(manager, id, ctx)?;
-                    let operation = manager.cancel(id, reason).map_err(refused)?;
+                    let operation = manager.cancel_anywhere(id, reason).await.map_err(refused)?;
                     Ok(answer(&operation))
                 }
                 "list_operations" => {

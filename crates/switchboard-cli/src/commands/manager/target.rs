@@ -93,7 +93,7 @@ impl Target {
     pub(crate) async fn status(&self, id: &str) -> anyhow::Result<Operation> {
         match self {
             Self::Gateway(admin) => admin.operation(id, None, None).await,
-            Self::Local(local) => Ok(local.manager.status(id)?),
+            Self::Local(local) => Ok(local.manager.status_anywhere(id).await?),
         }
     }
 
@@ -139,7 +139,8 @@ impl Target {
             Self::Gateway(admin) => admin.cancel_operation(id, reason).await,
             Self::Local(local) => Ok(local
                 .manager
-                .cancel(id, reason.unwrap_or("cancelled by the operator"))?),
+                .cancel_anywhere(id, reason.unwrap_or("cancelled by the operator"))
+                .await?),
         }
     }
 
@@ -248,6 +249,8 @@ impl Local {
             host.shutdown().await;
             bail!("this Host runs no server manager");
         };
+        // With `[storage] url`, what the replicas did is read before anything is shown.
+        manager.synced(Duration::from_secs(10)).await;
         Ok(Self {
             host,
             manager,

@@ -202,6 +202,7 @@ impl Job<'_> {
             operation: self.id.to_owned(),
             installed_ms: now_ms(),
             secrets: inputs::stored_secret_keys(&server_id, &resolution.inputs),
+            replica: self.manager.replica(),
         };
         let origin = json!({
             "name": listing.server.name,

@@ -6,6 +6,7 @@
 //! at any point, it undoes what it did: the directory, the processes, the config entry.
 
 mod install;
+mod replicate;
 
 use serde_json::{Value, json};
 use switchboard_core::approval::{ApprovalRequest, Decision};
@@ -90,6 +91,7 @@ pub(crate) async fn run(
             modification,
         } => job.modify(server, *modification).await,
         Work::Remove { server } => job.remove(server).await,
+        Work::Replicate { server } => job.replicate(server).await,
     }
 }
 

@@ -1,0 +1,102 @@
+//! A replica's own copy of a server another replica installed. With `[storage] url` the
+//! managed configuration reaches every replica, but an installed package lies on the disk
+//! of the replica that installed it; the config entry names it by its path under
+//! `[manager] install_dir`. A replica that runs the entry without that path installs the
+//! same package (name and exact version from the shared install record, resolved again from
+//! its registries) into the same path, then restarts the server here only. It refuses,
+//! saying what to do, when its `install_dir` differs from the installer's or a secret the
+//! server needs is missing from its own secrets file.
+
+use serde_json::json;
+
+use super::install::remove_dir;
+use super::{Job, Outcome, WorkError, failed};
+use crate::live::Change;
+use crate::manager::inputs;
+
+impl Job<'_> {
+    pub(super) async fn replicate(&self, server: &str) -> Outcome {
+        let installed = self
+            .manager
+            .installed_server(server)
+            .map_err(failed)?
+            .ok_or_else(|| failed(format!("no install of '{server}' is on record")))?;
+        let by = installed.replica.as_deref().unwrap_or("another replica");
+        let root = self
+            .settings
+            .install_dir
+            .clone()
+            .unwrap_or_else(crate::manager::default_install_dir);
+        let root = std::path::absolute(&root).map_err(|e| {
+            failed(format!(
+                "cannot resolve [manager] install_dir {}: {e}",
+                root.display()
+            ))
+        })?;
+        if installed.dir.parent() != Some(root.as_path()) {
+            return Err(failed(format!(
+                "'{server}' was installed into {} on replica {by}, which is not under this replica's [manager] install_dir ({}): give every replica the same install_dir",
+                installed.dir.display(),
+                root.display()
+            )));
+        }
+        let missing = inputs::missing_secrets(&installed.secrets);
+        if !missing.is_empty() {
+            return Err(failed(format!(
+                "'{server}' needs {} from the secrets file, which this replica's lacks (replica {by} has them): copy them into this replica's secrets file and restart it",
+                missing.join(", ")
+            )));
+        }
+        let wanted = format!("{}@{}", installed.name, installed.version);
+        if installed.dir.exists() {
+            self.step(50, &format!("{} is here already", installed.dir.display()));
+        } else {
+            self.step(
+                5,
+                &format!("looking up {wanted} (installed on replica {by})"),
+            );
+            let registry = self.manager.registry(self.settings);
+            let listing = self
+                .or_cancel(registry.get(&installed.name, Some(&installed.version)))
+                .await?
+                .map_err(failed)?;
+            let resolution = switchboard_registry::resolve(&listing.server).map_err(failed)?;
+            self.step(15, &format!("installing into {}", installed.dir.display()));
+            let progress = |percent: u8, message: &str| {
+                let scaled =
+                    15 + u8::try_from(u16::from(percent.min(100)) * 70 / 100).unwrap_or(70);
+                self.step(scaled, message);
+            };
+            let outcome =
+                switchboard_registry::install(&resolution, &installed.dir, self.cancel, &progress)
+                    .await;
+            if let Err(error) = outcome {
+                if let Err(e) = remove_dir(&installed.dir).await {
+                    tracing::warn!("{e}");
+                }
+                return Err(match error {
+                    switchboard_registry::InstallError::Cancelled => WorkError::Cancelled,
+                    error => failed(error),
+                });
+            }
+        }
+        let configured = self
+            .host
+            .config()
+            .is_some_and(|c| c.server(server).is_some());
+        if configured {
+            self.step(90, &format!("restarting '{server}' on this replica"));
+            self.apply(Change::Restart {
+                server: server.to_owned(),
+            })
+            .await?;
+        }
+        Ok(json!({
+            "server": server,
+            "package": wanted,
+            "dir": installed.dir,
+            "installed_by": installed.replica,
+            "restarted": configured,
+        }))
+    }
+}
