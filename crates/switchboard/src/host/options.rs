@@ -88,6 +88,9 @@ pub struct HostOptions {
     /// The result cache's level the replicas share (`[shared] redis`; `None`: each replica
     /// caches alone).
     pub shared_results: Option<Arc<dyn crate::latency::cache::SharedResults>>,
+    /// Where the tasks every replica can reach are kept (`[shared] redis`; `None`: a task is
+    /// known to the replica that runs it only).
+    pub shared_tasks: Option<Arc<crate::shared::SharedTasks>>,
 }
 
 impl Default for HostOptions {
@@ -121,6 +124,7 @@ impl Default for HostOptions {
             events: None,
             ended_sessions: None,
             shared_results: None,
+            shared_tasks: None,
         }
     }
 }

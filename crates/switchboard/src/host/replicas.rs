@@ -50,6 +50,9 @@ impl Host {
                     SharedEvent::ToolsListChanged => inner.bump_listings(),
                     // The sessions' own follower (`shared::marks`) keeps those.
                     SharedEvent::SessionEnded { .. } => {}
+                    SharedEvent::TaskChanged { .. } => {
+                        crate::tasks::shared::relay_change(&inner.tasks, &event);
+                    }
                 }
             }
         });

@@ -8,8 +8,10 @@
 //! the task cancels the call, which cancels it upstream and is recorded like any cancelled
 //! call. Tasks live in memory ([`store`]): a gateway restart loses them, and a client asking
 //! for one afterwards is told it does not exist (calls that finished are in the ledger).
+//! With `[shared] redis`, every replica can read, await and cancel them ([`shared`]).
 
 mod caller;
+pub mod shared;
 mod store;
 
 use std::sync::Arc;
@@ -25,7 +27,7 @@ use switchboard_core::{CallContext, Caller, ProgressSink, ToolCall, ToolOutcome}
 use switchboard_mcp::front::Backend;
 use tokio::sync::oneshot;
 
-pub use store::{Task, TaskSettings, TaskStore, UpstreamTask};
+pub use store::{Mirror, Mirrored, Task, TaskSettings, TaskStore, UpstreamTask};
 
 use crate::Host;
 use caller::TaskCaller;
@@ -105,6 +107,11 @@ impl Host {
                     if let Ok(answer) = answered.try_recv() {
                         finish(&task, answer);
                     }
+                    if let Err(error) = self.share_new_task(&task).await {
+                        cancel(&task, error.to_string()).ok();
+                        self.inner.tasks.remove(&task.id);
+                        return Err(error);
+                    }
                     return Ok(StartedTask::Task(task.view()));
                 }
             }
@@ -128,6 +135,12 @@ impl Host {
             .inner
             .tasks
             .create(TaskOwner::of(&ctx), &call.name, ttl, None)?;
+        // Every replica can find the task before its client hears of it (a relayed call's
+        // task is shared once the server makes it one).
+        if !modern && let Err(error) = self.share_new_task(&task).await {
+            self.inner.tasks.remove(&task.id);
+            return Err(error);
+        }
         let (created_tx, created) = oneshot::channel();
         let caller = TaskCaller {
             task: task.clone(),
