@@ -115,6 +115,9 @@ pub enum TaskCommand {
     /// The task's client cancelled it through another replica. `owner`: the digest of the
     /// task's owner, which the owner replica checks against the task it holds.
     Cancel { task: String, owner: String },
+    /// The task's client fetched its result through another replica: the owner may let it
+    /// make room for a new task, as if fetched there.
+    Fetched { task: String, owner: String },
 }
 
 /// A task as the replicas share it (the JSON of its record).
@@ -252,7 +255,7 @@ pub fn owner_digest(owner: &TaskOwner) -> String {
 
 /// The tasks of a deployment's replicas in Redis. Cheap to share (`Arc`).
 pub struct SharedTasks {
-    redis: Bounded,
+    redis: std::sync::Arc<Bounded>,
     policy: WhenUnreachable,
     bus: EventBus,
     /// `switchboard:{deployment}:`.
@@ -294,11 +297,11 @@ impl SharedTasks {
     ) -> Result<Self, SharedError> {
         let script = |body: &str| redis::Script::new(&format!("{READ_FN}\n{body}"));
         Ok(Self {
-            redis: Bounded::connect(
+            redis: std::sync::Arc::new(Bounded::connect(
                 url,
                 "tasks",
                 "tasks of other replicas cannot be reached (shared.redis_unavailable decides what their clients are told)".to_owned(),
-            )?,
+            )?),
             policy,
             bus,
             prefix: format!("switchboard:{{{deployment}}}:"),
@@ -448,6 +451,31 @@ impl SharedTasks {
             .run(|mut connection| async move { invocation.invoke_async(&mut connection).await })
             .await?;
         Ok(found.and_then(Fields::found))
+    }
+}
+
+impl SharedTasks {
+    /// Tells `replica` (the owner of the caller's task `id`) that its client has the result;
+    /// in the background, at most once (a lost note only keeps the task until its TTL).
+    pub fn tell_fetched(&self, replica: &str, owner: &TaskOwner, id: &str) {
+        let command = TaskCommand::Fetched {
+            task: id.to_owned(),
+            owner: owner_digest(owner),
+        };
+        let Ok(payload) = serde_json::to_string(&command) else {
+            return;
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let mut command = redis::cmd("PUBLISH");
+        command
+            .arg(format!("{}replica:{replica}", self.prefix))
+            .arg(payload);
+        let redis = self.redis.clone();
+        runtime.spawn(async move {
+            let _ = redis.query::<i64>(command).await;
+        });
     }
 }
 

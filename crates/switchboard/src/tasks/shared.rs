@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use switchboard_core::CallContext;
 use switchboard_core::limits::WhenUnreachable;
-use switchboard_core::task::{TaskError, TaskOwner, TaskStatus, TaskView};
+use switchboard_core::task::{TaskEnd, TaskError, TaskOwner, TaskStatus, TaskView};
 use tokio::sync::broadcast;
 
 use super::store::Mirrored;
@@ -72,10 +72,20 @@ impl Host {
                 let answer = match written {
                     Ok(()) => Ok(()),
                     Err(WriteError::Ended) => {
-                        // Another replica found this one gone and ended the task: its call
-                        // stops here too, so it does not run on unseen.
+                        // Another replica found this one gone and failed the task: it ends
+                        // so here too (the same answer everywhere), and its call stops.
                         admitted.remove(&id);
                         if let Some(task) = weak.upgrade().and_then(|i| i.tasks.get_any(&id)) {
+                            let why = format!(
+                                "the replica that ran this task ({}) is gone",
+                                writer.replica()
+                            );
+                            let end = TaskEnd::Failed {
+                                code: -32603,
+                                message: why.clone(),
+                                data: None,
+                            };
+                            task.finish(Some(end), TaskStatus::Failed, Some(why));
                             task.cancel.cancel();
                         }
                         Ok(())
@@ -99,13 +109,17 @@ impl Host {
                     Err(broadcast::error::RecvError::Closed) => return,
                 };
                 let Some(inner) = weak.upgrade() else { return };
+                let (TaskCommand::Cancel { task, owner } | TaskCommand::Fetched { task, owner }) =
+                    &command;
+                let held = inner.tasks.get_any(task);
+                let Some(task) = held.filter(|t| &owner_digest(&t.owner) == owner) else {
+                    continue;
+                };
                 match command {
-                    TaskCommand::Cancel { task, owner } => {
-                        let held = inner.tasks.get_any(&task);
-                        if let Some(task) = held.filter(|t| owner_digest(&t.owner) == owner) {
-                            let _ = super::cancel(&task, "cancelled by the client".to_owned());
-                        }
+                    TaskCommand::Cancel { .. } => {
+                        let _ = super::cancel(&task, "cancelled by the client".to_owned());
                     }
+                    TaskCommand::Fetched { .. } => task.mark_fetched(),
                 }
             }
         });
@@ -138,7 +152,10 @@ impl Host {
         };
         match (local, self.shared_tasks()) {
             (Err(TaskError::UnknownTask(_)), Some(shared)) => {
-                let mut view = remote(shared, owner, id).await?;
+                let (mut view, replica) = remote(shared, owner, id).await?;
+                if with_result && view.status.is_terminal() {
+                    shared.tell_fetched(&replica, owner, id);
+                }
                 if !with_result {
                     view.end = None;
                 }
@@ -157,8 +174,9 @@ impl Host {
         let owner = TaskOwner::of(ctx);
         let mut events = shared.bus().subscribe();
         loop {
-            let view = remote(shared, &owner, id).await?;
+            let (view, replica) = remote(shared, &owner, id).await?;
             if view.status.is_terminal() {
+                shared.tell_fetched(&replica, &owner, id);
                 return Ok(view);
             }
             tokio::select! {
@@ -191,7 +209,7 @@ impl Host {
         }
         let deadline = tokio::time::Instant::now() + CANCEL_WAIT;
         loop {
-            let view = remote(shared, owner, id).await?;
+            let (view, _) = remote(shared, owner, id).await?;
             if view.status == TaskStatus::Cancelled {
                 return Ok(TaskView { end: None, ..view });
             }
@@ -264,10 +282,14 @@ pub(crate) fn relay_change(tasks: &super::TaskStore, event: &SharedEvent) {
     }
 }
 
-/// The caller's task `id` as Redis has it.
-async fn remote(shared: &SharedTasks, owner: &TaskOwner, id: &str) -> Result<TaskView, TaskError> {
+/// The caller's task `id` as Redis has it, and the replica that runs it.
+async fn remote(
+    shared: &SharedTasks,
+    owner: &TaskOwner,
+    id: &str,
+) -> Result<(TaskView, String), TaskError> {
     match shared.get(owner, id).await {
-        Ok(Some(found)) => Ok(found.view),
+        Ok(Some(found)) => Ok((found.view, found.replica)),
         Ok(None) => Err(TaskError::UnknownTask(id.to_owned())),
         Err(why) => Err(unreachable(shared, id, &why)),
     }

@@ -120,7 +120,7 @@ async fn a_task_whose_replica_is_gone_is_failed_for_every_replica_at_once() {
 }
 
 #[tokio::test]
-async fn a_cancel_reaches_the_replica_that_runs_the_task() {
+async fn a_cancel_and_a_fetched_result_reach_the_replica_that_runs_the_task() {
     let redis = Redis::start();
     let (a, b) = (replica(&redis), replica(&redis));
     alive(&a).await;
@@ -143,6 +143,18 @@ async fn a_cancel_reaches_the_replica_that_runs_the_task() {
     assert_eq!(
         command,
         TaskCommand::Cancel {
+            task: "t1".to_owned(),
+            owner: owner_digest(&alice)
+        }
+    );
+    b.tell_fetched(&asked.replica, &alice, "t1");
+    let command = tokio::time::timeout(Duration::from_secs(2), commands.recv())
+        .await
+        .expect("heard in time")
+        .expect("a command");
+    assert_eq!(
+        command,
+        TaskCommand::Fetched {
             task: "t1".to_owned(),
             owner: owner_digest(&alice)
         }
