@@ -119,6 +119,14 @@ async fn a_task_whose_replica_is_gone_is_failed_for_every_replica_at_once() {
     assert!(!cancelled.asked, "nobody to ask");
 }
 
+/// The next command a replica hears, within 2 s.
+async fn next(commands: &mut tokio::sync::broadcast::Receiver<TaskCommand>) -> TaskCommand {
+    tokio::time::timeout(Duration::from_secs(2), commands.recv())
+        .await
+        .expect("heard in time")
+        .expect("a command")
+}
+
 #[tokio::test]
 async fn a_cancel_and_a_fetched_result_reach_the_replica_that_runs_the_task() {
     let redis = Redis::start();
@@ -136,10 +144,7 @@ async fn a_cancel_and_a_fetched_result_reach_the_replica_that_runs_the_task() {
         .expect("cancel")
         .expect("found");
     assert!(asked.asked);
-    let command = tokio::time::timeout(Duration::from_secs(2), commands.recv())
-        .await
-        .expect("heard in time")
-        .expect("a command");
+    let command = next(&mut commands).await;
     assert_eq!(
         command,
         TaskCommand::Cancel {
@@ -148,10 +153,7 @@ async fn a_cancel_and_a_fetched_result_reach_the_replica_that_runs_the_task() {
         }
     );
     b.tell_fetched(&asked.replica, &alice, "t1");
-    let command = tokio::time::timeout(Duration::from_secs(2), commands.recv())
-        .await
-        .expect("heard in time")
-        .expect("a command");
+    let command = next(&mut commands).await;
     assert_eq!(
         command,
         TaskCommand::Fetched {
