@@ -28,6 +28,14 @@ fn replicas(root: &std::path::Path, redis: &str, count: usize) -> Vec<Replica> {
     shared_replicas::start(root, redis, count, &rest)
 }
 
+/// A Redis and `count` replicas on it in a temporary directory (dropped in this order: the
+/// replicas first).
+fn deployment(count: usize) -> (Vec<Replica>, tempfile::TempDir, Redis) {
+    let redis = Redis::start();
+    let root = tempfile::tempdir().expect("tempdir");
+    (replicas(root.path(), &redis.url(), count), root, redis)
+}
+
 /// A 2025-11-25 request to `url` (of `session`, none for `initialize`): the response.
 async fn send(url: &str, session: Option<&str>, body: &Value) -> reqwest::Response {
     let mut request = http_client()
@@ -108,9 +116,7 @@ async fn start(url: &str, session: &str, seconds: u64, label: &str) -> String {
 
 #[tokio::test]
 async fn a_task_is_got_listed_awaited_and_cancelled_on_replicas_that_do_not_run_it() {
-    let redis = Redis::start();
-    let root = tempfile::tempdir().expect("tempdir");
-    let replicas = replicas(root.path(), &redis.url(), 3);
+    let (replicas, root, _redis) = deployment(3);
     let url = |n: usize| replicas[n].gateway.url.clone();
     let session = open(&url(0)).await;
 
@@ -194,12 +200,13 @@ async fn a_task_is_got_listed_awaited_and_cancelled_on_replicas_that_do_not_run_
     );
 }
 
-/// A stateless 2026-07-28 request declaring the tasks extension: the whole answer.
+/// A stateless 2026-07-28 request declaring the tasks extension and elicitation: the whole
+/// answer.
 async fn modern(url: &str, method: &str, mut params: Value) -> Value {
     params["_meta"] = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities":
-            {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+            {"extensions": {"io.modelcontextprotocol/tasks": {}}, "elicitation": {}},
     });
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
     let (_, text, _) = support::post(url, None, body).await;
@@ -221,11 +228,47 @@ fn task_id(answer: &Value) -> String {
         .to_owned()
 }
 
+/// Polls the modern `tasks/get` of `id` on `url` until `done` says so (10 s at most).
+async fn poll(url: &str, id: &str, done: impl Fn(&Value) -> bool) -> Value {
+    let started = Instant::now();
+    loop {
+        let got = modern(url, "tasks/get", json!({"taskId": id})).await;
+        if done(&got["result"]) {
+            return got["result"].clone();
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "{got}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_question_of_a_task_is_seen_and_answered_through_another_replica() {
+    let (replicas, _root, _redis) = deployment(2);
+    let url = |n: usize| replicas[n].gateway.url.clone();
+    let params = json!({"name": "c__confirm_delete", "arguments": {"filename": "notes.txt"}});
+    let id = task_id(&modern(&url(0), "tools/call", params).await);
+
+    let asking = poll(&url(1), &id, |t| t["status"] == "input_required").await;
+    let requests = asking["inputRequests"].as_object().expect("inputRequests");
+    let (key, request) = requests.iter().next().expect("one question");
+    assert!(
+        request.to_string().contains("Delete notes.txt?"),
+        "{asking}"
+    );
+    // Answered through replica 1, to the call waiting on replica 0.
+    let mut update = json!({"taskId": id, "inputResponses": {}});
+    update["inputResponses"][key.as_str()] =
+        json!({"action": "accept", "content": {"confirm": true}});
+    let updated = modern(&url(1), "tasks/update", update).await;
+    assert!(updated.get("result").is_some(), "{updated}");
+    let done = poll(&url(1), &id, |t| t["status"] == "completed").await;
+    let text = done["result"]["content"][0]["text"].as_str().unwrap_or("");
+    assert!(text.starts_with("notes.txt deleted"), "{done}");
+}
+
 #[tokio::test]
 async fn with_redis_down_tasks_fail_closed_readably_and_are_shared_again_once_it_is_back() {
-    let mut redis = Redis::start();
-    let root = tempfile::tempdir().expect("tempdir");
-    let replicas = replicas(root.path(), &redis.url(), 2);
+    let (replicas, _root, mut redis) = deployment(2);
     let url = |n: usize| replicas[n].gateway.url.clone();
     // Stateless 2026-07-28 requests: no session for Redis to vouch for, so what is refused
     // below is refused by the tasks themselves.
@@ -263,25 +306,16 @@ async fn with_redis_down_tasks_fail_closed_readably_and_are_shared_again_once_it
         assert!(started.elapsed() < Duration::from_secs(5), "{answer}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
-    loop {
-        let got = modern(&url(1), "tasks/get", json!({"taskId": again})).await;
-        if got["result"]["status"] == "completed" {
-            assert_eq!(
-                got["result"]["result"]["content"][0]["text"], "computed back after 0s",
-                "{got}"
-            );
-            break;
-        }
-        assert!(started.elapsed() < Duration::from_secs(10), "{got}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let done = poll(&url(1), &again, |t| t["status"] == "completed").await;
+    assert_eq!(
+        done["result"]["content"][0]["text"], "computed back after 0s",
+        "{done}"
+    );
 }
 
 #[tokio::test]
 async fn a_task_whose_replica_is_killed_is_failed_on_the_others_within_a_second() {
-    let redis = Redis::start();
-    let root = tempfile::tempdir().expect("tempdir");
-    let mut replicas = replicas(root.path(), &redis.url(), 3);
+    let (mut replicas, _root, _redis) = deployment(3);
     let urls: Vec<String> = replicas.iter().map(|r| r.gateway.url.clone()).collect();
     let session = open(&urls[0]).await;
     let id = start(&urls[1], &session, 30, "orphan").await;

@@ -142,8 +142,8 @@ impl Backend for Host {
         id: &str,
         responses: Map<String, Value>,
     ) -> BoxFuture<'_, Result<(), TaskError>> {
-        let updated = Host::update_task(self, owner, id, &responses);
-        Box::pin(async move { updated })
+        let (owner, id) = (owner.clone(), id.to_owned());
+        Box::pin(async move { self.update_any_task(&owner, &id, responses).await })
     }
 
     fn cancel_task(

@@ -83,7 +83,7 @@ return out
 /// `KEYS[1]` the record; `ARGV[1]` the prefix, `ARGV[2]` the command for its owner. The
 /// record as `READ` gives it; its last field says `asked` when the owner was sent the
 /// command (it lives and the task still works).
-const CANCEL: &str = r"
+const SEND: &str = r"
 local found = read(KEYS[1], ARGV[1])
 if found and found[6] == 'asked' then
   if redis.call('PUBLISH', ARGV[1] .. 'replica:' .. found[5], ARGV[2]) == 0 then
@@ -118,6 +118,13 @@ pub enum TaskCommand {
     /// The task's client fetched its result through another replica: the owner may let it
     /// make room for a new task, as if fetched there.
     Fetched { task: String, owner: String },
+    /// The task's client answered its questions through another replica (2026-07-28
+    /// `tasks/update`): the answers, by question key.
+    Answer {
+        task: String,
+        owner: String,
+        responses: Map<String, Value>,
+    },
 }
 
 /// A task as the replicas share it (the JSON of its record).
@@ -137,6 +144,9 @@ pub struct Record {
     pub result: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<RecordError>,
+    /// The questions waiting for the client's answer, by key (`input_required`).
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub input_requests: Map<String, Value>,
 }
 
 /// How a task failed, as its record keeps it.
@@ -189,6 +199,7 @@ impl Record {
             poll_ms: duration_ms(view.poll_interval),
             result,
             error,
+            input_requests: view.input_requests.clone(),
         }
     }
 
@@ -212,7 +223,7 @@ impl Record {
             ttl: self.ttl_ms.map(Duration::from_millis),
             poll_interval: Duration::from_millis(self.poll_ms),
             end,
-            input_requests: Map::new(),
+            input_requests: self.input_requests.clone(),
         })
     }
 }
@@ -262,7 +273,7 @@ pub struct SharedTasks {
     prefix: String,
     read: redis::Script,
     list: redis::Script,
-    cancel: redis::Script,
+    send: redis::Script,
     write: redis::Script,
 }
 
@@ -307,7 +318,7 @@ impl SharedTasks {
             prefix: format!("switchboard:{{{deployment}}}:"),
             read: script(READ),
             list: script(LIST),
-            cancel: script(CANCEL),
+            send: script(SEND),
             write: redis::Script::new(WRITE),
         })
     }
@@ -364,6 +375,7 @@ impl SharedTasks {
         let summary = Record {
             result: None,
             error: None,
+            input_requests: Map::new(),
             ..record.clone()
         };
         let event = SharedEvent::TaskChanged {
@@ -435,13 +447,39 @@ impl SharedTasks {
     /// Asks the replica that runs the caller's task `id` to cancel it: the task as it stood
     /// (`None`: no such task), with [`Found::asked`] set when its owner heard the command.
     pub async fn cancel(&self, owner: &TaskOwner, id: &str) -> Result<Option<Found>, String> {
-        let digest = owner_digest(owner);
         let command = TaskCommand::Cancel {
             task: id.to_owned(),
-            owner: digest.clone(),
+            owner: owner_digest(owner),
         };
-        let command = serde_json::to_string(&command).map_err(|error| error.to_string())?;
-        let mut invocation = self.cancel.prepare_invoke();
+        self.send(owner, id, &command).await
+    }
+
+    /// Hands the client's answers to the replica that runs the caller's task `id` (as
+    /// [`SharedTasks::cancel`]).
+    pub async fn answer(
+        &self,
+        owner: &TaskOwner,
+        id: &str,
+        responses: Map<String, Value>,
+    ) -> Result<Option<Found>, String> {
+        let command = TaskCommand::Answer {
+            task: id.to_owned(),
+            owner: owner_digest(owner),
+            responses,
+        };
+        self.send(owner, id, &command).await
+    }
+
+    /// Sends `command` to the owner of the caller's task `id` if it lives and the task works.
+    async fn send(
+        &self,
+        owner: &TaskOwner,
+        id: &str,
+        command: &TaskCommand,
+    ) -> Result<Option<Found>, String> {
+        let digest = owner_digest(owner);
+        let command = serde_json::to_string(command).map_err(|error| error.to_string())?;
+        let mut invocation = self.send.prepare_invoke();
         invocation
             .key(format!("{}{id}", self.owner_prefix(&digest)))
             .arg(&self.prefix)

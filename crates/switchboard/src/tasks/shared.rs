@@ -3,7 +3,8 @@
 //! client is told the task exists, so any replica finds it at once); a task this replica
 //! does not hold is looked for there — `tasks/get`, `tasks/list`, `tasks/result` (which
 //! waits for a [`SharedEvent::TaskChanged`] of the task, polling every [`POLL_EVERY`]
-//! behind it) and `tasks/cancel` (sent to the owner's channel, then awaited). A task whose
+//! behind it), `tasks/cancel` (sent to the owner's channel, then awaited) and `tasks/update`
+//! (the answers sent to the owner's channel). A task whose
 //! replica is gone is answered `failed` by every replica (the read script marks it).
 //!
 //! Redis unreachable: `[shared] redis_unavailable` decides. `fail_open` keeps each replica's
@@ -109,8 +110,9 @@ impl Host {
                     Err(broadcast::error::RecvError::Closed) => return,
                 };
                 let Some(inner) = weak.upgrade() else { return };
-                let (TaskCommand::Cancel { task, owner } | TaskCommand::Fetched { task, owner }) =
-                    &command;
+                let (TaskCommand::Cancel { task, owner }
+                | TaskCommand::Fetched { task, owner }
+                | TaskCommand::Answer { task, owner, .. }) = &command;
                 let held = inner.tasks.get_any(task);
                 let Some(task) = held.filter(|t| &owner_digest(&t.owner) == owner) else {
                     continue;
@@ -120,6 +122,7 @@ impl Host {
                         let _ = super::cancel(&task, "cancelled by the client".to_owned());
                     }
                     TaskCommand::Fetched { .. } => task.mark_fetched(),
+                    TaskCommand::Answer { responses, .. } => task.answer(&responses),
                 }
             }
         });
@@ -227,6 +230,29 @@ impl Host {
                     )));
                 }
             }
+        }
+    }
+
+    /// Hands the client's answers to the caller's task `id`, here or on the replica that
+    /// runs it (2026-07-28 `tasks/update`).
+    pub async fn update_any_task(
+        &self,
+        owner: &TaskOwner,
+        id: &str,
+        responses: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<(), TaskError> {
+        let local = self.update_task(owner, id, &responses);
+        let (Err(TaskError::UnknownTask(_)), Some(shared)) = (&local, self.shared_tasks()) else {
+            return local;
+        };
+        match shared.answer(owner, id, responses).await {
+            Ok(Some(found)) if found.asked || found.view.status.is_terminal() => Ok(()),
+            Ok(Some(found)) => Err(TaskError::Unavailable(format!(
+                "replica {} runs task '{id}' but did not hear the answers; send them again",
+                found.replica
+            ))),
+            Ok(None) => Err(TaskError::UnknownTask(id.to_owned())),
+            Err(why) => Err(unreachable(shared, id, &why)),
         }
     }
 

@@ -78,8 +78,8 @@ struct TaskState {
 }
 
 /// A task's state as it changed, for the replicas' shared store (`tasks::shared`): its
-/// fields, with its result or error once it ended (never its questions). `ack` is told how
-/// the write went.
+/// fields, its open questions, and its result or error once it ended. `ack` is told how the
+/// write went.
 pub struct Mirrored {
     pub owner: TaskOwner,
     pub tool: String,
@@ -204,10 +204,7 @@ impl Task {
             }
             return;
         };
-        let view = TaskView {
-            end: state.end.clone(),
-            ..self.summary_of(state)
-        };
+        let view = self.view_of(state);
         let _ = mirror.send(Mirrored {
             owner: self.owner.clone(),
             tool: self.tool.clone(),
