@@ -3,8 +3,10 @@
 //! that sends each request to the replica the test picks. A task created on one replica is
 //! got, listed and awaited (`tasks/result`) on the others, its status changes reach the
 //! client's GET stream on another replica, it is cancelled through a third (its call stops
-//! on the replica that runs it), and when the replica that runs a task is SIGKILLed the
-//! others answer it `failed`, saying that replica is gone, within a second.
+//! on the replica that runs it), a 2026-07-28 task's question is answered through another
+//! replica, a session DELETEd on one replica stops its tasks on the others, and when the
+//! replica that runs a task is SIGKILLed the others answer it `failed`, saying that replica is
+//! gone, within a second. With Redis stopped (`fail_closed`) tasks are refused readably.
 
 mod support;
 
@@ -264,6 +266,34 @@ async fn a_question_of_a_task_is_seen_and_answered_through_another_replica() {
     let done = poll(&url(1), &id, |t| t["status"] == "completed").await;
     let text = done["result"]["content"][0]["text"].as_str().unwrap_or("");
     assert!(text.starts_with("notes.txt deleted"), "{done}");
+}
+
+#[tokio::test]
+async fn a_session_ended_on_one_replica_stops_its_tasks_on_the_others() {
+    let (replicas, root, _redis) = deployment(2);
+    let url = |n: usize| replicas[n].gateway.url.clone();
+    let session = open(&url(0)).await;
+    start(&url(1), &session, 30, "orphaned-by-delete").await;
+    let ended = http_client()
+        .delete(url(0))
+        .header("mcp-protocol-version", VERSION)
+        .header("mcp-session-id", &session)
+        .send()
+        .await
+        .expect("DELETE");
+    assert!(ended.status().is_success(), "DELETE: {}", ended.status());
+    let log = root.path().join("cancel.log");
+    let logged = support::wait_for(Duration::from_secs(2), || {
+        std::fs::read_to_string(&log).ok().filter(|text| {
+            text.lines()
+                .any(|line| line == "cancelled orphaned-by-delete")
+        })
+    });
+    assert!(
+        logged.is_some(),
+        "the task's call on replica 1 still runs: {:?}",
+        std::fs::read_to_string(&log).ok()
+    );
 }
 
 #[tokio::test]

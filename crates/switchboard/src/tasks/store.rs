@@ -546,6 +546,20 @@ impl TaskStore {
         );
     }
 
+    /// Cancels and forgets the tasks of a session another replica ended, known by the
+    /// SHA-256 (hex) of its id (`SharedEvent::SessionEnded`).
+    pub fn close_session_digest(&self, digest: &str) {
+        use sha2::Digest;
+        self.drop_where(
+            |task| {
+                task.owner.session.as_deref().is_some_and(|id| {
+                    switchboard_core::hex::encode(&sha2::Sha256::digest(id.as_bytes())) == digest
+                })
+            },
+            "its session ended",
+        );
+    }
+
     /// Forgets the tasks `doomed` picks; those still running are cancelled, saying `why`,
     /// which wakes whoever waits on them.
     fn drop_where(&self, doomed: impl Fn(&Task) -> bool, why: &str) {
