@@ -3,8 +3,8 @@
 //! that sends each request to the replica the test picks. A task created on one replica is
 //! got, listed and awaited (`tasks/result`) on the others, its status changes reach the
 //! client's GET stream on another replica, it is cancelled through a third (its call stops
-//! on the replica that runs it), a 2026-07-28 task's question is answered through another
-//! replica, a session DELETEd on one replica stops its tasks on the others, and when the
+//! on the replica that runs it), a task's question is asked and answered through another
+//! replica (2026-07-28 `tasks/update`, 2025-11-25 `tasks/result`'s stream), a session DELETEd on one replica stops its tasks on the others, and when the
 //! replica that runs a task is SIGKILLed the others answer it `failed`, saying that replica is
 //! gone, within a second. With Redis stopped (`fail_closed`) tasks are refused readably.
 
@@ -66,8 +66,13 @@ fn answer_in(body: &str) -> Value {
 
 /// A new session on `url`: its id.
 async fn open(url: &str) -> String {
+    open_with(url, json!({})).await
+}
+
+/// A new session on `url` declaring `capabilities`: its id.
+async fn open_with(url: &str, capabilities: Value) -> String {
     let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": VERSION, "capabilities": {},
+        "protocolVersion": VERSION, "capabilities": capabilities,
         "clientInfo": {"name": "e2e-shared-tasks", "version": "1"}}});
     let response = send(url, None, &initialize).await;
     assert_eq!(response.status().as_u16(), 200, "initialize");
@@ -266,6 +271,56 @@ async fn a_question_of_a_task_is_seen_and_answered_through_another_replica() {
     let done = poll(&url(1), &id, |t| t["status"] == "completed").await;
     let text = done["result"]["content"][0]["text"].as_str().unwrap_or("");
     assert!(text.starts_with("notes.txt deleted"), "{done}");
+}
+
+#[tokio::test]
+async fn a_legacy_task_result_on_another_replica_relays_the_question_and_its_answer() {
+    let (replicas, _root, _redis) = deployment(2);
+    let url = |n: usize| replicas[n].gateway.url.clone();
+    let session = open_with(&url(0), json!({"elicitation": {}})).await;
+    let created = rpc(
+        &url(0),
+        &session,
+        "tools/call",
+        json!({"name": "c__confirm_delete", "arguments": {"filename": "notes.txt"},
+               "task": {"ttl": 60000}}),
+    )
+    .await;
+    let id = created["result"]["task"]["taskId"]
+        .as_str()
+        .expect("taskId")
+        .to_owned();
+    let started = Instant::now();
+    while task(&url(1), &session, &id).await["result"]["status"] != "input_required" {
+        assert!(started.elapsed() < Duration::from_secs(10), "never asked");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // tasks/result on replica 1 asks the question over its own stream...
+    let body =
+        json!({"jsonrpc": "2.0", "id": 7, "method": "tasks/result", "params": {"taskId": id}});
+    let mut stream = send(&url(1), Some(&session), &body).await;
+    let mut buffer = String::new();
+    let asked = next_message(&mut stream, &mut buffer, Duration::from_secs(5))
+        .await
+        .expect("the question");
+    assert_eq!(asked["method"], "elicitation/create", "{asked}");
+    assert_eq!(
+        asked["params"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
+        id.as_str(),
+        "{asked}"
+    );
+    // ... and the client's answer reaches the call on replica 0.
+    let answer = json!({"jsonrpc": "2.0", "id": asked["id"],
+        "result": {"action": "accept", "content": {"confirm": true}}});
+    let posted = send(&url(1), Some(&session), &answer).await;
+    assert_eq!(posted.status().as_u16(), 202, "the answer is taken");
+    let result = next_message(&mut stream, &mut buffer, Duration::from_secs(10))
+        .await
+        .expect("the task's result");
+    let text = result["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or("");
+    assert!(text.starts_with("notes.txt deleted"), "{result}");
 }
 
 #[tokio::test]

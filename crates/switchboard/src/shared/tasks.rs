@@ -125,6 +125,14 @@ pub enum TaskCommand {
         owner: String,
         responses: Map<String, Value>,
     },
+    /// The task's client answered one question relayed by another replica (a 2025-11-25
+    /// `tasks/result` there): its result, or the error it answered.
+    Reply {
+        task: String,
+        owner: String,
+        key: String,
+        reply: Result<Value, RecordError>,
+    },
 }
 
 /// A task as the replicas share it (the JSON of its record).
@@ -149,8 +157,8 @@ pub struct Record {
     pub input_requests: Map<String, Value>,
 }
 
-/// How a task failed, as its record keeps it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// How a task failed, as its record keeps it (and an error a client answered).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RecordError {
     pub code: i64,
     pub message: String,
@@ -454,24 +462,10 @@ impl SharedTasks {
         self.send(owner, id, &command).await
     }
 
-    /// Hands the client's answers to the replica that runs the caller's task `id` (as
-    /// [`SharedTasks::cancel`]).
-    pub async fn answer(
-        &self,
-        owner: &TaskOwner,
-        id: &str,
-        responses: Map<String, Value>,
-    ) -> Result<Option<Found>, String> {
-        let command = TaskCommand::Answer {
-            task: id.to_owned(),
-            owner: owner_digest(owner),
-            responses,
-        };
-        self.send(owner, id, &command).await
-    }
-
-    /// Sends `command` to the owner of the caller's task `id` if it lives and the task works.
-    async fn send(
+    /// Sends `command` to the owner of the caller's task `id` if it lives and the task works
+    /// (a [`TaskCommand`] whose `owner` is [`owner_digest`] of `owner`): the task as it stood
+    /// (`None`: no such task), with [`Found::asked`] set when its owner heard the command.
+    pub async fn send(
         &self,
         owner: &TaskOwner,
         id: &str,

@@ -242,22 +242,12 @@ impl Host {
             }
             if let Some(channel) = &ctx.caller {
                 for (key, request) in task.open_questions() {
-                    let method = request.get("method").and_then(Value::as_str).unwrap_or("");
-                    if relayed.contains(&key) || !channel.supports(method) {
+                    let (method, params) = tagged(&request, &task.id);
+                    if relayed.contains(&key) || !channel.supports(&method) {
                         continue;
                     }
                     relayed.push(key.clone());
-                    let mut params = request.get("params").cloned().unwrap_or_else(|| json!({}));
-                    if let Value::Object(params) = &mut params {
-                        let meta = params
-                            .entry("_meta")
-                            .or_insert_with(|| Value::Object(Map::new()));
-                        if let Value::Object(meta) = meta {
-                            meta.insert(RELATED_TASK_META.into(), json!({"taskId": task.id}));
-                        }
-                    }
                     let channel = channel.clone();
-                    let method = method.to_owned();
                     answers.push(async move { (key, channel.request(&method, params).await) });
                 }
             }
@@ -406,6 +396,22 @@ fn answerable(ctx: &CallContext) -> Vec<&'static str> {
             (None, None) => false,
         })
         .collect()
+}
+
+/// A task's question as its client is asked it: the method, and the params tagged with the
+/// task (`_meta`'s related task).
+fn tagged(request: &Value, task: &str) -> (String, Value) {
+    let method = request.get("method").and_then(Value::as_str).unwrap_or("");
+    let mut params = request.get("params").cloned().unwrap_or_else(|| json!({}));
+    if let Value::Object(params) = &mut params {
+        let meta = params
+            .entry("_meta")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(meta) = meta {
+            meta.insert(RELATED_TASK_META.into(), json!({"taskId": task}));
+        }
+    }
+    (method.to_owned(), params)
 }
 
 /// Records how the task's call ended.

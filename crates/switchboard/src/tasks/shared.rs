@@ -3,8 +3,9 @@
 //! client is told the task exists, so any replica finds it at once); a task this replica
 //! does not hold is looked for there — `tasks/get`, `tasks/list`, `tasks/result` (which
 //! waits for a [`SharedEvent::TaskChanged`] of the task, polling every [`POLL_EVERY`]
-//! behind it), `tasks/cancel` (sent to the owner's channel, then awaited) and `tasks/update`
-//! (the answers sent to the owner's channel). A task whose
+//! behind it, and meanwhile asks the task's questions over its own stream, sending the
+//! answers to the owner), `tasks/cancel` (sent to the owner's channel, then awaited) and
+//! `tasks/update` (the answers sent to the owner's channel). A task whose
 //! replica is gone is answered `failed` by every replica (the read script marks it).
 //!
 //! Redis unreachable: `[shared] redis_unavailable` decides. `fail_open` keeps each replica's
@@ -26,8 +27,9 @@ use tokio::sync::broadcast;
 
 use super::store::Mirrored;
 use crate::Host;
+use crate::shared::SharedEvent;
+use crate::shared::tasks::{Record, RecordError};
 use crate::shared::tasks::{SharedTasks, TaskCommand, WriteError, owner_digest};
-use crate::shared::{SharedEvent, tasks::Record};
 
 /// How often a replica waiting on another's task reads it, whatever the bus says: the bound
 /// on noticing that the replica running it is gone.
@@ -112,7 +114,8 @@ impl Host {
                 let Some(inner) = weak.upgrade() else { return };
                 let (TaskCommand::Cancel { task, owner }
                 | TaskCommand::Fetched { task, owner }
-                | TaskCommand::Answer { task, owner, .. }) = &command;
+                | TaskCommand::Answer { task, owner, .. }
+                | TaskCommand::Reply { task, owner, .. }) = &command;
                 let held = inner.tasks.get_any(task);
                 let Some(task) = held.filter(|t| &owner_digest(&t.owner) == owner) else {
                     continue;
@@ -123,6 +126,14 @@ impl Host {
                     }
                     TaskCommand::Fetched { .. } => task.mark_fetched(),
                     TaskCommand::Answer { responses, .. } => task.answer(&responses),
+                    TaskCommand::Reply { key, reply, .. } => {
+                        let reply = reply.map_err(|error| switchboard_core::CallerError {
+                            code: error.code,
+                            message: error.message,
+                            data: error.data,
+                        });
+                        task.reply_to(&key, reply);
+                    }
                 }
             }
         });
@@ -176,16 +187,47 @@ impl Host {
         };
         let owner = TaskOwner::of(ctx);
         let mut events = shared.bus().subscribe();
+        let mut relayed: HashSet<String> = HashSet::new();
+        let mut answers = futures::stream::FuturesUnordered::new();
         loop {
             let (view, replica) = remote(shared, &owner, id).await?;
             if view.status.is_terminal() {
                 shared.tell_fetched(&replica, &owner, id);
                 return Ok(view);
             }
+            // The task's questions go to this request's caller when it can answer them, as
+            // on the owner; the answers go to the owner.
+            if let Some(channel) = &ctx.caller {
+                for (key, request) in &view.input_requests {
+                    let (method, params) = super::tagged(request, id);
+                    if relayed.contains(key) || !channel.supports(&method) {
+                        continue;
+                    }
+                    relayed.insert(key.clone());
+                    let (channel, key) = (channel.clone(), key.clone());
+                    answers.push(async move { (key, channel.request(&method, params).await) });
+                }
+            }
             tokio::select! {
                 () = changed(&mut events, id) => {}
                 () = tokio::time::sleep(POLL_EVERY) => {}
                 () = ctx.cancel.cancelled() => return Ok(view),
+                Some((key, reply)) = futures::StreamExt::next(&mut answers) => {
+                    let reply = reply.map_err(|error| RecordError {
+                        code: error.code,
+                        message: error.message,
+                        data: error.data,
+                    });
+                    let reply = TaskCommand::Reply {
+                        task: id.to_owned(),
+                        owner: owner_digest(&owner),
+                        key,
+                        reply,
+                    };
+                    if let Err(why) = shared.send(&owner, id, &reply).await {
+                        tracing::warn!(target: "switchboard::shared", "an answer to task {id}'s question did not reach its replica: {why}");
+                    }
+                }
             }
         }
     }
@@ -245,7 +287,12 @@ impl Host {
         let (Err(TaskError::UnknownTask(_)), Some(shared)) = (&local, self.shared_tasks()) else {
             return local;
         };
-        match shared.answer(owner, id, responses).await {
+        let answer = TaskCommand::Answer {
+            task: id.to_owned(),
+            owner: owner_digest(owner),
+            responses,
+        };
+        match shared.send(owner, id, &answer).await {
             Ok(Some(found)) if found.asked || found.view.status.is_terminal() => Ok(()),
             Ok(Some(found)) => Err(TaskError::Unavailable(format!(
                 "replica {} runs task '{id}' but did not hear the answers; send them again",
