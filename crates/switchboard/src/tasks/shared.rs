@@ -172,6 +172,7 @@ impl Host {
                 }
                 if !with_result {
                     view.end = None;
+                    view.input_requests.clear();
                 }
                 Ok(view)
             }
@@ -315,6 +316,7 @@ impl Host {
                 tasks.extend(others.into_iter().filter(|task| !held.contains(&task.id)));
                 for task in &mut tasks {
                     task.end = None;
+                    task.input_requests.clear();
                 }
                 tasks.sort_by(|a, b| b.created_at.cmp(&a.created_at).then(b.id.cmp(&a.id)));
                 Ok(tasks)
