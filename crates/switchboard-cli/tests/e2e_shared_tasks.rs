@@ -443,6 +443,7 @@ async fn a_task_whose_replica_is_killed_is_failed_on_the_others_within_a_second(
         "{failed}"
     );
     assert!(within < Duration::from_secs(1), "failed after {within:?}");
+    eprintln!("the task read failed {within:?} after its replica's SIGKILL");
     // Every replica answers the same.
     let other = task(&urls[2], &session, &id).await;
     assert_eq!(other["result"]["status"], "failed", "{other}");
@@ -452,6 +453,10 @@ async fn a_task_whose_replica_is_killed_is_failed_on_the_others_within_a_second(
         .await
         .expect("tasks/result answered")
         .expect("joined");
+    eprintln!(
+        "the waiting tasks/result answered {:?} after the SIGKILL",
+        at.duration_since(killed)
+    );
     assert!(
         at.duration_since(killed) < Duration::from_secs(1),
         "tasks/result answered {:?} after the kill",
