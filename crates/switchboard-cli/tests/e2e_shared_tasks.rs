@@ -359,6 +359,7 @@ async fn with_redis_down_tasks_fail_closed_readably_and_are_shared_again_once_it
     // below is refused by the tasks themselves.
     let theirs = task_id(&compute(&url(1), 30, "theirs").await);
     let own = task_id(&compute(&url(0), 30, "own").await);
+    let brief = task_id(&compute(&url(0), 1, "brief").await);
 
     redis.stop();
     // Replica 0 cannot read the task replica 1 runs, and says why
@@ -381,6 +382,8 @@ async fn with_redis_down_tasks_fail_closed_readably_and_are_shared_again_once_it
     let held = modern(&url(0), "tasks/get", json!({"taskId": own})).await;
     assert_eq!(held["result"]["status"], "working", "{held}");
 
+    // `brief` ends while Redis is down: its end is written once Redis is back.
+    tokio::time::sleep(Duration::from_millis(1200)).await;
     redis.restart();
     let started = Instant::now();
     let again = loop {
@@ -391,6 +394,11 @@ async fn with_redis_down_tasks_fail_closed_readably_and_are_shared_again_once_it
         assert!(started.elapsed() < Duration::from_secs(5), "{answer}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
+    let done = poll(&url(1), &brief, |t| t["status"] == "completed").await;
+    assert_eq!(
+        done["result"]["content"][0]["text"], "computed brief after 1s",
+        "{done}"
+    );
     let done = poll(&url(1), &again, |t| t["status"] == "completed").await;
     assert_eq!(
         done["result"]["content"][0]["text"], "computed back after 0s",

@@ -16,7 +16,7 @@
 //! Must never: answer a caller about a task of another caller (the records are keyed by the
 //! owner's digest), or let a request wait on an unreachable Redis without a bound.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -51,57 +51,10 @@ impl Host {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
-        let (mirror, mut changes) = tokio::sync::mpsc::unbounded_channel::<Mirrored>();
-        self.inner.tasks.mirror_to(mirror);
+        let (sender, changes) = tokio::sync::mpsc::unbounded_channel::<Mirrored>();
+        self.inner.tasks.mirror_to(sender);
         let weak = Arc::downgrade(&self.inner);
-        let writer = shared.clone();
-        runtime.spawn(async move {
-            // Tasks whose first state was written (a task the client never got, such as a
-            // relayed call answered at once, is never written).
-            let mut admitted: HashSet<String> = HashSet::new();
-            while let Some(change) = changes.recv().await {
-                let id = change.view.id.clone();
-                if change.ack.is_none() && !admitted.contains(&id) {
-                    continue;
-                }
-                let written = writer
-                    .write(&change.owner, &change.tool, &change.view)
-                    .await;
-                if change.view.status.is_terminal() {
-                    admitted.remove(&id);
-                } else if written.is_ok() || change.ack.is_some() {
-                    admitted.insert(id.clone());
-                }
-                let answer = match written {
-                    Ok(()) => Ok(()),
-                    Err(WriteError::Ended) => {
-                        // Another replica found this one gone and failed the task: it ends
-                        // so here too (the same answer everywhere), and its call stops.
-                        admitted.remove(&id);
-                        if let Some(task) = weak.upgrade().and_then(|i| i.tasks.get_any(&id)) {
-                            let why = format!(
-                                "the replica that ran this task ({}) is gone",
-                                writer.replica()
-                            );
-                            let end = TaskEnd::Failed {
-                                code: -32603,
-                                message: why.clone(),
-                                data: None,
-                            };
-                            task.finish(Some(end), TaskStatus::Failed, Some(why));
-                            task.cancel.cancel();
-                        }
-                        Ok(())
-                    }
-                    Err(WriteError::Unreachable(why)) => Err(TaskError::Unavailable(format!(
-                        "the task cannot be shared with the other replicas now ({why})"
-                    ))),
-                };
-                if let Some(ack) = change.ack {
-                    let _ = ack.send(answer);
-                }
-            }
-        });
+        runtime.spawn(mirror(changes, shared.clone(), weak));
         let mut commands = shared.bus().task_commands();
         let weak = Arc::downgrade(&self.inner);
         runtime.spawn(async move {
@@ -354,6 +307,112 @@ pub(crate) fn relay_change(tasks: &super::TaskStore, event: &SharedEvent) {
             subject: subject.clone(),
         };
         tasks.relay(owner, view);
+    }
+}
+
+/// Writes the changes of this replica's tasks to Redis, in order, until the store goes. A
+/// change Redis did not take is written again every [`POLL_EVERY`] until it does (or a newer
+/// one of the task replaces it), so a task that ended during an outage is seen ended once
+/// Redis is back.
+async fn mirror(
+    mut changes: tokio::sync::mpsc::UnboundedReceiver<Mirrored>,
+    writer: Arc<SharedTasks>,
+    host: std::sync::Weak<crate::host::Inner>,
+) {
+    // Tasks whose first state was written (a task the client never got, such as a relayed
+    // call answered at once, is never written; nor is one whose first write failed: it stays
+    // its replica's own).
+    let mut admitted: HashSet<String> = HashSet::new();
+    // The latest change of each task that Redis did not take.
+    let mut unwritten: HashMap<String, Change> = HashMap::new();
+    loop {
+        let change = if unwritten.is_empty() {
+            changes.recv().await
+        } else {
+            tokio::select! {
+                change = changes.recv() => change,
+                () = tokio::time::sleep(POLL_EVERY) => {
+                    let retried: Vec<(String, Change)> = unwritten.drain().collect();
+                    let mut down = false;
+                    for (id, change) in retried {
+                        if down || matches!(write(&writer, &host, &change).await, Err(WriteError::Unreachable(_))) {
+                            // Still down: this and the rest wait for the next round.
+                            down = true;
+                            unwritten.insert(id, change);
+                        }
+                    }
+                    continue;
+                }
+            }
+        };
+        let Some(Mirrored {
+            owner,
+            tool,
+            view,
+            ack,
+        }) = change
+        else {
+            return;
+        };
+        let id = view.id.clone();
+        if ack.is_none() && !admitted.contains(&id) {
+            continue;
+        }
+        let terminal = view.status.is_terminal();
+        let change = (owner, tool, view);
+        let written = write(&writer, &host, &change).await;
+        unwritten.remove(&id);
+        match &written {
+            Ok(()) if !terminal => {
+                admitted.insert(id.clone());
+            }
+            Err(WriteError::Unreachable(_)) if admitted.contains(&id) => {
+                unwritten.insert(id.clone(), change);
+            }
+            _ => {}
+        }
+        if terminal {
+            admitted.remove(&id);
+        }
+        if let Some(ack) = ack {
+            let _ = ack.send(written.map_err(|error| {
+                TaskError::Unavailable(format!(
+                    "the task cannot be shared with the other replicas now ({error})"
+                ))
+            }));
+        }
+    }
+}
+
+/// A task's change to write: its owner, tool and state.
+type Change = (TaskOwner, String, TaskView);
+
+/// Writes one change; when another replica already ended the task (it found this replica
+/// gone), the task ends so here too — the same answer everywhere — and its call stops.
+async fn write(
+    writer: &SharedTasks,
+    host: &std::sync::Weak<crate::host::Inner>,
+    (owner, tool, view): &Change,
+) -> Result<(), WriteError> {
+    let id = &view.id;
+    match writer.write(owner, tool, view).await {
+        Err(WriteError::Ended) => {
+            if let Some(task) = host.upgrade().and_then(|inner| inner.tasks.get_any(id)) {
+                let why = format!(
+                    "the replica that ran this task ({}) is gone",
+                    writer.replica()
+                );
+                let end = TaskEnd::Failed {
+                    code: -32603,
+                    message: why.clone(),
+                    data: None,
+                };
+                task.finish(Some(end), TaskStatus::Failed, Some(why));
+                task.cancel.cancel();
+            }
+            Ok(())
+        }
+        other => other,
     }
 }
 
