@@ -162,6 +162,10 @@ pub enum TaskError {
     /// `tasks/cancel` of a task that already ended (the 2025-11-25 era refuses it).
     #[error("task '{0}' already ended ({1}) and cannot be cancelled")]
     Terminal(String, &'static str),
+    /// The tasks the replicas share cannot be reached now (`[shared] redis` down and
+    /// `redis_unavailable = "fail_closed"`, or the replica running the task did not answer).
+    #[error("{0}")]
+    Unavailable(String),
     /// A relayed task's server could not be reached, or refused.
     #[error("{message}")]
     Upstream {

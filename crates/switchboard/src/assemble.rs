@@ -154,8 +154,8 @@ impl Host {
 
 /// With `[shared] redis`, what the replicas share besides limits and events: sessions ended
 /// by DELETE (announced and heard on the event bus, when there is one) and used approval
-/// states (the store is returned for the approvals' sealer), and the result cache's second
-/// level.
+/// states (the store is returned for the approvals' sealer), the result cache's second
+/// level, and the tasks every replica can reach.
 fn shared_state(
     options: &mut HostOptions,
     config: &Config,
@@ -180,6 +180,18 @@ fn shared_state(
     if options.shared_results.is_none() {
         let results = crate::shared::RedisResults::connect(url, deployment).map_err(failed)?;
         options.shared_results = Some(Arc::new(results));
+    }
+    if options.shared_tasks.is_none()
+        && let Some(bus) = options.events.clone()
+    {
+        let tasks = crate::shared::SharedTasks::connect(
+            url,
+            deployment,
+            config.shared.redis_unavailable,
+            bus,
+        )
+        .map_err(failed)?;
+        options.shared_tasks = Some(Arc::new(tasks));
     }
     Ok(Some(marks))
 }

@@ -265,8 +265,9 @@ pub trait Backend: Send + Sync + 'static {
     }
 
     /// The caller's tasks, newest first.
-    fn list_tasks(&self, _owner: &TaskOwner) -> Vec<TaskView> {
-        Vec::new()
+    fn list_tasks(&self, owner: &TaskOwner) -> BoxFuture<'_, Result<Vec<TaskView>, TaskError>> {
+        let _ = owner;
+        Box::pin(async { Ok(Vec::new()) })
     }
 
     /// Every task's status changes, with its owner (a front passes on its callers').

@@ -212,6 +212,8 @@ impl Dispatcher {
             let tasks: Vec<Value> = self
                 .backend
                 .list_tasks(&owner)
+                .await
+                .map_err(rpc_error)?
                 .iter()
                 .map(|view| Value::Object(fields(view, era)))
                 .collect();
@@ -307,7 +309,7 @@ fn rpc_error(error: TaskError) -> RpcError {
             message,
             data,
         },
-        TaskError::TooMany(_) | TaskError::Full(_) => {
+        TaskError::TooMany(_) | TaskError::Full(_) | TaskError::Unavailable(_) => {
             RpcError::new(code::INTERNAL_ERROR, error.to_string())
         }
         other => RpcError::new(code::INVALID_PARAMS, other.to_string()),

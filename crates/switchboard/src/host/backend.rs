@@ -124,12 +124,8 @@ impl Backend for Host {
         id: &str,
         with_result: bool,
     ) -> BoxFuture<'_, Result<TaskView, TaskError>> {
-        let view = if with_result {
-            self.task_status(owner, id)
-        } else {
-            self.task_summary(owner, id)
-        };
-        Box::pin(async move { view })
+        let (owner, id) = (owner.clone(), id.to_owned());
+        Box::pin(async move { self.find_task(&owner, &id, with_result).await })
     }
 
     fn task_result(
@@ -137,7 +133,7 @@ impl Backend for Host {
         ctx: CallContext,
         id: String,
     ) -> BoxFuture<'_, Result<TaskView, TaskError>> {
-        Box::pin(async move { Host::task_result(self, &ctx, &id).await })
+        Box::pin(async move { self.await_task(&ctx, &id).await })
     }
 
     fn update_task(
@@ -146,8 +142,8 @@ impl Backend for Host {
         id: &str,
         responses: Map<String, Value>,
     ) -> BoxFuture<'_, Result<(), TaskError>> {
-        let updated = Host::update_task(self, owner, id, &responses);
-        Box::pin(async move { updated })
+        let (owner, id) = (owner.clone(), id.to_owned());
+        Box::pin(async move { self.update_any_task(&owner, &id, responses).await })
     }
 
     fn cancel_task(
@@ -155,12 +151,13 @@ impl Backend for Host {
         owner: &TaskOwner,
         id: &str,
     ) -> BoxFuture<'_, Result<TaskView, TaskError>> {
-        let cancelled = Host::cancel_task(self, owner, id);
-        Box::pin(async move { cancelled })
+        let (owner, id) = (owner.clone(), id.to_owned());
+        Box::pin(async move { self.cancel_any_task(&owner, &id).await })
     }
 
-    fn list_tasks(&self, owner: &TaskOwner) -> Vec<TaskView> {
-        Host::list_tasks(self, owner)
+    fn list_tasks(&self, owner: &TaskOwner) -> BoxFuture<'_, Result<Vec<TaskView>, TaskError>> {
+        let owner = owner.clone();
+        Box::pin(async move { self.list_all_tasks(&owner).await })
     }
 
     fn task_events(&self) -> Option<tokio::sync::broadcast::Receiver<(TaskOwner, TaskView)>> {

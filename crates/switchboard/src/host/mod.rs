@@ -174,6 +174,7 @@ impl Host {
         let host = Self { inner };
         host.start_maintenance();
         host.follow_replicas();
+        host.share_tasks();
         host
     }
 

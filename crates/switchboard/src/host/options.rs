@@ -91,6 +91,9 @@ pub struct HostOptions {
     /// The fleet's latency statistics on PostgreSQL (`[storage] url`; `None`: this process's
     /// own, in `latency_database`).
     pub shared_stats: Option<Arc<crate::latency::shared::SharedStats>>,
+    /// Where the tasks every replica can reach are kept (`[shared] redis`; `None`: a task is
+    /// known to the replica that runs it only).
+    pub shared_tasks: Option<Arc<crate::shared::SharedTasks>>,
 }
 
 impl Default for HostOptions {
@@ -125,6 +128,7 @@ impl Default for HostOptions {
             ended_sessions: None,
             shared_results: None,
             shared_stats: None,
+            shared_tasks: None,
         }
     }
 }

@@ -48,8 +48,14 @@ impl Host {
                 let Some(inner) = weak.upgrade() else { return };
                 match event {
                     SharedEvent::ToolsListChanged => inner.bump_listings(),
-                    // The sessions' own follower (`shared::marks`) keeps those.
-                    SharedEvent::SessionEnded { .. } => {}
+                    // The sessions' own follower (`shared::marks`) keeps the end; the
+                    // session's tasks running here stop, as on the replica that ended it.
+                    SharedEvent::SessionEnded { session, .. } => {
+                        inner.tasks.close_session_digest(&session);
+                    }
+                    SharedEvent::TaskChanged { .. } => {
+                        crate::tasks::shared::relay_change(&inner.tasks, &event);
+                    }
                 }
             }
         });

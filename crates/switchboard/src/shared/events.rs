@@ -3,7 +3,8 @@
 //! on one replica hear of a change that happened on another, and the sessions ended by DELETE
 //! (`shared::marks`) — and each replica's own channel, `switchboard:{deployment}:replica:<name>`,
 //! which carries the answers to requests it relayed when a client POSTs them to another
-//! replica ([`AnswerRoutes`], issue 32's owner-bound streams).
+//! replica ([`AnswerRoutes`], issue 32's owner-bound streams), and the commands other
+//! replicas send about the tasks it runs ([`TaskCommand`], `shared::tasks`).
 //!
 //! Delivery is at most once (pub/sub keeps nothing): fine for list changes (a client that
 //! missed one lists on its next turn); what must not be missed says how: every
@@ -29,6 +30,7 @@ use tokio::sync::broadcast;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::limiter::{COMMAND_TIMEOUT, PROBE_EVERY, SharedError, open};
+use super::tasks::TaskCommand;
 
 /// How often the subscriber pings its connection and renews its heartbeat.
 pub const HEARTBEAT_EVERY: Duration = Duration::from_secs(1);
@@ -55,6 +57,16 @@ pub enum SharedEvent {
     /// A 2025-era session was ended by DELETE: `session` is the SHA-256 (hex) of its id, which
     /// opens until `until_ms` (milliseconds since the epoch).
     SessionEnded { session: String, until_ms: u64 },
+    /// A task's status changed on the replica that runs it (`shared::tasks`): its owner
+    /// (so a replica passes it on to that caller's streams only) and its record without its
+    /// result (JSON of `shared::tasks::Record`).
+    TaskChanged {
+        task: String,
+        agent: Option<String>,
+        session: Option<String>,
+        subject: Option<String>,
+        record: String,
+    },
 }
 
 /// What travels on the channel: the event and the replica that sent it.
@@ -101,6 +113,8 @@ struct Listener {
     origin: String,
     received: broadcast::Sender<SharedEvent>,
     answers: broadcast::Sender<RoutedAnswer>,
+    /// Commands for tasks this replica runs, sent by others on its own channel.
+    commands: broadcast::Sender<TaskCommand>,
     /// The subscription's epoch (see [`EventBus::epoch`]).
     epoch: AtomicU64,
     /// Called with each event heard, on the subscriber's task, before it is handed on.
@@ -120,6 +134,7 @@ impl EventBus {
         let origin = format!("{:016x}", rand::random::<u64>());
         let (received, _) = broadcast::channel(BACKLOG);
         let (answers, _) = broadcast::channel(BACKLOG);
+        let (commands, _) = broadcast::channel(BACKLOG);
         let stop = CancellationToken::new();
         let listener = Listener {
             client,
@@ -130,6 +145,7 @@ impl EventBus {
             origin,
             received,
             answers,
+            commands,
             epoch: AtomicU64::new(0),
             hooks: RwLock::default(),
         };
@@ -198,6 +214,11 @@ impl EventBus {
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .push(hook);
+    }
+
+    /// The commands other replicas send about the tasks this replica runs, from now on.
+    pub fn task_commands(&self) -> broadcast::Receiver<TaskCommand> {
+        self.inner.heard.commands.subscribe()
     }
 
     /// The subscription's epoch: a number that changes each time the subscriber subscribes
@@ -333,6 +354,8 @@ impl Listener {
             if message.get_channel_name() == self.own_channel {
                 if let Ok(answer) = serde_json::from_slice::<RoutedAnswer>(payload) {
                     let _ = self.answers.send(answer);
+                } else if let Ok(command) = serde_json::from_slice::<TaskCommand>(payload) {
+                    let _ = self.commands.send(command);
                 }
                 continue;
             }

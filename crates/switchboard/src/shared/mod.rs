@@ -4,7 +4,8 @@
 //! seam), the events replicas tell each other and the answers they route to the replica
 //! that asked ([`EventBus`]), and what must hold on every replica once one saw it: sessions
 //! ended by DELETE and approval states already used ([`SharedMarks`]); and the result
-//! cache's second level, with coalescing across replicas ([`RedisResults`]).
+//! cache's second level, with coalescing across replicas ([`RedisResults`]); and the MCP
+//! tasks every replica can read, cancel and see end ([`SharedTasks`]).
 //!
 //! Must never: scan keys (`KEYS`), trust a replica's clock for a limit, or let a call wait
 //! on an unreachable Redis longer than [`limiter::COMMAND_TIMEOUT`].
@@ -14,8 +15,10 @@ pub mod events;
 pub mod limiter;
 pub mod marks;
 pub mod results;
+pub mod tasks;
 
 pub use events::{EventBus, SharedEvent};
 pub use limiter::{RedisLimiter, SharedError};
 pub use marks::SharedMarks;
 pub use results::RedisResults;
+pub use tasks::SharedTasks;

@@ -8,8 +8,10 @@
 //! the task cancels the call, which cancels it upstream and is recorded like any cancelled
 //! call. Tasks live in memory ([`store`]): a gateway restart loses them, and a client asking
 //! for one afterwards is told it does not exist (calls that finished are in the ledger).
+//! With `[shared] redis`, every replica can read, await and cancel them ([`shared`]).
 
 mod caller;
+pub mod shared;
 mod store;
 
 use std::sync::Arc;
@@ -25,7 +27,7 @@ use switchboard_core::{CallContext, Caller, ProgressSink, ToolCall, ToolOutcome}
 use switchboard_mcp::front::Backend;
 use tokio::sync::oneshot;
 
-pub use store::{Task, TaskSettings, TaskStore, UpstreamTask};
+pub use store::{Mirror, Mirrored, Task, TaskSettings, TaskStore, UpstreamTask};
 
 use crate::Host;
 use caller::TaskCaller;
@@ -105,6 +107,11 @@ impl Host {
                     if let Ok(answer) = answered.try_recv() {
                         finish(&task, answer);
                     }
+                    if let Err(error) = self.share_new_task(&task).await {
+                        cancel(&task, error.to_string()).ok();
+                        self.inner.tasks.remove(&task.id);
+                        return Err(error);
+                    }
                     return Ok(StartedTask::Task(task.view()));
                 }
             }
@@ -128,6 +135,12 @@ impl Host {
             .inner
             .tasks
             .create(TaskOwner::of(&ctx), &call.name, ttl, None)?;
+        // Every replica can find the task before its client hears of it (a relayed call's
+        // task is shared once the server makes it one).
+        if !modern && let Err(error) = self.share_new_task(&task).await {
+            self.inner.tasks.remove(&task.id);
+            return Err(error);
+        }
         let (created_tx, created) = oneshot::channel();
         let caller = TaskCaller {
             task: task.clone(),
@@ -229,22 +242,12 @@ impl Host {
             }
             if let Some(channel) = &ctx.caller {
                 for (key, request) in task.open_questions() {
-                    let method = request.get("method").and_then(Value::as_str).unwrap_or("");
-                    if relayed.contains(&key) || !channel.supports(method) {
+                    let (method, params) = tagged(&request, &task.id);
+                    if relayed.contains(&key) || !channel.supports(&method) {
                         continue;
                     }
                     relayed.push(key.clone());
-                    let mut params = request.get("params").cloned().unwrap_or_else(|| json!({}));
-                    if let Value::Object(params) = &mut params {
-                        let meta = params
-                            .entry("_meta")
-                            .or_insert_with(|| Value::Object(Map::new()));
-                        if let Value::Object(meta) = meta {
-                            meta.insert(RELATED_TASK_META.into(), json!({"taskId": task.id}));
-                        }
-                    }
                     let channel = channel.clone();
-                    let method = method.to_owned();
                     answers.push(async move { (key, channel.request(&method, params).await) });
                 }
             }
@@ -393,6 +396,22 @@ fn answerable(ctx: &CallContext) -> Vec<&'static str> {
             (None, None) => false,
         })
         .collect()
+}
+
+/// A task's question as its client is asked it: the method, and the params tagged with the
+/// task (`_meta`'s related task).
+fn tagged(request: &Value, task: &str) -> (String, Value) {
+    let method = request.get("method").and_then(Value::as_str).unwrap_or("");
+    let mut params = request.get("params").cloned().unwrap_or_else(|| json!({}));
+    if let Value::Object(params) = &mut params {
+        let meta = params
+            .entry("_meta")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(meta) = meta {
+            meta.insert(RELATED_TASK_META.into(), json!({"taskId": task}));
+        }
+    }
+    (method.to_owned(), params)
 }
 
 /// Records how the task's call ended.

@@ -77,6 +77,19 @@ struct TaskState {
     fetched: bool,
 }
 
+/// A task's state as it changed, for the replicas' shared store (`tasks::shared`): its
+/// fields, its open questions, and its result or error once it ended. `ack` is told how the
+/// write went.
+pub struct Mirrored {
+    pub owner: TaskOwner,
+    pub tool: String,
+    pub view: TaskView,
+    pub ack: Option<oneshot::Sender<Result<(), TaskError>>>,
+}
+
+/// Where a store's tasks' changes are mirrored.
+pub type Mirror = tokio::sync::mpsc::UnboundedSender<Mirrored>;
+
 /// One task.
 pub struct Task {
     pub id: String,
@@ -94,6 +107,7 @@ pub struct Task {
     state: Mutex<TaskState>,
     changed: watch::Sender<u64>,
     events: broadcast::Sender<(TaskOwner, TaskView)>,
+    mirror: Option<Mirror>,
 }
 
 impl Task {
@@ -178,6 +192,36 @@ impl Task {
                 .events
                 .send((self.owner.clone(), self.summary_of(state)));
         }
+        self.mirror_state(state, None);
+    }
+
+    /// Hands the task's state to the mirror, if the store has one (`ack`: told how the
+    /// write went; without a mirror, at once).
+    fn mirror_state(&self, state: &TaskState, ack: Option<oneshot::Sender<Result<(), TaskError>>>) {
+        let Some(mirror) = &self.mirror else {
+            if let Some(ack) = ack {
+                let _ = ack.send(Ok(()));
+            }
+            return;
+        };
+        let view = self.view_of(state);
+        let _ = mirror.send(Mirrored {
+            owner: self.owner.clone(),
+            tool: self.tool.clone(),
+            view,
+            ack,
+        });
+    }
+
+    /// Hands the task as it stands to the mirror and waits until it is written: the other
+    /// replicas can see it once this returns `Ok`.
+    pub async fn mirror_now(&self) -> Result<(), TaskError> {
+        let (ack, written) = oneshot::channel();
+        {
+            let state = self.lock();
+            self.mirror_state(&state, Some(ack));
+        }
+        written.await.unwrap_or(Ok(()))
     }
 
     /// A progress message of the task's call becomes its status message while it works.
@@ -310,6 +354,7 @@ pub struct TaskStore {
     clock: Arc<dyn Clock>,
     events: broadcast::Sender<(TaskOwner, TaskView)>,
     last_sweep: Mutex<Instant>,
+    mirror: Mutex<Option<Mirror>>,
 }
 
 impl TaskStore {
@@ -322,6 +367,23 @@ impl TaskStore {
             clock,
             events,
             last_sweep: Mutex::new(now),
+            mirror: Mutex::new(None),
+        }
+    }
+
+    /// From now on, every change of the tasks made here goes to `mirror` too.
+    pub fn mirror_to(&self, mirror: Mirror) {
+        *self
+            .mirror
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(mirror);
+    }
+
+    /// Passes on a change of a task another replica runs to this store's listeners (the
+    /// fronts' `notifications/tasks/status`).
+    pub fn relay(&self, owner: TaskOwner, view: TaskView) {
+        if self.events.receiver_count() > 0 {
+            let _ = self.events.send((owner, view));
         }
     }
 
@@ -380,6 +442,11 @@ impl TaskStore {
             }),
             changed: watch::channel(0).0,
             events: self.events.clone(),
+            mirror: self
+                .mirror
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .clone(),
         });
         let mut tasks = self.map();
         let held: Vec<&Arc<Task>> = tasks
@@ -475,6 +542,20 @@ impl TaskStore {
     pub fn close_session(&self, session: &str) {
         self.drop_where(
             |task| task.owner.session.as_deref() == Some(session),
+            "its session ended",
+        );
+    }
+
+    /// Cancels and forgets the tasks of a session another replica ended, known by the
+    /// SHA-256 (hex) of its id (`SharedEvent::SessionEnded`).
+    pub fn close_session_digest(&self, digest: &str) {
+        use sha2::Digest;
+        self.drop_where(
+            |task| {
+                task.owner.session.as_deref().is_some_and(|id| {
+                    switchboard_core::hex::encode(&sha2::Sha256::digest(id.as_bytes())) == digest
+                })
+            },
             "its session ended",
         );
     }

@@ -1,0 +1,571 @@
+//! [`SharedTasks`]: the MCP tasks of every replica, readable by all of them through Redis, so
+//! that a client behind a load balancer may ask any replica about a task another one runs.
+//!
+//! The replica that runs a task (its owner) writes the task's record at creation and at
+//! every change of its status: `switchboard:{deployment}:task:<owner digest>:<task id>`, a
+//! hash of `status`, `replica` (the owner's name on the event bus) and `record` (the task as
+//! JSON: status, message, timestamps, TTL, poll interval, and once it ended its result or
+//! error), expiring with the task's TTL. The owner digest is the SHA-256 of the caller
+//! (agent, session, subject: `TaskOwner`), so a caller only ever finds its own tasks — as
+//! strict as the owner check of the task store. `tasks/list` reads the caller's sorted set
+//! `…:tasks:<owner digest>` (task ids by creation time): nothing is scanned.
+//!
+//! A record never moves out of a terminal status (the write script refuses), and every read
+//! checks that the owner of a task still working lives — its heartbeat key is there and its
+//! channel has a subscriber (a killed process loses its subscription at once) — and if not
+//! marks the task `failed` in the same script, saying the replica that ran it is gone: every
+//! replica then answers the same. `tasks/cancel` on another replica is published to the
+//! owner's own channel ([`TaskCommand`]), in the script that checks it lives.
+//!
+//! Each write also publishes [`SharedEvent::TaskChanged`] on the event bus (the task's fields
+//! without its result), which wakes the replicas that wait on it and feeds their clients'
+//! `notifications/tasks/status`.
+//!
+//! Commands are bounded (`shared::bounded`); what an outage means is the caller's choice
+//! (`[shared] redis_unavailable`, see `crate::tasks::shared`).
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+use switchboard_core::limits::WhenUnreachable;
+use switchboard_core::task::{TaskEnd, TaskOwner, TaskStatus, TaskView};
+
+use super::bounded::Bounded;
+use super::events::{EventBus, SharedEvent};
+use super::limiter::SharedError;
+
+/// The Lua that decides whether a task still working has an owner: `alive(prefix, replica)`.
+/// Then `read(key, prefix)`: the record's fields, the task marked failed first when its owner
+/// is gone (nil when there is no record).
+const READ_FN: &str = r"
+local function alive(prefix, replica)
+  if redis.call('EXISTS', prefix .. 'alive:' .. replica) == 0 then return false end
+  local subscribed = redis.call('PUBSUB', 'NUMSUB', prefix .. 'replica:' .. replica)
+  return tonumber(subscribed[2]) > 0
+end
+local function terminal(status)
+  return status == 'completed' or status == 'failed' or status == 'cancelled'
+end
+local function read(key, prefix)
+  local f = redis.call('HMGET', key, 'status', 'replica', 'record', 'gone', 'gone_ms')
+  if not f[3] then return nil end
+  local state = 'asked'
+  if terminal(f[1]) then
+    state = 'ended'
+  elseif not alive(prefix, f[2]) then
+    local t = redis.call('TIME')
+    local ms = t[1] .. string.format('%03d', math.floor(tonumber(t[2]) / 1000))
+    local why = 'the replica that ran this task (' .. f[2] .. ') is gone'
+    redis.call('HSET', key, 'status', 'failed', 'gone', why, 'gone_ms', ms)
+    f[1] = 'failed'; f[4] = why; f[5] = ms
+    state = 'ended'
+  end
+  return {f[1], f[3], f[4] or false, f[5] or false, f[2], state}
+end
+";
+
+/// `KEYS[1]` the record; `ARGV[1]` the prefix. The record (see `READ_FN`) or nil.
+const READ: &str = "return read(KEYS[1], ARGV[1])";
+
+/// `KEYS[1]` the caller's set; `ARGV[1]` the prefix, `ARGV[2]` the caller's record prefix.
+/// Every record of the caller, newest first; ids whose record expired leave the set.
+const LIST: &str = r"
+local out = {}
+for _, id in ipairs(redis.call('ZREVRANGE', KEYS[1], 0, -1)) do
+  local found = read(ARGV[2] .. id, ARGV[1])
+  if found then out[#out + 1] = found else redis.call('ZREM', KEYS[1], id) end
+end
+return out
+";
+
+/// `KEYS[1]` the record; `ARGV[1]` the prefix, `ARGV[2]` the command for its owner. The
+/// record as `READ` gives it; its last field says `asked` when the owner was sent the
+/// command (it lives and the task still works).
+const SEND: &str = r"
+local found = read(KEYS[1], ARGV[1])
+if found and found[6] == 'asked' then
+  if redis.call('PUBLISH', ARGV[1] .. 'replica:' .. found[5], ARGV[2]) == 0 then
+    found[6] = 'unheard'
+  end
+end
+return found
+";
+
+/// The owner's write. `KEYS[1]` the record, `KEYS[2]` the caller's set; `ARGV`: status,
+/// replica, record JSON, its life (ms), creation (ms, the set's score), task id, the events
+/// channel, the event, the set's life (ms). 0 when the record already ended (nothing
+/// written), else 1.
+const WRITE: &str = r"
+local status = redis.call('HGET', KEYS[1], 'status')
+if status == 'completed' or status == 'failed' or status == 'cancelled' then return 0 end
+redis.call('HSET', KEYS[1], 'status', ARGV[1], 'replica', ARGV[2], 'record', ARGV[3])
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+redis.call('ZADD', KEYS[2], ARGV[5], ARGV[6])
+if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[9]) then redis.call('PEXPIRE', KEYS[2], ARGV[9]) end
+redis.call('PUBLISH', ARGV[7], ARGV[8])
+return 1
+";
+
+/// A command to the replica that runs a task, sent on its own channel.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "task_command", rename_all = "snake_case")]
+pub enum TaskCommand {
+    /// The task's client cancelled it through another replica. `owner`: the digest of the
+    /// task's owner, which the owner replica checks against the task it holds.
+    Cancel { task: String, owner: String },
+    /// The task's client fetched its result through another replica: the owner may let it
+    /// make room for a new task, as if fetched there.
+    Fetched { task: String, owner: String },
+    /// The task's client answered its questions through another replica (2026-07-28
+    /// `tasks/update`): the answers, by question key.
+    Answer {
+        task: String,
+        owner: String,
+        responses: Map<String, Value>,
+    },
+    /// The task's client answered one question relayed by another replica (a 2025-11-25
+    /// `tasks/result` there): its result, or the error it answered.
+    Reply {
+        task: String,
+        owner: String,
+        key: String,
+        reply: Result<Value, RecordError>,
+    },
+}
+
+/// A task as the replicas share it (the JSON of its record).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    pub id: String,
+    pub tool: String,
+    pub status: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    pub created_ms: u64,
+    pub updated_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl_ms: Option<u64>,
+    pub poll_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<RecordError>,
+    /// The questions waiting for the client's answer, by key (`input_required`).
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub input_requests: Map<String, Value>,
+}
+
+/// How a task failed, as its record keeps it (and an error a client answered).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordError {
+    pub code: i64,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+}
+
+/// What a read found: the task, and whether its owner was sent a command.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Found {
+    pub view: TaskView,
+    /// The replica that ran it.
+    pub replica: String,
+    /// A cancel was delivered to the owner (only [`SharedTasks::cancel`] sets it).
+    pub asked: bool,
+}
+
+/// How a task's record and its wire types are written and read.
+impl Record {
+    /// The record of `view` (its result included when it has one).
+    pub fn of(tool: &str, view: &TaskView) -> Self {
+        let (result, error) = match &view.end {
+            Some(TaskEnd::Completed(result)) => (Some(result.clone()), None),
+            Some(TaskEnd::Failed {
+                code,
+                message,
+                data,
+            }) => (
+                None,
+                Some(RecordError {
+                    code: *code,
+                    message: message.clone(),
+                    data: data.clone(),
+                }),
+            ),
+            None => (None, None),
+        };
+        Self {
+            id: view.id.clone(),
+            tool: tool.to_owned(),
+            status: view.status.as_str().to_owned(),
+            message: view.status_message.clone(),
+            created_ms: millis(view.created_at),
+            updated_ms: millis(view.updated_at),
+            ttl_ms: view.ttl.map(duration_ms),
+            poll_ms: duration_ms(view.poll_interval),
+            result,
+            error,
+            input_requests: view.input_requests.clone(),
+        }
+    }
+
+    /// The task as a front shows it; `None` for a status this version does not know.
+    pub fn view(&self) -> Option<TaskView> {
+        let end = match (&self.result, &self.error) {
+            (Some(result), _) => Some(TaskEnd::Completed(result.clone())),
+            (None, Some(error)) => Some(TaskEnd::Failed {
+                code: error.code,
+                message: error.message.clone(),
+                data: error.data.clone(),
+            }),
+            (None, None) => None,
+        };
+        Some(TaskView {
+            id: self.id.clone(),
+            status: status_of(&self.status)?,
+            status_message: self.message.clone(),
+            created_at: UNIX_EPOCH + Duration::from_millis(self.created_ms),
+            updated_at: UNIX_EPOCH + Duration::from_millis(self.updated_ms),
+            ttl: self.ttl_ms.map(Duration::from_millis),
+            poll_interval: Duration::from_millis(self.poll_ms),
+            end,
+            input_requests: self.input_requests.clone(),
+        })
+    }
+}
+
+/// The status a record spells.
+pub fn status_of(status: &str) -> Option<TaskStatus> {
+    Some(match status {
+        "working" => TaskStatus::Working,
+        "input_required" => TaskStatus::InputRequired,
+        "completed" => TaskStatus::Completed,
+        "failed" => TaskStatus::Failed,
+        "cancelled" => TaskStatus::Cancelled,
+        _ => return None,
+    })
+}
+
+fn millis(time: SystemTime) -> u64 {
+    time.duration_since(UNIX_EPOCH).map_or(0, duration_ms)
+}
+
+fn duration_ms(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The digest that keys a caller's tasks: SHA-256 (hex) of its agent, session and subject.
+pub fn owner_digest(owner: &TaskOwner) -> String {
+    let mut hasher = Sha256::new();
+    for part in [&owner.agent, &owner.session, &owner.subject] {
+        match part {
+            Some(value) => {
+                hasher.update([1]);
+                hasher.update(u64::try_from(value.len()).unwrap_or(u64::MAX).to_be_bytes());
+                hasher.update(value.as_bytes());
+            }
+            None => hasher.update([0]),
+        }
+    }
+    switchboard_core::hex::encode(&hasher.finalize())
+}
+
+/// The tasks of a deployment's replicas in Redis. Cheap to share (`Arc`).
+pub struct SharedTasks {
+    redis: std::sync::Arc<Bounded>,
+    policy: WhenUnreachable,
+    bus: EventBus,
+    /// `switchboard:{deployment}:`.
+    prefix: String,
+    read: redis::Script,
+    list: redis::Script,
+    send: redis::Script,
+    write: redis::Script,
+}
+
+impl std::fmt::Debug for SharedTasks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedTasks")
+            .field("target", &self.redis.target())
+            .field("prefix", &self.prefix)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why the owner's write was not made.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WriteError {
+    /// Another replica ended the task first (it found this replica gone).
+    #[error("the task already ended in redis")]
+    Ended,
+    /// Redis did not answer (why).
+    #[error("{0}")]
+    Unreachable(String),
+}
+
+impl SharedTasks {
+    /// Tasks in the Redis at `url`, keys namespaced by `deployment`; `bus` names this replica
+    /// and carries the events. Connects lazily; needs a tokio runtime.
+    pub fn connect(
+        url: &str,
+        deployment: &str,
+        policy: WhenUnreachable,
+        bus: EventBus,
+    ) -> Result<Self, SharedError> {
+        let script = |body: &str| redis::Script::new(&format!("{READ_FN}\n{body}"));
+        Ok(Self {
+            redis: std::sync::Arc::new(Bounded::connect(
+                url,
+                "tasks",
+                "tasks of other replicas cannot be reached (shared.redis_unavailable decides what their clients are told)".to_owned(),
+            )?),
+            policy,
+            bus,
+            prefix: format!("switchboard:{{{deployment}}}:"),
+            read: script(READ),
+            list: script(LIST),
+            send: script(SEND),
+            write: redis::Script::new(WRITE),
+        })
+    }
+
+    /// What a client is told while Redis does not answer (`[shared] redis_unavailable`).
+    pub fn policy(&self) -> WhenUnreachable {
+        self.policy
+    }
+
+    /// This replica's name on the bus.
+    pub fn replica(&self) -> &str {
+        use switchboard_mcp::front::http::AnswerRoutes;
+        self.bus.replica()
+    }
+
+    /// The event bus (for waiting on [`SharedEvent::TaskChanged`]).
+    pub fn bus(&self) -> &EventBus {
+        &self.bus
+    }
+
+    fn owner_prefix(&self, digest: &str) -> String {
+        format!("{}task:{digest}:", self.prefix)
+    }
+
+    fn set_key(&self, digest: &str) -> String {
+        format!("{}tasks:{digest}", self.prefix)
+    }
+
+    /// Writes the owner's task (`view`, with its result once it ended), unless it already
+    /// ended in Redis; tells the other replicas it changed. A task whose TTL has passed is
+    /// not written.
+    pub async fn write(
+        &self,
+        owner: &TaskOwner,
+        tool: &str,
+        view: &TaskView,
+    ) -> Result<(), WriteError> {
+        let digest = owner_digest(owner);
+        let record = Record::of(tool, view);
+        let life = match view.ttl {
+            Some(ttl) => {
+                let lived = SystemTime::now()
+                    .duration_since(view.created_at)
+                    .unwrap_or_default();
+                match ttl.checked_sub(lived) {
+                    Some(left) if !left.is_zero() => duration_ms(left).max(1),
+                    _ => return Ok(()),
+                }
+            }
+            None => duration_ms(switchboard_core::task::TASK_CALL_LIMIT),
+        };
+        let json =
+            serde_json::to_string(&record).map_err(|e| WriteError::Unreachable(e.to_string()))?;
+        let summary = Record {
+            result: None,
+            error: None,
+            input_requests: Map::new(),
+            ..record.clone()
+        };
+        let event = SharedEvent::TaskChanged {
+            task: view.id.clone(),
+            agent: owner.agent.clone(),
+            session: owner.session.clone(),
+            subject: owner.subject.clone(),
+            record: serde_json::to_string(&summary).unwrap_or_default(),
+        };
+        let payload = self.bus.payload(event).unwrap_or_default();
+        let mut invocation = self.write.prepare_invoke();
+        invocation
+            .key(format!("{}{}", self.owner_prefix(&digest), view.id))
+            .key(self.set_key(&digest))
+            .arg(&record.status)
+            .arg(self.replica())
+            .arg(json)
+            .arg(life)
+            .arg(record.created_ms)
+            .arg(&view.id)
+            .arg(self.bus.channel())
+            .arg(payload)
+            .arg(life);
+        let written: i64 = self
+            .redis
+            .run(|mut connection| async move { invocation.invoke_async(&mut connection).await })
+            .await
+            .map_err(WriteError::Unreachable)?;
+        if written == 0 {
+            return Err(WriteError::Ended);
+        }
+        Ok(())
+    }
+
+    /// The caller's task `id` as Redis has it (`None`: no such task of this caller), marked
+    /// failed first when the replica that ran it is gone.
+    pub async fn get(&self, owner: &TaskOwner, id: &str) -> Result<Option<Found>, String> {
+        let digest = owner_digest(owner);
+        let mut invocation = self.read.prepare_invoke();
+        invocation
+            .key(format!("{}{id}", self.owner_prefix(&digest)))
+            .arg(&self.prefix);
+        let found: Option<Fields> = self
+            .redis
+            .run(|mut connection| async move { invocation.invoke_async(&mut connection).await })
+            .await?;
+        Ok(found.and_then(Fields::found))
+    }
+
+    /// The caller's tasks in Redis, newest first.
+    pub async fn list(&self, owner: &TaskOwner) -> Result<Vec<TaskView>, String> {
+        let digest = owner_digest(owner);
+        let owner_prefix = self.owner_prefix(&digest);
+        let mut invocation = self.list.prepare_invoke();
+        invocation
+            .key(self.set_key(&digest))
+            .arg(&self.prefix)
+            .arg(&owner_prefix);
+        let found: Vec<Fields> = self
+            .redis
+            .run(|mut connection| async move { invocation.invoke_async(&mut connection).await })
+            .await?;
+        Ok(found
+            .into_iter()
+            .filter_map(|fields| fields.found().map(|found| found.view))
+            .collect())
+    }
+
+    /// Asks the replica that runs the caller's task `id` to cancel it: the task as it stood
+    /// (`None`: no such task), with [`Found::asked`] set when its owner heard the command.
+    pub async fn cancel(&self, owner: &TaskOwner, id: &str) -> Result<Option<Found>, String> {
+        let command = TaskCommand::Cancel {
+            task: id.to_owned(),
+            owner: owner_digest(owner),
+        };
+        self.send(owner, id, &command).await
+    }
+
+    /// Sends `command` to the owner of the caller's task `id` if it lives and the task works
+    /// (a [`TaskCommand`] whose `owner` is [`owner_digest`] of `owner`): the task as it stood
+    /// (`None`: no such task), with [`Found::asked`] set when its owner heard the command.
+    pub async fn send(
+        &self,
+        owner: &TaskOwner,
+        id: &str,
+        command: &TaskCommand,
+    ) -> Result<Option<Found>, String> {
+        let digest = owner_digest(owner);
+        let command = serde_json::to_string(command).map_err(|error| error.to_string())?;
+        let mut invocation = self.send.prepare_invoke();
+        invocation
+            .key(format!("{}{id}", self.owner_prefix(&digest)))
+            .arg(&self.prefix)
+            .arg(command);
+        let found: Option<Fields> = self
+            .redis
+            .run(|mut connection| async move { invocation.invoke_async(&mut connection).await })
+            .await?;
+        Ok(found.and_then(Fields::found))
+    }
+}
+
+impl SharedTasks {
+    /// Tells `replica` (the owner of the caller's task `id`) that its client has the result;
+    /// in the background, at most once (a lost note only keeps the task until its TTL).
+    pub fn tell_fetched(&self, replica: &str, owner: &TaskOwner, id: &str) {
+        let command = TaskCommand::Fetched {
+            task: id.to_owned(),
+            owner: owner_digest(owner),
+        };
+        let Ok(payload) = serde_json::to_string(&command) else {
+            return;
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let mut command = redis::cmd("PUBLISH");
+        command
+            .arg(format!("{}replica:{replica}", self.prefix))
+            .arg(payload);
+        let redis = self.redis.clone();
+        runtime.spawn(async move {
+            let _ = redis.query::<i64>(command).await;
+        });
+    }
+}
+
+/// A record as the scripts return it: status, record JSON, why its owner is gone and since
+/// when (ms), the owner, and what the script did (`asked`, `ended`, `unheard`).
+struct Fields {
+    status: String,
+    record: String,
+    gone: Option<String>,
+    gone_ms: Option<u64>,
+    replica: String,
+    state: String,
+}
+
+impl redis::FromRedisValue for Fields {
+    fn from_redis_value(value: redis::Value) -> Result<Self, redis::ParsingError> {
+        let (status, record, gone, gone_ms, replica, state): (
+            String,
+            String,
+            Option<String>,
+            Option<String>,
+            String,
+            String,
+        ) = redis::FromRedisValue::from_redis_value(value)?;
+        Ok(Self {
+            status,
+            record,
+            gone,
+            gone_ms: gone_ms.and_then(|ms| ms.parse().ok()),
+            replica,
+            state,
+        })
+    }
+}
+
+impl Fields {
+    fn found(self) -> Option<Found> {
+        let record: Record = serde_json::from_str(&self.record).ok()?;
+        let mut view = record.view()?;
+        view.status = status_of(&self.status)?;
+        if let Some(why) = self.gone {
+            view.status_message = Some(why.clone());
+            view.end = Some(TaskEnd::Failed {
+                code: -32603,
+                message: why,
+                data: None,
+            });
+            if let Some(ms) = self.gone_ms {
+                view.updated_at = UNIX_EPOCH + Duration::from_millis(ms);
+            }
+        }
+        Some(Found {
+            view,
+            replica: self.replica,
+            asked: self.state == "asked",
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,164 @@
+//! Against a real Redis (switchboard-testkit): two `SharedTasks`, each on its own bus, are
+//! two replicas.
+
+use switchboard_testkit::redis::Redis;
+
+use super::*;
+
+fn replica(redis: &Redis) -> SharedTasks {
+    let bus = EventBus::connect(&redis.url(), "t").expect("bus");
+    SharedTasks::connect(&redis.url(), "t", WhenUnreachable::FailClosed, bus).expect("tasks")
+}
+
+fn owner(agent: &str) -> TaskOwner {
+    TaskOwner {
+        agent: Some(agent.to_owned()),
+        session: Some("s".to_owned()),
+        subject: None,
+    }
+}
+
+fn working(id: &str) -> TaskView {
+    let now = SystemTime::now();
+    TaskView {
+        id: id.to_owned(),
+        status: TaskStatus::Working,
+        status_message: None,
+        created_at: now,
+        updated_at: now,
+        ttl: Some(Duration::from_secs(60)),
+        poll_interval: Duration::from_millis(500),
+        end: None,
+        input_requests: Map::new(),
+    }
+}
+
+/// Waits until `replica`'s bus is subscribed and its heartbeat is set: it counts as alive.
+async fn alive(replica: &SharedTasks) {
+    for _ in 0..100 {
+        if replica.bus().epoch() != 0 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("the bus never subscribed");
+}
+
+#[tokio::test]
+async fn a_task_written_by_its_owner_is_read_listed_and_ended_on_another_replica_only_for_its_caller()
+ {
+    let redis = Redis::start();
+    let (a, b) = (replica(&redis), replica(&redis));
+    alive(&a).await;
+    let alice = owner("alice");
+    let first = working("t1");
+    a.write(&alice, "slow", &first).await.expect("written");
+    let mut second = working("t2");
+    second.created_at += Duration::from_millis(5);
+    a.write(&alice, "slow", &second).await.expect("written");
+
+    let found = b.get(&alice, "t1").await.expect("read").expect("found");
+    assert_eq!(found.view.status, TaskStatus::Working);
+    assert_eq!(found.replica, a.replica());
+    assert_eq!(b.get(&owner("bob"), "t1").await.expect("read"), None);
+    let listed: Vec<String> = b
+        .list(&alice)
+        .await
+        .expect("list")
+        .into_iter()
+        .map(|view| view.id)
+        .collect();
+    assert_eq!(listed, ["t2", "t1"]);
+    assert!(b.list(&owner("bob")).await.expect("list").is_empty());
+
+    let mut done = first.clone();
+    done.status = TaskStatus::Completed;
+    done.end = Some(TaskEnd::Completed(serde_json::json!({"content": []})));
+    a.write(&alice, "slow", &done).await.expect("written");
+    let found = b.get(&alice, "t1").await.expect("read").expect("found");
+    assert_eq!(found.view.status, TaskStatus::Completed);
+    assert_eq!(found.view.end, done.end);
+    // Never out of a terminal status.
+    assert_eq!(
+        a.write(&alice, "slow", &first).await,
+        Err(WriteError::Ended)
+    );
+}
+
+#[tokio::test]
+async fn a_task_whose_replica_is_gone_is_failed_for_every_replica_at_once() {
+    let redis = Redis::start();
+    let (a, b, c) = (replica(&redis), replica(&redis), replica(&redis));
+    alive(&a).await;
+    let alice = owner("alice");
+    a.write(&alice, "slow", &working("t1"))
+        .await
+        .expect("written");
+    let gone = a.replica().to_owned();
+    drop(a); // Its subscription goes at once; its heartbeat key lives on for seconds.
+    let mut found = None;
+    for _ in 0..50 {
+        let read = b.get(&alice, "t1").await.expect("read").expect("found");
+        if read.view.status == TaskStatus::Failed {
+            found = Some(read);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let found = found.expect("the task failed within a second");
+    let why = format!("the replica that ran this task ({gone}) is gone");
+    assert_eq!(found.view.status_message.as_deref(), Some(why.as_str()));
+    let seen = c.get(&alice, "t1").await.expect("read").expect("found");
+    assert_eq!(seen.view.status, TaskStatus::Failed, "every replica agrees");
+    let cancelled = c
+        .cancel(&alice, "t1")
+        .await
+        .expect("cancel")
+        .expect("found");
+    assert!(!cancelled.asked, "nobody to ask");
+}
+
+/// The next command a replica hears, within 2 s.
+async fn next(commands: &mut tokio::sync::broadcast::Receiver<TaskCommand>) -> TaskCommand {
+    tokio::time::timeout(Duration::from_secs(2), commands.recv())
+        .await
+        .expect("heard in time")
+        .expect("a command")
+}
+
+#[tokio::test]
+async fn a_cancel_and_a_fetched_result_reach_the_replica_that_runs_the_task() {
+    let redis = Redis::start();
+    let (a, b) = (replica(&redis), replica(&redis));
+    alive(&a).await;
+    let mut commands = a.bus().task_commands();
+    let alice = owner("alice");
+    a.write(&alice, "slow", &working("t1"))
+        .await
+        .expect("written");
+    assert_eq!(b.cancel(&owner("bob"), "t1").await.expect("cancel"), None);
+    let asked = b
+        .cancel(&alice, "t1")
+        .await
+        .expect("cancel")
+        .expect("found");
+    assert!(asked.asked);
+    let command = next(&mut commands).await;
+    assert_eq!(
+        command,
+        TaskCommand::Cancel {
+            task: "t1".to_owned(),
+            owner: owner_digest(&alice)
+        }
+    );
+    b.tell_fetched(&asked.replica, &alice, "t1");
+    let command = next(&mut commands).await;
+    assert_eq!(
+        command,
+        TaskCommand::Fetched {
+            task: "t1".to_owned(),
+            owner: owner_digest(&alice)
+        }
+    );
+}
