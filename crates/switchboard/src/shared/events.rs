@@ -14,8 +14,9 @@
 //! bounded by [`COMMAND_TIMEOUT`]); the subscriber reconnects by itself every [`PROBE_EVERY`]
 //! while Redis is unreachable, and pings its connection every [`HEARTBEAT_EVERY`], when it
 //! also renews its heartbeat key `switchboard:{deployment}:alive:<name>` (it lives
-//! [`HEARTBEAT_LIFE`]): an answer for a replica with no heartbeat, or whose channel nobody
-//! subscribes (its process died), is refused at once.
+//! [`HEARTBEAT_LIFE`]): an answer for a replica with no heartbeat is refused at once, one
+//! whose channel nobody subscribes (its process died, or it is subscribing again) after
+//! [`RESUBSCRIBE_GRACE`] of trying.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
@@ -35,8 +36,13 @@ use super::tasks::TaskCommand;
 /// How often the subscriber pings its connection and renews its heartbeat.
 pub const HEARTBEAT_EVERY: Duration = Duration::from_secs(1);
 /// How long a heartbeat lives unless renewed: a replica whose machine went silent counts as
-/// gone after this.
-pub const HEARTBEAT_LIFE: Duration = Duration::from_secs(3);
+/// gone after this. Long enough that a replica starved of CPU for a few seconds (an
+/// overloaded machine) is not taken for gone while its calls wait for their answers.
+pub const HEARTBEAT_LIFE: Duration = Duration::from_secs(5);
+/// How long an answer for a replica with a heartbeat but no subscription is tried again: the
+/// replica may be subscribing again after a lost connection; a dead process stays
+/// unsubscribed, and is refused after this.
+pub const RESUBSCRIBE_GRACE: Duration = Duration::from_millis(600);
 /// Events (and routed answers) held for a slow follower before it misses some.
 const BACKLOG: usize = 1024;
 
@@ -257,20 +263,28 @@ impl AnswerRoutes for EventBus {
                 .key(alive_key(&self.inner.prefix, &owner))
                 .arg(replica_channel(&self.inner.prefix, &owner))
                 .arg(payload);
-            let mut connection = self.inner.heard.connection.clone();
-            let sent = tokio::time::timeout(
-                COMMAND_TIMEOUT,
-                invocation.invoke_async::<i64>(&mut connection),
-            )
-            .await;
-            match sent {
-                Ok(Ok(receivers)) if receivers > 0 => Ok(()),
-                Ok(Ok(_)) => Err(Undeliverable::OwnerGone(owner)),
-                Ok(Err(error)) => Err(unreachable(format!("redis: {error}"))),
-                Err(_) => Err(unreachable(format!(
-                    "redis: no answer within {} ms",
-                    COMMAND_TIMEOUT.as_millis()
-                ))),
+            let deadline = tokio::time::Instant::now() + RESUBSCRIBE_GRACE;
+            loop {
+                let mut connection = self.inner.heard.connection.clone();
+                let sent = tokio::time::timeout(
+                    COMMAND_TIMEOUT,
+                    invocation.invoke_async::<i64>(&mut connection),
+                )
+                .await;
+                return match sent {
+                    Ok(Ok(receivers)) if receivers > 0 => Ok(()),
+                    // A heartbeat but nobody listening: subscribing again, or dead.
+                    Ok(Ok(0)) if tokio::time::Instant::now() < deadline => {
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        continue;
+                    }
+                    Ok(Ok(_)) => Err(Undeliverable::OwnerGone(owner)),
+                    Ok(Err(error)) => Err(unreachable(format!("redis: {error}"))),
+                    Err(_) => Err(unreachable(format!(
+                        "redis: no answer within {} ms",
+                        COMMAND_TIMEOUT.as_millis()
+                    ))),
+                };
             }
         })
     }
