@@ -2,7 +2,9 @@
 //! real stdio server: `switchboard migrate` creates the schema (and is idempotent), a
 //! gateway on an unmigrated database refuses to start and names the command, calls sent to
 //! both gateways at once land as one hash chain with exactly one row per call, and
-//! `switchboard audit verify` checks it — and names the row a superuser edited.
+//! `switchboard audit verify` checks it — and names the row a superuser edited. With
+//! PostgreSQL away, calls are refused saying why (`storage.ledger_unavailable = "refuse"`, the
+//! default) or journaled and answered (`"journal"`), and nothing answered is lost.
 
 mod support;
 
@@ -50,12 +52,17 @@ fn rows(postgres: &Postgres) -> usize {
 /// A PostgreSQL of the test's own, and a config in `dir` whose ledger is there, calling the
 /// fixture's echo server over stdio.
 fn shared_store(dir: &std::path::Path) -> (Postgres, std::path::PathBuf) {
+    shared_store_with(dir, "")
+}
+
+/// [`shared_store`] with `storage` lines added to `[storage]`.
+fn shared_store_with(dir: &std::path::Path, storage: &str) -> (Postgres, std::path::PathBuf) {
     let postgres = Postgres::start().unwrap_or_else(|error| panic!("{error}"));
     let ledger = dir.join("ledger.db").display().to_string();
     let config = write_config(
         dir,
         &format!(
-            "[gateway]\nledger = {}\n\n[storage]\nurl = {}\n\n\
+            "[gateway]\nledger = {}\n\n[storage]\nurl = {}\n{storage}\n\
              [servers.fx]\ncommand = {}\nargs = [\"echo\"]\n",
             quoted(&ledger),
             quoted(&postgres.url()),
@@ -138,14 +145,14 @@ async fn two_gateways_on_one_postgres_keep_one_verifiable_chain() {
     says(&caught, false, "row 5: this row was edited");
 }
 
-/// PostgreSQL goes away under a serving gateway: calls are still answered (each journaled
-/// first), and when that gateway is SIGKILLed with none of them in PostgreSQL, the next
-/// gateway started with the same journal directory replays them, exactly once each, onto
-/// the one chain.
+/// PostgreSQL goes away under a serving gateway that journals meanwhile
+/// (`ledger_unavailable = "journal"`): calls are still answered (each journaled first), and
+/// when that gateway is SIGKILLed with none of them in PostgreSQL, the next gateway started
+/// with the same journal directory replays them, exactly once each, onto the one chain.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rows_answered_by_a_killed_gateway_reach_postgres_once() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let (postgres, config) = shared_store(dir.path());
+    let (postgres, config) = shared_store_with(dir.path(), "ledger_unavailable = \"journal\"\n");
     says(
         &run_bare(&config, &["migrate"]),
         true,
@@ -187,6 +194,78 @@ async fn rows_answered_by_a_killed_gateway_reach_postgres_once() {
         &run_bare(&config, &["audit", "verify"]),
         true,
         &format!("intact: {all} rows"),
+    );
+}
+
+/// PostgreSQL goes away under a serving gateway with the default policy: calls are answered
+/// (journaled) until the writer's append fails, then refused with a tool error that says
+/// why; once PostgreSQL is back calls run again, and every call, answered or refused, is one
+/// row of the verified chain.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_postgres_away_calls_are_refused_readably_and_run_again_once_it_is_back() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (postgres, config) = shared_store(dir.path());
+    says(
+        &run_bare(&config, &["migrate"]),
+        true,
+        "applied migration 1",
+    );
+    let admin = dir.path().join("admin.json").display().to_string();
+    let mut gateway = HttpGateway::start(&config, &["--admin-file", &admin]);
+    calls(&gateway.url, "before", 3).await;
+    let mut made = 3;
+    postgres.stop().expect("stop PostgreSQL");
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let refusal = loop {
+        assert!(
+            std::time::Instant::now() < until,
+            "no call refused within 10 s of PostgreSQL stopping"
+        );
+        let message = format!("away-{made}");
+        let (status, body, _) = post(&gateway.url, None, echo(&message)).await;
+        made += 1;
+        assert_eq!(status, 200, "{body}");
+        if body.contains("was not run") {
+            break body;
+        }
+        assert!(body.contains(&message), "answered while journaled: {body}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    assert!(
+        refusal.contains("the audit ledger cannot reach its database")
+            && refusal.contains("storage.ledger_unavailable")
+            && refusal.contains(r#""isError":true"#),
+        "{refusal}"
+    );
+    postgres.resume().expect("start PostgreSQL again");
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    loop {
+        assert!(
+            std::time::Instant::now() < until,
+            "calls still refused 15 s after PostgreSQL came back"
+        );
+        let message = format!("back-{made}");
+        let (status, body, _) = post(&gateway.url, None, echo(&message)).await;
+        made += 1;
+        assert_eq!(status, 200, "{body}");
+        if body.contains(&message) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let all = wait_for(std::time::Duration::from_secs(10), || {
+        (rows(&postgres) == made).then_some(())
+    });
+    assert!(
+        all.is_some(),
+        "{} rows for {made} calls, each answered or refused",
+        rows(&postgres)
+    );
+    assert!(gateway.terminate().success());
+    says(
+        &run_bare(&config, &["audit", "verify"]),
+        true,
+        &format!("intact: {made} rows"),
     );
 }
 

@@ -37,7 +37,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Sender, channel};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::Thread;
 use std::time::UNIX_EPOCH;
 
@@ -111,6 +111,8 @@ struct Shared {
     gather: Arc<AtomicBool>,
     /// How long appends took, and how many rows wait for the writer.
     stats: Arc<Stats>,
+    /// Calls are refused while the store's appends fail (`storage.ledger_unavailable`).
+    refuse_while_failing: AtomicBool,
 }
 
 /// What the ledger's metrics read.
@@ -121,6 +123,23 @@ pub(crate) struct Stats {
     append: Histogram,
     /// Rows handed to the writer and not inserted yet.
     pub(crate) queued: AtomicU64,
+    /// The store's last append failed and is being tried again (the store is away).
+    pub(crate) failing: AtomicBool,
+    /// Why, while `failing`.
+    pub(crate) failure: Mutex<String>,
+}
+
+impl Stats {
+    /// An append failed with `why`; it is held and tried again.
+    pub(crate) fn append_failed(&self, why: &str) {
+        *self.failure.lock().unwrap_or_else(PoisonError::into_inner) = why.to_owned();
+        self.failing.store(true, Ordering::SeqCst);
+    }
+
+    /// An append went through: the store is back.
+    pub(crate) fn append_succeeded(&self) {
+        self.failing.store(false, Ordering::SeqCst);
+    }
 }
 
 impl Shared {
@@ -240,12 +259,22 @@ impl Ledger {
                 ringing: AtomicBool::new(false),
                 gather,
                 stats,
+                refuse_while_failing: AtomicBool::new(false),
             }),
         })
     }
 
     pub fn path(&self) -> &Path {
         &self.shared.path
+    }
+
+    /// Whether calls are refused while the store's appends fail (PostgreSQL away;
+    /// `storage.ledger_unavailable = "refuse"`): [`Recorder::unavailable`] then says why.
+    /// Off, calls go on being journaled and reach the store when it is back.
+    pub fn refuse_calls_while_unreachable(&self, refuse: bool) {
+        self.shared
+            .refuse_while_failing
+            .store(refuse, Ordering::SeqCst);
     }
 
     /// Makes sure the writer will come for what was just sent: on a tokio runtime, a task
@@ -420,6 +449,26 @@ impl Recorder for Ledger {
 
     fn wants_arguments(&self) -> bool {
         true
+    }
+
+    fn unavailable(&self) -> Option<String> {
+        let shared = &self.shared;
+        if !shared.refuse_while_failing.load(Ordering::Relaxed)
+            || !shared.stats.failing.load(Ordering::Relaxed)
+        {
+            return None;
+        }
+        let why = shared
+            .stats
+            .failure
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        Some(format!(
+            "the audit ledger cannot reach its database ({why}); calls are refused until it \
+             is back (storage.ledger_unavailable = \"refuse\"), and every call already \
+             answered is kept in this replica's journal"
+        ))
     }
 
     fn write_metrics(&self, out: &mut Exposition) {

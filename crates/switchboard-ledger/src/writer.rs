@@ -127,6 +127,7 @@ impl Writer {
                 Ok(inserted) => {
                     round.since_rotation += inserted;
                     round.backoff.reset();
+                    self.stats.append_succeeded();
                     self.settled(batch.len());
                 }
                 Err(error) if store.retries() && !round.gave_up() => {
@@ -136,6 +137,7 @@ impl Writer {
                         failures = round.backoff.failures(),
                         "{error}; the rows are kept (and journaled), trying again in {wait:?}"
                     );
+                    self.stats.append_failed(&error.to_string());
                     round.held = batch;
                     std::thread::sleep(wait);
                     return;

@@ -23,7 +23,7 @@ use crate::time::{now_ms, utc};
 const PAGE_ROWS: usize = 50;
 
 /// The outcomes a row may have, for the filter.
-const OUTCOMES: [&str; 12] = [
+const OUTCOMES: [&str; 13] = [
     "ok",
     "tool_error",
     "denied",
@@ -35,6 +35,7 @@ const OUTCOMES: [&str; 12] = [
     "unknown_tool",
     "invalid_arguments",
     "input_required",
+    "unavailable",
     "config_applied",
 ];
 

@@ -56,10 +56,10 @@ pub use locate::{Located, LookupStep, locate};
 pub use model::{
     Activation, AgentConfig, ApprovalMode, BuiltinSettings, Config, CostConfig, DEFAULT_REGISTRY,
     EnergyConfig, EnergyRange, EraPreference, Exposure, GatewayConfig, HookConfig, HookEvent,
-    JsonSearchMapping, LatencyConfig, LimitsConfig, MAX_INSTANCES, ManagerConfig, PlayerSetting,
-    QuotaConfig, RootConfig, ScopeGrant, SecretString, ServerConfig, StorageConfig, StyleSetting,
-    TasksConfig, TelemetryConfig, ToolOverrideConfig, Transport, Trust, UpstreamAuthConfig,
-    UpstreamGrant, busy_poll_window,
+    JsonSearchMapping, LatencyConfig, LedgerUnavailable, LimitsConfig, MAX_INSTANCES,
+    ManagerConfig, PlayerSetting, QuotaConfig, RootConfig, ScopeGrant, SecretString, ServerConfig,
+    StorageConfig, StyleSetting, TasksConfig, TelemetryConfig, ToolOverrideConfig, Transport,
+    Trust, UpstreamAuthConfig, UpstreamGrant, busy_poll_window,
 };
 pub use problem::{ConfigErrors, Origin, Problem};
 pub use sandbox::{NetworkAccess, SandboxConfig, SandboxSetting, parse_size};

@@ -377,6 +377,19 @@ pub struct StorageConfig {
     /// A `postgres://` URL (it may hold a password): the audit ledger goes there instead of
     /// the SQLite file. None: the embedded default.
     pub url: Option<SecretString>,
+    /// What calls meet while the ledger cannot reach PostgreSQL.
+    pub ledger_unavailable: LedgerUnavailable,
+}
+
+/// `storage.ledger_unavailable`: what calls meet while the audit ledger's PostgreSQL is away.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum LedgerUnavailable {
+    /// Refused, saying why, until an append goes through again (the ledger is the system of
+    /// record). The default.
+    #[default]
+    Refuse,
+    /// Run and answered; their rows wait in the replica's journal until PostgreSQL is back.
+    Journal,
 }
 
 /// How the gateway gets the token it sends an HTTP server.

@@ -109,6 +109,18 @@ struct Storage {
     /// A PostgreSQL URL: postgres://user:${PGPASSWORD}@host/db, or postgres:///db?host=/socket/dir.
     #[schemars(regex(pattern = r"^(postgres(ql)?://|\$\{)"))]
     url: Option<String>,
+    /// While the audit ledger cannot reach PostgreSQL: refuse calls (default), or run them with
+    /// their rows waiting in the replica's journal.
+    ledger_unavailable: Option<LedgerUnavailable>,
+}
+
+/// What calls meet while the ledger's PostgreSQL is away.
+#[derive(JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[allow(dead_code)]
+enum LedgerUnavailable {
+    Refuse,
+    Journal,
 }
 
 /// Where traces go.

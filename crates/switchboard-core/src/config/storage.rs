@@ -6,16 +6,18 @@
 //! [storage]
 //! url = "postgres://switchboard:${PGPASSWORD}@db.internal/switchboard"
 //! # or over a unix socket: "postgres:///switchboard?host=/run/postgresql"
+//! ledger_unavailable = "refuse"   # default; or "journal": run calls, rows wait in the journal
 //! ```
 //!
 //! Only the URL's shape is checked here (scheme, parse, a database); the server itself is
 //! reached by the ledger when the gateway or `switchboard migrate` starts.
 
-use super::model::{SecretString, StorageConfig};
+use super::model::{LedgerUnavailable, SecretString, StorageConfig};
 use super::tree::Node;
 use super::validate::Walk;
 
-pub(super) const STORAGE_KEYS: [&str; 1] = ["url"];
+pub(super) const STORAGE_KEYS: [&str; 2] = ["url", "ledger_unavailable"];
+const LEDGER_POLICIES: [&str; 2] = ["refuse", "journal"];
 
 const URL_HINT: &str = "e.g. \"postgres://user:${PGPASSWORD}@host/switchboard\" or \
                         \"postgres:///switchboard?host=/run/postgresql\"";
@@ -39,6 +41,20 @@ impl Walk<'_> {
                             );
                         }
                     }
+                }
+                "ledger_unavailable" => {
+                    let what = "storage.ledger_unavailable";
+                    let Some(text) = self.string(value, what) else {
+                        continue;
+                    };
+                    storage.ledger_unavailable = match text.as_str() {
+                        "refuse" => LedgerUnavailable::Refuse,
+                        "journal" => LedgerUnavailable::Journal,
+                        other => {
+                            self.not_one_of(value.pos, what, other, &LEDGER_POLICIES, None);
+                            continue;
+                        }
+                    };
                 }
                 other => self.unknown(*key_pos, other, "storage", &STORAGE_KEYS),
             }

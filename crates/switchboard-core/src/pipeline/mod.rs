@@ -208,6 +208,12 @@ impl Pipeline {
                 None,
             );
         }
+        // The audit record comes first: a call the ledger cannot keep does not run.
+        if let Some(why) = self.recorder.unavailable() {
+            let refusal =
+                ToolOutcome::error(format!("tool '{}' was not run: {why}", entry.exposed));
+            return (Fate::new(Ok(refusal), CallStatus::Unavailable), 0.0, None);
+        }
         let governance = self.governance();
         let hooks = &governance.hooks;
         // Hooks see the call as a HookCall; without hooks none is built (the hot path).

@@ -32,6 +32,9 @@ pub enum CallStatus {
     UpstreamError,
     /// The server asked the client for input; the call goes on when it is sent again.
     InputRequired,
+    /// The gateway could not keep the call's audit record (the ledger's shared store is
+    /// away, `storage.ledger_unavailable = "refuse"`); the tool did not run.
+    Unavailable,
 }
 
 impl CallStatus {
@@ -48,6 +51,7 @@ impl CallStatus {
             Self::UpstreamDown => "upstream_down",
             Self::UpstreamError => "upstream_error",
             Self::InputRequired => "input_required",
+            Self::Unavailable => "unavailable",
         }
     }
 }
@@ -150,6 +154,13 @@ pub trait Recorder: Send + Sync {
             error = change.error.as_deref().unwrap_or(""),
             "configuration change"
         );
+    }
+
+    /// Why no call may run now, when the recorder cannot keep the records it owes (the audit
+    /// ledger's shared store is away and the deployment refuses calls then). The default:
+    /// never.
+    fn unavailable(&self) -> Option<String> {
+        None
     }
 
     /// Whether records should carry the call's arguments (a copy per call).

@@ -93,15 +93,18 @@ enum Decision {
     UnknownTool,
     InvalidArguments,
     RateLimited,
+    /// Refused because the audit ledger could not keep its record.
+    Unavailable,
 }
 
 impl Decision {
-    const ALL: [Self; 5] = [
+    const ALL: [Self; 6] = [
         Self::Allowed,
         Self::Denied,
         Self::UnknownTool,
         Self::InvalidArguments,
         Self::RateLimited,
+        Self::Unavailable,
     ];
 
     fn of(status: CallStatus) -> Self {
@@ -110,6 +113,7 @@ impl Decision {
             CallStatus::UnknownTool => Self::UnknownTool,
             CallStatus::InvalidArguments => Self::InvalidArguments,
             CallStatus::RateLimited => Self::RateLimited,
+            CallStatus::Unavailable => Self::Unavailable,
             CallStatus::Ok
             | CallStatus::ToolError
             | CallStatus::TimedOut
@@ -127,6 +131,7 @@ impl Decision {
             Self::UnknownTool => "unknown_tool",
             Self::InvalidArguments => "invalid_arguments",
             Self::RateLimited => "rate_limited",
+            Self::Unavailable => "unavailable",
         }
     }
 }
@@ -378,6 +383,10 @@ impl Recorder for MetricsRecorder {
 
     fn wants_arguments(&self) -> bool {
         self.inner.wants_arguments()
+    }
+
+    fn unavailable(&self) -> Option<String> {
+        self.inner.unavailable()
     }
 
     fn write_metrics(&self, out: &mut Exposition) {

@@ -135,7 +135,12 @@ pub fn open_ledger(config: &Config) -> anyhow::Result<Ledger> {
                 format!("cannot create {} for the ledger's journal", dir.display())
             })?;
         }
-        return Ledger::open_postgres(url, &base).map_err(anyhow::Error::msg);
+        let ledger = Ledger::open_postgres(url, &base).map_err(anyhow::Error::msg)?;
+        ledger.refuse_calls_while_unreachable(
+            config.storage.ledger_unavailable
+                == switchboard_core::config::LedgerUnavailable::Refuse,
+        );
+        return Ok(ledger);
     }
     let path = ledger_path(config, None)?;
     let mut conn = store::open(&path).map_err(anyhow::Error::msg)?;

@@ -23,6 +23,19 @@ fn storage_is_absent_by_default_and_read_in_both_formats() {
         Format::Json,
     );
     assert!(config.storage.url.is_some());
+    assert_eq!(
+        config.storage.ledger_unavailable,
+        LedgerUnavailable::Refuse,
+        "the ledger is the system of record by default"
+    );
+    let config = check_ok(
+        "[storage]\nurl = \"postgres://db/x\"\nledger_unavailable = \"journal\"\n",
+        Format::Toml,
+    );
+    assert_eq!(
+        config.storage.ledger_unavailable,
+        LedgerUnavailable::Journal
+    );
 }
 
 #[test]
@@ -54,6 +67,10 @@ fn storage_mistakes_are_located() {
             7,
             "storage.url does not parse as a URL: it holds white space",
         )],
+    );
+    toml(
+        "[storage]\nurl = \"postgres://db/x\"\nledger_unavailable = \"queue\"\n",
+        &[(3, 22, "storage.ledger_unavailable 'queue' is not known")],
     );
     toml(
         "[storage]\nurll = \"postgres://db/x\"\n",
