@@ -23,7 +23,7 @@ fn replica_config(dir: &Path, postgres: &Postgres) -> PathBuf {
         dir,
         &format!(
             "[gateway]\nledger = \"ledger.db\"\n\n[manager]\ndatabase = \"manager.db\"\n\
-             registries = []\n\n[storage]\nurl = {}\n\n\
+             registries = []\n\n[storage]\nurl = {}\nledger_unavailable = \"journal\"\n\n\
              [tiers]\nfast = \"50ms\"\nstandard = \"150ms\"\ndeep = \"400ms\"\n\n\
              [latency]\nmin_samples = 5\n\n\
              [servers.lab]\ncommand = {}\nargs = [\"latency\", \"--scale\", \"0.1\"]\n",

@@ -28,7 +28,7 @@ fn replicas(root: &Path, postgres: &Postgres, count: usize) -> Vec<HttpGateway> 
                 &format!(
                     "[gateway]\nledger = \"ledger.db\"\n\n[latency]\ndatabase = \"latency.db\"\n\n\
                      [manager]\ndatabase = \"manager.db\"\nregistries = []\n\n\
-                     [storage]\nurl = {}\n\n\
+                     [storage]\nurl = {}\nledger_unavailable = \"journal\"\n\n\
                      [agents.qa]\nquota = {{ cost = {QUOTA}, window = \"1h\" }}\n\n\
                      [servers.fx]\ncommand = {}\nargs = [\"echo\"]\ncost = 1\n",
                     quoted(&postgres.url()),
