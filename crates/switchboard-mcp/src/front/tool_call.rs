@@ -34,7 +34,9 @@ impl Dispatcher {
         notify: Option<&Notifier>,
     ) -> Message {
         let answer = match era {
-            RequestEra::Modern => self.modern_tool_call(params, ctx, notify).await,
+            // Boxed: the modern call's future is larger, and inline it would enlarge every
+            // legacy call's future too (moved whole as each call starts).
+            RequestEra::Modern => Box::pin(self.modern_tool_call(params, ctx, notify)).await,
             RequestEra::Legacy => self.run_tool_call(params, ctx, era, notify, None).await,
         };
         answer_message(id, answer, era)
