@@ -60,7 +60,9 @@ fn rows(now_ms: i64) -> Vec<LedgerEntry> {
             server: Some("big".to_owned()),
             tool: Some(format!("s_tool{}", i % TOOLS)),
             args_digest: None,
-            args_redacted: Some(json!({"query": format!("question {i}")})),
+            args_redacted: Some(std::sync::Arc::new(
+                json!({"query": format!("question {i}")}),
+            )),
             outcome: outcomes[i % outcomes.len()].to_owned(),
             error: (i % outcomes.len() == 4).then(|| "the tool failed".to_owned()),
             duration_us: 200 + (i as i64 * 7919) % 50_000,

@@ -27,7 +27,7 @@ pub struct LedgerEntry {
     /// SHA-256 of the original arguments.
     pub args_digest: Option<String>,
     /// The arguments with secrets replaced.
-    pub args_redacted: Option<serde_json::Value>,
+    pub args_redacted: Option<std::sync::Arc<serde_json::Value>>,
     /// ok, tool_error, denied, rate_limited, timed_out, cancelled, upstream_down,
     /// upstream_error, unknown_tool, invalid_arguments, input_required.
     pub outcome: String,

@@ -41,8 +41,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::Thread;
 use std::time::UNIX_EPOCH;
 
+use serde_json::{Map, Value};
 use switchboard_core::metrics::{Exposition, Histogram, Kind};
-use switchboard_core::pipeline::{CallRecord, ChangeRecord, Recorder};
+use switchboard_core::pipeline::{CallRecord, ChangeRecord, RecordedArguments, Recorder};
 
 pub use entry::LedgerEntry;
 pub use journal::catch_up;
@@ -381,8 +382,8 @@ impl LedgerEntry {
             exposed: record.name.clone(),
             server,
             tool,
-            args_digest: record.arguments.as_deref().map(redact::digest),
-            args_redacted: record.arguments.as_deref().map(redact::redact),
+            args_digest: record.arguments.as_ref().map(|a| a.digest.clone()),
+            args_redacted: record.arguments.as_ref().map(|a| a.redacted.clone()),
             outcome: record.status.as_str().to_owned(),
             error: record.error.clone(),
             duration_us: i64::try_from(record.duration.as_micros()).unwrap_or(i64::MAX),
@@ -425,7 +426,7 @@ impl LedgerEntry {
             server: Some(change.server.clone()),
             tool: None,
             args_digest: Some(redact::digest(&details)),
-            args_redacted: Some(redact::redact(&details)),
+            args_redacted: Some(Arc::new(redact::redact(&details))),
             outcome: format!("config_{}", change.outcome),
             error: change.error.clone(),
             duration_us: 0,
@@ -447,8 +448,11 @@ impl Recorder for Ledger {
         self.record_entry(LedgerEntry::from_change(change));
     }
 
-    fn wants_arguments(&self) -> bool {
-        true
+    fn capture_arguments(&self, arguments: &Map<String, Value>) -> Option<RecordedArguments> {
+        Some(RecordedArguments {
+            digest: redact::digest(arguments),
+            redacted: Arc::new(redact::redact(arguments)),
+        })
     }
 
     fn unavailable(&self) -> Option<String> {

@@ -6,7 +6,6 @@ use std::borrow::Cow;
 use std::path::Path;
 
 use rusqlite::{Connection, OptionalExtension, params};
-use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::{LedgerEntry, LedgerError};
@@ -184,7 +183,7 @@ pub(crate) fn insert_canonical<'a>(
                     entry.server,
                     entry.tool,
                     entry.args_digest,
-                    entry.args_redacted.as_ref().map(Value::to_string),
+                    entry.args_redacted.as_ref().map(|value| value.to_string()),
                     entry.outcome,
                     entry.error,
                     entry.duration_us,

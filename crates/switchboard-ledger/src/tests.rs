@@ -24,7 +24,7 @@ pub(crate) fn entry(i: usize, agent: &str, outcome: &str) -> LedgerEntry {
         server: Some("dice".to_owned()),
         tool: Some("roll".to_owned()),
         args_digest: None,
-        args_redacted: Some(json!({"expression": "1d20"})),
+        args_redacted: Some(std::sync::Arc::new(json!({"expression": "1d20"}))),
         outcome: outcome.to_owned(),
         error: None,
         duration_us: 100,
@@ -263,7 +263,9 @@ fn secrets_never_land_in_the_database_file() {
     ];
     let arguments = json!({"password": secret_values[0], "note": "harmless", "nested": {"key": secret_values[1]}, "list": [secret_values[2]]});
     let record = CallRecord {
-        arguments: arguments.as_object().cloned().map(Arc::new),
+        arguments: arguments
+            .as_object()
+            .and_then(|arguments| ledger.capture_arguments(arguments)),
         ..call_record("01SECRET000000000000000000", "fs__login")
     };
     ledger.record(&record);

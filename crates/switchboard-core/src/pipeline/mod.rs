@@ -32,7 +32,7 @@ use crate::{CallContext, Catalog, CatalogEntry, ToolCall, ToolOutcome};
 
 pub use admit::Governance;
 pub use envelope::{CACHE_META_KEY, CALL_META_KEY};
-pub use record::{CallRecord, CallStatus, ChangeRecord, LogRecorder, Recorder};
+pub use record::{CallRecord, CallStatus, ChangeRecord, LogRecorder, RecordedArguments, Recorder};
 
 /// Why a call produced no [`ToolOutcome`]. Everything else — bad arguments, an upstream that is
 /// down or slow — is an outcome with `is_error` set, because the model can act on it.
@@ -130,6 +130,7 @@ impl Pipeline {
         ctx: &CallContext,
         call: ToolCall,
     ) -> Result<ToolOutcome, CallError> {
+        crate::timer_anchor::keep();
         let started = self.clock.now();
         let started_wall = self.clock.wall();
         let call_id = new_call_id(started_wall);
@@ -138,10 +139,7 @@ impl Pipeline {
             .as_ref()
             .ok()
             .map(|entry| (entry.spec.server.clone(), entry.upstream_name.clone()));
-        let arguments = self
-            .recorder
-            .wants_arguments()
-            .then(|| Arc::new(call.arguments.clone()));
+        let arguments = self.recorder.capture_arguments(&call.arguments);
         let (fate, cost, approval) = match entry {
             Err(error) => (Fate::new(Err(error), CallStatus::UnknownTool), 0.0, None),
             Ok(entry) => {

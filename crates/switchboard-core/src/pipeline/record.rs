@@ -56,6 +56,17 @@ impl CallStatus {
     }
 }
 
+/// A call's arguments as a recorder keeps them (the audit ledger: never the arguments
+/// themselves, which may hold secrets).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordedArguments {
+    /// Hex SHA-256 of the arguments' JSON as called (keys in their given order), so identical
+    /// calls match.
+    pub digest: String,
+    /// The arguments with secrets replaced.
+    pub redacted: std::sync::Arc<serde_json::Value>,
+}
+
 /// What is recorded about one call.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CallRecord {
@@ -71,9 +82,9 @@ pub struct CallRecord {
     pub session: Option<String>,
     /// The tier the request chose, if any.
     pub tier: Option<String>,
-    /// The arguments as called, when the recorder wants them (see
-    /// [`Recorder::wants_arguments`]).
-    pub arguments: Option<std::sync::Arc<serde_json::Map<String, serde_json::Value>>>,
+    /// The arguments as the recorder keeps them, when it keeps them (see
+    /// [`Recorder::capture_arguments`]).
+    pub arguments: Option<RecordedArguments>,
     pub started: SystemTime,
     pub duration: Duration,
     pub status: CallStatus,
@@ -163,9 +174,14 @@ pub trait Recorder: Send + Sync {
         None
     }
 
-    /// Whether records should carry the call's arguments (a copy per call).
-    fn wants_arguments(&self) -> bool {
-        false
+    /// What records should carry of the call's arguments, taken before the arguments go
+    /// upstream (so the call's own arguments are never copied for the record). The default:
+    /// nothing.
+    fn capture_arguments(
+        &self,
+        _arguments: &serde_json::Map<String, serde_json::Value>,
+    ) -> Option<RecordedArguments> {
+        None
     }
 
     /// Writes the recorder's own metrics (the ledger's append time and queue), when the

@@ -19,7 +19,7 @@ pub fn entry(i: u64) -> LedgerEntry {
         args_digest: Some(
             "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08".into(),
         ),
-        args_redacted: Some(json!({"expression": "4d6kh3"})),
+        args_redacted: Some(std::sync::Arc::new(json!({"expression": "4d6kh3"}))),
         outcome: "ok".into(),
         error: None,
         duration_us: 120,

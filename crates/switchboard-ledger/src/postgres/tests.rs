@@ -28,7 +28,9 @@ fn runtime() -> tokio::runtime::Runtime {
 fn entry(i: usize, agent: &str) -> LedgerEntry {
     let mut entry = crate::tests::entry(i, agent, "ok");
     entry.call_id = format!("01PG{agent}{i:016}");
-    entry.args_redacted = Some(json!({"expression": "1d20", "api_key": "[REDACTED]"}));
+    entry.args_redacted = Some(std::sync::Arc::new(
+        json!({"expression": "1d20", "api_key": "[REDACTED]"}),
+    ));
     entry.error = i.is_multiple_of(7).then(|| "nul \0 inside".to_owned());
     entry.duration_us = 100 + i as i64;
     entry

@@ -38,10 +38,13 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
+use serde_json::{Map, Value};
 use switchboard_core::ToolOutcome;
 use switchboard_core::idle;
 use switchboard_core::metrics::{Exposition, Histogram};
-use switchboard_core::pipeline::{CallRecord, CallStatus, ChangeRecord, Recorder};
+use switchboard_core::pipeline::{
+    CallRecord, CallStatus, ChangeRecord, RecordedArguments, Recorder,
+};
 use switchboard_core::upstream::UpstreamError;
 
 use deferred::{Held, Pending};
@@ -381,8 +384,8 @@ impl Recorder for MetricsRecorder {
         self.inner.record_change(change);
     }
 
-    fn wants_arguments(&self) -> bool {
-        self.inner.wants_arguments()
+    fn capture_arguments(&self, arguments: &Map<String, Value>) -> Option<RecordedArguments> {
+        self.inner.capture_arguments(arguments)
     }
 
     fn unavailable(&self) -> Option<String> {
