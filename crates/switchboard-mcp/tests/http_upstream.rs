@@ -4,6 +4,7 @@
 mod http_upstream_support;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -11,7 +12,7 @@ use http_upstream_support::start;
 use serde_json::{Value, json};
 use switchboard_mcp::jsonrpc::{Message, RequestId};
 use switchboard_mcp::upstream::http::open_streamable_http;
-use switchboard_mcp::upstream::transport::{Inbound, Opened};
+use switchboard_mcp::upstream::transport::{DirectAnswers, Inbound, Opened};
 
 fn open(url: &str) -> Opened {
     let headers = BTreeMap::from([("authorization".to_owned(), "Bearer t".to_owned())]);
@@ -337,4 +338,86 @@ async fn the_session_stream_delivers_server_notifications() {
     assert_eq!(get.header("mcp-protocol-version"), Some("2025-11-25"));
     assert_eq!(get.header("mcp-session-id"), Some("sess-1"));
     opened.transport.close().await;
+}
+
+/// Takes every answer it is offered, as the client's table of requests in flight does.
+#[derive(Default)]
+struct TakenAnswers(std::sync::Mutex<Vec<Message>>);
+
+impl DirectAnswers for TakenAnswers {
+    fn answer(&self, message: Message) -> Option<Message> {
+        match message {
+            Message::Response { .. } | Message::Error { .. } => {
+                self.0.lock().expect("lock").push(message);
+                None
+            }
+            other => Some(other),
+        }
+    }
+}
+
+impl TakenAnswers {
+    fn taken(&self) -> Vec<Message> {
+        self.0.lock().expect("lock").clone()
+    }
+}
+
+async fn send(opened: &Opened, message: Message) {
+    opened.transport.send(message).await.expect("send");
+}
+
+/// A transport whose answers may go straight to their requests, and the table they go to
+/// (held by the caller: the transport holds it weakly).
+fn open_taking_answers(url: &str) -> (Opened, Arc<TakenAnswers>) {
+    let opened = open(url);
+    let answers = Arc::new(TakenAnswers::default());
+    let direct: Arc<dyn DirectAnswers> = answers.clone();
+    opened.transport.answer_directly(Arc::downgrade(&direct));
+    (opened, answers)
+}
+
+#[tokio::test]
+async fn an_answer_first_on_its_response_goes_straight_to_its_request() {
+    let (_server, url) = start().await;
+    let (mut opened, answers) = open_taking_answers(&url);
+    send(&opened, request(3, "tools/list", json!({}))).await;
+    wait_for(|| !answers.taken().is_empty()).await;
+    assert!(matches!(
+        answers.taken().as_slice(),
+        [Message::Response {
+            id: RequestId::Number(3),
+            ..
+        }]
+    ));
+    // A notification sent afterwards still comes on the channel, and the answer did not.
+    send(&opened, request(7, "sse", json!({}))).await;
+    let Inbound::OnStream {
+        message: Message::Notification { method, .. },
+        ..
+    } = next(&mut opened).await
+    else {
+        panic!("expected request 7's progress notification on the channel, not request 3's answer");
+    };
+    assert_eq!(method, "notifications/progress");
+}
+
+#[tokio::test]
+async fn an_answer_after_a_notification_on_its_stream_never_overtakes_it() {
+    let (_server, url) = start().await;
+    let (mut opened, answers) = open_taking_answers(&url);
+    send(&opened, request(7, "sse", json!({}))).await;
+    assert!(matches!(
+        next_message(&mut opened).await,
+        Message::Notification { .. }
+    ));
+    // The answer follows its stream's notification on the channel: taken straight to the
+    // request, it could be handled before the notification is.
+    assert!(matches!(
+        next_message(&mut opened).await,
+        Message::Response {
+            id: RequestId::Number(7),
+            ..
+        }
+    ));
+    assert!(answers.taken().is_empty());
 }

@@ -7,14 +7,14 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock, Weak};
 
 use serde_json::{Map, Value, json};
 use switchboard_core::param_headers;
 use switchboard_core::{CallerChannel, Progress, ProgressSink, ServerId, ToolDefinition};
 use tokio::sync::{mpsc, oneshot, watch};
 
-use super::transport::{Inbound, OnBehalf, Opened, Transport};
+use super::transport::{DirectAnswers, Inbound, OnBehalf, Opened, Transport};
 use crate::era::{Era, add_modern_meta, client_info};
 use crate::jsonrpc::{Message, RequestId, RpcError, client_capability_for, code};
 
@@ -170,6 +170,8 @@ impl RpcClient {
             callers: Mutex::default(),
             tasks: Mutex::default(),
         });
+        let direct: Weak<dyn DirectAnswers> = Arc::downgrade(&shared) as Weak<dyn DirectAnswers>;
+        opened.transport.answer_directly(direct);
         let (closed_tx, closed) = watch::channel(None);
         let client = Arc::new(Self {
             server,
@@ -539,6 +541,23 @@ async fn answer_server_request(
             id: Some(id),
             error: RpcError::missing_capability(capability),
         },
+    }
+}
+
+impl DirectAnswers for Shared {
+    fn answer(&self, message: Message) -> Option<Message> {
+        match message {
+            Message::Response {
+                id: RequestId::Number(id),
+                result,
+            } => answer(self, id, Ok(result)),
+            Message::Error {
+                id: Some(RequestId::Number(id)),
+                error,
+            } => answer(self, id, Err(ClientError::Rpc(error))),
+            other => return Some(other),
+        }
+        None
     }
 }
 

@@ -3,7 +3,7 @@
 //! with JSON or SSE answers, a legacy SSE stream).
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use futures::future::BoxFuture;
 use switchboard_core::param_headers::ParamHeader;
@@ -58,6 +58,16 @@ impl OnBehalf {
     }
 }
 
+/// Where an answer to one of our requests can be handed straight to the request waiting for
+/// it, skipping the inbound channel and the task that reads it: with threads that own their
+/// connections, that task runs elsewhere, and the way through it cost each call two wake-ups
+/// across threads.
+pub trait DirectAnswers: Send + Sync {
+    /// Hands `message` to the request it answers; gives it back when it is no answer to one
+    /// of ours (it then goes on the inbound channel).
+    fn answer(&self, message: Message) -> Option<Message>;
+}
+
 /// Sends messages to one server.
 pub trait Transport: Send + Sync {
     /// Sends one message. For HTTP transports, the answer (and any notifications sent on the
@@ -72,6 +82,11 @@ pub trait Transport: Send + Sync {
     ) -> BoxFuture<'_, Result<(), TransportError>> {
         self.send(message)
     }
+
+    /// Offers the transport a way to hand answers straight to their requests. A transport
+    /// takes it only where no message sent before an answer can be overtaken by it (the
+    /// answer is the first message of its own response); the default ignores it.
+    fn answer_directly(&self, _answers: Weak<dyn DirectAnswers>) {}
 
     /// Tells the transport which protocol version was negotiated (HTTP sends it as a header).
     fn set_protocol_version(&self, _version: &str) {}

@@ -5,7 +5,7 @@
 //! `Last-Event-ID` when the server gave its events ids; otherwise the request gets an error
 //! answer, so no caller waits for an answer that cannot come.
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -43,6 +43,20 @@ enum StreamEnd {
 impl Shared {
     async fn deliver(&self, message: Message) -> bool {
         self.inbound.send(Inbound::Message(message)).await.is_ok()
+    }
+
+    /// Delivers a message that came first on its response (nothing of that response went
+    /// on the channel before it, so it overtakes nothing): an answer goes straight to the
+    /// request waiting for it, on this thread; anything else on the channel.
+    async fn deliver_first(&self, message: Message, of: Option<&RequestId>) -> bool {
+        let message = match self.answers.get().and_then(Weak::upgrade) {
+            Some(answers) => match answers.answer(message) {
+                None => return true,
+                Some(message) => message,
+            },
+            None => message,
+        };
+        self.deliver_on(message, of).await
     }
 
     /// Delivers a message that came on the response stream of request `of`, if any.
@@ -159,10 +173,13 @@ impl Shared {
             ) = (&id, Message::parse(body.as_bytes()))
             {
                 let id = answered.unwrap_or_else(|| id.clone());
-                self.deliver(Message::Error {
-                    id: Some(id),
-                    error,
-                })
+                self.deliver_first(
+                    Message::Error {
+                        id: Some(id),
+                        error,
+                    },
+                    None,
+                )
                 .await;
                 return;
             }
@@ -186,7 +203,7 @@ impl Shared {
             }
             Ok(body) => match Message::parse(&body) {
                 Ok(answer) => {
-                    self.deliver(answer).await;
+                    self.deliver_first(answer, None).await;
                 }
                 Err(malformed) => {
                     let reason = format!(
@@ -205,11 +222,15 @@ impl Shared {
         let mut parser = SseParser::default();
         let mut response = response;
         let mut idle_reconnects = 0;
+        // Nothing of this request's stream went on the channel yet.
+        let mut first = true;
         loop {
-            let (reason, progressed) = match self.pump(&mut response, &mut parser, id).await {
+            let pumped = self.pump(&mut response, &mut parser, id, &mut first);
+            let (reason, progressed) = match pumped.await {
                 StreamEnd::Answered => {
                     // Anything after the answer is delivered like a notification.
-                    let rest = self.pump(&mut response, &mut parser, None);
+                    let mut after = false;
+                    let rest = self.pump(&mut response, &mut parser, None, &mut after);
                     let _ = tokio::time::timeout(DRAIN_AFTER_ANSWER, rest).await;
                     return;
                 }
@@ -230,7 +251,9 @@ impl Shared {
             }
             tokio::time::sleep(parser.retry().unwrap_or(DEFAULT_RETRY).min(MAX_RETRY)).await;
             parser.reset_partial();
-            match self.get_stream(parser.last_event_id()).await {
+            // Boxed: resuming is rare, and its future would otherwise make every call's
+            // exchange future several kilobytes larger (moved as the call starts).
+            match Box::pin(self.get_stream(parser.last_event_id())).await {
                 Ok(Some(next)) => response = next,
                 Ok(None) => {
                     let reason = format!("{} cannot resume the answer to {request}", self.url);
@@ -241,12 +264,15 @@ impl Shared {
         }
     }
 
-    /// Delivers every message of an SSE stream until it ends or carries the answer to `id`.
+    /// Delivers every message of an SSE stream until it ends or carries the answer to `id`;
+    /// `first` while no message of the request's stream has been delivered (an answer then
+    /// goes straight to its request).
     async fn pump(
         &self,
         response: &mut Response,
         parser: &mut SseParser,
         id: Option<&RequestId>,
+        first: &mut bool,
     ) -> StreamEnd {
         let mut progressed = false;
         while let Some(chunk) = response.chunk().await {
@@ -280,7 +306,13 @@ impl Shared {
                     (Message::Error { id: Some(got), .. }, Some(id)) => got == id,
                     _ => false,
                 };
-                if !self.deliver_on(message, id).await {
+                let delivered = if answers && *first {
+                    self.deliver_first(message, id).await
+                } else {
+                    self.deliver_on(message, id).await
+                };
+                *first = false;
+                if !delivered {
                     return StreamEnd::Failed(None);
                 }
                 if answers {
@@ -330,7 +362,10 @@ impl Shared {
                     continue;
                 }
             };
-            match self.pump(&mut response, &mut parser, None).await {
+            match self
+                .pump(&mut response, &mut parser, None, &mut false)
+                .await
+            {
                 StreamEnd::Ended { progressed, .. } => {
                     idle_rounds = if progressed { 0 } else { idle_rounds + 1 };
                 }

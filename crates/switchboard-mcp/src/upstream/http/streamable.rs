@@ -11,7 +11,7 @@
 //! supervisor reconnects.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -27,7 +27,9 @@ use super::header_map;
 use super::headers::{SESSION_ID, add_param_headers, add_routing_headers};
 use crate::era::{MODERN_VERSION, VERSION_HEADER};
 use crate::jsonrpc::{Message, RequestId};
-use crate::upstream::transport::{Inbound, OnBehalf, Opened, Transport, TransportError};
+use crate::upstream::transport::{
+    DirectAnswers, Inbound, OnBehalf, Opened, Transport, TransportError,
+};
 use switchboard_core::trace::{BAGGAGE, TRACEPARENT, TRACESTATE};
 
 /// How long `close` waits for the server to acknowledge the DELETE of its session.
@@ -53,6 +55,9 @@ pub(super) struct Shared {
     /// POSTs in flight by request id, so a cancel can close the stream.
     in_flight: Mutex<HashMap<RequestId, AbortHandle>>,
     background: Mutex<Vec<AbortHandle>>,
+    /// The client's requests, for answers that may skip the inbound channel
+    /// ([`Transport::answer_directly`]).
+    pub(super) answers: OnceLock<Weak<dyn DirectAnswers>>,
 }
 
 struct StreamableHttp {
@@ -82,6 +87,7 @@ pub fn open_streamable_http(
         param_headers: RwLock::default(),
         in_flight: Mutex::default(),
         background: Mutex::default(),
+        answers: OnceLock::new(),
     });
     Ok(Opened {
         transport: Arc::new(StreamableHttp { shared }),
@@ -248,6 +254,10 @@ impl Transport for StreamableHttp {
         if let Ok(mut slot) = self.shared.param_headers.write() {
             *slot = declared;
         }
+    }
+
+    fn answer_directly(&self, answers: Weak<dyn DirectAnswers>) {
+        let _ = self.shared.answers.set(answers);
     }
 
     fn set_protocol_version(&self, version: &str) {
