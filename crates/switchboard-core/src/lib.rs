@@ -28,6 +28,7 @@ pub mod schema;
 pub mod server;
 pub mod task;
 pub mod tier;
+pub mod timer_anchor;
 pub mod tool;
 pub mod trace;
 pub mod upstream;
