@@ -14,7 +14,12 @@
 //! checks that the owner of a task still working lives — its heartbeat key is there and its
 //! channel has a subscriber (a killed process loses its subscription at once) — and if not
 //! marks the task `failed` in the same script, saying the replica that ran it is gone: every
-//! replica then answers the same. `tasks/cancel` on another replica is published to the
+//! replica then answers the same. An owner with a heartbeat but no subscriber may be
+//! subscribing again (its connection was lost, Redis restarted): its task is failed only
+//! once reads have found it so for [`RESUBSCRIBE_GRACE`] on the Redis clock (the grace the
+//! answers routed to a replica get), and answered as it stands meanwhile. The owner's write
+//! renews its heartbeat too, so a record written just after a restart does not make it look
+//! gone. `tasks/cancel` on another replica is published to the
 //! owner's own channel ([`TaskCommand`]), in the script that checks it lives.
 //!
 //! Each write also publishes [`SharedEvent::TaskChanged`] on the event bus (the task's fields
@@ -33,58 +38,83 @@ use switchboard_core::limits::WhenUnreachable;
 use switchboard_core::task::{TaskEnd, TaskOwner, TaskStatus, TaskView};
 
 use super::bounded::Bounded;
-use super::events::{EventBus, SharedEvent};
+use super::events::{EventBus, HEARTBEAT_LIFE, RESUBSCRIBE_GRACE, SharedEvent};
 use super::limiter::SharedError;
 
-/// The Lua that decides whether a task still working has an owner: `alive(prefix, replica)`.
-/// Then `read(key, prefix)`: the record's fields, the task marked failed first when its owner
-/// is gone (nil when there is no record).
+/// The Lua that decides whether a task still working has an owner: `owner(prefix, replica)`
+/// says `alive` (its heartbeat key is there and its channel has a subscriber), `unheard` (a
+/// heartbeat but no subscriber: dead, or subscribing again after a lost connection or a
+/// Redis restart) or `gone` (no heartbeat). Then `read(key, prefix, grace, stale)`: the
+/// record's fields, the task marked failed first when its owner is gone, or has been unheard
+/// for `grace` ms on the Redis clock (the first read that finds it unheard notes when, in
+/// `unheard_ms`; a note older than `stale` ms is from an earlier time and starts again), nil
+/// when there is no record.
 const READ_FN: &str = r"
-local function alive(prefix, replica)
-  if redis.call('EXISTS', prefix .. 'alive:' .. replica) == 0 then return false end
+local function owner(prefix, replica)
+  if redis.call('EXISTS', prefix .. 'alive:' .. replica) == 0 then return 'gone' end
   local subscribed = redis.call('PUBSUB', 'NUMSUB', prefix .. 'replica:' .. replica)
-  return tonumber(subscribed[2]) > 0
+  if tonumber(subscribed[2]) > 0 then return 'alive' end
+  return 'unheard'
 end
 local function terminal(status)
   return status == 'completed' or status == 'failed' or status == 'cancelled'
 end
-local function read(key, prefix)
-  local f = redis.call('HMGET', key, 'status', 'replica', 'record', 'gone', 'gone_ms')
+local function read(key, prefix, grace, stale)
+  local f = redis.call('HMGET', key, 'status', 'replica', 'record', 'gone', 'gone_ms', 'unheard_ms')
   if not f[3] then return nil end
   local state = 'asked'
   if terminal(f[1]) then
     state = 'ended'
-  elseif not alive(prefix, f[2]) then
-    local t = redis.call('TIME')
-    local ms = t[1] .. string.format('%03d', math.floor(tonumber(t[2]) / 1000))
-    local why = 'the replica that ran this task (' .. f[2] .. ') is gone'
-    redis.call('HSET', key, 'status', 'failed', 'gone', why, 'gone_ms', ms)
-    f[1] = 'failed'; f[4] = why; f[5] = ms
-    state = 'ended'
+  else
+    local found = owner(prefix, f[2])
+    if found == 'alive' then
+      if f[6] then redis.call('HDEL', key, 'unheard_ms') end
+    else
+      local t = redis.call('TIME')
+      local ms = t[1] .. string.format('%03d', math.floor(tonumber(t[2]) / 1000))
+      if found == 'unheard' then
+        local since = tonumber(f[6] or '')
+        if not since or tonumber(ms) - since > stale then
+          redis.call('HSET', key, 'unheard_ms', ms)
+          state = 'waiting'
+        elseif tonumber(ms) - since < grace then
+          state = 'waiting'
+        end
+      end
+      if state ~= 'waiting' then
+        local why = 'the replica that ran this task (' .. f[2] .. ') is gone'
+        redis.call('HSET', key, 'status', 'failed', 'gone', why, 'gone_ms', ms)
+        f[1] = 'failed'; f[4] = why; f[5] = ms
+        state = 'ended'
+      end
+    end
   end
   return {f[1], f[3], f[4] or false, f[5] or false, f[2], state}
 end
 ";
 
-/// `KEYS[1]` the record; `ARGV[1]` the prefix. The record (see `READ_FN`) or nil.
-const READ: &str = "return read(KEYS[1], ARGV[1])";
+/// `KEYS[1]` the record; `ARGV[1]` the prefix, `ARGV[2]` the grace, `ARGV[3]` how old an
+/// unheard note is stale (ms). The record (see `READ_FN`) or nil.
+const READ: &str = "return read(KEYS[1], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]))";
 
-/// `KEYS[1]` the caller's set; `ARGV[1]` the prefix, `ARGV[2]` the caller's record prefix.
-/// Every record of the caller, newest first; ids whose record expired leave the set.
+/// `KEYS[1]` the caller's set; `ARGV[1]` the prefix, `ARGV[2]` the caller's record prefix,
+/// `ARGV[3]` and `ARGV[4]` as `READ`'s. Every record of the caller, newest first; ids whose
+/// record expired leave the set.
 const LIST: &str = r"
 local out = {}
 for _, id in ipairs(redis.call('ZREVRANGE', KEYS[1], 0, -1)) do
-  local found = read(ARGV[2] .. id, ARGV[1])
+  local found = read(ARGV[2] .. id, ARGV[1], tonumber(ARGV[3]), tonumber(ARGV[4]))
   if found then out[#out + 1] = found else redis.call('ZREM', KEYS[1], id) end
 end
 return out
 ";
 
-/// `KEYS[1]` the record; `ARGV[1]` the prefix, `ARGV[2]` the command for its owner. The
-/// record as `READ` gives it; its last field says `asked` when the owner was sent the
-/// command (it lives and the task still works).
+/// `KEYS[1]` the record; `ARGV[1]` the prefix, `ARGV[2]` the command for its owner,
+/// `ARGV[3]` and `ARGV[4]` as `READ`'s. The record as `READ` gives it; its last field says
+/// `asked` when the owner was sent the command (it lives and the task still works),
+/// `waiting` or `unheard` when the owner could not hear it now.
 const SEND: &str = r"
-local found = read(KEYS[1], ARGV[1])
+local found = read(KEYS[1], ARGV[1], tonumber(ARGV[3]), tonumber(ARGV[4]))
 if found and found[6] == 'asked' then
   if redis.call('PUBLISH', ARGV[1] .. 'replica:' .. found[5], ARGV[2]) == 0 then
     found[6] = 'unheard'
@@ -93,13 +123,16 @@ end
 return found
 ";
 
-/// The owner's write. `KEYS[1]` the record, `KEYS[2]` the caller's set; `ARGV`: status,
-/// replica, record JSON, its life (ms), creation (ms, the set's score), task id, the events
-/// channel, the event, the set's life (ms). 0 when the record already ended (nothing
-/// written), else 1.
+/// The owner's write. `KEYS[1]` the record, `KEYS[2]` the caller's set, `KEYS[3]` the
+/// owner's heartbeat; `ARGV`: status, replica, record JSON, its life (ms), creation (ms, the
+/// set's score), task id, the events channel, the event, the set's life (ms), the
+/// heartbeat's life (ms). 0 when the record already ended (nothing written), else 1. The
+/// heartbeat is renewed with the record: a record written just after Redis restarted, before
+/// the owner's subscriber beat again, does not make its owner look gone.
 const WRITE: &str = r"
 local status = redis.call('HGET', KEYS[1], 'status')
 if status == 'completed' or status == 'failed' or status == 'cancelled' then return 0 end
+redis.call('SET', KEYS[3], 1, 'PX', ARGV[10])
 redis.call('HSET', KEYS[1], 'status', ARGV[1], 'replica', ARGV[2], 'record', ARGV[3])
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 redis.call('ZADD', KEYS[2], ARGV[5], ARGV[6])
@@ -398,6 +431,7 @@ impl SharedTasks {
         invocation
             .key(format!("{}{}", self.owner_prefix(&digest), view.id))
             .key(self.set_key(&digest))
+            .key(format!("{}alive:{}", self.prefix, self.replica()))
             .arg(&record.status)
             .arg(self.replica())
             .arg(json)
@@ -406,7 +440,8 @@ impl SharedTasks {
             .arg(&view.id)
             .arg(self.bus.channel())
             .arg(payload)
-            .arg(life);
+            .arg(life)
+            .arg(duration_ms(HEARTBEAT_LIFE));
         let written: i64 = self
             .redis
             .run(|mut connection| async move { invocation.invoke_async(&mut connection).await })
@@ -425,7 +460,9 @@ impl SharedTasks {
         let mut invocation = self.read.prepare_invoke();
         invocation
             .key(format!("{}{id}", self.owner_prefix(&digest)))
-            .arg(&self.prefix);
+            .arg(&self.prefix)
+            .arg(duration_ms(RESUBSCRIBE_GRACE))
+            .arg(duration_ms(HEARTBEAT_LIFE));
         let found: Option<Fields> = self
             .redis
             .run(|mut connection| async move { invocation.invoke_async(&mut connection).await })
@@ -441,7 +478,9 @@ impl SharedTasks {
         invocation
             .key(self.set_key(&digest))
             .arg(&self.prefix)
-            .arg(&owner_prefix);
+            .arg(&owner_prefix)
+            .arg(duration_ms(RESUBSCRIBE_GRACE))
+            .arg(duration_ms(HEARTBEAT_LIFE));
         let found: Vec<Fields> = self
             .redis
             .run(|mut connection| async move { invocation.invoke_async(&mut connection).await })
@@ -477,7 +516,9 @@ impl SharedTasks {
         invocation
             .key(format!("{}{id}", self.owner_prefix(&digest)))
             .arg(&self.prefix)
-            .arg(command);
+            .arg(command)
+            .arg(duration_ms(RESUBSCRIBE_GRACE))
+            .arg(duration_ms(HEARTBEAT_LIFE));
         let found: Option<Fields> = self
             .redis
             .run(|mut connection| async move { invocation.invoke_async(&mut connection).await })

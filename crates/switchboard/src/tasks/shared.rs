@@ -203,8 +203,14 @@ impl Host {
             Ok(None) => return Err(TaskError::UnknownTask(id.to_owned())),
             Err(why) => return Err(unreachable(shared, id, &why)),
         };
-        if !found.asked {
+        if !found.asked && found.view.status.is_terminal() {
             return Err(ended(found.view));
+        }
+        if !found.asked {
+            return Err(TaskError::Unavailable(format!(
+                "replica {} runs task '{id}' but cannot hear the cancel now (it may be subscribing to Redis again); send it again",
+                found.replica
+            )));
         }
         let deadline = tokio::time::Instant::now() + CANCEL_WAIT;
         loop {
@@ -313,7 +319,10 @@ pub(crate) fn relay_change(tasks: &super::TaskStore, event: &SharedEvent) {
 /// Writes the changes of this replica's tasks to Redis, in order, until the store goes. A
 /// change Redis did not take is written again every [`POLL_EVERY`] until it does (or a newer
 /// one of the task replaces it), so a task that ended during an outage is seen ended once
-/// Redis is back.
+/// Redis is back. And when the event bus subscribes again (Redis restarted, or the
+/// connection was lost), the latest state of every task still working here is written
+/// again: a Redis that restarted empty has the records back at once, not at each task's
+/// next change.
 async fn mirror(
     mut changes: tokio::sync::mpsc::UnboundedReceiver<Mirrored>,
     writer: Arc<SharedTasks>,
@@ -321,28 +330,35 @@ async fn mirror(
 ) {
     // Tasks whose first state was written (a task the client never got, such as a relayed
     // call answered at once, is never written; nor is one whose first write failed: it stays
-    // its replica's own).
-    let mut admitted: HashSet<String> = HashSet::new();
+    // its replica's own), with their latest change.
+    let mut admitted: HashMap<String, Change> = HashMap::new();
     // The latest change of each task that Redis did not take.
     let mut unwritten: HashMap<String, Change> = HashMap::new();
+    let mut epoch = writer.bus().epoch();
     loop {
-        let change = if unwritten.is_empty() {
-            changes.recv().await
-        } else {
-            tokio::select! {
-                change = changes.recv() => change,
-                () = tokio::time::sleep(POLL_EVERY) => {
-                    let retried: Vec<(String, Change)> = unwritten.drain().collect();
-                    let mut down = false;
-                    for (id, change) in retried {
-                        if down || matches!(write(&writer, &host, &change).await, Err(WriteError::Unreachable(_))) {
-                            // Still down: this and the rest wait for the next round.
-                            down = true;
-                            unwritten.insert(id, change);
-                        }
+        let change = tokio::select! {
+            change = changes.recv() => change,
+            () = tokio::time::sleep(POLL_EVERY) => {
+                // Subscribed again (epochs count subscriptions from 1): rewrite them all.
+                let now = writer.bus().epoch();
+                if now > 1 && now != epoch {
+                    for (id, change) in &admitted {
+                        unwritten.entry(id.clone()).or_insert_with(|| change.clone());
                     }
-                    continue;
                 }
+                if now != 0 {
+                    epoch = now;
+                }
+                let retried: Vec<(String, Change)> = unwritten.drain().collect();
+                let mut down = false;
+                for (id, change) in retried {
+                    if down || matches!(write(&writer, &host, &change).await, Err(WriteError::Unreachable(_))) {
+                        // Still down: this and the rest wait for the next round.
+                        down = true;
+                        unwritten.insert(id, change);
+                    }
+                }
+                continue;
             }
         };
         let Some(Mirrored {
@@ -355,7 +371,7 @@ async fn mirror(
             return;
         };
         let id = view.id.clone();
-        if ack.is_none() && !admitted.contains(&id) {
+        if ack.is_none() && !admitted.contains_key(&id) {
             continue;
         }
         let terminal = view.status.is_terminal();
@@ -364,9 +380,10 @@ async fn mirror(
         unwritten.remove(&id);
         match &written {
             Ok(()) if !terminal => {
-                admitted.insert(id.clone());
+                admitted.insert(id.clone(), change);
             }
-            Err(WriteError::Unreachable(_)) if admitted.contains(&id) => {
+            Err(WriteError::Unreachable(_)) if admitted.contains_key(&id) => {
+                admitted.insert(id.clone(), change.clone());
                 unwritten.insert(id.clone(), change);
             }
             _ => {}
