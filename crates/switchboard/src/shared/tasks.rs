@@ -41,106 +41,6 @@ use super::bounded::Bounded;
 use super::events::{EventBus, HEARTBEAT_LIFE, RESUBSCRIBE_GRACE, SharedEvent};
 use super::limiter::SharedError;
 
-/// The Lua that decides whether a task still working has an owner: `owner(prefix, replica)`
-/// says `alive` (its heartbeat key is there and its channel has a subscriber), `unheard` (a
-/// heartbeat but no subscriber: dead, or subscribing again after a lost connection or a
-/// Redis restart) or `gone` (no heartbeat). Then `read(key, prefix, grace, stale)`: the
-/// record's fields, the task marked failed first when its owner is gone, or has been unheard
-/// for `grace` ms on the Redis clock (the first read that finds it unheard notes when, in
-/// `unheard_ms`; a note older than `stale` ms is from an earlier time and starts again), nil
-/// when there is no record.
-const READ_FN: &str = r"
-local function owner(prefix, replica)
-  if redis.call('EXISTS', prefix .. 'alive:' .. replica) == 0 then return 'gone' end
-  local subscribed = redis.call('PUBSUB', 'NUMSUB', prefix .. 'replica:' .. replica)
-  if tonumber(subscribed[2]) > 0 then return 'alive' end
-  return 'unheard'
-end
-local function terminal(status)
-  return status == 'completed' or status == 'failed' or status == 'cancelled'
-end
-local function read(key, prefix, grace, stale)
-  local f = redis.call('HMGET', key, 'status', 'replica', 'record', 'gone', 'gone_ms', 'unheard_ms')
-  if not f[3] then return nil end
-  local state = 'asked'
-  if terminal(f[1]) then
-    state = 'ended'
-  else
-    local found = owner(prefix, f[2])
-    if found == 'alive' then
-      if f[6] then redis.call('HDEL', key, 'unheard_ms') end
-    else
-      local t = redis.call('TIME')
-      local ms = t[1] .. string.format('%03d', math.floor(tonumber(t[2]) / 1000))
-      if found == 'unheard' then
-        local since = tonumber(f[6] or '')
-        if not since or tonumber(ms) - since > stale then
-          redis.call('HSET', key, 'unheard_ms', ms)
-          state = 'waiting'
-        elseif tonumber(ms) - since < grace then
-          state = 'waiting'
-        end
-      end
-      if state ~= 'waiting' then
-        local why = 'the replica that ran this task (' .. f[2] .. ') is gone'
-        redis.call('HSET', key, 'status', 'failed', 'gone', why, 'gone_ms', ms)
-        f[1] = 'failed'; f[4] = why; f[5] = ms
-        state = 'ended'
-      end
-    end
-  end
-  return {f[1], f[3], f[4] or false, f[5] or false, f[2], state}
-end
-";
-
-/// `KEYS[1]` the record; `ARGV[1]` the prefix, `ARGV[2]` the grace, `ARGV[3]` how old an
-/// unheard note is stale (ms). The record (see `READ_FN`) or nil.
-const READ: &str = "return read(KEYS[1], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]))";
-
-/// `KEYS[1]` the caller's set; `ARGV[1]` the prefix, `ARGV[2]` the caller's record prefix,
-/// `ARGV[3]` and `ARGV[4]` as `READ`'s. Every record of the caller, newest first; ids whose
-/// record expired leave the set.
-const LIST: &str = r"
-local out = {}
-for _, id in ipairs(redis.call('ZREVRANGE', KEYS[1], 0, -1)) do
-  local found = read(ARGV[2] .. id, ARGV[1], tonumber(ARGV[3]), tonumber(ARGV[4]))
-  if found then out[#out + 1] = found else redis.call('ZREM', KEYS[1], id) end
-end
-return out
-";
-
-/// `KEYS[1]` the record; `ARGV[1]` the prefix, `ARGV[2]` the command for its owner,
-/// `ARGV[3]` and `ARGV[4]` as `READ`'s. The record as `READ` gives it; its last field says
-/// `asked` when the owner was sent the command (it lives and the task still works),
-/// `waiting` or `unheard` when the owner could not hear it now.
-const SEND: &str = r"
-local found = read(KEYS[1], ARGV[1], tonumber(ARGV[3]), tonumber(ARGV[4]))
-if found and found[6] == 'asked' then
-  if redis.call('PUBLISH', ARGV[1] .. 'replica:' .. found[5], ARGV[2]) == 0 then
-    found[6] = 'unheard'
-  end
-end
-return found
-";
-
-/// The owner's write. `KEYS[1]` the record, `KEYS[2]` the caller's set, `KEYS[3]` the
-/// owner's heartbeat; `ARGV`: status, replica, record JSON, its life (ms), creation (ms, the
-/// set's score), task id, the events channel, the event, the set's life (ms), the
-/// heartbeat's life (ms). 0 when the record already ended (nothing written), else 1. The
-/// heartbeat is renewed with the record: a record written just after Redis restarted, before
-/// the owner's subscriber beat again, does not make its owner look gone.
-const WRITE: &str = r"
-local status = redis.call('HGET', KEYS[1], 'status')
-if status == 'completed' or status == 'failed' or status == 'cancelled' then return 0 end
-redis.call('SET', KEYS[3], 1, 'PX', ARGV[10])
-redis.call('HSET', KEYS[1], 'status', ARGV[1], 'replica', ARGV[2], 'record', ARGV[3])
-redis.call('PEXPIRE', KEYS[1], ARGV[4])
-redis.call('ZADD', KEYS[2], ARGV[5], ARGV[6])
-if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[9]) then redis.call('PEXPIRE', KEYS[2], ARGV[9]) end
-redis.call('PUBLISH', ARGV[7], ARGV[8])
-return 1
-";
-
 /// A command to the replica that runs a task, sent on its own channel.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "task_command", rename_all = "snake_case")]
@@ -165,6 +65,12 @@ pub enum TaskCommand {
         owner: String,
         key: String,
         reply: Result<Value, RecordError>,
+    },
+    /// An operator cancelled the task through another replica's console (`by`: who).
+    OperatorCancel {
+        task: String,
+        owner: String,
+        by: String,
     },
 }
 
@@ -316,6 +222,7 @@ pub struct SharedTasks {
     list: redis::Script,
     send: redis::Script,
     write: redis::Script,
+    all: redis::Script,
 }
 
 impl std::fmt::Debug for SharedTasks {
@@ -360,6 +267,7 @@ impl SharedTasks {
             read: script(READ),
             list: script(LIST),
             send: script(SEND),
+            all: script(operator::ALL),
             write: redis::Script::new(WRITE),
         })
     }
@@ -386,6 +294,16 @@ impl SharedTasks {
 
     fn set_key(&self, digest: &str) -> String {
         format!("{}tasks:{digest}", self.prefix)
+    }
+
+    /// The deployment's set of every task (`<digest>:<id>` by creation), for the operator.
+    fn all_key(&self) -> String {
+        format!("{}tasks-all", self.prefix)
+    }
+
+    /// The key that names the caller (its digest) of task `id`, for the operator.
+    fn id_key(&self, id: &str) -> String {
+        format!("{}task-of:{id}", self.prefix)
     }
 
     /// Writes the owner's task (`view`, with its result once it ended), unless it already
@@ -432,6 +350,8 @@ impl SharedTasks {
             .key(format!("{}{}", self.owner_prefix(&digest), view.id))
             .key(self.set_key(&digest))
             .key(format!("{}alive:{}", self.prefix, self.replica()))
+            .key(self.all_key())
+            .key(self.id_key(&view.id))
             .arg(&record.status)
             .arg(self.replica())
             .arg(json)
@@ -441,7 +361,9 @@ impl SharedTasks {
             .arg(self.bus.channel())
             .arg(payload)
             .arg(life)
-            .arg(duration_ms(HEARTBEAT_LIFE));
+            .arg(duration_ms(HEARTBEAT_LIFE))
+            .arg(serde_json::to_string(&Caller::of(owner)).unwrap_or_default())
+            .arg(&digest);
         let written: i64 = self
             .redis
             .run(|mut connection| async move { invocation.invoke_async(&mut connection).await })
@@ -456,10 +378,14 @@ impl SharedTasks {
     /// The caller's task `id` as Redis has it (`None`: no such task of this caller), marked
     /// failed first when the replica that ran it is gone.
     pub async fn get(&self, owner: &TaskOwner, id: &str) -> Result<Option<Found>, String> {
-        let digest = owner_digest(owner);
+        self.get_of(&owner_digest(owner), id).await
+    }
+
+    /// [`SharedTasks::get`] of the caller whose digest is `digest`.
+    pub(crate) async fn get_of(&self, digest: &str, id: &str) -> Result<Option<Found>, String> {
         let mut invocation = self.read.prepare_invoke();
         invocation
-            .key(format!("{}{id}", self.owner_prefix(&digest)))
+            .key(format!("{}{id}", self.owner_prefix(digest)))
             .arg(&self.prefix)
             .arg(duration_ms(RESUBSCRIBE_GRACE))
             .arg(duration_ms(HEARTBEAT_LIFE));
@@ -510,11 +436,20 @@ impl SharedTasks {
         id: &str,
         command: &TaskCommand,
     ) -> Result<Option<Found>, String> {
-        let digest = owner_digest(owner);
+        self.send_to(&owner_digest(owner), id, command).await
+    }
+
+    /// [`SharedTasks::send`] to the task of the caller whose digest is `digest`.
+    pub(crate) async fn send_to(
+        &self,
+        digest: &str,
+        id: &str,
+        command: &TaskCommand,
+    ) -> Result<Option<Found>, String> {
         let command = serde_json::to_string(command).map_err(|error| error.to_string())?;
         let mut invocation = self.send.prepare_invoke();
         invocation
-            .key(format!("{}{id}", self.owner_prefix(&digest)))
+            .key(format!("{}{id}", self.owner_prefix(digest)))
             .arg(&self.prefix)
             .arg(command)
             .arg(duration_ms(RESUBSCRIBE_GRACE))
@@ -554,6 +489,7 @@ impl SharedTasks {
 
 /// A record as the scripts return it: status, record JSON, why its owner is gone and since
 /// when (ms), the owner, and what the script did (`asked`, `ended`, `unheard`).
+/// The operator's listing adds the caller (JSON of `operator::Caller`).
 struct Fields {
     status: String,
     record: String,
@@ -561,10 +497,20 @@ struct Fields {
     gone_ms: Option<u64>,
     replica: String,
     state: String,
+    caller: Option<String>,
 }
 
 impl redis::FromRedisValue for Fields {
     fn from_redis_value(value: redis::Value) -> Result<Self, redis::ParsingError> {
+        let mut items: Vec<redis::Value> = redis::FromRedisValue::from_redis_value(value)?;
+        let caller = match items.len() {
+            7 => items
+                .pop()
+                .map(Option::<String>::from_redis_value)
+                .transpose()?
+                .flatten(),
+            _ => None,
+        };
         let (status, record, gone, gone_ms, replica, state): (
             String,
             String,
@@ -572,7 +518,7 @@ impl redis::FromRedisValue for Fields {
             Option<String>,
             String,
             String,
-        ) = redis::FromRedisValue::from_redis_value(value)?;
+        ) = redis::FromRedisValue::from_redis_value(redis::Value::Array(items))?;
         Ok(Self {
             status,
             record,
@@ -580,6 +526,7 @@ impl redis::FromRedisValue for Fields {
             gone_ms: gone_ms.and_then(|ms| ms.parse().ok()),
             replica,
             state,
+            caller,
         })
     }
 }
@@ -607,6 +554,11 @@ impl Fields {
         })
     }
 }
+
+mod operator;
+mod scripts;
+pub use operator::{Caller, OperatorTask};
+use scripts::{LIST, READ, READ_FN, SEND, WRITE};
 
 #[cfg(test)]
 mod tests;

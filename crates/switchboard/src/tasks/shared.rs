@@ -28,14 +28,18 @@ use tokio::sync::broadcast;
 use super::store::Mirrored;
 use crate::Host;
 use crate::shared::SharedEvent;
+use crate::shared::tasks::{
+    Found, OperatorTask, SharedTasks, TaskCommand, WriteError, owner_digest,
+};
 use crate::shared::tasks::{Record, RecordError};
-use crate::shared::tasks::{SharedTasks, TaskCommand, WriteError, owner_digest};
 
 /// How often a replica waiting on another's task reads it, whatever the bus says: the bound
 /// on noticing that the replica running it is gone.
 pub const POLL_EVERY: Duration = Duration::from_millis(250);
 /// How long `tasks/cancel` through another replica waits for the owner to end the task.
 pub const CANCEL_WAIT: Duration = Duration::from_secs(2);
+/// How many of the deployment's tasks the operator's listing reads from Redis.
+pub const OPERATOR_LISTED: usize = 500;
 
 impl Host {
     fn shared_tasks(&self) -> Option<&Arc<SharedTasks>> {
@@ -68,7 +72,8 @@ impl Host {
                 let (TaskCommand::Cancel { task, owner }
                 | TaskCommand::Fetched { task, owner }
                 | TaskCommand::Answer { task, owner, .. }
-                | TaskCommand::Reply { task, owner, .. }) = &command;
+                | TaskCommand::Reply { task, owner, .. }
+                | TaskCommand::OperatorCancel { task, owner, .. }) = &command;
                 let held = inner.tasks.get_any(task);
                 let Some(task) = held.filter(|t| &owner_digest(&t.owner) == owner) else {
                     continue;
@@ -76,6 +81,9 @@ impl Host {
                 match command {
                     TaskCommand::Cancel { .. } => {
                         let _ = super::cancel(&task, "cancelled by the client".to_owned());
+                    }
+                    TaskCommand::OperatorCancel { by, .. } => {
+                        let _ = super::cancel(&task, format!("cancelled by an operator ({by})"));
                     }
                     TaskCommand::Fetched { .. } => task.mark_fetched(),
                     TaskCommand::Answer { responses, .. } => task.answer(&responses),
@@ -197,44 +205,113 @@ impl Host {
         let (Err(TaskError::UnknownTask(_)), Some(shared)) = (&local, self.shared_tasks()) else {
             return local;
         };
-        let mut events = shared.bus().subscribe();
+        let events = shared.bus().subscribe();
         let found = match shared.cancel(owner, id).await {
             Ok(Some(found)) => found,
             Ok(None) => return Err(TaskError::UnknownTask(id.to_owned())),
             Err(why) => return Err(unreachable(shared, id, &why)),
         };
-        if !found.asked && found.view.status.is_terminal() {
-            return Err(ended(found.view));
-        }
-        if !found.asked {
-            return Err(TaskError::Unavailable(format!(
-                "replica {} runs task '{id}' but cannot hear the cancel now (it may be subscribing to Redis again); send it again",
-                found.replica
-            )));
-        }
-        let deadline = tokio::time::Instant::now() + CANCEL_WAIT;
-        loop {
-            let (view, _) = remote(shared, owner, id).await?;
-            if view.status == TaskStatus::Cancelled {
-                return Ok(TaskView { end: None, ..view });
+        until_cancelled(shared, events, &owner_digest(owner), id, found).await
+    }
+
+    /// Every task of the deployment an operator may see (the console), newest first: this
+    /// replica's, and with `[shared] redis` the others' (at most [`OPERATOR_LISTED`]); when
+    /// Redis cannot be read, this replica's with why the others are missing.
+    pub async fn operator_tasks_everywhere(&self) -> (Vec<OperatorTask>, Option<String>) {
+        let mut tasks: Vec<OperatorTask> = self
+            .operator_tasks()
+            .into_iter()
+            .map(|(owner, tool, view)| OperatorTask {
+                owner,
+                tool,
+                view,
+                replica: None,
+            })
+            .collect();
+        let Some(shared) = self.shared_tasks() else {
+            return (tasks, None);
+        };
+        let missing = match shared.all(OPERATOR_LISTED).await {
+            Ok(others) => {
+                let held: HashSet<String> = tasks.iter().map(|t| t.view.id.clone()).collect();
+                tasks.extend(others.into_iter().filter(|t| !held.contains(&t.view.id)));
+                None
             }
-            if view.status.is_terminal() {
-                return Err(ended(view));
-            }
-            tokio::select! {
-                () = changed(&mut events, id) => {}
-                () = tokio::time::sleep(POLL_EVERY) => {}
-                () = tokio::time::sleep_until(deadline) => {
-                    return Err(TaskError::Unavailable(format!(
-                        "replica {} was asked to cancel task '{id}' but did not end it within {} s",
-                        found.replica,
-                        CANCEL_WAIT.as_secs()
-                    )));
-                }
+            Err(why) => Some(format!(
+                "the other replicas' tasks cannot be read now ({why})"
+            )),
+        };
+        for task in &mut tasks {
+            task.view.end = None;
+            task.view.input_requests.clear();
+        }
+        tasks.sort_by(|a, b| (b.view.created_at, &b.view.id).cmp(&(a.view.created_at, &a.view.id)));
+        (tasks, missing)
+    }
+
+    /// An operator cancels task `id`, whoever started it and whichever replica runs it (then
+    /// waits, at most [`CANCEL_WAIT`], for that replica to say it ended).
+    pub async fn cancel_task_as_operator_anywhere(
+        &self,
+        id: &str,
+        by: &str,
+    ) -> Result<TaskView, TaskError> {
+        let local = self.cancel_task_as_operator(id, by);
+        let (Err(TaskError::UnknownTask(_)), Some(shared)) = (&local, self.shared_tasks()) else {
+            return local;
+        };
+        let events = shared.bus().subscribe();
+        let (digest, found) = match shared.cancel_as_operator(id, by).await {
+            Ok(Some(found)) => found,
+            Ok(None) => return Err(TaskError::UnknownTask(id.to_owned())),
+            Err(why) => return Err(unreachable(shared, id, &why)),
+        };
+        until_cancelled(shared, events, &digest, id, found).await
+    }
+}
+
+/// Waits, at most [`CANCEL_WAIT`], until the replica asked to cancel task `id` (of the caller
+/// whose digest is `digest`) says it is cancelled.
+async fn until_cancelled(
+    shared: &SharedTasks,
+    mut events: broadcast::Receiver<SharedEvent>,
+    digest: &str,
+    id: &str,
+    found: Found,
+) -> Result<TaskView, TaskError> {
+    if !found.asked && found.view.status.is_terminal() {
+        return Err(ended(found.view));
+    }
+    if !found.asked {
+        return Err(TaskError::Unavailable(format!(
+            "replica {} runs task '{id}' but cannot hear the cancel now (it may be subscribing to Redis again); send it again",
+            found.replica
+        )));
+    }
+    let deadline = tokio::time::Instant::now() + CANCEL_WAIT;
+    loop {
+        let (view, _) = remote_of(shared, digest, id).await?;
+        if view.status == TaskStatus::Cancelled {
+            return Ok(TaskView { end: None, ..view });
+        }
+        if view.status.is_terminal() {
+            return Err(ended(view));
+        }
+        tokio::select! {
+            () = changed(&mut events, id) => {}
+            () = tokio::time::sleep(POLL_EVERY) => {}
+            () = tokio::time::sleep_until(deadline) => {
+                return Err(TaskError::Unavailable(format!(
+                    "replica {} was asked to cancel task '{id}' but did not end it within {} s",
+                    found.replica,
+                    CANCEL_WAIT.as_secs()
+                )));
             }
         }
     }
+}
 
+impl Host {
     /// Hands the client's answers to the caller's task `id`, here or on the replica that
     /// runs it (2026-07-28 `tasks/update`).
     pub async fn update_any_task(
@@ -439,7 +516,16 @@ async fn remote(
     owner: &TaskOwner,
     id: &str,
 ) -> Result<(TaskView, String), TaskError> {
-    match shared.get(owner, id).await {
+    remote_of(shared, &owner_digest(owner), id).await
+}
+
+/// [`remote`] for the caller whose digest is `digest`.
+async fn remote_of(
+    shared: &SharedTasks,
+    digest: &str,
+    id: &str,
+) -> Result<(TaskView, String), TaskError> {
+    match shared.get_of(digest, id).await {
         Ok(Some(found)) => Ok((found.view, found.replica)),
         Ok(None) => Err(TaskError::UnknownTask(id.to_owned())),
         Err(why) => Err(unreachable(shared, id, &why)),

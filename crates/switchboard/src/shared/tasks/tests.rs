@@ -216,3 +216,63 @@ async fn a_cancel_and_a_fetched_result_reach_the_replica_that_runs_the_task() {
         }
     );
 }
+
+#[tokio::test]
+async fn the_operator_sees_every_callers_tasks_and_its_cancel_reaches_the_owner() {
+    let redis = Redis::start();
+    let (a, b) = (replica(&redis), replica(&redis));
+    alive(&a).await;
+    let mut commands = a.bus().task_commands();
+    let (alice, bob) = (owner("alice"), owner("bob"));
+    a.write(&alice, "slow", &working("t1"))
+        .await
+        .expect("written");
+    let mut later = working("t2");
+    later.created_at += Duration::from_millis(5);
+    a.write(&bob, "other", &later).await.expect("written");
+
+    let all = b.all(10).await.expect("all");
+    let seen: Vec<(&str, Option<&str>, &str, Option<&str>)> = all
+        .iter()
+        .map(|task| {
+            (
+                task.view.id.as_str(),
+                task.owner.agent.as_deref(),
+                task.tool.as_str(),
+                task.replica.as_deref(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("t2", Some("bob"), "other", Some(a.replica())),
+            ("t1", Some("alice"), "slow", Some(a.replica())),
+        ]
+    );
+    assert_eq!(
+        b.all(1).await.expect("all").len(),
+        1,
+        "at most as many as asked"
+    );
+
+    assert_eq!(
+        b.cancel_as_operator("t9", "ops").await.expect("cancel"),
+        None
+    );
+    let (digest, found) = b
+        .cancel_as_operator("t1", "ops")
+        .await
+        .expect("cancel")
+        .expect("found");
+    assert!(found.asked);
+    assert_eq!(digest, owner_digest(&alice));
+    assert_eq!(
+        next(&mut commands).await,
+        TaskCommand::OperatorCancel {
+            task: "t1".to_owned(),
+            owner: owner_digest(&alice),
+            by: "ops".to_owned(),
+        }
+    );
+}
