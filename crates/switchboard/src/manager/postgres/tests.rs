@@ -272,6 +272,31 @@ async fn two_replicas_admitting_one_agent_at_once_never_pass_its_limit_together(
         );
         tokio::time::sleep(POLL / 5).await;
     }
+    // With PostgreSQL away the count cannot be taken: refused, saying so; back, admitted.
+    postgres.stop().expect("stop");
+    let error = b
+        .admit(&asked_by("01D0", "b", "other"), "other", limit)
+        .await
+        .expect_err("no count without PostgreSQL");
+    assert!(
+        error
+            .to_string()
+            .starts_with("the operations database on PostgreSQL ([storage] url): "),
+        "{error}"
+    );
+    postgres.resume().expect("resume");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    while b
+        .admit(&asked_by("01D0", "b", "other"), "other", limit)
+        .await
+        .is_err()
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "not admitted once back"
+        );
+        tokio::time::sleep(POLL / 5).await;
+    }
     assert!(a.close(Duration::from_secs(10)).await);
     assert!(b.close(Duration::from_secs(10)).await);
 }
