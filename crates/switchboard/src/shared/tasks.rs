@@ -363,7 +363,8 @@ impl SharedTasks {
             .arg(life)
             .arg(duration_ms(HEARTBEAT_LIFE))
             .arg(serde_json::to_string(&Caller::of(owner)).unwrap_or_default())
-            .arg(&digest);
+            .arg(&digest)
+            .arg(operator::KEPT);
         let written: i64 = self
             .redis
             .run(|mut connection| async move { invocation.invoke_async(&mut connection).await })

@@ -1,7 +1,7 @@
 //! What the operator (the console) sees of the deployment's tasks: every replica's, not only
 //! the tasks of the replica it asks. Each owner's write also puts the task in the deployment's
 //! sorted set `…:tasks-all` (`<caller digest>:<task id>` by creation, expiring like the
-//! callers' sets) and names its caller under `…:task-of:<task id>` (expiring with the task),
+//! callers' sets, the newest [`KEPT`] kept) and names its caller under `…:task-of:<task id>` (expiring with the task),
 //! and keeps the caller's names (agent, session, subject: what the events already carry) in
 //! the record. [`SharedTasks::all`] reads the newest records through the same liveness check
 //! as every read; [`SharedTasks::cancel_as_operator`] sends the owner
@@ -15,6 +15,10 @@ use switchboard_core::task::{TaskOwner, TaskView};
 use super::{
     Fields, Found, HEARTBEAT_LIFE, RESUBSCRIBE_GRACE, Record, SharedTasks, TaskCommand, duration_ms,
 };
+
+/// How many of the deployment's newest tasks its set keeps (the write trims the rest): a
+/// bound on what a deployment that never opens the console holds for it.
+pub const KEPT: usize = 10_000;
 
 /// `KEYS[1]` the deployment's set; `ARGV[1]` the prefix, `ARGV[2]` and `ARGV[3]` as `READ`'s,
 /// `ARGV[4]` how many. The newest records with their caller appended; entries whose record

@@ -88,7 +88,8 @@ return found
 /// owner's heartbeat, `KEYS[4]` the deployment's set, `KEYS[5]` the task's id key (its
 /// caller's digest, for the operator); `ARGV`: status, replica, record JSON, its life (ms),
 /// creation (ms, the sets' score), task id, the events channel, the event, the sets' life
-/// (ms), the heartbeat's life (ms), the caller (JSON, for the operator), the caller's digest.
+/// (ms), the heartbeat's life (ms), the caller (JSON, for the operator), the caller's digest,
+/// how many of the newest tasks the deployment's set keeps.
 /// 0 when the record already ended (nothing written), else 1. The heartbeat is renewed with
 /// the record: a record written just after Redis restarted, before the owner's subscriber
 /// beat again, does not make its owner look gone.
@@ -103,6 +104,7 @@ redis.call('ZADD', KEYS[2], ARGV[5], ARGV[6])
 if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[9]) then redis.call('PEXPIRE', KEYS[2], ARGV[9]) end
 redis.call('ZADD', KEYS[4], ARGV[5], ARGV[12] .. ':' .. ARGV[6])
 if redis.call('PTTL', KEYS[4]) < tonumber(ARGV[9]) then redis.call('PEXPIRE', KEYS[4], ARGV[9]) end
+redis.call('ZREMRANGEBYRANK', KEYS[4], 0, -tonumber(ARGV[13]) - 1)
 redis.call('PUBLISH', ARGV[7], ARGV[8])
 return 1
 ";
