@@ -518,6 +518,11 @@ async fn with_redis_the_tasks_page_lists_every_replicas_tasks_and_cancels_them_w
         .post_form(&format!("/console/tasks/{}/cancel", started.id), &[])
         .await;
     assert_eq!(again.status(), 404, "a cancelled task stays cancelled");
+    // Redis away: the page still renders, with this replica's tasks and why not the others'.
+    let mut redis = redis;
+    redis.stop();
+    let page = browser.page("/console/tasks").await;
+    assert!(page.contains("tasks cannot be read now (redis"), "{page}");
     b.shutdown().await;
 }
 
