@@ -17,7 +17,7 @@
 //! the drain), `lifecycle` (an operation from start to end, saved at every step), `work`
 //! (what each kind of operation does; an install in `work::install`), `vet` (probation before a server's
 //! tools reach a model), `inputs` (a server's required inputs, secrets kept out of the
-//! ledger), [`tools`] (the built-in provider).
+//! ledger), `retention` (finished operations pruned), [`tools`] (the built-in provider).
 
 pub mod energy;
 mod inputs;
@@ -625,32 +625,6 @@ fn data_dir() -> PathBuf {
         .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".local/share")))
         .unwrap_or_else(|| PathBuf::from("."))
         .join("switchboard")
-}
-
-impl Manager {
-    /// Runs `chore` every `period` (the first time one period from now) for as long as the
-    /// manager lives and the gateway is not stopping; nothing without a Tokio runtime.
-    fn every<F, Chore>(&self, period: Duration, chore: F)
-    where
-        F: Fn(Manager) -> Chore + Send + 'static,
-        Chore: std::future::Future<Output = ()> + Send,
-    {
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        let weak = Arc::downgrade(&self.shared);
-        runtime.spawn(async move {
-            let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
-            loop {
-                tick.tick().await;
-                let Some(shared) = weak.upgrade() else { return };
-                if shared.stopping.load(std::sync::atomic::Ordering::Relaxed) {
-                    return;
-                }
-                chore(Manager { shared }).await;
-            }
-        });
-    }
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
