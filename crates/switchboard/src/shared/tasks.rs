@@ -113,6 +113,9 @@ pub struct Found {
     pub replica: String,
     /// A cancel was delivered to the owner (only [`SharedTasks::cancel`] sets it).
     pub asked: bool,
+    /// Its owner has a heartbeat but no subscription: subscribing again, or dead — the task
+    /// is failed once that lasted the grace, so a waiter reads it again soon.
+    pub unheard: bool,
 }
 
 /// How a task's record and its wire types are written and read.
@@ -552,6 +555,7 @@ impl Fields {
             view,
             replica: self.replica,
             asked: self.state == "asked",
+            unheard: self.state == "waiting",
         })
     }
 }

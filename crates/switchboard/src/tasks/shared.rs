@@ -38,6 +38,9 @@ use crate::shared::tasks::{Record, RecordError};
 pub const POLL_EVERY: Duration = Duration::from_millis(250);
 /// How long `tasks/cancel` through another replica waits for the owner to end the task.
 pub const CANCEL_WAIT: Duration = Duration::from_secs(2);
+/// How often a waiter reads a task whose owner was found unheard (it is failed once the
+/// grace is over, or heard again).
+const UNHEARD_POLL: Duration = Duration::from_millis(100);
 /// How many of the deployment's tasks the operator's listing reads from Redis.
 pub const OPERATOR_LISTED: usize = 500;
 
@@ -127,7 +130,9 @@ impl Host {
         };
         match (local, self.shared_tasks()) {
             (Err(TaskError::UnknownTask(_)), Some(shared)) => {
-                let (mut view, replica) = remote(shared, owner, id).await?;
+                let Found {
+                    mut view, replica, ..
+                } = remote(shared, owner, id).await?;
                 if with_result && view.status.is_terminal() {
                     shared.tell_fetched(&replica, owner, id);
                 }
@@ -152,7 +157,12 @@ impl Host {
         let mut relayed: HashSet<String> = HashSet::new();
         let mut answers = futures::stream::FuturesUnordered::new();
         loop {
-            let (view, replica) = remote(shared, &owner, id).await?;
+            let Found {
+                view,
+                replica,
+                unheard,
+                ..
+            } = remote(shared, &owner, id).await?;
             if view.status.is_terminal() {
                 shared.tell_fetched(&replica, &owner, id);
                 return Ok(view);
@@ -172,7 +182,7 @@ impl Host {
             }
             tokio::select! {
                 () = changed(&mut events, id) => {}
-                () = tokio::time::sleep(POLL_EVERY) => {}
+                () = tokio::time::sleep(if unheard { UNHEARD_POLL } else { POLL_EVERY }) => {}
                 () = ctx.cancel.cancelled() => return Ok(view),
                 Some((key, reply)) = futures::StreamExt::next(&mut answers) => {
                     let reply = reply.map_err(|error| RecordError {
@@ -290,7 +300,7 @@ async fn until_cancelled(
     }
     let deadline = tokio::time::Instant::now() + CANCEL_WAIT;
     loop {
-        let (view, _) = remote_of(shared, digest, id).await?;
+        let view = remote_of(shared, digest, id).await?.view;
         if view.status == TaskStatus::Cancelled {
             return Ok(TaskView { end: None, ..view });
         }
@@ -510,23 +520,15 @@ async fn write(
     }
 }
 
-/// The caller's task `id` as Redis has it, and the replica that runs it.
-async fn remote(
-    shared: &SharedTasks,
-    owner: &TaskOwner,
-    id: &str,
-) -> Result<(TaskView, String), TaskError> {
+/// The caller's task `id` as Redis has it (with the replica that runs it).
+async fn remote(shared: &SharedTasks, owner: &TaskOwner, id: &str) -> Result<Found, TaskError> {
     remote_of(shared, &owner_digest(owner), id).await
 }
 
 /// [`remote`] for the caller whose digest is `digest`.
-async fn remote_of(
-    shared: &SharedTasks,
-    digest: &str,
-    id: &str,
-) -> Result<(TaskView, String), TaskError> {
+async fn remote_of(shared: &SharedTasks, digest: &str, id: &str) -> Result<Found, TaskError> {
     match shared.get_of(digest, id).await {
-        Ok(Some(found)) => Ok((found.view, found.replica)),
+        Ok(Some(found)) => Ok(found),
         Ok(None) => Err(TaskError::UnknownTask(id.to_owned())),
         Err(why) => Err(unreachable(shared, id, &why)),
     }
