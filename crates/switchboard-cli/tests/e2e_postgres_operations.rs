@@ -364,3 +364,110 @@ fn a_package_installed_on_one_replica_is_installed_by_another_on_first_need() {
     let listed = b.json(&["operations", "list", "--json"]);
     assert_eq!(of_kind(&listed, "replicate").len(), 1, "{listed:#}");
 }
+
+/// A 2026-07-28 `tools/call` of the manager's `request_server` for `keyed`, added as `server`.
+fn request_keyed(server: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "manager__request_server",
+        "arguments": {"name": "io.example.tests/keyed", "server": server,
+                      "purpose": "a test of the limit across replicas"},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities": {}}}})
+}
+
+/// The id of the operation a `request_server` answer says it queued (none when refused).
+fn queued(body: &str) -> Option<String> {
+    let answer: Value = serde_json::from_str(body).ok()?;
+    let result = &answer["result"];
+    (result["isError"] != true).then_some(())?;
+    result["structuredContent"]["id"]
+        .as_str()
+        .map(str::to_owned)
+}
+
+const TOO_MANY: &str =
+    "agent 'npc' has 4 operations open already on the deployment's replicas (at most 4)";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agents_open_operations_are_limited_across_replicas() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let postgres = Postgres::start().unwrap_or_else(|error| panic!("{error}"));
+    let registry = Registry::remotes(dir.path());
+    let configs: Vec<PathBuf> = ["a", "b"]
+        .iter()
+        .map(|name| {
+            let config = replica_config(
+                &dir.path().join(name),
+                &postgres,
+                &registry.url,
+                &dir.path().join(name).join("servers"),
+            );
+            let mut text = std::fs::read_to_string(&config).expect("config");
+            text.push_str(
+                "\n[agents.npc]\nallow = [\"*\"]\n\n[servers.manager]\nbuiltin = \"manager\"\n",
+            );
+            std::fs::write(&config, text).expect("config");
+            config
+        })
+        .collect();
+    migrate(&configs[0]);
+    let token = create_token(&configs[0], "npc");
+    let a = Live::start(&dir.path().join("a"), configs[0].clone(), &[]);
+    let b = Live::start(&dir.path().join("b"), configs[1].clone(), &[]);
+
+    // Eight requests at once, four through each replica: installs that wait for a secret
+    // input (the client cannot be asked), so each stays open.
+    let calls = (0..8).map(|n| {
+        let url = if n % 2 == 0 {
+            a.gateway.url.clone()
+        } else {
+            b.gateway.url.clone()
+        };
+        let token = token.clone();
+        tokio::spawn(
+            async move { post(&url, Some(&token), request_keyed(&format!("keyed{n}"))).await },
+        )
+    });
+    let mut answers = Vec::new();
+    for call in calls.collect::<Vec<_>>() {
+        answers.push(call.await.expect("the call's task"));
+    }
+    let admitted = answers
+        .iter()
+        .filter(|(_, body, _)| queued(body).is_some())
+        .count();
+    let refused = answers
+        .iter()
+        .filter(|(_, body, _)| body.contains(TOO_MANY))
+        .count();
+    assert_eq!((admitted, refused), (4, 4), "{answers:#?}");
+    let open = || {
+        postgres
+            .psql(
+                DATABASE,
+                "SELECT count(*) FROM manager_operations \
+                 WHERE agent = 'npc' AND state IN ('queued', 'in_progress')",
+            )
+            .expect("count")
+    };
+    assert_eq!(open(), "4");
+
+    // Through either replica, the fifth is refused; once one ends (cancelled through B,
+    // whichever replica runs it), B admits one again.
+    for live in [&a, &b] {
+        let (_, body, _) = post(&live.gateway.url, Some(&token), request_keyed("extra")).await;
+        assert!(body.contains(TOO_MANY), "{body}");
+    }
+    let listed = b.json(&["operations", "list", "--json"]);
+    let first = of_kind(&listed, "install")
+        .first()
+        .and_then(|o| o["id"].as_str())
+        .expect("an open install")
+        .to_owned();
+    let cancelled = b.cli(&["operations", "cancel", &first, "--reason", "one too many"]);
+    assert!(cancelled.status.success(), "{}", text(&cancelled));
+    assert_eq!(open(), "3");
+    let (_, body, _) = post(&b.gateway.url, Some(&token), request_keyed("again")).await;
+    assert!(queued(&body).is_some(), "{body}");
+    assert_eq!(open(), "4");
+}

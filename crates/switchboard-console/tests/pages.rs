@@ -4,6 +4,8 @@
 
 mod support;
 
+use std::sync::Arc;
+
 use serde_json::{Value, json};
 use support::*;
 
@@ -359,12 +361,13 @@ async fn tokens_are_made_and_revoked_from_the_agents_page() {
     assert_eq!(again.status(), 404);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn tasks_are_listed_and_cancelled_and_the_operations_page_renders() {
-    let gateway = Gateway::start().await;
-    let browser = gateway.signed_in().await;
+/// A task of session `session` on `host`: `fx__sleep` for 30 s.
+async fn sleeping_task(
+    host: &switchboard::Host,
+    session: &str,
+) -> switchboard_core::task::TaskView {
     let ctx = switchboard_core::CallContext {
-        session: Some("s-console".into()),
+        session: Some(session.into()),
         ..Default::default()
     };
     let call = switchboard_core::ToolCall {
@@ -374,11 +377,16 @@ async fn tasks_are_listed_and_cancelled_and_the_operations_page_renders() {
             .cloned()
             .unwrap_or_default(),
     };
-    let started = gateway
-        .host
-        .start_task(ctx, call, Some(std::time::Duration::from_secs(60)))
+    host.start_task(ctx, call, Some(std::time::Duration::from_secs(60)))
         .await
-        .expect("a task");
+        .expect("a task")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tasks_are_listed_and_cancelled_and_the_operations_page_renders() {
+    let gateway = Gateway::start().await;
+    let browser = gateway.signed_in().await;
+    let started = sleeping_task(&gateway.host, "s-console").await;
     let page = browser.page("/console/tasks").await;
     let row = row_of(&page, &format!("data-task=\"{}\"", started.id));
     assert!(
@@ -415,6 +423,107 @@ async fn tasks_are_listed_and_cancelled_and_the_operations_page_renders() {
         operations.contains("href=\"/console/tasks\""),
         "in the navigation"
     );
+}
+
+/// An event bus and the tasks of a replica on `redis`, once the bus is subscribed.
+async fn shared_tasks_on(
+    redis: &switchboard_testkit::redis::Redis,
+) -> (
+    switchboard::shared::EventBus,
+    Arc<switchboard::shared::SharedTasks>,
+) {
+    use switchboard::shared::{EventBus, SharedTasks};
+    let bus = EventBus::connect(&redis.url(), "console").expect("bus");
+    until(std::time::Duration::from_secs(10), || {
+        (bus.epoch() != 0).then_some(())
+    })
+    .await;
+    let tasks = SharedTasks::connect(
+        &redis.url(),
+        "console",
+        switchboard_core::limits::WhenUnreachable::FailClosed,
+        bus.clone(),
+    )
+    .expect("tasks");
+    (bus, Arc::new(tasks))
+}
+
+/// With `[shared] redis` the tasks page lists the tasks of every replica, with the replica
+/// that runs each, and an operator's cancel through this replica's console reaches the
+/// replica that runs the task.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_redis_the_tasks_page_lists_every_replicas_tasks_and_cancels_them_where_they_run() {
+    let redis = switchboard_testkit::redis::Redis::start();
+    let (bus, tasks) = shared_tasks_on(&redis).await;
+    let gateway = Gateway::start_with_options(switchboard::HostOptions {
+        events: Some(bus),
+        shared_tasks: Some(tasks),
+        ..switchboard::HostOptions::default()
+    })
+    .await;
+    // Replica B: another Host of the same configuration on the same Redis.
+    let (bus_b, tasks_b) = shared_tasks_on(&redis).await;
+    let replica_b = {
+        use switchboard_mcp::front::http::AnswerRoutes;
+        bus_b.replica().to_owned()
+    };
+    let config = switchboard_core::config::Config::load(
+        &gateway.config,
+        &switchboard_core::config::GatewayEnvironment::new(),
+    )
+    .expect("config");
+    let b = switchboard::Host::from_config_with(
+        &config,
+        switchboard::HostOptions {
+            events: Some(bus_b),
+            shared_tasks: Some(tasks_b),
+            ..switchboard::HostOptions::default()
+        },
+    )
+    .expect("replica b");
+    b.ready().await;
+    let started = sleeping_task(&b, "s-on-b").await;
+
+    let browser = gateway.signed_in().await;
+    let page = browser.page("/console/tasks").await;
+    let row = row_of(&page, &format!("data-task=\"{}\"", started.id));
+    assert!(
+        row.contains("fx__sleep") && row.contains("s-on-b") && row.contains(&replica_b),
+        "b's task, with b named: {row}"
+    );
+    assert!(row.contains("/cancel"), "it can be cancelled here: {row}");
+    let cancelled = browser
+        .post_form(&format!("/console/tasks/{}/cancel", started.id), &[])
+        .await;
+    assert_eq!(cancelled.status(), 303);
+    // Cancelled on B, where it runs, saying by whom.
+    let (_, _, view) = b
+        .operator_tasks()
+        .into_iter()
+        .find(|(_, _, view)| view.id == started.id)
+        .expect("held by b");
+    assert_eq!(view.status.as_str(), "cancelled");
+    assert_eq!(
+        view.status_message.as_deref(),
+        Some("cancelled by an operator (alice (console))"),
+        "{view:?}"
+    );
+    let page = browser.page("/console/tasks").await;
+    let row = row_of(&page, &format!("data-task=\"{}\"", started.id));
+    assert!(
+        row.contains("cancelled") && !row.contains("/cancel"),
+        "{row}"
+    );
+    let again = browser
+        .post_form(&format!("/console/tasks/{}/cancel", started.id), &[])
+        .await;
+    assert_eq!(again.status(), 404, "a cancelled task stays cancelled");
+    // Redis away: the page still renders, with this replica's tasks and why not the others'.
+    let mut redis = redis;
+    redis.stop();
+    let page = browser.page("/console/tasks").await;
+    assert!(page.contains("tasks cannot be read now (redis"), "{page}");
+    b.shutdown().await;
 }
 
 /// With `[storage] url` the agents page makes and revokes the tokens in PostgreSQL: a

@@ -2,7 +2,9 @@
 //! `redis_unavailable = "fail_open"`: a task one starts is found on the other; while Redis is
 //! down each keeps its tasks to itself — a task is still started, the other does not know it
 //! and says so the ordinary way, listing answers with what it holds — and once Redis is back
-//! new tasks are shared again.
+//! new tasks are shared again. A task working while Redis restarts empty is written again
+//! by its replica once it has subscribed again, and is never taken for one whose replica is
+//! gone.
 
 mod support;
 
@@ -20,6 +22,15 @@ use switchboard_testkit::redis::Redis;
 
 /// A Host on `redis` (fail open) serving `n__echo`, once its bus is subscribed.
 async fn replica(redis: &Redis) -> Host {
+    let provider = Named {
+        id: "n",
+        tools: &["echo"],
+    };
+    replica_serving(redis, plan(provider, "")).await
+}
+
+/// A Host on `redis` (fail open) serving `server`, once its bus is subscribed.
+async fn replica_serving(redis: &Redis, server: switchboard::ServerPlan) -> Host {
     let bus = EventBus::connect(&redis.url(), "t").expect("bus");
     while bus.epoch() == 0 {
         tokio::time::sleep(Duration::from_millis(10)).await;
@@ -31,11 +42,7 @@ async fn replica(redis: &Redis) -> Host {
         shared_tasks: Some(Arc::new(tasks)),
         ..HostOptions::default()
     };
-    let provider = Named {
-        id: "n",
-        tools: &["echo"],
-    };
-    let host = Host::start(vec![plan(provider, "")], options);
+    let host = Host::start(vec![server], options);
     host.ready().await;
     host
 }
@@ -93,4 +100,77 @@ async fn with_redis_down_fail_open_keeps_each_replicas_tasks_to_itself() {
         assert!(started.elapsed() < Duration::from_secs(5), "{found:?}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// `g__wait`: answers once the test opens the gate.
+struct Gate(Arc<tokio::sync::Notify>);
+
+impl switchboard_core::upstream::ToolProvider for Gate {
+    fn name(&self) -> &str {
+        "g"
+    }
+
+    fn tools(&self) -> Vec<switchboard_core::ToolDefinition> {
+        vec![switchboard_core::ToolDefinition::new(
+            "wait",
+            "Answers once the gate opens",
+            serde_json::json!({"type": "object"}),
+        )]
+    }
+
+    fn call<'a>(
+        &'a self,
+        _tool: &'a str,
+        _arguments: Map<String, serde_json::Value>,
+        _ctx: &'a CallContext,
+    ) -> futures::future::BoxFuture<
+        'a,
+        Result<switchboard_core::ToolOutcome, switchboard_core::upstream::ToolError>,
+    > {
+        Box::pin(async move {
+            self.0.notified().await;
+            Ok(switchboard_core::ToolOutcome::text("opened"))
+        })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_working_through_a_redis_restart_is_written_again_and_never_taken_for_gone() {
+    let mut redis = Redis::start();
+    let gate = Arc::new(tokio::sync::Notify::new());
+    let a = replica_serving(&redis, support::plan_of("g", Arc::new(Gate(gate.clone())))).await;
+    let b = replica(&redis).await;
+    let ctx = CallContext::default().with_agent("voice");
+    let owner = TaskOwner::of(&ctx);
+    let call = ToolCall::new("g__wait", Map::new());
+    let task = a.start_task(ctx, call, None).await.expect("task");
+    let seen = b.find_task(&owner, &task.id, false).await.expect("found");
+    assert_eq!(seen.status, TaskStatus::Working);
+
+    // Redis restarts with nothing: the record is gone until A, subscribed again, writes it.
+    redis.restart();
+    let started = Instant::now();
+    loop {
+        match b.find_task(&owner, &task.id, false).await {
+            Ok(view) if view.status == TaskStatus::Working => break,
+            Ok(view) => panic!("{:?} after the restart: {view:?}", started.elapsed()),
+            Err(error) => assert!(
+                started.elapsed() < Duration::from_secs(5),
+                "not found again within 5 s: {error}"
+            ),
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    eprintln!(
+        "the task was found again {:?} after Redis restarted",
+        started.elapsed()
+    );
+    // It goes on to its end, seen on B.
+    for _ in 0..20 {
+        let view = b.find_task(&owner, &task.id, false).await.expect("found");
+        assert_eq!(view.status, TaskStatus::Working, "{view:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    gate.notify_one();
+    ended_on(&b, &owner, &task.id).await;
 }

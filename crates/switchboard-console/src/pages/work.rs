@@ -100,7 +100,8 @@ pub(crate) async fn tasks(
     State(console): State<Console>,
     Extension(session): Extension<Session>,
 ) -> Result<Markup, ConsoleError> {
-    let tasks = console.shared.host.operator_tasks();
+    // With `[shared] redis`, every replica's tasks (each run where it was started).
+    let (tasks, missing) = console.shared.host.operator_tasks_everywhere().await;
     let now = now_ms();
     let millis = |at: std::time::SystemTime| {
         at.duration_since(UNIX_EPOCH).map_or(0, |since| {
@@ -113,16 +114,19 @@ pub(crate) async fn tasks(
         "Tasks",
         html! {
             p class="hint" { "Calls clients started as MCP tasks and come back for. Newest first; a task is kept until its time to live runs out." }
+            @if let Some(missing) = &missing { p class="hint" { (missing) } }
             @if tasks.is_empty() { p class="empty" { "No tasks." } } @else {
                 table class="tasks" {
-                    thead { tr { th { "Id" } th { "Tool" } th { "Agent" } th { "Session" } th { "Status" } th { "Message" } th { "Started" } th { "Kept for" } th { "" } } }
-                    tbody { @for (owner, tool, view) in &tasks {
+                    thead { tr { th { "Id" } th { "Tool" } th { "Agent" } th { "Session" } th { "Replica" } th { "Status" } th { "Message" } th { "Started" } th { "Kept for" } th { "" } } }
+                    tbody { @for task in &tasks {
+                        @let (owner, view) = (&task.owner, &task.view);
                         @let open = !matches!(view.status, TaskStatus::Completed | TaskStatus::Failed | TaskStatus::Cancelled);
                         tr data-task=(view.id) {
                             td { code { (view.id) } }
-                            td { (tool) }
+                            td { (task.tool) }
                             td { (owner.agent.as_deref().unwrap_or("—")) @if let Some(subject) = &owner.subject { " (" (subject) ")" } }
                             td { code { (owner.session.as_deref().unwrap_or("—")) } }
+                            td { @match &task.replica { Some(replica) => code { (replica) }, None => "this one" } }
                             td { span class=(format!("state {}", view.status.as_str())) { (view.status.as_str()) } }
                             td { (view.status_message.as_deref().unwrap_or("")) }
                             td title=(utc(millis(view.created_at))) { (ago(millis(view.created_at), now)) }
@@ -148,7 +152,8 @@ pub(crate) async fn cancel_task(
     console
         .shared
         .host
-        .cancel_task_as_operator(&id, &by(&session))
+        .cancel_task_as_operator_anywhere(&id, &by(&session))
+        .await
         .map_err(|error| ConsoleError::NotFound(error.to_string()))?;
     tracing::info!(id, operator = %session.operator, "console: task cancelled");
     Ok(done(&headers, "/console/tasks"))

@@ -72,7 +72,13 @@ pub fn config_text(fixture: &Path, token_file: &Path) -> String {
 
 impl Gateway {
     pub async fn start() -> Self {
-        Self::start_with(None).await
+        Self::start_with(None, switchboard::HostOptions::default()).await
+    }
+
+    /// A gateway whose Host starts from `options` (the recorder is the test's ledger): a
+    /// replica given its shared parts (the event bus, the tasks on Redis).
+    pub async fn start_with_options(options: switchboard::HostOptions) -> Self {
+        Self::start_with(None, options).await
     }
 
     /// A gateway whose ledger is on a PostgreSQL of its own (`[storage] url`), migrated,
@@ -87,7 +93,7 @@ impl Gateway {
         switchboard_ledger::postgres::migrate::migrate(&mut client)
             .await
             .expect("migrate");
-        Self::start_with(Some((postgres, pool))).await
+        Self::start_with(Some((postgres, pool)), switchboard::HostOptions::default()).await
     }
 
     async fn start_with(
@@ -95,6 +101,7 @@ impl Gateway {
             switchboard_testkit::postgres::Postgres,
             switchboard_ledger::postgres::Pool,
         )>,
+        options: switchboard::HostOptions,
     ) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let config_path = dir.path().join("switchboard.toml");
@@ -114,7 +121,7 @@ impl Gateway {
         };
         let options = switchboard::HostOptions {
             recorder: Arc::new(ledger.clone()),
-            ..switchboard::HostOptions::default()
+            ..options
         };
         let host = Host::from_config_with(&config, options).expect("host");
         host.ready().await;

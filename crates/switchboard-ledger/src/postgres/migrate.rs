@@ -59,6 +59,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "server manager operations",
         sql: include_str!("migrations/0007_manager_operations.sql"),
     },
+    Migration {
+        version: 8,
+        name: "server manager limits across replicas",
+        sql: include_str!("migrations/0008_manager_agents.sql"),
+    },
 ];
 
 /// The schema version this Switchboard needs.

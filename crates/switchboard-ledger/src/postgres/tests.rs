@@ -114,7 +114,7 @@ fn migrations_apply_from_empty_and_a_second_run_applies_none() {
                 "SELECT string_agg(version::text, ',' ORDER BY version) FROM schema_migrations"
             )
             .expect("versions"),
-        "1,2,3,4,5,6,7"
+        "1,2,3,4,5,6,7,8"
     );
     // A database of wave 1 (the ledger only) is told what it lacks and gets only that.
     postgres
@@ -134,7 +134,7 @@ fn migrations_apply_from_empty_and_a_second_run_applies_none() {
         let applied = migrate::migrate(&mut client).await.expect("upgrade");
         assert_eq!(
             applied.iter().map(|m| m.version).collect::<Vec<_>>(),
-            [2, 3, 4, 5, 6, 7]
+            [2, 3, 4, 5, 6, 7, 8]
         );
     });
     // A schema from a newer Switchboard is refused, not guessed at.
@@ -155,6 +155,43 @@ fn migrations_apply_from_empty_and_a_second_run_applies_none() {
         );
         assert!(migrate::migrate(&mut client).await.is_err());
     });
+}
+
+/// Migration 8 names the agent of the server manager's rows already there (from their JSON).
+#[test]
+fn migration_8_fills_in_the_agent_of_existing_operations() {
+    let postgres = server();
+    let pool = pool(&postgres.url(), 1).expect("pool");
+    runtime().block_on(async {
+        let mut client = connect(&pool).await.expect("connect");
+        migrate::migrate(&mut client).await.expect("migrate");
+    });
+    postgres
+        .psql(
+            DATABASE,
+            "ALTER TABLE manager_operations DROP COLUMN agent; \
+             DROP INDEX IF EXISTS manager_operations_finished; \
+             DELETE FROM schema_migrations WHERE version = 8; \
+             INSERT INTO manager_operations (id, created_ms, state, body, replica) VALUES \
+             ('01A', 1, 'queued', '{\"request\": {\"agent\": \"npc\"}, \"note\": \"nul \\u0000\"}', 'r'), \
+             ('01B', 2, 'completed', '{\"request\": {\"agent\": null}}', 'r')",
+        )
+        .expect("a database of version 7 with rows");
+    runtime().block_on(async {
+        let mut client = connect(&pool).await.expect("connect");
+        let applied = migrate::migrate(&mut client).await.expect("upgrade");
+        assert_eq!(applied.iter().map(|m| m.version).collect::<Vec<_>>(), [8]);
+    });
+    assert_eq!(
+        postgres
+            .psql(
+                DATABASE,
+                "SELECT string_agg(id || '=' || coalesce(agent, '-'), ' ' ORDER BY id) \
+                 FROM manager_operations"
+            )
+            .expect("agents"),
+        "01A=npc 01B=-"
+    );
 }
 
 #[test]

@@ -2,7 +2,8 @@
 //! `run`), its steps, waits and result recorded and saved at every change, ended once
 //! (`finish`: state, energy charged to the agent, a message) — and the manager's own
 //! resources: the database (opened on first use, owned through a lock), the installs it
-//! keeps, the registry client for the settings now.
+//! keeps, the registry client for the settings now, and the background chores it runs
+//! (`every`).
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -326,5 +327,31 @@ impl Manager {
         });
         *slot = Some((key, registry.clone()));
         registry
+    }
+}
+
+impl Manager {
+    /// Runs `chore` every `period` (the first time one period from now) for as long as the
+    /// manager lives and the gateway is not stopping; nothing without a Tokio runtime.
+    pub(super) fn every<F, Chore>(&self, period: std::time::Duration, chore: F)
+    where
+        F: Fn(Manager) -> Chore + Send + 'static,
+        Chore: std::future::Future<Output = ()> + Send,
+    {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let weak = std::sync::Arc::downgrade(&self.shared);
+        runtime.spawn(async move {
+            let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+            loop {
+                tick.tick().await;
+                let Some(shared) = weak.upgrade() else { return };
+                if shared.stopping.load(std::sync::atomic::Ordering::Relaxed) {
+                    return;
+                }
+                chore(Manager { shared }).await;
+            }
+        });
     }
 }

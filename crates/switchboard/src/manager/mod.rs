@@ -17,7 +17,7 @@
 //! the drain), `lifecycle` (an operation from start to end, saved at every step), `work`
 //! (what each kind of operation does; an install in `work::install`), `vet` (probation before a server's
 //! tools reach a model), `inputs` (a server's required inputs, secrets kept out of the
-//! ledger), [`tools`] (the built-in provider).
+//! ledger), `retention` (finished operations pruned), [`tools`] (the built-in provider).
 
 pub mod energy;
 mod inputs;
@@ -25,6 +25,7 @@ mod lifecycle;
 pub mod operation;
 pub(crate) mod postgres;
 mod replicas;
+mod retention;
 pub mod store;
 pub mod tools;
 mod vet;
@@ -45,8 +46,8 @@ pub use operation::{
     Activation, Message, MessageKind, Modification, Operation, Priority, Request, Requester, State,
     Step, Waiting, Work,
 };
-pub use postgres::{HEARTBEAT, LEASE};
-pub use store::{Installed, StoreError};
+pub use postgres::{HEARTBEAT, LEASE, PRUNE_EVERY};
+pub use store::{Installed, RETENTION, Retention, StoreError};
 pub use vet::VetReport;
 pub use work::server_id_for;
 
@@ -219,6 +220,8 @@ impl Manager {
         }
         if manager.shared.postgres.is_some() {
             manager.follow_replicas();
+        } else {
+            manager.prune_in_background();
         }
         manager
     }
@@ -282,16 +285,34 @@ impl Manager {
                 "agent '{agent}' cannot pay for a {kind} operation: {refusal}"
             )));
         }
-        let open = lock(&self.shared.active)
-            .values()
-            .filter(|active| active.operation.request.agent.as_deref() == Some(agent))
-            .count();
+        // With the replicas sharing their operations, every replica's as this one last read
+        // them (the count that decides is taken on PostgreSQL: `keep_new`).
+        let open = match &self.shared.postgres {
+            Some(shared) => shared.open_of(agent),
+            None => lock(&self.shared.active)
+                .values()
+                .filter(|active| active.operation.request.agent.as_deref() == Some(agent))
+                .count(),
+        };
         if open >= OPEN_PER_AGENT {
-            return Err(ManagerError::Refused(format!(
-                "agent '{agent}' has {open} operations open already (at most {OPEN_PER_AGENT}); wait for one to end or cancel one"
-            )));
+            return Err(too_many(agent, open, self.shared.postgres.is_some()));
         }
         Ok(())
+    }
+
+    /// Keeps a new operation where operations are kept. On PostgreSQL an agent's is
+    /// admitted there, in the transaction that inserts it, only while the agent has fewer
+    /// than [`OPEN_PER_AGENT`] open on all the replicas (`postgres::admission`).
+    async fn keep_new(&self, operation: &Operation) -> Result<(), ManagerError> {
+        match (&self.shared.postgres, operation.request.agent.as_deref()) {
+            (Some(shared), Some(agent)) => {
+                match shared.admit(operation, agent, OPEN_PER_AGENT).await? {
+                    None => Ok(()),
+                    Some(open) => Err(too_many(agent, open, true)),
+                }
+            }
+            _ => Ok(self.with_store(|store| store.save(operation))?),
+        }
     }
 
     /// Queues an operation and returns its id at once. A model's request is refused when its
@@ -333,11 +354,11 @@ impl Manager {
         let id = switchboard_core::call_id::new_call_id(SystemTime::now());
         let mut operation = Operation::queued(id.clone(), request, now_ms());
         operation.replica = self.replica();
-        if let Err(error) = self.with_store(|store| store.save(&operation)) {
+        if let Err(error) = self.keep_new(&operation).await {
             if let Some(server) = &adds {
                 lock(&self.shared.reserved).remove(server);
             }
-            return Err(error.into());
+            return Err(error);
         }
         let priority = operation.request.priority;
         lock(&self.shared.active).insert(
@@ -565,6 +586,19 @@ impl Manager {
             operation = self.status(id)?;
         }
     }
+}
+
+/// The refusal of an agent's operation when it has `open` already (`across`: counted on
+/// every replica of the deployment).
+fn too_many(agent: &str, open: usize, across: bool) -> ManagerError {
+    let on = if across {
+        " on the deployment's replicas"
+    } else {
+        ""
+    };
+    ManagerError::Refused(format!(
+        "agent '{agent}' has {open} operations open already{on} (at most {OPEN_PER_AGENT}); wait for one to end or cancel one"
+    ))
 }
 
 /// Whether `id` can be a server id (the config's rule: 1–64 characters of `A-Z a-z 0-9 _ -`).

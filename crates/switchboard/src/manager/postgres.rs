@@ -30,7 +30,7 @@ use switchboard_ledger::postgres::{Pool, describe};
 use tokio::sync::{mpsc, watch};
 
 use super::operation::Operation;
-use super::store::{Installed, OperationStore, StoreError};
+use super::store::{Installed, OperationStore, RETENTION, Retention, StoreError};
 use crate::live::shared_store::Wakeups;
 
 /// The channel every write is announced on.
@@ -191,6 +191,16 @@ impl SharedOperations {
         Ok(row.try_get::<_, i64>(0).unwrap_or(0) > 0)
     }
 
+    /// How many operations `agent` has open on all the replicas, as the mirror last read
+    /// them (a quick check; [`SharedOperations::admit`] decides).
+    pub(crate) fn open_of(&self, agent: &str) -> usize {
+        self.mirror()
+            .operations
+            .values()
+            .filter(|o| !o.state.is_final() && o.request.agent.as_deref() == Some(agent))
+            .count()
+    }
+
     /// The cancellations other replicas asked for since the last look.
     pub(crate) fn cancel_requests(&self) -> Vec<(String, String)> {
         std::mem::take(&mut super::lock(&self.cancels).waiting)
@@ -261,8 +271,8 @@ impl SharedOperations {
                              INSERT INTO manager_replicas (replica) VALUES ($5)
                              ON CONFLICT (replica) DO UPDATE SET heartbeat_at = now()
                          ), up AS (
-                             INSERT INTO manager_operations (id, created_ms, state, body, replica)
-                             VALUES ($1, $2, $3, $4, $5)
+                             INSERT INTO manager_operations (id, created_ms, state, body, replica, agent)
+                             VALUES ($1, $2, $3, $4, $5, $7)
                              ON CONFLICT (id) DO UPDATE SET state = excluded.state,
                                  body = excluded.body, updated_at = now(),
                                  seq = nextval('manager_operations_seq')
@@ -277,6 +287,7 @@ impl SharedOperations {
                             &body,
                             &self.replica,
                             &CHANNEL,
+                            &operation.request.agent,
                         ],
                     )
                     .await
@@ -408,20 +419,35 @@ impl SharedOperations {
 }
 
 impl Mirror {
-    /// Drops the oldest operations that are over beyond [`MIRRORED`].
-    fn trim(&mut self) {
-        let over = self.operations.len().saturating_sub(MIRRORED);
-        if over == 0 {
-            return;
-        }
+    /// The finished operations, newest first.
+    fn finished(&self) -> Vec<(u64, String)> {
         let mut done: Vec<(u64, String)> = self
             .operations
             .values()
             .filter(|o| o.state.is_final())
             .map(|o| (o.created_ms, o.id.clone()))
             .collect();
-        done.sort();
-        for (_, id) in done.into_iter().take(over) {
+        done.sort_by(|a, b| b.cmp(a));
+        done
+    }
+
+    /// Drops the finished operations `retention` does not keep, as the store does.
+    fn prune(&mut self, retention: Retention, now_ms: u64) {
+        let cutoff = retention.cutoff_ms(now_ms);
+        for (n, (created, id)) in self.finished().into_iter().enumerate() {
+            if created < cutoff || n >= retention.finished {
+                self.operations.remove(&id);
+            }
+        }
+    }
+
+    /// Drops the oldest operations that are over beyond [`MIRRORED`].
+    fn trim(&mut self) {
+        let over = self.operations.len().saturating_sub(MIRRORED);
+        if over == 0 {
+            return;
+        }
+        for (_, id) in self.finished().into_iter().rev().take(over) {
             self.operations.remove(&id);
         }
     }
@@ -497,6 +523,7 @@ async fn write_behind(store: Weak<SharedOperations>, mut queue: mpsc::UnboundedR
 async fn follow(store: Weak<SharedOperations>, config: tokio_postgres::Config) {
     let wakeups = Wakeups::start(config, CHANNEL, POLL);
     let mut beat = tokio::time::Instant::now();
+    let mut pruned: Option<tokio::time::Instant> = None;
     let mut first = true;
     let mut failing = false;
     loop {
@@ -511,6 +538,17 @@ async fn follow(store: Weak<SharedOperations>, config: tokio_postgres::Config) {
         }
         if outcome.is_ok() {
             outcome = store.refresh().await;
+        }
+        if outcome.is_ok() && pruned.is_none_or(|at| at.elapsed() >= PRUNE_EVERY) {
+            pruned = Some(tokio::time::Instant::now());
+            match store.prune(RETENTION, super::now_ms()).await {
+                Ok(0) => {}
+                Ok(count) => tracing::info!(
+                    count,
+                    "finished operations past their retention were deleted"
+                ),
+                Err(error) => tracing::warn!("{error}; pruning again in an hour"),
+            }
         }
         match outcome {
             Ok(()) => {
@@ -533,6 +571,8 @@ async fn follow(store: Weak<SharedOperations>, config: tokio_postgres::Config) {
     }
 }
 
+mod admission;
 mod lease;
+pub use admission::PRUNE_EVERY;
 #[cfg(test)]
 mod tests;

@@ -10,7 +10,6 @@
 //! stays in the shared list with its reason instead of being repeated every second; a
 //! restart of the replica, or a new install of the server, tries again.
 
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -124,20 +123,10 @@ impl Manager {
     /// asked to cancel, and (once [`Manager::replicate_installs`] was called) looks for
     /// installs this replica lacks.
     pub(super) fn follow_replicas(&self) {
-        let weak = Arc::downgrade(&self.shared);
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(HEARTBEAT);
-            loop {
-                tick.tick().await;
-                let Some(shared) = weak.upgrade() else { return };
-                let manager = Manager { shared };
-                if manager.shared.stopping.load(Ordering::Relaxed) {
-                    return;
-                }
-                manager.cancel_as_asked();
-                if manager.shared.replicating.load(Ordering::Relaxed) {
-                    manager.replicate_missing().await;
-                }
+        self.every(HEARTBEAT, |manager| async move {
+            manager.cancel_as_asked();
+            if manager.shared.replicating.load(Ordering::Relaxed) {
+                manager.replicate_missing().await;
             }
         });
     }

@@ -41,6 +41,37 @@ pub struct Installed {
     pub replica: Option<String>,
 }
 
+/// How long finished operations (completed, failed, cancelled) are kept: those older than
+/// `days` go, and those beyond the newest `finished` of the store (of the deployment, on
+/// PostgreSQL). An open operation is never pruned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retention {
+    pub days: u64,
+    pub finished: usize,
+}
+
+/// What the manager keeps: 30 days, and at most 2,000 finished operations (as many as a
+/// replica's mirror lists).
+pub const RETENTION: Retention = Retention {
+    days: 30,
+    finished: 2000,
+};
+
+impl Retention {
+    /// The `created_ms` before which a finished operation goes, at `now_ms`.
+    pub fn cutoff_ms(self, now_ms: u64) -> u64 {
+        now_ms.saturating_sub(self.days.saturating_mul(24 * 3600 * 1000))
+    }
+
+    /// As SQL parameters: the cutoff, and how many of the newest finished are kept.
+    pub(crate) fn bounds(self, now_ms: u64) -> (i64, i64) {
+        (
+            i64::try_from(self.cutoff_ms(now_ms)).unwrap_or(i64::MAX),
+            i64::try_from(self.finished).unwrap_or(i64::MAX),
+        )
+    }
+}
+
 /// Where the manager keeps its operations and installs: the SQLite file of one gateway
 /// ([`Store`]), or PostgreSQL, shared by the replicas of a deployment
 /// (`super::postgres::SharedOperations`).
@@ -151,6 +182,23 @@ impl Store {
             count += 1;
         }
         Ok(count)
+    }
+
+    /// Deletes the finished operations `retention` does not keep at `now_ms`; returns how
+    /// many.
+    pub(crate) fn prune(&self, retention: Retention, now_ms: u64) -> Result<usize, StoreError> {
+        let (before, kept) = retention.bounds(now_ms);
+        self.conn
+            .execute(
+                "DELETE FROM operations
+                 WHERE state IN ('completed', 'failed', 'cancelled')
+                   AND (created_ms < ?1 OR id IN (
+                       SELECT id FROM operations
+                       WHERE state IN ('completed', 'failed', 'cancelled')
+                       ORDER BY created_ms DESC, id DESC LIMIT -1 OFFSET ?2))",
+                params![before, kept],
+            )
+            .map_err(|e| self.error(e))
     }
 }
 
@@ -289,6 +337,47 @@ mod tests {
             recent.iter().map(|o| o.id.as_str()).collect::<Vec<_>>(),
             ["01B", "01A"]
         );
+    }
+
+    #[test]
+    fn finished_operations_past_their_retention_are_pruned_and_open_ones_never() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(&dir.path().join("ops.db")).expect("open");
+        let day = 24 * 3600 * 1000;
+        let now = 100 * day;
+        let request = Request::new(Work::Test {
+            server: "a".to_owned(),
+        });
+        for (id, state, created) in [
+            ("01OLD", State::Failed, now - 31 * day),
+            ("01OPEN", State::Queued, now - 40 * day),
+            ("01R1", State::Completed, now - 3 * day),
+            ("01R2", State::Cancelled, now - 2 * day),
+            ("01R3", State::Completed, now - day),
+        ] {
+            let mut operation = Operation::queued(id.to_owned(), request.clone(), created);
+            operation.state = state;
+            store.save(&operation).expect("save");
+        }
+        let ids = || {
+            let mut ids: Vec<String> = store
+                .recent(10)
+                .expect("recent")
+                .into_iter()
+                .map(|o| o.id)
+                .collect();
+            ids.sort();
+            ids
+        };
+        assert_eq!(store.prune(RETENTION, now).expect("prune"), 1);
+        assert_eq!(ids(), ["01OPEN", "01R1", "01R2", "01R3"]);
+        let two = Retention {
+            days: 30,
+            finished: 2,
+        };
+        assert_eq!(store.prune(two, now).expect("prune"), 1);
+        assert_eq!(ids(), ["01OPEN", "01R2", "01R3"]);
+        assert_eq!(store.prune(two, now).expect("prune"), 0);
     }
 
     #[test]

@@ -14,7 +14,12 @@
 //! checks that the owner of a task still working lives — its heartbeat key is there and its
 //! channel has a subscriber (a killed process loses its subscription at once) — and if not
 //! marks the task `failed` in the same script, saying the replica that ran it is gone: every
-//! replica then answers the same. `tasks/cancel` on another replica is published to the
+//! replica then answers the same. An owner with a heartbeat but no subscriber may be
+//! subscribing again (its connection was lost, Redis restarted): its task is failed only
+//! once reads have found it so for [`RESUBSCRIBE_GRACE`] on the Redis clock (the grace the
+//! answers routed to a replica get), and answered as it stands meanwhile. The owner's write
+//! renews its heartbeat too, so a record written just after a restart does not make it look
+//! gone. `tasks/cancel` on another replica is published to the
 //! owner's own channel ([`TaskCommand`]), in the script that checks it lives.
 //!
 //! Each write also publishes [`SharedEvent::TaskChanged`] on the event bus (the task's fields
@@ -33,80 +38,8 @@ use switchboard_core::limits::WhenUnreachable;
 use switchboard_core::task::{TaskEnd, TaskOwner, TaskStatus, TaskView};
 
 use super::bounded::Bounded;
-use super::events::{EventBus, SharedEvent};
+use super::events::{EventBus, HEARTBEAT_LIFE, RESUBSCRIBE_GRACE, SharedEvent};
 use super::limiter::SharedError;
-
-/// The Lua that decides whether a task still working has an owner: `alive(prefix, replica)`.
-/// Then `read(key, prefix)`: the record's fields, the task marked failed first when its owner
-/// is gone (nil when there is no record).
-const READ_FN: &str = r"
-local function alive(prefix, replica)
-  if redis.call('EXISTS', prefix .. 'alive:' .. replica) == 0 then return false end
-  local subscribed = redis.call('PUBSUB', 'NUMSUB', prefix .. 'replica:' .. replica)
-  return tonumber(subscribed[2]) > 0
-end
-local function terminal(status)
-  return status == 'completed' or status == 'failed' or status == 'cancelled'
-end
-local function read(key, prefix)
-  local f = redis.call('HMGET', key, 'status', 'replica', 'record', 'gone', 'gone_ms')
-  if not f[3] then return nil end
-  local state = 'asked'
-  if terminal(f[1]) then
-    state = 'ended'
-  elseif not alive(prefix, f[2]) then
-    local t = redis.call('TIME')
-    local ms = t[1] .. string.format('%03d', math.floor(tonumber(t[2]) / 1000))
-    local why = 'the replica that ran this task (' .. f[2] .. ') is gone'
-    redis.call('HSET', key, 'status', 'failed', 'gone', why, 'gone_ms', ms)
-    f[1] = 'failed'; f[4] = why; f[5] = ms
-    state = 'ended'
-  end
-  return {f[1], f[3], f[4] or false, f[5] or false, f[2], state}
-end
-";
-
-/// `KEYS[1]` the record; `ARGV[1]` the prefix. The record (see `READ_FN`) or nil.
-const READ: &str = "return read(KEYS[1], ARGV[1])";
-
-/// `KEYS[1]` the caller's set; `ARGV[1]` the prefix, `ARGV[2]` the caller's record prefix.
-/// Every record of the caller, newest first; ids whose record expired leave the set.
-const LIST: &str = r"
-local out = {}
-for _, id in ipairs(redis.call('ZREVRANGE', KEYS[1], 0, -1)) do
-  local found = read(ARGV[2] .. id, ARGV[1])
-  if found then out[#out + 1] = found else redis.call('ZREM', KEYS[1], id) end
-end
-return out
-";
-
-/// `KEYS[1]` the record; `ARGV[1]` the prefix, `ARGV[2]` the command for its owner. The
-/// record as `READ` gives it; its last field says `asked` when the owner was sent the
-/// command (it lives and the task still works).
-const SEND: &str = r"
-local found = read(KEYS[1], ARGV[1])
-if found and found[6] == 'asked' then
-  if redis.call('PUBLISH', ARGV[1] .. 'replica:' .. found[5], ARGV[2]) == 0 then
-    found[6] = 'unheard'
-  end
-end
-return found
-";
-
-/// The owner's write. `KEYS[1]` the record, `KEYS[2]` the caller's set; `ARGV`: status,
-/// replica, record JSON, its life (ms), creation (ms, the set's score), task id, the events
-/// channel, the event, the set's life (ms). 0 when the record already ended (nothing
-/// written), else 1.
-const WRITE: &str = r"
-local status = redis.call('HGET', KEYS[1], 'status')
-if status == 'completed' or status == 'failed' or status == 'cancelled' then return 0 end
-redis.call('HSET', KEYS[1], 'status', ARGV[1], 'replica', ARGV[2], 'record', ARGV[3])
-redis.call('PEXPIRE', KEYS[1], ARGV[4])
-redis.call('ZADD', KEYS[2], ARGV[5], ARGV[6])
-if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[9]) then redis.call('PEXPIRE', KEYS[2], ARGV[9]) end
-redis.call('PUBLISH', ARGV[7], ARGV[8])
-return 1
-";
 
 /// A command to the replica that runs a task, sent on its own channel.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -132,6 +65,12 @@ pub enum TaskCommand {
         owner: String,
         key: String,
         reply: Result<Value, RecordError>,
+    },
+    /// An operator cancelled the task through another replica's console (`by`: who).
+    OperatorCancel {
+        task: String,
+        owner: String,
+        by: String,
     },
 }
 
@@ -174,6 +113,9 @@ pub struct Found {
     pub replica: String,
     /// A cancel was delivered to the owner (only [`SharedTasks::cancel`] sets it).
     pub asked: bool,
+    /// Its owner has a heartbeat but no subscription: subscribing again, or dead — the task
+    /// is failed once that lasted the grace, so a waiter reads it again soon.
+    pub unheard: bool,
 }
 
 /// How a task's record and its wire types are written and read.
@@ -283,6 +225,7 @@ pub struct SharedTasks {
     list: redis::Script,
     send: redis::Script,
     write: redis::Script,
+    all: redis::Script,
 }
 
 impl std::fmt::Debug for SharedTasks {
@@ -327,6 +270,7 @@ impl SharedTasks {
             read: script(READ),
             list: script(LIST),
             send: script(SEND),
+            all: script(operator::ALL),
             write: redis::Script::new(WRITE),
         })
     }
@@ -353,6 +297,16 @@ impl SharedTasks {
 
     fn set_key(&self, digest: &str) -> String {
         format!("{}tasks:{digest}", self.prefix)
+    }
+
+    /// The deployment's set of every task (`<digest>:<id>` by creation), for the operator.
+    fn all_key(&self) -> String {
+        format!("{}tasks-all", self.prefix)
+    }
+
+    /// The key that names the caller (its digest) of task `id`, for the operator.
+    fn id_key(&self, id: &str) -> String {
+        format!("{}task-of:{id}", self.prefix)
     }
 
     /// Writes the owner's task (`view`, with its result once it ended), unless it already
@@ -398,6 +352,9 @@ impl SharedTasks {
         invocation
             .key(format!("{}{}", self.owner_prefix(&digest), view.id))
             .key(self.set_key(&digest))
+            .key(format!("{}alive:{}", self.prefix, self.replica()))
+            .key(self.all_key())
+            .key(self.id_key(&view.id))
             .arg(&record.status)
             .arg(self.replica())
             .arg(json)
@@ -406,7 +363,11 @@ impl SharedTasks {
             .arg(&view.id)
             .arg(self.bus.channel())
             .arg(payload)
-            .arg(life);
+            .arg(life)
+            .arg(duration_ms(HEARTBEAT_LIFE))
+            .arg(serde_json::to_string(&Caller::of(owner)).unwrap_or_default())
+            .arg(&digest)
+            .arg(operator::KEPT);
         let written: i64 = self
             .redis
             .run(|mut connection| async move { invocation.invoke_async(&mut connection).await })
@@ -421,11 +382,17 @@ impl SharedTasks {
     /// The caller's task `id` as Redis has it (`None`: no such task of this caller), marked
     /// failed first when the replica that ran it is gone.
     pub async fn get(&self, owner: &TaskOwner, id: &str) -> Result<Option<Found>, String> {
-        let digest = owner_digest(owner);
+        self.get_of(&owner_digest(owner), id).await
+    }
+
+    /// [`SharedTasks::get`] of the caller whose digest is `digest`.
+    pub(crate) async fn get_of(&self, digest: &str, id: &str) -> Result<Option<Found>, String> {
         let mut invocation = self.read.prepare_invoke();
         invocation
-            .key(format!("{}{id}", self.owner_prefix(&digest)))
-            .arg(&self.prefix);
+            .key(format!("{}{id}", self.owner_prefix(digest)))
+            .arg(&self.prefix)
+            .arg(duration_ms(RESUBSCRIBE_GRACE))
+            .arg(duration_ms(HEARTBEAT_LIFE));
         let found: Option<Fields> = self
             .redis
             .run(|mut connection| async move { invocation.invoke_async(&mut connection).await })
@@ -441,7 +408,9 @@ impl SharedTasks {
         invocation
             .key(self.set_key(&digest))
             .arg(&self.prefix)
-            .arg(&owner_prefix);
+            .arg(&owner_prefix)
+            .arg(duration_ms(RESUBSCRIBE_GRACE))
+            .arg(duration_ms(HEARTBEAT_LIFE));
         let found: Vec<Fields> = self
             .redis
             .run(|mut connection| async move { invocation.invoke_async(&mut connection).await })
@@ -471,13 +440,24 @@ impl SharedTasks {
         id: &str,
         command: &TaskCommand,
     ) -> Result<Option<Found>, String> {
-        let digest = owner_digest(owner);
+        self.send_to(&owner_digest(owner), id, command).await
+    }
+
+    /// [`SharedTasks::send`] to the task of the caller whose digest is `digest`.
+    pub(crate) async fn send_to(
+        &self,
+        digest: &str,
+        id: &str,
+        command: &TaskCommand,
+    ) -> Result<Option<Found>, String> {
         let command = serde_json::to_string(command).map_err(|error| error.to_string())?;
         let mut invocation = self.send.prepare_invoke();
         invocation
-            .key(format!("{}{id}", self.owner_prefix(&digest)))
+            .key(format!("{}{id}", self.owner_prefix(digest)))
             .arg(&self.prefix)
-            .arg(command);
+            .arg(command)
+            .arg(duration_ms(RESUBSCRIBE_GRACE))
+            .arg(duration_ms(HEARTBEAT_LIFE));
         let found: Option<Fields> = self
             .redis
             .run(|mut connection| async move { invocation.invoke_async(&mut connection).await })
@@ -513,6 +493,7 @@ impl SharedTasks {
 
 /// A record as the scripts return it: status, record JSON, why its owner is gone and since
 /// when (ms), the owner, and what the script did (`asked`, `ended`, `unheard`).
+/// The operator's listing adds the caller (JSON of `operator::Caller`).
 struct Fields {
     status: String,
     record: String,
@@ -520,10 +501,20 @@ struct Fields {
     gone_ms: Option<u64>,
     replica: String,
     state: String,
+    caller: Option<String>,
 }
 
 impl redis::FromRedisValue for Fields {
     fn from_redis_value(value: redis::Value) -> Result<Self, redis::ParsingError> {
+        let mut items: Vec<redis::Value> = redis::FromRedisValue::from_redis_value(value)?;
+        let caller = match items.len() {
+            7 => items
+                .pop()
+                .map(Option::<String>::from_redis_value)
+                .transpose()?
+                .flatten(),
+            _ => None,
+        };
         let (status, record, gone, gone_ms, replica, state): (
             String,
             String,
@@ -531,7 +522,7 @@ impl redis::FromRedisValue for Fields {
             Option<String>,
             String,
             String,
-        ) = redis::FromRedisValue::from_redis_value(value)?;
+        ) = redis::FromRedisValue::from_redis_value(redis::Value::Array(items))?;
         Ok(Self {
             status,
             record,
@@ -539,6 +530,7 @@ impl redis::FromRedisValue for Fields {
             gone_ms: gone_ms.and_then(|ms| ms.parse().ok()),
             replica,
             state,
+            caller,
         })
     }
 }
@@ -563,9 +555,15 @@ impl Fields {
             view,
             replica: self.replica,
             asked: self.state == "asked",
+            unheard: self.state == "waiting",
         })
     }
 }
+
+mod operator;
+mod scripts;
+pub use operator::{Caller, OperatorTask};
+use scripts::{LIST, READ, READ_FN, SEND, WRITE};
 
 #[cfg(test)]
 mod tests;

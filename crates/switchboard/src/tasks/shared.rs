@@ -28,14 +28,21 @@ use tokio::sync::broadcast;
 use super::store::Mirrored;
 use crate::Host;
 use crate::shared::SharedEvent;
+use crate::shared::tasks::{
+    Found, OperatorTask, SharedTasks, TaskCommand, WriteError, owner_digest,
+};
 use crate::shared::tasks::{Record, RecordError};
-use crate::shared::tasks::{SharedTasks, TaskCommand, WriteError, owner_digest};
 
 /// How often a replica waiting on another's task reads it, whatever the bus says: the bound
 /// on noticing that the replica running it is gone.
 pub const POLL_EVERY: Duration = Duration::from_millis(250);
 /// How long `tasks/cancel` through another replica waits for the owner to end the task.
 pub const CANCEL_WAIT: Duration = Duration::from_secs(2);
+/// How often a waiter reads a task whose owner was found unheard (it is failed once the
+/// grace is over, or heard again).
+const UNHEARD_POLL: Duration = Duration::from_millis(100);
+/// How many of the deployment's tasks the operator's listing reads from Redis.
+pub const OPERATOR_LISTED: usize = 500;
 
 impl Host {
     fn shared_tasks(&self) -> Option<&Arc<SharedTasks>> {
@@ -68,7 +75,8 @@ impl Host {
                 let (TaskCommand::Cancel { task, owner }
                 | TaskCommand::Fetched { task, owner }
                 | TaskCommand::Answer { task, owner, .. }
-                | TaskCommand::Reply { task, owner, .. }) = &command;
+                | TaskCommand::Reply { task, owner, .. }
+                | TaskCommand::OperatorCancel { task, owner, .. }) = &command;
                 let held = inner.tasks.get_any(task);
                 let Some(task) = held.filter(|t| &owner_digest(&t.owner) == owner) else {
                     continue;
@@ -76,6 +84,9 @@ impl Host {
                 match command {
                     TaskCommand::Cancel { .. } => {
                         let _ = super::cancel(&task, "cancelled by the client".to_owned());
+                    }
+                    TaskCommand::OperatorCancel { by, .. } => {
+                        let _ = super::cancel(&task, format!("cancelled by an operator ({by})"));
                     }
                     TaskCommand::Fetched { .. } => task.mark_fetched(),
                     TaskCommand::Answer { responses, .. } => task.answer(&responses),
@@ -119,7 +130,9 @@ impl Host {
         };
         match (local, self.shared_tasks()) {
             (Err(TaskError::UnknownTask(_)), Some(shared)) => {
-                let (mut view, replica) = remote(shared, owner, id).await?;
+                let Found {
+                    mut view, replica, ..
+                } = remote(shared, owner, id).await?;
                 if with_result && view.status.is_terminal() {
                     shared.tell_fetched(&replica, owner, id);
                 }
@@ -144,7 +157,12 @@ impl Host {
         let mut relayed: HashSet<String> = HashSet::new();
         let mut answers = futures::stream::FuturesUnordered::new();
         loop {
-            let (view, replica) = remote(shared, &owner, id).await?;
+            let Found {
+                view,
+                replica,
+                unheard,
+                ..
+            } = remote(shared, &owner, id).await?;
             if view.status.is_terminal() {
                 shared.tell_fetched(&replica, &owner, id);
                 return Ok(view);
@@ -164,7 +182,7 @@ impl Host {
             }
             tokio::select! {
                 () = changed(&mut events, id) => {}
-                () = tokio::time::sleep(POLL_EVERY) => {}
+                () = tokio::time::sleep(if unheard { UNHEARD_POLL } else { POLL_EVERY }) => {}
                 () = ctx.cancel.cancelled() => return Ok(view),
                 Some((key, reply)) = futures::StreamExt::next(&mut answers) => {
                     let reply = reply.map_err(|error| RecordError {
@@ -197,38 +215,113 @@ impl Host {
         let (Err(TaskError::UnknownTask(_)), Some(shared)) = (&local, self.shared_tasks()) else {
             return local;
         };
-        let mut events = shared.bus().subscribe();
+        let events = shared.bus().subscribe();
         let found = match shared.cancel(owner, id).await {
             Ok(Some(found)) => found,
             Ok(None) => return Err(TaskError::UnknownTask(id.to_owned())),
             Err(why) => return Err(unreachable(shared, id, &why)),
         };
-        if !found.asked {
-            return Err(ended(found.view));
+        until_cancelled(shared, events, &owner_digest(owner), id, found).await
+    }
+
+    /// Every task of the deployment an operator may see (the console), newest first: this
+    /// replica's, and with `[shared] redis` the others' (at most [`OPERATOR_LISTED`]); when
+    /// Redis cannot be read, this replica's with why the others are missing.
+    pub async fn operator_tasks_everywhere(&self) -> (Vec<OperatorTask>, Option<String>) {
+        let mut tasks: Vec<OperatorTask> = self
+            .operator_tasks()
+            .into_iter()
+            .map(|(owner, tool, view)| OperatorTask {
+                owner,
+                tool,
+                view,
+                replica: None,
+            })
+            .collect();
+        let Some(shared) = self.shared_tasks() else {
+            return (tasks, None);
+        };
+        let missing = match shared.all(OPERATOR_LISTED).await {
+            Ok(others) => {
+                let held: HashSet<String> = tasks.iter().map(|t| t.view.id.clone()).collect();
+                tasks.extend(others.into_iter().filter(|t| !held.contains(&t.view.id)));
+                None
+            }
+            Err(why) => Some(format!(
+                "the other replicas' tasks cannot be read now ({why})"
+            )),
+        };
+        for task in &mut tasks {
+            task.view.end = None;
+            task.view.input_requests.clear();
         }
-        let deadline = tokio::time::Instant::now() + CANCEL_WAIT;
-        loop {
-            let (view, _) = remote(shared, owner, id).await?;
-            if view.status == TaskStatus::Cancelled {
-                return Ok(TaskView { end: None, ..view });
-            }
-            if view.status.is_terminal() {
-                return Err(ended(view));
-            }
-            tokio::select! {
-                () = changed(&mut events, id) => {}
-                () = tokio::time::sleep(POLL_EVERY) => {}
-                () = tokio::time::sleep_until(deadline) => {
-                    return Err(TaskError::Unavailable(format!(
-                        "replica {} was asked to cancel task '{id}' but did not end it within {} s",
-                        found.replica,
-                        CANCEL_WAIT.as_secs()
-                    )));
-                }
+        tasks.sort_by(|a, b| (b.view.created_at, &b.view.id).cmp(&(a.view.created_at, &a.view.id)));
+        (tasks, missing)
+    }
+
+    /// An operator cancels task `id`, whoever started it and whichever replica runs it (then
+    /// waits, at most [`CANCEL_WAIT`], for that replica to say it ended).
+    pub async fn cancel_task_as_operator_anywhere(
+        &self,
+        id: &str,
+        by: &str,
+    ) -> Result<TaskView, TaskError> {
+        let local = self.cancel_task_as_operator(id, by);
+        let (Err(TaskError::UnknownTask(_)), Some(shared)) = (&local, self.shared_tasks()) else {
+            return local;
+        };
+        let events = shared.bus().subscribe();
+        let (digest, found) = match shared.cancel_as_operator(id, by).await {
+            Ok(Some(found)) => found,
+            Ok(None) => return Err(TaskError::UnknownTask(id.to_owned())),
+            Err(why) => return Err(unreachable(shared, id, &why)),
+        };
+        until_cancelled(shared, events, &digest, id, found).await
+    }
+}
+
+/// Waits, at most [`CANCEL_WAIT`], until the replica asked to cancel task `id` (of the caller
+/// whose digest is `digest`) says it is cancelled.
+async fn until_cancelled(
+    shared: &SharedTasks,
+    mut events: broadcast::Receiver<SharedEvent>,
+    digest: &str,
+    id: &str,
+    found: Found,
+) -> Result<TaskView, TaskError> {
+    if !found.asked && found.view.status.is_terminal() {
+        return Err(ended(found.view));
+    }
+    if !found.asked {
+        return Err(TaskError::Unavailable(format!(
+            "replica {} runs task '{id}' but cannot hear the cancel now (it may be subscribing to Redis again); send it again",
+            found.replica
+        )));
+    }
+    let deadline = tokio::time::Instant::now() + CANCEL_WAIT;
+    loop {
+        let view = remote_of(shared, digest, id).await?.view;
+        if view.status == TaskStatus::Cancelled {
+            return Ok(TaskView { end: None, ..view });
+        }
+        if view.status.is_terminal() {
+            return Err(ended(view));
+        }
+        tokio::select! {
+            () = changed(&mut events, id) => {}
+            () = tokio::time::sleep(POLL_EVERY) => {}
+            () = tokio::time::sleep_until(deadline) => {
+                return Err(TaskError::Unavailable(format!(
+                    "replica {} was asked to cancel task '{id}' but did not end it within {} s",
+                    found.replica,
+                    CANCEL_WAIT.as_secs()
+                )));
             }
         }
     }
+}
 
+impl Host {
     /// Hands the client's answers to the caller's task `id`, here or on the replica that
     /// runs it (2026-07-28 `tasks/update`).
     pub async fn update_any_task(
@@ -313,7 +406,10 @@ pub(crate) fn relay_change(tasks: &super::TaskStore, event: &SharedEvent) {
 /// Writes the changes of this replica's tasks to Redis, in order, until the store goes. A
 /// change Redis did not take is written again every [`POLL_EVERY`] until it does (or a newer
 /// one of the task replaces it), so a task that ended during an outage is seen ended once
-/// Redis is back.
+/// Redis is back. And when the event bus subscribes again (Redis restarted, or the
+/// connection was lost), the latest state of every task still working here is written
+/// again: a Redis that restarted empty has the records back at once, not at each task's
+/// next change.
 async fn mirror(
     mut changes: tokio::sync::mpsc::UnboundedReceiver<Mirrored>,
     writer: Arc<SharedTasks>,
@@ -321,28 +417,35 @@ async fn mirror(
 ) {
     // Tasks whose first state was written (a task the client never got, such as a relayed
     // call answered at once, is never written; nor is one whose first write failed: it stays
-    // its replica's own).
-    let mut admitted: HashSet<String> = HashSet::new();
+    // its replica's own), with their latest change.
+    let mut admitted: HashMap<String, Change> = HashMap::new();
     // The latest change of each task that Redis did not take.
     let mut unwritten: HashMap<String, Change> = HashMap::new();
+    let mut epoch = writer.bus().epoch();
     loop {
-        let change = if unwritten.is_empty() {
-            changes.recv().await
-        } else {
-            tokio::select! {
-                change = changes.recv() => change,
-                () = tokio::time::sleep(POLL_EVERY) => {
-                    let retried: Vec<(String, Change)> = unwritten.drain().collect();
-                    let mut down = false;
-                    for (id, change) in retried {
-                        if down || matches!(write(&writer, &host, &change).await, Err(WriteError::Unreachable(_))) {
-                            // Still down: this and the rest wait for the next round.
-                            down = true;
-                            unwritten.insert(id, change);
-                        }
+        let change = tokio::select! {
+            change = changes.recv() => change,
+            () = tokio::time::sleep(POLL_EVERY) => {
+                // Subscribed again (epochs count subscriptions from 1): rewrite them all.
+                let now = writer.bus().epoch();
+                if now > 1 && now != epoch {
+                    for (id, change) in &admitted {
+                        unwritten.entry(id.clone()).or_insert_with(|| change.clone());
                     }
-                    continue;
                 }
+                if now != 0 {
+                    epoch = now;
+                }
+                let retried: Vec<(String, Change)> = unwritten.drain().collect();
+                let mut down = false;
+                for (id, change) in retried {
+                    if down || matches!(write(&writer, &host, &change).await, Err(WriteError::Unreachable(_))) {
+                        // Still down: this and the rest wait for the next round.
+                        down = true;
+                        unwritten.insert(id, change);
+                    }
+                }
+                continue;
             }
         };
         let Some(Mirrored {
@@ -355,7 +458,7 @@ async fn mirror(
             return;
         };
         let id = view.id.clone();
-        if ack.is_none() && !admitted.contains(&id) {
+        if ack.is_none() && !admitted.contains_key(&id) {
             continue;
         }
         let terminal = view.status.is_terminal();
@@ -364,9 +467,10 @@ async fn mirror(
         unwritten.remove(&id);
         match &written {
             Ok(()) if !terminal => {
-                admitted.insert(id.clone());
+                admitted.insert(id.clone(), change);
             }
-            Err(WriteError::Unreachable(_)) if admitted.contains(&id) => {
+            Err(WriteError::Unreachable(_)) if admitted.contains_key(&id) => {
+                admitted.insert(id.clone(), change.clone());
                 unwritten.insert(id.clone(), change);
             }
             _ => {}
@@ -416,14 +520,15 @@ async fn write(
     }
 }
 
-/// The caller's task `id` as Redis has it, and the replica that runs it.
-async fn remote(
-    shared: &SharedTasks,
-    owner: &TaskOwner,
-    id: &str,
-) -> Result<(TaskView, String), TaskError> {
-    match shared.get(owner, id).await {
-        Ok(Some(found)) => Ok((found.view, found.replica)),
+/// The caller's task `id` as Redis has it (with the replica that runs it).
+async fn remote(shared: &SharedTasks, owner: &TaskOwner, id: &str) -> Result<Found, TaskError> {
+    remote_of(shared, &owner_digest(owner), id).await
+}
+
+/// [`remote`] for the caller whose digest is `digest`.
+async fn remote_of(shared: &SharedTasks, digest: &str, id: &str) -> Result<Found, TaskError> {
+    match shared.get_of(digest, id).await {
+        Ok(Some(found)) => Ok(found),
         Ok(None) => Err(TaskError::UnknownTask(id.to_owned())),
         Err(why) => Err(unreachable(shared, id, &why)),
     }

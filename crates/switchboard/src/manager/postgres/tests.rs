@@ -6,6 +6,7 @@ use switchboard_testkit::postgres::{DATABASE, Postgres};
 
 use super::*;
 use crate::manager::operation::{Request, State, Work};
+use crate::manager::store::Retention;
 
 fn server() -> Postgres {
     Postgres::start().unwrap_or_else(|error| panic!("{error}"))
@@ -26,7 +27,8 @@ fn operation(id: &str, replica: &str, state: State) -> Operation {
     let request = Request::new(Work::Test {
         server: "s".to_owned(),
     });
-    let mut operation = Operation::queued(id.to_owned(), request, 1);
+    // Made now: older rows than the retention's would be pruned by a replica as it starts.
+    let mut operation = Operation::queued(id.to_owned(), request, crate::manager::now_ms());
     operation.state = state;
     operation.replica = Some(replica.to_owned());
     operation
@@ -57,12 +59,14 @@ async fn only_replicas_past_the_lease_have_their_open_operations_failed_and_once
         ("01C", "gone", State::Queued),
         ("01D", "slow", State::InProgress),
     ] {
-        let body = serde_json::to_string(&operation(id, owner, state)).expect("json");
+        let operation = operation(id, owner, state);
+        let body = serde_json::to_string(&operation).expect("json");
         sql(
             &postgres,
             &format!(
                 "INSERT INTO manager_operations (id, created_ms, state, body, replica) \
-                 VALUES ('{id}', 1, '{}', '{body}', '{owner}')",
+                 VALUES ('{id}', {}, '{}', '{body}', '{owner}')",
+                operation.created_ms,
                 state.as_str()
             ),
         );
@@ -185,4 +189,176 @@ async fn what_one_replica_saves_another_reads_within_a_poll() {
     );
     assert!(a.close(Duration::from_secs(10)).await);
     assert!(b.close(Duration::from_secs(10)).await);
+}
+
+/// Operation `id` of `agent`, queued by `replica`.
+fn asked_by(id: &str, replica: &str, agent: &str) -> Operation {
+    let mut operation = operation(id, replica, State::Queued);
+    operation.request.agent = Some(agent.to_owned());
+    operation
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replicas_admitting_one_agent_at_once_never_pass_its_limit_together() {
+    let postgres = server();
+    migrated(&postgres).await;
+    let a = replica(&postgres, "a");
+    let b = replica(&postgres, "b");
+    let limit = 4;
+    for id in ["01A0", "01A1"] {
+        assert_eq!(
+            a.admit(&asked_by(id, "a", "npc"), "npc", limit)
+                .await
+                .expect("admit"),
+            None
+        );
+    }
+    // Twenty at once, half through each replica, for the last two slots.
+    let started = std::time::Instant::now();
+    let attempts = (0..20).map(|n| {
+        let (store, name) = if n % 2 == 0 { (&a, "a") } else { (&b, "b") };
+        let operation = asked_by(&format!("01B{n:02}"), name, "npc");
+        async move { store.admit(&operation, "npc", limit).await }
+    });
+    let outcomes = futures::future::join_all(attempts).await;
+    let took = started.elapsed();
+    let admitted = outcomes.iter().filter(|o| matches!(o, Ok(None))).count();
+    let refused: Vec<usize> = outcomes
+        .iter()
+        .filter_map(|o| o.as_ref().ok().copied().flatten())
+        .collect();
+    assert_eq!(admitted, 2, "{outcomes:?}");
+    assert_eq!(refused, vec![4; 18], "each refusal counts all four");
+    eprintln!("20 concurrent admissions through two replicas took {took:?}");
+    assert_eq!(
+        sql(
+            &postgres,
+            "SELECT count(*) FROM manager_operations WHERE agent = 'npc'"
+        ),
+        "4"
+    );
+    // Another agent has its own slots; one of npc's ending frees one, on either replica.
+    assert_eq!(
+        b.admit(&asked_by("01C0", "b", "other"), "other", limit)
+            .await
+            .expect("admit"),
+        None
+    );
+    let mut done = asked_by("01A0", "a", "npc");
+    done.state = State::Completed;
+    a.save(&done).expect("save");
+    assert!(a.flush(Duration::from_secs(10)).await);
+    assert_eq!(
+        b.admit(&asked_by("01C1", "b", "npc"), "npc", limit)
+            .await
+            .expect("admit"),
+        None
+    );
+    assert_eq!(
+        b.admit(&asked_by("01C2", "b", "npc"), "npc", limit)
+            .await
+            .expect("admit"),
+        Some(4)
+    );
+    // What a replica admitted is in its mirror at once, and the other's quick count
+    // catches up within a poll.
+    assert!(b.get("01C1").expect("get").is_some());
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    while a.open_of("npc") != 4 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{}",
+            a.open_of("npc")
+        );
+        tokio::time::sleep(POLL / 5).await;
+    }
+    // With PostgreSQL away the count cannot be taken: refused, saying so; back, admitted.
+    postgres.stop().expect("stop");
+    let error = b
+        .admit(&asked_by("01D0", "b", "other"), "other", limit)
+        .await
+        .expect_err("no count without PostgreSQL");
+    assert!(
+        error
+            .to_string()
+            .starts_with("the operations database on PostgreSQL ([storage] url): "),
+        "{error}"
+    );
+    postgres.resume().expect("resume");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    while b
+        .admit(&asked_by("01D0", "b", "other"), "other", limit)
+        .await
+        .is_err()
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "not admitted once back"
+        );
+        tokio::time::sleep(POLL / 5).await;
+    }
+    assert!(a.close(Duration::from_secs(10)).await);
+    assert!(b.close(Duration::from_secs(10)).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn finished_operations_past_their_retention_are_pruned_and_open_ones_never() {
+    let postgres = server();
+    migrated(&postgres).await;
+    let now = crate::manager::now_ms();
+    let day = 24 * 3600 * 1000;
+    // Rows as the replicas left them: a month-old finished one (pruned by a replica as it
+    // starts), an older one still open (never), and five recent finished ones.
+    let rows = [
+        ("01OLD", "gone", State::Completed, now - 31 * day),
+        ("01OPEN", "pruner", State::InProgress, now - 40 * day),
+        ("01R1", "gone", State::Failed, now - 5 * day),
+        ("01R2", "gone", State::Cancelled, now - 4 * day),
+        ("01R3", "gone", State::Completed, now - 3 * day),
+        ("01R4", "gone", State::Completed, now - 2 * day),
+        ("01R5", "gone", State::Completed, now - day),
+    ];
+    for (id, owner, state, created) in rows {
+        let mut operation = operation(id, owner, state);
+        operation.created_ms = created;
+        let body = serde_json::to_string(&operation).expect("json");
+        sql(
+            &postgres,
+            &format!(
+                "INSERT INTO manager_operations (id, created_ms, state, body, replica) \
+                 VALUES ('{id}', {created}, '{}', '{body}', '{owner}')",
+                state.as_str()
+            ),
+        );
+    }
+    let ids = || {
+        sql(
+            &postgres,
+            "SELECT string_agg(id, ' ' ORDER BY id) FROM manager_operations",
+        )
+    };
+    // The replica's follower prunes as it starts (30 days, 2,000 at most).
+    let pruner = replica(&postgres, "pruner");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    while ids() != "01OPEN 01R1 01R2 01R3 01R4 01R5" {
+        assert!(tokio::time::Instant::now() < deadline, "{}", ids());
+        tokio::time::sleep(POLL / 5).await;
+    }
+    assert!(pruner.get("01OLD").expect("get").is_none(), "nor mirrored");
+    // At most three finished: the newest three stay, the open one too however old.
+    let kept = Retention {
+        days: 30,
+        finished: 3,
+    };
+    assert_eq!(pruner.prune(kept, now).await.expect("prune"), 2);
+    assert_eq!(ids(), "01OPEN 01R3 01R4 01R5");
+    assert_eq!(pruner.prune(kept, now).await.expect("prune"), 0);
+    let listed: Vec<String> = pruner
+        .recent(10)
+        .expect("recent")
+        .into_iter()
+        .map(|o| o.id)
+        .collect();
+    assert_eq!(listed, ["01R5", "01R4", "01R3", "01OPEN"]);
+    assert!(pruner.close(Duration::from_secs(10)).await);
 }

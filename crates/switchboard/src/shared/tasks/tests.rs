@@ -119,6 +119,60 @@ async fn a_task_whose_replica_is_gone_is_failed_for_every_replica_at_once() {
     assert!(!cancelled.asked, "nobody to ask");
 }
 
+#[tokio::test]
+async fn a_running_task_is_not_failed_while_its_owner_subscribes_again_after_a_redis_restart() {
+    let mut redis = Redis::start();
+    let (a, b) = (replica(&redis), replica(&redis));
+    alive(&a).await;
+    let alice = owner("alice");
+    let before = a.bus().epoch();
+    // Redis restarts empty (nothing persisted); the owner's next change reaches it before
+    // the owner's subscriber has noticed and subscribed again (it waits 250 ms between
+    // tries) — the record is there, its owner has no subscription yet.
+    redis.restart();
+    let mut step = working("t1");
+    step.status_message = Some("step 2".to_owned());
+    let started = std::time::Instant::now();
+    while a.write(&alice, "slow", &step).await.is_err() {
+        assert!(started.elapsed() < Duration::from_secs(5), "never written");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Read on the other replica until the owner has subscribed again and a grace has passed
+    // since: never failed, and some reads fell in the window.
+    let mut unsubscribed_reads = 0;
+    let mut resubscribed: Option<std::time::Instant> = None;
+    loop {
+        let unsubscribed = a.bus().epoch() == 0;
+        let found = b.get(&alice, "t1").await.expect("read").expect("found");
+        assert_eq!(
+            (found.view.status, found.view.status_message.as_deref()),
+            (TaskStatus::Working, Some("step 2")),
+            "{:?} after the restart",
+            started.elapsed()
+        );
+        if unsubscribed {
+            unsubscribed_reads += 1;
+        } else if a.bus().epoch() > before {
+            let since = *resubscribed.get_or_insert_with(std::time::Instant::now);
+            if since.elapsed() > RESUBSCRIBE_GRACE * 2 {
+                break;
+            }
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "never resubscribed"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(unsubscribed_reads > 0, "no read fell in the window");
+    // The owner hears commands again.
+    let found = b.cancel(&alice, "t1").await.expect("cancel");
+    assert!(
+        found.is_some_and(|found| found.asked),
+        "the cancel reached it"
+    );
+}
+
 /// The next command a replica hears, within 2 s.
 async fn next(commands: &mut tokio::sync::broadcast::Receiver<TaskCommand>) -> TaskCommand {
     tokio::time::timeout(Duration::from_secs(2), commands.recv())
@@ -159,6 +213,66 @@ async fn a_cancel_and_a_fetched_result_reach_the_replica_that_runs_the_task() {
         TaskCommand::Fetched {
             task: "t1".to_owned(),
             owner: owner_digest(&alice)
+        }
+    );
+}
+
+#[tokio::test]
+async fn the_operator_sees_every_callers_tasks_and_its_cancel_reaches_the_owner() {
+    let redis = Redis::start();
+    let (a, b) = (replica(&redis), replica(&redis));
+    alive(&a).await;
+    let mut commands = a.bus().task_commands();
+    let (alice, bob) = (owner("alice"), owner("bob"));
+    a.write(&alice, "slow", &working("t1"))
+        .await
+        .expect("written");
+    let mut later = working("t2");
+    later.created_at += Duration::from_millis(5);
+    a.write(&bob, "other", &later).await.expect("written");
+
+    let all = b.all(10).await.expect("all");
+    let seen: Vec<(&str, Option<&str>, &str, Option<&str>)> = all
+        .iter()
+        .map(|task| {
+            (
+                task.view.id.as_str(),
+                task.owner.agent.as_deref(),
+                task.tool.as_str(),
+                task.replica.as_deref(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("t2", Some("bob"), "other", Some(a.replica())),
+            ("t1", Some("alice"), "slow", Some(a.replica())),
+        ]
+    );
+    assert_eq!(
+        b.all(1).await.expect("all").len(),
+        1,
+        "at most as many as asked"
+    );
+
+    assert_eq!(
+        b.cancel_as_operator("t9", "ops").await.expect("cancel"),
+        None
+    );
+    let (digest, found) = b
+        .cancel_as_operator("t1", "ops")
+        .await
+        .expect("cancel")
+        .expect("found");
+    assert!(found.asked);
+    assert_eq!(digest, owner_digest(&alice));
+    assert_eq!(
+        next(&mut commands).await,
+        TaskCommand::OperatorCancel {
+            task: "t1".to_owned(),
+            owner: owner_digest(&alice),
+            by: "ops".to_owned(),
         }
     );
 }
