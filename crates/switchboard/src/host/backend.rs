@@ -25,6 +25,7 @@ impl Backend for Host {
     fn list_tools<'a>(&'a self, caller: &'a Caller) -> BoxFuture<'a, Vec<ToolDefinition>> {
         Box::pin(async move {
             self.wait_for_startup().await;
+            self.sync_session(caller).await;
             self.note_listed_tier(caller);
             self.listed_tools(caller)
         })
@@ -38,6 +39,7 @@ impl Backend for Host {
     fn tools_json<'a>(&'a self, caller: &'a Caller) -> BoxFuture<'a, Arc<str>> {
         Box::pin(async move {
             self.wait_for_startup().await;
+            self.sync_session(caller).await;
             self.note_listed_tier(caller);
             let plain = self.listing_mode(caller) == crate::listing_fit::ListingMode::Full
                 && self.active_tier(caller).is_none()
@@ -71,12 +73,13 @@ impl Backend for Host {
     ) -> BoxFuture<'_, Result<ToolOutcome, CallError>> {
         Box::pin(async move {
             self.wait_for_startup().await;
+            self.sync_session(&Caller::of(&ctx)).await;
             let mut answer = match self.call_meta(&ctx, &call.name, &call.arguments).await {
                 Some(answer) => answer,
                 None => self.call(&ctx, &call.name, call.arguments).await,
             };
             if let Ok(outcome) = &mut answer {
-                self.shape_result(&ctx, outcome);
+                self.shape_result(&ctx, outcome).await;
             }
             answer
         })
@@ -174,6 +177,7 @@ impl Backend for Host {
 
     fn session_closed(&self, session: &str) {
         self.inner.sessions.close(session);
+        self.forget_shared_session(session);
         // Nobody can reach the session's tasks any more: their calls stop.
         self.inner.tasks.close_session(session);
     }

@@ -175,6 +175,7 @@ impl Host {
         host.start_maintenance();
         host.follow_replicas();
         host.share_tasks();
+        host.follow_sessions();
         host
     }
 

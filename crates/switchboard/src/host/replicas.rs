@@ -56,6 +56,8 @@ impl Host {
                     SharedEvent::TaskChanged { .. } => {
                         crate::tasks::shared::relay_change(&inner.tasks, &event);
                     }
+                    // Taken by the sessions' own follower (`sessions::shared`) as it is heard.
+                    SharedEvent::SessionChanged { .. } => {}
                 }
             }
         });

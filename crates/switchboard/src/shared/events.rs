@@ -73,6 +73,15 @@ pub enum SharedEvent {
         subject: Option<String>,
         record: String,
     },
+    /// A session's shared state changed (`shared::sessions`): `session` is the SHA-256 (hex)
+    /// of its key, and the rest its whole state after the change, at `version`.
+    SessionChanged {
+        session: String,
+        version: u64,
+        categories: Vec<String>,
+        read_more: bool,
+        tier: Option<String>,
+    },
 }
 
 /// What travels on the channel: the event and the replica that sent it.
