@@ -27,8 +27,8 @@ use crate::shared::sessions::SessionChange;
 
 /// The default result budget, in tokens.
 pub const DEFAULT_MAX_RESULT_TOKENS: u64 = 25_000;
-/// How long the rest of a truncated result stays readable.
-const KEEP_FOR: Duration = Duration::from_secs(600);
+/// How long the rest of a truncated result stays readable (in Redis too).
+const KEEP_FOR: Duration = crate::shared::sessions::REST_LIFE;
 /// JSON texts shorter than this are left alone.
 const TOON_MIN_BYTES: usize = 512;
 /// The most truncated results kept at once (oldest dropped first).

@@ -105,7 +105,10 @@ impl Backend for Host {
         call: ToolCall,
         ttl: Option<Duration>,
     ) -> BoxFuture<'_, Result<TaskView, TaskError>> {
-        Box::pin(Host::start_task(self, ctx, call, ttl))
+        Box::pin(async move {
+            self.sync_session(&Caller::of(&ctx)).await;
+            Host::start_task(self, ctx, call, ttl).await
+        })
     }
 
     fn relays_tasks(&self, name: &str) -> bool {
@@ -118,7 +121,10 @@ impl Backend for Host {
         call: ToolCall,
         ttl: Option<Duration>,
     ) -> BoxFuture<'_, Result<StartedTask, TaskError>> {
-        Box::pin(Host::start_relayed_task(self, ctx, call, ttl))
+        Box::pin(async move {
+            self.sync_session(&Caller::of(&ctx)).await;
+            Host::start_relayed_task(self, ctx, call, ttl).await
+        })
     }
 
     fn task(
