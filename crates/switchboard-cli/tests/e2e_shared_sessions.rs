@@ -5,15 +5,16 @@
 //! read to its end with `read_more` on the other, which lists `read_more` too; a tier an
 //! operator sets for the session through one replica's admin endpoint narrows its listing on
 //! the other. With Redis stopped (`fail_closed`), loading a category and reading a rest held
-//! elsewhere are refused saying why, and both work once Redis is back.
+//! elsewhere are refused saying why, and both work once Redis is back. A resource subscribed
+//! to through one replica sends its updates to the session's GET stream on the other.
 
 mod support;
 
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::shared_replicas::{self, Replica, calls, initialize, legacy};
-use support::{fixture, post, quoted, run_switchboard};
+use support::shared_replicas::{self, Replica, calls, initialize, legacy, next_message, send};
+use support::{fixture, node_bin, post, quoted, run_switchboard};
 use switchboard_testkit::redis::Redis;
 
 /// `count` replicas on the Redis at `redis`; agent `qa` (every call's) sees its tools by
@@ -271,4 +272,47 @@ async fn with_redis_stopped_changes_and_rests_held_elsewhere_are_refused_readabl
     )
     .await;
     assert_ne!(piece["isError"], true, "{piece}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_subscription_taken_on_one_replica_delivers_updates_to_the_get_stream_on_another() {
+    let redis = Redis::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let everything = node_bin().join("mcp-server-everything");
+    let rest = format!(
+        "[servers.everything]\ncommand = {}\n",
+        quoted(&everything.display().to_string())
+    );
+    let replicas = shared_replicas::start(dir.path(), &redis.url(), 2, &rest);
+    let (a, b) = (&replicas[0].gateway.url, &replicas[1].gateway.url);
+
+    // The client listens on B; it subscribes through A, whose server sends the updates.
+    let session = initialize(a, json!({})).await;
+    let mut stream = send("GET", b, Some(&session), None).await;
+    assert_eq!(stream.status().as_u16(), 200);
+    let resources = request(a, &session, "resources/list", json!({})).await;
+    let uri = resources["resources"][0]["uri"]
+        .as_str()
+        .expect("a resource")
+        .to_owned();
+    request(a, &session, "resources/subscribe", json!({"uri": uri})).await;
+    call(
+        a,
+        &session,
+        "everything__toggle-subscriber-updates",
+        json!({}),
+    )
+    .await;
+    let mut buffer = String::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let update = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let message = next_message(&mut stream, &mut buffer, left)
+            .await
+            .expect("a resource update reaches the GET stream on B");
+        if message["method"] == "notifications/resources/updated" {
+            break message;
+        }
+    };
+    assert_eq!(update["params"]["uri"], uri.as_str(), "{update}");
 }

@@ -38,6 +38,9 @@ pub(crate) struct SessionState {
     pub(crate) read_more_listed: bool,
     /// The session's latency tier, set by an operator.
     pub(crate) tier: Option<String>,
+    /// Resources the session subscribed to (kept here only when shared with other replicas;
+    /// the front keeps its own).
+    pub(crate) resources: BTreeSet<String>,
     /// The tier of the session's last listing (`Some(None)`: listed with no tier; `None`:
     /// never listed), so a change of one tier's tools reaches only the sessions that see it.
     pub(crate) listed_tier: Option<Option<String>>,
@@ -73,6 +76,8 @@ impl SessionState {
                 let tier = tier.map(str::to_lowercase);
                 std::mem::replace(&mut self.tier, tier.clone()) != tier
             }
+            SessionChange::Subscribe(uri) => self.resources.insert(uri.to_owned()),
+            SessionChange::Unsubscribe(uri) => self.resources.remove(uri),
         };
         if changed {
             self.bump();
@@ -87,6 +92,7 @@ impl SessionState {
             return false;
         }
         self.shared_version = record.version;
+        self.resources.clone_from(&record.resources);
         let changed = self.loaded != record.categories
             || self.read_more_listed != record.read_more
             || self.tier != record.tier;
@@ -171,6 +177,7 @@ impl Sessions {
             loaded: BTreeSet::new(),
             read_more_listed: false,
             tier: None,
+            resources: BTreeSet::new(),
             listed_tier: None,
             shared_version: 0,
             synced_epoch: 0,

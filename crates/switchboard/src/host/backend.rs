@@ -243,10 +243,19 @@ impl Backend for Host {
 
     fn subscribe_resource(
         &self,
+        caller: Caller,
         uri: String,
         subscribe: bool,
     ) -> BoxFuture<'_, Result<Value, RpcError>> {
-        Box::pin(async move { Host::subscribe_resource(self, &uri, subscribe).await })
+        Box::pin(async move { Host::subscribe_resource(self, &caller, &uri, subscribe).await })
+    }
+
+    fn resource_subscribed(&self, caller: &Caller, uri: &str) -> bool {
+        Host::resource_subscribed(self, caller, uri)
+    }
+
+    fn refresh_session<'a>(&'a self, caller: &'a Caller) -> BoxFuture<'a, ()> {
+        Box::pin(self.sync_session(caller))
     }
 
     fn resource_updates(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {

@@ -401,6 +401,9 @@ impl SupervisorObserver for HostObserver {
     fn resource_updated(&self, _server: &ServerId, uri: &str) {
         if let Some(inner) = self.inner.upgrade() {
             let _ = inner.resource_updates.send(uri.to_owned());
+            inner.tell_replicas(crate::shared::SharedEvent::ResourceUpdated {
+                uri: uri.to_owned(),
+            });
         }
     }
 }

@@ -58,6 +58,10 @@ impl Host {
                     }
                     // Taken by the sessions' own follower (`sessions::shared`) as it is heard.
                     SharedEvent::SessionChanged { .. } => {}
+                    // Heard only from others: never published again from here.
+                    SharedEvent::ResourceUpdated { uri } => {
+                        let _ = inner.resource_updates.send(uri);
+                    }
                 }
             }
         });

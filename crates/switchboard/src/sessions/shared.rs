@@ -108,6 +108,16 @@ impl Host {
         }
     }
 
+    /// Whether the caller's session subscribed to `uri` through any replica (known only
+    /// when sessions' state is shared; the front keeps what it saw itself).
+    pub(crate) fn resource_subscribed(&self, caller: &Caller, uri: &str) -> bool {
+        self.shared_sessions().is_some()
+            && self
+                .inner
+                .sessions
+                .with(caller, |state| state.resources.contains(uri))
+    }
+
     /// The session ended here (DELETE): its shared state goes too, in the background.
     pub(crate) fn forget_shared_session(&self, session: &str) {
         let Some(shared) = self.shared_sessions().cloned() else {
@@ -136,6 +146,7 @@ impl Host {
                 session,
                 version,
                 categories,
+                resources,
                 read_more,
                 tier,
             } = event
@@ -153,6 +164,7 @@ impl Host {
             let record = SessionRecord {
                 version: *version,
                 categories: categories.iter().cloned().collect(),
+                resources: resources.iter().cloned().collect(),
                 read_more: *read_more,
                 tier: tier.clone(),
             };

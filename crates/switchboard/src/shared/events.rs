@@ -79,9 +79,15 @@ pub enum SharedEvent {
         session: String,
         version: u64,
         categories: Vec<String>,
+        #[serde(default)]
+        resources: Vec<String>,
         read_more: bool,
         tier: Option<String>,
     },
+    /// A server told a replica that the resource at `uri` changed
+    /// (`notifications/resources/updated`): sessions that subscribed to it through that
+    /// replica may be listening on another.
+    ResourceUpdated { uri: String },
 }
 
 /// What travels on the channel: the event and the replica that sent it.

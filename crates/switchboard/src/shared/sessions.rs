@@ -1,10 +1,11 @@
 //! [`SharedSessions`]: the state a session changes as it goes, kept in Redis so that it follows
 //! the session to whichever replica serves its next request — the categories it loaded with
 //! `load_category`, whether `read_more` is in its listing, the latency tier an operator set
-//! for it (`switchboard tier set --session`) — and the rests of results cut for `read_more`.
+//! for it (`switchboard tier set --session`), the resources it subscribed to
+//! (`resources/subscribe`) — and the rests of results cut for `read_more`.
 //!
 //! Keys: `switchboard:{deployment}:session:<digest>`, a hash (`c:<category>` per loaded
-//! category, `read_more`, `tier`, and `v`, a version that grows with every change: the larger
+//! category, `r:<uri>` per subscribed resource, `read_more`, `tier`, and `v`, a version that grows with every change: the larger
 //! of the last one plus one and Redis's clock in microseconds, so it never goes back even
 //! when the key expired and came again). The digest is the SHA-256 of the session's key in
 //! the replica's own map (`session:<id>`, or `agent:<name>` for stateless requests): a
@@ -47,8 +48,8 @@ pub const REST_LIFE: Duration = Duration::from_secs(600);
 /// replica that cut it.
 pub const MAX_SHARED_REST: usize = 4 * 1024 * 1024;
 
-/// `KEYS[1]` the session's hash; `ARGV`: the change (`load`, `unload`, `read_more`, `tier`),
-/// its value (a category, a tier, `''` to clear the tier), the hash's life (ms), the events
+/// `KEYS[1]` the session's hash; `ARGV`: the change (`load`, `unload`, `read_more`, `tier`,
+/// `subscribe`, `unsubscribe`), its value (a category, a tier, `''` to clear the tier, a URI), the hash's life (ms), the events
 /// channel (`''`: none), this replica's name, the session's digest. Returns how many fields
 /// changed and the hash's fields after the change.
 const CHANGE: &str = r#"
@@ -66,6 +67,10 @@ elseif op == 'unload' then
   end
 elseif op == 'read_more' then
   changed = redis.call('HSETNX', key, 'read_more', 1)
+elseif op == 'subscribe' then
+  changed = redis.call('HSETNX', key, 'r:' .. value, 1)
+elseif op == 'unsubscribe' then
+  changed = redis.call('HDEL', key, 'r:' .. value)
 elseif op == 'tier' then
   if value == '' then
     changed = redis.call('HDEL', key, 'tier')
@@ -83,11 +88,13 @@ end
 if redis.call('EXISTS', key) == 1 then redis.call('PEXPIRE', key, ARGV[3]) end
 local fields = redis.call('HGETALL', key)
 if changed > 0 and ARGV[4] ~= '' then
-  local categories, read_more, tier, version = {}, 'false', 'null', '0'
+  local categories, resources, read_more, tier, version = {}, {}, 'false', 'null', '0'
   for i = 1, #fields, 2 do
     local field, x = fields[i], fields[i + 1]
     if string.sub(field, 1, 2) == 'c:' then
       categories[#categories + 1] = cjson.encode(string.sub(field, 3))
+    elseif string.sub(field, 1, 2) == 'r:' then
+      resources[#resources + 1] = cjson.encode(string.sub(field, 3))
     elseif field == 'read_more' then read_more = 'true'
     elseif field == 'tier' then tier = cjson.encode(x)
     elseif field == 'v' then version = x end
@@ -95,6 +102,7 @@ if changed > 0 and ARGV[4] ~= '' then
   redis.call('PUBLISH', ARGV[4], '{"origin":' .. cjson.encode(ARGV[5])
     .. ',"event":"session_changed","session":' .. cjson.encode(ARGV[6])
     .. ',"version":' .. version .. ',"categories":[' .. table.concat(categories, ',')
+    .. '],"resources":[' .. table.concat(resources, ',')
     .. '],"read_more":' .. read_more .. ',"tier":' .. tier .. '}')
 end
 return {changed, fields}
@@ -119,6 +127,8 @@ pub struct SessionRecord {
     pub read_more: bool,
     /// The tier an operator set for the session.
     pub tier: Option<String>,
+    /// Resources the session subscribed to.
+    pub resources: BTreeSet<String>,
 }
 
 impl SessionRecord {
@@ -129,6 +139,8 @@ impl SessionRecord {
             let (field, value) = (pair[0].as_str(), &pair[1]);
             if let Some(category) = field.strip_prefix("c:") {
                 record.categories.insert(category.to_owned());
+            } else if let Some(uri) = field.strip_prefix("r:") {
+                record.resources.insert(uri.to_owned());
             } else {
                 match field {
                     "read_more" => record.read_more = true,
@@ -153,6 +165,10 @@ pub enum SessionChange<'a> {
     ReadMoreListed,
     /// `switchboard tier set --session` (`None` clears).
     Tier(Option<&'a str>),
+    /// `resources/subscribe` of a URI.
+    Subscribe(&'a str),
+    /// `resources/unsubscribe` of a URI.
+    Unsubscribe(&'a str),
 }
 
 impl SessionChange<'_> {
@@ -162,6 +178,8 @@ impl SessionChange<'_> {
             Self::Unload(category) => ("unload", category),
             Self::ReadMoreListed => ("read_more", ""),
             Self::Tier(tier) => ("tier", tier.unwrap_or("")),
+            Self::Subscribe(uri) => ("subscribe", uri),
+            Self::Unsubscribe(uri) => ("unsubscribe", uri),
         }
     }
 }

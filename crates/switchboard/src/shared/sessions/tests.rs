@@ -62,6 +62,7 @@ async fn a_change_on_one_replica_is_read_and_heard_on_the_other() {
             session: hex(&session),
             version: loaded.record.version,
             categories: vec!["games".to_owned()],
+            resources: Vec::new(),
             read_more: false,
             tier: None,
         }
@@ -116,6 +117,19 @@ async fn a_change_on_one_replica_is_read_and_heard_on_the_other() {
         categories.contains(&"a \"b\"/c".to_owned()),
         "{categories:?}"
     );
+
+    // A subscription taken through B is A's to read, and goes when unsubscribed.
+    let uri = "file:///notes/a \"b\".md";
+    b.change(&session, SessionChange::Subscribe(uri))
+        .await
+        .expect("subscribed");
+    let read = a.read(&session).await.expect("read");
+    assert!(read.resources.contains(uri), "{read:?}");
+    let unsubscribed = a
+        .change(&session, SessionChange::Unsubscribe(uri))
+        .await
+        .expect("unsubscribed");
+    assert!(unsubscribed.changed && unsubscribed.record.resources.is_empty());
 
     // Another session's state is its own; a forgotten one is gone.
     let other = session_digest("session:s2");
