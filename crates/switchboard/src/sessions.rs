@@ -282,6 +282,49 @@ mod tests {
     }
 
     #[test]
+    fn a_change_heard_reaches_only_a_session_held_here_and_never_goes_back() {
+        let sessions = Sessions::default();
+        let held = Caller::new(Some("npc".into()), Some("s1".into()));
+        let digest = [1; 32];
+        let record = |version: u64, category: &str| SessionRecord {
+            version,
+            categories: [category.to_owned()].into(),
+            ..SessionRecord::default()
+        };
+        // Not held here: nothing is made of it.
+        sessions.heard(&digest, &record(5, "games"));
+        assert_eq!(
+            sessions
+                .shards
+                .iter()
+                .map(|s| lock(s).map.len())
+                .sum::<usize>(),
+            0
+        );
+
+        sessions.with(&held, |state| state.digest = Some(digest));
+        sessions.share(digest, key_of(&held));
+        let mut version = sessions.subscribe(&held);
+        version.mark_unchanged();
+        sessions.heard(&digest, &record(5, "games"));
+        assert!(sessions.with(&held, |s| s.loaded.contains("games")));
+        assert!(
+            version.has_changed().unwrap_or(false),
+            "the session hears it"
+        );
+        // An older state (a change heard late) is ignored; a newer one is taken.
+        sessions.heard(&digest, &record(4, "files"));
+        assert!(sessions.with(&held, |s| s.loaded.contains("games")));
+        sessions.heard(&digest, &record(6, "files"));
+        assert!(sessions.with(&held, |s| s.loaded.contains("files")
+            && !s.loaded.contains("games")));
+        // Closed: no longer reached.
+        sessions.close("s1");
+        sessions.heard(&digest, &record(7, "games"));
+        assert!(!sessions.with(&held, |s| s.loaded.contains("games")));
+    }
+
+    #[test]
     fn the_map_stays_bounded_and_drops_the_least_recently_used_first() {
         let sessions = Sessions::default();
         let caller = |i: usize| Caller::new(None, Some(format!("s{i}")));
