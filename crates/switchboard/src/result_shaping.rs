@@ -182,8 +182,8 @@ impl Host {
             .sessions
             .with(&caller, |state| state.read_more_listed);
         if !listed {
-            // The result is answered whatever Redis says; a refusal leaves `read_more` listed
-            // on the replicas that hold the rest.
+            // The result is answered whatever Redis says: refused (fail_closed), `read_more` is
+            // listed here, where the rest is held, and on no other replica.
             let applied = self
                 .change_session(&caller, SessionChange::ReadMoreListed)
                 .await;
