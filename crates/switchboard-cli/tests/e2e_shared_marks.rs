@@ -12,7 +12,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::shared_replicas::{self, Replica, initialize, legacy};
+use support::shared_replicas::{self, Replica, calls, initialize, legacy};
 use support::{fixture, post, quoted};
 use switchboard_testkit::redis::Redis;
 
@@ -124,18 +124,6 @@ async fn a_delete_and_a_used_request_state_hold_on_every_replica() {
     }
     let approved = add(b, Some(&state)).await;
     assert_eq!(text(&approved), "5", "{approved}");
-}
-
-/// How many times Redis answered `command` since its statistics were reset.
-fn calls(redis: &Redis, command: &str) -> u64 {
-    let stats = redis.cli(&["INFO", "commandstats"]);
-    let prefix = format!("cmdstat_{command}:calls=");
-    stats
-        .lines()
-        .find_map(|line| line.strip_prefix(prefix.as_str()))
-        .and_then(|rest| rest.split(',').next())
-        .and_then(|calls| calls.parse().ok())
-        .unwrap_or(0)
 }
 
 /// Lists on `url` until the session is refused as ended, for at most a second.

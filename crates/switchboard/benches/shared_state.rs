@@ -4,7 +4,10 @@
 //! bus's current epoch), a `requestState` retry (first use of its nonce?), and a cacheable
 //! call answered from the shared result cache — each against the same in this process's
 //! memory, with a real Redis on a unix socket (switchboard-testkit), on one current-thread
-//! runtime, so the difference is the round trip.
+//! runtime, so the difference is the round trip. And a session's call with its state shared
+//! (`shared::sessions`): a `list_categories` call answered by the Host, whose session's copy
+//! is current (the bus carries changes) or read from Redis at every request (no bus), against
+//! a Host that keeps sessions alone.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -12,10 +15,12 @@ use std::time::{Duration, SystemTime};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use switchboard::latency::cache::{Reuse, SharedResults};
-use switchboard::shared::{EventBus, RedisResults, SharedMarks};
-use switchboard::{MemoryNonces, UsedNonces};
-use switchboard_core::ToolOutcome;
+use switchboard::shared::{EventBus, RedisResults, SharedMarks, SharedSessions};
+use switchboard::{Host, HostOptions, MemoryNonces, UsedNonces};
+use switchboard_core::config::Exposure;
 use switchboard_core::limits::WhenUnreachable;
+use switchboard_core::{CallContext, ToolCall, ToolOutcome};
+use switchboard_mcp::front::Backend;
 use switchboard_mcp::front::http::{EndedSessions, LocalEndedSessions};
 use switchboard_testkit::redis::Redis;
 
@@ -99,9 +104,55 @@ fn shared_state(c: &mut Criterion) {
     });
 }
 
+/// A Host with no servers listing by category, its sessions' state shared as `shared` says.
+fn categories_host(shared: Option<SharedSessions>) -> Host {
+    let options = HostOptions {
+        exposure: Exposure::Categories,
+        shared_sessions: shared.map(Arc::new),
+        ..HostOptions::default()
+    };
+    Host::start(Vec::new(), options)
+}
+
+fn session_state(c: &mut Criterion) {
+    let mut builder = tokio::runtime::Builder::new_current_thread();
+    let runtime = builder.enable_io().enable_time().build().expect("runtime");
+    let redis = Redis::start();
+    let hosts = runtime.block_on(async {
+        let url = redis.url();
+        let bus = EventBus::connect(&url, "bench").expect("bus");
+        while bus.epoch() == 0 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let policy = WhenUnreachable::FailClosed;
+        let followed = SharedSessions::connect(&url, "bench", policy, Some(bus)).expect("sessions");
+        let unfollowed = SharedSessions::connect(&url, "bench", policy, None).expect("sessions");
+        [
+            ("memory", categories_host(None)),
+            ("redis with the event bus", categories_host(Some(followed))),
+            ("redis every request", categories_host(Some(unfollowed))),
+        ]
+    });
+    let ctx = CallContext {
+        agent: Some("npc".to_owned()),
+        session: Some("a session id of a typical length, about one hundred and sixty bytes".into()),
+        ..CallContext::default()
+    };
+    for (name, host) in &hosts {
+        c.bench_function(&format!("session's list_categories call, {name}"), |b| {
+            b.iter(|| {
+                let call = ToolCall::new("list_categories", Default::default());
+                runtime
+                    .block_on(host.call_tool(ctx.clone(), call))
+                    .expect("answer")
+            });
+        });
+    }
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().measurement_time(Duration::from_secs(3)).sample_size(30);
-    targets = shared_state
+    targets = shared_state, session_state
 }
 criterion_main!(benches);

@@ -155,7 +155,8 @@ impl Host {
 /// With `[shared] redis`, what the replicas share besides limits and events: sessions ended
 /// by DELETE (announced and heard on the event bus, when there is one) and used approval
 /// states (the store is returned for the approvals' sealer), the result cache's second
-/// level, and the tasks every replica can reach.
+/// level, sessions' state (categories, `read_more`, tiers) and the rests of cut results,
+/// and the tasks every replica can reach.
 fn shared_state(
     options: &mut HostOptions,
     config: &Config,
@@ -180,6 +181,16 @@ fn shared_state(
     if options.shared_results.is_none() {
         let results = crate::shared::RedisResults::connect(url, deployment).map_err(failed)?;
         options.shared_results = Some(Arc::new(results));
+    }
+    if options.shared_sessions.is_none() {
+        let sessions = crate::shared::SharedSessions::connect(
+            url,
+            deployment,
+            config.shared.redis_unavailable,
+            options.events.clone(),
+        )
+        .map_err(failed)?;
+        options.shared_sessions = Some(Arc::new(sessions));
     }
     if options.shared_tasks.is_none()
         && let Some(bus) = options.events.clone()

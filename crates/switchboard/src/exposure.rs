@@ -20,6 +20,7 @@ use crate::meta_tools::{
     self, CALL_TOOL, DESCRIBE_TOOL, LIST_CATEGORIES, LOAD_CATEGORY, READ_MORE, SEARCH_TOOLS,
     UNLOAD_CATEGORY,
 };
+use crate::shared::sessions::SessionChange;
 
 /// An agent as the Host runs it: its permissions and how its listing is presented.
 #[derive(Debug, Clone, PartialEq)]
@@ -156,13 +157,13 @@ impl Host {
                 .sessions
                 .with(&caller, |state| state.read_more_listed)
         {
-            return Some(Ok(self.meta_read_more(ctx, arguments)));
+            return Some(Ok(self.meta_read_more(ctx, arguments).await));
         }
         match (self.listing_mode(&caller).exposure(), name) {
             (Exposure::Categories, LIST_CATEGORIES) => Some(Ok(self.list_categories(&caller))),
             (Exposure::Categories, LOAD_CATEGORY | UNLOAD_CATEGORY) => {
                 let load = name == LOAD_CATEGORY;
-                Some(Ok(self.change_category(&caller, arguments, load)))
+                Some(Ok(self.change_category(&caller, arguments, load).await))
             }
             (Exposure::Search, SEARCH_TOOLS) => Some(Ok(self.meta_search(ctx, arguments))),
             (Exposure::Search, DESCRIBE_TOOL) => Some(Ok(self.meta_describe(ctx, arguments))),
@@ -220,7 +221,7 @@ impl Host {
         ToolOutcome::structured_with_text(json!({"categories": categories}), text)
     }
 
-    fn change_category(
+    async fn change_category(
         &self,
         caller: &Caller,
         arguments: &Map<String, Value>,
@@ -237,21 +238,21 @@ impl Host {
                 known.join(", ")
             ));
         }
-        let changed = self.inner.sessions.with(caller, |state| {
-            let changed = if load {
-                state.loaded.insert(name.to_owned())
-            } else {
-                let before = state.loaded.len();
-                state
-                    .loaded
-                    .retain(|l| l != name && !l.starts_with(&format!("{name}/")));
-                state.loaded.len() != before
-            };
-            if changed {
-                state.bump();
+        let change = if load {
+            SessionChange::Load(name)
+        } else {
+            SessionChange::Unload(name)
+        };
+        let applied = match self.change_session(caller, change).await {
+            Ok(applied) => applied,
+            Err(refused) => {
+                let verb = if load { "loaded" } else { "unloaded" };
+                return ToolOutcome::error(format!(
+                    "category '{name}' cannot be {verb} now: {refused}"
+                ));
             }
-            changed
-        });
+        };
+        let changed = applied.changed;
         let tools: Vec<String> = self
             .visible_for(caller)
             .iter()
@@ -259,11 +260,14 @@ impl Host {
             .map(|entry| entry.exposed.clone())
             .collect();
         let verb = if load { "loaded" } else { "unloaded" };
-        let text = match (changed, load) {
+        let mut text = match (changed, load) {
             (false, true) => format!("category '{name}' was already loaded"),
             (false, false) => format!("category '{name}' was not loaded"),
             (true, _) => format!("{verb} category '{name}': {}", tools.join(", ")),
         };
+        if let Some(note) = &applied.only_here {
+            text.push_str(&format!(" ({note})"));
+        }
         ToolOutcome::structured_with_text(
             json!({"category": name, verb: tools, "changed": changed}),
             text,

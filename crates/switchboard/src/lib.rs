@@ -64,6 +64,7 @@ pub use live::{
 };
 pub use manager::Manager;
 pub use result_shaping::{DEFAULT_MAX_RESULT_TOKENS, TokenCounter};
+pub use sessions::shared::Unshared;
 /// The seed's tier selector: a turn's context (utterance or STT partial, first turn, queue
 /// depth, time since the last DEEP answer, an explicit command) → a tier, by keyword rules.
 ///

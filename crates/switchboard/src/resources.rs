@@ -4,17 +4,22 @@
 //! `resource_link` or an embedded resource — recorded when the result passed through); the
 //! server whose resource template's fixed prefix matches; else each server that serves
 //! resources, in config order, until one has it.
+//!
+//! With `[shared] redis`, a session's subscriptions are kept in its shared state
+//! (`crate::sessions::shared`) and the updates a server sends are told to the other replicas
+//! on the event bus, so they reach the session's GET stream on whichever replica serves it.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use switchboard_core::{ServerId, ToolOutcome};
+use switchboard_core::{Caller, ServerId, ToolOutcome};
 use switchboard_mcp::jsonrpc::{RpcError, code};
 use switchboard_mcp::upstream::client::{ClientError, RpcClient};
 
 use crate::Host;
 use crate::fleet::Member;
+use crate::shared::sessions::SessionChange;
 
 impl Host {
     pub(crate) fn resources(&self) -> Vec<Value> {
@@ -88,12 +93,36 @@ impl Host {
         Err(last_error.unwrap_or_else(not_found))
     }
 
-    /// `resources/subscribe` or `resources/unsubscribe` on the server that owns `uri`.
+    /// `resources/subscribe` or `resources/unsubscribe` of `caller` on the server that owns
+    /// `uri`; with sessions' state shared, the session's subscription is then kept for every
+    /// replica, so its updates reach the session's GET stream wherever it is.
     pub(crate) async fn subscribe_resource(
         &self,
+        caller: &Caller,
         uri: &str,
         subscribe: bool,
     ) -> Result<Value, RpcError> {
+        let answer = self.subscribe_upstream(uri, subscribe).await?;
+        let change = if subscribe {
+            SessionChange::Subscribe(uri)
+        } else {
+            SessionChange::Unsubscribe(uri)
+        };
+        if self.inner.options.shared_sessions.is_some() {
+            let applied = self.change_session(caller, change).await.map_err(|refused| {
+                RpcError::new(
+                    code::INTERNAL_ERROR,
+                    format!("the subscription to {uri} cannot be shared with the other replicas now: {refused}"),
+                )
+            })?;
+            if let Some(note) = applied.only_here {
+                tracing::warn!(target: "switchboard::shared", "a subscription to {uri} is {note}");
+            }
+        }
+        Ok(answer)
+    }
+
+    async fn subscribe_upstream(&self, uri: &str, subscribe: bool) -> Result<Value, RpcError> {
         self.wait_for_startup().await;
         let method = if subscribe {
             "resources/subscribe"

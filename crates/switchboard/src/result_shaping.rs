@@ -8,6 +8,11 @@
 //!
 //! A result whose text is a JSON document is also rewritten as TOON when that is measurably
 //! smaller (uniform arrays of objects, typically); `structuredContent` is kept as it was.
+//!
+//! With `[shared] redis` the rest is also kept in Redis (`crate::shared::sessions`, up to
+//! `MAX_SHARED_REST` bytes) before the answer goes, and `read_more` in the session's shared
+//! state, so `read_more` works on any replica; a rest not held here is fetched once and then
+//! read from memory. A rest Redis did not take stays readable on this replica alone.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -18,11 +23,12 @@ use switchboard_core::pipeline::CALL_META_KEY;
 use switchboard_core::{CallContext, Caller, ToolOutcome};
 
 use crate::host::Host;
+use crate::shared::sessions::SessionChange;
 
 /// The default result budget, in tokens.
 pub const DEFAULT_MAX_RESULT_TOKENS: u64 = 25_000;
-/// How long the rest of a truncated result stays readable.
-const KEEP_FOR: Duration = Duration::from_secs(600);
+/// How long the rest of a truncated result stays readable (in Redis too).
+const KEEP_FOR: Duration = crate::shared::sessions::REST_LIFE;
 /// JSON texts shorter than this are left alone.
 const TOON_MIN_BYTES: usize = 512;
 /// The most truncated results kept at once (oldest dropped first).
@@ -40,7 +46,7 @@ pub(crate) struct Remainders {
 struct Kept {
     caller: Caller,
     text: String,
-    since: Instant,
+    until: Instant,
 }
 
 /// The char index at which `text` holds at most `budget` tokens (binary search on a prefix).
@@ -63,13 +69,15 @@ fn cut_point(text: &str, budget: usize, count: TokenCounter) -> usize {
 }
 
 impl Remainders {
-    fn keep(&self, call_id: &str, caller: &Caller, text: String) {
+    /// Keeps `text` for `caller` under `call_id` for `life`.
+    fn keep(&self, call_id: &str, caller: &Caller, text: String, life: Duration) {
         if let Ok(mut kept) = self.kept.lock() {
-            kept.retain(|_, k| k.since.elapsed() < KEEP_FOR);
+            let now = Instant::now();
+            kept.retain(|_, k| k.until > now);
             if kept.len() >= MAX_KEPT
                 && let Some(oldest) = kept
                     .iter()
-                    .min_by_key(|(_, k)| k.since)
+                    .min_by_key(|(_, k)| k.until)
                     .map(|(id, _)| id.clone())
             {
                 kept.remove(&oldest);
@@ -79,7 +87,7 @@ impl Remainders {
                 Kept {
                     caller: caller.clone(),
                     text,
-                    since: Instant::now(),
+                    until: now + life,
                 },
             );
         }
@@ -88,7 +96,7 @@ impl Remainders {
     fn text(&self, call_id: &str, caller: &Caller) -> Option<String> {
         let kept = self.kept.lock().ok()?;
         let found = kept.get(call_id)?;
-        (found.caller.agent == caller.agent && found.since.elapsed() < KEEP_FOR)
+        (found.caller.agent == caller.agent && found.until > Instant::now())
             .then(|| found.text.clone())
     }
 }
@@ -144,8 +152,53 @@ impl Host {
     }
 
     /// Rewrites JSON text as TOON where smaller, then cuts an over-budget text result and
-    /// keeps the rest for `read_more`.
-    pub(crate) fn shape_result(&self, ctx: &CallContext, outcome: &mut ToolOutcome) {
+    /// keeps the rest for `read_more` (shared with the other replicas when they share a
+    /// store, before the answer goes).
+    pub(crate) async fn shape_result(&self, ctx: &CallContext, outcome: &mut ToolOutcome) {
+        let Some((call_id, text)) = self.cut_result(ctx, outcome) else {
+            return;
+        };
+        let caller = Caller::of(ctx);
+        if let Some(shared) = &self.inner.options.shared_sessions {
+            match shared
+                .keep_rest(caller.agent.as_deref(), &call_id, &text)
+                .await
+            {
+                Ok(true) => {}
+                Ok(false) => tracing::debug!(
+                    "the rest of {call_id} is over {} bytes: read_more reads it on this replica only",
+                    crate::shared::sessions::MAX_SHARED_REST
+                ),
+                Err(why) => {
+                    tracing::debug!("the rest of {call_id} is kept on this replica only: {why}")
+                }
+            }
+        }
+        self.inner
+            .remainders
+            .keep(&call_id, &caller, text, KEEP_FOR);
+        let listed = self
+            .inner
+            .sessions
+            .with(&caller, |state| state.read_more_listed);
+        if !listed {
+            // The result is answered whatever Redis says: refused (fail_closed), `read_more` is
+            // listed here, where the rest is held, and on no other replica.
+            let applied = self
+                .change_session(&caller, SessionChange::ReadMoreListed)
+                .await;
+            if applied.is_err() {
+                self.inner
+                    .sessions
+                    .with(&caller, |state| state.apply(SessionChange::ReadMoreListed));
+            }
+            tracing::debug!("read_more listed for this session");
+        }
+    }
+
+    /// Cuts an over-budget text result at the budget: the call id and the whole text, to
+    /// keep for `read_more`.
+    fn cut_result(&self, ctx: &CallContext, outcome: &mut ToolOutcome) -> Option<(String, String)> {
         self.toon_text(outcome);
         let budget = self.result_budget(&Caller::of(ctx));
         let total_bytes: usize = outcome
@@ -155,29 +208,23 @@ impl Host {
             .map(str::len)
             .sum();
         if total_bytes <= budget {
-            return;
+            return None;
         }
         let count = self.inner.options.token_counter;
         let text = outcome.text_content();
         let tokens = count(&text);
         if tokens <= budget {
-            return;
+            return None;
         }
-        let Some(call_id) = outcome
+        let call_id = outcome
             .meta
             .as_ref()
             .and_then(|meta| meta.get(CALL_META_KEY))
             .and_then(|envelope| envelope.get("id"))
             .and_then(Value::as_str)
-            .map(str::to_owned)
-        else {
-            return;
-        };
-        let caller = Caller::of(ctx);
+            .map(str::to_owned)?;
         let (head, next) = piece(&text, 0, budget, count);
-        let Some(next) = next else {
-            return;
-        };
+        let next = next?;
         let remaining = tokens.saturating_sub(count(&head));
         // Non-text blocks (images, resources) are kept; the text blocks become one.
         outcome
@@ -198,22 +245,11 @@ impl Host {
                 json!({"total_tokens": tokens, "shown_tokens": tokens - remaining}),
             );
         }
-        self.inner.remainders.keep(&call_id, &caller, text);
-        let first = self.inner.sessions.with(&caller, |state| {
-            let first = !state.read_more_listed;
-            state.read_more_listed = true;
-            if first {
-                state.bump();
-            }
-            first
-        });
-        if first {
-            tracing::debug!("read_more listed for this session");
-        }
+        Some((call_id, text))
     }
 
     /// `read_more(call_id, offset)`.
-    pub(crate) fn meta_read_more(
+    pub(crate) async fn meta_read_more(
         &self,
         ctx: &CallContext,
         arguments: &Map<String, Value>,
@@ -225,11 +261,26 @@ impl Host {
             );
         };
         let offset = arguments.get("offset").and_then(Value::as_u64).unwrap_or(0) as usize;
-        let Some(text) = self.inner.remainders.text(call_id, &caller) else {
-            return ToolOutcome::error(format!(
-                "no truncated result '{call_id}' is kept for you (results are kept for {} minutes)",
-                KEEP_FOR.as_secs() / 60
-            ));
+        let text = match self.inner.remainders.text(call_id, &caller) {
+            Some(text) => text,
+            None => match self.shared_rest(&caller, call_id).await {
+                Ok(Some(text)) => text,
+                Ok(None) => {
+                    return ToolOutcome::error(format!(
+                        "no truncated result '{call_id}' is kept for you (results are kept for {} minutes{})",
+                        KEEP_FOR.as_secs() / 60,
+                        if self.inner.options.shared_sessions.is_some() {
+                            format!(
+                                "; one over {} MiB only by the replica that cut it",
+                                crate::shared::sessions::MAX_SHARED_REST / (1024 * 1024)
+                            )
+                        } else {
+                            String::new()
+                        }
+                    ));
+                }
+                Err(refused) => return ToolOutcome::error(refused),
+            },
         };
         let count = self.inner.options.token_counter;
         let (part, next) = piece(&text, offset, self.result_budget(&caller), count);
@@ -241,6 +292,34 @@ impl Host {
             None => part,
         };
         ToolOutcome::text(text)
+    }
+}
+
+impl Host {
+    /// The rest of a result another replica cut (kept here from then on); `Ok(None)` when
+    /// none is kept for the caller, or none is shared; a refusal saying why when Redis
+    /// cannot be read.
+    async fn shared_rest(&self, caller: &Caller, call_id: &str) -> Result<Option<String>, String> {
+        let Some(shared) = &self.inner.options.shared_sessions else {
+            return Ok(None);
+        };
+        match shared.rest(caller.agent.as_deref(), call_id).await {
+            Ok(Some((text, life))) => {
+                self.inner
+                    .remainders
+                    .keep(call_id, caller, text.clone(), life);
+                Ok(Some(text))
+            }
+            Ok(None) => Ok(None),
+            Err(why) => Err(match shared.refusal(&why) {
+                Some(refusal) => {
+                    format!("the truncated result '{call_id}' cannot be read now: {refusal}")
+                }
+                None => format!(
+                    "no truncated result '{call_id}' is kept on this replica, and the other replicas' cannot be read now ({why}; shared.redis_unavailable = \"fail_open\")"
+                ),
+            }),
+        }
     }
 }
 

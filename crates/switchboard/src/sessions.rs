@@ -10,6 +10,9 @@
 //! each behind its own lock and with its own clock: calls of different sessions on different
 //! cores rarely meet on one lock or one cache line. The bound and the least-recently-used
 //! order hold per shard (each keeps at most its share of [`MAX_SESSIONS`]).
+//!
+//! With `[shared] redis` the state a session changes follows it to every replica
+//! ([`shared`], over `crate::shared::sessions`); this map is then this replica's copy.
 
 use std::collections::{BTreeSet, HashMap};
 use std::hash::BuildHasher;
@@ -17,6 +20,10 @@ use std::sync::{Mutex, MutexGuard};
 
 use switchboard_core::Caller;
 use tokio::sync::watch;
+
+use crate::shared::sessions::{SessionChange, SessionDigest, SessionRecord};
+
+pub(crate) mod shared;
 
 /// The most sessions kept at once.
 const MAX_SESSIONS: usize = 10_000;
@@ -31,9 +38,18 @@ pub(crate) struct SessionState {
     pub(crate) read_more_listed: bool,
     /// The session's latency tier, set by an operator.
     pub(crate) tier: Option<String>,
+    /// Resources the session subscribed to (kept here only when shared with other replicas;
+    /// the front keeps its own).
+    pub(crate) resources: BTreeSet<String>,
     /// The tier of the session's last listing (`Some(None)`: listed with no tier; `None`:
     /// never listed), so a change of one tier's tools reaches only the sessions that see it.
     pub(crate) listed_tier: Option<Option<String>>,
+    /// The version of the shared state this copy holds (`crate::shared::sessions`).
+    shared_version: u64,
+    /// The event bus's epoch in which the shared state was last read (0: not read since).
+    synced_epoch: u64,
+    /// The digest of the session's key, once it was shared.
+    digest: Option<SessionDigest>,
     version: watch::Sender<u64>,
     last_used: u64,
 }
@@ -43,12 +59,60 @@ impl SessionState {
     pub(crate) fn bump(&self) {
         self.version.send_modify(|version| *version += 1);
     }
+
+    /// Applies `change` here; whether it changed anything (the session is told if so).
+    pub(crate) fn apply(&mut self, change: SessionChange<'_>) -> bool {
+        let changed = match change {
+            SessionChange::Load(category) => self.loaded.insert(category.to_owned()),
+            SessionChange::Unload(category) => {
+                let before = self.loaded.len();
+                let below = format!("{category}/");
+                self.loaded
+                    .retain(|loaded| loaded != category && !loaded.starts_with(&below));
+                self.loaded.len() != before
+            }
+            SessionChange::ReadMoreListed => !std::mem::replace(&mut self.read_more_listed, true),
+            SessionChange::Tier(tier) => {
+                let tier = tier.map(str::to_lowercase);
+                std::mem::replace(&mut self.tier, tier.clone()) != tier
+            }
+            SessionChange::Subscribe(uri) => self.resources.insert(uri.to_owned()),
+            SessionChange::Unsubscribe(uri) => self.resources.remove(uri),
+        };
+        if changed {
+            self.bump();
+        }
+        changed
+    }
+
+    /// Takes the shared state `record` unless this copy is of a later version; whether the
+    /// session's state changed (it is told if so).
+    pub(crate) fn adopt(&mut self, record: &SessionRecord) -> bool {
+        if record.version < self.shared_version {
+            return false;
+        }
+        self.shared_version = record.version;
+        self.resources.clone_from(&record.resources);
+        let changed = self.loaded != record.categories
+            || self.read_more_listed != record.read_more
+            || self.tier != record.tier;
+        if changed {
+            self.loaded.clone_from(&record.categories);
+            self.read_more_listed = record.read_more;
+            self.tier.clone_from(&record.tier);
+            self.bump();
+        }
+        changed
+    }
 }
 
 /// Every session's state.
 pub(crate) struct Sessions {
     shards: Box<[Mutex<Shard>]>,
     hasher: std::collections::hash_map::RandomState,
+    /// The keys of the shared sessions held here, by digest: where a change heard from
+    /// another replica goes. Locked after a shard, never before one.
+    shared: Mutex<HashMap<SessionDigest, String>>,
 }
 
 /// One shard: its sessions, and the clock that orders their use.
@@ -63,6 +127,7 @@ impl Default for Sessions {
         Self {
             shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
             hasher: std::collections::hash_map::RandomState::new(),
+            shared: Mutex::default(),
         }
     }
 }
@@ -102,15 +167,21 @@ impl Sessions {
                 .iter()
                 .min_by_key(|(_, state)| state.last_used)
                 .map(|(key, _)| key.clone());
-            if let Some(oldest) = oldest {
-                shard.map.remove(&oldest);
+            if let Some(oldest) = oldest
+                && let Some(gone) = shard.map.remove(&oldest)
+            {
+                self.unshare(gone.digest.as_ref());
             }
         }
         let state = shard.map.entry(key).or_insert_with(|| SessionState {
             loaded: BTreeSet::new(),
             read_more_listed: false,
             tier: None,
+            resources: BTreeSet::new(),
             listed_tier: None,
+            shared_version: 0,
+            synced_epoch: 0,
+            digest: None,
             version: watch::channel(0).0,
             last_used: tick,
         });
@@ -151,8 +222,42 @@ impl Sessions {
 
     pub(crate) fn close(&self, session: &str) {
         let key = format!("session:{session}");
-        lock(self.shard(&key)).map.remove(&key);
+        let gone = lock(self.shard(&key)).map.remove(&key);
+        if let Some(gone) = gone {
+            self.unshare(gone.digest.as_ref());
+        }
     }
+
+    /// Notes that the state kept under `key` is shared as `digest`, so that changes heard
+    /// for it reach it.
+    fn share(&self, digest: SessionDigest, key: String) {
+        lock_index(&self.shared).insert(digest, key);
+    }
+
+    fn unshare(&self, digest: Option<&SessionDigest>) {
+        if let Some(digest) = digest {
+            lock_index(&self.shared).remove(digest);
+        }
+    }
+
+    /// A change of a shared session heard from another replica: taken if the session is
+    /// held here (and the change is not older than what it holds).
+    pub(crate) fn heard(&self, digest: &SessionDigest, record: &SessionRecord) {
+        let Some(key) = lock_index(&self.shared).get(digest).cloned() else {
+            return;
+        };
+        if let Some(state) = lock(self.shard(&key)).map.get_mut(&key) {
+            state.adopt(record);
+        }
+    }
+}
+
+fn lock_index(
+    index: &Mutex<HashMap<SessionDigest, String>>,
+) -> MutexGuard<'_, HashMap<SessionDigest, String>> {
+    index
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 #[cfg(test)]
@@ -174,6 +279,49 @@ mod tests {
         assert!(version.has_changed().unwrap_or(false));
         sessions.close("s1");
         assert!(!sessions.with(&a, |s| s.loaded.contains("games")));
+    }
+
+    #[test]
+    fn a_change_heard_reaches_only_a_session_held_here_and_never_goes_back() {
+        let sessions = Sessions::default();
+        let held = Caller::new(Some("npc".into()), Some("s1".into()));
+        let digest = [1; 32];
+        let record = |version: u64, category: &str| SessionRecord {
+            version,
+            categories: [category.to_owned()].into(),
+            ..SessionRecord::default()
+        };
+        // Not held here: nothing is made of it.
+        sessions.heard(&digest, &record(5, "games"));
+        assert_eq!(
+            sessions
+                .shards
+                .iter()
+                .map(|s| lock(s).map.len())
+                .sum::<usize>(),
+            0
+        );
+
+        sessions.with(&held, |state| state.digest = Some(digest));
+        sessions.share(digest, key_of(&held));
+        let mut version = sessions.subscribe(&held);
+        version.mark_unchanged();
+        sessions.heard(&digest, &record(5, "games"));
+        assert!(sessions.with(&held, |s| s.loaded.contains("games")));
+        assert!(
+            version.has_changed().unwrap_or(false),
+            "the session hears it"
+        );
+        // An older state (a change heard late) is ignored; a newer one is taken.
+        sessions.heard(&digest, &record(4, "files"));
+        assert!(sessions.with(&held, |s| s.loaded.contains("games")));
+        sessions.heard(&digest, &record(6, "files"));
+        assert!(sessions.with(&held, |s| s.loaded.contains("files")
+            && !s.loaded.contains("games")));
+        // Closed: no longer reached.
+        sessions.close("s1");
+        sessions.heard(&digest, &record(7, "games"));
+        assert!(!sessions.with(&held, |s| s.loaded.contains("games")));
     }
 
     #[test]

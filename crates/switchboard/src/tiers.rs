@@ -19,6 +19,7 @@ use switchboard_core::tier::Tier;
 use switchboard_core::{Caller, CatalogEntry};
 
 use crate::host::Host;
+use crate::shared::sessions::SessionChange;
 
 /// A view narrowed to a tier: permitted, and placed in this tier or a faster one.
 struct TierFit {
@@ -162,12 +163,22 @@ impl Host {
     }
 
     /// Sets (or, with `None`, clears) one session's tier; the session hears `list_changed`.
-    pub fn set_session_tier(&self, session: &str, tier: Option<String>) {
+    /// With `[shared] redis` every replica serving the session applies it; refused when
+    /// Redis does not answer under `fail_closed`.
+    pub async fn set_session_tier(
+        &self,
+        session: &str,
+        tier: Option<String>,
+    ) -> Result<(), crate::Unshared> {
         let caller = Caller::new(None, Some(session.to_owned()));
-        self.inner.sessions.with(&caller, |state| {
-            state.tier = tier.map(|t| t.to_lowercase());
-            state.bump();
-        });
+        let tier = tier.map(|tier| tier.to_lowercase());
+        let applied = self
+            .change_session(&caller, SessionChange::Tier(tier.as_deref()))
+            .await?;
+        if let Some(note) = applied.only_here {
+            tracing::warn!(target: "switchboard::shared", "a session's tier is {note}");
+        }
+        Ok(())
     }
 
     /// Sets (or clears) an agent's tier, over its configured default; every session hears

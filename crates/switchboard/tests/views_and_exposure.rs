@@ -612,7 +612,9 @@ async fn permission_matrix_agents_tools_and_tiers_list_and_call_alike() {
     let session = Caller::new(Some("all".into()), Some("ops".into()));
     let mut version = host.listing_version(&session);
     version.mark_unchanged();
-    host.set_session_tier("ops", Some("fast".into()));
+    host.set_session_tier("ops", Some("fast".into()))
+        .await
+        .expect("no shared store to refuse it");
     assert!(version.has_changed().expect("open"));
     assert_eq!(
         listed(&host, &session).await,

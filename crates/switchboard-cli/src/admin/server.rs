@@ -60,7 +60,19 @@ async fn set_tier(
         return (StatusCode::BAD_REQUEST, format!("unknown tier '{tier}'")).into_response();
     }
     match (&change.session, &change.agent) {
-        (Some(session), None) => state.host.set_session_tier(session, change.tier.clone()),
+        (Some(session), None) => {
+            if let Err(refused) = state
+                .host
+                .set_session_tier(session, change.tier.clone())
+                .await
+            {
+                return (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    format!("the session's tier cannot be set now: {refused}"),
+                )
+                    .into_response();
+            }
+        }
         (None, Some(agent)) if state.host.knows_agent(agent) => {
             state.host.set_agent_tier(agent, change.tier.clone());
         }

@@ -13,9 +13,11 @@ use super::{HttpGateway, http_client, quoted, switchboard, write_config};
 /// The protocol version of the sessions these tests open.
 pub const LEGACY: &str = "2025-06-18";
 
-/// One replica: its config file and the running gateway.
+/// One replica: its config file, its admin file (its admin endpoint's address and token,
+/// for operator commands) and the running gateway.
 pub struct Replica {
     pub config: PathBuf,
+    pub admin: PathBuf,
     pub gateway: HttpGateway,
 }
 
@@ -50,10 +52,29 @@ pub fn start(root: &Path, redis: &str, count: usize, rest: &str) -> Vec<Replica>
                     quoted(redis),
                 ),
             );
-            let gateway = HttpGateway::start(&config, &["--agent", "qa"]);
-            Replica { config, gateway }
+            let admin = dir.join("admin.json");
+            let admin_arg = admin.display().to_string();
+            let gateway =
+                HttpGateway::start(&config, &["--agent", "qa", "--admin-file", &admin_arg]);
+            Replica {
+                config,
+                admin,
+                gateway,
+            }
         })
         .collect()
+}
+
+/// How many times the Redis of the replicas ran `command` (`INFO commandstats`).
+pub fn calls(redis: &switchboard_testkit::redis::Redis, command: &str) -> u64 {
+    let stats = redis.cli(&["INFO", "commandstats"]);
+    let prefix = format!("cmdstat_{command}:calls=");
+    stats
+        .lines()
+        .find_map(|line| line.strip_prefix(prefix.as_str()))
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|calls| calls.parse().ok())
+        .unwrap_or(0)
 }
 
 /// A 2025-era request to `url`, of `session` (none for `initialize`): the response as it

@@ -151,14 +151,31 @@ pub trait Backend: Send + Sync + 'static {
         })
     }
 
-    /// `resources/subscribe` (`subscribe`) or `resources/unsubscribe`, routed to the owner.
+    /// `resources/subscribe` (`subscribe`) or `resources/unsubscribe` of `caller`, routed to
+    /// the owner.
     fn subscribe_resource(
         &self,
+        caller: Caller,
         uri: String,
         subscribe: bool,
     ) -> BoxFuture<'_, Result<Value, RpcError>> {
-        let _ = (uri, subscribe);
+        let _ = (caller, uri, subscribe);
         Box::pin(async { Ok(Value::Object(serde_json::Map::new())) })
+    }
+
+    /// Whether `caller`'s session subscribed to `uri` in a way the front did not see: through
+    /// another replica that shares the session's state with this one. Default: never (the
+    /// front's own record of the session's subscriptions is the whole truth).
+    fn resource_subscribed(&self, caller: &Caller, uri: &str) -> bool {
+        let _ = (caller, uri);
+        false
+    }
+
+    /// A stream (a GET stream, a stdio connection) is opening for `caller`: state the
+    /// backend shares with other replicas about its session is brought up to date first.
+    fn refresh_session<'a>(&'a self, caller: &'a Caller) -> BoxFuture<'a, ()> {
+        let _ = caller;
+        Box::pin(async {})
     }
 
     /// URIs of resources that changed (`notifications/resources/updated` from upstreams).

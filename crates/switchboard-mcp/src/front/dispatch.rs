@@ -294,7 +294,11 @@ impl Dispatcher {
                     match string_param(params.as_ref(), "uri") {
                         Ok(uri) => {
                             self.backend
-                                .subscribe_resource(uri, method == "resources/subscribe")
+                                .subscribe_resource(
+                                    self.caller(),
+                                    uri,
+                                    method == "resources/subscribe",
+                                )
                                 .await
                         }
                         Err(error) => Err(error),

@@ -75,7 +75,9 @@ pub async fn serve(
         ));
     }
     let subscriptions = Arc::new(ResourceSubscriptions::default());
-    let updates = subscriptions.clone().updates(dispatcher.backend().as_ref());
+    let updates = subscriptions
+        .clone()
+        .updates(dispatcher.backend().clone(), dispatcher.caller());
     tasks.spawn(forward_updates(updates, out_tx.clone(), shutdown.clone()));
     if let Some(events) = dispatcher.backend().task_events() {
         let owner = switchboard_core::task::TaskOwner {

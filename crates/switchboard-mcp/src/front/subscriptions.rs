@@ -8,6 +8,8 @@ use futures::Stream;
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
+use switchboard_core::Caller;
+
 use super::backend::Backend;
 use crate::jsonrpc::Message;
 
@@ -44,28 +46,30 @@ impl ResourceSubscriptions {
             .unwrap_or(false)
     }
 
-    /// Updates of the resources this client subscribed to, as notifications; ends when the
-    /// backend offers no updates.
+    /// Updates of the resources this client (`caller`) subscribed to — here, or through
+    /// another replica as the backend knows ([`Backend::resource_subscribed`]) — as
+    /// notifications; ends when the backend offers no updates.
     pub fn updates(
         self: Arc<Self>,
-        backend: &dyn Backend,
+        backend: Arc<dyn Backend>,
+        caller: Caller,
     ) -> impl Stream<Item = Message> + Send + 'static {
         let receiver = backend.resource_updates();
         futures::stream::unfold(
-            (receiver, self),
-            |(mut receiver, subscriptions)| async move {
+            (receiver, self, backend, caller),
+            |(mut receiver, subscriptions, backend, caller)| async move {
                 loop {
                     let uri = match receiver.as_mut()?.recv().await {
                         Ok(uri) => uri,
                         Err(broadcast::error::RecvError::Lagged(_)) => continue,
                         Err(broadcast::error::RecvError::Closed) => return None,
                     };
-                    if subscriptions.wants(&uri) {
+                    if subscriptions.wants(&uri) || backend.resource_subscribed(&caller, &uri) {
                         let note = Message::notification(
                             "notifications/resources/updated",
                             json!({"uri": uri}),
                         );
-                        return Some((note, (receiver, subscriptions)));
+                        return Some((note, (receiver, subscriptions, backend, caller)));
                     }
                 }
             },

@@ -25,6 +25,7 @@ impl Backend for Host {
     fn list_tools<'a>(&'a self, caller: &'a Caller) -> BoxFuture<'a, Vec<ToolDefinition>> {
         Box::pin(async move {
             self.wait_for_startup().await;
+            self.sync_session(caller).await;
             self.note_listed_tier(caller);
             self.listed_tools(caller)
         })
@@ -38,6 +39,7 @@ impl Backend for Host {
     fn tools_json<'a>(&'a self, caller: &'a Caller) -> BoxFuture<'a, Arc<str>> {
         Box::pin(async move {
             self.wait_for_startup().await;
+            self.sync_session(caller).await;
             self.note_listed_tier(caller);
             let plain = self.listing_mode(caller) == crate::listing_fit::ListingMode::Full
                 && self.active_tier(caller).is_none()
@@ -71,12 +73,13 @@ impl Backend for Host {
     ) -> BoxFuture<'_, Result<ToolOutcome, CallError>> {
         Box::pin(async move {
             self.wait_for_startup().await;
+            self.sync_session(&Caller::of(&ctx)).await;
             let mut answer = match self.call_meta(&ctx, &call.name, &call.arguments).await {
                 Some(answer) => answer,
                 None => self.call(&ctx, &call.name, call.arguments).await,
             };
             if let Ok(outcome) = &mut answer {
-                self.shape_result(&ctx, outcome);
+                self.shape_result(&ctx, outcome).await;
             }
             answer
         })
@@ -102,7 +105,10 @@ impl Backend for Host {
         call: ToolCall,
         ttl: Option<Duration>,
     ) -> BoxFuture<'_, Result<TaskView, TaskError>> {
-        Box::pin(Host::start_task(self, ctx, call, ttl))
+        Box::pin(async move {
+            self.sync_session(&Caller::of(&ctx)).await;
+            Host::start_task(self, ctx, call, ttl).await
+        })
     }
 
     fn relays_tasks(&self, name: &str) -> bool {
@@ -115,7 +121,10 @@ impl Backend for Host {
         call: ToolCall,
         ttl: Option<Duration>,
     ) -> BoxFuture<'_, Result<StartedTask, TaskError>> {
-        Box::pin(Host::start_relayed_task(self, ctx, call, ttl))
+        Box::pin(async move {
+            self.sync_session(&Caller::of(&ctx)).await;
+            Host::start_relayed_task(self, ctx, call, ttl).await
+        })
     }
 
     fn task(
@@ -174,6 +183,7 @@ impl Backend for Host {
 
     fn session_closed(&self, session: &str) {
         self.inner.sessions.close(session);
+        self.forget_shared_session(session);
         // Nobody can reach the session's tasks any more: their calls stop.
         self.inner.tasks.close_session(session);
     }
@@ -233,10 +243,19 @@ impl Backend for Host {
 
     fn subscribe_resource(
         &self,
+        caller: Caller,
         uri: String,
         subscribe: bool,
     ) -> BoxFuture<'_, Result<Value, RpcError>> {
-        Box::pin(async move { Host::subscribe_resource(self, &uri, subscribe).await })
+        Box::pin(async move { Host::subscribe_resource(self, &caller, &uri, subscribe).await })
+    }
+
+    fn resource_subscribed(&self, caller: &Caller, uri: &str) -> bool {
+        Host::resource_subscribed(self, caller, uri)
+    }
+
+    fn refresh_session<'a>(&'a self, caller: &'a Caller) -> BoxFuture<'a, ()> {
+        Box::pin(self.sync_session(caller))
     }
 
     fn resource_updates(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {

@@ -175,6 +175,7 @@ impl Host {
         host.start_maintenance();
         host.follow_replicas();
         host.share_tasks();
+        host.follow_sessions();
         host
     }
 
@@ -400,6 +401,9 @@ impl SupervisorObserver for HostObserver {
     fn resource_updated(&self, _server: &ServerId, uri: &str) {
         if let Some(inner) = self.inner.upgrade() {
             let _ = inner.resource_updates.send(uri.to_owned());
+            inner.tell_replicas(crate::shared::SharedEvent::ResourceUpdated {
+                uri: uri.to_owned(),
+            });
         }
     }
 }

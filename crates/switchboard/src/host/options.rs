@@ -94,6 +94,9 @@ pub struct HostOptions {
     /// Where the tasks every replica can reach are kept (`[shared] redis`; `None`: a task is
     /// known to the replica that runs it only).
     pub shared_tasks: Option<Arc<crate::shared::SharedTasks>>,
+    /// Where sessions' loaded categories, `read_more` and tiers, and the rests of cut
+    /// results, are kept for every replica (`[shared] redis`; `None`: the replica's own).
+    pub shared_sessions: Option<Arc<crate::shared::SharedSessions>>,
 }
 
 impl Default for HostOptions {
@@ -129,6 +132,7 @@ impl Default for HostOptions {
             shared_results: None,
             shared_stats: None,
             shared_tasks: None,
+            shared_sessions: None,
         }
     }
 }

@@ -56,6 +56,12 @@ impl Host {
                     SharedEvent::TaskChanged { .. } => {
                         crate::tasks::shared::relay_change(&inner.tasks, &event);
                     }
+                    // Taken by the sessions' own follower (`sessions::shared`) as it is heard.
+                    SharedEvent::SessionChanged { .. } => {}
+                    // Heard only from others: never published again from here.
+                    SharedEvent::ResourceUpdated { uri } => {
+                        let _ = inner.resource_updates.send(uri);
+                    }
                 }
             }
         });

@@ -7,6 +7,7 @@ use std::future::Future;
 use std::sync::Mutex;
 
 use redis::aio::ConnectionManager;
+use switchboard_core::limits::WhenUnreachable;
 use tokio::time::Instant;
 
 use super::limiter::{COMMAND_TIMEOUT, PROBE_EVERY, SharedError, open, redacted};
@@ -24,7 +25,36 @@ pub(crate) struct Bounded {
     down: Mutex<Option<(Instant, String)>>,
 }
 
+impl std::fmt::Debug for Bounded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Bounded")
+            .field("target", &self.target)
+            .field("what", &self.what)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Bounded {
+    /// A lazy connection to `url` for keeping `what`, whose outage the log words by `policy`:
+    /// `fail_open` what this replica then does alone, `fail_closed` what is refused.
+    pub(crate) fn with_policy(
+        url: &str,
+        what: &'static str,
+        policy: WhenUnreachable,
+        fail_open: &str,
+        fail_closed: &str,
+    ) -> Result<Self, SharedError> {
+        let outage = match policy {
+            WhenUnreachable::FailOpen => {
+                format!("{fail_open} (shared.redis_unavailable = \"fail_open\")")
+            }
+            WhenUnreachable::FailClosed => {
+                format!("{fail_closed} (shared.redis_unavailable = \"fail_closed\")")
+            }
+        };
+        Self::connect(url, what, outage)
+    }
+
     /// A lazy connection to `url` (needs a tokio runtime) for keeping `what`; `outage` says in
     /// the log what an outage means.
     pub(crate) fn connect(

@@ -73,6 +73,21 @@ pub enum SharedEvent {
         subject: Option<String>,
         record: String,
     },
+    /// A session's shared state changed (`shared::sessions`): `session` is the SHA-256 (hex)
+    /// of its key, and the rest its whole state after the change, at `version`.
+    SessionChanged {
+        session: String,
+        version: u64,
+        categories: Vec<String>,
+        #[serde(default)]
+        resources: Vec<String>,
+        read_more: bool,
+        tier: Option<String>,
+    },
+    /// A server told a replica that the resource at `uri` changed
+    /// (`notifications/resources/updated`): sessions that subscribed to it through that
+    /// replica may be listening on another.
+    ResourceUpdated { uri: String },
 }
 
 /// What travels on the channel: the event and the replica that sent it.

@@ -166,23 +166,17 @@ impl SharedMarks {
         policy: WhenUnreachable,
         bus: Option<EventBus>,
     ) -> Result<Self, SharedError> {
-        let outage = match policy {
-            WhenUnreachable::FailOpen => {
-                "ended sessions and used approval states are kept by this replica alone (shared.redis_unavailable = \"fail_open\")"
-            }
-            WhenUnreachable::FailClosed => {
-                "sessions and approval states that need it are refused (shared.redis_unavailable = \"fail_closed\")"
-            }
-        };
         let sessions = Arc::new(Mutex::new(Seen::default()));
         if let Some(bus) = &bus {
             follow(bus, Arc::downgrade(&sessions));
         }
         Ok(Self {
-            redis: Bounded::connect(
+            redis: Bounded::with_policy(
                 url,
                 "ended sessions and used approval states",
-                outage.to_owned(),
+                policy,
+                "ended sessions and used approval states are kept by this replica alone",
+                "sessions and approval states that need it are refused",
             )?,
             prefix: format!("switchboard:{{{deployment}}}:"),
             policy,

@@ -487,11 +487,6 @@ async fn get_as(
         Ok(session) => session,
         Err(refusal) => return plain(refusal.status(), &refusal.to_string()),
     };
-    let updates = session
-        .subscriptions
-        .clone()
-        .updates(state.dispatcher.backend().as_ref())
-        .map(|note| sse_event(note.to_line()));
     state.dispatcher.backend().settled().await;
     let mut scoped = state.dispatcher.for_session(Some(session_id.to_owned()));
     if agent.is_some() {
@@ -501,6 +496,12 @@ async fn get_as(
         scoped = scoped.for_tier(Some(tier.to_lowercase()));
     }
     let caller = scoped.caller();
+    state.dispatcher.backend().refresh_session(&caller).await;
+    let updates = session
+        .subscriptions
+        .clone()
+        .updates(state.dispatcher.backend().clone(), caller.clone())
+        .map(|note| sse_event(note.to_line()));
     let mut version = state.dispatcher.backend().listing_version(&caller);
     version.mark_unchanged();
     let stream = futures::stream::unfold(version, |mut version| async move {

@@ -1,0 +1,174 @@
+//! The Host's side of sessions' shared state (`[shared] redis`, [`crate::shared::sessions`]):
+//! before a session's listing or call, this replica's copy is brought up to date when it may
+//! be stale; a change (`load_category`, `unload_category`, `read_more` listed, an operator's
+//! tier) goes to Redis first and is taken here from what Redis answers; changes other
+//! replicas make arrive on the event bus and are taken as they are heard.
+//!
+//! A session's copy is read from Redis on its first request on this replica and again once
+//! after every new bus epoch (the bus may have missed a change meanwhile); in between, its
+//! requests ask Redis nothing. While Redis does not answer, listings and calls go on with the
+//! copy held here (these are presentation and latency choices, not permissions: the view
+//! never depends on them), and `[shared] redis_unavailable` decides for changes: `fail_open`
+//! applies them here alone and says so, `fail_closed` refuses them saying why.
+//!
+//! Must never: ask Redis on a request whose session's copy is current, or let a change heard
+//! from another replica create state for a session this replica does not hold.
+
+use std::sync::Arc;
+
+use switchboard_core::Caller;
+
+use crate::host::Host;
+use crate::sessions::key_of;
+use crate::shared::SharedEvent;
+use crate::shared::sessions::{SessionChange, SessionRecord, SharedSessions, session_digest};
+
+/// What a change of a session's state did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Applied {
+    /// Whether it changed anything.
+    pub(crate) changed: bool,
+    /// Set when the change holds on this replica only (Redis did not answer, `fail_open`).
+    pub(crate) only_here: Option<String>,
+}
+
+/// A change of a session's state refused because it cannot be shared now (`fail_closed`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Unshared(pub String);
+
+impl Host {
+    fn shared_sessions(&self) -> Option<&Arc<SharedSessions>> {
+        self.inner.options.shared_sessions.as_ref()
+    }
+
+    /// Brings the caller's copy of its session state up to date, if it may be stale; a
+    /// Redis that does not answer leaves the copy as it is.
+    pub(crate) async fn sync_session(&self, caller: &Caller) {
+        let Some(shared) = self.shared_sessions() else {
+            return;
+        };
+        if caller.session.is_none() && caller.agent.is_none() {
+            return;
+        }
+        // The epoch before the question: a change published after it is heard in it.
+        let epoch = shared.epoch();
+        let sessions = &self.inner.sessions;
+        if epoch != 0 && sessions.with(caller, |state| state.synced_epoch == epoch) {
+            return;
+        }
+        let key = key_of(caller);
+        let digest = session_digest(&key);
+        // Registered before the question, so a change heard meanwhile is not lost.
+        sessions.with(caller, |state| state.digest = Some(digest));
+        sessions.share(digest, key);
+        if let Ok(record) = shared.read(&digest).await {
+            sessions.with(caller, |state| {
+                state.adopt(&record);
+                state.synced_epoch = epoch;
+            });
+        }
+    }
+
+    /// Applies `change` to the caller's session state: in Redis first when it is shared.
+    pub(crate) async fn change_session(
+        &self,
+        caller: &Caller,
+        change: SessionChange<'_>,
+    ) -> Result<Applied, Unshared> {
+        let sessions = &self.inner.sessions;
+        let Some(shared) = self.shared_sessions() else {
+            let changed = sessions.with(caller, |state| state.apply(change));
+            return Ok(Applied {
+                changed,
+                only_here: None,
+            });
+        };
+        let key = key_of(caller);
+        let digest = session_digest(&key);
+        sessions.with(caller, |state| state.digest = Some(digest));
+        sessions.share(digest, key);
+        match shared.change(&digest, change).await {
+            Ok(done) => {
+                sessions.with(caller, |state| state.adopt(&done.record));
+                Ok(Applied {
+                    changed: done.changed,
+                    only_here: None,
+                })
+            }
+            Err(why) => match shared.refusal(&why) {
+                Some(refusal) => Err(Unshared(refusal)),
+                None => Ok(Applied {
+                    changed: sessions.with(caller, |state| state.apply(change)),
+                    only_here: Some(format!(
+                        "kept on this replica only: the other replicas cannot be told now ({why}; shared.redis_unavailable = \"fail_open\")"
+                    )),
+                }),
+            },
+        }
+    }
+
+    /// Whether the caller's session subscribed to `uri` through any replica (known only
+    /// when sessions' state is shared; the front keeps what it saw itself).
+    pub(crate) fn resource_subscribed(&self, caller: &Caller, uri: &str) -> bool {
+        self.shared_sessions().is_some()
+            && self
+                .inner
+                .sessions
+                .with(caller, |state| state.resources.contains(uri))
+    }
+
+    /// The session ended here (DELETE): its shared state goes too, in the background.
+    pub(crate) fn forget_shared_session(&self, session: &str) {
+        let Some(shared) = self.shared_sessions().cloned() else {
+            return;
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let digest = session_digest(&format!("session:{session}"));
+        runtime.spawn(async move {
+            if let Err(why) = shared.forget(&digest).await {
+                tracing::debug!(target: "switchboard::shared", "a session's state was not forgotten: {why}");
+            }
+        });
+    }
+
+    /// Takes the session changes other replicas announce, as the bus's subscriber hears
+    /// them (so none is missed while subscribed), until the Host goes.
+    pub(crate) fn follow_sessions(&self) {
+        let Some(bus) = self.shared_sessions().and_then(|shared| shared.bus()) else {
+            return;
+        };
+        let weak = Arc::downgrade(&self.inner);
+        bus.on_event(Box::new(move |event| {
+            let SharedEvent::SessionChanged {
+                session,
+                version,
+                categories,
+                resources,
+                read_more,
+                tier,
+            } = event
+            else {
+                return;
+            };
+            let Some(digest) = switchboard_core::hex::decode(session)
+                .and_then(|bytes| <[u8; 32]>::try_from(bytes.as_slice()).ok())
+            else {
+                return;
+            };
+            let Some(inner) = weak.upgrade() else {
+                return;
+            };
+            let record = SessionRecord {
+                version: *version,
+                categories: categories.iter().cloned().collect(),
+                resources: resources.iter().cloned().collect(),
+                read_more: *read_more,
+                tier: tier.clone(),
+            };
+            inner.sessions.heard(&digest, &record);
+        }));
+    }
+}
