@@ -15,6 +15,7 @@ use switchboard_core::{CallerChannel, Progress, ProgressSink, ServerId, ToolDefi
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::transport::{DirectAnswers, Inbound, OnBehalf, Opened, Transport};
+use super::waiting::Waiting;
 use crate::era::{Era, add_modern_meta, client_info};
 use crate::jsonrpc::{Message, RequestId, RpcError, client_capability_for, code};
 
@@ -40,11 +41,10 @@ pub enum ServerEvent {
 type Answer = Result<Value, ClientError>;
 
 struct Shared {
-    pending: Mutex<HashMap<i64, oneshot::Sender<Answer>>>,
+    /// Requests waiting for their answers, with the callers they run for: where this
+    /// server's own requests and log messages are relayed ([`Shared::route`]).
+    waiting: Waiting<Answer>,
     progress: Mutex<HashMap<String, ProgressSink>>,
-    /// Callers of requests in flight, oldest first: where this server's own requests and log
-    /// messages are relayed ([`Shared::route`]).
-    callers: Mutex<Vec<(i64, Arc<dyn CallerChannel>)>>,
     /// The server's own tasks the gateway follows, by their id, with the caller each
     /// belongs to: a server request tagged with one (`related-task`) goes to that caller.
     tasks: Mutex<HashMap<String, Arc<dyn CallerChannel>>>,
@@ -84,15 +84,13 @@ impl Shared {
     /// another client's user — or showing them another client's log — would be worse than
     /// asking nobody.
     fn route(&self, method: &str, of: Option<&RequestId>) -> Route {
-        let Ok(callers) = self.callers.lock() else {
-            return Route::Nobody;
-        };
         if let Some(RequestId::Number(of)) = of {
-            return match callers.iter().find(|(id, _)| id == of) {
-                Some((_, caller)) if caller.supports(method) => Route::Caller(caller.clone()),
+            return match self.waiting.caller_of(*of) {
+                Some(caller) if caller.supports(method) => Route::Caller(caller),
                 _ => Route::Nobody,
             };
         }
+        let callers = self.waiting.callers();
         let mut clients: Vec<usize> = callers.iter().map(|(_, c)| c.client_key()).collect();
         clients.sort_unstable();
         clients.dedup();
@@ -165,9 +163,8 @@ impl RpcClient {
         events: mpsc::UnboundedSender<ServerEvent>,
     ) -> Arc<Self> {
         let shared = Arc::new(Shared {
-            pending: Mutex::default(),
+            waiting: Waiting::default(),
             progress: Mutex::default(),
-            callers: Mutex::default(),
             tasks: Mutex::default(),
         });
         let direct: Weak<dyn DirectAnswers> = Arc::downgrade(&shared) as Weak<dyn DirectAnswers>;
@@ -286,9 +283,6 @@ impl RpcClient {
             on_behalf,
         } = made_for;
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        if let (Some(caller), Ok(mut callers)) = (caller, self.shared.callers.lock()) {
-            callers.push((id, caller));
-        }
         let mut params = match params {
             Some(Value::Object(map)) => map,
             _ => Map::new(),
@@ -311,9 +305,7 @@ impl RpcClient {
             add_modern_meta(&mut params, &client_info(), &json!({}));
         }
         let (answer_tx, answer_rx) = oneshot::channel();
-        if let Ok(mut pending) = self.shared.pending.lock() {
-            pending.insert(id, answer_tx);
-        }
+        self.shared.waiting.insert(id, answer_tx, caller);
         let mut guard = InFlight {
             client: self,
             id,
@@ -399,9 +391,7 @@ struct InFlight<'a> {
 
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
-        if let Ok(mut callers) = self.client.shared.callers.lock() {
-            callers.retain(|(id, _)| *id != self.id);
-        }
+        self.client.shared.waiting.forget(self.id);
         if let Some(token) = &self.token
             && let Ok(mut map) = self.client.shared.progress.lock()
         {
@@ -409,9 +399,6 @@ impl Drop for InFlight<'_> {
         }
         if self.answered {
             return;
-        }
-        if let Ok(mut pending) = self.client.shared.pending.lock() {
-            pending.remove(&self.id);
         }
         let transport = self.client.transport.clone();
         let id = self.id;
@@ -470,12 +457,7 @@ async fn read_loop(
             }
         }
     };
-    let pending: Vec<_> = shared
-        .pending
-        .lock()
-        .map(|mut map| map.drain().collect())
-        .unwrap_or_default();
-    for (_, waiter) in pending {
+    for waiter in shared.waiting.drain() {
         let _ = waiter.send(Err(ClientError::Disconnected(reason.clone())));
     }
     let _ = closed.send(Some(reason));
@@ -562,12 +544,7 @@ impl DirectAnswers for Shared {
 }
 
 fn answer(shared: &Shared, id: i64, answer: Answer) {
-    let waiter = shared
-        .pending
-        .lock()
-        .ok()
-        .and_then(|mut map| map.remove(&id));
-    if let Some(waiter) = waiter {
+    if let Some(waiter) = shared.waiting.take(id) {
         let _ = waiter.send(answer);
     }
 }
@@ -672,17 +649,14 @@ mod tests {
     }
 
     fn shared(callers: &[(i64, usize, &'static str)]) -> Shared {
-        let callers = callers
-            .iter()
-            .map(|&(id, key, name)| {
-                let caller: Arc<dyn CallerChannel> = Arc::new(Client { key, name });
-                (id, caller)
-            })
-            .collect();
+        let waiting = Waiting::default();
+        for &(id, key, name) in callers {
+            let caller: Arc<dyn CallerChannel> = Arc::new(Client { key, name });
+            waiting.insert(id, oneshot::channel().0, Some(caller));
+        }
         Shared {
-            pending: Mutex::default(),
+            waiting,
             progress: Mutex::default(),
-            callers: Mutex::new(callers),
             tasks: Mutex::default(),
         }
     }

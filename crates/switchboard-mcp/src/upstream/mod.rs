@@ -16,6 +16,7 @@ pub mod stdio;
 pub mod supervisor;
 pub mod tasks;
 pub mod transport;
+mod waiting;
 
 pub use session::EraChoice;
 pub use stdio::{StdioCommand, Wrapper};
