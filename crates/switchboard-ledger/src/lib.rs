@@ -37,7 +37,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Sender, channel};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::thread::Thread;
 use std::time::UNIX_EPOCH;
 
@@ -101,7 +101,10 @@ pub struct Ledger {
 }
 
 struct Shared {
-    journal: Arc<Mutex<Journal>>,
+    /// Calls append under the read lock (the file is opened to append, and one `write` of a
+    /// line is not interleaved with another's), so they never wait on each other; the
+    /// writer empties it under the write lock.
+    journal: Arc<RwLock<Journal>>,
     sender: Sender<Message>,
     path: PathBuf,
     /// The writer thread, unparked to ring it.
@@ -234,7 +237,7 @@ impl Ledger {
                 path: journal_file.display().to_string(),
                 reason: e.to_string(),
             })?;
-        let journal = Arc::new(Mutex::new(Journal {
+        let journal = Arc::new(RwLock::new(Journal {
             file,
             path: journal_file,
         }));
@@ -314,15 +317,16 @@ impl Ledger {
         }
         line.push('\n');
         {
-            let mut journal = match self.shared.journal.lock() {
+            let journal = match self.shared.journal.read() {
                 Ok(journal) => journal,
                 Err(poisoned) => poisoned.into_inner(),
             };
-            if let Err(error) = journal.file.write_all(line.as_bytes()) {
+            if let Err(error) = (&journal.file).write_all(line.as_bytes()) {
                 tracing::error!("ledger: cannot write the journal: {error}");
             }
             line.pop();
-            // Sent under the journal lock, so a rotation never drops a journaled entry.
+            // Sent under the journal's read lock, so a rotation (under its write lock) never
+            // drops a journaled entry.
             self.shared.stats.queued.fetch_add(1, Ordering::Relaxed);
             let _ = self.shared.sender.send(Message::Entry(Box::new(Journaled {
                 entry,

@@ -13,7 +13,7 @@ use std::borrow::Cow;
 use std::io::Seek;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, Sender, TryRecvError};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use crate::backoff::Backoff;
@@ -59,7 +59,7 @@ fn append_journaled(store: &mut dyn ChainStore, rows: &[Journaled]) -> Result<us
 /// What the writer thread needs besides its store.
 pub(crate) struct Writer {
     pub receiver: Receiver<Message>,
-    pub journal: Arc<Mutex<Journal>>,
+    pub journal: Arc<RwLock<Journal>>,
     pub gather: Arc<AtomicBool>,
     pub stats: Arc<Stats>,
 }
@@ -171,7 +171,7 @@ impl Writer {
     /// Empties the journal once every journaled entry is on record: under the journal's
     /// lock, nothing new is journaled meanwhile. Rows it cannot append are held.
     fn rotate(&self, store: &mut dyn ChainStore, round: &mut Round) {
-        let Ok(journal) = self.journal.lock() else {
+        let Ok(journal) = self.journal.write() else {
             return;
         };
         let mut rest = Vec::new();
