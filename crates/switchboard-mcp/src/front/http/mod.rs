@@ -396,7 +396,7 @@ async fn post_as(
             token,
             modern,
             trace,
-            abandoning: state.options.lifecycle.abandoning().clone(),
+            abandoning: state.options.lifecycle.abandoning_here(),
         };
         stream_answer(dispatcher, session, call, cancel).await
     } else {
@@ -414,7 +414,7 @@ async fn post_as(
             },
             cancel.clone(),
         );
-        let abandoning = state.options.lifecycle.abandoning().clone();
+        let abandoning = state.options.lifecycle.abandoning_here();
         let answer = tokio::select! {
             answer = &mut call => answer,
             () = abandoning.cancelled() => {
