@@ -311,7 +311,11 @@ impl LatencyBudget {
         if let Some(shared) = self.shared.get() {
             shared.record(key, sample, self.settings.window.max(1));
         }
-        self.dirty.store(true, Ordering::Relaxed);
+        // Read first: a store on every call would pull the flag's cache line from the core
+        // that last wrote it, on every core.
+        if !self.dirty.load(Ordering::Relaxed) {
+            self.dirty.store(true, Ordering::Relaxed);
+        }
         if outcome.views_may_change() {
             self.publish(false);
         }
