@@ -15,18 +15,21 @@
 # Needs target/release/{switchboard,bench,switchboard-fixture}
 # (`cargo build --release -p switchboard-cli -p bench -p switchboard-fixtures`),
 # postgresql-15 and redis-server (scripts/install-test-deps.sh). Run as root, PostgreSQL runs
-# as the `postgres` user.
+# as the `postgres` user. On a machine where they live elsewhere (carried to the device
+# machine, BENCHMARKS.md), SWITCHBOARD_BIN, PG_BIN, REDIS_SERVER and REDIS_CLI say where.
 set -euo pipefail
 
 rounds=${1:-3}
 calls=${2:-10000}
-bin=target/release
-pg=/usr/lib/postgresql/15/bin
+bin=${SWITCHBOARD_BIN:-target/release}
+pg=${PG_BIN:-/usr/lib/postgresql/15/bin}
+redis_server=${REDIS_SERVER:-redis-server}
+redis_cli=${REDIS_CLI:-redis-cli}
 for program in "$bin/switchboard" "$bin/bench" "$bin/switchboard-fixture"; do
     [[ -x $program ]] || { echo "no $program: cargo build --release -p switchboard-cli -p bench -p switchboard-fixtures" >&2; exit 1; }
 done
 [[ -x $pg/initdb ]] || { echo "PostgreSQL 15 is not installed (scripts/install-test-deps.sh)" >&2; exit 1; }
-command -v redis-server >/dev/null || { echo "redis-server is not installed (scripts/install-test-deps.sh)" >&2; exit 1; }
+command -v "$redis_server" >/dev/null || { echo "redis-server is not installed (scripts/install-test-deps.sh)" >&2; exit 1; }
 
 work=$(mktemp -d)
 chmod 755 "$work"
@@ -36,7 +39,7 @@ as_pg=()
 cleanup() {
     for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
     [[ -f $work/pg/postmaster.pid ]] && "${as_pg[@]}" "$pg/pg_ctl" -D "$work/pg" -m immediate stop >/dev/null 2>&1 || true
-    [[ -S $work/redis.sock ]] && redis-cli -s "$work/redis.sock" shutdown nosave >/dev/null 2>&1 || true
+    [[ -S $work/redis.sock ]] && "$redis_cli" -s "$work/redis.sock" shutdown nosave >/dev/null 2>&1 || true
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -47,7 +50,7 @@ mkdir -p "$work/pg" "$work/sock"
 "${as_pg[@]}" "$pg/initdb" -D "$work/pg" -U postgres -A trust >/dev/null
 "${as_pg[@]}" "$pg/pg_ctl" -D "$work/pg" -l "$work/sock/pg.log" -w \
     -o "-k $work/sock -c listen_addresses='' -c fsync=off" start >/dev/null
-redis-server --port 0 --unixsocket "$work/redis.sock" --unixsocketperm 700 --save '' \
+"$redis_server" --port 0 --unixsocket "$work/redis.sock" --unixsocketperm 700 --save '' \
     --appendonly no --daemonize yes --logfile "$work/redis.log" >/dev/null
 for _ in $(seq 50); do [[ -S $work/redis.sock ]] && break; sleep 0.1; done
 
@@ -93,7 +96,8 @@ start() {
         serve --http "127.0.0.1:$listen" --agent qa >"$work/$name/out.log" 2>&1 &
     local pid=$!
     for _ in $(seq 100); do
-        curl -s -o /dev/null "http://127.0.0.1:$listen/livez" && { echo "$listen $pid"; return; }
+        python3 -c "import urllib.request as u; u.urlopen('http://127.0.0.1:$listen/livez', timeout=1)" 2>/dev/null \
+            && { echo "$listen $pid"; return; }
         sleep 0.1
     done
     echo "the $name gateway did not start:" >&2; cat "$work/$name/out.log" >&2; exit 1
@@ -126,8 +130,21 @@ for concurrency in 1 16; do
         done
     done
 done
-rows=$("${as_pg[@]}" "$pg/psql" -h "$work/sock" -U postgres -At -c "select count(*) from mcp_tool_invocations" postgres 2>/dev/null || echo "?")
-echo "ledger rows on PostgreSQL after the run: $rows"
+count_rows() {
+    "${as_pg[@]}" "$pg/psql" -h "$work/sock" -U postgres -At -c "select count(*) from mcp_tool_invocations" postgres 2>/dev/null || echo "?"
+}
+rows=$(count_rows)
+echo "ledger rows on PostgreSQL when the last call was answered: $rows"
+# What the calls left in the journals is still being appended: wait until the count settles.
+waited=0
+while (( waited < 60 )); do
+    sleep 1
+    waited=$((waited + 1))
+    now=$(count_rows)
+    [[ $now == "$rows" ]] && break
+    rows=$now
+done
+echo "ledger rows once the writers were done: $rows (settled within ${waited} s)"
 echo "Redis commands over the run (INFO commandstats):"
-redis-cli -s "$work/redis.sock" info commandstats | grep -E '^cmdstat_(evalsha|eval|pttl|publish|get|set):' | sed 's/^/  /'
+"$redis_cli" -s "$work/redis.sock" info commandstats | grep -E '^cmdstat_(evalsha|eval|pttl|publish|get|set):' | sed 's/^/  /'
 
