@@ -19,15 +19,16 @@
 
 pub mod browse;
 pub mod migrate;
+pub mod tls;
 mod verify;
 
 use std::collections::HashSet;
-use std::str::FromStr;
 use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, RecyclingMethod};
 
 pub use deadpool_postgres::Pool;
+pub use tls::Target;
 pub use verify::{verify, verify_with_progress};
 
 use crate::store::Filter;
@@ -47,6 +48,12 @@ pub fn describe(error: &tokio_postgres::Error) -> String {
             None => db.message().to_owned(),
         },
         None => match std::error::Error::source(error) {
+            // `sslmode=require` and the server said no to TLS.
+            Some(source) if source.to_string() == "server does not support TLS" => {
+                "the server does not offer TLS, and [storage] url says sslmode=require".to_owned()
+            }
+            // Already in an operator's words (`tls::TlsError`).
+            Some(source) if source.is::<tls::TlsError>() => source.to_string(),
             Some(source) => format!("{error}: {source}"),
             None => error.to_string(),
         },
@@ -64,11 +71,12 @@ fn pool_error(error: deadpool_postgres::PoolError) -> LedgerError {
     }
 }
 
-/// A pool of connections to the URL (none is opened yet). The URL is never repeated in an
-/// error: it may hold a password.
+/// A pool of connections to the URL (none is opened yet), over TLS as its `sslmode` says
+/// ([`tls`]). The URL is never repeated in an error: it may hold a password.
 pub fn pool(url: &str, size: usize) -> Result<Pool, LedgerError> {
-    let mut config = tokio_postgres::Config::from_str(url)
-        .map_err(|error| LedgerError::Postgres(format!("[storage] url does not parse: {error}")))?;
+    let mut target = Target::parse(url)?;
+    let connector = target.connector();
+    let config = target.config_mut();
     if config.get_connect_timeout().is_none() {
         config.connect_timeout(CONNECT_TIMEOUT);
     }
@@ -76,8 +84,8 @@ pub fn pool(url: &str, size: usize) -> Result<Pool, LedgerError> {
         config.application_name("switchboard");
     }
     let manager = Manager::from_config(
-        config,
-        tokio_postgres::NoTls,
+        config.clone(),
+        connector,
         ManagerConfig {
             recycling_method: RecyclingMethod::Fast,
         },
