@@ -70,7 +70,9 @@ impl Walk<'_> {
                         self.problem(
                             value.pos,
                             format!("storage.tls_ca: cannot read {}: {error}", path.display()),
-                            Some("a PEM file of the CA that signed PostgreSQL's certificate".into()),
+                            Some(
+                                "a PEM file of the CA that signed PostgreSQL's certificate".into(),
+                            ),
                         );
                         continue;
                     }
@@ -82,17 +84,20 @@ impl Walk<'_> {
         match (tls_ca, storage.url.as_mut()) {
             (Some((_, pos)), None) => self.problem(
                 pos,
-                "storage.tls_ca is set but storage.url is not: it is the CA of that server".to_owned(),
+                "storage.tls_ca is set but storage.url is not: it is the CA of that server"
+                    .to_owned(),
                 None,
             ),
-            (Some((path, pos)), Some(url)) => if url.0.contains("sslrootcert=") {
-                self.problem(
-                    pos,
-                    "storage.tls_ca and the url's sslrootcert both name a CA".to_owned(),
-                    Some("keep one of them".to_owned()),
-                );
-            } else {
-                url.0 = with_root_cert(&url.0, &path);
+            (Some((path, pos)), Some(url)) => {
+                if url.0.contains("sslrootcert=") {
+                    self.problem(
+                        pos,
+                        "storage.tls_ca and the url's sslrootcert both name a CA".to_owned(),
+                        Some("keep one of them".to_owned()),
+                    );
+                } else {
+                    url.0 = with_root_cert(&url.0, &path);
+                }
             }
             (None, _) => {}
         }

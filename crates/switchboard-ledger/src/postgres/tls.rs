@@ -298,7 +298,10 @@ mod tests {
         assert_eq!(url, "postgres://u@h/db?sslmode=require");
         assert_eq!(ca, Some(PathBuf::from("/etc/ca x.pem")));
         let (url, ca) = take_root_cert("postgres://u@h/db?sslrootcert=/ca.pem").expect("parses");
-        assert_eq!((url.as_str(), ca), ("postgres://u@h/db", Some("/ca.pem".into())));
+        assert_eq!(
+            (url.as_str(), ca),
+            ("postgres://u@h/db", Some("/ca.pem".into()))
+        );
         let (url, ca) = take_root_cert("postgres://u@h/db").expect("parses");
         assert_eq!((url.as_str(), ca), ("postgres://u@h/db", None));
     }
@@ -309,6 +312,9 @@ mod tests {
             panic!("a missing CA file was accepted");
         };
         let text = error.to_string();
-        assert!(text.contains("/nonexistent/ca.pem") && text.contains("tls_ca"), "{text}");
+        assert!(
+            text.contains("/nonexistent/ca.pem") && text.contains("tls_ca"),
+            "{text}"
+        );
     }
 }

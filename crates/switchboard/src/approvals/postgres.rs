@@ -401,10 +401,7 @@ async fn listen(url: &str, wake: &tokio::sync::Notify) -> Result<(), String> {
     let mut target =
         switchboard_ledger::postgres::Target::parse(url).map_err(|error| error.to_string())?;
     target.config_mut().connect_timeout(Duration::from_secs(5));
-    let (client, mut connection) = target
-        .connect()
-        .await
-        .map_err(failed("connect"))?;
+    let (client, mut connection) = target.connect().await.map_err(failed("connect"))?;
     let (told, mut notices) = tokio::sync::mpsc::unbounded_channel();
     let driver = tokio::spawn(async move {
         let mut messages = futures::stream::poll_fn(move |cx| connection.poll_message(cx));

@@ -126,8 +126,8 @@ impl SharedOperations {
             ));
         }
         let pool = switchboard_ledger::postgres::pool(url, 2).map_err(|e| failed("connect", e))?;
-        let config = switchboard_ledger::postgres::Target::parse(url)
-            .map_err(|e| failed("connect", e))?;
+        let config =
+            switchboard_ledger::postgres::Target::parse(url).map_err(|e| failed("connect", e))?;
         let (writes, queue) = mpsc::unbounded_channel();
         let store = Arc::new(Self {
             pool,

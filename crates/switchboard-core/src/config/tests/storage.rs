@@ -110,6 +110,10 @@ fn tls_ca_mistakes_are_located() {
     );
     toml(
         "[storage]\nurl = \"postgres://db/x?sslrootcert=/a.pem\"\ntls_ca = \"/dev/null\"\n",
-        &[(3, 10, "storage.tls_ca and the url's sslrootcert both name a CA")],
+        &[(
+            3,
+            10,
+            "storage.tls_ca and the url's sslrootcert both name a CA",
+        )],
     );
 }
