@@ -378,3 +378,5 @@ impl ChainStore for PostgresStore {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tls_tests;
