@@ -37,8 +37,8 @@ use crate::{ChainStore, LedgerEntry, LedgerError};
 /// The one chain of a deployment (the head table is keyed so more could exist).
 pub(crate) const CHAIN: &str = "main";
 
-/// How long connecting may take before the attempt fails.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long connecting may take before the attempt fails (unless the URL says).
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The error's own words: the server's message (with its detail) when there is one.
 pub fn describe(error: &tokio_postgres::Error) -> String {
@@ -74,18 +74,10 @@ fn pool_error(error: deadpool_postgres::PoolError) -> LedgerError {
 /// A pool of connections to the URL (none is opened yet), over TLS as its `sslmode` says
 /// ([`tls`]). The URL is never repeated in an error: it may hold a password.
 pub fn pool(url: &str, size: usize) -> Result<Pool, LedgerError> {
-    let mut target = Target::parse(url)?;
-    let connector = target.connector();
-    let config = target.config_mut();
-    if config.get_connect_timeout().is_none() {
-        config.connect_timeout(CONNECT_TIMEOUT);
-    }
-    if config.get_application_name().is_none() {
-        config.application_name("switchboard");
-    }
+    let target = Target::parse(url)?;
     let manager = Manager::from_config(
-        config.clone(),
-        connector,
+        target.config().clone(),
+        target.connector(),
         ManagerConfig {
             recycling_method: RecyclingMethod::Fast,
         },

@@ -36,20 +36,22 @@ pub struct Target {
 }
 
 impl Target {
-    /// Reads `url` (`sslrootcert` taken out and its CA loaded). The URL is never repeated in
+    /// Reads `url` (`sslrootcert` taken out and its CA loaded); a connect timeout and the
+    /// application name `switchboard` unless the URL sets them. The URL is never repeated in
     /// an error: it may hold a password.
     pub fn parse(url: &str) -> Result<Self, LedgerError> {
         let (url, root_cert) = take_root_cert(url)?;
-        let config = tokio_postgres::Config::from_str(&url).map_err(|error| {
+        let mut config = tokio_postgres::Config::from_str(&url).map_err(|error| {
             LedgerError::Postgres(format!("[storage] url does not parse: {error}"))
         })?;
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(super::CONNECT_TIMEOUT);
+        }
+        if config.get_application_name().is_none() {
+            config.application_name("switchboard");
+        }
         let tls = MakeRustls::new(root_cert.as_deref())?;
         Ok(Self { config, tls })
-    }
-
-    /// tokio-postgres's settings, to adjust before connecting.
-    pub fn config_mut(&mut self) -> &mut tokio_postgres::Config {
-        &mut self.config
     }
 
     /// tokio-postgres's settings.

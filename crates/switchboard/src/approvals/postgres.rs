@@ -398,9 +398,8 @@ impl ApprovalStore {
 
 /// One LISTEN connection, until it ends.
 async fn listen(url: &str, wake: &tokio::sync::Notify) -> Result<(), String> {
-    let mut target =
+    let target =
         switchboard_ledger::postgres::Target::parse(url).map_err(|error| error.to_string())?;
-    target.config_mut().connect_timeout(Duration::from_secs(5));
     let (client, mut connection) = target.connect().await.map_err(failed("connect"))?;
     let (told, mut notices) = tokio::sync::mpsc::unbounded_channel();
     let driver = tokio::spawn(async move {
