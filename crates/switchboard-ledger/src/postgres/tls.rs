@@ -6,7 +6,9 @@
 //! connection. The server's certificate is always verified (chain and host name) against the
 //! webpki roots plus, when the URL names one, a private CA: libpq's `sslrootcert=PATH` (PEM),
 //! which `[storage] tls_ca` is folded into when the config is read. tokio-postgres does not
-//! know that key, so it is taken out of the URL here before the rest is parsed.
+//! know that key, so it is taken out of the URL here before the rest is parsed; nor libpq's
+//! `sslmode=verify-ca` and `verify-full`, read here as `require`, which verifies the chain and
+//! the host name (as `verify-full`; stricter than `verify-ca`).
 //!
 //! rustls with the `ring` provider, like the upstream HTTPS client. No channel binding is
 //! offered (SCRAM's `channel_binding=prefer` then goes without). TLS is not used over a unix
@@ -78,7 +80,9 @@ impl Target {
     }
 }
 
-/// The URL without `sslrootcert`, and the path it named (percent-decoded).
+/// The URL as tokio-postgres reads it — without `sslrootcert`, and with libpq's
+/// `sslmode=verify-ca`/`verify-full` as `require` — and the path `sslrootcert` named
+/// (percent-decoded).
 fn take_root_cert(url: &str) -> Result<(String, Option<PathBuf>), LedgerError> {
     let Some((head, query)) = url.split_once('?') else {
         return Ok((url.to_owned(), None));
@@ -97,6 +101,8 @@ fn take_root_cert(url: &str) -> Result<(String, Option<PathBuf>), LedgerError> {
                     })?;
                 root_cert = Some(PathBuf::from(path.as_ref()));
             }
+            // libpq's stricter modes: `require` here verifies as `verify-full` does.
+            Some(("sslmode", "verify-ca" | "verify-full")) => kept.push("sslmode=require"),
             _ => kept.push(pair),
         }
     }
@@ -304,6 +310,8 @@ mod tests {
             (url.as_str(), ca),
             ("postgres://u@h/db", Some("/ca.pem".into()))
         );
+        let (url, _) = take_root_cert("postgres://u@h/db?sslmode=verify-full").expect("parses");
+        assert_eq!(url, "postgres://u@h/db?sslmode=require");
         let (url, ca) = take_root_cert("postgres://u@h/db").expect("parses");
         assert_eq!((url.as_str(), ca), ("postgres://u@h/db", None));
     }
