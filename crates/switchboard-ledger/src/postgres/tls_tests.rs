@@ -1,7 +1,8 @@
 //! TLS to a real PostgreSQL 15 on 127.0.0.1 (`switchboard-testkit`'s `start_tcp`): with
 //! `sslmode=require` and the test CA the ledger appends over TLS and verify reads the chain
 //! back; without the CA, or against a server with `ssl=off`, connecting is refused in words
-//! that say why; `prefer` and `disable` connect as libpq's would.
+//! that say why (and a certificate for another name, naming the host); `prefer` and
+//! `disable` connect as libpq's would, and the unix socket stays in plain text.
 
 use switchboard_testkit::postgres::Postgres;
 
@@ -96,10 +97,29 @@ fn require_against_a_server_without_tls_is_refused_and_prefer_goes_on_in_plain_t
 }
 
 #[test]
-fn disable_stays_in_plain_text_on_a_tls_server() {
+fn a_certificate_for_another_name_is_refused_naming_the_host() {
     let postgres = server(true);
-    let pool = pool(&url(&postgres, "sslmode=disable"), 1).expect("pool");
-    assert_eq!(encrypted(&pool).ok(), Some(false));
+    let ca = postgres.ca_file().expect("a CA").display().to_string();
+    // Connected to 127.0.0.1, but verified as the name in the URL.
+    let params = format!("hostaddr=127.0.0.1&sslmode=verify-full&sslrootcert={ca}");
+    let wrong = url(&postgres, &params).replace("@localhost:", "@db.example:");
+    let error = connect_error(&wrong);
+    assert!(
+        error.contains(
+            "PostgreSQL at db.example: the server's certificate is not for the name db.example"
+        ),
+        "{error}"
+    );
+}
+
+#[test]
+fn disable_and_the_unix_socket_stay_in_plain_text_on_a_tls_server() {
+    let postgres = server(true);
+    let plain = pool(&url(&postgres, "sslmode=disable"), 1).expect("pool");
+    assert_eq!(encrypted(&plain).ok(), Some(false));
+    // `prefer` (the default) over the socket: the server offers no TLS there.
+    let socket = pool(&postgres.url(), 1).expect("pool");
+    assert_eq!(encrypted(&socket).ok(), Some(false));
 }
 
 #[test]
