@@ -3,6 +3,10 @@
 //! created; stopped (`pg_ctl stop -m immediate`) and removed when the [`Postgres`] is dropped,
 //! also when the test panics.
 //!
+//! [`Postgres::start_tcp`] also listens on 127.0.0.1 (TLS is not used over a unix socket),
+//! with `ssl=on` and a certificate for `localhost` signed by a CA made for the test (the
+//! `openssl` CLI), or with `ssl=off`.
+//!
 //! `initdb` refuses to run as root, so under root the server runs as the `postgres` user
 //! (`runuser -u postgres`), which owns the directory. Missing binaries are an error that says
 //! how to install them (`scripts/install-test-deps.sh`), never a skip.
@@ -38,6 +42,20 @@ pub enum PostgresError {
     },
     #[error("cannot make a temporary directory: {0}")]
     TempDir(std::io::Error),
+    #[error(
+        "openssl is not installed (the TLS tests make their certificates with it): run \
+         scripts/install-test-deps.sh (apt-get install openssl)"
+    )]
+    MissingOpenssl,
+    #[error("cannot find a free TCP port on 127.0.0.1: {0}")]
+    Port(std::io::Error),
+}
+
+/// How a server started by [`Postgres::start_tcp`] listens on 127.0.0.1 besides its socket.
+struct Tcp {
+    port: u16,
+    /// The CA's certificate (PEM) when `ssl=on`.
+    ca: Option<PathBuf>,
 }
 
 /// A running PostgreSQL, stopped and removed on drop.
@@ -48,12 +66,24 @@ pub struct Postgres {
     /// Holds `data/`, the log and the socket; removed on drop.
     dir: tempfile::TempDir,
     as_postgres: bool,
+    tcp: Option<Tcp>,
 }
 
 impl Postgres {
     /// Initializes a cluster in a new temporary directory, starts it and creates the
     /// database [`DATABASE`].
     pub fn start() -> Result<Self, PostgresError> {
+        Self::start_with(false, false)
+    }
+
+    /// Like [`Self::start`], also listening on 127.0.0.1 on a free port: with `ssl=on` and a
+    /// certificate for `localhost` and 127.0.0.1 from a CA made here ([`Self::ca_file`]) when
+    /// `tls`, `ssl=off` otherwise.
+    pub fn start_tcp(tls: bool) -> Result<Self, PostgresError> {
+        Self::start_with(true, tls)
+    }
+
+    fn start_with(tcp: bool, tls: bool) -> Result<Self, PostgresError> {
         let bin = std::env::var_os("SWITCHBOARD_PG_BIN")
             .map_or_else(|| PathBuf::from(DEFAULT_BIN), PathBuf::from);
         for tool in ["initdb", "pg_ctl", "psql"] {
@@ -67,22 +97,52 @@ impl Postgres {
             .prefix("sbpg")
             .tempdir_in("/tmp")
             .map_err(PostgresError::TempDir)?;
+        let tcp = match tcp {
+            true => Some(Tcp {
+                port: free_port()?,
+                ca: if tls {
+                    Some(make_certificates(dir.path())?)
+                } else {
+                    None
+                },
+            }),
+            false => None,
+        };
         let as_postgres = is_root();
         if as_postgres {
-            run(Command::new("chown").arg("postgres:").arg(dir.path()))?;
+            run(Command::new("chown")
+                .arg("-R")
+                .arg("postgres:")
+                .arg(dir.path()))?;
         }
-        let options = format!(
+        let mut options = format!(
             // fsync off: the machine does not crash in a test, the server may (`stop`), and
             // then what it acknowledged must survive, so commits stay synchronous.
-            "-c listen_addresses='' -c unix_socket_directories='{}' -c fsync=off \
-             -c full_page_writes=off",
+            "-c unix_socket_directories='{}' -c fsync=off -c full_page_writes=off",
             dir.path().display()
         );
+        match &tcp {
+            None => options.push_str(" -c listen_addresses=''"),
+            Some(tcp) => {
+                let ssl = match tcp.ca {
+                    Some(_) => format!(
+                        "on -c ssl_cert_file='{0}/server.crt' -c ssl_key_file='{0}/server.key'",
+                        dir.path().display()
+                    ),
+                    None => "off".to_owned(),
+                };
+                options.push_str(&format!(
+                    " -c listen_addresses='127.0.0.1' -c port={} -c ssl={ssl}",
+                    tcp.port
+                ));
+            }
+        }
         let postgres = Self {
             bin,
             options,
             dir,
             as_postgres,
+            tcp,
         };
         let data = postgres.data_dir();
         postgres.tool(
@@ -135,21 +195,48 @@ impl Postgres {
 
     /// A `postgres://` URL of another database of this server (create it with [`Self::psql`]).
     pub fn url_of(&self, database: &str) -> String {
-        format!(
-            "postgres://{SUPERUSER}@/{database}?host={}",
-            self.socket_dir().display()
-        )
+        match &self.tcp {
+            None => format!(
+                "postgres://{SUPERUSER}@/{database}?host={}",
+                self.socket_dir().display()
+            ),
+            Some(tcp) => format!(
+                "postgres://{SUPERUSER}@/{database}?host={}&port={}",
+                self.socket_dir().display(),
+                tcp.port
+            ),
+        }
+    }
+
+    /// A `postgres://` URL of the test database over TCP to `localhost` (the name on the
+    /// certificate), `params` as its query (e.g. `sslmode=require`). None unless started with
+    /// [`Self::start_tcp`].
+    pub fn tcp_url(&self, params: &str) -> Option<String> {
+        let tcp = self.tcp.as_ref()?;
+        Some(format!(
+            "postgres://{SUPERUSER}@localhost:{}/{DATABASE}?{params}",
+            tcp.port
+        ))
+    }
+
+    /// The PEM file of the CA that signed the server's certificate ([`Self::start_tcp`] with
+    /// TLS).
+    pub fn ca_file(&self) -> Option<&Path> {
+        self.tcp.as_ref()?.ca.as_deref()
     }
 
     /// Runs SQL through `psql` as the superuser in `database`; returns its output (unaligned,
     /// tuples only). An SQL error is an error.
     pub fn psql(&self, database: &str, sql: &str) -> Result<String, PostgresError> {
         let socket = self.socket_dir().display().to_string();
+        let port = self.tcp.as_ref().map_or(5432, |tcp| tcp.port).to_string();
         let output = self.tool(
             "psql",
             &[
                 "-h",
                 &socket,
+                "-p",
+                &port,
                 "-U",
                 SUPERUSER,
                 "-d",
@@ -202,6 +289,81 @@ impl Drop for Postgres {
     }
 }
 
+/// A port nobody listens on now (the server takes it a moment later).
+fn free_port() -> Result<u16, PostgresError> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(PostgresError::Port)?;
+    Ok(listener.local_addr().map_err(PostgresError::Port)?.port())
+}
+
+/// A CA (`ca.pem`) and a server certificate it signed for `localhost` and 127.0.0.1
+/// (`server.crt`, `server.key` readable by its owner only, as PostgreSQL demands), in `dir`.
+/// Returns the CA's path.
+fn make_certificates(dir: &Path) -> Result<PathBuf, PostgresError> {
+    if Command::new("openssl").arg("version").output().is_err() {
+        return Err(PostgresError::MissingOpenssl);
+    }
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
+    let openssl =
+        |args: &[&str]| run(Command::new("openssl").args(args).current_dir(dir)).map(drop);
+    let ca = [
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=test CA",
+    ];
+    openssl(&[&["req", "-x509"][..], &ec, &ca].concat())?;
+    openssl(
+        &[
+            &["req"][..],
+            &ec,
+            &[
+                "-keyout",
+                "server.key",
+                "-out",
+                "server.csr",
+                "-subj",
+                "/CN=localhost",
+            ],
+        ]
+        .concat(),
+    )?;
+    std::fs::write(
+        dir.join("server.ext"),
+        "subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n\
+         extendedKeyUsage=serverAuth\n",
+    )
+    .map_err(PostgresError::TempDir)?;
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-days",
+        "2",
+        "-out",
+        "server.crt",
+        "-extfile",
+        "server.ext",
+    ])?;
+    run(Command::new("chmod").arg("600").arg(dir.join("server.key")))?;
+    Ok(dir.join("ca.pem"))
+}
+
 fn is_root() -> bool {
     Command::new("id")
         .arg("-u")
@@ -250,5 +412,24 @@ mod tests {
         let dir = postgres.socket_dir().to_owned();
         drop(postgres);
         assert!(!dir.exists(), "the directory is removed on drop");
+    }
+
+    #[test]
+    fn starts_with_tls_on_loopback() {
+        let postgres = match Postgres::start_tcp(true) {
+            Ok(postgres) => postgres,
+            Err(error) => panic!("{error}"),
+        };
+        let ca = postgres.ca_file().map(Path::to_owned);
+        assert!(ca.is_some_and(|ca| ca.exists()));
+        let url = postgres.tcp_url("sslmode=require").unwrap_or_default();
+        assert!(
+            url.starts_with("postgres://switchboard@localhost:"),
+            "{url}"
+        );
+        match postgres.psql(DATABASE, "SHOW ssl") {
+            Ok(answer) => assert_eq!(answer, "on"),
+            Err(error) => panic!("{error}\n{}", postgres.log()),
+        }
     }
 }

@@ -112,6 +112,9 @@ struct Storage {
     /// While the audit ledger cannot reach PostgreSQL: refuse calls (default), or run them with
     /// their rows waiting in the replica's journal.
     ledger_unavailable: Option<LedgerUnavailable>,
+    /// A PEM file (relative to this file) of the CA that signed PostgreSQL's certificate,
+    /// trusted besides the public roots; TLS itself is the url's sslmode.
+    tls_ca: Option<String>,
 }
 
 /// What calls meet while the ledger's PostgreSQL is away.

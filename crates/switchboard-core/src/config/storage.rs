@@ -7,7 +7,12 @@
 //! url = "postgres://switchboard:${PGPASSWORD}@db.internal/switchboard"
 //! # or over a unix socket: "postgres:///switchboard?host=/run/postgresql"
 //! ledger_unavailable = "refuse"   # default; or "journal": run calls, rows wait in the journal
+//! tls_ca = "certs/db-ca.pem"      # a private CA for the server's certificate (PEM)
 //! ```
+//!
+//! `tls_ca` (relative to the config file) must be a readable file; it is folded into the URL
+//! as libpq's `sslrootcert`, which every PostgreSQL connection of the process reads
+//! (`switchboard_ledger::postgres::tls`). Naming both is a problem: one CA source at a time.
 //!
 //! Only the URL's shape is checked here (scheme, parse, a database); the server itself is
 //! reached by the ledger when the gateway or `switchboard migrate` starts.
@@ -16,7 +21,7 @@ use super::model::{LedgerUnavailable, SecretString, StorageConfig};
 use super::tree::Node;
 use super::validate::Walk;
 
-pub(super) const STORAGE_KEYS: [&str; 2] = ["url", "ledger_unavailable"];
+pub(super) const STORAGE_KEYS: [&str; 3] = ["url", "ledger_unavailable", "tls_ca"];
 const LEDGER_POLICIES: [&str; 2] = ["refuse", "journal"];
 
 const URL_HINT: &str = "e.g. \"postgres://user:${PGPASSWORD}@host/switchboard\" or \
@@ -25,6 +30,7 @@ const URL_HINT: &str = "e.g. \"postgres://user:${PGPASSWORD}@host/switchboard\" 
 impl Walk<'_> {
     pub(super) fn storage(&mut self, node: &Node) -> StorageConfig {
         let mut storage = StorageConfig::default();
+        let mut tls_ca = None;
         for (key, key_pos, value) in self.table(node, "storage") {
             match key.as_str() {
                 "url" => {
@@ -56,11 +62,55 @@ impl Walk<'_> {
                         }
                     };
                 }
+                "tls_ca" => {
+                    let Some(path) = self.path(value, "storage.tls_ca") else {
+                        continue;
+                    };
+                    if let Err(error) = std::fs::File::open(&path) {
+                        self.problem(
+                            value.pos,
+                            format!("storage.tls_ca: cannot read {}: {error}", path.display()),
+                            Some(
+                                "a PEM file of the CA that signed PostgreSQL's certificate".into(),
+                            ),
+                        );
+                        continue;
+                    }
+                    tls_ca = Some((path, value.pos));
+                }
                 other => self.unknown(*key_pos, other, "storage", &STORAGE_KEYS),
             }
         }
+        match (tls_ca, storage.url.as_mut()) {
+            (Some((_, pos)), None) => self.problem(
+                pos,
+                "storage.tls_ca is set but storage.url is not: it is the CA of that server"
+                    .to_owned(),
+                None,
+            ),
+            (Some((path, pos)), Some(url)) => {
+                if url.0.contains("sslrootcert=") {
+                    self.problem(
+                        pos,
+                        "storage.tls_ca and the url's sslrootcert both name a CA".to_owned(),
+                        Some("keep one of them".to_owned()),
+                    );
+                } else {
+                    url.0 = with_root_cert(&url.0, &path);
+                }
+            }
+            (None, _) => {}
+        }
         storage
     }
+}
+
+/// `url` with `sslrootcert=PATH` (percent-encoded) added to its query.
+fn with_root_cert(url: &str, path: &std::path::Path) -> String {
+    let path = path.display().to_string();
+    let encoded = percent_encoding::utf8_percent_encode(&path, percent_encoding::NON_ALPHANUMERIC);
+    let separator = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{separator}sslrootcert={encoded}")
 }
 
 /// Whether `url` is a PostgreSQL connection URL as libpq and tokio-postgres read it

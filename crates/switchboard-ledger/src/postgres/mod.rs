@@ -19,15 +19,16 @@
 
 pub mod browse;
 pub mod migrate;
+pub mod tls;
 mod verify;
 
 use std::collections::HashSet;
-use std::str::FromStr;
 use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, RecyclingMethod};
 
 pub use deadpool_postgres::Pool;
+pub use tls::Target;
 pub use verify::{verify, verify_with_progress};
 
 use crate::store::Filter;
@@ -36,8 +37,8 @@ use crate::{ChainStore, LedgerEntry, LedgerError};
 /// The one chain of a deployment (the head table is keyed so more could exist).
 pub(crate) const CHAIN: &str = "main";
 
-/// How long connecting may take before the attempt fails.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long connecting may take before the attempt fails (unless the URL says).
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The error's own words: the server's message (with its detail) when there is one.
 pub fn describe(error: &tokio_postgres::Error) -> String {
@@ -47,6 +48,12 @@ pub fn describe(error: &tokio_postgres::Error) -> String {
             None => db.message().to_owned(),
         },
         None => match std::error::Error::source(error) {
+            // `sslmode=require` and the server said no to TLS.
+            Some(source) if source.to_string() == "server does not support TLS" => {
+                "the server does not offer TLS, and [storage] url says sslmode=require".to_owned()
+            }
+            // Already in an operator's words (`tls::TlsError`).
+            Some(source) if source.is::<tls::TlsError>() => source.to_string(),
             Some(source) => format!("{error}: {source}"),
             None => error.to_string(),
         },
@@ -64,20 +71,13 @@ fn pool_error(error: deadpool_postgres::PoolError) -> LedgerError {
     }
 }
 
-/// A pool of connections to the URL (none is opened yet). The URL is never repeated in an
-/// error: it may hold a password.
+/// A pool of connections to the URL (none is opened yet), over TLS as its `sslmode` says
+/// ([`tls`]). The URL is never repeated in an error: it may hold a password.
 pub fn pool(url: &str, size: usize) -> Result<Pool, LedgerError> {
-    let mut config = tokio_postgres::Config::from_str(url)
-        .map_err(|error| LedgerError::Postgres(format!("[storage] url does not parse: {error}")))?;
-    if config.get_connect_timeout().is_none() {
-        config.connect_timeout(CONNECT_TIMEOUT);
-    }
-    if config.get_application_name().is_none() {
-        config.application_name("switchboard");
-    }
+    let target = Target::parse(url)?;
     let manager = Manager::from_config(
-        config,
-        tokio_postgres::NoTls,
+        target.config().clone(),
+        target.connector(),
         ManagerConfig {
             recycling_method: RecyclingMethod::Fast,
         },
@@ -370,3 +370,5 @@ impl ChainStore for PostgresStore {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tls_tests;

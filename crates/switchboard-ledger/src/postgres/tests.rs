@@ -16,7 +16,7 @@ fn server() -> Postgres {
     Postgres::start().unwrap_or_else(|error| panic!("{error}"))
 }
 
-fn runtime() -> tokio::runtime::Runtime {
+pub(super) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -25,7 +25,7 @@ fn runtime() -> tokio::runtime::Runtime {
 
 /// The SQLite tests' row, under a call id of `agent`'s own, and with a NUL in the error of
 /// every seventh (PostgreSQL's text holds none).
-fn entry(i: usize, agent: &str) -> LedgerEntry {
+pub(super) fn entry(i: usize, agent: &str) -> LedgerEntry {
     let mut entry = crate::tests::entry(i, agent, "ok");
     entry.call_id = format!("01PG{agent}{i:016}");
     entry.args_redacted = Some(std::sync::Arc::new(

@@ -15,7 +15,6 @@
 //! channels and the mirror every replica lists from. It never holds a call's unredacted
 //! arguments: the row has them with secrets redacted, as the ledger does.
 
-use std::str::FromStr;
 use std::sync::Weak;
 use std::time::Duration;
 
@@ -399,12 +398,9 @@ impl ApprovalStore {
 
 /// One LISTEN connection, until it ends.
 async fn listen(url: &str, wake: &tokio::sync::Notify) -> Result<(), String> {
-    let mut config = tokio_postgres::Config::from_str(url).map_err(|error| error.to_string())?;
-    config.connect_timeout(Duration::from_secs(5));
-    let (client, mut connection) = config
-        .connect(tokio_postgres::NoTls)
-        .await
-        .map_err(failed("connect"))?;
+    let target =
+        switchboard_ledger::postgres::Target::parse(url).map_err(|error| error.to_string())?;
+    let (client, mut connection) = target.connect().await.map_err(failed("connect"))?;
     let (told, mut notices) = tokio::sync::mpsc::unbounded_channel();
     let driver = tokio::spawn(async move {
         let mut messages = futures::stream::poll_fn(move |cx| connection.poll_message(cx));

@@ -6,7 +6,6 @@
 //! notification, and polling it every second in case a notification is lost — and
 //! reconciles to it through `live::reload` (no restart), recording what changed.
 
-use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -26,7 +25,7 @@ const POLL: Duration = Duration::from_secs(1);
 /// The managed configuration's store in PostgreSQL.
 pub struct ManagedStore {
     pool: Pool,
-    config: tokio_postgres::Config,
+    config: switchboard_ledger::postgres::Target,
     replica: String,
 }
 
@@ -66,8 +65,8 @@ impl ManagedStore {
     pub fn new(url: &str) -> Result<Self, ChangeError> {
         let pool = switchboard_ledger::postgres::pool(url, 2)
             .map_err(|error| ChangeError::Io(error.to_string()))?;
-        let config = tokio_postgres::Config::from_str(url)
-            .map_err(|error| ChangeError::Io(format!("[storage] url does not parse: {error}")))?;
+        let config = switchboard_ledger::postgres::Target::parse(url)
+            .map_err(|error| ChangeError::Io(error.to_string()))?;
         Ok(Self {
             pool,
             config,
@@ -308,7 +307,7 @@ pub(crate) struct Wakeups {
 impl Wakeups {
     /// LISTENs on `channel` of the database `config` names (needs a tokio runtime).
     pub(crate) fn start(
-        config: tokio_postgres::Config,
+        config: switchboard_ledger::postgres::Target,
         channel: &'static str,
         poll: std::time::Duration,
     ) -> Self {
@@ -343,12 +342,12 @@ impl Drop for AbortOnDrop {
 /// `switchboard_tokens`); reconnects after a second when the connection is lost (the
 /// follower's poll covers the gap).
 async fn listen(
-    config: tokio_postgres::Config,
+    config: switchboard_ledger::postgres::Target,
     channel: &'static str,
     woken: Arc<tokio::sync::Notify>,
 ) {
     loop {
-        if let Ok((client, mut connection)) = config.connect(tokio_postgres::NoTls).await {
+        if let Ok((client, mut connection)) = config.connect().await {
             let (sender, mut messages) = tokio::sync::mpsc::unbounded_channel();
             let driver = tokio::spawn(async move {
                 while let Some(Ok(message)) =

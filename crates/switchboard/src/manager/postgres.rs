@@ -22,7 +22,6 @@
 //! `lease`; this file is the store, its mirror and the tasks that keep it.
 
 use std::collections::{BTreeMap, HashMap};
-use std::str::FromStr;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -127,8 +126,8 @@ impl SharedOperations {
             ));
         }
         let pool = switchboard_ledger::postgres::pool(url, 2).map_err(|e| failed("connect", e))?;
-        let config = tokio_postgres::Config::from_str(url)
-            .map_err(|e| failed("[storage] url does not parse", e))?;
+        let config =
+            switchboard_ledger::postgres::Target::parse(url).map_err(|e| failed("connect", e))?;
         let (writes, queue) = mpsc::unbounded_channel();
         let store = Arc::new(Self {
             pool,
@@ -520,7 +519,7 @@ async fn write_behind(store: Weak<SharedOperations>, mut queue: mpsc::UnboundedR
 /// Follows the tables for as long as the store lives: reads what changed at every
 /// notification and poll, beats the heartbeat and looks for abandoned operations every
 /// [`HEARTBEAT`].
-async fn follow(store: Weak<SharedOperations>, config: tokio_postgres::Config) {
+async fn follow(store: Weak<SharedOperations>, config: switchboard_ledger::postgres::Target) {
     let wakeups = Wakeups::start(config, CHANNEL, POLL);
     let mut beat = tokio::time::Instant::now();
     let mut pruned: Option<tokio::time::Instant> = None;

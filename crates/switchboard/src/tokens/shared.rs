@@ -14,7 +14,6 @@
 //! reads or writes the token file (`switchboard token import` copies one in).
 
 use std::collections::BTreeSet;
-use std::str::FromStr;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -59,7 +58,7 @@ fn pg(what: &'static str) -> impl Fn(tokio_postgres::Error) -> SharedTokenError 
 /// The token table of a `[storage] url`.
 pub struct SharedTokens {
     pool: Pool,
-    config: tokio_postgres::Config,
+    config: switchboard_ledger::postgres::Target,
 }
 
 impl std::fmt::Debug for SharedTokens {
@@ -73,9 +72,8 @@ impl SharedTokens {
     pub fn new(url: &str) -> Result<Self, SharedTokenError> {
         let pool = switchboard_ledger::postgres::pool(url, 2)
             .map_err(|error| SharedTokenError::Postgres(error.to_string()))?;
-        let config = tokio_postgres::Config::from_str(url).map_err(|error| {
-            SharedTokenError::Postgres(format!("[storage] url does not parse: {error}"))
-        })?;
+        let config = switchboard_ledger::postgres::Target::parse(url)
+            .map_err(|error| SharedTokenError::Postgres(error.to_string()))?;
         Ok(Self { pool, config })
     }
 

@@ -77,3 +77,43 @@ fn storage_mistakes_are_located() {
         &[(2, 1, "unknown key 'urll' in storage")],
     );
 }
+
+#[test]
+fn tls_ca_is_read_relative_to_the_file_and_folded_into_the_url() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(dir.path().join("db ca.pem"), "PEM").expect("write");
+    let path = dir.path().join("switchboard.toml");
+    std::fs::write(
+        &path,
+        "[storage]\nurl = \"postgres://db/x?sslmode=require\"\ntls_ca = \"db ca.pem\"\n",
+    )
+    .expect("write");
+    let config = Config::load(&path, &env()).expect("valid");
+    let url = config.storage.url.as_ref().map(SecretString::expose);
+    let ca = dir.path().join("db ca.pem").display().to_string();
+    let encoded = percent_encoding::utf8_percent_encode(&ca, percent_encoding::NON_ALPHANUMERIC);
+    assert_eq!(
+        url,
+        Some(format!("postgres://db/x?sslmode=require&sslrootcert={encoded}").as_str())
+    );
+}
+
+#[test]
+fn tls_ca_mistakes_are_located() {
+    toml(
+        "[storage]\nurl = \"postgres://db/x\"\ntls_ca = \"/nonexistent/ca.pem\"\n",
+        &[(3, 10, "storage.tls_ca: cannot read /nonexistent/ca.pem")],
+    );
+    toml(
+        "[storage]\ntls_ca = \"/dev/null\"\n",
+        &[(2, 10, "storage.tls_ca is set but storage.url is not")],
+    );
+    toml(
+        "[storage]\nurl = \"postgres://db/x?sslrootcert=/a.pem\"\ntls_ca = \"/dev/null\"\n",
+        &[(
+            3,
+            10,
+            "storage.tls_ca and the url's sslrootcert both name a CA",
+        )],
+    );
+}

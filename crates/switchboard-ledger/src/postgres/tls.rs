@@ -1,0 +1,318 @@
+//! TLS to PostgreSQL: the one place every connection of the process gets its connector
+//! ([`Target`]), for the pools ([`super::pool`]) and the LISTEN connections alike.
+//!
+//! The URL decides, as libpq users expect: `sslmode=disable` plain text; `prefer` (the
+//! default) TLS when the server offers it, plain text when it does not; `require` TLS or no
+//! connection. The server's certificate is always verified (chain and host name) against the
+//! webpki roots plus, when the URL names one, a private CA: libpq's `sslrootcert=PATH` (PEM),
+//! which `[storage] tls_ca` is folded into when the config is read. tokio-postgres does not
+//! know that key, so it is taken out of the URL here before the rest is parsed; nor libpq's
+//! `sslmode=verify-ca` and `verify-full`, read here as `require`, which verifies the chain and
+//! the host name (as `verify-full`; stricter than `verify-ca`).
+//!
+//! rustls with the `ring` provider, like the upstream HTTPS client. No channel binding is
+//! offered (SCRAM's `channel_binding=prefer` then goes without). TLS is not used over a unix
+//! socket (the server refuses it there; `prefer` goes on in plain text).
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::str::FromStr;
+use std::sync::Arc;
+
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName};
+use tokio_postgres::tls::{ChannelBinding, MakeTlsConnect, TlsConnect};
+
+use crate::LedgerError;
+
+/// The URL key that names a private CA (libpq's name for it).
+const ROOT_CERT_KEY: &str = "sslrootcert";
+
+/// What connecting to the `[storage] url` takes: tokio-postgres's settings and the TLS
+/// connector. Cheap to clone.
+#[derive(Clone)]
+pub struct Target {
+    config: tokio_postgres::Config,
+    tls: MakeRustls,
+}
+
+impl Target {
+    /// Reads `url` (`sslrootcert` taken out and its CA loaded); a connect timeout and the
+    /// application name `switchboard` unless the URL sets them. The URL is never repeated in
+    /// an error: it may hold a password.
+    pub fn parse(url: &str) -> Result<Self, LedgerError> {
+        let (url, root_cert) = take_root_cert(url)?;
+        let mut config = tokio_postgres::Config::from_str(&url).map_err(|error| {
+            LedgerError::Postgres(format!("[storage] url does not parse: {error}"))
+        })?;
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(super::CONNECT_TIMEOUT);
+        }
+        if config.get_application_name().is_none() {
+            config.application_name("switchboard");
+        }
+        let tls = MakeRustls::new(root_cert.as_deref())?;
+        Ok(Self { config, tls })
+    }
+
+    /// tokio-postgres's settings.
+    pub fn config(&self) -> &tokio_postgres::Config {
+        &self.config
+    }
+
+    /// The connector, for a pool's manager.
+    pub fn connector(&self) -> MakeRustls {
+        self.tls.clone()
+    }
+
+    /// One connection (not pooled: LISTEN). Its driver is the caller's to poll.
+    pub async fn connect(
+        &self,
+    ) -> Result<
+        (
+            tokio_postgres::Client,
+            tokio_postgres::Connection<tokio_postgres::Socket, TlsStream<tokio_postgres::Socket>>,
+        ),
+        tokio_postgres::Error,
+    > {
+        self.config.connect(self.tls.clone()).await
+    }
+}
+
+/// The URL as tokio-postgres reads it — without `sslrootcert`, and with libpq's
+/// `sslmode=verify-ca`/`verify-full` as `require` — and the path `sslrootcert` named
+/// (percent-decoded).
+fn take_root_cert(url: &str) -> Result<(String, Option<PathBuf>), LedgerError> {
+    let Some((head, query)) = url.split_once('?') else {
+        return Ok((url.to_owned(), None));
+    };
+    let mut root_cert = None;
+    let mut kept = Vec::new();
+    for pair in query.split('&') {
+        match pair.split_once('=') {
+            Some((key, value)) if key == ROOT_CERT_KEY => {
+                let path = percent_encoding::percent_decode_str(value)
+                    .decode_utf8()
+                    .map_err(|_| {
+                        LedgerError::Postgres(format!(
+                            "[storage] url: {ROOT_CERT_KEY} is not UTF-8 once decoded"
+                        ))
+                    })?;
+                root_cert = Some(PathBuf::from(path.as_ref()));
+            }
+            // libpq's stricter modes: `require` here verifies as `verify-full` does.
+            Some(("sslmode", "verify-ca" | "verify-full")) => kept.push("sslmode=require"),
+            _ => kept.push(pair),
+        }
+    }
+    let url = if kept.is_empty() {
+        head.to_owned()
+    } else {
+        format!("{head}?{}", kept.join("&"))
+    };
+    Ok((url, root_cert))
+}
+
+/// Makes a rustls connector per connection, for the host being connected to.
+#[derive(Clone)]
+pub struct MakeRustls {
+    config: Arc<rustls::ClientConfig>,
+}
+
+impl MakeRustls {
+    /// Trusts the webpki roots and, when given, the certificates of the PEM file `root_cert`.
+    pub fn new(root_cert: Option<&Path>) -> Result<Self, LedgerError> {
+        let mut roots = rustls::RootCertStore::empty();
+        roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+        if let Some(path) = root_cert {
+            add_pem(&mut roots, path)?;
+        }
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|error| LedgerError::Postgres(format!("cannot set up TLS: {error}")))?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        Ok(Self {
+            config: Arc::new(config),
+        })
+    }
+}
+
+/// Adds every certificate of the PEM file at `path` to `roots`; none is an error.
+fn add_pem(roots: &mut rustls::RootCertStore, path: &Path) -> Result<(), LedgerError> {
+    let unreadable = |why: String| {
+        LedgerError::Postgres(format!(
+            "the CA file {} for PostgreSQL ([storage] tls_ca): {why}",
+            path.display()
+        ))
+    };
+    let mut added = 0;
+    for cert in CertificateDer::pem_file_iter(path).map_err(|e| unreadable(e.to_string()))? {
+        let cert = cert.map_err(|e| unreadable(e.to_string()))?;
+        roots
+            .add(cert)
+            .map_err(|e| unreadable(format!("not a usable CA certificate: {e}")))?;
+        added += 1;
+    }
+    if added == 0 {
+        return Err(unreadable("holds no PEM certificate".to_owned()));
+    }
+    Ok(())
+}
+
+impl<S> MakeTlsConnect<S> for MakeRustls
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    type Stream = TlsStream<S>;
+    type TlsConnect = RustlsConnect;
+    type Error = std::convert::Infallible;
+
+    fn make_tls_connect(&mut self, domain: &str) -> Result<RustlsConnect, Self::Error> {
+        // A bad name is reported when TLS is actually used: over a unix socket it is not.
+        Ok(RustlsConnect {
+            config: self.config.clone(),
+            host: domain.to_owned(),
+        })
+    }
+}
+
+/// The connector for one connection to `host`.
+pub struct RustlsConnect {
+    config: Arc<rustls::ClientConfig>,
+    host: String,
+}
+
+/// Why the TLS handshake with PostgreSQL failed, in an operator's words.
+#[derive(Debug, thiserror::Error)]
+#[error("PostgreSQL at {host}: {why}")]
+pub struct TlsError {
+    host: String,
+    why: String,
+}
+
+impl<S> TlsConnect<S> for RustlsConnect
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    type Stream = TlsStream<S>;
+    type Error = TlsError;
+    type Future = Pin<Box<dyn Future<Output = Result<TlsStream<S>, TlsError>> + Send>>;
+
+    fn connect(self, stream: S) -> Self::Future {
+        Box::pin(async move {
+            let name = ServerName::try_from(self.host.clone()).map_err(|_| TlsError {
+                host: self.host.clone(),
+                why: "not a host name TLS can verify".to_owned(),
+            })?;
+            let connector = tokio_rustls::TlsConnector::from(self.config);
+            match connector.connect(name, stream).await {
+                Ok(stream) => Ok(TlsStream(stream)),
+                Err(error) => Err(TlsError {
+                    why: handshake_failure(&error, &self.host),
+                    host: self.host,
+                }),
+            }
+        })
+    }
+}
+
+/// The cause of a failed handshake, readably.
+fn handshake_failure(error: &std::io::Error, host: &str) -> String {
+    use rustls::CertificateError as Cert;
+    let Some(rustls::Error::InvalidCertificate(cert)) = error
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+    else {
+        return format!("the TLS handshake failed: {error}");
+    };
+    match cert {
+        Cert::UnknownIssuer | Cert::BadSignature => {
+            "the server's certificate is not trusted (add its CA with [storage] tls_ca)".to_owned()
+        }
+        Cert::NotValidForName | Cert::NotValidForNameContext { .. } => {
+            format!("the server's certificate is not for the name {host}")
+        }
+        Cert::Expired | Cert::ExpiredContext { .. } => {
+            "the server's certificate has expired".to_owned()
+        }
+        other => format!("the server's certificate is refused: {other:?}"),
+    }
+}
+
+/// A TLS connection to PostgreSQL.
+pub struct TlsStream<S>(tokio_rustls::client::TlsStream<S>);
+
+impl<S> tokio_postgres::tls::TlsStream for TlsStream<S>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    fn channel_binding(&self) -> ChannelBinding {
+        ChannelBinding::none()
+    }
+}
+
+impl<S> tokio::io::AsyncRead for TlsStream<S>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        Pin::new(&mut self.0).poll_read(cx, buf)
+    }
+}
+
+impl<S> tokio::io::AsyncWrite for TlsStream<S>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.0).poll_write(cx, buf)
+    }
+
+    fn poll_flush(
+        mut self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        Pin::new(&mut self.0).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        Pin::new(&mut self.0).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn takes_the_root_cert_out_of_the_url() {
+        let (url, ca) =
+            take_root_cert("postgres://u@h/db?sslmode=require&sslrootcert=%2Fetc%2Fca%20x.pem")
+                .expect("parses");
+        assert_eq!(url, "postgres://u@h/db?sslmode=require");
+        assert_eq!(ca, Some(PathBuf::from("/etc/ca x.pem")));
+        let (url, ca) = take_root_cert("postgres://u@h/db?sslrootcert=/ca.pem").expect("parses");
+        assert_eq!(
+            (url.as_str(), ca),
+            ("postgres://u@h/db", Some("/ca.pem".into()))
+        );
+        let (url, _) = take_root_cert("postgres://u@h/db?sslmode=verify-full").expect("parses");
+        assert_eq!(url, "postgres://u@h/db?sslmode=require");
+        let (url, ca) = take_root_cert("postgres://u@h/db").expect("parses");
+        assert_eq!((url.as_str(), ca), ("postgres://u@h/db", None));
+    }
+}
