@@ -129,6 +129,15 @@ impl Bounded {
         self.run(|mut connection| async move { command.query_async(&mut connection).await })
             .await
     }
+
+    /// Runs one script (see [`Bounded::run`]).
+    pub(crate) async fn invoke<T: redis::FromRedisValue>(
+        &self,
+        invocation: redis::ScriptInvocation<'_>,
+    ) -> Result<T, String> {
+        self.run(|mut connection| async move { invocation.invoke_async(&mut connection).await })
+            .await
+    }
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

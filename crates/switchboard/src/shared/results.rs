@@ -184,10 +184,7 @@ impl RedisResults {
     async fn release(&self, keys: &Keys, token: &str) -> Result<i64, String> {
         let mut invocation = self.inner.release.prepare_invoke();
         invocation.key(&keys.lock).arg(token);
-        self.inner
-            .redis
-            .run(|mut connection| async move { invocation.invoke_async(&mut connection).await })
-            .await
+        self.inner.redis.invoke(invocation).await
     }
 
     async fn shared_get_or_run(

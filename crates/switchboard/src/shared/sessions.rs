@@ -282,10 +282,7 @@ impl SharedSessions {
             .arg(channel)
             .arg(origin)
             .arg(hex(session));
-        let (changed, fields): (i64, Vec<String>) = self
-            .redis
-            .run(|mut connection| async move { invocation.invoke_async(&mut connection).await })
-            .await?;
+        let (changed, fields): (i64, Vec<String>) = self.redis.invoke(invocation).await?;
         Ok(Changed {
             changed: changed > 0,
             record: SessionRecord::of_fields(&fields),

@@ -370,7 +370,7 @@ impl SharedTasks {
             .arg(operator::KEPT);
         let written: i64 = self
             .redis
-            .run(|mut connection| async move { invocation.invoke_async(&mut connection).await })
+            .invoke(invocation)
             .await
             .map_err(WriteError::Unreachable)?;
         if written == 0 {
@@ -393,10 +393,7 @@ impl SharedTasks {
             .arg(&self.prefix)
             .arg(duration_ms(RESUBSCRIBE_GRACE))
             .arg(duration_ms(HEARTBEAT_LIFE));
-        let found: Option<Fields> = self
-            .redis
-            .run(|mut connection| async move { invocation.invoke_async(&mut connection).await })
-            .await?;
+        let found: Option<Fields> = self.redis.invoke(invocation).await?;
         Ok(found.and_then(Fields::found))
     }
 
@@ -411,10 +408,7 @@ impl SharedTasks {
             .arg(&owner_prefix)
             .arg(duration_ms(RESUBSCRIBE_GRACE))
             .arg(duration_ms(HEARTBEAT_LIFE));
-        let found: Vec<Fields> = self
-            .redis
-            .run(|mut connection| async move { invocation.invoke_async(&mut connection).await })
-            .await?;
+        let found: Vec<Fields> = self.redis.invoke(invocation).await?;
         Ok(found
             .into_iter()
             .filter_map(|fields| fields.found().map(|found| found.view))
@@ -458,10 +452,7 @@ impl SharedTasks {
             .arg(command)
             .arg(duration_ms(RESUBSCRIBE_GRACE))
             .arg(duration_ms(HEARTBEAT_LIFE));
-        let found: Option<Fields> = self
-            .redis
-            .run(|mut connection| async move { invocation.invoke_async(&mut connection).await })
-            .await?;
+        let found: Option<Fields> = self.redis.invoke(invocation).await?;
         Ok(found.and_then(Fields::found))
     }
 }

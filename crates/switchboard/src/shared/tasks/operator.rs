@@ -88,10 +88,7 @@ impl SharedTasks {
             .arg(duration_ms(RESUBSCRIBE_GRACE))
             .arg(duration_ms(HEARTBEAT_LIFE))
             .arg(limit.max(1));
-        let rows: Vec<Fields> = self
-            .redis
-            .run(|mut connection| async move { invocation.invoke_async(&mut connection).await })
-            .await?;
+        let rows: Vec<Fields> = self.redis.invoke(invocation).await?;
         Ok(rows
             .into_iter()
             .filter_map(|fields| {
