@@ -39,11 +39,13 @@ pub fn keep() {
         return;
     };
     ARMED.set(true);
-    runtime.spawn(anchor());
+    runtime.spawn(anchor(Armed));
 }
 
 /// Re-arms every [`PERIOD`] while calls came on this thread since the last turn.
-async fn anchor() {
+/// `_armed` disarms the thread however the task ends: also when its runtime drops it, polled
+/// or not, so that a later runtime on this thread gets an anchor of its own.
+async fn anchor(_armed: Armed) {
     let mut seen = CALLS.get();
     loop {
         tokio::time::sleep(PERIOD).await;
@@ -53,7 +55,15 @@ async fn anchor() {
         }
         seen = now;
     }
-    ARMED.set(false);
+}
+
+/// Clears [`ARMED`] when dropped.
+struct Armed;
+
+impl Drop for Armed {
+    fn drop(&mut self) {
+        ARMED.set(false);
+    }
 }
 
 #[cfg(test)]
@@ -75,6 +85,26 @@ mod tests {
         assert!(!ARMED.get(), "an idle thread keeps no anchor");
         keep();
         assert!(ARMED.get());
+    }
+
+    #[test]
+    fn a_runtime_dropped_with_its_anchor_leaves_the_next_one_an_anchor() {
+        std::thread::spawn(|| {
+            let runtime = || {
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_time()
+                    .build()
+                    .expect("runtime")
+            };
+            runtime().block_on(async { keep() });
+            assert!(!ARMED.get(), "the anchor went with its runtime");
+            runtime().block_on(async {
+                keep();
+                assert!(ARMED.get());
+            });
+        })
+        .join()
+        .expect("the thread");
     }
 
     #[test]
