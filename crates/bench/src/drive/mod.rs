@@ -58,9 +58,10 @@ pub struct Args {
     /// `--declare elicitation`); none by default.
     #[arg(long, value_name = "CAPABILITY")]
     declare: Vec<String>,
-    /// The process serving --url (it and its children), for its CPU time per call.
-    #[arg(long, value_name = "PID", requires = "url")]
-    server_pid: Option<u32>,
+    /// The processes serving --url (each with its children), for their CPU time per call:
+    /// one gateway, or every replica behind a load balancer (`--server-pid 1,2,3`).
+    #[arg(long, value_name = "PID", requires = "url", value_delimiter = ',')]
+    server_pid: Vec<u32>,
     /// A stdio target: the command and its arguments.
     #[arg(last = true, value_name = "COMMAND")]
     command: Vec<String>,
@@ -71,7 +72,7 @@ pub fn main(args: &Args, json: bool) -> anyhow::Result<()> {
     let target = match (&args.url, args.command.is_empty()) {
         (Some(url), _) => Target::Http {
             url: url.clone(),
-            server_pid: args.server_pid,
+            server_pid: args.server_pid.clone(),
         },
         (None, false) => Target::Stdio {
             command: args.command.clone(),
@@ -127,13 +128,8 @@ pub fn main(args: &Args, json: bool) -> anyhow::Result<()> {
 
 /// Where the calls go.
 enum Target {
-    Http {
-        url: String,
-        server_pid: Option<u32>,
-    },
-    Stdio {
-        command: Vec<String>,
-    },
+    Http { url: String, server_pid: Vec<u32> },
+    Stdio { command: Vec<String> },
 }
 
 /// What to run.
@@ -207,15 +203,14 @@ fn run(plan: &Plan) -> anyhow::Result<Drive> {
                 clients.push(client);
             }
             http_round(&mut clients, &params, plan.warmup, Duration::ZERO)?;
-            let servers: Vec<u32> = server_pid.iter().copied().collect();
-            let cpu_before = cpu::trees(&servers);
+            let cpu_before = cpu::trees(server_pid);
             let round = http_round(&mut clients, &params, plan.calls, plan.gap)?;
-            let cpu_spent = cpu::trees(&servers).saturating_sub(cpu_before);
+            let cpu_spent = cpu::trees(server_pid).saturating_sub(cpu_before);
             Ok(summary(
                 plan,
                 url.clone(),
                 round,
-                server_pid.map(|_| cpu_spent),
+                (!server_pid.is_empty()).then_some(cpu_spent),
             ))
         }
         Target::Stdio { command } => {

@@ -2,10 +2,12 @@
 //! every replica.
 //!
 //! Each replica's writer appends a batch in one transaction: it locks the chain's head
-//! (`SELECT … FROM ledger_head … FOR UPDATE`), leaves out call ids already on record (a
-//! replayed journal, or a commit whose answer was lost with the connection), hashes the rest
-//! onto the head, inserts them in one multi-row `INSERT … SELECT FROM UNNEST(…)`, moves the
-//! head and commits; only then are the rows counted as written. Two replicas therefore take
+//! (`SELECT … FROM ledger_head … FOR UPDATE`), hashes the rows onto the head, inserts them
+//! in one multi-row `INSERT … SELECT FROM UNNEST(…)`, moves the head and commits; only then
+//! are the rows counted as written. Call ids already on record (a replayed journal, or a
+//! commit whose answer was lost with the connection) are left out: rows fresh from calls go
+//! in without a lookup, and `UNIQUE (call_id)` refusing one sends the batch again with every
+//! id looked up first ([`Recorded`]), as after opening and after a failed batch. Two replicas therefore take
 //! turns on the head, and the chain stays one line: `UNIQUE (prev_hash)` refuses a second
 //! successor of any row (a fork) whatever a writer does, and a trigger refuses UPDATE,
 //! DELETE and TRUNCATE.
@@ -179,6 +181,18 @@ const INSERT: &str =
     $13::text[], $14::int8[], $15::float8[], $16::text[], $17::int8[], $18::bool[], $19::text[],
     $20::text[], $21::text[])";
 
+/// Whether a batch's call ids may be on record already, which decides how [`append`] goes
+/// about leaving them out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Recorded {
+    /// Rows fresh from calls: inserted without looking them up first; `UNIQUE (call_id)`
+    /// refuses the batch if one is on record after all (a commit whose answer was lost),
+    /// and it is done again as [`Recorded::Maybe`].
+    Unlikely,
+    /// A journal replayed, or a batch tried again: every id is looked up first.
+    Maybe,
+}
+
 /// Appends `rows` to the chain in one transaction (see the module's doc); returns how many
 /// were new. All or nothing: on an error nothing of the batch is on record, and the head
 /// has not moved.
@@ -186,7 +200,49 @@ pub async fn append(
     client: &mut deadpool_postgres::Object,
     rows: &[(&LedgerEntry, &str)],
     replica: &str,
+    recorded: Recorded,
 ) -> Result<usize, LedgerError> {
+    if recorded == Recorded::Unlikely {
+        match append_once(client, rows, replica, Recorded::Unlikely).await {
+            Err(Appended::Duplicate) => {}
+            Err(Appended::Failed(error)) => return Err(error),
+            Ok(added) => return Ok(added),
+        }
+    }
+    append_once(client, rows, replica, Recorded::Maybe)
+        .await
+        .map_err(|error| match error {
+            Appended::Failed(error) => error,
+            // Refused twice: a row with that id came in between (another replica replayed
+            // the same journal); the next try looks again.
+            Appended::Duplicate => LedgerError::Postgres(
+                "insert rows: a call id was recorded by another writer meanwhile".to_owned(),
+            ),
+        })
+}
+
+/// Why one transaction of [`append`] did not commit.
+enum Appended {
+    /// `UNIQUE (call_id)` refused a row: look the ids up and try again.
+    Duplicate,
+    Failed(LedgerError),
+}
+
+impl From<LedgerError> for Appended {
+    fn from(error: LedgerError) -> Self {
+        Self::Failed(error)
+    }
+}
+
+/// The one constraint whose refusal means "already on record" (migration 0001).
+const CALL_ID_UNIQUE: &str = "mcp_tool_invocations_call_id_key";
+
+async fn append_once(
+    client: &mut deadpool_postgres::Object,
+    rows: &[(&LedgerEntry, &str)],
+    replica: &str,
+    recorded: Recorded,
+) -> Result<usize, Appended> {
     if rows.is_empty() {
         return Ok(0);
     }
@@ -213,17 +269,10 @@ pub async fn append(
         .iter()
         .map(|(entry, _)| clean(&entry.call_id))
         .collect();
-    let present = tx
-        .prepare_cached("SELECT call_id FROM mcp_tool_invocations WHERE call_id = ANY($1)")
-        .await
-        .map_err(pg("look up call ids"))?;
-    let mut seen: HashSet<String> = tx
-        .query(&present, &[&ids])
-        .await
-        .map_err(pg("look up call ids"))?
-        .iter()
-        .filter_map(|row| row.try_get::<_, String>(0).ok())
-        .collect();
+    let mut seen = match recorded {
+        Recorded::Unlikely => HashSet::with_capacity(ids.len()),
+        Recorded::Maybe => on_record(&tx, &ids).await?,
+    };
     let mut columns = Columns::default();
     for ((entry, canonical), id) in rows.iter().zip(&ids) {
         // On record already, or twice in this batch: the first one stands.
@@ -239,35 +288,44 @@ pub async fn append(
     if added > 0 {
         let insert = tx.prepare_cached(INSERT).await.map_err(pg("insert rows"))?;
         let c = &columns;
-        tx.execute(
-            &insert,
-            &[
-                &c.id,
-                &c.call_id,
-                &c.started_ms,
-                &c.agent,
-                &c.session,
-                &c.tier,
-                &c.exposed,
-                &c.server,
-                &c.tool,
-                &c.args_digest,
-                &c.args_redacted,
-                &c.outcome,
-                &c.error,
-                &c.duration_us,
-                &c.cost,
-                &c.approval,
-                &c.result_bytes,
-                &c.cached,
-                &c.entry,
-                &c.prev_hash,
-                &c.row_hash,
-                &replica,
-            ],
-        )
-        .await
-        .map_err(pg("insert rows"))?;
+        let inserted = tx
+            .execute(
+                &insert,
+                &[
+                    &c.id,
+                    &c.call_id,
+                    &c.started_ms,
+                    &c.agent,
+                    &c.session,
+                    &c.tier,
+                    &c.exposed,
+                    &c.server,
+                    &c.tool,
+                    &c.args_digest,
+                    &c.args_redacted,
+                    &c.outcome,
+                    &c.error,
+                    &c.duration_us,
+                    &c.cost,
+                    &c.approval,
+                    &c.result_bytes,
+                    &c.cached,
+                    &c.entry,
+                    &c.prev_hash,
+                    &c.row_hash,
+                    &replica,
+                ],
+            )
+            .await;
+        if let Err(error) = inserted {
+            let duplicate = error
+                .as_db_error()
+                .is_some_and(|db| db.constraint() == Some(CALL_ID_UNIQUE));
+            return Err(match duplicate {
+                true => Appended::Duplicate,
+                false => Appended::Failed(pg("insert rows")(error)),
+            });
+        }
         tx.execute(
             "UPDATE ledger_head SET seq = $2, row_hash = $3 WHERE chain = $1",
             &[&CHAIN, &seq, &prev],
@@ -277,6 +335,29 @@ pub async fn append(
     }
     tx.commit().await.map_err(pg("commit"))?;
     Ok(added)
+}
+
+/// The ids of `ids` already on record. Planned for these ids and the table's size now
+/// (`plan_cache_mode`): a plan cached while the table was small scans it whole, which a
+/// table of millions of rows makes the writer's bottleneck.
+async fn on_record(
+    tx: &deadpool_postgres::Transaction<'_>,
+    ids: &[String],
+) -> Result<HashSet<String>, LedgerError> {
+    tx.batch_execute("SET LOCAL plan_cache_mode = force_custom_plan")
+        .await
+        .map_err(pg("look up call ids"))?;
+    let present = tx
+        .prepare_cached("SELECT call_id FROM mcp_tool_invocations WHERE call_id = ANY($1)")
+        .await
+        .map_err(pg("look up call ids"))?;
+    Ok(tx
+        .query(&present, &[&ids])
+        .await
+        .map_err(pg("look up call ids"))?
+        .iter()
+        .filter_map(|row| row.try_get::<_, String>(0).ok())
+        .collect())
 }
 
 /// Matching rows, newest first (as [`crate::store::query`] reads SQLite).
@@ -324,6 +405,10 @@ pub struct PostgresStore {
     runtime: tokio::runtime::Runtime,
     pool: Pool,
     replica: String,
+    /// How the next batch is appended: ids are looked up first after opening (the journals
+    /// of gone processes are replayed then) and after a batch that held ids on record or
+    /// failed; fresh rows go in without.
+    next: Recorded,
 }
 
 impl PostgresStore {
@@ -345,22 +430,28 @@ impl PostgresStore {
             runtime,
             pool,
             replica: replica(),
+            next: Recorded::Maybe,
         })
     }
 }
 
 impl ChainStore for PostgresStore {
     fn append(&mut self, rows: &[(&LedgerEntry, &str)]) -> Result<usize, LedgerError> {
-        let (pool, replica) = (&self.pool, &self.replica);
-        self.runtime.block_on(async {
+        let (pool, replica, recorded) = (&self.pool, &self.replica, self.next);
+        let result = self.runtime.block_on(async {
             let mut client = connect(pool).await?;
-            let result = append(&mut client, rows, replica).await;
+            let result = append(&mut client, rows, replica, recorded).await;
             if result.is_err() {
                 // A connection that failed mid-transaction is not given back to the pool.
                 let _ = deadpool_postgres::Object::take(client);
             }
             result
-        })
+        });
+        self.next = match result {
+            Ok(added) if added == rows.len() => Recorded::Unlikely,
+            _ => Recorded::Maybe,
+        };
+        result
     }
 
     fn retries(&self) -> bool {
