@@ -95,7 +95,9 @@ field() { python3 -c "import json,sys; d=json.load(sys.stdin); print(d$1)"; }
 # first. A run with failed calls prints the first failure and goes on.
 drive_line() {
     local label=$1 concurrency=$2 round=$3 port=$4 servers=$5
-    if ! "$bin/bench" drive --json --url "http://127.0.0.1:$port/mcp" --tool fx__echo         --calls "$calls" --concurrency "$concurrency" --server-pid "$servers"         > "$work/result.json" 2> "$work/drive.err"; then
+    if ! "$bin/bench" drive --json --url "http://127.0.0.1:$port/mcp" --tool fx__echo \
+        --calls "$calls" --concurrency "$concurrency" --server-pid "$servers" \
+        > "$work/result.json" 2> "$work/drive.err"; then
         printf '%-10s concurrency %2s round %s: FAILED: %s\n' "$label" "$concurrency" "$round" \
             "$(grep -m1 . "$work/drive.err")"
         return
