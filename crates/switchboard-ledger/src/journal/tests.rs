@@ -272,3 +272,62 @@ fn shard_names_parse_back_to_their_process() {
         Path::new("/var/lib/sb/ledger.db.journal-42.3")
     );
 }
+
+/// The race the rotation must win: a thread has written its line and not yet handed the row
+/// to the writer when a rotation begins. The rotation waits for the hand-off, so it receives
+/// the row before it empties the shards; it never empties a line it has not received.
+#[test]
+fn a_rotation_waits_for_a_row_written_and_not_yet_handed_off() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let base = dir.path().join("race.db");
+    let journals = Arc::new(Journals::open(&base, 2).expect("open"));
+    let (to_writer, writer_side) = std::sync::mpsc::channel::<String>();
+    let (written, wait_written) = std::sync::mpsc::channel::<()>();
+    let caller = {
+        let journals = journals.clone();
+        std::thread::spawn(move || {
+            let line = format!("{}\n", entry(1, "npc", "ok").canonical());
+            journals.record(line, |line| {
+                written.send(()).expect("written");
+                // Long enough for a rotation that did not wait to have emptied the shards.
+                std::thread::sleep(Duration::from_millis(300));
+                to_writer.send(line).expect("hand off");
+            });
+        })
+    };
+    wait_written.recv().expect("the caller wrote its line");
+    let mut received = Vec::new();
+    journals.rotate(|| {
+        received.extend(writer_side.try_iter());
+        true
+    });
+    caller.join().expect("caller");
+    assert_eq!(
+        received.len(),
+        1,
+        "the rotation emptied the journal before the row written to it was handed off"
+    );
+    let pid = std::process::id();
+    for k in 0..2 {
+        assert_eq!(
+            lines_in(&shard_of(&base, pid, k)),
+            0,
+            "shard {k} not emptied"
+        );
+    }
+}
+
+/// A rotation whose catch-up failed empties no shard: the rows stay for the replay.
+#[test]
+fn a_rotation_that_could_not_catch_up_empties_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let base = dir.path().join("kept.db");
+    let journals = Journals::open(&base, 3).expect("open");
+    for i in 0..3 {
+        journals.record(format!("{}\n", entry(i, "npc", "ok").canonical()), drop);
+    }
+    journals.rotate(|| false);
+    let pid = std::process::id();
+    let kept: usize = (0..3).map(|k| lines_in(&shard_of(&base, pid, k))).sum();
+    assert_eq!(kept, 3);
+}
