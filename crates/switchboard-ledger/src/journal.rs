@@ -6,9 +6,12 @@
 //!
 //! # Shards
 //!
-//! One file per process made every core append to one inode (the kernel's inode lock under a
-//! buffered write) and write one lock's reader count (issue 33's 16-core profile). A process
-//! now journals to several files, one per core the process may run on
+//! One file per process made every core's `write` queue on the kernel's locks of that one
+//! file — the open file's position lock (`fdget_pos`, `mutex_spin_on_owner` and `osq_lock`
+//! in issue 33's 16-core profile) and its inode's lock under a buffered write — and write
+//! one lock's reader count (on 2 cores, `perf` of the ledger bench's threaded loop shows the
+//! same `fdget_pos` → `mutex_spin_on_owner` stacks before, none after). A process now
+//! journals to several files, one per core the process may run on
 //! ([`std::thread::available_parallelism`], at most [`MAX_SHARDS`]): `<base>.journal-<pid>`
 //! (shard 0, the name a whole journal had before, so a journal an older Switchboard left is
 //! replayed as one) and `<base>.journal-<pid>.<k>` for shard `k ≥ 1`. A thread is given a
