@@ -1,11 +1,14 @@
 //! The ledger's figures: the cost of `record` on the caller's side (target < 20 µs p50), the
 //! writer thread's cost per row (a transaction of 128 rows, the size of a busy gateway's 5 ms
-//! batch), and rows recorded per second end to end (target ≥ 20,000/s).
+//! batch), rows recorded per second end to end (target ≥ 20,000/s), and the caller's cost with
+//! several threads recording at once (the journal's contention: one file and lock per process
+//! before issue 33, one per shard after).
 //! Run: `cargo bench -p switchboard-ledger --bench ledger`.
 
 #[path = "support/mod.rs"]
 mod support;
 
+use std::sync::{Arc, Barrier};
 use std::time::Instant;
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
@@ -77,5 +80,54 @@ fn bench(c: &mut Criterion) {
     );
 }
 
-criterion_group!(benches, bench);
+/// Rows each thread records in the threaded loop.
+const ROWS_PER_THREAD: u64 = 20_000;
+
+/// `threads` threads record [`ROWS_PER_THREAD`] rows each at once, as fast as they can, then one
+/// flush: rows/s on the callers' side (until the last thread's last record) and end to end.
+fn threaded(dir: &std::path::Path, threads: u64) {
+    let ledger = Ledger::open(&dir.join(format!("threads-{threads}.db"))).expect("open");
+    let start = Arc::new(Barrier::new(threads as usize + 1));
+    let workers: Vec<_> = (0..threads)
+        .map(|t| {
+            let (ledger, start) = (ledger.clone(), start.clone());
+            std::thread::spawn(move || {
+                let base = 40_000_000 + t * 1_000_000;
+                start.wait();
+                for n in 0..ROWS_PER_THREAD {
+                    ledger.record_entry(entry(base + n));
+                }
+            })
+        })
+        .collect();
+    start.wait();
+    let started = Instant::now();
+    for worker in workers {
+        worker.join().expect("worker");
+    }
+    let recorded = started.elapsed().as_secs_f64();
+    ledger.flush();
+    let committed = started.elapsed().as_secs_f64();
+    let rows = (threads * ROWS_PER_THREAD) as f64;
+    println!(
+        "ledger threaded: {threads} threads x {ROWS_PER_THREAD} rows: recorded at {:.0} rows/s \
+         ({:.2} µs per record per thread), committed at {:.0} rows/s",
+        rows / recorded,
+        recorded * 1e6 / ROWS_PER_THREAD as f64,
+        rows / committed
+    );
+}
+
+fn bench_threaded(_: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u64);
+    let mut counts = vec![1, 2, 4, cores, 2 * cores];
+    counts.sort_unstable();
+    counts.dedup();
+    for threads in counts {
+        threaded(dir.path(), threads);
+    }
+}
+
+criterion_group!(benches, bench, bench_threaded);
 criterion_main!(benches);

@@ -4,9 +4,10 @@
 //! (module `journal`) and everything below hold for both.
 //!
 //! A call's row is first appended as one JSON line to a journal next to the database (one
-//! `write` on the caller's thread, a few microseconds), then a writer thread inserts rows in
-//! batches, one transaction each, extending a SHA-256 hash chain. The writer sleeps until it
-//! is rung; on a tokio runtime the first row of a batch rings it [`GATHER`] later from a task
+//! `write` on the caller's thread, a few microseconds, to one of the process's shard files:
+//! one per core, so cores do not queue on one file's lock), then a writer thread inserts
+//! rows in batches, one transaction each, extending a SHA-256 hash chain. The writer sleeps
+//! until it is rung; on a tokio runtime the first row of a batch rings it [`GATHER`] later from a task
 //! of that runtime, so neither the wake-up nor the writer's turn on the core lands between a
 //! call's journal line and its answer. A call made after an idle spell used to pay both; on
 //! 2 cores, where the writer was scheduled ahead of the client its answer had just woken,
@@ -14,7 +15,7 @@
 //! "Sparse calls"). A process killed at any moment loses nothing whose result reached a
 //! client: the journal line was written before the result was returned, and opening the
 //! ledger replays the journal (call ids make that idempotent). The journal is emptied
-//! whenever the writer has caught up with it.
+//! whenever the writer has caught up with it (every shard at once, module `journal`).
 //!
 //! Rows carry redacted arguments and their digest ([`redact`]), and `verify` detects an
 //! edited or deleted row ([`store::verify`], [`postgres::verify`]).
@@ -32,15 +33,14 @@ pub mod store;
 pub mod tally;
 mod writer;
 
-use std::fs::{File, OpenOptions};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Sender, channel};
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::Thread;
 use std::time::UNIX_EPOCH;
 
+use journal::Journals;
 use serde_json::{Map, Value};
 use switchboard_core::metrics::{Exposition, Histogram, Kind};
 use switchboard_core::pipeline::{CallRecord, ChangeRecord, RecordedArguments, Recorder};
@@ -75,6 +75,24 @@ const GATHER: std::time::Duration = std::time::Duration::from_millis(5);
 /// The journal is emptied once the writer has inserted this many rows since the last time.
 const ROTATE_EVERY: usize = 20_000;
 
+/// How a ledger journals: into how many shards, emptied how often. Tests choose; a gateway
+/// takes [`Tuning::for_this_machine`].
+#[derive(Debug, Clone, Copy)]
+struct Tuning {
+    shards: usize,
+    rotate_every: usize,
+}
+
+impl Tuning {
+    /// One shard per core this process may run on, emptied every [`ROTATE_EVERY`] rows.
+    fn for_this_machine() -> Self {
+        Self {
+            shards: journal::shard_count(),
+            rotate_every: ROTATE_EVERY,
+        }
+    }
+}
+
 pub(crate) enum Message {
     Entry(Box<Journaled>),
     Flush(Sender<()>),
@@ -89,11 +107,6 @@ pub(crate) struct Journaled {
     canonical: String,
 }
 
-pub(crate) struct Journal {
-    file: File,
-    path: PathBuf,
-}
-
 /// A handle to the ledger; cheap to clone.
 #[derive(Clone)]
 pub struct Ledger {
@@ -101,10 +114,10 @@ pub struct Ledger {
 }
 
 struct Shared {
-    /// Calls append under the read lock (the file is opened to append, and one `write` of a
-    /// line is not interleaved with another's), so they never wait on each other; the
-    /// writer empties it under the write lock.
-    journal: Arc<RwLock<Journal>>,
+    /// Calls append to their thread's shard under its lock's shared side (the file is opened
+    /// to append, and one `write` of a line is not interleaved with another's); the writer
+    /// empties every shard holding every lock's exclusive side (module `journal`).
+    journal: Arc<Journals>,
     sender: Sender<Message>,
     path: PathBuf,
     /// The writer thread, unparked to ring it.
@@ -175,13 +188,13 @@ impl Ledger {
     /// starts the writer thread.
     pub fn open(path: &Path) -> Result<Self, LedgerError> {
         let conn = store::open(path)?;
-        Self::start(Box::new(conn), path)
+        Self::start(Box::new(conn), path, Tuning::for_this_machine())
     }
 
     /// Opens the ledger on PostgreSQL (`[storage] url`), journaling at `journal_base`
-    /// (`<journal_base>.journal-<pid>`): connects, checks the schema is current (it is
-    /// `switchboard migrate`'s to change), replays what gone processes left in their
-    /// journals there, and starts the writer. Connecting happens on a thread of its own, so
+    /// (`<journal_base>.journal-<pid>` and its shards): connects, checks the schema is
+    /// current (it is `switchboard migrate`'s to change), replays what gone processes left in
+    /// their journals there, and starts the writer. Connecting happens on a thread of its own, so
     /// this may be called on an async runtime (it blocks until then).
     pub fn open_postgres(url: &str, journal_base: &Path) -> Result<Self, LedgerError> {
         let url = url.to_owned();
@@ -191,7 +204,7 @@ impl Ledger {
             .map_err(|e| LedgerError::Postgres(format!("cannot start connecting: {e}")))?
             .join()
             .map_err(|_| LedgerError::Postgres("connecting panicked".to_owned()))??;
-        Self::start(Box::new(store), journal_base)
+        Self::start(Box::new(store), journal_base, Tuning::for_this_machine())
     }
 
     /// [`catch_up`] into PostgreSQL: every journal at `journal_base` (running gateways'
@@ -209,8 +222,8 @@ impl Ledger {
 
     /// Replays gone processes' journals into `store` (before this process's own journal is
     /// opened: its name may be a gone process's, whose rows it then takes over), opens the
-    /// journal and starts the writer thread.
-    fn start(store: Box<dyn ChainStore>, path: &Path) -> Result<Self, LedgerError> {
+    /// journal's shards and starts the writer thread.
+    fn start(store: Box<dyn ChainStore>, path: &Path, tuning: Tuning) -> Result<Self, LedgerError> {
         // The replay runs on the writer's side: a store with a runtime of its own must not
         // be driven from the caller's async runtime.
         let path_owned = path.to_owned();
@@ -227,26 +240,14 @@ impl Ledger {
         if replayed > 0 {
             tracing::info!(replayed, "ledger: recovered rows from the journal");
         }
-        let journal_file = journal::journal_path(path);
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .append(true)
-            .open(&journal_file)
-            .map_err(|e| LedgerError::Journal {
-                path: journal_file.display().to_string(),
-                reason: e.to_string(),
-            })?;
-        let journal = Arc::new(RwLock::new(Journal {
-            file,
-            path: journal_file,
-        }));
+        let journal = Arc::new(Journals::open(path, tuning.shards)?);
         let (sender, receiver) = channel();
         let gather = Arc::new(AtomicBool::new(false));
         let stats = Arc::new(Stats::default());
         let writer = writer::Writer {
             receiver,
             journal: journal.clone(),
+            rotate_every: tuning.rotate_every,
             gather: gather.clone(),
             stats: stats.clone(),
         };
@@ -316,23 +317,16 @@ impl Ledger {
             return;
         }
         line.push('\n');
-        {
-            let journal = match self.shared.journal.read() {
-                Ok(journal) => journal,
-                Err(poisoned) => poisoned.into_inner(),
-            };
-            if let Err(error) = (&journal.file).write_all(line.as_bytes()) {
-                tracing::error!("ledger: cannot write the journal: {error}");
-            }
+        // Sent still holding the shard's lock, so a rotation (which holds every shard's)
+        // never empties a journaled entry the writer has not received.
+        self.shared.journal.record(line, |mut line| {
             line.pop();
-            // Sent under the journal's read lock, so a rotation (under its write lock) never
-            // drops a journaled entry.
             self.shared.stats.queued.fetch_add(1, Ordering::Relaxed);
             let _ = self.shared.sender.send(Message::Entry(Box::new(Journaled {
                 entry,
                 canonical: line,
             })));
-        }
+        });
         self.ring();
         self.shared.stats.append.observe(started.elapsed());
     }
@@ -505,4 +499,4 @@ impl Recorder for Ledger {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

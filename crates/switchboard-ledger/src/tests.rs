@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use super::*;
-use crate::journal::journal_of;
+use crate::journal::shard_of;
 
 pub(crate) fn entry(i: usize, agent: &str, outcome: &str) -> LedgerEntry {
     LedgerEntry {
@@ -272,13 +272,12 @@ fn secrets_never_land_in_the_database_file() {
     ledger.flush();
     drop(ledger);
     let mut bytes = std::fs::read(&path).expect("db");
-    for suffix in [
-        "-wal".to_owned(),
-        format!(".journal-{}", std::process::id()),
-    ] {
-        let mut other = path.as_os_str().to_owned();
-        other.push(suffix);
-        bytes.extend(std::fs::read(PathBuf::from(other)).unwrap_or_default());
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    bytes.extend(std::fs::read(PathBuf::from(wal)).unwrap_or_default());
+    // Every shard of this process's journal.
+    for k in 0..journal::shard_count() {
+        bytes.extend(std::fs::read(shard_of(&path, std::process::id(), k)).unwrap_or_default());
     }
     let text = String::from_utf8_lossy(&bytes);
     for secret in secret_values {
@@ -288,6 +287,40 @@ fn secrets_never_land_in_the_database_file() {
 }
 
 const CRASH_ENV: &str = "SWITCHBOARD_LEDGER_CRASH_DB";
+
+/// Runs this binary's `test` as a child recording into the ledger at `path` (named in `env`)
+/// and printing `ack <call id>` once each row's record returned, reads its acks until there
+/// are `want` or `patience` has passed, then SIGKILLs it: the ids it acknowledged and its pid.
+pub(crate) fn acked_until_killed(
+    test: &str,
+    env: &str,
+    path: &Path,
+    want: usize,
+    patience: Duration,
+) -> (Vec<String>, u32) {
+    let mut child = Command::new(std::env::current_exe().expect("exe"))
+        .args(["--exact", test, "--nocapture", "--test-threads", "1"])
+        .env(env, path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("child");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut acked = Vec::new();
+    let started = Instant::now();
+    for line in BufReader::new(stdout).lines() {
+        let Ok(line) = line else { break };
+        if let Some(id) = line.strip_prefix("ack ") {
+            acked.push(id.to_owned());
+        }
+        if acked.len() >= want || started.elapsed() > patience {
+            break;
+        }
+    }
+    child.kill().expect("SIGKILL");
+    let _ = child.wait();
+    (acked, child.id())
+}
 
 #[test]
 fn acknowledged_rows_survive_a_sigkill() {
@@ -305,33 +338,13 @@ fn acknowledged_rows_survive_a_sigkill() {
     }
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("crash.db");
-    let mut child = Command::new(std::env::current_exe().expect("exe"))
-        .args([
-            "--exact",
-            "tests::acknowledged_rows_survive_a_sigkill",
-            "--nocapture",
-            "--test-threads",
-            "1",
-        ])
-        .env(CRASH_ENV, &path)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("child");
-    let stdout = child.stdout.take().expect("stdout");
-    let mut acked = Vec::new();
-    let started = Instant::now();
-    for line in BufReader::new(stdout).lines() {
-        let Ok(line) = line else { break };
-        if let Some(id) = line.strip_prefix("ack ") {
-            acked.push(id.to_owned());
-        }
-        if acked.len() >= 5_000 || started.elapsed() > Duration::from_secs(20) {
-            break;
-        }
-    }
-    child.kill().expect("SIGKILL");
-    let _ = child.wait();
+    let (acked, _) = acked_until_killed(
+        "tests::acknowledged_rows_survive_a_sigkill",
+        CRASH_ENV,
+        &path,
+        5_000,
+        Duration::from_secs(20),
+    );
     assert!(acked.len() >= 100, "{} acknowledged", acked.len());
     let ledger = Ledger::open(&path).expect("opens cleanly and replays its journal");
     ledger.flush();
@@ -352,7 +365,7 @@ fn gateways_opening_one_ledger_at_once_replay_an_orphaned_journal_once() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("shared.db");
     // A journal left by a process that is gone (no such pid can be running).
-    let orphan = journal_of(&path, u32::MAX - 1);
+    let orphan = shard_of(&path, u32::MAX - 1, 0);
     let mut lines = Vec::new();
     for i in 0..50 {
         lines.extend(serde_json::to_vec(&entry(i, "npc", "ok")).expect("json"));

@@ -10,16 +10,14 @@
 //! held rows for [`STOP_PATIENCE`] at most, then leaves them to the journal.
 
 use std::borrow::Cow;
-use std::io::Seek;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, Sender, TryRecvError};
-use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use crate::backoff::Backoff;
-use crate::{
-    BATCH, GATHER, Journal, Journaled, LedgerEntry, LedgerError, Message, ROTATE_EVERY, Stats,
-};
+use crate::journal::Journals;
+use crate::{BATCH, GATHER, Journaled, LedgerEntry, LedgerError, Message, Stats};
 
 /// How long a stopping writer keeps trying rows it could not append.
 pub const STOP_PATIENCE: Duration = Duration::from_secs(5);
@@ -59,7 +57,9 @@ fn append_journaled(store: &mut dyn ChainStore, rows: &[Journaled]) -> Result<us
 /// What the writer thread needs besides its store.
 pub(crate) struct Writer {
     pub receiver: Receiver<Message>,
-    pub journal: Arc<RwLock<Journal>>,
+    pub journal: Arc<Journals>,
+    /// The journal is emptied once this many rows were inserted since the last time.
+    pub rotate_every: usize,
     pub gather: Arc<AtomicBool>,
     pub stats: Arc<Stats>,
 }
@@ -147,7 +147,7 @@ impl Writer {
                     self.settled(batch.len());
                 }
             }
-            if round.since_rotation >= ROTATE_EVERY {
+            if round.since_rotation >= self.rotate_every {
                 round.since_rotation = 0;
                 self.rotate(store, round);
                 if !round.held.is_empty() {
@@ -168,42 +168,41 @@ impl Writer {
         self.stats.queued.fetch_sub(rows as u64, Ordering::Relaxed);
     }
 
-    /// Empties the journal once every journaled entry is on record: under the journal's
-    /// lock, nothing new is journaled meanwhile. Rows it cannot append are held.
+    /// Empties the journal once every journaled entry is on record: holding every shard's
+    /// lock, nothing new is journaled meanwhile, and every row journaled so far has been
+    /// received before or is in the channel now (module `journal`). Rows it cannot append
+    /// are held, and then no shard is emptied.
     fn rotate(&self, store: &mut dyn ChainStore, round: &mut Round) {
-        let Ok(journal) = self.journal.write() else {
-            return;
-        };
-        let mut rest = Vec::new();
-        while let Ok(message) = self.receiver.try_recv() {
-            match message {
-                Message::Entry(row) => rest.push(*row),
-                Message::Flush(done) => round.flushes.push(done),
-                Message::Stop => {
-                    round.running = false;
-                    round.give_up = Some(Instant::now() + STOP_PATIENCE);
-                    break;
+        self.journal.rotate(|| {
+            let mut rest = Vec::new();
+            while let Ok(message) = self.receiver.try_recv() {
+                match message {
+                    Message::Entry(row) => rest.push(*row),
+                    Message::Flush(done) => round.flushes.push(done),
+                    Message::Stop => {
+                        round.running = false;
+                        round.give_up = Some(Instant::now() + STOP_PATIENCE);
+                        break;
+                    }
                 }
             }
-        }
-        match append_journaled(store, &rest) {
-            Ok(_) => {
-                self.settled(rest.len());
-                let mut journal = journal;
-                let emptied = journal.file.set_len(0).and_then(|()| journal.file.rewind());
-                if let Err(error) = emptied {
-                    tracing::warn!("ledger: cannot empty {}: {error}", journal.path.display());
+            match append_journaled(store, &rest) {
+                Ok(_) => {
+                    self.settled(rest.len());
+                    true
+                }
+                Err(error) if store.retries() => {
+                    tracing::warn!("{error}; the rows are kept, the journal is not emptied");
+                    round.held = rest;
+                    false
+                }
+                Err(error) => {
+                    tracing::error!("{error}; the rows stay in the journal");
+                    self.settled(rest.len());
+                    false
                 }
             }
-            Err(error) if store.retries() => {
-                tracing::warn!("{error}; the rows are kept, the journal is not emptied");
-                round.held = rest;
-            }
-            Err(error) => {
-                tracing::error!("{error}; the rows stay in the journal");
-                self.settled(rest.len());
-            }
-        }
+        });
     }
 }
 

@@ -438,7 +438,7 @@ fn a_journal_left_by_a_dead_gateway_is_replayed_into_postgres_once() {
     let ledger = recorded(&postgres, &base, 0..10);
     drop(ledger);
     // A gateway killed before its writer ran: rows 5..15 journaled, 10..15 never inserted.
-    let orphan = crate::journal::journal_of(&base, u32::MAX - 1);
+    let orphan = crate::journal::shard_of(&base, u32::MAX - 1, 0);
     let lines: String = (5..15)
         .map(|i| format!("{}\n", entry(i, "a").canonical()))
         .collect();

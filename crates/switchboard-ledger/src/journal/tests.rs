@@ -1,0 +1,333 @@
+//! The sharded journal on real files and real threads: many threads recording at once, a
+//! SIGKILLed process's shards replayed with rotations going on, rotation emptying every
+//! shard, journals of the older single-file naming replayed, live processes' shards left
+//! alone, and `catch_up` reading every shard.
+
+use std::collections::HashSet;
+use std::io::Write;
+use std::path::Path;
+use std::sync::{Arc, Barrier};
+use std::time::Duration;
+
+use super::*;
+use crate::tests::{acked_until_killed, entry};
+use crate::{Filter, Ledger, Tuning, store};
+
+/// A ledger at `path` journaling to `shards` shards, emptying them every `rotate_every` rows.
+fn sharded(path: &Path, shards: usize, rotate_every: usize) -> Ledger {
+    let conn = store::open(path).expect("open");
+    Ledger::start(
+        Box::new(conn),
+        path,
+        Tuning {
+            shards,
+            rotate_every,
+        },
+    )
+    .expect("start")
+}
+
+/// `threads` threads, released together, each recording `rows` rows (ids `t * 1_000_000 + n`).
+fn record_from_threads(ledger: &Ledger, threads: usize, rows: usize) {
+    let start = Arc::new(Barrier::new(threads));
+    let workers: Vec<_> = (0..threads)
+        .map(|t| {
+            let (ledger, start) = (ledger.clone(), start.clone());
+            std::thread::spawn(move || {
+                start.wait();
+                for n in 0..rows {
+                    ledger.record_entry(entry(t * 1_000_000 + n, "npc", "ok"));
+                }
+            })
+        })
+        .collect();
+    for worker in workers {
+        worker.join().expect("worker");
+    }
+}
+
+/// The call ids on record at `path`, after checking the chain and that none is there twice.
+fn on_record(path: &Path) -> HashSet<String> {
+    let conn = store::open(path).expect("open");
+    let report = store::verify(&conn).expect("verify");
+    assert!(report.ok, "{report:?}");
+    let ids: Vec<String> = store::query(&conn, &Filter::default())
+        .expect("query")
+        .into_iter()
+        .map(|e| e.call_id)
+        .collect();
+    let unique: HashSet<String> = ids.iter().cloned().collect();
+    assert_eq!(unique.len(), ids.len(), "a row is on record twice");
+    assert_eq!(report.rows, ids.len());
+    unique
+}
+
+fn lines_in(path: &Path) -> usize {
+    std::fs::read_to_string(path).map_or(0, |text| text.lines().count())
+}
+
+fn write_journal(path: &Path, ids: impl Iterator<Item = usize>) {
+    let mut lines = Vec::new();
+    for i in ids {
+        lines.extend(entry(i, "npc", "ok").canonical().into_bytes());
+        lines.push(b'\n');
+    }
+    std::fs::write(path, lines).expect("journal");
+}
+
+#[test]
+fn threads_recording_at_once_put_every_row_on_record_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("threads.db");
+    let ledger = sharded(&path, 4, ROTATE_NEVER);
+    record_from_threads(&ledger, 16, 300);
+    ledger.flush();
+    let stored = on_record(&path);
+    assert_eq!(stored.len(), 16 * 300);
+    // Each shard's lines are whole rows, and together they are every row once.
+    let pid = std::process::id();
+    let mut journaled = 0;
+    let mut used = 0;
+    for k in 0..4 {
+        let text = std::fs::read_to_string(shard_of(&path, pid, k)).expect("shard");
+        for line in text.lines() {
+            let row: LedgerEntry = serde_json::from_str(line).expect("a whole row per line");
+            assert!(stored.contains(&row.call_id));
+        }
+        journaled += text.lines().count();
+        used += usize::from(!text.is_empty());
+    }
+    assert_eq!(journaled, 16 * 300);
+    assert!(used >= 2, "16 threads journaled to {used} of 4 shards");
+}
+
+/// No rotation in a test that does not want one.
+const ROTATE_NEVER: usize = usize::MAX;
+
+#[test]
+fn rotation_empties_every_shard_and_keeps_what_came_after() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("rotate.db");
+    let ledger = sharded(&path, 4, 1_000);
+    // 800 rows from 8 threads: every shard has some, none is emptied yet.
+    record_from_threads(&ledger, 8, 100);
+    ledger.flush();
+    let pid = std::process::id();
+    let shards: Vec<_> = (0..4).map(|k| shard_of(&path, pid, k)).collect();
+    assert_eq!(shards.iter().map(|s| lines_in(s)).sum::<usize>(), 800);
+    // 300 more from one thread: the writer passes 1,000 rows and empties every shard.
+    let recorder = {
+        let ledger = ledger.clone();
+        std::thread::spawn(move || {
+            for n in 0..300 {
+                ledger.record_entry(entry(50_000_000 + n, "npc", "ok"));
+            }
+            SLOT.with(|slot| *slot) % 4
+        })
+    };
+    let its_shard = recorder.join().expect("recorder");
+    ledger.flush();
+    assert_eq!(on_record(&path).len(), 1_100);
+    for (k, shard) in shards.iter().enumerate() {
+        let left = lines_in(shard);
+        if k == its_shard {
+            assert!(left < 300, "shard {k} kept {left} rows past the rotation");
+        } else {
+            assert_eq!(left, 0, "shard {k} was not emptied");
+        }
+    }
+}
+
+const CRASH_ENV: &str = "SWITCHBOARD_LEDGER_SHARDS_CRASH_DB";
+
+/// A child recording from 4 threads to 4 shards, rotating every 200 rows, is SIGKILLed: every
+/// row it acknowledged is on record after the next open, whichever shard held it and however
+/// a rotation raced with its thread.
+#[test]
+fn acknowledged_rows_survive_a_sigkill_amid_rotations() {
+    if let Some(path) = std::env::var_os(CRASH_ENV) {
+        let ledger = sharded(Path::new(&path), 4, 200);
+        let out = Arc::new(std::sync::Mutex::new(std::io::stdout()));
+        let threads: Vec<_> = (0..4)
+            .map(|t| {
+                let (ledger, out) = (ledger.clone(), out.clone());
+                std::thread::spawn(move || {
+                    for n in 0.. {
+                        let row = entry(t * 10_000_000 + n, "npc", "ok");
+                        let id = row.call_id.clone();
+                        ledger.record_entry(row);
+                        let mut out = out.lock().expect("stdout");
+                        writeln!(out, "ack {id}").expect("ack");
+                        out.flush().expect("flush");
+                    }
+                })
+            })
+            .collect();
+        for thread in threads {
+            let _ = thread.join();
+        }
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("crash.db");
+    let (acked, child_pid) = acked_until_killed(
+        "journal::tests::acknowledged_rows_survive_a_sigkill_amid_rotations",
+        CRASH_ENV,
+        &path,
+        4_000,
+        Duration::from_secs(30),
+    );
+    assert!(acked.len() >= 1_000, "{} acknowledged", acked.len());
+    let ledger = Ledger::open(&path).expect("opens and replays the dead child's shards");
+    ledger.flush();
+    let stored = on_record(&path);
+    for id in &acked {
+        assert!(stored.contains(id), "acknowledged row {id} was lost");
+    }
+    for k in 0..4 {
+        assert!(
+            !shard_of(&path, child_pid, k).exists(),
+            "the dead child's shard {k} was not removed"
+        );
+    }
+}
+
+#[test]
+fn gone_processes_shards_and_old_journals_are_replayed_and_live_ones_kept() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("replay.db");
+    // A gone process's three shards, rows interleaved between them as threads write them.
+    let gone = u32::MAX - 1;
+    for k in 0..3 {
+        write_journal(&shard_of(&path, gone, k), (k..60).step_by(3));
+    }
+    // A journal of the single-file naming, left by an older Switchboard that crashed.
+    let old = u32::MAX - 2;
+    let old_journal = dir.path().join(format!("replay.db.journal-{old}"));
+    write_journal(&old_journal, 100..110);
+    // A live process's shards (pid 1 always runs): never replayed nor removed by an opener.
+    let live = [shard_of(&path, 1, 0), shard_of(&path, 1, 1)];
+    write_journal(&live[0], 200..205);
+    write_journal(&live[1], 205..210);
+    // Files that only look like journals.
+    std::fs::write(dir.path().join("replay.db.journal-12x"), "not a journal").expect("decoy");
+
+    let ledger = Ledger::open(&path).expect("open");
+    ledger.flush();
+    drop(ledger);
+    let conn = store::open(&path).expect("open");
+    let mut rows = store::query(&conn, &Filter::default()).expect("query");
+    rows.reverse();
+    assert_eq!(
+        rows.len(),
+        70,
+        "60 rows of the gone process, 10 of the old journal"
+    );
+    let gone_rows: Vec<i64> = rows
+        .iter()
+        .filter(|r| r.started_ms < 1_000_060)
+        .map(|r| r.started_ms)
+        .collect();
+    assert!(
+        gone_rows.windows(2).all(|w| w[0] < w[1]),
+        "the shards' rows are appended in the order they started"
+    );
+    for k in 0..3 {
+        assert!(!shard_of(&path, gone, k).exists(), "shard {k} not removed");
+    }
+    assert!(!old_journal.exists(), "the old journal was not removed");
+    for shard in &live {
+        assert_eq!(lines_in(shard), 5, "a live process's shard was touched");
+    }
+    assert!(dir.path().join("replay.db.journal-12x").exists());
+
+    // Readers catch up with every shard of every journal, the live process's included.
+    let mut conn = conn;
+    assert_eq!(catch_up(&mut conn, &path).expect("catch up"), 10);
+    assert_eq!(on_record(&path).len(), 80);
+    assert_eq!(catch_up(&mut conn, &path).expect("again"), 0, "idempotent");
+}
+
+#[test]
+fn shard_names_parse_back_to_their_process() {
+    let stem = "ledger.db.journal-";
+    assert_eq!(writer_pid("ledger.db.journal-42", stem), Some(42));
+    assert_eq!(writer_pid("ledger.db.journal-42.7", stem), Some(42));
+    for not_one in [
+        "ledger.db.journal-",
+        "ledger.db.journal-42.",
+        "ledger.db.journal-42.x",
+        "ledger.db.journal-x.1",
+        "ledger.db-wal",
+    ] {
+        assert_eq!(writer_pid(not_one, stem), None, "{not_one}");
+    }
+    let base = Path::new("/var/lib/sb/ledger.db");
+    assert_eq!(
+        shard_of(base, 42, 0),
+        Path::new("/var/lib/sb/ledger.db.journal-42")
+    );
+    assert_eq!(
+        shard_of(base, 42, 3),
+        Path::new("/var/lib/sb/ledger.db.journal-42.3")
+    );
+}
+
+/// The race the rotation must win: a thread has written its line and not yet handed the row
+/// to the writer when a rotation begins. The rotation waits for the hand-off, so it receives
+/// the row before it empties the shards; it never empties a line it has not received.
+#[test]
+fn a_rotation_waits_for_a_row_written_and_not_yet_handed_off() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let base = dir.path().join("race.db");
+    let journals = Arc::new(Journals::open(&base, 2).expect("open"));
+    let (to_writer, writer_side) = std::sync::mpsc::channel::<String>();
+    let (written, wait_written) = std::sync::mpsc::channel::<()>();
+    let caller = {
+        let journals = journals.clone();
+        std::thread::spawn(move || {
+            let line = format!("{}\n", entry(1, "npc", "ok").canonical());
+            journals.record(line, |line| {
+                written.send(()).expect("written");
+                // Long enough for a rotation that did not wait to have emptied the shards.
+                std::thread::sleep(Duration::from_millis(300));
+                to_writer.send(line).expect("hand off");
+            });
+        })
+    };
+    wait_written.recv().expect("the caller wrote its line");
+    let mut received = Vec::new();
+    journals.rotate(|| {
+        received.extend(writer_side.try_iter());
+        true
+    });
+    caller.join().expect("caller");
+    assert_eq!(
+        received.len(),
+        1,
+        "the rotation emptied the journal before the row written to it was handed off"
+    );
+    let pid = std::process::id();
+    for k in 0..2 {
+        assert_eq!(
+            lines_in(&shard_of(&base, pid, k)),
+            0,
+            "shard {k} not emptied"
+        );
+    }
+}
+
+/// A rotation whose catch-up failed empties no shard: the rows stay for the replay.
+#[test]
+fn a_rotation_that_could_not_catch_up_empties_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let base = dir.path().join("kept.db");
+    let journals = Journals::open(&base, 3).expect("open");
+    for i in 0..3 {
+        journals.record(format!("{}\n", entry(i, "npc", "ok").canonical()), drop);
+    }
+    journals.rotate(|| false);
+    let pid = std::process::id();
+    let kept: usize = (0..3).map(|k| lines_in(&shard_of(&base, pid, k))).sum();
+    assert_eq!(kept, 3);
+}
