@@ -286,7 +286,11 @@ impl Ledger {
     /// rings it [`GATHER`] from now (one per batch: a ring on its way covers later rows);
     /// elsewhere it is rung at once.
     fn ring(&self) {
-        if self.shared.ringing.swap(true, Ordering::SeqCst) {
+        // Read before written: while a ring is on its way (most calls, under load) every
+        // core only reads the flag, and its cache line stays shared.
+        if self.shared.ringing.load(Ordering::SeqCst)
+            || self.shared.ringing.swap(true, Ordering::SeqCst)
+        {
             return;
         }
         match tokio::runtime::Handle::try_current() {
