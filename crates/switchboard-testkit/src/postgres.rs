@@ -267,6 +267,24 @@ impl Postgres {
         self.tcp.as_ref()?.client.as_ref()
     }
 
+    /// Another client certificate from the test CA, for the user `cn` (`NAME.crt`,
+    /// `NAME.key`): one the server refuses for [`SUPERUSER`]. None unless started with
+    /// [`Self::start_client_cert`].
+    pub fn issue_client_cert(
+        &self,
+        name: &str,
+        cn: &str,
+    ) -> Option<Result<ClientCert, PostgresError>> {
+        self.client_cert()?;
+        let dir = self.dir.path();
+        Some(
+            issue(dir, name, &format!("/CN={cn}"), CLIENT_EXTENSIONS).map(|()| ClientCert {
+                cert: dir.join(format!("{name}.crt")),
+                key: dir.join(format!("{name}.key")),
+            }),
+        )
+    }
+
     /// Runs SQL through `psql` as the superuser in `database`; returns its output (unaligned,
     /// tuples only). An SQL error is an error.
     pub fn psql(&self, database: &str, sql: &str) -> Result<String, PostgresError> {
@@ -370,12 +388,7 @@ fn make_certificates(dir: &Path) -> Result<PathBuf, PostgresError> {
 /// `pg_hba.conf` that lets TCP in with such a certificate only (the socket stays `trust`).
 fn make_client_cert(dir: &Path) -> Result<ClientCert, PostgresError> {
     let subject = format!("/CN={SUPERUSER}");
-    issue(
-        dir,
-        "client",
-        &subject,
-        "basicConstraints=CA:FALSE\nextendedKeyUsage=clientAuth\n",
-    )?;
+    issue(dir, "client", &subject, CLIENT_EXTENSIONS)?;
     std::fs::write(
         dir.join("pg_hba.conf"),
         "local all all trust\nhostssl all all 127.0.0.1/32 cert\n",
@@ -386,6 +399,9 @@ fn make_client_cert(dir: &Path) -> Result<ClientCert, PostgresError> {
         key: dir.join("client.key"),
     })
 }
+
+/// A client certificate's X.509 extensions (an extfile's lines).
+const CLIENT_EXTENSIONS: &str = "basicConstraints=CA:FALSE\nextendedKeyUsage=clientAuth\n";
 
 /// `openssl req`'s options for a new P-256 key, unencrypted.
 const EC_KEY: [&str; 5] = [

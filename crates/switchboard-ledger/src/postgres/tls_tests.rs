@@ -239,3 +239,18 @@ fn a_key_others_may_read_is_refused_like_libpq_does() {
         "{error}"
     );
 }
+
+#[test]
+fn a_client_certificate_for_another_user_is_refused_naming_the_settings() {
+    let postgres = Postgres::start_client_cert().unwrap_or_else(|error| panic!("{error}"));
+    let other = postgres
+        .issue_client_cert("intruder", "intruder")
+        .expect("a client-certificate server")
+        .unwrap_or_else(|error| panic!("{error}"));
+    let error = connect_error(&cert_url(&postgres, &cert_params(&other.cert, &other.key)));
+    assert!(
+        error.contains("certificate authentication failed for user \"switchboard\"")
+            && error.contains("[storage] tls_cert and tls_key (CN = the user)"),
+        "{error}"
+    );
+}
