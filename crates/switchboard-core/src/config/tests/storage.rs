@@ -205,3 +205,23 @@ fn tls_cert_and_key_mistakes_are_located() {
         )],
     );
 }
+
+#[test]
+fn a_private_key_is_kept_as_libpq_demands() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = client_files(0o600);
+    let key = dir.path().join("client.key");
+    assert_eq!(check_private_key_file(&key), Ok(()));
+    let by_root = std::fs::metadata(&key).expect("metadata").uid() == 0;
+    for (mode, allowed) in [
+        (0o400, true),
+        (0o640, by_root),
+        (0o604, false),
+        (0o660, false),
+    ] {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(mode)).expect("chmod");
+        let checked = check_private_key_file(&key);
+        assert_eq!(checked.is_ok(), allowed, "mode {mode:o}: {checked:?}");
+    }
+}
