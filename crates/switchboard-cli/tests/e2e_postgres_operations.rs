@@ -385,22 +385,17 @@ fn queued(body: &str) -> Option<String> {
         .map(str::to_owned)
 }
 
-const TOO_MANY: &str =
-    "agent 'npc' has 4 operations open already on the deployment's replicas (at most 4)";
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_agents_open_operations_are_limited_across_replicas() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let postgres = Postgres::start().unwrap_or_else(|error| panic!("{error}"));
-    let registry = Registry::remotes(dir.path());
+/// Replicas `a` and `b` (migrated) whose agent `npc` may use the manager's tools, and its
+/// token.
+fn npc_replicas(dir: &Path, postgres: &Postgres, registry: &Registry) -> (Live, Live, String) {
     let configs: Vec<PathBuf> = ["a", "b"]
         .iter()
         .map(|name| {
             let config = replica_config(
-                &dir.path().join(name),
-                &postgres,
+                &dir.join(name),
+                postgres,
                 &registry.url,
-                &dir.path().join(name).join("servers"),
+                &dir.join(name).join("servers"),
             );
             let mut text = std::fs::read_to_string(&config).expect("config");
             text.push_str(
@@ -412,26 +407,56 @@ async fn an_agents_open_operations_are_limited_across_replicas() {
         .collect();
     migrate(&configs[0]);
     let token = create_token(&configs[0], "npc");
-    let a = Live::start(&dir.path().join("a"), configs[0].clone(), &[]);
-    let b = Live::start(&dir.path().join("b"), configs[1].clone(), &[]);
+    let a = Live::start(&dir.join("a"), configs[0].clone(), &[]);
+    let b = Live::start(&dir.join("b"), configs[1].clone(), &[]);
+    (a, b, token)
+}
+
+/// `n` requests of npc for `keyed` at once, alternately through `a` and `b`, the `i`th
+/// added as `server(i)`; their answers, in that order.
+async fn keyed_at_once(
+    a: &Live,
+    b: &Live,
+    token: &str,
+    n: usize,
+    server: impl Fn(usize) -> String,
+) -> Vec<(u16, String, Option<String>)> {
+    let calls: Vec<_> = (0..n)
+        .map(|i| {
+            let url = [a, b][i % 2].gateway.url.clone();
+            let (token, request) = (token.to_owned(), request_keyed(&server(i)));
+            tokio::spawn(async move { post(&url, Some(&token), request).await })
+        })
+        .collect();
+    let mut answers = Vec::new();
+    for call in calls {
+        answers.push(call.await.expect("the call's task"));
+    }
+    answers
+}
+
+/// How many operations matching `condition` are open on PostgreSQL.
+fn open_where(postgres: &Postgres, condition: &str) -> String {
+    let sql = format!(
+        "SELECT count(*) FROM manager_operations \
+         WHERE {condition} AND state IN ('queued', 'in_progress')"
+    );
+    postgres.psql(DATABASE, &sql).expect("count")
+}
+
+const TOO_MANY: &str =
+    "agent 'npc' has 4 operations open already on the deployment's replicas (at most 4)";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agents_open_operations_are_limited_across_replicas() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let postgres = Postgres::start().unwrap_or_else(|error| panic!("{error}"));
+    let registry = Registry::remotes(dir.path());
+    let (a, b, token) = npc_replicas(dir.path(), &postgres, &registry);
 
     // Eight requests at once, four through each replica: installs that wait for a secret
     // input (the client cannot be asked), so each stays open.
-    let calls = (0..8).map(|n| {
-        let url = if n % 2 == 0 {
-            a.gateway.url.clone()
-        } else {
-            b.gateway.url.clone()
-        };
-        let token = token.clone();
-        tokio::spawn(
-            async move { post(&url, Some(&token), request_keyed(&format!("keyed{n}"))).await },
-        )
-    });
-    let mut answers = Vec::new();
-    for call in calls.collect::<Vec<_>>() {
-        answers.push(call.await.expect("the call's task"));
-    }
+    let answers = keyed_at_once(&a, &b, &token, 8, |n| format!("keyed{n}")).await;
     let admitted = answers
         .iter()
         .filter(|(_, body, _)| queued(body).is_some())
@@ -441,15 +466,7 @@ async fn an_agents_open_operations_are_limited_across_replicas() {
         .filter(|(_, body, _)| body.contains(TOO_MANY))
         .count();
     assert_eq!((admitted, refused), (4, 4), "{answers:#?}");
-    let open = || {
-        postgres
-            .psql(
-                DATABASE,
-                "SELECT count(*) FROM manager_operations \
-                 WHERE agent = 'npc' AND state IN ('queued', 'in_progress')",
-            )
-            .expect("count")
-    };
+    let open = || open_where(&postgres, "agent = 'npc'");
     assert_eq!(open(), "4");
 
     // Through either replica, the fifth is refused; once one ends (cancelled through B,
@@ -470,4 +487,59 @@ async fn an_agents_open_operations_are_limited_across_replicas() {
     let (_, body, _) = post(&b.gateway.url, Some(&token), request_keyed("again")).await;
     assert!(queued(&body).is_some(), "{body}");
     assert_eq!(open(), "4");
+}
+
+const ADDING: &str = "another operation is adding a server named 'same' already";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_server_id_is_added_by_one_operation_across_replicas() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let postgres = Postgres::start().unwrap_or_else(|error| panic!("{error}"));
+    let registry = Registry::remotes(dir.path());
+    let (a, b, token) = npc_replicas(dir.path(), &postgres, &registry);
+
+    // Four requests at once for one new server id, two through each replica (within the
+    // agent's limit of four: only the id decides). Installs that wait for a secret input,
+    // so the one admitted stays open.
+    let answers = keyed_at_once(&a, &b, &token, 4, |_| "same".to_owned()).await;
+    let admitted: Vec<String> = answers
+        .iter()
+        .filter_map(|(_, body, _)| queued(body))
+        .collect();
+    let refused: Vec<&String> = answers
+        .iter()
+        .map(|(_, body, _)| body)
+        .filter(|body| body.contains(ADDING))
+        .collect();
+    assert_eq!((admitted.len(), refused.len()), (1, 3), "{answers:#?}");
+    // The other replica's refusal (it asked PostgreSQL) names the operation that adds it.
+    let first = &admitted[0];
+    let named = format!("(operation {first}, on replica ");
+    assert!(
+        refused.iter().any(|body| body.contains(&named)),
+        "{refused:#?}"
+    );
+    let open_adding = || open_where(&postgres, "adds = 'same'");
+    assert_eq!(open_adding(), "1");
+
+    // An operator's install of the same id is refused through either replica; once the
+    // open one is cancelled, it is admitted and adds the server.
+    for live in [&a, &b] {
+        let output = live.cli(&[
+            "install",
+            "io.example.tests/echo",
+            "--as",
+            "same",
+            "--detach",
+        ]);
+        assert!(!output.status.success(), "{}", text(&output));
+        assert!(text(&output).contains(ADDING), "{}", text(&output));
+    }
+    let cancelled = b.cli(&["operations", "cancel", first, "--reason", "one at a time"]);
+    assert!(cancelled.status.success(), "{}", text(&cancelled));
+    let id = install_detached(&a, "io.example.tests/echo", "same");
+    wait_operation(&b, &id, Duration::from_secs(60), "the install", |o| {
+        o["state"] == "completed"
+    });
+    assert_eq!(open_adding(), "0");
 }

@@ -4,6 +4,11 @@
 //! connections encrypted (the ledger's pool, the stores, the LISTEN connections: the server's
 //! `pg_stat_ssl` says so), and `switchboard audit verify` reads the chain back. Without
 //! `tls_ca` the same URL is refused, naming the setting.
+//!
+//! With a server that lets TCP in only with a client certificate (`Postgres::start_client_cert`),
+//! `tls_cert`/`tls_key` beside the config: every connection of the gateway presents it
+//! (`pg_stat_ssl.client_dn`); without it the server's refusal names the settings, a key others
+//! may read is a located config problem, and another pair's key stops `migrate` at start.
 
 mod support;
 
@@ -61,10 +66,7 @@ async fn a_gateway_on_postgres_over_tls_records_and_audit_verify_reads_it() {
     let url = postgres.tcp_url("sslmode=require").expect("TCP");
 
     // Without the CA the server's certificate is not trusted, and the setting is named.
-    let untrusting = config(dir.path(), &url, "");
-    let refused = run_bare(&untrusting, &["migrate"]);
-    let said = text(&refused);
-    assert!(!refused.status.success(), "{said}");
+    let said = refused(&config(dir.path(), &url, ""));
     assert!(
         said.contains("the server's certificate is not trusted")
             && said.contains("[storage] tls_ca"),
@@ -73,22 +75,106 @@ async fn a_gateway_on_postgres_over_tls_records_and_audit_verify_reads_it() {
 
     // `tls_ca` relative to the config file.
     let config = config(dir.path(), &url, "tls_ca = \"db-ca.pem\"\n");
-    let migrated = run_bare(&config, &["migrate"]);
-    assert!(migrated.status.success(), "{}", text(&migrated));
+    migrate_serve_and_verify(&postgres, &config, || ()).await;
+}
 
-    let mut gateway = HttpGateway::start(&config, &[]);
+/// What `switchboard migrate` said when it failed with `config`.
+fn refused(config: &std::path::Path) -> String {
+    let output = run_bare(config, &["migrate"]);
+    let said = text(&output);
+    assert!(!output.status.success(), "{said}");
+    said
+}
+
+/// `switchboard migrate`, then a gateway that answers [`CALLS`] calls with every connection
+/// to PostgreSQL encrypted (`also` looks further while it runs), then `audit verify`.
+async fn migrate_serve_and_verify(
+    postgres: &Postgres,
+    config: &std::path::Path,
+    also: impl FnOnce(),
+) {
+    let migrated = run_bare(config, &["migrate"]);
+    assert!(migrated.status.success(), "{}", text(&migrated));
+    let mut gateway = HttpGateway::start(config, &[]);
     for i in 0..CALLS {
         let message = json!({"message": format!("tls-{i}")});
         let answer = call_tool(&gateway.url, i, "fx__echo", message).await;
         assert_eq!(answer, Ok(()), "call {i}");
     }
-    let (encrypted, plain) = connections(&postgres);
+    let (encrypted, plain) = connections(postgres);
     assert!(encrypted > 0, "the gateway holds connections to PostgreSQL");
     assert_eq!(plain, 0, "every connection of the gateway is encrypted");
+    also();
     assert!(gateway.terminate().success());
 
-    let verified = run_bare(&config, &["audit", "verify"]);
+    let verified = run_bare(config, &["audit", "verify"]);
     let said = text(&verified);
     assert!(verified.status.success(), "{said}");
     assert!(said.contains(&format!("intact: {CALLS} rows")), "{said}");
+}
+
+/// The distinct subjects of the client certificates the gateway's connections presented
+/// (`pg_stat_ssl.client_dn`; empty for none).
+fn client_dns(postgres: &Postgres) -> String {
+    let sql = "SELECT string_agg(DISTINCT coalesce(client_dn, ''), ',') FROM pg_stat_activity \
+               JOIN pg_stat_ssl USING (pid) WHERE backend_type = 'client backend' \
+               AND pid <> pg_backend_pid()";
+    postgres.psql(DATABASE, sql).expect("pg_stat_ssl")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gateway_authenticates_to_postgres_with_a_client_certificate() {
+    use std::os::unix::fs::PermissionsExt;
+    let postgres = Postgres::start_client_cert().unwrap_or_else(|error| panic!("{error}"));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ca = postgres.ca_file().expect("the test CA");
+    let client = postgres.client_cert().expect("a client certificate");
+    let copy = |from: &std::path::Path, to: &str| {
+        std::fs::copy(from, dir.path().join(to)).expect("copy");
+    };
+    copy(ca, "db-ca.pem");
+    copy(&client.cert, "client.crt");
+    copy(&client.key, "client.key");
+    copy(&client.key, "open.key");
+    let open = std::fs::Permissions::from_mode(0o644);
+    std::fs::set_permissions(dir.path().join("open.key"), open).expect("chmod");
+    copy(&client.key.with_file_name("server.key"), "server.key");
+    let url = postgres.tcp_url("sslmode=require").expect("TCP");
+    let with = |storage: &str| {
+        config(
+            dir.path(),
+            &url,
+            &format!("tls_ca = \"db-ca.pem\"\n{storage}"),
+        )
+    };
+
+    // No certificate: the server's refusal, and the settings that give one.
+    let said = refused(&with(""));
+    assert!(
+        said.contains("connection requires a valid client certificate")
+            && said.contains("[storage] tls_cert and tls_key"),
+        "{said}"
+    );
+    // A key others may read: a config problem at its place, before any connection.
+    let said = refused(&with("tls_cert = \"client.crt\"\ntls_key = \"open.key\"\n"));
+    assert!(
+        said.contains("switchboard.toml:8:11")
+            && said.contains("has group or world access (mode 644)"),
+        "{said}"
+    );
+    // Another pair's key: refused at start.
+    let said = refused(&with(
+        "tls_cert = \"client.crt\"\ntls_key = \"server.key\"\n",
+    ));
+    assert!(said.contains("the key is not the certificate's"), "{said}");
+
+    let config = with("tls_cert = \"client.crt\"\ntls_key = \"client.key\"\n");
+    migrate_serve_and_verify(&postgres, &config, || {
+        let dns = client_dns(&postgres);
+        assert_eq!(
+            dns, "/CN=switchboard",
+            "each connection with the certificate"
+        );
+    })
+    .await;
 }

@@ -5,7 +5,9 @@
 //!
 //! [`Postgres::start_tcp`] also listens on 127.0.0.1 (TLS is not used over a unix socket),
 //! with `ssl=on` and a certificate for `localhost` signed by a CA made for the test (the
-//! `openssl` CLI), or with `ssl=off`.
+//! `openssl` CLI), or with `ssl=off`. [`Postgres::start_client_cert`] also makes a client
+//! certificate (CN = [`SUPERUSER`]) from that CA and lets TCP in only with one
+//! (`hostssl all all 127.0.0.1/32 cert`); the unix socket stays `trust`.
 //!
 //! `initdb` refuses to run as root, so under root the server runs as the `postgres` user
 //! (`runuser -u postgres`), which owns the directory. Missing binaries are an error that says
@@ -56,6 +58,25 @@ struct Tcp {
     port: u16,
     /// The CA's certificate (PEM) when `ssl=on`.
     ca: Option<PathBuf>,
+    /// The client's certificate when TCP requires one ([`Postgres::start_client_cert`]).
+    client: Option<ClientCert>,
+}
+
+/// TLS on the server's TCP listener.
+#[derive(Clone, Copy, PartialEq)]
+enum Tls {
+    Off,
+    On,
+    /// On, and a client certificate is the only way in (`pg_hba.conf`'s `cert`).
+    ClientCert,
+}
+
+/// A client certificate the test CA signed for [`SUPERUSER`], and its key (PEM files; the
+/// key readable by its owner only).
+#[derive(Clone, Debug)]
+pub struct ClientCert {
+    pub cert: PathBuf,
+    pub key: PathBuf,
 }
 
 /// A running PostgreSQL, stopped and removed on drop.
@@ -73,17 +94,24 @@ impl Postgres {
     /// Initializes a cluster in a new temporary directory, starts it and creates the
     /// database [`DATABASE`].
     pub fn start() -> Result<Self, PostgresError> {
-        Self::start_with(false, false)
+        Self::start_with(false, Tls::Off)
     }
 
     /// Like [`Self::start`], also listening on 127.0.0.1 on a free port: with `ssl=on` and a
     /// certificate for `localhost` and 127.0.0.1 from a CA made here ([`Self::ca_file`]) when
     /// `tls`, `ssl=off` otherwise.
     pub fn start_tcp(tls: bool) -> Result<Self, PostgresError> {
-        Self::start_with(true, tls)
+        Self::start_with(true, if tls { Tls::On } else { Tls::Off })
     }
 
-    fn start_with(tcp: bool, tls: bool) -> Result<Self, PostgresError> {
+    /// Like [`Self::start_tcp`] with TLS, but TCP lets in only a client certificate from the
+    /// test CA whose CN is the user (`ssl_ca_file` and a `pg_hba.conf` of `hostssl all all
+    /// 127.0.0.1/32 cert`); [`Self::client_cert`] is one for [`SUPERUSER`].
+    pub fn start_client_cert() -> Result<Self, PostgresError> {
+        Self::start_with(true, Tls::ClientCert)
+    }
+
+    fn start_with(tcp: bool, tls: Tls) -> Result<Self, PostgresError> {
         let bin = std::env::var_os("SWITCHBOARD_PG_BIN")
             .map_or_else(|| PathBuf::from(DEFAULT_BIN), PathBuf::from);
         for tool in ["initdb", "pg_ctl", "psql"] {
@@ -100,10 +128,13 @@ impl Postgres {
         let tcp = match tcp {
             true => Some(Tcp {
                 port: free_port()?,
-                ca: if tls {
-                    Some(make_certificates(dir.path())?)
-                } else {
-                    None
+                ca: match tls {
+                    Tls::Off => None,
+                    Tls::On | Tls::ClientCert => Some(make_certificates(dir.path())?),
+                },
+                client: match tls {
+                    Tls::ClientCert => Some(make_client_cert(dir.path())?),
+                    Tls::Off | Tls::On => None,
                 },
             }),
             false => None,
@@ -131,6 +162,12 @@ impl Postgres {
                     ),
                     None => "off".to_owned(),
                 };
+                if tcp.client.is_some() {
+                    options.push_str(&format!(
+                        " -c ssl_ca_file='{0}/ca.pem' -c hba_file='{0}/pg_hba.conf'",
+                        dir.path().display()
+                    ));
+                }
                 options.push_str(&format!(
                     " -c listen_addresses='127.0.0.1' -c port={} -c ssl={ssl}",
                     tcp.port
@@ -225,6 +262,29 @@ impl Postgres {
         self.tcp.as_ref()?.ca.as_deref()
     }
 
+    /// The client certificate for [`SUPERUSER`] ([`Self::start_client_cert`]).
+    pub fn client_cert(&self) -> Option<&ClientCert> {
+        self.tcp.as_ref()?.client.as_ref()
+    }
+
+    /// Another client certificate from the test CA, for the user `cn` (`NAME.crt`,
+    /// `NAME.key`): one the server refuses for [`SUPERUSER`]. None unless started with
+    /// [`Self::start_client_cert`].
+    pub fn issue_client_cert(
+        &self,
+        name: &str,
+        cn: &str,
+    ) -> Option<Result<ClientCert, PostgresError>> {
+        self.client_cert()?;
+        let dir = self.dir.path();
+        Some(
+            issue(dir, name, &format!("/CN={cn}"), CLIENT_EXTENSIONS).map(|()| ClientCert {
+                cert: dir.join(format!("{name}.crt")),
+                key: dir.join(format!("{name}.key")),
+            }),
+        )
+    }
+
     /// Runs SQL through `psql` as the superuser in `database`; returns its output (unaligned,
     /// tuples only). An SQL error is an error.
     pub fn psql(&self, database: &str, sql: &str) -> Result<String, PostgresError> {
@@ -302,15 +362,6 @@ fn make_certificates(dir: &Path) -> Result<PathBuf, PostgresError> {
     if Command::new("openssl").arg("version").output().is_err() {
         return Err(PostgresError::MissingOpenssl);
     }
-    let ec = [
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:prime256v1",
-        "-nodes",
-    ];
-    let openssl =
-        |args: &[&str]| run(Command::new("openssl").args(args).current_dir(dir)).map(drop);
     let ca = [
         "-keyout",
         "ca.key",
@@ -321,47 +372,84 @@ fn make_certificates(dir: &Path) -> Result<PathBuf, PostgresError> {
         "-subj",
         "/CN=test CA",
     ];
-    openssl(&[&["req", "-x509"][..], &ec, &ca].concat())?;
-    openssl(
-        &[
-            &["req"][..],
-            &ec,
-            &[
-                "-keyout",
-                "server.key",
-                "-out",
-                "server.csr",
-                "-subj",
-                "/CN=localhost",
-            ],
-        ]
-        .concat(),
-    )?;
-    std::fs::write(
-        dir.join("server.ext"),
+    openssl(dir, &[&["req", "-x509"][..], &EC_KEY, &ca].concat())?;
+    issue(
+        dir,
+        "server",
+        "/CN=localhost",
         "subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n\
          extendedKeyUsage=serverAuth\n",
+    )?;
+    Ok(dir.join("ca.pem"))
+}
+
+/// A client certificate for [`SUPERUSER`] signed by the CA [`make_certificates`] made in
+/// `dir` (`client.crt`, `client.key` readable by its owner only, as libpq demands), and a
+/// `pg_hba.conf` that lets TCP in with such a certificate only (the socket stays `trust`).
+fn make_client_cert(dir: &Path) -> Result<ClientCert, PostgresError> {
+    let subject = format!("/CN={SUPERUSER}");
+    issue(dir, "client", &subject, CLIENT_EXTENSIONS)?;
+    std::fs::write(
+        dir.join("pg_hba.conf"),
+        "local all all trust\nhostssl all all 127.0.0.1/32 cert\n",
     )
     .map_err(PostgresError::TempDir)?;
-    openssl(&[
-        "x509",
-        "-req",
-        "-in",
-        "server.csr",
-        "-CA",
-        "ca.pem",
-        "-CAkey",
-        "ca.key",
-        "-CAcreateserial",
-        "-days",
-        "2",
-        "-out",
-        "server.crt",
-        "-extfile",
-        "server.ext",
-    ])?;
-    run(Command::new("chmod").arg("600").arg(dir.join("server.key")))?;
-    Ok(dir.join("ca.pem"))
+    Ok(ClientCert {
+        cert: dir.join("client.crt"),
+        key: dir.join("client.key"),
+    })
+}
+
+/// A client certificate's X.509 extensions (an extfile's lines).
+const CLIENT_EXTENSIONS: &str = "basicConstraints=CA:FALSE\nextendedKeyUsage=clientAuth\n";
+
+/// `openssl req`'s options for a new P-256 key, unencrypted.
+const EC_KEY: [&str; 5] = [
+    "-newkey",
+    "ec",
+    "-pkeyopt",
+    "ec_paramgen_curve:prime256v1",
+    "-nodes",
+];
+
+/// Runs `openssl` with `args` in `dir`.
+fn openssl(dir: &Path, args: &[&str]) -> Result<(), PostgresError> {
+    run(Command::new("openssl").args(args).current_dir(dir)).map(drop)
+}
+
+/// `NAME.crt` for `subject` with the X.509 `extensions` (an extfile's lines), signed by the
+/// CA in `dir`, and its new key `NAME.key`, readable by its owner only.
+fn issue(dir: &Path, name: &str, subject: &str, extensions: &str) -> Result<(), PostgresError> {
+    let (key, csr, ext, crt) = (
+        format!("{name}.key"),
+        format!("{name}.csr"),
+        format!("{name}.ext"),
+        format!("{name}.crt"),
+    );
+    let request = ["-keyout", &key, "-out", &csr, "-subj", subject];
+    openssl(dir, &[&["req"][..], &EC_KEY, &request].concat())?;
+    std::fs::write(dir.join(&ext), extensions).map_err(PostgresError::TempDir)?;
+    openssl(
+        dir,
+        &[
+            "x509",
+            "-req",
+            "-in",
+            &csr,
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-out",
+            &crt,
+            "-extfile",
+            &ext,
+        ],
+    )?;
+    run(Command::new("chmod").arg("600").arg(dir.join(&key))).map(drop)
 }
 
 fn is_root() -> bool {
@@ -429,6 +517,20 @@ mod tests {
         );
         match postgres.psql(DATABASE, "SHOW ssl") {
             Ok(answer) => assert_eq!(answer, "on"),
+            Err(error) => panic!("{error}\n{}", postgres.log()),
+        }
+    }
+
+    #[test]
+    fn starts_requiring_a_client_certificate() {
+        let postgres = match Postgres::start_client_cert() {
+            Ok(postgres) => postgres,
+            Err(error) => panic!("{error}"),
+        };
+        let client = postgres.client_cert().cloned();
+        assert!(client.is_some_and(|c| c.cert.exists() && c.key.exists()));
+        match postgres.psql(DATABASE, "SHOW hba_file") {
+            Ok(answer) => assert!(answer.ends_with("/pg_hba.conf"), "{answer}"),
             Err(error) => panic!("{error}\n{}", postgres.log()),
         }
     }

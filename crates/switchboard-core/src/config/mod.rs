@@ -66,7 +66,7 @@ pub use sandbox::{NetworkAccess, SandboxConfig, SandboxSetting, parse_size};
 pub use schema::native_schema;
 pub use server::is_valid_id;
 pub use shared::SharedConfig;
-pub use storage::check_postgres_url;
+pub use storage::{check_postgres_url, check_private_key_file};
 pub use substitute::{
     Environment, GatewayEnvironment, MapEnvironment, ProcessEnvironment, remove_secret,
     remove_secrets, write_secret,

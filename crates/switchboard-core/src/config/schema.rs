@@ -115,6 +115,12 @@ struct Storage {
     /// A PEM file (relative to this file) of the CA that signed PostgreSQL's certificate,
     /// trusted besides the public roots; TLS itself is the url's sslmode.
     tls_ca: Option<String>,
+    /// A PEM file (relative to this file) of the client certificate PostgreSQL asks for
+    /// (pg_hba.conf's cert, clientcert=verify-full; CN = the user); needs tls_key.
+    tls_cert: Option<String>,
+    /// A PEM file (relative to this file) of tls_cert's private key, readable by its owner
+    /// only (chmod 600; 640 when root owns it), as libpq demands.
+    tls_key: Option<String>,
 }
 
 /// What calls meet while the ledger's PostgreSQL is away.

@@ -64,6 +64,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "server manager limits across replicas",
         sql: include_str!("migrations/0008_manager_agents.sql"),
     },
+    Migration {
+        version: 9,
+        name: "one open operation per new server across replicas",
+        sql: include_str!("migrations/0009_manager_adds.sql"),
+    },
 ];
 
 /// The schema version this Switchboard needs.

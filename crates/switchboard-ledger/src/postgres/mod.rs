@@ -45,10 +45,26 @@ pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// The error's own words: the server's message (with its detail) when there is one.
 pub fn describe(error: &tokio_postgres::Error) -> String {
     match error.as_db_error() {
-        Some(db) => match db.detail() {
-            Some(detail) => format!("{} ({detail})", db.message()),
-            None => db.message().to_owned(),
-        },
+        Some(db) => {
+            let said = match db.detail() {
+                Some(detail) => format!("{} ({detail})", db.message()),
+                None => db.message().to_owned(),
+            };
+            // pg_hba.conf's `cert` (or `clientcert=`) and no certificate, or one for
+            // another user.
+            if db.message().contains("client certificate")
+                || db
+                    .message()
+                    .starts_with("certificate authentication failed")
+            {
+                format!(
+                    "{said}: give its client certificate with [storage] tls_cert and tls_key \
+                     (CN = the user)"
+                )
+            } else {
+                said
+            }
+        }
         None => match std::error::Error::source(error) {
             // `sslmode=require` and the server said no to TLS.
             Some(source) if source.to_string() == "server does not support TLS" => {
@@ -56,7 +72,14 @@ pub fn describe(error: &tokio_postgres::Error) -> String {
             }
             // Already in an operator's words (`tls::TlsError`).
             Some(source) if source.is::<tls::TlsError>() => source.to_string(),
-            Some(source) => format!("{error}: {source}"),
+            // A TLS 1.3 server's refusal of our certificate, met on the first read.
+            Some(source) => match source
+                .downcast_ref::<std::io::Error>()
+                .and_then(tls::client_cert_refusal)
+            {
+                Some(refused) => refused,
+                None => format!("{error}: {source}"),
+            },
             None => error.to_string(),
         },
     }

@@ -114,7 +114,7 @@ fn migrations_apply_from_empty_and_a_second_run_applies_none() {
                 "SELECT string_agg(version::text, ',' ORDER BY version) FROM schema_migrations"
             )
             .expect("versions"),
-        "1,2,3,4,5,6,7,8"
+        "1,2,3,4,5,6,7,8,9"
     );
     // A database of wave 1 (the ledger only) is told what it lacks and gets only that.
     postgres
@@ -134,7 +134,7 @@ fn migrations_apply_from_empty_and_a_second_run_applies_none() {
         let applied = migrate::migrate(&mut client).await.expect("upgrade");
         assert_eq!(
             applied.iter().map(|m| m.version).collect::<Vec<_>>(),
-            [2, 3, 4, 5, 6, 7, 8]
+            [2, 3, 4, 5, 6, 7, 8, 9]
         );
     });
     // A schema from a newer Switchboard is refused, not guessed at.
@@ -191,6 +191,65 @@ fn migration_8_fills_in_the_agent_of_existing_operations() {
             )
             .expect("agents"),
         "01A=npc 01B=-"
+    );
+}
+
+/// Migration 9 names the server id each open install or add of the manager adds (from their
+/// JSON, derived from the registry name as `switchboard::manager::server_id_for` does).
+#[test]
+fn migration_9_fills_in_the_server_open_operations_add() {
+    let postgres = server();
+    let pool = pool(&postgres.url(), 1).expect("pool");
+    runtime().block_on(async {
+        let mut client = connect(&pool).await.expect("connect");
+        migrate::migrate(&mut client).await.expect("migrate");
+    });
+    let work = |id: &str, state: &str, work: &str| {
+        format!(
+            "('{id}', 1, '{state}', '{{\"request\": {{\"work\": {work}}}, \"e\": \"\\u0000\"}}', 'r')"
+        )
+    };
+    let rows = [
+        work(
+            "01A",
+            "queued",
+            r#"{"op": "install", "name": "io.github.o/My Server.v2", "server": null}"#,
+        ),
+        work(
+            "01B",
+            "in_progress",
+            r#"{"op": "install", "name": "x/y", "server": "given"}"#,
+        ),
+        work("01C", "queued", r#"{"op": "add", "server": "added"}"#),
+        work("01D", "completed", r#"{"op": "install", "name": "x/done"}"#),
+        work("01E", "queued", r#"{"op": "test", "server": "s"}"#),
+        work("01F", "queued", r#"{"op": "install", "name": "a/--é--"}"#),
+    ];
+    postgres
+        .psql(
+            DATABASE,
+            &format!(
+                "ALTER TABLE manager_operations DROP COLUMN adds; \
+                 DELETE FROM schema_migrations WHERE version = 9; \
+                 INSERT INTO manager_operations (id, created_ms, state, body, replica) VALUES {}",
+                rows.join(", ")
+            ),
+        )
+        .expect("a database of version 8 with rows");
+    runtime().block_on(async {
+        let mut client = connect(&pool).await.expect("connect");
+        let applied = migrate::migrate(&mut client).await.expect("upgrade");
+        assert_eq!(applied.iter().map(|m| m.version).collect::<Vec<_>>(), [9]);
+    });
+    assert_eq!(
+        postgres
+            .psql(
+                DATABASE,
+                "SELECT string_agg(id || '=' || coalesce(adds, '-'), ' ' ORDER BY id) \
+                 FROM manager_operations"
+            )
+            .expect("adds"),
+        "01A=my-server-v2 01B=given 01C=added 01D=- 01E=- 01F=server"
     );
 }
 

@@ -10,6 +10,15 @@
 //! `sslmode=verify-ca` and `verify-full`, read here as `require`, which verifies the chain and
 //! the host name (as `verify-full`; stricter than `verify-ca`).
 //!
+//! A client certificate (for `pg_hba.conf`'s `cert` and `clientcert=verify-full`): libpq's
+//! `sslcert=PATH` and `sslkey=PATH` (PEM; `[storage] tls_cert`/`tls_key` are folded into them),
+//! both or neither, also taken out of the URL here. They are read when the [`Target`] is made,
+//! so a gateway refuses to start — not its first query — when one is unreadable, the key is
+//! not the certificate's, or the key file may be read by its group or the world (refused as
+//! libpq refuses it: a key others could read is no longer only this client's). Unlike libpq
+//! there is no default file (`~/.postgresql/postgresql.crt`): a certificate is sent only when
+//! named.
+//!
 //! rustls with the `ring` provider, like the upstream HTTPS client. No channel binding is
 //! offered (SCRAM's `channel_binding=prefer` then goes without). TLS is not used over a unix
 //! socket (the server refuses it there; `prefer` goes on in plain text).
@@ -21,13 +30,17 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, ServerName};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use tokio_postgres::tls::{ChannelBinding, MakeTlsConnect, TlsConnect};
 
 use crate::LedgerError;
 
 /// The URL key that names a private CA (libpq's name for it).
 const ROOT_CERT_KEY: &str = "sslrootcert";
+/// The URL key that names the client's certificate (libpq's).
+const CERT_KEY: &str = "sslcert";
+/// The URL key that names the client certificate's private key (libpq's).
+const KEY_KEY: &str = "sslkey";
 
 /// What connecting to the `[storage] url` takes: tokio-postgres's settings and the TLS
 /// connector. Cheap to clone.
@@ -42,7 +55,7 @@ impl Target {
     /// application name `switchboard` unless the URL sets them. The URL is never repeated in
     /// an error: it may hold a password.
     pub fn parse(url: &str) -> Result<Self, LedgerError> {
-        let (url, root_cert) = take_root_cert(url)?;
+        let (url, files) = take_files(url)?;
         let mut config = tokio_postgres::Config::from_str(&url).map_err(|error| {
             LedgerError::Postgres(format!("[storage] url does not parse: {error}"))
         })?;
@@ -52,7 +65,17 @@ impl Target {
         if config.get_application_name().is_none() {
             config.application_name("switchboard");
         }
-        let tls = MakeRustls::new(root_cert.as_deref())?;
+        let client = match (files.cert, files.key) {
+            (Some(cert), Some(key)) => Some(ClientCert { cert, key }),
+            (None, None) => None,
+            (Some(_), None) | (None, Some(_)) => {
+                return Err(LedgerError::Postgres(format!(
+                    "[storage] url: {CERT_KEY} and {KEY_KEY} (tls_cert and tls_key) go together: \
+                     a client certificate needs its key"
+                )));
+            }
+        };
+        let tls = MakeRustls::new(files.root_cert.as_deref(), client.as_ref())?;
         Ok(Self { config, tls })
     }
 
@@ -80,30 +103,47 @@ impl Target {
     }
 }
 
-/// The URL as tokio-postgres reads it — without `sslrootcert`, and with libpq's
-/// `sslmode=verify-ca`/`verify-full` as `require` — and the path `sslrootcert` named
-/// (percent-decoded).
-fn take_root_cert(url: &str) -> Result<(String, Option<PathBuf>), LedgerError> {
+/// The files libpq's URL keys name (percent-decoded).
+#[derive(Debug, Default, PartialEq)]
+struct Files {
+    /// `sslrootcert`: a private CA.
+    root_cert: Option<PathBuf>,
+    /// `sslcert`: the client's certificate.
+    cert: Option<PathBuf>,
+    /// `sslkey`: its private key.
+    key: Option<PathBuf>,
+}
+
+/// The URL as tokio-postgres reads it — without `sslrootcert`, `sslcert` and `sslkey`, and
+/// with libpq's `sslmode=verify-ca`/`verify-full` as `require` — and the files those named.
+fn take_files(url: &str) -> Result<(String, Files), LedgerError> {
     let Some((head, query)) = url.split_once('?') else {
-        return Ok((url.to_owned(), None));
+        return Ok((url.to_owned(), Files::default()));
     };
-    let mut root_cert = None;
+    let mut files = Files::default();
     let mut kept = Vec::new();
     for pair in query.split('&') {
-        match pair.split_once('=') {
-            Some((key, value)) if key == ROOT_CERT_KEY => {
-                let path = percent_encoding::percent_decode_str(value)
-                    .decode_utf8()
-                    .map_err(|_| {
-                        LedgerError::Postgres(format!(
-                            "[storage] url: {ROOT_CERT_KEY} is not UTF-8 once decoded"
-                        ))
-                    })?;
-                root_cert = Some(PathBuf::from(path.as_ref()));
-            }
+        let slot = match pair.split_once('=') {
+            Some((ROOT_CERT_KEY, value)) => Some((&mut files.root_cert, ROOT_CERT_KEY, value)),
+            Some((CERT_KEY, value)) => Some((&mut files.cert, CERT_KEY, value)),
+            Some((KEY_KEY, value)) => Some((&mut files.key, KEY_KEY, value)),
             // libpq's stricter modes: `require` here verifies as `verify-full` does.
-            Some(("sslmode", "verify-ca" | "verify-full")) => kept.push("sslmode=require"),
-            _ => kept.push(pair),
+            Some(("sslmode", "verify-ca" | "verify-full")) => {
+                kept.push("sslmode=require");
+                None
+            }
+            _ => {
+                kept.push(pair);
+                None
+            }
+        };
+        if let Some((slot, key, value)) = slot {
+            let path = percent_encoding::percent_decode_str(value)
+                .decode_utf8()
+                .map_err(|_| {
+                    LedgerError::Postgres(format!("[storage] url: {key} is not UTF-8 once decoded"))
+                })?;
+            *slot = Some(PathBuf::from(path.as_ref()));
         }
     }
     let url = if kept.is_empty() {
@@ -111,7 +151,13 @@ fn take_root_cert(url: &str) -> Result<(String, Option<PathBuf>), LedgerError> {
     } else {
         format!("{head}?{}", kept.join("&"))
     };
-    Ok((url, root_cert))
+    Ok((url, files))
+}
+
+/// A client certificate's PEM files.
+struct ClientCert {
+    cert: PathBuf,
+    key: PathBuf,
 }
 
 /// Makes a rustls connector per connection, for the host being connected to.
@@ -121,19 +167,28 @@ pub struct MakeRustls {
 }
 
 impl MakeRustls {
-    /// Trusts the webpki roots and, when given, the certificates of the PEM file `root_cert`.
-    pub fn new(root_cert: Option<&Path>) -> Result<Self, LedgerError> {
+    /// Trusts the webpki roots and, when given, the certificates of the PEM file `root_cert`;
+    /// offers `client`'s certificate when the server asks for one.
+    fn new(root_cert: Option<&Path>, client: Option<&ClientCert>) -> Result<Self, LedgerError> {
         let mut roots = rustls::RootCertStore::empty();
         roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
         if let Some(path) = root_cert {
             add_pem(&mut roots, path)?;
         }
         let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let config = rustls::ClientConfig::builder_with_provider(provider)
+        let builder = rustls::ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
             .map_err(|error| LedgerError::Postgres(format!("cannot set up TLS: {error}")))?
-            .with_root_certificates(roots)
-            .with_no_client_auth();
+            .with_root_certificates(roots);
+        let config = match client {
+            None => builder.with_no_client_auth(),
+            Some(client) => {
+                let (chain, key) = load_client_cert(client)?;
+                builder
+                    .with_client_auth_cert(chain, key)
+                    .map_err(|error| client_cert_refused(client, &error))?
+            }
+        };
         Ok(Self {
             config: Arc::new(config),
         })
@@ -160,6 +215,55 @@ fn add_pem(roots: &mut rustls::RootCertStore, path: &Path) -> Result<(), LedgerE
         return Err(unreadable("holds no PEM certificate".to_owned()));
     }
     Ok(())
+}
+
+/// The certificate chain and the private key of `client`'s PEM files, the key file's
+/// permissions checked first (as libpq checks them).
+fn load_client_cert(
+    client: &ClientCert,
+) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), LedgerError> {
+    let cert_error = |why: String| {
+        LedgerError::Postgres(format!(
+            "the client certificate {} for PostgreSQL ([storage] tls_cert): {why}",
+            client.cert.display()
+        ))
+    };
+    let key_error = |why: String| {
+        LedgerError::Postgres(format!(
+            "the client key {} for PostgreSQL ([storage] tls_key): {why}",
+            client.key.display()
+        ))
+    };
+    let chain = CertificateDer::pem_file_iter(&client.cert)
+        .map_err(|e| cert_error(e.to_string()))?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| cert_error(e.to_string()))?;
+    if chain.is_empty() {
+        return Err(cert_error("holds no PEM certificate".to_owned()));
+    }
+    switchboard_core::config::check_private_key_file(&client.key).map_err(key_error)?;
+    let key = PrivateKeyDer::from_pem_file(&client.key).map_err(|e| match e {
+        rustls::pki_types::pem::Error::NoItemsFound => {
+            key_error("holds no PEM private key".to_owned())
+        }
+        other => key_error(other.to_string()),
+    })?;
+    Ok((chain, key))
+}
+
+/// Why rustls would not take `client`'s certificate and key, readably.
+fn client_cert_refused(client: &ClientCert, error: &rustls::Error) -> LedgerError {
+    let why = match error {
+        rustls::Error::InconsistentKeys(rustls::InconsistentKeys::KeyMismatch) => {
+            "the key is not the certificate's (they are from different pairs)".to_owned()
+        }
+        other => other.to_string(),
+    };
+    LedgerError::Postgres(format!(
+        "the client certificate {} and key {} for PostgreSQL ([storage] tls_cert, tls_key): {why}",
+        client.cert.display(),
+        client.key.display()
+    ))
 }
 
 impl<S> MakeTlsConnect<S> for MakeRustls
@@ -222,6 +326,9 @@ where
 /// The cause of a failed handshake, readably.
 fn handshake_failure(error: &std::io::Error, host: &str) -> String {
     use rustls::CertificateError as Cert;
+    if let Some(refused) = client_cert_refusal(error) {
+        return refused;
+    }
     let Some(rustls::Error::InvalidCertificate(cert)) = error
         .get_ref()
         .and_then(|inner| inner.downcast_ref::<rustls::Error>())
@@ -239,6 +346,28 @@ fn handshake_failure(error: &std::io::Error, host: &str) -> String {
             "the server's certificate has expired".to_owned()
         }
         other => format!("the server's certificate is refused: {other:?}"),
+    }
+}
+
+/// The server's word on the client certificate we sent (or did not) when `error` is its TLS
+/// alert, readably. With TLS 1.3 it arrives after the handshake, on the first read.
+pub(super) fn client_cert_refusal(error: &std::io::Error) -> Option<String> {
+    use rustls::AlertDescription as Alert;
+    match error.get_ref()?.downcast_ref::<rustls::Error>()? {
+        rustls::Error::AlertReceived(
+            alert @ (Alert::UnknownCA
+            | Alert::BadCertificate
+            | Alert::CertificateExpired
+            | Alert::CertificateRevoked
+            | Alert::CertificateUnknown
+            | Alert::CertificateRequired
+            | Alert::UnsupportedCertificate
+            | Alert::AccessDenied),
+        ) => Some(format!(
+            "the server refused our client certificate ({alert:?}): check [storage] tls_cert \
+             and tls_key, and that the server's ssl_ca_file holds their CA"
+        )),
+        _ => None,
     }
 }
 
@@ -300,19 +429,50 @@ mod tests {
 
     #[test]
     fn takes_the_root_cert_out_of_the_url() {
-        let (url, ca) =
-            take_root_cert("postgres://u@h/db?sslmode=require&sslrootcert=%2Fetc%2Fca%20x.pem")
+        let (url, files) =
+            take_files("postgres://u@h/db?sslmode=require&sslrootcert=%2Fetc%2Fca%20x.pem")
                 .expect("parses");
         assert_eq!(url, "postgres://u@h/db?sslmode=require");
-        assert_eq!(ca, Some(PathBuf::from("/etc/ca x.pem")));
-        let (url, ca) = take_root_cert("postgres://u@h/db?sslrootcert=/ca.pem").expect("parses");
+        assert_eq!(files.root_cert, Some(PathBuf::from("/etc/ca x.pem")));
+        let (url, files) = take_files("postgres://u@h/db?sslrootcert=/ca.pem").expect("parses");
         assert_eq!(
-            (url.as_str(), ca),
+            (url.as_str(), files.root_cert),
             ("postgres://u@h/db", Some("/ca.pem".into()))
         );
-        let (url, _) = take_root_cert("postgres://u@h/db?sslmode=verify-full").expect("parses");
+        let (url, _) = take_files("postgres://u@h/db?sslmode=verify-full").expect("parses");
         assert_eq!(url, "postgres://u@h/db?sslmode=require");
-        let (url, ca) = take_root_cert("postgres://u@h/db").expect("parses");
-        assert_eq!((url.as_str(), ca), ("postgres://u@h/db", None));
+        let (url, files) = take_files("postgres://u@h/db").expect("parses");
+        assert_eq!(
+            (url.as_str(), files),
+            ("postgres://u@h/db", Files::default())
+        );
+    }
+
+    #[test]
+    fn takes_the_client_certificate_and_key_out_of_the_url() {
+        let (url, files) =
+            take_files("postgres://u@h/db?sslcert=%2Fc%20x.crt&sslmode=require&sslkey=/c.key")
+                .expect("parses");
+        assert_eq!(url, "postgres://u@h/db?sslmode=require");
+        assert_eq!(files.cert, Some(PathBuf::from("/c x.crt")));
+        assert_eq!(files.key, Some(PathBuf::from("/c.key")));
+        assert_eq!(files.root_cert, None);
+    }
+
+    #[test]
+    fn a_certificate_without_its_key_is_refused_before_connecting() {
+        for url in [
+            "postgres://u@h/db?sslcert=/c.crt",
+            "postgres://u@h/db?sslkey=/c.key",
+        ] {
+            let Err(error) = Target::parse(url) else {
+                panic!("{url} was accepted");
+            };
+            let error = error.to_string();
+            assert!(
+                error.contains("sslcert and sslkey (tls_cert and tls_key) go together"),
+                "{error}"
+            );
+        }
     }
 }

@@ -300,18 +300,37 @@ impl Manager {
         Ok(())
     }
 
-    /// Keeps a new operation where operations are kept. On PostgreSQL an agent's is
-    /// admitted there, in the transaction that inserts it, only while the agent has fewer
-    /// than [`OPEN_PER_AGENT`] open on all the replicas (`postgres::admission`).
-    async fn keep_new(&self, operation: &Operation) -> Result<(), ManagerError> {
-        match (&self.shared.postgres, operation.request.agent.as_deref()) {
-            (Some(shared), Some(agent)) => {
-                match shared.admit(operation, agent, OPEN_PER_AGENT).await? {
-                    None => Ok(()),
-                    Some(open) => Err(too_many(agent, open, true)),
-                }
+    /// Keeps a new operation where operations are kept. On PostgreSQL an agent's, and one
+    /// that adds a server (`adds`), is admitted there, in the transaction that inserts it,
+    /// only while the agent has fewer than [`OPEN_PER_AGENT`] open and no operation adds
+    /// that server, on all the replicas (`postgres::admission`).
+    async fn keep_new(
+        &self,
+        operation: &Operation,
+        adds: Option<&str>,
+    ) -> Result<(), ManagerError> {
+        let agent = operation.request.agent.as_deref();
+        let Some(shared) = self
+            .shared
+            .postgres
+            .as_ref()
+            .filter(|_| agent.is_some() || adds.is_some())
+        else {
+            return Ok(self.with_store(|store| store.save(operation))?);
+        };
+        match shared.admit(operation, agent, OPEN_PER_AGENT, adds).await? {
+            None => Ok(()),
+            Some(postgres::Refusal::TooMany(open)) => {
+                Err(too_many(agent.unwrap_or_default(), open, true))
             }
-            _ => Ok(self.with_store(|store| store.save(operation))?),
+            Some(postgres::Refusal::Adding {
+                server,
+                id,
+                replica,
+            }) => Err(ManagerError::Refused(format!(
+                "{} (operation {id}, on replica {replica})",
+                adding_already(&server)
+            ))),
         }
     }
 
@@ -326,13 +345,7 @@ impl Manager {
         let request = work::screen_values(self, request)
             .await
             .map_err(ManagerError::Refused)?;
-        let adds = match &request.work {
-            Work::Install { name, server, .. } => {
-                Some(server.clone().unwrap_or_else(|| server_id_for(name)))
-            }
-            Work::Add { server, .. } => Some(server.clone()),
-            _ => None,
-        };
+        let adds = request.work.adds();
         if let Some(server) = request
             .work
             .server()
@@ -347,14 +360,12 @@ impl Manager {
         if let Some(server) = &adds
             && !lock(&self.shared.reserved).insert(server.clone())
         {
-            return Err(ManagerError::Refused(format!(
-                "another operation is adding a server named '{server}' already"
-            )));
+            return Err(ManagerError::Refused(adding_already(server)));
         }
         let id = switchboard_core::call_id::new_call_id(SystemTime::now());
         let mut operation = Operation::queued(id.clone(), request, now_ms());
         operation.replica = self.replica();
-        if let Err(error) = self.keep_new(&operation).await {
+        if let Err(error) = self.keep_new(&operation, adds.as_deref()).await {
             if let Some(server) = &adds {
                 lock(&self.shared.reserved).remove(server);
             }
@@ -586,6 +597,11 @@ impl Manager {
             operation = self.status(id)?;
         }
     }
+}
+
+/// Why a second operation adding server `server` is refused while one is open.
+fn adding_already(server: &str) -> String {
+    format!("another operation is adding a server named '{server}' already")
 }
 
 /// The refusal of an agent's operation when it has `open` already (`across`: counted on

@@ -150,6 +150,19 @@ impl Work {
         }
     }
 
+    /// The id of the server the work adds to the configuration (an install's: the id it
+    /// names, else the one [`super::server_id_for`] derives from the registry name; an
+    /// add's), when it adds one. At most one open operation adds any id.
+    pub fn adds(&self) -> Option<String> {
+        match self {
+            Self::Install { name, server, .. } => {
+                Some(server.clone().unwrap_or_else(|| super::server_id_for(name)))
+            }
+            Self::Add { server, .. } => Some(server.clone()),
+            _ => None,
+        }
+    }
+
     /// The server the work is about, when it names one.
     pub fn server(&self) -> Option<&str> {
         match self {

@@ -270,8 +270,9 @@ impl SharedOperations {
                              INSERT INTO manager_replicas (replica) VALUES ($5)
                              ON CONFLICT (replica) DO UPDATE SET heartbeat_at = now()
                          ), up AS (
-                             INSERT INTO manager_operations (id, created_ms, state, body, replica, agent)
-                             VALUES ($1, $2, $3, $4, $5, $7)
+                             INSERT INTO manager_operations
+                                 (id, created_ms, state, body, replica, agent, adds)
+                             VALUES ($1, $2, $3, $4, $5, $7, $8)
                              ON CONFLICT (id) DO UPDATE SET state = excluded.state,
                                  body = excluded.body, updated_at = now(),
                                  seq = nextval('manager_operations_seq')
@@ -287,6 +288,7 @@ impl SharedOperations {
                             &self.replica,
                             &CHANNEL,
                             &operation.request.agent,
+                            &operation.request.work.adds(),
                         ],
                     )
                     .await
@@ -573,5 +575,6 @@ async fn follow(store: Weak<SharedOperations>, config: switchboard_ledger::postg
 mod admission;
 mod lease;
 pub use admission::PRUNE_EVERY;
+pub(crate) use admission::Refusal;
 #[cfg(test)]
 mod tests;

@@ -117,3 +117,111 @@ fn tls_ca_mistakes_are_located() {
         )],
     );
 }
+
+/// A directory with `client.crt` (mode 644) and `client.key` (mode `key_mode`).
+fn client_files(key_mode: u32) -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(dir.path().join("client.crt"), "PEM").expect("write");
+    let key = dir.path().join("client.key");
+    std::fs::write(&key, "PEM").expect("write");
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(key_mode)).expect("chmod");
+    dir
+}
+
+#[test]
+fn tls_cert_and_key_are_read_relative_to_the_file_and_folded_into_the_url() {
+    let dir = client_files(0o600);
+    let path = dir.path().join("switchboard.toml");
+    std::fs::write(
+        &path,
+        "[storage]\nurl = \"postgres://db/x?sslmode=require\"\ntls_cert = \"client.crt\"\n\
+         tls_key = \"client.key\"\n",
+    )
+    .expect("write");
+    let config = Config::load(&path, &env()).expect("valid");
+    let url = config.storage.url.as_ref().map(SecretString::expose);
+    let encoded = |name: &str| {
+        let path = dir.path().join(name).display().to_string();
+        percent_encoding::utf8_percent_encode(&path, percent_encoding::NON_ALPHANUMERIC).to_string()
+    };
+    assert_eq!(
+        url,
+        Some(
+            format!(
+                "postgres://db/x?sslmode=require&sslcert={}&sslkey={}",
+                encoded("client.crt"),
+                encoded("client.key")
+            )
+            .as_str()
+        )
+    );
+}
+
+#[test]
+fn tls_cert_and_key_mistakes_are_located() {
+    let dir = client_files(0o644);
+    let cert = dir.path().join("client.crt").display().to_string();
+    let key = dir.path().join("client.key").display().to_string();
+    toml(
+        &format!("[storage]\nurl = \"postgres://db/x\"\ntls_cert = \"{cert}\"\n"),
+        &[(
+            3,
+            12,
+            "storage.tls_cert is set but storage.tls_key is not: a client certificate needs its key",
+        )],
+    );
+    toml(
+        "[storage]\nurl = \"postgres://db/x\"\ntls_key = \"/dev/null\"\n",
+        &[(3, 11, "storage.tls_key: /dev/null is not a regular file")],
+    );
+    // Readable by the world: refused as libpq refuses it.
+    toml(
+        &format!(
+            "[storage]\nurl = \"postgres://db/x\"\ntls_cert = \"{cert}\"\ntls_key = \"{key}\"\n"
+        ),
+        &[(
+            4,
+            11,
+            &format!("storage.tls_key: {key} has group or world access (mode 644)"),
+        )],
+    );
+    toml(
+        "[storage]\nurl = \"postgres://db/x\"\ntls_cert = \"/nonexistent/c.crt\"\n",
+        &[(3, 12, "storage.tls_cert: cannot read /nonexistent/c.crt")],
+    );
+    toml(
+        &format!("[storage]\ntls_cert = \"{cert}\"\n"),
+        &[(2, 12, "storage.tls_cert is set but storage.url is not")],
+    );
+    toml(
+        &format!(
+            "[storage]\nurl = \"postgres://db/x?sslcert=/a.crt&sslkey=/a.key\"\ntls_cert = \"{cert}\"\n"
+        ),
+        &[(
+            3,
+            12,
+            "storage.tls_cert and the url's sslcert both name a client certificate",
+        )],
+    );
+}
+
+#[test]
+fn a_private_key_is_kept_as_libpq_demands() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = client_files(0o600);
+    let key = dir.path().join("client.key");
+    assert_eq!(check_private_key_file(&key), Ok(()));
+    let by_root = std::fs::metadata(&key).expect("metadata").uid() == 0;
+    for (mode, allowed) in [
+        (0o400, true),
+        (0o640, by_root),
+        (0o604, false),
+        (0o660, false),
+    ] {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(mode)).expect("chmod");
+        let checked = check_private_key_file(&key);
+        assert_eq!(checked.is_ok(), allowed, "mode {mode:o}: {checked:?}");
+    }
+}

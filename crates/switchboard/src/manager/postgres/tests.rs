@@ -207,7 +207,7 @@ async fn two_replicas_admitting_one_agent_at_once_never_pass_its_limit_together(
     let limit = 4;
     for id in ["01A0", "01A1"] {
         assert_eq!(
-            a.admit(&asked_by(id, "a", "npc"), "npc", limit)
+            a.admit(&asked_by(id, "a", "npc"), Some("npc"), limit, None)
                 .await
                 .expect("admit"),
             None
@@ -218,17 +218,21 @@ async fn two_replicas_admitting_one_agent_at_once_never_pass_its_limit_together(
     let attempts = (0..20).map(|n| {
         let (store, name) = if n % 2 == 0 { (&a, "a") } else { (&b, "b") };
         let operation = asked_by(&format!("01B{n:02}"), name, "npc");
-        async move { store.admit(&operation, "npc", limit).await }
+        async move { store.admit(&operation, Some("npc"), limit, None).await }
     });
     let outcomes = futures::future::join_all(attempts).await;
     let took = started.elapsed();
     let admitted = outcomes.iter().filter(|o| matches!(o, Ok(None))).count();
-    let refused: Vec<usize> = outcomes
+    let refused: Vec<Refusal> = outcomes
         .iter()
-        .filter_map(|o| o.as_ref().ok().copied().flatten())
+        .filter_map(|o| o.as_ref().ok().cloned().flatten())
         .collect();
     assert_eq!(admitted, 2, "{outcomes:?}");
-    assert_eq!(refused, vec![4; 18], "each refusal counts all four");
+    assert_eq!(
+        refused,
+        vec![Refusal::TooMany(4); 18],
+        "each refusal counts all four"
+    );
     eprintln!("20 concurrent admissions through two replicas took {took:?}");
     assert_eq!(
         sql(
@@ -239,7 +243,7 @@ async fn two_replicas_admitting_one_agent_at_once_never_pass_its_limit_together(
     );
     // Another agent has its own slots; one of npc's ending frees one, on either replica.
     assert_eq!(
-        b.admit(&asked_by("01C0", "b", "other"), "other", limit)
+        b.admit(&asked_by("01C0", "b", "other"), Some("other"), limit, None)
             .await
             .expect("admit"),
         None
@@ -249,16 +253,16 @@ async fn two_replicas_admitting_one_agent_at_once_never_pass_its_limit_together(
     a.save(&done).expect("save");
     assert!(a.flush(Duration::from_secs(10)).await);
     assert_eq!(
-        b.admit(&asked_by("01C1", "b", "npc"), "npc", limit)
+        b.admit(&asked_by("01C1", "b", "npc"), Some("npc"), limit, None)
             .await
             .expect("admit"),
         None
     );
     assert_eq!(
-        b.admit(&asked_by("01C2", "b", "npc"), "npc", limit)
+        b.admit(&asked_by("01C2", "b", "npc"), Some("npc"), limit, None)
             .await
             .expect("admit"),
-        Some(4)
+        Some(Refusal::TooMany(4))
     );
     // What a replica admitted is in its mirror at once, and the other's quick count
     // catches up within a poll.
@@ -275,7 +279,7 @@ async fn two_replicas_admitting_one_agent_at_once_never_pass_its_limit_together(
     // With PostgreSQL away the count cannot be taken: refused, saying so; back, admitted.
     postgres.stop().expect("stop");
     let error = b
-        .admit(&asked_by("01D0", "b", "other"), "other", limit)
+        .admit(&asked_by("01D0", "b", "other"), Some("other"), limit, None)
         .await
         .expect_err("no count without PostgreSQL");
     assert!(
@@ -287,7 +291,7 @@ async fn two_replicas_admitting_one_agent_at_once_never_pass_its_limit_together(
     postgres.resume().expect("resume");
     let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
     while b
-        .admit(&asked_by("01D0", "b", "other"), "other", limit)
+        .admit(&asked_by("01D0", "b", "other"), Some("other"), limit, None)
         .await
         .is_err()
     {
@@ -361,4 +365,109 @@ async fn finished_operations_past_their_retention_are_pruned_and_open_ones_never
         .collect();
     assert_eq!(listed, ["01R5", "01R4", "01R3", "01OPEN"]);
     assert!(pruner.close(Duration::from_secs(10)).await);
+}
+
+/// An install of the registry's `name` (as `server` when given), queued by `replica` for
+/// `agent` (an operator's when none).
+fn install(
+    id: &str,
+    replica: &str,
+    agent: Option<&str>,
+    name: &str,
+    server: Option<&str>,
+) -> Operation {
+    let request = Request::new(Work::Install {
+        name: name.to_owned(),
+        version: None,
+        server: server.map(str::to_owned),
+        values: std::collections::BTreeMap::new(),
+        activation: crate::manager::Activation::Policy,
+    });
+    let mut operation = Operation::queued(id.to_owned(), request, crate::manager::now_ms());
+    operation.replica = Some(replica.to_owned());
+    operation.request.agent = agent.map(str::to_owned);
+    operation
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replicas_adding_one_new_server_at_once_admit_one_operation() {
+    let postgres = server();
+    migrated(&postgres).await;
+    let a = replica(&postgres, "a");
+    let b = replica(&postgres, "b");
+    let limit = 4;
+    // Twenty at once, half through each replica, all adding `echo`: an operator's, two
+    // agents', the id named or derived from the registry name; and one adding `other`.
+    let attempts = (0..21).map(|n| {
+        let (store, name) = if n % 2 == 0 { (&a, "a") } else { (&b, "b") };
+        let agent = [None, Some("npc"), Some("pc")][n % 3];
+        let (registry, server) = match n {
+            20 => ("io.example/other", None),
+            n if n % 4 < 2 => ("io.example/Echo", None),
+            _ => ("io.example/anything", Some("echo")),
+        };
+        let operation = install(&format!("01E{n:02}"), name, agent, registry, server);
+        let adds = operation.request.work.adds();
+        async move {
+            let admitted = store.admit(&operation, agent, limit, adds.as_deref()).await;
+            (operation.id, name, admitted)
+        }
+    });
+    let outcomes = futures::future::join_all(attempts).await;
+    let admitted: Vec<(&str, &str)> = outcomes
+        .iter()
+        .filter(|(id, _, o)| matches!(o, Ok(None)) && id != "01E20")
+        .map(|(id, name, _)| (id.as_str(), *name))
+        .collect();
+    let [(first, first_on)] = admitted[..] else {
+        panic!("not one admitted: {outcomes:?}");
+    };
+    for (id, _, outcome) in &outcomes {
+        let expected = match id.as_str() {
+            "01E20" => None,
+            id if id == first => None,
+            _ => Some(Refusal::Adding {
+                server: "echo".to_owned(),
+                id: first.to_owned(),
+                replica: first_on.to_owned(),
+            }),
+        };
+        assert_eq!(outcome.as_ref().ok(), Some(&expected), "{id}");
+    }
+    let open_adding = |server: &str| {
+        sql(
+            &postgres,
+            &format!(
+                "SELECT count(*) FROM manager_operations WHERE adds = '{server}' \
+                 AND state IN ('queued', 'in_progress')"
+            ),
+        )
+    };
+    assert_eq!(
+        (open_adding("echo"), open_adding("other")),
+        ("1".into(), "1".into())
+    );
+
+    // Once the first ends (written behind by its replica), either replica admits another.
+    let owner = if first_on == "a" { &a } else { &b };
+    let mut done = owner.get(first).expect("get").expect("mirrored");
+    done.state = State::Failed;
+    owner.save(&done).expect("save");
+    assert!(owner.flush(Duration::from_secs(10)).await);
+    let again = install("01F0", "b", Some("npc"), "io.example/echo", None);
+    let adds = again.request.work.adds();
+    assert_eq!(
+        b.admit(&again, Some("npc"), limit, adds.as_deref())
+            .await
+            .expect("admit"),
+        None
+    );
+    // A later write of it keeps what it adds (the write-behind's upsert leaves `adds`).
+    let mut running = again.clone();
+    running.state = State::InProgress;
+    b.save(&running).expect("save");
+    assert!(b.flush(Duration::from_secs(10)).await);
+    assert_eq!(open_adding("echo"), "1");
+    assert!(a.close(Duration::from_secs(10)).await);
+    assert!(b.close(Duration::from_secs(10)).await);
 }
