@@ -13,8 +13,9 @@
 //! Redis Cluster hash tag: one deployment's keys share a slot, so a script may touch them
 //! all). Scopes come from the config, so the key set is bounded; rate keys expire when idle.
 //!
-//! Unreachable Redis: every command is bounded by [`COMMAND_TIMEOUT`]; the first failure (of a
-//! call, or of the PING sent every [`HEALTH_EVERY`]) marks the store down, and from then on
+//! Unreachable Redis: every command is bounded by [`COMMAND_TIMEOUT`]; the first failure of a
+//! call's command, or two PINGs in a row unanswered (one every [`HEALTH_EVERY`], the second at
+//! once), marks the store down, and from then on
 //! calls get [`SharedUnavailable`] at once (the configured policy applies) while a background
 //! probe PINGs every [`PROBE_EVERY`] until Redis answers.
 
@@ -328,8 +329,12 @@ async fn probe(inner: std::sync::Weak<Inner>, went_down: Arc<Notify>, stop: Canc
         let Some(strong) = inner.upgrade() else {
             return;
         };
-        let answers = strong.answers().await;
         let was_down = strong.down_reason().is_some();
+        // A store that is up is marked down by the probe only when a second PING, sent at
+        // once, goes unanswered too: one late answer on a busy runtime (every worker thread
+        // taken for a moment) is not an outage, and calls' own commands still find a real
+        // one at their first failure.
+        let answers = strong.answers().await || (!was_down && strong.answers().await);
         if answers && was_down {
             *lock(&strong.down) = None;
             tracing::info!(
