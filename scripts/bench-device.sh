@@ -15,7 +15,8 @@
 # and, for `bench manager`, Node.js, npm and an npm cache holding the memory server
 # (`npm install --cache DIR @modelcontextprotocol/server-memory@2026.8.31` fills one):
 #   tar -cJf .bench-carry/node.tar.xz -C DIR_ABOVE node npm-cache   # node/bin/{node,npm}
-# Then run there: `OUT=... scripts/bench-device.sh .bench-carry [SECONDS]`.
+# Then run there: `OUT=... scripts/bench-device.sh .bench-carry [SECONDS]` (ONLY=throughput
+# for the throughput table alone).
 set -uo pipefail
 carry=${1:?the carried folder}
 seconds=${2:-3}
@@ -36,7 +37,7 @@ if command -v npm >/dev/null; then
 fi
 echo "== bench compare (issue 33)"
 mkdir -p "$out/plots"
-timeout 420 ./bench compare --only throughput,scaling,instances --concurrency 64 \
+timeout 420 ./bench compare --only "${ONLY:-throughput,scaling,instances}" --concurrency 64 \
     --cores 2,4,8,16 --instances 1,2,4 --seconds "$seconds" \
     --against ./switchboard-base --against-label "switchboard $(cat BASE 2>/dev/null || echo base)" \
     --peers-dir ./peers --plots "$out/plots"
