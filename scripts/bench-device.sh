@@ -37,8 +37,11 @@ if command -v npm >/dev/null; then
 fi
 echo "== bench compare (issue 33)"
 mkdir -p "$out/plots"
-timeout 420 ./bench compare --only "${ONLY:-throughput,scaling,instances}" --concurrency 64 \
-    --cores 2,4,8,16 --instances 1,2,4 --seconds "$seconds" \
+only=${ONLY:-throughput,scaling,instances}
+shape=()
+[[ $only == *scaling* ]] && shape+=(--cores 2,4,8,16)
+[[ $only == *instances* ]] && shape+=(--instances 1,2,4)
+timeout 420 ./bench compare --only "$only" --concurrency 64 "${shape[@]}" --seconds "$seconds" \
     --against ./switchboard-base --against-label "switchboard $(cat BASE 2>/dev/null || echo base)" \
     --peers-dir ./peers --plots "$out/plots"
 echo "== end"

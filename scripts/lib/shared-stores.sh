@@ -38,13 +38,14 @@ stores_cleanup() {
 }
 trap stores_cleanup EXIT
 
-# PostgreSQL on a unix socket only; fsync off, as in the tests (the disk is not what is measured).
+# PostgreSQL on a unix socket only; fsync off, as in the tests (the disk is not what is measured);
+# no JIT (a carried PostgreSQL may lack LLVM, and counting a big table would fail for it).
 stores_start() {
     mkdir -p "$work/pg" "$work/sock"
     [[ ${#as_pg[@]} -gt 0 ]] && chown postgres "$work/pg" "$work/sock"
     "${as_pg[@]}" "$pg/initdb" -D "$work/pg" -U postgres -A trust >/dev/null
     "${as_pg[@]}" "$pg/pg_ctl" -D "$work/pg" -l "$work/sock/pg.log" -w \
-        -o "-k $work/sock -c listen_addresses='' -c fsync=off" start >/dev/null
+        -o "-k $work/sock -c listen_addresses='' -c fsync=off -c jit=off" start >/dev/null
     "$redis_server" --port 0 --unixsocket "$work/redis.sock" --unixsocketperm 700 --save '' \
         --appendonly no --daemonize yes --logfile "$work/redis.log" >/dev/null
     for _ in $(seq 50); do [[ -S $work/redis.sock ]] && break; sleep 0.1; done
