@@ -4,10 +4,10 @@
 //! The book never reads a clock: every call hands in the time. It is plain data (`&mut self`);
 //! the integrator wraps it in the lock of its choice.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use foldhash::{HashMap, HashMapExt};
 use tokio::time::Instant;
 
 use crate::effective::{Declared, EffectiveConfig, EffectiveLatency};
@@ -89,6 +89,7 @@ impl RecordOutcome {
 #[derive(Debug, Clone, Default)]
 pub struct LatencyBook {
     config: BudgetConfig,
+    /// By tool name, looked up on every call: hashed with foldhash, not SipHash.
     tools: HashMap<Arc<str>, ToolBudget>,
 }
 

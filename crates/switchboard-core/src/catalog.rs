@@ -9,9 +9,11 @@
 //! the server listed first in the config keeps the name and the other is reported as a
 //! [`CatalogProblem::Collision`]; a tool whose input schema does not compile is quarantined.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
+
+use foldhash::{HashMap, HashMapExt};
 
 use crate::naming::exposed_name;
 use crate::schema::InputSchema;
@@ -177,6 +179,7 @@ pub struct Catalog {
     /// The `tools` array of a listing, serialized once per snapshot on first use.
     listing: std::sync::OnceLock<Arc<str>>,
     entries: Vec<Arc<CatalogEntry>>,
+    /// Every call resolves its name here: hashed with foldhash, not SipHash.
     by_name: HashMap<String, usize>,
     aliases: HashMap<String, usize>,
     problems: Vec<CatalogProblem>,

@@ -18,6 +18,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::hash::BuildHasher;
 use std::sync::{Mutex, MutexGuard};
 
+use foldhash::fast::RandomState;
 use switchboard_core::Caller;
 use tokio::sync::watch;
 
@@ -109,7 +110,8 @@ impl SessionState {
 /// Every session's state.
 pub(crate) struct Sessions {
     shards: Box<[Mutex<Shard>]>,
-    hasher: std::collections::hash_map::RandomState,
+    /// Picks a key's shard. foldhash's quality variant, so the low bits spread evenly.
+    hasher: foldhash::quality::RandomState,
     /// The keys of the shared sessions held here, by digest: where a change heard from
     /// another replica goes. Locked after a shard, never before one.
     shared: Mutex<HashMap<SessionDigest, String>>,
@@ -118,7 +120,9 @@ pub(crate) struct Sessions {
 /// One shard: its sessions, and the clock that orders their use.
 #[derive(Default)]
 struct Shard {
-    map: HashMap<String, SessionState>,
+    /// Hashed with foldhash, on every call (the keys are the gateway's session ids and the
+    /// agents' names).
+    map: HashMap<String, SessionState, RandomState>,
     clock: u64,
 }
 
@@ -126,7 +130,7 @@ impl Default for Sessions {
     fn default() -> Self {
         Self {
             shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
-            hasher: std::collections::hash_map::RandomState::new(),
+            hasher: foldhash::quality::RandomState::default(),
             shared: Mutex::default(),
         }
     }

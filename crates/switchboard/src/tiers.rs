@@ -10,7 +10,6 @@
 //! Whether a tool fits a tier is the latency budget's call (`crate::latency`): measured
 //! latency once there are enough samples, declared before, demoted one tier while degraded.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use switchboard_budget::TierId;
@@ -24,7 +23,7 @@ use crate::shared::sessions::SessionChange;
 /// A view narrowed to a tier: permitted, and placed in this tier or a faster one.
 struct TierFit {
     permitted: Arc<dyn View>,
-    fits: Arc<HashMap<String, Option<TierId>>>,
+    fits: Arc<crate::latency::Fits>,
     tier: Option<TierId>,
 }
 

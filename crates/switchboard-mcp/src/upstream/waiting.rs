@@ -3,9 +3,9 @@
 //! table behind one lock the calls of 16 threads to one server met on that lock (a contended
 //! mutex, then a futex wake, in the 16-core profile). Consecutive ids fall in different shards.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use foldhash::{HashMap, HashMapExt};
 use switchboard_core::CallerChannel;
 use tokio::sync::oneshot;
 
@@ -18,6 +18,7 @@ pub(super) struct Waiting<A> {
 }
 
 struct Shard<A> {
+    /// By the client's own request ids, hashed with foldhash.
     answers: HashMap<i64, oneshot::Sender<A>>,
     /// Callers of requests in flight (a request made for no caller has none).
     callers: Vec<(i64, Arc<dyn CallerChannel>)>,

@@ -102,15 +102,19 @@ pub const MEASURED_DEADLINE_FLOOR: Duration = Duration::from_secs(1);
 /// What hears which tiers' tools changed.
 type TiersChanged = Box<dyn Fn(&[String]) + Send + Sync>;
 
-/// Which tier each exposed tool fits first, as the views see it.
-type Fits = HashMap<String, Option<TierId>>;
+/// Which tier each exposed tool fits first, as the views see it. The tables a call looks its
+/// tool up in are hashed with foldhash, not SipHash.
+pub(crate) type Fits = foldhash::HashMap<String, Option<TierId>>;
+
+/// The tools of the current catalog, by stats key.
+pub(crate) type ToolTable = foldhash::HashMap<Arc<str>, Arc<ToolTraits>>;
 
 /// The Host's latency state. See the module doc.
 pub struct LatencyBudget {
     settings: LatencyConfig,
     book: Mutex<LatencyBook>,
     tiers: TierSet,
-    tools: ArcSwap<HashMap<Arc<str>, Arc<ToolTraits>>>,
+    tools: ArcSwap<ToolTable>,
     fits: ArcSwap<Fits>,
     last_change: Mutex<Option<Instant>>,
     republish_scheduled: AtomicBool,
@@ -239,7 +243,7 @@ impl LatencyBudget {
     }
 
     /// The tools of the current catalog, by stats key.
-    pub fn tools(&self) -> Arc<HashMap<Arc<str>, Arc<ToolTraits>>> {
+    pub fn tools(&self) -> Arc<ToolTable> {
         self.tools.load_full()
     }
 
@@ -247,7 +251,8 @@ impl LatencyBudget {
     /// each is seen) and publishes placements at once — a catalog change is announced anyway.
     pub fn refresh(&self, catalog: &Catalog, transports: &HashMap<ServerId, &'static str>) {
         let overrides = self.overrides();
-        let mut tools = HashMap::with_capacity(catalog.entries().len());
+        let mut tools =
+            ToolTable::with_capacity_and_hasher(catalog.entries().len(), Default::default());
         for entry in catalog.entries() {
             let key: Arc<str> =
                 Arc::from(tool_key(entry.spec.server.as_str(), &entry.upstream_name));

@@ -297,7 +297,7 @@ impl SharedStats {
     fn merge_into(
         &self,
         budget: &LatencyBudget,
-        tools: &HashMap<Arc<str>, Arc<super::ToolTraits>>,
+        tools: &super::ToolTable,
         mut others: HashMap<String, Vec<Sample>>,
     ) -> usize {
         let own = lock(&self.own);

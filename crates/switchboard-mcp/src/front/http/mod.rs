@@ -39,6 +39,7 @@ mod guard;
 pub mod health;
 mod in_flight;
 pub mod owners;
+mod posted;
 mod resource;
 pub mod sessions;
 mod workers;
@@ -52,6 +53,7 @@ use self::guard::{Authenticated, authenticate};
 pub use self::health::Lifecycle;
 use self::in_flight::CallInFlight;
 pub use self::owners::{AnswerRoutes, RoutedAnswer, Undeliverable};
+use self::posted::Posted;
 use self::sessions::{Asker, Session, SessionTable};
 pub use self::sessions::{EndedAnswer, EndedSessions, EndedUnavailable, LocalEndedSessions};
 use super::dispatch::{Dispatcher, progress_token};
@@ -195,10 +197,8 @@ fn plain(status: StatusCode, text: &str) -> Response {
 
 async fn handle_agent_post(
     state: State<Arc<HttpState>>,
-    uri: Uri,
     Path(agent): Path<String>,
-    headers: HeaderMap,
-    body: Bytes,
+    Posted { uri, headers, body }: Posted,
 ) -> Response {
     post_as(state, uri, headers, body, Some(agent)).await
 }
@@ -208,10 +208,12 @@ const TIER_HEADER: &str = "switchboard-tier";
 
 async fn handle_tier_post(
     state: State<Arc<HttpState>>,
-    uri: Uri,
     Path(tier): Path<String>,
-    mut headers: HeaderMap,
-    body: Bytes,
+    Posted {
+        uri,
+        mut headers,
+        body,
+    }: Posted,
 ) -> Response {
     match HeaderValue::from_str(&tier) {
         Ok(value) => {
@@ -261,9 +263,7 @@ fn header_str<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
 
 async fn handle_post(
     state: State<Arc<HttpState>>,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Bytes,
+    Posted { uri, headers, body }: Posted,
 ) -> Response {
     post_as(state, uri, headers, body, None).await
 }

@@ -50,7 +50,9 @@ struct Sealed {
 
 /// One session, as held by this replica.
 pub(crate) struct Session {
-    pub(super) in_flight: Mutex<HashMap<RequestId, CancellationToken>>,
+    /// The session's calls in flight, by their request ids: hashed with foldhash (seeded at
+    /// random per map), as every call goes in and out.
+    pub(super) in_flight: Mutex<foldhash::HashMap<RequestId, CancellationToken>>,
     /// Requests relayed to this session's client, and what it said it supports.
     pub(super) relay: Arc<Relay>,
     pub(super) subscriptions: Arc<ResourceSubscriptions>,
@@ -195,7 +197,8 @@ enum Found {
 /// The sessions of one HTTP front.
 pub(super) struct SessionTable {
     keys: Arc<dyn Keys>,
-    live: Mutex<HashMap<String, Arc<Session>>>,
+    /// By session id (minted here), hashed with foldhash: every request looks its session up.
+    live: Mutex<foldhash::HashMap<String, Arc<Session>>>,
     ended: Arc<dyn EndedSessions>,
     /// This replica's name, carried in the ids of the requests its sessions relay (so an
     /// answer POSTed to another replica finds its way back); none without replicas.

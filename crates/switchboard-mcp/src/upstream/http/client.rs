@@ -11,12 +11,12 @@
 //! routed through an environment proxy.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::error::Error as StdError;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use foldhash::HashMap;
 use http::header::{HOST, LOCATION};
 use http::uri::PathAndQuery;
 use http::{HeaderMap, HeaderValue, Method, Request, StatusCode};
@@ -156,7 +156,8 @@ thread_local! {
     /// This thread's idle connections, per origin. A pool per thread, not one behind a lock:
     /// a connection's driver task runs where the connection was opened, so on a gateway whose
     /// threads each own their client connections (`front::http::workers`) a call's upstream
-    /// exchange stays on its thread, and no call waits on another thread's lock.
+    /// exchange stays on its thread, and no call waits on another thread's lock. Keyed with
+    /// foldhash: every call checks a connection out and back in.
     static IDLE: RefCell<HashMap<Origin, Vec<Idle>>> = RefCell::default();
 }
 

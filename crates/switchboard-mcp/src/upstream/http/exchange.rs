@@ -118,11 +118,14 @@ impl Shared {
         if let Err(reason) = self.authorize(&mut headers, &on_behalf, false).await {
             return self.fail(id.as_ref(), reason).await;
         }
+        // Kept for the one retry only a server the gateway holds a token for can ask for: the
+        // headers are otherwise moved, not copied, into the request.
+        let retry = self.credentials.is_some().then(|| headers.clone());
         let mut sent = http_client()
-            .send(Method::POST, &self.endpoint, headers.clone(), body.clone())
+            .send(Method::POST, &self.endpoint, headers, body.clone())
             .await;
         // A token the server refuses (revoked, or expired early) is renewed once.
-        if self.credentials.is_some()
+        if let Some(mut headers) = retry
             && matches!(&sent, Ok(response) if response.status() == StatusCode::UNAUTHORIZED)
         {
             if let Err(reason) = self.authorize(&mut headers, &on_behalf, true).await {

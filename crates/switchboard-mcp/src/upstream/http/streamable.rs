@@ -52,8 +52,9 @@ pub(super) struct Shared {
     version: RwLock<Option<String>>,
     /// Each tool's arguments mirrored into `Mcp-Param-*` headers, by tool name.
     param_headers: RwLock<HashMap<String, Arc<[ParamHeader]>>>,
-    /// POSTs in flight by request id, so a cancel can close the stream.
-    in_flight: Mutex<HashMap<RequestId, AbortHandle>>,
+    /// POSTs in flight by request id (the gateway's own ids, hashed with foldhash: every
+    /// call goes in and out), so a cancel can close the stream.
+    in_flight: Mutex<foldhash::HashMap<RequestId, AbortHandle>>,
     background: Mutex<Vec<AbortHandle>>,
     /// The client's requests, for answers that may skip the inbound channel
     /// ([`Transport::answer_directly`]).
