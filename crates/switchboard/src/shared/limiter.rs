@@ -179,6 +179,9 @@ impl RedisLimiter {
             self.inner.next_member.fetch_add(1, Ordering::Relaxed)
         );
         let mut invocation = self.inner.admit.prepare_invoke();
+        // What this round trip asked for is counted as asked until it is over, however it
+        // ends (answered, failed, or the call dropped).
+        let mut asking = Asking(&self.inner, Vec::new());
         invocation.arg(micros(self.inner.lease)).arg(&member);
         // Which check each key belongs to, the rates' keys by their place, the lease keys.
         let mut owners = Vec::new();
@@ -191,7 +194,8 @@ impl RedisLimiter {
                 let interval = Duration::from_secs_f64(60.0 / rate);
                 let tolerance = interval * spec.burst.unwrap_or(1).max(1).saturating_sub(1);
                 let key = rate_keys.next().unwrap_or_default();
-                let wanted = lock(&self.inner.ahead).want(&key, rate / 60.0, Instant::now());
+                let wanted = lock(&self.inner.ahead).asked(&key, rate / 60.0, Instant::now());
+                asking.1.push((key.clone(), wanted));
                 invocation
                     .key(&key)
                     .arg("r")
@@ -259,6 +263,18 @@ impl RedisLimiter {
                 scope: owner(number(1)),
             },
         })
+    }
+}
+
+/// Units asked for by one round trip, given back to [`Allowances::answered`] when dropped.
+struct Asking<'a>(&'a Inner, Vec<(String, u64)>);
+
+impl Drop for Asking<'_> {
+    fn drop(&mut self) {
+        let mut ahead = lock(&self.0.ahead);
+        for (key, wanted) in &self.1 {
+            ahead.answered(key, *wanted);
+        }
     }
 }
 

@@ -9,6 +9,12 @@
 //! unit at a time as before. Units not used within [`AHEAD`] of their round trip are dropped:
 //! what taking ahead can cost is a few calls under the limit when a replica's traffic stops,
 //! never one over it.
+//!
+//! Calls that find no unit left at once (a replica at high concurrency) do not each ask for a
+//! batch: units already asked for by round trips on their way count against the pace, so
+//! together they ask for about one window's worth, not one each. Asking for a batch per call
+//! would take units that then expire unused, and move the rate's TAT ahead of the calls it
+//! admitted, until the rate refused calls far under its limit.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -29,6 +35,9 @@ pub(super) struct Allowances {
 /// One rate's units taken ahead, and its pace here.
 struct Allowance {
     units: u64,
+    /// Units asked for by round trips not answered yet ([`Allowances::asked`] to
+    /// [`Allowances::answered`]).
+    asking: u64,
     expires: Instant,
     window_start: Instant,
     this_window: u64,
@@ -57,16 +66,31 @@ impl Allowances {
         true
     }
 
-    /// How many units a round trip asks for `key`, a rate of `per_second` calls.
-    pub(super) fn want(&self, key: &str, per_second: f64, now: Instant) -> u64 {
+    /// How many units a round trip asks for `key`, a rate of `per_second` calls: the pace
+    /// here less what round trips on their way asked for, at least the call's own unit.
+    /// Counted as asked until [`Allowances::answered`].
+    pub(super) fn asked(&mut self, key: &str, per_second: f64, now: Instant) -> u64 {
         let ceiling = (per_second * AHEAD.as_secs_f64()).floor();
-        if ceiling < 2.0 {
-            return 1;
+        let rate = self
+            .rates
+            .entry(key.to_owned())
+            .or_insert_with(|| Allowance::new(now));
+        let wanted = if ceiling < 2.0 {
+            1
+        } else {
+            // A float in range: at least 2, at most MAX_BATCH once clamped.
+            let ceiling = (ceiling.min(MAX_BATCH as f64)) as u64;
+            rate.pace(now).saturating_sub(rate.asking).clamp(1, ceiling)
+        };
+        rate.asking += wanted;
+        wanted
+    }
+
+    /// The round trip that asked for `wanted` units of `key` is over (answered or not).
+    pub(super) fn answered(&mut self, key: &str, wanted: u64) {
+        if let Some(rate) = self.rates.get_mut(key) {
+            rate.asking = rate.asking.saturating_sub(wanted);
         }
-        // A float in range: at least 2, at most MAX_BATCH once clamped.
-        let ceiling = (ceiling.min(MAX_BATCH as f64)) as u64;
-        let pace = self.rates.get(key).map_or(1, |rate| rate.pace(now));
-        pace.clamp(1, ceiling)
     }
 
     /// Keeps what a round trip granted for `key` beyond the unit its call used.
@@ -97,6 +121,7 @@ impl Allowance {
     fn new(now: Instant) -> Self {
         Self {
             units: 0,
+            asking: 0,
             expires: now,
             window_start: now,
             this_window: 0,
@@ -140,13 +165,40 @@ impl Allowance {
 mod tests {
     use super::*;
 
+    /// What one round trip at a time asks for.
+    fn want(allowances: &mut Allowances, key: &str, per_second: f64, now: Instant) -> u64 {
+        let wanted = allowances.asked(key, per_second, now);
+        allowances.answered(key, wanted);
+        wanted
+    }
+
+    #[test]
+    fn calls_that_miss_at_once_ask_for_one_windows_worth_together() {
+        let now = Instant::now();
+        let mut allowances = Allowances::default();
+        for _ in 0..150 {
+            allowances.granted("k", 1, now);
+        }
+        // 150 admitted this window; 64 calls find no unit at the same moment.
+        let asked: Vec<u64> = (0..64)
+            .map(|_| allowances.asked("k", 10_000.0, now))
+            .collect();
+        assert_eq!(asked[0], 150, "the first asks for the pace");
+        assert!(asked[1..].iter().all(|&n| n == 1), "{asked:?}");
+        // Answered: the next round trip asks for the pace again.
+        for wanted in asked {
+            allowances.answered("k", wanted);
+        }
+        assert_eq!(want(&mut allowances, "k", 10_000.0, now), 150);
+    }
+
     #[test]
     fn a_slow_rate_is_taken_one_unit_at_a_time() {
         let now = Instant::now();
         let mut allowances = Allowances::default();
         allowances.granted("k", 1, now);
         // 60 a minute: one a second, far fewer than two in AHEAD.
-        assert_eq!(allowances.want("k", 1.0, now), 1);
+        assert_eq!(want(&mut allowances, "k", 1.0, now), 1);
         assert!(!allowances.take_all(&["k".to_owned()], now));
     }
 
@@ -156,12 +208,12 @@ mod tests {
         let mut allowances = Allowances::default();
         let keys = ["k".to_owned()];
         // 10,000 a second: up to 200 in AHEAD.
-        assert_eq!(allowances.want("k", 10_000.0, now), 1);
+        assert_eq!(want(&mut allowances, "k", 10_000.0, now), 1);
         allowances.granted("k", 1, now);
         allowances.granted("k", 1, now);
         allowances.granted("k", 1, now);
         assert_eq!(
-            allowances.want("k", 10_000.0, now),
+            want(&mut allowances, "k", 10_000.0, now),
             3,
             "three admitted this window"
         );
@@ -174,17 +226,17 @@ mod tests {
         let later = now + AHEAD;
         assert!(!allowances.take_all(&keys, later), "expired");
         assert_eq!(
-            allowances.want("k", 10_000.0, later),
+            want(&mut allowances, "k", 10_000.0, later),
             7,
             "the last window's pace"
         );
         assert_eq!(
-            allowances.want("k", 100.0, later),
+            want(&mut allowances, "k", 100.0, later),
             2,
             "never past 20 ms of the rate"
         );
         assert_eq!(
-            allowances.want("k", 10_000.0, now + AHEAD * 3),
+            want(&mut allowances, "k", 10_000.0, now + AHEAD * 3),
             1,
             "idle: from one"
         );
