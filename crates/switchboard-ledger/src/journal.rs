@@ -25,30 +25,53 @@
 //!
 //! # Rotation
 //!
-//! The writer empties the journal once every journaled row is on record and nothing new is
-//! journaled meanwhile ([`Journals::rotate`]). A caller writes its row and sends it to the
-//! writer while holding its shard's lock (shared); the writer takes every shard's lock
-//! (exclusive, in shard order: it is the only one that takes more than one, so no deadlock),
-//! then receives everything sent, appends it, and only then truncates every shard. So a row
-//! in any shard at that moment was either appended before (received earlier) or is in the
-//! channel (its sender finished under the lock the writer now holds, and releasing that lock
-//! made the send visible to the writer that acquired it): a thread that has written its line
-//! and not yet sent it cannot exist while the writer holds all the locks.
-//! Nothing is journaled until they are released. If that append fails, no shard is emptied.
+//! Every so many rows the writer rolls the journal over ([`Journals::rotate`]) so it does
+//! not grow without end. A caller writes its row and sends it to the writer while holding
+//! its shard's lock (shared). The writer takes every shard's lock (exclusive, in shard
+//! order: it is the only one that takes more than one, so no deadlock) and, holding them,
+//! does only local, bounded work: it renames each shard's file to a *retired segment*
+//! (`<shard's name>.retired-<generation>`, the generation unique in the process), opens a
+//! fresh file at the shard's name, and receives everything sent so far into memory. Then it
+//! releases the locks — calls journal to the fresh files from here on — and only then
+//! appends what it received to the store (for PostgreSQL a network transaction that may wait
+//! for another replica's row lock on the chain's head, and be tried again with backoff). Once
+//! every row received up to the rollover is on record it deletes the retired segments. No
+//! call waits on the store: a rotation holds the locks for a few renames and opens, never
+//! for an append.
+//!
+//! Nothing lost: a row in a retired segment was written under its shard's lock before the
+//! rollover took that lock, and sent under the same lock, so it was received before the
+//! rollover (and appended then, or held) or is received by it (its sender released the lock
+//! the writer then acquired, which makes the send visible): a thread that has written its
+//! line and not yet sent it cannot exist while the writer holds all the locks. So when
+//! every row received up to the rollover is on record, so is every row of the retired
+//! segments, and deleting them loses nothing. A row the store refused for good (SQLite does
+//! not retry: "left to the journal") marks every segment retired so far and the next one,
+//! which may hold it, to be kept rather than deleted; so does a writer that stops with rows
+//! it could not append. Kept segments, like the live shards, are replayed by the next
+//! process to open the ledger once this one is gone. A failed rename or open leaves that
+//! shard's file where it is (not retired, so never deleted by the rotation): its rows are
+//! retired with the next one.
+//!
+//! Nothing double: replay and catch-up append through [`ChainStore::append`], which leaves
+//! out call ids already on record, so a segment replayed after its rows are on record (a
+//! process killed between the append and the delete, or a kept segment) adds nothing.
 //!
 //! # Replay
 //!
 //! A process is gone when no `/proc/<pid>` exists (or the pid is this process's own: its
 //! journals were a gone process's, whose rows this one takes over before opening its own).
-//! All of a gone process's shards are read, their rows appended in the order they started
-//! (threads' rows interleave across shards), and only then removed; a live process's shards
-//! are never touched. Readers ([`catch_up`]) read every shard of every process.
+//! All of a gone process's files — its shards and retired segments, and a single-file
+//! journal of an older Switchboard — are read, their rows appended in the order they
+//! started (threads' rows interleave across shards), and only then removed; a live
+//! process's files are never touched. Readers ([`catch_up`]) read every file of every
+//! process, live ones' retired segments included.
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Seek, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{PoisonError, RwLock};
 
 use crate::{BATCH, ChainStore, LedgerEntry, LedgerError};
@@ -58,6 +81,13 @@ pub(crate) const MAX_SHARDS: usize = 64;
 
 /// The next thread's slot.
 static NEXT_SLOT: AtomicUsize = AtomicUsize::new(0);
+
+/// The next rotation's generation, process-wide: two ledgers of one process (or one ledger
+/// opened twice) never retire a shard under a name already taken.
+static NEXT_GENERATION: AtomicU64 = AtomicU64::new(1);
+
+/// What a retired segment's name adds to its shard's: `.retired-<generation>`.
+const RETIRED: &str = ".retired-";
 
 thread_local! {
     /// This thread's slot, given out round-robin at its first record.
@@ -88,6 +118,19 @@ pub(crate) fn shard_count() -> usize {
         .clamp(1, MAX_SHARDS)
 }
 
+/// Opens (creating) a journal file to append to.
+fn open_to_append(path: &Path) -> Result<File, LedgerError> {
+    OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .append(true)
+        .open(path)
+        .map_err(|e| LedgerError::Journal {
+            path: path.display().to_string(),
+            reason: e.to_string(),
+        })
+}
+
 impl Journals {
     /// Opens (creating) this process's `count` shard files beside `base`.
     pub(crate) fn open(base: &Path, count: usize) -> Result<Self, LedgerError> {
@@ -95,15 +138,7 @@ impl Journals {
         let shards = (0..count.max(1))
             .map(|k| {
                 let path = shard_of(base, pid, k);
-                let file = OpenOptions::new()
-                    .create(true)
-                    .truncate(false)
-                    .append(true)
-                    .open(&path)
-                    .map_err(|e| LedgerError::Journal {
-                        path: path.display().to_string(),
-                        reason: e.to_string(),
-                    })?;
+                let file = open_to_append(&path)?;
                 Ok(Shard {
                     file: RwLock::new(ShardFile { file, path }),
                 })
@@ -128,22 +163,61 @@ impl Journals {
         hand_off(line)
     }
 
-    /// Takes every shard's lock, runs `catch_up` (which receives and appends everything sent
-    /// so far), and if it says every journaled row is on record, empties every shard. Nothing
-    /// is journaled meanwhile.
-    pub(crate) fn rotate(&self, catch_up: impl FnOnce() -> bool) {
+    /// Rolls every shard over: holding every shard's lock, renames each shard's file to a
+    /// retired segment, opens a fresh one at its name and runs `receive` (which receives
+    /// everything sent so far, into memory); then releases the locks. Returns the retired
+    /// segments, each of whose rows was received before or by `receive` (module doc): the
+    /// caller deletes them ([`remove_segments`]) once those rows are on record.
+    pub(crate) fn rotate(&self, receive: impl FnOnce()) -> Vec<PathBuf> {
+        let generation = NEXT_GENERATION.fetch_add(1, Ordering::Relaxed);
         let mut held: Vec<_> = self
             .shards
             .iter()
             .map(|shard| shard.file.write().unwrap_or_else(PoisonError::into_inner))
             .collect();
-        if !catch_up() {
-            return;
-        }
-        for shard in &mut held {
-            let emptied = shard.file.set_len(0).and_then(|()| shard.file.rewind());
-            if let Err(error) = emptied {
-                tracing::warn!("ledger: cannot empty {}: {error}", shard.path.display());
+        let retired = held
+            .iter_mut()
+            .filter_map(|shard| match shard.roll_over(generation) {
+                Ok(segment) => Some(segment),
+                Err(error) => {
+                    tracing::warn!("{error}; its rows are retired with the next rotation");
+                    None
+                }
+            })
+            .collect();
+        receive();
+        drop(held);
+        retired
+    }
+}
+
+impl ShardFile {
+    /// Renames the file to the retired segment of `generation` and opens a fresh one at the
+    /// shard's name; returns the segment. If the fresh one cannot be opened, the file is put
+    /// back and the shard goes on with it.
+    fn roll_over(&mut self, generation: u64) -> Result<PathBuf, LedgerError> {
+        let segment = retired_of(&self.path, generation);
+        std::fs::rename(&self.path, &segment).map_err(|e| LedgerError::Journal {
+            path: self.path.display().to_string(),
+            reason: format!("cannot retire it as {}: {e}", segment.display()),
+        })?;
+        match open_to_append(&self.path) {
+            Ok(file) => {
+                self.file = file;
+                Ok(segment)
+            }
+            Err(error) => {
+                if let Err(back) = std::fs::rename(&segment, &self.path) {
+                    // The shard goes on writing to the renamed file (the handle is the same
+                    // file): it is not handed back as retired, so it is never deleted here,
+                    // and the next opener replays it.
+                    tracing::error!(
+                        "ledger: cannot put {} back as {}: {back}",
+                        segment.display(),
+                        self.path.display()
+                    );
+                }
+                Err(error)
             }
         }
     }
@@ -160,15 +234,48 @@ pub(crate) fn shard_of(path: &Path, pid: u32, k: usize) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// The pid a journal file's name says wrote it: `<stem><pid>` or `<stem><pid>.<k>`.
+/// The segment a shard's file is retired as by the rotation of `generation`:
+/// `<shard>.retired-<generation>`.
+pub(crate) fn retired_of(shard: &Path, generation: u64) -> PathBuf {
+    let mut name = shard.as_os_str().to_owned();
+    name.push(format!("{RETIRED}{generation}"));
+    PathBuf::from(name)
+}
+
+/// Deletes retired segments whose rows are all on record (a segment already gone is fine:
+/// a process that took over this pid's files replayed and removed it).
+pub(crate) fn remove_segments(segments: &[PathBuf]) {
+    for segment in segments {
+        match std::fs::remove_file(segment) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                tracing::warn!(
+                    "ledger: cannot remove the retired journal segment {}: {e}; the next \
+                     opener replays it (nothing is doubled)",
+                    segment.display()
+                );
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The pid a journal file's name says wrote it: `<stem><pid>` or `<stem><pid>.<k>` (a
+/// shard), either followed by `.retired-<generation>` (a retired segment).
 fn writer_pid(name: &str, stem: &str) -> Option<u32> {
     let rest = name.strip_prefix(stem)?;
-    match rest.split_once('.') {
-        Some((pid, shard)) => {
-            shard.parse::<usize>().ok()?;
+    let shard = match rest.split_once(RETIRED) {
+        Some((shard, generation)) => {
+            generation.parse::<u64>().ok()?;
+            shard
+        }
+        None => rest,
+    };
+    match shard.split_once('.') {
+        Some((pid, k)) => {
+            k.parse::<usize>().ok()?;
             pid.parse().ok()
         }
-        None => rest.parse().ok(),
+        None => shard.parse().ok(),
     }
 }
 
@@ -182,7 +289,7 @@ fn journal_dir(path: &Path) -> Option<(&Path, String)> {
     Some((dir, stem))
 }
 
-/// Every journal file of this ledger with the pid that wrote it.
+/// Every journal file of this ledger (shards and retired segments) with the pid that wrote it.
 fn journals_by_pid(path: &Path) -> BTreeMap<u32, Vec<PathBuf>> {
     let mut found: BTreeMap<u32, Vec<PathBuf>> = BTreeMap::new();
     let Some((dir, stem)) = journal_dir(path) else {
@@ -197,14 +304,14 @@ fn journals_by_pid(path: &Path) -> BTreeMap<u32, Vec<PathBuf>> {
             found.entry(pid).or_default().push(entry.path());
         }
     }
-    for shards in found.values_mut() {
-        shards.sort();
+    for files in found.values_mut() {
+        files.sort();
     }
     found
 }
 
-/// Journals left by processes that are gone (and this process's own), each process's shards
-/// together, to replay.
+/// Journals left by processes that are gone (and this process's own), each process's files
+/// (shards and retired segments) together, to replay.
 fn orphaned_journals(path: &Path) -> Vec<Vec<PathBuf>> {
     journals_by_pid(path)
         .into_iter()
@@ -212,7 +319,7 @@ fn orphaned_journals(path: &Path) -> Vec<Vec<PathBuf>> {
             let alive = *pid != std::process::id() && Path::new(&format!("/proc/{pid}")).exists();
             !alive
         })
-        .map(|(_, shards)| shards)
+        .map(|(_, files)| files)
         .collect()
 }
 
@@ -228,9 +335,9 @@ fn read_journal(journal: &Path) -> Vec<LedgerEntry> {
         .collect()
 }
 
-/// One process's rows from all its shards, in the order they started.
-fn read_shards(shards: &[PathBuf]) -> Vec<LedgerEntry> {
-    let mut entries: Vec<LedgerEntry> = shards.iter().flat_map(|s| read_journal(s)).collect();
+/// One process's rows from all its files, in the order they started.
+fn read_files(files: &[PathBuf]) -> Vec<LedgerEntry> {
+    let mut entries: Vec<LedgerEntry> = files.iter().flat_map(|f| read_journal(f)).collect();
     entries.sort_by_key(|entry| entry.started_ms);
     entries
 }
@@ -240,8 +347,8 @@ fn read_shards(shards: &[PathBuf]) -> Vec<LedgerEntry> {
 /// it so they see every answered call even after a crash.
 pub fn catch_up(store: &mut dyn ChainStore, path: &Path) -> Result<usize, LedgerError> {
     let mut inserted = 0;
-    for shards in journals_by_pid(path).values() {
-        inserted += append_entries(store, &read_shards(shards))?;
+    for files in journals_by_pid(path).values() {
+        inserted += append_entries(store, &read_files(files))?;
     }
     Ok(inserted)
 }
@@ -265,12 +372,13 @@ pub(crate) fn append_entries(
 }
 
 /// Replays the journals of processes that are gone into the database (idempotent), then
-/// removes them: a process's shards only once all of its rows are on record.
+/// removes them: a process's files (shards and retired segments) only once all of its rows
+/// are on record.
 pub(crate) fn replay(store: &mut dyn ChainStore, path: &Path) -> Result<usize, LedgerError> {
     let mut inserted = 0;
-    for shards in orphaned_journals(path) {
-        inserted += append_entries(store, &read_shards(&shards))?;
-        for journal in shards {
+    for files in orphaned_journals(path) {
+        inserted += append_entries(store, &read_files(&files))?;
+        for journal in files {
             match std::fs::remove_file(&journal) {
                 // Another process opening the same ledger replayed and removed it first; the
                 // insert is idempotent, so nothing is lost or doubled.
@@ -285,5 +393,7 @@ pub(crate) fn replay(store: &mut dyn ChainStore, path: &Path) -> Result<usize, L
     Ok(inserted)
 }
 
+#[cfg(test)]
+mod rotation_tests;
 #[cfg(test)]
 mod tests;
