@@ -15,10 +15,10 @@
 //! "Sparse calls"). A process killed at any moment loses nothing whose result reached a
 //! client: the journal line was written before the result was returned, and opening the
 //! ledger replays the journal (call ids make that idempotent). Every so many rows the writer
-//! rolls the journal over — every shard's file renamed to a retired segment and a fresh one
-//! opened, under the shards' locks, which are then released — and deletes the retired
-//! segments once their rows are on record: no call waits for the store's append (module
-//! `journal`).
+//! rolls the journal over — under the shards' locks it only swaps each shard's file for a
+//! fresh one opened beforehand; after, the old files are renamed to retired segments — and
+//! deletes the retired segments once their rows are on record: no call waits for the
+//! store's append (module `journal`).
 //!
 //! Rows carry redacted arguments and their digest ([`redact`]), and `verify` detects an
 //! edited or deleted row ([`store::verify`], [`postgres::verify`]).

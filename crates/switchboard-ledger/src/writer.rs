@@ -10,8 +10,9 @@
 //! held rows for [`STOP_PATIENCE`] at most, then leaves them to the journal.
 //!
 //! Every `rotate_every` rows it rolls the journal over ([`Journals::rotate`]: the shards'
-//! locks are held for renames and opens only, never for an append) and deletes the retired
-//! segments once every row received up to the rollover is on record — after the held rows
+//! locks are held to swap file handles and receive what was sent, never for an append nor
+//! any file operation) and deletes the retired segments once every row received up to the
+//! swap is on record — after the held rows
 //! went in, for a store that retries — unless a row was left to the journal meanwhile: then
 //! they are kept for the next opener (module `journal`, "Rotation").
 

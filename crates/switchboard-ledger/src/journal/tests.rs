@@ -235,6 +235,9 @@ fn gone_processes_shards_and_old_journals_are_replayed_and_live_ones_kept() {
     ];
     write_journal(&gone_retired[0], 60..63);
     write_journal(&gone_retired[1], 63..66);
+    // And the next file of its shard 1, killed amid a rotation before it took the name.
+    let gone_fresh = segment_of(&shard_of(&path, gone, 1), FRESH, 7);
+    write_journal(&gone_fresh, 66..68);
     // A journal of the single-file naming, left by an older Switchboard that crashed.
     let old = u32::MAX - 2;
     let old_journal = dir.path().join(format!("replay.db.journal-{old}"));
@@ -259,12 +262,12 @@ fn gone_processes_shards_and_old_journals_are_replayed_and_live_ones_kept() {
     rows.reverse();
     assert_eq!(
         rows.len(),
-        76,
-        "66 rows of the gone process (shards and retired segments), 10 of the old journal"
+        78,
+        "68 rows of the gone process (shards and segments), 10 of the old journal"
     );
     let gone_rows: Vec<i64> = rows
         .iter()
-        .filter(|r| r.started_ms < 1_000_066)
+        .filter(|r| r.started_ms < 1_000_068)
         .map(|r| r.started_ms)
         .collect();
     assert!(
@@ -274,7 +277,7 @@ fn gone_processes_shards_and_old_journals_are_replayed_and_live_ones_kept() {
     for k in 0..3 {
         assert!(!shard_of(&path, gone, k).exists(), "shard {k} not removed");
     }
-    for segment in &gone_retired {
+    for segment in gone_retired.iter().chain([&gone_fresh]) {
         assert!(!segment.exists(), "{} not removed", segment.display());
     }
     assert!(!old_journal.exists(), "the old journal was not removed");
@@ -287,7 +290,7 @@ fn gone_processes_shards_and_old_journals_are_replayed_and_live_ones_kept() {
     // segment included.
     let mut conn = conn;
     assert_eq!(catch_up(&mut conn, &path).expect("catch up"), 15);
-    assert_eq!(on_record(&path).len(), 91);
+    assert_eq!(on_record(&path).len(), 93);
     assert_eq!(catch_up(&mut conn, &path).expect("again"), 0, "idempotent");
 }
 
@@ -310,6 +313,8 @@ fn shard_names_parse_back_to_their_process() {
         "ledger.db.journal-42.7.retired-x",
         "ledger.db.journal-42.x.retired-1",
         "ledger.db.journal-.retired-1",
+        "ledger.db.journal-42.fresh-",
+        "ledger.db.journal-42.fresh-1.retired-2",
         "ledger.db-wal",
     ] {
         assert_eq!(writer_pid(not_one, stem), None, "{not_one}");
@@ -378,4 +383,22 @@ fn a_rotation_waits_for_a_row_written_and_not_yet_handed_off() {
     remove_segments(&retired);
     remove_segments(&next);
     assert!(retired_in(dir.path()).is_empty());
+}
+
+/// A shard whose file was removed from under it: the rotation retires nothing of it, its
+/// fresh file takes the shard's name all the same, and the next rotation retires that.
+#[test]
+fn a_shard_whose_file_went_missing_gets_its_name_back() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let base = dir.path().join("gone.db");
+    let journals = Journals::open(&base, 1).expect("open");
+    let shard = shard_of(&base, std::process::id(), 0);
+    std::fs::remove_file(&shard).expect("remove the shard's file");
+    assert!(journals.rotate(|| ()).is_empty(), "nothing to retire");
+    journals.record(format!("{}\n", entry(1, "npc", "ok").canonical()), drop);
+    assert_eq!(lines_in(&shard), 1, "the fresh file has the shard's name");
+    let retired = journals.rotate(|| ());
+    assert_eq!(retired.len(), 1);
+    assert_eq!(lines_in(&retired[0]), 1);
+    assert_eq!(lines_in(&shard), 0);
 }
