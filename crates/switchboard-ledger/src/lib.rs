@@ -195,10 +195,10 @@ impl Ledger {
     }
 
     /// Opens the ledger on PostgreSQL (`[storage] url`), journaling at `journal_base`
-    /// (`<journal_base>.journal-<pid>`, its shards and retired segments): connects, checks the schema is
-    /// current (it is `switchboard migrate`'s to change), replays what gone processes left in
-    /// their journals there, and starts the writer. Connecting happens on a thread of its own, so
-    /// this may be called on an async runtime (it blocks until then).
+    /// (`<journal_base>.journal-<pid>`, its shards and their segments): connects, checks the
+    /// schema is current (it is `switchboard migrate`'s to change), replays what gone
+    /// processes left in their journals there, and starts the writer. Connecting happens on a
+    /// thread of its own, so this may be called on an async runtime (it blocks until then).
     pub fn open_postgres(url: &str, journal_base: &Path) -> Result<Self, LedgerError> {
         let url = url.to_owned();
         let store = std::thread::Builder::new()
