@@ -14,8 +14,11 @@
 //! that was 57–105 µs at p50 of a stdio → stdio call 20 ms after the last (docs/bench/history.md,
 //! "Sparse calls"). A process killed at any moment loses nothing whose result reached a
 //! client: the journal line was written before the result was returned, and opening the
-//! ledger replays the journal (call ids make that idempotent). The journal is emptied
-//! whenever the writer has caught up with it (every shard at once, module `journal`).
+//! ledger replays the journal (call ids make that idempotent). Every so many rows the writer
+//! rolls the journal over — under the shards' locks it only swaps each shard's file for a
+//! fresh one opened beforehand; after, the old files are renamed to retired segments — and
+//! deletes the retired segments once their rows are on record: no call waits for the
+//! store's append (module `journal`).
 //!
 //! Rows carry redacted arguments and their digest ([`redact`]), and `verify` detects an
 //! edited or deleted row ([`store::verify`], [`postgres::verify`]).
@@ -72,10 +75,10 @@ const BATCH: usize = 512;
 /// later: one transaction per window instead of one per call, and no wake-up per call (the
 /// journal already made the rows durable). Off a runtime it is rung at once.
 const GATHER: std::time::Duration = std::time::Duration::from_millis(5);
-/// The journal is emptied once the writer has inserted this many rows since the last time.
+/// The journal is rolled over once the writer has inserted this many rows since the last time.
 const ROTATE_EVERY: usize = 20_000;
 
-/// How a ledger journals: into how many shards, emptied how often. Tests choose; a gateway
+/// How a ledger journals: into how many shards, rolled over how often. Tests choose; a gateway
 /// takes [`Tuning::for_this_machine`].
 #[derive(Debug, Clone, Copy)]
 struct Tuning {
@@ -84,7 +87,7 @@ struct Tuning {
 }
 
 impl Tuning {
-    /// One shard per core this process may run on, emptied every [`ROTATE_EVERY`] rows.
+    /// One shard per core this process may run on, rolled over every [`ROTATE_EVERY`] rows.
     fn for_this_machine() -> Self {
         Self {
             shards: journal::shard_count(),
@@ -116,7 +119,7 @@ pub struct Ledger {
 struct Shared {
     /// Calls append to their thread's shard under its lock's shared side (the file is opened
     /// to append, and one `write` of a line is not interleaved with another's); the writer
-    /// empties every shard holding every lock's exclusive side (module `journal`).
+    /// rolls every shard over holding every lock's exclusive side (module `journal`).
     journal: Arc<Journals>,
     sender: Sender<Message>,
     path: PathBuf,
@@ -192,10 +195,10 @@ impl Ledger {
     }
 
     /// Opens the ledger on PostgreSQL (`[storage] url`), journaling at `journal_base`
-    /// (`<journal_base>.journal-<pid>` and its shards): connects, checks the schema is
-    /// current (it is `switchboard migrate`'s to change), replays what gone processes left in
-    /// their journals there, and starts the writer. Connecting happens on a thread of its own, so
-    /// this may be called on an async runtime (it blocks until then).
+    /// (`<journal_base>.journal-<pid>`, its shards and their segments): connects, checks the
+    /// schema is current (it is `switchboard migrate`'s to change), replays what gone
+    /// processes left in their journals there, and starts the writer. Connecting happens on a
+    /// thread of its own, so this may be called on an async runtime (it blocks until then).
     pub fn open_postgres(url: &str, journal_base: &Path) -> Result<Self, LedgerError> {
         let url = url.to_owned();
         let store = std::thread::Builder::new()
@@ -322,7 +325,7 @@ impl Ledger {
         }
         line.push('\n');
         // Sent still holding the shard's lock, so a rotation (which holds every shard's)
-        // never empties a journaled entry the writer has not received.
+        // never retires a journaled entry the writer has not received.
         self.shared.journal.record(line, |mut line| {
             line.pop();
             self.shared.stats.queued.fetch_add(1, Ordering::Relaxed);

@@ -8,15 +8,23 @@
 //! its rows are on record. One that does not (SQLite) leaves a failed batch to the journal,
 //! replayed when the ledger is next opened. When the last handle goes, the writer tries its
 //! held rows for [`STOP_PATIENCE`] at most, then leaves them to the journal.
+//!
+//! Every `rotate_every` rows it rolls the journal over ([`Journals::rotate`]: the shards'
+//! locks are held to swap file handles and receive what was sent, never for an append nor
+//! any file operation) and deletes the retired segments once every row received up to the
+//! swap is on record — after the held rows
+//! went in, for a store that retries — unless a row was left to the journal meanwhile: then
+//! they are kept for the next opener (module `journal`, "Rotation").
 
 use std::borrow::Cow;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, Sender, TryRecvError};
 use std::time::{Duration, Instant};
 
 use crate::backoff::Backoff;
-use crate::journal::Journals;
+use crate::journal::{self, Journals};
 use crate::{BATCH, GATHER, Journaled, LedgerEntry, LedgerError, Message, Stats};
 
 /// How long a stopping writer keeps trying rows it could not append.
@@ -58,7 +66,7 @@ fn append_journaled(store: &mut dyn ChainStore, rows: &[Journaled]) -> Result<us
 pub(crate) struct Writer {
     pub receiver: Receiver<Message>,
     pub journal: Arc<Journals>,
-    /// The journal is emptied once this many rows were inserted since the last time.
+    /// The journal is rolled over once this many rows were inserted since the last time.
     pub rotate_every: usize,
     pub gather: Arc<AtomicBool>,
     pub stats: Arc<Stats>,
@@ -74,6 +82,11 @@ struct Round {
     backoff: Backoff,
     /// When a stopping writer gives up on held rows.
     give_up: Option<Instant>,
+    /// Retired journal segments to delete once every row received so far is on record.
+    retired: Vec<PathBuf>,
+    /// A row was left to the journal (its append failed for good) since the last rotation:
+    /// the segments retired so far and at the next rotation, one of which holds it, are kept.
+    left_to_journal: bool,
 }
 
 impl Writer {
@@ -86,6 +99,8 @@ impl Writer {
             flushes: Vec::new(),
             backoff: Backoff::default(),
             give_up: None,
+            retired: Vec::new(),
+            left_to_journal: false,
         };
         while round.running || !round.held.is_empty() {
             if round.held.is_empty() {
@@ -129,22 +144,16 @@ impl Writer {
                     round.backoff.reset();
                     self.stats.append_succeeded();
                     self.settled(batch.len());
+                    round.remove_retired();
                 }
                 Err(error) if store.retries() && !round.gave_up() => {
-                    let wait = round.backoff.next_wait();
-                    tracing::warn!(
-                        rows = batch.len(),
-                        failures = round.backoff.failures(),
-                        "{error}; the rows are kept (and journaled), trying again in {wait:?}"
-                    );
-                    self.stats.append_failed(&error.to_string());
-                    round.held = batch;
-                    std::thread::sleep(wait);
+                    self.hold(round, batch, &error);
                     return;
                 }
                 Err(error) => {
                     tracing::error!("{error}; the rows stay in the journal");
                     self.settled(batch.len());
+                    round.left_to_journal = true;
                 }
             }
             if round.since_rotation >= self.rotate_every {
@@ -163,18 +172,32 @@ impl Writer {
         }
     }
 
+    /// Keeps `rows`, whose append failed with `error`, to try them first after a backoff
+    /// wait (the retired journal segments wait for them).
+    fn hold(&self, round: &mut Round, rows: Vec<Journaled>, error: &LedgerError) {
+        let wait = round.backoff.next_wait();
+        tracing::warn!(
+            rows = rows.len(),
+            failures = round.backoff.failures(),
+            "{error}; the rows are kept (and journaled), trying again in {wait:?}"
+        );
+        self.stats.append_failed(&error.to_string());
+        round.held = rows;
+        std::thread::sleep(wait);
+    }
+
     /// Rows out of the writer's hands (on record, or left to the journal).
     fn settled(&self, rows: usize) {
         self.stats.queued.fetch_sub(rows as u64, Ordering::Relaxed);
     }
 
-    /// Empties the journal once every journaled entry is on record: holding every shard's
-    /// lock, nothing new is journaled meanwhile, and every row journaled so far has been
-    /// received before or is in the channel now (module `journal`). Rows it cannot append
-    /// are held, and then no shard is emptied.
+    /// Rolls the journal over, receiving (holding every shard's lock) everything sent so
+    /// far, then appends it with the locks released, and deletes the retired segments once
+    /// it is on record (module `journal`). Rows it cannot append are held (a store that
+    /// retries: the segments wait for them) or left to the retired segments, kept.
     fn rotate(&self, store: &mut dyn ChainStore, round: &mut Round) {
-        self.journal.rotate(|| {
-            let mut rest = Vec::new();
+        let mut rest = Vec::new();
+        let retired = self.journal.rotate(|| {
             while let Ok(message) = self.receiver.try_recv() {
                 match message {
                     Message::Entry(row) => rest.push(*row),
@@ -186,27 +209,42 @@ impl Writer {
                     }
                 }
             }
-            match append_journaled(store, &rest) {
-                Ok(_) => {
-                    self.settled(rest.len());
-                    true
-                }
-                Err(error) if store.retries() => {
-                    tracing::warn!("{error}; the rows are kept, the journal is not emptied");
-                    round.held = rest;
-                    false
-                }
-                Err(error) => {
-                    tracing::error!("{error}; the rows stay in the journal");
-                    self.settled(rest.len());
-                    false
-                }
-            }
         });
+        if std::mem::take(&mut round.left_to_journal) {
+            tracing::warn!(
+                segments = round.retired.len() + retired.len(),
+                "ledger: rows were left to the journal; its retired segments are kept for the \
+                 next opener to replay"
+            );
+            round.retired.clear();
+        } else {
+            round.retired.extend(retired);
+        }
+        match append_journaled(store, &rest) {
+            Ok(_) => {
+                self.settled(rest.len());
+                round.remove_retired();
+            }
+            Err(error) if store.retries() && !round.gave_up() => self.hold(round, rest, &error),
+            Err(error) => {
+                tracing::error!("{error}; the rows stay in the retired journal segments");
+                self.settled(rest.len());
+                round.left_to_journal = true;
+            }
+        }
     }
 }
 
 impl Round {
+    /// Deletes the retired segments if every row received so far is on record: none held,
+    /// none left to the journal since they were retired.
+    fn remove_retired(&mut self) {
+        if self.held.is_empty() && !self.left_to_journal && !self.retired.is_empty() {
+            journal::remove_segments(&self.retired);
+            self.retired.clear();
+        }
+    }
+
     fn gave_up(&self) -> bool {
         self.give_up.is_some_and(|at| Instant::now() >= at)
     }

@@ -1,7 +1,8 @@
 //! The sharded journal on real files and real threads: many threads recording at once, a
-//! SIGKILLed process's shards replayed with rotations going on, rotation emptying every
-//! shard, journals of the older single-file naming replayed, live processes' shards left
-//! alone, and `catch_up` reading every shard.
+//! SIGKILLed process's shards and retired segments replayed with rotations going on,
+//! rotation retiring every shard and the segments removed once on record, journals of the
+//! older single-file naming replayed, live processes' files left alone, and `catch_up`
+//! reading every file. The rotation against a slow or failing store: `rotation_tests`.
 
 use std::collections::HashSet;
 use std::io::Write;
@@ -13,8 +14,9 @@ use super::*;
 use crate::tests::{acked_until_killed, entry};
 use crate::{Filter, Ledger, Tuning, store};
 
-/// A ledger at `path` journaling to `shards` shards, emptying them every `rotate_every` rows.
-fn sharded(path: &Path, shards: usize, rotate_every: usize) -> Ledger {
+/// A ledger at `path` journaling to `shards` shards, rolling them over every `rotate_every`
+/// rows.
+pub(super) fn sharded(path: &Path, shards: usize, rotate_every: usize) -> Ledger {
     let conn = store::open(path).expect("open");
     Ledger::start(
         Box::new(conn),
@@ -47,7 +49,7 @@ fn record_from_threads(ledger: &Ledger, threads: usize, rows: usize) {
 }
 
 /// The call ids on record at `path`, after checking the chain and that none is there twice.
-fn on_record(path: &Path) -> HashSet<String> {
+pub(super) fn on_record(path: &Path) -> HashSet<String> {
     let conn = store::open(path).expect("open");
     let report = store::verify(&conn).expect("verify");
     assert!(report.ok, "{report:?}");
@@ -62,8 +64,20 @@ fn on_record(path: &Path) -> HashSet<String> {
     unique
 }
 
-fn lines_in(path: &Path) -> usize {
+pub(super) fn lines_in(path: &Path) -> usize {
     std::fs::read_to_string(path).map_or(0, |text| text.lines().count())
+}
+
+/// The files in `dir` whose name says they are retired journal segments, sorted.
+pub(super) fn retired_in(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut found: Vec<_> = std::fs::read_dir(dir)
+        .expect("dir")
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().contains(RETIRED))
+        .map(|e| e.path())
+        .collect();
+    found.sort();
+    found
 }
 
 fn write_journal(path: &Path, ids: impl Iterator<Item = usize>) {
@@ -105,17 +119,17 @@ fn threads_recording_at_once_put_every_row_on_record_once() {
 const ROTATE_NEVER: usize = usize::MAX;
 
 #[test]
-fn rotation_empties_every_shard_and_keeps_what_came_after() {
+fn rotation_retires_every_shard_removes_the_segments_and_keeps_what_came_after() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("rotate.db");
     let ledger = sharded(&path, 4, 1_000);
-    // 800 rows from 8 threads: every shard has some, none is emptied yet.
+    // 800 rows from 8 threads: every shard has some, none is retired yet.
     record_from_threads(&ledger, 8, 100);
     ledger.flush();
     let pid = std::process::id();
     let shards: Vec<_> = (0..4).map(|k| shard_of(&path, pid, k)).collect();
     assert_eq!(shards.iter().map(|s| lines_in(s)).sum::<usize>(), 800);
-    // 300 more from one thread: the writer passes 1,000 rows and empties every shard.
+    // 300 more from one thread: the writer passes 1,000 rows and rolls every shard over.
     let recorder = {
         let ledger = ledger.clone();
         std::thread::spawn(move || {
@@ -133,9 +147,14 @@ fn rotation_empties_every_shard_and_keeps_what_came_after() {
         if k == its_shard {
             assert!(left < 300, "shard {k} kept {left} rows past the rotation");
         } else {
-            assert_eq!(left, 0, "shard {k} was not emptied");
+            assert_eq!(left, 0, "shard {k} was not rolled over");
         }
     }
+    assert_eq!(
+        retired_in(dir.path()),
+        Vec::<std::path::PathBuf>::new(),
+        "the retired segments' rows are on record: they are removed"
+    );
 }
 
 const CRASH_ENV: &str = "SWITCHBOARD_LEDGER_SHARDS_CRASH_DB";
@@ -190,6 +209,14 @@ fn acknowledged_rows_survive_a_sigkill_amid_rotations() {
             "the dead child's shard {k} was not removed"
         );
     }
+    let child = format!("crash.db.journal-{child_pid}");
+    for file in std::fs::read_dir(dir.path()).expect("dir") {
+        let name = file.expect("entry").file_name();
+        assert!(
+            !name.to_string_lossy().starts_with(&child),
+            "the dead child's {name:?} was not removed"
+        );
+    }
 }
 
 #[test]
@@ -201,14 +228,29 @@ fn gone_processes_shards_and_old_journals_are_replayed_and_live_ones_kept() {
     for k in 0..3 {
         write_journal(&shard_of(&path, gone, k), (k..60).step_by(3));
     }
+    // And two retired segments of its, a rotation's whose rows never reached the store.
+    let gone_retired = [
+        retired_of(&shard_of(&path, gone, 0), 7),
+        retired_of(&shard_of(&path, gone, 2), 7),
+    ];
+    write_journal(&gone_retired[0], 60..63);
+    write_journal(&gone_retired[1], 63..66);
+    // And the next file of its shard 1, killed amid a rotation before it took the name.
+    let gone_fresh = segment_of(&shard_of(&path, gone, 1), FRESH, 7);
+    write_journal(&gone_fresh, 66..68);
     // A journal of the single-file naming, left by an older Switchboard that crashed.
     let old = u32::MAX - 2;
     let old_journal = dir.path().join(format!("replay.db.journal-{old}"));
     write_journal(&old_journal, 100..110);
     // A live process's shards (pid 1 always runs): never replayed nor removed by an opener.
-    let live = [shard_of(&path, 1, 0), shard_of(&path, 1, 1)];
+    let live = [
+        shard_of(&path, 1, 0),
+        shard_of(&path, 1, 1),
+        retired_of(&shard_of(&path, 1, 1), 3),
+    ];
     write_journal(&live[0], 200..205);
     write_journal(&live[1], 205..210);
+    write_journal(&live[2], 210..215);
     // Files that only look like journals.
     std::fs::write(dir.path().join("replay.db.journal-12x"), "not a journal").expect("decoy");
 
@@ -220,12 +262,12 @@ fn gone_processes_shards_and_old_journals_are_replayed_and_live_ones_kept() {
     rows.reverse();
     assert_eq!(
         rows.len(),
-        70,
-        "60 rows of the gone process, 10 of the old journal"
+        78,
+        "68 rows of the gone process (shards and segments), 10 of the old journal"
     );
     let gone_rows: Vec<i64> = rows
         .iter()
-        .filter(|r| r.started_ms < 1_000_060)
+        .filter(|r| r.started_ms < 1_000_068)
         .map(|r| r.started_ms)
         .collect();
     assert!(
@@ -235,16 +277,20 @@ fn gone_processes_shards_and_old_journals_are_replayed_and_live_ones_kept() {
     for k in 0..3 {
         assert!(!shard_of(&path, gone, k).exists(), "shard {k} not removed");
     }
+    for segment in gone_retired.iter().chain([&gone_fresh]) {
+        assert!(!segment.exists(), "{} not removed", segment.display());
+    }
     assert!(!old_journal.exists(), "the old journal was not removed");
     for shard in &live {
         assert_eq!(lines_in(shard), 5, "a live process's shard was touched");
     }
     assert!(dir.path().join("replay.db.journal-12x").exists());
 
-    // Readers catch up with every shard of every journal, the live process's included.
+    // Readers catch up with every file of every journal, the live process's retired
+    // segment included.
     let mut conn = conn;
-    assert_eq!(catch_up(&mut conn, &path).expect("catch up"), 10);
-    assert_eq!(on_record(&path).len(), 80);
+    assert_eq!(catch_up(&mut conn, &path).expect("catch up"), 15);
+    assert_eq!(on_record(&path).len(), 93);
     assert_eq!(catch_up(&mut conn, &path).expect("again"), 0, "idempotent");
 }
 
@@ -253,11 +299,22 @@ fn shard_names_parse_back_to_their_process() {
     let stem = "ledger.db.journal-";
     assert_eq!(writer_pid("ledger.db.journal-42", stem), Some(42));
     assert_eq!(writer_pid("ledger.db.journal-42.7", stem), Some(42));
+    assert_eq!(writer_pid("ledger.db.journal-42.retired-9", stem), Some(42));
+    assert_eq!(
+        writer_pid("ledger.db.journal-42.7.retired-19", stem),
+        Some(42)
+    );
     for not_one in [
         "ledger.db.journal-",
         "ledger.db.journal-42.",
         "ledger.db.journal-42.x",
         "ledger.db.journal-x.1",
+        "ledger.db.journal-42.retired-",
+        "ledger.db.journal-42.7.retired-x",
+        "ledger.db.journal-42.x.retired-1",
+        "ledger.db.journal-.retired-1",
+        "ledger.db.journal-42.fresh-",
+        "ledger.db.journal-42.fresh-1.retired-2",
         "ledger.db-wal",
     ] {
         assert_eq!(writer_pid(not_one, stem), None, "{not_one}");
@@ -271,11 +328,16 @@ fn shard_names_parse_back_to_their_process() {
         shard_of(base, 42, 3),
         Path::new("/var/lib/sb/ledger.db.journal-42.3")
     );
+    assert_eq!(
+        retired_of(&shard_of(base, 42, 3), 5),
+        Path::new("/var/lib/sb/ledger.db.journal-42.3.retired-5")
+    );
 }
 
 /// The race the rotation must win: a thread has written its line and not yet handed the row
 /// to the writer when a rotation begins. The rotation waits for the hand-off, so it receives
-/// the row before it empties the shards; it never empties a line it has not received.
+/// the row before it retires the shards; it never retires a line it has not received. The
+/// line is in the retired segments, the fresh shards are empty.
 #[test]
 fn a_rotation_waits_for_a_row_written_and_not_yet_handed_off() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -289,7 +351,7 @@ fn a_rotation_waits_for_a_row_written_and_not_yet_handed_off() {
             let line = format!("{}\n", entry(1, "npc", "ok").canonical());
             journals.record(line, |line| {
                 written.send(()).expect("written");
-                // Long enough for a rotation that did not wait to have emptied the shards.
+                // Long enough for a rotation that did not wait to have retired the shards.
                 std::thread::sleep(Duration::from_millis(300));
                 to_writer.send(line).expect("hand off");
             });
@@ -297,37 +359,46 @@ fn a_rotation_waits_for_a_row_written_and_not_yet_handed_off() {
     };
     wait_written.recv().expect("the caller wrote its line");
     let mut received = Vec::new();
-    journals.rotate(|| {
-        received.extend(writer_side.try_iter());
-        true
-    });
+    let mut retired = journals.rotate(|| received.extend(writer_side.try_iter()));
+    retired.sort();
     caller.join().expect("caller");
     assert_eq!(
         received.len(),
         1,
-        "the rotation emptied the journal before the row written to it was handed off"
+        "the rotation retired the journal before the row written to it was handed off"
     );
+    assert_eq!(retired, retired_in(dir.path()), "every shard is retired");
+    assert_eq!(retired.len(), 2);
+    assert_eq!(retired.iter().map(|s| lines_in(s)).sum::<usize>(), 1);
     let pid = std::process::id();
     for k in 0..2 {
-        assert_eq!(
-            lines_in(&shard_of(&base, pid, k)),
-            0,
-            "shard {k} not emptied"
-        );
+        assert_eq!(lines_in(&shard_of(&base, pid, k)), 0, "shard {k} not fresh");
     }
+    // The fresh shards take the next rows; the next rotation retires them under new names.
+    journals.record(format!("{}\n", entry(2, "npc", "ok").canonical()), drop);
+    let next = journals.rotate(|| ());
+    assert_eq!(next.len(), 2);
+    assert!(next.iter().all(|s| !retired.contains(s)), "{next:?}");
+    assert_eq!(next.iter().map(|s| lines_in(s)).sum::<usize>(), 1);
+    remove_segments(&retired);
+    remove_segments(&next);
+    assert!(retired_in(dir.path()).is_empty());
 }
 
-/// A rotation whose catch-up failed empties no shard: the rows stay for the replay.
+/// A shard whose file was removed from under it: the rotation retires nothing of it, its
+/// fresh file takes the shard's name all the same, and the next rotation retires that.
 #[test]
-fn a_rotation_that_could_not_catch_up_empties_nothing() {
+fn a_shard_whose_file_went_missing_gets_its_name_back() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let base = dir.path().join("kept.db");
-    let journals = Journals::open(&base, 3).expect("open");
-    for i in 0..3 {
-        journals.record(format!("{}\n", entry(i, "npc", "ok").canonical()), drop);
-    }
-    journals.rotate(|| false);
-    let pid = std::process::id();
-    let kept: usize = (0..3).map(|k| lines_in(&shard_of(&base, pid, k))).sum();
-    assert_eq!(kept, 3);
+    let base = dir.path().join("gone.db");
+    let journals = Journals::open(&base, 1).expect("open");
+    let shard = shard_of(&base, std::process::id(), 0);
+    std::fs::remove_file(&shard).expect("remove the shard's file");
+    assert!(journals.rotate(|| ()).is_empty(), "nothing to retire");
+    journals.record(format!("{}\n", entry(1, "npc", "ok").canonical()), drop);
+    assert_eq!(lines_in(&shard), 1, "the fresh file has the shard's name");
+    let retired = journals.rotate(|| ());
+    assert_eq!(retired.len(), 1);
+    assert_eq!(lines_in(&retired[0]), 1);
+    assert_eq!(lines_in(&shard), 0);
 }

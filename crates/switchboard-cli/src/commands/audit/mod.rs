@@ -111,9 +111,9 @@ pub fn storage_url(config: &Config) -> Option<&str> {
 }
 
 /// Where a gateway on PostgreSQL journals its rows before they are appended there:
-/// `postgres-ledger.journal-<pid>` (and its shards, `.journal-<pid>.<k>`) beside where the
-/// SQLite ledger would be (never the SQLite ledger's own journals, which opening that file
-/// would replay into it).
+/// `postgres-ledger.journal-<pid>` (and its shards, `.journal-<pid>.<k>`, and their segments,
+/// `.retired-<n>` and `.fresh-<n>`) beside where the SQLite ledger would be (never the SQLite
+/// ledger's own journals, which opening that file would replay into it).
 pub fn postgres_journal_base(config: &Config) -> anyhow::Result<PathBuf> {
     Ok(ledger_path(config, None)?.with_file_name("postgres-ledger"))
 }
