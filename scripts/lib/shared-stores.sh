@@ -113,20 +113,20 @@ drive_line() {
 }
 
 # The ledger's rows when the last call was answered, then once the writers are done (the
-# calls' rows still in the journals are being appended: the count is read until it settles).
-# $1, when given, is how many rows there should be.
+# calls' rows still in the journals are being appended: the count is read until it reaches
+# $1, how many rows there should be, when given, or stays the same for 3 s; 120 s at most).
 report_rows() {
-    local rows now waited=0 of=${1:+ of $1 answered calls}
+    local rows now waited=0 still=0 of=${1:+ of $1 answered calls}
     rows=$(count_rows)
     echo "ledger rows on PostgreSQL when the last call was answered: $rows$of"
-    while (( waited < 60 )); do
+    while (( waited < 120 && still < 3 )) && [[ $rows != "${1:-}" ]]; do
         sleep 1
         waited=$((waited + 1))
         now=$(count_rows)
-        [[ $now == "$rows" ]] && break
+        if [[ $now == "$rows" ]]; then still=$((still + 1)); else still=0; fi
         rows=$now
     done
-    echo "ledger rows once the writers were done: $rows (settled within ${waited} s)"
+    echo "ledger rows once the writers were done: $rows (after ${waited} s)"
 }
 
 # Samples the ledger's row count every 0.5 s into $work/rows.txt ("milliseconds rows"), and what

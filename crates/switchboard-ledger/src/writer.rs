@@ -122,7 +122,9 @@ impl Writer {
     /// Appends batches until the queue is empty (or an append failed and must wait).
     fn drain(&self, store: &mut dyn ChainStore, round: &mut Round) {
         loop {
-            let mut batch = std::mem::take(&mut round.held);
+            // Held rows first (a failed batch, or what a rotation received), a batch at a time.
+            let from_held = round.held.len().min(BATCH);
+            let mut batch: Vec<Journaled> = round.held.drain(..from_held).collect();
             while batch.len() < BATCH && round.running {
                 match self.receiver.try_recv() {
                     Ok(Message::Entry(row)) => batch.push(*row),
@@ -158,15 +160,15 @@ impl Writer {
             }
             if round.since_rotation >= self.rotate_every {
                 round.since_rotation = 0;
-                self.rotate(store, round);
-                if !round.held.is_empty() {
-                    return;
+                self.rotate(round);
+            }
+            // A flush is answered once every row sent before it is on record: none held.
+            if round.held.is_empty() {
+                for done in round.flushes.drain(..) {
+                    let _ = done.send(());
                 }
             }
-            for done in round.flushes.drain(..) {
-                let _ = done.send(());
-            }
-            if !full || !round.running {
+            if !(full || !round.held.is_empty()) || !round.running {
                 return;
             }
         }
@@ -182,7 +184,9 @@ impl Writer {
             "{error}; the rows are kept (and journaled), trying again in {wait:?}"
         );
         self.stats.append_failed(&error.to_string());
-        round.held = rows;
+        // Before the rows still held (a rotation's): the order they were sent in.
+        let later = std::mem::replace(&mut round.held, rows);
+        round.held.extend(later);
         std::thread::sleep(wait);
     }
 
@@ -192,10 +196,11 @@ impl Writer {
     }
 
     /// Rolls the journal over, receiving (holding every shard's lock) everything sent so
-    /// far, then appends it with the locks released, and deletes the retired segments once
-    /// it is on record (module `journal`). Rows it cannot append are held (a store that
-    /// retries: the segments wait for them) or left to the retired segments, kept.
-    fn rotate(&self, store: &mut dyn ChainStore, round: &mut Round) {
+    /// far (module `journal`). What it received is held, to be appended first and a batch
+    /// at a time like any other rows — never in one transaction, which on PostgreSQL would
+    /// hold the chain's head for as long as a backlog takes — and the retired segments are
+    /// deleted once nothing is held ([`Round::remove_retired`]).
+    fn rotate(&self, round: &mut Round) {
         let mut rest = Vec::new();
         let retired = self.journal.rotate(|| {
             while let Ok(message) = self.receiver.try_recv() {
@@ -220,18 +225,8 @@ impl Writer {
         } else {
             round.retired.extend(retired);
         }
-        match append_journaled(store, &rest) {
-            Ok(_) => {
-                self.settled(rest.len());
-                round.remove_retired();
-            }
-            Err(error) if store.retries() && !round.gave_up() => self.hold(round, rest, &error),
-            Err(error) => {
-                tracing::error!("{error}; the rows stay in the retired journal segments");
-                self.settled(rest.len());
-                round.left_to_journal = true;
-            }
-        }
+        round.held.extend(rest);
+        round.remove_retired();
     }
 }
 

@@ -161,6 +161,40 @@ fn a_slow_append_at_rotation_does_not_hold_up_calls() {
     assert_eq!(fresh, 1, "the fresh shards hold the row recorded since");
 }
 
+/// What a rotation receives is appended a batch at a time like any rows, never as one
+/// transaction: on PostgreSQL that held the chain's head for as long as a backlog of a
+/// hundred thousand rows took (seconds on 16 cores), and every other replica's writer waited.
+#[test]
+fn a_backlog_received_at_rotation_is_appended_a_batch_at_a_time() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("backlog.db");
+    let largest = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let then: Then = {
+        let largest = largest.clone();
+        Box::new(move |rows| {
+            largest.fetch_max(rows.len(), std::sync::atomic::Ordering::SeqCst);
+            Ok(())
+        })
+    };
+    let (ledger, due, go) = scripted(&path, false, then);
+    let backlog = 2 * crate::BATCH + 10;
+    up_to_the_rotation(&ledger, &due, &go, || {
+        record(&ledger, 1_000..1_000 + backlog);
+    });
+    ledger.flush();
+    assert_eq!(on_record(&path).len(), EVERY + backlog + AT_ROTATION);
+    let largest = largest.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(
+        largest <= crate::BATCH,
+        "an append of {largest} rows (a batch is {})",
+        crate::BATCH
+    );
+    assert!(
+        retired_in(dir.path()).is_empty(),
+        "removed once the backlog is on record"
+    );
+}
+
 /// A store that retries (PostgreSQL) and is away when the rotation appends: the rows are
 /// held, the retired segments stay while they are, and go once they are on record.
 #[test]
