@@ -168,7 +168,7 @@ impl Writer {
                     let _ = done.send(());
                 }
             }
-            if !(full || !round.held.is_empty()) || !round.running {
+            if !round.running || (!full && round.held.is_empty()) {
                 return;
             }
         }
