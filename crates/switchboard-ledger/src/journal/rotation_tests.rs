@@ -36,7 +36,7 @@ struct Scripted {
     retries: bool,
     seen: usize,
     due: Sender<()>,
-    go: Receiver<()>,
+    go: Gate,
     then: Then,
 }
 
@@ -50,7 +50,7 @@ impl ChainStore for Scripted {
         self.seen += rows.len();
         if before < EVERY && self.seen >= EVERY {
             let _ = self.due.send(());
-            awaited(&self.go, "the test's go");
+            assert!(self.go.wait(PATIENCE), "the test's go never came");
         }
         Ok(appended)
     }
@@ -62,7 +62,7 @@ impl ChainStore for Scripted {
 
 /// A ledger at `path` on two shards, rotating every [`EVERY`] rows, over a [`Scripted`]
 /// SQLite store: the ledger, the rotation's "due" and the test's "go".
-fn scripted(path: &Path, retries: bool, then: Then) -> (Ledger, Receiver<()>, Sender<()>) {
+fn scripted(path: &Path, retries: bool, then: Then) -> (Ledger, Receiver<()>, Gate) {
     let conn = store::open(path).expect("open");
     scripted_over(Box::new(conn), retries, path, then)
 }
@@ -73,15 +73,15 @@ fn scripted_over(
     retries: bool,
     path: &Path,
     then: Then,
-) -> (Ledger, Receiver<()>, Sender<()>) {
+) -> (Ledger, Receiver<()>, Gate) {
     let (due, wait_due) = channel();
-    let (go, wait_go) = channel();
+    let go = Gate::default();
     let store = Scripted {
         inner,
         retries,
         seen: 0,
         due,
-        go: wait_go,
+        go: go.clone(),
         then,
     };
     let tuning = Tuning {
@@ -95,6 +95,30 @@ fn scripted_over(
 fn record(ledger: &Ledger, ids: std::ops::Range<usize>) {
     for i in ids {
         ledger.record_entry(entry(i, "npc", "ok"));
+    }
+}
+
+/// A gate the writer's thread waits at, opened by the test: polled, since a blocking
+/// channel receive parks the thread and so would swallow the ledger's ring (an unpark) of
+/// the writer.
+#[derive(Clone, Default)]
+struct Gate(Arc<AtomicBool>);
+
+impl Gate {
+    fn open(&self) {
+        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Waits until the gate is open, `patience` at most: whether it opened.
+    fn wait(&self, patience: Duration) -> bool {
+        let started = Instant::now();
+        while !self.0.load(std::sync::atomic::Ordering::SeqCst) {
+            if started.elapsed() > patience {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        true
     }
 }
 
@@ -118,36 +142,40 @@ fn records_at_once(ledger: &Ledger, meanwhile: &str) {
 
 /// Records rows `0..EVERY` and waits until the rotation is due, runs `meanwhile`, records
 /// [`AT_ROTATION`] more (the rotation receives them), and lets the writer on.
-fn up_to_the_rotation(
-    ledger: &Ledger,
-    due: &Receiver<()>,
-    go: &Sender<()>,
-    meanwhile: impl FnOnce(),
-) {
+fn up_to_the_rotation(ledger: &Ledger, due: &Receiver<()>, go: &Gate, meanwhile: impl FnOnce()) {
     record(ledger, 0..EVERY);
     awaited(due, "the rotation comes due");
     meanwhile();
     record(ledger, EVERY..EVERY + AT_ROTATION);
-    go.send(()).expect("go");
+    go.open();
 }
 
-/// While the rotation's append is slow (300 ms), a call records in far less: the shards'
-/// locks are not held over the append. Before segment rollover, the call waited it out.
+/// While the rotation's append is slow — it lasts until the test's call has recorded, at
+/// most [`SLOW`] — a call records in far less: the shards' locks are not held over the
+/// append. Before segment rollover, the call waited the append out.
 #[test]
 fn a_slow_append_at_rotation_does_not_hold_up_calls() {
+    const SLOW: Duration = Duration::from_secs(2);
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("slow.db");
     let (slow, in_slow) = channel();
+    let release = Gate::default();
+    let released = release.clone();
+    let mut first = true;
     let then: Then = Box::new(move |_| {
-        let _ = slow.send(());
-        std::thread::sleep(Duration::from_millis(300));
+        if std::mem::take(&mut first) {
+            let _ = slow.send(());
+            // Slow until the test has recorded its call, or gave up.
+            released.wait(SLOW);
+        }
         Ok(())
     });
     let (ledger, due, go) = scripted(&path, false, then);
     up_to_the_rotation(&ledger, &due, &go, || ());
     awaited(&in_slow, "the rotation's append began");
+    records_at_once(&ledger, "the rotation's append was under way");
     assert_eq!(retired_in(dir.path()).len(), 2, "both shards were retired");
-    records_at_once(&ledger, "the rotation's append was slow");
+    release.open();
     ledger.flush();
     assert_eq!(on_record(&path).len(), EVERY + AT_ROTATION + 1);
     assert!(
