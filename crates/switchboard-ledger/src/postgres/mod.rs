@@ -483,6 +483,8 @@ impl ChainStore for PostgresStore {
 }
 
 #[cfg(test)]
+mod append_tests;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod tls_tests;
