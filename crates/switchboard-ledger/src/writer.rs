@@ -17,6 +17,7 @@
 //! they are kept for the next opener (module `journal`, "Rotation").
 
 use std::borrow::Cow;
+use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -76,8 +77,9 @@ pub(crate) struct Writer {
 struct Round {
     since_rotation: usize,
     running: bool,
-    /// Rows a failed append left, tried first next time.
-    held: Vec<Journaled>,
+    /// Rows a failed append left and what a rotation received, tried first, a batch at a
+    /// time (taken off the front: a rotation may hold a backlog of a hundred thousand).
+    held: VecDeque<Journaled>,
     flushes: Vec<Sender<()>>,
     backoff: Backoff,
     /// When a stopping writer gives up on held rows.
@@ -95,7 +97,7 @@ impl Writer {
         let mut round = Round {
             since_rotation: 0,
             running: true,
-            held: Vec::new(),
+            held: VecDeque::new(),
             flushes: Vec::new(),
             backoff: Backoff::default(),
             give_up: None,
@@ -185,8 +187,9 @@ impl Writer {
         );
         self.stats.append_failed(&error.to_string());
         // Before the rows still held (a rotation's): the order they were sent in.
-        let later = std::mem::replace(&mut round.held, rows);
-        round.held.extend(later);
+        for row in rows.into_iter().rev() {
+            round.held.push_front(row);
+        }
         std::thread::sleep(wait);
     }
 
