@@ -8,8 +8,8 @@ use super::*;
 fn valid_minimal(schema: Value) -> Value {
     let instance = minimal_instance(&schema).expect("generates");
     let compiled = InputSchema::compile(&schema).expect("schema compiles");
-    let arguments = instance.as_object().expect("an object instance").clone();
-    if let Err(violations) = compiled.validate(&arguments) {
+    let mut arguments = instance.as_object().expect("an object instance").clone();
+    if let Err(violations) = compiled.validate(&mut arguments) {
         panic!("{instance} breaks {schema}: {violations:?}");
     }
     instance

@@ -4,6 +4,8 @@ use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
+use crate::pipeline::{CALL_META_KEY, CallEnvelope};
+
 /// A request to run one tool, named as the caller sees it (the exposed name).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolCall {
@@ -26,8 +28,9 @@ impl ToolCall {
 /// and can correct itself. Failures the caller must handle (unknown tool) are
 /// [`crate::pipeline::CallError`]s instead.
 ///
-/// In JSON: `content`, then `structuredContent`, `isError` (when true) and `_meta` when set,
-/// then every other member (`extra`). Serialized and taken apart by hand
+/// In JSON: `content`, then `structuredContent`, `isError` (when true) and `_meta` when set
+/// (with the gateway's envelope, `call`, as its last key), then every other member
+/// (`extra`). Serialized and taken apart by hand
 /// ([`ToolOutcome::from_result`]) rather than by serde's `flatten`, which buffers and
 /// re-parses the whole result: every call's answer goes through here.
 #[derive(Debug, Clone, PartialEq)]
@@ -36,6 +39,10 @@ pub struct ToolOutcome {
     pub structured_content: Option<Value>,
     pub is_error: bool,
     pub meta: Option<Map<String, Value>>,
+    /// The gateway's envelope of the call that gave this result, once the pipeline has run
+    /// it; written into `_meta` under [`CALL_META_KEY`]. Boxed: outcomes are moved from
+    /// future to future, and most of them carry none until the last step.
+    pub call: Option<Box<CallEnvelope>>,
     pub extra: Map<String, Value>,
 }
 
@@ -47,6 +54,7 @@ impl ToolOutcome {
             structured_content: None,
             is_error: false,
             meta: None,
+            call: None,
             extra: Map::new(),
         }
     }
@@ -93,6 +101,7 @@ impl ToolOutcome {
             structured_content: None,
             is_error: false,
             meta: None,
+            call: None,
             extra: Map::new(),
         };
         for (name, value) in members {
@@ -134,7 +143,7 @@ impl Serialize for ToolOutcome {
         let len = 1
             + usize::from(self.structured_content.is_some())
             + usize::from(self.is_error)
-            + usize::from(self.meta.is_some())
+            + usize::from(self.meta.is_some() || self.call.is_some())
             + self.extra.len();
         let mut map = serializer.serialize_map(Some(len))?;
         map.serialize_entry("content", &self.content)?;
@@ -144,12 +153,44 @@ impl Serialize for ToolOutcome {
         if self.is_error {
             map.serialize_entry("isError", &true)?;
         }
-        if let Some(meta) = &self.meta {
-            map.serialize_entry("_meta", meta)?;
+        match (&self.meta, &self.call) {
+            (Some(meta), None) => map.serialize_entry("_meta", meta)?,
+            (meta, Some(call)) => map.serialize_entry(
+                "_meta",
+                &MetaWithCall {
+                    meta: meta.as_ref(),
+                    call,
+                },
+            )?,
+            (None, None) => {}
         }
         for (name, value) in &self.extra {
             map.serialize_entry(name, value)?;
         }
+        map.end()
+    }
+}
+
+/// A result's `_meta` with the envelope as its last key.
+struct MetaWithCall<'a> {
+    meta: Option<&'a Map<String, Value>>,
+    call: &'a CallEnvelope,
+}
+
+impl Serialize for MetaWithCall<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        // A key of the envelope's own name in `meta` would be written twice: the stamp takes
+        // it out, and so does this, for an outcome put together by hand.
+        let members = self
+            .meta
+            .into_iter()
+            .flatten()
+            .filter(|(name, _)| name.as_str() != CALL_META_KEY);
+        let mut map = serializer.serialize_map(Some(members.clone().count() + 1))?;
+        for (name, value) in members {
+            map.serialize_entry(name, value)?;
+        }
+        map.serialize_entry(CALL_META_KEY, self.call)?;
         map.end()
     }
 }
@@ -238,5 +279,35 @@ mod tests {
         ] {
             assert_eq!(ToolOutcome::from_result(result), Err(message.to_owned()));
         }
+    }
+
+    #[test]
+    fn the_envelope_is_the_last_key_of_meta_and_replaces_one_the_server_sent() {
+        let result = serde_json::json!({
+            "content": [],
+            "_meta": {"switchboard.dev/call": {"id": "from a gateway behind"}, "k": "v"},
+            "zeta": 1,
+        });
+        let mut outcome = ToolOutcome::from_result(result).expect("a valid result");
+        let server = crate::ServerId::new("s");
+        let took = std::time::Duration::from_micros(1_234_567);
+        crate::pipeline::envelope::stamp(&mut outcome, "01CALL", took, &server, 0.5, false);
+        assert_eq!(
+            serde_json::to_string(&outcome).expect("serializes"),
+            r#"{"content":[],"_meta":{"k":"v","switchboard.dev/call":{"id":"01CALL","duration_ms":1234.567,"server":"s","cost":0.5,"cached":false}},"zeta":1}"#
+        );
+        let mut bare = ToolOutcome::text("hi");
+        crate::pipeline::envelope::stamp(&mut bare, "01B", took, &server, 0.0, true);
+        bare.call.as_mut().expect("stamped").truncated = Some(crate::pipeline::Truncation {
+            total_tokens: 9,
+            shown_tokens: 4,
+        });
+        let value = serde_json::to_value(&bare).expect("serializes");
+        assert_eq!(
+            value["_meta"],
+            serde_json::json!({"switchboard.dev/call": {"id": "01B", "duration_ms": 1234.567,
+                "server": "s", "cost": 0.0, "cached": true,
+                "truncated": {"total_tokens": 9, "shown_tokens": 4}}})
+        );
     }
 }

@@ -67,15 +67,27 @@ impl InputSchema {
     }
 
     /// Validates call arguments; every violation, in document order.
-    pub fn validate(&self, arguments: &Map<String, Value>) -> Result<(), Vec<Violation>> {
-        let instance = Value::Object(arguments.clone());
+    ///
+    /// The arguments are borrowed mutably only to be lent to the validator as a JSON value
+    /// without copying them (it takes a `Value`, a call's arguments are a `Map`): they are
+    /// moved into one and back, and come back as they were.
+    pub fn validate(&self, arguments: &mut Map<String, Value>) -> Result<(), Vec<Violation>> {
+        let instance = Value::Object(std::mem::take(arguments));
+        let verdict = self.judge(&instance);
+        if let Value::Object(members) = instance {
+            *arguments = members;
+        }
+        verdict
+    }
+
+    fn judge(&self, instance: &Value) -> Result<(), Vec<Violation>> {
         // The common case, valid arguments, skips building error iterators and messages.
-        if self.validator.is_valid(&instance) {
+        if self.validator.is_valid(instance) {
             return Ok(());
         }
         let violations: Vec<Violation> = self
             .validator
-            .iter_errors(&instance)
+            .iter_errors(instance)
             .map(|error| Violation {
                 path: json_path(&error.instance_path.to_string()),
                 message: error.to_string(),
@@ -124,7 +136,7 @@ mod tests {
         }))
         .expect("valid schema");
         let errors = schema
-            .validate(&args(json!({"items": [{"n": 1}, {"n": "x"}]})))
+            .validate(&mut args(json!({"items": [{"n": 1}, {"n": "x"}]})))
             .expect_err("invalid");
         assert_eq!(errors.len(), 1);
         assert_eq!(errors[0].path, "$.items[1].n");
@@ -134,7 +146,7 @@ mod tests {
             errors[0].message
         );
 
-        let missing = schema.validate(&Map::new()).expect_err("missing");
+        let missing = schema.validate(&mut Map::new()).expect_err("missing");
         assert_eq!(missing[0].path, "$");
         assert!(missing[0].message.contains("items"));
     }

@@ -557,12 +557,18 @@ pub fn governance(config: &Config) -> Governance {
     for server in &config.servers {
         add(Scope::Server(server.id.clone()), &server.limits);
         if let Some(cost) = &server.cost {
-            costs.insert((server.id.clone(), "*".to_owned()), model(cost));
+            costs
+                .entry(server.id.clone())
+                .or_insert_with(HashMap::new)
+                .insert("*".to_owned(), model(cost));
         }
         for (tool, spec) in &server.tools {
             add(Scope::Tool(format!("{}/{tool}", server.id)), &spec.limits);
             if let Some(cost) = &spec.cost {
-                costs.insert((server.id.clone(), tool.clone()), model(cost));
+                costs
+                    .entry(server.id.clone())
+                    .or_insert_with(HashMap::new)
+                    .insert(tool.clone(), model(cost));
             }
         }
     }

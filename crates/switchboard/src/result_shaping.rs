@@ -19,7 +19,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
-use switchboard_core::pipeline::CALL_META_KEY;
+use switchboard_core::pipeline::Truncation;
 use switchboard_core::{CallContext, Caller, ToolOutcome};
 
 use crate::host::Host;
@@ -154,11 +154,10 @@ impl Host {
     /// Rewrites JSON text as TOON where smaller, then cuts an over-budget text result and
     /// keeps the rest for `read_more` (shared with the other replicas when they share a
     /// store, before the answer goes).
-    pub(crate) async fn shape_result(&self, ctx: &CallContext, outcome: &mut ToolOutcome) {
-        let Some((call_id, text)) = self.cut_result(ctx, outcome) else {
+    pub(crate) async fn shape_result(&self, caller: &Caller, outcome: &mut ToolOutcome) {
+        let Some((call_id, text)) = self.cut_result(caller, outcome) else {
             return;
         };
-        let caller = Caller::of(ctx);
         if let Some(shared) = &self.inner.options.shared_sessions {
             match shared
                 .keep_rest(caller.agent.as_deref(), &call_id, &text)
@@ -174,23 +173,21 @@ impl Host {
                 }
             }
         }
-        self.inner
-            .remainders
-            .keep(&call_id, &caller, text, KEEP_FOR);
+        self.inner.remainders.keep(&call_id, caller, text, KEEP_FOR);
         let listed = self
             .inner
             .sessions
-            .with(&caller, |state| state.read_more_listed);
+            .with(caller, |state| state.read_more_listed);
         if !listed {
             // The result is answered whatever Redis says: refused (fail_closed), `read_more` is
             // listed here, where the rest is held, and on no other replica.
             let applied = self
-                .change_session(&caller, SessionChange::ReadMoreListed)
+                .change_session(caller, SessionChange::ReadMoreListed)
                 .await;
             if applied.is_err() {
                 self.inner
                     .sessions
-                    .with(&caller, |state| state.apply(SessionChange::ReadMoreListed));
+                    .with(caller, |state| state.apply(SessionChange::ReadMoreListed));
             }
             tracing::debug!("read_more listed for this session");
         }
@@ -198,9 +195,9 @@ impl Host {
 
     /// Cuts an over-budget text result at the budget: the call id and the whole text, to
     /// keep for `read_more`.
-    fn cut_result(&self, ctx: &CallContext, outcome: &mut ToolOutcome) -> Option<(String, String)> {
+    fn cut_result(&self, caller: &Caller, outcome: &mut ToolOutcome) -> Option<(String, String)> {
         self.toon_text(outcome);
-        let budget = self.result_budget(&Caller::of(ctx));
+        let budget = self.result_budget(caller);
         let total_bytes: usize = outcome
             .content
             .iter()
@@ -216,13 +213,7 @@ impl Host {
         if tokens <= budget {
             return None;
         }
-        let call_id = outcome
-            .meta
-            .as_ref()
-            .and_then(|meta| meta.get(CALL_META_KEY))
-            .and_then(|envelope| envelope.get("id"))
-            .and_then(Value::as_str)
-            .map(str::to_owned)?;
+        let call_id = outcome.call.as_ref()?.id.clone();
         let (head, next) = piece(&text, 0, budget, count);
         let next = next?;
         let remaining = tokens.saturating_sub(count(&head));
@@ -234,16 +225,11 @@ impl Host {
             0,
             json!({"type": "text", "text": format!("{head}{}", marker(&call_id, next, remaining))}),
         );
-        if let Some(meta) = outcome
-            .meta
-            .as_mut()
-            .and_then(|m| m.get_mut(CALL_META_KEY))
-            .and_then(Value::as_object_mut)
-        {
-            meta.insert(
-                "truncated".into(),
-                json!({"total_tokens": tokens, "shown_tokens": tokens - remaining}),
-            );
+        if let Some(envelope) = &mut outcome.call {
+            envelope.truncated = Some(Truncation {
+                total_tokens: tokens,
+                shown_tokens: tokens - remaining,
+            });
         }
         Some((call_id, text))
     }

@@ -136,13 +136,18 @@ impl Default for Sessions {
     }
 }
 
-/// The key of a caller's state: its session, else its agent.
+/// The key of a caller's state: its session, else its agent. (Put together by hand: it is
+/// made several times a call, and `format!` costs more than the copy.)
 pub(crate) fn key_of(caller: &Caller) -> String {
-    match (&caller.session, &caller.agent) {
-        (Some(session), _) => format!("session:{session}"),
-        (None, Some(agent)) => format!("agent:{agent}"),
-        (None, None) => "anonymous".to_owned(),
-    }
+    let (kind, name) = match (&caller.session, &caller.agent) {
+        (Some(session), _) => ("session:", session),
+        (None, Some(agent)) => ("agent:", agent),
+        (None, None) => return "anonymous".to_owned(),
+    };
+    let mut key = String::with_capacity(kind.len() + name.len());
+    key.push_str(kind);
+    key.push_str(name);
+    key
 }
 
 fn lock(shard: &Mutex<Shard>) -> MutexGuard<'_, Shard> {

@@ -369,7 +369,8 @@ async fn large_results_are_cut_and_the_rest_is_read_with_read_more() {
         text.len()
     );
     let marker = text.split("[… truncated: about ").nth(1).expect("a marker");
-    let call_id = cut.meta.as_ref().expect("meta")["switchboard.dev/call"]["id"]
+    let answer = serde_json::to_value(&cut).expect("serializes");
+    let call_id = answer["_meta"]["switchboard.dev/call"]["id"]
         .as_str()
         .expect("id")
         .to_owned();

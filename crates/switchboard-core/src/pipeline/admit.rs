@@ -16,8 +16,9 @@ use crate::{CallContext, CatalogEntry, ToolOutcome};
 #[derive(Default)]
 pub struct Governance {
     pub limits: Limits,
-    /// Cost per (server id, upstream tool name); `"*"` as the tool = the server's default.
-    pub costs: HashMap<(String, String), CostModel>,
+    /// Cost by server id, then by upstream tool name; `"*"` as the tool = the server's
+    /// default. Nested, so a call looks its cost up by borrowed names, allocating nothing.
+    pub costs: HashMap<String, HashMap<String, CostModel>>,
     /// Pre- and post-call hooks, in order.
     pub hooks: Vec<Arc<dyn Hook>>,
     /// Which calls need approval.
@@ -41,10 +42,12 @@ impl Governance {
 
     /// What a call of `entry` that took `wall` costs.
     pub fn cost_of(&self, entry: &CatalogEntry, wall: Duration) -> f64 {
-        let server = entry.spec.server.as_str().to_owned();
-        self.costs
-            .get(&(server.clone(), entry.upstream_name.clone()))
-            .or_else(|| self.costs.get(&(server, "*".to_owned())))
+        let Some(tools) = self.costs.get(entry.spec.server.as_str()) else {
+            return 0.0;
+        };
+        tools
+            .get(&entry.upstream_name)
+            .or_else(|| tools.get("*"))
             .map_or(0.0, |model| model.cost(wall))
     }
 

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use serde_json::{Map, Value};
+use serde::Serialize;
 
 use crate::{ServerId, ToolOutcome};
 
@@ -24,7 +24,34 @@ pub fn served_from_cache(outcome: &ToolOutcome) -> bool {
         .is_some_and(|meta| meta.contains_key(CACHE_META_KEY))
 }
 
-/// Stamps the envelope onto a result, keeping every other `_meta` key.
+/// The envelope of one call, as the gateway stamps it on the call's result: kept typed on the
+/// outcome ([`ToolOutcome::call`]) and written straight into the answer's `_meta` under
+/// [`CALL_META_KEY`] when the outcome is serialized. (Built as a JSON map it cost every
+/// call ten allocations: its keys, its strings and the map.)
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CallEnvelope {
+    /// The call id, the ledger row's.
+    pub id: String,
+    /// How long the call took, in milliseconds to the microsecond.
+    pub duration_ms: f64,
+    pub server: ServerId,
+    pub cost: f64,
+    /// Whether the result came from the cache.
+    pub cached: bool,
+    /// Set when result shaping cut the result's text to the caller's budget.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub truncated: Option<Truncation>,
+}
+
+/// How much of a result's text a cut left (result shaping's `read_more` gives the rest).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Truncation {
+    pub total_tokens: usize,
+    pub shown_tokens: usize,
+}
+
+/// Stamps the envelope onto a result, keeping every other `_meta` key (an envelope the
+/// server sent, from a gateway behind this one, gives way to this gateway's own).
 pub fn stamp(
     outcome: &mut ToolOutcome,
     call_id: &str,
@@ -33,16 +60,15 @@ pub fn stamp(
     cost: f64,
     cached: bool,
 ) {
-    // Sized up front: `json!` grows an empty map key by key, and this runs on every call.
-    let mut envelope = Map::with_capacity(5);
-    envelope.insert("id".to_owned(), call_id.into());
-    let duration_ms = (duration.as_secs_f64() * 1000.0 * 1000.0).round() / 1000.0;
-    envelope.insert("duration_ms".to_owned(), duration_ms.into());
-    envelope.insert("server".to_owned(), server.as_str().into());
-    envelope.insert("cost".to_owned(), cost.into());
-    envelope.insert("cached".to_owned(), cached.into());
-    outcome
-        .meta
-        .get_or_insert_with(|| Map::with_capacity(1))
-        .insert(CALL_META_KEY.to_owned(), Value::Object(envelope));
+    if let Some(meta) = &mut outcome.meta {
+        meta.shift_remove(CALL_META_KEY);
+    }
+    outcome.call = Some(Box::new(CallEnvelope {
+        id: call_id.to_owned(),
+        duration_ms: (duration.as_secs_f64() * 1000.0 * 1000.0).round() / 1000.0,
+        server: server.clone(),
+        cost,
+        cached,
+        truncated: None,
+    }));
 }

@@ -31,7 +31,7 @@ use crate::upstream::UpstreamDirectory;
 use crate::{CallContext, Catalog, CatalogEntry, ToolCall, ToolOutcome};
 
 pub use admit::Governance;
-pub use envelope::{CACHE_META_KEY, CALL_META_KEY};
+pub use envelope::{CACHE_META_KEY, CALL_META_KEY, CallEnvelope, Truncation};
 pub use record::{CallRecord, CallStatus, ChangeRecord, LogRecorder, RecordedArguments, Recorder};
 
 /// Why a call produced no [`ToolOutcome`]. Everything else — bad arguments, an upstream that is
@@ -195,11 +195,11 @@ impl Pipeline {
         &self,
         entry: &CatalogEntry,
         call_id: &str,
-        arguments: Map<String, Value>,
+        mut arguments: Map<String, Value>,
         ctx: &CallContext,
         upstreams: &dyn UpstreamDirectory,
     ) -> (Fate, f64, Option<String>) {
-        if let Some(refusal) = validate::validate(entry, &arguments) {
+        if let Some(refusal) = validate::validate(entry, &mut arguments) {
             return (
                 Fate::new(Ok(refusal), CallStatus::InvalidArguments),
                 0.0,
@@ -216,7 +216,6 @@ impl Pipeline {
         let hooks = &governance.hooks;
         // Hooks see the call as a HookCall; without hooks none is built (the hot path).
         let mut hooked = None;
-        let mut arguments = arguments;
         if !hooks.is_empty() {
             let mut call = HookCall {
                 call_id: call_id.to_owned(),
@@ -236,7 +235,7 @@ impl Pipeline {
                     return (fate, 0.0, None);
                 }
                 Ok(true) => {
-                    if let Some(refusal) = validate::validate(entry, &call.arguments) {
+                    if let Some(refusal) = validate::validate(entry, &mut call.arguments) {
                         let fate = Fate::new(Ok(refusal), CallStatus::InvalidArguments);
                         return (fate, 0.0, None);
                     }

@@ -199,7 +199,7 @@ async fn every_fate_is_recorded_once() {
         ]
     );
     // Every result carries the envelope, whose id is the record's.
-    let envelope = &ok.meta.as_ref().expect("meta")[CALL_META_KEY];
+    let envelope = &serde_json::to_value(&ok).expect("serializes")["_meta"][CALL_META_KEY];
     assert_eq!(envelope["server"], "s");
     assert_eq!(envelope["cached"], false);
     let records = fixture
@@ -354,11 +354,14 @@ async fn limits_refuse_with_a_readable_error_and_costs_are_charged() {
     let governance = Governance {
         limits: Limits::new(specs, quotas),
         costs: HashMap::from([(
-            ("s".into(), "*".into()),
-            CostModel {
-                fixed: 1.0,
-                per_second: 0.0,
-            },
+            "s".into(),
+            HashMap::from([(
+                "*".into(),
+                CostModel {
+                    fixed: 1.0,
+                    per_second: 0.0,
+                },
+            )]),
         )]),
         ..Governance::default()
     };
@@ -373,10 +376,7 @@ async fn limits_refuse_with_a_readable_error_and_costs_are_charged() {
         .call(&npc, "s__echo", json!({"text": "a"}))
         .await
         .expect("ok");
-    assert_eq!(
-        first.meta.as_ref().expect("meta")[CALL_META_KEY]["cost"],
-        1.0
-    );
+    assert_eq!(first.call.as_ref().expect("the envelope").cost, 1.0);
     let limited = fixture
         .call(&npc, "s__echo", json!({"text": "b"}))
         .await

@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use crate::{CatalogEntry, ToolOutcome};
 
 /// Returns the refusal to send back, or `None` when the arguments are valid.
-pub fn validate(entry: &CatalogEntry, arguments: &Map<String, Value>) -> Option<ToolOutcome> {
+pub fn validate(entry: &CatalogEntry, arguments: &mut Map<String, Value>) -> Option<ToolOutcome> {
     entry.schema.validate(arguments).err().map(|violations| {
         let lines: Vec<String> = violations
             .iter()

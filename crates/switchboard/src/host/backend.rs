@@ -73,13 +73,18 @@ impl Backend for Host {
     ) -> BoxFuture<'_, Result<ToolOutcome, CallError>> {
         Box::pin(async move {
             self.wait_for_startup().await;
-            self.sync_session(&Caller::of(&ctx)).await;
+            // Built once for the call: the session, the pipeline and the shaping ask alike.
+            let caller = Caller::of(&ctx);
+            self.sync_session(&caller).await;
             let mut answer = match self.call_meta(&ctx, &call.name, &call.arguments).await {
                 Some(answer) => answer,
-                None => self.call(&ctx, &call.name, call.arguments).await,
+                None => {
+                    self.call_as(&ctx, &caller, &call.name, call.arguments)
+                        .await
+                }
             };
             if let Ok(outcome) = &mut answer {
-                self.shape_result(&ctx, outcome).await;
+                self.shape_result(&caller, outcome).await;
             }
             answer
         })

@@ -293,10 +293,20 @@ impl Host {
         name: &str,
         arguments: Map<String, Value>,
     ) -> Result<ToolOutcome, CallError> {
+        self.call_as(ctx, &Caller::of(ctx), name, arguments).await
+    }
+
+    /// [`Host::call`] with the caller `ctx` makes already built.
+    pub(crate) async fn call_as(
+        &self,
+        ctx: &CallContext,
+        caller: &Caller,
+        name: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<ToolOutcome, CallError> {
         let catalog = self.catalog();
-        let caller = Caller::of(ctx);
-        let tier = self.active_tier(&caller);
-        let view = self.view_at(&caller, tier.as_ref());
+        let tier = self.active_tier(caller);
+        let view = self.view_at(caller, tier.as_ref());
         let route = CallRoute {
             inner: &self.inner,
             tier: tier

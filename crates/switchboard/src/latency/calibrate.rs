@@ -74,7 +74,7 @@ fn probe_input(
     traits: &ToolTraits,
     entry: Option<&CatalogEntry>,
 ) -> Result<Map<String, Value>, String> {
-    let input = match &traits.probe_arguments {
+    let mut input = match &traits.probe_arguments {
         Some(arguments) => arguments.clone(),
         None => match minimal_instance(&traits.input_schema) {
             Ok(Value::Object(arguments)) => arguments,
@@ -87,7 +87,7 @@ fn probe_input(
         },
     };
     if let Some(entry) = entry
-        && let Err(violations) = entry.schema.validate(&input)
+        && let Err(violations) = entry.schema.validate(&mut input)
     {
         let first = violations
             .first()
