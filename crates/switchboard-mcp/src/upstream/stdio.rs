@@ -7,11 +7,16 @@
 //! Its stderr is forwarded to the log under the server's name. Lines longer than the message
 //! limit are refused; lines that are not JSON are logged and remembered, so a failure to start
 //! can say what the server printed instead.
+//!
+//! An answer read from stdout goes straight to the request waiting for it, on the reading
+//! task's thread, when nothing read before it still waits in the inbound channel (so it
+//! overtakes nothing): the way through the channel and the client's reading task cost each
+//! call a wake-up of another thread ([`Transport::answer_directly`]).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -22,7 +27,7 @@ use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::mpsc;
 
 use super::reaper;
-use super::transport::{Inbound, Opened, Transport, TransportError};
+use super::transport::{DirectAnswers, Inbound, Opened, Transport, TransportError};
 use crate::jsonrpc::Message;
 
 /// How to start the child.
@@ -76,6 +81,8 @@ struct StdioTransport {
     group: Arc<GroupGuard>,
     child: tokio::sync::Mutex<Option<Child>>,
     last_garbage: Arc<Mutex<Option<String>>>,
+    /// Where answers may go directly, once the client offers it (read by the reading task).
+    answers: Arc<OnceLock<Weak<dyn DirectAnswers>>>,
 }
 
 impl Transport for StdioTransport {
@@ -86,6 +93,10 @@ impl Transport for StdioTransport {
                 .await
                 .map_err(|_| TransportError::new("the server's stdin is closed"))
         })
+    }
+
+    fn answer_directly(&self, answers: Weak<dyn DirectAnswers>) {
+        let _ = self.answers.set(answers);
     }
 
     fn diagnostics(&self) -> Option<String> {
@@ -172,20 +183,25 @@ pub fn spawn(server: &str, spec: &StdioCommand) -> Result<Opened, TransportError
     let (outbound, outbound_rx) = mpsc::channel::<String>(256);
     let (inbound_tx, inbound) = mpsc::channel::<Inbound>(256);
     let last_garbage = Arc::new(Mutex::new(None::<String>));
+    let answers = Arc::new(OnceLock::new());
     tokio::spawn(write_lines(stdin, outbound_rx));
     tokio::spawn(forward_stderr(server.to_owned(), stderr));
     tokio::spawn(read_messages(
-        server.to_owned(),
+        Reading {
+            server: server.to_owned(),
+            inbound: inbound_tx,
+            answers: answers.clone(),
+            max_bytes: spec.max_message_bytes,
+            last_garbage: last_garbage.clone(),
+        },
         stdout,
-        inbound_tx,
-        spec.max_message_bytes,
-        last_garbage.clone(),
     ));
     let transport = StdioTransport {
         outbound,
         group,
         child: tokio::sync::Mutex::new(Some(child)),
         last_garbage,
+        answers,
     };
     Ok(Opened {
         transport: Arc::new(transport),
@@ -217,13 +233,44 @@ async fn forward_stderr(server: String, stderr: impl AsyncRead + Unpin) {
     }
 }
 
-async fn read_messages(
+/// What the task reading the server's stdout needs.
+struct Reading {
     server: String,
-    stdout: impl AsyncRead + Unpin,
     inbound: mpsc::Sender<Inbound>,
+    answers: Arc<OnceLock<Weak<dyn DirectAnswers>>>,
     max_bytes: usize,
     last_garbage: Arc<Mutex<Option<String>>>,
-) {
+}
+
+impl Reading {
+    /// Hands one message on: an answer straight to its request when nothing read before
+    /// it still waits in the channel, everything else through the channel. False when
+    /// nobody listens any more.
+    async fn deliver(&self, message: Message) -> bool {
+        let message = match self.answers.get().and_then(Weak::upgrade) {
+            Some(answers) if self.nothing_queued() => match answers.answer(message) {
+                None => return true,
+                Some(message) => message,
+            },
+            _ => message,
+        };
+        self.inbound.send(Inbound::Message(message)).await.is_ok()
+    }
+
+    fn nothing_queued(&self) -> bool {
+        self.inbound.capacity() == self.inbound.max_capacity()
+    }
+}
+
+async fn read_messages(reading: Reading, stdout: impl AsyncRead + Unpin) {
+    let Reading {
+        server,
+        inbound,
+        max_bytes,
+        last_garbage,
+        ..
+    } = &reading;
+    let max_bytes = *max_bytes;
     let mut reader = BufReader::with_capacity(64 * 1024, stdout);
     let mut line = Vec::with_capacity(4096);
     let reason = loop {
@@ -247,7 +294,7 @@ async fn read_messages(
         }
         match Message::parse(trimmed) {
             Ok(message) => {
-                if inbound.send(Inbound::Message(message)).await.is_err() {
+                if !reading.deliver(message).await {
                     return;
                 }
             }
@@ -309,6 +356,59 @@ mod tests {
             wrapper: None,
             keep_env: None,
         }
+    }
+
+    /// Takes every answer it is offered, and keeps their ids.
+    #[derive(Default)]
+    struct Taken(Mutex<Vec<crate::jsonrpc::RequestId>>);
+
+    impl DirectAnswers for Taken {
+        fn answer(&self, message: Message) -> Option<Message> {
+            match message {
+                Message::Response { id, .. } => {
+                    if let Ok(mut taken) = self.0.lock() {
+                        taken.push(id);
+                    }
+                    None
+                }
+                other => Some(other),
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn an_answer_goes_straight_to_its_request_unless_something_read_before_it_waits() {
+        // An answer with nothing ahead of it, then a notification, then an answer behind it.
+        let script = r#"printf '%s\n' '{"jsonrpc":"2.0","id":1,"result":{}}' '{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}' '{"jsonrpc":"2.0","id":2,"result":{}}'; sleep 5"#;
+        let mut spec = command("/bin/sh", None);
+        spec.args = vec!["-c".into(), script.into()];
+        let Opened {
+            transport,
+            mut inbound,
+        } = spawn("s", &spec).expect("starts");
+        let taken = Arc::new(Taken::default());
+        transport.answer_directly(Arc::downgrade(&taken) as Weak<dyn DirectAnswers>);
+        // Nothing is taken off the channel until all three lines are read.
+        let read_all = async {
+            while inbound.len() < 2 {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(5), read_all)
+            .await
+            .expect("the three lines are read");
+        let ids = |taken: &Taken| taken.0.lock().map(|ids| ids.clone()).unwrap_or_default();
+        assert_eq!(ids(&taken), [crate::jsonrpc::RequestId::Number(1)]);
+        let Some(Inbound::Message(Message::Notification { method, .. })) = inbound.recv().await
+        else {
+            panic!("the notification comes first on the channel");
+        };
+        assert_eq!(method, "notifications/message");
+        let Some(Inbound::Message(Message::Response { id, .. })) = inbound.recv().await else {
+            panic!("the answer read after the notification stays behind it on the channel");
+        };
+        assert_eq!(id, crate::jsonrpc::RequestId::Number(2));
+        transport.close().await;
     }
 
     #[tokio::test]
