@@ -232,6 +232,14 @@ impl RpcClient {
         self.era.read().ok().and_then(|era| era.clone())
     }
 
+    /// Whether the server speaks the modern era (asked on every request: no copy of the
+    /// era is made).
+    pub fn is_modern(&self) -> bool {
+        self.era
+            .read()
+            .is_ok_and(|era| matches!(*era, Some(Era::Modern)))
+    }
+
     /// Resolves when the connection has ended, with the reason.
     pub async fn closed(&self) -> String {
         let mut closed = self.closed.clone();
@@ -301,7 +309,7 @@ impl RpcClient {
             token
         });
         // The discover probe is itself a modern request: servers expect its `_meta` too.
-        if matches!(self.era(), Some(Era::Modern)) || method == "server/discover" {
+        if self.is_modern() || method == "server/discover" {
             add_modern_meta(&mut params, &client_info(), &json!({}));
         }
         let (answer_tx, answer_rx) = oneshot::channel();
@@ -355,7 +363,7 @@ impl RpcClient {
     /// code that cannot wait: a drop guard telling a server its task is abandoned.
     pub fn send_detached(&self, method: &str, params: Map<String, Value>, on_behalf: OnBehalf) {
         let mut params = params;
-        if matches!(self.era(), Some(Era::Modern)) {
+        if self.is_modern() {
             add_modern_meta(&mut params, &client_info(), &json!({}));
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);

@@ -362,7 +362,7 @@ impl RpcClient {
         if let Some(modern) = &ctx.modern {
             add_input_round(&mut params, modern);
         } else if let Some(caller) = &ctx.caller
-            && self.era() == Some(Era::Modern)
+            && self.is_modern()
         {
             declare_for_legacy_caller(&mut params, caller.as_ref());
         }

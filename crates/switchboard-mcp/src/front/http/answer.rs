@@ -139,7 +139,7 @@ pub(super) async fn stream_answer(
                 answer = &mut call => {
                     if before.lines.is_empty() {
                         let status = answer_status(modern, &answer);
-                        return (status, [(header::CONTENT_TYPE, "application/json")], answer.to_line())
+                        return (status, [(header::CONTENT_TYPE, "application/json")], answer.to_bytes())
                             .into_response();
                     }
                     // Messages sent on the call's last turn go first, on a stream.
@@ -157,7 +157,7 @@ pub(super) async fn stream_answer(
                 () = abandon.abandoning.cancelled() => {
                     abandon.cancel.cancel();
                     let answer = super::health::shutting_down(abandon.id);
-                    return (answer_status(modern, &answer), [(header::CONTENT_TYPE, "application/json")], answer.to_line())
+                    return (answer_status(modern, &answer), [(header::CONTENT_TYPE, "application/json")], answer.to_bytes())
                         .into_response();
                 }
             }

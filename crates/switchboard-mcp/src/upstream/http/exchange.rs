@@ -112,9 +112,9 @@ impl Shared {
         };
         let is_initialize =
             matches!(&message, Message::Request { method, .. } if method == "initialize");
-        let had_session = self.session().is_some();
+        let had_session = self.has_session();
         let mut headers = self.post_headers(&message);
-        let body = Bytes::from(message.to_line());
+        let body = Bytes::from(message.to_bytes());
         if let Err(reason) = self.authorize(&mut headers, &on_behalf, false).await {
             return self.fail(id.as_ref(), reason).await;
         }
@@ -145,13 +145,12 @@ impl Shared {
         let status = response.status();
         if is_initialize
             && status.is_success()
-            && let Some(session) = response
-                .headers()
-                .get(SESSION_ID)
-                .and_then(|v| v.to_str().ok())
+            && let Some(session) = response.headers().get(SESSION_ID)
+            // Copied out, so the id does not hold the whole response buffer it came in.
+            && let Ok(session) = HeaderValue::from_bytes(session.as_bytes())
             && let Ok(mut slot) = self.session.write()
         {
-            *slot = Some(session.to_owned());
+            *slot = Some(session);
         }
         if status == StatusCode::NOT_FOUND && had_session {
             let reason = format!("session expired (HTTP 404 from {})", self.url);

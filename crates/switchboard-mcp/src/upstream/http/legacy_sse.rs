@@ -161,7 +161,7 @@ impl Inner {
         };
         let mut headers = self.headers.clone();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        let body = Bytes::from(message.to_line());
+        let body = Bytes::from(message.to_bytes());
         let sent = http_client()
             .send(Method::POST, &self.endpoint, headers, body)
             .await;

@@ -17,7 +17,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures::future::BoxFuture;
 use http::header::{ACCEPT, CONTENT_TYPE};
-use http::{HeaderMap, HeaderValue, Method};
+use http::{HeaderMap, HeaderName, HeaderValue, Method};
 use switchboard_core::param_headers::ParamHeader;
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
@@ -48,8 +48,10 @@ pub(super) struct Shared {
     pub(super) credentials: Option<Arc<super::UpstreamCredentials>>,
     pub(super) max_bytes: usize,
     pub(super) inbound: mpsc::Sender<Inbound>,
-    pub(super) session: RwLock<Option<String>>,
-    version: RwLock<Option<String>>,
+    /// The session id and the protocol version, kept as the header values every request
+    /// sends (made once, not for each request).
+    pub(super) session: RwLock<Option<HeaderValue>>,
+    version: RwLock<Option<HeaderValue>>,
     /// Each tool's arguments mirrored into `Mcp-Param-*` headers, by tool name.
     param_headers: RwLock<HashMap<String, Arc<[ParamHeader]>>>,
     /// POSTs in flight by request id (the gateway's own ids, hashed with foldhash: every
@@ -97,16 +99,22 @@ pub fn open_streamable_http(
 }
 
 impl Shared {
-    pub(super) fn version(&self) -> Option<String> {
+    fn version(&self) -> Option<HeaderValue> {
         self.version.read().ok().and_then(|v| v.clone())
     }
 
     pub(super) fn modern(&self) -> bool {
-        self.version().as_deref() == Some(MODERN_VERSION)
+        self.version
+            .read()
+            .is_ok_and(|v| v.as_ref().map(HeaderValue::as_bytes) == Some(MODERN_VERSION.as_bytes()))
     }
 
-    pub(super) fn session(&self) -> Option<String> {
+    fn session(&self) -> Option<HeaderValue> {
         self.session.read().ok().and_then(|s| s.clone())
+    }
+
+    pub(super) fn has_session(&self) -> bool {
+        self.session.read().is_ok_and(|s| s.is_some())
     }
 
     /// The configured headers plus the version and session ones (for GET and DELETE too),
@@ -117,11 +125,13 @@ impl Shared {
         if let Some(token) = self.credentials.as_ref().and_then(|c| c.held()) {
             headers.insert(http::header::AUTHORIZATION, token);
         }
-        if let Some(version) = self.version().and_then(|v| HeaderValue::from_str(&v).ok()) {
-            headers.insert(VERSION_HEADER, version);
+        // Names made at compile time: a `&str` name not among the standard ones is copied
+        // into a fresh buffer on every insert.
+        if let Some(version) = self.version() {
+            headers.insert(const { HeaderName::from_static(VERSION_HEADER) }, version);
         }
-        if let Some(session) = self.session().and_then(|s| HeaderValue::from_str(&s).ok()) {
-            headers.insert(SESSION_ID, session);
+        if let Some(session) = self.session() {
+            headers.insert(const { HeaderName::from_static(SESSION_ID) }, session);
         }
         headers
     }
@@ -137,7 +147,7 @@ impl Shared {
         // The discover probe is a modern request before any version is fixed.
         let probe =
             matches!(message, Message::Request { method, .. } if method == "server/discover");
-        if probe && self.version().is_none() {
+        if probe && self.version.read().is_ok_and(|v| v.is_none()) {
             headers.insert(VERSION_HEADER, HeaderValue::from_static(MODERN_VERSION));
         }
         let modern = self.modern();
@@ -263,7 +273,7 @@ impl Transport for StreamableHttp {
 
     fn set_protocol_version(&self, version: &str) {
         if let Ok(mut slot) = self.shared.version.write() {
-            *slot = Some(version.to_owned());
+            *slot = HeaderValue::from_str(version).ok();
         }
     }
 
@@ -274,9 +284,7 @@ impl Transport for StreamableHttp {
             let session = shared.session.write().ok().and_then(|mut s| s.take());
             if let Some(session) = session {
                 let mut headers = shared.base_headers();
-                if let Ok(session) = HeaderValue::from_str(&session) {
-                    headers.insert(SESSION_ID, session);
-                }
+                headers.insert(SESSION_ID, session);
                 let delete =
                     http_client().send(Method::DELETE, &shared.endpoint, headers, Bytes::new());
                 let _ = tokio::time::timeout(DELETE_TIMEOUT, delete).await;
