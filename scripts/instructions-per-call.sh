@@ -4,10 +4,13 @@
 # "Instructions per call"). It runs the gateway twice under callgrind, over N1 and N2 calls
 # of the echo fixture, and divides the difference by N2 - N1, so start-up is left out.
 #
-#   scripts/instructions-per-call.sh [stdio|http|http-http] [BINARY]
+#   scripts/instructions-per-call.sh [stdio|http|http-http|floor] [BINARY]
 #
 # stdio and http name the front the client speaks to, with the echo fixture as a stdio
 # upstream; http-http is the HTTP front in front of the fixture's HTTP server (`http-echo`).
+# floor counts the bare forwarder (`switchboard-fixture forward`, the benchmarks' floor) in
+# front of that same HTTP server, all its threads together: the least any gateway executes
+# to move a call one hop (user space only; the kernel's share of a call is not counted).
 #
 # BINARY defaults to target/release/switchboard (build it with
 # `cargo build --release -p switchboard-cli -p switchboard-fixtures`). Needs valgrind and
@@ -18,7 +21,8 @@ set -euo pipefail
 scenario=${1:-stdio}
 front=${scenario%%-*}
 upstream=stdio
-[[ $scenario == http-http ]] && upstream=http
+[[ $scenario == http-http || $scenario == floor ]] && upstream=http
+[[ $scenario == floor ]] && front=http
 binary=${2:-target/release/switchboard}
 fixture=target/release/switchboard-fixture
 small=500
@@ -28,7 +32,7 @@ command -v valgrind >/dev/null || { echo "valgrind is not installed (apt-get ins
 command -v python3 >/dev/null || { echo "python3 is not installed" >&2; exit 1; }
 [[ -x $binary ]] || { echo "no gateway binary at $binary (cargo build --release -p switchboard-cli)" >&2; exit 1; }
 [[ -x $fixture ]] || { echo "no fixture at $fixture (cargo build --release -p switchboard-fixtures)" >&2; exit 1; }
-case $scenario in stdio|http|http-http) ;; *) echo "the scenario must be stdio, http or http-http, not '$scenario'" >&2; exit 2 ;; esac
+case $scenario in stdio|http|http-http|floor) ;; *) echo "the scenario must be stdio, http, http-http or floor, not '$scenario'" >&2; exit 2 ;; esac
 
 work=$(mktemp -d)
 fixture_pid=
@@ -99,9 +103,22 @@ EOF
 
 run() {
     local calls=$1 out="$work/callgrind-$1"
-    local gateway=(valgrind --tool=callgrind --callgrind-out-file="$out" --separate-threads=yes
+    # Each run starts from empty state: the second would otherwise open the first one's
+    # ledger and stats, and that start-up work would count as per-call work.
+    local state="$work/state-$calls"
+    mkdir -p "$state"
+    local gateway=(env XDG_DATA_HOME="$state" XDG_STATE_HOME="$state"
+        valgrind --tool=callgrind --callgrind-out-file="$out" --separate-threads=yes
         "$binary" --config "$work/gateway.toml" --log error serve --busy-poll 0)
-    if [[ $front == stdio ]]; then
+    if [[ $scenario == floor ]]; then
+        local port=$((20000 + RANDOM % 20000))
+        valgrind --tool=callgrind --callgrind-out-file="$out" --separate-threads=yes \
+            "$fixture" forward --port "$port" --upstream "http://$fixture_address/mcp" >/dev/null 2>&1 &
+        local pid=$!
+        python3 "$work/drive.py" http "$calls" "$port"
+        # The forwarder has no handler of its own: a TERM ends it and callgrind writes out.
+        kill -TERM "$pid"; wait "$pid" || true
+    elif [[ $front == stdio ]]; then
         python3 "$work/drive.py" stdio "$calls" "${gateway[@]}" 2>/dev/null
     else
         local port=$((20000 + RANDOM % 20000))
@@ -116,6 +133,12 @@ total() { grep -m1 '^summary:' "$1" | awk '{print $2}'; }
 
 run $small
 run $large
+if [[ $scenario == floor ]]; then
+    # Every thread of the forwarder: the acceptor and the connection's own.
+    sum() { local n=0 f; for f in "$work/callgrind-$1"-*; do n=$((n + $(total "$f"))); done; echo $n; }
+    echo "floor (bare forwarder) → http: $(( ($(sum $large) - $(sum $small)) / (large - small) )) instructions per call, all its threads"
+    exit 0
+fi
 main=$(( ($(total "$work/callgrind-$large-01") - $(total "$work/callgrind-$small-01")) / (large - small) ))
 echo "$front → $upstream, $binary: $main instructions per call on the gateway's runtime thread"
 if [[ -f $work/callgrind-$large-02 && -f $work/callgrind-$small-02 ]]; then
