@@ -12,6 +12,7 @@ pub mod inprocess;
 pub mod reaper;
 pub mod session;
 mod span;
+mod stdin;
 pub mod stdio;
 pub mod supervisor;
 pub mod tasks;

@@ -22,11 +22,12 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::mpsc;
 
 use super::reaper;
+use super::stdin::Stdin;
 use super::transport::{DirectAnswers, Inbound, Opened, Transport, TransportError};
 use crate::jsonrpc::Message;
 
@@ -77,7 +78,7 @@ impl Drop for GroupGuard {
 }
 
 struct StdioTransport {
-    outbound: mpsc::Sender<String>,
+    stdin: Stdin<ChildStdin>,
     group: Arc<GroupGuard>,
     child: tokio::sync::Mutex<Option<Child>>,
     last_garbage: Arc<Mutex<Option<String>>>,
@@ -88,8 +89,8 @@ struct StdioTransport {
 impl Transport for StdioTransport {
     fn send(&self, message: Message) -> BoxFuture<'_, Result<(), TransportError>> {
         Box::pin(async move {
-            self.outbound
-                .send(message.to_line())
+            self.stdin
+                .send(message.to_bytes())
                 .await
                 .map_err(|_| TransportError::new("the server's stdin is closed"))
         })
@@ -180,11 +181,9 @@ pub fn spawn(server: &str, spec: &StdioCommand) -> Result<Opened, TransportError
     else {
         return Err(TransportError::new("the child's pipes were not created"));
     };
-    let (outbound, outbound_rx) = mpsc::channel::<String>(256);
     let (inbound_tx, inbound) = mpsc::channel::<Inbound>(256);
     let last_garbage = Arc::new(Mutex::new(None::<String>));
     let answers = Arc::new(OnceLock::new());
-    tokio::spawn(write_lines(stdin, outbound_rx));
     tokio::spawn(forward_stderr(server.to_owned(), stderr));
     tokio::spawn(read_messages(
         Reading {
@@ -197,7 +196,7 @@ pub fn spawn(server: &str, spec: &StdioCommand) -> Result<Opened, TransportError
         stdout,
     ));
     let transport = StdioTransport {
-        outbound,
+        stdin: Stdin::start(stdin),
         group,
         child: tokio::sync::Mutex::new(Some(child)),
         last_garbage,
@@ -207,23 +206,6 @@ pub fn spawn(server: &str, spec: &StdioCommand) -> Result<Opened, TransportError
         transport: Arc::new(transport),
         inbound,
     })
-}
-
-/// Writes queued lines, flushing once per burst rather than once per line.
-async fn write_lines(mut stdin: ChildStdin, mut lines: mpsc::Receiver<String>) {
-    let mut buffer = Vec::with_capacity(4096);
-    while let Some(line) = lines.recv().await {
-        buffer.clear();
-        buffer.extend_from_slice(line.as_bytes());
-        buffer.push(b'\n');
-        while let Ok(more) = lines.try_recv() {
-            buffer.extend_from_slice(more.as_bytes());
-            buffer.push(b'\n');
-        }
-        if stdin.write_all(&buffer).await.is_err() || stdin.flush().await.is_err() {
-            return;
-        }
-    }
 }
 
 async fn forward_stderr(server: String, stderr: impl AsyncRead + Unpin) {
