@@ -228,10 +228,6 @@ impl RpcClient {
         &self.tasks
     }
 
-    pub fn era(&self) -> Option<Era> {
-        self.era.read().ok().and_then(|era| era.clone())
-    }
-
     /// Whether the server speaks the modern era (asked on every request: no copy of the
     /// era is made).
     pub fn is_modern(&self) -> bool {

@@ -16,7 +16,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Stdio;
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -28,7 +28,7 @@ use tokio::sync::mpsc;
 
 use super::reaper;
 use super::stdin::Stdin;
-use super::transport::{DirectAnswers, Inbound, Opened, Transport, TransportError};
+use super::transport::{DirectAnswers, Inbound, OfferedAnswers, Opened, Transport, TransportError};
 use crate::jsonrpc::Message;
 
 /// How to start the child.
@@ -83,7 +83,7 @@ struct StdioTransport {
     child: tokio::sync::Mutex<Option<Child>>,
     last_garbage: Arc<Mutex<Option<String>>>,
     /// Where answers may go directly, once the client offers it (read by the reading task).
-    answers: Arc<OnceLock<Weak<dyn DirectAnswers>>>,
+    answers: Arc<OfferedAnswers>,
 }
 
 impl Transport for StdioTransport {
@@ -97,7 +97,7 @@ impl Transport for StdioTransport {
     }
 
     fn answer_directly(&self, answers: Weak<dyn DirectAnswers>) {
-        let _ = self.answers.set(answers);
+        self.answers.offer(answers);
     }
 
     fn diagnostics(&self) -> Option<String> {
@@ -183,7 +183,7 @@ pub fn spawn(server: &str, spec: &StdioCommand) -> Result<Opened, TransportError
     };
     let (inbound_tx, inbound) = mpsc::channel::<Inbound>(256);
     let last_garbage = Arc::new(Mutex::new(None::<String>));
-    let answers = Arc::new(OnceLock::new());
+    let answers = Arc::new(OfferedAnswers::default());
     tokio::spawn(forward_stderr(server.to_owned(), stderr));
     tokio::spawn(read_messages(
         Reading {
@@ -219,7 +219,7 @@ async fn forward_stderr(server: String, stderr: impl AsyncRead + Unpin) {
 struct Reading {
     server: String,
     inbound: mpsc::Sender<Inbound>,
-    answers: Arc<OnceLock<Weak<dyn DirectAnswers>>>,
+    answers: Arc<OfferedAnswers>,
     max_bytes: usize,
     last_garbage: Arc<Mutex<Option<String>>>,
 }
@@ -229,12 +229,13 @@ impl Reading {
     /// it still waits in the channel, everything else through the channel. False when
     /// nobody listens any more.
     async fn deliver(&self, message: Message) -> bool {
-        let message = match self.answers.get().and_then(Weak::upgrade) {
-            Some(answers) if self.nothing_queued() => match answers.answer(message) {
+        let message = if self.nothing_queued() {
+            match self.answers.hand_over(message) {
                 None => return true,
                 Some(message) => message,
-            },
-            _ => message,
+            }
+        } else {
+            message
         };
         self.inbound.send(Inbound::Message(message)).await.is_ok()
     }

@@ -3,7 +3,7 @@
 //! with JSON or SSE answers, a legacy SSE stream).
 
 use std::collections::HashMap;
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, OnceLock, Weak};
 
 use futures::future::BoxFuture;
 use switchboard_core::param_headers::ParamHeader;
@@ -68,6 +68,26 @@ pub trait DirectAnswers: Send + Sync {
     fn answer(&self, message: Message) -> Option<Message>;
 }
 
+/// Where a transport keeps the [`DirectAnswers`] its client offered
+/// ([`Transport::answer_directly`]), once.
+#[derive(Default)]
+pub struct OfferedAnswers(OnceLock<Weak<dyn DirectAnswers>>);
+
+impl OfferedAnswers {
+    pub fn offer(&self, answers: Weak<dyn DirectAnswers>) {
+        let _ = self.0.set(answers);
+    }
+
+    /// Hands `message` to the request it answers, when the client offered a way and is
+    /// still there; gives it back otherwise, for the inbound channel.
+    pub fn hand_over(&self, message: Message) -> Option<Message> {
+        match self.0.get().and_then(Weak::upgrade) {
+            Some(answers) => answers.answer(message),
+            None => Some(message),
+        }
+    }
+}
+
 /// Sends messages to one server.
 pub trait Transport: Send + Sync {
     /// Sends one message. For HTTP transports, the answer (and any notifications sent on the
@@ -84,8 +104,9 @@ pub trait Transport: Send + Sync {
     }
 
     /// Offers the transport a way to hand answers straight to their requests. A transport
-    /// takes it only where no message sent before an answer can be overtaken by it (the
-    /// answer is the first message of its own response); the default ignores it.
+    /// uses it only where no message sent before an answer can be overtaken by it (HTTP: the
+    /// answer is the first message of its own response; stdio: nothing read before it still
+    /// waits in the inbound channel); the default ignores it.
     fn answer_directly(&self, _answers: Weak<dyn DirectAnswers>) {}
 
     /// Tells the transport which protocol version was negotiated (HTTP sends it as a header).

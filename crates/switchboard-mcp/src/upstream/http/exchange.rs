@@ -5,7 +5,7 @@
 //! `Last-Event-ID` when the server gave its events ids; otherwise the request gets an error
 //! answer, so no caller waits for an answer that cannot come.
 
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -49,14 +49,10 @@ impl Shared {
     /// on the channel before it, so it overtakes nothing): an answer goes straight to the
     /// request waiting for it, on this thread; anything else on the channel.
     async fn deliver_first(&self, message: Message, of: Option<&RequestId>) -> bool {
-        let message = match self.answers.get().and_then(Weak::upgrade) {
-            Some(answers) => match answers.answer(message) {
-                None => return true,
-                Some(message) => message,
-            },
-            None => message,
-        };
-        self.deliver_on(message, of).await
+        match self.answers.hand_over(message) {
+            None => true,
+            Some(message) => self.deliver_on(message, of).await,
+        }
     }
 
     /// Delivers a message that came on the response stream of request `of`, if any.

@@ -11,7 +11,7 @@
 //! supervisor reconnects.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
+use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -28,7 +28,7 @@ use super::headers::{SESSION_ID, add_param_headers, add_routing_headers};
 use crate::era::{MODERN_VERSION, VERSION_HEADER};
 use crate::jsonrpc::{Message, RequestId};
 use crate::upstream::transport::{
-    DirectAnswers, Inbound, OnBehalf, Opened, Transport, TransportError,
+    DirectAnswers, Inbound, OfferedAnswers, OnBehalf, Opened, Transport, TransportError,
 };
 use switchboard_core::trace::{BAGGAGE, TRACEPARENT, TRACESTATE};
 
@@ -60,7 +60,7 @@ pub(super) struct Shared {
     background: Mutex<Vec<AbortHandle>>,
     /// The client's requests, for answers that may skip the inbound channel
     /// ([`Transport::answer_directly`]).
-    pub(super) answers: OnceLock<Weak<dyn DirectAnswers>>,
+    pub(super) answers: OfferedAnswers,
 }
 
 struct StreamableHttp {
@@ -90,7 +90,7 @@ pub fn open_streamable_http(
         param_headers: RwLock::default(),
         in_flight: Mutex::default(),
         background: Mutex::default(),
-        answers: OnceLock::new(),
+        answers: OfferedAnswers::default(),
     });
     Ok(Opened {
         transport: Arc::new(StreamableHttp { shared }),
@@ -147,7 +147,7 @@ impl Shared {
         // The discover probe is a modern request before any version is fixed.
         let probe =
             matches!(message, Message::Request { method, .. } if method == "server/discover");
-        if probe && self.version.read().is_ok_and(|v| v.is_none()) {
+        if probe && self.version().is_none() {
             headers.insert(VERSION_HEADER, HeaderValue::from_static(MODERN_VERSION));
         }
         let modern = self.modern();
@@ -268,7 +268,7 @@ impl Transport for StreamableHttp {
     }
 
     fn answer_directly(&self, answers: Weak<dyn DirectAnswers>) {
-        let _ = self.shared.answers.set(answers);
+        self.shared.answers.offer(answers);
     }
 
     fn set_protocol_version(&self, version: &str) {
