@@ -25,15 +25,10 @@ done
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
 export XDG_DATA_HOME=$work XDG_STATE_HOME=$work XDG_CONFIG_HOME=$work
-if [[ $scenario == http-http ]]; then
-    "$fixture" http-echo > "$work/fixture.out" 2>&1 &
-    for _ in $(seq 50); do grep -q "listening on" "$work/fixture.out" && break; sleep 0.1; done
-    address=$(sed -n 's/^listening on //p' "$work/fixture.out")
-    [[ -n $address ]] || { echo "the HTTP fixture did not start: $(cat "$work/fixture.out")" >&2; exit 1; }
-    printf '[servers.echo]\ntransport = "http"\nurl = "http://%s/mcp"\n' "$address" > "$work/gateway.toml"
-else
-    printf '[servers.echo]\ncommand = "%s"\nargs = ["echo"]\n' "$(realpath "$fixture")" > "$work/gateway.toml"
-fi
+source "$(dirname "$0")/lib/echo-upstream.sh"
+upstream=stdio
+[[ $scenario == http-http ]] && upstream=http
+echo_upstream "$upstream" "$fixture" "$work"
 port=$((20000 + RANDOM % 20000))
 "$binary" --config "$work/gateway.toml" --log error serve --threads "$threads" --http "127.0.0.1:$port" \
     > "$work/gateway.out" 2>&1 &

@@ -38,24 +38,8 @@ work=$(mktemp -d)
 fixture_pid=
 trap 'rm -rf "$work"; [[ -n $fixture_pid ]] && kill "$fixture_pid" 2>/dev/null' EXIT
 export XDG_DATA_HOME=$work XDG_STATE_HOME=$work XDG_CONFIG_HOME=$work
-if [[ $upstream == stdio ]]; then
-    cat > "$work/gateway.toml" <<EOF
-[servers.echo]
-command = "$(realpath "$fixture")"
-args = ["echo"]
-EOF
-else
-    "$fixture" http-echo > "$work/fixture.out" 2>&1 &
-    fixture_pid=$!
-    for _ in $(seq 50); do grep -q "listening on" "$work/fixture.out" && break; sleep 0.1; done
-    fixture_address=$(sed -n 's/^listening on //p' "$work/fixture.out")
-    [[ -n $fixture_address ]] || { echo "the HTTP fixture did not start: $(cat "$work/fixture.out")" >&2; exit 1; }
-    cat > "$work/gateway.toml" <<EOF
-[servers.echo]
-transport = "http"
-url = "http://$fixture_address/mcp"
-EOF
-fi
+source "$(dirname "$0")/lib/echo-upstream.sh"
+echo_upstream "$upstream" "$fixture" "$work"
 
 # The client: initialize, then N sequential echo calls, over stdio or HTTP.
 cat > "$work/drive.py" <<'EOF'
