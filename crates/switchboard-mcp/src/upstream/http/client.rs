@@ -1,11 +1,12 @@
-//! The HTTP/1.1 client of the upstream transports, on hyper's connection API: keep-alive
-//! connections pooled per origin and per thread (a thread reuses the connections it opened,
-//! whose drivers run on it), TLS by rustls with the webpki roots, and redirects within
+//! The HTTP/1.1 client of the upstream transports: keep-alive connections pooled per origin
+//! and per thread (a thread reuses the connections it opened), each spoken directly by the
+//! task that sends on it (`conn`), TLS by rustls with the webpki roots, and redirects within
 //! the endpoint's origin followed.
 //!
 //! It replaced reqwest, whose tower stack (a redirect policy that re-parsed the URL of every
 //! response, a boxed service per layer, its own pool bookkeeping) was a sixth of the
-//! instructions of an HTTP → HTTP call (BENCHMARKS.md). What reqwest did that the upstreams
+//! instructions of an HTTP → HTTP call, and then hyper's client connection, whose driver
+//! task every exchange passed through (BENCHMARKS.md). What they did that the upstreams
 //! need is here: connect and TLS, reuse, a request that never reached a pooled connection
 //! sent again on a fresh one, redirects. No proxy is used: upstreams on loopback must not be
 //! routed through an environment proxy.
@@ -17,16 +18,13 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use foldhash::HashMap;
-use http::header::{HOST, LOCATION};
+use http::header::LOCATION;
 use http::uri::PathAndQuery;
-use http::{HeaderMap, HeaderValue, Method, Request, StatusCode};
-use http_body_util::{BodyExt, Full};
-use hyper::body::Incoming;
-use hyper::client::conn::http1::SendRequest;
-use hyper_util::rt::TokioIo;
-use tokio::io::{AsyncRead, AsyncWrite};
+use http::{HeaderMap, HeaderValue, Method, StatusCode};
 use tokio::net::TcpStream;
 use url::Url;
+
+use super::conn::{ConnError, Connection, Framing, Head, Stream};
 
 /// How long connecting (TCP and TLS) may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -145,19 +143,17 @@ fn error_chain(error: &(dyn StdError + 'static)) -> String {
     text
 }
 
-type Sender = SendRequest<Full<Bytes>>;
-
 struct Idle {
-    sender: Sender,
+    connection: Connection,
     since: Instant,
 }
 
 thread_local! {
-    /// This thread's idle connections, per origin. A pool per thread, not one behind a lock:
-    /// a connection's driver task runs where the connection was opened, so on a gateway whose
-    /// threads each own their client connections (`front::http::workers`) a call's upstream
-    /// exchange stays on its thread, and no call waits on another thread's lock. Keyed with
-    /// foldhash: every call checks a connection out and back in.
+    /// This thread's idle connections, per origin, the oldest first. A pool per thread, not
+    /// one behind a lock: on a gateway whose threads each own their client connections
+    /// (`front::http::workers`) a call's upstream exchange stays on its thread, and no call
+    /// waits on another thread's lock. Keyed with foldhash: every call checks a connection
+    /// out and back in.
     static IDLE: RefCell<HashMap<Origin, Vec<Idle>>> = RefCell::default();
 }
 
@@ -190,12 +186,7 @@ impl HttpClient {
         let mut redirected: Option<Target> = None;
         for _ in 0..=MAX_REDIRECTS {
             let current = redirected.as_ref().unwrap_or(target);
-            let mut request = Request::new(Full::new(body.clone()));
-            *request.method_mut() = method.clone();
-            *request.uri_mut() = current.path.clone().into();
-            *request.headers_mut() = headers.clone();
-            request.headers_mut().insert(HOST, current.host.clone());
-            let response = self.send_once(current, request).await?;
+            let response = self.send_once(&method, current, &headers, &body).await?;
             let follow = match response.status {
                 StatusCode::TEMPORARY_REDIRECT | StatusCode::PERMANENT_REDIRECT => true,
                 StatusCode::MOVED_PERMANENTLY | StatusCode::FOUND | StatusCode::SEE_OTHER => {
@@ -223,67 +214,40 @@ impl HttpClient {
         )))
     }
 
-    /// Sends `request` on a pooled connection to `target`'s origin, or a new one.
+    /// Sends one request on a pooled connection to `target`'s origin, or a new one, and
+    /// reads the response's head.
     async fn send_once(
         &self,
+        method: &Method,
         target: &Target,
-        request: Request<Full<Bytes>>,
+        headers: &HeaderMap,
+        body: &[u8],
     ) -> Result<Response, HttpError> {
-        let mut request = Some(request);
-        // A pooled connection the server closed meanwhile gives the request back unsent;
-        // it then goes out on a fresh connection (never a request that was written).
-        while let Some(unsent) = request.take() {
-            let (mut sender, pooled) = match self.checkout(&target.origin).await {
-                Some(sender) => (sender, true),
+        loop {
+            let (mut connection, pooled) = match checkout(&target.origin) {
+                Some(connection) => (connection, true),
                 None => (connect(&target.origin, self).await?, false),
             };
-            match sender.try_send_request(unsent).await {
-                Ok(response) => return Ok(Response::new(response, sender, &target.origin)),
-                Err(mut failed) => {
-                    request = failed.take_message().filter(|_| pooled);
-                    if request.is_none() {
-                        return Err(HttpError(error_chain(&failed.into_error())));
-                    }
+            match connection
+                .send(method, &target.path, &target.host, headers, body)
+                .await
+            {
+                Ok(()) => {}
+                // A pooled connection the server closed meanwhile: the request, never read
+                // whole, goes out on another (never a request that was written).
+                Err(ConnError::Unsent(_)) if pooled => continue,
+                Err(ConnError::Unsent(error)) => {
+                    return Err(HttpError(format!("sending the request failed: {error}")));
                 }
+                Err(ConnError::Failed(reason)) => return Err(HttpError(reason)),
             }
-        }
-        Err(HttpError("the request could not be sent".to_owned()))
-    }
-
-    /// An idle connection to `origin` that can take a request now.
-    async fn checkout(&self, origin: &Origin) -> Option<Sender> {
-        loop {
-            let idle = with_pool(|pool| pool.get_mut(origin).and_then(Vec::pop)).flatten()?;
-            if idle.sender.is_closed() || idle.since.elapsed() > IDLE_TIMEOUT {
-                continue;
-            }
-            let mut sender = idle.sender;
-            // A connection whose last response just ended may not have turned idle yet.
-            if sender.ready().await.is_ok() {
-                return Some(sender);
-            }
-        }
-    }
-
-    fn give_back(&self, origin: &Origin, sender: Sender) {
-        if sender.is_closed() {
-            return;
-        }
-        with_pool(|pool| {
-            if !pool.contains_key(origin) {
-                pool.insert(origin.clone(), Vec::new());
-            }
-            let Some(idle) = pool.get_mut(origin) else {
-                return;
+            let head = match connection.read_head(method).await {
+                Ok(head) => head,
+                Err(ConnError::Unsent(error)) => return Err(HttpError(error.to_string())),
+                Err(ConnError::Failed(reason)) => return Err(HttpError(reason)),
             };
-            idle.retain(|entry| !entry.sender.is_closed());
-            if idle.len() < MAX_IDLE_PER_ORIGIN {
-                idle.push(Idle {
-                    sender,
-                    since: Instant::now(),
-                });
-            }
-        });
+            return Ok(Response::new(head, connection, &target.origin));
+        }
     }
 
     fn tls(&self) -> Result<&tokio_rustls::TlsConnector, HttpError> {
@@ -305,6 +269,40 @@ impl HttpClient {
     }
 }
 
+/// An idle connection to `origin` that can take a request now: the newest that is open.
+fn checkout(origin: &Origin) -> Option<Connection> {
+    loop {
+        let mut idle = with_pool(|pool| pool.get_mut(origin).and_then(Vec::pop)).flatten()?;
+        if idle.since.elapsed() <= IDLE_TIMEOUT && idle.connection.is_idle_and_open() {
+            return Some(idle.connection);
+        }
+    }
+}
+
+/// Pools a connection whose exchange has ended, and closes the ones idle too long.
+fn give_back(origin: &Origin, connection: Connection) {
+    with_pool(|pool| {
+        if !pool.contains_key(origin) {
+            pool.insert(origin.clone(), Vec::new());
+        }
+        let Some(idle) = pool.get_mut(origin) else {
+            return;
+        };
+        let now = Instant::now();
+        let stale = idle
+            .iter()
+            .take_while(|entry| now.duration_since(entry.since) > IDLE_TIMEOUT)
+            .count();
+        idle.drain(..stale);
+        if idle.len() < MAX_IDLE_PER_ORIGIN {
+            idle.push(Idle {
+                connection,
+                since: now,
+            });
+        }
+    });
+}
+
 /// Runs `f` on this thread's pool; `None` while the thread is being torn down (its pool
 /// gone) or the pool is in use further up the stack.
 fn with_pool<T>(f: impl FnOnce(&mut HashMap<Origin, Vec<Idle>>) -> T) -> Option<T> {
@@ -313,8 +311,8 @@ fn with_pool<T>(f: impl FnOnce(&mut HashMap<Origin, Vec<Idle>>) -> T) -> Option<
         .flatten()
 }
 
-/// A new connection to `origin`, its HTTP/1.1 handshake done and its driver spawned.
-async fn connect(origin: &Origin, client: &HttpClient) -> Result<Sender, HttpError> {
+/// A new connection to `origin`, TLS set up where it is `https`.
+async fn connect(origin: &Origin, client: &HttpClient) -> Result<Connection, HttpError> {
     let address = format!("{}:{}", origin.host, origin.port);
     let connecting = async {
         let tcp = TcpStream::connect((origin.host.as_str(), origin.port))
@@ -324,7 +322,7 @@ async fn connect(origin: &Origin, client: &HttpClient) -> Result<Sender, HttpErr
         let keepalive = socket2::TcpKeepalive::new().with_time(TCP_KEEPALIVE);
         let _ = socket2::SockRef::from(&tcp).set_tcp_keepalive(&keepalive);
         if !origin.tls {
-            return handshake(tcp).await;
+            return Ok(Connection::new(Stream::Plain(tcp)));
         }
         let name =
             rustls::pki_types::ServerName::try_from(origin.host.clone()).map_err(|error| {
@@ -339,7 +337,7 @@ async fn connect(origin: &Origin, client: &HttpClient) -> Result<Sender, HttpErr
                 error_chain(&error)
             ))
         })?;
-        handshake(stream).await
+        Ok(Connection::new(Stream::Tls(Box::new(stream))))
     };
     tokio::time::timeout(CONNECT_TIMEOUT, connecting)
         .await
@@ -351,41 +349,28 @@ async fn connect(origin: &Origin, client: &HttpClient) -> Result<Sender, HttpErr
         })?
 }
 
-async fn handshake<T>(io: T) -> Result<Sender, HttpError>
-where
-    T: AsyncRead + AsyncWrite + Unpin + Send + 'static,
-{
-    let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(io))
-        .await
-        .map_err(|error| HttpError(error_chain(&error)))?;
-    tokio::spawn(async move {
-        if let Err(error) = connection.await {
-            tracing::debug!(target: "switchboard::upstream", "HTTP connection ended: {error}");
-        }
-    });
-    Ok(sender)
-}
-
 /// A response whose head has arrived. Its connection goes back to the pool once the body
-/// has been read to the end; a response dropped before that closes its connection.
+/// has been read to the end (where the server keeps it open); a response dropped before
+/// that closes its connection.
 pub(super) struct Response {
     status: StatusCode,
     headers: HeaderMap,
-    body: Incoming,
-    /// The connection, until the body ends; it goes back to [`http_client`]'s pool.
-    connection: Option<(Sender, Origin)>,
+    body: Framing,
+    keep_alive: bool,
+    /// The connection, until the body ends; it goes back to this thread's pool then.
+    connection: Option<(Connection, Origin)>,
 }
 
 impl Response {
-    fn new(response: http::Response<Incoming>, sender: Sender, origin: &Origin) -> Response {
-        let (parts, body) = response.into_parts();
+    fn new(head: Head, connection: Connection, origin: &Origin) -> Response {
         let mut response = Response {
-            status: parts.status,
-            headers: parts.headers,
-            body,
-            connection: Some((sender, origin.clone())),
+            status: head.status,
+            headers: head.headers,
+            body: head.body,
+            keep_alive: head.keep_alive,
+            connection: Some((connection, origin.clone())),
         };
-        if hyper::body::Body::is_end_stream(&response.body) {
+        if response.body == Framing::Length(0) {
             response.release();
         }
         response
@@ -399,39 +384,47 @@ impl Response {
         &self.headers
     }
 
+    /// The body has ended: the connection is pooled if it can carry another request.
     fn release(&mut self) {
-        if let Some((sender, origin)) = self.connection.take() {
-            http_client().give_back(&origin, sender);
+        if let Some((connection, origin)) = self.connection.take()
+            && self.keep_alive
+            && connection.is_drained()
+        {
+            give_back(&origin, connection);
         }
     }
 
-    /// The next piece of the body; `None` at its end.
+    /// The next piece of the body; `None` at its end (and after an error).
     pub(super) async fn chunk(&mut self) -> Option<Result<Bytes, HttpError>> {
-        loop {
-            match self.body.frame().await {
-                None => {
+        let (connection, _) = self.connection.as_mut()?;
+        match connection.body_chunk(&mut self.body).await {
+            Ok(Some(data)) => {
+                if self.body == Framing::Length(0) {
                     self.release();
-                    return None;
                 }
-                Some(Err(error)) => {
-                    self.connection = None;
-                    return Some(Err(HttpError(error_chain(&error))));
-                }
-                Some(Ok(frame)) => {
-                    if let Ok(data) = frame.into_data() {
-                        if hyper::body::Body::is_end_stream(&self.body) {
-                            self.release();
-                        }
-                        return Some(Ok(data));
-                    }
-                }
+                Some(Ok(data))
+            }
+            Ok(None) => {
+                self.release();
+                None
+            }
+            Err(reason) => {
+                self.connection = None;
+                Some(Err(HttpError(reason)))
             }
         }
     }
 
     /// The whole body, refused once it passes `max_bytes`.
     pub(super) async fn read_limited(mut self, max_bytes: usize) -> Result<Vec<u8>, String> {
-        let mut body = Vec::new();
+        let mut body = match self.body {
+            // Refused before a byte is read when it says it is too large.
+            Framing::Length(length) if length > max_bytes as u64 => {
+                return Err(format!("the answer exceeds the {max_bytes}-byte limit"));
+            }
+            Framing::Length(length) => Vec::with_capacity(length as usize),
+            _ => Vec::new(),
+        };
         while let Some(chunk) = self.chunk().await {
             let chunk = chunk.map_err(|error| format!("reading the answer failed: {error}"))?;
             body.extend_from_slice(&chunk);

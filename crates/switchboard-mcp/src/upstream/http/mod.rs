@@ -6,6 +6,7 @@
 //! exchanged for one of its own (`credentials`, `token_exchange`).
 
 mod client;
+mod conn;
 mod credentials;
 mod exchange;
 mod headers;

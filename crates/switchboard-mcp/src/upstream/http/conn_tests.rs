@@ -1,0 +1,324 @@
+//! The upstream client's HTTP/1.1 connection against real sockets on 127.0.0.1: what it
+//! writes, each way a body is framed (split at every byte), keep-alive, and the answers it
+//! refuses with a reason.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{HeaderMap, HeaderValue, Method, StatusCode};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+use super::super::client::{Target, http_client};
+use super::*;
+
+/// A connection to a socket the test plays the server on.
+async fn pair() -> (Connection, TcpStream) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let address = listener.local_addr().expect("address");
+    let (client, accepted) = tokio::join!(TcpStream::connect(address), listener.accept());
+    let client = client.expect("connect");
+    let (server, _) = accepted.expect("accept");
+    (Connection::new(Stream::Plain(client)), server)
+}
+
+/// Reads one request head and its `Content-Length` body from the server's side.
+async fn read_request(server: &mut TcpStream) -> String {
+    let mut seen = Vec::new();
+    let mut byte = [0u8; 1];
+    while !seen.ends_with(b"\r\n\r\n") {
+        assert_eq!(
+            server.read(&mut byte).await.expect("read"),
+            1,
+            "request ended"
+        );
+        seen.push(byte[0]);
+    }
+    let head = String::from_utf8(seen).expect("utf-8");
+    let length = head
+        .lines()
+        .find_map(|line| line.strip_prefix("content-length: "))
+        .map_or(0, |n| n.trim().parse::<usize>().expect("length"));
+    let mut body = vec![0u8; length];
+    server.read_exact(&mut body).await.expect("body");
+    head + &String::from_utf8(body).expect("utf-8")
+}
+
+/// Writes `bytes` one at a time, flushed, so every read of the client may end anywhere.
+async fn dribble(server: &mut TcpStream, bytes: &[u8]) {
+    for byte in bytes {
+        server.write_all(&[*byte]).await.expect("write");
+        server.flush().await.expect("flush");
+        tokio::task::yield_now().await;
+    }
+}
+
+async fn whole_body(connection: &mut Connection, mut framing: Framing) -> Result<Vec<u8>, String> {
+    let mut body = Vec::new();
+    while let Some(piece) = connection.body_chunk(&mut framing).await? {
+        body.extend_from_slice(&piece);
+    }
+    Ok(body)
+}
+
+fn path(text: &str) -> PathAndQuery {
+    PathAndQuery::try_from(text).expect("path")
+}
+
+async fn post(connection: &mut Connection, headers: &HeaderMap, body: &[u8]) {
+    let host = HeaderValue::from_static("127.0.0.1:9");
+    connection
+        .send(&Method::POST, &path("/mcp?x=1"), &host, headers, body)
+        .await
+        .expect("send");
+}
+
+#[tokio::test]
+async fn a_request_is_written_with_its_host_headers_and_length() {
+    let (mut connection, mut server) = pair().await;
+    let mut headers = HeaderMap::new();
+    headers.insert("accept", HeaderValue::from_static("application/json"));
+    // The writer frames the body itself: a caller's length is not sent twice.
+    headers.insert(CONTENT_LENGTH, HeaderValue::from_static("999"));
+    post(&mut connection, &headers, br#"{"a":1}"#).await;
+    let request = read_request(&mut server).await;
+    assert_eq!(
+        request,
+        "POST /mcp?x=1 HTTP/1.1\r\nhost: 127.0.0.1:9\r\naccept: application/json\r\ncontent-length: 7\r\n\r\n{\"a\":1}"
+    );
+    // A GET without a body has no length at all.
+    let host = HeaderValue::from_static("h");
+    connection
+        .send(&Method::GET, &path("/"), &host, &HeaderMap::new(), b"")
+        .await
+        .expect("send");
+    assert_eq!(
+        read_request(&mut server).await,
+        "GET / HTTP/1.1\r\nhost: h\r\n\r\n"
+    );
+}
+
+#[tokio::test]
+async fn a_length_framed_answer_split_at_every_byte_is_read_and_the_connection_kept() {
+    let (mut connection, mut server) = pair().await;
+    for round in 0..2 {
+        post(&mut connection, &HeaderMap::new(), b"{}").await;
+        read_request(&mut server).await;
+        let body = format!("{{\"round\":{round}}}");
+        let answer = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        let (head, ()) = tokio::join!(
+            connection.read_head(&Method::POST),
+            dribble(&mut server, answer.as_bytes())
+        );
+        let head = head.expect("head");
+        assert_eq!(head.status, StatusCode::OK);
+        assert_eq!(head.headers["content-type"], "application/json");
+        assert!(head.keep_alive);
+        assert_eq!(head.body, Framing::Length(body.len() as u64));
+        let read = whole_body(&mut connection, head.body).await.expect("body");
+        assert_eq!(read, body.as_bytes());
+        assert!(connection.is_drained());
+        assert!(connection.is_idle_and_open(), "round {round}");
+    }
+}
+
+#[tokio::test]
+async fn a_chunked_answer_with_extensions_and_trailers_is_read_whole() {
+    let (mut connection, mut server) = pair().await;
+    post(&mut connection, &HeaderMap::new(), b"{}").await;
+    read_request(&mut server).await;
+    let answer = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n\
+        5;name=value\r\nhello\r\n7\r\n, world\r\n0\r\nExpires: never\r\n\r\n\
+        HTTP/1.1 204 No Content\r\n\r\n";
+    let (head, ()) = tokio::join!(
+        connection.read_head(&Method::POST),
+        dribble(&mut server, answer)
+    );
+    let head = head.expect("head");
+    assert_eq!(head.body, Framing::Chunked(Chunk::Size));
+    let body = whole_body(&mut connection, head.body).await.expect("body");
+    assert_eq!(body, b"hello, world");
+    // The next answer on the connection starts right after the trailers.
+    let next = connection
+        .read_head(&Method::POST)
+        .await
+        .expect("next head");
+    assert_eq!(next.status, StatusCode::NO_CONTENT);
+    assert_eq!(next.body, Framing::Length(0));
+    assert!(connection.is_drained());
+}
+
+#[tokio::test]
+async fn informational_answers_are_skipped_and_a_body_without_framing_runs_to_the_close() {
+    let (mut connection, mut server) = pair().await;
+    post(&mut connection, &HeaderMap::new(), b"{}").await;
+    read_request(&mut server).await;
+    server
+        .write_all(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n\r\nevery byte until the end")
+        .await
+        .expect("write");
+    server.shutdown().await.expect("shutdown");
+    let head = connection.read_head(&Method::POST).await.expect("head");
+    assert_eq!(head.status, StatusCode::OK);
+    assert_eq!(head.body, Framing::UntilClose);
+    assert!(
+        !head.keep_alive,
+        "a body ended by the close cannot be followed"
+    );
+    let body = whole_body(&mut connection, head.body).await.expect("body");
+    assert_eq!(body, b"every byte until the end");
+}
+
+#[tokio::test]
+async fn connection_close_and_http_1_0_answers_are_not_kept() {
+    for answer in [
+        "HTTP/1.1 200 OK\r\nConnection: keep-alive, Close\r\nContent-Length: 0\r\n\r\n",
+        "HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n",
+    ] {
+        let (mut connection, mut server) = pair().await;
+        post(&mut connection, &HeaderMap::new(), b"{}").await;
+        read_request(&mut server).await;
+        server.write_all(answer.as_bytes()).await.expect("write");
+        let head = connection.read_head(&Method::POST).await.expect("head");
+        assert!(!head.keep_alive, "{answer}");
+    }
+}
+
+#[tokio::test]
+async fn a_closed_idle_connection_is_seen_without_waiting() {
+    let (mut connection, server) = pair().await;
+    assert!(connection.is_idle_and_open());
+    drop(server);
+    // The FIN may take a moment to arrive on loopback.
+    let mut closed = false;
+    for _ in 0..100 {
+        if !connection.is_idle_and_open() {
+            closed = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert!(closed, "the server's close was not noticed");
+}
+
+/// What the connection says about an answer the test server sends, then closes on.
+async fn refusal(answer: &[u8]) -> String {
+    let (mut connection, mut server) = pair().await;
+    post(&mut connection, &HeaderMap::new(), b"{}").await;
+    read_request(&mut server).await;
+    server.write_all(answer).await.expect("write");
+    server.shutdown().await.expect("shutdown");
+    let head = match connection.read_head(&Method::POST).await {
+        Ok(head) => head,
+        Err(ConnError::Failed(reason)) => return reason,
+        Err(other) => panic!("unexpected {other:?}"),
+    };
+    whole_body(&mut connection, head.body)
+        .await
+        .expect_err("the body should be refused")
+}
+
+#[tokio::test]
+async fn broken_answers_are_refused_with_a_reason() {
+    let cases: [(&[u8], &str); 7] = [
+        (b"SSH-2.0-OpenSSH\r\n\r\n", "the answer is not HTTP/1.1"),
+        (b"", "the connection closed before an answer came"),
+        (
+            b"HTTP/1.1 200 OK\r\nContent-Len",
+            "the connection closed before an answer came",
+        ),
+        (
+            b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort",
+            "the connection closed before the answer ended",
+        ),
+        (
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel",
+            "the connection closed before the answer ended",
+        ),
+        (
+            b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab",
+            "conflicting Content-Length",
+        ),
+        (
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+            "a chunk of the answer has an invalid size",
+        ),
+    ];
+    for (answer, expected) in cases {
+        let reason = refusal(answer).await;
+        assert!(
+            reason.contains(expected),
+            "{:?}: {reason}",
+            String::from_utf8_lossy(answer)
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_head_larger_than_the_limit_is_refused() {
+    let mut answer = b"HTTP/1.1 200 OK\r\n".to_vec();
+    while answer.len() <= MAX_HEAD_BYTES {
+        answer.extend_from_slice(
+            b"X-Padding: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n",
+        );
+    }
+    let (mut connection, mut server) = pair().await;
+    post(&mut connection, &HeaderMap::new(), b"{}").await;
+    read_request(&mut server).await;
+    let writing = tokio::spawn(async move {
+        let _ = server.write_all(&answer).await;
+        server
+    });
+    match connection.read_head(&Method::POST).await {
+        Err(ConnError::Failed(reason)) => {
+            assert!(
+                reason.contains("larger than") || reason.contains("not HTTP/1.1"),
+                "{reason}"
+            )
+        }
+        other => panic!("unexpected {:?}", other.map(|head| head.status)),
+    }
+    drop(writing.await);
+}
+
+/// The client over this connection: a server that closes every connection after one answer
+/// (without saying so) still gets every request once, each on a fresh connection.
+#[tokio::test]
+async fn a_pooled_connection_the_server_closed_is_not_used() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let address = listener.local_addr().expect("address");
+    let server = tokio::spawn(async move {
+        let mut requests = 0;
+        for _ in 0..3 {
+            let (mut socket, _) = listener.accept().await.expect("accept");
+            let request = read_request(&mut socket).await;
+            assert!(request.ends_with("ping"), "{request}");
+            requests += 1;
+            socket
+                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\npong")
+                .await
+                .expect("write");
+        }
+        requests
+    });
+    let target = Target::parse(&format!("http://{address}/mcp")).expect("target");
+    for _ in 0..3 {
+        let response = http_client()
+            .send(
+                Method::POST,
+                &target,
+                HeaderMap::new(),
+                Bytes::from_static(b"ping"),
+            )
+            .await
+            .expect("send");
+        assert_eq!(response.status(), StatusCode::OK);
+        assert_eq!(response.read_limited(100).await.expect("body"), b"pong");
+        // Let the server's close reach this side before the next checkout.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(server.await.expect("server"), 3);
+}
