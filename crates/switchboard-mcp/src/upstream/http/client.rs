@@ -12,6 +12,7 @@
 //! routed through an environment proxy.
 
 use std::cell::RefCell;
+use std::collections::VecDeque;
 use std::error::Error as StdError;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
@@ -36,6 +37,9 @@ const TCP_KEEPALIVE: Duration = Duration::from_secs(30);
 const MAX_IDLE_PER_ORIGIN: usize = 256;
 /// Redirects followed for one request.
 const MAX_REDIRECTS: usize = 10;
+/// How long an answer is waited for after the request could not be written whole: a server
+/// may refuse (413, 401) and close before it has read the body.
+const EARLY_ANSWER_WAIT: Duration = Duration::from_secs(1);
 /// The most of a body [`Response::text`] reads (error answers and refusals).
 const TEXT_LIMIT: usize = 64 * 1024;
 
@@ -154,7 +158,7 @@ thread_local! {
     /// (`front::http::workers`) a call's upstream exchange stays on its thread, and no call
     /// waits on another thread's lock. Keyed with foldhash: every call checks a connection
     /// out and back in.
-    static IDLE: RefCell<HashMap<Origin, Vec<Idle>>> = RefCell::default();
+    static IDLE: RefCell<HashMap<Origin, VecDeque<Idle>>> = RefCell::default();
 }
 
 /// The client every upstream shares: its pool of idle connections (per thread, [`IDLE`]) and
@@ -237,7 +241,9 @@ impl HttpClient {
                 // whole, goes out on another (never a request that was written).
                 Err(ConnError::Unsent(_)) if pooled => continue,
                 Err(ConnError::Unsent(error)) => {
-                    return Err(HttpError(format!("sending the request failed: {error}")));
+                    return early_answer(connection, method, &target.origin)
+                        .await
+                        .ok_or_else(|| HttpError(format!("sending the request failed: {error}")));
                 }
                 Err(ConnError::Failed(reason)) => return Err(HttpError(reason)),
             }
@@ -272,30 +278,40 @@ impl HttpClient {
 /// An idle connection to `origin` that can take a request now: the newest that is open.
 fn checkout(origin: &Origin) -> Option<Connection> {
     loop {
-        let mut idle = with_pool(|pool| pool.get_mut(origin).and_then(Vec::pop)).flatten()?;
+        let mut idle =
+            with_pool(|pool| pool.get_mut(origin).and_then(VecDeque::pop_back)).flatten()?;
         if idle.since.elapsed() <= IDLE_TIMEOUT && idle.connection.is_idle_and_open() {
             return Some(idle.connection);
         }
     }
 }
 
-/// Pools a connection whose exchange has ended, and closes the ones idle too long.
+/// Pools a connection whose exchange has ended. The oldest idle ones are looked at on the
+/// way: those idle too long, and the oldest if the server has closed it meanwhile (its own
+/// keep-alive timeout), are closed, so closed connections do not pile up while calls come.
 fn give_back(origin: &Origin, connection: Connection) {
     with_pool(|pool| {
         if !pool.contains_key(origin) {
-            pool.insert(origin.clone(), Vec::new());
+            pool.insert(origin.clone(), VecDeque::new());
         }
         let Some(idle) = pool.get_mut(origin) else {
             return;
         };
         let now = Instant::now();
-        let stale = idle
-            .iter()
-            .take_while(|entry| now.duration_since(entry.since) > IDLE_TIMEOUT)
-            .count();
-        idle.drain(..stale);
+        while idle
+            .front()
+            .is_some_and(|oldest| now.duration_since(oldest.since) > IDLE_TIMEOUT)
+        {
+            idle.pop_front();
+        }
+        if idle
+            .front_mut()
+            .is_some_and(|oldest| !oldest.connection.is_idle_and_open())
+        {
+            idle.pop_front();
+        }
         if idle.len() < MAX_IDLE_PER_ORIGIN {
-            idle.push(Idle {
+            idle.push_back(Idle {
                 connection,
                 since: now,
             });
@@ -303,9 +319,33 @@ fn give_back(origin: &Origin, connection: Connection) {
     });
 }
 
+/// The answer a server sent before closing on a request it did not read whole, if one came
+/// within [`EARLY_ANSWER_WAIT`]; the connection is not pooled after it.
+async fn early_answer(
+    mut connection: Connection,
+    method: &Method,
+    origin: &Origin,
+) -> Option<Response> {
+    let head = tokio::time::timeout(EARLY_ANSWER_WAIT, connection.read_head(method))
+        .await
+        .ok()?
+        .ok()?;
+    let head = Head {
+        keep_alive: false,
+        ..head
+    };
+    Some(Response::new(head, connection, origin))
+}
+
+/// How many idle connections to `target`'s origin this thread's pool holds.
+#[cfg(test)]
+pub(super) fn idle_connections(target: &Target) -> usize {
+    with_pool(|pool| pool.get(&target.origin).map_or(0, VecDeque::len)).unwrap_or_default()
+}
+
 /// Runs `f` on this thread's pool; `None` while the thread is being torn down (its pool
 /// gone) or the pool is in use further up the stack.
-fn with_pool<T>(f: impl FnOnce(&mut HashMap<Origin, Vec<Idle>>) -> T) -> Option<T> {
+fn with_pool<T>(f: impl FnOnce(&mut HashMap<Origin, VecDeque<Idle>>) -> T) -> Option<T> {
     IDLE.try_with(|pool| pool.try_borrow_mut().ok().map(|mut pool| f(&mut pool)))
         .ok()
         .flatten()

@@ -27,6 +27,8 @@ const MAX_HEADERS: usize = 100;
 const READ_CHUNK: usize = 8 * 1024;
 /// The longest chunk-size line (with extensions) a chunked body may have.
 const MAX_CHUNK_LINE: usize = 4 * 1024;
+/// The most informational (1xx) answers skipped before the final one.
+const MAX_INFORMATIONAL: usize = 16;
 
 /// A connection's byte stream: plain TCP, or TLS over it.
 pub(super) enum Stream {
@@ -112,8 +114,8 @@ pub(super) enum Chunk {
     Data(u64),
     /// After a chunk's data, before its CRLF.
     DataEnd,
-    /// After the last chunk, in the trailer section.
-    Trailers,
+    /// After the last chunk, in the trailer section, this many bytes of it read.
+    Trailers(usize),
 }
 
 /// One HTTP/1.1 connection and what has been read from it but not yet used.
@@ -131,18 +133,21 @@ impl Connection {
     }
 
     /// Whether an idle connection can take a request: the server has neither closed it nor
-    /// sent anything unasked. Looks without waiting.
+    /// sent anything unasked. Looks without waiting, and outside tokio's cooperative budget
+    /// (a task that spent it would otherwise be told `Pending` without a look at the socket).
     pub(super) fn is_idle_and_open(&mut self) -> bool {
         if !self.buffer.is_empty() {
             return false;
         }
         let mut probe = [0u8; 1];
-        let mut read = ReadBuf::new(&mut probe);
+        let stream = &mut self.stream;
+        let look = std::future::poll_fn(|context| {
+            let mut read = ReadBuf::new(&mut probe);
+            Pin::new(&mut *stream).poll_read(context, &mut read)
+        });
+        let mut look = std::pin::pin!(tokio::task::coop::unconstrained(look));
         let mut context = Context::from_waker(Waker::noop());
-        matches!(
-            Pin::new(&mut self.stream).poll_read(&mut context, &mut read),
-            Poll::Pending
-        )
+        look.as_mut().poll(&mut context).is_pending()
     }
 
     /// Writes one request: its head and body in one write where they fit.
@@ -188,13 +193,22 @@ impl Connection {
     /// Reads the head of the response to a `method` request (informational 1xx responses
     /// skipped).
     pub(super) async fn read_head(&mut self, method: &Method) -> Result<Head, ConnError> {
+        let mut informational = 0;
         loop {
             let parsed = parse_head(&self.buffer, method).map_err(ConnError::Failed)?;
             if let Some((length, head)) = parsed {
                 self.buffer.advance(length);
                 match head {
                     Some(head) => return Ok(head),
-                    None => continue,
+                    None if informational < MAX_INFORMATIONAL => {
+                        informational += 1;
+                        continue;
+                    }
+                    None => {
+                        return Err(ConnError::Failed(format!(
+                            "more than {MAX_INFORMATIONAL} informational answers before the answer"
+                        )));
+                    }
                 }
             }
             if self.buffer.len() >= MAX_HEAD_BYTES {
@@ -263,7 +277,7 @@ impl Connection {
                 };
                 let size = chunk_size(&line)?;
                 *chunk = if size == 0 {
-                    Chunk::Trailers
+                    Chunk::Trailers(0)
                 } else {
                     Chunk::Data(size)
                 };
@@ -296,10 +310,20 @@ impl Connection {
                 *chunk = Chunk::Size;
                 Ok(Step::Again)
             }
-            Chunk::Trailers => match take_line(&mut self.buffer, MAX_HEAD_BYTES)? {
+            Chunk::Trailers(read) => match take_line(&mut self.buffer, MAX_HEAD_BYTES - read)? {
                 None => Ok(Step::NeedMore),
                 Some(line) if line.is_empty() => Ok(Step::Done),
-                Some(_) => Ok(Step::Again),
+                Some(line) => {
+                    // Counted with its line ending, so even short lines add up.
+                    let read = read + line.len() + 2;
+                    if read > MAX_HEAD_BYTES {
+                        return Err(format!(
+                            "the answer's trailers are larger than {MAX_HEAD_BYTES} bytes"
+                        ));
+                    }
+                    *chunk = Chunk::Trailers(read);
+                    Ok(Step::Again)
+                }
             },
         }
     }
@@ -387,12 +411,21 @@ fn parse_head(buffer: &[u8], method: &Method) -> Result<Option<(usize, Option<He
             .map_err(|_| format!("the answer's header '{}' has an invalid value", header.name))?;
         headers.append(name, value);
     }
-    let closes = headers
-        .get_all(CONNECTION)
-        .iter()
-        .any(|value| has_token(value, "close"));
-    let keep_alive =
-        response.version == Some(1) && !closes && status != StatusCode::SWITCHING_PROTOCOLS;
+    let says = |token| {
+        headers
+            .get_all(CONNECTION)
+            .iter()
+            .any(|value| has_token(value, token))
+    };
+    let persistent = if response.version == Some(1) {
+        !says("close")
+    } else {
+        says("keep-alive")
+    };
+    // Both framings at once is how responses are smuggled (RFC 9112, section 6.3): the body
+    // is read by its chunks, and the connection is not trusted with another request.
+    let ambiguous = headers.contains_key(TRANSFER_ENCODING) && headers.contains_key(CONTENT_LENGTH);
+    let keep_alive = persistent && !ambiguous && status != StatusCode::SWITCHING_PROTOCOLS;
     let body = framing(status, &headers, method)?;
     Ok(Some((
         length,
@@ -473,19 +506,30 @@ fn take_line(buffer: &mut BytesMut, max: usize) -> Result<Option<Bytes>, String>
     Ok(Some(line.freeze()))
 }
 
-/// A chunk-size line's size (hex digits, then optional extensions after `;`).
+/// A chunk-size line's size: hex digits, then spaces or tabs and extensions after `;`.
 fn chunk_size(line: &[u8]) -> Result<u64, String> {
-    let digits = line
-        .split(|&b| b == b';')
-        .next()
-        .unwrap_or_default()
-        .trim_ascii();
-    let text = std::str::from_utf8(digits).unwrap_or_default();
-    if text.is_empty() || text.len() > 15 {
-        return Err("a chunk of the answer has an invalid size".to_owned());
+    let invalid = || "a chunk of the answer has an invalid size".to_owned();
+    let size = line.split(|&b| b == b';').next().unwrap_or_default();
+    let digits = match size.iter().position(|&b| b == b' ' || b == b'\t') {
+        Some(end) if size[end..].iter().all(|&b| b == b' ' || b == b'\t') => &size[..end],
+        Some(_) => return Err(invalid()),
+        None => size,
+    };
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_hexdigit) {
+        return Err(invalid());
     }
-    u64::from_str_radix(text, 16)
-        .map_err(|_| "a chunk of the answer has an invalid size".to_owned())
+    let significant = &digits[digits.iter().take_while(|&&b| b == b'0').count()..];
+    if significant.len() > 15 {
+        return Err(invalid());
+    }
+    Ok(significant.iter().fold(0u64, |size, &digit| {
+        let value = match digit {
+            b'0'..=b'9' => digit - b'0',
+            b'a'..=b'f' => digit - b'a' + 10,
+            _ => digit - b'A' + 10,
+        };
+        (size << 4) | u64::from(value)
+    }))
 }
 
 #[cfg(test)]

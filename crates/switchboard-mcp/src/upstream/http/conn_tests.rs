@@ -322,3 +322,151 @@ async fn a_pooled_connection_the_server_closed_is_not_used() {
     }
     assert_eq!(server.await.expect("server"), 3);
 }
+
+#[test]
+fn chunk_sizes_are_hex_digits_with_any_leading_zeros() {
+    assert_eq!(chunk_size(b"1a"), Ok(26));
+    assert_eq!(chunk_size(b"0000000000000000000A"), Ok(10));
+    assert_eq!(chunk_size(b"5 \t;name=value"), Ok(5));
+    assert_eq!(chunk_size(b"fffffffffffffff"), Ok(0xfff_ffff_ffff_ffff));
+    for refused in [
+        &b""[..],
+        b"+5",
+        b" 5",
+        b"5 x",
+        b"0x5",
+        b"1000000000000000",
+        b"g",
+    ] {
+        assert!(
+            chunk_size(refused).is_err(),
+            "{:?}",
+            String::from_utf8_lossy(refused)
+        );
+    }
+}
+
+#[tokio::test]
+async fn an_answer_framed_twice_is_read_by_its_chunks_and_not_kept_but_a_1_0_keep_alive_is() {
+    let (mut connection, mut server) = pair().await;
+    post(&mut connection, &HeaderMap::new(), b"{}").await;
+    read_request(&mut server).await;
+    server
+        .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n")
+        .await
+        .expect("write");
+    let head = connection.read_head(&Method::POST).await.expect("head");
+    assert!(
+        !head.keep_alive,
+        "a smuggling-shaped answer must not be followed"
+    );
+    assert_eq!(
+        whole_body(&mut connection, head.body).await.expect("body"),
+        b"ok"
+    );
+
+    let (mut connection, mut server) = pair().await;
+    post(&mut connection, &HeaderMap::new(), b"{}").await;
+    read_request(&mut server).await;
+    server
+        .write_all(b"HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\nContent-Length: 0\r\n\r\n")
+        .await
+        .expect("write");
+    assert!(
+        connection
+            .read_head(&Method::POST)
+            .await
+            .expect("head")
+            .keep_alive
+    );
+}
+
+#[tokio::test]
+async fn endless_trailers_and_endless_informational_answers_are_cut_off() {
+    let mut trailers = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n".to_vec();
+    while trailers.len() <= 2 * MAX_HEAD_BYTES {
+        trailers.extend_from_slice(b"x: y\r\n");
+    }
+    let reason = refusal(&trailers).await;
+    assert!(reason.contains("trailers are larger than"), "{reason}");
+    let informational = b"HTTP/1.1 100 Continue\r\n\r\n".repeat(MAX_INFORMATIONAL + 1);
+    let reason = refusal(&informational).await;
+    assert!(reason.contains("informational answers"), "{reason}");
+}
+
+/// A server that refuses a large request with its head alone, and closes without reading
+/// the body: the client gets the refusal, not a broken pipe.
+#[tokio::test]
+async fn an_answer_sent_before_the_body_was_read_is_returned() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let address = listener.local_addr().expect("address");
+    let server = tokio::spawn(async move {
+        let (mut socket, _) = listener.accept().await.expect("accept");
+        let mut seen = Vec::new();
+        let mut piece = [0u8; 1024];
+        while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
+            let n = socket.read(&mut piece).await.expect("read");
+            assert!(n > 0, "the request ended early");
+            seen.extend_from_slice(&piece[..n]);
+        }
+        socket
+            .write_all(b"HTTP/1.1 413 Payload Too Large\r\nConnection: close\r\nContent-Length: 8\r\n\r\ntoo big!")
+            .await
+            .expect("write");
+        // Closed with the body unread: the kernel resets the connection.
+    });
+    let target = Target::parse(&format!("http://{address}/mcp")).expect("target");
+    let body = Bytes::from(vec![b'x'; 64 * 1024 * 1024]);
+    let response = http_client()
+        .send(Method::POST, &target, HeaderMap::new(), body)
+        .await
+        .expect("the refusal");
+    assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    assert_eq!(response.read_limited(100).await.expect("body"), b"too big!");
+    server.await.expect("server");
+}
+
+/// The oldest idle connection is looked at when another is given back: one the server
+/// closed meanwhile leaves the pool without waiting for its turn to be checked out.
+#[tokio::test]
+async fn a_closed_idle_connection_leaves_the_pool_when_another_comes_back() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let address = listener.local_addr().expect("address");
+    let server = tokio::spawn(async move {
+        let (mut first, _) = listener.accept().await.expect("accept");
+        let (mut second, _) = listener.accept().await.expect("accept");
+        read_request(&mut first).await;
+        read_request(&mut second).await;
+        // The first answers and closes at once; the second answers later and stays open.
+        first
+            .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n1")
+            .await
+            .expect("write");
+        drop(first);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        second
+            .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n2")
+            .await
+            .expect("write");
+        second
+    });
+    let target = Target::parse(&format!("http://{address}/mcp")).expect("target");
+    let call = || async {
+        let response = http_client()
+            .send(
+                Method::POST,
+                &target,
+                HeaderMap::new(),
+                Bytes::from_static(b"{}"),
+            )
+            .await
+            .expect("send");
+        response.read_limited(10).await.expect("body")
+    };
+    let (a, b) = tokio::join!(call(), call());
+    let mut answers = [a, b];
+    answers.sort();
+    assert_eq!(answers, [b"1".to_vec(), b"2".to_vec()]);
+    assert_eq!(super::super::client::idle_connections(&target), 1);
+    drop(server.await.expect("server"));
+}
