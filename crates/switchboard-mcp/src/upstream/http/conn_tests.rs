@@ -73,6 +73,21 @@ async fn post(connection: &mut Connection, headers: &HeaderMap, body: &[u8]) {
         .expect("send");
 }
 
+/// A connection on which `{}` was POSTed and read by the server.
+async fn asked() -> (Connection, TcpStream) {
+    let (mut connection, mut server) = pair().await;
+    post(&mut connection, &HeaderMap::new(), b"{}").await;
+    read_request(&mut server).await;
+    (connection, server)
+}
+
+/// [`asked`], answered with `answer` in one write.
+async fn answered(answer: &[u8]) -> (Connection, TcpStream) {
+    let (connection, mut server) = asked().await;
+    server.write_all(answer).await.expect("write");
+    (connection, server)
+}
+
 #[tokio::test]
 async fn a_request_is_written_with_its_host_headers_and_length() {
     let (mut connection, mut server) = pair().await;
@@ -127,9 +142,7 @@ async fn a_length_framed_answer_split_at_every_byte_is_read_and_the_connection_k
 
 #[tokio::test]
 async fn a_chunked_answer_with_extensions_and_trailers_is_read_whole() {
-    let (mut connection, mut server) = pair().await;
-    post(&mut connection, &HeaderMap::new(), b"{}").await;
-    read_request(&mut server).await;
+    let (mut connection, mut server) = asked().await;
     let answer = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n\
         5;name=value\r\nhello\r\n7\r\n, world\r\n0\r\nExpires: never\r\n\r\n\
         HTTP/1.1 204 No Content\r\n\r\n";
@@ -153,13 +166,9 @@ async fn a_chunked_answer_with_extensions_and_trailers_is_read_whole() {
 
 #[tokio::test]
 async fn informational_answers_are_skipped_and_a_body_without_framing_runs_to_the_close() {
-    let (mut connection, mut server) = pair().await;
-    post(&mut connection, &HeaderMap::new(), b"{}").await;
-    read_request(&mut server).await;
-    server
-        .write_all(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n\r\nevery byte until the end")
-        .await
-        .expect("write");
+    let (mut connection, mut server) =
+        answered(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n\r\nevery byte until the end")
+            .await;
     server.shutdown().await.expect("shutdown");
     let head = connection.read_head(&Method::POST).await.expect("head");
     assert_eq!(head.status, StatusCode::OK);
@@ -178,10 +187,7 @@ async fn connection_close_and_http_1_0_answers_are_not_kept() {
         "HTTP/1.1 200 OK\r\nConnection: keep-alive, Close\r\nContent-Length: 0\r\n\r\n",
         "HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n",
     ] {
-        let (mut connection, mut server) = pair().await;
-        post(&mut connection, &HeaderMap::new(), b"{}").await;
-        read_request(&mut server).await;
-        server.write_all(answer.as_bytes()).await.expect("write");
+        let (mut connection, _server) = answered(answer.as_bytes()).await;
         let head = connection.read_head(&Method::POST).await.expect("head");
         assert!(!head.keep_alive, "{answer}");
     }
@@ -206,10 +212,7 @@ async fn a_closed_idle_connection_is_seen_without_waiting() {
 
 /// What the connection says about an answer the test server sends, then closes on.
 async fn refusal(answer: &[u8]) -> String {
-    let (mut connection, mut server) = pair().await;
-    post(&mut connection, &HeaderMap::new(), b"{}").await;
-    read_request(&mut server).await;
-    server.write_all(answer).await.expect("write");
+    let (mut connection, mut server) = answered(answer).await;
     server.shutdown().await.expect("shutdown");
     let head = match connection.read_head(&Method::POST).await {
         Ok(head) => head,
@@ -265,9 +268,7 @@ async fn a_head_larger_than_the_limit_is_refused() {
             b"X-Padding: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n",
         );
     }
-    let (mut connection, mut server) = pair().await;
-    post(&mut connection, &HeaderMap::new(), b"{}").await;
-    read_request(&mut server).await;
+    let (mut connection, mut server) = asked().await;
     let writing = tokio::spawn(async move {
         let _ = server.write_all(&answer).await;
         server
@@ -348,13 +349,7 @@ fn chunk_sizes_are_hex_digits_with_any_leading_zeros() {
 
 #[tokio::test]
 async fn an_answer_framed_twice_is_read_by_its_chunks_and_not_kept_but_a_1_0_keep_alive_is() {
-    let (mut connection, mut server) = pair().await;
-    post(&mut connection, &HeaderMap::new(), b"{}").await;
-    read_request(&mut server).await;
-    server
-        .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n")
-        .await
-        .expect("write");
+    let (mut connection, _server) = answered(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n").await;
     let head = connection.read_head(&Method::POST).await.expect("head");
     assert!(
         !head.keep_alive,
@@ -365,13 +360,8 @@ async fn an_answer_framed_twice_is_read_by_its_chunks_and_not_kept_but_a_1_0_kee
         b"ok"
     );
 
-    let (mut connection, mut server) = pair().await;
-    post(&mut connection, &HeaderMap::new(), b"{}").await;
-    read_request(&mut server).await;
-    server
-        .write_all(b"HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\nContent-Length: 0\r\n\r\n")
-        .await
-        .expect("write");
+    let (mut connection, _server) =
+        answered(b"HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\nContent-Length: 0\r\n\r\n").await;
     assert!(
         connection
             .read_head(&Method::POST)
