@@ -25,7 +25,7 @@ use http::{HeaderMap, HeaderValue, Method, StatusCode};
 use tokio::net::TcpStream;
 use url::Url;
 
-use super::conn::{ConnError, Connection, Framing, Head, Stream};
+use super::conn::{Connection, Framing, Head, Stream};
 
 /// How long connecting (TCP and TLS) may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -232,26 +232,21 @@ impl HttpClient {
                 Some(connection) => (connection, true),
                 None => (connect(&target.origin, self).await?, false),
             };
-            match connection
+            let sent = connection
                 .send(method, &target.path, &target.host, headers, body)
-                .await
-            {
+                .await;
+            match sent {
                 Ok(()) => {}
                 // A pooled connection the server closed meanwhile: the request, never read
                 // whole, goes out on another (never a request that was written).
-                Err(ConnError::Unsent(_)) if pooled => continue,
-                Err(ConnError::Unsent(error)) => {
+                Err(_) if pooled => continue,
+                Err(error) => {
                     return early_answer(connection, method, &target.origin)
                         .await
                         .ok_or_else(|| HttpError(format!("sending the request failed: {error}")));
                 }
-                Err(ConnError::Failed(reason)) => return Err(HttpError(reason)),
             }
-            let head = match connection.read_head(method).await {
-                Ok(head) => head,
-                Err(ConnError::Unsent(error)) => return Err(HttpError(error.to_string())),
-                Err(ConnError::Failed(reason)) => return Err(HttpError(reason)),
-            };
+            let head = connection.read_head(method).await.map_err(HttpError)?;
             return Ok(Response::new(head, connection, &target.origin));
         }
     }

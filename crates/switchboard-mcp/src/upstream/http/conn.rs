@@ -76,15 +76,6 @@ impl AsyncWrite for Stream {
     }
 }
 
-/// Why an exchange failed, and whether the request can have reached the server.
-#[derive(Debug)]
-pub(super) enum ConnError {
-    /// Writing the request failed: the server has not read a whole request.
-    Unsent(io::Error),
-    /// Anything after the request was written.
-    Failed(String),
-}
-
 /// A response's status line and headers, and how its body is framed.
 pub(super) struct Head {
     pub(super) status: StatusCode,
@@ -150,7 +141,8 @@ impl Connection {
         look.as_mut().poll(&mut context).is_pending()
     }
 
-    /// Writes one request: its head and body in one write where they fit.
+    /// Writes one request: its head and body in one write where they fit. An error means
+    /// the server has not read the whole request.
     pub(super) async fn send(
         &mut self,
         method: &Method,
@@ -158,7 +150,7 @@ impl Connection {
         host: &HeaderValue,
         headers: &HeaderMap,
         body: &[u8],
-    ) -> Result<(), ConnError> {
+    ) -> io::Result<()> {
         let mut request = Vec::with_capacity(256 + body.len());
         request.extend_from_slice(method.as_str().as_bytes());
         request.push(b' ');
@@ -183,19 +175,16 @@ impl Connection {
         }
         request.extend_from_slice(b"\r\n");
         request.extend_from_slice(body);
-        self.stream
-            .write_all(&request)
-            .await
-            .map_err(ConnError::Unsent)?;
-        self.stream.flush().await.map_err(ConnError::Unsent)
+        self.stream.write_all(&request).await?;
+        self.stream.flush().await
     }
 
     /// Reads the head of the response to a `method` request (informational 1xx responses
     /// skipped).
-    pub(super) async fn read_head(&mut self, method: &Method) -> Result<Head, ConnError> {
+    pub(super) async fn read_head(&mut self, method: &Method) -> Result<Head, String> {
         let mut informational = 0;
         loop {
-            let parsed = parse_head(&self.buffer, method).map_err(ConnError::Failed)?;
+            let parsed = parse_head(&self.buffer, method)?;
             if let Some((length, head)) = parsed {
                 self.buffer.advance(length);
                 match head {
@@ -205,21 +194,19 @@ impl Connection {
                         continue;
                     }
                     None => {
-                        return Err(ConnError::Failed(format!(
+                        return Err(format!(
                             "more than {MAX_INFORMATIONAL} informational answers before the answer"
-                        )));
+                        ));
                     }
                 }
             }
             if self.buffer.len() >= MAX_HEAD_BYTES {
-                return Err(ConnError::Failed(format!(
+                return Err(format!(
                     "the answer's head is larger than {MAX_HEAD_BYTES} bytes"
-                )));
-            }
-            if self.fill().await.map_err(failed)? == 0 {
-                return Err(ConnError::Failed(
-                    "the connection closed before an answer came".to_owned(),
                 ));
+            }
+            if self.fill().await.map_err(read_error)? == 0 {
+                return Err("the connection closed before an answer came".to_owned());
             }
         }
     }
@@ -373,10 +360,6 @@ fn push_decimal(out: &mut Vec<u8>, n: usize) {
         }
     }
     out.extend_from_slice(&digits[at..]);
-}
-
-fn failed(error: io::Error) -> ConnError {
-    ConnError::Failed(read_error(error))
 }
 
 fn read_error(error: io::Error) -> String {
