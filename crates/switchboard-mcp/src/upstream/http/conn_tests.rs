@@ -284,12 +284,27 @@ async fn a_head_larger_than_the_limit_is_refused() {
     drop(writing.await);
 }
 
+/// A listener on 127.0.0.1 for the client-level tests, and the URL that reaches it.
+async fn listening() -> (TcpListener, Target) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let address = listener.local_addr().expect("address");
+    let target = Target::parse(&format!("http://{address}/mcp")).expect("target");
+    (listener, target)
+}
+
+/// A POST of `body` to `target` through the upstreams' client.
+async fn client_post(target: &Target, body: Bytes) -> super::super::client::Response {
+    http_client()
+        .send(Method::POST, target, HeaderMap::new(), body)
+        .await
+        .expect("send")
+}
+
 /// The client over this connection: a server that closes every connection after one answer
 /// (without saying so) still gets every request once, each on a fresh connection.
 #[tokio::test]
 async fn a_pooled_connection_the_server_closed_is_not_used() {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let address = listener.local_addr().expect("address");
+    let (listener, target) = listening().await;
     let server = tokio::spawn(async move {
         let mut requests = 0;
         for _ in 0..3 {
@@ -304,17 +319,8 @@ async fn a_pooled_connection_the_server_closed_is_not_used() {
         }
         requests
     });
-    let target = Target::parse(&format!("http://{address}/mcp")).expect("target");
     for _ in 0..3 {
-        let response = http_client()
-            .send(
-                Method::POST,
-                &target,
-                HeaderMap::new(),
-                Bytes::from_static(b"ping"),
-            )
-            .await
-            .expect("send");
+        let response = client_post(&target, Bytes::from_static(b"ping")).await;
         assert_eq!(response.status(), StatusCode::OK);
         assert_eq!(response.read_limited(100).await.expect("body"), b"pong");
         // Let the server's close reach this side before the next checkout.
@@ -387,8 +393,7 @@ async fn endless_trailers_and_endless_informational_answers_are_cut_off() {
 /// the body: the client gets the refusal, not a broken pipe.
 #[tokio::test]
 async fn an_answer_sent_before_the_body_was_read_is_returned() {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let address = listener.local_addr().expect("address");
+    let (listener, target) = listening().await;
     let server = tokio::spawn(async move {
         let (mut socket, _) = listener.accept().await.expect("accept");
         let mut seen = Vec::new();
@@ -404,12 +409,8 @@ async fn an_answer_sent_before_the_body_was_read_is_returned() {
             .expect("write");
         // Closed with the body unread: the kernel resets the connection.
     });
-    let target = Target::parse(&format!("http://{address}/mcp")).expect("target");
     let body = Bytes::from(vec![b'x'; 64 * 1024 * 1024]);
-    let response = http_client()
-        .send(Method::POST, &target, HeaderMap::new(), body)
-        .await
-        .expect("the refusal");
+    let response = client_post(&target, body).await;
     assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
     assert_eq!(response.read_limited(100).await.expect("body"), b"too big!");
     server.await.expect("server");
@@ -419,8 +420,7 @@ async fn an_answer_sent_before_the_body_was_read_is_returned() {
 /// closed meanwhile leaves the pool without waiting for its turn to be checked out.
 #[tokio::test]
 async fn a_closed_idle_connection_leaves_the_pool_when_another_comes_back() {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let address = listener.local_addr().expect("address");
+    let (listener, target) = listening().await;
     let server = tokio::spawn(async move {
         let (mut first, _) = listener.accept().await.expect("accept");
         let (mut second, _) = listener.accept().await.expect("accept");
@@ -439,17 +439,8 @@ async fn a_closed_idle_connection_leaves_the_pool_when_another_comes_back() {
             .expect("write");
         second
     });
-    let target = Target::parse(&format!("http://{address}/mcp")).expect("target");
     let call = || async {
-        let response = http_client()
-            .send(
-                Method::POST,
-                &target,
-                HeaderMap::new(),
-                Bytes::from_static(b"{}"),
-            )
-            .await
-            .expect("send");
+        let response = client_post(&target, Bytes::from_static(b"{}")).await;
         response.read_limited(10).await.expect("body")
     };
     let (a, b) = tokio::join!(call(), call());
