@@ -124,6 +124,19 @@ pub async fn connect(pool: &Pool) -> Result<Pooled, LedgerError> {
     pool.get().await.map_err(pool_error)
 }
 
+/// A read-only transaction that sees one snapshot of the database for all its queries
+/// (repeatable read): what another transaction committed is seen whole or not at all.
+pub async fn read_snapshot(
+    client: &mut tokio_postgres::Client,
+) -> Result<tokio_postgres::Transaction<'_>, tokio_postgres::Error> {
+    client
+        .build_transaction()
+        .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
+        .read_only(true)
+        .start()
+        .await
+}
+
 /// This gateway, as the `replica` column names it: host and process id.
 pub fn replica() -> String {
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname")

@@ -6,9 +6,7 @@
 //! gap, and the chain's head must name the last row: rows deleted from the end of the chain
 //! leave a head that points past the table.
 
-use tokio_postgres::IsolationLevel;
-
-use super::{clean, describe};
+use super::{clean, describe, read_snapshot};
 use crate::store::{GENESIS, VerifyReport, chain};
 use crate::{LedgerEntry, LedgerError};
 
@@ -38,13 +36,7 @@ pub async fn verify_with_progress(
     every: u64,
     progress: &mut (dyn FnMut(u64, u64) + Send),
 ) -> Result<VerifyReport, LedgerError> {
-    let tx = client
-        .build_transaction()
-        .isolation_level(IsolationLevel::RepeatableRead)
-        .read_only(true)
-        .start()
-        .await
-        .map_err(pg("begin"))?;
+    let tx = read_snapshot(client).await.map_err(pg("begin"))?;
     let head = tx
         .query_opt(
             "SELECT seq, row_hash FROM ledger_head WHERE chain = $1",

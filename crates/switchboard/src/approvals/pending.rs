@@ -93,6 +93,9 @@ impl Default for PendingApprovals {
 struct Shared {
     store: Arc<ApprovalStore>,
     mirror: Mutex<Snapshot>,
+    /// Held from a read to its mirror being replaced, so that of two re-reads (the
+    /// follower's and an operator's answer here) the older never replaces the newer.
+    refreshing: tokio::sync::Mutex<()>,
     /// Wakes the follower to re-read the store now.
     wake: Arc<tokio::sync::Notify>,
 }
@@ -133,6 +136,7 @@ impl PendingApprovals {
             shared: Some(Shared {
                 store: Arc::new(store),
                 mirror: Mutex::new(Snapshot::default()),
+                refreshing: tokio::sync::Mutex::new(()),
                 wake: wake.clone(),
             }),
             ..Self::default()
@@ -145,6 +149,7 @@ impl PendingApprovals {
     /// calls waiting here, which are answered.
     pub(crate) async fn refresh(&self) {
         let Some(shared) = &self.shared else { return };
+        let _reading = shared.refreshing.lock().await;
         let waiting: Vec<String> = self
             .waiting
             .lock()

@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use switchboard_core::approval::{ApprovalRequest, Decision};
-use switchboard_ledger::postgres::{Pool, connect, describe, pool};
+use switchboard_ledger::postgres::{Pool, connect, describe, pool, read_snapshot};
 use tokio_postgres::AsyncMessage;
 
 use super::pending::{AnswerError, Grant, PendingApproval, PendingApprovals};
@@ -285,12 +285,16 @@ impl ApprovalStore {
         Ok(ended > 0)
     }
 
-    /// Reads the pending approvals, the grants in force, and the decisions of `waiting`.
+    /// Reads the pending approvals, the grants in force, and the decisions of `waiting`, in
+    /// one snapshot of the database: a decision with its grant (one transaction in
+    /// [`Self::decide`]) is seen whole or not at all, never as a grant beside a call still
+    /// listed as pending.
     pub async fn read(&self, waiting: &[String]) -> Result<Snapshot, String> {
-        let client = self.client().await?;
+        let mut client = self.client().await?;
         let read = failed("read the approvals");
+        let tx = read_snapshot(&mut client).await.map_err(&read)?;
         let now = tokio::time::Instant::now();
-        let pending = client
+        let pending = tx
             .query(
                 "SELECT id, agent, tool, server, arguments, reason, tier,
                         extract(epoch FROM requested_at)::bigint,
@@ -314,7 +318,7 @@ impl ApprovalStore {
                 expires_in_ms: millis(row.get(8)),
             })
             .collect();
-        let grants = client
+        let grants = tx
             .query(
                 "SELECT agent, tool, granted_by, minutes,
                         (extract(epoch FROM until - now()) * 1000)::bigint
@@ -340,21 +344,21 @@ impl ApprovalStore {
         let decided = if waiting.is_empty() {
             Vec::new()
         } else {
-            client
-                .query(
-                    "SELECT id, state, decided_by, decision_reason, grant_minutes FROM approvals
+            tx.query(
+                "SELECT id, state, decided_by, decision_reason, grant_minutes FROM approvals
                      WHERE id = ANY($1) AND state <> 'pending'",
-                    &[&waiting],
-                )
-                .await
-                .map_err(&read)?
-                .iter()
-                .map(|row| {
-                    let decision = decision_of(row.get(1), row.get(2), row.get(3), row.get(4));
-                    (row.get(0), decision)
-                })
-                .collect()
+                &[&waiting],
+            )
+            .await
+            .map_err(&read)?
+            .iter()
+            .map(|row| {
+                let decision = decision_of(row.get(1), row.get(2), row.get(3), row.get(4));
+                (row.get(0), decision)
+            })
+            .collect()
         };
+        tx.commit().await.map_err(&read)?;
         Ok(Snapshot {
             pending,
             grants,
