@@ -16,6 +16,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use crate::certs::{self, CommandError, TestCa};
+
 /// Where Debian's `postgresql-15` puts its binaries; `SWITCHBOARD_PG_BIN` overrides it.
 const DEFAULT_BIN: &str = "/usr/lib/postgresql/15/bin";
 /// The superuser `initdb` creates (trust authentication on the socket).
@@ -31,24 +33,10 @@ pub enum PostgresError {
          (apt-get install postgresql-15), or point SWITCHBOARD_PG_BIN at its bin directory"
     )]
     Missing(PathBuf),
-    #[error("cannot run {command}: {source}")]
-    Spawn {
-        command: String,
-        source: std::io::Error,
-    },
-    #[error("{command} failed ({status}): {output}")]
-    Failed {
-        command: String,
-        status: String,
-        output: String,
-    },
+    #[error(transparent)]
+    Command(#[from] CommandError),
     #[error("cannot make a temporary directory: {0}")]
     TempDir(std::io::Error),
-    #[error(
-        "openssl is not installed (the TLS tests make their certificates with it): run \
-         scripts/install-test-deps.sh (apt-get install openssl)"
-    )]
-    MissingOpenssl,
     #[error("cannot find a free TCP port on 127.0.0.1: {0}")]
     Port(std::io::Error),
 }
@@ -56,8 +44,8 @@ pub enum PostgresError {
 /// How a server started by [`Postgres::start_tcp`] listens on 127.0.0.1 besides its socket.
 struct Tcp {
     port: u16,
-    /// The CA's certificate (PEM) when `ssl=on`.
-    ca: Option<PathBuf>,
+    /// The CA of the server's certificate when `ssl=on`.
+    ca: Option<TestCa>,
     /// The client's certificate when TCP requires one ([`Postgres::start_client_cert`]).
     client: Option<ClientCert>,
 }
@@ -126,17 +114,21 @@ impl Postgres {
             .tempdir_in("/tmp")
             .map_err(PostgresError::TempDir)?;
         let tcp = match tcp {
-            true => Some(Tcp {
-                port: free_port()?,
-                ca: match tls {
+            true => {
+                let ca = match tls {
                     Tls::Off => None,
                     Tls::On | Tls::ClientCert => Some(make_certificates(dir.path())?),
-                },
-                client: match tls {
-                    Tls::ClientCert => Some(make_client_cert(dir.path())?),
-                    Tls::Off | Tls::On => None,
-                },
-            }),
+                };
+                let client = match (&ca, tls) {
+                    (Some(ca), Tls::ClientCert) => Some(make_client_cert(ca, dir.path())?),
+                    _ => None,
+                };
+                Some(Tcp {
+                    port: free_port()?,
+                    ca,
+                    client,
+                })
+            }
             false => None,
         };
         let as_postgres = is_root();
@@ -259,7 +251,7 @@ impl Postgres {
     /// The PEM file of the CA that signed the server's certificate ([`Self::start_tcp`] with
     /// TLS).
     pub fn ca_file(&self) -> Option<&Path> {
-        self.tcp.as_ref()?.ca.as_deref()
+        self.tcp.as_ref()?.ca.as_ref().map(TestCa::ca_file)
     }
 
     /// The client certificate for [`SUPERUSER`] ([`Self::start_client_cert`]).
@@ -276,12 +268,14 @@ impl Postgres {
         cn: &str,
     ) -> Option<Result<ClientCert, PostgresError>> {
         self.client_cert()?;
-        let dir = self.dir.path();
+        let ca = self.tcp.as_ref()?.ca.as_ref()?;
         Some(
-            issue(dir, name, &format!("/CN={cn}"), CLIENT_EXTENSIONS).map(|()| ClientCert {
-                cert: dir.join(format!("{name}.crt")),
-                key: dir.join(format!("{name}.key")),
-            }),
+            ca.issue_client(name, cn)
+                .map(|issued| ClientCert {
+                    cert: issued.cert,
+                    key: issued.key,
+                })
+                .map_err(PostgresError::from),
         )
     }
 
@@ -357,99 +351,26 @@ fn free_port() -> Result<u16, PostgresError> {
 
 /// A CA (`ca.pem`) and a server certificate it signed for `localhost` and 127.0.0.1
 /// (`server.crt`, `server.key` readable by its owner only, as PostgreSQL demands), in `dir`.
-/// Returns the CA's path.
-fn make_certificates(dir: &Path) -> Result<PathBuf, PostgresError> {
-    if Command::new("openssl").arg("version").output().is_err() {
-        return Err(PostgresError::MissingOpenssl);
-    }
-    let ca = [
-        "-keyout",
-        "ca.key",
-        "-out",
-        "ca.pem",
-        "-days",
-        "2",
-        "-subj",
-        "/CN=test CA",
-    ];
-    openssl(dir, &[&["req", "-x509"][..], &EC_KEY, &ca].concat())?;
-    issue(
-        dir,
-        "server",
-        "/CN=localhost",
-        "subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n\
-         extendedKeyUsage=serverAuth\n",
-    )?;
-    Ok(dir.join("ca.pem"))
+fn make_certificates(dir: &Path) -> Result<TestCa, PostgresError> {
+    let ca = TestCa::make(dir)?;
+    ca.issue_server("server")?;
+    Ok(ca)
 }
 
-/// A client certificate for [`SUPERUSER`] signed by the CA [`make_certificates`] made in
-/// `dir` (`client.crt`, `client.key` readable by its owner only, as libpq demands), and a
-/// `pg_hba.conf` that lets TCP in with such a certificate only (the socket stays `trust`).
-fn make_client_cert(dir: &Path) -> Result<ClientCert, PostgresError> {
-    let subject = format!("/CN={SUPERUSER}");
-    issue(dir, "client", &subject, CLIENT_EXTENSIONS)?;
+/// A client certificate for [`SUPERUSER`] signed by `ca` (`client.crt`, `client.key`
+/// readable by its owner only, as libpq demands), and a `pg_hba.conf` in `dir` that lets TCP
+/// in with such a certificate only (the socket stays `trust`).
+fn make_client_cert(ca: &TestCa, dir: &Path) -> Result<ClientCert, PostgresError> {
+    let issued = ca.issue_client("client", SUPERUSER)?;
     std::fs::write(
         dir.join("pg_hba.conf"),
         "local all all trust\nhostssl all all 127.0.0.1/32 cert\n",
     )
     .map_err(PostgresError::TempDir)?;
     Ok(ClientCert {
-        cert: dir.join("client.crt"),
-        key: dir.join("client.key"),
+        cert: issued.cert,
+        key: issued.key,
     })
-}
-
-/// A client certificate's X.509 extensions (an extfile's lines).
-const CLIENT_EXTENSIONS: &str = "basicConstraints=CA:FALSE\nextendedKeyUsage=clientAuth\n";
-
-/// `openssl req`'s options for a new P-256 key, unencrypted.
-const EC_KEY: [&str; 5] = [
-    "-newkey",
-    "ec",
-    "-pkeyopt",
-    "ec_paramgen_curve:prime256v1",
-    "-nodes",
-];
-
-/// Runs `openssl` with `args` in `dir`.
-fn openssl(dir: &Path, args: &[&str]) -> Result<(), PostgresError> {
-    run(Command::new("openssl").args(args).current_dir(dir)).map(drop)
-}
-
-/// `NAME.crt` for `subject` with the X.509 `extensions` (an extfile's lines), signed by the
-/// CA in `dir`, and its new key `NAME.key`, readable by its owner only.
-fn issue(dir: &Path, name: &str, subject: &str, extensions: &str) -> Result<(), PostgresError> {
-    let (key, csr, ext, crt) = (
-        format!("{name}.key"),
-        format!("{name}.csr"),
-        format!("{name}.ext"),
-        format!("{name}.crt"),
-    );
-    let request = ["-keyout", &key, "-out", &csr, "-subj", subject];
-    openssl(dir, &[&["req"][..], &EC_KEY, &request].concat())?;
-    std::fs::write(dir.join(&ext), extensions).map_err(PostgresError::TempDir)?;
-    openssl(
-        dir,
-        &[
-            "x509",
-            "-req",
-            "-in",
-            &csr,
-            "-CA",
-            "ca.pem",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-days",
-            "2",
-            "-out",
-            &crt,
-            "-extfile",
-            &ext,
-        ],
-    )?;
-    run(Command::new("chmod").arg("600").arg(dir.join(&key))).map(drop)
 }
 
 fn is_root() -> bool {
@@ -460,24 +381,7 @@ fn is_root() -> bool {
 }
 
 fn run(command: &mut Command) -> Result<Output, PostgresError> {
-    let shown = format!("{command:?}");
-    let output = command.output().map_err(|source| PostgresError::Spawn {
-        command: shown.clone(),
-        source,
-    })?;
-    if output.status.success() {
-        Ok(output)
-    } else {
-        Err(PostgresError::Failed {
-            command: shown,
-            status: output.status.to_string(),
-            output: format!(
-                "{}{}",
-                String::from_utf8_lossy(&output.stdout),
-                String::from_utf8_lossy(&output.stderr)
-            ),
-        })
-    }
+    Ok(certs::run(command)?)
 }
 
 #[cfg(test)]

@@ -29,8 +29,8 @@ use std::pin::Pin;
 use std::str::FromStr;
 use std::sync::Arc;
 
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls::pki_types::ServerName;
+use switchboard_tls::{FileError, Role};
 use tokio_postgres::tls::{ChannelBinding, MakeTlsConnect, TlsConnect};
 
 use crate::LedgerError;
@@ -170,100 +170,36 @@ impl MakeRustls {
     /// Trusts the webpki roots and, when given, the certificates of the PEM file `root_cert`;
     /// offers `client`'s certificate when the server asks for one.
     fn new(root_cert: Option<&Path>, client: Option<&ClientCert>) -> Result<Self, LedgerError> {
-        let mut roots = rustls::RootCertStore::empty();
-        roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-        if let Some(path) = root_cert {
-            add_pem(&mut roots, path)?;
-        }
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let builder = rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .map_err(|error| LedgerError::Postgres(format!("cannot set up TLS: {error}")))?
-            .with_root_certificates(roots);
-        let config = match client {
-            None => builder.with_no_client_auth(),
-            Some(client) => {
-                let (chain, key) = load_client_cert(client)?;
-                builder
-                    .with_client_auth_cert(chain, key)
-                    .map_err(|error| client_cert_refused(client, &error))?
-            }
+        let files = switchboard_tls::ClientFiles {
+            ca: root_cert,
+            identity: client.map(|client| (client.cert.as_path(), client.key.as_path())),
         };
+        let config = switchboard_tls::client_config(files).map_err(|error| {
+            LedgerError::Postgres(match error {
+                FileError::Unusable { role, path, why } => {
+                    let (what, key) = match role {
+                        Role::Ca => ("the CA file", "tls_ca"),
+                        Role::Cert => ("the client certificate", "tls_cert"),
+                        Role::Key => ("the client key", "tls_key"),
+                    };
+                    format!(
+                        "{what} {} for PostgreSQL ([storage] {key}): {why}",
+                        path.display()
+                    )
+                }
+                FileError::Mismatch { cert, key, why } => format!(
+                    "the client certificate {} and key {} for PostgreSQL ([storage] tls_cert, \
+                     tls_key): {why}",
+                    cert.display(),
+                    key.display()
+                ),
+                FileError::Setup(why) => format!("cannot set up TLS: {why}"),
+            })
+        })?;
         Ok(Self {
             config: Arc::new(config),
         })
     }
-}
-
-/// Adds every certificate of the PEM file at `path` to `roots`; none is an error.
-fn add_pem(roots: &mut rustls::RootCertStore, path: &Path) -> Result<(), LedgerError> {
-    let unreadable = |why: String| {
-        LedgerError::Postgres(format!(
-            "the CA file {} for PostgreSQL ([storage] tls_ca): {why}",
-            path.display()
-        ))
-    };
-    let mut added = 0;
-    for cert in CertificateDer::pem_file_iter(path).map_err(|e| unreadable(e.to_string()))? {
-        let cert = cert.map_err(|e| unreadable(e.to_string()))?;
-        roots
-            .add(cert)
-            .map_err(|e| unreadable(format!("not a usable CA certificate: {e}")))?;
-        added += 1;
-    }
-    if added == 0 {
-        return Err(unreadable("holds no PEM certificate".to_owned()));
-    }
-    Ok(())
-}
-
-/// The certificate chain and the private key of `client`'s PEM files, the key file's
-/// permissions checked first (as libpq checks them).
-fn load_client_cert(
-    client: &ClientCert,
-) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), LedgerError> {
-    let cert_error = |why: String| {
-        LedgerError::Postgres(format!(
-            "the client certificate {} for PostgreSQL ([storage] tls_cert): {why}",
-            client.cert.display()
-        ))
-    };
-    let key_error = |why: String| {
-        LedgerError::Postgres(format!(
-            "the client key {} for PostgreSQL ([storage] tls_key): {why}",
-            client.key.display()
-        ))
-    };
-    let chain = CertificateDer::pem_file_iter(&client.cert)
-        .map_err(|e| cert_error(e.to_string()))?
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| cert_error(e.to_string()))?;
-    if chain.is_empty() {
-        return Err(cert_error("holds no PEM certificate".to_owned()));
-    }
-    switchboard_core::config::check_private_key_file(&client.key).map_err(key_error)?;
-    let key = PrivateKeyDer::from_pem_file(&client.key).map_err(|e| match e {
-        rustls::pki_types::pem::Error::NoItemsFound => {
-            key_error("holds no PEM private key".to_owned())
-        }
-        other => key_error(other.to_string()),
-    })?;
-    Ok((chain, key))
-}
-
-/// Why rustls would not take `client`'s certificate and key, readably.
-fn client_cert_refused(client: &ClientCert, error: &rustls::Error) -> LedgerError {
-    let why = match error {
-        rustls::Error::InconsistentKeys(rustls::InconsistentKeys::KeyMismatch) => {
-            "the key is not the certificate's (they are from different pairs)".to_owned()
-        }
-        other => other.to_string(),
-    };
-    LedgerError::Postgres(format!(
-        "the client certificate {} and key {} for PostgreSQL ([storage] tls_cert, tls_key): {why}",
-        client.cert.display(),
-        client.key.display()
-    ))
 }
 
 impl<S> MakeTlsConnect<S> for MakeRustls
@@ -329,10 +265,7 @@ fn handshake_failure(error: &std::io::Error, host: &str) -> String {
     if let Some(refused) = client_cert_refusal(error) {
         return refused;
     }
-    let Some(rustls::Error::InvalidCertificate(cert)) = error
-        .get_ref()
-        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
-    else {
+    let Some(cert) = switchboard_tls::refused_certificate(error) else {
         return format!("the TLS handshake failed: {error}");
     };
     match cert {
@@ -352,23 +285,11 @@ fn handshake_failure(error: &std::io::Error, host: &str) -> String {
 /// The server's word on the client certificate we sent (or did not) when `error` is its TLS
 /// alert, readably. With TLS 1.3 it arrives after the handshake, on the first read.
 pub(super) fn client_cert_refusal(error: &std::io::Error) -> Option<String> {
-    use rustls::AlertDescription as Alert;
-    match error.get_ref()?.downcast_ref::<rustls::Error>()? {
-        rustls::Error::AlertReceived(
-            alert @ (Alert::UnknownCA
-            | Alert::BadCertificate
-            | Alert::CertificateExpired
-            | Alert::CertificateRevoked
-            | Alert::CertificateUnknown
-            | Alert::CertificateRequired
-            | Alert::UnsupportedCertificate
-            | Alert::AccessDenied),
-        ) => Some(format!(
-            "the server refused our client certificate ({alert:?}): check [storage] tls_cert \
-             and tls_key, and that the server's ssl_ca_file holds their CA"
-        )),
-        _ => None,
-    }
+    let alert = switchboard_tls::refused_by_server(error)?;
+    Some(format!(
+        "the server refused our client certificate ({alert:?}): check [storage] tls_cert \
+         and tls_key, and that the server's ssl_ca_file holds their CA"
+    ))
 }
 
 /// A TLS connection to PostgreSQL.
