@@ -1,6 +1,7 @@
 //! `http-echo`: the echo tool set over Streamable HTTP (2025 era, JSON answers), for the
 //! HTTP → HTTP benchmarks. A plain HTTP/1.1 server on std threads — one per connection,
-//! keep-alive — so the fixture is never the bottleneck and depends on nothing of Switchboard's.
+//! keep-alive — so the fixture is never the bottleneck and depends on nothing of Switchboard's;
+//! over TLS with `--tls-cert` and `--tls-key` (`https`).
 //! Prints `listening on 127.0.0.1:PORT` on stdout once bound.
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -36,17 +37,29 @@ pub(crate) fn listen(mode: &str, port: u16) -> Option<TcpListener> {
     Some(listener)
 }
 
-/// Serves until killed; returns an exit code when it cannot bind.
-pub fn serve(port: u16) -> i32 {
+/// Serves until killed, over TLS when given its files; returns an exit code when it cannot
+/// bind or a TLS file is unusable.
+pub fn serve(port: u16, tls: Option<&crate::https::TlsFiles<'_>>) -> i32 {
+    let tls = match tls.map(crate::https::server_config).transpose() {
+        Ok(tls) => tls,
+        Err(error) => {
+            eprintln!("switchboard-fixture http-echo: {error}");
+            return 2;
+        }
+    };
     let Some(listener) = listen("http-echo", port) else {
         return 2;
     };
     let toolset = Arc::new(Toolset::echo());
     let sessions = Arc::new(AtomicU64::new(0));
     for stream in listener.incoming().flatten() {
-        let (toolset, sessions) = (toolset.clone(), sessions.clone());
+        let (toolset, sessions, tls) = (toolset.clone(), sessions.clone(), tls.clone());
         std::thread::spawn(move || {
-            serve_connection(stream, |request| answer(&request.body, &toolset, &sessions))
+            let answer = |request: Request| answer(&request.body, &toolset, &sessions);
+            match tls {
+                Some(tls) => crate::https::serve_connection(stream, tls, answer),
+                None => serve_connection(stream, answer),
+            }
         });
     }
     0
@@ -82,7 +95,7 @@ pub(crate) struct Request {
 
 /// The next message on a connection (a request, or for the forwarder a response with a
 /// `Content-Length`); `None` at the end of the connection.
-pub(crate) fn read_message(reader: &mut BufReader<TcpStream>) -> Option<Request> {
+pub(crate) fn read_message(reader: &mut BufReader<impl Read>) -> Option<Request> {
     let mut line = String::new();
     if reader.read_line(&mut line).ok()? == 0 {
         return None;

@@ -4,7 +4,7 @@
 //!
 //! Modes: `echo` (a tool set for calls, progress, cancellation and list changes, optionally
 //! slow to start and in either protocol era), `latency` (tools of known latency), `http-echo`
-//! (the echo tools over HTTP), `forward` (the bare forwarder the benchmarks measure gateways
+//! (the echo tools over HTTP, or HTTPS with mutual TLS if asked), `forward` (the bare forwarder the benchmarks measure gateways
 //! against), `paginate`, `replay` (a catalog file), `registry` (the MCP Registry's v0.1 read
 //! API over a directory of `server.json` files, not MCP itself), `search-api` (SearXNG, Brave
 //! and generic JSON search APIs plus test web pages, for the `web` built-in; not MCP),
@@ -17,6 +17,7 @@ mod api;
 mod conformance;
 mod forward;
 mod http;
+mod https;
 mod image_api;
 mod input_rounds;
 mod latency;
@@ -76,6 +77,15 @@ enum Mode {
     HttpEcho {
         #[arg(long, default_value_t = 0)]
         port: u16,
+        /// Serve HTTPS with this certificate (PEM, its chain), with --tls-key.
+        #[arg(long, requires = "tls_key")]
+        tls_cert: Option<PathBuf>,
+        /// The certificate's private key (PEM).
+        #[arg(long, requires = "tls_cert")]
+        tls_key: Option<PathBuf>,
+        /// Ask every client for a certificate this CA (PEM) signed: mutual TLS.
+        #[arg(long, requires = "tls_cert")]
+        client_ca: Option<PathBuf>,
     },
     /// The floor under every gateway, for the benchmarks: Streamable HTTP on 127.0.0.1 that
     /// hands each message to one server and its answer back and does nothing else — a stdio
@@ -160,7 +170,22 @@ fn main() {
             std::thread::sleep(Duration::from_millis(start_delay_ms));
             server::serve(server::Options::new(name, era, tools::Toolset::echo()))
         }
-        Mode::HttpEcho { port } => http::serve(port),
+        Mode::HttpEcho {
+            port,
+            tls_cert,
+            tls_key,
+            client_ca,
+        } => {
+            let tls = tls_cert
+                .as_deref()
+                .zip(tls_key.as_deref())
+                .map(|(cert, key)| https::TlsFiles {
+                    cert,
+                    key,
+                    client_ca: client_ca.as_deref(),
+                });
+            http::serve(port, tls.as_ref())
+        }
         Mode::Registry { dir, port } => registry::serve(dir, port),
         Mode::SearchApi { port, key } => search_api::serve(port, key),
         Mode::ImageApi { port, key } => image_api::serve(port, key),

@@ -134,7 +134,7 @@ async fn serve_connection(
 }
 
 fn open(url: &str) -> Opened {
-    open_streamable_http("test", url, &BTreeMap::new(), None, 1 << 20).expect("open")
+    open_streamable_http("test", url, &BTreeMap::new(), None, None, 1 << 20).expect("open")
 }
 
 /// Sends request `id` and returns what answers it.
@@ -264,6 +264,7 @@ fn a_url_that_is_not_http_is_refused_at_open() {
         "test",
         "ftp://127.0.0.1/mcp",
         &BTreeMap::new(),
+        None,
         None,
         1 << 20,
     );

@@ -12,12 +12,13 @@ use switchboard_core::approval::{AgentApproval, ApprovalRules, ToolApproval};
 use switchboard_core::catalog::{NamingRules, ToolOverride};
 use switchboard_core::config::{
     ApprovalMode, Config, CostConfig, EraPreference, LimitsConfig, SandboxConfig, ServerConfig,
-    Transport,
+    Transport, UpstreamTlsConfig,
 };
 use switchboard_core::limits::{
     CostModel, LimitSpec, Limits, Quota, Scope, SharedLimiter, SharedSpending,
 };
 use switchboard_core::pipeline::Governance;
+use switchboard_mcp::upstream::http::TlsFiles;
 use switchboard_mcp::upstream::{Endpoint, EraChoice, StdioCommand, UpstreamSpec};
 
 use switchboard_mcp::seal::{FixedKeys, KeyRing, Keys};
@@ -413,10 +414,12 @@ fn endpoint_of(
                 )),
                 None => None,
             },
+            tls: server.tls.as_ref().map(tls_files),
         },
         Transport::Sse { url, headers } => Endpoint::Sse {
             url: url.clone(),
             headers: headers.clone(),
+            tls: server.tls.as_ref().map(tls_files),
         },
         Transport::Builtin { name, .. } if name == "manager" => Endpoint::InProcess(Arc::new(
             crate::manager::tools::ManagerTools::new(slot.clone()),
@@ -427,6 +430,14 @@ fn endpoint_of(
             Endpoint::InProcess(provider)
         }
     })
+}
+
+/// The files of `[servers.ID.tls]`, as the HTTP transports take them.
+fn tls_files(tls: &UpstreamTlsConfig) -> TlsFiles {
+    TlsFiles {
+        ca: tls.ca.clone(),
+        client: tls.cert.clone().zip(tls.key.clone()),
+    }
 }
 
 /// Runs `command` under the sandbox launcher; refused without a launcher, so a configured
@@ -472,6 +483,10 @@ pub fn connection_fingerprint(config: &Config, server: &ServerConfig) -> String 
     // One instance hashes as before pools existed.
     if server.instances.get() > 1 {
         text.push_str(&format!("\u{0}instances={}", server.instances));
+    }
+    // Nor does no tls: its files are named, and read at each start.
+    if let Some(tls) = &server.tls {
+        text.push_str(&format!("\u{0}tls={tls:?}"));
     }
     // No auth hashes as before it existed; its secret prints redacted, so it is added
     // itself (only a hash of the whole leaves this function).

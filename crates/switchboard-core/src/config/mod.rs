@@ -44,6 +44,7 @@ mod toml_tree;
 mod transport;
 mod tree;
 mod upstream_auth;
+mod upstream_tls;
 mod validate;
 
 use std::path::Path;
@@ -59,7 +60,7 @@ pub use model::{
     JsonSearchMapping, LatencyConfig, LedgerUnavailable, LimitsConfig, MAX_INSTANCES,
     ManagerConfig, PlayerSetting, QuotaConfig, RootConfig, ScopeGrant, SecretString, ServerConfig,
     StorageConfig, StyleSetting, TasksConfig, TelemetryConfig, ToolOverrideConfig, Transport,
-    Trust, UpstreamAuthConfig, UpstreamGrant, busy_poll_window,
+    Trust, UpstreamAuthConfig, UpstreamGrant, UpstreamTlsConfig, busy_poll_window,
 };
 pub use problem::{ConfigErrors, Origin, Problem};
 pub use sandbox::{NetworkAccess, SandboxConfig, SandboxSetting, parse_size};

@@ -326,6 +326,20 @@ pub struct ServerConfig {
     pub sandbox: SandboxSetting,
     /// How the gateway authenticates itself to this HTTP server (`[servers.ID.auth]`).
     pub auth: Option<UpstreamAuthConfig>,
+    /// Its own CA and client certificate for TLS (`[servers.ID.tls]`, https only).
+    pub tls: Option<UpstreamTlsConfig>,
+}
+
+/// `[servers.ID.tls]`: files for TLS with one `https://` server, resolved against the
+/// config file's directory; `cert` and `key` are both set or both unset.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UpstreamTlsConfig {
+    /// A CA (PEM) trusted for this server besides the public ones.
+    pub ca: Option<PathBuf>,
+    /// A client certificate (PEM, its chain) offered when the server asks for one.
+    pub cert: Option<PathBuf>,
+    /// The client certificate's private key (PEM, readable by its owner only).
+    pub key: Option<PathBuf>,
 }
 
 /// `[servers.ID.auth]`: an OAuth 2.1 client-credentials grant the gateway runs itself for
@@ -423,6 +437,7 @@ impl ServerConfig {
             instances: NonZeroU8::MIN,
             sandbox: SandboxSetting::Default,
             auth: None,
+            tls: None,
         }
     }
 }

@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 
 mod security;
 
-use security::{Auth, Sandbox, ServerSandbox, UpstreamAuth};
+use security::{Auth, Sandbox, ServerSandbox, UpstreamAuth, UpstreamTls};
 
 /// A Switchboard config file (TOML). See docs/config.md.
 #[derive(JsonSchema, Default)]
@@ -617,6 +617,10 @@ struct Server {
     /// grant it runs and refreshes); instead of an Authorization header.
     #[serde(skip_serializing_if = "Option::is_none")]
     auth: Option<UpstreamAuth>,
+    /// https: the server's own CA and a client certificate for mutual TLS (paths relative
+    /// to this file).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tls: Option<UpstreamTls>,
     /// false keeps the server configured but not started (default true).
     enabled: bool,
     /// Display name.
@@ -961,6 +965,7 @@ impl Default for Server {
             instances: None,
             sandbox: None,
             auth: None,
+            tls: None,
             enabled: true,
             name: String::new(),
             tools: BTreeMap::new(),

@@ -11,7 +11,7 @@ use super::tree::{Node, Pos, Value};
 use super::validate::{Walk, is_name_text};
 
 /// Keys a server entry may carry (native and JSON forms together).
-pub(super) const SERVER_KEYS: [&str; 23] = [
+pub(super) const SERVER_KEYS: [&str; 24] = [
     "category",
     "limits",
     "cost",
@@ -31,6 +31,7 @@ pub(super) const SERVER_KEYS: [&str; 23] = [
     "instances",
     "sandbox",
     "auth",
+    "tls",
     "tools",
     "enabled",
     "id",
@@ -177,6 +178,10 @@ impl Walk<'_> {
                 "auth" => {
                     let transport = transport_known.then_some(&server.transport);
                     server.auth = self.upstream_auth(value, *key_pos, &key_what, transport);
+                }
+                "tls" => {
+                    let transport = transport_known.then_some(&server.transport);
+                    server.tls = self.upstream_tls(value, *key_pos, &key_what, transport);
                 }
                 "tools" => {
                     for (tool, _, spec) in self.table(value, &key_what) {

@@ -11,6 +11,7 @@ mod storage;
 mod tasks;
 mod telemetry;
 mod upstream_auth;
+mod upstream_tls;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

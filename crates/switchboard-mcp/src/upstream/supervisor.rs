@@ -39,10 +39,14 @@ pub enum Endpoint {
         headers: BTreeMap<String, String>,
         /// The tokens the server gets (`[servers.ID.auth]`).
         credentials: Option<Arc<crate::upstream::http::UpstreamCredentials>>,
+        /// Its own CA and client certificate (`[servers.ID.tls]`).
+        tls: Option<crate::upstream::http::TlsFiles>,
     },
     Sse {
         url: String,
         headers: BTreeMap<String, String>,
+        /// Its own CA and client certificate (`[servers.ID.tls]`).
+        tls: Option<crate::upstream::http::TlsFiles>,
     },
     InProcess(Arc<dyn ToolProvider>),
 }

@@ -91,6 +91,23 @@ pub(super) enum Algorithm {
     Ed25519,
 }
 
+/// `[servers.ID.tls]`: TLS with one https:// server beyond the public CAs; cert and key go
+/// together.
+#[derive(JsonSchema, Default)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+pub(super) struct UpstreamTls {
+    /// A CA (PEM) trusted for this server besides the public ones.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ca: Option<String>,
+    /// A client certificate (PEM) offered when the server asks for one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cert: Option<String>,
+    /// Its private key (PEM, chmod 600).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    key: Option<String>,
+}
+
 /// `[servers.ID.auth]`: the OAuth grant the gateway runs for an HTTP server — client
 /// credentials (the server gets a token of the gateway's) or token exchange (each caller's
 /// OAuth token exchanged for one audienced to the server, RFC 8693).

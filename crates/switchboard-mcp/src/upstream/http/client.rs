@@ -1,7 +1,7 @@
 //! The HTTP/1.1 client of the upstream transports: keep-alive connections pooled per origin
 //! and per thread (a thread reuses the connections it opened), each spoken directly by the
-//! task that sends on it (`conn`), TLS by rustls with the webpki roots, and redirects within
-//! the endpoint's origin followed.
+//! task that sends on it (`conn`), TLS by rustls (`tls`: the webpki roots, or a server's own
+//! CA and client certificate), and redirects within the endpoint's origin followed.
 //!
 //! It replaced reqwest, whose tower stack (a redirect policy that re-parsed the URL of every
 //! response, a boxed service per layer, its own pool bookkeeping) was a sixth of the
@@ -26,6 +26,7 @@ use tokio::net::TcpStream;
 use url::Url;
 
 use super::conn::{Connection, Framing, Head, Stream};
+use super::tls::{self, PUBLIC_ROOTS, UpstreamTls};
 
 /// How long connecting (TCP and TLS) may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -43,22 +44,25 @@ const EARLY_ANSWER_WAIT: Duration = Duration::from_secs(1);
 /// The most of a body [`Response::text`] reads (error answers and refusals).
 const TEXT_LIMIT: usize = 64 * 1024;
 
-/// Where a connection goes: scheme, host and port.
+/// Where a connection goes: scheme, host and port, and for `https` the TLS settings it was
+/// made with ([`UpstreamTls`]'s id).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(super) struct Origin {
     tls: bool,
     host: String,
     port: u16,
+    tls_settings: u64,
 }
 
 /// A URL parsed once into what a request needs: its origin, the request target and the
-/// `Host` header.
+/// `Host` header; and the server's own TLS settings, if it has any.
 #[derive(Clone, Debug)]
 pub(super) struct Target {
     url: Url,
     origin: Origin,
     path: PathAndQuery,
     host: HeaderValue,
+    tls: Option<Arc<UpstreamTls>>,
 }
 
 impl Target {
@@ -100,20 +104,34 @@ impl Target {
         let host_header = HeaderValue::try_from(authority)
             .map_err(|error| format!("invalid host in {url}: {error}"))?;
         Ok(Target {
-            origin: Origin { tls, host, port },
+            origin: Origin {
+                tls,
+                host,
+                port,
+                tls_settings: PUBLIC_ROOTS,
+            },
             path,
             host: host_header,
             url,
+            tls: None,
         })
     }
 
-    /// `reference` resolved against this URL (an SSE `endpoint` event, a `Location`).
+    /// This target with a server's own TLS settings (`None`: the public roots).
+    pub(super) fn with_tls(mut self, tls: Option<Arc<UpstreamTls>>) -> Target {
+        self.origin.tls_settings = tls.as_ref().map_or(PUBLIC_ROOTS, |tls| tls.id());
+        self.tls = tls;
+        self
+    }
+
+    /// `reference` resolved against this URL (an SSE `endpoint` event, a `Location`), with
+    /// the same TLS settings.
     pub(super) fn join(&self, reference: &str) -> Result<Target, String> {
         let joined = self
             .url
             .join(reference)
             .map_err(|error| format!("invalid URL reference '{reference}': {error}"))?;
-        Target::from_url(joined)
+        Ok(Target::from_url(joined)?.with_tls(self.tls.clone()))
     }
 
     pub(super) fn origin(&self) -> &Origin {
@@ -133,7 +151,7 @@ impl std::fmt::Display for Target {
 pub(super) struct HttpError(String);
 
 /// The causes of an error on one line ("connection refused" is often deep inside).
-fn error_chain(error: &(dyn StdError + 'static)) -> String {
+pub(super) fn error_chain(error: &(dyn StdError + 'static)) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {
@@ -162,10 +180,10 @@ thread_local! {
 }
 
 /// The client every upstream shares: its pool of idle connections (per thread, [`IDLE`]) and
-/// the TLS configuration.
+/// the TLS settings of the servers that have none of their own.
 pub(super) struct HttpClient {
     /// Built on the first `https` connection: the root store is not needed before.
-    tls: OnceLock<Result<tokio_rustls::TlsConnector, String>>,
+    tls: OnceLock<Result<UpstreamTls, String>>,
 }
 
 /// The one client of the process.
@@ -230,7 +248,7 @@ impl HttpClient {
         loop {
             let (mut connection, pooled) = match checkout(&target.origin) {
                 Some(connection) => (connection, true),
-                None => (connect(&target.origin, self).await?, false),
+                None => (connect(target, self).await?, false),
             };
             let sent = connection
                 .send(method, &target.path, &target.host, headers, body)
@@ -251,20 +269,13 @@ impl HttpClient {
         }
     }
 
-    fn tls(&self) -> Result<&tokio_rustls::TlsConnector, HttpError> {
+    /// The TLS settings for `target`: its server's own, or the public roots.
+    fn tls<'a>(&'a self, target: &'a Target) -> Result<&'a UpstreamTls, HttpError> {
+        if let Some(tls) = &target.tls {
+            return Ok(tls);
+        }
         self.tls
-            .get_or_init(|| {
-                let mut roots = rustls::RootCertStore::empty();
-                roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-                let provider = Arc::new(rustls::crypto::ring::default_provider());
-                let mut config = rustls::ClientConfig::builder_with_provider(provider)
-                    .with_safe_default_protocol_versions()
-                    .map_err(|error| format!("cannot set up TLS: {error}"))?
-                    .with_root_certificates(roots)
-                    .with_no_client_auth();
-                config.alpn_protocols = vec![b"http/1.1".to_vec()];
-                Ok(tokio_rustls::TlsConnector::from(Arc::new(config)))
-            })
+            .get_or_init(UpstreamTls::public)
             .as_ref()
             .map_err(|error| HttpError(error.clone()))
     }
@@ -346,8 +357,9 @@ fn with_pool<T>(f: impl FnOnce(&mut HashMap<Origin, VecDeque<Idle>>) -> T) -> Op
         .flatten()
 }
 
-/// A new connection to `origin`, TLS set up where it is `https`.
-async fn connect(origin: &Origin, client: &HttpClient) -> Result<Connection, HttpError> {
+/// A new connection to `target`'s origin, TLS set up where it is `https`.
+async fn connect(target: &Target, client: &HttpClient) -> Result<Connection, HttpError> {
+    let origin = &target.origin;
     let address = format!("{}:{}", origin.host, origin.port);
     let connecting = async {
         let tcp = TcpStream::connect((origin.host.as_str(), origin.port))
@@ -366,12 +378,12 @@ async fn connect(origin: &Origin, client: &HttpClient) -> Result<Connection, Htt
                     origin.host
                 ))
             })?;
-        let stream = client.tls()?.connect(name, tcp).await.map_err(|error| {
-            HttpError(format!(
-                "TLS with {address} failed: {}",
-                error_chain(&error)
-            ))
-        })?;
+        let stream = client
+            .tls(target)?
+            .connector()
+            .connect(name, tcp)
+            .await
+            .map_err(|error| HttpError(tls::handshake_failure(&error, &address)))?;
         Ok(Connection::new(Stream::Tls(Box::new(stream))))
     };
     tokio::time::timeout(CONNECT_TIMEOUT, connecting)
@@ -485,6 +497,8 @@ impl Response {
 
 #[cfg(test)]
 mod tests {
+    use std::path::PathBuf;
+
     use super::*;
 
     #[test]
@@ -497,7 +511,8 @@ mod tests {
             Origin {
                 tls: true,
                 host: "mcp.example.com".to_owned(),
-                port: 443
+                port: 443,
+                tls_settings: PUBLIC_ROOTS,
             }
         );
     }
@@ -526,6 +541,37 @@ mod tests {
         assert!(error.contains("unsupported URL scheme 'ftp'"), "{error}");
         let error = Target::parse("not a url").expect_err("garbage");
         assert!(error.contains("invalid URL 'not a url'"), "{error}");
+    }
+
+    #[test]
+    fn a_servers_own_tls_settings_keep_its_connections_apart_even_after_a_redirect() {
+        let url = "https://127.0.0.1:8443/mcp";
+        let public = Target::parse(url).expect("parse");
+        let settings = |ca: Option<PathBuf>| {
+            let files = super::super::TlsFiles { ca, client: None };
+            Some(Arc::new(
+                UpstreamTls::load(&files).expect("public roots load"),
+            ))
+        };
+        let own = Target::parse(url).expect("parse").with_tls(settings(None));
+        let other = Target::parse(url).expect("parse").with_tls(settings(None));
+        assert_ne!(
+            public.origin, own.origin,
+            "pooled apart from the public roots"
+        );
+        assert_ne!(
+            own.origin, other.origin,
+            "and from another server's settings"
+        );
+        let moved = own.join("/elsewhere").expect("join");
+        assert_eq!(moved.origin, own.origin, "a redirect keeps the settings");
+
+        let missing = super::super::TlsFiles {
+            ca: Some(PathBuf::from("/nonexistent/ca.pem")),
+            client: None,
+        };
+        let error = UpstreamTls::load(&missing).expect_err("no such file");
+        assert!(error.starts_with("tls.ca /nonexistent/ca.pem:"), "{error}");
     }
 
     #[derive(Debug)]

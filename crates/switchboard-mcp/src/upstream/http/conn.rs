@@ -363,7 +363,8 @@ fn push_decimal(out: &mut Vec<u8>, n: usize) {
 }
 
 fn read_error(error: io::Error) -> String {
-    format!("the connection failed: {error}")
+    super::tls::client_cert_refusal(&error)
+        .unwrap_or_else(|| format!("the connection failed: {error}"))
 }
 
 fn ended_early() -> String {

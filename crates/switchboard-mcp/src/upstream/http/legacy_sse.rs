@@ -52,9 +52,12 @@ pub async fn open_legacy_sse(
     server: &str,
     url: &str,
     headers: &BTreeMap<String, String>,
+    tls: Option<&super::TlsFiles>,
     max_message_bytes: usize,
 ) -> Result<Opened, TransportError> {
-    let base = Target::parse(url).map_err(TransportError::new)?;
+    let base = Target::parse(url)
+        .and_then(|target| Ok(target.with_tls(super::tls::load(tls)?)))
+        .map_err(TransportError::new)?;
     let headers = header_map(headers)?;
     let mut get_headers = headers.clone();
     get_headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));

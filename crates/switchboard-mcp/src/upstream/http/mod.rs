@@ -13,6 +13,7 @@ mod headers;
 mod legacy_sse;
 mod sse;
 mod streamable;
+mod tls;
 mod token_exchange;
 
 use std::collections::BTreeMap;
@@ -23,6 +24,7 @@ use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 pub use credentials::{ClientCredentials, UpstreamCredentials};
 pub use legacy_sse::open_legacy_sse;
 pub use streamable::open_streamable_http;
+pub use tls::TlsFiles;
 
 use super::transport::TransportError;
 use crate::jsonrpc::{Message, RequestId, RpcError, code};

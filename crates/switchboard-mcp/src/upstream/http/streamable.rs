@@ -73,9 +73,12 @@ pub fn open_streamable_http(
     url: &str,
     headers: &BTreeMap<String, String>,
     credentials: Option<Arc<super::UpstreamCredentials>>,
+    tls: Option<&super::TlsFiles>,
     max_message_bytes: usize,
 ) -> Result<Opened, TransportError> {
-    let endpoint = Target::parse(url).map_err(TransportError::new)?;
+    let endpoint = Target::parse(url)
+        .and_then(|target| Ok(target.with_tls(super::tls::load(tls)?)))
+        .map_err(TransportError::new)?;
     let (inbound_tx, inbound) = mpsc::channel(256);
     let shared = Arc::new(Shared {
         server: server.to_owned(),

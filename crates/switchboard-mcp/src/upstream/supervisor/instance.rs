@@ -249,15 +249,24 @@ impl Worker {
                 url,
                 headers,
                 credentials,
+                tls,
             } => http::open_streamable_http(
                 &self.label,
                 url,
                 headers,
                 credentials.clone(),
+                tls.as_ref(),
                 spec.max_message_bytes,
             ),
-            Endpoint::Sse { url, headers } => {
-                http::open_legacy_sse(&self.label, url, headers, spec.max_message_bytes).await
+            Endpoint::Sse { url, headers, tls } => {
+                http::open_legacy_sse(
+                    &self.label,
+                    url,
+                    headers,
+                    tls.as_ref(),
+                    spec.max_message_bytes,
+                )
+                .await
             }
             Endpoint::InProcess(_) => {
                 Err(TransportError::new("in-process servers have no transport"))

@@ -1,0 +1,170 @@
+//! `[servers.ID.tls]` end to end: the real gateway (`switchboard status` and `call`) in front
+//! of `switchboard-fixture http-echo` over HTTPS, with certificates a CA made for the test
+//! signed (`switchboard_testkit::certs`, the `openssl` CLI). Without `tls.ca` the server's
+//! certificate is refused, saying to name its CA; with it the call goes through. When the
+//! server asks for a client certificate (mutual TLS), a gateway without one is refused in
+//! words that name tls.cert and tls.key, and one with them is let in. A certificate
+//! without its key, or a key others may read, is refused before anything starts.
+
+mod support;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use serde_json::Value;
+use support::*;
+use switchboard_testkit::certs::{Issued, TestCa};
+
+/// The test CA, a server certificate for 127.0.0.1 and a client certificate, in `dir`.
+fn certificates(dir: &Path) -> (TestCa, Issued, Issued) {
+    let ca = TestCa::make(dir).unwrap_or_else(|error| panic!("{error}"));
+    let server = ca
+        .issue_server("server")
+        .unwrap_or_else(|error| panic!("{error}"));
+    let client = ca
+        .issue_client("gateway", "switchboard")
+        .unwrap_or_else(|error| panic!("{error}"));
+    (ca, server, client)
+}
+
+/// The echo fixture over HTTPS, asking for a client certificate from `client_ca` if given.
+fn https_echo(server: &Issued, client_ca: Option<&Path>) -> (Fixture, String) {
+    let (cert, key) = (
+        server.cert.display().to_string(),
+        server.key.display().to_string(),
+    );
+    let mut args = vec!["http-echo", "--tls-cert", &cert, "--tls-key", &key];
+    let ca = client_ca.map(|ca| ca.display().to_string());
+    if let Some(ca) = &ca {
+        args.extend(["--client-ca", ca]);
+    }
+    let fixture = Fixture::start(&args);
+    let url = format!("https://{}/mcp", fixture.address);
+    (fixture, url)
+}
+
+/// A config in `dir` with the server `private` at `url` and `tls` (an inline table's body).
+fn config(dir: &Path, url: &str, tls: &str) -> std::path::PathBuf {
+    let tls = if tls.is_empty() {
+        String::new()
+    } else {
+        format!("tls = {{ {tls} }}\n")
+    };
+    write_config(
+        dir,
+        &format!(
+            "[gateway]\nconnect_timeout = \"10s\"\n\n[servers.private]\nurl = \"{url}\"\n{tls}"
+        ),
+    )
+}
+
+/// The server's entry in `switchboard status --json`.
+fn status(config: &Path) -> Value {
+    let status = stdout_json(&run_bare(config, &["status", "--json"]));
+    status["servers"]
+        .as_array()
+        .and_then(|servers| servers.iter().find(|s| s["server"] == "private"))
+        .cloned()
+        .unwrap_or_else(|| panic!("no server 'private' in {status}"))
+}
+
+/// What `switchboard call private__echo message=over tls` printed, if it succeeded.
+fn echo(config: &Path) -> Result<String, String> {
+    let output = run_bare(config, &["call", "private__echo", "message=over tls"]);
+    let stdout = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr).trim().to_owned();
+    if output.status.success() {
+        Ok(stdout)
+    } else {
+        Err(format!("{stdout}\n{stderr}"))
+    }
+}
+
+/// `switchboard config check CONFIG`.
+fn check(config: &Path) -> std::process::Output {
+    let file = config.display().to_string();
+    run_bare(config, &["config", "check", &file])
+}
+
+#[test]
+fn a_private_ca_is_trusted_only_where_the_server_names_it() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (_ca, server, _) = certificates(dir.path());
+    let (_fixture, url) = https_echo(&server, None);
+
+    let untrusted = config(dir.path(), &url, "");
+    let entry = status(&untrusted);
+    let error = entry["error"].as_str().unwrap_or_default();
+    assert!(
+        entry["state"] != "up"
+            && error.contains("not signed by a CA the gateway trusts")
+            && error.contains("tls.ca"),
+        "{entry}"
+    );
+    assert!(
+        echo(&untrusted).is_err(),
+        "a call went to an untrusted server"
+    );
+
+    let trusted = config(dir.path(), &url, "ca = \"ca.pem\"");
+    assert_eq!(status(&trusted)["state"], "up", "{}", status(&trusted));
+    assert_eq!(echo(&trusted).as_deref(), Ok("over tls"));
+}
+
+#[test]
+fn a_server_that_asks_for_a_client_certificate_gets_the_configured_one() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (ca, server, _) = certificates(dir.path());
+    let (_fixture, url) = https_echo(&server, Some(ca.ca_file()));
+
+    let without = config(dir.path(), &url, "ca = \"ca.pem\"");
+    let entry = status(&without);
+    let error = entry["error"].as_str().unwrap_or_default();
+    assert!(
+        entry["state"] != "up"
+            && error.contains("refused the gateway's client certificate")
+            && error.contains("tls.cert and tls.key"),
+        "{entry}"
+    );
+
+    let with = config(
+        dir.path(),
+        &url,
+        "ca = \"ca.pem\", cert = \"gateway.crt\", key = \"gateway.key\"",
+    );
+    assert_eq!(status(&with)["state"], "up", "{}", status(&with));
+    assert_eq!(echo(&with).as_deref(), Ok("over tls"));
+}
+
+#[test]
+fn a_client_certificate_without_its_key_or_with_an_open_key_is_refused_before_starting() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (_, _, client) = certificates(dir.path());
+    let url = "https://127.0.0.1:9/mcp";
+
+    let alone = config(dir.path(), url, "ca = \"ca.pem\", cert = \"gateway.crt\"");
+    let output = check(&alone);
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !output.status.success()
+            && said.contains("switchboard.toml:6:")
+            && said.contains("servers.private.tls.cert is set but servers.private.tls.key is not"),
+        "{said}"
+    );
+
+    std::fs::set_permissions(&client.key, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let open = config(
+        dir.path(),
+        url,
+        "cert = \"gateway.crt\", key = \"gateway.key\"",
+    );
+    let output = check(&open);
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !output.status.success()
+            && said.contains("servers.private.tls.key")
+            && said.contains("gateway.key")
+            && said.contains("chmod 600"),
+        "{said}"
+    );
+}
