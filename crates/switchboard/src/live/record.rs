@@ -78,7 +78,7 @@ fn redacted_url(url: &str) -> String {
 }
 
 /// The entry with every env and header value replaced by `[redacted]` (the keys stay), and
-/// a URL's user info and query.
+/// a URL's user info and query; the paths of its `tls` files as they are.
 pub fn redacted_entry(server: &ServerConfig) -> Value {
     let hide = |map: &std::collections::BTreeMap<String, String>| -> Value {
         map.keys()
@@ -111,6 +111,13 @@ pub fn redacted_entry(server: &ServerConfig) -> Value {
             entry.insert(
                 "tools".into(),
                 json!(server.tools.keys().collect::<Vec<_>>()),
+            );
+        }
+        // Paths, not secrets: a change of files is seen in the record.
+        if let Some(tls) = &server.tls {
+            entry.insert(
+                "tls".into(),
+                json!({"ca": tls.ca, "cert": tls.cert, "key": tls.key}),
             );
         }
     }

@@ -36,6 +36,10 @@ const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 const TCP_KEEPALIVE: Duration = Duration::from_secs(30);
 /// Idle connections kept per origin.
 const MAX_IDLE_PER_ORIGIN: usize = 256;
+/// After this many give-backs on a thread, every origin's idle connections are looked at:
+/// those idle too long closed, origins left with none forgotten — also origins no call goes
+/// to any more (a removed server, TLS settings that changed).
+const SWEEP_EVERY: u32 = 1024;
 /// Redirects followed for one request.
 const MAX_REDIRECTS: usize = 10;
 /// How long an answer is waited for after the request could not be written whole: a server
@@ -55,7 +59,7 @@ pub(super) struct Origin {
 }
 
 /// A URL parsed once into what a request needs: its origin, the request target and the
-/// `Host` header; and the server's own TLS settings, if it has any.
+/// `Host` header; and, for an MCP server's endpoint, its own TLS settings if it has any.
 #[derive(Clone, Debug)]
 pub(super) struct Target {
     url: Url,
@@ -63,6 +67,8 @@ pub(super) struct Target {
     path: PathAndQuery,
     host: HeaderValue,
     tls: Option<Arc<UpstreamTls>>,
+    /// An MCP server's endpoint ([`Target::with_tls`]), whose TLS errors name its settings.
+    upstream: bool,
 }
 
 impl Target {
@@ -114,13 +120,16 @@ impl Target {
             host: host_header,
             url,
             tls: None,
+            upstream: false,
         })
     }
 
-    /// This target with a server's own TLS settings (`None`: the public roots).
+    /// This target as an MCP server's endpoint, with its own TLS settings (`None`: the
+    /// public roots).
     pub(super) fn with_tls(mut self, tls: Option<Arc<UpstreamTls>>) -> Target {
         self.origin.tls_settings = tls.as_ref().map_or(PUBLIC_ROOTS, |tls| tls.id());
         self.tls = tls;
+        self.upstream = true;
         self
     }
 
@@ -131,7 +140,11 @@ impl Target {
             .url
             .join(reference)
             .map_err(|error| format!("invalid URL reference '{reference}': {error}"))?;
-        Ok(Target::from_url(joined)?.with_tls(self.tls.clone()))
+        let joined = Target::from_url(joined)?;
+        Ok(match self.upstream {
+            true => joined.with_tls(self.tls.clone()),
+            false => joined,
+        })
     }
 
     pub(super) fn origin(&self) -> &Origin {
@@ -176,7 +189,27 @@ thread_local! {
     /// (`front::http::workers`) a call's upstream exchange stays on its thread, and no call
     /// waits on another thread's lock. Keyed with foldhash: every call checks a connection
     /// out and back in.
-    static IDLE: RefCell<HashMap<Origin, VecDeque<Idle>>> = RefCell::default();
+    static IDLE: RefCell<Pool> = RefCell::default();
+}
+
+/// One thread's idle connections.
+#[derive(Default)]
+struct Pool {
+    idle: HashMap<Origin, VecDeque<Idle>>,
+    /// Connections given back since every origin's were last looked at ([`SWEEP_EVERY`]).
+    since_sweep: u32,
+}
+
+impl Pool {
+    /// Closes every connection idle longer than [`IDLE_TIMEOUT`] at `now`, and forgets the
+    /// origins left with none.
+    fn sweep(&mut self, now: Instant) {
+        self.since_sweep = 0;
+        self.idle.retain(|_, idle| {
+            idle.retain(|one| now.saturating_duration_since(one.since) <= IDLE_TIMEOUT);
+            !idle.is_empty()
+        });
+    }
 }
 
 /// The client every upstream shares: its pool of idle connections (per thread, [`IDLE`]) and
@@ -261,7 +294,13 @@ impl HttpClient {
                 Err(error) => {
                     return early_answer(connection, method, &target.origin)
                         .await
-                        .ok_or_else(|| HttpError(format!("sending the request failed: {error}")));
+                        .ok_or_else(|| {
+                            HttpError(
+                                tls::client_cert_refusal(&error).unwrap_or_else(|| {
+                                    format!("sending the request failed: {error}")
+                                }),
+                            )
+                        });
                 }
             }
             let head = connection.read_head(method).await.map_err(HttpError)?;
@@ -285,7 +324,7 @@ impl HttpClient {
 fn checkout(origin: &Origin) -> Option<Connection> {
     loop {
         let mut idle =
-            with_pool(|pool| pool.get_mut(origin).and_then(VecDeque::pop_back)).flatten()?;
+            with_pool(|pool| pool.idle.get_mut(origin).and_then(VecDeque::pop_back)).flatten()?;
         if idle.since.elapsed() <= IDLE_TIMEOUT && idle.connection.is_idle_and_open() {
             return Some(idle.connection);
         }
@@ -297,13 +336,17 @@ fn checkout(origin: &Origin) -> Option<Connection> {
 /// keep-alive timeout), are closed, so closed connections do not pile up while calls come.
 fn give_back(origin: &Origin, connection: Connection) {
     with_pool(|pool| {
-        if !pool.contains_key(origin) {
-            pool.insert(origin.clone(), VecDeque::new());
+        let now = Instant::now();
+        pool.since_sweep += 1;
+        if pool.since_sweep >= SWEEP_EVERY {
+            pool.sweep(now);
         }
-        let Some(idle) = pool.get_mut(origin) else {
+        if !pool.idle.contains_key(origin) {
+            pool.idle.insert(origin.clone(), VecDeque::new());
+        }
+        let Some(idle) = pool.idle.get_mut(origin) else {
             return;
         };
-        let now = Instant::now();
         while idle
             .front()
             .is_some_and(|oldest| now.duration_since(oldest.since) > IDLE_TIMEOUT)
@@ -346,12 +389,12 @@ async fn early_answer(
 /// How many idle connections to `target`'s origin this thread's pool holds.
 #[cfg(test)]
 pub(super) fn idle_connections(target: &Target) -> usize {
-    with_pool(|pool| pool.get(&target.origin).map_or(0, VecDeque::len)).unwrap_or_default()
+    with_pool(|pool| pool.idle.get(&target.origin).map_or(0, VecDeque::len)).unwrap_or_default()
 }
 
 /// Runs `f` on this thread's pool; `None` while the thread is being torn down (its pool
 /// gone) or the pool is in use further up the stack.
-fn with_pool<T>(f: impl FnOnce(&mut HashMap<Origin, VecDeque<Idle>>) -> T) -> Option<T> {
+fn with_pool<T>(f: impl FnOnce(&mut Pool) -> T) -> Option<T> {
     IDLE.try_with(|pool| pool.try_borrow_mut().ok().map(|mut pool| f(&mut pool)))
         .ok()
         .flatten()
@@ -383,7 +426,9 @@ async fn connect(target: &Target, client: &HttpClient) -> Result<Connection, Htt
             .connector()
             .connect(name, tcp)
             .await
-            .map_err(|error| HttpError(tls::handshake_failure(&error, &address)))?;
+            .map_err(|error| {
+                HttpError(tls::handshake_failure(&error, &address, target.upstream))
+            })?;
         Ok(Connection::new(Stream::Tls(Box::new(stream))))
     };
     tokio::time::timeout(CONNECT_TIMEOUT, connecting)
@@ -545,26 +590,42 @@ mod tests {
 
     #[test]
     fn a_servers_own_tls_settings_keep_its_connections_apart_even_after_a_redirect() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let ca = switchboard_testkit::certs::TestCa::make(dir.path())
+            .unwrap_or_else(|error| panic!("{error}"));
+        let one = ca
+            .issue_client("one", "a")
+            .unwrap_or_else(|error| panic!("{error}"));
+        let two = ca
+            .issue_client("two", "b")
+            .unwrap_or_else(|error| panic!("{error}"));
         let url = "https://127.0.0.1:8443/mcp";
-        let public = Target::parse(url).expect("parse");
-        let settings = |ca: Option<PathBuf>| {
-            let files = super::super::TlsFiles { ca, client: None };
-            Some(Arc::new(
-                UpstreamTls::load(&files).expect("public roots load"),
-            ))
+        let with = |client: &switchboard_testkit::certs::Issued| {
+            let files = super::super::TlsFiles {
+                ca: Some(ca.ca_file().to_owned()),
+                client: Some((client.cert.clone(), client.key.clone())),
+            };
+            let tls = UpstreamTls::load(&files).expect("the files load");
+            Target::parse(url)
+                .expect("parse")
+                .with_tls(Some(Arc::new(tls)))
         };
-        let own = Target::parse(url).expect("parse").with_tls(settings(None));
-        let other = Target::parse(url).expect("parse").with_tls(settings(None));
+        let public = Target::parse(url).expect("parse");
+        let (first, again, other) = (with(&one), with(&one), with(&two));
         assert_ne!(
-            public.origin, own.origin,
+            public.origin, first.origin,
             "pooled apart from the public roots"
         );
         assert_ne!(
-            own.origin, other.origin,
-            "and from another server's settings"
+            first.origin, other.origin,
+            "and from another client certificate"
         );
-        let moved = own.join("/elsewhere").expect("join");
-        assert_eq!(moved.origin, own.origin, "a redirect keeps the settings");
+        assert_eq!(
+            first.origin, again.origin,
+            "the same files loaded again (a reconnect) find the same connections"
+        );
+        let moved = first.join("/elsewhere").expect("join");
+        assert_eq!(moved.origin, first.origin, "a redirect keeps the settings");
 
         let missing = super::super::TlsFiles {
             ca: Some(PathBuf::from("/nonexistent/ca.pem")),
@@ -572,6 +633,44 @@ mod tests {
         };
         let error = UpstreamTls::load(&missing).expect_err("no such file");
         assert!(error.starts_with("tls.ca /nonexistent/ca.pem:"), "{error}");
+    }
+
+    #[tokio::test]
+    async fn a_sweep_closes_what_idled_too_long_and_forgets_origins_left_empty() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let address = listener.local_addr().expect("address");
+        let mut pool = Pool::default();
+        let start = Instant::now();
+        for (port, age) in [(1, 0), (2, 0), (2, 60)] {
+            let tcp = TcpStream::connect(address).await.expect("connect");
+            let origin = Origin {
+                tls: false,
+                host: "127.0.0.1".to_owned(),
+                port,
+                tls_settings: PUBLIC_ROOTS,
+            };
+            pool.idle.entry(origin).or_default().push_back(Idle {
+                connection: Connection::new(Stream::Plain(tcp)),
+                since: start + Duration::from_secs(age),
+            });
+        }
+        pool.since_sweep = 7;
+        pool.sweep(start + IDLE_TIMEOUT);
+        assert_eq!(pool.idle.values().map(VecDeque::len).sum::<usize>(), 3);
+        assert_eq!(pool.since_sweep, 0);
+        pool.sweep(start + IDLE_TIMEOUT + Duration::from_secs(1));
+        let left: Vec<_> = pool
+            .idle
+            .iter()
+            .map(|(o, idle)| (o.port, idle.len()))
+            .collect();
+        assert_eq!(
+            left,
+            [(2, 1)],
+            "port 1's only connection was too old: forgotten"
+        );
     }
 
     #[derive(Debug)]

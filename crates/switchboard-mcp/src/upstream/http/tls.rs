@@ -11,7 +11,6 @@
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use switchboard_tls::{FileError, Role};
 use tokio_rustls::TlsConnector;
@@ -45,16 +44,15 @@ impl UpstreamTls {
     /// chain and private key of `files.client` when the server asks for one. An unreadable
     /// or unusable file is an error naming it.
     pub(super) fn load(files: &TlsFiles) -> Result<Self, String> {
-        static NEXT_ID: AtomicU64 = AtomicU64::new(PUBLIC_ROOTS + 1);
         let client = files
             .client
             .as_ref()
             .map(|(cert, key)| (cert.as_path(), key.as_path()));
-        Self::build(
-            NEXT_ID.fetch_add(1, Ordering::Relaxed),
-            files.ca.as_deref(),
-            client,
-        )
+        let tls = Self::build(PUBLIC_ROOTS, files.ca.as_deref(), client)?;
+        Ok(Self {
+            id: settings_id(files)?,
+            ..tls
+        })
     }
 
     /// The public roots alone.
@@ -100,6 +98,33 @@ impl UpstreamTls {
     }
 }
 
+/// The id of the settings `files` make: the same for the same contents, so a server that
+/// reconnects (or another server with the same files) finds the connections it left in the
+/// pool; another for any other contents. Never [`PUBLIC_ROOTS`].
+fn settings_id(files: &TlsFiles) -> Result<u64, String> {
+    let mut digest = ring::digest::Context::new(&ring::digest::SHA256);
+    let named = [
+        ("ca", files.ca.as_deref()),
+        (
+            "cert",
+            files.client.as_ref().map(|(cert, _)| cert.as_path()),
+        ),
+        ("key", files.client.as_ref().map(|(_, key)| key.as_path())),
+    ];
+    for (key, path) in named {
+        digest.update(key.as_bytes());
+        if let Some(path) = path {
+            let contents = std::fs::read(path)
+                .map_err(|error| format!("tls.{key} {}: {error}", path.display()))?;
+            digest.update(&(contents.len() as u64).to_le_bytes());
+            digest.update(&contents);
+        }
+    }
+    let mut id = [0u8; 8];
+    id.copy_from_slice(&digest.finish().as_ref()[..8]);
+    Ok(u64::from_le_bytes(id).max(PUBLIC_ROOTS + 1))
+}
+
 /// A server's own settings when it names `files`; `None` (the public roots) when not.
 pub(super) fn load(files: Option<&TlsFiles>) -> Result<Option<Arc<UpstreamTls>>, String> {
     files
@@ -108,8 +133,8 @@ pub(super) fn load(files: Option<&TlsFiles>) -> Result<Option<Arc<UpstreamTls>>,
 }
 
 /// Why the handshake with `address` failed, readably: which certificate was refused, by
-/// whom, and the setting that changes it.
-pub(super) fn handshake_failure(error: &io::Error, address: &str) -> String {
+/// whom, and, for an MCP server (`upstream`), the setting that changes it.
+pub(super) fn handshake_failure(error: &io::Error, address: &str, upstream: bool) -> String {
     use rustls::CertificateError as Cert;
     if let Some(refused) = client_cert_refusal(error) {
         return refused;
@@ -121,15 +146,22 @@ pub(super) fn handshake_failure(error: &io::Error, address: &str) -> String {
         );
     };
     let why = match cert {
-        Cert::UnknownIssuer | Cert::BadSignature => {
+        Cert::UnknownIssuer | Cert::BadSignature if upstream => {
             "its certificate is not signed by a CA the gateway trusts (a private CA: name it \
              in the server's tls.ca)"
                 .to_owned()
+        }
+        Cert::UnknownIssuer | Cert::BadSignature => {
+            "its certificate is not signed by a public CA".to_owned()
         }
         Cert::NotValidForName | Cert::NotValidForNameContext { .. } => {
             "its certificate is not for this host name".to_owned()
         }
         Cert::Expired | Cert::ExpiredContext { .. } => "its certificate has expired".to_owned(),
+        Cert::NotValidYet | Cert::NotValidYetContext { .. } => {
+            "its certificate is not valid yet (is this machine's clock right?)".to_owned()
+        }
+        Cert::Revoked => "its certificate has been revoked".to_owned(),
         other => format!("its certificate is refused: {other:?}"),
     };
     format!("TLS with {address} failed: {why}")
@@ -140,7 +172,7 @@ pub(super) fn handshake_failure(error: &io::Error, address: &str) -> String {
 pub(super) fn client_cert_refusal(error: &io::Error) -> Option<String> {
     let alert = switchboard_tls::refused_by_server(error)?;
     Some(format!(
-        "the server refused the gateway's client certificate ({alert:?}): check the server's \
-         tls.cert and tls.key"
+        "the server refused the gateway's client certificate, or its lack of one ({alert:?}): \
+         an MCP server's is set by its tls.cert and tls.key"
     ))
 }
