@@ -79,6 +79,9 @@ pub struct SharedStats {
     /// The tools whose book window holds other replicas' samples now.
     merged: Mutex<HashSet<Arc<str>>>,
     failing: AtomicBool,
+    /// Held through one exchange: of two at once (the housekeeping tick, a sync asked for,
+    /// the one at shutdown) the older windows would otherwise be saved, or merged, last.
+    exchanging: tokio::sync::Mutex<()>,
 }
 
 impl std::fmt::Debug for SharedStats {
@@ -86,6 +89,32 @@ impl std::fmt::Debug for SharedStats {
         f.debug_struct("SharedStats")
             .field("replica", &self.replica)
             .finish_non_exhaustive()
+    }
+}
+
+/// Windows handed to a save, marked changed again unless [`Unsaved::saved`] is called.
+struct Unsaved<'a> {
+    own: &'a Mutex<HashMap<Arc<str>, Own>>,
+    keys: Vec<Arc<str>>,
+}
+
+impl Unsaved<'_> {
+    fn saved(mut self) {
+        self.keys.clear();
+    }
+}
+
+impl Drop for Unsaved<'_> {
+    fn drop(&mut self) {
+        if self.keys.is_empty() {
+            return;
+        }
+        let mut own = lock(self.own);
+        for key in &self.keys {
+            if let Some(entry) = own.get_mut(key) {
+                entry.changed = true;
+            }
+        }
     }
 }
 
@@ -117,6 +146,7 @@ impl SharedStats {
             own: Mutex::default(),
             merged: Mutex::default(),
             failing: AtomicBool::new(false),
+            exchanging: tokio::sync::Mutex::new(()),
         })
     }
 
@@ -169,6 +199,7 @@ impl SharedStats {
     }
 
     async fn exchange(&self, budget: &LatencyBudget) -> Result<Synced, SharedStatsError> {
+        let _exchanging = self.exchanging.lock().await;
         let tools = budget.tools();
         let changed: Vec<Saved> = {
             let mut own = lock(&self.own);
@@ -187,18 +218,14 @@ impl SharedStats {
                 })
                 .collect()
         };
-        let saved = match self.save(&changed).await {
-            Ok(saved) => saved,
-            Err(error) => {
-                let mut own = lock(&self.own);
-                for saved in &changed {
-                    if let Some(entry) = own.get_mut(&saved.key) {
-                        entry.changed = true;
-                    }
-                }
-                return Err(error);
-            }
+        // Until saved, the windows stay to be sent: also when this exchange is dropped
+        // (a sync asked for with a time limit) before the save ends.
+        let unsaved = Unsaved {
+            own: &self.own,
+            keys: changed.iter().map(|saved| saved.key.clone()).collect(),
         };
+        let saved = self.save(&changed).await?;
+        unsaved.saved();
         let (environments, keys): (Vec<String>, Vec<String>) = tools
             .iter()
             .map(|(key, traits)| (traits.environment.as_str().to_owned(), key.to_string()))

@@ -22,6 +22,7 @@
 //! `lease`; this file is the store, its mirror and the tasks that keep it.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -66,6 +67,9 @@ pub(crate) struct SharedOperations {
     writes: mpsc::UnboundedSender<Write>,
     /// Writes handed to the writer and not yet on PostgreSQL.
     unwritten: watch::Sender<usize>,
+    /// Writes ever handed to the writer: a read of the installs started before one is older
+    /// than the mirror, and does not replace it.
+    handed: AtomicU64,
     /// True once the mirror was read from PostgreSQL a first time.
     synced: watch::Sender<bool>,
     /// Bumped whenever a read brought rows other replicas wrote (waiters follow it).
@@ -135,6 +139,7 @@ impl SharedOperations {
             mirror: Mutex::default(),
             writes,
             unwritten: watch::channel(0).0,
+            handed: AtomicU64::new(0),
             synced: watch::channel(false).0,
             arrived: watch::channel(0).0,
             cancels: Mutex::default(),
@@ -246,6 +251,7 @@ impl SharedOperations {
 
     fn hand_over(&self, write: Write) -> Result<(), StoreError> {
         self.unwritten.send_modify(|n| *n += 1);
+        self.handed.fetch_add(1, Ordering::SeqCst);
         self.writes.send(write).map_err(|_| {
             self.unwritten.send_modify(|n| *n -= 1);
             failed("write", "the writer has stopped")
@@ -354,6 +360,7 @@ impl SharedOperations {
                 .await
         }
         .map_err(pg("read operations"))?;
+        let handed = self.handed.load(Ordering::SeqCst);
         let installs = if *self.unwritten.borrow() == 0 {
             let rows = client
                 .query("SELECT server, body FROM manager_installs", &[])
@@ -400,7 +407,10 @@ impl SharedOperations {
                 Err(error) => tracing::warn!(id, "operation row skipped: {error}"),
             }
         }
-        if let Some(rows) = installs {
+        // Only rows read with no write of ours in between: an install recorded or forgotten
+        // here meanwhile (the mirror held while it is handed over) is newer than they are.
+        let current = handed == self.handed.load(Ordering::SeqCst) && *self.unwritten.borrow() == 0;
+        if let Some(rows) = installs.filter(|_| current) {
             mirror.installs = rows
                 .iter()
                 .filter_map(|row| {
@@ -474,7 +484,8 @@ impl OperationStore for SharedOperations {
     }
 
     fn record_install(&self, installed: &Installed) -> Result<(), StoreError> {
-        self.mirror()
+        let mut mirror = self.mirror();
+        mirror
             .installs
             .insert(installed.server.clone(), installed.clone());
         self.hand_over(Write::Install(Box::new(installed.clone())))
@@ -489,7 +500,8 @@ impl OperationStore for SharedOperations {
     }
 
     fn forget_install(&self, server: &str) -> Result<(), StoreError> {
-        self.mirror().installs.remove(server);
+        let mut mirror = self.mirror();
+        mirror.installs.remove(server);
         self.hand_over(Write::ForgetInstall(server.to_owned()))
     }
 }

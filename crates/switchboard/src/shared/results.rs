@@ -110,10 +110,13 @@ impl RedisResults {
     }
 
     /// The answer kept for `keys` and its age, or whether the lock is held; `ttl` is what
-    /// the answer was kept for (its age is `ttl` less what is left).
+    /// the answer was kept for (its age is `ttl` less what is left). One transaction: the
+    /// holder's script (answer kept, lock released) is seen whole or not at all, never as a
+    /// lock gone without its answer.
     async fn look(&self, keys: &Keys, ttl: Duration) -> Result<Found, String> {
         let mut pipe = redis::pipe();
-        pipe.cmd("GET")
+        pipe.atomic()
+            .cmd("GET")
             .arg(&keys.value)
             .cmd("PTTL")
             .arg(&keys.value)
@@ -213,6 +216,12 @@ impl RedisResults {
             },
             Err(_) => return run.await,
         };
+        // The holder before us may have kept its answer and let go between our look and our
+        // lock: look once more before running the call again.
+        if let Ok(Found::Answer(outcome, age)) = self.look(&keys, ttl).await {
+            let _ = self.release(&keys, &token).await;
+            return Ok(mark_shared_hit(*outcome, age));
+        }
         let mut held = Held {
             results: Some(self.clone()),
             keys: Some(keys),
