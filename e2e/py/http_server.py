@@ -1,7 +1,9 @@
 """A real MCP server on the official Python SDK, served over HTTP on 127.0.0.1, for the
 gateway's HTTP-upstream tests.
 
-Usage: http_server.py (streamable-http|sse) PORT
+Usage: http_server.py (streamable-http|sse) PORT [CERT KEY]
+
+With CERT and KEY (PEM files) it serves HTTPS instead.
 """
 
 from __future__ import annotations
@@ -27,7 +29,24 @@ def add(a: int, b: int) -> int:
 
 def main() -> None:
     transport, port = sys.argv[1], int(sys.argv[2])
-    server.run(transport, host="127.0.0.1", port=port)  # type: ignore[call-overload]
+    if len(sys.argv) < 5:
+        server.run(transport, host="127.0.0.1", port=port)  # type: ignore[call-overload]
+        return
+    import uvicorn
+
+    cert, key = sys.argv[3], sys.argv[4]
+    if transport == "sse":
+        app = server.sse_app(host="127.0.0.1")
+    else:
+        app = server.streamable_http_app(host="127.0.0.1")
+    uvicorn.run(
+        app,
+        host="127.0.0.1",
+        port=port,
+        ssl_certfile=cert,
+        ssl_keyfile=key,
+        log_level="warning",
+    )
 
 
 if __name__ == "__main__":

@@ -3,13 +3,17 @@
 //! signed (`switchboard_testkit::certs`, the `openssl` CLI). Without `tls.ca` the server's
 //! certificate is refused, saying to name its CA; with it the call goes through. When the
 //! server asks for a client certificate (mutual TLS), a gateway without one is refused in
-//! words that name tls.cert and tls.key, and one with them is let in. A certificate
-//! without its key, or a key others may read, is refused before anything starts.
+//! words that name tls.cert and tls.key, and one with them is let in. A legacy HTTP+SSE
+//! server on the official Python SDK over HTTPS (its message endpoint joined to the stream's
+//! URL) is reached with its CA too. A certificate without its key, or a key others may read,
+//! is refused before anything starts.
 
 mod support;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
 
 use serde_json::Value;
 use support::*;
@@ -134,6 +138,61 @@ fn a_server_that_asks_for_a_client_certificate_gets_the_configured_one() {
     );
     assert_eq!(status(&with)["state"], "up", "{}", status(&with));
     assert_eq!(echo(&with).as_deref(), Ok("over tls"));
+}
+
+/// A peer process, killed when dropped.
+struct Peer(Child);
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn a_legacy_sse_server_over_https_is_reached_with_its_ca() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (_ca, server, _) = certificates(dir.path());
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free port")
+        .port();
+    let python = Peer(
+        Command::new(venv_bin().join("python"))
+            .arg(repo_root().join("e2e/py/http_server.py"))
+            .args(["sse", &port.to_string()])
+            .arg(&server.cert)
+            .arg(&server.key)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the Python server"),
+    );
+    let listening = wait_for(Duration::from_secs(20), || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).ok()
+    });
+    assert!(listening.is_some(), "the Python server does not listen");
+    let url = format!("https://127.0.0.1:{port}/sse");
+    let text = format!(
+        "[gateway]\nconnect_timeout = \"15s\"\n\n[servers.private]\nurl = \"{url}\"\n\
+         transport = \"sse\"\ntls = {{ ca = \"ca.pem\" }}\n"
+    );
+    let config = write_config(dir.path(), &text);
+    let entry = status(&config);
+    assert_eq!(
+        (entry["state"].as_str(), entry["transport"].as_str()),
+        (Some("up"), Some("sse")),
+        "{entry}"
+    );
+    let output = run_bare(&config, &["call", "private__add", "a=2", "b=3"]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "5");
+    drop(python);
 }
 
 #[test]
