@@ -10,7 +10,7 @@
 //! scanned.
 //!
 //! A call: `GET` the answer (with `PTTL`, which gives its age on Redis's clock); on a miss,
-//! take the lock and run the call, then store the answer and release the lock in one script
+//! take the lock (looking for the answer again in the same transaction) and run the call, then store the answer and release the lock in one script
 //! (only the lock's holder releases it); a replica that finds the lock taken polls for the
 //! answer every [`POLL_EVERY`] for at most the wait it was given, runs the call itself when
 //! the wait is over or the lock went without an answer (the holder failed, was cancelled or
@@ -70,6 +70,24 @@ struct Keys {
     lock: String,
 }
 
+/// What taking the lock found.
+enum Locked {
+    /// The lock is this replica's, under this token, and no answer is kept.
+    Taken(String),
+    /// An answer is kept, this old (and the lock was taken under the token, if it was free).
+    Answer(Box<ToolOutcome>, Duration, Option<String>),
+    /// Another replica holds the lock, and no answer is kept yet.
+    Held,
+}
+
+/// The answer `value` holds, if it parses, and its age: `ttl` less the `left` milliseconds
+/// Redis gave for it.
+fn kept(value: Option<Vec<u8>>, left: i64, ttl: Duration) -> Option<(Box<ToolOutcome>, Duration)> {
+    let outcome = serde_json::from_slice::<ToolOutcome>(&value?).ok()?;
+    let left = Duration::from_millis(u64::try_from(left).unwrap_or(0));
+    Some((Box::new(outcome), ttl.saturating_sub(left)))
+}
+
 /// What a look at the shared level found.
 enum Found {
     /// An answer, this old.
@@ -127,28 +145,40 @@ impl RedisResults {
             .redis
             .run(|mut connection| async move { pipe.query_async(&mut connection).await })
             .await?;
-        let answer = value.and_then(|bytes| serde_json::from_slice::<ToolOutcome>(&bytes).ok());
-        Ok(match answer {
-            Some(outcome) => {
-                let left = Duration::from_millis(u64::try_from(left).unwrap_or(0));
-                Found::Answer(Box::new(outcome), ttl.saturating_sub(left))
-            }
+        Ok(match kept(value, left, ttl) {
+            Some((outcome, age)) => Found::Answer(outcome, age),
             None => Found::Nothing { locked: locked > 0 },
         })
     }
 
-    /// Takes the lock of `keys` for `hold`: its token when taken.
-    async fn lock(&self, keys: &Keys, hold: Duration) -> Result<Option<String>, String> {
+    /// Takes the lock of `keys` for `hold` and, in the same transaction, looks for the
+    /// answer once more: the holder before us may have kept one and let go between our look
+    /// and this lock.
+    async fn lock(&self, keys: &Keys, ttl: Duration, hold: Duration) -> Result<Locked, String> {
         let token = format!("{:016x}", rand::random::<u64>());
-        let mut command = redis::cmd("SET");
-        command
+        let mut pipe = redis::pipe();
+        pipe.atomic()
+            .cmd("SET")
             .arg(&keys.lock)
             .arg(&token)
             .arg("NX")
             .arg("PX")
-            .arg(millis(hold.max(MIN_LOCK)));
-        let taken: Option<String> = self.inner.redis.query(command).await?;
-        Ok(taken.map(|_| token))
+            .arg(millis(hold.max(MIN_LOCK)))
+            .cmd("GET")
+            .arg(&keys.value)
+            .cmd("PTTL")
+            .arg(&keys.value);
+        let (taken, value, left): (Option<String>, Option<Vec<u8>>, i64) = self
+            .inner
+            .redis
+            .run(|mut connection| async move { pipe.query_async(&mut connection).await })
+            .await?;
+        let token = taken.map(|_| token);
+        Ok(match (kept(value, left, ttl), token) {
+            (Some((outcome, age)), token) => Locked::Answer(outcome, age, token),
+            (None, Some(token)) => Locked::Taken(token),
+            (None, None) => Locked::Held,
+        })
     }
 
     /// Keeps `answer` for `ttl` when it may be reused by others, and releases the lock
@@ -203,9 +233,15 @@ impl RedisResults {
             Ok(Found::Nothing { .. }) => {}
             Err(_) => return run.await,
         }
-        let token = match self.lock(&keys, wait).await {
-            Ok(Some(token)) => token,
-            Ok(None) => match self.wait_for(&keys, ttl, wait).await {
+        let token = match self.lock(&keys, ttl, wait).await {
+            Ok(Locked::Taken(token)) => token,
+            Ok(Locked::Answer(outcome, age, token)) => {
+                if let Some(token) = token {
+                    let _ = self.release(&keys, &token).await;
+                }
+                return Ok(mark_shared_hit(*outcome, age));
+            }
+            Ok(Locked::Held) => match self.wait_for(&keys, ttl, wait).await {
                 Some(hit) => return Ok(hit),
                 None => {
                     // Nothing came in time: run it here (and share what comes back).
@@ -216,12 +252,6 @@ impl RedisResults {
             },
             Err(_) => return run.await,
         };
-        // The holder before us may have kept its answer and let go between our look and our
-        // lock: look once more before running the call again.
-        if let Ok(Found::Answer(outcome, age)) = self.look(&keys, ttl).await {
-            let _ = self.release(&keys, &token).await;
-            return Ok(mark_shared_hit(*outcome, age));
-        }
         let mut held = Held {
             results: Some(self.clone()),
             keys: Some(keys),
