@@ -66,19 +66,25 @@ pub fn serve(port: u16, tls: Option<&crate::https::TlsFiles<'_>>) -> i32 {
 }
 
 /// Answers one connection's requests to `/mcp` with `answer` until it closes.
-pub(crate) fn serve_connection(stream: TcpStream, mut answer: impl FnMut(Request) -> String) {
+pub(crate) fn serve_connection(stream: TcpStream, answer: impl FnMut(Request) -> String) {
     let _ = stream.set_nodelay(true);
-    let Ok(mut writer) = stream.try_clone() else {
-        return;
-    };
-    let mut reader = BufReader::new(stream);
-    while let Some(request) = read_message(&mut reader) {
+    serve_requests(&mut BufReader::new(stream), answer);
+}
+
+/// Answers the requests read from `connection` (plain or TLS) to `/mcp` with `answer`, each
+/// written back on it, until it closes.
+pub(crate) fn serve_requests<S: Read + Write>(
+    connection: &mut BufReader<S>,
+    mut answer: impl FnMut(Request) -> String,
+) {
+    while let Some(request) = read_message(connection) {
         let response = if request.start != "/mcp" {
             reply(404, &[], "")
         } else {
             answer(request)
         };
-        if writer.write_all(response.as_bytes()).is_err() {
+        let stream = connection.get_mut();
+        if stream.write_all(response.as_bytes()).is_err() || stream.flush().is_err() {
             return;
         }
     }

@@ -3,7 +3,7 @@
 //! client must present a certificate that CA signed (mutual TLS); one that does not is
 //! refused in the handshake, with TLS's own alert.
 
-use std::io::{BufReader, Write};
+use std::io::BufReader;
 use std::net::TcpStream;
 use std::path::Path;
 use std::sync::Arc;
@@ -13,7 +13,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::WebPkiClientVerifier;
 use rustls::{ServerConfig, ServerConnection, StreamOwned};
 
-use crate::http::{Request, read_message, reply};
+use crate::http::{Request, serve_requests};
 
 /// The PEM files of the server's TLS.
 pub struct TlsFiles<'a> {
@@ -64,22 +64,14 @@ pub(crate) fn server_config(files: &TlsFiles<'_>) -> Result<Arc<ServerConfig>, S
 pub(crate) fn serve_connection(
     stream: TcpStream,
     config: Arc<ServerConfig>,
-    mut answer: impl FnMut(Request) -> String,
+    answer: impl FnMut(Request) -> String,
 ) {
     let _ = stream.set_nodelay(true);
     let Ok(connection) = ServerConnection::new(config) else {
         return;
     };
-    let mut reader = BufReader::new(StreamOwned::new(connection, stream));
-    while let Some(request) = read_message(&mut reader) {
-        let response = if request.start != "/mcp" {
-            reply(404, &[], "")
-        } else {
-            answer(request)
-        };
-        let tls = reader.get_mut();
-        if tls.write_all(response.as_bytes()).is_err() || tls.flush().is_err() {
-            return;
-        }
-    }
+    serve_requests(
+        &mut BufReader::new(StreamOwned::new(connection, stream)),
+        answer,
+    );
 }

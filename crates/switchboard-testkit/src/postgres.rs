@@ -59,13 +59,9 @@ enum Tls {
     ClientCert,
 }
 
-/// A client certificate the test CA signed for [`SUPERUSER`], and its key (PEM files; the
-/// key readable by its owner only).
-#[derive(Clone, Debug)]
-pub struct ClientCert {
-    pub cert: PathBuf,
-    pub key: PathBuf,
-}
+/// A client certificate the test CA signed, and its key (PEM files; the key readable by its
+/// owner only).
+pub use crate::certs::Issued as ClientCert;
 
 /// A running PostgreSQL, stopped and removed on drop.
 pub struct Postgres {
@@ -269,14 +265,7 @@ impl Postgres {
     ) -> Option<Result<ClientCert, PostgresError>> {
         self.client_cert()?;
         let ca = self.tcp.as_ref()?.ca.as_ref()?;
-        Some(
-            ca.issue_client(name, cn)
-                .map(|issued| ClientCert {
-                    cert: issued.cert,
-                    key: issued.key,
-                })
-                .map_err(PostgresError::from),
-        )
+        Some(ca.issue_client(name, cn).map_err(PostgresError::from))
     }
 
     /// Runs SQL through `psql` as the superuser in `database`; returns its output (unaligned,
@@ -367,10 +356,7 @@ fn make_client_cert(ca: &TestCa, dir: &Path) -> Result<ClientCert, PostgresError
         "local all all trust\nhostssl all all 127.0.0.1/32 cert\n",
     )
     .map_err(PostgresError::TempDir)?;
-    Ok(ClientCert {
-        cert: issued.cert,
-        key: issued.key,
-    })
+    Ok(issued)
 }
 
 fn is_root() -> bool {

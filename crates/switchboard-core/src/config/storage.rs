@@ -91,16 +91,29 @@ impl Walk<'_> {
     /// only its owner may); a located problem otherwise.
     fn tls_file(&mut self, file: &TlsFile, value: &Node) -> Option<std::path::PathBuf> {
         let what = format!("storage.{}", file.key);
-        let path = self.path(value, &what)?;
+        self.readable_file(value, &what, file.url_key == "sslkey", file.hint)
+    }
+
+    /// The path `value` names (`what`) when this process can read it and, for a `private`
+    /// key, no one but its owner may; a located problem with `hint` otherwise. For the TLS
+    /// files of `[storage]` and `[servers.ID.tls]`.
+    pub(super) fn readable_file(
+        &mut self,
+        value: &Node,
+        what: &str,
+        private: bool,
+        hint: &str,
+    ) -> Option<std::path::PathBuf> {
+        let path = self.path(value, what)?;
         let checked = match std::fs::File::open(&path) {
             Err(error) => Err(format!("cannot read {}: {error}", path.display())),
-            Ok(_) if file.url_key == "sslkey" => check_private_key_file(&path),
+            Ok(_) if private => check_private_key_file(&path),
             Ok(_) => Ok(()),
         };
         match checked {
             Ok(()) => Some(path),
             Err(why) => {
-                self.problem(value.pos, format!("{what}: {why}"), Some(file.hint.into()));
+                self.problem(value.pos, format!("{what}: {why}"), Some(hint.into()));
                 None
             }
         }

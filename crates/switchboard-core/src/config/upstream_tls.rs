@@ -13,10 +13,7 @@
 //! public CAs stay trusted beside `ca`. The files themselves (PEM) are read each time the
 //! server's connection starts, so a renewed certificate is taken at its next start.
 
-use std::path::PathBuf;
-
 use super::model::{Transport, UpstreamTlsConfig};
-use super::storage::check_private_key_file;
 use super::tree::{Node, Pos};
 use super::validate::Walk;
 
@@ -69,7 +66,12 @@ impl Walk<'_> {
                     continue;
                 }
             };
-            match self.tls_file_of(value, &key_what, key == "key") {
+            let hint = if key == "key" {
+                "a PEM file of the client certificate's private key, chmod 600"
+            } else {
+                "a PEM file of certificates"
+            };
+            match self.readable_file(value, &key_what, key == "key", hint) {
                 Some(path) => *slot = Some(path),
                 None => refused = true,
             }
@@ -100,29 +102,6 @@ impl Walk<'_> {
                 None
             }
             _ => Some(tls),
-        }
-    }
-
-    /// The path `value` names when this process can read it (a private key: and no one
-    /// else may); a located problem otherwise.
-    fn tls_file_of(&mut self, value: &Node, what: &str, private: bool) -> Option<PathBuf> {
-        let path = self.path(value, what)?;
-        let checked = match std::fs::File::open(&path) {
-            Err(error) => Err(format!("cannot read {}: {error}", path.display())),
-            Ok(_) if private => check_private_key_file(&path),
-            Ok(_) => Ok(()),
-        };
-        match checked {
-            Ok(()) => Some(path),
-            Err(why) => {
-                let hint = if private {
-                    "a PEM file of the client certificate's private key, chmod 600"
-                } else {
-                    "a PEM file of certificates"
-                };
-                self.problem(value.pos, format!("{what}: {why}"), Some(hint.to_owned()));
-                None
-            }
         }
     }
 }
