@@ -3,7 +3,8 @@
 //! like the stdio transport, so the JSON-RPC client above them does not care which it has.
 //! [`request`] lends their HTTP client to the gateway's other HTTP peers (the CLI's admin
 //! commands, token endpoints). A server may get the gateway's own token or each caller's
-//! exchanged for one of its own (`credentials`, `token_exchange`).
+//! exchanged for one of its own (`credentials`, `token_exchange`), and TLS settings of its
+//! own: a private CA, a client certificate (`tls`, [`TlsFiles`]).
 
 mod client;
 mod conn;

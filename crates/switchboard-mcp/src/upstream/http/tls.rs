@@ -2,11 +2,13 @@
 //! `[servers.ID.tls]` adds — a private CA its certificate is checked against, a client
 //! certificate and key offered when it asks for one (mutual TLS).
 //!
-//! Each set of settings has an id, part of the pool's key (`client::Origin`): a connection
-//! made with one server's client certificate never carries another server's request, even to
-//! the same host and port. The files are read each time the server's connection is opened
-//! (a renewed certificate is taken at the server's next start), so a bad one fails that
-//! server's start, naming the file; a handshake refused says which side refused what.
+//! Each set of settings has an id, a digest of its files' contents, part of the pool's key
+//! (`client::Origin`): a connection made with one server's client certificate never carries
+//! the request of a server with other files, even to the same host and port, and a server
+//! that reconnects finds the connections it left. The files are read each time the server's
+//! connection is opened (a renewed certificate is taken at its next start), so a bad one
+//! fails that server's start, naming the file; a handshake refused says which side refused
+//! what.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -48,11 +50,7 @@ impl UpstreamTls {
             .client
             .as_ref()
             .map(|(cert, key)| (cert.as_path(), key.as_path()));
-        let tls = Self::build(PUBLIC_ROOTS, files.ca.as_deref(), client)?;
-        Ok(Self {
-            id: settings_id(files)?,
-            ..tls
-        })
+        Self::build(settings_id(files)?, files.ca.as_deref(), client)
     }
 
     /// The public roots alone.
