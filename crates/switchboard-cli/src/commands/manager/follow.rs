@@ -141,6 +141,9 @@ pub(super) async fn follow(
                 let names: Vec<&str> = values.keys().map(String::as_str).collect();
                 progress.note(&format!("giving {id} its input: {}", names.join(", ")));
                 let seen = target.input(id, &values).await?.steps.len();
+                // Until the operation takes them it still says it waits: that is not a new
+                // question (a refusal or another question comes with a step of its own).
+                told = operation.waiting.clone().map(|w| (w, seen));
                 operation = target.next(id, seen, POLL).await?;
                 continue;
             }
@@ -159,6 +162,7 @@ pub(super) async fn follow(
                         );
                     };
                     let seen = target.input(id, &values).await?.steps.len();
+                    told = operation.waiting.clone().map(|w| (w, seen));
                     operation = target.next(id, seen, POLL).await?;
                     continue;
                 }

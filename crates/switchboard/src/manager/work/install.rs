@@ -254,12 +254,8 @@ impl Job<'_> {
             if receiver.is_none() {
                 receiver = self.manager.input_channel(self.id);
             }
-            self.manager.set_waiting(
-                self.id,
-                Some(Waiting::Input {
-                    names: names.clone(),
-                }),
-            );
+            // The step first: whoever sees the operation waiting sees the step that says so,
+            // so a step after the one it answered is the operation going on.
             self.step(
                 12,
                 &format!(
@@ -267,6 +263,12 @@ impl Job<'_> {
                     names.join(", "),
                     self.id
                 ),
+            );
+            self.manager.set_waiting(
+                self.id,
+                Some(Waiting::Input {
+                    names: names.clone(),
+                }),
             );
             let Some(channel) = receiver.as_mut() else {
                 return Err(WorkError::Cancelled);
