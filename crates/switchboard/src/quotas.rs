@@ -18,12 +18,20 @@
 //! spending and the other replicas' as last read, which leaves the window as it would have —
 //! says so once in the log, and keeps what it could not send for the next attempt; when the
 //! database is back it sends it (counted from then on: later, never lost) and reads again.
+//!
+//! Sent once: an exchange that timed out or lost its connection may still have been applied
+//! (the statement reached the database, the answer did not come back). Each send is numbered
+//! ([`Taken::number`]), and the statement adds its spending only when its number is above the
+//! highest this process recorded (`quota_sends`, migration 10, keyed by the replica's name and
+//! a random incarnation, so a restarted process with the same name starts afresh). A send that
+//! failed is sent again as it was, under its number, before anything spent since, so it is
+//! applied once whichever of the two attempts reached the database.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use switchboard_core::limits::{SharedSpending, Spent, Unsent};
+use switchboard_core::limits::{SharedSpending, Spent, Taken};
 use switchboard_ledger::postgres::Pool;
 use tokio::time::Instant;
 
@@ -33,8 +41,9 @@ pub const REFRESH: Duration = Duration::from_millis(500);
 /// How often (in refreshes) rows past their expiry are deleted: about once a minute.
 const PRUNE_EVERY: u32 = 120;
 
-/// The longest one exchange may take before it counts as failed.
-const EXCHANGE_TIMEOUT: Duration = Duration::from_secs(5);
+/// The longest one exchange may take before it counts as failed (by default: see
+/// [`QuotaStore::with_exchange_timeout`]).
+pub const EXCHANGE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// What went wrong with the shared quotas.
 #[derive(Debug, thiserror::Error)]
@@ -64,10 +73,21 @@ fn millis(duration: Duration) -> i64 {
     i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
 }
 
-/// Adds this replica's spending to its bucket rows and reads the other replicas' rows still
-/// in their window, with the milliseconds each has left; one statement, the database's clock.
+/// Adds this replica's spending to its bucket rows, when this send's number (`$7`) is above the
+/// highest this process recorded (`gate`), and reads the other replicas' rows still in their
+/// window, with the milliseconds each has left; one statement, the database's clock. The
+/// gate's upsert locks the process's row, so a send still running from an attempt given up on
+/// and its repetition are applied one after the other, the second not at all.
 const EXCHANGE: &str = "
 WITH clock AS (SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now_ms),
+gate AS (
+    INSERT INTO quota_sends AS sends (replica, incarnation, sent, at_ms)
+    SELECT $1, $6, $7, clock.now_ms FROM clock
+    ON CONFLICT (replica, incarnation) DO UPDATE
+        SET sent = EXCLUDED.sent, at_ms = EXCLUDED.at_ms
+        WHERE sends.sent < EXCLUDED.sent
+    RETURNING 1
+),
 added AS (
     INSERT INTO quota_spending (agent, replica, start_ms, expires_ms, cost)
     SELECT spent.agent, $1, clock.now_ms / spent.width_ms * spent.width_ms,
@@ -75,6 +95,7 @@ added AS (
            spent.cost
     FROM UNNEST($2::text[], $3::bigint[], $4::bigint[], $5::float8[])
          AS spent (agent, width_ms, window_ms, cost), clock
+    WHERE EXISTS (SELECT 1 FROM gate)
     ON CONFLICT (agent, replica, start_ms) DO UPDATE
         SET cost = quota_spending.cost + EXCLUDED.cost,
             expires_ms = GREATEST(quota_spending.expires_ms, EXCLUDED.expires_ms)
@@ -82,16 +103,32 @@ added AS (
 SELECT agent, expires_ms - clock.now_ms, cost FROM quota_spending, clock
 WHERE replica <> $1 AND expires_ms > clock.now_ms";
 
+/// Deletes spending a minute past its window and the send numbers of processes silent for a
+/// day; how many rows.
+const PRUNE: &str = "
+WITH clock AS (SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now_ms),
+spending AS (
+    DELETE FROM quota_spending USING clock WHERE expires_ms < clock.now_ms - 60000 RETURNING 1
+),
+sends AS (
+    DELETE FROM quota_sends USING clock WHERE at_ms < clock.now_ms - 86400000 RETURNING 1
+)
+SELECT (SELECT count(*) FROM spending) + (SELECT count(*) FROM sends)";
+
 /// The spending table of a `[storage] url`, as one replica sees it.
 pub struct QuotaStore {
     pool: Pool,
     replica: String,
+    /// This process among those named `replica` (a restarted one numbers its sends afresh).
+    incarnation: String,
+    timeout: Duration,
 }
 
 impl std::fmt::Debug for QuotaStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("QuotaStore")
             .field("replica", &self.replica)
+            .field("incarnation", &self.incarnation)
             .finish_non_exhaustive()
     }
 }
@@ -101,7 +138,19 @@ impl QuotaStore {
     pub fn new(url: &str, replica: String) -> Result<Self, QuotaStoreError> {
         let pool = switchboard_ledger::postgres::pool(url, 1)
             .map_err(|error| QuotaStoreError::Postgres(error.to_string()))?;
-        Ok(Self { pool, replica })
+        Ok(Self {
+            pool,
+            replica,
+            incarnation: format!("{:016x}", rand::random::<u64>()),
+            timeout: EXCHANGE_TIMEOUT,
+        })
+    }
+
+    /// The same store, whose exchanges count as failed after `timeout` rather than
+    /// [`EXCHANGE_TIMEOUT`].
+    pub fn with_exchange_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
     }
 
     async fn client(&self) -> Result<deadpool_postgres::Object, QuotaStoreError> {
@@ -111,12 +160,15 @@ impl QuotaStore {
             .map_err(|error| QuotaStoreError::Postgres(format!("connect: {error}")))
     }
 
-    /// Adds `unsent` to this replica's rows and returns the other replicas' spending still in
-    /// its window, per agent, each piece leaving at the instant this machine's clock gives it.
+    /// Adds what `sent` holds to this replica's rows, unless a send with its number or a later
+    /// one was applied already, and returns the other replicas' spending still in its window,
+    /// per agent, each piece leaving at the instant this machine's clock gives it.
     pub async fn exchange(
         &self,
-        unsent: &[Unsent],
+        sent: &Taken,
     ) -> Result<HashMap<String, Vec<Spent>>, QuotaStoreError> {
+        let unsent = &sent.unsent;
+        let number = i64::try_from(sent.number).unwrap_or(i64::MAX);
         let agents: Vec<&str> = unsent.iter().map(|u| u.agent.as_str()).collect();
         let widths: Vec<i64> = unsent
             .iter()
@@ -128,7 +180,15 @@ impl QuotaStore {
         let rows = client
             .query(
                 EXCHANGE,
-                &[&self.replica, &agents, &widths, &windows, &costs],
+                &[
+                    &self.replica,
+                    &agents,
+                    &widths,
+                    &windows,
+                    &costs,
+                    &self.incarnation,
+                    &number,
+                ],
             )
             .await
             .map_err(pg("send and read the spending"))?;
@@ -148,17 +208,15 @@ impl QuotaStore {
     }
 
     /// Deletes rows that left their window more than a minute ago (any replica's: the work is
-    /// idempotent); how many.
+    /// idempotent), and the send numbers of processes silent for a day; how many rows.
     pub async fn prune(&self) -> Result<u64, QuotaStoreError> {
         let client = self.client().await?;
-        client
-            .execute(
-                "DELETE FROM quota_spending WHERE expires_ms < \
-                 (extract(epoch FROM clock_timestamp()) * 1000)::bigint - 60000",
-                &[],
-            )
+        let row = client
+            .query_one(PRUNE, &[])
             .await
-            .map_err(pg("delete expired spending"))
+            .map_err(pg("delete expired spending"))?;
+        let deleted: i64 = row.try_get(0).map_err(pg("delete expired spending"))?;
+        Ok(u64::try_from(deleted).unwrap_or(0))
     }
 }
 
@@ -177,6 +235,8 @@ async fn run(store: QuotaStore, spending: Weak<SharedSpending>) {
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut failing = false;
     let mut since_prune = 0;
+    // The send that failed, to go again under its number.
+    let mut pending: Option<Taken> = None;
     loop {
         tokio::select! {
             _ = ticks.tick() => {}
@@ -189,18 +249,36 @@ async fn run(store: QuotaStore, spending: Weak<SharedSpending>) {
             // No agent has a quota here: nothing to send, nothing to enforce.
             continue;
         }
-        let taken = spending.take_unsent();
-        let answer = tokio::time::timeout(EXCHANGE_TIMEOUT, store.exchange(&taken.unsent))
-            .await
-            .unwrap_or_else(|_| {
-                Err(QuotaStoreError::Postgres(format!(
-                    "no answer within {EXCHANGE_TIMEOUT:?}"
-                )))
-            });
-        match answer {
-            Ok(others) => {
-                spending.replace_others(others);
-                spending.exchanged(Some(taken.number));
+        // A send that failed goes again first, as it was; then, once it is through, what was
+        // spent since (at once, not at the next tick).
+        let failed = loop {
+            let resending = pending.is_some();
+            let sending = pending.take().unwrap_or_else(|| spending.take_unsent());
+            let answer = tokio::time::timeout(store.timeout, store.exchange(&sending))
+                .await
+                .unwrap_or_else(|_| {
+                    Err(QuotaStoreError::Postgres(format!(
+                        "no answer within {:?}",
+                        store.timeout
+                    )))
+                });
+            match answer {
+                Ok(others) => {
+                    spending.replace_others(others);
+                    spending.exchanged(Some(sending.number));
+                    if !resending {
+                        break None;
+                    }
+                }
+                Err(error) => {
+                    pending = Some(sending);
+                    spending.exchanged(None);
+                    break Some(error);
+                }
+            }
+        };
+        match failed {
+            None => {
                 if failing {
                     tracing::info!(
                         target: "switchboard::quotas",
@@ -209,9 +287,7 @@ async fn run(store: QuotaStore, spending: Weak<SharedSpending>) {
                 }
                 failing = false;
             }
-            Err(error) => {
-                spending.restore_unsent(taken.unsent);
-                spending.exchanged(None);
+            Some(error) => {
                 if !failing {
                     tracing::warn!(
                         target: "switchboard::quotas",

@@ -2,7 +2,8 @@
 //! two replicas' `Limits`, each with its own `SharedSpending` followed by `quotas::follow`.
 //! What one spends is counted by the other within a refresh or two and never by itself twice;
 //! with the database stopped, each keeps enforcing with its own spending and the other's as
-//! last read, and what was spent meanwhile reaches the other once the database is back.
+//! last read, and what was spent meanwhile reaches the other once the database is back. A send
+//! given up on that the database applied anyway is not counted again when it is repeated.
 
 mod support;
 
@@ -11,14 +12,17 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use switchboard::quotas::{QuotaStore, REFRESH, follow};
-use switchboard_core::limits::{Limits, Quota, Refusal, SharedSpending};
+use switchboard_core::limits::{Limits, Quota, Refusal, SharedSpending, Taken, Unsent};
 use switchboard_testkit::postgres::{DATABASE, Postgres};
 
 const WINDOW: Duration = Duration::from_secs(3600);
 
 /// A replica named `name`: agent `npc` has a quota of 10 an hour.
 fn replica(postgres: &Postgres, name: &str) -> Limits {
-    let store = QuotaStore::new(&postgres.url(), name.to_owned()).expect("store");
+    replica_with(QuotaStore::new(&postgres.url(), name.to_owned()).expect("store"))
+}
+
+fn replica_with(store: QuotaStore) -> Limits {
     let spending = Arc::new(SharedSpending::new());
     follow(store, &spending);
     let quotas = HashMap::from([("npc".to_owned(), Quota::new(10.0, WINDOW))]);
@@ -122,4 +126,99 @@ async fn replicas_count_each_others_spending_and_catch_up_after_an_outage() {
     assert!(spending.flush(Duration::from_secs(2)).await, "flushed");
     eprintln!("a flush took {:?}", asked.elapsed());
     assert_eq!(stored_by(&postgres, "host-c:3").trim(), "1");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_send_that_timed_out_but_was_applied_is_not_counted_twice() {
+    let postgres = support::migrated_postgres().await;
+    // Another session inserts, and does not commit, the replica's rows for this minute's
+    // bucket and the next two: the replica's exchanges wait for it as they add to them (the
+    // statement is in the database, past its parsing), past their time limit, and each
+    // attempt given up on stays queued there, to be applied when the session ends.
+    let pool = switchboard_ledger::postgres::pool(&postgres.url(), 1).expect("pool");
+    let blocker = pool.get().await.expect("a connection");
+    blocker
+        .batch_execute(
+            "BEGIN; \
+             INSERT INTO quota_spending (agent, replica, start_ms, expires_ms, cost) \
+             SELECT 'npc', 'host-a:1', (now_ms / 60000 + k) * 60000, now_ms + 7200000, 0 \
+             FROM (SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now_ms) \
+             AS clock, generate_series(0, 2) AS k",
+        )
+        .await
+        .expect("the rows held");
+    let a = replica_with(
+        QuotaStore::new(&postgres.url(), "host-a:1".to_owned())
+            .expect("store")
+            .with_exchange_timeout(Duration::from_millis(200)),
+    );
+    a.charge(Some("npc"), 4.0);
+    tokio::time::sleep(REFRESH * 3).await;
+    assert_eq!(stored_by(&postgres, "host-a:1").trim(), "0", "still held");
+
+    // Committed: the attempts given up on run, then the replica sends once more.
+    blocker.batch_execute("COMMIT").await.expect("unlock");
+    a.charge(Some("npc"), 1.0);
+    let started = Instant::now();
+    while stored_by(&postgres, "host-a:1").trim() != "5" {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "stored {} for 5 spent",
+            stored_by(&postgres, "host-a:1").trim()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(REFRESH * 3).await;
+    assert_eq!(
+        stored_by(&postgres, "host-a:1").trim(),
+        "5",
+        "each send applied once"
+    );
+    assert_eq!(spent(&a).await, None, "5 of 10: room left");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_send_number_is_applied_once_per_process_and_a_restart_starts_afresh() {
+    let postgres = support::migrated_postgres().await;
+    let send = |number, cost| Taken {
+        number,
+        unsent: vec![Unsent {
+            agent: "npc".to_owned(),
+            window: WINDOW,
+            cost,
+        }],
+    };
+    let first = QuotaStore::new(&postgres.url(), "host-r:1".to_owned()).expect("store");
+    first.exchange(&send(5, 1.0)).await.expect("sent");
+    first.exchange(&send(5, 1.0)).await.expect("sent again");
+    first.exchange(&send(4, 1.0)).await.expect("an older one");
+    assert_eq!(
+        stored_by(&postgres, "host-r:1").trim(),
+        "1",
+        "5 once, 4 not after it"
+    );
+    // The same replica name in a new process: its sends are numbered from 1 again.
+    let restarted = QuotaStore::new(&postgres.url(), "host-r:1".to_owned()).expect("store");
+    restarted.exchange(&send(1, 2.0)).await.expect("sent");
+    restarted.exchange(&send(1, 2.0)).await.expect("sent again");
+    assert_eq!(stored_by(&postgres, "host-r:1").trim(), "3");
+
+    // Pruned: spending a minute past its window, and the numbers of a process silent a day.
+    postgres
+        .psql(
+            DATABASE,
+            "UPDATE quota_spending SET expires_ms = 0; \
+             UPDATE quota_sends SET at_ms = at_ms - 86400000 - 60000 WHERE sent = 5",
+        )
+        .expect("aged");
+    let deleted = first.prune().await.expect("pruned");
+    assert!(deleted >= 2, "{deleted} rows");
+    assert_eq!(stored_by(&postgres, "host-r:1").trim(), "0");
+    let kept = postgres
+        .psql(
+            DATABASE,
+            "SELECT string_agg(sent::text, ',') FROM quota_sends",
+        )
+        .expect("rows");
+    assert_eq!(kept.trim(), "1", "the restarted process's numbers are kept");
 }

@@ -32,7 +32,8 @@ pub struct Unsent {
     pub cost: f64,
 }
 
-/// What [`SharedSpending::take_unsent`] handed out, numbered in order.
+/// What [`SharedSpending::take_unsent`] handed out, numbered in order (a send that fails is
+/// sent again under its number: the store applies each number once).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Taken {
     /// Report it with [`SharedSpending::sent`] once the store has it.
@@ -173,18 +174,6 @@ impl SharedSpending {
         Taken { number, unsent }
     }
 
-    /// Gives back spending that could not be sent, to go with the next attempt.
-    pub fn restore_unsent(&self, unsent: Vec<Unsent>) {
-        for Unsent {
-            agent,
-            window,
-            cost,
-        } in unsent
-        {
-            self.record(&agent, window, cost);
-        }
-    }
-
     /// The other replicas' spending as just read, per agent; an agent not named spent nothing
     /// elsewhere that still counts.
     pub fn replace_others(&self, mut others: HashMap<String, Vec<Spent>>) {
@@ -225,7 +214,7 @@ mod tests {
     use super::*;
 
     #[tokio::test(start_paused = true)]
-    async fn unsent_spending_is_handed_out_once_and_can_be_given_back() {
+    async fn unsent_spending_is_handed_out_once_numbered_in_order() {
         let spending = SharedSpending::new();
         let hour = Duration::from_secs(3600);
         spending.record("npc", hour, 1.5);
@@ -242,10 +231,9 @@ mod tests {
             }]
         );
         assert!(spending.take_unsent().unsent.is_empty(), "sent once");
-        spending.restore_unsent(taken);
         spending.record("npc", hour, 1.0);
         let again = spending.take_unsent();
-        assert_eq!(again.unsent[0].cost, 4.5, "kept for the next try");
+        assert_eq!(again.unsent[0].cost, 1.0, "only what was spent since");
         assert_eq!(again.number, 3, "hand-outs are numbered");
     }
 

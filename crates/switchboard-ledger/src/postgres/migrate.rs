@@ -69,6 +69,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "one open operation per new server across replicas",
         sql: include_str!("migrations/0009_manager_adds.sql"),
     },
+    Migration {
+        version: 10,
+        name: "quota spending sent once",
+        sql: include_str!("migrations/0010_quota_sends.sql"),
+    },
 ];
 
 /// The schema version this Switchboard needs.
