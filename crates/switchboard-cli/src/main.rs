@@ -54,7 +54,7 @@ enum Command {
     Rules(commands::rules::RulesArgs),
     /// Add, remove, enable, disable, restart or test servers of the running gateway (or,
     /// with --offline, of the config file).
-    Servers(commands::servers::ServersArgs),
+    Servers(Box<commands::servers::ServersArgs>),
     /// Make the running gateway read its config file again (as SIGHUP does).
     Reload(commands::servers::ReloadArgs),
     /// Answer calls waiting for an operator's approval on the running gateway.
@@ -181,7 +181,7 @@ fn main() -> ExitCode {
             Command::Rules(args) => commands::rules::run(cli.config.as_deref(), args),
             Command::Approvals(args) => commands::approvals::run(cli.config.as_deref(), args).await,
             Command::Console(args) => commands::console::run(cli.config.as_deref(), args).await,
-            Command::Servers(args) => commands::servers::run(cli.config.as_deref(), args).await,
+            Command::Servers(args) => commands::servers::run(cli.config.as_deref(), *args).await,
             Command::Reload(args) => commands::servers::reload(cli.config.as_deref(), args).await,
             Command::Token(args) => commands::token::run(cli.config.as_deref(), args).await,
             Command::Keys(args) => commands::keys::run(args),

@@ -6,7 +6,9 @@
 //! words that name tls.cert and tls.key, and one with them is let in. A legacy HTTP+SSE
 //! server on the official Python SDK over HTTPS (its message endpoint joined to the stream's
 //! URL) is reached with its CA too. A certificate without its key, or a key others may read,
-//! is refused before anything starts.
+//! is refused before anything starts. `servers add --tls-ca/--tls-cert/--tls-key` adds such a
+//! server to a running gateway, and `--tls-*` on a plain http:// URL is refused, the file
+//! untouched.
 
 mod support;
 
@@ -225,5 +227,89 @@ fn a_client_certificate_without_its_key_or_with_an_open_key_is_refused_before_st
             && said.contains("gateway.key")
             && said.contains("chmod 600"),
         "{said}"
+    );
+}
+
+#[test]
+fn servers_add_with_tls_flags_reaches_a_mutual_tls_server_on_a_running_gateway() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (ca, server, client) = certificates(dir.path());
+    let (_fixture, url) = https_echo(&server, Some(ca.ca_file()));
+    let config = write_config(
+        dir.path(),
+        "[gateway]\nconnect_timeout = \"10s\"\n\n[servers.clock]\nbuiltin = \"clock\"\n",
+    );
+    let live = support::live::Live::start(dir.path(), config.clone(), &[]);
+    let (ca_file, cert, key) = (
+        ca.ca_file().display().to_string(),
+        client.cert.display().to_string(),
+        client.key.display().to_string(),
+    );
+
+    // A certificate without its key is refused by the command itself.
+    let half = live.cli(&[
+        "servers",
+        "add",
+        "private",
+        "--url",
+        &url,
+        "--tls-ca",
+        &ca_file,
+        "--tls-cert",
+        &cert,
+    ]);
+    assert!(!half.status.success());
+    assert!(
+        String::from_utf8_lossy(&half.stderr).contains("--tls-key"),
+        "{}",
+        String::from_utf8_lossy(&half.stderr)
+    );
+    // TLS files for a plain http:// server: refused by the gateway, the file as it was.
+    let before = std::fs::read_to_string(&config).expect("read");
+    let plain = live.cli(&[
+        "servers",
+        "add",
+        "plain",
+        "--url",
+        "http://127.0.0.1:9/mcp",
+        "--tls-ca",
+        &ca_file,
+    ]);
+    assert!(!plain.status.success());
+    assert!(
+        String::from_utf8_lossy(&plain.stderr).contains("https://"),
+        "{}",
+        String::from_utf8_lossy(&plain.stderr)
+    );
+    assert_eq!(std::fs::read_to_string(&config).expect("read"), before);
+
+    let added = live.json(&[
+        "servers",
+        "add",
+        "private",
+        "--json",
+        "--url",
+        &url,
+        "--tls-ca",
+        &ca_file,
+        "--tls-cert",
+        &cert,
+        "--tls-key",
+        &key,
+    ]);
+    assert_eq!(added["servers"][0]["action"], "added", "{added}");
+    assert_eq!(added["servers"][0]["state"], "up", "{added}");
+    let written = std::fs::read_to_string(&config).expect("read");
+    assert!(
+        written.ends_with(&format!(
+            "[servers.private]\nurl = \"{url}\"\ntls = {{ ca = \"{ca_file}\", cert = \"{cert}\", key = \"{key}\" }}\n"
+        )),
+        "{written}"
+    );
+    let answer = live.call("private__echo", r#"{"message": "added over tls"}"#);
+    assert_eq!(
+        support::live::text_of(&answer),
+        "added over tls",
+        "{answer}"
     );
 }

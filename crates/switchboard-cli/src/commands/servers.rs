@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use switchboard::live::apply_offline;
 use switchboard::{Change, ChangeReport};
 use switchboard_core::config::Config;
-use switchboard_core::config::edit::{EntrySandbox, EntryTransport, ServerEntry};
+use switchboard_core::config::edit::{EntrySandbox, EntryTls, EntryTransport, ServerEntry};
 
 use crate::admin::client::AdminClient;
 use crate::output::{print_json, print_line};
@@ -92,6 +92,18 @@ struct EntryArgs {
     /// The HTTP transport: streamable-http (default) or sse.
     #[arg(long, value_name = "TRANSPORT", requires = "url")]
     transport: Option<String>,
+    /// An https:// server's CA certificate (PEM), trusted besides the public CAs: a server
+    /// behind a private CA. Written as the entry's tls.ca; a relative path is made absolute
+    /// here.
+    #[arg(long, value_name = "FILE", requires = "url")]
+    tls_ca: Option<PathBuf>,
+    /// The gateway's client certificate (PEM) for an https:// server that asks for one
+    /// (mutual TLS); goes with --tls-key.
+    #[arg(long, value_name = "FILE", requires_all = ["url", "tls_key"])]
+    tls_cert: Option<PathBuf>,
+    /// That certificate's private key (PEM), readable by its owner alone (chmod 600).
+    #[arg(long, value_name = "FILE", requires_all = ["url", "tls_cert"])]
+    tls_key: Option<PathBuf>,
     /// A built-in tool server: clock, dice, files, memory, rules, sessions, music, web,
     /// images or manager (with default settings; web needs a backend set in the file).
     #[arg(long, value_name = "NAME")]
@@ -286,14 +298,17 @@ fn entry_of(args: &EntryArgs) -> anyhow::Result<Option<ServerEntry>> {
                     .with_context(|| format!("--header {pair}: write KEY=VALUE"))
             })
             .collect::<anyhow::Result<_>>()?;
+        let tls = tls_of(args)?;
         match args.transport.as_deref() {
             None | Some("streamable-http" | "http") => EntryTransport::Http {
                 url: url.clone(),
                 headers,
+                tls,
             },
             Some("sse") => EntryTransport::Sse {
                 url: url.clone(),
                 headers,
+                tls,
             },
             Some(other) => bail!("--transport {other}: use streamable-http or sse"),
         }
@@ -308,6 +323,28 @@ fn entry_of(args: &EntryArgs) -> anyhow::Result<Option<ServerEntry>> {
         trust: None,
         sandbox: None,
     }))
+}
+
+/// The entry's `tls`, if a --tls-* flag gives a file: each path absolute (the gateway reads
+/// a relative one against its config file's directory, not this command's).
+fn tls_of(args: &EntryArgs) -> anyhow::Result<Option<EntryTls>> {
+    let absolute = |path: &Option<PathBuf>, flag: &str| -> anyhow::Result<Option<String>> {
+        let Some(path) = path else {
+            return Ok(None);
+        };
+        let path = std::path::absolute(path)
+            .with_context(|| format!("{flag} {}: cannot make it absolute", path.display()))?;
+        let text = path
+            .to_str()
+            .with_context(|| format!("{flag} {}: the path is not UTF-8", path.display()))?;
+        Ok(Some(text.to_owned()))
+    };
+    let tls = EntryTls {
+        ca: absolute(&args.tls_ca, "--tls-ca")?,
+        cert: absolute(&args.tls_cert, "--tls-cert")?,
+        key: absolute(&args.tls_key, "--tls-key")?,
+    };
+    Ok((tls != EntryTls::default()).then_some(tls))
 }
 
 async fn change_servers(

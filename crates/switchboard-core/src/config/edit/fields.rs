@@ -1,11 +1,11 @@
 //! The keys and values of a new server entry before either format writes them: the transport's
 //! keys in the order a person writes them (`command`, `args`, `env`, `cwd`; `url`, the SSE
-//! marker, `headers`; `builtin`), then `sandbox` and `trust`, shared by the TOML and the JSON
-//! editors.
+//! marker, `headers`, `tls`; `builtin`), then `sandbox` and `trust`, shared by the TOML and the
+//! JSON editors.
 
 use std::collections::BTreeMap;
 
-use super::{EntrySandbox, EntryTransport};
+use super::{EntrySandbox, EntryTls, EntryTransport};
 use crate::config::Trust;
 
 /// A value of a new entry.
@@ -51,7 +51,7 @@ pub(super) fn transport_fields(
             }
             fields.extend(cwd.as_deref().map(|cwd| ("cwd", Field::text(cwd))));
         }
-        EntryTransport::Http { url, headers } | EntryTransport::Sse { url, headers } => {
+        EntryTransport::Http { url, headers, tls } | EntryTransport::Sse { url, headers, tls } => {
             fields.push(("url", Field::text(url)));
             if let (EntryTransport::Sse { .. }, Some(key)) = (transport, sse_key) {
                 fields.push((key, Field::text("sse")));
@@ -59,10 +59,20 @@ pub(super) fn transport_fields(
             if !headers.is_empty() {
                 fields.push(("headers", Field::map(headers)));
             }
+            fields.extend(tls.as_ref().map(tls_field));
         }
         EntryTransport::Builtin { name } => fields.push(("builtin", Field::text(name))),
     }
     fields
+}
+
+/// The `tls` key of a new entry: the table of the files given.
+fn tls_field(tls: &EntryTls) -> (&'static str, Field) {
+    let keys = [("ca", &tls.ca), ("cert", &tls.cert), ("key", &tls.key)]
+        .into_iter()
+        .filter_map(|(key, path)| path.as_deref().map(|path| (key, Field::text(path))))
+        .collect();
+    ("tls", Field::Table(keys))
 }
 
 /// The `sandbox` key of a new entry: `false`, `true`, or the table of what was set.

@@ -49,12 +49,18 @@ pub enum EntryTransport {
         url: String,
         #[serde(default)]
         headers: BTreeMap<String, String>,
+        /// Some: written as the entry's `tls` (an `https://` server's private CA or client
+        /// certificate).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tls: Option<EntryTls>,
     },
     /// The legacy HTTP+SSE transport.
     Sse {
         url: String,
         #[serde(default)]
         headers: BTreeMap<String, String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tls: Option<EntryTls>,
     },
     /// A built-in tool provider, served in-process.
     Builtin { name: String },
@@ -75,6 +81,18 @@ pub struct ServerEntry {
     /// None: the key is not written (the gateway's default sandbox applies).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<Box<EntrySandbox>>,
+}
+
+/// The `tls` of a new HTTP server entry (`[servers.ID.tls]`, docs/config.md): the files, as
+/// the user wrote them (a relative path is the config file's directory's).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct EntryTls {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cert: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
 }
 
 /// The `sandbox` of a new stdio server entry, as the user asked for it: `off` writes

@@ -73,6 +73,7 @@ fn legacy_sse(enabled: Option<bool>) -> ServerEntry {
         transport: EntryTransport::Sse {
             url: "http://127.0.0.1:9001/sse".into(),
             headers: BTreeMap::from([("Authorization".into(), "Bearer ${TOKEN}".into())]),
+            tls: None,
         },
         enabled,
         trust: None,
@@ -85,6 +86,41 @@ fn sse_transport() -> Transport {
         url: "http://127.0.0.1:9001/sse".into(),
         headers: BTreeMap::from([("Authorization".into(), "Bearer t0k".into())]),
     }
+}
+
+/// An https:// server with a private CA and a client certificate, whose files exist in `dir`
+/// (the key kept by its owner alone), as `servers add --tls-*` writes it.
+fn mutual_tls(dir: &std::path::Path) -> ServerEntry {
+    use std::os::unix::fs::PermissionsExt;
+    let path = |name: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, "PEM").expect("write");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        Some(path.display().to_string())
+    };
+    ServerEntry {
+        transport: EntryTransport::Http {
+            url: "https://mcp.internal.example/mcp".into(),
+            headers: BTreeMap::new(),
+            tls: Some(EntryTls {
+                ca: path("ca.pem"),
+                cert: path("gateway.crt"),
+                key: path("gateway.key"),
+            }),
+        },
+        enabled: None,
+        trust: None,
+        sandbox: None,
+    }
+}
+
+/// The `tls` a parsed config gives server `id`, as the three paths.
+fn tls_paths(config: &Config, id: &str, dir: &std::path::Path) -> [Option<std::path::PathBuf>; 3] {
+    let tls = server(config, id)
+        .and_then(|server| server.tls.clone())
+        .expect("a tls table");
+    assert_eq!(tls.ca.as_deref(), Some(dir.join("ca.pem").as_path()));
+    [tls.ca, tls.cert, tls.key]
 }
 
 fn clock() -> ServerEntry {

@@ -75,10 +75,12 @@ fn transport_of(launch: Launch, env: BTreeMap<String, String>) -> EntryTransport
         Launch::Http { url, headers } => EntryTransport::Http {
             url: literal(url),
             headers: literals(headers).into_iter().chain(env).collect(),
+            tls: None,
         },
         Launch::Sse { url, headers } => EntryTransport::Sse {
             url: literal(url),
             headers: literals(headers).into_iter().chain(env).collect(),
+            tls: None,
         },
     }
 }
@@ -325,7 +327,8 @@ mod tests {
             url: "https://x.example/mcp?k=${OPENAI_API_KEY}".to_owned(),
             headers: BTreeMap::from([("X".to_owned(), "${OPENAI_API_KEY}".to_owned())]),
         };
-        let EntryTransport::Http { url, headers } = transport_of(remote, BTreeMap::new()) else {
+        let EntryTransport::Http { url, headers, .. } = transport_of(remote, BTreeMap::new())
+        else {
             panic!("http");
         };
         assert_eq!(url, "https://x.example/mcp?k=$${OPENAI_API_KEY}");

@@ -452,3 +452,18 @@ fn add_writes_the_sandbox_in_json_too() {
         .expect("a sandbox");
     assert_eq!(sandbox.network, crate::config::NetworkAccess::None);
 }
+
+#[test]
+fn an_https_server_is_added_with_its_tls_files() {
+    let dir = tempfile::tempdir().expect("dir");
+    let new = add_server(JSONC, Format::Json, "internal", &mutual_tls(dir.path())).expect("added");
+    let d = dir.path().display();
+    assert!(
+        new.contains(&format!(
+            r#""tls": {{"ca": "{d}/ca.pem", "cert": "{d}/gateway.crt", "key": "{d}/gateway.key"}}"#
+        )),
+        "{new}"
+    );
+    let [_, cert, _] = tls_paths(&json(&new), "internal", dir.path());
+    assert_eq!(cert, Some(dir.path().join("gateway.crt")));
+}

@@ -392,3 +392,19 @@ fn add_writes_the_sandbox_after_the_transport() {
         toml(&new);
     }
 }
+
+#[test]
+fn an_https_server_is_added_with_its_tls_files() {
+    let dir = tempfile::tempdir().expect("dir");
+    let new = add_server("", Format::Toml, "internal", &mutual_tls(dir.path())).expect("added");
+    let d = dir.path().display();
+    assert!(
+        new.ends_with(&format!(
+            "tls = {{ ca = \"{d}/ca.pem\", cert = \"{d}/gateway.crt\", key = \"{d}/gateway.key\" }}\n"
+        )),
+        "{new}"
+    );
+    let [_, cert, key] = tls_paths(&toml(&new), "internal", dir.path());
+    assert_eq!(cert, Some(dir.path().join("gateway.crt")));
+    assert_eq!(key, Some(dir.path().join("gateway.key")));
+}
