@@ -8,7 +8,8 @@
 //! URL) is reached with its CA too. A certificate without its key, or a key others may read,
 //! is refused before anything starts. `servers add --tls-ca/--tls-cert/--tls-key` adds such a
 //! server to a running gateway, and `--tls-*` on a plain http:// URL is refused, the file
-//! untouched.
+//! untouched. A client certificate renewed over the same paths is taken by `switchboard
+//! reload`, which restarts that server alone.
 
 mod support;
 
@@ -312,4 +313,49 @@ fn servers_add_with_tls_flags_reaches_a_mutual_tls_server_on_a_running_gateway()
         "added over tls",
         "{answer}"
     );
+}
+
+#[test]
+fn a_reload_after_a_certificate_is_renewed_in_place_restarts_that_server_alone() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (ca, server, _) = certificates(dir.path());
+    let (_fixture, url) = https_echo(&server, Some(ca.ca_file()));
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "[gateway]\nconnect_timeout = \"10s\"\n\n[servers.clock]\nbuiltin = \"clock\"\n\n\
+             [servers.private]\nurl = \"{url}\"\n\
+             tls = {{ ca = \"ca.pem\", cert = \"gateway.crt\", key = \"gateway.key\" }}\n"
+        ),
+    );
+    let live = support::live::Live::start(dir.path(), config, &[]);
+    let generation = |id: &str| {
+        support::live::server(&live.status(), id).expect("in status")["generation"].clone()
+    };
+    assert_eq!(generation("private"), 1);
+
+    // Nothing renewed: a reload restarts nothing.
+    let reloaded = live.json(&["reload", "--json"]);
+    let restarted = |report: &Value| -> Vec<String> {
+        report["servers"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|s| s["action"] == "restarted")
+            .filter_map(|s| s["server"].as_str().map(str::to_owned))
+            .collect()
+    };
+    assert!(restarted(&reloaded).is_empty(), "{reloaded}");
+
+    // Renewed over the same paths (a new key, a new certificate): that server restarts.
+    ca.issue_client("gateway", "switchboard")
+        .unwrap_or_else(|error| panic!("{error}"));
+    let reloaded = live.json(&["reload", "--json"]);
+    assert_eq!(restarted(&reloaded), ["private"], "{reloaded}");
+    assert_eq!(
+        (generation("private"), generation("clock")),
+        (Value::from(2), Value::from(1))
+    );
+    let answer = live.call("private__echo", r#"{"message": "renewed"}"#);
+    assert_eq!(support::live::text_of(&answer), "renewed", "{answer}");
 }

@@ -469,7 +469,8 @@ fn sandbox_command(
 }
 
 /// The hash of what a server's connection depends on: its transport (command, args, env, cwd,
-/// url, headers, built-in and its settings), its sandbox, era and number of instances (a new number starts
+/// url, headers, built-in and its settings), its TLS files (named and their contents), auth,
+/// sandbox, era and number of instances (a new number starts
 /// a new pool beside the old, as any other change of the connection does). Gateway-wide
 /// bounds (connect timeout, message size) apply to the next connection and are left out, so
 /// changing them restarts nothing.
@@ -484,9 +485,14 @@ pub fn connection_fingerprint(config: &Config, server: &ServerConfig) -> String 
     if server.instances.get() > 1 {
         text.push_str(&format!("\u{0}instances={}", server.instances));
     }
-    // Nor does no tls: its files are named, and read at each start.
+    // Nor does no tls. Its files count by name and by contents, so a reload after a
+    // certificate was renewed over the same paths restarts the server, which reads them anew.
+    let mut files = Vec::new();
     if let Some(tls) = &server.tls {
         text.push_str(&format!("\u{0}tls={tls:?}"));
+        for path in [&tls.ca, &tls.cert, &tls.key].into_iter().flatten() {
+            files.push(std::fs::read(path).unwrap_or_else(|error| error.to_string().into_bytes()));
+        }
     }
     // No auth hashes as before it existed; its secret prints redacted, so it is added
     // itself (only a hash of the whole leaves this function).
@@ -502,7 +508,13 @@ pub fn connection_fingerprint(config: &Config, server: &ServerConfig) -> String 
         text.push('\u{0}');
         text.push_str(key.expose());
     }
-    switchboard_core::hex::encode(&Sha256::digest(text.as_bytes())[..8])
+    let mut digest = Sha256::new();
+    digest.update(text.as_bytes());
+    for contents in &files {
+        digest.update((contents.len() as u64).to_le_bytes());
+        digest.update(contents);
+    }
+    switchboard_core::hex::encode(&digest.finalize()[..8])
 }
 
 /// `limits` with their rates and caps kept in `[shared] redis` when the config names one:
