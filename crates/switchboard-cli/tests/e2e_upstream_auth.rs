@@ -5,7 +5,8 @@
 //! the config names, the client's own token never — the same token while it lives, a new
 //! one once it is about to expire; a wrong secret leaves the server down with the token
 //! endpoint's refusal in `status`. A server that takes the caller's identity (token
-//! exchange, RFC 8693) gets each OAuth caller's token exchanged for one of its own.
+//! exchange, RFC 8693) gets each OAuth caller's token exchanged for one of its own. A token
+//! endpoint behind the server's private CA is reached with the server's `tls.ca`.
 
 mod auth_server;
 mod support;
@@ -262,5 +263,48 @@ async fn each_callers_token_is_exchanged_for_one_of_the_servers() {
     assert!(
         !refused.status.success() && output.contains("takes the caller's identity"),
         "{output}"
+    );
+}
+
+// The gateway is started from this thread; the authorization server needs another.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_endpoint_behind_the_servers_private_ca_is_reached_with_its_tls() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ca = switchboard_testkit::certs::TestCa::make(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+    let issued = |name: &str| ca.issue_server(name).unwrap_or_else(|e| panic!("{e}"));
+    let server = AuthServer::start_tls(&issued("auth")).await;
+    assert!(server.issuer.starts_with("https://"), "{}", server.issuer);
+    let mcp = issued("mcp");
+    let (cert, key) = (
+        mcp.cert.display().to_string(),
+        mcp.key.display().to_string(),
+    );
+    let fixture = Fixture::start(&["http-echo", "--tls-cert", &cert, "--tls-key", &key]);
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "[servers.private]\nurl = {}\ntls = {{ ca = \"ca.pem\" }}\n\
+             auth = {{ grant = \"client_credentials\", token_endpoint = {}, \
+             client_id = \"sdk-client\", client_secret = \"s3cret\" }}\n",
+            quoted(&format!("https://{}/mcp", fixture.address)),
+            quoted(&format!("{}/token", server.issuer)),
+        ),
+    );
+    let gateway = HttpGateway::start(&config, &[]);
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "private__echo", "arguments": {"message": "past a private CA"},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities": {}}}});
+    let (status, answer, _) = post(&gateway.url, None, body).await;
+    assert_eq!(status, 200, "{answer}");
+    let answer: Value = serde_json::from_str(&answer).expect("JSON");
+    assert_eq!(
+        answer["result"]["content"][0]["text"], "past a private CA",
+        "{answer}"
+    );
+    assert_eq!(
+        server.issued.load(Ordering::SeqCst),
+        1,
+        "one token, over TLS"
     );
 }

@@ -1,7 +1,7 @@
 //! The authorization server the OAuth tests run on 127.0.0.1 — its RFC 8414 metadata, a JWK
 //! set of an ES256 and an RS256 key made for the test, a token endpoint (client credentials
-//! and RFC 8693 token exchange), an introspection endpoint — and an HTTP MCP server that
-//! records the headers it is sent.
+//! and RFC 8693 token exchange), an introspection endpoint, over HTTP or HTTPS — and an HTTP
+//! MCP server that records the headers it is sent.
 //! Shared by `e2e_oauth.rs` and `e2e_upstream_auth.rs`.
 
 #![allow(dead_code)]
@@ -104,8 +104,63 @@ fn rsa_key() -> RsaKeyPair {
     RsaKeyPair::from_der(&std::fs::read(&der).expect("key")).expect("a PKCS#1 RSA key")
 }
 
+/// A listener that hands axum each connection once its TLS handshake is done (one that
+/// fails is dropped).
+struct TlsListener {
+    tcp: tokio::net::TcpListener,
+    acceptor: tokio_rustls::TlsAcceptor,
+}
+
+impl axum::serve::Listener for TlsListener {
+    type Io = tokio_rustls::server::TlsStream<tokio::net::TcpStream>;
+    type Addr = std::net::SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        loop {
+            let Ok((tcp, address)) = self.tcp.accept().await else {
+                continue;
+            };
+            if let Ok(tls) = self.acceptor.accept(tcp).await {
+                return (tls, address);
+            }
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        self.tcp.local_addr()
+    }
+}
+
+/// The TLS settings of a server holding `issued` (no client certificate asked for).
+fn tls_acceptor(issued: &switchboard_testkit::certs::Issued) -> tokio_rustls::TlsAcceptor {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let chain = CertificateDer::pem_file_iter(&issued.cert)
+        .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+        .expect("the certificate");
+    let key = PrivateKeyDer::from_pem_file(&issued.key).expect("the key");
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .expect("protocols")
+    .with_no_client_auth()
+    .with_single_cert(chain, key)
+    .expect("the server's TLS");
+    tokio_rustls::TlsAcceptor::from(Arc::new(config))
+}
+
 impl AuthServer {
     pub async fn start() -> Self {
+        Self::start_with(None).await
+    }
+
+    /// The same server over HTTPS with the certificate `issued` (its issuer an https:// URL).
+    pub async fn start_tls(issued: &switchboard_testkit::certs::Issued) -> Self {
+        Self::start_with(Some(tls_acceptor(issued))).await
+    }
+
+    async fn start_with(tls: Option<tokio_rustls::TlsAcceptor>) -> Self {
         let rng = SystemRandom::new();
         let alg = &signature::ECDSA_P256_SHA256_FIXED_SIGNING;
         let pkcs8 = EcdsaKeyPair::generate_pkcs8(alg, &rng).expect("generate");
@@ -122,7 +177,8 @@ impl AuthServer {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");
-        let issuer = format!("http://{}", listener.local_addr().expect("address"));
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        let issuer = format!("{scheme}://{}", listener.local_addr().expect("address"));
         let jwks_fetches = Arc::new(AtomicUsize::new(0));
         let metadata = json!({
             "issuer": issuer,
@@ -169,7 +225,20 @@ impl AuthServer {
                     Json(jwks)
                 }),
             );
-        tokio::spawn(async move { axum::serve(listener, app).await });
+        match tls {
+            None => drop(tokio::spawn(
+                async move { axum::serve(listener, app).await },
+            )),
+            Some(acceptor) => {
+                let listener = TlsListener {
+                    tcp: listener,
+                    acceptor,
+                };
+                drop(tokio::spawn(
+                    async move { axum::serve(listener, app).await },
+                ));
+            }
+        }
         Self {
             issuer,
             es256,

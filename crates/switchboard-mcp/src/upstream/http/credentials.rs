@@ -8,8 +8,11 @@
 //! resource indicator in the form. A token is kept until shortly before it expires (a tenth
 //! of its life, at most 30 s early) and fetched anew then; a server that answers 401 makes
 //! the gateway forget it and fetch another once. A client's own token is never sent to a
-//! server as it is.
+//! server as it is. The token endpoint is reached with the server's own TLS settings
+//! (`[servers.ID.tls]`: its private CA trusted, its client certificate offered if asked),
+//! those its connection last opened with ([`UpstreamCredentials::reach_with`]).
 
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -20,6 +23,7 @@ use tokio::sync::Mutex;
 use tokio::time::Instant;
 
 use super::super::transport::{OnBehalf, TransportError};
+use super::tls::UpstreamTls;
 use super::token_exchange::TokenExchange;
 use crate::oauth::{client_basic, form_escape};
 
@@ -93,6 +97,18 @@ impl UpstreamCredentials {
     pub fn held(&self) -> Option<HeaderValue> {
         self.own.as_ref()?.held()
     }
+
+    /// Reaches the token endpoint with `tls` from now on: the server's settings as its
+    /// connection opened with them (a renewed file is taken at the next open).
+    pub(super) fn reach_with(&self, tls: Option<Arc<UpstreamTls>>) {
+        let endpoints = [
+            self.own.as_ref().map(|own| &own.endpoint),
+            self.exchange.as_ref().map(TokenExchange::endpoint),
+        ];
+        for endpoint in endpoints.into_iter().flatten() {
+            *endpoint.tls.write().unwrap_or_else(PoisonError::into_inner) = tls.clone();
+        }
+    }
 }
 
 /// The authorization server's token endpoint and the gateway's client authentication there
@@ -100,6 +116,8 @@ impl UpstreamCredentials {
 pub(super) struct TokenEndpoint {
     url: String,
     basic: HeaderValue,
+    /// The server's TLS settings (`None`: the public roots).
+    tls: RwLock<Option<Arc<UpstreamTls>>>,
 }
 
 impl std::fmt::Debug for TokenEndpoint {
@@ -115,12 +133,18 @@ impl TokenEndpoint {
         Ok(Self {
             url: config.token_endpoint.clone(),
             basic,
+            tls: RwLock::new(None),
         })
     }
 
     /// Asks for a token with `form`; `refused` says what a refusal means.
     pub(super) async fn fetch(&self, form: String, refused: &str) -> Result<Held, TransportError> {
-        fetch_token(&self.url, &self.basic, form, refused).await
+        let tls = self
+            .tls
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        fetch_token(&self.url, tls, &self.basic, form, refused).await
     }
 }
 
@@ -191,6 +215,7 @@ impl ClientCredentials {
 /// `refused` says what a refusal means, after the endpoint's name.
 async fn fetch_token(
     token_endpoint: &str,
+    tls: Option<Arc<UpstreamTls>>,
     basic: &HeaderValue,
     form: String,
     refused: &str,
@@ -203,12 +228,16 @@ async fn fetch_token(
     );
     headers.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
     let asked = Instant::now();
-    let (status, body) = super::request(
+    let target = super::client::Target::parse(token_endpoint)
+        .map(|target| target.with_tls(tls))
+        .map_err(|error| TransportError::new(format!("getting a token: {error}")))?;
+    let (status, body) = super::request_to(
         Method::POST,
         token_endpoint,
         headers,
         Bytes::from(form),
         MAX_ANSWER_BYTES,
+        target,
     )
     .await
     .map_err(|error| TransportError::new(format!("getting a token: {error}")))?;

@@ -41,6 +41,19 @@ pub async fn request(
     max_bytes: usize,
 ) -> Result<(StatusCode, Vec<u8>), String> {
     let target = client::Target::parse(url)?;
+    request_to(method, url, headers, body, max_bytes, target).await
+}
+
+/// [`request`] to `target` as made by the caller: a server's token endpoint with the
+/// server's TLS settings (`credentials`).
+async fn request_to(
+    method: Method,
+    url: &str,
+    headers: HeaderMap,
+    body: Bytes,
+    max_bytes: usize,
+    target: client::Target,
+) -> Result<(StatusCode, Vec<u8>), String> {
     let response = client::http_client()
         .send(method, &target, headers, body)
         .await

@@ -76,8 +76,12 @@ pub fn open_streamable_http(
     tls: Option<&super::TlsFiles>,
     max_message_bytes: usize,
 ) -> Result<Opened, TransportError> {
+    let tls = super::tls::load(tls).map_err(TransportError::new)?;
+    if let Some(credentials) = &credentials {
+        credentials.reach_with(tls.clone());
+    }
     let endpoint = Target::parse(url)
-        .and_then(|target| Ok(target.with_tls(super::tls::load(tls)?)))
+        .map(|target| target.with_tls(tls))
         .map_err(TransportError::new)?;
     let (inbound_tx, inbound) = mpsc::channel(256);
     let shared = Arc::new(Shared {

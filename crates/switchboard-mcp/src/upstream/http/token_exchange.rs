@@ -59,6 +59,11 @@ impl TokenExchange {
         })
     }
 
+    /// Where its exchanges are asked.
+    pub(super) fn endpoint(&self) -> &TokenEndpoint {
+        &self.endpoint
+    }
+
     /// The `Authorization` value for a request of the caller holding `subject`: the token
     /// exchanged for it before, or a new exchange when that one is about to expire (or
     /// `renew`: the server refused it).
