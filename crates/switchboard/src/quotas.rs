@@ -77,12 +77,14 @@ fn millis(duration: Duration) -> i64 {
 /// highest this process recorded (`gate`), and reads the other replicas' rows still in their
 /// window, with the milliseconds each has left; one statement, the database's clock. The
 /// gate's upsert locks the process's row, so a send still running from an attempt given up on
-/// and its repetition are applied one after the other, the second not at all.
+/// and its repetition are applied one after the other, the second not at all. A send with
+/// nothing to add (most of them, on an idle replica) writes nothing: only a failed send is
+/// ever repeated, and repeating an empty one adds nothing either way.
 const EXCHANGE: &str = "
 WITH clock AS (SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now_ms),
 gate AS (
     INSERT INTO quota_sends AS sends (replica, incarnation, sent, at_ms)
-    SELECT $1, $6, $7, clock.now_ms FROM clock
+    SELECT $1, $6, $7, clock.now_ms FROM clock WHERE cardinality($2::text[]) > 0
     ON CONFLICT (replica, incarnation) DO UPDATE
         SET sent = EXCLUDED.sent, at_ms = EXCLUDED.at_ms
         WHERE sends.sent < EXCLUDED.sent
@@ -103,15 +105,16 @@ added AS (
 SELECT agent, expires_ms - clock.now_ms, cost FROM quota_spending, clock
 WHERE replica <> $1 AND expires_ms > clock.now_ms";
 
-/// Deletes spending a minute past its window and the send numbers of processes silent for a
-/// day; how many rows.
+/// Deletes spending a minute past its window and the send numbers of processes that sent
+/// nothing for 30 days (a process cut off from the database that long could then count a
+/// repeated send twice); how many rows.
 const PRUNE: &str = "
 WITH clock AS (SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now_ms),
 spending AS (
     DELETE FROM quota_spending USING clock WHERE expires_ms < clock.now_ms - 60000 RETURNING 1
 ),
 sends AS (
-    DELETE FROM quota_sends USING clock WHERE at_ms < clock.now_ms - 86400000 RETURNING 1
+    DELETE FROM quota_sends USING clock WHERE at_ms < clock.now_ms - 2592000000 RETURNING 1
 )
 SELECT (SELECT count(*) FROM spending) + (SELECT count(*) FROM sends)";
 
@@ -208,7 +211,8 @@ impl QuotaStore {
     }
 
     /// Deletes rows that left their window more than a minute ago (any replica's: the work is
-    /// idempotent), and the send numbers of processes silent for a day; how many rows.
+    /// idempotent), and the send numbers of processes that sent nothing for 30 days; how many
+    /// rows.
     pub async fn prune(&self) -> Result<u64, QuotaStoreError> {
         let client = self.client().await?;
         let row = client
@@ -235,8 +239,6 @@ async fn run(store: QuotaStore, spending: Weak<SharedSpending>) {
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut failing = false;
     let mut since_prune = 0;
-    // The send that failed, to go again under its number.
-    let mut pending: Option<Taken> = None;
     loop {
         tokio::select! {
             _ = ticks.tick() => {}
@@ -252,8 +254,7 @@ async fn run(store: QuotaStore, spending: Weak<SharedSpending>) {
         // A send that failed goes again first, as it was; then, once it is through, what was
         // spent since (at once, not at the next tick).
         let failed = loop {
-            let resending = pending.is_some();
-            let sending = pending.take().unwrap_or_else(|| spending.take_unsent());
+            let (sending, resending) = spending.next_to_send();
             let answer = tokio::time::timeout(store.timeout, store.exchange(&sending))
                 .await
                 .unwrap_or_else(|_| {
@@ -271,7 +272,7 @@ async fn run(store: QuotaStore, spending: Weak<SharedSpending>) {
                     }
                 }
                 Err(error) => {
-                    pending = Some(sending);
+                    spending.hold_failed(sending);
                     spending.exchanged(None);
                     break Some(error);
                 }

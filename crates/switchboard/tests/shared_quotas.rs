@@ -203,12 +203,12 @@ async fn each_send_number_is_applied_once_per_process_and_a_restart_starts_afres
     restarted.exchange(&send(1, 2.0)).await.expect("sent again");
     assert_eq!(stored_by(&postgres, "host-r:1").trim(), "3");
 
-    // Pruned: spending a minute past its window, and the numbers of a process silent a day.
+    // Pruned: spending a minute past its window, and the numbers of a process silent 30 days.
     postgres
         .psql(
             DATABASE,
             "UPDATE quota_spending SET expires_ms = 0; \
-             UPDATE quota_sends SET at_ms = at_ms - 86400000 - 60000 WHERE sent = 5",
+             UPDATE quota_sends SET at_ms = at_ms - 2592000000 - 60000 WHERE sent = 5",
         )
         .expect("aged");
     let deleted = first.prune().await.expect("pruned");

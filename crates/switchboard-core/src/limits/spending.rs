@@ -13,7 +13,9 @@
 //! The other replicas' spending arrives as pieces, each with the instant it leaves the window
 //! (on this replica's clock: the store tells how long each has left, so clocks of different
 //! machines never meet). When the store is unreachable, the pieces read last keep counting
-//! until they leave the window, and unsent spending is kept to be sent when it is back.
+//! until they leave the window, and unsent spending is kept to be sent when it is back: what
+//! was spent since, and the send that failed, held as it was ([`SharedSpending::hold_failed`])
+//! to go again under its number, since the store may have applied it after all.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -68,6 +70,8 @@ pub struct SharedSpending {
     unreachable: AtomicBool,
     /// Whether any agent has a quota here (without one there is nothing to exchange).
     wanted: AtomicBool,
+    /// The send that failed, to go again as it was before anything spent since.
+    failed: Mutex<Option<Taken>>,
 }
 
 impl Default for SharedSpending {
@@ -79,6 +83,7 @@ impl Default for SharedSpending {
             wake: Arc::new(Notify::new()),
             unreachable: AtomicBool::new(false),
             wanted: AtomicBool::new(true),
+            failed: Mutex::new(None),
         }
     }
 }
@@ -124,7 +129,8 @@ impl SharedSpending {
     /// `within` (a replica stopping). False when it was not sent: the store is unreachable,
     /// or slower than that.
     pub async fn flush(&self, within: Duration) -> bool {
-        if !self.lock().values().any(|share| share.unsent > 0.0) {
+        let failed = self.failed().is_some();
+        if !failed && !self.lock().values().any(|share| share.unsent > 0.0) {
             return true;
         }
         if self.unreachable.load(Ordering::Acquire) {
@@ -156,6 +162,28 @@ impl SharedSpending {
         let share = agents.entry(agent.to_owned()).or_default();
         share.unsent += cost;
         share.window = window;
+    }
+
+    fn failed(&self) -> MutexGuard<'_, Option<Taken>> {
+        match self.failed.lock() {
+            Ok(failed) => failed,
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+
+    /// Keeps `sent`, whose exchange failed (the store may still have applied it), to be sent
+    /// again as it is, under its number, before anything spent since.
+    pub fn hold_failed(&self, sent: Taken) {
+        *self.failed() = Some(sent);
+    }
+
+    /// What to send next: the send that failed, as it was, if one is held; else everything
+    /// spent since the last hand-out ([`SharedSpending::take_unsent`]). The flag says which.
+    pub fn next_to_send(&self) -> (Taken, bool) {
+        match self.failed().take() {
+            Some(failed) => (failed, true),
+            None => (self.take_unsent(), false),
+        }
     }
 
     /// Everything spent here and not sent yet (now counted as sent), numbered.
@@ -235,6 +263,12 @@ mod tests {
         let again = spending.take_unsent();
         assert_eq!(again.unsent[0].cost, 1.0, "only what was spent since");
         assert_eq!(again.number, 3, "hand-outs are numbered");
+        // A send that failed goes again as it was, before what was spent since.
+        spending.hold_failed(again.clone());
+        spending.record("npc", hour, 2.0);
+        assert_eq!(spending.next_to_send(), (again, true));
+        let (next, resent) = spending.next_to_send();
+        assert_eq!((next.number, next.unsent[0].cost, resent), (4, 2.0, false));
     }
 
     #[tokio::test(start_paused = true)]
@@ -259,6 +293,10 @@ mod tests {
         // Unreachable: a flush says so at once.
         spending.record("npc", hour, 1.0);
         spending.exchanged(None);
+        assert!(!spending.flush(hour).await);
+        // A send that failed counts as not sent, even with nothing spent since.
+        let taken = spending.take_unsent();
+        spending.hold_failed(taken);
         assert!(!spending.flush(hour).await);
     }
 
