@@ -1,6 +1,7 @@
 //! The managed configuration on a real PostgreSQL 15 (`switchboard-testkit`), through the
 //! library: the store's compare-and-set refuses a second writer of one revision, and two
-//! Hosts, each on its own file of built-in servers, follow each other's changes.
+//! Hosts, each on its own file of built-in servers, follow each other's changes. A server
+//! naming TLS files (this machine's) is refused there, and nothing is shared.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -8,7 +9,7 @@ use std::time::Duration;
 use switchboard::live::managed::ManagedDocument;
 use switchboard::live::{ChangeError, ManagedStore};
 use switchboard::{Change, ChangeRequest, Host, Surface};
-use switchboard_core::config::edit::{EntryTransport, ServerEntry};
+use switchboard_core::config::edit::{EntryTls, EntryTransport, ServerEntry};
 use switchboard_core::config::{Config, Format, MapEnvironment, Origin};
 use switchboard_testkit::postgres::Postgres;
 
@@ -168,4 +169,45 @@ async fn with_postgresql_away_changes_are_refused_and_replicas_catch_up_after() 
         .await
         .expect("add once PostgreSQL is back");
     eventually("dice on B", || has(&b, "dice__roll")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_naming_tls_files_is_not_shared() {
+    let postgres = migrated().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (a, file) = replica(&dir.path().join("a"), &postgres).await;
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, "PEM").expect("write");
+    let internal = Change::Add {
+        server: "internal".into(),
+        entry: ServerEntry {
+            transport: EntryTransport::Http {
+                url: "https://127.0.0.1:9/mcp".into(),
+                headers: Default::default(),
+                tls: Some(EntryTls {
+                    ca: Some(ca.display().to_string()),
+                    ..EntryTls::default()
+                }),
+            },
+            enabled: None,
+            trust: None,
+            sandbox: None,
+        },
+    };
+    let refused = a
+        .apply(ChangeRequest::new(internal, Surface::Library))
+        .await
+        .expect_err("refused");
+    assert!(
+        matches!(&refused, ChangeError::Invalid(problems)
+            if problems.iter().any(|p| p.contains("each replica's config file"))),
+        "{refused}"
+    );
+    let store = ManagedStore::new(&postgres.url()).expect("store");
+    assert_eq!(
+        store.head_revision().await.expect("head"),
+        0,
+        "nothing shared"
+    );
+    assert_eq!(std::fs::read_to_string(file).expect("read"), FILE);
 }

@@ -326,12 +326,16 @@ fn entry_of(args: &EntryArgs) -> anyhow::Result<Option<ServerEntry>> {
 }
 
 /// The entry's `tls`, if a --tls-* flag gives a file: each path absolute (the gateway reads
-/// a relative one against its config file's directory, not this command's).
+/// a relative one against its config file's directory, not this command's), except one
+/// holding a `${VAR}` reference, written as given for the gateway to resolve.
 fn tls_of(args: &EntryArgs) -> anyhow::Result<Option<EntryTls>> {
     let absolute = |path: &Option<PathBuf>, flag: &str| -> anyhow::Result<Option<String>> {
         let Some(path) = path else {
             return Ok(None);
         };
+        if let Some(text) = path.to_str().filter(|text| text.contains("${")) {
+            return Ok(Some(text.to_owned()));
+        }
         let path = std::path::absolute(path)
             .with_context(|| format!("{flag} {}: cannot make it absolute", path.display()))?;
         let text = path

@@ -21,6 +21,26 @@ use switchboard_core::config::edit::{self, EditError, ServerEntry};
 
 use super::Change;
 
+/// Why `change` cannot go into the managed document, if it cannot: an entry naming files of
+/// this machine (`tls`), which every replica would read on its own disk, so one that lacks
+/// them could not apply the document (nor start).
+pub fn refusal(change: &Change) -> Option<String> {
+    let Change::Add { server, entry } = change else {
+        return None;
+    };
+    let tls = match &entry.transport {
+        edit::EntryTransport::Http { tls, .. } | edit::EntryTransport::Sse { tls, .. } => tls,
+        _ => return None,
+    };
+    tls.as_ref().map(|_| {
+        format!(
+            "servers.{server}.tls: with [storage] url a server added here is shared by every \
+             replica, and its TLS files are this machine's; put a server with tls in each \
+             replica's config file (the same paths on each), where a reload takes it"
+        )
+    })
+}
+
 /// The managed part of the configuration at one revision.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ManagedDocument {
@@ -213,6 +233,33 @@ mod tests {
         });
         let (_, notes) = overlay(FILE, Format::Toml, &document).expect("overlay");
         assert!(notes[0].contains("no such server"), "{notes:?}");
+    }
+
+    #[test]
+    fn an_entry_naming_tls_files_is_refused_and_others_are_not() {
+        let https = |tls| Change::Add {
+            server: "internal".into(),
+            entry: ServerEntry {
+                transport: edit::EntryTransport::Http {
+                    url: "https://mcp.internal.example/mcp".into(),
+                    headers: BTreeMap::new(),
+                    tls,
+                },
+                enabled: None,
+                trust: None,
+                sandbox: None,
+            },
+        };
+        let files = edit::EntryTls {
+            ca: Some("/etc/switchboard/ca.pem".into()),
+            ..edit::EntryTls::default()
+        };
+        let refused = refusal(&https(Some(files))).expect("refused");
+        assert!(refused.starts_with("servers.internal.tls:"), "{refused}");
+        assert!(refused.contains("each replica's config file"), "{refused}");
+        assert_eq!(refusal(&https(None)), None);
+        assert_eq!(refusal(&add("dice", "dice")), None);
+        assert_eq!(refusal(&remove("dice")), None);
     }
 
     #[test]

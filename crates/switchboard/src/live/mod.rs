@@ -262,6 +262,9 @@ impl Host {
         // head over it, and written to PostgreSQL instead of the file.
         let managed = match self.inner.live.managed_store() {
             Some(store) => {
+                if let Some(why) = managed::refusal(&request.change) {
+                    return Err(ChangeError::Invalid(vec![why]));
+                }
                 let (base, document) = store.head().await?;
                 Some((store, base, document))
             }
