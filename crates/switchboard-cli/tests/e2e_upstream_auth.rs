@@ -6,7 +6,8 @@
 //! one once it is about to expire; a wrong secret leaves the server down with the token
 //! endpoint's refusal in `status`. A server that takes the caller's identity (token
 //! exchange, RFC 8693) gets each OAuth caller's token exchanged for one of its own. A token
-//! endpoint behind the server's private CA is reached with the server's `tls.ca`.
+//! endpoint behind the server's private CA is reached with the server's `tls.ca` when
+//! `auth.server_tls` asks for it.
 
 mod auth_server;
 mod support;
@@ -280,21 +281,32 @@ async fn a_token_endpoint_behind_the_servers_private_ca_is_reached_with_its_tls(
         mcp.key.display().to_string(),
     );
     let fixture = Fixture::start(&["http-echo", "--tls-cert", &cert, "--tls-key", &key]);
-    let config = write_config(
-        dir.path(),
-        &format!(
-            "[servers.private]\nurl = {}\ntls = {{ ca = \"ca.pem\" }}\n\
-             auth = {{ grant = \"client_credentials\", token_endpoint = {}, \
-             client_id = \"sdk-client\", client_secret = \"s3cret\" }}\n",
-            quoted(&format!("https://{}/mcp", fixture.address)),
-            quoted(&format!("{}/token", server.issuer)),
-        ),
-    );
-    let gateway = HttpGateway::start(&config, &[]);
+    let config = |server_tls: bool| {
+        write_config(
+            dir.path(),
+            &format!(
+                "[servers.private]\nurl = {}\ntls = {{ ca = \"ca.pem\" }}\n\
+                 auth = {{ grant = \"client_credentials\", token_endpoint = {}, \
+                 client_id = \"sdk-client\", client_secret = \"s3cret\", \
+                 server_tls = {server_tls} }}\n",
+                quoted(&format!("https://{}/mcp", fixture.address)),
+                quoted(&format!("{}/token", server.issuer)),
+            ),
+        )
+    };
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
         "name": "private__echo", "arguments": {"message": "past a private CA"},
         "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
                   "io.modelcontextprotocol/clientCapabilities": {}}}});
+
+    // Unasked, the server's CA is not trusted for the endpoint that gets the client secret.
+    let gateway = HttpGateway::start(&config(false), &[]);
+    let (_, answer, _) = post(&gateway.url, None, body.clone()).await;
+    assert!(answer.contains("Unknown tool"), "{answer}");
+    assert_eq!(server.issued.load(Ordering::SeqCst), 0);
+    drop(gateway);
+
+    let gateway = HttpGateway::start(&config(true), &[]);
     let (status, answer, _) = post(&gateway.url, None, body).await;
     assert_eq!(status, 200, "{answer}");
     let answer: Value = serde_json::from_str(&answer).expect("JSON");

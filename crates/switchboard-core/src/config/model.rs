@@ -362,6 +362,9 @@ pub struct UpstreamAuthConfig {
     /// Token exchange: whether the gateway's own requests (initialize, listings, pings)
     /// carry a client-credentials token of the same client (default), or nothing.
     pub gateway_token: bool,
+    /// Whether the token endpoint is reached with the server's `[servers.ID.tls]` (its CA
+    /// trusted, its client certificate offered) rather than the public CAs alone.
+    pub server_tls: bool,
 }
 
 /// `[telemetry]`: where traces go (docs/telemetry.md); the `OTEL_*` variables fill in what

@@ -152,6 +152,7 @@ impl Walk<'_> {
         let transport_known = transport.is_some();
         let placeholder = Transport::builtin("");
         let mut server = ServerConfig::new(id, transport.unwrap_or(placeholder));
+        let mut auth_pos = None;
         for (key, key_pos, value) in entries {
             let key_what = format!("{what}.{key}");
             match key.as_str() {
@@ -178,6 +179,7 @@ impl Walk<'_> {
                 "auth" => {
                     let transport = transport_known.then_some(&server.transport);
                     server.auth = self.upstream_auth(value, *key_pos, &key_what, transport);
+                    auth_pos = Some(value.pos);
                 }
                 "tls" => {
                     let transport = transport_known.then_some(&server.transport);
@@ -191,6 +193,16 @@ impl Walk<'_> {
                 }
                 _ => {}
             }
+        }
+        if let (Some(pos), Some(auth)) = (auth_pos, &server.auth)
+            && auth.server_tls
+            && server.tls.is_none()
+        {
+            self.problem(
+                pos,
+                format!("{what}.auth.server_tls asks for the server's tls, and it has none"),
+                Some(format!("set {what}.tls, or drop server_tls")),
+            );
         }
         servers.push(server);
     }

@@ -16,12 +16,16 @@
 //!          client_id = "switchboard", client_secret = "${MAIL_SECRET}",
 //!          resource = "https://mail.example.com/mcp", gateway_token = true }
 //! ```
+//!
+//! The token endpoint is reached with the public CAs, unless `server_tls = true` asks for the
+//! server's own `[servers.ID.tls]` there too (an internal authorization server behind the
+//! same private CA): opt-in, since the endpoint gets the client secret.
 
 use super::model::{SecretString, Transport, UpstreamAuthConfig, UpstreamGrant};
 use super::tree::{Node, Pos};
 use super::validate::Walk;
 
-pub(super) const UPSTREAM_AUTH_KEYS: [&str; 8] = [
+pub(super) const UPSTREAM_AUTH_KEYS: [&str; 9] = [
     "grant",
     "token_endpoint",
     "client_id",
@@ -30,6 +34,7 @@ pub(super) const UPSTREAM_AUTH_KEYS: [&str; 8] = [
     "resource",
     "audience",
     "gateway_token",
+    "server_tls",
 ];
 
 impl Walk<'_> {
@@ -75,6 +80,7 @@ impl Walk<'_> {
         let (mut grant, mut endpoint, mut client_id, mut secret) = (None, None, None, None);
         let (mut scope, mut resource, mut audience) = (None, None, None);
         let mut gateway_token = None;
+        let mut server_tls = None;
         // A key given but refused is reported where it is, not again as missing.
         let mut refused = false;
         for (key, key_pos, value) in self.table(node, what) {
@@ -91,6 +97,7 @@ impl Walk<'_> {
                 "resource" => resource = self.string(value, &key_what),
                 "audience" => audience = Some((*key_pos, self.string(value, &key_what))),
                 "gateway_token" => gateway_token = Some((*key_pos, self.bool(value, &key_what))),
+                "server_tls" => server_tls = self.bool(value, &key_what),
                 other => self.unknown(*key_pos, other, what, &UPSTREAM_AUTH_KEYS),
             }
         }
@@ -161,6 +168,7 @@ impl Walk<'_> {
             resource,
             audience: audience.and_then(|(_, audience)| audience),
             gateway_token: gateway_token.and_then(|(_, on)| on).unwrap_or(true),
+            server_tls: server_tls.unwrap_or(false),
         })
     }
 }

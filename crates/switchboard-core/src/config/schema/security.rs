@@ -137,6 +137,10 @@ pub(super) struct UpstreamAuth {
     /// carry a client-credentials token of the same client (default true) or none.
     #[serde(skip_serializing_if = "Option::is_none")]
     gateway_token: Option<bool>,
+    /// Reach the token endpoint with the server's tls (its CA trusted, its client
+    /// certificate offered) rather than the public CAs alone (default false).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    server_tls: Option<bool>,
 }
 
 #[derive(JsonSchema, Default)]

@@ -1,7 +1,8 @@
 //! `[servers.ID.auth]`: the client-credentials and token-exchange grants read in both
 //! formats, and each mistake at its place — a grant not run, missing keys, a token-exchange
 //! key on a client-credentials grant, a stdio or SSE server, a clash with an Authorization
-//! header, a token endpoint over plain HTTP off loopback.
+//! header, a token endpoint over plain HTTP off loopback, `server_tls` on a server without
+//! `tls`.
 
 use super::problems::toml;
 use super::*;
@@ -15,6 +16,7 @@ fn a_client_credentials_grant_is_read_in_both_formats() {
         Format::Toml,
     );
     let auth = config.servers[0].auth.clone().expect("auth");
+    assert!(!auth.server_tls, "the public CAs unless asked");
     assert_eq!(auth.token_endpoint, "https://login.example.com/token");
     assert_eq!(auth.client_id, "gw");
     assert_eq!(auth.client_secret.expose(), "s3cret");
@@ -117,5 +119,15 @@ fn upstream_auth_mistakes_are_located() {
             "{http}headers = {{ Authorization = \"Bearer x\" }}\nauth = {{ grant = \"client_credentials\" }}\n"
         ),
         &[(4, 1, "cannot both be set")],
+    );
+    toml(
+        &format!(
+            "{http}auth = {{ grant = \"client_credentials\", token_endpoint = \"https://l/t\", client_id = \"a\", client_secret = \"b\", server_tls = true }}\n"
+        ),
+        &[(
+            3,
+            8,
+            "auth.server_tls asks for the server's tls, and it has none",
+        )],
     );
 }

@@ -8,9 +8,10 @@
 //! resource indicator in the form. A token is kept until shortly before it expires (a tenth
 //! of its life, at most 30 s early) and fetched anew then; a server that answers 401 makes
 //! the gateway forget it and fetch another once. A client's own token is never sent to a
-//! server as it is. The token endpoint is reached with the server's own TLS settings
-//! (`[servers.ID.tls]`: its private CA trusted, its client certificate offered if asked),
-//! those its connection last opened with ([`UpstreamCredentials::reach_with`]).
+//! server as it is. The token endpoint is reached with the public CAs, or, with
+//! `server_tls = true`, with the server's own TLS settings (`[servers.ID.tls]`: its private CA
+//! trusted, its client certificate offered if asked), those its connection last opened with
+//! ([`UpstreamCredentials::reach_with`]).
 
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
@@ -55,6 +56,8 @@ pub struct UpstreamCredentials {
     own: Option<ClientCredentials>,
     /// The exchange of callers' tokens, for their calls.
     exchange: Option<TokenExchange>,
+    /// Whether the token endpoint is reached with the server's TLS settings (`server_tls`).
+    server_tls: bool,
 }
 
 impl UpstreamCredentials {
@@ -64,7 +67,11 @@ impl UpstreamCredentials {
             .then(|| ClientCredentials::new(config))
             .transpose()?;
         let exchange = exchanges.then(|| TokenExchange::new(config)).transpose()?;
-        Ok(Self { own, exchange })
+        Ok(Self {
+            own,
+            exchange,
+            server_tls: config.server_tls,
+        })
     }
 
     /// The `Authorization` value of a request made `on_behalf` of someone (none: the
@@ -98,9 +105,14 @@ impl UpstreamCredentials {
         self.own.as_ref()?.held()
     }
 
-    /// Reaches the token endpoint with `tls` from now on: the server's settings as its
-    /// connection opened with them (a renewed file is taken at the next open).
+    /// Reaches the token endpoint with `tls` from now on, when `server_tls` asks for it: the
+    /// server's settings as its connection opened with them (a renewed file is taken at the
+    /// next open). Otherwise the public CAs stay: the endpoint gets the client secret, so a CA
+    /// trusted for the server is not trusted for it unasked.
     pub(super) fn reach_with(&self, tls: Option<Arc<UpstreamTls>>) {
+        if !self.server_tls {
+            return;
+        }
         let endpoints = [
             self.own.as_ref().map(|own| &own.endpoint),
             self.exchange.as_ref().map(TokenExchange::endpoint),
@@ -315,6 +327,7 @@ mod tests {
             resource: Some("https://crm.example.com/mcp".into()),
             audience: None,
             gateway_token: true,
+            server_tls: false,
         })
         .expect("credentials");
         assert_eq!(

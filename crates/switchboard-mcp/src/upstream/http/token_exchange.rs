@@ -131,6 +131,7 @@ mod tests {
             resource: Some("https://mail.example.com/mcp".into()),
             audience: Some("mail".into()),
             gateway_token: false,
+            server_tls: false,
         })
         .expect("exchange");
         assert_eq!(
