@@ -64,7 +64,8 @@ fn each_fault_is_reported_with_its_reason_and_the_rest_works() {
             "missing",
             "cannot start '/nonexistent/definitely-not-a-server'",
         ),
-        ("exits", "closed stdout"),
+        // Noticed by the reader (closed stdout) or by the first write (stdin): either says so.
+        ("exits", "exited"),
         ("hangs", "timed out after 1500 ms"),
         ("garbage", "non-JSON on stdout: 'this is not json'"),
     ];

@@ -372,8 +372,9 @@ async fn a_modern_client_gets_tasks_it_polls_and_answers() {
         "{created}"
     );
     assert!(task["pollIntervalMs"].is_u64(), "{created}");
+    // Working, and back before the tool's one second could have passed: not waited for.
     assert!(
-        sent.elapsed() < Duration::from_millis(500),
+        sent.elapsed() < Duration::from_secs(1),
         "the task came back after {:?}, not at once",
         sent.elapsed()
     );

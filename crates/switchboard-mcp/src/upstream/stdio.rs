@@ -86,13 +86,30 @@ struct StdioTransport {
     answers: Arc<OfferedAnswers>,
 }
 
+impl StdioTransport {
+    /// Why a line could not be written: most often the server exited (before reading it, or
+    /// at once, as a broken one does), which its status says when it is known already; the
+    /// reader's "closed stdout" says the same when it notices first.
+    fn stdin_closed(&self) -> String {
+        let status = self
+            .child
+            .try_lock()
+            .ok()
+            .and_then(|mut child| child.as_mut()?.try_wait().ok().flatten());
+        match status {
+            Some(status) => format!("the server exited ({status}); its stdin is closed"),
+            None => "the server's stdin is closed (exited?)".to_owned(),
+        }
+    }
+}
+
 impl Transport for StdioTransport {
     fn send(&self, message: Message) -> BoxFuture<'_, Result<(), TransportError>> {
         Box::pin(async move {
-            self.stdin
-                .send(message.to_bytes())
-                .await
-                .map_err(|_| TransportError::new("the server's stdin is closed"))
+            if self.stdin.send(message.to_bytes()).await.is_ok() {
+                return Ok(());
+            }
+            Err(TransportError::new(self.stdin_closed()))
         })
     }
 
