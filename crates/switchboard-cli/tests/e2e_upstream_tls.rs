@@ -284,10 +284,8 @@ fn servers_add_with_tls_flags_reaches_a_mutual_tls_server_on_a_running_gateway()
     );
     assert_eq!(std::fs::read_to_string(&config).expect("read"), before);
 
-    let added = live.json(&[
-        "servers",
-        "add",
-        "private",
+    // Tried first: `servers test` with the same flags connects a copy and adds nothing.
+    let entry = [
         "--json",
         "--url",
         &url,
@@ -297,7 +295,17 @@ fn servers_add_with_tls_flags_reaches_a_mutual_tls_server_on_a_running_gateway()
         &cert,
         "--tls-key",
         &key,
-    ]);
+    ];
+    let tested = live.json(&[&["servers", "test", "private"][..], &entry].concat());
+    assert_eq!(tested["verdict"], "ok", "{tested}");
+    let untrusted = live.cli(&["servers", "test", "private", "--json", "--url", &url]);
+    let untrusted = String::from_utf8_lossy(&untrusted.stdout).into_owned();
+    assert!(
+        untrusted.contains("\"failed\"") && untrusted.contains("tls.ca"),
+        "{untrusted}"
+    );
+
+    let added = live.json(&[&["servers", "add", "private"][..], &entry].concat());
     assert_eq!(added["servers"][0]["action"], "added", "{added}");
     assert_eq!(added["servers"][0]["state"], "up", "{added}");
     let written = std::fs::read_to_string(&config).expect("read");
