@@ -302,7 +302,7 @@ fn plans_linked(
         .servers
         .iter()
         .filter(|server| server.enabled)
-        .map(|server| plan_reusing(config, server, None, slot, launcher))
+        .map(|server| plan_reusing(config, server, |_| None, slot, launcher))
         .collect()
 }
 
@@ -313,20 +313,23 @@ pub(crate) fn plan(
     server: &ServerConfig,
     launcher: Option<&Path>,
 ) -> Result<ServerPlan, AssembleError> {
-    plan_reusing(config, server, None, &ManagerSlot::default(), launcher)
+    plan_reusing(config, server, |_| None, &ManagerSlot::default(), launcher)
 }
 
-/// The plan of `server`, taking `endpoint` as it is when given (a reload keeps the running
-/// connection's endpoint — a built-in's provider — rather than building one to throw away).
+/// The plan of `server`, taking the endpoint `reuse` gives for the plan's connection
+/// fingerprint as it is (a reload keeps the running connection's endpoint — a built-in's
+/// provider — when the fingerprint is the running one's, rather than building one to throw
+/// away). The fingerprint is computed once: it reads the server's TLS files.
 pub(crate) fn plan_reusing(
     config: &Config,
     server: &ServerConfig,
-    endpoint: Option<Endpoint>,
+    reuse: impl FnOnce(&str) -> Option<Endpoint>,
     slot: &ManagerSlot,
     launcher: Option<&Path>,
 ) -> Result<ServerPlan, AssembleError> {
     let gateway = &config.gateway;
-    let endpoint = match (endpoint, &server.transport) {
+    let fingerprint = connection_fingerprint(config, server);
+    let endpoint = match (reuse(&fingerprint), &server.transport) {
         (Some(endpoint), _) => endpoint,
         (None, transport) => {
             let mut endpoint = endpoint_of(server, transport, gateway.max_message_bytes, slot)?;
@@ -376,7 +379,7 @@ pub(crate) fn plan_reusing(
             .collect(),
         call_timeout: server.call_timeout.unwrap_or(gateway.call_timeout),
         category: server.category.clone().unwrap_or_default(),
-        fingerprint: connection_fingerprint(config, server),
+        fingerprint,
         pinned: server.trust == switchboard_core::config::Trust::Pinned,
     })
 }

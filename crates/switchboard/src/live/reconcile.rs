@@ -105,14 +105,15 @@ impl Host {
             .filter(|server| server.enabled)
             .map(|server| {
                 // A server whose connection stays keeps its endpoint (a built-in's provider).
-                let kept = fleet
-                    .find_id(&server.id)
-                    .filter(|old| {
-                        restart != Some(server.id.as_str())
-                            && old.plan.fingerprint
-                                == crate::assemble::connection_fingerprint(config, server)
-                    })
-                    .map(|old| old.plan.spec.endpoint.clone());
+                let kept = |fingerprint: &str| {
+                    fleet
+                        .find_id(&server.id)
+                        .filter(|old| {
+                            restart != Some(server.id.as_str())
+                                && old.plan.fingerprint == fingerprint
+                        })
+                        .map(|old| old.plan.spec.endpoint.clone())
+                };
                 crate::assemble::plan_reusing(
                     config,
                     server,
