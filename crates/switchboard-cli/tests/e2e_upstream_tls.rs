@@ -231,16 +231,24 @@ fn a_client_certificate_without_its_key_or_with_an_open_key_is_refused_before_st
     );
 }
 
+/// A gateway running (`serve --http`, its admin file in `dir`) on a config in `dir`: the
+/// built-in `clock`, then `servers` (TOML tables).
+fn running(dir: &Path, servers: &str) -> (support::live::Live, std::path::PathBuf) {
+    let config = write_config(
+        dir,
+        &format!(
+            "[gateway]\nconnect_timeout = \"10s\"\n\n[servers.clock]\nbuiltin = \"clock\"\n{servers}"
+        ),
+    );
+    (support::live::Live::start(dir, config.clone(), &[]), config)
+}
+
 #[test]
 fn servers_add_with_tls_flags_reaches_a_mutual_tls_server_on_a_running_gateway() {
     let dir = tempfile::tempdir().expect("temp dir");
     let (ca, server, client) = certificates(dir.path());
     let (_fixture, url) = https_echo(&server, Some(ca.ca_file()));
-    let config = write_config(
-        dir.path(),
-        "[gateway]\nconnect_timeout = \"10s\"\n\n[servers.clock]\nbuiltin = \"clock\"\n",
-    );
-    let live = support::live::Live::start(dir.path(), config.clone(), &[]);
+    let (live, config) = running(dir.path(), "");
     let (ca_file, cert, key) = (
         ca.ca_file().display().to_string(),
         client.cert.display().to_string(),
@@ -328,15 +336,13 @@ fn a_reload_after_a_certificate_is_renewed_in_place_restarts_that_server_alone()
     let dir = tempfile::tempdir().expect("temp dir");
     let (ca, server, _) = certificates(dir.path());
     let (_fixture, url) = https_echo(&server, Some(ca.ca_file()));
-    let config = write_config(
+    let (live, _) = running(
         dir.path(),
         &format!(
-            "[gateway]\nconnect_timeout = \"10s\"\n\n[servers.clock]\nbuiltin = \"clock\"\n\n\
-             [servers.private]\nurl = \"{url}\"\n\
+            "\n[servers.private]\nurl = \"{url}\"\n\
              tls = {{ ca = \"ca.pem\", cert = \"gateway.crt\", key = \"gateway.key\" }}\n"
         ),
     );
-    let live = support::live::Live::start(dir.path(), config, &[]);
     let generation = |id: &str| {
         support::live::server(&live.status(), id).expect("in status")["generation"].clone()
     };

@@ -10,8 +10,9 @@
 //! file's, per replica. Where the overlay overrides what the file says, a note says so (in
 //! the log at every overlay, and in `status`), so a hand edit is never dropped silently.
 //!
-//! This module is the document and the overlay (pure); `shared_store` keeps it in
-//! PostgreSQL and follows other replicas' changes.
+//! This module is the document, the overlay and what the document refuses ([`refusal`]: an
+//! entry naming this machine's TLS files), all pure; `shared_store` keeps it in PostgreSQL
+//! and follows other replicas' changes.
 
 use std::collections::BTreeMap;
 
