@@ -8,6 +8,7 @@
 #   promtool          the metrics test lints /metrics (Debian's prometheus package, apt-get)
 #   postgresql-15, redis-server, haproxy  the scale-out tests start their own (apt-get)
 #   openssl           the PostgreSQL TLS tests make their certificates with it (apt-get)
+#   ca-certificates   the system CA store every TLS client trusts, read by its tests (apt-get)
 # Idempotent: a stamp holding the manifests' hash skips work that is already done, so a re-run
 # takes well under a second. Needs no standard input (CI). Prints one line per step; the full
 # output of npm and pip goes to .deps/*.log and is shown when a step fails.
@@ -40,15 +41,16 @@ mkdir -p .deps
 # with chromium-driver (the console's browser test drives headless Chromium through
 # WebDriver), and PostgreSQL 15, Redis and HAProxy (the scale-out tests start each in a temporary
 # directory on unix sockets), and openssl (the PostgreSQL TLS tests make a CA and a server
-# certificate with it). From apt, as root or through sudo; only the missing ones.
+# certificate with it), and ca-certificates (the system CA store the TLS clients read). From apt, as root or through sudo; only the missing ones.
 system_packages=(mpv:mpv sox:sox promtool:prometheus chromium:chromium chromedriver:chromium-driver
-  /usr/lib/postgresql/15/bin/postgres:postgresql-15 redis-server:redis-server haproxy:haproxy openssl:openssl)
+  /usr/lib/postgresql/15/bin/postgres:postgresql-15 redis-server:redis-server haproxy:haproxy openssl:openssl
+  /usr/sbin/update-ca-certificates:ca-certificates)
 missing=()
 for pair in "${system_packages[@]}"; do
   command -v "${pair%%:*}" >/dev/null || missing+=("${pair#*:}")
 done
 if [[ ${#missing[@]} -eq 0 ]]; then
-  echo "system packages: up to date (mpv, sox, promtool, chromium, chromedriver, postgresql-15, redis-server, haproxy, openssl)"
+  echo "system packages: up to date (mpv, sox, promtool, chromium, chromedriver, postgresql-15, redis-server, haproxy, openssl, ca-certificates)"
 else
   echo "system packages: apt-get install ${missing[*]}"
   command -v apt-get >/dev/null ||

@@ -9,7 +9,9 @@
 //! is refused before anything starts. `servers add --tls-ca/--tls-cert/--tls-key` adds such a
 //! server to a running gateway, and `--tls-*` on a plain http:// URL is refused, the file
 //! untouched. A client certificate renewed over the same paths is taken by `switchboard
-//! reload`, which restarts that server alone.
+//! reload`, which restarts that server alone. A CA in the system's store (`SSL_CERT_FILE`)
+//! is trusted without `tls.ca`, and a store the environment names that cannot be read fails
+//! the server's start, saying so.
 
 mod support;
 
@@ -65,9 +67,28 @@ fn config(dir: &Path, url: &str, tls: &str) -> std::path::PathBuf {
     )
 }
 
+/// `switchboard --config CONFIG ARGS...` with `SSL_CERT_FILE` set to `store`, or with
+/// neither it nor `SSL_CERT_DIR` set.
+fn run_with_store(config: &Path, args: &[&str], store: Option<&Path>) -> std::process::Output {
+    let mut command = Command::new(switchboard());
+    command.arg("--config").arg(config).args(args);
+    command
+        .env_remove("SSL_CERT_FILE")
+        .env_remove("SSL_CERT_DIR");
+    if let Some(store) = store {
+        command.env("SSL_CERT_FILE", store);
+    }
+    command.output().expect("run switchboard")
+}
+
 /// The server's entry in `switchboard status --json`.
 fn status(config: &Path) -> Value {
-    let status = stdout_json(&run_bare(config, &["status", "--json"]));
+    status_with(config, None)
+}
+
+/// The server's entry in `switchboard status --json`, the system's CA store as [`run_with_store`].
+fn status_with(config: &Path, store: Option<&Path>) -> Value {
+    let status = stdout_json(&run_with_store(config, &["status", "--json"], store));
     status["servers"]
         .as_array()
         .and_then(|servers| servers.iter().find(|s| s["server"] == "private"))
@@ -77,7 +98,17 @@ fn status(config: &Path) -> Value {
 
 /// What `switchboard call private__echo message=over tls` printed, if it succeeded.
 fn echo(config: &Path) -> Result<String, String> {
-    let output = run_bare(config, &["call", "private__echo", "message=over tls"]);
+    echo_with(config, None)
+}
+
+/// What `switchboard call private__echo message=over tls` printed, if it succeeded, the
+/// system's CA store as [`run_with_store`].
+fn echo_with(config: &Path, store: Option<&Path>) -> Result<String, String> {
+    let output = run_with_store(
+        config,
+        &["call", "private__echo", "message=over tls"],
+        store,
+    );
     let stdout = String::from_utf8_lossy(&output.stdout).trim().to_owned();
     let stderr = String::from_utf8_lossy(&output.stderr).trim().to_owned();
     if output.status.success() {
@@ -116,6 +147,42 @@ fn a_private_ca_is_trusted_only_where_the_server_names_it() {
     let trusted = config(dir.path(), &url, "ca = \"ca.pem\"");
     assert_eq!(status(&trusted)["state"], "up", "{}", status(&trusted));
     assert_eq!(echo(&trusted).as_deref(), Ok("over tls"));
+}
+
+/// A CA the operator put in the system's store (here `SSL_CERT_FILE`, as OpenSSL reads it)
+/// is trusted for every server without naming it in the config; a store the environment
+/// names that cannot be read is an error that says so, not a quiet fall-back to fewer roots.
+#[test]
+fn a_ca_in_the_systems_store_is_trusted_without_tls_ca() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (ca, server, _) = certificates(dir.path());
+    let (_fixture, url) = https_echo(&server, None);
+    let config = config(dir.path(), &url, "");
+
+    assert_ne!(
+        status_with(&config, None)["state"],
+        "up",
+        "trusted without the store"
+    );
+    let store = Some(ca.ca_file());
+    assert_eq!(
+        status_with(&config, store)["state"],
+        "up",
+        "{}",
+        status_with(&config, store)
+    );
+    assert_eq!(echo_with(&config, store).as_deref(), Ok("over tls"));
+
+    let missing = dir.path().join("no-such-bundle.pem");
+    let entry = status_with(&config, Some(&missing));
+    let error = entry["error"].as_str().unwrap_or_default();
+    assert!(
+        entry["state"] != "up"
+            && error.contains("SSL_CERT_FILE=")
+            && error.contains("no-such-bundle.pem")
+            && error.contains("fix or unset it"),
+        "{entry}"
+    );
 }
 
 #[test]

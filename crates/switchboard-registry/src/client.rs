@@ -83,11 +83,16 @@ impl std::fmt::Debug for Registry {
 
 impl Registry {
     pub fn new(sources: Sources) -> Self {
-        let http = reqwest::Client::builder()
-            .timeout(HTTP_TIMEOUT)
-            .user_agent(concat!("switchboard-registry/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|error| format!("cannot build the HTTP client: {error}"));
+        let http = switchboard_tls::client_config(Default::default())
+            .map_err(|error| error.to_string())
+            .and_then(|tls| {
+                reqwest::Client::builder()
+                    .timeout(HTTP_TIMEOUT)
+                    .user_agent(concat!("switchboard-registry/", env!("CARGO_PKG_VERSION")))
+                    .use_preconfigured_tls(tls)
+                    .build()
+                    .map_err(|error| format!("cannot build the HTTP client: {error}"))
+            });
         Registry {
             inner: Arc::new(Inner {
                 sources,

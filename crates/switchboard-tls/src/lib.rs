@@ -1,12 +1,17 @@
 //! TLS client settings from PEM files, for every TLS client of the gateway (PostgreSQL,
-//! upstream MCP servers): the public (webpki) roots plus a private CA when one is named, and
-//! a client certificate when one is named, its key file kept by its owner alone. rustls with
-//! the `ring` provider.
+//! upstream MCP servers, token endpoints, the MCP Registry, the web built-ins): the public
+//! (webpki) roots and the system's CA store ([`system_roots`]), plus a private CA when one is
+//! named, and a client certificate when one is named, its key file kept by its owner alone.
+//! rustls with the `ring` provider.
 //!
 //! A file that cannot be used is a [`FileError`] saying which file and why; each caller words
 //! it with the name of its own setting (`[storage] tls_ca`, `servers.ID.tls.ca`). After a
 //! failed handshake, [`refused_certificate`] and [`refused_by_server`] say whose certificate
 //! was refused.
+
+mod system;
+
+pub use system::{SystemRootsError, system_roots};
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -49,13 +54,46 @@ pub enum FileError {
     },
     /// rustls refused the settings themselves.
     Setup(String),
+    /// The CA store the environment names (`SSL_CERT_FILE`, `SSL_CERT_DIR`) cannot be used.
+    System(SystemRootsError),
 }
 
-/// A client configuration trusting the public roots and `files.ca`, offering
-/// `files.identity` when the server asks for a certificate.
+impl std::fmt::Display for FileError {
+    /// The error in words that name the file by its role (`ca`, `cert`, `key`); callers
+    /// that have a setting's name for each role word it themselves.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Unusable { role, path, why } => {
+                let role = match role {
+                    Role::Ca => "ca",
+                    Role::Cert => "cert",
+                    Role::Key => "key",
+                };
+                write!(f, "{role} {}: {why}", path.display())
+            }
+            Self::Mismatch { cert, key, why } => {
+                write!(
+                    f,
+                    "cert {} and key {}: {why}",
+                    cert.display(),
+                    key.display()
+                )
+            }
+            Self::Setup(why) => write!(f, "cannot set up TLS: {why}"),
+            Self::System(error) => error.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for FileError {}
+
+/// A client configuration trusting the public roots, the system's store and `files.ca`,
+/// offering `files.identity` when the server asks for a certificate.
 pub fn client_config(files: ClientFiles<'_>) -> Result<rustls::ClientConfig, FileError> {
     let mut roots = rustls::RootCertStore::empty();
     roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    let system = system_roots().map_err(|error| FileError::System(error.clone()))?;
+    roots.add_parsable_certificates(system.iter().cloned());
     if let Some(ca) = files.ca {
         add_ca(&mut roots, ca)?;
     }

@@ -4,7 +4,7 @@
 //! The URL decides, as libpq users expect: `sslmode=disable` plain text; `prefer` (the
 //! default) TLS when the server offers it, plain text when it does not; `require` TLS or no
 //! connection. The server's certificate is always verified (chain and host name) against the
-//! webpki roots plus, when the URL names one, a private CA: libpq's `sslrootcert=PATH` (PEM),
+//! webpki roots and the system's CA store plus, when the URL names one, a private CA: libpq's `sslrootcert=PATH` (PEM),
 //! which `[storage] tls_ca` is folded into when the config is read. tokio-postgres does not
 //! know that key, so it is taken out of the URL here before the rest is parsed; nor libpq's
 //! `sslmode=verify-ca` and `verify-full`, read here as `require`, which verifies the chain and
@@ -167,8 +167,8 @@ pub struct MakeRustls {
 }
 
 impl MakeRustls {
-    /// Trusts the webpki roots and, when given, the certificates of the PEM file `root_cert`;
-    /// offers `client`'s certificate when the server asks for one.
+    /// Trusts the webpki roots, the system's CA store and, when given, the certificates of
+    /// the PEM file `root_cert`; offers `client`'s certificate when the server asks for one.
     fn new(root_cert: Option<&Path>, client: Option<&ClientCert>) -> Result<Self, LedgerError> {
         let files = switchboard_tls::ClientFiles {
             ca: root_cert,
@@ -194,6 +194,7 @@ impl MakeRustls {
                     key.display()
                 ),
                 FileError::Setup(why) => format!("cannot set up TLS: {why}"),
+                FileError::System(error) => format!("TLS to PostgreSQL: {error}"),
             })
         })?;
         Ok(Self {

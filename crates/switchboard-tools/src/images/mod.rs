@@ -176,7 +176,10 @@ impl Images {
                 ));
             }
         }
+        let tls = switchboard_tls::client_config(Default::default())
+            .map_err(|error| ImagesError::Client(error.to_string()))?;
         let client = Client::builder()
+            .use_preconfigured_tls(tls)
             .user_agent(concat!(
                 "Switchboard/",
                 env!("CARGO_PKG_VERSION"),

@@ -160,13 +160,17 @@ impl Web {
             return bad("max_bytes and timeout must be more than zero".into());
         }
         let client_error = |error: reqwest::Error| WebError::Client(error.to_string());
+        let tls = switchboard_tls::client_config(Default::default())
+            .map_err(|error| WebError::Client(error.to_string()))?;
         let search_client = Client::builder()
+            .use_preconfigured_tls(tls.clone())
             .user_agent(USER_AGENT)
             .timeout(settings.timeout)
             .redirect(Policy::limited(settings.max_redirects as usize))
             .build()
             .map_err(client_error)?;
         let fetch_client = Client::builder()
+            .use_preconfigured_tls(tls)
             .user_agent(USER_AGENT)
             .timeout(settings.timeout)
             .redirect(Policy::none())

@@ -1,7 +1,8 @@
 //! The HTTP/1.1 client of the upstream transports: keep-alive connections pooled per origin
 //! and per thread (a thread reuses the connections it opened), each spoken directly by the
-//! task that sends on it (`conn`), TLS by rustls (`tls`: the webpki roots, or a server's own
-//! CA and client certificate), and redirects within the endpoint's origin followed.
+//! task that sends on it (`conn`), TLS by rustls (`tls`: the public roots — webpki's and the
+//! system's store — or a server's own CA and client certificate), and redirects within the
+//! endpoint's origin followed.
 //!
 //! It replaced reqwest, whose tower stack (a redirect policy that re-parsed the URL of every
 //! response, a boxed service per layer, its own pool bookkeeping) was a sixth of the

@@ -1,6 +1,7 @@
-//! TLS to upstream servers, by rustls: the public (webpki) roots, and what a server's
-//! `[servers.ID.tls]` adds — a private CA its certificate is checked against, a client
-//! certificate and key offered when it asks for one (mutual TLS).
+//! TLS to upstream servers, by rustls: the public roots (webpki's and the system's CA store,
+//! `switchboard_tls::system_roots`), and what a server's `[servers.ID.tls]` adds — a
+//! private CA its certificate is checked against, a client certificate and key offered when
+//! it asks for one (mutual TLS).
 //!
 //! Each set of settings has an id, a digest of its files' contents, part of the pool's key
 //! (`client::Origin`): a connection made with one server's client certificate never carries
@@ -78,6 +79,7 @@ impl UpstreamTls {
                 key.display()
             ),
             FileError::Setup(why) => format!("cannot set up TLS: {why}"),
+            FileError::System(error) => error.to_string(),
         })?;
         config.alpn_protocols = vec![b"http/1.1".to_vec()];
         Ok(Self {
@@ -146,11 +148,12 @@ pub(super) fn handshake_failure(error: &io::Error, address: &str, upstream: bool
     let why = match cert {
         Cert::UnknownIssuer | Cert::BadSignature if upstream => {
             "its certificate is not signed by a CA the gateway trusts (a private CA: name it \
-             in the server's tls.ca)"
+             in the server's tls.ca, or add it to the system's CA store)"
                 .to_owned()
         }
         Cert::UnknownIssuer | Cert::BadSignature => {
-            "its certificate is not signed by a public CA".to_owned()
+            "its certificate is not signed by a public CA or one in the system's CA store"
+                .to_owned()
         }
         Cert::NotValidForName | Cert::NotValidForNameContext { .. } => {
             "its certificate is not for this host name".to_owned()
