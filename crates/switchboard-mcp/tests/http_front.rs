@@ -333,6 +333,22 @@ async fn hostile_origins_hosts_and_oversized_bodies_are_refused() {
         .await
         .expect("host");
     assert_eq!(rebound.status(), 403);
+    // A domain that merely starts like a loopback address is an attacker's, rebound to it.
+    let lookalike = server
+        .post(INIT)
+        .header("origin", "http://127.0.0.1.attacker.example:8080")
+        .header("host", "127.0.0.1.attacker.example:8080")
+        .send()
+        .await
+        .expect("lookalike");
+    assert_eq!(lookalike.status(), 403);
+    let lookalike_host = server
+        .post(INIT)
+        .header("host", "127.attacker.example")
+        .send()
+        .await
+        .expect("lookalike host");
+    assert_eq!(lookalike_host.status(), 403);
     let huge = server
         .post(format!(
             r#"{{"jsonrpc":"2.0","id":1,"method":"ping","params":{{"x":"{}"}}}}"#,

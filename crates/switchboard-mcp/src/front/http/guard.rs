@@ -243,8 +243,14 @@ fn host_name(authority: &str) -> &str {
     authority.split(':').next().unwrap_or("")
 }
 
+/// `localhost`, or an address of the loopback network (`127.0.0.0/8`, `::1`). A name that
+/// only starts like one (`127.0.0.1.attacker.example`) is a domain anyone may point at
+/// 127.0.0.1, which is what DNS rebinding does.
 fn is_loopback_name(name: &str) -> bool {
-    matches!(name, "localhost" | "127.0.0.1" | "::1") || name.starts_with("127.")
+    name.eq_ignore_ascii_case("localhost")
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|address| address.is_loopback())
 }
 
 #[cfg(test)]
@@ -258,6 +264,12 @@ mod tests {
         assert!(is_loopback_origin("http://[::1]:8080"));
         assert!(!is_loopback_origin("https://evil.example"));
         assert!(!is_loopback_origin("http://localhost.evil.example"));
+        assert!(is_loopback_origin("http://127.1.2.3:8080"));
+        assert!(!is_loopback_origin("http://127.0.0.1.evil.example:8080"));
+        assert!(!is_loopback_origin("http://127.evil.example"));
+        assert!(!is_loopback_name("127.0.0.1.nip.io"));
+        assert!(!is_loopback_name("[::1]"));
+        assert!(!is_loopback_name(""));
         assert_eq!(host_name("127.0.0.1:8080"), "127.0.0.1");
         assert_eq!(host_name("[::1]:8080"), "::1");
     }
