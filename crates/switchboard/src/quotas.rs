@@ -4,8 +4,11 @@
 //! The call path never waits on PostgreSQL. Each replica counts its own spending at once, in
 //! memory (`switchboard_core::limits::Quota`), and notes it in a
 //! [`SharedSpending`]; every [`REFRESH`] a task of its own sends what was noted since (added to
-//! this replica's row of the agent's current time bucket) and, in the same statement, reads
-//! the other replicas' rows still in their window, which the next calls count. So a replica
+//! this process's row of the agent's current time bucket) and, in the same statement, reads
+//! every other process's rows still in their window, which the next calls count. Rows are a
+//! process's (the replica's name and a random incarnation, migration 11), not a name's: a
+//! replica restarted under the same name — PID 1 of a container restarted in place — reads
+//! its predecessor's spending as another's, so a restart forgets nothing. So a replica
 //! over-admits by at most what the others spent in the last refresh interval or two (their
 //! spending since their last send, and since this replica's last read).
 //!
@@ -73,9 +76,9 @@ fn millis(duration: Duration) -> i64 {
     i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
 }
 
-/// Adds this replica's spending to its bucket rows, when this send's number (`$7`) is above the
-/// highest this process recorded (`gate`), and reads the other replicas' rows still in their
-/// window, with the milliseconds each has left; one statement, the database's clock. The
+/// Adds this process's spending to its bucket rows, when this send's number (`$7`) is above the
+/// highest this process recorded (`gate`), and reads every other process's rows (`$1`, `$6`:
+/// this one's replica name and incarnation) still in their window, with the milliseconds each has left; one statement, the database's clock. The
 /// gate's upsert locks the process's row, so a send still running from an attempt given up on
 /// and its repetition are applied one after the other, the second not at all. A send with
 /// nothing to add (most of them, on an idle replica) writes nothing: only a failed send is
@@ -91,19 +94,19 @@ gate AS (
     RETURNING 1
 ),
 added AS (
-    INSERT INTO quota_spending (agent, replica, start_ms, expires_ms, cost)
-    SELECT spent.agent, $1, clock.now_ms / spent.width_ms * spent.width_ms,
+    INSERT INTO quota_spending (agent, replica, incarnation, start_ms, expires_ms, cost)
+    SELECT spent.agent, $1, $6, clock.now_ms / spent.width_ms * spent.width_ms,
            clock.now_ms / spent.width_ms * spent.width_ms + spent.width_ms + spent.window_ms,
            spent.cost
     FROM UNNEST($2::text[], $3::bigint[], $4::bigint[], $5::float8[])
          AS spent (agent, width_ms, window_ms, cost), clock
     WHERE EXISTS (SELECT 1 FROM gate)
-    ON CONFLICT (agent, replica, start_ms) DO UPDATE
+    ON CONFLICT (agent, replica, incarnation, start_ms) DO UPDATE
         SET cost = quota_spending.cost + EXCLUDED.cost,
             expires_ms = GREATEST(quota_spending.expires_ms, EXCLUDED.expires_ms)
 )
 SELECT agent, expires_ms - clock.now_ms, cost FROM quota_spending, clock
-WHERE replica <> $1 AND expires_ms > clock.now_ms";
+WHERE (replica, incarnation) <> ($1, $6) AND expires_ms > clock.now_ms";
 
 /// Deletes spending a minute past its window and the send numbers of processes that sent
 /// nothing for 30 days (a process cut off from the database that long could then count a
@@ -154,6 +157,11 @@ impl QuotaStore {
     pub fn with_exchange_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
         self
+    }
+
+    /// This process among those named like it: its rows' `incarnation`.
+    pub fn incarnation(&self) -> &str {
+        &self.incarnation
     }
 
     async fn client(&self) -> Result<deadpool_postgres::Object, QuotaStoreError> {

@@ -3,7 +3,8 @@
 //! What one spends is counted by the other within a refresh or two and never by itself twice;
 //! with the database stopped, each keeps enforcing with its own spending and the other's as
 //! last read, and what was spent meanwhile reaches the other once the database is back. A send
-//! given up on that the database applied anyway is not counted again when it is repeated.
+//! given up on that the database applied anyway is not counted again when it is repeated. A
+//! process restarted under the same replica name counts what its predecessor spent.
 
 mod support;
 
@@ -135,23 +136,23 @@ async fn a_send_that_timed_out_but_was_applied_is_not_counted_twice() {
     // bucket and the next two: the replica's exchanges wait for it as they add to them (the
     // statement is in the database, past its parsing), past their time limit, and each
     // attempt given up on stays queued there, to be applied when the session ends.
+    let store = QuotaStore::new(&postgres.url(), "host-a:1".to_owned())
+        .expect("store")
+        .with_exchange_timeout(Duration::from_millis(200));
     let pool = switchboard_ledger::postgres::pool(&postgres.url(), 1).expect("pool");
     let blocker = pool.get().await.expect("a connection");
     blocker
-        .batch_execute(
+        .batch_execute(&format!(
             "BEGIN; \
-             INSERT INTO quota_spending (agent, replica, start_ms, expires_ms, cost) \
-             SELECT 'npc', 'host-a:1', (now_ms / 60000 + k) * 60000, now_ms + 7200000, 0 \
+             INSERT INTO quota_spending (agent, replica, incarnation, start_ms, expires_ms, cost) \
+             SELECT 'npc', 'host-a:1', '{}', (now_ms / 60000 + k) * 60000, now_ms + 7200000, 0 \
              FROM (SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now_ms) \
              AS clock, generate_series(0, 2) AS k",
-        )
+            store.incarnation()
+        ))
         .await
         .expect("the rows held");
-    let a = replica_with(
-        QuotaStore::new(&postgres.url(), "host-a:1".to_owned())
-            .expect("store")
-            .with_exchange_timeout(Duration::from_millis(200)),
-    );
+    let a = replica_with(store);
     a.charge(Some("npc"), 4.0);
     tokio::time::sleep(REFRESH * 3).await;
     assert_eq!(stored_by(&postgres, "host-a:1").trim(), "0", "still held");
@@ -175,6 +176,29 @@ async fn a_send_that_timed_out_but_was_applied_is_not_counted_twice() {
         "each send applied once"
     );
     assert_eq!(spent(&a).await, None, "5 of 10: room left");
+}
+
+/// Replica names are host and process id, which repeat: a container restarted in place is
+/// PID 1 on the same host name again. What its predecessor spent still counts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_process_restarted_under_the_same_name_counts_what_its_predecessor_spent() {
+    let postgres = support::migrated_postgres().await;
+    let before = replica(&postgres, "pod-0:1");
+    before.charge(Some("npc"), 7.0);
+    let spending = before.shared_spending().expect("shared");
+    assert!(spending.flush(Duration::from_secs(2)).await, "flushed");
+    drop(before);
+    assert_eq!(stored_by(&postgres, "pod-0:1").trim(), "7");
+
+    let after = replica(&postgres, "pod-0:1");
+    after.charge(Some("npc"), 3.0);
+    refused_with(&after, 10.0, REFRESH * 2 + Duration::from_millis(500)).await;
+    tokio::time::sleep(REFRESH * 2).await;
+    assert_eq!(
+        spent(&after).await,
+        Some(10.0),
+        "its own 3 not counted twice"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

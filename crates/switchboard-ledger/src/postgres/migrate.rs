@@ -74,6 +74,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "quota spending sent once",
         sql: include_str!("migrations/0010_quota_sends.sql"),
     },
+    Migration {
+        version: 11,
+        name: "quota spending per process",
+        sql: include_str!("migrations/0011_quota_spending_per_process.sql"),
+    },
 ];
 
 /// The schema version this Switchboard needs.
