@@ -2,7 +2,8 @@
 //! annotations, its declared latency metadata (`idempotent`) and the operator's overrides (which
 //! win). Absent hints take the protocol's conservative defaults: `readOnlyHint` absent ⇒ not
 //! read-only; `destructiveHint` absent ⇒ destructive (unless read-only); `idempotentHint`
-//! absent ⇒ not idempotent (unless read-only).
+//! absent ⇒ not idempotent (unless read-only). An operator's `destructive` or `idempotent`
+//! holds even for a tool that calls itself read-only.
 //!
 //! Retries and hedging need [`ToolSafety::idempotent`]; automatic probes need
 //! [`ToolSafety::probe_verdict`] to be [`ProbeVerdict::Eligible`].
@@ -53,17 +54,18 @@ impl ToolSafety {
             .read_only
             .or_else(|| annotations.and_then(|a| a.read_only_hint))
             .unwrap_or(false);
-        let destructive = !read_only
-            && overrides
-                .destructive
-                .or_else(|| annotations.and_then(|a| a.destructive_hint))
-                .unwrap_or(true);
-        let idempotent = read_only
-            || overrides
-                .idempotent
-                .or_else(|| annotations.and_then(|a| a.idempotent_hint))
-                .or(declared.idempotent)
-                .unwrap_or(false);
+        // The operator's word is taken as given; only what the tool says gives way to
+        // read-only (a read-only tool destroys nothing and may be repeated).
+        let destructive = overrides.destructive.unwrap_or_else(|| {
+            !read_only && annotations.and_then(|a| a.destructive_hint).unwrap_or(true)
+        });
+        let idempotent = overrides.idempotent.unwrap_or_else(|| {
+            read_only
+                || annotations
+                    .and_then(|a| a.idempotent_hint)
+                    .or(declared.idempotent)
+                    .unwrap_or(false)
+        });
         Self {
             read_only,
             destructive,

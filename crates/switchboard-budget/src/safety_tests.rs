@@ -79,6 +79,22 @@ fn operator_overrides_win() {
         &actually_destructive,
     );
     assert_eq!(safety.probe_verdict(), ProbeVerdict::Destructive);
+
+    // Or says only that it is not to be repeated, or destroys: the tool's readOnlyHint does
+    // not outweigh it.
+    let not_repeatable = SafetyOverride {
+        idempotent: Some(false),
+        ..SafetyOverride::default()
+    };
+    let safety = ToolSafety::resolve(Some(&read_only), &Declared::default(), &not_repeatable);
+    assert!(safety.read_only && !safety.idempotent, "{safety:?}");
+    let destroys = SafetyOverride {
+        destructive: Some(true),
+        ..SafetyOverride::default()
+    };
+    let safety = ToolSafety::resolve(Some(&read_only), &Declared::default(), &destroys);
+    assert!(safety.destructive, "{safety:?}");
+    assert_eq!(safety.probe_verdict(), ProbeVerdict::Destructive);
 }
 
 #[test]
