@@ -89,10 +89,21 @@ impl Default for ResultCache {
     }
 }
 
-/// The cache key of a call.
-pub fn cache_key(agent: Option<&str>, tool_key: &str, arguments: &Map<String, Value>) -> String {
+/// The cache key of a call: its agent and, for a caller with an OAuth token, the token's
+/// user (`sub`) — a server given each user's own token (token exchange) answers each user
+/// differently, and many users may share an agent — then the tool and its arguments.
+pub fn cache_key(
+    agent: Option<&str>,
+    subject: Option<&str>,
+    tool_key: &str,
+    arguments: &Map<String, Value>,
+) -> String {
     let mut key = String::with_capacity(64);
     key.push_str(agent.unwrap_or(""));
+    if let Some(subject) = subject {
+        key.push('\u{1}');
+        key.push_str(subject);
+    }
     key.push('\u{0}');
     key.push_str(tool_key);
     key.push('\u{0}');
@@ -299,19 +310,27 @@ mod tests {
     fn keys_ignore_key_order_but_not_agents_or_values() {
         let a = cache_key(
             Some("a"),
+            None,
             "s:t",
             &args(json!({"x": 1, "y": {"b": 2, "a": [1, {"d": 0, "c": 1}]}})),
         );
         let b = cache_key(
             Some("a"),
+            None,
             "s:t",
             &args(json!({"y": {"a": [1, {"c": 1, "d": 0}], "b": 2}, "x": 1})),
         );
         assert_eq!(a, b);
-        assert_ne!(a, cache_key(Some("b"), "s:t", &args(json!({"x": 1}))));
+        assert_ne!(a, cache_key(Some("b"), None, "s:t", &args(json!({"x": 1}))));
+        // Two users of one agent (OAuth tokens with other subjects) never share an entry.
+        let x = args(json!({"x": 1}));
+        let alice = cache_key(Some("a"), Some("alice"), "s:t", &x);
+        assert_ne!(alice, cache_key(Some("a"), Some("bob"), "s:t", &x));
+        assert_ne!(alice, cache_key(Some("a"), None, "s:t", &x));
+        assert_eq!(alice, cache_key(Some("a"), Some("alice"), "s:t", &x));
         assert_ne!(
-            cache_key(None, "s:t", &args(json!({"x": 1}))),
-            cache_key(None, "s:t", &args(json!({"x": 2})))
+            cache_key(None, None, "s:t", &args(json!({"x": 1}))),
+            cache_key(None, None, "s:t", &args(json!({"x": 2})))
         );
     }
 
@@ -413,7 +432,7 @@ mod tests {
         for tool_key in ["fs:read", "fs2:read", "git:log"] {
             cache
                 .get_or_run(
-                    cache_key(Some("npc"), tool_key, &arguments),
+                    cache_key(Some("npc"), None, tool_key, &arguments),
                     ttl,
                     Instant::now,
                     ok,
@@ -425,7 +444,7 @@ mod tests {
         assert_eq!(cache.len(), 2, "fs2 and git stay");
         let again = cache
             .get_or_run(
-                cache_key(Some("npc"), "fs:read", &arguments),
+                cache_key(Some("npc"), None, "fs:read", &arguments),
                 ttl,
                 Instant::now,
                 ok,

@@ -88,7 +88,8 @@ impl BudgetedUpstream {
         match plan.cache_ttl {
             None => attempts.run(arguments, ctx).await,
             Some(ttl) => {
-                let cache_key = cache::cache_key(ctx.agent.as_deref(), &key, &arguments);
+                let subject = ctx.principal.as_ref().and_then(|p| p.subject.as_deref());
+                let cache_key = cache::cache_key(ctx.agent.as_deref(), subject, &key, &arguments);
                 let clock = self.budget.clock.clone();
                 let shared = self.budget.cache.shared().cloned();
                 let shared_key = shared.as_ref().map(|_| cache_key.clone());

@@ -5,8 +5,9 @@
 //! (the result's JSON, at most [`MAX_VALUE_BYTES`]; larger ones stay in the replica's own
 //! cache) for the tool's `cacheable_seconds` (`SET … PX`); `…:result-lock:<same>` is the
 //! coalescing lock (`SET … <token> NX PX <the call's deadline>`). The agent digest is
-//! SHA-256 of the agent's name and the call digest SHA-256 of the tool and its canonical
-//! arguments, so an agent never meets another agent's entry. Every key expires; nothing is
+//! SHA-256 of the agent's name (with the OAuth caller's subject, when there is one) and the
+//! call digest SHA-256 of the tool and its canonical arguments, so an agent — or a user —
+//! never meets another's entry. Every key expires; nothing is
 //! scanned.
 //!
 //! A call: `GET` the answer (with `PTTL`, which gives its age on Redis's clock); on a miss,

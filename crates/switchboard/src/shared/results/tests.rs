@@ -26,7 +26,7 @@ fn key(agent: &str) -> String {
         .as_object()
         .cloned()
         .unwrap_or_default();
-    cache_key(Some(agent), "lab:cached_quote", &arguments)
+    cache_key(Some(agent), None, "lab:cached_quote", &arguments)
 }
 
 /// A call that takes `took`, counted in `runs`, answering `text` (an error when it starts
