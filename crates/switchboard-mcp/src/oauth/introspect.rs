@@ -17,6 +17,10 @@ use super::TokenError;
 use super::cache::{TokenCache, digest, keep_for};
 
 const MAX_ANSWER_BYTES: usize = 64 * 1024;
+/// The longest the introspection endpoint may take to answer: the request that presented the
+/// token waits on it, and an endpoint that accepts the connection and then stalls must not
+/// hold every request with an opaque token.
+const ANSWER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 pub struct Introspector {
     endpoint: String,
@@ -81,15 +85,23 @@ impl Introspector {
         );
         headers.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
         let body = format!("token={}&token_type_hint=access_token", form_escape(token));
-        let (status, answer) = crate::upstream::http::request(
+        let asking = crate::upstream::http::request(
             Method::POST,
             &self.endpoint,
             headers,
             Bytes::from(body),
             MAX_ANSWER_BYTES,
-        )
-        .await
-        .map_err(TokenError::Introspection)?;
+        );
+        let (status, answer) = tokio::time::timeout(ANSWER_TIMEOUT, asking)
+            .await
+            .unwrap_or_else(|_| {
+                Err(format!(
+                    "{} gave no answer within {} s",
+                    self.endpoint,
+                    ANSWER_TIMEOUT.as_secs()
+                ))
+            })
+            .map_err(TokenError::Introspection)?;
         if status != StatusCode::OK {
             return Err(TokenError::Introspection(format!(
                 "{} answered {status}",
@@ -116,5 +128,35 @@ mod tests {
     fn form_values_are_escaped() {
         assert_eq!(form_escape("a b&c=d/é"), "a%20b%26c%3Dd%2F%C3%A9");
         assert_eq!(form_escape("Az09-._~"), "Az09-._~");
+    }
+
+    /// An endpoint that accepts the connection and never answers holds the request that
+    /// presented the token for [`ANSWER_TIMEOUT`] at most.
+    #[tokio::test(start_paused = true)]
+    async fn a_stalled_introspection_gives_up_in_time() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let address = listener.local_addr().expect("address");
+        let stall = tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((stream, _)) = listener.accept().await {
+                held.push(stream);
+            }
+        });
+        let introspector = Introspector::new(&Introspection {
+            endpoint: format!("http://{address}/introspect"),
+            client_id: "gateway".to_owned(),
+            client_secret: switchboard_core::config::SecretString("secret".to_owned()),
+        })
+        .expect("introspector");
+        let started = Instant::now();
+        let outcome = introspector.introspect("opaque", Instant::now(), 0).await;
+        assert!(
+            matches!(&outcome, Err(TokenError::Introspection(why)) if why.contains("no answer within")),
+            "{outcome:?}"
+        );
+        assert!(started.elapsed() <= ANSWER_TIMEOUT + std::time::Duration::from_secs(1));
+        stall.abort();
     }
 }

@@ -33,6 +33,12 @@ const MAX_ANSWER_BYTES: usize = 64 * 1024;
 const DEFAULT_LIFE: Duration = Duration::from_secs(3600);
 /// The most a token is renewed before it expires.
 const MAX_EARLY: Duration = Duration::from_secs(30);
+/// The longest life taken from an answer's `expires_in` (a larger one is renewed after this).
+const MAX_LIFE: Duration = Duration::from_secs(30 * 24 * 3600);
+/// The longest the token endpoint may take to answer: every request to the server waits
+/// behind a fetch, and an endpoint that accepts the connection and then stalls must not hold
+/// them long.
+const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A token and when to fetch the next.
 pub(super) struct Held {
@@ -243,16 +249,23 @@ async fn fetch_token(
     let target = super::client::Target::parse(token_endpoint)
         .map(|target| target.with_tls(tls))
         .map_err(|error| TransportError::new(format!("getting a token: {error}")))?;
-    let (status, body) = super::request_to(
+    let asking = super::request_to(
         Method::POST,
         token_endpoint,
         headers,
         Bytes::from(form),
         MAX_ANSWER_BYTES,
         target,
-    )
-    .await
-    .map_err(|error| TransportError::new(format!("getting a token: {error}")))?;
+    );
+    let (status, body) = tokio::time::timeout(FETCH_TIMEOUT, asking)
+        .await
+        .unwrap_or_else(|_| {
+            Err(format!(
+                "the token endpoint {token_endpoint} gave no answer within {} s",
+                FETCH_TIMEOUT.as_secs()
+            ))
+        })
+        .map_err(|error| TransportError::new(format!("getting a token: {error}")))?;
     let answer: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     if status != StatusCode::OK {
         let error = answer.get("error").and_then(Value::as_str).unwrap_or("");
@@ -288,14 +301,19 @@ async fn fetch_token(
         ))
     })?;
     authorization.set_sensitive(true);
-    let life = answer
-        .get("expires_in")
-        .and_then(Value::as_u64)
-        .map_or(DEFAULT_LIFE, Duration::from_secs);
     Ok(Held {
         authorization,
-        renew_at: asked + life - early(life),
+        renew_at: renew_at(asked, answer.get("expires_in").and_then(Value::as_u64)),
     })
+}
+
+/// When a token asked for at `asked` that lives `expires_in` seconds (if the answer says) is
+/// renewed: [`early`] before it expires, its life taken as [`MAX_LIFE`] at most.
+fn renew_at(asked: Instant, expires_in: Option<u64>) -> Instant {
+    let life = expires_in.map_or(DEFAULT_LIFE, |seconds| {
+        Duration::from_secs(seconds).min(MAX_LIFE)
+    });
+    asked + life - early(life)
 }
 
 /// How long before it expires a token of this life is renewed.
@@ -314,6 +332,19 @@ mod tests {
         assert_eq!(early(Duration::from_secs(10)), Duration::from_secs(1));
         assert_eq!(early(Duration::from_secs(3600)), MAX_EARLY);
         assert_eq!(early(Duration::ZERO), Duration::ZERO);
+    }
+
+    /// An endpoint may answer any `expires_in`: a huge one is taken as the longest life, not
+    /// an overflow.
+    #[test]
+    fn any_expires_in_gives_a_renewal_time() {
+        let asked = Instant::now();
+        assert_eq!(renew_at(asked, Some(60)), asked + Duration::from_secs(54));
+        assert_eq!(renew_at(asked, None), asked + DEFAULT_LIFE - MAX_EARLY);
+        assert_eq!(
+            renew_at(asked, Some(u64::MAX)),
+            asked + MAX_LIFE - MAX_EARLY
+        );
     }
 
     #[test]
