@@ -292,27 +292,9 @@ impl Walk<'_> {
     /// gateway signing keys of their own.
     pub(super) fn fetched_url(&mut self, node: &Node, what: &str) -> Option<String> {
         let url = self.auth_url(node, what)?;
-        let Some(rest) = url
-            .get(..7)
-            .filter(|scheme| scheme.eq_ignore_ascii_case("http://"))
-            .map(|_| &url[7..])
-        else {
+        let Some(authority) = plain_http_off_loopback(&url) else {
             return Some(url);
         };
-        let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-        let host = match authority.strip_prefix('[') {
-            Some(bracketed) => bracketed.split(']').next().unwrap_or(""),
-            None => authority
-                .rsplit_once(':')
-                .map_or(authority, |(host, _)| host),
-        };
-        let loopback = host.eq_ignore_ascii_case("localhost")
-            || host
-                .parse::<std::net::IpAddr>()
-                .is_ok_and(|ip| ip.is_loopback());
-        if loopback {
-            return Some(url);
-        }
         self.problem(
             node.pos,
             format!("{what} '{url}' must use https:// (plain http:// only on loopback)"),
@@ -406,4 +388,27 @@ impl Walk<'_> {
             );
         }
     }
+}
+
+/// The authority of `url` when it is plain `http://` to a host off loopback, which no URL the
+/// gateway fetches keys, metadata or introspection answers from may be (configured or
+/// discovered): over plain HTTP anyone on the path could hand the gateway signing keys of
+/// their own. `None`: not plain HTTP, or to loopback.
+pub fn plain_http_off_loopback(url: &str) -> Option<&str> {
+    let rest = url
+        .get(..7)
+        .filter(|scheme| scheme.eq_ignore_ascii_case("http://"))
+        .and_then(|_| url.get(7..))?;
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host = match authority.strip_prefix('[') {
+        Some(bracketed) => bracketed.split(']').next().unwrap_or(""),
+        None => authority
+            .rsplit_once(':')
+            .map_or(authority, |(host, _)| host),
+    };
+    let loopback = host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    (!loopback).then_some(authority)
 }

@@ -50,7 +50,9 @@ mod validate;
 use std::path::Path;
 
 pub use agents::is_token_hash;
-pub use auth::{AuthConfig, DEFAULT_ALGORITHMS, Introspection, OAuthConfig};
+pub use auth::{
+    AuthConfig, DEFAULT_ALGORITHMS, Introspection, OAuthConfig, plain_http_off_loopback,
+};
 pub use builtin::BUILTINS;
 pub use duration::{DURATION_HINT, parse_duration};
 pub use locate::{Located, LookupStep, locate};

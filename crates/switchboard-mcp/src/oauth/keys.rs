@@ -223,6 +223,13 @@ async fn discover(issuer: &str) -> Result<String, String> {
             continue;
         }
         if let Some(uri) = metadata.get("jwks_uri").and_then(Value::as_str) {
+            if switchboard_core::config::plain_http_off_loopback(uri).is_some() {
+                return Err(format!(
+                    "{url} names the key set {uri}, which is not https:// (plain http:// \
+                     only on loopback): anyone on the path could hand the gateway keys of \
+                     their own"
+                ));
+            }
             return Ok(uri.to_owned());
         }
         tried.push(format!("{url} has no jwks_uri"));
@@ -279,6 +286,29 @@ mod tests {
             );
         tokio::spawn(async move { axum::serve(listener, app).await });
         issuer
+    }
+
+    /// Metadata that names a key set over plain HTTP off loopback is refused: the keys could
+    /// come from anyone on the path.
+    #[tokio::test]
+    async fn a_discovered_key_set_over_plain_http_is_refused() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let issuer = format!("http://{}", listener.local_addr().expect("address"));
+        let metadata = serde_json::json!({"issuer": issuer, "jwks_uri": "http://as.example/jwks"});
+        let app = axum::Router::new().route(
+            "/.well-known/oauth-authorization-server",
+            axum::routing::get(move || async move { axum::Json(metadata) }),
+        );
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let cache = KeyCache::new(issuer, None);
+        let refused = cache.keys_for(Some("k"), "RS256", Instant::now()).await;
+        assert!(
+            matches!(&refused, Err(TokenError::Keys(why))
+                if why.contains("http://as.example/jwks") && why.contains("not https://")),
+            "{refused:?}"
+        );
     }
 
     #[tokio::test]
