@@ -26,11 +26,11 @@ async fn replica(redis: &Redis) -> Host {
         id: "n",
         tools: &["echo"],
     };
-    replica_serving(redis, plan(provider, "")).await
+    replica_serving(redis, vec![plan(provider, "")]).await
 }
 
-/// A Host on `redis` (fail open) serving `server`, once its bus is subscribed.
-async fn replica_serving(redis: &Redis, server: switchboard::ServerPlan) -> Host {
+/// A Host on `redis` (fail open) serving `servers`, once its bus is subscribed.
+async fn replica_serving(redis: &Redis, servers: Vec<switchboard::ServerPlan>) -> Host {
     let bus = EventBus::connect(&redis.url(), "t").expect("bus");
     while bus.epoch() == 0 {
         tokio::time::sleep(Duration::from_millis(10)).await;
@@ -42,7 +42,7 @@ async fn replica_serving(redis: &Redis, server: switchboard::ServerPlan) -> Host
         shared_tasks: Some(Arc::new(tasks)),
         ..HostOptions::default()
     };
-    let host = Host::start(vec![server], options);
+    let host = Host::start(servers, options);
     host.ready().await;
     host
 }
@@ -136,16 +136,44 @@ impl switchboard_core::upstream::ToolProvider for Gate {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_working_through_a_redis_restart_is_written_again_and_never_taken_for_gone() {
+    working_through_a_redis_restart(false).await;
+}
+
+/// The same while A's other tasks change all the time (a task started every 50 ms): the
+/// rewrite after subscribing again is not put off by them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_working_through_a_redis_restart_is_written_again_among_busy_tasks() {
+    working_through_a_redis_restart(true).await;
+}
+
+async fn working_through_a_redis_restart(busy: bool) {
     let mut redis = Redis::start();
     let gate = Arc::new(tokio::sync::Notify::new());
-    let a = replica_serving(&redis, support::plan_of("g", Arc::new(Gate(gate.clone())))).await;
+    let echo_server = plan(
+        Named {
+            id: "n",
+            tools: &["echo"],
+        },
+        "",
+    );
+    let gated = support::plan_of("g", Arc::new(Gate(gate.clone())));
+    let a = replica_serving(&redis, vec![gated, echo_server]).await;
     let b = replica(&redis).await;
     let ctx = CallContext::default().with_agent("voice");
     let owner = TaskOwner::of(&ctx);
     let call = ToolCall::new("g__wait", Map::new());
-    let task = a.start_task(ctx, call, None).await.expect("task");
+    let task = a.start_task(ctx.clone(), call, None).await.expect("task");
     let seen = b.find_task(&owner, &task.id, false).await.expect("found");
     assert_eq!(seen.status, TaskStatus::Working);
+    let chatter = busy.then(|| {
+        let (a, ctx) = (a.clone(), ctx.clone());
+        tokio::spawn(async move {
+            loop {
+                let _ = a.start_task(ctx.clone(), echo(), None).await;
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        })
+    });
 
     // Redis restarts with nothing: the record is gone until A, subscribed again, writes it.
     redis.restart();
@@ -173,4 +201,7 @@ async fn a_task_working_through_a_redis_restart_is_written_again_and_never_taken
     }
     gate.notify_one();
     ended_on(&b, &owner, &task.id).await;
+    if let Some(chatter) = chatter {
+        chatter.abort();
+    }
 }

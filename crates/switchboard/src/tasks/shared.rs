@@ -422,10 +422,14 @@ async fn mirror(
     // The latest change of each task that Redis did not take.
     let mut unwritten: HashMap<String, Change> = HashMap::new();
     let mut epoch = writer.bus().epoch();
+    // One timer for the whole loop: a sleep made anew each turn would never end while
+    // changes come faster than it, and the retries and the rewrite would wait for a lull.
+    let mut poll = tokio::time::interval(POLL_EVERY);
+    poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         let change = tokio::select! {
             change = changes.recv() => change,
-            () = tokio::time::sleep(POLL_EVERY) => {
+            _ = poll.tick() => {
                 // Subscribed again (epochs count subscriptions from 1): rewrite them all.
                 let now = writer.bus().epoch();
                 if now > 1 && now != epoch {
