@@ -63,8 +63,8 @@ pub enum KeyRingError {
     Newest { path: PathBuf, id: String },
 }
 
-/// One key as stored.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One key as stored. `Debug` shows its id and age, never the secret.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StoredKey {
     /// 8 hex digits, unique in the ring.
@@ -73,6 +73,16 @@ pub struct StoredKey {
     pub created: u64,
     /// 32 bytes as 64 hex digits.
     secret: String,
+}
+
+impl std::fmt::Debug for StoredKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoredKey")
+            .field("id", &self.id)
+            .field("created", &self.created)
+            .field("secret", &"***")
+            .finish()
+    }
 }
 
 /// A key ring file's contents, oldest key first.

@@ -73,6 +73,15 @@ fn create_writes_an_owner_only_ring_and_never_overwrites() {
     );
     let ring = RingFile::load(&path).expect("load");
     assert_eq!(ring.keys.len(), 1);
+    let written = std::fs::read_to_string(&path).expect("read");
+    let shown = format!("{ring:?}");
+    assert!(
+        shown.contains(&ring.keys[0].id) && shown.contains("***"),
+        "{shown}"
+    );
+    for secret in written.split('"').filter(|part| part.len() == 64) {
+        assert!(!shown.contains(secret), "Debug shows the secret: {shown}");
+    }
     let missing = RingFile::load(&dir.path().join("none.json")).expect_err("missing");
     assert!(
         missing.to_string().contains("switchboard keys create"),
