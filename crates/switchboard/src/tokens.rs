@@ -116,7 +116,9 @@ pub fn matches(stored: &str, token: &str) -> bool {
     else {
         return false;
     };
-    same_secret(&digest(salt, token), hash)
+    // Hex digits in either case (a hand-written config may carry upper case); `digest`
+    // writes lower case.
+    same_secret(&digest(salt, token), &hash.to_ascii_lowercase())
 }
 
 /// Whether two secrets are equal, in a time that does not depend on where they differ.
@@ -419,5 +421,11 @@ mod tests {
         assert!(!matches("sha256$x", &token) && !matches("md5$a$b", &token));
         let (other, _) = new_token("npc");
         assert_ne!(token, other);
+        // The hex digits of a hand-written hash may be upper case.
+        let (salt, hash) = stored.hash["sha256$".len()..]
+            .split_once('$')
+            .expect("salt and hash");
+        let upper = format!("sha256${salt}${}", hash.to_ascii_uppercase());
+        assert!(switchboard_core::config::is_token_hash(&upper) && matches(&upper, &token));
     }
 }
