@@ -118,11 +118,18 @@ pub enum Message {
 #[derive(Deserialize)]
 struct Raw {
     jsonrpc: Option<Version>,
+    /// `Some(Value::Null)` for `"id": null`, which a request may not have; `None` when absent.
+    #[serde(default, deserialize_with = "present")]
     id: Option<Value>,
     method: Option<String>,
     params: Option<Value>,
     result: Option<Value>,
     error: Option<RpcError>,
+}
+
+/// A member that is there, even as `null` (`Option<Value>` alone reads `null` as absent).
+fn present<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(deserializer).map(Some)
 }
 
 /// Whether a message's `jsonrpc` member is "2.0", read without keeping the string (one
@@ -169,6 +176,11 @@ impl Message {
                 ),
             ),
         })?;
+        // serde reads a struct from an array too (its fields in order): only an object is a
+        // message, and an array is what a batch would be.
+        if text.trim_start().starts_with('[') {
+            return Err(not_an_object());
+        }
         let raw: Raw = serde_json::from_str(text).map_err(|error| {
             let kind = if error.is_data() {
                 code::INVALID_REQUEST
@@ -190,6 +202,9 @@ impl Message {
 
     /// Classifies an already-parsed JSON value.
     pub fn from_value(value: Value) -> Result<Self, Malformed> {
+        if !value.is_object() {
+            return Err(not_an_object());
+        }
         let raw: Raw = serde_json::from_value(value).map_err(|error| Malformed {
             id: None,
             error: RpcError::new(code::INVALID_REQUEST, format!("invalid request: {error}")),
@@ -198,6 +213,13 @@ impl Message {
     }
 
     fn classify(raw: Raw) -> Result<Self, Malformed> {
+        if matches!(raw.id, Some(Value::Null)) && raw.method.is_some() {
+            return Err(invalid(
+                None,
+                "id must not be null (a request's id is a string or an integer; a \
+                 notification has none)",
+            ));
+        }
         let id = match raw.id {
             None | Some(Value::Null) => None,
             Some(Value::Number(n)) => match n.as_i64() {
@@ -379,6 +401,13 @@ fn id_value(id: &RequestId) -> Value {
     }
 }
 
+fn not_an_object() -> Malformed {
+    invalid(
+        None,
+        "a message is one JSON object (batches, JSON arrays, were removed in 2025-06-18)",
+    )
+}
+
 fn invalid(id: Option<RequestId>, message: &str) -> Malformed {
     Malformed {
         id,
@@ -479,6 +508,30 @@ mod tests {
         let batch =
             Message::parse(br#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#).expect_err("batch");
         assert_eq!(batch.error.code, code::INVALID_REQUEST);
+        // An array laid out in the fields' order is no message either.
+        let fields = Message::parse(br#"["2.0",1,"tools/list",null,null,null]"#)
+            .expect_err("an array is not a message");
+        assert_eq!(fields.error.code, code::INVALID_REQUEST);
+        assert!(
+            Message::from_value(json!(["2.0", 1, "tools/list", null, null, null])).is_err(),
+            "nor as a value"
+        );
+        // A request with a null id is refused, not taken for a notification.
+        let null_id = Message::parse(br#"{"jsonrpc":"2.0","id":null,"method":"tools/call"}"#)
+            .expect_err("null id");
+        assert_eq!(null_id.error.code, code::INVALID_REQUEST);
+        assert_eq!(null_id.id, None);
+        assert!(
+            null_id.error.message.contains("null"),
+            "{:?}",
+            null_id.error
+        );
+        // An error response may have one (the request's id could not be read).
+        let answered = Message::parse(
+            br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error"}}"#,
+        )
+        .expect("an error answer with a null id");
+        assert!(matches!(answered, Message::Error { id: None, .. }));
         let version =
             Message::parse(br#"{"jsonrpc":"1.0","id":7,"method":"ping"}"#).expect_err("version");
         assert_eq!(version.id, Some(RequestId::Number(7)));
