@@ -188,14 +188,28 @@ async fn oauth_tokens_are_checked_and_decide_the_agent() {
         "a token for another resource, Host naming it: {answer}"
     );
 
-    // A token in the query string is refused, even beside a good header.
+    // The scheme's name in any case.
+    let mut stream = std::net::TcpStream::connect(address).expect("connect");
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {address}\r\nAuthorization: BEARER {good}\r\n\
+         Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+         Mcp-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/list\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    std::io::Write::write_all(&mut stream, request.as_bytes()).expect("send");
+    let mut answer = String::new();
+    std::io::Read::read_to_string(&mut stream, &mut answer).expect("answer");
+    assert!(answer.starts_with("HTTP/1.1 200"), "BEARER: {answer}");
+
+    // A token in the query string is refused (400, RFC 6750 §3.1), even beside a good header.
     let (status, _, challenge) = post(
         &format!("{url}?access_token={good}"),
         Some(&good),
         list.clone(),
     )
     .await;
-    assert_eq!(status, 401);
+    assert_eq!(status, 400);
     assert!(
         challenge
             .unwrap_or_default()

@@ -41,20 +41,17 @@ pub(super) async fn authenticate(
     }
     let refuse = Refuse::new(options, headers, uri);
     if token_in_query(uri) {
-        return Err(refuse.unauthorized(
-            Some("invalid_request"),
+        return Err(refuse.bad_request(
             "a token is accepted only in the Authorization header, never in the URL",
         ));
     }
+    // The scheme's name is case-insensitive (RFC 9110 §11.1).
     let token = headers
         .get(header::AUTHORIZATION)
         .and_then(|value| value.to_str().ok())
-        .and_then(|value| {
-            value
-                .strip_prefix("Bearer ")
-                .or_else(|| value.strip_prefix("bearer "))
-        })
-        .map(str::trim);
+        .and_then(|value| value.split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, token)| token.trim());
     let Some(token) = token else {
         let why = if options.oauth.is_some() {
             "a bearer token is required (an OAuth access token from the authorization server)"
@@ -158,12 +155,22 @@ impl<'o> Refuse<'o> {
     /// 401: no token, or one that is not good (`error` is RFC 6750's code, none without a
     /// token).
     fn unauthorized(&self, error: Option<&str>, why: &str) -> Response {
+        self.challenged(StatusCode::UNAUTHORIZED, error, why)
+    }
+
+    /// 400 with `invalid_request` (RFC 6750 §3.1): a request the token rules forbid, such as
+    /// a token in the URL.
+    fn bad_request(&self, why: &str) -> Response {
+        self.challenged(StatusCode::BAD_REQUEST, Some("invalid_request"), why)
+    }
+
+    fn challenged(&self, status: StatusCode, error: Option<&str>, why: &str) -> Response {
         let challenge = match &self.urls {
             Some(urls) => challenge(urls, self.scopes(), error.map(|code| (code, why))),
             None => HeaderValue::from_static("Bearer realm=\"switchboard\""),
         };
         (
-            StatusCode::UNAUTHORIZED,
+            status,
             [
                 (header::WWW_AUTHENTICATE, challenge),
                 (
