@@ -29,10 +29,18 @@ use crate::seal::{Binding, Keys, OpenError, Purpose, blob, key_id_text};
 
 /// How long a session id opens after `initialize`; then the client initializes again.
 pub const SESSION_LIFETIME: Duration = Duration::from_secs(24 * 60 * 60);
-/// Sessions held in memory before expired ones are swept.
+/// Sessions held in memory before expired ones are first swept; later sweeps wait until
+/// the table has doubled since the last one, so a busy front does not scan it per session.
 const SWEEP_ABOVE: usize = 1024;
+/// Sessions held in memory at most. Past it the oldest that nothing else holds (no call in
+/// flight, no stream open) are let go, a tenth at a time: their ids still open, and a later
+/// request adopts them again, as another replica would. Without a bound, `initialize` after
+/// `initialize` would pin memory for the sessions' whole lifetime.
+const MAX_HELD: usize = 16 * 1024;
 /// Capabilities larger than this are kept by name only, so an id stays under 1 KB.
 const MAX_CAPABILITIES_BYTES: usize = 480;
+/// Capability names longer than this are not kept (no capability MCP defines comes close).
+const MAX_CAPABILITY_NAME: usize = 64;
 
 /// What the id carries.
 #[derive(Serialize, Deserialize)]
@@ -198,11 +206,55 @@ enum Found {
 pub(super) struct SessionTable {
     keys: Arc<dyn Keys>,
     /// By session id (minted here), hashed with foldhash: every request looks its session up.
-    live: Mutex<foldhash::HashMap<String, Arc<Session>>>,
+    live: Mutex<Held>,
     ended: Arc<dyn EndedSessions>,
     /// This replica's name, carried in the ids of the requests its sessions relay (so an
     /// answer POSTed to another replica finds its way back); none without replicas.
     replica: Option<Arc<str>>,
+}
+
+/// The sessions held in memory, and the size at which they are next swept.
+#[derive(Default)]
+struct Held {
+    sessions: foldhash::HashMap<String, Arc<Session>>,
+    sweep_at: usize,
+}
+
+impl Held {
+    fn get(&self, id: &str) -> Option<&Arc<Session>> {
+        self.sessions.get(id)
+    }
+
+    fn remove(&mut self, id: &str) -> Option<Arc<Session>> {
+        self.sessions.remove(id)
+    }
+
+    /// Holds `session` as `id`, sweeping expired sessions first when the table has grown
+    /// enough since the last sweep, and letting the oldest idle ones go past [`MAX_HELD`].
+    fn insert(&mut self, id: String, session: Arc<Session>, now: SystemTime) {
+        if self.sessions.len() >= self.sweep_at.max(SWEEP_ABOVE) {
+            self.sessions.retain(|_, session| session.expires > now);
+            if self.sessions.len() >= MAX_HELD {
+                self.let_go_of_oldest_idle(MAX_HELD / 10);
+            }
+            self.sweep_at = (self.sessions.len() * 2).clamp(SWEEP_ABOVE, MAX_HELD);
+        }
+        self.sessions.insert(id, session);
+    }
+
+    /// Drops up to `count` sessions that only this table holds, the oldest first.
+    fn let_go_of_oldest_idle(&mut self, count: usize) {
+        let mut idle: Vec<(SystemTime, String)> = self
+            .sessions
+            .iter()
+            .filter(|(_, session)| Arc::strong_count(session) == 1)
+            .map(|(id, session)| (session.expires, id.clone()))
+            .collect();
+        idle.sort_unstable();
+        for (_, id) in idle.into_iter().take(count) {
+            self.sessions.remove(&id);
+        }
+    }
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -211,19 +263,40 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// The capabilities to carry: as declared, or by name only when they are large.
+/// The capabilities to carry: as declared, or by name only when they are large — those MCP
+/// defines first, then others while they fit in [`MAX_CAPABILITIES_BYTES`].
 fn carried(capabilities: Value) -> Value {
+    const DEFINED: [&str; 6] = [
+        "elicitation",
+        "sampling",
+        "roots",
+        "tasks",
+        "extensions",
+        "experimental",
+    ];
     if serde_json::to_string(&capabilities).map_or(0, |text| text.len()) <= MAX_CAPABILITIES_BYTES {
         return capabilities;
     }
-    match capabilities {
-        Value::Object(map) => Value::Object(
-            map.into_iter()
-                .map(|(name, _)| (name, Value::Object(Map::new())))
-                .collect(),
-        ),
-        _ => Value::Object(Map::new()),
+    let Value::Object(map) = capabilities else {
+        return Value::Object(Map::new());
+    };
+    let mut names: Vec<String> = map
+        .into_iter()
+        .map(|(name, _)| name)
+        .filter(|name| name.len() <= MAX_CAPABILITY_NAME)
+        .collect();
+    names.sort_by_key(|name| !DEFINED.contains(&name.as_str()));
+    let mut kept = Map::new();
+    let mut size = 2;
+    for name in names {
+        // `"name":{},` in the JSON.
+        size += name.len() + 6;
+        if size > MAX_CAPABILITIES_BYTES {
+            break;
+        }
+        kept.insert(name, Value::Object(Map::new()));
     }
+    Value::Object(kept)
 }
 
 impl SessionTable {
@@ -320,11 +393,7 @@ impl SessionTable {
             version: sealed.version,
         });
         let now = self.keys.now();
-        let mut live = lock(&self.live);
-        if live.len() >= SWEEP_ABOVE {
-            live.retain(|_, session| session.expires > now);
-        }
-        live.insert(id.to_owned(), session.clone());
+        lock(&self.live).insert(id.to_owned(), session.clone(), now);
         session
     }
 
@@ -519,5 +588,45 @@ mod tests {
         assert_eq!(carried(big), json!({"sampling": {}, "roots": {}}));
         let small = json!({"roots": {"listChanged": true}});
         assert_eq!(carried(small.clone()), small);
+        // A flood of names (or one very long one) keeps what MCP defines and stays small.
+        let mut flood: Map<String, Value> =
+            (0..100_000).map(|i| (format!("x{i}"), json!({}))).collect();
+        flood.insert("z".repeat(10_000), json!({}));
+        flood.insert("elicitation".to_owned(), json!({"form": {}}));
+        let kept = carried(Value::Object(flood));
+        assert!(kept.get("elicitation").is_some(), "{kept}");
+        let size = serde_json::to_string(&kept).expect("json").len();
+        assert!(size <= MAX_CAPABILITIES_BYTES, "{size} bytes");
+    }
+
+    /// A table past its bound lets the oldest idle sessions go, never one still in use, and
+    /// sweeps only when it has grown since the last sweep.
+    #[test]
+    fn held_sessions_are_bounded_and_sessions_in_use_are_kept() {
+        let now = SystemTime::now();
+        let session = |age: u64| {
+            Arc::new(Session {
+                in_flight: Mutex::default(),
+                relay: Arc::default(),
+                subscriptions: Arc::default(),
+                principal: String::new(),
+                route: String::new(),
+                expires: now + SESSION_LIFETIME - Duration::from_secs(age),
+                key: 0,
+                version: LATEST_LEGACY_VERSION.to_owned(),
+            })
+        };
+        let mut held = Held::default();
+        let in_use = session(80_000);
+        held.insert("oldest, in use".to_owned(), in_use.clone(), now);
+        for i in 0..MAX_HELD + 10 {
+            held.insert(format!("s{i}"), session(i as u64 % 50_000), now);
+        }
+        assert!(held.sessions.len() <= MAX_HELD, "{}", held.sessions.len());
+        assert!(
+            held.get("oldest, in use").is_some(),
+            "a session in use is kept"
+        );
+        drop(in_use);
     }
 }
