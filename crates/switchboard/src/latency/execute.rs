@@ -26,6 +26,7 @@ use rand::rngs::SmallRng;
 use serde_json::{Map, Value};
 use switchboard_budget::retry::{RetryContext, RetryError};
 use switchboard_budget::{Failure, Sample, call_with_bounded_retries, hedged};
+use switchboard_core::pipeline::CACHE_META_KEY;
 use switchboard_core::upstream::{Upstream, UpstreamError};
 use switchboard_core::{CallContext, Progress, ServerId, ToolOutcome};
 use tokio::time::Instant;
@@ -217,10 +218,18 @@ impl<'a> Attempts<'a> {
         let budget = self.budget();
         let started = budget.clock.now();
         let call = self.upstream.inner.call_tool(self.tool, arguments, ctx);
-        let answer = match tokio::time::timeout_at(deadline_at, call).await {
+        let mut answer = match tokio::time::timeout_at(deadline_at, call).await {
             Ok(answer) => answer,
             Err(_) => Err(self.timeout()),
         };
+        // Whether an answer came from the cache is this gateway's to say: a server (or a
+        // gateway behind this one) that sends the mark would have its call recorded cached.
+        if let Ok(ToolOutcome {
+            meta: Some(meta), ..
+        }) = &mut answer
+        {
+            meta.shift_remove(CACHE_META_KEY);
+        }
         let elapsed = budget.clock.now().saturating_duration_since(started);
         let sample = match &answer {
             Ok(outcome) if outcome.is_error => Some(Sample::error(elapsed)),

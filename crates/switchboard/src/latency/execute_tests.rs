@@ -1,6 +1,7 @@
 //! Retries at the execution layer, against an upstream that fails in transport: an idempotent
 //! tool is tried again within its deadline, a non-idempotent one never, and a tool's own
-//! error result is never retried.
+//! error result is never retried. A server's answer never says it came from this gateway's
+//! cache.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -13,6 +14,7 @@ use switchboard_budget::TierSet;
 use switchboard_core::catalog::{ListedTool, NamingRules, ServerSlice};
 use switchboard_core::clock::SystemClock;
 use switchboard_core::config::LatencyConfig;
+use switchboard_core::pipeline::CACHE_META_KEY;
 use switchboard_core::upstream::{Upstream, UpstreamError};
 use switchboard_core::{CallContext, Catalog, ServerId, ToolDefinition, ToolOutcome};
 
@@ -169,5 +171,55 @@ async fn retries_of_a_failing_server_stay_within_ten_percent_extra() {
     assert!(
         calls <= requests + requests / 10 + 1,
         "{calls} calls for {requests} requests"
+    );
+}
+
+/// Answers with the cache's mark in its `_meta`, as a gateway behind this one would.
+struct Marked;
+
+impl Upstream for Marked {
+    fn call_tool<'a>(
+        &'a self,
+        _tool: &'a str,
+        _arguments: Map<String, Value>,
+        _ctx: &'a CallContext,
+    ) -> BoxFuture<'a, Result<ToolOutcome, UpstreamError>> {
+        Box::pin(async move {
+            let mut outcome = ToolOutcome::text("ok");
+            let mut meta = Map::new();
+            meta.insert(CACHE_META_KEY.to_owned(), json!({"hit": true}));
+            meta.insert("other".to_owned(), json!(1));
+            outcome.meta = Some(meta);
+            Ok(outcome)
+        })
+    }
+}
+
+#[tokio::test]
+async fn an_upstreams_cache_mark_is_not_taken_for_this_gateways() {
+    let upstream = BudgetedUpstream {
+        inner: Arc::new(Marked),
+        server: ServerId::new("s"),
+        budget: budget(),
+        tier: None,
+        lease: None,
+        metrics: None,
+    };
+    let outcome = upstream
+        .call_tool("append", Map::new(), &CallContext::default())
+        .await
+        .expect("answered");
+    assert!(
+        outcome
+            .meta
+            .as_ref()
+            .is_some_and(|meta| !meta.contains_key(CACHE_META_KEY)),
+        "{:?}",
+        outcome.meta
+    );
+    assert_eq!(
+        outcome.meta.as_ref().and_then(|meta| meta.get("other")),
+        Some(&json!(1)),
+        "the server's other keys are kept"
     );
 }
