@@ -119,12 +119,14 @@ pub async fn run_before(
     Ok(rewritten)
 }
 
-/// Runs every applicable post-call hook in order on the outcome.
+/// Runs every applicable post-call hook in order on the outcome; whether one that failed
+/// closed withheld it (the outcome is then that error).
 pub async fn run_after(
     hooks: &[std::sync::Arc<dyn Hook>],
     call: &HookCall,
     outcome: &mut ToolOutcome,
-) {
+) -> bool {
+    let mut withheld = false;
     for hook in hooks.iter().filter(|hook| hook.applies(call)) {
         match hook.after(call, outcome).await {
             Ok(After::Keep) => {}
@@ -133,8 +135,10 @@ pub async fn run_after(
                 FailurePolicy::Open => tracing::warn!("{failure}; result kept (fail-open)"),
                 FailurePolicy::Closed => {
                     *outcome = ToolOutcome::error(format!("result withheld: {failure}"));
+                    withheld = true;
                 }
             },
         }
     }
+    withheld
 }

@@ -279,8 +279,16 @@ impl Pipeline {
         governance.charge(ctx, cost);
         if let (Some(call), Ok(outcome)) = (&hooked, &mut fate.result) {
             let started = self.clock.wall();
-            hooks::run_after(hooks, call, outcome).await;
+            let withheld = hooks::run_after(hooks, call, outcome).await;
             self.stage("hooks after", ctx, started, entry);
+            // The record says what the caller got: a result a hook withheld is denied, one
+            // it turned into an error (or out of one) is recorded as it now is.
+            fate.status = match (withheld, outcome.is_error, fate.status) {
+                (true, _, _) => CallStatus::Denied,
+                (false, true, CallStatus::Ok) => CallStatus::ToolError,
+                (false, false, CallStatus::ToolError) => CallStatus::Ok,
+                (false, _, status) => status,
+            };
         }
         (fate, cost, approval)
     }

@@ -24,7 +24,7 @@ impl Upstream for Scripted {
     ) -> BoxFuture<'a, Result<ToolOutcome, UpstreamError>> {
         Box::pin(async move {
             match tool {
-                "echo" => Ok(ToolOutcome::text(
+                "echo" | "plain" => Ok(ToolOutcome::text(
                     arguments["text"].as_str().unwrap_or_default(),
                 )),
                 "slow" => {
@@ -77,7 +77,7 @@ impl Recorder for Records {
 
 fn catalog() -> Catalog {
     let schema = json!({"type": "object", "properties": {"text": {"type": "string"}}, "additionalProperties": false});
-    let tools = ["echo", "slow", "progress", "reject", "down"]
+    let tools = ["echo", "slow", "progress", "reject", "down", "plain"]
         .iter()
         .map(|name| ListedTool::compile(ToolDefinition::new(*name, "d", schema.clone())))
         .collect();
@@ -466,13 +466,23 @@ impl crate::hooks::Hook for Scripted2 {
 
     fn after<'a>(
         &'a self,
-        _call: &'a crate::hooks::HookCall,
+        call: &'a crate::hooks::HookCall,
         outcome: &'a ToolOutcome,
     ) -> BoxFuture<'a, Result<crate::hooks::After, crate::hooks::HookFailure>> {
         Box::pin(async move {
-            Ok(crate::hooks::After::Replace {
-                outcome: Box::new(ToolOutcome::text(outcome.text_content().to_uppercase())),
-            })
+            let text = call.arguments.get("text").and_then(Value::as_str);
+            match (call.tool.as_str(), text) {
+                ("s__plain", Some("replace")) => Ok(crate::hooks::After::Replace {
+                    outcome: Box::new(ToolOutcome::error("not for your eyes")),
+                }),
+                ("s__plain", Some("withhold")) => Err(crate::hooks::HookFailure {
+                    hook: "scripted".into(),
+                    reason: "crashed after".into(),
+                }),
+                _ => Ok(crate::hooks::After::Replace {
+                    outcome: Box::new(ToolOutcome::text(outcome.text_content().to_uppercase())),
+                }),
+            }
         })
     }
 }
@@ -538,6 +548,28 @@ async fn hooks_deny_rewrite_and_replace_and_fail_closed_or_open() {
             CallStatus::InvalidArguments,
             CallStatus::Denied
         ]
+    );
+    // After the call: a result a hook turned into an error is recorded as one, and one a
+    // failing hook withheld (fail-closed) as denied — what the caller got, not what the
+    // tool said.
+    let fixture = hooked(FailurePolicy::Closed);
+    let replaced = fixture
+        .call(&ctx, "s__plain", json!({"text": "replace"}))
+        .await
+        .expect("replaced");
+    assert!(replaced.is_error && replaced.text_content() == "not for your eyes");
+    let withheld = fixture
+        .call(&ctx, "s__plain", json!({"text": "withhold"}))
+        .await
+        .expect("withheld");
+    assert!(
+        withheld.is_error && withheld.text_content().starts_with("result withheld"),
+        "{}",
+        withheld.text_content()
+    );
+    assert_eq!(
+        fixture.statuses(),
+        [CallStatus::ToolError, CallStatus::Denied]
     );
     let open = hooked(FailurePolicy::Open);
     let through = open.call(&ctx, "s__down", json!({})).await.expect("runs");
