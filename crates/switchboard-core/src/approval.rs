@@ -62,14 +62,17 @@ impl ApprovalRules {
         let rules = agent
             .and_then(|a| self.agents.get(a))
             .unwrap_or(&self.default);
-        if rules.auto_approve.iter().any(|p| p.matches(entry)) {
-            return None;
-        }
         let tool = self.tools.get(&(
             entry.spec.server.as_str().to_owned(),
             entry.upstream_name.clone(),
         ));
-        let mode = tool.and_then(|t| t.mode).unwrap_or(rules.mode);
+        // The tool's own mode replaces every agent's rule, `auto_approve` included; without
+        // one, the agent's `auto_approve` comes before its mode.
+        let mode = match tool.and_then(|t| t.mode) {
+            Some(mode) => mode,
+            None if rules.auto_approve.iter().any(|p| p.matches(entry)) => return None,
+            None => rules.mode,
+        };
         match mode {
             ApprovalMode::Never => None,
             ApprovalMode::Always => Some("this agent's calls need approval".to_owned()),
@@ -254,5 +257,15 @@ mod tests {
                 .contains("operator")
         );
         assert!(needs(&rules, "fs__delete").is_none());
+        // A tool the operator says always needs approval needs it even where an agent's
+        // auto_approve names it.
+        rules.tools.insert(
+            ("fs".into(), "safe_write".into()),
+            ToolApproval {
+                mode: Some(ApprovalMode::Always),
+                destructive: None,
+            },
+        );
+        assert!(needs(&rules, "fs__safe_write").is_some());
     }
 }
