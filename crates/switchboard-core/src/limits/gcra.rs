@@ -43,4 +43,16 @@ impl Gcra {
         *tat = Some(current + self.interval);
         Ok(wait)
     }
+
+    /// Gives back a slot [`Gcra::reserve`] took for a request that then did not go (a later
+    /// limit refused it): the schedule moves back one interval, never before `now`.
+    pub fn give_back(&self, now: Instant) {
+        let mut tat = match self.tat.lock() {
+            Ok(tat) => tat,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if let Some(current) = *tat {
+            *tat = Some(current.checked_sub(self.interval).unwrap_or(now).max(now));
+        }
+    }
 }

@@ -344,8 +344,28 @@ impl LocalLimits {
     }
 
     /// Admits one call limited by `scopes` (checked in order), waiting up to each limit's
-    /// queue time.
+    /// queue time. A call one limit refuses gives back the rate slots the limits before it
+    /// took: a refused call uses up no one's rate.
     async fn admit(&self, scopes: &[Scope]) -> Result<Admission, Refusal> {
+        let mut reserved = Vec::new();
+        let admitted = self.admit_reserving(scopes, &mut reserved).await;
+        if admitted.is_err() {
+            let now = Instant::now();
+            for limiter in reserved {
+                if let Some(rate) = &limiter.rate {
+                    rate.give_back(now);
+                }
+            }
+        }
+        admitted
+    }
+
+    /// [`LocalLimits::admit`], noting in `reserved` each limiter whose rate slot it took.
+    async fn admit_reserving(
+        &self,
+        scopes: &[Scope],
+        reserved: &mut Vec<Arc<Limiter>>,
+    ) -> Result<Admission, Refusal> {
         let mut admission = Admission::default();
         for scope in scopes {
             let Some(limiter) = self.limiter(scope) else {
@@ -355,6 +375,7 @@ impl LocalLimits {
             if let Some(rate) = &limiter.rate {
                 match rate.reserve(Instant::now(), queue) {
                     Ok(wait) => {
+                        reserved.push(limiter.clone());
                         if !wait.is_zero() {
                             tokio::time::sleep(wait).await;
                         }

@@ -85,6 +85,42 @@ async fn over_the_rate_a_call_waits_its_queue_time_or_is_refused() {
     }
 }
 
+/// A call the tool's limit refuses takes nothing from the gateway's limit before it, so one
+/// agent hammering a tight tool leaves the gateway's rate to the others.
+#[tokio::test(start_paused = true)]
+async fn a_call_a_later_limit_refuses_uses_up_no_earlier_rate() {
+    let gateway = LimitSpec {
+        per_minute: Some(60.0),
+        burst: Some(3),
+        ..LimitSpec::default()
+    };
+    let tool = LimitSpec {
+        per_minute: Some(60.0),
+        ..LimitSpec::default()
+    };
+    let tight = Scope::Tool("s:t".into());
+    let limits = Limits::new(
+        HashMap::from([(Scope::Global, gateway), (tight.clone(), tool)]),
+        HashMap::new(),
+    );
+    let hammered = [Scope::Global, tight];
+    limits.admit(&hammered, None).await.expect("the first");
+    for _ in 0..10 {
+        assert!(matches!(
+            limits.admit(&hammered, None).await,
+            Err(Refusal::RateLimited { .. })
+        ));
+    }
+    // Two of the gateway's burst of three are left for everyone else.
+    let other = [Scope::Global];
+    limits.admit(&other, None).await.expect("a second");
+    limits.admit(&other, None).await.expect("a third");
+    assert!(
+        limits.admit(&other, None).await.is_err(),
+        "the burst is spent"
+    );
+}
+
 #[tokio::test(start_paused = true)]
 async fn concurrency_caps_hold_permits_for_the_call() {
     let spec = LimitSpec {
