@@ -31,11 +31,14 @@ pub(crate) async fn execute(
         entry.call_timeout
     };
     let call = upstream.call_tool(&entry.upstream_name, arguments, ctx);
+    // Biased, the cancel first: a call cancelled before it got here (while it waited for an
+    // approval or a slot) is never sent, rather than sent half the time.
     let result = tokio::select! {
+        biased;
+        () = ctx.cancel.cancelled() => Err(UpstreamError::Cancelled),
         result = tokio::time::timeout(deadline, call) => {
             result.unwrap_or(Err(UpstreamError::Timeout { server: server.clone(), after: deadline }))
         }
-        () = ctx.cancel.cancelled() => Err(UpstreamError::Cancelled),
     };
     let status = match &result {
         Ok(outcome) if outcome.is_error => CallStatus::ToolError,

@@ -73,6 +73,20 @@ impl Fate {
     }
 }
 
+/// The fate of a call its caller cancelled before it ran.
+fn cancelled() -> Fate {
+    Fate::new(Err(CallError::Cancelled), CallStatus::Cancelled)
+}
+
+/// What `work` gives, unless the caller cancels first (`None`; `work` is dropped).
+async fn unless_cancelled<T>(ctx: &CallContext, work: impl Future<Output = T>) -> Option<T> {
+    tokio::select! {
+        biased;
+        () = ctx.cancel.cancelled() => None,
+        done = work => Some(done),
+    }
+}
+
 /// The call pipeline: stateless apart from its collaborators.
 pub struct Pipeline {
     recorder: Arc<dyn Recorder>,
@@ -247,7 +261,12 @@ impl Pipeline {
             hooked = Some(call);
         }
         let started = self.clock.wall();
-        let approval = approve::approve(&governance, entry, call_id, &arguments, ctx).await;
+        let approving = approve::approve(&governance, entry, call_id, &arguments, ctx);
+        // A call its caller cancels while it waits for an approver is withdrawn from the
+        // approver (the future is dropped) and never runs, whatever is decided later.
+        let Some(approval) = unless_cancelled(ctx, approving).await else {
+            return (cancelled(), 0.0, None);
+        };
         if !matches!(approval, Ok(None)) {
             self.stage("approval", ctx, started, entry);
         }
@@ -256,7 +275,10 @@ impl Pipeline {
             Err((fate, summary)) => return (fate, 0.0, Some(summary)),
         };
         let started = self.clock.wall();
-        let admission = admit::admit(&governance, entry, ctx).await;
+        let Some(admission) = unless_cancelled(ctx, admit::admit(&governance, entry, ctx)).await
+        else {
+            return (cancelled(), 0.0, approval);
+        };
         if self
             .clock
             .wall()

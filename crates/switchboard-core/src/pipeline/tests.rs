@@ -254,6 +254,58 @@ async fn cancellation_stops_the_call() {
     assert_eq!(fixture.statuses(), [CallStatus::Cancelled]);
 }
 
+/// An operator who takes an hour, then approves.
+struct SlowOperator;
+
+impl crate::approval::Approver for SlowOperator {
+    fn decide<'a>(
+        &'a self,
+        _request: &'a crate::approval::ApprovalRequest,
+        _ctx: &'a CallContext,
+    ) -> BoxFuture<'a, crate::approval::Decision> {
+        Box::pin(async {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            crate::approval::Decision::Approved {
+                by: "operator".into(),
+                channel: "test".into(),
+            }
+        })
+    }
+}
+
+/// A call cancelled while it waits for its approval ends then, and never runs.
+#[tokio::test(start_paused = true)]
+async fn cancellation_while_waiting_for_approval_ends_the_call_at_once() {
+    let mut approvals = crate::approval::ApprovalRules::default();
+    approvals.default.mode = crate::approval::ApprovalMode::Always;
+    let governance = Governance {
+        approvals,
+        approver: Some(Arc::new(SlowOperator)),
+        ..Governance::default()
+    };
+    let mut fixture = Fixture::new();
+    fixture.pipeline = Pipeline::governed(
+        fixture.records.clone(),
+        Arc::new(SystemClock),
+        Arc::new(governance),
+    );
+    let ctx = CallContext::default();
+    let cancel = ctx.cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        cancel.cancel();
+    });
+    let started = tokio::time::Instant::now();
+    let result = fixture.call(&ctx, "s__plain", json!({"text": "x"})).await;
+    assert_eq!(result, Err(CallError::Cancelled));
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "ended when cancelled, not when the operator answered: {:?}",
+        started.elapsed()
+    );
+    assert_eq!(fixture.statuses(), [CallStatus::Cancelled]);
+}
+
 #[tokio::test(start_paused = true)]
 async fn progress_reaches_the_caller_and_missing_upstreams_are_tool_errors() {
     let fixture = Fixture::new();
