@@ -372,6 +372,16 @@ impl PendingApprovals {
         let agent = waiting.request.agent.clone();
         let tool = waiting.request.tool.clone();
         let until = tokio::time::Instant::now() + Duration::from_secs(minutes.saturating_mul(60));
+        let decision = Decision::Approved {
+            by: by.to_owned(),
+            channel: format!("operator (granted for {minutes} min)"),
+        };
+        // The call first: one that stopped waiting (timed out, or its caller went) a moment
+        // ago is no longer pending, and the operator is told so with no grant in force.
+        waiting
+            .answer
+            .send(decision)
+            .map_err(|_| AnswerError::not_pending(id))?;
         if let Ok(mut grants) = self.grants.lock() {
             grants.insert(
                 (agent.clone(), tool.clone()),
@@ -383,14 +393,6 @@ impl PendingApprovals {
             );
         }
         self.changed();
-        let decision = Decision::Approved {
-            by: by.to_owned(),
-            channel: format!("operator (granted for {minutes} min)"),
-        };
-        waiting
-            .answer
-            .send(decision)
-            .map_err(|_| AnswerError::not_pending(id))?;
         Ok(Grant {
             agent,
             tool,
@@ -586,6 +588,30 @@ mod tests {
         });
         changes.changed().await.expect("the queue changed");
         (queue, asked)
+    }
+
+    /// A call that stopped waiting just before the operator's grant (its wait dropped, the
+    /// queue not yet told) is not pending: the operator hears so, and no grant is made.
+    #[tokio::test(start_paused = true)]
+    async fn a_grant_for_a_call_that_stopped_waiting_grants_nothing() {
+        let queue = PendingApprovals::default();
+        let (answer, gone) = tokio::sync::oneshot::channel();
+        drop(gone);
+        if let Ok(mut waiting) = queue.waiting.lock() {
+            waiting.insert(
+                "c1".to_owned(),
+                Waiting {
+                    request: request("c1", "qa", "t__delete"),
+                    tier: None,
+                    since: SystemTime::now(),
+                    deadline: tokio::time::Instant::now() + Duration::from_secs(60),
+                    answer,
+                },
+            );
+        }
+        assert!(queue.approve_for("c1", 10, "alice").await.is_err());
+        assert!(queue.grants().is_empty(), "no grant in force");
+        assert!(queue.granted(Some("qa"), "t__delete").is_none());
     }
 
     #[tokio::test(start_paused = true)]
