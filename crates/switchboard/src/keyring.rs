@@ -227,6 +227,25 @@ impl RingFile {
             })
     }
 
+    /// Loads the ring at `path`, lets `change` change it, and writes it back, all under the
+    /// ring's lock, so two rotations or retirements at once both count. `change`'s error
+    /// leaves the ring as it was.
+    pub fn update<T>(
+        path: &Path,
+        change: impl FnOnce(&mut Self) -> Result<T, KeyRingError>,
+    ) -> Result<T, KeyRingError> {
+        crate::private_file::locked(path, || {
+            let mut ring = Self::load(path)?;
+            let changed = change(&mut ring)?;
+            ring.save(path)?;
+            Ok(changed)
+        })
+        .map_err(|source| KeyRingError::Write {
+            path: path.to_owned(),
+            source,
+        })?
+    }
+
     /// Replaces the ring at `path` whole (a 0600 file renamed over it).
     pub fn save(&self, path: &Path) -> Result<(), KeyRingError> {
         crate::private_file::write(path, self.text().as_bytes()).map_err(|source| {

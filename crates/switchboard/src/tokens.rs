@@ -155,6 +155,23 @@ impl TokenFile {
             .map_err(|error| format!("cannot write {}: {error}", path.display()))
     }
 
+    /// Loads the file at `path`, lets `change` change it, and writes it back, all under the
+    /// file's lock: a token created or revoked at the same moment by another writer (the CLI,
+    /// the console) is never lost, nor a revoked one brought back. `change`'s error leaves the
+    /// file as it was.
+    pub fn update<T>(
+        path: &Path,
+        change: impl FnOnce(&mut Self) -> Result<T, String>,
+    ) -> Result<T, String> {
+        crate::private_file::locked(path, || {
+            let mut file = Self::load(path)?;
+            let changed = change(&mut file)?;
+            file.save(path)?;
+            Ok(changed)
+        })
+        .map_err(|error| format!("cannot lock {}: {error}", path.display()))?
+    }
+
     /// Removes the one token whose id starts with `id` (at least 4 digits), and returns it.
     pub fn revoke(&mut self, id: &str) -> Result<StoredToken, String> {
         let at = pick(&self.tokens, id, "the token file")?;

@@ -74,32 +74,31 @@ pub fn run(args: KeysArgs) -> anyhow::Result<ExitCode> {
             );
         }
         Action::Rotate { file } => {
-            let mut ring = RingFile::load(&file)?;
-            let id = ring.rotate(now);
-            ring.save(&file)?;
+            let (id, older) = RingFile::update(&file, |ring| {
+                let id = ring.rotate(now);
+                Ok((id, ring.keys.len() - 1))
+            })?;
             eprintln!(
-                "added key {id} to {}: it seals from now on; {} older key(s) still open what they sealed",
+                "added key {id} to {}: it seals from now on; {older} older key(s) still open what they sealed",
                 file.display(),
-                ring.keys.len() - 1
             );
         }
         Action::Retire { file, id, keep } => {
-            let mut ring = RingFile::load(&file)?;
-            let removed = match (id, keep) {
-                (Some(id), _) => {
-                    ring.retire(&file, &id)?;
-                    vec![id]
-                }
-                (None, Some(keep)) => ring.retire_keeping(usize::from(keep)),
-                (None, None) => bail!("name a KEY_ID or give --keep N"),
-            };
-            ring.save(&file)?;
+            if id.is_none() && keep.is_none() {
+                bail!("name a KEY_ID or give --keep N");
+            }
+            let (removed, held) = RingFile::update(&file, |ring| {
+                let removed = match (&id, keep) {
+                    (Some(id), _) => {
+                        ring.retire(&file, id)?;
+                        vec![id.clone()]
+                    }
+                    (None, keep) => ring.retire_keeping(usize::from(keep.unwrap_or_default())),
+                };
+                Ok((removed, ring.keys.len()))
+            })?;
             if removed.is_empty() {
-                eprintln!(
-                    "nothing to retire: {} holds {} key(s)",
-                    file.display(),
-                    ring.keys.len()
-                );
+                eprintln!("nothing to retire: {} holds {held} key(s)", file.display(),);
             } else {
                 eprintln!(
                     "retired {} from {}: what they sealed no longer opens",

@@ -107,10 +107,12 @@ pub async fn run(config: Option<&Path>, args: TokenArgs) -> anyhow::Result<ExitC
         Action::Create { agent, token_file } => {
             known_agent(&config, &agent)?;
             let path = file_of(&config, token_file)?;
-            let mut file = TokenFile::load(&path).map_err(anyhow::Error::msg)?;
             let (token, stored) = new_token(&agent);
-            file.tokens.push(stored);
-            file.save(&path).map_err(anyhow::Error::msg)?;
+            TokenFile::update(&path, |file| {
+                file.tokens.push(stored);
+                Ok(())
+            })
+            .map_err(anyhow::Error::msg)?;
             eprintln!(
                 "created a token for agent '{agent}' (its hash is in {}); it is shown only now:",
                 path.display()
@@ -124,11 +126,11 @@ pub async fn run(config: Option<&Path>, args: TokenArgs) -> anyhow::Result<ExitC
         }
         Action::Revoke { id, token_file } => {
             let path = file_of(&config, token_file)?;
-            let mut file = TokenFile::load(&path).map_err(anyhow::Error::msg)?;
-            let revoked = file
-                .revoke(&id)
-                .or_else(|why| in_config(&config, &id, why))?;
-            file.save(&path).map_err(anyhow::Error::msg)?;
+            let revoked = TokenFile::update(&path, |file| {
+                file.revoke(&id)
+                    .or_else(|why| in_config(&config, &id, why).map_err(|e| e.to_string()))
+            })
+            .map_err(anyhow::Error::msg)?;
             eprintln!(
                 "revoked token {} of agent '{}' (removed from {}); a running gateway refuses it within a second",
                 revoked.id(),

@@ -55,9 +55,11 @@ pub(crate) async fn create(
         store.insert(&[stored]).await.map_err(shared_error)?;
     } else {
         let path = token_file(&console)?;
-        let mut file = TokenFile::load(path).map_err(ConsoleError::Invalid)?;
-        file.tokens.push(stored);
-        file.save(path).map_err(ConsoleError::Invalid)?;
+        TokenFile::update(path, |file| {
+            file.tokens.push(stored);
+            Ok(())
+        })
+        .map_err(ConsoleError::Invalid)?;
     }
     tracing::info!(agent, id, operator = %session.operator, "console: token created");
     Ok(layout::page(
@@ -87,10 +89,16 @@ pub(crate) async fn revoke(
             .map_err(shared_error)?
     } else {
         let path = token_file(&console)?;
-        let mut file = TokenFile::load(path).map_err(ConsoleError::Invalid)?;
-        let revoked = file.revoke(&id).map_err(ConsoleError::NotFound)?;
-        file.save(path).map_err(ConsoleError::Invalid)?;
-        revoked
+        let mut unknown = None;
+        let revoked = TokenFile::update(path, |file| {
+            file.revoke(&id)
+                .inspect_err(|why| unknown = Some(why.clone()))
+        });
+        match (revoked, unknown) {
+            (Ok(revoked), _) => revoked,
+            (Err(_), Some(why)) => return Err(ConsoleError::NotFound(why)),
+            (Err(why), None) => return Err(ConsoleError::Invalid(why)),
+        }
     };
     tracing::info!(agent = revoked.agent, id, operator = %session.operator, "console: token revoked");
     Ok(done(&headers, "/console/agents"))
