@@ -4,7 +4,7 @@
 //!
 //! A session is a stdio connection or an HTTP session; a stateless (2026-07-28) request has
 //! none, so its state is kept per agent instead. The map is bounded: the least recently used
-//! session is dropped first.
+//! session nobody listens to for `list_changed` is dropped first.
 //!
 //! Every call of a session looks its state up, so the map is split into [`SHARDS`] maps,
 //! each behind its own lock and with its own clock: calls of different sessions on different
@@ -171,9 +171,14 @@ impl Sessions {
         shard.clock += 1;
         let tick = shard.clock;
         if !shard.map.contains_key(&key) && shard.map.len() >= MAX_SESSIONS / SHARDS {
+            // The least recently used that nobody listens to: a session whose stream waits
+            // for list_changed (a GET stream, stdio, a modern listen) calls seldom, and
+            // dropping its state would silence that stream for good. With every one
+            // listened to the shard grows past its share, as far as open streams go.
             let oldest = shard
                 .map
                 .iter()
+                .filter(|(_, state)| state.version.receiver_count() == 0)
                 .min_by_key(|(_, state)| state.last_used)
                 .map(|(key, _)| key.clone());
             if let Some(oldest) = oldest
@@ -350,5 +355,29 @@ mod tests {
         assert!(sessions.with(&newest, |s| s.read_more_listed));
         // The first sessions after 0, unused since, are gone.
         assert!(!sessions.with(&caller(1), |s| s.read_more_listed));
+    }
+
+    /// A session that calls seldom but listens for list_changed (its stream open) keeps its
+    /// state however many others come and go, and still hears a change.
+    #[test]
+    fn a_listened_to_session_is_never_dropped() {
+        let sessions = Sessions::default();
+        let caller = |i: usize| Caller::new(None, Some(format!("s{i}")));
+        let quiet = caller(usize::MAX);
+        sessions.with(&quiet, |s| {
+            s.loaded.insert("games".to_owned());
+        });
+        let mut listening = sessions.subscribe(&quiet);
+        for i in 0..MAX_SESSIONS * 2 {
+            sessions.with(&caller(i), |_| ());
+        }
+        let kept: usize = sessions.shards.iter().map(|s| lock(s).map.len()).sum();
+        assert!(kept <= MAX_SESSIONS + 1, "{kept} sessions kept");
+        assert!(sessions.with(&quiet, |s| s.loaded.contains("games")));
+        sessions.bump_all();
+        assert!(
+            listening.has_changed().unwrap_or(false),
+            "the change is heard"
+        );
     }
 }
