@@ -516,6 +516,56 @@ async fn a_task_is_invisible_to_another_agent() {
     assert!(ended.get("result").is_none(), "{ended}");
 }
 
+/// A modern request has no session: an `Mcp-Session-Id` it carries (here a legacy session's
+/// of the same agent) is not checked, so it reaches nothing that session keeps.
+#[tokio::test]
+async fn a_modern_request_with_a_legacy_session_id_reaches_none_of_its_tasks() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = tasks_config(dir.path(), "", "");
+    let gateway = HttpGateway::start(&config, &[]);
+    let mut legacy = LegacySession::open(&gateway.url, None).await;
+    let created = legacy
+        .result(
+            "tools/call",
+            json!({"name": "slow_compute", "arguments": {"seconds": 30, "label": "held"},
+                "task": {"ttl": 60000}}),
+        )
+        .await;
+    let id = created["task"]["taskId"]
+        .as_str()
+        .expect("taskId")
+        .to_owned();
+
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {
+        "taskId": id,
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities":
+                      {"extensions": {TASKS_EXTENSION: {}}}}}});
+    let answer = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .expect("client")
+        .post(&gateway.url)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tasks/get")
+        .header("mcp-name", &id)
+        .header("mcp-session-id", &legacy.session)
+        .json(&body)
+        .send()
+        .await
+        .expect("send")
+        .text()
+        .await
+        .expect("body");
+    let answer = answer_in(&answer, &json!(1));
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    // The session itself still reaches it.
+    let got = legacy.result("tasks/get", json!({"taskId": id})).await;
+    assert_eq!(got["status"], "working", "{got}");
+    legacy.result("tasks/cancel", json!({"taskId": id})).await;
+}
+
 #[tokio::test]
 async fn an_operator_approval_keeps_the_task_waiting_until_approved() {
     let dir = tempfile::tempdir().expect("tempdir");

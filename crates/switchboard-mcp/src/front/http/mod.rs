@@ -374,9 +374,13 @@ async fn post_as(
             ))
         || (method == "tools/call"
             && params_meta(params.as_ref()).is_some_and(|meta| meta.contains_key(META_LOG_LEVEL)));
+    // The session the Host keys state on: a legacy one this front opened or minted. A modern
+    // request has none — an `Mcp-Session-Id` it carries is unchecked, and would let it reach
+    // what another session keeps — so its state is its agent's.
+    let checked_session = session.as_ref().and(session_id);
     let mut dispatcher = state
         .dispatcher
-        .for_session(new_session.clone().or(session_id));
+        .for_session(new_session.clone().or(checked_session));
     if agent.is_some() {
         dispatcher = dispatcher.for_agent(agent);
     }
