@@ -19,10 +19,18 @@ use crate::jsonrpc::{Message, RequestId, client_capability_for, code};
 
 type Waiter = oneshot::Sender<Result<Value, CallerError>>;
 
+/// The requests waiting for the client's answer, and whether the client is gone
+/// ([`Relay::close`]): no request waits on a client that can no longer answer.
+#[derive(Default)]
+struct Pending {
+    waiting: HashMap<String, Waiter>,
+    closed: bool,
+}
+
 /// One client connection's (or session's) relay state.
 #[derive(Default)]
 pub struct Relay {
-    pending: Mutex<HashMap<String, Waiter>>,
+    pending: Mutex<Pending>,
     next: AtomicU64,
     capabilities: RwLock<Value>,
     /// The replica whose name the ids carry (`sb-<replica>-N`); none: `sb-N`.
@@ -89,7 +97,11 @@ impl Relay {
             ),
             _ => return false,
         };
-        let waiter = self.pending.lock().ok().and_then(|mut map| map.remove(id));
+        let waiter = self
+            .pending
+            .lock()
+            .ok()
+            .and_then(|mut pending| pending.waiting.remove(id));
         match waiter {
             Some(waiter) => {
                 let _ = waiter.send(answer);
@@ -97,6 +109,21 @@ impl Relay {
             }
             None => false,
         }
+    }
+
+    /// The client can answer no more (its input ended): every request waiting on it ends
+    /// with "the client went away", and any later one at once.
+    pub fn close(&self) {
+        let waiting = {
+            let mut pending = self
+                .pending
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            pending.closed = true;
+            std::mem::take(&mut pending.waiting)
+        };
+        // Dropped here, outside the lock: each waiter hears that the client went away.
+        drop(waiting);
     }
 
     /// A caller channel that writes through `sink` (the connection, or one response stream).
@@ -116,6 +143,20 @@ struct RelayCaller {
 impl fmt::Debug for RelayCaller {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("RelayCaller")
+    }
+}
+
+/// Removes a relayed request's entry when its wait ends, however it ends.
+struct Waiting<'a> {
+    relay: &'a Relay,
+    id: &'a str,
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut pending) = self.relay.pending.lock() {
+            pending.waiting.remove(self.id);
+        }
     }
 }
 
@@ -143,25 +184,29 @@ impl CallerChannel for RelayCaller {
                 None => format!("{ID_PREFIX}{number}"),
             };
             let (waiter, answer) = oneshot::channel();
-            if let Ok(mut pending) = self.relay.pending.lock() {
-                pending.insert(id.clone(), waiter);
+            let gone = || CallerError {
+                code: code::INTERNAL_ERROR,
+                message: "the client went away".to_owned(),
+                data: None,
+            };
+            match self.relay.pending.lock() {
+                Ok(mut pending) if !pending.closed => {
+                    pending.waiting.insert(id.clone(), waiter);
+                }
+                _ => return Err(gone()),
             }
+            // However the wait ends — answered, or given up (the call cancelled, its deadline
+            // passed) — the entry goes.
+            let _waiting = Waiting {
+                relay: &self.relay,
+                id: &id,
+            };
             (self.sink)(Message::Request {
                 id: RequestId::String(id.clone()),
                 method,
                 params: Some(params),
             });
-            let result = answer.await;
-            if let Ok(mut pending) = self.relay.pending.lock() {
-                pending.remove(&id);
-            }
-            result.unwrap_or_else(|_| {
-                Err(CallerError {
-                    code: code::INTERNAL_ERROR,
-                    message: "the client went away".to_owned(),
-                    data: None,
-                })
-            })
+            answer.await.unwrap_or_else(|_| Err(gone()))
         })
     }
 
@@ -181,6 +226,42 @@ impl CallerChannel for RelayCaller {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn relay_capturing() -> (Arc<Relay>, Arc<dyn CallerChannel>) {
+        let relay = Arc::new(Relay::default());
+        relay.remember_capabilities(Some(&serde_json::json!({"capabilities": {"roots": {}}})));
+        let caller = relay.caller(Arc::new(|_message| {}));
+        (relay, caller)
+    }
+
+    /// A wait given up on leaves no entry behind; a client gone ends every wait at once.
+    #[tokio::test]
+    async fn waits_end_when_given_up_on_or_when_the_client_goes() {
+        let (relay, caller) = relay_capturing();
+        let given_up = tokio::time::timeout(
+            std::time::Duration::from_millis(10),
+            caller.request("roots/list", Value::Null),
+        )
+        .await;
+        assert!(given_up.is_err(), "no answer came");
+        assert!(relay.pending.lock().expect("lock").waiting.is_empty());
+
+        let waiting = tokio::spawn({
+            let caller = caller.clone();
+            async move { caller.request("roots/list", Value::Null).await }
+        });
+        while relay.pending.lock().expect("lock").waiting.is_empty() {
+            tokio::task::yield_now().await;
+        }
+        relay.close();
+        let ended = waiting.await.expect("joined");
+        assert!(
+            matches!(&ended, Err(error) if error.message == "the client went away"),
+            "{ended:?}"
+        );
+        let later = caller.request("roots/list", Value::Null).await;
+        assert!(later.is_err(), "a closed relay asks nothing more");
+    }
 
     #[test]
     fn a_relayed_id_names_its_replica_when_it_has_one() {

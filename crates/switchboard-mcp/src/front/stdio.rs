@@ -198,7 +198,10 @@ pub async fn serve(
             Message::PreparedResponse { .. } => {}
         }
     }
-    // Input is over: stop announcing changes, and give in-flight calls their grace period.
+    // Input is over: the client can answer nothing more (a call waiting on its answer to a
+    // relayed question ends now), stop announcing changes, and give in-flight calls their
+    // grace period.
+    relay.close();
     shutdown.cancel();
     tasks.close();
     if tokio::time::timeout(options.grace, tasks.wait())

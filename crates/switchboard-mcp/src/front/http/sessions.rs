@@ -477,7 +477,8 @@ impl SessionTable {
         (session.principal == asker.principal() && session.route == asker.route).then_some(session)
     }
 
-    /// Ends the session `id` (DELETE): its calls here are cancelled, and no replica that
+    /// Ends the session `id` (DELETE): its calls here are cancelled, its relayed questions
+    /// answered "the client went away", and no replica that
     /// shares the store of ended sessions accepts the id any longer. A store that cannot be
     /// told refuses (the session is not ended, the client may DELETE again).
     pub(super) async fn end(
@@ -491,6 +492,8 @@ impl SessionTable {
             .await
             .map_err(|EndedUnavailable(why)| SessionRefusal::Unverifiable(why))?;
         lock(&self.live).remove(id);
+        // Its client will answer nothing more: a call waiting on a relayed question ends.
+        session.relay.close();
         Ok(session)
     }
 }
