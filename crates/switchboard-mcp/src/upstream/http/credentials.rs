@@ -81,17 +81,18 @@ impl UpstreamCredentials {
     }
 
     /// The `Authorization` value of a request made `on_behalf` of someone (none: the
-    /// request goes without one); a new token when `renew` (the server refused the last).
+    /// request goes without one); a new token when the one held is `refused` (the server
+    /// answered 401 to it) — once, however many requests were refused it at the same time.
     /// A caller's call to a server that takes the caller's identity is refused when the
     /// caller has no OAuth token to exchange.
     pub async fn authorization(
         &self,
         on_behalf: &OnBehalf,
-        renew: bool,
+        refused: Option<&HeaderValue>,
     ) -> Result<Option<HeaderValue>, TransportError> {
         match (on_behalf, &self.exchange) {
             (OnBehalf::Caller(Some(token)), Some(exchange)) => {
-                exchange.authorization(token, renew).await.map(Some)
+                exchange.authorization(token, refused).await.map(Some)
             }
             (OnBehalf::Caller(None), Some(_)) => Err(TransportError::new(
                 "this server takes the caller's identity (grant = \"token_exchange\"), and the \
@@ -99,7 +100,7 @@ impl UpstreamCredentials {
                  the library)",
             )),
             _ => match &self.own {
-                Some(own) => own.authorization(renew).await.map(Some),
+                Some(own) => own.authorization(refused).await.map(Some),
                 None => Ok(None),
             },
         }
@@ -198,12 +199,16 @@ impl ClientCredentials {
     }
 
     /// The `Authorization` value for the next request: the token held, or a new one when it
-    /// is about to expire (or `renew`: the server refused it).
-    pub async fn authorization(&self, renew: bool) -> Result<HeaderValue, TransportError> {
+    /// is about to expire or is the one the server `refused`. Requests refused the same token
+    /// at once wait here for one new token: the first fetches it, the others find it held.
+    pub async fn authorization(
+        &self,
+        refused: Option<&HeaderValue>,
+    ) -> Result<HeaderValue, TransportError> {
         let mut held = self.held.lock().await;
-        if !renew
-            && let Some(token) = held.as_ref()
+        if let Some(token) = held.as_ref()
             && Instant::now() < token.renew_at
+            && refused.is_none_or(|refused| *refused != token.authorization)
         {
             return Ok(token.authorization.clone());
         }
@@ -370,5 +375,54 @@ mod tests {
             credentials.endpoint.basic.to_str().expect("ascii"),
             format!("Basic {expected}")
         );
+    }
+
+    /// Requests that the server refused the same token at once get one new token between
+    /// them: one grant, not one per request.
+    #[tokio::test]
+    async fn a_refused_token_is_renewed_once_for_every_request_refused_it() {
+        let grants = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let address = listener.local_addr().expect("address");
+        let counted = grants.clone();
+        let app = axum::Router::new().route(
+            "/token",
+            axum::routing::post(move || async move {
+                let n = counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+                axum::Json(serde_json::json!({
+                    "access_token": format!("t{n}"), "token_type": "Bearer", "expires_in": 3600
+                }))
+            }),
+        );
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let credentials = Arc::new(
+            ClientCredentials::new(&UpstreamAuthConfig {
+                grant: UpstreamGrant::ClientCredentials,
+                token_endpoint: format!("http://{address}/token"),
+                client_id: "gw".into(),
+                client_secret: switchboard_core::config::SecretString("s".into()),
+                scope: None,
+                resource: None,
+                audience: None,
+                gateway_token: true,
+                server_tls: false,
+            })
+            .expect("credentials"),
+        );
+        let first = credentials.authorization(None).await.expect("a token");
+        assert_eq!(first, "Bearer t1");
+        let renewals: Vec<_> = (0..5)
+            .map(|_| {
+                let (credentials, refused) = (credentials.clone(), first.clone());
+                tokio::spawn(async move { credentials.authorization(Some(&refused)).await })
+            })
+            .collect();
+        for renewal in renewals {
+            let token = renewal.await.expect("joined").expect("renewed");
+            assert_eq!(token, "Bearer t2");
+        }
+        assert_eq!(grants.load(std::sync::atomic::Ordering::SeqCst), 2);
     }
 }

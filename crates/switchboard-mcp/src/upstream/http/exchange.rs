@@ -78,19 +78,23 @@ impl Shared {
         }
     }
 
-    /// Puts the token the server gets in `headers` (a new one when `renew`), if it has
-    /// `[servers.ID.auth]`: the gateway's own, or the caller's exchanged.
+    /// Puts the token the server gets in `headers` (a new one when `refused`: the server
+    /// answered 401 to the one `headers` carry), if it has `[servers.ID.auth]`: the gateway's
+    /// own, or the caller's exchanged.
     async fn authorize(
         &self,
         headers: &mut HeaderMap,
         on_behalf: &OnBehalf,
-        renew: bool,
+        refused: bool,
     ) -> Result<(), String> {
         let Some(credentials) = &self.credentials else {
             return Ok(());
         };
+        let refused = refused
+            .then(|| headers.get(http::header::AUTHORIZATION).cloned())
+            .flatten();
         let token = credentials
-            .authorization(on_behalf, renew)
+            .authorization(on_behalf, refused.as_ref())
             .await
             .map_err(|error| format!("server {}: {}", self.url, error.0))?;
         match token {

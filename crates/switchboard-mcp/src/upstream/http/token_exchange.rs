@@ -70,13 +70,13 @@ impl TokenExchange {
     pub async fn authorization(
         &self,
         subject: &SubjectToken,
-        renew: bool,
+        refused: Option<&HeaderValue>,
     ) -> Result<HeaderValue, TransportError> {
         let key = digest(subject);
-        if !renew
-            && let Ok(held) = self.held.lock()
+        if let Ok(held) = self.held.lock()
             && let Some(token) = held.get(&key)
             && Instant::now() < token.renew_at
+            && refused.is_none_or(|refused| *refused != token.authorization)
         {
             return Ok(token.authorization.clone());
         }
