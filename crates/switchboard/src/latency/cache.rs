@@ -214,11 +214,18 @@ impl ResultCache {
             return run().await;
         };
         let ran_here = AtomicBool::new(false);
+        let mut run = Some(run);
         let answer = slot
             .answer
             .get_or_init(|| {
                 ran_here.store(true, Ordering::Relaxed);
-                run()
+                let run = run.take();
+                async move {
+                    match run {
+                        Some(run) => run().await,
+                        None => Err(UpstreamError::Cancelled),
+                    }
+                }
             })
             .await
             .clone();
@@ -231,6 +238,14 @@ impl ResultCache {
         if ran_here.load(Ordering::Relaxed) {
             self.misses.fetch_add(1, Ordering::Relaxed);
             return answer;
+        }
+        // The caller whose run this was cancelled, or its deadline (not this caller's)
+        // passed: that fate is its own, and this caller runs the call itself.
+        if let (Err(UpstreamError::Cancelled | UpstreamError::Timeout { .. }), Some(run)) =
+            (&answer, run)
+        {
+            self.misses.fetch_add(1, Ordering::Relaxed);
+            return run().await;
         }
         self.hits.fetch_add(1, Ordering::Relaxed);
         answer.map(|outcome| mark_hit(outcome, slot.filled.get().copied(), answered_at))
@@ -332,6 +347,28 @@ mod tests {
             cache_key(None, None, "s:t", &args(json!({"x": 1}))),
             cache_key(None, None, "s:t", &args(json!({"x": 2})))
         );
+    }
+
+    /// A caller waiting on another's run does not take that caller's cancellation (or
+    /// deadline) for its own: it runs the call itself.
+    #[tokio::test(start_paused = true)]
+    async fn a_waiter_runs_the_call_itself_when_the_run_it_waited_on_was_cancelled() {
+        let cache = ResultCache::default();
+        let ttl = Duration::from_secs(10);
+        let cancelled = || async {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            Err(UpstreamError::Cancelled)
+        };
+        let mine = || async { Ok(ToolOutcome::text("mine")) };
+        let (first, second) = tokio::join!(
+            cache.get_or_run("k".into(), ttl, Instant::now, cancelled),
+            async {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                cache.get_or_run("k".into(), ttl, Instant::now, mine).await
+            },
+        );
+        assert!(matches!(first, Err(UpstreamError::Cancelled)));
+        assert_eq!(second.expect("its own run").text_content(), "mine");
     }
 
     #[tokio::test(start_paused = true)]
