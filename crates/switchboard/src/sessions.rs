@@ -367,7 +367,7 @@ mod tests {
         sessions.with(&quiet, |s| {
             s.loaded.insert("games".to_owned());
         });
-        let mut listening = sessions.subscribe(&quiet);
+        let listening = sessions.subscribe(&quiet);
         for i in 0..MAX_SESSIONS * 2 {
             sessions.with(&caller(i), |_| ());
         }
