@@ -108,6 +108,8 @@ pub struct Task {
     changed: watch::Sender<u64>,
     events: broadcast::Sender<(TaskOwner, TaskView)>,
     mirror: Option<Mirror>,
+    /// The store's clock: its wall time stamps each change.
+    clock: Arc<dyn Clock>,
 }
 
 impl Task {
@@ -185,7 +187,7 @@ impl Task {
     /// (`notifications/tasks/status` carries the task's fields only, so the event leaves out
     /// the result and the questions rather than copy them).
     fn announce(&self, state: &mut TaskState) {
-        state.updated_at = SystemTime::now();
+        state.updated_at = self.clock.wall();
         self.changed.send_modify(|version| *version += 1);
         if self.events.receiver_count() > 0 {
             let _ = self
@@ -420,7 +422,7 @@ impl TaskStore {
                 .clamp(MIN_TTL, self.settings.max_ttl.max(MIN_TTL)),
         );
         let id = new_task_id();
-        let now = SystemTime::now();
+        let now = self.clock.wall();
         let task = Arc::new(Task {
             id: id.clone(),
             owner,
@@ -447,6 +449,7 @@ impl TaskStore {
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner())
                 .clone(),
+            clock: self.clock.clone(),
         });
         let mut tasks = self.map();
         let held: Vec<&Arc<Task>> = tasks
