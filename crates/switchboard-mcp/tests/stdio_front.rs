@@ -194,6 +194,27 @@ async fn progress_uses_the_clients_token_and_cancel_reaches_the_backend() {
         .send(r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#)
         .await;
     assert_eq!(client.receive().await["id"], 3);
+
+    // Not only tool calls: a resource read that hangs is dropped when cancelled (which is
+    // what tells the server upstream), and answers nothing.
+    client
+        .send(r#"{"jsonrpc":"2.0","id":4,"method":"resources/read","params":{"uri":"wait://forever"}}"#)
+        .await;
+    let reading = tokio::time::timeout(Duration::from_secs(5), client.cancelled.recv())
+        .await
+        .expect("reading in time");
+    assert_eq!(reading.as_deref(), Some("reading"));
+    client
+        .send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":4}}"#)
+        .await;
+    let dropped = tokio::time::timeout(Duration::from_secs(5), client.cancelled.recv())
+        .await
+        .expect("dropped in time");
+    assert_eq!(dropped.as_deref(), Some("read"));
+    client
+        .send(r#"{"jsonrpc":"2.0","id":5,"method":"ping"}"#)
+        .await;
+    assert_eq!(client.receive().await["id"], 5);
 }
 
 #[tokio::test]

@@ -279,13 +279,17 @@ impl Dispatcher {
                                 .then(|| modern_request(params.as_ref())),
                             ..ctx
                         };
-                        self.backend.get_prompt(ctx, name, arguments).await
+                        let cancel = ctx.cancel.clone();
+                        unless_cancelled(&cancel, self.backend.get_prompt(ctx, name, arguments))
+                            .await
                     }
                     Err(error) => Err(error),
                 },
                 "resources/read" => match string_param(params.as_ref(), "uri") {
                     Ok(uri) => {
-                        let read = self.backend.read_resource(uri.clone()).await;
+                        let read =
+                            unless_cancelled(&ctx.cancel, self.backend.read_resource(uri.clone()))
+                                .await;
                         read.map_err(|error| modern_not_found(error, &uri, era))
                     }
                     Err(error) => Err(error),
@@ -293,21 +297,21 @@ impl Dispatcher {
                 "resources/subscribe" | "resources/unsubscribe" => {
                     match string_param(params.as_ref(), "uri") {
                         Ok(uri) => {
-                            self.backend
-                                .subscribe_resource(
-                                    self.caller(),
-                                    uri,
-                                    method == "resources/subscribe",
-                                )
-                                .await
+                            let subscribing = self.backend.subscribe_resource(
+                                self.caller(),
+                                uri,
+                                method == "resources/subscribe",
+                            );
+                            unless_cancelled(&ctx.cancel, subscribing).await
                         }
                         Err(error) => Err(error),
                     }
                 }
                 "completion/complete" => {
-                    self.backend
-                        .complete(params.clone().unwrap_or_else(|| json!({})))
-                        .await
+                    let completing = self
+                        .backend
+                        .complete(params.clone().unwrap_or_else(|| json!({})));
+                    unless_cancelled(&ctx.cancel, completing).await
                 }
                 task if TASK_METHODS.contains(&task) => {
                     self.task_method(task, params.as_ref(), ctx, era).await
@@ -594,4 +598,21 @@ pub fn progress_notification(token: &Value, progress: &switchboard_core::Progres
         }
     }
     Message::notification("notifications/progress", params)
+}
+
+/// What `work` answers, unless the client cancels the request first: `work` is then dropped
+/// — which tells the server upstream (`notifications/cancelled`) — and the request ends with
+/// an error no front sends (a cancelled request gets no answer).
+async fn unless_cancelled(
+    cancel: &tokio_util::sync::CancellationToken,
+    work: impl std::future::Future<Output = Result<Value, RpcError>>,
+) -> Result<Value, RpcError> {
+    tokio::select! {
+        biased;
+        () = cancel.cancelled() => Err(RpcError::new(
+            code::INTERNAL_ERROR,
+            "the request was cancelled",
+        )),
+        answer = work => answer,
+    }
 }

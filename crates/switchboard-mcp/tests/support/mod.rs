@@ -1,5 +1,6 @@
 //! A backend for front tests: `echo`, `progress` (reports once), `wait` (until cancelled,
-//! then reports the cancellation), anything else unknown.
+//! then reports the cancellation), anything else unknown; the resource `wait://forever`
+//! never reads, and reports when its read starts and when it is dropped.
 
 use std::sync::Arc;
 
@@ -8,6 +9,7 @@ use serde_json::{Value, json};
 use switchboard_core::pipeline::CallError;
 use switchboard_core::{CallContext, Caller, Progress, ToolCall, ToolDefinition, ToolOutcome};
 use switchboard_mcp::front::{Backend, ServerIdentity};
+use switchboard_mcp::jsonrpc::{RpcError, code};
 use tokio::sync::{mpsc, watch};
 
 pub struct FakeBackend {
@@ -69,6 +71,27 @@ impl Backend for FakeBackend {
 
     fn listing_version(&self, _caller: &Caller) -> watch::Receiver<u64> {
         self.version.subscribe()
+    }
+
+    fn read_resource(&self, uri: String) -> BoxFuture<'_, Result<Value, RpcError>> {
+        /// Says "read" when the read it belongs to is dropped.
+        struct Told(mpsc::UnboundedSender<String>);
+        impl Drop for Told {
+            fn drop(&mut self) {
+                let _ = self.0.send("read".into());
+            }
+        }
+        Box::pin(async move {
+            if uri == "wait://forever" {
+                let _ = self.cancelled.send("reading".into());
+                let _told = Told(self.cancelled.clone());
+                std::future::pending::<()>().await;
+            }
+            Err(RpcError::new(
+                code::RESOURCE_NOT_FOUND,
+                format!("Resource not found: {uri}"),
+            ))
+        })
     }
 }
 
