@@ -260,7 +260,15 @@ impl Output {
             return;
         }
         let wanted = if blank { 2 } else { 1 };
-        let present = self.text.len() - self.text.trim_end_matches('\n').len();
+        // Only the last `wanted` bytes matter: counting every trailing newline made a page of
+        // many newlines (a long `<pre>`, `<br>`s) then many paragraphs quadratic.
+        let present = self
+            .text
+            .bytes()
+            .rev()
+            .take(wanted)
+            .take_while(|&b| b == b'\n')
+            .count();
         for _ in present..wanted {
             self.text.push('\n');
         }

@@ -60,3 +60,18 @@ fn inline_snippets_lose_their_markup() {
         "Brave says rust is fast & safe"
     );
 }
+
+/// A page of many newlines then many paragraphs (a hostile page can be both, within
+/// max_bytes) reads as its text: each paragraph looks at the end of the text, not at every
+/// newline before it.
+#[test]
+fn many_newlines_then_many_paragraphs_read_as_the_text() {
+    let page = format!(
+        "<pre>x{}</pre>{}y",
+        "\n".repeat(200_000),
+        "<p>".repeat(100_000)
+    );
+    assert_eq!(readable(&page).text, "x\n\ny");
+    let page = format!("x{}{}y", "<br>".repeat(100_000), "<div>".repeat(100_000));
+    assert_eq!(readable(&page).text, "x\n\ny");
+}
