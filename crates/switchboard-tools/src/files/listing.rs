@@ -12,7 +12,7 @@ use super::roots::{io_message, locate};
 
 /// Entries a tree or a search visits at most.
 const MAX_VISITED: usize = 20_000;
-/// Files larger than this are not searched by content.
+/// Files larger than this (or than `max_read_bytes`) are not searched by content.
 const MAX_SEARCHED_BYTES: u64 = 1 << 20;
 
 fn kind(meta: &cap_std::fs::Metadata) -> &'static str {
@@ -27,16 +27,35 @@ fn kind(meta: &cap_std::fs::Metadata) -> &'static str {
     }
 }
 
-/// Entries of one directory, sorted by name: (name, metadata without following symlinks).
-fn entries(dir: &Dir, path: &Path) -> std::io::Result<Vec<(String, cap_std::fs::Metadata)>> {
+/// One entry of a directory.
+struct Entry {
+    /// The name as shown (not UTF-8: with replacement characters).
+    name: String,
+    /// The name as the file system has it, to reach the entry by.
+    file_name: std::ffi::OsString,
+    /// Its metadata, symlinks not followed.
+    meta: cap_std::fs::Metadata,
+}
+
+/// Entries of one directory, sorted by name. An entry that goes between the listing and the
+/// look at it (a file another call is writing and renaming) is passed over, not an error.
+fn entries(dir: &Dir, path: &Path) -> std::io::Result<Vec<Entry>> {
     let mut found = Vec::new();
     for entry in dir.read_dir(path)? {
         let entry = entry?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let meta = dir.symlink_metadata(path.join(&name))?;
-        found.push((name, meta));
+        let meta = match entry.metadata() {
+            Ok(meta) => meta,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(error) => return Err(error),
+        };
+        let file_name = entry.file_name();
+        found.push(Entry {
+            name: file_name.to_string_lossy().into_owned(),
+            file_name,
+            meta,
+        });
     }
-    found.sort_by(|a, b| a.0.cmp(&b.0));
+    found.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(found)
 }
 
@@ -47,7 +66,9 @@ impl Files {
             entries(&located.root.dir, located.rel()).map_err(|e| io_message(given, &e))?;
         Ok(listed
             .into_iter()
-            .map(|(name, meta)| json!({"name": name, "type": kind(&meta), "size": meta.len()}))
+            .map(|Entry { name, meta, .. }| {
+                json!({"name": name, "type": kind(&meta), "size": meta.len()})
+            })
             .collect())
     }
 
@@ -83,7 +104,12 @@ impl Files {
         truncated: &mut bool,
     ) -> std::io::Result<Value> {
         let mut children = Vec::new();
-        for (name, meta) in entries(dir, path)? {
+        for Entry {
+            name,
+            file_name,
+            meta,
+        } in entries(dir, path)?
+        {
             if *visited >= limit {
                 *truncated = true;
                 break;
@@ -92,8 +118,12 @@ impl Files {
             let mut node = json!({"name": name, "type": kind(&meta)});
             if meta.is_dir() && !meta.is_symlink() {
                 if depth > 1 {
-                    node["children"] =
-                        self.tree(dir, &path.join(&name), depth - 1, limit, visited, truncated)?;
+                    // A directory below that cannot be read is marked, and the rest is shown.
+                    let below = path.join(&file_name);
+                    match self.tree(dir, &below, depth - 1, limit, visited, truncated) {
+                        Ok(children) => node["children"] = children,
+                        Err(_) => node["unreadable"] = Value::Bool(true),
+                    }
                 } else {
                     *truncated = true;
                 }
@@ -125,13 +155,18 @@ impl Files {
                 Err(error) if path == located.rel() => return Err(io_message(given, &error)),
                 Err(_) => continue,
             };
-            for (name, meta) in listed {
+            for Entry {
+                name,
+                file_name,
+                meta,
+            } in listed
+            {
                 visited += 1;
                 if visited > MAX_VISITED || found.len() >= max_results {
                     truncated = true;
                     break;
                 }
-                let child = path.join(&name);
+                let child = path.join(&file_name);
                 let relative = child
                     .strip_prefix(".")
                     .unwrap_or(&child)
@@ -151,7 +186,10 @@ impl Files {
                     continue;
                 }
                 if let Some(needle) = content {
-                    if meta.len() > MAX_SEARCHED_BYTES {
+                    // Never past what read_file would show, so a search cannot tell what lies
+                    // beyond it; a file passed over for its size makes the answer incomplete.
+                    if meta.len() > MAX_SEARCHED_BYTES.min(self.max_read_bytes) {
+                        truncated = true;
                         continue;
                     }
                     let Ok(bytes) = dir.read(&child) else {

@@ -47,15 +47,17 @@ impl Default for FilesSettings {
     }
 }
 
-/// The files provider.
+/// The files provider. Cheap to clone: clones share the roots' handles.
+#[derive(Clone)]
 pub struct Files {
-    roots: Vec<RootDir>,
+    roots: std::sync::Arc<[RootDir]>,
     max_read_bytes: u64,
     max_write_bytes: u64,
 }
 
 impl Files {
-    /// Opens every root; a root that does not exist or is not a directory is an error.
+    /// Opens every root; a root that does not exist or is not a directory is an error, and so
+    /// is a read-only root inside a writable one.
     pub fn new(settings: FilesSettings) -> Result<Self, RootError> {
         if settings.roots.is_empty() {
             return Err(RootError {
@@ -68,8 +70,25 @@ impl Files {
             .iter()
             .map(|root| RootDir::open(&root.path, root.read_only))
             .collect::<Result<Vec<_>, _>>()?;
+        // A read-only root inside a writable one cannot be kept read-only: a link made in the
+        // writable root (or a path through it) reaches the files beneath it.
+        for inner in roots.iter().filter(|root| root.read_only) {
+            if let Some(outer) = roots
+                .iter()
+                .find(|outer| !outer.read_only && inner.path.starts_with(&outer.path))
+            {
+                return Err(RootError {
+                    path: inner.path.clone(),
+                    reason: format!(
+                        "is read-only but inside the writable root {}, through which it could \
+                         be written; make that root read-only too, or move one of them",
+                        outer.path.display()
+                    ),
+                });
+            }
+        }
         Ok(Self {
-            roots,
+            roots: roots.into(),
             max_read_bytes: settings.max_read_bytes,
             max_write_bytes: settings.max_write_bytes,
         })
@@ -313,7 +332,16 @@ impl ToolProvider for Files {
         arguments: Map<String, Value>,
         _ctx: &'a CallContext,
     ) -> BoxFuture<'a, Result<ToolOutcome, ToolError>> {
-        Box::pin(async move { self.dispatch(tool, &arguments).map_err(ToolError::new) })
+        // On a blocking thread: a walk, a search or a diff may take a while, and must not hold
+        // a runtime thread (nor keep the call's deadline from ending its wait).
+        let files = self.clone();
+        let tool = tool.to_owned();
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || files.dispatch(&tool, &arguments))
+                .await
+                .map_err(|error| ToolError::new(format!("files: the operation failed: {error}")))?
+                .map_err(ToolError::new)
+        })
     }
 }
 

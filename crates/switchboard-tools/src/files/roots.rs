@@ -87,8 +87,10 @@ fn normalize(path: &Path) -> Option<PathBuf> {
     Some(out)
 }
 
-/// Maps a caller's path to a root: absolute paths must lie under a root (the longest
-/// matching root wins); relative paths are taken from the first root.
+/// Maps a caller's path to a root: absolute paths must lie under a root; relative paths are
+/// taken from the first root. Either way the deepest root that holds the path wins, so a
+/// path reaches a nested root's files as that root (its `read_only` included) however it is
+/// written.
 pub fn locate<'r>(roots: &'r [RootDir], given: &str) -> Result<Located<'r>, String> {
     let refuse =
         || format!("'{given}' is outside the allowed roots (list_allowed_roots shows them)");
@@ -99,8 +101,14 @@ pub fn locate<'r>(roots: &'r [RootDir], given: &str) -> Result<Located<'r>, Stri
         ));
     }
     let path = Path::new(given);
-    if path.is_absolute() {
-        let normal = normalize(path).ok_or_else(refuse)?;
+    let first = roots.first().ok_or_else(refuse)?;
+    let absolute = if path.is_absolute() {
+        path.to_owned()
+    } else {
+        first.path.join(path)
+    };
+    {
+        let normal = normalize(&absolute).ok_or_else(refuse)?;
         let root = roots
             .iter()
             .filter(|root| normal.starts_with(&root.path))
@@ -110,11 +118,8 @@ pub fn locate<'r>(roots: &'r [RootDir], given: &str) -> Result<Located<'r>, Stri
             .strip_prefix(&root.path)
             .map_err(|_| refuse())?
             .to_owned();
-        return Ok(Located { root, inner });
+        Ok(Located { root, inner })
     }
-    let root = roots.first().ok_or_else(refuse)?;
-    let inner = normalize(path).ok_or_else(refuse)?;
-    Ok(Located { root, inner })
 }
 
 /// Turns an I/O error of a confined operation into a message that names the caller's path

@@ -385,3 +385,115 @@ fn roots_must_exist() {
     assert!(error.to_string().contains("/nonexistent/root"), "{error}");
     assert!(Files::new(FilesSettings::default()).is_err());
 }
+
+/// A read-only root inside a writable one could be written through it (by its path, or a
+/// link made in the writable root): refused at start. A writable root inside a read-only one
+/// is written as itself, however the path is written.
+#[test]
+fn nested_roots_are_taken_as_the_deepest_and_a_read_only_one_may_not_sit_in_a_writable_one() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let outer = temp.path().join("work");
+    let inner = outer.join("docs");
+    std::fs::create_dir_all(&inner).expect("mkdir");
+    let root = |path: &Path, read_only| Root {
+        path: path.to_owned(),
+        read_only,
+    };
+    let settings = |roots| FilesSettings {
+        roots,
+        ..FilesSettings::default()
+    };
+    let error = Files::new(settings(vec![root(&outer, false), root(&inner, true)]))
+        .err()
+        .expect("a read-only root in a writable one");
+    assert!(
+        error.to_string().contains("inside the writable root"),
+        "{error}"
+    );
+
+    let files = Files::new(settings(vec![root(&outer, true), root(&inner, false)])).expect("roots");
+    let write = |path: &str| {
+        files.dispatch(
+            "write_file",
+            json!({"path": path, "content": "x"})
+                .as_object()
+                .expect("object"),
+        )
+    };
+    assert!(
+        write("docs/notes.md").is_ok(),
+        "the writable inner root, by a relative path"
+    );
+    assert!(write("docs/../top.md").is_err(), "the read-only outer root");
+    assert_eq!(
+        std::fs::read_to_string(inner.join("notes.md")).expect("written"),
+        "x"
+    );
+}
+
+/// A file written over keeps its permissions.
+#[test]
+fn writing_over_a_file_keeps_its_permissions() {
+    use std::os::unix::fs::PermissionsExt;
+    let w = world();
+    let secret = w.root.join("secret.env");
+    std::fs::write(&secret, "A=1\n").expect("secret");
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    run(
+        &w,
+        "write_file",
+        json!({"path": "secret.env", "content": "A=2\n"}),
+    )
+    .expect("written");
+    run(
+        &w,
+        "edit_file",
+        json!({"path": "secret.env", "edits": [{"oldText": "A=2", "newText": "A=3"}]}),
+    )
+    .expect("edited");
+    let mode = std::fs::metadata(&secret)
+        .expect("meta")
+        .permissions()
+        .mode()
+        & 0o777;
+    assert_eq!(mode, 0o600);
+    assert_eq!(std::fs::read_to_string(&secret).expect("read"), "A=3\n");
+}
+
+/// A content search never looks past max_read_bytes (1024 here), and says it left a file
+/// out; a name that is not UTF-8, and a subdirectory that cannot be read, leave the rest of a
+/// listing or tree as it is.
+#[test]
+fn searches_stay_within_the_read_limit_and_odd_entries_spoil_no_listing() {
+    use std::os::unix::ffi::OsStrExt;
+    let w = world();
+    std::fs::write(
+        w.root.join("big.log"),
+        format!("{}password=a", "x".repeat(2000)),
+    )
+    .expect("big");
+    let found = run(
+        &w,
+        "search_files",
+        json!({"path": ".", "pattern": "big.log", "content": "password=a"}),
+    )
+    .expect("searched");
+    let answer = found.structured_content.clone().unwrap_or_default();
+    assert_eq!(answer["matches"], json!([]), "{answer}");
+    assert_eq!(answer["truncated"], true, "{answer}");
+
+    let odd = std::ffi::OsStr::from_bytes(b"caf\xe9.txt");
+    std::fs::write(w.root.join(odd), "latin-1 name").expect("odd name");
+    let listed = run(&w, "list_directory", json!({"path": "."})).expect("listed");
+    assert!(
+        listed.text_content().contains("hello.txt"),
+        "{}",
+        listed.text_content()
+    );
+    let tree = run(&w, "directory_tree", json!({"path": "."})).expect("tree");
+    assert!(
+        tree.text_content().contains("hello.txt"),
+        "{}",
+        tree.text_content()
+    );
+}

@@ -1,6 +1,6 @@
-//! Writing: atomically (a temporary file in the same directory, flushed to disk, then renamed
-//! over the target), within the size limit, never under a read-only root; creating
-//! directories; moving files between or within roots.
+//! Writing: atomically (a temporary file in the same directory, with the permissions of the
+//! file it replaces, flushed to disk, then renamed over the target), within the size limit,
+//! never under a read-only root; creating directories; moving files between or within roots.
 
 use std::io::Write;
 
@@ -44,10 +44,20 @@ impl Files {
             rand::random::<u64>()
         ));
         let dir = &located.root.dir;
+        // A file written over keeps its permissions (a 0600 secret stays 0600, a script stays
+        // executable); the new file is made with them before it takes the name.
+        let kept = dir
+            .symlink_metadata(&located.inner)
+            .ok()
+            .filter(|metadata| metadata.is_file())
+            .map(|metadata| metadata.permissions());
         let mut options = OpenOptions::new();
         options.write(true).create_new(true);
         let written = (|| {
             let mut file = dir.open_with(&temp, &options)?;
+            if let Some(permissions) = kept {
+                file.set_permissions(permissions)?;
+            }
             file.write_all(content.as_bytes())?;
             file.sync_all()?;
             dir.rename(&temp, dir, &located.inner)
