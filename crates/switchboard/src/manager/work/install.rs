@@ -50,6 +50,43 @@ pub(crate) async fn screen_values(
     Ok(request)
 }
 
+/// `docker run`'s arguments without the `-e NAME` / `--env NAME` of a variable the entry
+/// does not set: docker passes such a name from its own environment, which is the gateway's,
+/// so an optional input left empty (or a runtime argument naming `GITHUB_TOKEN`) would hand
+/// the container the gateway's own value.
+/// Only docker's own options are looked at: they end at the image (the first argument that
+/// is neither an option nor an option's value); what follows is the server's.
+fn passing_only_set_variables(args: Vec<String>, env: &BTreeMap<String, String>) -> Vec<String> {
+    const TAKING_A_VALUE: [&str; 5] = ["-e", "--env", "--network", "--security-opt", "--cap-drop"];
+    let mut kept = Vec::with_capacity(args.len());
+    let mut args = args.into_iter();
+    // `run` itself.
+    kept.extend(args.next());
+    while let Some(arg) = args.next() {
+        if !arg.starts_with('-') {
+            // The image: the rest is the server's.
+            kept.push(arg);
+            break;
+        }
+        if !TAKING_A_VALUE.contains(&arg.as_str()) {
+            kept.push(arg);
+            continue;
+        }
+        let Some(value) = args.next() else {
+            kept.push(arg);
+            break;
+        };
+        let unset =
+            (arg == "-e" || arg == "--env") && !value.contains('=') && !env.contains_key(&value);
+        if !unset {
+            kept.push(arg);
+            kept.push(value);
+        }
+    }
+    kept.extend(args);
+    kept
+}
+
 /// The config entry of a launch. Every string that came from the `server.json` is written
 /// with `$` doubled, so no `${VAR}` in it is ever substituted: a registry entry cannot make
 /// the gateway hand it a variable or a secret. Only the inputs' own `${…}` references
@@ -66,12 +103,20 @@ fn transport_of(launch: Launch, env: BTreeMap<String, String>) -> EntryTransport
             command,
             args,
             env: fixed,
-        } => EntryTransport::Stdio {
-            command: literal(command),
-            args: args.into_iter().map(literal).collect(),
-            env: literals(fixed).into_iter().chain(env).collect(),
-            cwd: None,
-        },
+        } => {
+            let env: BTreeMap<String, String> = literals(fixed).into_iter().chain(env).collect();
+            let args = if command == "docker" {
+                passing_only_set_variables(args, &env)
+            } else {
+                args
+            };
+            EntryTransport::Stdio {
+                command: literal(command),
+                args: args.into_iter().map(literal).collect(),
+                env,
+                cwd: None,
+            }
+        }
         Launch::Http { url, headers } => EntryTransport::Http {
             url: literal(url),
             headers: literals(headers).into_iter().chain(env).collect(),
@@ -333,5 +378,52 @@ mod tests {
         };
         assert_eq!(url, "https://x.example/mcp?k=$${OPENAI_API_KEY}");
         assert_eq!(headers["X"], "$${OPENAI_API_KEY}");
+    }
+
+    /// docker passes `-e NAME` from its own environment, the gateway's: only the variables
+    /// the entry sets are passed, so an optional input left empty, or a runtime argument
+    /// naming one of the gateway's, hands the container nothing.
+    #[test]
+    fn a_container_gets_only_the_variables_the_entry_sets() {
+        let strings = |items: &[&str]| items.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        let launch = Launch::Stdio {
+            command: "docker".to_owned(),
+            args: strings(&[
+                "run",
+                "-i",
+                "--rm",
+                "-e",
+                "MODE",
+                "-e",
+                "TOKEN",
+                "--env",
+                "GITHUB_TOKEN",
+                "-e",
+                "KEY",
+                "example/image:1",
+                "-e",
+                "kept-after-the-image",
+            ]),
+            env: BTreeMap::from([("MODE".to_owned(), "fast".to_owned())]),
+        };
+        let inputs = BTreeMap::from([("KEY".to_owned(), "value".to_owned())]);
+        let EntryTransport::Stdio { args, .. } = transport_of(launch, inputs) else {
+            panic!("stdio");
+        };
+        assert_eq!(
+            args,
+            strings(&[
+                "run",
+                "-i",
+                "--rm",
+                "-e",
+                "MODE",
+                "-e",
+                "KEY",
+                "example/image:1",
+                "-e",
+                "kept-after-the-image"
+            ])
+        );
     }
 }
