@@ -294,6 +294,14 @@ fn inexact_versions_are_refused_naming_the_package() {
         "1.0 || 2.0",
         "1.0.0 - 2.0.0",
         ">=1,<2",
+        // npm would read these as a GitHub repository, a path, a URL or a tarball.
+        "vattacker/repo",
+        "vattacker",
+        "1.0.0/../../../tmp/x",
+        "1.0.0.tgz",
+        "1.0.0#main",
+        "1.0.0:x",
+        "1.0.0@x",
     ] {
         let error = resolve(&server(json!([npm(version)]), json!([]))).expect_err(version);
         let text = error.to_string();

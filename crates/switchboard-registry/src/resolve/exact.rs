@@ -75,8 +75,24 @@ pub fn inexact_reason(version: &str) -> Option<&'static str> {
     {
         return Some("it has a wildcard part");
     }
-    if !version.starts_with(|c: char| c.is_ascii_digit()) && !version.starts_with('v') {
+    let number = version.strip_prefix('v').unwrap_or(version);
+    if !number.starts_with(|c: char| c.is_ascii_digit()) {
         return Some("it is not a version number");
+    }
+    // What npm or pip would read as something else: `owner/repo` (a GitHub repository), a
+    // path, a URL, a git reference.
+    if !version
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '+' | '!' | '_'))
+    {
+        return Some("it holds characters no version number has (a path, a URL or a repository?)");
+    }
+    let lower = version.to_ascii_lowercase();
+    if [".tgz", ".tar", ".gz", ".zip", ".whl"]
+        .iter()
+        .any(|archive| lower.ends_with(archive))
+    {
+        return Some("it names an archive file");
     }
     None
 }
