@@ -194,6 +194,25 @@ impl Ledger {
         Self::start(Box::new(conn), path, Tuning::for_this_machine())
     }
 
+    /// [`Ledger::open`], then the retention rules: rows older than `older_than_ms` and past
+    /// the newest `max_rows` go (the chain stays verifiable from its anchor); how many went.
+    /// In this order: pruned before the journals are replayed, rows a gone process left in
+    /// its journal (its files stay until then, even after a clean stop) would come back at the
+    /// end of the chain, and the next prune take the newest rows for the oldest.
+    pub fn open_keeping(
+        path: &Path,
+        older_than_ms: Option<i64>,
+        max_rows: Option<i64>,
+    ) -> Result<(Self, usize), LedgerError> {
+        let ledger = Self::open(path)?;
+        if older_than_ms.is_none() && max_rows.is_none() {
+            return Ok((ledger, 0));
+        }
+        let mut conn = store::open(path)?;
+        let pruned = store::prune(&mut conn, older_than_ms, max_rows)?;
+        Ok((ledger, pruned))
+    }
+
     /// Opens the ledger on PostgreSQL (`[storage] url`), journaling at `journal_base`
     /// (`<journal_base>.journal-<pid>`, its shards and their segments): connects, checks the
     /// schema is current (it is `switchboard migrate`'s to change), replays what gone

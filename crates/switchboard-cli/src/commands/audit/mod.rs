@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use switchboard_core::config::Config;
-use switchboard_ledger::{Filter, Ledger, LedgerEntry, store};
+use switchboard_ledger::{Filter, Ledger, LedgerEntry};
 
 use reader::Reader;
 
@@ -144,7 +144,6 @@ pub fn open_ledger(config: &Config) -> anyhow::Result<Ledger> {
         return Ok(ledger);
     }
     let path = ledger_path(config, None)?;
-    let mut conn = store::open(&path).map_err(anyhow::Error::msg)?;
     let cutoff = config.gateway.ledger_retention_days.map(|days| {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -155,14 +154,12 @@ pub fn open_ledger(config: &Config) -> anyhow::Result<Ledger> {
         .gateway
         .ledger_max_rows
         .map(|n| i64::try_from(n).unwrap_or(i64::MAX));
-    if cutoff.is_some() || max_rows.is_some() {
-        let pruned = store::prune(&mut conn, cutoff, max_rows).map_err(anyhow::Error::msg)?;
-        if pruned > 0 {
-            tracing::info!(pruned, "ledger: retention removed old rows");
-        }
+    let (ledger, pruned) =
+        Ledger::open_keeping(&path, cutoff, max_rows).map_err(anyhow::Error::msg)?;
+    if pruned > 0 {
+        tracing::info!(pruned, "ledger: retention removed old rows");
     }
-    drop(conn);
-    Ledger::open(&path).map_err(anyhow::Error::msg)
+    Ok(ledger)
 }
 
 fn parse_since(text: &str) -> anyhow::Result<i64> {
