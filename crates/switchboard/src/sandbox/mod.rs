@@ -101,26 +101,33 @@ fn startup_paths(command: &str, args: &[String], cwd: Option<&Path>) -> Vec<Path
             push_dir_and_prefix(&mut paths, &interpreter);
         }
     }
-    // A venv's `bin/python` is a link into the system: its prefix is the link's.
+    // A venv's `bin/python` is a link into the system: its prefix is the link's (the
+    // directories above the link resolved, not the link itself).
     let unresolved = Path::new(command);
     if unresolved.is_absolute()
         && let Some(prefix) = unresolved.parent().and_then(Path::parent)
-        && prefix != Path::new("/")
+        && let Ok(prefix) = prefix.canonicalize()
     {
-        paths.push(prefix.to_path_buf());
+        paths.push(prefix);
     }
+    // Every path as the launcher will open it: `..` and links resolved, so `/usr/..` or a
+    // link to `/` is judged as the `/` it is.
     for arg in args {
         let path = Path::new(arg);
-        if path.is_absolute() && path.exists() {
-            // A directory itself; a file with its directory (a script's siblings), unless
-            // that directory is a home or the like, then the file alone.
-            match path.parent() {
-                Some(dir) if path.is_file() && !too_broad(dir) => paths.push(dir.to_path_buf()),
-                _ => paths.push(path.to_path_buf()),
-            }
+        if !path.is_absolute() {
+            continue;
+        }
+        let Ok(path) = path.canonicalize() else {
+            continue;
+        };
+        // A directory itself; a file with its directory (a script's siblings), unless that
+        // directory is a home or the like, then the file alone.
+        match path.parent() {
+            Some(dir) if path.is_file() && !too_broad(dir) => paths.push(dir.to_path_buf()),
+            _ => paths.push(path),
         }
     }
-    paths.extend(cwd.map(Path::to_path_buf));
+    paths.extend(cwd.and_then(|cwd| cwd.canonicalize().ok()));
     paths.retain(|path| !too_broad(path));
     paths.sort();
     paths.dedup();

@@ -231,11 +231,18 @@ fn derived_readable_paths_stop_short_of_homes_and_the_root() {
     std::fs::create_dir(&docs).expect("mkdir");
     let script = dir.path().join("server.py");
     std::fs::write(&script, "print()").expect("write");
+    let to_root = dir.path().join("root-link");
+    std::os::unix::fs::symlink("/", &to_root).expect("symlink");
     let args = [
         docs.display().to_string(),
         script.display().to_string(),
         "/".to_owned(),
         "/home".to_owned(),
+        // `/` written otherwise: the launcher opens what they resolve to.
+        "/usr/..".to_owned(),
+        "/proc/self/root".to_owned(),
+        to_root.display().to_string(),
+        format!("{}/../../home", docs.display()),
     ];
     let paths = startup_paths("no-such-program-here", &args, None);
     assert!(paths.contains(&docs), "the directory itself: {paths:?}");
@@ -246,7 +253,9 @@ fn derived_readable_paths_stop_short_of_homes_and_the_root() {
         "no ancestor of the directory above the script's own: {paths:?}"
     );
     assert!(
-        !paths.iter().any(|path| too_broad(path)),
-        "neither / nor /home: {paths:?}"
+        !paths
+            .iter()
+            .any(|path| too_broad(path) || path.canonicalize().is_ok_and(|real| too_broad(&real))),
+        "neither / nor /home, however written: {paths:?}"
     );
 }
