@@ -1,29 +1,31 @@
-//! Secrets never reach the ledger: arguments whose name says they are secret, and values
-//! that look like credentials, are replaced by `"[REDACTED]"` at any depth before a row is
-//! written. The argument digest is taken over the original arguments, so identical calls
-//! still match.
+//! Secrets never reach the ledger: arguments whose name says they are secret (whatever
+//! they hold: a list or an object beneath such a name is redacted whole), and values that
+//! look like credentials, are replaced by `"[REDACTED]"` at any depth before a row is
+//! written. Names are compared without case or punctuation (`privateKey`, `private-key` and
+//! `private_key` alike). The argument digest is taken over the original arguments, so
+//! identical calls still match.
 
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 pub const REDACTED: &str = "[REDACTED]";
 
-/// Parts of argument names that mark a secret (case-insensitive).
-const SECRET_NAMES: [&str; 14] = [
+/// Parts of argument names that mark a secret, compared with the name's letters and
+/// digits only, lowercased.
+const SECRET_NAMES: [&str; 13] = [
     "password",
     "passwd",
+    "passphrase",
     "secret",
     "token",
-    "api_key",
     "apikey",
-    "api-key",
     "authorization",
     "auth",
     "credential",
-    "private_key",
-    "access_key",
+    "privatekey",
+    "accesskey",
     "cookie",
-    "session_key",
+    "sessionkey",
 ];
 
 /// Prefixes of well-known credential formats.
@@ -43,12 +45,21 @@ const SECRET_PREFIXES: [&str; 12] = [
 ];
 
 fn secret_name(name: &str) -> bool {
-    // Case-insensitive `contains` without a lowercased copy of every key (the parts are
-    // lowercase ASCII).
-    let name = name.as_bytes();
+    // Letters and digits only, lowercased, on the stack for the usual short key.
+    let mut plain = [0u8; 64];
+    let mut len = 0;
+    for byte in name.bytes().filter(u8::is_ascii_alphanumeric) {
+        if len == plain.len() {
+            break;
+        }
+        plain[len] = byte.to_ascii_lowercase();
+        len += 1;
+    }
+    let plain = &plain[..len];
     SECRET_NAMES.iter().any(|part| {
-        name.windows(part.len())
-            .any(|window| window.eq_ignore_ascii_case(part.as_bytes()))
+        plain
+            .windows(part.len())
+            .any(|window| window == part.as_bytes())
     })
 }
 
@@ -59,6 +70,10 @@ pub fn looks_secret(text: &str) -> bool {
         .any(|prefix| text.starts_with(prefix))
         && text.len() >= 12
     {
+        return true;
+    }
+    // A PEM private key (its lines and spaces are no token characters).
+    if text.contains("-----BEGIN") && text.contains("PRIVATE KEY") {
         return true;
     }
     // A JWT: three base64url parts, the first starting with eyJ.
@@ -77,13 +92,28 @@ pub fn looks_secret(text: &str) -> bool {
 fn redact_map(map: &Map<String, Value>) -> Map<String, Value> {
     map.iter()
         .map(|(key, inner)| {
-            if secret_name(key) && !inner.is_object() && !inner.is_array() {
-                (key.clone(), Value::String(REDACTED.to_owned()))
+            if secret_name(key) {
+                (key.clone(), redact_all(inner))
             } else {
                 (key.clone(), redact_value(inner))
             }
         })
         .collect()
+}
+
+/// Everything under a secret's name: its shape kept (so a reader sees a list of two, say),
+/// every value in it redacted.
+fn redact_all(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(key, inner)| (key.clone(), redact_all(inner)))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(redact_all).collect()),
+        Value::Null => Value::Null,
+        _ => Value::String(REDACTED.to_owned()),
+    }
 }
 
 fn redact_value(value: &Value) -> Value {
@@ -134,5 +164,41 @@ mod tests {
             redacted["words"],
             "a perfectly ordinary sentence that is rather long indeed"
         );
+    }
+
+    /// Secrets in lists or objects under a secret's name, names spelled in other cases and
+    /// punctuation, and PEM keys are redacted too.
+    #[test]
+    fn secrets_in_other_shapes_and_spellings_are_redacted() {
+        let arguments = json!({
+            "password": ["hunter2", "hunter3"],
+            "auth": {"user": "bob", "pass": "hunter2", "retries": 3},
+            "privateKey": "plain words",
+            "private-key": "plain words",
+            "accessKey": "x",
+            "sessionKey": "x",
+            "passphrase": "correct horse",
+            "pem": "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----",
+            "path": "/home/alice/notes.txt",
+            "count": 3
+        });
+        let redacted = redact(arguments.as_object().expect("object"));
+        assert_eq!(redacted["password"], json!([REDACTED, REDACTED]));
+        assert_eq!(
+            redacted["auth"],
+            json!({"user": REDACTED, "pass": REDACTED, "retries": REDACTED})
+        );
+        for key in [
+            "privateKey",
+            "private-key",
+            "accessKey",
+            "sessionKey",
+            "passphrase",
+            "pem",
+        ] {
+            assert_eq!(redacted[key], REDACTED, "{key}");
+        }
+        assert_eq!(redacted["path"], "/home/alice/notes.txt");
+        assert_eq!(redacted["count"], 3);
     }
 }
