@@ -10,9 +10,14 @@ pub(crate) fn now_ms() -> i64 {
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
-/// `2026-11-26 05:12:03Z`.
+/// The last instant humantime writes (9999-12-31 23:59:59Z); past it, it fails to format.
+const LAST_WRITABLE_MS: u64 = 253_402_300_799_000;
+
+/// `2026-11-26 05:12:03Z` (a time past year 9999, which only an edited row could hold, as
+/// the last second of 9999).
 pub(crate) fn utc(ms: i64) -> String {
-    let at = UNIX_EPOCH + Duration::from_millis(u64::try_from(ms).unwrap_or(0));
+    let ms = u64::try_from(ms).unwrap_or(0).min(LAST_WRITABLE_MS);
+    let at = UNIX_EPOCH + Duration::from_millis(ms);
     // humantime writes `2026-11-26T05:12:03Z`; a space reads better in a table.
     humantime::format_rfc3339_seconds(at)
         .to_string()
@@ -54,7 +59,7 @@ pub(crate) fn parse(text: &str, now: i64) -> Option<i64> {
     let unit = |suffix: &str, ms: i64| {
         text.strip_suffix(suffix)
             .and_then(|n| n.trim().parse::<i64>().ok())
-            .map(|n| now - n * ms)
+            .map(|n| now.saturating_sub(n.saturating_mul(ms)))
     };
     if let Some(back) = unit("s", 1_000)
         .or_else(|| unit("m", 60_000))
@@ -91,6 +96,10 @@ mod tests {
         assert_eq!(parse("2026-13-01", 0), None);
         assert_eq!(parse("soon", 0), None);
         assert_eq!(parse("  ", 0), None);
+        // Out of range: no overflow, no panic.
+        assert_eq!(parse("9999999999999999d", 1_000), Some(1_000 - i64::MAX));
+        assert_eq!(utc(i64::MAX), "9999-12-31 23:59:59Z");
+        assert_eq!(utc(-5), "1970-01-01 00:00:00Z");
     }
 
     #[test]
