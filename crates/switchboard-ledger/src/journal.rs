@@ -73,7 +73,7 @@
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError, RwLock};
@@ -384,15 +384,33 @@ fn orphaned_journals(path: &Path) -> Vec<Vec<PathBuf>> {
 }
 
 fn read_journal(journal: &Path) -> Vec<LedgerEntry> {
-    let Ok(file) = File::open(journal) else {
+    let Ok(bytes) = std::fs::read(journal) else {
         return Vec::new();
     };
-    // A torn last line (the process died mid-write) is skipped: its call never answered.
-    BufReader::new(file)
-        .lines()
-        .map_while(Result::ok)
-        .filter_map(|line| serde_json::from_str(&line).ok())
+    // Line by line, as bytes: a torn line (a write cut short — the process died, the disk
+    // filled) is skipped, its call never answered, and spoils no line after it; a row
+    // written straight after a torn one, on the same line, is still read.
+    bytes
+        .split(|byte| *byte == b'\n')
+        .filter(|line| !line.is_empty())
+        .filter_map(|line| {
+            serde_json::from_slice(line).ok().or_else(|| {
+                let start = find_last(line, ROW_START)?;
+                serde_json::from_slice(&line[start..]).ok()
+            })
+        })
         .collect()
+}
+
+/// How every journal line starts: a row's first field.
+const ROW_START: &[u8] = b"{\"call_id\":";
+
+/// Where `needle` last starts in `haystack`, past its first byte (a whole line that does not
+/// parse is not tried again).
+fn find_last(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    (1..haystack.len().saturating_sub(needle.len()) + 1)
+        .rev()
+        .find(|&start| haystack[start..].starts_with(needle))
 }
 
 /// One process's rows from all its files, in the order they started.

@@ -402,3 +402,35 @@ fn a_shard_whose_file_went_missing_gets_its_name_back() {
     assert_eq!(lines_in(&retired[0]), 1);
     assert_eq!(lines_in(&shard), 0);
 }
+
+/// A write cut short in the middle of a journal (the disk filled, then had room again) tears
+/// one line: that row is lost — its call never answered — and no other. A row written
+/// straight after it, on the same line, and every line after, are read.
+#[test]
+fn a_torn_line_in_the_middle_spoils_no_other_row() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let journal = dir.path().join("ledger.db.journal-1");
+    let line = |i: usize| entry(i, "npc", "ok").canonical();
+    let torn = line(1);
+    // Cut inside a multi-byte character: the rest of the file is no longer UTF-8 as a whole.
+    let cut = format!("{}é", &torn[..torn.len() / 2]);
+    let cut = &cut.as_bytes()[..cut.len() - 1];
+    let mut bytes = Vec::new();
+    bytes.extend(line(0).as_bytes());
+    bytes.push(b'\n');
+    bytes.extend(cut);
+    bytes.extend(line(2).as_bytes());
+    bytes.push(b'\n');
+    bytes.extend(line(3).as_bytes());
+    bytes.push(b'\n');
+    std::fs::write(&journal, bytes).expect("write");
+    let read: Vec<String> = read_journal(&journal)
+        .into_iter()
+        .map(|entry| entry.call_id)
+        .collect();
+    let expected: Vec<String> = [0, 2, 3]
+        .into_iter()
+        .map(|i| entry(i, "npc", "ok").call_id)
+        .collect();
+    assert_eq!(read, expected);
+}
