@@ -486,6 +486,44 @@ fn a_secret_input_goes_to_the_secrets_file_and_nowhere_else() {
         .permissions()
         .mode();
     assert_eq!(mode & 0o777, 0o600, "the secrets file is private");
+
+    // A second install under the same server id, a key of its own in the request (as the
+    // admin endpoint takes one), is refused before the key is written: the running server's
+    // secret is not replaced.
+    let admin: Value =
+        serde_json::from_str(&std::fs::read_to_string(world.admin()).expect("the admin file"))
+            .expect("admin JSON");
+    let body = json!({"work": {"op": "install", "name": "io.example.tests/keyed",
+        "server": "keyed", "activation": "now", "values": {"X-Api-Key": "replaced-value-456"}}});
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let (status, answer) = runtime.block_on(async {
+        let response = reqwest::Client::new()
+            .post(format!(
+                "{}/operations",
+                admin["url"].as_str().expect("url")
+            ))
+            .bearer_auth(admin["token"].as_str().expect("token"))
+            .json(&body)
+            .send()
+            .await
+            .expect("post");
+        (
+            response.status().as_u16(),
+            response.text().await.unwrap_or_default(),
+        )
+    });
+    assert!(
+        status >= 400 && answer.contains("already configured"),
+        "{status}: {answer}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(world.secrets()).expect("the secrets file"),
+        secrets,
+        "the secrets file is as it was"
+    );
 }
 
 #[test]

@@ -88,6 +88,33 @@ pub(crate) fn missing<'a>(
         .collect()
 }
 
+/// Values given for a server's inputs, checked: the plain ones (for the config entry) and
+/// the secrets, not written anywhere yet ([`Screened::keep`] writes them).
+pub(crate) struct Screened {
+    pub(crate) plain: BTreeMap<String, String>,
+    /// (secrets-file key, value).
+    secrets: Vec<(String, String)>,
+}
+
+impl Screened {
+    /// Writes the secrets to the secrets file; the keys written, and the plain values.
+    pub(crate) fn keep(self) -> Result<(Vec<String>, BTreeMap<String, String>), String> {
+        let path = GatewayEnvironment::default_secrets_path();
+        let mut written = Vec::new();
+        for (key, value) in self.secrets {
+            if let Err(error) = switchboard_core::config::write_secret(&path, &key, &value) {
+                forget_secrets(&written);
+                return Err(format!(
+                    "cannot keep the secret in {}: {error}",
+                    path.display()
+                ));
+            }
+            written.push(key);
+        }
+        Ok((written, self.plain))
+    }
+}
+
 /// Takes values given for `server`'s inputs: secrets are written to the secrets file, the
 /// rest are returned (to be written into the config entry). Unknown names are refused.
 pub(crate) fn accept(
@@ -95,7 +122,20 @@ pub(crate) fn accept(
     inputs: &[Input],
     given: BTreeMap<String, String>,
 ) -> Result<BTreeMap<String, String>, String> {
+    screen(server, inputs, given)?
+        .keep()
+        .map(|(_, plain)| plain)
+}
+
+/// Checks values given for `server`'s inputs — each must name one, and one with choices
+/// must be one of them — and sets the secrets apart, writing nothing.
+pub(crate) fn screen(
+    server: &str,
+    inputs: &[Input],
+    given: BTreeMap<String, String>,
+) -> Result<Screened, String> {
     let mut plain = BTreeMap::new();
+    let mut secrets = Vec::new();
     for (name, value) in given {
         let Some(input) = inputs.iter().find(|input| input.name == name) else {
             let known: Vec<&str> = inputs.iter().map(|i| i.name.as_str()).collect();
@@ -115,16 +155,12 @@ pub(crate) fn accept(
             ));
         }
         if input.secret {
-            let path = GatewayEnvironment::default_secrets_path();
-            switchboard_core::config::write_secret(&path, &secret_key(server, &name), &value)
-                .map_err(|error| {
-                    format!("cannot keep the secret in {}: {error}", path.display())
-                })?;
+            secrets.push((secret_key(server, &name), value));
         } else {
             plain.insert(name, value);
         }
     }
-    Ok(plain)
+    Ok(Screened { plain, secrets })
 }
 
 /// What the config entry gets for each input: a secret as a `${…}` reference, the others
@@ -151,8 +187,8 @@ pub(crate) fn entries(
 }
 
 /// Asks the calling client for `wanted` by elicitation, when it declared it can answer.
-/// `Ok(None)` when it cannot (the operator is asked instead); the values otherwise, secrets
-/// already written to the secrets file.
+/// `Ok(None)` when it cannot (the operator is asked instead); the values otherwise, checked
+/// but not kept: the request they go with is screened again and admitted first.
 pub(crate) async fn elicit(
     server: &str,
     inputs: &[Input],
@@ -208,7 +244,10 @@ pub(crate) async fn elicit(
                 .collect()
         })
         .unwrap_or_default();
-    accept(server, inputs, given).map(Some)
+    // Checked here, so the client hears at once what is wrong; kept (the secrets written)
+    // only once the request is admitted (`Manager::queue`).
+    screen(server, inputs, given.clone())?;
+    Ok(Some(given))
 }
 
 #[cfg(test)]

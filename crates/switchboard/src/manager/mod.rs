@@ -341,8 +341,8 @@ impl Manager {
         self.admit(request.agent.as_deref(), request.work.kind())
             .await?;
         // Values given with an install are screened before anything is kept: a secret goes
-        // to the secrets file, never into the operation.
-        let request = work::screen_values(self, request)
+        // to the secrets file — once the request is admitted — never into the operation.
+        let (request, screened) = work::screen_values(self, request)
             .await
             .map_err(ManagerError::Refused)?;
         let adds = request.work.adds();
@@ -362,13 +362,36 @@ impl Manager {
         {
             return Err(ManagerError::Refused(adding_already(server)));
         }
+        let unreserve = || {
+            if let Some(server) = &adds {
+                lock(&self.shared.reserved).remove(server);
+            }
+        };
+        // The secrets given are this server's: a configured server of that id keeps its own.
+        if let (Some(server), Some(_)) = (&adds, &screened)
+            && self
+                .host()
+                .and_then(|host| host.config())
+                .is_some_and(|config| config.server(server).is_some())
+        {
+            unreserve();
+            return Err(ManagerError::Refused(format!(
+                "a server named '{server}' is already configured; ask again with another server name"
+            )));
+        }
+        let written = match screened.map(inputs::Screened::keep).transpose() {
+            Ok(kept) => kept.map(|(written, _)| written).unwrap_or_default(),
+            Err(error) => {
+                unreserve();
+                return Err(ManagerError::Refused(error));
+            }
+        };
         let id = switchboard_core::call_id::new_call_id(SystemTime::now());
         let mut operation = Operation::queued(id.clone(), request, now_ms());
         operation.replica = self.replica();
         if let Err(error) = self.keep_new(&operation, adds.as_deref()).await {
-            if let Some(server) = &adds {
-                lock(&self.shared.reserved).remove(server);
-            }
+            unreserve();
+            inputs::forget_secrets(&written);
             return Err(error);
         }
         let priority = operation.request.priority;

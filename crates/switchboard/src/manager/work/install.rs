@@ -15,12 +15,13 @@ use crate::manager::operation::{Activation, Request, Waiting, Work};
 use crate::manager::{Installed, Manager, inputs, now_ms};
 
 /// Screens the values given with an install before the request is kept: each must name an
-/// input of the server; secret ones are written to the secrets file and dropped from the
-/// request. Other requests pass as they are.
+/// input of the server; secret ones are dropped from the request and returned, written
+/// nowhere yet — the caller keeps them ([`inputs::Screened::keep`]) once the request is
+/// admitted, so a refused request overwrites no secret. Other requests pass as they are.
 pub(crate) async fn screen_values(
     manager: &Manager,
     mut request: Request,
-) -> Result<Request, String> {
+) -> Result<(Request, Option<inputs::Screened>), String> {
     let Work::Install {
         name,
         version,
@@ -29,10 +30,10 @@ pub(crate) async fn screen_values(
         ..
     } = &mut request.work
     else {
-        return Ok(request);
+        return Ok((request, None));
     };
     if values.is_empty() {
-        return Ok(request);
+        return Ok((request, None));
     }
     let settings = manager
         .host()
@@ -46,8 +47,9 @@ pub(crate) async fn screen_values(
         .map_err(|error| format!("cannot check the values given for {name}: {error}"))?;
     let resolution = switchboard_registry::resolve(&listing.server).map_err(|e| e.to_string())?;
     let server = server.get_or_insert_with(|| server_id_for(name)).clone();
-    *values = inputs::accept(&server, &resolution.inputs, std::mem::take(values))?;
-    Ok(request)
+    let screened = inputs::screen(&server, &resolution.inputs, std::mem::take(values))?;
+    values.clone_from(&screened.plain);
+    Ok((request, Some(screened)))
 }
 
 /// `docker run`'s arguments without the `-e NAME` / `--env NAME` of a variable the entry
