@@ -688,3 +688,47 @@ fn the_tiers_example_runs_what_its_walkthrough_builds() {
         );
     }
 }
+
+/// `--revision` holds offline too: a change based on the file as a report gave it goes
+/// through, one based on a file that has changed since is a conflict that writes nothing.
+#[test]
+fn an_offline_change_checks_the_revision_it_was_based_on() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "[servers.a]\ncommand = {}\nargs = [\"echo\"]\n",
+            quoted(&fixture())
+        ),
+    );
+    let offline = |args: &[&str]| {
+        let mut all = vec!["servers"];
+        all.extend(args);
+        all.extend(["--offline", "--json"]);
+        run_bare(&config, &all)
+    };
+    let disabled = offline(&["disable", "a"]);
+    assert!(
+        disabled.status.success(),
+        "{}",
+        String::from_utf8_lossy(&disabled.stderr)
+    );
+    let revision = stdout_json(&disabled)["revision"]
+        .as_str()
+        .expect("revision")
+        .to_owned();
+    let enabled = offline(&["enable", "a", "--revision", &revision]);
+    assert!(
+        enabled.status.success(),
+        "{}",
+        String::from_utf8_lossy(&enabled.stderr)
+    );
+    let before = std::fs::read_to_string(&config).expect("config");
+    let stale = offline(&["disable", "a", "--revision", &revision]);
+    let said = String::from_utf8_lossy(&stale.stderr);
+    assert!(
+        !stale.status.success() && said.contains(&revision) && said.contains("look again"),
+        "{said}"
+    );
+    assert_eq!(std::fs::read_to_string(&config).expect("config"), before);
+}

@@ -359,7 +359,7 @@ async fn change_servers(
 ) -> anyhow::Result<ExitCode> {
     let report = if common.offline {
         let path = config_file(config)?;
-        apply_offline(&path, &change, guard.dry_run, 3)?
+        apply_offline(&path, &change, guard.dry_run, 3, guard.revision.as_deref())?
     } else {
         let admin = gateway(config, common)?;
         let mut body = serde_json::to_value(&change)?;

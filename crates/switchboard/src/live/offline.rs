@@ -15,12 +15,16 @@ impl Host {
 
 /// The change operation on the config file alone, with no gateway running
 /// (`switchboard servers ... --offline`): the same edit and validation, written atomically
-/// with backups. A restart needs a running gateway and is refused.
+/// with backups. A restart needs a running gateway and is refused. `base_revision`
+/// (`--revision`): the change is refused as a conflict unless the file is still the one
+/// that revision names — its hash part, as a running gateway's (`3-9f86d081`) or an offline
+/// change's (`file-9f86d081`) report gives it.
 pub fn apply_offline(
     path: &std::path::Path,
     change: &Change,
     dry_run: bool,
     backups: usize,
+    base_revision: Option<&str>,
 ) -> Result<ChangeReport, ChangeError> {
     if let Change::Restart { server } = change {
         return Err(ChangeError::Failed {
@@ -30,6 +34,15 @@ pub fn apply_offline(
     }
     let before = std::fs::read_to_string(path)
         .map_err(|error| ChangeError::Io(format!("cannot read {}: {error}", path.display())))?;
+    if let Some(base) = base_revision {
+        let current = &file::hash(&before)[..8];
+        if base.rsplit('-').next() != Some(current) {
+            return Err(ChangeError::Conflict(format!(
+                "the change was based on revision {base}, but {} is at file-{current} now: look again and retry",
+                path.display()
+            )));
+        }
+    }
     let after = file::edit(&before, path, change)?;
     let config = file::parse(&after, path).map_err(invalid)?;
     let diff = edit::unified_diff(&file::display_name(path), &before, &after);
