@@ -203,6 +203,13 @@ pub(crate) fn insert_canonical<'a>(
             inserted += 1;
         }
     }
+    if inserted > 0 {
+        // The head on record: `verify` then sees rows deleted from the end, which leave the
+        // rest of the chain whole.
+        tx.prepare_cached("INSERT OR REPLACE INTO ledger_meta (key, value) VALUES ('head', ?1)")
+            .and_then(|mut head| head.execute([&prev]))
+            .map_err(sql)?;
+    }
     tx.commit().map_err(sql)?;
     Ok(inserted)
 }
@@ -216,8 +223,9 @@ pub struct VerifyReport {
     pub problem: Option<(i64, String)>,
 }
 
-/// Walks the chain from the anchor: an edited row breaks its own hash, a deleted row breaks
-/// the link of the row after it.
+/// Walks the chain from the anchor: an edited row breaks its own hash (or no longer matches
+/// its columns), a deleted row breaks the link of the row after it, and rows deleted from
+/// the end leave the chain short of the head on record.
 pub fn verify(conn: &Connection) -> Result<VerifyReport, LedgerError> {
     verify_with_progress(conn, u64::MAX, &mut |_, _| ())
 }
@@ -241,6 +249,7 @@ pub fn verify_with_progress(
     };
     let mut prev = anchor(conn)?;
     let mut rows = 0;
+    let mut last = 0;
     let mut select = conn
         .prepare("SELECT id, entry, prev_hash, row_hash FROM mcp_tool_invocations ORDER BY id")
         .map_err(sql)?;
@@ -277,16 +286,7 @@ pub fn verify_with_progress(
             });
         }
         let stored: Option<LedgerEntry> = serde_json::from_str(&entry).ok();
-        let columns_match = stored.is_some_and(|e| {
-            conn.query_row(
-                "SELECT outcome, exposed, duration_us, agent, error FROM mcp_tool_invocations WHERE id = ?1",
-                [id],
-                |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, i64>(2)?, r.get::<_, Option<String>>(3)?, r.get::<_, Option<String>>(4)?)),
-            )
-            .is_ok_and(|(outcome, exposed, duration, agent, error)| {
-                outcome == e.outcome && exposed == e.exposed && duration == e.duration_us && agent == e.agent && error == e.error
-            })
-        });
+        let columns_match = stored.is_some_and(|e| columns_match(conn, id, &e));
         if !columns_match {
             return Ok(VerifyReport {
                 rows,
@@ -298,12 +298,118 @@ pub fn verify_with_progress(
             });
         }
         prev = row_hash;
+        last = id;
+    }
+    let head: Option<String> = conn
+        .query_row(
+            "SELECT value FROM ledger_meta WHERE key = 'head'",
+            [],
+            |r| r.get(0),
+        )
+        .optional()
+        .map_err(sql)?;
+    if head.is_some_and(|head| head != prev) {
+        return Ok(VerifyReport {
+            rows,
+            ok: false,
+            problem: Some((
+                last,
+                "the chain ends before the last row written: rows after this one were deleted"
+                    .to_owned(),
+            )),
+        });
     }
     Ok(VerifyReport {
         rows,
         ok: true,
         problem: None,
     })
+}
+
+/// Whether row `id`'s columns (what queries, filters and the console read) are those of
+/// its hashed entry.
+fn columns_match(conn: &Connection, id: i64, e: &LedgerEntry) -> bool {
+    type Columns = (
+        (
+            String,
+            i64,
+            Option<String>,
+            Option<String>,
+            Option<String>,
+            String,
+        ),
+        (
+            Option<String>,
+            Option<String>,
+            Option<String>,
+            Option<String>,
+            String,
+        ),
+        (Option<String>, i64, f64, Option<String>, Option<i64>, bool),
+    );
+    let read = conn.query_row(
+        "SELECT call_id, started_ms, agent, session, tier, exposed, server, tool, args_digest,
+                args_redacted, outcome, error, duration_us, cost, approval, result_bytes, cached
+         FROM mcp_tool_invocations WHERE id = ?1",
+        [id],
+        |r| -> rusqlite::Result<Columns> {
+            Ok((
+                (
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                ),
+                (r.get(6)?, r.get(7)?, r.get(8)?, r.get(9)?, r.get(10)?),
+                (
+                    r.get(11)?,
+                    r.get(12)?,
+                    r.get(13)?,
+                    r.get(14)?,
+                    r.get(15)?,
+                    r.get(16)?,
+                ),
+            ))
+        },
+    );
+    let Ok((who, what, how)) = read else {
+        return false;
+    };
+    let redacted = what
+        .3
+        .as_deref()
+        .map(serde_json::from_str::<serde_json::Value>);
+    let redacted_matches = match (redacted, &e.args_redacted) {
+        (None, None) => true,
+        (Some(Ok(column)), Some(hashed)) => column == **hashed,
+        _ => false,
+    };
+    who == (
+        e.call_id.clone(),
+        e.started_ms,
+        e.agent.clone(),
+        e.session.clone(),
+        e.tier.clone(),
+        e.exposed.clone(),
+    ) && (what.0, what.1, what.2, what.4)
+        == (
+            e.server.clone(),
+            e.tool.clone(),
+            e.args_digest.clone(),
+            e.outcome.clone(),
+        )
+        && redacted_matches
+        && how
+            == (
+                e.error.clone(),
+                e.duration_us,
+                e.cost,
+                e.approval.clone(),
+                e.result_bytes,
+                e.cached,
+            )
 }
 
 /// Deletes rows older than `older_than_ms` and beyond `max_rows`, remembering the hash of

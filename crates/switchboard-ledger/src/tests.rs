@@ -251,6 +251,57 @@ fn an_edited_or_deleted_row_is_detected_and_retention_keeps_the_chain() {
     assert!(deleted.problem.expect("problem").1.contains("deleted"));
 }
 
+/// The ends and the columns are checked too: rows deleted from the end (the rest of the
+/// chain whole), and a column the console counts or filters on changed beside its hashed
+/// entry, are each found.
+#[test]
+fn rows_deleted_from_the_end_and_edited_columns_are_detected() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("ledger.db");
+    let ledger = Ledger::open(&path).expect("open");
+    for i in 0..10 {
+        ledger.record_entry(entry(i, "npc", "ok"));
+    }
+    ledger.flush();
+    drop(ledger);
+    let conn = store::open(&path).expect("open");
+    assert!(store::verify(&conn).expect("verify").ok);
+    for (edit, undo) in [
+        (
+            "UPDATE mcp_tool_invocations SET cost = 0 WHERE id = 4",
+            "UPDATE mcp_tool_invocations SET cost = (SELECT json_extract(entry, '$.cost') FROM mcp_tool_invocations WHERE id = 4) WHERE id = 4",
+        ),
+        (
+            "UPDATE mcp_tool_invocations SET started_ms = 0 WHERE id = 4",
+            "UPDATE mcp_tool_invocations SET started_ms = json_extract(entry, '$.started_ms') WHERE id = 4",
+        ),
+        (
+            "UPDATE mcp_tool_invocations SET server = 'elsewhere' WHERE id = 4",
+            "UPDATE mcp_tool_invocations SET server = json_extract(entry, '$.server') WHERE id = 4",
+        ),
+    ] {
+        conn.execute(edit, []).expect("edit");
+        let edited = store::verify(&conn).expect("verify");
+        assert_eq!(
+            edited.problem.as_ref().map(|p| p.0),
+            Some(4),
+            "{edit}: {edited:?}"
+        );
+        conn.execute(undo, []).expect("undo");
+        assert!(store::verify(&conn).expect("verify").ok, "{undo}");
+    }
+    conn.execute("DELETE FROM mcp_tool_invocations WHERE id > 8", [])
+        .expect("delete the last rows");
+    let cut = store::verify(&conn).expect("verify");
+    assert_eq!(cut.problem.as_ref().map(|p| p.0), Some(8), "{cut:?}");
+    assert!(
+        cut.problem
+            .expect("problem")
+            .1
+            .contains("rows after this one were deleted")
+    );
+}
+
 /// A gateway that stopped left its journal; the next open replays it before retention, so
 /// the rows retention drops stay dropped, and what is kept is the newest, open after open.
 #[test]
