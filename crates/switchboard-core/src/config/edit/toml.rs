@@ -29,6 +29,27 @@ fn parse(text: &str) -> Result<DocumentMut, EditError> {
     })
 }
 
+/// [`parse`], for a change: a file that lists its servers as `[[servers]]` entries with an
+/// `id` (which the config reads) is refused saying so — this editor writes `[servers.ID]`
+/// tables, and would otherwise answer that the server is not there.
+fn parse_for_change(text: &str) -> Result<DocumentMut, EditError> {
+    let doc = parse(text)?;
+    let listed = CONTAINERS.into_iter().find(|key| {
+        matches!(
+            doc.get(key),
+            Some(Item::ArrayOfTables(_) | Item::Value(Value::Array(_)))
+        )
+    });
+    if let Some(key) = listed {
+        return Err(EditError::Unsupported(format!(
+            "this file lists its servers as [[{key}]] entries, which changes made while the \
+             gateway runs cannot edit: write each as a [{key}.ID] table (the id as the table's \
+             name), or edit the file by hand"
+        )));
+    }
+    Ok(doc)
+}
+
 /// The root key whose table holds server `id`.
 fn container_of(doc: &DocumentMut, id: &str) -> Option<&'static str> {
     CONTAINERS.into_iter().find(|key| {
@@ -72,7 +93,7 @@ pub(super) fn server_text(text: &str, id: &str) -> Option<String> {
 }
 
 pub(super) fn add(text: &str, id: &str, entry: &ServerEntry) -> Result<String, EditError> {
-    let mut doc = parse(text)?;
+    let mut doc = parse_for_change(text)?;
     let before = doc.to_string();
     if container_of(&doc, id).is_some() {
         return Err(EditError::Exists(id.to_owned()));
@@ -136,7 +157,7 @@ pub(super) fn add(text: &str, id: &str, entry: &ServerEntry) -> Result<String, E
 }
 
 pub(super) fn remove(text: &str, id: &str) -> Result<String, EditError> {
-    let mut doc = parse(text)?;
+    let mut doc = parse_for_change(text)?;
     let before = doc.to_string();
     let key = container_of(&doc, id).ok_or_else(|| EditError::Missing(id.to_owned()))?;
     keep_detached_comments(&mut doc, key, id);
@@ -147,7 +168,7 @@ pub(super) fn remove(text: &str, id: &str) -> Result<String, EditError> {
 }
 
 pub(super) fn set_enabled(text: &str, id: &str, enabled: bool) -> Result<String, EditError> {
-    let mut doc = parse(text)?;
+    let mut doc = parse_for_change(text)?;
     let before = doc.to_string();
     let key = container_of(&doc, id).ok_or_else(|| EditError::Missing(id.to_owned()))?;
     let server = doc

@@ -408,3 +408,23 @@ fn an_https_server_is_added_with_its_tls_files() {
     assert_eq!(cert, Some(dir.path().join("gateway.crt")));
     assert_eq!(key, Some(dir.path().join("gateway.key")));
 }
+
+/// A file listing its servers as `[[servers]]` entries (which the config reads) is refused by
+/// every change saying how to write it, not answered "no such server".
+#[test]
+fn servers_as_an_array_of_tables_are_refused_saying_how_to_write_them() {
+    let text = "[[servers]]\nid = \"a\"\ncommand = \"x\"\n";
+    assert_eq!(ids(&toml(text)), ["a"], "the config reads them");
+    let refused = [
+        add_server(text, Format::Toml, "github", &github()),
+        remove_server(text, Format::Toml, "a"),
+        set_enabled(text, Format::Toml, "a", false),
+    ];
+    for result in refused {
+        let error = result.expect_err("refused");
+        assert!(
+            matches!(&error, EditError::Unsupported(why) if why.contains("[servers.ID]")),
+            "{error:?}"
+        );
+    }
+}
