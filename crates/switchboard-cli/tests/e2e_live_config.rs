@@ -477,3 +477,55 @@ fn an_add_whose_client_goes_away_leaves_no_process_behind() {
     assert!(server(&live.status(), "h").is_none());
     assert_eq!(text_of(&live.call("a__echo", r#"{"message": "ok"}"#)), "ok");
 }
+
+/// The admin endpoint's `/changes` as HTTP has it: `If-Match: *` asks for no revision check,
+/// a weak tag is read by its value, and `surface` is the CLI's or the endpoint's own — a
+/// caller cannot have the ledger say the manager or a hand edit made its change.
+#[test]
+fn the_change_endpoint_reads_if_match_as_http_does_and_keeps_surface_honest() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let live = Live::start(dir.path(), two_servers(dir.path()), &[]);
+    let admin: Value =
+        serde_json::from_str(&std::fs::read_to_string(&live.admin).expect("the admin file"))
+            .expect("admin JSON");
+    let url = format!("{}/changes", admin["url"].as_str().expect("url"));
+    let token = admin["token"].as_str().expect("token").to_owned();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let post = |body: Value, if_match: Option<&str>| {
+        runtime.block_on(async {
+            let mut request = reqwest::Client::new()
+                .post(&url)
+                .bearer_auth(&token)
+                .json(&body);
+            if let Some(tag) = if_match {
+                request = request.header("if-match", tag);
+            }
+            let response = request.send().await.expect("post");
+            (
+                response.status().as_u16(),
+                response.text().await.unwrap_or_default(),
+            )
+        })
+    };
+    let (status, answer) = post(
+        serde_json::json!({"op": "disable", "server": "b", "surface": "manager"}),
+        None,
+    );
+    assert!(
+        status == 400 && answer.contains("surface"),
+        "{status}: {answer}"
+    );
+    let (status, answer) = post(
+        serde_json::json!({"op": "disable", "server": "b"}),
+        Some("W/\"0-00000000\""),
+    );
+    assert_eq!(status, 409, "a stale weak tag: {answer}");
+    let (status, answer) = post(
+        serde_json::json!({"op": "disable", "server": "b"}),
+        Some("*"),
+    );
+    assert_eq!(status, 200, "any revision: {answer}");
+}

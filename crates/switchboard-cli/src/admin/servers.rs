@@ -123,13 +123,29 @@ pub(super) async fn change(
                 .into_response();
         }
     };
+    // The ledger's word for who changed what: a caller of this endpoint is the CLI or itself,
+    // never the manager, a hand edit or another replica.
+    let by = match body.surface {
+        None | Some(Surface::Admin) => Surface::Admin,
+        Some(Surface::Cli) => Surface::Cli,
+        Some(other) => {
+            return (
+                StatusCode::BAD_REQUEST,
+                Json(json!({"error": {"code": "invalid", "message": format!("surface '{}' is not the admin endpoint's to give: use \"cli\" or \"admin\"", other.as_str())}})),
+            )
+                .into_response();
+        }
+    };
+    // RFC 9110: `*` matches any revision (no check); a weak tag `W/"…"` names its value.
     let if_match = headers
         .get("if-match")
         .and_then(|v| v.to_str().ok())
-        .map(|v| v.trim().trim_matches('"').to_owned());
+        .map(str::trim)
+        .filter(|v| *v != "*")
+        .map(|v| v.trim_start_matches("W/").trim_matches('"').to_owned());
     let request = ChangeRequest {
         change: body.change,
-        by: body.surface.unwrap_or(Surface::Admin),
+        by,
         actor: body.actor,
         base_revision: body.base_revision.or(if_match),
         dry_run: body.dry_run,
