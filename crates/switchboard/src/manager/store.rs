@@ -39,6 +39,11 @@ pub struct Installed {
     /// share their installs (`[storage] url`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replica: Option<String>,
+    /// The agent whose model asked for it, which may remove it again (kept here: the
+    /// operation that installed it is pruned from the history in time). Installs recorded
+    /// before this field fall back to that operation, while it is kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
 }
 
 /// How long finished operations (completed, failed, cancelled) are kept: those older than
@@ -385,6 +390,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = Store::open(&dir.path().join("ops.db")).expect("open");
         let installed = Installed {
+            agent: Some("npc".to_owned()),
             server: "memory".to_owned(),
             name: "io.example/memory".to_owned(),
             version: "1.0.0".to_owned(),
@@ -402,5 +408,11 @@ mod tests {
         assert_eq!(store.installs().expect("all"), vec![installed]);
         store.forget_install("memory").expect("forget");
         assert_eq!(store.install_of("memory").expect("get"), None);
+        // A record written before the agent was kept on it still reads.
+        let older: Installed = serde_json::from_str(
+            r#"{"server":"m","name":"n","version":"1","dir":"/x","operation":"01A","installed_ms":5}"#,
+        )
+        .expect("an older record");
+        assert_eq!(older.agent, None);
     }
 }

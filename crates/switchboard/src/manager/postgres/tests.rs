@@ -159,6 +159,7 @@ async fn what_one_replica_saves_another_reads_within_a_poll() {
     running.message = "halfway".to_owned();
     a.save(&running).expect("save");
     a.record_install(&Installed {
+        agent: None,
         server: "s".to_owned(),
         name: "io.example/s".to_owned(),
         version: "1.0.0".to_owned(),

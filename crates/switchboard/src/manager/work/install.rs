@@ -244,6 +244,7 @@ impl Job<'_> {
             sandbox: None,
         };
         let installed = Installed {
+            agent: self.request.agent.clone(),
             server: server_id.clone(),
             name: listing.server.name.clone(),
             version: listing.server.version.clone(),

@@ -420,11 +420,12 @@ impl Job<'_> {
                     "'{server}' was not installed by the manager: only an operator can remove it"
                 )));
             };
-            let asked_by = self
-                .manager
-                .status(&installed.operation)
-                .ok()
-                .and_then(|operation| operation.request.agent);
+            let asked_by = installed.agent.clone().or_else(|| {
+                self.manager
+                    .status(&installed.operation)
+                    .ok()
+                    .and_then(|operation| operation.request.agent)
+            });
             if asked_by != self.request.agent {
                 return Err(failed(format!(
                     "'{server}' was installed for another agent: only it or an operator can remove it"
