@@ -23,8 +23,16 @@ pub const DEADLINE_META_KEY: &str = "switchboard.dev/deadline_ms";
 /// A deadline a caller asked for on a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RequestedDeadline {
-    /// Answer within this long, or time out.
+    /// Answer within this long (from when the call is planned), or time out.
     Within(std::time::Duration),
+    /// Answer by this instant, or time out: a deadline counted from the request's receipt,
+    /// as [`RequestedDeadline::received_at`] makes it, so the time a call waits for an
+    /// approval or an admission slot counts against it.
+    By {
+        at: tokio::time::Instant,
+        /// The whole budget the caller gave, for the timeout's message.
+        budget: std::time::Duration,
+    },
     /// Answer within the ceiling of the caller's active latency tier.
     Tier,
 }
@@ -39,6 +47,17 @@ impl RequestedDeadline {
                 .map(|ms| Self::Within(std::time::Duration::from_millis(ms))),
             Value::String(text) if text == "tier" => Some(Self::Tier),
             _ => None,
+        }
+    }
+
+    /// This deadline counted from `received`, when the request arrived.
+    pub fn received_at(self, received: tokio::time::Instant) -> Self {
+        match self {
+            Self::Within(budget) => Self::By {
+                at: received + budget,
+                budget,
+            },
+            other => other,
         }
     }
 }

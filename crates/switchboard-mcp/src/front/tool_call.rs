@@ -170,7 +170,11 @@ impl Dispatcher {
             Some(Value::Object(meta)) => Some(meta),
             _ => None,
         };
-        ctx.deadline = RequestedDeadline::from_meta(meta);
+        // Counted from now, the request's receipt: what the call then waits for (an
+        // approval, a slot) comes out of it.
+        let received = tokio::time::Instant::now();
+        ctx.deadline =
+            RequestedDeadline::from_meta(meta).map(|deadline| deadline.received_at(received));
         call_answer(
             self.backend
                 .call_tool(ctx, ToolCall::new(name, arguments))

@@ -253,7 +253,7 @@ impl<'a> Attempts<'a> {
     fn timeout(&self) -> UpstreamError {
         UpstreamError::Timeout {
             server: self.upstream.server.clone(),
-            after: self.deadline,
+            after: self.plan.map_or(self.deadline, |plan| plan.stated),
         }
     }
 }

@@ -223,3 +223,45 @@ async fn an_upstreams_cache_mark_is_not_taken_for_this_gateways() {
         "the server's other keys are kept"
     );
 }
+
+/// Never answers.
+struct Silent;
+
+impl Upstream for Silent {
+    fn call_tool<'a>(
+        &'a self,
+        _tool: &'a str,
+        _arguments: Map<String, Value>,
+        _ctx: &'a CallContext,
+    ) -> BoxFuture<'a, Result<ToolOutcome, UpstreamError>> {
+        Box::pin(std::future::pending())
+    }
+}
+
+/// A caller's deadline is counted from the request's receipt: the time the call waited
+/// before it reached its server (an approval, an admission slot) comes out of it.
+#[tokio::test(start_paused = true)]
+async fn a_deadline_from_receipt_includes_the_wait_before_the_call() {
+    use switchboard_core::latency_meta::RequestedDeadline;
+    let upstream = BudgetedUpstream {
+        inner: Arc::new(Silent),
+        server: ServerId::new("s"),
+        budget: budget(),
+        tier: None,
+        lease: None,
+        metrics: None,
+    };
+    let received = tokio::time::Instant::now();
+    let ctx = CallContext {
+        deadline: Some(RequestedDeadline::Within(Duration::from_millis(500)).received_at(received)),
+        ..CallContext::default()
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let called = tokio::time::Instant::now();
+    let answer = upstream.call_tool("append", Map::new(), &ctx).await;
+    assert!(
+        matches!(answer, Err(UpstreamError::Timeout { .. })),
+        "{answer:?}"
+    );
+    assert_eq!(called.elapsed(), Duration::from_millis(200));
+}

@@ -86,6 +86,10 @@ pub fn tool_key(server: &str, tool: &str) -> String {
 #[derive(Debug, Clone, Copy)]
 pub struct CallPlan {
     pub deadline: Duration,
+    /// The deadline as a timeout states it: the caller's whole budget when the caller's
+    /// deadline decided (counted from the request's receipt, so `deadline` may be less),
+    /// else `deadline`.
+    pub stated: Duration,
     pub idempotent: bool,
     /// Send a second request after this long (idempotent tools with enough samples).
     pub hedge_after: Option<Duration>,
@@ -474,15 +478,21 @@ impl LatencyBudget {
         ctx: &CallContext,
         tier: Option<TierId>,
     ) -> CallPlan {
-        let caller = match ctx.deadline {
-            Some(RequestedDeadline::Within(budget)) => Some(budget),
-            _ => None,
+        // The caller's deadline left now, and the whole of it as the caller gave it.
+        let (caller, given) = match ctx.deadline {
+            Some(RequestedDeadline::Within(budget)) => (Some(budget), budget),
+            Some(RequestedDeadline::By { at, budget }) => {
+                (Some(at.saturating_duration_since(self.clock.now())), budget)
+            }
+            _ => (None, Duration::ZERO),
         };
         if ctx.caller.as_ref().is_some_and(|caller| caller.is_task()) {
             // A task's call: nobody waits on it, so no tier or measured deadline, no hedge
             // and no filler; the caller's own deadline, else the task's TTL, bounds it.
+            let deadline = caller.unwrap_or(switchboard_core::task::TASK_CALL_LIMIT);
             return CallPlan {
-                deadline: caller.unwrap_or(switchboard_core::task::TASK_CALL_LIMIT),
+                deadline,
+                stated: if caller.is_some() { given } else { deadline },
                 idempotent: traits.safety.idempotent,
                 hedge_after: None,
                 cache_ttl: traits.cache_ttl(),
@@ -523,6 +533,11 @@ impl LatencyBudget {
             .min(traits.call_timeout);
         CallPlan {
             deadline,
+            stated: if caller == Some(deadline) {
+                given
+            } else {
+                deadline
+            },
             idempotent: traits.safety.idempotent,
             hedge_after,
             cache_ttl: traits.cache_ttl(),
