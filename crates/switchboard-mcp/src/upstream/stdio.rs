@@ -225,10 +225,39 @@ pub fn spawn(server: &str, spec: &StdioCommand) -> Result<Opened, TransportError
     })
 }
 
+/// The longest stderr line logged whole; past it a line is logged in pieces of this size.
+const MAX_STDERR_LINE: usize = 16 * 1024;
+
+/// Logs the server's stderr line by line until it closes. Read as bytes: a line that is not
+/// UTF-8 is logged with replacement characters, and one without an end is logged in pieces,
+/// so neither stops the reading — a pipe left unread would block or kill the server at its
+/// next write.
 async fn forward_stderr(server: String, stderr: impl AsyncRead + Unpin) {
-    let mut lines = BufReader::new(stderr).lines();
-    while let Ok(Some(line)) = lines.next_line().await {
-        tracing::info!(target: "switchboard::upstream::stderr", server = %server, "{line}");
+    let mut reader = BufReader::new(stderr);
+    let mut line = Vec::new();
+    loop {
+        let read = tokio::io::AsyncBufReadExt::fill_buf(&mut reader).await;
+        let chunk = match read {
+            Ok([]) | Err(_) => break,
+            Ok(chunk) => chunk,
+        };
+        let room = MAX_STDERR_LINE.saturating_sub(line.len()).max(1);
+        let (taken, ended) = match chunk.iter().position(|byte| *byte == b'\n') {
+            Some(at) if at < room => (at + 1, true),
+            _ => (chunk.len().min(room), false),
+        };
+        line.extend_from_slice(&chunk[..taken]);
+        tokio::io::AsyncBufReadExt::consume(&mut reader, taken);
+        if ended || line.len() >= MAX_STDERR_LINE {
+            let text = String::from_utf8_lossy(&line);
+            let text = text.trim_end_matches(['\n', '\r']);
+            tracing::info!(target: "switchboard::upstream::stderr", server = %server, "{text}");
+            line.clear();
+        }
+    }
+    if !line.is_empty() {
+        let text = String::from_utf8_lossy(&line);
+        tracing::info!(target: "switchboard::upstream::stderr", server = %server, "{text}");
     }
 }
 
@@ -374,6 +403,31 @@ mod tests {
                 other => Some(other),
             }
         }
+    }
+
+    /// A server's stderr is read to its end whatever it holds — a line that is not UTF-8, a
+    /// line far longer than any logged whole — so the server never blocks writing to it.
+    #[tokio::test]
+    async fn stderr_is_drained_whatever_it_holds() {
+        let (mut server, gateway) = tokio::io::duplex(64);
+        let forwarding = tokio::spawn(forward_stderr("s".to_owned(), gateway));
+        let written = tokio::time::timeout(std::time::Duration::from_secs(5), async {
+            use tokio::io::AsyncWriteExt;
+            server.write_all(b"caf\xe9 \xff\xfe not UTF-8\n").await?;
+            server.write_all(&vec![b'x'; 3 * MAX_STDERR_LINE]).await?;
+            server.write_all(b"\nafter\n").await?;
+            server.shutdown().await
+        })
+        .await;
+        assert!(
+            matches!(written, Ok(Ok(()))),
+            "the writes went through: {written:?}"
+        );
+        drop(server);
+        tokio::time::timeout(std::time::Duration::from_secs(5), forwarding)
+            .await
+            .expect("read to the end")
+            .expect("joined");
     }
 
     #[tokio::test]
