@@ -15,6 +15,9 @@ pub struct Event {
 #[derive(Debug, Default)]
 pub struct SseParser {
     buffer: Vec<u8>,
+    /// How much of `buffer` (a partial line) is known to hold no line end: a long line
+    /// arriving in many chunks is scanned once, not once per chunk.
+    scanned: usize,
     /// The previous chunk ended in `\r`: a `\n` starting the next one belongs to it.
     after_cr: bool,
     started: bool,
@@ -40,11 +43,12 @@ impl SseParser {
         self.buffer.extend_from_slice(chunk);
         let mut events = Vec::new();
         let mut start = 0;
-        while let Some(offset) = self.buffer[start..]
+        let mut from = self.scanned.min(self.buffer.len());
+        while let Some(offset) = self.buffer[from..]
             .iter()
             .position(|&b| b == b'\n' || b == b'\r')
         {
-            let end = start + offset;
+            let end = from + offset;
             let line = String::from_utf8_lossy(&self.buffer[start..end]).into_owned();
             start = end + 1;
             if self.buffer[end] == b'\r' {
@@ -54,15 +58,19 @@ impl SseParser {
                     None => self.after_cr = true,
                 }
             }
+            from = start;
             if let Some(event) = self.line(line) {
                 events.push(event);
             }
-            if self.pending() > max_bytes {
+            // What is held: the event's data so far and the bytes not read as lines yet (not
+            // the lines already taken into the data, which would count them twice).
+            if self.pending(self.buffer.len() - start) > max_bytes {
                 return Err(TooLarge);
             }
         }
         self.buffer.drain(..start);
-        if self.pending() > max_bytes {
+        self.scanned = self.buffer.len();
+        if self.pending(self.buffer.len()) > max_bytes {
             return Err(TooLarge);
         }
         Ok(events)
@@ -81,14 +89,16 @@ impl SseParser {
     /// Forgets a partial event (the connection broke mid-event); keeps the id and retry.
     pub fn reset_partial(&mut self) {
         self.buffer.clear();
+        self.scanned = 0;
         self.after_cr = false;
         self.started = false;
         self.kind = None;
         self.data = None;
     }
 
-    fn pending(&self) -> usize {
-        self.buffer.len() + self.data.as_ref().map_or(0, String::len)
+    /// The bytes an event in the making holds: `unread` of the buffer, and its data.
+    fn pending(&self, unread: usize) -> usize {
+        unread + self.data.as_ref().map_or(0, String::len)
     }
 
     fn line(&mut self, mut line: String) -> Option<Event> {
@@ -200,5 +210,24 @@ mod tests {
             lines.extend_from_slice(b"data: 0123456789\n");
         }
         assert_eq!(parser.feed(&lines, 50), Err(TooLarge));
+    }
+
+    /// An event of data up to the limit is taken, whether it arrives at once or in small
+    /// chunks: the bytes of a line already taken into the data are not counted again.
+    #[test]
+    fn an_event_just_under_the_limit_is_taken_in_one_chunk_or_many() {
+        let payload = "y".repeat(900);
+        let event = format!("data: {payload}\n\n");
+        let mut whole = SseParser::default();
+        let taken = whole.feed(event.as_bytes(), 1000).expect("under the limit");
+        assert_eq!(taken.len(), 1);
+        assert_eq!(taken[0].data, payload);
+        let mut pieces = SseParser::default();
+        let mut got = Vec::new();
+        for chunk in event.as_bytes().chunks(7) {
+            got.extend(pieces.feed(chunk, 1000).expect("under the limit"));
+        }
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].data, payload);
     }
 }
