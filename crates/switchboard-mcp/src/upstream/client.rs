@@ -13,6 +13,7 @@ use serde_json::{Map, Value, json};
 use switchboard_core::param_headers;
 use switchboard_core::{CallerChannel, Progress, ProgressSink, ServerId, ToolDefinition};
 use tokio::sync::{mpsc, oneshot, watch};
+use tokio_util::sync::CancellationToken;
 
 use super::transport::{DirectAnswers, Inbound, OnBehalf, Opened, Transport};
 use super::waiting::Waiting;
@@ -115,6 +116,9 @@ pub struct RpcClient {
     next_id: AtomicI64,
     era: RwLock<Option<Era>>,
     closed: watch::Receiver<Option<String>>,
+    /// Ends the read loop when the client is closed: the transport holds a sender of the
+    /// loop's channel, so the channel alone never ends it.
+    stop: CancellationToken,
     /// What the server declared of tasks (see [`super::tasks`]).
     tasks: super::tasks::UpstreamTasks,
 }
@@ -170,6 +174,7 @@ impl RpcClient {
         let direct: Weak<dyn DirectAnswers> = Arc::downgrade(&shared) as Weak<dyn DirectAnswers>;
         opened.transport.answer_directly(direct);
         let (closed_tx, closed) = watch::channel(None);
+        let stop = CancellationToken::new();
         let client = Arc::new(Self {
             server,
             label: label.to_owned(),
@@ -178,6 +183,7 @@ impl RpcClient {
             next_id: AtomicI64::new(1),
             era: RwLock::new(None),
             closed,
+            stop: stop.clone(),
             tasks: super::tasks::UpstreamTasks::default(),
         });
         tokio::spawn(read_loop(
@@ -187,6 +193,7 @@ impl RpcClient {
             events,
             closed_tx,
             client.label.clone(),
+            stop,
         ));
         client
     }
@@ -379,9 +386,11 @@ impl RpcClient {
         self.transport.diagnostics()
     }
 
-    /// Ends the connection.
+    /// Ends the connection, and with it every request still waiting on it ("the connection
+    /// was closed") and the task reading it.
     pub async fn close(&self) {
         self.transport.close().await;
+        self.stop.cancel();
     }
 }
 
@@ -424,9 +433,14 @@ async fn read_loop(
     events: mpsc::UnboundedSender<ServerEvent>,
     closed: watch::Sender<Option<String>>,
     server: String,
+    stop: CancellationToken,
 ) {
     let reason = loop {
-        let Some(item) = inbound.recv().await else {
+        let item = tokio::select! {
+            item = inbound.recv() => item,
+            () = stop.cancelled() => break "the connection was closed".to_owned(),
+        };
+        let Some(item) = item else {
             break "connection closed".to_owned();
         };
         let (message, of) = match item {
@@ -624,6 +638,55 @@ mod tests {
     use switchboard_core::CallerError;
 
     use super::*;
+
+    /// Takes every message and answers none; holds a sender of the inbound channel, as the
+    /// HTTP transports do, so the channel never ends by itself.
+    struct Silent(std::sync::Mutex<Option<mpsc::Sender<Inbound>>>);
+
+    impl Transport for Silent {
+        fn send(
+            &self,
+            _message: Message,
+        ) -> BoxFuture<'_, Result<(), super::super::transport::TransportError>> {
+            Box::pin(async { Ok(()) })
+        }
+
+        fn close(&self) -> BoxFuture<'_, ()> {
+            Box::pin(async {})
+        }
+    }
+
+    /// Closing a client ends the requests still waiting on it, at once, rather than at their
+    /// timeout, and its reading task.
+    #[tokio::test]
+    async fn closing_a_client_ends_the_requests_waiting_on_it() {
+        let (sender, inbound) = mpsc::channel(8);
+        let transport = Arc::new(Silent(std::sync::Mutex::new(Some(sender))));
+        let opened = Opened {
+            transport: transport.clone(),
+            inbound,
+        };
+        let (events, _) = mpsc::unbounded_channel();
+        let client = RpcClient::start(ServerId::new("s"), "s", opened, events);
+        let waiting = tokio::spawn({
+            let client = client.clone();
+            async move { client.request("tools/list", None).await }
+        });
+        tokio::task::yield_now().await;
+        client.close().await;
+        let answer = tokio::time::timeout(std::time::Duration::from_secs(5), waiting)
+            .await
+            .expect("ended at once")
+            .expect("joined");
+        assert!(
+            matches!(&answer, Err(ClientError::Disconnected(why)) if why.contains("closed")),
+            "{answer:?}"
+        );
+        assert!(
+            transport.0.lock().expect("lock").is_some(),
+            "the sender was held"
+        );
+    }
 
     /// A caller of client `key` that can answer elicitation only.
     #[derive(Debug)]
