@@ -52,10 +52,24 @@ impl From<Exposure> for ListingMode {
     }
 }
 
-/// Choices already made, per agent, with the catalog version they were made for.
+/// Choices already made, per agent and view (the tools it lists, which a tier or the
+/// token's scopes narrow), with the catalog version they were made for.
 #[derive(Default)]
 pub(crate) struct FitCache {
-    chosen: Mutex<HashMap<String, (u64, ListingMode)>>,
+    chosen: Mutex<HashMap<(String, u64), (u64, ListingMode)>>,
+}
+
+/// Views held at most; past it the cache starts afresh.
+const MAX_FITTED_VIEWS: usize = 1024;
+
+/// Which view `visible` is: a digest of its tools' names.
+fn view_key(visible: &[std::sync::Arc<switchboard_core::CatalogEntry>]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    for entry in visible {
+        entry.exposed.hash(&mut hasher);
+    }
+    hasher.finish()
 }
 
 /// A definition as the compact listing shows it.
@@ -87,14 +101,17 @@ impl Host {
             return exposure.into();
         };
         let version = *self.inner.version_now();
+        // The same agent sees other tools in another tier or with other scopes: each view
+        // is fitted on its own.
+        let visible = self.visible_for(caller);
+        let key = (agent.to_owned(), view_key(&visible));
         if let Ok(chosen) = self.inner.fit.chosen.lock()
-            && let Some((at, mode)) = chosen.get(agent)
+            && let Some((at, mode)) = chosen.get(&key)
             && *at == version
         {
             return *mode;
         }
         let max = usize::try_from(max).unwrap_or(usize::MAX);
-        let visible = self.visible_for(caller);
         let full: Vec<ToolDefinition> = visible.iter().map(|e| e.spec.definition.clone()).collect();
         let mode = if tokens_of(&full) <= max {
             ListingMode::Full
@@ -121,7 +138,10 @@ impl Host {
             "listing fitted to the token budget"
         );
         if let Ok(mut chosen) = self.inner.fit.chosen.lock() {
-            chosen.insert(agent.to_owned(), (version, mode));
+            if chosen.len() >= MAX_FITTED_VIEWS {
+                chosen.clear();
+            }
+            chosen.insert(key, (version, mode));
         }
         mode
     }

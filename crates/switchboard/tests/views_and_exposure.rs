@@ -632,3 +632,52 @@ async fn permission_matrix_agents_tools_and_tiers_list_and_call_alike() {
         3
     );
 }
+
+/// The listing budget is fitted per view: an agent whose fast tier fits in full still gets
+/// a smaller listing where it sees every tool, whichever it listed first.
+#[tokio::test]
+async fn a_listing_budget_is_fitted_to_each_view_of_an_agent() {
+    use switchboard_core::tier::Tier;
+    let timed = Timed(&[
+        ("instant", 20),
+        ("quick", 400),
+        ("medium", 1_200),
+        ("slow", 3_500),
+        ("glacial", 9_000),
+    ]);
+    let mut plan = plan(
+        Named {
+            id: "unused",
+            tools: &[],
+        },
+        "",
+    );
+    plan.spec.id = switchboard_core::ServerId::new("timed");
+    plan.spec.endpoint = switchboard_mcp::upstream::Endpoint::InProcess(Arc::new(timed));
+    plan.prefix = "timed".into();
+    let mut fitted = (*profile("fitted", &[], None, &[])).clone();
+    fitted.max_listing_tokens = Some(150);
+    let options = HostOptions {
+        agents: BTreeMap::from([("fitted".to_owned(), Arc::new(fitted))]),
+        tiers: vec![Tier {
+            name: "fast".into(),
+            ceiling: std::time::Duration::from_millis(500),
+        }],
+        ..HostOptions::default()
+    };
+    let host = Host::start(vec![plan], options);
+    host.ready().await;
+    let fast = Caller::new(Some("fitted".into()), Some("a".into())).with_tier(Some("fast".into()));
+    let everything = Caller::new(Some("fitted".into()), Some("b".into()));
+    assert_eq!(
+        listed(&host, &fast).await.len(),
+        2,
+        "two tools in the fast tier"
+    );
+    assert_eq!(host.listing_mode(&fast), switchboard::ListingMode::Full);
+    assert_ne!(
+        host.listing_mode(&everything),
+        switchboard::ListingMode::Full,
+        "five tools do not fit where two did"
+    );
+}
