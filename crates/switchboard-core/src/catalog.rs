@@ -96,6 +96,18 @@ pub struct CatalogEntry {
     pub latency: crate::LatencyMeta,
 }
 
+/// The names of the gateway's own tools (the meta-tools of the exposure modes and
+/// `read_more`): no server's tool is exposed under one, since the gateway answers it.
+pub const RESERVED_NAMES: [&str; 7] = [
+    "list_categories",
+    "load_category",
+    "unload_category",
+    "search_tools",
+    "describe_tool",
+    "call_tool",
+    "read_more",
+];
+
 /// Something about the catalog an operator should know.
 #[derive(Debug, Clone, PartialEq)]
 pub enum CatalogProblem {
@@ -114,6 +126,13 @@ pub enum CatalogProblem {
         alias: String,
         target: String,
     },
+    /// The tool's exposed name is one of the gateway's own tools ([`RESERVED_NAMES`]),
+    /// which would answer every call of it.
+    Reserved {
+        name: String,
+        server: ServerId,
+        tool: String,
+    },
     /// Held back by the Host (a pinned definition that changed).
     Held {
         server: ServerId,
@@ -127,7 +146,9 @@ impl CatalogProblem {
     pub fn server(&self) -> Option<&ServerId> {
         match self {
             Self::Collision { dropped, .. } => Some(dropped),
-            Self::InvalidSchema { server, .. } | Self::Held { server, .. } => Some(server),
+            Self::InvalidSchema { server, .. }
+            | Self::Held { server, .. }
+            | Self::Reserved { server, .. } => Some(server),
             Self::DanglingAlias { .. } => None,
         }
     }
@@ -169,6 +190,10 @@ impl std::fmt::Display for CatalogProblem {
                     "alias '{alias}' points to '{target}', which is not in the catalog"
                 )
             }
+            Self::Reserved { name, server, tool } => write!(
+                f,
+                "tool '{tool}' of server '{server}' is hidden: its name '{name}' is one of the gateway's own tools (give the server a prefix or rename the tool)"
+            ),
         }
     }
 }
@@ -218,6 +243,14 @@ impl Catalog {
                 };
                 let local = override_.name.as_deref().unwrap_or(tool);
                 let exposed = exposed_name(&slice.prefix, &rules.separator, local);
+                if RESERVED_NAMES.contains(&exposed.as_str()) {
+                    problems.push(CatalogProblem::Reserved {
+                        name: exposed,
+                        server: slice.server.clone(),
+                        tool: tool.clone(),
+                    });
+                    continue;
+                }
                 if let Some(existing) = named.get(&exposed) {
                     problems.push(CatalogProblem::Collision {
                         name: exposed,
@@ -363,6 +396,34 @@ pub(crate) mod tests {
         let entry = catalog.resolve("b__z").expect("resolves");
         assert_eq!(entry.upstream_name, "z");
         assert_eq!(entry.spec.server, ServerId::new("b"));
+    }
+
+    /// A pass-through tool named like one of the gateway's own would be listed twice and
+    /// never reached: it is hidden, saying why.
+    #[test]
+    fn a_tool_named_like_a_gateway_tool_is_hidden_and_reported() {
+        let catalog = Catalog::build(
+            &[slice("one", "", &["read_more", "search_tools", "echo"])],
+            &NamingRules::default(),
+        );
+        assert_eq!(names(&catalog), ["echo"]);
+        assert_eq!(catalog.problems().len(), 2);
+        assert!(
+            catalog.problems()[0]
+                .to_string()
+                .contains("one of the gateway's own tools"),
+            "{}",
+            catalog.problems()[0]
+        );
+        let prefixed = Catalog::build(
+            &[slice("one", "one", &["read_more"])],
+            &NamingRules::default(),
+        );
+        assert_eq!(
+            names(&prefixed),
+            ["one__read_more"],
+            "a prefix keeps it apart"
+        );
     }
 
     #[test]

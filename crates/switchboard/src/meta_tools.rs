@@ -141,3 +141,28 @@ pub(crate) fn read_more_tool() -> ToolDefinition {
         Effect::Reads,
     )
 }
+
+#[cfg(test)]
+mod tests {
+    /// The names the catalog keeps from servers are exactly the ones answered here.
+    #[test]
+    fn the_reserved_names_are_the_meta_tools() {
+        for name in switchboard_core::catalog::RESERVED_NAMES {
+            assert!(super::is_meta(name), "{name}");
+        }
+        for name in [
+            super::LIST_CATEGORIES,
+            super::LOAD_CATEGORY,
+            super::UNLOAD_CATEGORY,
+            super::SEARCH_TOOLS,
+            super::DESCRIBE_TOOL,
+            super::CALL_TOOL,
+            super::READ_MORE,
+        ] {
+            assert!(
+                switchboard_core::catalog::RESERVED_NAMES.contains(&name),
+                "{name}"
+            );
+        }
+    }
+}

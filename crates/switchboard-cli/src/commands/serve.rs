@@ -482,7 +482,12 @@ async fn refuse_collisions(host: &Host) -> anyhow::Result<()> {
     let collisions: Vec<String> = host
         .catalog_problems()
         .iter()
-        .filter(|problem| matches!(problem, CatalogProblem::Collision { .. }))
+        .filter(|problem| {
+            matches!(
+                problem,
+                CatalogProblem::Collision { .. } | CatalogProblem::Reserved { .. }
+            )
+        })
         .map(ToString::to_string)
         .collect();
     if collisions.is_empty() {
