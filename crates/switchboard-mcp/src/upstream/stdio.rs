@@ -80,7 +80,8 @@ impl Drop for GroupGuard {
 struct StdioTransport {
     stdin: Stdin<ChildStdin>,
     group: Arc<GroupGuard>,
-    child: tokio::sync::Mutex<Option<Child>>,
+    /// The child's exit status once it exited (set by the task that waits on it).
+    exited: tokio::sync::watch::Receiver<Option<std::process::ExitStatus>>,
     last_garbage: Arc<Mutex<Option<String>>>,
     /// Where answers may go directly, once the client offers it (read by the reading task).
     answers: Arc<OfferedAnswers>,
@@ -91,11 +92,7 @@ impl StdioTransport {
     /// at once, as a broken one does), which its status says when it is known already; the
     /// reader's "closed stdout" says the same when it notices first.
     fn stdin_closed(&self) -> String {
-        let status = self
-            .child
-            .try_lock()
-            .ok()
-            .and_then(|mut child| child.as_mut()?.try_wait().ok().flatten());
+        let status = *self.exited.borrow();
         match status {
             Some(status) => format!("the server exited ({status}); its stdin is closed"),
             None => "the server's stdin is closed (exited?)".to_owned(),
@@ -127,14 +124,14 @@ impl Transport for StdioTransport {
     fn close(&self) -> BoxFuture<'_, ()> {
         Box::pin(async move {
             self.group.signal(Signal::SIGTERM);
-            let mut child = self.child.lock().await;
-            if let Some(child) = child.as_mut()
-                && tokio::time::timeout(Duration::from_secs(2), child.wait())
-                    .await
-                    .is_err()
+            let mut exited = self.exited.clone();
+            let mut gone = async || exited.wait_for(Option::is_some).await.is_ok();
+            if tokio::time::timeout(Duration::from_secs(2), gone())
+                .await
+                .is_err()
             {
                 self.group.signal(Signal::SIGKILL);
-                let _ = child.wait().await;
+                gone().await;
             }
             self.group.signal(Signal::SIGKILL);
         })
@@ -201,6 +198,13 @@ pub fn spawn(server: &str, spec: &StdioCommand) -> Result<Opened, TransportError
     let (inbound_tx, inbound) = mpsc::channel::<Inbound>(256);
     let last_garbage = Arc::new(Mutex::new(None::<String>));
     let answers = Arc::new(OfferedAnswers::default());
+    let (exited_tx, exited) = tokio::sync::watch::channel(None);
+    tokio::spawn(watch_exit(
+        child,
+        exited_tx,
+        inbound_tx.clone(),
+        group.clone(),
+    ));
     tokio::spawn(forward_stderr(server.to_owned(), stderr));
     tokio::spawn(read_messages(
         Reading {
@@ -215,7 +219,7 @@ pub fn spawn(server: &str, spec: &StdioCommand) -> Result<Opened, TransportError
     let transport = StdioTransport {
         stdin: Stdin::start(stdin),
         group,
-        child: tokio::sync::Mutex::new(Some(child)),
+        exited,
         last_garbage,
         answers,
     };
@@ -223,6 +227,26 @@ pub fn spawn(server: &str, spec: &StdioCommand) -> Result<Opened, TransportError
         transport: Arc::new(transport),
         inbound,
     })
+}
+
+/// Waits for the child to exit, and then says so: the connection is closed with its status,
+/// and what is left of its process group is killed. A server that dies while a process it
+/// started still holds its pipes (a helper that inherited its stdout) would otherwise look
+/// alive to the gateway — no end of its stdout — and never be restarted.
+async fn watch_exit(
+    mut child: Child,
+    exited: tokio::sync::watch::Sender<Option<std::process::ExitStatus>>,
+    inbound: mpsc::Sender<Inbound>,
+    group: Arc<GroupGuard>,
+) {
+    let Ok(status) = child.wait().await else {
+        return;
+    };
+    let _ = exited.send(Some(status));
+    let _ = inbound
+        .send(Inbound::Closed(format!("the server exited ({status})")))
+        .await;
+    group.signal(Signal::SIGKILL);
 }
 
 /// The longest stderr line logged whole; past it a line is logged in pieces of this size.
@@ -403,6 +427,51 @@ mod tests {
                 other => Some(other),
             }
         }
+    }
+
+    /// A server that exits while a process it started still holds its stdout is seen to
+    /// have exited — its status said — and that process is killed with its group.
+    #[tokio::test]
+    async fn a_server_that_exits_is_noticed_though_a_child_of_it_holds_its_pipes() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let marker = dir.path().join("helper.pid");
+        let mut spec = command("sh", None);
+        spec.args = vec![
+            "-c".to_owned(),
+            format!("sleep 30 & echo $! > {}; exit 3", marker.display()),
+        ];
+        let Opened { mut inbound, .. } = spawn("s", &spec).expect("starts");
+        let closed = tokio::time::timeout(std::time::Duration::from_secs(5), async {
+            loop {
+                match inbound.recv().await {
+                    Some(Inbound::Closed(reason)) => return reason,
+                    Some(_) => {}
+                    None => return "the channel ended".to_owned(),
+                }
+            }
+        })
+        .await
+        .expect("noticed within 5 s");
+        assert!(
+            closed.contains("exited") && closed.contains('3'),
+            "{closed}"
+        );
+        let helper: i32 = std::fs::read_to_string(&marker)
+            .expect("the helper's pid")
+            .trim()
+            .parse()
+            .expect("a pid");
+        let gone = (0..50).any(|_| {
+            let alive = std::path::Path::new(&format!("/proc/{helper}")).exists()
+                && !std::fs::read_to_string(format!("/proc/{helper}/stat"))
+                    .unwrap_or_default()
+                    .contains(") Z ");
+            if alive {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            !alive
+        });
+        assert!(gone, "the helper {helper} outlived its server");
     }
 
     /// A server's stderr is read to its end whatever it holds — a line that is not UTF-8, a
