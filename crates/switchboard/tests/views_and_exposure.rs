@@ -470,6 +470,28 @@ async fn a_listing_is_fitted_into_the_agents_token_budget() {
     assert!(!found.is_error, "the fitted mode's meta-tools answer");
 }
 
+/// Server `timed` with five tools of 20 ms to 9 s declared.
+fn timed_plan() -> switchboard::ServerPlan {
+    let timed = Timed(&[
+        ("instant", 20),
+        ("quick", 400),
+        ("medium", 1_200),
+        ("slow", 3_500),
+        ("glacial", 9_000),
+    ]);
+    let mut plan = plan(
+        Named {
+            id: "unused",
+            tools: &[],
+        },
+        "",
+    );
+    plan.spec.id = switchboard_core::ServerId::new("timed");
+    plan.spec.endpoint = switchboard_mcp::upstream::Endpoint::InProcess(Arc::new(timed));
+    plan.prefix = "timed".into();
+    plan
+}
+
 /// A provider whose tools declare their latency (`name:max_ms`).
 struct Timed(&'static [(&'static str, u64)]);
 
@@ -504,23 +526,7 @@ impl switchboard_core::upstream::ToolProvider for Timed {
 #[tokio::test]
 async fn permission_matrix_agents_tools_and_tiers_list_and_call_alike() {
     use switchboard_core::tier::Tier;
-    let timed = Timed(&[
-        ("instant", 20),
-        ("quick", 400),
-        ("medium", 1_200),
-        ("slow", 3_500),
-        ("glacial", 9_000),
-    ]);
-    let mut plan = plan(
-        Named {
-            id: "unused",
-            tools: &[],
-        },
-        "",
-    );
-    plan.spec.id = switchboard_core::ServerId::new("timed");
-    plan.spec.endpoint = switchboard_mcp::upstream::Endpoint::InProcess(Arc::new(timed));
-    plan.prefix = "timed".into();
+    let plan = timed_plan();
     let mut voice = (*profile("voice", &["timed:*"], None, &[])).clone();
     voice.tier = Some("fast".into());
     let mut partial = (*profile("partial", &["timed__quick", "timed__slow"], None, &[])).clone();
@@ -638,23 +644,7 @@ async fn permission_matrix_agents_tools_and_tiers_list_and_call_alike() {
 #[tokio::test]
 async fn a_listing_budget_is_fitted_to_each_view_of_an_agent() {
     use switchboard_core::tier::Tier;
-    let timed = Timed(&[
-        ("instant", 20),
-        ("quick", 400),
-        ("medium", 1_200),
-        ("slow", 3_500),
-        ("glacial", 9_000),
-    ]);
-    let mut plan = plan(
-        Named {
-            id: "unused",
-            tools: &[],
-        },
-        "",
-    );
-    plan.spec.id = switchboard_core::ServerId::new("timed");
-    plan.spec.endpoint = switchboard_mcp::upstream::Endpoint::InProcess(Arc::new(timed));
-    plan.prefix = "timed".into();
+    let plan = timed_plan();
     let mut fitted = (*profile("fitted", &[], None, &[])).clone();
     fitted.max_listing_tokens = Some(150);
     let options = HostOptions {

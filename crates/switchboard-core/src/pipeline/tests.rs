@@ -105,6 +105,17 @@ struct Fixture {
 }
 
 impl Fixture {
+    /// A fixture whose pipeline runs under `governance`.
+    fn governed(governance: Governance) -> Self {
+        let mut fixture = Self::new();
+        fixture.pipeline = Pipeline::governed(
+            fixture.records.clone(),
+            Arc::new(SystemClock),
+            Arc::new(governance),
+        );
+        fixture
+    }
+
     fn new() -> Self {
         let records = Arc::new(Records::default());
         Self {
@@ -283,12 +294,7 @@ async fn cancellation_while_waiting_for_approval_ends_the_call_at_once() {
         approver: Some(Arc::new(SlowOperator)),
         ..Governance::default()
     };
-    let mut fixture = Fixture::new();
-    fixture.pipeline = Pipeline::governed(
-        fixture.records.clone(),
-        Arc::new(SystemClock),
-        Arc::new(governance),
-    );
+    let fixture = Fixture::governed(governance);
     let ctx = CallContext::default();
     let cancel = ctx.cancel.clone();
     tokio::spawn(async move {
@@ -417,12 +423,7 @@ async fn limits_refuse_with_a_readable_error_and_costs_are_charged() {
         )]),
         ..Governance::default()
     };
-    let mut fixture = Fixture::new();
-    fixture.pipeline = Pipeline::governed(
-        fixture.records.clone(),
-        Arc::new(SystemClock),
-        Arc::new(governance),
-    );
+    let fixture = Fixture::governed(governance);
     let npc = CallContext::default().with_agent("npc");
     let first = fixture
         .call(&npc, "s__echo", json!({"text": "a"}))
@@ -547,13 +548,7 @@ async fn hooks_deny_rewrite_and_replace_and_fail_closed_or_open() {
             hooks: vec![Arc::new(Scripted2 { policy }) as Arc<dyn crate::hooks::Hook>],
             ..Governance::default()
         };
-        let mut fixture = Fixture::new();
-        fixture.pipeline = Pipeline::governed(
-            fixture.records.clone(),
-            Arc::new(SystemClock),
-            Arc::new(governance),
-        );
-        fixture
+        Fixture::governed(governance)
     };
     let fixture = hooked(FailurePolicy::Closed);
     let ctx = CallContext::default();

@@ -89,18 +89,23 @@ async fn run(
         failure,
         calls: AtomicUsize::new(0),
     });
-    let upstream = BudgetedUpstream {
-        inner: flaky.clone(),
+    let upstream = budgeted(flaky.clone());
+    let answer = upstream
+        .call_tool(tool, Map::new(), &CallContext::default())
+        .await;
+    (answer, flaky.calls.load(Ordering::SeqCst))
+}
+
+/// `inner` as server `s`, under [`budget`].
+fn budgeted(inner: Arc<dyn Upstream>) -> BudgetedUpstream {
+    BudgetedUpstream {
+        inner,
         server: ServerId::new("s"),
         budget: budget(),
         tier: None,
         lease: None,
         metrics: None,
-    };
-    let answer = upstream
-        .call_tool(tool, Map::new(), &CallContext::default())
-        .await;
-    (answer, flaky.calls.load(Ordering::SeqCst))
+    }
 }
 
 fn disconnected() -> UpstreamError {
@@ -150,14 +155,7 @@ async fn retries_of_a_failing_server_stay_within_ten_percent_extra() {
         failure: disconnected(),
         calls: AtomicUsize::new(0),
     });
-    let upstream = BudgetedUpstream {
-        inner: flaky.clone(),
-        server: ServerId::new("s"),
-        budget: budget(),
-        tier: None,
-        lease: None,
-        metrics: None,
-    };
+    let upstream = budgeted(flaky.clone());
     let requests = 50;
     for _ in 0..requests {
         let answer = upstream
@@ -197,14 +195,7 @@ impl Upstream for Marked {
 
 #[tokio::test]
 async fn an_upstreams_cache_mark_is_not_taken_for_this_gateways() {
-    let upstream = BudgetedUpstream {
-        inner: Arc::new(Marked),
-        server: ServerId::new("s"),
-        budget: budget(),
-        tier: None,
-        lease: None,
-        metrics: None,
-    };
+    let upstream = budgeted(Arc::new(Marked));
     let outcome = upstream
         .call_tool("append", Map::new(), &CallContext::default())
         .await
@@ -243,14 +234,7 @@ impl Upstream for Silent {
 #[tokio::test(start_paused = true)]
 async fn a_deadline_from_receipt_includes_the_wait_before_the_call() {
     use switchboard_core::latency_meta::RequestedDeadline;
-    let upstream = BudgetedUpstream {
-        inner: Arc::new(Silent),
-        server: ServerId::new("s"),
-        budget: budget(),
-        tier: None,
-        lease: None,
-        metrics: None,
-    };
+    let upstream = budgeted(Arc::new(Silent));
     let received = tokio::time::Instant::now();
     let ctx = CallContext {
         deadline: Some(RequestedDeadline::Within(Duration::from_millis(500)).received_at(received)),
