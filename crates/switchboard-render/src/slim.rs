@@ -1,4 +1,5 @@
-//! Schema slimming for LLM formats, keeping meaning: drops `$schema`, `$id` and `$comment`,
+//! Schema slimming for LLM formats, keeping meaning: drops `$schema`, `$comment`, the root's
+//! `$id` (a nested one stays: a `$ref` may name it),
 //! empty `required` and `description`, `default: null`, and `title`s that only repeat the
 //! property name. Constraints the model must respect (`additionalProperties`, enums, ranges,
 //! formats, patterns) are kept. Measured by the `tokens` benchmark.
@@ -21,7 +22,7 @@ fn slim_value(value: &Value, property: Option<&str>) -> Value {
             let mut out = Map::with_capacity(map.len());
             for (key, inner) in map {
                 let drop = match key.as_str() {
-                    "$schema" | "$id" | "$comment" => true,
+                    "$schema" | "$comment" => true,
                     "required" => inner.as_array().is_some_and(Vec::is_empty),
                     "description" => inner.as_str().is_some_and(|d| d.trim().is_empty()),
                     "default" => inner.is_null(),
@@ -59,12 +60,29 @@ fn slim_value(value: &Value, property: Option<&str>) -> Value {
 
 /// A slimmed copy of an input schema.
 pub fn slim(schema: &Value) -> Value {
-    slim_value(schema, None)
+    let mut slimmed = slim_value(schema, None);
+    if let Value::Object(root) = &mut slimmed {
+        root.remove("$id");
+    }
+    slimmed
 }
 
 #[cfg(test)]
 mod tests {
     use serde_json::json;
+
+    /// A nested `$id` is a `$ref`'s target: it stays; the root's goes.
+    #[test]
+    fn a_nested_id_that_a_ref_names_is_kept() {
+        let schema = json!({
+            "$id": "urn:root",
+            "$defs": {"a": {"$id": "urn:a", "type": "object"}},
+            "properties": {"x": {"$ref": "urn:a"}}
+        });
+        let slimmed = super::slim(&schema);
+        assert_eq!(slimmed["$defs"]["a"]["$id"], "urn:a");
+        assert!(slimmed.get("$id").is_none());
+    }
 
     #[test]
     fn drops_only_what_carries_no_meaning() {
