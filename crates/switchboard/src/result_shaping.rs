@@ -7,7 +7,9 @@
 //! it in tokens, so small results are never tokenized.
 //!
 //! A result whose text is a JSON document is also rewritten as TOON when that is measurably
-//! smaller (uniform arrays of objects, typically); `structuredContent` is kept as it was.
+//! smaller (uniform arrays of objects, typically); `structuredContent` is kept as it was —
+//! unless the result is cut and it is itself over the budget: then it goes, and the cut text
+//! (with `read_more`) stands for it.
 //!
 //! With `[shared] redis` the rest is also kept in Redis (`crate::shared::sessions`, up to
 //! `MAX_SHARED_REST` bytes) before the answer goes, and `read_more` in the session's shared
@@ -225,6 +227,15 @@ impl Host {
             0,
             json!({"type": "text", "text": format!("{head}{}", marker(&call_id, next, remaining))}),
         );
+        // A structured copy of what was cut (most often the same data) would carry the whole
+        // of it past the budget: it goes too when it is over the budget itself, and the cut
+        // text — whose rest read_more serves — stands for it.
+        if let Some(structured) = &outcome.structured_content {
+            let serialized = structured.to_string();
+            if serialized.len() > budget && count(&serialized) > budget {
+                outcome.structured_content = None;
+            }
+        }
         if let Some(envelope) = &mut outcome.call {
             envelope.truncated = Some(Truncation {
                 total_tokens: tokens,

@@ -347,6 +347,34 @@ async fn search_mode_finds_describes_and_calls_within_the_view() {
     );
 }
 
+/// A cut result's structured copy, over the budget itself, goes with the rest of the text;
+/// a small one stays.
+#[tokio::test]
+async fn a_cut_results_structured_content_keeps_within_the_budget() {
+    let host = host().await;
+    let terse = caller("terse", "s");
+    let long: String = (0..300).map(|i| format!("word{i} ")).collect();
+    let cut = call(
+        &host,
+        &terse,
+        "dice__roll",
+        json!({"text": long, "structured": true}),
+    )
+    .await
+    .expect("ok");
+    assert!(cut.text_content().contains("[… truncated"), "cut");
+    assert_eq!(cut.structured_content, None, "the structured copy went too");
+    let small = call(
+        &host,
+        &terse,
+        "dice__roll",
+        json!({"text": "short", "structured": true}),
+    )
+    .await
+    .expect("ok");
+    assert_eq!(small.structured_content, Some(json!({"text": "short"})));
+}
+
 #[tokio::test]
 async fn large_results_are_cut_and_the_rest_is_read_with_read_more() {
     let host = host().await;

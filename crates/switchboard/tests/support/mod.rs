@@ -43,7 +43,12 @@ impl ToolProvider for Named {
     ) -> BoxFuture<'a, Result<ToolOutcome, ToolError>> {
         Box::pin(async move {
             let text = _arguments.get("text").and_then(Value::as_str).unwrap_or("");
-            Ok(ToolOutcome::text(format!("{}:{tool}{text}", self.id)))
+            let mut outcome = ToolOutcome::text(format!("{}:{tool}{text}", self.id));
+            // `"structured": true`: the text again as structured content.
+            if _arguments.get("structured") == Some(&Value::Bool(true)) {
+                outcome.structured_content = Some(serde_json::json!({"text": text}));
+            }
+            Ok(outcome)
         })
     }
 }
