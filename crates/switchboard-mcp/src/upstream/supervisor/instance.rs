@@ -236,7 +236,29 @@ impl Worker {
                     client.close().await;
                     return Some(reason);
                 }
-                Some(event) = events.recv() => self.refresh(&client, &negotiated.capabilities, event).await,
+                Some(event) = events.recv() => {
+                    // What queued meanwhile, each change once: a server that announces a
+                    // change many times is listed again once.
+                    let mut pending = vec![event];
+                    while let Ok(more) = events.try_recv() {
+                        if !pending.contains(&more) {
+                            pending.push(more);
+                        }
+                    }
+                    for event in pending {
+                        let refreshing = self.refresh(&client, &negotiated.capabilities, event);
+                        // Bounded: a server that announces a change and never lists it must
+                        // not stall this loop (its stop, its close, later changes).
+                        if tokio::time::timeout(self.spec.connect_timeout, refreshing).await.is_err() {
+                            tracing::warn!(
+                                target: "switchboard::upstream",
+                                server = %self.label,
+                                "a list change was not listed within {} ms; the last listing stays",
+                                self.spec.connect_timeout.as_millis()
+                            );
+                        }
+                    }
+                }
             }
         }
     }
