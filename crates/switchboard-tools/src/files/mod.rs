@@ -132,15 +132,31 @@ impl Files {
                     .collect();
                 let mut files = Vec::new();
                 let mut blocks = Vec::new();
+                // One call reads at most four times what one file may hold: the rest of the
+                // paths are answered with why they were not read.
+                let limit = self.max_read_bytes.saturating_mul(4);
+                let mut read = 0u64;
                 for path in paths {
+                    if read >= limit {
+                        let error = format!(
+                            "not read: the files before it took this call's limit of {limit} bytes (read it on its own)"
+                        );
+                        blocks.push(
+                            json!({"type": "text", "text": format!("{path}: error: {error}")}),
+                        );
+                        files.push(json!({"path": path, "error": error}));
+                        continue;
+                    }
                     match self.read(path) {
                         Ok(Content::Text(content)) => {
+                            read += content.len() as u64;
                             blocks.push(
                                 json!({"type": "text", "text": format!("{path}:\n{content}")}),
                             );
                             files.push(json!({"path": path, "content": content}));
                         }
-                        Ok(binary @ Content::Binary { .. }) => {
+                        Ok(binary @ Content::Binary { size, .. }) => {
+                            read += size;
                             blocks.push(block(path, &binary));
                             files.push(json!({"path": path, "binary": true}));
                         }

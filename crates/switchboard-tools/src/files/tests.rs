@@ -497,3 +497,32 @@ fn searches_stay_within_the_read_limit_and_odd_entries_spoil_no_listing() {
         tree.text_content()
     );
 }
+
+/// One read_multiple_files call reads at most four times max_read_bytes (1024 here); the
+/// paths past that are answered with why.
+#[test]
+fn a_multiple_read_stops_at_its_limit() {
+    let w = world();
+    let paths: Vec<String> = (0..6)
+        .map(|i| {
+            let name = format!("part{i}.txt");
+            std::fs::write(w.root.join(&name), "z".repeat(1000)).expect("part");
+            name
+        })
+        .collect();
+    let read = run(&w, "read_multiple_files", json!({"paths": paths})).expect("read");
+    let files = read.structured_content.clone().unwrap_or_default()["files"].clone();
+    let files = files.as_array().expect("files");
+    assert_eq!(files.len(), 6);
+    assert!(
+        files[..5].iter().all(|f| f.get("content").is_some()),
+        "{files:?}"
+    );
+    assert!(
+        files[5]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("limit of 4096 bytes")),
+        "{:?}",
+        files[5]
+    );
+}
