@@ -80,6 +80,15 @@ fn cancelled() -> Fate {
 
 /// What `work` gives, unless the caller cancels first (`None`; `work` is dropped).
 async fn unless_cancelled<T>(ctx: &CallContext, work: impl Future<Output = T>) -> Option<T> {
+    if ctx.cancel.is_cancelled() {
+        return None;
+    }
+    // Most calls need no approval and find a slot free: `work` is ready at its first poll,
+    // and waiting on the token (a lock and a list entry) is left for the rest.
+    let mut work = std::pin::pin!(work);
+    if let std::task::Poll::Ready(done) = futures::poll!(work.as_mut()) {
+        return Some(done);
+    }
     tokio::select! {
         biased;
         () = ctx.cancel.cancelled() => None,
