@@ -40,11 +40,8 @@ fn known_host(host: &str, listen: std::net::SocketAddr) -> bool {
         return false;
     }
     let name = name.trim_start_matches('[').trim_end_matches(']');
-    let loopback_name = name.eq_ignore_ascii_case("localhost")
-        || name
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback());
-    loopback_name || name.parse::<std::net::IpAddr>().ok() == Some(listen.ip())
+    switchboard_core::loopback::is_loopback_host(name)
+        || name.parse::<std::net::IpAddr>().ok() == Some(listen.ip())
 }
 
 fn check_origin(

@@ -18,6 +18,7 @@ pub mod hooks;
 pub mod idle;
 pub mod latency_meta;
 pub mod limits;
+pub mod loopback;
 pub mod metrics;
 pub mod naming;
 pub mod offline;

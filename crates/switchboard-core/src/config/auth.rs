@@ -406,9 +406,5 @@ pub fn plain_http_off_loopback(url: &str) -> Option<&str> {
             .rsplit_once(':')
             .map_or(authority, |(host, _)| host),
     };
-    let loopback = host.eq_ignore_ascii_case("localhost")
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback());
-    (!loopback).then_some(authority)
+    (!crate::loopback::is_loopback_host(host)).then_some(authority)
 }

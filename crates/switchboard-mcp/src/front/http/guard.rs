@@ -13,6 +13,7 @@ use axum::response::{IntoResponse, Response};
 use super::resource::{ResourceUrls, challenge};
 use super::{HttpOptions, plain};
 use crate::oauth::TokenError;
+use switchboard_core::loopback::is_loopback_host;
 use switchboard_core::{Principal, SubjectToken};
 
 /// Maps bearer tokens to agents.
@@ -224,7 +225,7 @@ fn check_origin(options: &HttpOptions, headers: &HeaderMap) -> Result<(), Respon
             .unwrap_or("");
         let name = host_name(host);
         let allowed =
-            is_loopback_name(name) || options.allowed_hosts.iter().any(|allowed| allowed == name);
+            is_loopback_host(name) || options.allowed_hosts.iter().any(|allowed| allowed == name);
         if !allowed {
             return Err(plain(
                 StatusCode::FORBIDDEN,
@@ -239,7 +240,7 @@ fn is_loopback_origin(origin: &str) -> bool {
     let Some((_, rest)) = origin.split_once("://") else {
         return false;
     };
-    is_loopback_name(host_name(rest))
+    is_loopback_host(host_name(rest))
 }
 
 /// The host part of `host[:port]` or `[v6]:port`.
@@ -248,16 +249,6 @@ fn host_name(authority: &str) -> &str {
         return rest.split(']').next().unwrap_or("");
     }
     authority.split(':').next().unwrap_or("")
-}
-
-/// `localhost`, or an address of the loopback network (`127.0.0.0/8`, `::1`). A name that
-/// only starts like one (`127.0.0.1.attacker.example`) is a domain anyone may point at
-/// 127.0.0.1, which is what DNS rebinding does.
-fn is_loopback_name(name: &str) -> bool {
-    name.eq_ignore_ascii_case("localhost")
-        || name
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|address| address.is_loopback())
 }
 
 #[cfg(test)]
@@ -274,9 +265,9 @@ mod tests {
         assert!(is_loopback_origin("http://127.1.2.3:8080"));
         assert!(!is_loopback_origin("http://127.0.0.1.evil.example:8080"));
         assert!(!is_loopback_origin("http://127.evil.example"));
-        assert!(!is_loopback_name("127.0.0.1.nip.io"));
-        assert!(!is_loopback_name("[::1]"));
-        assert!(!is_loopback_name(""));
+        assert!(!is_loopback_host("127.0.0.1.nip.io"));
+        assert!(!is_loopback_host("[::1]"));
+        assert!(!is_loopback_host(""));
         assert_eq!(host_name("127.0.0.1:8080"), "127.0.0.1");
         assert_eq!(host_name("[::1]:8080"), "::1");
     }
