@@ -234,3 +234,24 @@ impl Caller {
             .with_principal(ctx.principal.clone())
     }
 }
+
+/// What `work` gives, unless `cancel` fires first (`None`; `work` is dropped, which ends what
+/// it had started). Work ready at its first poll — most approvals and admissions — is taken
+/// without waiting on the token (a lock and a list entry).
+pub async fn unless_cancelled<T>(
+    cancel: &CancellationToken,
+    work: impl std::future::Future<Output = T>,
+) -> Option<T> {
+    if cancel.is_cancelled() {
+        return None;
+    }
+    let mut work = std::pin::pin!(work);
+    if let std::task::Poll::Ready(done) = futures::poll!(work.as_mut()) {
+        return Some(done);
+    }
+    tokio::select! {
+        biased;
+        () = cancel.cancelled() => None,
+        done = work => Some(done),
+    }
+}

@@ -25,6 +25,7 @@ use serde_json::{Map, Value};
 use crate::agent::View;
 use crate::call_id::new_call_id;
 use crate::clock::Clock;
+use crate::context::unless_cancelled;
 use crate::hooks::{self, HookCall};
 use crate::trace::{AttributeValue, TraceContext, stage_span};
 use crate::upstream::UpstreamDirectory;
@@ -76,24 +77,6 @@ impl Fate {
 /// The fate of a call its caller cancelled before it ran.
 fn cancelled() -> Fate {
     Fate::new(Err(CallError::Cancelled), CallStatus::Cancelled)
-}
-
-/// What `work` gives, unless the caller cancels first (`None`; `work` is dropped).
-async fn unless_cancelled<T>(ctx: &CallContext, work: impl Future<Output = T>) -> Option<T> {
-    if ctx.cancel.is_cancelled() {
-        return None;
-    }
-    // Most calls need no approval and find a slot free: `work` is ready at its first poll,
-    // and waiting on the token (a lock and a list entry) is left for the rest.
-    let mut work = std::pin::pin!(work);
-    if let std::task::Poll::Ready(done) = futures::poll!(work.as_mut()) {
-        return Some(done);
-    }
-    tokio::select! {
-        biased;
-        () = ctx.cancel.cancelled() => None,
-        done = work => Some(done),
-    }
 }
 
 /// The call pipeline: stateless apart from its collaborators.
@@ -273,7 +256,7 @@ impl Pipeline {
         let approving = approve::approve(&governance, entry, call_id, &arguments, ctx);
         // A call its caller cancels while it waits for an approver is withdrawn from the
         // approver (the future is dropped) and never runs, whatever is decided later.
-        let Some(approval) = unless_cancelled(ctx, approving).await else {
+        let Some(approval) = unless_cancelled(&ctx.cancel, approving).await else {
             return (cancelled(), 0.0, None);
         };
         if !matches!(approval, Ok(None)) {
@@ -284,7 +267,8 @@ impl Pipeline {
             Err((fate, summary)) => return (fate, 0.0, Some(summary)),
         };
         let started = self.clock.wall();
-        let Some(admission) = unless_cancelled(ctx, admit::admit(&governance, entry, ctx)).await
+        let Some(admission) =
+            unless_cancelled(&ctx.cancel, admit::admit(&governance, entry, ctx)).await
         else {
             return (cancelled(), 0.0, approval);
         };

@@ -607,12 +607,12 @@ async fn unless_cancelled(
     cancel: &tokio_util::sync::CancellationToken,
     work: impl std::future::Future<Output = Result<Value, RpcError>>,
 ) -> Result<Value, RpcError> {
-    tokio::select! {
-        biased;
-        () = cancel.cancelled() => Err(RpcError::new(
-            code::INTERNAL_ERROR,
-            "the request was cancelled",
-        )),
-        answer = work => answer,
-    }
+    switchboard_core::context::unless_cancelled(cancel, work)
+        .await
+        .unwrap_or_else(|| {
+            Err(RpcError::new(
+                code::INTERNAL_ERROR,
+                "the request was cancelled",
+            ))
+        })
 }
