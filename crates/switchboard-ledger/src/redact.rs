@@ -45,17 +45,25 @@ const SECRET_PREFIXES: [&str; 12] = [
 ];
 
 fn secret_name(name: &str) -> bool {
-    // Letters and digits only, lowercased, on the stack for the usual short key.
-    let mut plain = [0u8; 64];
-    let mut len = 0;
-    for byte in name.bytes().filter(u8::is_ascii_alphanumeric) {
-        if len == plain.len() {
-            break;
+    // Letters and digits only, lowercased: on the stack for the usual short key, on the heap
+    // for a longer one (whole, so a part past the 64th byte still counts).
+    let letters = name
+        .bytes()
+        .filter(u8::is_ascii_alphanumeric)
+        .map(|byte| byte.to_ascii_lowercase());
+    let mut stack = [0u8; 64];
+    let heap: Vec<u8>;
+    let plain: &[u8] = if name.len() <= stack.len() {
+        let mut len = 0;
+        for (slot, byte) in stack.iter_mut().zip(letters) {
+            *slot = byte;
+            len += 1;
         }
-        plain[len] = byte.to_ascii_lowercase();
-        len += 1;
-    }
-    let plain = &plain[..len];
+        &stack[..len]
+    } else {
+        heap = letters.collect();
+        &heap
+    };
     SECRET_NAMES.iter().any(|part| {
         plain
             .windows(part.len())
@@ -199,6 +207,16 @@ mod tests {
             assert_eq!(redacted[key], REDACTED, "{key}");
         }
         assert_eq!(redacted["path"], "/home/alice/notes.txt");
+        let long = format!("{}_password", "x".repeat(80));
+        let long_name = redact(
+            json!({long.clone(): "hunter2"})
+                .as_object()
+                .expect("object"),
+        );
+        assert_eq!(
+            long_name[&long], REDACTED,
+            "a part past the 64th letter counts"
+        );
         assert_eq!(redacted["count"], 3);
     }
 }
