@@ -383,16 +383,7 @@ mod tests {
     /// request waiting behind its lock) for [`FETCH_TIMEOUT`] at most.
     #[tokio::test(start_paused = true)]
     async fn a_stalled_key_fetch_gives_up_in_time() {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let address = listener.local_addr().expect("address");
-        let stall = tokio::spawn(async move {
-            let mut held = Vec::new();
-            while let Ok((stream, _)) = listener.accept().await {
-                held.push(stream);
-            }
-        });
+        let (address, stall) = crate::oauth::stalled_server().await;
         let cache = KeyCache::new(
             "https://as".to_owned(),
             Some(format!("http://{address}/jwks")),

@@ -279,6 +279,23 @@ impl OAuthVerifier {
     }
 }
 
+/// A server on 127.0.0.1 that accepts every connection and never answers, until the
+/// returned task is aborted: how a stalled issuer or endpoint looks.
+#[cfg(test)]
+pub(crate) async fn stalled_server() -> (std::net::SocketAddr, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let address = listener.local_addr().expect("address");
+    let stall = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((stream, _)) = listener.accept().await {
+            held.push(stream);
+        }
+    });
+    (address, stall)
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeSet;
