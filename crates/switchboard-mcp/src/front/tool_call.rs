@@ -172,9 +172,8 @@ impl Dispatcher {
         };
         // Counted from now, the request's receipt: what the call then waits for (an
         // approval, a slot) comes out of it.
-        let received = tokio::time::Instant::now();
-        ctx.deadline =
-            RequestedDeadline::from_meta(meta).map(|deadline| deadline.received_at(received));
+        ctx.deadline = RequestedDeadline::from_meta(meta)
+            .map(|deadline| deadline.received_at(tokio::time::Instant::now()));
         call_answer(
             self.backend
                 .call_tool(ctx, ToolCall::new(name, arguments))
