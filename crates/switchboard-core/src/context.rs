@@ -1,5 +1,6 @@
 //! What travels with a call besides its arguments: who is calling, where progress goes, and
-//! the token that cancels it.
+//! the token that cancels it — with [`unless_cancelled`], the one way a stage waits on work
+//! while watching that token.
 
 use std::fmt;
 use std::sync::Arc;
