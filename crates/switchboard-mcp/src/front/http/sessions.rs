@@ -9,7 +9,9 @@
 //! `notifications/cancelled`), the relay of server requests to the client (owner-bound: a
 //! request relayed mid-call waits on the replica that asked, and an answer POSTed elsewhere
 //! is routed there by `super::owners`), resource subscriptions, and — unless a store the
-//! replicas share is handed in ([`EndedSessions`]) — DELETE's record of ended sessions.
+//! replicas share is handed in ([`EndedSessions`]) — DELETE's record of ended sessions. That
+//! memory is bounded: past `MAX_HELD` sessions the oldest nothing uses are let go (their
+//! ids are adopted again at their next request).
 //! docs/scale-out.md says what a client sees when it moves.
 
 use std::collections::HashMap;
