@@ -144,12 +144,14 @@ async fn refused_within_a_second(url: &str, session: &str) {
     }
 }
 
-/// Two replicas A and B on `redis`, and a session minted on A that B adopted and now serves
-/// without asking Redis.
+/// Two replicas A and B on `redis`, and a session minted on A that both now serve without
+/// asking Redis. A is waited for too: minted before A's subscription held, the session is
+/// asked about once there, and that question must not be counted as B's.
 async fn adopted_by_b(redis: &Redis) -> (tempfile::TempDir, Vec<Replica>, String) {
     let dir = tempfile::tempdir().expect("tempdir");
     let replicas = replicas(dir.path(), &redis.url(), 2);
     let session = initialize(&replicas[0].gateway.url, json!({})).await;
+    asks_nothing(redis, &replicas[0].gateway.url, &session).await;
     asks_nothing(redis, &replicas[1].gateway.url, &session).await;
     (dir, replicas, session)
 }
