@@ -1,6 +1,7 @@
 //! The gateway's life: no child outlives it (stdin closed, SIGTERM, SIGKILL), a caller's cancellation
 //! reaches the upstream, list changes reach the client, pass-through names refuse collisions,
-//! a closed stderr costs it nothing.
+//! a closed stderr costs it nothing, a silent connection is closed after `header_timeout` on
+//! the front and the admin endpoint.
 
 mod support;
 
@@ -348,4 +349,44 @@ fn pass_through_names_refuse_collisions() {
         )
         .expect("bare name");
     assert_eq!(call["content"][0]["text"], "bare");
+}
+
+/// `[gateway] header_timeout` reaches both listeners of `serve`: a connection that sends half
+/// a request's headers is closed once it passes, on the MCP front and on the admin endpoint.
+#[test]
+fn silent_connections_are_closed_after_the_configured_header_timeout() {
+    use std::io::{Read, Write};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = write_config(dir.path(), "[gateway]\nheader_timeout = \"300ms\"\n");
+    let admin = dir.path().join("admin.json");
+    let admin_arg = admin.display().to_string();
+    let gateway = HttpGateway::start(&config, &["--admin-file", &admin_arg]);
+    let admin_url = wait_for(Duration::from_secs(10), || {
+        let file: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&admin).ok()?).ok()?;
+        file["url"].as_str().map(str::to_owned)
+    })
+    .expect("the gateway writes its admin file");
+    for authority in [gateway.authority(), admin_url.replace("http://", "")] {
+        let mut stream = std::net::TcpStream::connect(&authority).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .expect("read timeout");
+        stream
+            .write_all(b"GET /livez HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+            .expect("write");
+        let started = std::time::Instant::now();
+        let mut read = Vec::new();
+        // An end of stream or a reset: closed; the read timing out: still open.
+        let still_open = matches!(stream.read_to_end(&mut read),
+            Err(error) if matches!(error.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut));
+        assert!(
+            !still_open,
+            "{authority}: a half-sent head still holds its connection after 5 s"
+        );
+        assert!(
+            started.elapsed() >= Duration::from_millis(250),
+            "{authority}: closed before the timeout"
+        );
+    }
 }

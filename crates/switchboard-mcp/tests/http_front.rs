@@ -1,6 +1,7 @@
 //! The Streamable HTTP front over real HTTP on 127.0.0.1: sessions, both eras, the
-//! DNS-rebinding guard, size limits, SSE progress and cancellation by closing the stream, and
-//! plain JSON for a session's call whose result comes first.
+//! DNS-rebinding guard, size limits, SSE progress and cancellation by closing the stream,
+//! plain JSON for a session's call whose result comes first, and the bounds on connections
+//! (the header timeout, the cap).
 
 mod support;
 
@@ -10,8 +11,11 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use switchboard_mcp::front::Dispatcher;
-use switchboard_mcp::front::http::{HttpOptions, Lifecycle, LocalEndedSessions, serve};
+use switchboard_mcp::front::http::{
+    ConnectionLimits, HttpOptions, Lifecycle, LocalEndedSessions, serve,
+};
 use switchboard_mcp::seal::FixedKeys;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
 struct Server {
@@ -30,6 +34,11 @@ async fn start() -> Server {
 /// The front with its connections served by `workers` threads of their own (0: on the
 /// test's runtime).
 async fn start_on(workers: usize) -> Server {
+    start_bounded(workers, ConnectionLimits::default()).await
+}
+
+/// The front on `workers` threads (0: the test's runtime), its connections within `limits`.
+async fn start_bounded(workers: usize, limits: ConnectionLimits) -> Server {
     let (backend, _version, cancelled) = support::fake_backend();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
@@ -43,6 +52,7 @@ async fn start_on(workers: usize) -> Server {
         auth: None,
         oauth: None,
         connection_workers: workers,
+        connections: limits,
         keys: Arc::new(FixedKeys::ephemeral()),
         lifecycle: Lifecycle::default(),
         ended_sessions: Arc::new(LocalEndedSessions::default()),
@@ -71,6 +81,14 @@ async fn start_on(workers: usize) -> Server {
 const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
 
 impl Server {
+    /// `host:port` of the front.
+    fn address(&self) -> String {
+        self.url
+            .trim_start_matches("http://")
+            .trim_end_matches("/mcp")
+            .to_owned()
+    }
+
     fn post(&self, body: impl Into<String>) -> reqwest::RequestBuilder {
         self.client
             .post(&self.url)
@@ -548,4 +566,150 @@ async fn a_silent_call_opens_its_stream_after_15_s_and_keeps_it_alive() {
         .await
         .expect("closing the stream cancels the call");
     assert_eq!(cancelled.as_deref(), Some("wait"));
+}
+
+/// What `stream` reads until the peer closes it, or `None` if it stays open for `within`.
+async fn read_until_closed(stream: &mut tokio::net::TcpStream, within: Duration) -> Option<String> {
+    let mut read = Vec::new();
+    let closed = tokio::time::timeout(within, stream.read_to_end(&mut read)).await;
+    // A reset is a close too.
+    closed
+        .ok()
+        .map(|_| String::from_utf8_lossy(&read).into_owned())
+}
+
+const LIVEZ: &[u8] = b"GET /livez HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+
+/// A keep-alive connection to `address` that was answered one `GET /livez`.
+async fn answered_connection(address: &str) -> tokio::net::TcpStream {
+    let mut stream = tokio::net::TcpStream::connect(address)
+        .await
+        .expect("connect");
+    stream.write_all(LIVEZ).await.expect("write");
+    let mut answer = [0_u8; 12];
+    stream.read_exact(&mut answer).await.expect("an answer");
+    assert_eq!(&answer, b"HTTP/1.1 200");
+    stream
+}
+
+/// A connection that sends half a request's headers, or sends nothing more after its
+/// answer, is closed once the header timeout passes (not before); a call whose headers came
+/// in time runs past it.
+async fn header_timeout_closes_silent_connections(workers: usize) {
+    let timeout = Duration::from_millis(300);
+    let mut server = start_bounded(
+        workers,
+        ConnectionLimits {
+            header_timeout: Some(timeout),
+            max_connections: 100,
+        },
+    )
+    .await;
+    let address = server.address();
+
+    let mut half = tokio::net::TcpStream::connect(&address)
+        .await
+        .expect("connect");
+    half.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        .await
+        .expect("write");
+    let opened = tokio::time::Instant::now();
+    let read = read_until_closed(&mut half, Duration::from_secs(5)).await;
+    assert!(
+        read.is_some(),
+        "a half-sent head still holds its connection after 5 s"
+    );
+    assert!(
+        opened.elapsed() >= Duration::from_millis(250),
+        "closed before the timeout"
+    );
+
+    let mut idle = answered_connection(&address).await;
+    let read = read_until_closed(&mut idle, Duration::from_secs(5)).await;
+    assert!(
+        read.is_some(),
+        "an idle keep-alive connection is still open after 5 s"
+    );
+
+    let init = server.post(INIT).send().await.expect("initialize");
+    let session = session_id(&init);
+    let body = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"wait"}}"#;
+    let mut call = tokio::net::TcpStream::connect(&address)
+        .await
+        .expect("connect");
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\n\
+         accept: application/json, text/event-stream\r\nmcp-session-id: {session}\r\n\
+         content-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    call.write_all(request.as_bytes()).await.expect("write");
+    assert_eq!(
+        read_until_closed(&mut call, timeout * 4).await,
+        None,
+        "a call in progress lost its connection to the header timeout"
+    );
+    assert!(
+        server.cancelled.try_recv().is_err(),
+        "the call was cancelled"
+    );
+    drop(call);
+    let cancelled = tokio::time::timeout(Duration::from_secs(5), server.cancelled.recv()).await;
+    assert_eq!(cancelled.ok().flatten().as_deref(), Some("wait"));
+}
+
+#[tokio::test]
+async fn the_header_timeout_closes_silent_connections() {
+    header_timeout_closes_silent_connections(0).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_header_timeout_closes_silent_connections_on_connection_workers() {
+    header_timeout_closes_silent_connections(2).await;
+}
+
+/// Past `max_connections`, a new connection is not served until an open one closes; then it
+/// is.
+async fn connections_past_the_cap_wait(workers: usize) {
+    let server = start_bounded(
+        workers,
+        ConnectionLimits {
+            header_timeout: None,
+            max_connections: 2,
+        },
+    )
+    .await;
+    let address = server.address();
+    let mut open = Vec::new();
+    for _ in 0..2 {
+        open.push(answered_connection(&address).await);
+    }
+    // The kernel completes the handshake; the gateway does not take the connection yet.
+    let mut third = tokio::net::TcpStream::connect(&address)
+        .await
+        .expect("connect");
+    third.write_all(LIVEZ).await.expect("write");
+    let mut answer = [0_u8; 12];
+    let early =
+        tokio::time::timeout(Duration::from_millis(300), third.read_exact(&mut answer)).await;
+    assert!(
+        early.is_err(),
+        "a third connection was served past a cap of two"
+    );
+    drop(open.pop());
+    tokio::time::timeout(Duration::from_secs(5), third.read_exact(&mut answer))
+        .await
+        .expect("served once a connection closed")
+        .expect("an answer");
+    assert_eq!(&answer, b"HTTP/1.1 200");
+}
+
+#[tokio::test]
+async fn connections_past_the_cap_wait_until_one_closes() {
+    connections_past_the_cap_wait(0).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_past_the_cap_wait_until_one_closes_on_connection_workers() {
+    connections_past_the_cap_wait(2).await;
 }

@@ -38,6 +38,7 @@ async fn replica(keys: Arc<dyn Keys>) -> Replica {
         auth: None,
         oauth: None,
         connection_workers: 0,
+        connections: switchboard_mcp::front::http::ConnectionLimits::default(),
         keys,
         lifecycle: lifecycle.clone(),
         ended_sessions: Arc::new(LocalEndedSessions::default()),

@@ -17,7 +17,6 @@
 //! - the operator's console under `/console` (`switchboard-console`: its own sign-in, which
 //!   exchanges this token for a session; `POST /console/codes` mints a sign-in link).
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Json;
@@ -28,6 +27,7 @@ use axum::routing::{get, post};
 use serde::Deserialize;
 use serde_json::json;
 use switchboard::{AnswerError, Host};
+use switchboard_mcp::front::http::{ConnectionLimits, serve_router};
 use tokio_util::sync::CancellationToken;
 
 pub(super) struct AdminState {
@@ -179,11 +179,13 @@ async fn answer(
     }
 }
 
-/// Serves the admin endpoint, and `console` under `/console`, on `listener` until `shutdown`.
+/// Serves the admin endpoint, and `console` under `/console`, on `listener` within its
+/// connection limits until `shutdown`.
 pub async fn serve(
     host: Host,
     token: String,
     listener: tokio::net::TcpListener,
+    limits: ConnectionLimits,
     console: switchboard_console::Console,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
@@ -210,10 +212,5 @@ pub async fn serve(
         .route("/operations/{id}/input", post(super::operations::input))
         .with_state(state)
         .merge(console.router());
-    axum::serve(
-        listener,
-        app.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(async move { shutdown.cancelled().await })
-    .await
+    serve_router(app, listener, limits, shutdown).await
 }

@@ -159,6 +159,10 @@ pub async fn run(config: Option<&Path>, args: ServeArgs) -> anyhow::Result<ExitC
     adjust(&mut config);
     super::check_agent(&config, args.agent.as_deref())?;
     let max_message_bytes = config.gateway.max_message_bytes;
+    let connections = http::ConnectionLimits {
+        header_timeout: config.gateway.header_timeout,
+        max_connections: config.gateway.max_connections,
+    };
     let ledger = super::audit::open_ledger(&config)?;
     // Tokens are required when there are some at start; from then on the token file (or,
     // with `[storage] url`, the token table every replica shares) is followed (created and
@@ -229,6 +233,7 @@ pub async fn run(config: Option<&Path>, args: ServeArgs) -> anyhow::Result<ExitC
         &host,
         AdminSetup {
             address: args.admin,
+            connections,
             file: args.admin_file.as_deref(),
             config: config.source.clone(),
             ledger: super::audit::storage_url(&config)
@@ -321,6 +326,7 @@ pub async fn run(config: Option<&Path>, args: ServeArgs) -> anyhow::Result<ExitC
                 auth: auth.clone(),
                 oauth,
                 connection_workers,
+                connections,
                 keys: host
                     .keys()
                     .unwrap_or_else(|| Arc::new(switchboard_mcp::seal::FixedKeys::ephemeral())),
@@ -400,6 +406,8 @@ async fn reload_on_hangup(host: Host) {
 /// Where the admin endpoint listens, and what its console reads.
 struct AdminSetup<'a> {
     address: SocketAddr,
+    /// The bounds on its connections (the front's).
+    connections: http::ConnectionLimits,
     /// The admin file to write (`None`: the default place).
     file: Option<&'a Path>,
     /// The config file the gateway runs.
@@ -423,6 +431,7 @@ async fn start_admin(
 ) -> anyhow::Result<()> {
     let AdminSetup {
         address,
+        connections,
         file,
         config,
         ledger,
@@ -472,6 +481,7 @@ async fn start_admin(
         host.clone(),
         token,
         listener,
+        connections,
         console,
         shutdown,
     ));

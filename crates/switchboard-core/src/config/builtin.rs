@@ -526,7 +526,7 @@ impl Walk<'_> {
         }
     }
 
-    fn unsigned(&mut self, node: &Node, what: &str, min: i64) -> Option<u64> {
+    pub(super) fn unsigned(&mut self, node: &Node, what: &str, min: i64) -> Option<u64> {
         match node.value {
             Value::Integer(n) if n >= min => u64::try_from(n).ok(),
             ref other => {

@@ -1,14 +1,18 @@
 //! Durations as operators write them: `"100us"`, `"500ms"`, `"30s"`, `"2m"`, `"1h"`, `"1.5s"`,
-//! or an integer number of milliseconds.
+//! `"0"` (zero needs no unit), or an integer number of milliseconds.
 
 use std::time::Duration;
 
 /// The hint shown with a duration that does not parse.
 pub const DURATION_HINT: &str = "write e.g. \"100us\", \"500ms\", \"30s\", \"2m\", \"1h\", or an integer number of milliseconds";
 
-/// Parses `"100us"` (or `"100µs"`), `"500ms"`, `"30s"`, `"2m"`/`"2min"`, `"1h"`, `"1.5s"` (spaces around the unit allowed).
+/// Parses `"100us"` (or `"100µs"`), `"500ms"`, `"30s"`, `"2m"`/`"2min"`, `"1h"`, `"1.5s"` (spaces around the unit allowed),
+/// and `"0"`; any other number without a unit is refused (seconds? milliseconds?).
 pub fn parse_duration(text: &str) -> Option<Duration> {
     let text = text.trim();
+    if !text.is_empty() && text.bytes().all(|b| b == b'0') {
+        return Some(Duration::ZERO);
+    }
     let split = text.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
     let (number, unit) = text.split_at(split);
     if number.is_empty() {
@@ -44,6 +48,7 @@ mod tests {
             ("2min", Some(Duration::from_secs(120))),
             ("1h", Some(Duration::from_secs(3600))),
             ("0s", Some(Duration::ZERO)),
+            ("0", Some(Duration::ZERO)),
             ("s", None),
             ("30", None),
             ("-1s", None),

@@ -202,6 +202,12 @@ pub fn busy_poll_window(window: Duration) -> Result<Duration, String> {
     }
 }
 
+/// The default `gateway.header_timeout`.
+pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The default `gateway.max_connections`.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
+
 /// `[gateway]`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GatewayConfig {
@@ -217,6 +223,13 @@ pub struct GatewayConfig {
     pub discover_timeout: Duration,
     /// Largest JSON-RPC message accepted from a client or a server.
     pub max_message_bytes: usize,
+    /// How long an HTTP client may take to send a request's headers, counted from the
+    /// connection's start or its previous answer (so an idle keep-alive connection is closed
+    /// after it too); none: no bound.
+    pub header_timeout: Option<Duration>,
+    /// HTTP connections served at once (the front's and the admin endpoint's, each); past
+    /// it, new connections wait in the listen queue until one closes.
+    pub max_connections: usize,
     /// How long the gateway keeps polling for the next event after a request starts or is
     /// answered, instead of sleeping (zero: never).
     pub busy_poll: Duration,
@@ -277,6 +290,8 @@ impl Default for GatewayConfig {
             connect_timeout: Duration::from_secs(30),
             discover_timeout: Duration::from_secs(2),
             max_message_bytes: 16 * 1024 * 1024,
+            header_timeout: Some(DEFAULT_HEADER_TIMEOUT),
+            max_connections: DEFAULT_MAX_CONNECTIONS,
             busy_poll: DEFAULT_BUSY_POLL,
             exposure: Exposure::Full,
             limits: LimitsConfig::default(),

@@ -472,6 +472,15 @@ struct Gateway {
     /// Largest accepted JSON-RPC message in bytes (default 16777216 = 16 MiB).
     #[schemars(range(min = 1024))]
     max_message_bytes: u64,
+    /// How long an HTTP client may take to send a request's headers, from the connection's
+    /// start or its previous answer; an idle keep-alive connection is closed after it too.
+    /// "0" turns it off (default 30s).
+    header_timeout: Duration,
+    /// HTTP connections served at once, by the front and by the admin endpoint each; past it,
+    /// new connections wait in the listen queue until one closes (default 10000). Mind the
+    /// process's open-files limit (`ulimit -n`).
+    #[schemars(range(min = 1))]
+    max_connections: u64,
     /// How long the gateway keeps polling for the next event after a request starts or is
     /// answered, instead of sleeping: saves a core's wake-up per hop for quick calls, costs
     /// at most about two windows of CPU per call. At most 10ms; "0" turns it off (default
@@ -927,6 +936,8 @@ impl Default for Gateway {
             connect_timeout: Duration::Millis(30_000),
             discover_timeout: Duration::Millis(2_000),
             max_message_bytes: 16 * 1024 * 1024,
+            header_timeout: Duration::Millis(30_000),
+            max_connections: 10_000,
             busy_poll: Duration::Text("100us".to_owned()),
             watch: true,
             read_only: false,

@@ -92,6 +92,8 @@ connect_timeout = 1500
 discover_timeout = "250ms"
 max_message_bytes = 1048576
 busy_poll = "50us"
+header_timeout = "0"
+max_connections = 512
 
 [servers.fs]
 command = "npx"
@@ -130,6 +132,8 @@ old = "files.read"
     assert_eq!(gateway.discover_timeout, Duration::from_millis(250));
     assert_eq!(gateway.max_message_bytes, 1 << 20);
     assert_eq!(gateway.busy_poll, Duration::from_micros(50));
+    assert_eq!(gateway.header_timeout, None, "\"0\" turns it off");
+    assert_eq!(gateway.max_connections, 512);
     let ids: Vec<&str> = config.servers.iter().map(|s| s.id.as_str()).collect();
     assert_eq!(ids, ["fs", "remote", "clock"], "file order, not sorted");
     let fs = &config.servers[0];
@@ -379,6 +383,8 @@ fn default_config_runs_every_builtin() {
     assert_eq!(config.gateway.discover_timeout, Duration::from_secs(2));
     assert_eq!(config.gateway.max_message_bytes, 16 * 1024 * 1024);
     assert_eq!(config.gateway.busy_poll, Duration::from_micros(100));
+    assert_eq!(config.gateway.header_timeout, Some(Duration::from_secs(30)));
+    assert_eq!(config.gateway.max_connections, 10_000);
     let ids: Vec<(&str, &Transport)> = config
         .servers
         .iter()

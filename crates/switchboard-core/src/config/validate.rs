@@ -33,7 +33,7 @@ pub(super) const ROOT_KEYS: [&str; 14] = [
     "agents",
     "capabilities",
 ];
-pub(super) const GATEWAY_KEYS: [&str; 22] = [
+pub(super) const GATEWAY_KEYS: [&str; 24] = [
     "ledger",
     "ledger_retention_days",
     "ledger_max_rows",
@@ -50,6 +50,8 @@ pub(super) const GATEWAY_KEYS: [&str; 22] = [
     "connect_timeout",
     "discover_timeout",
     "max_message_bytes",
+    "header_timeout",
+    "max_connections",
     "busy_poll",
     "watch",
     "read_only",
@@ -378,6 +380,16 @@ impl Walk<'_> {
                         Some("the default is 16777216 (16 MiB)".to_owned()),
                     ),
                 },
+                "header_timeout" => {
+                    if let Some(timeout) = self.duration(value, &what) {
+                        gateway.header_timeout = (!timeout.is_zero()).then_some(timeout);
+                    }
+                }
+                "max_connections" => {
+                    if let Some(n) = self.unsigned(value, &what, 1) {
+                        gateway.max_connections = usize::try_from(n).unwrap_or(usize::MAX);
+                    }
+                }
                 other => self.unknown(*key_pos, other, "[gateway]", &GATEWAY_KEYS),
             }
         }

@@ -465,6 +465,15 @@ pub(super) fn needs_restart(started: &Config, new: &Config) -> Vec<String> {
         a.max_message_bytes != b.max_message_bytes,
         "gateway.max_message_bytes (of clients' messages; servers' connections take it at their next start)",
     );
+    // The listeners' bounds are set when they start.
+    check(
+        a.header_timeout != b.header_timeout,
+        "gateway.header_timeout",
+    );
+    check(
+        a.max_connections != b.max_connections,
+        "gateway.max_connections",
+    );
     check(a.approval_key != b.approval_key, "gateway.approval_key");
     check(
         a.approval_timeout != b.approval_timeout,

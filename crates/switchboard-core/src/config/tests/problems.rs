@@ -107,6 +107,17 @@ fn wrong_types() {
         &[(2, 13, "gateway.busy_poll must be at most 10ms")],
     );
     toml(
+        "[gateway]\nmax_connections = 0\nheader_timeout = \"later\"\n",
+        &[
+            (
+                2,
+                19,
+                "gateway.max_connections must be an integer of at least 1, found 0",
+            ),
+            (3, 18, "gateway.header_timeout is not a duration"),
+        ],
+    );
+    toml(
         "[gateway]\nbusy_poll = \"soon\"\n",
         &[(2, 13, "gateway.busy_poll is not a duration")],
     );

@@ -15,9 +15,9 @@
 //! tokens, whose protected resource metadata the `resource` module serves. Bodies over the message limit get
 //! 413. How a call's answer goes back —
 //! plain JSON, or an SSE stream when progress or a relayed message comes first — is
-//! the `answer` module. `/livez` and `/readyz` and the drain on shutdown are [`health`].
+//! the `answer` module. `/livez` and `/readyz` and the drain on shutdown are [`health`]. How
+//! connections are let in and bounded (a cap, a header timeout) is [`connections`].
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Router;
@@ -26,7 +26,6 @@ use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use axum::serve::ListenerExt;
 use futures::StreamExt;
 use serde_json::Value;
 use switchboard_core::trace::TraceContext;
@@ -35,6 +34,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 mod answer;
+mod connections;
 mod guard;
 pub mod health;
 mod in_flight;
@@ -48,6 +48,7 @@ use self::answer::{
     KEEP_ALIVE, KEEP_ALIVE_EVERY, StreamedCall, answer_status, sse_event, sse_response,
     stream_answer,
 };
+pub use self::connections::{ConnectionLimits, serve_router};
 pub use self::guard::Authenticator;
 use self::guard::{Authenticated, authenticate};
 pub use self::health::Lifecycle;
@@ -87,6 +88,9 @@ pub struct HttpOptions {
     /// Threads that serve the connections, each a current-thread runtime of its own
     /// ([`workers`]); 0 or 1 serves them on the caller's runtime.
     pub connection_workers: usize,
+    /// How many connections are served at once, and how long each may take to send a
+    /// request's headers ([`connections`]).
+    pub connections: ConnectionLimits,
     /// The key ring that seals session ids (the deployment's, so that every replica
     /// serves every session, or one random key of this process).
     pub keys: Arc<dyn Keys>,
@@ -121,23 +125,12 @@ pub async fn serve(
         draining.cancelled().await;
         lifecycle.drain();
     });
+    let limits = options.connections;
     let app = router(dispatcher, options);
     if workers > 1 {
-        return workers::serve(app, listener, workers, shutdown).await;
+        return workers::serve(app, listener, workers, limits, shutdown).await;
     }
-    // Answers are often written in two parts (an SSE event, then the end of the stream): with
-    // Nagle's algorithm on, the second waits for the client's delayed ACK — 40 ms a call.
-    let listener = listener.tap_io(|stream| {
-        if let Err(error) = stream.set_nodelay(true) {
-            tracing::debug!(%error, "cannot set TCP_NODELAY on a connection");
-        }
-    });
-    axum::serve(
-        listener,
-        app.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(async move { shutdown.cancelled().await })
-    .await
+    serve_router(app, listener, limits, shutdown).await
 }
 
 /// The axum router of the front (exposed for tests and embedding).

@@ -12,7 +12,8 @@
 //! call's handoffs stay on one core; the cores share only what the calls share (catalog,
 //! ledger, limits).
 //!
-//! One acceptor, on the caller's runtime, hands each accepted connection to the worker
+//! One acceptor, on the caller's runtime, lets connections in within the listener's bounds
+//! ([`super::connections`]) and hands each to the worker
 //! holding the fewest open connections (the kernel's `SO_REUSEPORT` hashing would leave some
 //! threads with twice the average of a few long-lived keep-alive connections). On shutdown
 //! the acceptor stops, and every worker asks its connections to close after their current
@@ -24,49 +25,45 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use axum::Router;
-use hyper_util::rt::TokioIo;
-use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{OwnedSemaphorePermit, mpsc, oneshot};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use super::connections::{Admission, ConnectionLimits, serve_connection};
+
+/// A connection handed to a worker, with its place under the listener's cap.
+type Handed = (std::net::TcpStream, OwnedSemaphorePermit);
+
 /// A worker thread: where to send it connections, and how many it has open.
 struct Worker {
-    connections: mpsc::UnboundedSender<std::net::TcpStream>,
+    connections: mpsc::UnboundedSender<Handed>,
     open: Arc<AtomicUsize>,
     /// Fires when the worker's thread has served its last connection.
     finished: oneshot::Receiver<()>,
 }
 
-/// Serves `app` on connections from `listener`, each on one of `count` worker threads, until
-/// `shutdown` fires and every worker's connections have closed.
+/// Serves `app` on connections from `listener`, within `limits`, each on one of `count`
+/// worker threads, until `shutdown` fires and every worker's connections have closed.
 pub(super) async fn serve(
     app: Router,
     listener: TcpListener,
     count: usize,
+    limits: ConnectionLimits,
     shutdown: CancellationToken,
 ) -> io::Result<()> {
     let mut workers = Vec::with_capacity(count);
     for index in 0..count {
-        workers.push(start_worker(index, app.clone(), shutdown.clone())?);
+        workers.push(start_worker(
+            index,
+            app.clone(),
+            limits.header_timeout,
+            shutdown.clone(),
+        )?);
     }
-    loop {
-        let accepted = tokio::select! {
-            accepted = listener.accept() => accepted,
-            () = shutdown.cancelled() => break,
-        };
-        let stream = match accepted {
-            Ok((stream, _)) => stream,
-            Err(error) => {
-                // Out of file descriptors and the like: not the listener's fault, and it
-                // passes; wait a little rather than spin on it.
-                tracing::warn!(%error, "cannot accept a connection");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
-        };
-        hand_over(&workers, stream);
+    let admission = Admission::new(&limits);
+    while let Some((stream, permit)) = admission.accept(&listener, &shutdown).await {
+        hand_over(&workers, stream, permit);
     }
     drop(listener);
     for worker in workers {
@@ -77,12 +74,7 @@ pub(super) async fn serve(
 }
 
 /// Gives `stream` to the worker with the fewest open connections.
-fn hand_over(workers: &[Worker], stream: tokio::net::TcpStream) {
-    // Answers are often written in two parts (an SSE event, then the end of the stream): with
-    // Nagle's algorithm on, the second waits for the client's delayed ACK — 40 ms a call.
-    if let Err(error) = stream.set_nodelay(true) {
-        tracing::debug!(%error, "cannot set TCP_NODELAY on a connection");
-    }
+fn hand_over(workers: &[Worker], stream: tokio::net::TcpStream, permit: OwnedSemaphorePermit) {
     let stream = match stream.into_std() {
         Ok(stream) => stream,
         Err(error) => {
@@ -97,13 +89,18 @@ fn hand_over(workers: &[Worker], stream: tokio::net::TcpStream) {
         return;
     };
     worker.open.fetch_add(1, Ordering::Relaxed);
-    if worker.connections.send(stream).is_err() {
+    if worker.connections.send((stream, permit)).is_err() {
         worker.open.fetch_sub(1, Ordering::Relaxed);
         tracing::warn!("a connection worker has stopped; the connection is closed");
     }
 }
 
-fn start_worker(index: usize, app: Router, shutdown: CancellationToken) -> io::Result<Worker> {
+fn start_worker(
+    index: usize,
+    app: Router,
+    header_timeout: Option<Duration>,
+    shutdown: CancellationToken,
+) -> io::Result<Worker> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .on_thread_park(switchboard_core::idle::on_thread_park)
@@ -115,7 +112,7 @@ fn start_worker(index: usize, app: Router, shutdown: CancellationToken) -> io::R
     std::thread::Builder::new()
         .name(format!("switchboard-http-{index}"))
         .spawn(move || {
-            runtime.block_on(run_worker(app, incoming, counter, shutdown));
+            runtime.block_on(run_worker(app, incoming, counter, header_timeout, shutdown));
             let _ = done.send(());
         })?;
     Ok(Worker {
@@ -129,20 +126,20 @@ fn start_worker(index: usize, app: Router, shutdown: CancellationToken) -> io::R
 /// shutdown, let the connections finish their requests and close.
 async fn run_worker(
     app: Router,
-    mut incoming: mpsc::UnboundedReceiver<std::net::TcpStream>,
+    mut incoming: mpsc::UnboundedReceiver<Handed>,
     open: Arc<AtomicUsize>,
+    header_timeout: Option<Duration>,
     shutdown: CancellationToken,
 ) {
     let mut connections = JoinSet::new();
-    while let Some(stream) = incoming.recv().await {
+    while let Some((stream, permit)) = incoming.recv().await {
         match tokio::net::TcpStream::from_std(stream) {
             Ok(stream) => {
-                connections.spawn(serve_connection(
-                    app.clone(),
-                    stream,
-                    open.clone(),
-                    shutdown.clone(),
-                ));
+                let (app, open, shutdown) = (app.clone(), open.clone(), shutdown.clone());
+                connections.spawn(async move {
+                    serve_connection(app, stream, header_timeout, permit, shutdown).await;
+                    open.fetch_sub(1, Ordering::Relaxed);
+                });
             }
             Err(error) => {
                 open.fetch_sub(1, Ordering::Relaxed);
@@ -153,27 +150,4 @@ async fn run_worker(
         while connections.try_join_next().is_some() {}
     }
     while connections.join_next().await.is_some() {}
-}
-
-async fn serve_connection(
-    app: Router,
-    stream: tokio::net::TcpStream,
-    open: Arc<AtomicUsize>,
-    shutdown: CancellationToken,
-) {
-    let service = TowerToHyperService::new(app);
-    let connection =
-        hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service);
-    tokio::pin!(connection);
-    let result = tokio::select! {
-        result = connection.as_mut() => result,
-        () = shutdown.cancelled() => {
-            connection.as_mut().graceful_shutdown();
-            connection.await
-        }
-    };
-    if let Err(error) = result {
-        tracing::trace!(%error, "a connection ended with an error");
-    }
-    open.fetch_sub(1, Ordering::Relaxed);
 }
