@@ -4,8 +4,9 @@
 //! never share a result and `{"a":1,"b":2}` equals `{"b":2,"a":1}`.
 //!
 //! Concurrent identical calls share one upstream call (coalescing): the first runs it, the
-//! others wait for its answer. Errors are never cached (the next call runs again), and if the
-//! running caller gives up, a waiting one takes over. A hit is marked under
+//! others wait for its answer — each at most until its own deadline ([`WaitLimit`]), so a
+//! caller with a short deadline is not held by one with a long one. Errors are never cached
+//! (the next call runs again), and if the running caller gives up, a waiting one takes over. A hit is marked under
 //! [`CACHE_META_KEY`] in the result's `_meta` (its age, and whether it was shared while in
 //! flight), which the envelope and the ledger report as `cached`.
 //!
@@ -18,6 +19,7 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
+use std::task::Poll;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -39,6 +41,14 @@ type Answer = Result<ToolOutcome, UpstreamError>;
 
 /// A call's answer still to come.
 pub type Pending<'a> = BoxFuture<'a, Answer>;
+
+/// How long a caller waits for another caller's run of the same call: until its own
+/// deadline, then it answers `timed_out()`. A caller that runs the call is bounded by its
+/// run alone.
+pub struct WaitLimit<F> {
+    pub until: Instant,
+    pub timed_out: F,
+}
 
 /// How a shared answer may be reused and waited for.
 #[derive(Debug, Clone, Copy)]
@@ -197,17 +207,19 @@ impl ResultCache {
     }
 
     /// The cached answer of `key` if fresh, else the answer of `run` (shared with concurrent
-    /// callers of the same key).
-    pub async fn get_or_run<F, Fut>(
+    /// callers of the same key, each waiting for it within `limit`).
+    pub async fn get_or_run<F, Fut, T>(
         &self,
         key: String,
         ttl: Duration,
         now: impl Fn() -> Instant,
+        limit: WaitLimit<T>,
         run: F,
     ) -> Answer
     where
         F: FnOnce() -> Fut,
         Fut: Future<Output = Answer>,
+        T: FnOnce() -> UpstreamError,
     {
         let Some(slot) = self.slot(&key, ttl, now()) else {
             self.misses.fetch_add(1, Ordering::Relaxed);
@@ -215,9 +227,9 @@ impl ResultCache {
         };
         let ran_here = AtomicBool::new(false);
         let mut run = Some(run);
-        let answer = slot
-            .answer
-            .get_or_init(|| {
+        // In a block of its own: the wait borrows `run`, which a waiter may need after it.
+        let waited = {
+            let init = slot.answer.get_or_init(|| {
                 ran_here.store(true, Ordering::Relaxed);
                 let run = run.take();
                 async move {
@@ -226,9 +238,26 @@ impl ResultCache {
                         None => Err(UpstreamError::Cancelled),
                     }
                 }
+            });
+            // The limit is armed only while this caller waits on another's run: cutting its own
+            // run short would lose the attempt's timeout sample and hand the run to a waiter.
+            let limit_passed = tokio::time::sleep_until(limit.until);
+            tokio::pin!(init, limit_passed);
+            std::future::poll_fn(|cx| {
+                if let Poll::Ready(answer) = init.as_mut().poll(cx) {
+                    return Poll::Ready(Some(answer.clone()));
+                }
+                if !ran_here.load(Ordering::Relaxed) && limit_passed.as_mut().poll(cx).is_ready() {
+                    return Poll::Ready(None);
+                }
+                Poll::Pending
             })
             .await
-            .clone();
+        };
+        let Some(answer) = waited else {
+            self.misses.fetch_add(1, Ordering::Relaxed);
+            return Err((limit.timed_out)());
+        };
         let answered_at = now();
         let _ = slot.filled.set(answered_at);
         let reusable = matches!(&answer, Ok(outcome) if !outcome.is_error);
@@ -314,6 +343,54 @@ mod tests {
     use super::*;
     use std::sync::atomic::AtomicUsize;
 
+    /// A wait longer than any test's.
+    fn no_limit() -> WaitLimit<fn() -> UpstreamError> {
+        WaitLimit {
+            until: Instant::now() + Duration::from_secs(3600),
+            timed_out: || UpstreamError::Cancelled,
+        }
+    }
+
+    /// A caller waiting on another's run waits until its own deadline, not the runner's:
+    /// then it answers its timeout, and the run goes on for the caller that started it.
+    #[tokio::test(start_paused = true)]
+    async fn a_waiter_gives_up_at_its_own_deadline() {
+        let cache = ResultCache::default();
+        let ttl = Duration::from_secs(10);
+        let slow = || async {
+            tokio::time::sleep(Duration::from_secs(30)).await;
+            Ok(ToolOutcome::text("slow"))
+        };
+        let started = Instant::now();
+        let short = WaitLimit {
+            until: started + Duration::from_secs(1),
+            timed_out: || UpstreamError::Timeout {
+                server: switchboard_core::ServerId::new("fs"),
+                after: Duration::from_secs(1),
+            },
+        };
+        let (first, second) = tokio::join!(
+            cache.get_or_run("k".into(), ttl, Instant::now, no_limit(), slow),
+            async {
+                let answer = cache
+                    .get_or_run("k".into(), ttl, Instant::now, short, slow)
+                    .await;
+                (answer, started.elapsed())
+            },
+        );
+        assert_eq!(first.expect("the runner's answer").text_content(), "slow");
+        let (answer, waited) = second;
+        assert!(
+            matches!(answer, Err(UpstreamError::Timeout { .. })),
+            "{answer:?}"
+        );
+        assert_eq!(
+            waited,
+            Duration::from_secs(1),
+            "waited until its own deadline"
+        );
+    }
+
     fn args(value: Value) -> Map<String, Value> {
         match value {
             Value::Object(map) => map,
@@ -361,10 +438,12 @@ mod tests {
         };
         let mine = || async { Ok(ToolOutcome::text("mine")) };
         let (first, second) = tokio::join!(
-            cache.get_or_run("k".into(), ttl, Instant::now, cancelled),
+            cache.get_or_run("k".into(), ttl, Instant::now, no_limit(), cancelled),
             async {
                 tokio::time::sleep(Duration::from_millis(10)).await;
-                cache.get_or_run("k".into(), ttl, Instant::now, mine).await
+                cache
+                    .get_or_run("k".into(), ttl, Instant::now, no_limit(), mine)
+                    .await
             },
         );
         assert!(matches!(first, Err(UpstreamError::Cancelled)));
@@ -382,8 +461,8 @@ mod tests {
         };
         let ttl = Duration::from_secs(10);
         let (first, second) = tokio::join!(
-            cache.get_or_run("k".into(), ttl, Instant::now, run),
-            cache.get_or_run("k".into(), ttl, Instant::now, run),
+            cache.get_or_run("k".into(), ttl, Instant::now, no_limit(), run),
+            cache.get_or_run("k".into(), ttl, Instant::now, no_limit(), run),
         );
         assert_eq!(runs.load(Ordering::SeqCst), 1, "coalesced into one run");
         let first = first.expect("answer");
@@ -403,7 +482,7 @@ mod tests {
 
         tokio::time::advance(Duration::from_secs(5)).await;
         let hit = cache
-            .get_or_run("k".into(), ttl, Instant::now, run)
+            .get_or_run("k".into(), ttl, Instant::now, no_limit(), run)
             .await
             .expect("answer");
         assert_eq!(runs.load(Ordering::SeqCst), 1);
@@ -417,7 +496,7 @@ mod tests {
 
         tokio::time::advance(Duration::from_secs(6)).await;
         let fresh = cache
-            .get_or_run("k".into(), ttl, Instant::now, run)
+            .get_or_run("k".into(), ttl, Instant::now, no_limit(), run)
             .await
             .expect("answer");
         assert_eq!(runs.load(Ordering::SeqCst), 2, "expired after the ttl");
@@ -435,7 +514,7 @@ mod tests {
         let ttl = Duration::from_secs(60);
         for _ in 0..3 {
             let answer = cache
-                .get_or_run("k".into(), ttl, Instant::now, failing)
+                .get_or_run("k".into(), ttl, Instant::now, no_limit(), failing)
                 .await;
             assert!(answer.expect("answer").is_error);
         }
@@ -449,11 +528,11 @@ mod tests {
         let ttl = Duration::from_secs(60);
         let ok = || async { Ok(ToolOutcome::text("x")) };
         cache
-            .get_or_run("a".into(), ttl, Instant::now, ok)
+            .get_or_run("a".into(), ttl, Instant::now, no_limit(), ok)
             .await
             .expect("answer");
         let other = cache
-            .get_or_run("b".into(), ttl, Instant::now, ok)
+            .get_or_run("b".into(), ttl, Instant::now, no_limit(), ok)
             .await
             .expect("answer");
         assert!(other.meta.is_none());
@@ -472,6 +551,7 @@ mod tests {
                     cache_key(Some("npc"), None, tool_key, &arguments),
                     ttl,
                     Instant::now,
+                    no_limit(),
                     ok,
                 )
                 .await
@@ -484,6 +564,7 @@ mod tests {
                 cache_key(Some("npc"), None, "fs:read", &arguments),
                 ttl,
                 Instant::now,
+                no_limit(),
                 ok,
             )
             .await

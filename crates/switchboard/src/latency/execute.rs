@@ -107,9 +107,15 @@ impl BudgetedUpstream {
                         _ => run.await,
                     }
                 };
+                // Waiting on another caller's run of the same call, this one keeps its own
+                // deadline.
+                let limit = cache::WaitLimit {
+                    until: clock.now() + plan.deadline,
+                    timed_out: || attempts.timeout(),
+                };
                 self.budget
                     .cache
-                    .get_or_run(cache_key, ttl, move || clock.now(), run)
+                    .get_or_run(cache_key, ttl, move || clock.now(), limit, run)
                     .await
             }
         }
