@@ -1,10 +1,20 @@
 //! `edit_file`: exact-text replacements, each of which must match exactly once, applied in
 //! order; the answer is a unified diff; with `dryRun` nothing is written.
+//!
+//! The diff is bounded like every answer of the files tools: computed within
+//! [`DIFF_TIME`] (past it, `similar` gives a coarser diff that is still correct, rather than
+//! spending minutes on two large, very different texts), and cut at `max_read_bytes`, at a
+//! line's end, saying so (the file itself is written whole).
+
+use std::time::Duration;
 
 use similar::TextDiff;
 
 use super::Files;
 use super::read::Content;
+
+/// The longest a diff is searched for before a coarser one is taken.
+const DIFF_TIME: Duration = Duration::from_secs(1);
 
 /// One replacement.
 pub struct Edit {
@@ -39,7 +49,9 @@ impl Files {
                 }
             }
         }
-        let diff = TextDiff::from_lines(&original, &edited)
+        let diff = TextDiff::configure()
+            .timeout(DIFF_TIME)
+            .diff_lines(&original, &edited)
             .unified_diff()
             .context_radius(3)
             .header(given, given)
@@ -47,6 +59,27 @@ impl Files {
         if !dry_run && edited != original {
             self.write(given, &edited)?;
         }
-        Ok(diff)
+        Ok(cut(
+            diff,
+            usize::try_from(self.max_read_bytes).unwrap_or(usize::MAX),
+        ))
     }
+}
+
+/// `diff` whole if it has at most `limit` bytes, else its lines that fit and a line saying
+/// how much was left out.
+fn cut(mut diff: String, limit: usize) -> String {
+    if diff.len() <= limit {
+        return diff;
+    }
+    let total = diff.len();
+    let kept = diff[..diff.floor_char_boundary(limit)]
+        .rfind('\n')
+        .map_or(0, |end| end + 1);
+    diff.truncate(kept);
+    diff.push_str(&format!(
+        "… {} of the diff's {total} bytes left out (max_read_bytes = {limit})\n",
+        total - kept
+    ));
+    diff
 }

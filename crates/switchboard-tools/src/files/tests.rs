@@ -142,6 +142,27 @@ fn read_write_edit_and_list() {
         std::fs::read_to_string(w.root.join("notes/2026/a.txt")).expect("edited"),
         "alpha\ngamma\n"
     );
+    // A diff longer than max_read_bytes (1024 here) is cut at a line's end, saying so; the
+    // file is written whole.
+    let long: String = (0..100).map(|i| format!("line {i:03}\n")).collect();
+    std::fs::write(w.root.join("long.txt"), &long).expect("long");
+    let edited = run(
+        &w,
+        "edit_file",
+        json!({"path": "long.txt", "edits": [{"oldText": long, "newText": "short\n"}]}),
+    )
+    .expect("edit")
+    .text_content();
+    assert!(edited.len() < 1100, "{} bytes", edited.len());
+    assert!(
+        edited.contains("-line 000\n")
+            && edited.ends_with("bytes left out (max_read_bytes = 1024)\n"),
+        "{edited}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(w.root.join("long.txt")).expect("edited"),
+        "short\n"
+    );
     std::fs::write(w.root.join("twice.txt"), "x x").expect("twice");
     assert!(
         refused(
