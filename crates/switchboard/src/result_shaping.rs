@@ -4,7 +4,10 @@
 //! truncation in a session adds `read_more` to that session's listing (one `list_changed`).
 //!
 //! Token counts use o200k_base. A text whose byte length is within the budget cannot exceed
-//! it in tokens, so small results are never tokenized.
+//! it in tokens, so small results are never tokenized. The text of embedded text resources
+//! (`{"type": "resource", "resource": {"uri", "text"}}`) counts too: a result over the budget
+//! has its text blocks and those resources, in their order (each resource headed
+//! `[resource URI]`), made one text and cut; images, blobs and resource links are kept.
 //!
 //! A result whose text is a JSON document is also rewritten as TOON when that is measurably
 //! smaller (uniform arrays of objects, typically); `structuredContent` is kept as it was —
@@ -49,6 +52,36 @@ struct Kept {
     caller: Caller,
     text: String,
     until: Instant,
+}
+
+/// The text a block gives a reader: a text block's (no heading), or an embedded text
+/// resource's (headed by its URI).
+fn readable_text(block: &Value) -> Option<(Option<&str>, &str)> {
+    match block.get("type").and_then(Value::as_str)? {
+        "text" => Some((None, block.get("text")?.as_str()?)),
+        "resource" => {
+            let resource = block.get("resource")?;
+            let uri = resource.get("uri").and_then(Value::as_str).unwrap_or("");
+            Some((Some(uri), resource.get("text")?.as_str()?))
+        }
+        _ => None,
+    }
+}
+
+/// The readable text of `outcome`'s blocks in their order, one per line (as
+/// [`ToolOutcome::text_content`] joins text blocks), each resource headed `[resource URI]`.
+fn readable(outcome: &ToolOutcome) -> String {
+    let mut text = String::new();
+    for (index, (uri, part)) in outcome.content.iter().filter_map(readable_text).enumerate() {
+        if index > 0 {
+            text.push('\n');
+        }
+        if let Some(uri) = uri {
+            text.push_str(&format!("[resource {uri}]\n"));
+        }
+        text.push_str(part);
+    }
+    text
 }
 
 /// The char index at which `text` holds at most `budget` tokens (binary search on a prefix).
@@ -203,14 +236,14 @@ impl Host {
         let total_bytes: usize = outcome
             .content
             .iter()
-            .filter_map(|block| block.get("text").and_then(Value::as_str))
-            .map(str::len)
+            .filter_map(readable_text)
+            .map(|(_, text)| text.len())
             .sum();
         if total_bytes <= budget {
             return None;
         }
         let count = self.inner.options.token_counter;
-        let text = outcome.text_content();
+        let text = readable(outcome);
         let tokens = count(&text);
         if tokens <= budget {
             return None;
@@ -219,10 +252,10 @@ impl Host {
         let (head, next) = piece(&text, 0, budget, count);
         let next = next?;
         let remaining = tokens.saturating_sub(count(&head));
-        // Non-text blocks (images, resources) are kept; the text blocks become one.
+        // Images, blobs and links are kept; the text blocks and text resources become one.
         outcome
             .content
-            .retain(|block| block.get("type").and_then(Value::as_str) != Some("text"));
+            .retain(|block| readable_text(block).is_none());
         outcome.content.insert(
             0,
             json!({"type": "text", "text": format!("{head}{}", marker(&call_id, next, remaining))}),

@@ -375,6 +375,40 @@ async fn a_cut_results_structured_content_keeps_within_the_budget() {
     assert_eq!(small.structured_content, Some(json!({"text": "short"})));
 }
 
+/// An embedded text resource counts against the budget: over it, the resource's text joins
+/// the result's text (headed by its URI) and is cut with it; the image stays.
+#[tokio::test]
+async fn an_embedded_text_resource_is_cut_to_the_budget_too() {
+    let host = host().await;
+    let terse = caller("terse", "s");
+    let long: String = (0..300).map(|i| format!("word{i} ")).collect();
+    let cut = call(&host, &terse, "dice__roll", json!({"resource": long}))
+        .await
+        .expect("ok");
+    let answer = serde_json::to_value(&cut).expect("serializes");
+    let types: Vec<&str> = answer["content"]
+        .as_array()
+        .expect("content")
+        .iter()
+        .filter_map(|block| block["type"].as_str())
+        .collect();
+    assert_eq!(types, ["text", "image"], "{answer}");
+    let text = cut.text_content();
+    assert!(
+        text.starts_with("dice:roll\n[resource note://long]\nword0 ") && text.len() < 400,
+        "{text}"
+    );
+    assert!(text.contains("[… truncated"), "{text}");
+    let small = call(&host, &terse, "dice__roll", json!({"resource": "short"}))
+        .await
+        .expect("ok");
+    let answer = serde_json::to_value(&small).expect("serializes");
+    assert_eq!(
+        answer["content"][1]["resource"]["text"], "short",
+        "{answer}"
+    );
+}
+
 #[tokio::test]
 async fn large_results_are_cut_and_the_rest_is_read_with_read_more() {
     let host = host().await;

@@ -48,6 +48,14 @@ impl ToolProvider for Named {
             if _arguments.get("structured") == Some(&Value::Bool(true)) {
                 outcome.structured_content = Some(serde_json::json!({"text": text}));
             }
+            // `"resource": "TEXT"`: an embedded text resource too, and an image.
+            if let Some(resource) = _arguments.get("resource").and_then(Value::as_str) {
+                outcome.content.push(json!({"type": "resource",
+                    "resource": {"uri": "note://long", "mimeType": "text/plain", "text": resource}}));
+                outcome
+                    .content
+                    .push(json!({"type": "image", "data": "AAAA", "mimeType": "image/png"}));
+            }
             Ok(outcome)
         })
     }
