@@ -1,19 +1,30 @@
 //! Gemini: `{"functionDeclarations": [{"name", "description", "parameters"}]}`. Gemini reads
-//! an OpenAPI subset of JSON Schema, so keys it rejects (`additionalProperties`, `$schema`,
-//! `$ref`/`$defs` after inlining is not attempted, `default`, `examples`, …) are dropped and
-//! type unions become their first non-null type.
+//! an OpenAPI subset of JSON Schema, and one declaration it rejects fails the whole request
+//! (HTTP 400), so every schema is brought inside that subset:
+//!
+//! * keys it rejects (`additionalProperties`, `$schema`, `$ref`/`$defs` — inlining is not
+//!   attempted —, `default`, `examples`, …) are dropped;
+//! * type unions become their first non-null type, `nullable` for the null;
+//! * `anyOf` and `oneOf` become `anyOf` of their members in the subset (a `{"type": "null"}`
+//!   member becomes `nullable`; a single member left is inlined);
+//! * `enum` (and `const`) is a list of non-empty strings on a string schema: a schema with
+//!   no type whose values are all numbers or booleans takes that type, and on a non-string
+//!   schema the values move to the description (`One of: 1, 2, 3.`) — stringified, they
+//!   would make the model send `"1"` where the tool takes `1`;
+//! * a tool without parameters declares none (an object schema without properties is
+//!   refused);
+//! * a name must start with a letter or `_`: one that does not is prefixed with `_`.
 
 use serde_json::{Map, Value, json};
 
 use crate::{RenderTool, names::llm_name, slim::slim};
 
-const KEEP: [&str; 12] = [
+const KEEP: [&str; 11] = [
     "type",
     "description",
     "properties",
     "required",
     "items",
-    "enum",
     "format",
     "nullable",
     "minimum",
@@ -23,51 +34,242 @@ const KEEP: [&str; 12] = [
 ];
 
 fn subset(schema: &Value) -> Value {
-    match schema {
-        Value::Object(map) => {
-            let mut out = Map::new();
-            for (key, value) in map {
-                if !KEEP.contains(&key.as_str()) {
-                    continue;
-                }
-                let value = match key.as_str() {
-                    "properties" => Value::Object(
-                        value
-                            .as_object()
-                            .map(|p| p.iter().map(|(k, v)| (k.clone(), subset(v))).collect())
-                            .unwrap_or_default(),
-                    ),
-                    "items" => subset(value),
-                    "type" => match value {
-                        Value::Array(types) => {
-                            if types.iter().any(|t| t == "null") {
-                                out.insert("nullable".into(), Value::Bool(true));
-                            }
-                            types
-                                .iter()
-                                .find(|t| *t != "null")
-                                .cloned()
-                                .unwrap_or(json!("string"))
-                        }
-                        other => other.clone(),
-                    },
-                    _ => value.clone(),
-                };
-                out.insert(key.clone(), value);
-            }
-            Value::Object(out)
+    let Value::Object(map) = schema else {
+        return schema.clone();
+    };
+    let mut out = Map::new();
+    for (key, value) in map {
+        if !KEEP.contains(&key.as_str()) {
+            continue;
         }
-        other => other.clone(),
+        let value = match key.as_str() {
+            "properties" => Value::Object(
+                value
+                    .as_object()
+                    .map(|p| p.iter().map(|(k, v)| (k.clone(), subset(v))).collect())
+                    .unwrap_or_default(),
+            ),
+            "items" => subset(value),
+            "type" => match value {
+                Value::Array(types) => {
+                    if types.iter().any(|t| t == "null") {
+                        out.insert("nullable".into(), Value::Bool(true));
+                    }
+                    types
+                        .iter()
+                        .find(|t| *t != "null")
+                        .cloned()
+                        .unwrap_or(json!("string"))
+                }
+                other => other.clone(),
+            },
+            _ => value.clone(),
+        };
+        out.insert(key.clone(), value);
     }
+    union(map, &mut out);
+    let values = match (map.get("enum"), map.get("const")) {
+        (Some(Value::Array(values)), _) => Some(values.clone()),
+        (_, Some(value)) => Some(vec![value.clone()]),
+        _ => None,
+    };
+    if let Some(values) = values {
+        enumeration(values, &mut out);
+    }
+    Value::Object(out)
+}
+
+/// `anyOf` / `oneOf` of `map` into `out`, as `anyOf` of subset members.
+fn union(map: &Map<String, Value>, out: &mut Map<String, Value>) {
+    let Some(Value::Array(members)) = map.get("anyOf").or_else(|| map.get("oneOf")) else {
+        return;
+    };
+    let mut kept = Vec::with_capacity(members.len());
+    for member in members {
+        if member.get("type").is_some_and(|t| t == "null") {
+            out.insert("nullable".into(), Value::Bool(true));
+        } else {
+            kept.push(subset(member));
+        }
+    }
+    match <[Value; 1]>::try_from(kept) {
+        Ok([Value::Object(only)]) => {
+            for (key, value) in only {
+                out.entry(key).or_insert(value);
+            }
+        }
+        Ok([other]) => {
+            out.insert("anyOf".into(), Value::Array(vec![other]));
+        }
+        Err(kept) if !kept.is_empty() => {
+            out.insert("anyOf".into(), Value::Array(kept));
+        }
+        Err(_) => {}
+    }
+}
+
+/// `values` (of `enum` or `const`) into `out` the way Gemini takes them (module doc).
+fn enumeration(values: Vec<Value>, out: &mut Map<String, Value>) {
+    if values.iter().any(Value::is_null) {
+        out.insert("nullable".into(), Value::Bool(true));
+    }
+    let values: Vec<Value> = values.into_iter().filter(|v| !v.is_null()).collect();
+    if !out.contains_key("type") {
+        let inferred = if values.iter().all(Value::is_boolean) && !values.is_empty() {
+            "boolean"
+        } else if values.iter().all(|v| v.is_i64() || v.is_u64()) && !values.is_empty() {
+            "integer"
+        } else if values.iter().all(Value::is_number) && !values.is_empty() {
+            "number"
+        } else {
+            "string"
+        };
+        out.insert("type".into(), json!(inferred));
+    }
+    if out.get("type").is_some_and(|t| t == "string") {
+        let strings: Vec<Value> = values
+            .iter()
+            .map(|v| match v {
+                Value::String(text) => text.clone(),
+                other => other.to_string(),
+            })
+            .filter(|text| !text.is_empty())
+            .map(Value::String)
+            .collect();
+        if !strings.is_empty() {
+            out.insert("enum".into(), Value::Array(strings));
+        }
+        return;
+    }
+    if values.is_empty() {
+        return;
+    }
+    let listed: Vec<String> = values.iter().map(Value::to_string).collect();
+    let hint = format!("One of: {}.", listed.join(", "));
+    let description = match out.get("description").and_then(Value::as_str) {
+        Some(text) if !text.trim().is_empty() => format!("{} {hint}", text.trim_end()),
+        _ => hint,
+    };
+    out.insert("description".into(), Value::String(description));
+}
+
+/// A name Gemini takes: the LLM-safe name, of `_` and the name unless it starts with a
+/// letter or `_`.
+fn gemini_name(name: &str) -> String {
+    let safe = llm_name(name);
+    if safe.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
+        safe
+    } else {
+        llm_name(&format!("_{name}"))
+    }
+}
+
+/// A tool's parameters, or none when it takes none.
+fn parameters(tool: &RenderTool<'_>) -> Option<Value> {
+    let parameters = subset(&slim(&tool.definition.input_schema));
+    let takes_some = parameters
+        .get("properties")
+        .and_then(Value::as_object)
+        .is_some_and(|properties| !properties.is_empty())
+        || parameters.get("anyOf").is_some();
+    takes_some.then_some(parameters)
 }
 
 pub fn tools(tools: &[RenderTool<'_>]) -> Value {
     let declarations: Vec<Value> = tools
         .iter()
         .map(|tool| {
-            json!({"name": llm_name(tool.name), "description": tool.description(),
-                   "parameters": subset(&slim(&tool.definition.input_schema))})
+            let mut declaration =
+                json!({"name": gemini_name(tool.name), "description": tool.description()});
+            if let Some(parameters) = parameters(tool) {
+                declaration["parameters"] = parameters;
+            }
+            declaration
         })
         .collect();
     json!({"functionDeclarations": declarations})
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+    use switchboard_core::ToolDefinition;
+
+    use super::*;
+
+    fn declared(name: &str, schema: serde_json::Value) -> serde_json::Value {
+        let definition = ToolDefinition::new(name, "A tool.", schema);
+        let rendered = tools(&[RenderTool {
+            name,
+            definition: &definition,
+        }]);
+        rendered["functionDeclarations"][0].clone()
+    }
+
+    /// Enums are non-empty strings on string schemas; other types keep their type and carry
+    /// the values in the description; `const` is an enum of one; null becomes nullable.
+    #[test]
+    fn enums_are_strings_or_move_to_the_description() {
+        let declaration = declared(
+            "pick",
+            json!({"type": "object", "properties": {
+                "mode": {"type": "string", "enum": ["fast", "", null]},
+                "level": {"type": "integer", "description": "How hard", "enum": [1, 2, 3]},
+                "bare": {"enum": [0, 2, 4]},
+                "kind": {"const": "page"},
+            }}),
+        );
+        let properties = &declaration["parameters"]["properties"];
+        assert_eq!(
+            properties["mode"],
+            json!({"type": "string", "enum": ["fast"], "nullable": true})
+        );
+        assert_eq!(
+            properties["level"],
+            json!({"type": "integer", "description": "How hard One of: 1, 2, 3."})
+        );
+        assert_eq!(
+            properties["bare"],
+            json!({"type": "integer", "description": "One of: 0, 2, 4."})
+        );
+        assert_eq!(
+            properties["kind"],
+            json!({"type": "string", "enum": ["page"]})
+        );
+    }
+
+    /// `anyOf` / `oneOf` become `anyOf` in the subset; a null member is `nullable`, one member
+    /// left is inlined.
+    #[test]
+    fn unions_become_any_of_in_the_subset() {
+        let declaration = declared(
+            "union",
+            json!({"type": "object", "properties": {
+                "either": {"oneOf": [{"type": "string", "pattern": "x"}, {"type": "integer", "enum": [1, 2]}]},
+                "maybe": {"anyOf": [{"type": "string"}, {"type": "null"}], "description": "Maybe"},
+            }}),
+        );
+        let properties = &declaration["parameters"]["properties"];
+        assert_eq!(
+            properties["either"],
+            json!({"anyOf": [{"type": "string"}, {"type": "integer", "description": "One of: 1, 2."}]})
+        );
+        assert_eq!(
+            properties["maybe"],
+            json!({"type": "string", "nullable": true, "description": "Maybe"})
+        );
+    }
+
+    /// A tool without parameters declares none; a name must start with a letter or `_`.
+    #[test]
+    fn no_parameters_and_names_gemini_takes() {
+        let declaration = declared("1password__list", json!({"type": "object"}));
+        assert_eq!(
+            declaration,
+            json!({"name": "_1password__list", "description": "A tool."})
+        );
+        let kept = declared("files__read", json!({"type": "object", "properties": {}}));
+        assert_eq!(kept["name"], "files__read");
+        assert!(kept.get("parameters").is_none(), "{kept}");
+    }
 }
