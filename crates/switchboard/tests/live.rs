@@ -275,3 +275,25 @@ async fn a_change_of_an_agents_view_alone_is_announced() {
     );
     host.shutdown().await;
 }
+
+/// A file edited after the gateway read it but before its watcher started (no event the
+/// watcher could hear) is still applied: the watcher looks once when it starts, against
+/// the text the running config was read from.
+#[tokio::test]
+async fn an_edit_made_while_the_gateway_started_is_applied_by_the_watcher() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (host, path) = started(dir.path()).await;
+    let edited = "[servers.dice]\nbuiltin = \"dice\"\nseed = 7\n";
+    std::fs::write(&path, edited).expect("edit");
+    let watcher = switchboard::live::watch::watch(host.clone(), &path).expect("watch");
+    let started = std::time::Instant::now();
+    while names(&host).contains(&"clock__now".to_owned()) {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(5),
+            "the edit made before the watch is not applied: {:?}",
+            names(&host)
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    watcher.abort();
+}

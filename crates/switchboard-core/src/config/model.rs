@@ -14,6 +14,9 @@ pub use crate::approval::ApprovalMode;
 pub struct Config {
     /// The file it came from, if any.
     pub source: Option<PathBuf>,
+    /// For a config read from a file: the SHA-256 (hex) of the text it was read from, so a
+    /// running gateway tells an edit made after that read (even before it watched the file).
+    pub source_digest: Option<String>,
     pub gateway: GatewayConfig,
     /// Servers in file order (the order that settles name collisions).
     pub servers: Vec<ServerConfig>,
@@ -165,6 +168,7 @@ impl Config {
     pub fn builtin_default() -> Self {
         Self {
             source: None,
+            source_digest: None,
             gateway: GatewayConfig::default(),
             servers: super::builtin::DEFAULT_BUILTINS
                 .iter()

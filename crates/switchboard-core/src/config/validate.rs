@@ -96,6 +96,11 @@ pub fn validate(
     };
     let mut config = Config {
         source: origin.path().map(ToOwned::to_owned),
+        source_digest: origin.path().map(|_| {
+            crate::hex::encode(&<sha2::Sha256 as sha2::Digest>::digest(
+                parsed.text.as_bytes(),
+            ))
+        }),
         gateway: GatewayConfig::default(),
         servers: Vec::new(),
         aliases: BTreeMap::new(),

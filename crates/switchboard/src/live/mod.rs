@@ -119,11 +119,9 @@ impl LiveState {
     /// Remembers the config a Host was started from.
     pub(crate) fn init(&self, config: &Config) {
         let config = Arc::new(config.clone());
-        let hash = config
-            .source
-            .as_deref()
-            .and_then(|path| std::fs::read_to_string(path).ok())
-            .map(|text| file::hash(&text));
+        // The text it was read from, not the file as it is now: an edit since then must
+        // still look like one (the watcher's first look applies it).
+        let hash = config.source_digest.clone();
         self.with(|applied| {
             applied.config = Some(config.clone());
             applied.started_with = Some(config);

@@ -2,7 +2,8 @@
 //! renaming it over the original, which a watch on the file itself would lose), wait until
 //! the file has been quiet for [`DEBOUNCE`], then reload it. The gateway's own writes are
 //! recognised by their hash and change nothing; a file that fails validation keeps the last
-//! good configuration running (`Host::reload_file`).
+//! good configuration running (`Host::reload_file`). The watcher looks once when it starts,
+//! so an edit made while the gateway was starting is not missed.
 
 use std::ffi::OsString;
 use std::os::fd::{AsFd, AsRawFd, RawFd};
@@ -95,6 +96,9 @@ pub fn watch(host: Host, path: &Path) -> std::io::Result<JoinHandle<()>> {
 }
 
 async fn run(host: Host, events: AsyncFd<Events>, interest: Interest) {
+    // An edit between the gateway reading the file and the watch starting made no event
+    // here: a first look applies it (a file as it was read changes nothing).
+    reload(&host, Surface::File).await;
     loop {
         match next_batch(&events).await {
             Ok(batch) if interest.matches(&batch) => {}
