@@ -489,6 +489,35 @@ async fn server_ids_that_are_not_ids_or_are_taken_are_refused_before_anything_ru
     host.shutdown().await;
 }
 
+/// Requests of one agent arriving at once cannot together pass its limit: each takes a slot
+/// as it is admitted, not when it is kept.
+#[tokio::test]
+async fn requests_at_once_cannot_pass_an_agents_limit_together() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    catalog_with_input(dir.path());
+    let (host, _) = host_in(dir.path(), "\n[agents.npc]\nallow = [\"*\"]\n");
+    host.ready().await;
+    let manager = host.manager().expect("manager");
+    let limit = switchboard::manager::OPEN_PER_AGENT;
+    let requests = (0..limit + 3).map(|n| {
+        let mut request = install("io.example/needs-input");
+        request.agent = Some("npc".to_owned());
+        // A value to screen: looked up in the catalog, a wait during which the others run.
+        if let Work::Install { server, values, .. } = &mut request.work {
+            *server = Some(format!("s{n}"));
+            values.insert("X-Region".to_owned(), "eu".to_owned());
+        }
+        manager.queue(request)
+    });
+    let answers = futures::future::join_all(requests).await;
+    let queued: Vec<&String> = answers.iter().filter_map(|a| a.as_ref().ok()).collect();
+    assert_eq!(queued.len(), limit, "{answers:?}");
+    for id in queued {
+        manager.cancel(id, "done").expect("cancel");
+    }
+    host.shutdown().await;
+}
+
 #[tokio::test]
 async fn an_agent_has_a_bounded_number_of_operations_open() {
     let dir = tempfile::tempdir().expect("tempdir");

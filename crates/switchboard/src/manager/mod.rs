@@ -22,6 +22,7 @@
 pub mod energy;
 mod inputs;
 mod lifecycle;
+mod open_slots;
 pub mod operation;
 pub(crate) mod postgres;
 mod replicas;
@@ -31,7 +32,7 @@ pub mod tools;
 mod vet;
 mod work;
 
-use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, SystemTime};
@@ -113,6 +114,9 @@ struct Shared {
     registry: Mutex<Option<(String, switchboard_registry::Registry)>>,
     /// Server ids an open operation is adding (released when it ends).
     reserved: Mutex<std::collections::HashSet<String>>,
+    /// Per agent, operations being queued but not yet `active`: counted with those, so two
+    /// requests at once cannot both take an agent's last slot (`open_slots`).
+    queuing: Mutex<HashMap<String, usize>>,
     /// Installs of other replicas this replica tried to copy: (server, installing operation).
     replicated: Mutex<std::collections::HashSet<(String, String)>>,
     /// Set when the gateway stops: nothing new is queued on its own from then on.
@@ -200,6 +204,7 @@ impl Manager {
                 changed,
                 registry: Mutex::new(None),
                 reserved: Mutex::default(),
+                queuing: Mutex::default(),
                 replicated: Mutex::default(),
                 stopping: std::sync::atomic::AtomicBool::new(false),
                 replicating: std::sync::atomic::AtomicBool::new(false),
@@ -340,6 +345,8 @@ impl Manager {
     pub async fn queue(&self, request: Request) -> Result<String, ManagerError> {
         self.admit(request.agent.as_deref(), request.work.kind())
             .await?;
+        // Held until the operation is among the active ones, which then count it.
+        let _slot = self.hold_slot(request.agent.as_deref())?;
         // Values given with an install are screened before anything is kept: a secret goes
         // to the secrets file — once the request is admitted — never into the operation.
         let (request, screened) = work::screen_values(self, request)
