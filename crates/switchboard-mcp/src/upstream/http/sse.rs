@@ -1,6 +1,8 @@
 //! An incremental Server-Sent Events parser (the WHATWG event-stream format): bytes in,
 //! complete events out. Handles lines split across chunks, `\n`, `\r\n` and lone `\r` line
-//! ends, comments, multi-line `data:`, `id:` (remembered for resumption) and `retry:`.
+//! ends, comments, multi-line `data:`, `id:` (remembered for resumption once its event is
+//! complete, as the spec's "last event ID" is: an event cut off mid-way is sent again after
+//! a resumption) and `retry:`.
 
 use std::time::Duration;
 
@@ -23,6 +25,9 @@ pub struct SseParser {
     started: bool,
     kind: Option<String>,
     data: Option<String>,
+    /// The id the event in the making will have (the last `id:` seen; it carries over).
+    id_buffer: Option<String>,
+    /// The id of the last complete event.
     last_event_id: Option<String>,
     retry: Option<Duration>,
 }
@@ -62,9 +67,9 @@ impl SseParser {
             if let Some(event) = self.line(line) {
                 events.push(event);
             }
-            // What is held: the event's data so far and the bytes not read as lines yet (not
-            // the lines already taken into the data, which would count them twice).
-            if self.pending(self.buffer.len() - start) > max_bytes {
+            // The event in the making: its data so far (what follows in this chunk may be
+            // other, complete events, each within the limit on its own).
+            if self.pending(0) > max_bytes {
                 return Err(TooLarge);
             }
         }
@@ -86,8 +91,10 @@ impl SseParser {
         self.retry
     }
 
-    /// Forgets a partial event (the connection broke mid-event); keeps the id and retry.
+    /// Forgets a partial event (the connection broke mid-event), its id included; keeps the
+    /// last complete event's id and the retry.
     pub fn reset_partial(&mut self) {
+        self.id_buffer.clone_from(&self.last_event_id);
         self.buffer.clear();
         self.scanned = 0;
         self.after_cr = false;
@@ -109,6 +116,8 @@ impl SseParser {
             }
         }
         if line.is_empty() {
+            // Dispatch: the id is the stream's from now on, even for an event without data.
+            self.last_event_id.clone_from(&self.id_buffer);
             let kind = self.kind.take();
             let data = self.data.take()?;
             return Some(Event {
@@ -134,8 +143,9 @@ impl SseParser {
                 None => self.data = Some(value.to_owned()),
             },
             "event" => self.kind = Some(value.to_owned()),
-            "id" if !value.contains('\0') => self.last_event_id = Some(value.to_owned()),
-            "retry" => {
+            "id" if !value.contains('\0') => self.id_buffer = Some(value.to_owned()),
+            // ASCII digits only (`u64::parse` would take a leading `+`).
+            "retry" if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) => {
                 if let Ok(millis) = value.parse::<u64>() {
                     self.retry = Some(Duration::from_millis(millis));
                 }
@@ -229,5 +239,39 @@ mod tests {
         }
         assert_eq!(got.len(), 1);
         assert_eq!(got[0].data, payload);
+    }
+
+    /// Events each within the limit are taken when they arrive together over it.
+    #[test]
+    fn several_events_in_one_chunk_are_judged_one_by_one() {
+        let event = format!("data: {}\n\n", "z".repeat(600));
+        let two = event.repeat(2);
+        let mut parser = SseParser::default();
+        let taken = parser.feed(two.as_bytes(), 1000).expect("each is under the limit");
+        assert_eq!(taken.len(), 2);
+    }
+
+    /// An event's id is the stream's only once the event is complete: one cut off by a broken
+    /// connection is asked for again (`Last-Event-ID` stays the previous one).
+    #[test]
+    fn the_id_of_an_event_cut_off_is_not_the_last_one() {
+        let mut parser = SseParser::default();
+        let first = parser.feed(b"id: 1\ndata: a\n\nid: 2\ndata: {\"par", 1 << 10);
+        assert_eq!(first, Ok(vec![message("a")]));
+        assert_eq!(parser.last_event_id(), Some("1"));
+        parser.reset_partial();
+        assert_eq!(parser.last_event_id(), Some("1"));
+        // Resumed after 1: event 2 comes again, whole; an event without id keeps it.
+        let again = parser.feed(b"id: 2\ndata: b\n\ndata: c\n\n", 1 << 10);
+        assert_eq!(again, Ok(vec![message("b"), message("c")]));
+        assert_eq!(parser.last_event_id(), Some("2"));
+    }
+
+    /// `retry:` takes ASCII digits only.
+    #[test]
+    fn a_retry_with_a_sign_is_ignored() {
+        let mut parser = SseParser::default();
+        let _ = parser.feed(b"retry: +1500\nretry: 15x\n\n", 1 << 10);
+        assert_eq!(parser.retry(), None);
     }
 }
