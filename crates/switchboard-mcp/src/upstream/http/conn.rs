@@ -287,13 +287,17 @@ impl Connection {
                 Ok(Step::Data(self.buffer.split_to(take).freeze()))
             }
             Chunk::DataEnd => {
-                if self.buffer.len() < 2 {
-                    return Ok(Step::NeedMore);
-                }
-                if &self.buffer[..2] != b"\r\n" {
-                    return Err("a chunk of the answer does not end with CRLF".to_owned());
-                }
-                self.buffer.advance(2);
+                // CRLF, or a bare LF as line ends are taken elsewhere (RFC 9112 §2.2).
+                let end = match self.buffer.first() {
+                    None => return Ok(Step::NeedMore),
+                    Some(b'\n') => 1,
+                    Some(b'\r') if self.buffer.len() < 2 => return Ok(Step::NeedMore),
+                    Some(b'\r') if self.buffer[1] == b'\n' => 2,
+                    Some(_) => {
+                        return Err("a chunk of the answer does not end with CRLF".to_owned());
+                    }
+                };
+                self.buffer.advance(end);
                 *chunk = Chunk::Size;
                 Ok(Step::Again)
             }
@@ -456,13 +460,25 @@ fn framing(status: StatusCode, headers: &HeaderMap, method: &Method) -> Result<F
     Ok(Framing::Length(length))
 }
 
+/// A Content-Length value: a number, or a list of the same number (`5, 5`, which RFC 9112
+/// §6.3 takes as that one value).
 fn content_length(value: &HeaderValue) -> Result<u64, String> {
-    value
+    let number = |text: &str| {
+        let text = text.trim();
+        (!text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| text.parse::<u64>().ok())
+            .flatten()
+    };
+    let mut values = value
         .to_str()
         .ok()
-        .filter(|text| !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()))
-        .and_then(|text| text.parse().ok())
-        .ok_or_else(|| "the answer's Content-Length is not a number".to_owned())
+        .into_iter()
+        .flat_map(|text| text.split(','));
+    let first = values.next().and_then(number);
+    match first {
+        Some(length) if values.all(|other| number(other) == Some(length)) => Ok(length),
+        _ => Err("the answer's Content-Length is not a number".to_owned()),
+    }
 }
 
 /// Whether a comma-separated header value lists `token` (case-insensitive).

@@ -164,6 +164,29 @@ async fn a_chunked_answer_with_extensions_and_trailers_is_read_whole() {
     assert!(connection.is_drained());
 }
 
+/// Bare LF line ends inside a chunked body, and a Content-Length listing one number twice
+/// (RFC 9112 §2.2, §6.3), are read; a list of two numbers is refused.
+#[tokio::test]
+async fn bare_line_feeds_and_a_repeated_content_length_are_read() {
+    let (mut connection, mut server) = asked().await;
+    let answer = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\nhello\n0\n\n\
+        HTTP/1.1 200 OK\r\nContent-Length: 2, 2\r\n\r\nok";
+    let (head, ()) = tokio::join!(
+        connection.read_head(&Method::POST),
+        dribble(&mut server, answer)
+    );
+    let head = head.expect("head");
+    let body = whole_body(&mut connection, head.body).await.expect("body");
+    assert_eq!(body, b"hello");
+    let next = connection
+        .read_head(&Method::POST)
+        .await
+        .expect("next head");
+    assert_eq!(next.body, Framing::Length(2));
+    let reason = refusal(b"HTTP/1.1 200 OK\r\nContent-Length: 2, 3\r\n\r\nok").await;
+    assert!(reason.contains("Content-Length"), "{reason}");
+}
+
 #[tokio::test]
 async fn informational_answers_are_skipped_and_a_body_without_framing_runs_to_the_close() {
     let (mut connection, mut server) =

@@ -192,7 +192,7 @@ impl Shared {
             .headers()
             .get(CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.trim_start().starts_with("text/event-stream"));
+            .is_some_and(super::sse::is_event_stream);
         if is_sse {
             return self.answer_stream(response, id.as_ref()).await;
         }

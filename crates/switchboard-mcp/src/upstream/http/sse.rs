@@ -13,6 +13,15 @@ pub struct Event {
     pub data: String,
 }
 
+/// Whether a `Content-Type` value names an event stream (media types are case-insensitive,
+/// RFC 9110 §8.3.1; parameters do not matter).
+pub fn is_event_stream(content_type: &str) -> bool {
+    content_type
+        .split(';')
+        .next()
+        .is_some_and(|media| media.trim().eq_ignore_ascii_case("text/event-stream"))
+}
+
 /// Buffers partial input across chunks.
 #[derive(Debug, Default)]
 pub struct SseParser {
@@ -247,7 +256,9 @@ mod tests {
         let event = format!("data: {}\n\n", "z".repeat(600));
         let two = event.repeat(2);
         let mut parser = SseParser::default();
-        let taken = parser.feed(two.as_bytes(), 1000).expect("each is under the limit");
+        let taken = parser
+            .feed(two.as_bytes(), 1000)
+            .expect("each is under the limit");
         assert_eq!(taken.len(), 2);
     }
 
@@ -265,6 +276,20 @@ mod tests {
         let again = parser.feed(b"id: 2\ndata: b\n\ndata: c\n\n", 1 << 10);
         assert_eq!(again, Ok(vec![message("b"), message("c")]));
         assert_eq!(parser.last_event_id(), Some("2"));
+    }
+
+    #[test]
+    fn event_streams_are_told_by_their_media_type_in_any_case() {
+        for yes in [
+            "text/event-stream",
+            "Text/Event-Stream; charset=utf-8",
+            " text/event-stream",
+        ] {
+            assert!(is_event_stream(yes), "{yes}");
+        }
+        for no in ["application/json", "text/event-streams", ""] {
+            assert!(!is_event_stream(no), "{no}");
+        }
     }
 
     /// `retry:` takes ASCII digits only.
