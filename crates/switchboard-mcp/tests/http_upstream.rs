@@ -286,6 +286,63 @@ async fn a_dropped_stream_is_resumed_with_last_event_id() {
     assert_eq!(get.header("accept"), Some("text/event-stream"));
 }
 
+/// A resuming GET answered 503 (busy) is asked again after its `Retry-After`, not given up.
+#[tokio::test]
+async fn a_busy_answer_to_a_resuming_get_is_asked_again() {
+    let (server, url) = start().await;
+    let mut opened = open(&url);
+    opened
+        .transport
+        .send(request(1, "initialize", json!({})))
+        .await
+        .expect("send");
+    next_message(&mut opened).await;
+    opened.transport.set_protocol_version("2025-11-25");
+    *server.next_get.lock().expect("lock") = Some(axum::http::StatusCode::SERVICE_UNAVAILABLE);
+    opened
+        .transport
+        .send(request(2, "resume", json!({})))
+        .await
+        .expect("send");
+    let Message::Response { id, result } = next_message(&mut opened).await else {
+        panic!("expected the resumed answer");
+    };
+    assert_eq!(
+        (id, result),
+        (RequestId::Number(2), json!({"resumed": true}))
+    );
+    let resuming = server
+        .seen()
+        .into_iter()
+        .filter(|s| s.verb == "GET" && s.header("last-event-id") == Some("ev-1"))
+        .count();
+    assert_eq!(resuming, 2, "one refused, one answered");
+}
+
+/// A 404 to the session's GET stream is the session's end, as it is to a POST.
+#[tokio::test]
+async fn a_404_to_the_session_stream_ends_the_session() {
+    let (server, url) = start().await;
+    let mut opened = open(&url);
+    opened
+        .transport
+        .send(request(1, "initialize", json!({})))
+        .await
+        .expect("send");
+    next_message(&mut opened).await;
+    opened.transport.set_protocol_version("2025-11-25");
+    *server.next_get.lock().expect("lock") = Some(axum::http::StatusCode::NOT_FOUND);
+    let initialized = Message::Notification {
+        method: "notifications/initialized".into(),
+        params: None,
+    };
+    opened.transport.send(initialized).await.expect("send");
+    let Inbound::Closed(reason) = next(&mut opened).await else {
+        panic!("expected the session's end");
+    };
+    assert!(reason.contains("session expired"), "{reason}");
+}
+
 #[tokio::test]
 async fn modern_cancel_closes_the_response_stream() {
     let (server, url) = start().await;

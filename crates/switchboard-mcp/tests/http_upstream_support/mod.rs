@@ -37,6 +37,9 @@ pub struct Server {
     pub hang_closed: Arc<AtomicBool>,
     /// The id of the last `resume` request, answered on the resumed GET stream.
     resume_id: Arc<Mutex<Option<Value>>>,
+    /// When set, the next GET is answered with this status instead (503 and 429 with
+    /// `Retry-After: 0`).
+    pub next_get: Arc<Mutex<Option<StatusCode>>>,
 }
 
 impl Server {
@@ -142,6 +145,9 @@ async fn on_post(State(server): State<Server>, headers: HeaderMap, body: String)
 
 async fn on_get(State(server): State<Server>, headers: HeaderMap) -> Response {
     server.record("GET", &headers, Value::Null);
+    if let Some(status) = server.next_get.lock().expect("lock").take() {
+        return (status, [("retry-after", "0")], "not now").into_response();
+    }
     let resume = server.resume_id.lock().expect("lock").clone();
     match (headers.get("last-event-id"), resume) {
         (Some(last), Some(id)) if last == "ev-1" => {

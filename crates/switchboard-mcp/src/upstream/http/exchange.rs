@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::header::{ACCEPT, CONTENT_TYPE};
+use http::header::{ACCEPT, CONTENT_TYPE, RETRY_AFTER};
 use http::{HeaderMap, HeaderValue, Method, StatusCode};
 
 use super::client::{Response, http_client};
@@ -29,6 +29,34 @@ const MAX_RETRY: Duration = Duration::from_secs(30);
 /// How long the rest of a stream is read after the answer. Servers end the stream right
 /// after it, and read to its end the connection goes back to the pool; dropped, it closes.
 const DRAIN_AFTER_ANSWER: Duration = Duration::from_secs(1);
+
+/// What a GET for an event stream got.
+enum Opened {
+    Stream(Response),
+    /// The server offers no stream (405, or another refusal of the request itself).
+    NotOffered,
+    /// Busy, failing or unreachable for now (429, 5xx, a network error): ask again after
+    /// `after` (the server's `Retry-After`, at most [`MAX_RETRY`]).
+    Later {
+        reason: String,
+        after: Duration,
+    },
+    /// The session is gone (404 to a request that named one): a new one must be started.
+    Expired(String),
+}
+
+/// The wait a `Retry-After` of delta-seconds asks for (at most [`MAX_RETRY`]), else
+/// [`DEFAULT_RETRY`].
+fn retry_after(response: &Response) -> Duration {
+    response
+        .headers()
+        .get(RETRY_AFTER)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|text| text.trim().parse::<u64>().ok())
+        .map_or(DEFAULT_RETRY, |seconds| {
+            Duration::from_secs(seconds).min(MAX_RETRY)
+        })
+}
 
 /// How reading a stream ended.
 enum StreamEnd {
@@ -253,16 +281,28 @@ impl Shared {
             }
             tokio::time::sleep(parser.retry().unwrap_or(DEFAULT_RETRY).min(MAX_RETRY)).await;
             parser.reset_partial();
-            // Boxed: resuming is rare, and its future would otherwise make every call's
-            // exchange future several kilobytes larger (moved as the call starts).
-            match Box::pin(self.get_stream(parser.last_event_id())).await {
-                Ok(Some(next)) => response = next,
-                Ok(None) => {
-                    let reason = format!("{} cannot resume the answer to {request}", self.url);
-                    return self.fail(id, reason).await;
+            response = loop {
+                // Boxed: resuming is rare, and its future would otherwise make every call's
+                // exchange future several kilobytes larger (moved as the call starts).
+                match Box::pin(self.get_stream(parser.last_event_id())).await {
+                    Opened::Stream(next) => break next,
+                    Opened::NotOffered => {
+                        let reason = format!("{} cannot resume the answer to {request}", self.url);
+                        return self.fail(id, reason).await;
+                    }
+                    Opened::Expired(reason) => {
+                        let _ = self.inbound.send(Inbound::Closed(reason)).await;
+                        return;
+                    }
+                    Opened::Later { reason, after } => {
+                        idle_reconnects += 1;
+                        if idle_reconnects > MAX_RECONNECTS {
+                            return self.fail(id, reason).await;
+                        }
+                        tokio::time::sleep(after).await;
+                    }
                 }
-                Err(reason) => return self.fail(id, reason).await,
-            }
+            };
         }
     }
 
@@ -326,26 +366,46 @@ impl Shared {
         StreamEnd::Ended { reason, progressed }
     }
 
-    /// A GET event stream (optionally resuming after `last_event_id`). `Ok(None)`: the server
-    /// offers none (405, or any other refusal).
-    async fn get_stream(&self, last_event_id: Option<&str>) -> Result<Option<Response>, String> {
+    /// A GET event stream (optionally resuming after `last_event_id`).
+    async fn get_stream(&self, last_event_id: Option<&str>) -> Opened {
         let mut headers = self.base_headers();
+        let had_session = headers.contains_key(SESSION_ID);
         headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
         if let Some(last) = last_event_id.and_then(|id| HeaderValue::from_str(id).ok()) {
             headers.insert("last-event-id", last);
         }
-        let response = http_client()
+        let response = match http_client()
             .send(Method::GET, &self.endpoint, headers, Bytes::new())
             .await
-            .map_err(|error| format!("cannot reach {}: {error}", self.url))?;
+        {
+            Ok(response) => response,
+            Err(error) => {
+                return Opened::Later {
+                    reason: format!("cannot reach {}: {error}", self.url),
+                    after: DEFAULT_RETRY,
+                };
+            }
+        };
         let status = response.status();
         if status.is_success() {
-            return Ok(Some(response));
+            return Opened::Stream(response);
+        }
+        if status == StatusCode::NOT_FOUND && had_session {
+            return Opened::Expired(format!(
+                "session expired (HTTP 404 from {} to GET)",
+                self.url
+            ));
+        }
+        if status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error() {
+            return Opened::Later {
+                reason: format!("GET {} answered HTTP {status}", self.url),
+                after: retry_after(&response),
+            };
         }
         if status != StatusCode::METHOD_NOT_ALLOWED {
-            tracing::debug!(target: "switchboard::upstream", server = %self.server, "GET {} answered HTTP {status}", self.url);
+            tracing::warn!(target: "switchboard::upstream", server = %self.server, "GET {} answered HTTP {status}: no event stream from it", self.url);
         }
-        Ok(None)
+        Opened::NotOffered
     }
 
     /// The legacy session's GET stream of server-initiated messages (405: not offered). It is
@@ -355,12 +415,16 @@ impl Shared {
         let mut idle_rounds = 0;
         while idle_rounds <= MAX_RECONNECTS {
             let mut response = match self.get_stream(parser.last_event_id()).await {
-                Ok(Some(response)) => response,
-                Ok(None) => return,
-                Err(reason) => {
+                Opened::Stream(response) => response,
+                Opened::NotOffered => return,
+                Opened::Expired(reason) => {
+                    let _ = self.inbound.send(Inbound::Closed(reason)).await;
+                    return;
+                }
+                Opened::Later { reason, after } => {
                     tracing::debug!(target: "switchboard::upstream", server = %self.server, "{reason}");
                     idle_rounds += 1;
-                    tokio::time::sleep(DEFAULT_RETRY).await;
+                    tokio::time::sleep(after).await;
                     continue;
                 }
             };
