@@ -31,8 +31,11 @@ use super::tls::{self, PUBLIC_ROOTS, UpstreamTls};
 
 /// How long connecting (TCP and TLS) may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-/// An idle pooled connection older than this is closed instead of reused.
-const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
+/// An idle pooled connection older than this is closed instead of reused: under the 5 s
+/// after which the MCP SDKs' servers (Node's `keepAliveTimeout`, uvicorn's
+/// `timeout_keep_alive`) close an idle connection, so a request is never written into one
+/// the server is closing at that moment (it would fail with no answer, not be retried).
+const IDLE_TIMEOUT: Duration = Duration::from_secs(4);
 /// TCP keep-alive probes on every connection, so a GET stream to a vanished host ends.
 const TCP_KEEPALIVE: Duration = Duration::from_secs(30);
 /// Idle connections kept per origin.
