@@ -1,6 +1,6 @@
 //! The legacy HTTP+SSE upstream transport (2024-11-05) against a small axum server on
-//! 127.0.0.1: the `endpoint` event, POSTs answered on the stream, the end of the stream, and
-//! refused endpoints.
+//! 127.0.0.1: the `endpoint` event, POSTs answered on the stream, the end of the stream,
+//! refused endpoints, and a POST whose answer never ends stopped by closing.
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -28,6 +28,17 @@ struct Server {
     stream: Arc<Mutex<Option<mpsc::UnboundedSender<String>>>>,
     /// Query strings of the POSTs received.
     posts: Arc<Mutex<Vec<Option<String>>>>,
+    /// Set when the endless answer to a `hang` POST is dropped (its connection closed).
+    hang_closed: Arc<std::sync::atomic::AtomicBool>,
+}
+
+/// Sets its flag when dropped.
+struct DropFlag(Arc<std::sync::atomic::AtomicBool>);
+
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 async fn on_get(State(server): State<Server>, headers: HeaderMap) -> Response {
@@ -55,9 +66,18 @@ async fn on_post(
     State(server): State<Server>,
     RawQuery(query): RawQuery,
     body: String,
-) -> StatusCode {
+) -> Response {
     server.posts.lock().expect("lock").push(query);
     let body: Value = serde_json::from_str(&body).expect("the client posts JSON");
+    if body["method"] == "hang" {
+        // An answer whose body never ends.
+        let flag = DropFlag(server.hang_closed.clone());
+        let stream = futures::stream::unfold(flag, |flag| async move {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            Some((Ok::<_, Infallible>(Bytes::from(" ")), flag))
+        });
+        return Body::from_stream(stream).into_response();
+    }
     if let (Some(id), Some(method)) = (body.get("id"), body["method"].as_str()) {
         let note = json!({"jsonrpc": "2.0", "method": "notifications/message",
             "params": {"level": "info", "data": "working"}});
@@ -68,7 +88,7 @@ async fn on_post(
             ));
         }
     }
-    StatusCode::ACCEPTED
+    StatusCode::ACCEPTED.into_response()
 }
 
 async fn start(endpoint: &str) -> (Server, String) {
@@ -76,6 +96,7 @@ async fn start(endpoint: &str) -> (Server, String) {
         endpoint: endpoint.to_owned(),
         stream: Arc::default(),
         posts: Arc::default(),
+        hang_closed: Arc::default(),
     };
     let app = Router::new()
         .route("/sse", get(on_get))
@@ -186,4 +207,33 @@ async fn a_stream_without_endpoint_fails_instead_of_waiting() {
         .err()
         .expect("refused");
     assert!(error.contains("before sending its endpoint"), "{error}");
+}
+
+/// Closing the transport stops a POST still reading its answer (its connection closes).
+#[tokio::test]
+async fn closing_stops_a_post_still_under_way() {
+    let (server, url) = start("/messages").await;
+    let opened = open(&url).await.expect("opened");
+    let request = Message::Request {
+        id: RequestId::Number(9),
+        method: "hang".into(),
+        params: None,
+    };
+    opened.transport.send(request).await.expect("send");
+    let started = std::time::Instant::now();
+    while server.posts.lock().expect("lock").is_empty() {
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "the POST arrives"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    opened.transport.close().await;
+    while !server.hang_closed.load(std::sync::atomic::Ordering::SeqCst) {
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "the POST's connection outlived the transport"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }

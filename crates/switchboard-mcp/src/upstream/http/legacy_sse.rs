@@ -14,6 +14,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::AbortHandle;
 
 use super::client::{Response, Target, http_client};
+use super::held_tasks::{HeldTasks, UNTRACKED_POST_TIMEOUT};
 use super::sse::SseParser;
 use super::{failed_request, header_map, snippet};
 use crate::jsonrpc::Message;
@@ -25,6 +26,8 @@ struct Inner {
     headers: HeaderMap,
     inbound: mpsc::Sender<Inbound>,
     reader: Mutex<Option<AbortHandle>>,
+    /// The POSTs under way (each bounded by [`UNTRACKED_POST_TIMEOUT`]): closing stops them.
+    posts: HeldTasks,
     closed: AtomicBool,
 }
 
@@ -103,6 +106,7 @@ pub async fn open_legacy_sse(
         headers,
         inbound: inbound_tx,
         reader: Mutex::new(reader.disarm()),
+        posts: HeldTasks::default(),
         closed: AtomicBool::new(false),
     };
     Ok(Opened {
@@ -165,23 +169,35 @@ impl Inner {
         let mut headers = self.headers.clone();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         let body = Bytes::from(message.to_bytes());
-        let sent = http_client()
-            .send(Method::POST, &self.endpoint, headers, body)
-            .await;
-        let failure = match sent {
-            Ok(response) if response.status().is_success() => {
-                // Read to the end, so the connection goes back to the pool.
-                let _ = response.text().await;
-                None
+        // Answers come on the event stream; the POST itself is answered at once (202), and
+        // one that never is must not hold a task and a connection for the session's life.
+        let posted = tokio::time::timeout(UNTRACKED_POST_TIMEOUT, async {
+            let sent = http_client()
+                .send(Method::POST, &self.endpoint, headers, body)
+                .await;
+            match sent {
+                Ok(response) if response.status().is_success() => {
+                    // Read to the end, so the connection goes back to the pool.
+                    let _ = response.text().await;
+                    None
+                }
+                Ok(response) => {
+                    let status = response.status();
+                    let body = response.text().await;
+                    let endpoint = &self.endpoint;
+                    Some(format!("HTTP {status} from {endpoint}{}", snippet(&body)))
+                }
+                Err(error) => Some(format!("cannot reach {}: {error}", self.endpoint)),
             }
-            Ok(response) => {
-                let status = response.status();
-                let body = response.text().await;
-                let endpoint = &self.endpoint;
-                Some(format!("HTTP {status} from {endpoint}{}", snippet(&body)))
-            }
-            Err(error) => Some(format!("cannot reach {}: {error}", self.endpoint)),
-        };
+        })
+        .await;
+        let failure = posted.unwrap_or_else(|_| {
+            Some(format!(
+                "{} did not answer the POST within {} s",
+                self.endpoint,
+                UNTRACKED_POST_TIMEOUT.as_secs()
+            ))
+        });
         match (failure, id) {
             (Some(reason), Some(id)) => {
                 let _ = self
@@ -204,7 +220,8 @@ impl Transport for LegacySse {
                 return Err(TransportError::new("the SSE connection is closed"));
             }
             // Boxed for the same reason as Streamable HTTP's exchange: moved into its task once.
-            tokio::spawn(Box::pin(self.0.clone().post(message)));
+            let task = tokio::spawn(Box::pin(self.0.clone().post(message)));
+            self.0.posts.hold(task.abort_handle());
             Ok(())
         })
     }
@@ -215,6 +232,7 @@ impl Transport for LegacySse {
             if let Some(reader) = self.0.reader.lock().ok().and_then(|mut r| r.take()) {
                 reader.abort();
             }
+            self.0.posts.abort_all();
         })
     }
 }

@@ -11,6 +11,7 @@ mod conn;
 mod credentials;
 mod exchange;
 mod headers;
+mod held_tasks;
 mod legacy_sse;
 mod sse;
 mod streamable;

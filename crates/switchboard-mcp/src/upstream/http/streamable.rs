@@ -25,6 +25,7 @@ use tokio::task::AbortHandle;
 use super::client::{Target, http_client};
 use super::header_map;
 use super::headers::{SESSION_ID, add_param_headers, add_routing_headers};
+use super::held_tasks::{HeldTasks, UNTRACKED_POST_TIMEOUT};
 use crate::era::{MODERN_VERSION, VERSION_HEADER};
 use crate::jsonrpc::{Message, RequestId};
 use crate::upstream::transport::{
@@ -57,7 +58,7 @@ pub(super) struct Shared {
     /// POSTs in flight by request id (the gateway's own ids, hashed with foldhash: every
     /// call goes in and out), so a cancel can close the stream.
     in_flight: Mutex<foldhash::HashMap<RequestId, AbortHandle>>,
-    background: Mutex<Vec<AbortHandle>>,
+    background: HeldTasks,
     /// The client's requests, for answers that may skip the inbound channel
     /// ([`Transport::answer_directly`]).
     pub(super) answers: OfferedAnswers,
@@ -96,7 +97,7 @@ pub fn open_streamable_http(
         version: RwLock::new(None),
         param_headers: RwLock::default(),
         in_flight: Mutex::default(),
-        background: Mutex::default(),
+        background: HeldTasks::default(),
         answers: OfferedAnswers::default(),
     });
     Ok(Opened {
@@ -189,23 +190,17 @@ impl Shared {
     }
 
     fn keep_background(&self, task: AbortHandle) {
-        if let Ok(mut background) = self.background.lock() {
-            background.push(task);
-        }
+        self.background.hold(task);
     }
 
     fn abort_all(&self) {
-        let background = self
-            .background
-            .lock()
-            .map(|mut b| std::mem::take(&mut *b))
-            .unwrap_or_default();
+        self.background.abort_all();
         let in_flight = self
             .in_flight
             .lock()
             .map(|mut m| std::mem::take(&mut *m))
             .unwrap_or_default();
-        for handle in background.into_iter().chain(in_flight.into_values()) {
+        for handle in in_flight.into_values() {
             handle.abort();
         }
     }
@@ -260,10 +255,23 @@ impl Transport for StreamableHttp {
             }
             // Boxed, the exchange's large future is moved into its task once; unboxed, tokio
             // moves it several times on the way (docs/bench/history.md, "Boxed before spawning").
+            let Some(id) = id else {
+                // No request waits on it: bounded, and held so that closing stops it.
+                let post = shared.clone().post(message, on_behalf);
+                let server = shared.server.clone();
+                let task = tokio::spawn(Box::pin(async move {
+                    if tokio::time::timeout(UNTRACKED_POST_TIMEOUT, post)
+                        .await
+                        .is_err()
+                    {
+                        tracing::debug!(target: "switchboard::upstream", %server, "a POST no request waits on got no answer within {} s", UNTRACKED_POST_TIMEOUT.as_secs());
+                    }
+                }));
+                shared.keep_background(task.abort_handle());
+                return Ok(());
+            };
             let task = tokio::spawn(Box::pin(shared.clone().post(message, on_behalf)));
-            if let Some(id) = id {
-                shared.track(id, task.abort_handle());
-            }
+            shared.track(id, task.abort_handle());
             Ok(())
         })
     }
