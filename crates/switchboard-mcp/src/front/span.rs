@@ -58,9 +58,12 @@ impl ServerSpan {
                 return None;
             }
         };
-        let context = parent
+        let mut context = parent
             .as_ref()
             .map_or_else(TraceContext::root, TraceContext::child);
+        // Recorded here (a sampler that does not follow the caller may record what it did
+        // not): what descends from this span is recorded too, and says so upstream.
+        context.sampled = true;
         ctx.trace = Some(context.clone());
         ctx.telemetry = Some(telemetry.clone());
         let text = |key: &str| params.and_then(|p| p.get(key)).and_then(Value::as_str);
@@ -123,9 +126,11 @@ impl ServerSpan {
                         .push(("gen_ai.tool.call.result", result.to_string().into()));
                 }
                 (result.get("isError") == Some(&Value::Bool(true))).then(|| {
+                    // The tool's own words are content: sent only where content may go.
                     let text = result
                         .pointer("/content/0/text")
                         .and_then(Value::as_str)
+                        .filter(|_| self.telemetry.captures_content())
                         .unwrap_or("the tool reported an error");
                     ("tool_error".to_owned(), text.to_owned())
                 })
@@ -159,5 +164,58 @@ impl ServerSpan {
             attributes: self.attributes,
             error,
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use serde_json::json;
+
+    use super::*;
+
+    /// Records everything, whatever the caller decided; keeps what it is given.
+    #[derive(Debug, Default)]
+    struct Always(Mutex<Vec<FinishedSpan>>);
+
+    impl Telemetry for Always {
+        fn samples(&self, _parent: Option<&TraceContext>) -> bool {
+            true
+        }
+
+        fn export(&self, span: FinishedSpan) {
+            self.0.lock().expect("lock").push(span);
+        }
+    }
+
+    /// A span recorded against the caller's "not sampled" says it is sampled to what runs
+    /// under it; a tool's error text stays out of its status unless content is captured.
+    #[test]
+    fn a_recorded_span_is_sampled_below_and_keeps_tool_errors_out() {
+        let always = Arc::new(Always::default());
+        let telemetry: Arc<dyn Telemetry> = always.clone();
+        let params = json!({"name": "fs__read", "_meta": {
+            "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00"}});
+        let mut ctx = CallContext::default();
+        let id = RequestId::Number(1);
+        let span = ServerSpan::start(
+            Some(&telemetry),
+            (&id, "tools/call", Some(&params)),
+            None,
+            "pipe",
+            &mut ctx,
+        )
+        .expect("recorded");
+        assert!(ctx.trace.as_ref().is_some_and(|trace| trace.sampled));
+        span.finish(&Message::Response {
+            id,
+            result: json!({"isError": true, "content": [{"type": "text", "text": "pw=hunter2"}]}),
+        });
+        let spans = always.0.lock().expect("lock");
+        assert_eq!(
+            spans[0].error.as_deref(),
+            Some("the tool reported an error")
+        );
     }
 }

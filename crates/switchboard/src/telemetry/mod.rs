@@ -11,7 +11,9 @@
 //! `grpc` turns traces off with a warning), `OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`,
 //! `OTEL_TRACES_SAMPLER` (`always_on`, `always_off`, `traceidratio` and their `parentbased_`
 //! forms) with `OTEL_TRACES_SAMPLER_ARG`, `OTEL_BSP_SCHEDULE_DELAY`,
-//! `OTEL_BSP_MAX_QUEUE_SIZE`, `OTEL_BSP_MAX_EXPORT_BATCH_SIZE`.
+//! `OTEL_BSP_MAX_QUEUE_SIZE`, `OTEL_BSP_MAX_EXPORT_BATCH_SIZE`,
+//! `OTEL_[SPAN_]ATTRIBUTE_VALUE_LENGTH_LIMIT` (default 4096 bytes here, not unlimited: a
+//! request of 16 MiB must not become spans of 16 MiB in a queue of thousands).
 
 pub mod otlp;
 
@@ -71,7 +73,12 @@ pub struct TelemetrySettings {
     pub max_queue: usize,
     /// Spans per export request at most.
     pub max_batch: usize,
+    /// The longest text of a span's name, attribute or error, in bytes (longer ones are cut).
+    pub max_attribute_bytes: usize,
 }
+
+/// The default [`TelemetrySettings::max_attribute_bytes`].
+pub const DEFAULT_MAX_ATTRIBUTE_BYTES: usize = 4096;
 
 impl TelemetrySettings {
     /// The settings of `config` and the environment (`env` looks a variable up), or `None`
@@ -155,6 +162,19 @@ impl TelemetrySettings {
             schedule_delay: millis("OTEL_BSP_SCHEDULE_DELAY", 1_000),
             max_queue: count("OTEL_BSP_MAX_QUEUE_SIZE", 2_048),
             max_batch: count("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", 512),
+            max_attribute_bytes: var("OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT")
+                .map(|_| {
+                    count(
+                        "OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT",
+                        DEFAULT_MAX_ATTRIBUTE_BYTES,
+                    )
+                })
+                .unwrap_or_else(|| {
+                    count(
+                        "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT",
+                        DEFAULT_MAX_ATTRIBUTE_BYTES,
+                    )
+                }),
         };
         (Some(settings), None)
     }

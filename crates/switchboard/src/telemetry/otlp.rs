@@ -1,5 +1,7 @@
 //! The OTLP/HTTP exporter: finished spans go into a bounded queue (a full queue drops new
-//! spans and counts them, so a slow collector never slows a call), and one task sends them
+//! spans and counts them, so a slow collector never slows a call) — each span bounded too,
+//! its texts cut at [`TelemetrySettings::max_attribute_bytes`] and captured arguments and
+//! results redacted as the ledger redacts them — and one task sends them
 //! in batches — when [`TelemetrySettings::max_batch`] have gathered or
 //! [`TelemetrySettings::schedule_delay`] after the first — as OTLP JSON
 //! (`ExportTraceServiceRequest`) to the traces endpoint. A refused or failed export is
@@ -30,6 +32,7 @@ pub struct OtlpExporter {
     queue: mpsc::Sender<Item>,
     sampler: Sampler,
     capture_content: bool,
+    max_attribute_bytes: usize,
     dropped: Arc<AtomicU64>,
     exported: Arc<AtomicU64>,
 }
@@ -66,6 +69,7 @@ impl OtlpExporter {
             queue,
             sampler: settings.sampler,
             capture_content: settings.capture_content,
+            max_attribute_bytes: settings.max_attribute_bytes,
             dropped: Arc::default(),
             exported: Arc::default(),
         });
@@ -85,12 +89,15 @@ impl OtlpExporter {
         Ok(exporter)
     }
 
-    /// Sends what is queued now and waits for it (at most `limit`).
+    /// Sends what is queued now and waits for it (at most `limit`, a full queue included).
     pub async fn flush(&self, limit: Duration) {
         let (done, sent) = oneshot::channel();
-        if self.queue.send(Item::Flush(done)).await.is_ok() {
-            let _ = tokio::time::timeout(limit, sent).await;
-        }
+        let _ = tokio::time::timeout(limit, async {
+            if self.queue.send(Item::Flush(done)).await.is_ok() {
+                let _ = sent.await;
+            }
+        })
+        .await;
     }
 
     /// Spans dropped because the queue was full.
@@ -109,7 +116,8 @@ impl Telemetry for OtlpExporter {
         self.sampler.samples(parent)
     }
 
-    fn export(&self, span: FinishedSpan) {
+    fn export(&self, mut span: FinishedSpan) {
+        bound(&mut span, self.max_attribute_bytes);
         if self.queue.try_send(Item::Span(Box::new(span))).is_err() {
             self.dropped.fetch_add(1, Ordering::Relaxed);
         }
@@ -117,6 +125,33 @@ impl Telemetry for OtlpExporter {
 
     fn captures_content(&self) -> bool {
         self.capture_content
+    }
+}
+
+/// Cuts `span`'s texts at `limit` bytes (at a character's boundary), after redacting the
+/// captured arguments and result as the ledger does.
+pub(super) fn bound(span: &mut FinishedSpan, limit: usize) {
+    let cut = |text: &mut String| {
+        if text.len() > limit {
+            text.truncate(text.floor_char_boundary(limit));
+        }
+    };
+    cut(&mut span.name);
+    if let Some(error) = &mut span.error {
+        cut(error);
+    }
+    for (key, value) in &mut span.attributes {
+        let AttributeValue::Text(text) = value else {
+            continue;
+        };
+        if matches!(
+            *key,
+            "gen_ai.tool.call.arguments" | "gen_ai.tool.call.result"
+        ) && let Ok(serde_json::Value::Object(object)) = serde_json::from_str(text)
+        {
+            *text = switchboard_ledger::redact::redact(&object).to_string();
+        }
+        cut(text);
     }
 }
 
@@ -176,11 +211,14 @@ impl Sender {
 /// The exporter's task: gathers spans into batches and sends them.
 async fn run(mut items: mpsc::Receiver<Item>, sender: Sender, max_batch: usize, delay: Duration) {
     let mut batch: Vec<FinishedSpan> = Vec::new();
+    // When the batch goes, at the latest: `delay` after its first span (a steady trickle
+    // must not hold it back until it is full).
+    let mut due = tokio::time::Instant::now();
     loop {
         let item = if batch.is_empty() {
             items.recv().await
         } else {
-            match tokio::time::timeout(delay, items.recv()).await {
+            match tokio::time::timeout_at(due, items.recv()).await {
                 Ok(item) => item,
                 Err(_) => {
                     sender.send(&mut batch).await;
@@ -190,6 +228,9 @@ async fn run(mut items: mpsc::Receiver<Item>, sender: Sender, max_batch: usize, 
         };
         match item {
             Some(Item::Span(span)) => {
+                if batch.is_empty() {
+                    due = tokio::time::Instant::now() + delay;
+                }
                 batch.push(*span);
                 if batch.len() >= max_batch {
                     sender.send(&mut batch).await;

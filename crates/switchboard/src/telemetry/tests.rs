@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::time::{Duration, UNIX_EPOCH};
 
 use serde_json::json;
-use switchboard_core::trace::{FinishedSpan, SpanKind, TraceContext};
+use switchboard_core::trace::{AttributeValue, FinishedSpan, SpanKind, Telemetry, TraceContext};
 
 use super::*;
 
@@ -137,5 +137,150 @@ fn spans_are_written_as_otlp_json() {
     assert_eq!(
         span["status"],
         json!({"code": 2, "message": "bo\"om\n\u{1}"})
+    );
+}
+
+fn span_named(name: &str, attributes: Vec<(&'static str, AttributeValue)>) -> FinishedSpan {
+    FinishedSpan {
+        context: TraceContext::root(),
+        parent: None,
+        name: name.into(),
+        kind: SpanKind::Server,
+        start: UNIX_EPOCH,
+        end: UNIX_EPOCH,
+        attributes,
+        error: Some("é".repeat(100)),
+    }
+}
+
+/// A span's texts are cut at the limit (at a character's boundary); captured arguments are
+/// redacted as the ledger redacts them.
+#[test]
+fn spans_are_bounded_and_captured_secrets_redacted() {
+    let mut span = span_named(
+        &"n".repeat(100),
+        vec![
+            ("mcp.session.id", "s".repeat(100).into()),
+            (
+                "gen_ai.tool.call.arguments",
+                json!({"path": "a", "password": "hunter2"})
+                    .to_string()
+                    .into(),
+            ),
+            ("n", 7.into()),
+        ],
+    );
+    otlp::bound(&mut span, 51);
+    assert_eq!(span.name.len(), 51);
+    assert_eq!(
+        span.error.as_deref().map(str::len),
+        Some(50),
+        "é is two bytes"
+    );
+    let text = |key: &str| match &span
+        .attributes
+        .iter()
+        .find(|(k, _)| *k == key)
+        .expect(key)
+        .1
+    {
+        AttributeValue::Text(text) => text.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(text("mcp.session.id").len(), 51);
+    let arguments = text("gen_ai.tool.call.arguments");
+    assert!(
+        !arguments.contains("hunter2") && arguments.contains("\"path\":\"a\""),
+        "{arguments}"
+    );
+    assert!(
+        TelemetrySettings::resolve(&TelemetryConfig::default(), &|name| (name
+            == "OTEL_EXPORTER_OTLP_ENDPOINT")
+            .then(|| "http://127.0.0.1:9".to_owned()))
+        .0
+        .is_some_and(|settings| settings.max_attribute_bytes == DEFAULT_MAX_ATTRIBUTE_BYTES)
+    );
+}
+
+/// A collector on 127.0.0.1 that answers every request 200 and says when each came.
+async fn collector() -> (
+    String,
+    tokio::sync::mpsc::UnboundedReceiver<tokio::time::Instant>,
+) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let address = listener.local_addr().expect("address");
+    let (seen, arrivals) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let seen = seen.clone();
+            tokio::spawn(async move {
+                let mut buffer = Vec::new();
+                let mut chunk = [0_u8; 4096];
+                loop {
+                    let Ok(read) = stream.read(&mut chunk).await else {
+                        return;
+                    };
+                    if read == 0 {
+                        return;
+                    }
+                    buffer.extend_from_slice(&chunk[..read]);
+                    let Some(end) = buffer.windows(4).position(|w| w == b"\r\n\r\n") else {
+                        continue;
+                    };
+                    let head = String::from_utf8_lossy(&buffer[..end]).to_lowercase();
+                    let length: usize = head
+                        .lines()
+                        .find_map(|line| line.strip_prefix("content-length:"))
+                        .and_then(|n| n.trim().parse().ok())
+                        .unwrap_or(0);
+                    if buffer.len() < end + 4 + length {
+                        continue;
+                    }
+                    buffer.drain(..end + 4 + length);
+                    let _ = seen.send(tokio::time::Instant::now());
+                    let answer = b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n";
+                    if stream.write_all(answer).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (format!("http://{address}/v1/traces"), arrivals)
+}
+
+/// Spans trickling in faster than the schedule delay go `delay` after the first of them,
+/// not once the trickle stops (or the batch fills).
+#[tokio::test]
+async fn a_batch_goes_a_delay_after_its_first_span_however_steady_the_trickle() {
+    let (endpoint, mut arrivals) = collector().await;
+    let (settings, _) =
+        TelemetrySettings::resolve(&TelemetryConfig::default(), &|name| match name {
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT" => Some(endpoint.clone()),
+            "OTEL_BSP_SCHEDULE_DELAY" => Some("300".to_owned()),
+            _ => None,
+        });
+    let exporter = OtlpExporter::start(settings.expect("on")).expect("started");
+    let first = tokio::time::Instant::now();
+    let trickle = async {
+        for _ in 0..20 {
+            exporter.export(span_named("tools/call t", Vec::new()));
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    };
+    let arrived = async {
+        tokio::time::timeout(Duration::from_secs(5), arrivals.recv())
+            .await
+            .expect("a batch arrives")
+            .expect("the collector runs")
+    };
+    let ((), arrived) = tokio::join!(trickle, arrived);
+    let after = arrived - first;
+    assert!(
+        after < Duration::from_millis(1500),
+        "the first batch went {after:?} after its first span, with spans every 100 ms"
     );
 }
