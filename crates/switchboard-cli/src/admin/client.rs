@@ -122,10 +122,7 @@ impl AdminClient {
 
     /// Whether the gateway that wrote the admin file is still alive.
     pub fn alive(&self) -> bool {
-        let Ok(pid) = i32::try_from(self.file.pid) else {
-            return false;
-        };
-        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
+        self.file.is_running()
     }
 
     pub fn url(&self) -> &str {

@@ -229,7 +229,7 @@ pub async fn run(config: Option<&Path>, args: ServeArgs) -> anyhow::Result<ExitC
         host.ready().await;
         refuse_collisions(&host).await?;
     }
-    start_admin(
+    let admin = start_admin(
         &host,
         AdminSetup {
             address: args.admin,
@@ -336,6 +336,7 @@ pub async fn run(config: Option<&Path>, args: ServeArgs) -> anyhow::Result<ExitC
                     .unwrap_or_else(|| Arc::new(http::LocalEndedSessions::default())),
                 answer_routes: host.answer_routes(),
             };
+            let _published = admin.open()?;
             // Not `eprintln!`: a gateway whose stderr is closed keeps serving.
             let _ = writeln!(
                 std::io::stderr(),
@@ -359,6 +360,7 @@ pub async fn run(config: Option<&Path>, args: ServeArgs) -> anyhow::Result<ExitC
             }
         }
         None => {
+            let _published = admin.open()?;
             let options = StdioOptions {
                 max_message_bytes,
                 grace,
@@ -423,12 +425,39 @@ struct AdminSetup<'a> {
     trace_url: Option<String>,
 }
 
-/// Starts the admin endpoint (with the console) and writes the admin file.
+/// The admin endpoint, listening but not yet serving nor announced: [`AdminReady::open`]
+/// does both once the gateway is ready, so a start that fails later leaves the admin file of
+/// another gateway alone.
+struct AdminReady {
+    file: AdminFile,
+    path: std::path::PathBuf,
+    serve: std::pin::Pin<Box<dyn std::future::Future<Output = std::io::Result<()>> + Send>>,
+}
+
+impl AdminReady {
+    /// Serves the endpoint and writes the admin file (removed when the value drops).
+    fn open(self) -> anyhow::Result<crate::admin::Published> {
+        let published = self.file.publish(&self.path)?;
+        tracing::info!(
+            "admin endpoint on {} (token in {})",
+            self.file.url,
+            self.path.display()
+        );
+        tracing::info!(
+            "console on {}/console (`switchboard console` signs you in)",
+            self.file.url
+        );
+        tokio::spawn(self.serve);
+        Ok(published)
+    }
+}
+
+/// Binds the admin endpoint (with the console); [`AdminReady::open`] serves it.
 async fn start_admin(
     host: &Host,
     setup: AdminSetup<'_>,
     shutdown: CancellationToken,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<AdminReady> {
     let AdminSetup {
         address,
         connections,
@@ -461,11 +490,6 @@ async fn start_admin(
         config: config.and_then(|path| std::fs::canonicalize(path).ok()),
     };
     let path = admin_path(file)?;
-    admin.write(&path)?;
-    tracing::info!(
-        "admin endpoint on http://{bound} (token in {})",
-        path.display()
-    );
     let console = switchboard_console::Console::new(switchboard_console::ConsoleOptions {
         host: host.clone(),
         admin_token: token.clone(),
@@ -476,8 +500,7 @@ async fn start_admin(
         listen: bound,
         trace_url,
     });
-    tracing::info!("console on http://{bound}/console (`switchboard console` signs you in)");
-    tokio::spawn(server::serve(
+    let serve = Box::pin(server::serve(
         host.clone(),
         token,
         listener,
@@ -485,7 +508,11 @@ async fn start_admin(
         console,
         shutdown,
     ));
-    Ok(())
+    Ok(AdminReady {
+        file: admin,
+        path,
+        serve,
+    })
 }
 
 async fn refuse_collisions(host: &Host) -> anyhow::Result<()> {
