@@ -197,6 +197,9 @@ fn import(config: Option<&Path>, path: &Path, target: &Target) -> anyhow::Result
     }
     if let Some(indexed) = &indexed {
         print_line(&format!("rules directories: {}", summary(indexed)))?;
+        for problem in &indexed.problems {
+            print_line(&format!("  ! {}: {}", problem.path, problem.reason))?;
+        }
     }
     print_line(&format!("licence: {}", report.license))?;
     print_line(&format!("attribution: {}", report.attribution))?;

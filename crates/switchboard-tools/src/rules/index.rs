@@ -53,14 +53,16 @@ struct Found {
     relative: Vec<String>,
 }
 
-fn walk(
-    root: &Path,
-    dir: &Path,
-    relative: &[String],
-    depth: usize,
-    found: &mut Vec<Found>,
-    problems: &mut Vec<Problem>,
-) {
+/// What a walk found: the rule files, the problems, and the directories it could not read
+/// (whose files already indexed stay: an unmounted or mistyped directory is not an empty one).
+#[derive(Default)]
+struct Walked {
+    found: Vec<Found>,
+    problems: Vec<Problem>,
+    unreadable: Vec<PathBuf>,
+}
+
+fn walk(root: &Path, dir: &Path, relative: &[String], depth: usize, walked: &mut Walked) {
     let problem = |problems: &mut Vec<Problem>, path: &Path, reason: String| {
         problems.push(Problem {
             path: path.display().to_string(),
@@ -68,15 +70,24 @@ fn walk(
         });
     };
     if depth > MAX_DEPTH {
+        // Not read: what it held stays as it was indexed.
+        walked.unreadable.push(dir.to_owned());
         return problem(
-            problems,
+            &mut walked.problems,
             dir,
             format!("deeper than {MAX_DEPTH} directories; not read"),
         );
     }
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
-        Err(error) => return problem(problems, dir, format!("cannot read the directory: {error}")),
+        Err(error) => {
+            walked.unreadable.push(dir.to_owned());
+            return problem(
+                &mut walked.problems,
+                dir,
+                format!("cannot read the directory: {error}"),
+            );
+        }
     };
     let mut entries: Vec<_> = entries.filter_map(Result::ok).collect();
     entries.sort_by_key(|e| e.file_name());
@@ -92,11 +103,11 @@ fn walk(
         let mut below = relative.to_vec();
         below.push(name);
         if kind.is_dir() {
-            walk(root, &path, &below, depth + 1, found, problems);
+            walk(root, &path, &below, depth + 1, walked);
         } else if (kind.is_file() || (kind.is_symlink() && path.is_file()))
             && Kind::of(&path).is_some()
         {
-            found.push(Found {
+            walked.found.push(Found {
                 path,
                 root: root.to_path_buf(),
                 relative: below,
@@ -164,18 +175,26 @@ fn section(found: &Found, path: &str, bytes: &[u8]) -> Result<(FileRules, Vec<St
 /// Brings the index up to date with the files under `dirs`.
 pub fn reindex(store: &Store, dirs: &[PathBuf]) -> Result<ReindexReport, String> {
     let mut report = ReindexReport::default();
-    let mut found = Vec::new();
+    let mut walked = Walked::default();
     for dir in dirs {
         let root = std::path::absolute(dir).unwrap_or_else(|_| dir.clone());
         if !root.is_dir() {
-            report.problems.push(Problem {
+            walked.problems.push(Problem {
                 path: root.display().to_string(),
-                reason: "not a directory (or not readable)".to_owned(),
+                reason: "not a directory (or not readable); its rules already indexed are kept"
+                    .to_owned(),
             });
+            walked.unreadable.push(root);
             continue;
         }
-        walk(&root, &root, &[], 0, &mut found, &mut report.problems);
+        walk(&root, &root, &[], 0, &mut walked);
     }
+    let Walked {
+        found,
+        problems,
+        unreadable,
+    } = walked;
+    report.problems = problems;
     let stored: HashMap<String, StoredFile> = store.files()?;
     let mut seen = HashSet::new();
     let (mut sectioned, mut touched, mut dropped) = (Vec::new(), Vec::new(), Vec::new());
@@ -247,6 +266,7 @@ pub fn reindex(store: &Store, dirs: &[PathBuf]) -> Result<ReindexReport, String>
     let mut gone: Vec<String> = stored
         .keys()
         .filter(|p| !seen.contains(*p))
+        .filter(|p| !unreadable.iter().any(|dir| Path::new(p).starts_with(dir)))
         .cloned()
         .collect();
     gone.sort();

@@ -413,6 +413,26 @@ async fn reindex_re_sections_only_what_changed() {
     );
 }
 
+/// A directory that is gone (unmounted, mistyped) is not an empty one: the rules indexed from
+/// it stay, and the report says why it was not read.
+#[test]
+fn a_missing_directory_keeps_its_indexed_rules() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().join("rules");
+    write(&root, "keep.md", "# Keep\n\nKept as is.\n");
+    let rules = Rules::open(settings(dir.path())).expect("open");
+    assert_eq!(rules.open_report().rules, 1);
+    drop(rules);
+    fs::rename(&root, dir.path().join("elsewhere")).expect("move the directory away");
+    let reopened = Rules::open(settings(dir.path())).expect("reopen");
+    let report = reopened.open_report();
+    assert_eq!((report.removed.len(), report.rules), (0, 1), "{report:?}");
+    assert!(
+        report.problems[0].reason.contains("not a directory"),
+        "{report:?}"
+    );
+}
+
 #[tokio::test]
 async fn tools_declare_their_latency_and_effects() {
     let dir = tempfile::tempdir().expect("tempdir");
