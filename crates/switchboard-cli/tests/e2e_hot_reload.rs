@@ -210,3 +210,33 @@ fn a_config_reached_through_a_symlink_is_followed_when_its_target_changes() {
         |status| server(status, "b").is_none(),
     );
 }
+
+/// `switchboard reload` fails (exit 1, "not applied") when a server's new settings did not
+/// come up, so a script can tell; the previous settings keep serving.
+#[test]
+fn a_reload_whose_change_did_not_take_fails() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = two_servers(dir.path());
+    let live = Live::start(dir.path(), config.clone(), &["--no-watch"]);
+    let pid_b = live.pid("b");
+    let original = std::fs::read_to_string(&config).expect("read");
+    let broken = original.replacen(
+        &format!(
+            "[servers.b]   # the second one\ncommand = {}",
+            quoted(&fixture())
+        ),
+        "[servers.b]   # the second one\ncommand = \"/nonexistent/no-such-server\"",
+        1,
+    );
+    assert_ne!(broken, original);
+    std::fs::write(&config, broken).expect("edit");
+    let reloaded = live.cli(&["reload"]);
+    let stdout = String::from_utf8_lossy(&reloaded.stdout);
+    assert_eq!(reloaded.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("restarted b: not applied"), "{stdout}");
+    assert_eq!(
+        live.pid("b"),
+        pid_b,
+        "b keeps serving on its previous settings"
+    );
+}

@@ -13,6 +13,21 @@ use super::{AdminFile, admin_path};
 
 /// The most an admin answer may be (the list of pending approvals, with their arguments).
 const ANSWER_LIMIT: usize = 16 * 1024 * 1024;
+/// How long an admin request waits for the gateway's answer (a change may start a server and
+/// drain another: its connect and drain timeouts, 30 s each by default, fit).
+const ANSWER_PATIENCE: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// The `wait_ms` a long poll's path asks the gateway to wait, if any.
+fn long_poll_wait(path: &str) -> std::time::Duration {
+    let waited = path
+        .split_once('?')
+        .into_iter()
+        .flat_map(|(_, query)| query.split('&'))
+        .find_map(|pair| pair.strip_prefix("wait_ms="))
+        .and_then(|ms| ms.parse::<u64>().ok())
+        .unwrap_or(0);
+    std::time::Duration::from_millis(waited)
+}
 
 /// A connection to a running gateway's admin endpoint.
 pub struct AdminClient {
@@ -71,12 +86,24 @@ impl AdminClient {
             }
             None => Bytes::new(),
         };
-        let (status, answer) =
-            switchboard_mcp::upstream::http::request(method, &url, headers, body, ANSWER_LIMIT)
-                .await
-                .map_err(|error| {
-                    anyhow!("the admin request failed (is the gateway still running?): {error}")
-                })?;
+        // A gateway that is stopped (SIGSTOP) or wedged still accepts the connection: the
+        // answer is waited for at most this long (a long poll's wait on top).
+        let patience = ANSWER_PATIENCE + long_poll_wait(path);
+        let request =
+            switchboard_mcp::upstream::http::request(method, &url, headers, body, ANSWER_LIMIT);
+        let (status, answer) = tokio::time::timeout(patience, request)
+            .await
+            .map_err(|_| {
+                anyhow!(
+                    "the gateway at {} did not answer within {} s (is it stopped or overloaded? pid {})",
+                    self.file.url,
+                    patience.as_secs(),
+                    self.file.pid
+                )
+            })?
+            .map_err(|error| {
+                anyhow!("the admin request failed (is the gateway still running?): {error}")
+            })?;
         let text = String::from_utf8_lossy(&answer);
         if !status.is_success() {
             // A refused change: {"error": {"code", "message"}}.
@@ -151,8 +178,12 @@ impl AdminClient {
         by: &str,
     ) -> anyhow::Result<Value> {
         let body = json!({"approve": approve, "reason": reason, "by": by});
-        self.send(Method::POST, &format!("/approvals/{id}"), Some(body))
-            .await
+        self.send(
+            Method::POST,
+            &format!("/approvals/{}", encode(id)),
+            Some(body),
+        )
+        .await
     }
 
     /// Searches the gateway's registries (a search operation, waited for) and returns the
@@ -233,7 +264,7 @@ impl AdminClient {
 }
 
 /// Percent-encodes `text` for a URL's path segment or query value.
-fn encode(text: &str) -> String {
+pub(crate) fn encode(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for byte in text.bytes() {
         if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
@@ -243,4 +274,23 @@ fn encode(text: &str) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_poll_is_waited_for_as_long_as_it_asks() {
+        assert_eq!(
+            long_poll_wait("/operations/x?wait_ms=5000"),
+            std::time::Duration::from_secs(5)
+        );
+        assert_eq!(
+            long_poll_wait("/operations?state=queued&wait_ms=250"),
+            std::time::Duration::from_millis(250)
+        );
+        assert_eq!(long_poll_wait("/status"), std::time::Duration::ZERO);
+        assert_eq!(encode("a#b?c"), "a%23b%3Fc");
+    }
 }

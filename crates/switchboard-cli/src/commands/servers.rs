@@ -13,7 +13,7 @@ use switchboard::{Change, ChangeReport};
 use switchboard_core::config::Config;
 use switchboard_core::config::edit::{EntrySandbox, EntryTls, EntryTransport, ServerEntry};
 
-use crate::admin::client::AdminClient;
+use crate::admin::client::{AdminClient, encode};
 use crate::output::{print_json, print_line};
 
 #[derive(Debug, clap::Args)]
@@ -248,14 +248,24 @@ pub async fn run(config: Option<&Path>, args: ServersArgs) -> anyhow::Result<Exi
 
 pub async fn reload(config: Option<&Path>, args: ReloadArgs) -> anyhow::Result<ExitCode> {
     let admin = AdminClient::for_config(args.admin_file.as_deref(), config)?;
-    let report = admin.post("/reload", json!({})).await?;
+    let answer = admin.post("/reload", json!({})).await?;
+    let report: ChangeReport = serde_json::from_value(answer.clone())?;
     if args.json {
-        print_json(&report)?;
+        print_json(&answer)?;
     } else {
-        let report: ChangeReport = serde_json::from_value(report)?;
         print_report(&report)?;
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(exit_code(&report))
+}
+
+/// Failure when a server's change did not take (it keeps its previous settings): a script's
+/// `reload && …` must be able to tell.
+fn exit_code(report: &ChangeReport) -> ExitCode {
+    if report.servers.iter().any(|server| !server.applied) {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
 }
 
 /// The entry the flags describe, if they describe one.
@@ -376,7 +386,7 @@ async fn change_servers(
     } else {
         print_report(&report)?;
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(exit_code(&report))
 }
 
 fn print_report(report: &ChangeReport) -> anyhow::Result<()> {
@@ -390,6 +400,9 @@ fn print_report(report: &ChangeReport) -> anyhow::Result<()> {
     }
     for server in &report.servers {
         let mut line = format!("{} {}", server.action.as_str(), server.server);
+        if !server.applied {
+            line = format!("{line}: not applied, the previous settings keep running");
+        }
         if server.applied {
             line.push_str(&format!(": {}", server.state));
             if server.state == "up" {
@@ -464,7 +477,9 @@ async fn show(config: Option<&Path>, one: &One) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let admin = gateway(config, &one.common)?;
-    let answer = admin.get(&format!("/servers/{}", one.name)).await?;
+    let answer = admin
+        .get(&format!("/servers/{}", encode(&one.name)))
+        .await?;
     print_json(&answer)?;
     Ok(ExitCode::SUCCESS)
 }
@@ -486,7 +501,7 @@ async fn test_server(config: Option<&Path>, test: &TestArgs) -> anyhow::Result<E
         let admin = gateway(config, &test.common)?;
         admin
             .post(
-                &format!("/servers/{}/test", test.name),
+                &format!("/servers/{}/test", encode(&test.name)),
                 json!({"entry": entry}),
             )
             .await?
