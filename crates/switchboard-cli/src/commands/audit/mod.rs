@@ -171,14 +171,16 @@ fn parse_since(text: &str) -> anyhow::Result<i64> {
     }
     let duration = switchboard_core::config::parse_duration(text)
         .or_else(|| {
+            // Days, whole or not (1.5d); past what a duration holds is no duration.
             text.strip_suffix('d')
-                .and_then(|d| d.parse::<u64>().ok())
-                .map(|d| std::time::Duration::from_secs(d * 86_400))
+                .and_then(|d| d.trim().parse::<f64>().ok())
+                .filter(|d| d.is_finite() && *d >= 0.0)
+                .and_then(|d| std::time::Duration::try_from_secs_f64(d * 86_400.0).ok())
         })
         .with_context(|| {
             format!("--since '{text}': use e.g. 30m, 1h, 2d or milliseconds since the epoch")
         })?;
-    Ok(now - i64::try_from(duration.as_millis()).unwrap_or(i64::MAX))
+    Ok(now.saturating_sub(i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)))
 }
 
 fn filter(args: &FilterArgs) -> anyhow::Result<Filter> {
@@ -262,4 +264,24 @@ pub async fn run(config: Option<&Path>, args: AuditArgs) -> anyhow::Result<ExitC
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Days whole or not; a number of days past what a duration holds is refused, not
+    /// wrapped.
+    #[test]
+    fn since_takes_days_and_refuses_what_overflows() {
+        let now = parse_since("0d").expect("now");
+        let day_and_a_half = parse_since("1.5d").expect("1.5d");
+        assert!((now - day_and_a_half - 129_600_000).abs() < 5_000);
+        assert!(parse_since("300000000000000000000d").is_err());
+        assert!(parse_since("-1d").is_err());
+        assert_eq!(
+            parse_since("1700000000000").expect("epoch ms"),
+            1_700_000_000_000
+        );
+    }
 }
