@@ -497,3 +497,31 @@ async fn answered_calls_survive_sigkill(extra: &[&str], clients: usize) {
         String::from_utf8_lossy(&tampered.stdout)
     );
 }
+
+/// `switchboard call` of a tool that needs an operator, with no terminal to ask on: denied
+/// at once, saying why — not held until the approval timeout, with nobody able to answer.
+#[test]
+fn a_cli_call_needing_approval_without_a_terminal_is_denied_at_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = governed_config(dir.path(), "60s");
+    let started = std::time::Instant::now();
+    let output = Command::new(switchboard())
+        .arg("--config")
+        .arg(&config)
+        .args(["call", "fx__add", "a=2", "b=3", "--agent", "qa"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run switchboard call");
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(output.status.code(), Some(1), "{all}");
+    assert!(all.contains("has no terminal to ask on"), "{all}");
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "held {:?}: the approval timeout is 60 s",
+        started.elapsed()
+    );
+}

@@ -2,9 +2,16 @@
 //!
 //! Arguments come from `--args JSON` and/or `key=value` pairs (values are parsed as JSON when
 //! they parse, else taken as strings: `n=3` is a number, `name=bob` a string).
+//!
+//! A call that needs an operator's approval is asked at the terminal (whoever runs the
+//! command is the operator here); without a terminal it is denied at once, saying why — this
+//! process's queue has no other operator. With `[storage] url` the queue is the deployment's,
+//! and the call waits for an operator of any replica.
 
+use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use serde_json::{Map, Value};
@@ -37,7 +44,14 @@ pub async fn run(config: Option<&Path>, args: CallArgs) -> anyhow::Result<ExitCo
         agent: args.agent.clone(),
         ..CallContext::default()
     };
-    let result = host.call(&ctx, &args.tool, arguments).await;
+    let calling = host.call(&ctx, &args.tool, arguments);
+    let result = match host
+        .pending_approvals()
+        .filter(|pending| !pending.is_shared())
+    {
+        Some(pending) => answered_here(calling, &pending).await,
+        None => calling.await,
+    };
     host.shutdown().await;
     let outcome = result.map_err(|error| {
         anyhow::anyhow!("{error}\n  hint: `switchboard tools` lists the tools that can be called")
@@ -65,6 +79,68 @@ pub async fn run(config: Option<&Path>, args: CallArgs) -> anyhow::Result<ExitCo
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Runs `calling`, answering the approvals it waits for: at the terminal, or denied at once
+/// without one.
+async fn answered_here<T>(
+    calling: impl std::future::Future<Output = T>,
+    pending: &Arc<switchboard::PendingApprovals>,
+) -> T {
+    let mut changes = pending.subscribe();
+    tokio::pin!(calling);
+    loop {
+        tokio::select! {
+            result = &mut calling => return result,
+            changed = changes.changed() => {
+                if changed.is_err() {
+                    return calling.await;
+                }
+                for waiting in pending.list() {
+                    let (approve, reason) = decide(&waiting).await;
+                    let _ = pending
+                        .answer(&waiting.id, approve, "operator (switchboard call)", reason.as_deref())
+                        .await;
+                }
+            }
+        }
+    }
+}
+
+/// The operator's answer to `waiting`: asked at the terminal, else a denial saying why.
+async fn decide(waiting: &switchboard::PendingApproval) -> (bool, Option<String>) {
+    if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
+        return (
+            false,
+            Some(
+                "it needs an operator's approval, and `switchboard call` has no terminal to ask on: \
+                 run it in a terminal, or call through a running gateway whose operators \
+                 answer with `switchboard approvals`"
+                    .to_owned(),
+            ),
+        );
+    }
+    let question = format!(
+        "switchboard: {} (server {}) needs approval: {}
+  arguments: {}
+approve? [y/N] ",
+        waiting.tool,
+        waiting.server,
+        waiting.reason,
+        Value::Object(waiting.arguments.clone())
+    );
+    let answer = tokio::task::spawn_blocking(move || {
+        let mut stderr = std::io::stderr();
+        let _ = stderr.write_all(question.as_bytes());
+        let _ = stderr.flush();
+        let mut line = String::new();
+        std::io::stdin().read_line(&mut line).map(|_| line)
+    })
+    .await;
+    match answer {
+        Ok(Ok(line)) if matches!(line.trim(), "y" | "Y" | "yes" | "Yes") => (true, None),
+        _ => (false, Some("denied at the terminal".to_owned())),
+    }
 }
 
 fn parse_arguments(json: Option<&str>, pairs: &[String]) -> anyhow::Result<Map<String, Value>> {

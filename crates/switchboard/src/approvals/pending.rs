@@ -310,6 +310,12 @@ impl PendingApprovals {
         self.changes.send_modify(|version| *version += 1);
     }
 
+    /// Whether the queue is the deployment's (PostgreSQL), where operators of any replica
+    /// answer, rather than this process's own.
+    pub fn is_shared(&self) -> bool {
+        self.shared.is_some()
+    }
+
     /// Follows changes of the queue and the grants: the value is only a version.
     pub fn subscribe(&self) -> watch::Receiver<u64> {
         self.changes.subscribe()
