@@ -432,3 +432,42 @@ fn the_admin_file_belongs_to_the_gateway_that_serves() {
         "the stopped gateway removed its admin file"
     );
 }
+
+/// An operator command reaches the gateway only if it runs the config the command would
+/// load — `./switchboard.toml` included, as `status` judges — so a command typed in another
+/// project's directory never changes this gateway.
+#[test]
+fn an_operator_command_never_reaches_a_gateway_running_another_config() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = write_config(dir.path(), "[gateway]\n");
+    let admin = dir.path().join("admin.json");
+    let admin_arg = admin.display().to_string();
+    let _gateway = HttpGateway::start(&config, &["--admin-file", &admin_arg]);
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).expect("mkdir");
+    std::fs::write(elsewhere.join("switchboard.toml"), "[gateway]\n").expect("write");
+    let run = |args: &[&str]| {
+        Command::new(switchboard())
+            .args(args)
+            .current_dir(&elsewhere)
+            .env("SWITCHBOARD_ADMIN_FILE", &admin)
+            .env("XDG_CONFIG_HOME", dir.path().join("no-user-config"))
+            .env_remove("SWITCHBOARD_CONFIG")
+            .output()
+            .expect("run switchboard")
+    };
+    let refused = run(&["servers", "list"]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("switchboard.toml") && stderr.contains("the config this command loads"),
+        "{stderr}"
+    );
+    let config_arg = config.display().to_string();
+    let reached = run(&["--config", &config_arg, "servers", "list"]);
+    assert!(
+        reached.status.success(),
+        "{}",
+        String::from_utf8_lossy(&reached.stderr)
+    );
+}

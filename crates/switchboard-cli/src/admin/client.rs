@@ -40,9 +40,11 @@ impl AdminClient {
         Ok(Self { file })
     }
 
-    /// The admin endpoint of a live gateway; when a config is named (`--config FILE` or
-    /// `$SWITCHBOARD_CONFIG`), of the gateway running that file, so a command meant for one
-    /// gateway never reaches another.
+    /// The admin endpoint of a live gateway running the config this command would load
+    /// (`--config`, `$SWITCHBOARD_CONFIG`, `./switchboard.toml`, the user's, or the built-in
+    /// default — as `status` judges), so a command meant for one gateway never reaches
+    /// another. An `--admin-file` given without a config names its gateway itself, as does an
+    /// admin file that names no config.
     pub fn for_config(admin_file: Option<&Path>, config: Option<&Path>) -> anyhow::Result<Self> {
         let admin = Self::open(admin_file)?;
         if !admin.alive() {
@@ -51,21 +53,29 @@ impl AdminClient {
                 admin_path(admin_file)?.display()
             );
         }
-        let named = config.map(Path::to_path_buf).or_else(|| {
-            std::env::var_os("SWITCHBOARD_CONFIG")
-                .filter(|value| !value.is_empty())
-                .map(std::path::PathBuf::from)
-        });
+        let named = config.is_some()
+            || std::env::var_os("SWITCHBOARD_CONFIG").is_some_and(|value| !value.is_empty());
+        if admin_file.is_some() && !named {
+            return Ok(admin);
+        }
         // An admin file that names no config (the built-in default, or a gateway from before
         // admin files named theirs) is taken at its word.
-        if let (Some(named), Some(theirs)) = (named.as_deref(), admin.config())
-            && !admin.runs(Some(named))
-        {
+        let Some(theirs) = admin.config() else {
+            return Ok(admin);
+        };
+        let ours = crate::commands::located_config_file(config)?;
+        if !admin.runs(ours.as_deref()) {
+            let describe = |path: Option<&Path>| {
+                path.map_or_else(
+                    || "the built-in default".to_owned(),
+                    |p| p.display().to_string(),
+                )
+            };
             bail!(
-                "the gateway at {} runs {}, not {}: pass the --admin-file of the gateway running that file",
+                "the gateway at {} runs {}, not {} (the config this command loads): pass the --admin-file of the gateway running it, or --config",
                 admin.url(),
-                theirs.display(),
-                named.display()
+                describe(Some(theirs)),
+                describe(ours.as_deref())
             );
         }
         Ok(admin)
