@@ -9,8 +9,7 @@
 //! most every 500 ms, so a rotation on disk reaches every replica without a restart, and a
 //! file that turns bad leaves the keys read before in force.
 
-use std::io::Write;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -203,28 +202,20 @@ impl RingFile {
         KeyRing::new(self.keys.iter().filter_map(StoredKey::to_key).collect())
     }
 
-    /// Writes a new ring to `path`, mode 0600; refuses to overwrite any file.
+    /// Writes a new ring to `path`, mode 0600, whole or not at all (a crash mid-write never
+    /// leaves a truncated ring that gateways would refuse); refuses to overwrite any file.
     pub fn create(&self, path: &Path) -> Result<(), KeyRingError> {
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(path)
-            .map_err(|source| match source.kind() {
-                std::io::ErrorKind::AlreadyExists => KeyRingError::Exists {
-                    path: path.to_owned(),
-                },
-                _ => KeyRingError::Write {
-                    path: path.to_owned(),
-                    source,
-                },
-            })?;
-        file.write_all(self.text().as_bytes())
-            .and_then(|()| file.sync_all())
-            .map_err(|source| KeyRingError::Write {
+        crate::private_file::create_new(path, self.text().as_bytes()).map_err(|source| match source
+            .kind()
+        {
+            std::io::ErrorKind::AlreadyExists => KeyRingError::Exists {
+                path: path.to_owned(),
+            },
+            _ => KeyRingError::Write {
                 path: path.to_owned(),
                 source,
-            })
+            },
+        })
     }
 
     /// Loads the ring at `path`, lets `change` change it, and writes it back, all under the

@@ -1,5 +1,6 @@
-//! Files only their owner may read (tokens, the admin endpoint's address and secret),
-//! written whole: a temporary file with mode 0600 is renamed over the target. A change read
+//! Files only their owner may read (tokens, the admin endpoint's address and secret, key
+//! rings), written whole: a temporary file with mode 0600 is renamed over the target, or
+//! linked to a name no file holds yet ([`create_new`]). A change read
 //! from the file and written back is made under [`locked`], so two writers at once (the CLI
 //! and the console) never lose each other's change.
 
@@ -9,6 +10,24 @@ use std::path::Path;
 
 /// Writes `bytes` to `path` (creating its directory), readable by the owner only.
 pub fn write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let temp = written_beside(path, bytes)?;
+    std::fs::rename(&temp, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&temp);
+    })
+}
+
+/// Writes `bytes` to `path` only if no file is there (`AlreadyExists` otherwise), whole or
+/// not at all: a crash or a full disk never leaves a part of it under its name.
+pub fn create_new(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let temp = written_beside(path, bytes)?;
+    // A link, unlike a rename, fails when the name is taken.
+    let linked = std::fs::hard_link(&temp, path);
+    let _ = std::fs::remove_file(&temp);
+    linked
+}
+
+/// A temporary file beside `path` (its directory created) holding `bytes`, synced, mode 0600.
+fn written_beside(path: &Path, bytes: &[u8]) -> std::io::Result<std::path::PathBuf> {
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent)?;
     }
@@ -26,9 +45,12 @@ pub fn write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         .truncate(true)
         .mode(0o600)
         .open(&temp)?;
-    file.write_all(bytes)?;
-    file.sync_all()?;
-    std::fs::rename(&temp, path)
+    let written = file.write_all(bytes).and_then(|()| file.sync_all());
+    if let Err(error) = written {
+        let _ = std::fs::remove_file(&temp);
+        return Err(error);
+    }
+    Ok(temp)
 }
 
 /// Runs `change` holding an exclusive lock on `<path>.lock` (created 0600 beside the file;
@@ -79,5 +101,25 @@ mod tests {
         }
         let lines = std::fs::read_to_string(&*path).expect("read");
         assert_eq!(lines.lines().count(), 8, "{lines}");
+    }
+
+    /// A file created new is there whole, 0600, with no temporary file left; a second
+    /// create of the same name is refused and leaves the first.
+    #[test]
+    fn create_new_never_overwrites_and_leaves_no_temporary_file() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("ring.json");
+        super::create_new(&path, b"first").expect("created");
+        let again = super::create_new(&path, b"second").expect_err("exists");
+        assert_eq!(again.kind(), std::io::ErrorKind::AlreadyExists);
+        assert_eq!(std::fs::read(&path).expect("read"), b"first");
+        let mode = std::fs::metadata(&path)
+            .expect("metadata")
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+        let entries = std::fs::read_dir(dir.path()).expect("dir").count();
+        assert_eq!(entries, 1, "no temporary file is left");
     }
 }
