@@ -471,3 +471,29 @@ fn an_operator_command_never_reaches_a_gateway_running_another_config() {
         String::from_utf8_lossy(&reached.stderr)
     );
 }
+
+/// `tier set --session` of a session the gateway does not hold is refused (404, exit 1), not
+/// reported done while nothing changed.
+#[test]
+fn a_tier_for_an_unknown_session_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = write_config(dir.path(), "[gateway]\n");
+    let admin = dir.path().join("admin.json");
+    let admin_arg = admin.display().to_string();
+    let _gateway = HttpGateway::start(&config, &["--admin-file", &admin_arg]);
+    let output = run_switchboard(
+        &config,
+        &[
+            "tier",
+            "set",
+            "fast",
+            "--session",
+            "typo",
+            "--admin-file",
+            &admin_arg,
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("no session 'typo'"), "{stderr}");
+}

@@ -203,6 +203,12 @@ impl Sessions {
         f(state)
     }
 
+    /// Whether the caller has state here (without making any).
+    pub(crate) fn holds(&self, caller: &Caller) -> bool {
+        let key = key_of(caller);
+        lock(self.shard(&key)).map.contains_key(&key)
+    }
+
     /// A receiver that changes whenever the caller's listing may have changed.
     pub(crate) fn subscribe(&self, caller: &Caller) -> watch::Receiver<u64> {
         self.with(caller, |state| state.version.subscribe())

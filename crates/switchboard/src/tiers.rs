@@ -161,6 +161,16 @@ impl Host {
         self.entries_in(self.view_for(caller).as_ref())
     }
 
+    /// Whether `session` may be a live session of this gateway: one this replica holds, or —
+    /// with `[shared] redis` — any (another replica may hold it).
+    pub fn knows_session(&self, session: &str) -> bool {
+        self.inner.options.shared_sessions.is_some()
+            || self
+                .inner
+                .sessions
+                .holds(&Caller::new(None, Some(session.to_owned())))
+    }
+
     /// Sets (or, with `None`, clears) one session's tier; the session hears `list_changed`.
     /// With `[shared] redis` every replica serving the session applies it; refused when
     /// Redis does not answer under `fail_closed`.

@@ -60,6 +60,13 @@ async fn set_tier(
         return (StatusCode::BAD_REQUEST, format!("unknown tier '{tier}'")).into_response();
     }
     match (&change.session, &change.agent) {
+        (Some(session), None) if !state.host.knows_session(session) => {
+            return (
+                StatusCode::NOT_FOUND,
+                format!("no session '{session}' on this gateway (it may have ended)"),
+            )
+                .into_response();
+        }
         (Some(session), None) => {
             if let Err(refused) = state
                 .host
