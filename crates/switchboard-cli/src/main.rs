@@ -9,6 +9,7 @@ mod commands;
 mod logging;
 mod output;
 mod process_stdio;
+mod usage;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -209,7 +210,11 @@ fn main() -> ExitCode {
             }
             // Not `eprintln!`, which panics when stderr is gone.
             let _ = writeln!(std::io::stderr(), "error: {error:#}");
-            ExitCode::FAILURE
+            if usage::is_usage(&error) {
+                ExitCode::from(2)
+            } else {
+                ExitCode::FAILURE
+            }
         }
     }
 }

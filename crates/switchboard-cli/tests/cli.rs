@@ -284,6 +284,56 @@ fn tools_search_reads_an_offline_catalog() {
     );
 }
 
+/// Flags a command cannot run with are usage errors (exit 2, as clap's own), told before any
+/// server starts; a flag that would be ignored is refused rather than dropped.
+#[test]
+fn unusable_flags_are_usage_errors() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ledger = dir.path().join("ledger.db");
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "[gateway]\nledger = {}\n",
+            quoted(&ledger.display().to_string())
+        ),
+    );
+    let catalog = dir.path().join("catalog.json");
+    std::fs::write(&catalog, r#"{"tools": []}"#).expect("write catalog");
+    let catalog_arg = catalog.display().to_string();
+    let cases: [(&[&str], &str); 7] = [
+        (
+            &["call", "clock__now", "--args", "[1]"],
+            "must be a JSON object",
+        ),
+        (&["call", "clock__now", "--args", "{"], "not valid JSON"),
+        (&["call", "clock__now", "zone"], "is not KEY=VALUE"),
+        (&["tools", "--count-tokens"], "needs an LLM rendering"),
+        (
+            &[
+                "tools",
+                "--catalog",
+                &catalog_arg,
+                "--format",
+                "openai",
+                "--tier",
+                "fast",
+            ],
+            "need the configured gateway",
+        ),
+        (&["audit", "export", "--format", "csv"], "not known"),
+        (
+            &["servers", "add", "x", "--offline"],
+            "say how to reach the server",
+        ),
+    ];
+    for (args, expected) in cases {
+        let output = run_bare(&config, args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+    }
+}
+
 #[test]
 fn tools_render_an_offline_catalog_for_every_llm_api() {
     let dir = tempfile::tempdir().expect("tempdir");

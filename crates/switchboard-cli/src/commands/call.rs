@@ -13,7 +13,7 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use anyhow::{Context, bail};
+use crate::usage::usage;
 use serde_json::{Map, Value};
 use switchboard_core::CallContext;
 
@@ -147,18 +147,22 @@ fn parse_arguments(json: Option<&str>, pairs: &[String]) -> anyhow::Result<Map<S
     let mut arguments = match json {
         None => Map::new(),
         Some(text) => {
-            match serde_json::from_str::<Value>(text).context("--args is not valid JSON")? {
+            match serde_json::from_str::<Value>(text)
+                .map_err(|error| usage(format!("--args is not valid JSON: {error}")))?
+            {
                 Value::Object(map) => map,
-                other => bail!(
-                    "--args must be a JSON object, got {}",
-                    switchboard_core::json_kind(&other)
-                ),
+                other => {
+                    return Err(usage(format!(
+                        "--args must be a JSON object, got {}",
+                        switchboard_core::json_kind(&other)
+                    )));
+                }
             }
         }
     };
     for pair in pairs {
         let Some((key, raw)) = pair.split_once('=') else {
-            bail!("argument '{pair}' is not KEY=VALUE");
+            return Err(usage(format!("argument '{pair}' is not KEY=VALUE")));
         };
         let value = serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_owned()));
         arguments.insert(key.to_owned(), value);

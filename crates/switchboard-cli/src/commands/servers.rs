@@ -15,6 +15,7 @@ use switchboard_core::config::edit::{EntrySandbox, EntryTls, EntryTransport, Ser
 
 use crate::admin::client::{AdminClient, encode};
 use crate::output::{print_json, print_line};
+use crate::usage::usage;
 
 #[derive(Debug, clap::Args)]
 pub struct ServersArgs {
@@ -208,12 +209,16 @@ pub async fn run(config: Option<&Path>, args: ServersArgs) -> anyhow::Result<Exi
         ServersCommand::List(common) => list(config, &common).await,
         ServersCommand::Show(one) => show(config, &one).await,
         ServersCommand::Add(add) => {
-            let entry = entry_of(&add.entry)?.context(
-                "say how to reach the server: `-- COMMAND ARGS...`, --url URL or --builtin NAME",
-            )?;
+            let entry = entry_of(&add.entry)?.ok_or_else(|| {
+                usage(
+                    "say how to reach the server: `-- COMMAND ARGS...`, --url URL or --builtin NAME",
+                )
+            })?;
             let sandbox = add.sandbox.entry();
             if sandbox.is_some() && !matches!(entry.transport, EntryTransport::Stdio { .. }) {
-                bail!("the sandbox flags go with a stdio server's `-- COMMAND ARGS...`");
+                return Err(usage(
+                    "the sandbox flags go with a stdio server's `-- COMMAND ARGS...`",
+                ));
             }
             let entry = ServerEntry {
                 enabled: add.disabled.then_some(false),

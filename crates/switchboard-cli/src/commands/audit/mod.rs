@@ -45,9 +45,9 @@ struct FilterArgs {
     /// input_required, …
     #[arg(long)]
     outcome: Option<String>,
-    /// Most rows (default 50; 0 = all).
-    #[arg(long, default_value_t = 50)]
-    limit: usize,
+    /// Most rows (default 50, `export` all; 0 = all).
+    #[arg(long)]
+    limit: Option<usize>,
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -177,8 +177,10 @@ fn parse_since(text: &str) -> anyhow::Result<i64> {
                 .filter(|d| d.is_finite() && *d >= 0.0)
                 .and_then(|d| std::time::Duration::try_from_secs_f64(d * 86_400.0).ok())
         })
-        .with_context(|| {
-            format!("--since '{text}': use e.g. 30m, 1h, 2d or milliseconds since the epoch")
+        .ok_or_else(|| {
+            crate::usage::usage(format!(
+                "--since '{text}': use e.g. 30m, 1h, 2d or milliseconds since the epoch"
+            ))
         })?;
     Ok(now.saturating_sub(i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)))
 }
@@ -189,7 +191,7 @@ fn filter(args: &FilterArgs) -> anyhow::Result<Filter> {
         agent: args.agent.clone(),
         tool: args.tool.clone(),
         outcome: args.outcome.clone(),
-        limit: args.limit,
+        limit: args.limit.unwrap_or(50),
     })
 }
 
@@ -213,6 +215,14 @@ fn line(entry: &LedgerEntry) -> String {
 }
 
 pub async fn run(config: Option<&Path>, args: AuditArgs) -> anyhow::Result<ExitCode> {
+    // Usage first: before the ledger is looked for.
+    if let Some(Action::Export { format, .. }) = &args.action
+        && format != "jsonl"
+    {
+        return Err(crate::usage::usage(format!(
+            "export format '{format}' is not known (use jsonl)"
+        )));
+    }
     let config = super::load_config(config)?;
     // `--ledger FILE` names a SQLite file, and wins over `[storage] url`.
     let mut reader = match storage_url(&config).filter(|_| args.ledger.is_none()) {
@@ -238,12 +248,12 @@ pub async fn run(config: Option<&Path>, args: AuditArgs) -> anyhow::Result<ExitC
             format,
             filter: filter_args,
         }) => {
-            if format != "jsonl" {
-                anyhow::bail!("export format '{format}' is not known (use jsonl)");
-            }
+            debug_assert_eq!(format, "jsonl", "checked above");
+            // Every row unless --limit says otherwise (its default is the listing's).
+            let limit = filter_args.limit.unwrap_or(0);
             let mut rows = reader
                 .query(&Filter {
-                    limit: 0,
+                    limit,
                     ..filter(&filter_args)?
                 })
                 .await?;

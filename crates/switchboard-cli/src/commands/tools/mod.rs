@@ -12,6 +12,7 @@ use std::process::ExitCode;
 use serde_json::json;
 
 use crate::output::{print_json, print_line};
+use crate::usage::usage;
 
 #[derive(Debug, clap::Args)]
 pub struct ToolsArgs {
@@ -89,10 +90,26 @@ pub async fn run(config: Option<&Path>, args: ToolsArgs) -> anyhow::Result<ExitC
     }
     if let Some(path) = &args.catalog {
         let rendering = args.format.rendering().ok_or_else(|| {
-            anyhow::anyhow!("--catalog renders for an LLM API: pick --format mcp, openai, openai-responses, openai-realtime, anthropic, gemini, compact or toon")
+            usage("--catalog renders for an LLM API: pick --format mcp, openai, openai-responses, openai-realtime, anthropic, gemini, compact or toon")
         })?;
+        if args.agent.is_some() || args.tier.is_some() || args.stats {
+            // A catalog file knows no agents, tiers or measurements.
+            return Err(usage(
+                "--catalog renders the file's tools as they are: --agent, --tier and --stats need the configured gateway (drop --catalog)",
+            ));
+        }
         rendered::print(rendering, &rendered::offline(path)?, args.count_tokens)?;
         return Ok(ExitCode::SUCCESS);
+    }
+    if args.count_tokens && args.format.rendering().is_none() {
+        return Err(usage(
+            "--count-tokens needs an LLM rendering: --format mcp, openai, anthropic, gemini, compact or toon",
+        ));
+    }
+    if args.stats && args.format.rendering().is_some() {
+        return Err(usage(
+            "--stats prints a table (or --format json): it has no LLM rendering",
+        ));
     }
     let host = super::start_host(config, args.agent.as_deref()).await?;
     // With `[storage] url`, the figures (tiers, stats) are the fleet's.
@@ -131,11 +148,6 @@ pub async fn run(config: Option<&Path>, args: ToolsArgs) -> anyhow::Result<ExitC
             .collect();
         rendered::print(rendering, &tools, args.count_tokens)?;
         return Ok(ExitCode::SUCCESS);
-    }
-    if args.count_tokens {
-        anyhow::bail!(
-            "--count-tokens needs an LLM rendering: --format mcp, openai, anthropic, gemini, compact or toon"
-        );
     }
     let status = host.status();
     host.shutdown().await;

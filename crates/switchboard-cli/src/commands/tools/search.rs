@@ -49,6 +49,12 @@ fn first_line(text: Option<&str>) -> String {
 
 pub async fn run(config: Option<&Path>, args: SearchArgs) -> anyhow::Result<ExitCode> {
     let limit = args.limit.max(1);
+    if args.catalog.is_some() && args.agent.is_some() {
+        // A catalog file knows no agents.
+        return Err(crate::usage::usage(
+            "--catalog searches the file's tools as they are: --agent needs the configured gateway (drop --catalog)",
+        ));
+    }
     let found: Vec<Found> = match &args.catalog {
         Some(path) => {
             let docs = docs_from_catalog_file(path)?;
