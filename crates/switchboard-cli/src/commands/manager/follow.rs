@@ -204,11 +204,13 @@ pub(super) fn unused(held: &BTreeMap<String, String>) {
     }
 }
 
-/// Asks for `names` on the terminal, without echo; `None` when stdin is not a terminal.
+/// Asks for `names` on the terminal, without echo; `None` when stdin is not a terminal. The
+/// end of input at a prompt gives no value: an error, nothing is sent.
 async fn ask(names: &[String]) -> anyhow::Result<Option<BTreeMap<String, String>>> {
     if !std::io::stdin().is_terminal() {
         return Ok(None);
     }
+    interrupt_restores_echo();
     let names = names.to_vec();
     let asked = tokio::task::spawn_blocking(move || {
         let mut values = BTreeMap::new();
@@ -223,13 +225,33 @@ async fn ask(names: &[String]) -> anyhow::Result<Option<BTreeMap<String, String>
                 stty("echo");
             }
             say("");
-            read?;
+            if read? == 0 {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    format!("no value for {name} (the input ended)"),
+                ));
+            }
             values.insert(name, line.trim_end_matches(['\n', '\r']).to_owned());
         }
         Ok::<_, std::io::Error>(values)
     })
     .await??;
     Ok(Some(asked))
+}
+
+/// From the first prompt on, Ctrl-C turns the terminal's echo back on before the command
+/// ends as it would have (exit 130): ended mid-prompt, it would leave the shell without echo.
+fn interrupt_restores_echo() {
+    static WATCHING: std::sync::Once = std::sync::Once::new();
+    WATCHING.call_once(|| {
+        tokio::spawn(async {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                stty("echo");
+                say("");
+                std::process::exit(130);
+            }
+        });
+    });
 }
 
 /// Runs `stty SETTING` on the terminal; whether it worked.
