@@ -76,8 +76,9 @@ type Map<V, const N: usize> = HashMap<u64, Arc<Series<V, N>>, BuildHasherDefault
 /// Values of type `V` by `N` label values.
 pub(crate) struct Family<V: Send + Sync, const N: usize> {
     series: ArcSwap<Map<V, N>>,
-    /// Held while a series is added (rare: the first time a label set is seen).
-    adding: Mutex<()>,
+    /// Held while a series is added (rare: the first time a label set is seen); guards the
+    /// count of series held.
+    adding: Mutex<usize>,
     /// Each thread's most recently used series, newest first: a thread's calls mostly repeat
     /// a label set it used a moment ago, found by comparing the values, with no hash and no
     /// map (a series, once added, is never removed, so one remembered stays right).
@@ -93,7 +94,7 @@ impl<V: Default + Send + Sync, const N: usize> Default for Family<V, N> {
     fn default() -> Self {
         Self {
             series: ArcSwap::from_pointee(HashMap::default()),
-            adding: Mutex::new(()),
+            adding: Mutex::new(0),
             recent: ThreadLocal::new(),
         }
     }
@@ -122,8 +123,14 @@ impl<V: Default + Send + Sync, const N: usize> Family<V, N> {
         let series = match find(&self.series.load(), hash(&labels), &labels) {
             Some(series) => series.clone(),
             None => {
+                // A value outside its set maps to a placeholder most likely held already:
+                // looked up again without the lock.
                 let labels = bound(labels);
-                self.add(hash(&labels), labels)
+                let key = hash(&labels);
+                match find(&self.series.load(), key, &labels) {
+                    Some(series) => series.clone(),
+                    None => self.add(key, labels),
+                }
             }
         };
         update(&series.value);
@@ -134,7 +141,7 @@ impl<V: Default + Send + Sync, const N: usize> Family<V, N> {
     }
 
     fn add(&self, key: u64, labels: [&str; N]) -> Arc<Series<V, N>> {
-        let _adding = self
+        let mut held = self
             .adding
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -142,14 +149,20 @@ impl<V: Default + Send + Sync, const N: usize> Family<V, N> {
         if let Some(series) = find(&current, key, &labels) {
             return series.clone();
         }
-        if chained(&current).count() >= MAX_SERIES {
+        if *held >= MAX_SERIES {
             let overflow = [OVERFLOW; N];
             let key = hash(&overflow);
             if let Some(series) = find(&current, key, &overflow) {
                 return series.clone();
             }
+            tracing::warn!(
+                target: "switchboard::metrics",
+                "a metric family holds {MAX_SERIES} series: new label sets are counted under \"{OVERFLOW}\" from now on"
+            );
+            *held += 1;
             return self.insert(&current, key, overflow);
         }
+        *held += 1;
         self.insert(&current, key, labels)
     }
 
@@ -335,6 +348,42 @@ mod tests {
         assert_eq!(counts.len(), MAX_SERIES + 1);
         let overflow = format!("{OVERFLOW}|{OVERFLOW}");
         assert!(counts.contains(&(overflow, 10)));
+    }
+
+    /// A value outside its set, once its placeholder is held, is counted there without the
+    /// writers' lock (a client naming agents at random must not serialize every call).
+    #[test]
+    fn a_value_bound_to_a_held_placeholder_takes_no_lock() {
+        let family = std::sync::Arc::new(Family::<AtomicU64, 1>::default());
+        fn bound(_: [&str; 1]) -> [&str; 1] {
+            ["_unknown"]
+        }
+        family.with(["mallory"], bound, |v| {
+            v.fetch_add(1, Ordering::Relaxed);
+        });
+        let held = family.adding.lock().expect("lock");
+        let (done, finished) = std::sync::mpsc::channel();
+        let other = family.clone();
+        std::thread::spawn(move || {
+            other.with(["eve"], bound, |v| {
+                v.fetch_add(1, Ordering::Relaxed);
+            });
+            let _ = done.send(());
+        });
+        let counted = finished.recv_timeout(std::time::Duration::from_secs(5));
+        drop(held);
+        assert!(counted.is_ok(), "the call waited for the writers' lock");
+        let counted: Vec<(String, u64)> = family
+            .sorted()
+            .iter()
+            .map(|series| {
+                (
+                    series.labels()[0].to_owned(),
+                    series.value.load(Ordering::Relaxed),
+                )
+            })
+            .collect();
+        assert_eq!(counted, [("_unknown".to_owned(), 2)]);
     }
 
     #[test]
