@@ -102,6 +102,26 @@ impl Host {
             "Calls of cacheable tools that went upstream.",
         );
         out.sample("switchboard_cache_misses_total", &[], misses as f64);
+        if let Some(exporter) = &self.inner.options.telemetry {
+            out.family(
+                "switchboard_trace_spans_exported_total",
+                Kind::Counter,
+                "Spans the trace collector took.",
+            );
+            let exported = exporter.exported();
+            out.sample(
+                "switchboard_trace_spans_exported_total",
+                &[],
+                exported as f64,
+            );
+            out.family(
+                "switchboard_trace_spans_dropped_total",
+                Kind::Counter,
+                "Spans dropped because the export queue was full (a slow or unreachable collector).",
+            );
+            let dropped = exporter.dropped();
+            out.sample("switchboard_trace_spans_dropped_total", &[], dropped as f64);
+        }
         self.inner.pipeline.recorder().write_metrics(&mut out);
         out.finish()
     }

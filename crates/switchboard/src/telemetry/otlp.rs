@@ -5,7 +5,7 @@
 //! in batches — when [`TelemetrySettings::max_batch`] have gathered or
 //! [`TelemetrySettings::schedule_delay`] after the first — as OTLP JSON
 //! (`ExportTraceServiceRequest`) to the traces endpoint. A refused or failed export is
-//! logged and its spans dropped; nothing is retried. [`OtlpExporter::flush`] sends what is
+//! logged and its spans dropped (counted); nothing is retried. [`OtlpExporter::flush`] sends what is
 //! queued, for a gateway that stops.
 
 use std::sync::Arc;
@@ -79,6 +79,7 @@ impl OtlpExporter {
             headers,
             timeout: settings.timeout,
             exported: exporter.exported.clone(),
+            dropped: exporter.dropped.clone(),
         };
         runtime.spawn(run(
             items,
@@ -100,7 +101,8 @@ impl OtlpExporter {
         .await;
     }
 
-    /// Spans dropped because the queue was full.
+    /// Spans dropped: the queue was full, or the collector refused or never got their batch
+    /// (`switchboard_trace_spans_dropped_total`).
     pub fn dropped(&self) -> u64 {
         self.dropped.load(Ordering::Relaxed)
     }
@@ -163,6 +165,8 @@ struct Sender {
     headers: HeaderMap,
     timeout: Duration,
     exported: Arc<AtomicU64>,
+    /// Spans of batches the collector refused or never got (they are not sent again).
+    dropped: Arc<AtomicU64>,
 }
 
 impl Sender {
@@ -187,6 +191,7 @@ impl Sender {
         match sent {
             Ok(Ok((status, _))) if status.is_success() => {
                 self.exported.fetch_add(count, Ordering::Relaxed);
+                return;
             }
             Ok(Ok((status, answer))) => tracing::warn!(
                 target: "switchboard::telemetry",
@@ -205,6 +210,7 @@ impl Sender {
                 self.timeout
             ),
         }
+        self.dropped.fetch_add(count, Ordering::Relaxed);
     }
 }
 

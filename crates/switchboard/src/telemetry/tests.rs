@@ -284,3 +284,27 @@ async fn a_batch_goes_a_delay_after_its_first_span_however_steady_the_trickle() 
         "the first batch went {after:?} after its first span, with spans every 100 ms"
     );
 }
+
+/// Spans the collector never got are counted as dropped (for /metrics), those it took as
+/// exported.
+#[tokio::test]
+async fn spans_a_collector_never_got_are_counted_dropped() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let endpoint = format!("http://{}/v1/traces", closed.local_addr().expect("address"));
+    drop(closed);
+    let (settings, _) = TelemetrySettings::resolve(&TelemetryConfig::default(), &|name| {
+        (name == "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").then(|| endpoint.clone())
+    });
+    let exporter = OtlpExporter::start(settings.expect("on")).expect("started");
+    exporter.export(span_named("tools/call t", Vec::new()));
+    exporter.flush(Duration::from_secs(5)).await;
+    assert_eq!((exporter.dropped(), exporter.exported()), (1, 0));
+    let (endpoint, _arrivals) = collector().await;
+    let (settings, _) = TelemetrySettings::resolve(&TelemetryConfig::default(), &|name| {
+        (name == "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").then(|| endpoint.clone())
+    });
+    let exporter = OtlpExporter::start(settings.expect("on")).expect("started");
+    exporter.export(span_named("tools/call t", Vec::new()));
+    exporter.flush(Duration::from_secs(5)).await;
+    assert_eq!((exporter.dropped(), exporter.exported()), (0, 1));
+}
