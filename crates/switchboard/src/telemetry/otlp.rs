@@ -76,6 +76,7 @@ impl OtlpExporter {
         let sender = Sender {
             resource: resource_json(&settings),
             endpoint: settings.endpoint.clone(),
+            shown: shown_url(&settings.endpoint),
             headers,
             timeout: settings.timeout,
             exported: exporter.exported.clone(),
@@ -157,11 +158,24 @@ pub(super) fn bound(span: &mut FinishedSpan, limit: usize) {
     }
 }
 
+/// `url` for a log: its userinfo and query left out (an endpoint may carry credentials there).
+pub(super) fn shown_url(url: &str) -> String {
+    let without_query = url.split(['?', '#']).next().unwrap_or(url);
+    let shown = crate::shared::limiter::redacted(without_query);
+    if shown != url {
+        format!("{shown} (credentials left out)")
+    } else {
+        shown
+    }
+}
+
 /// Where and how batches go.
 struct Sender {
     /// The resource's JSON, written once.
     resource: String,
     endpoint: String,
+    /// The endpoint as logs show it: without userinfo or query, where credentials go.
+    shown: String,
     headers: HeaderMap,
     timeout: Duration,
     exported: Arc<AtomicU64>,
@@ -196,17 +210,18 @@ impl Sender {
             Ok(Ok((status, answer))) => tracing::warn!(
                 target: "switchboard::telemetry",
                 "the trace collector {} refused {count} spans: {status} {}",
-                self.endpoint,
+                self.shown,
                 String::from_utf8_lossy(&answer[..answer.len().min(200)])
             ),
             Ok(Err(error)) => tracing::warn!(
                 target: "switchboard::telemetry",
-                "cannot send {count} spans: {error}"
+                "cannot send {count} spans: {}",
+                error.to_string().replace(&self.endpoint, &self.shown)
             ),
             Err(_) => tracing::warn!(
                 target: "switchboard::telemetry",
                 "the trace collector {} did not answer in {:?}; {count} spans dropped",
-                self.endpoint,
+                self.shown,
                 self.timeout
             ),
         }
