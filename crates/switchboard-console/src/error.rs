@@ -12,6 +12,10 @@ pub enum ConsoleError {
     /// No session cookie, or one that expired: the browser goes to the sign-in page.
     #[error("sign in first")]
     SignedOut,
+    /// The same, for the page's script (it sent its CSRF header): 401, not a redirect that
+    /// `fetch` would follow to a sign-in page and take for success.
+    #[error("your console session ended: reload the page and sign in again")]
+    SessionEnded,
     /// A POST whose CSRF token is missing or not the session's.
     #[error("the form's CSRF token is missing or not this session's: reload the page")]
     Csrf,
@@ -39,7 +43,9 @@ pub enum ConsoleError {
 impl ConsoleError {
     pub fn status(&self) -> StatusCode {
         match self {
-            Self::SignedOut | Self::BadCredentials(_) => StatusCode::UNAUTHORIZED,
+            Self::SignedOut | Self::SessionEnded | Self::BadCredentials(_) => {
+                StatusCode::UNAUTHORIZED
+            }
             Self::Csrf | Self::Foreign(_) => StatusCode::FORBIDDEN,
             Self::Invalid(_) => StatusCode::BAD_REQUEST,
             Self::NotFound(_) => StatusCode::NOT_FOUND,

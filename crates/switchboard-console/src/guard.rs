@@ -60,6 +60,23 @@ fn check_origin(
             listen.port()
         )));
     }
+    // A change, or a costly read (the export, a chain check, a live stream), that a page of
+    // another site or port asked for (an `<img>` of the export): browsers say so. Pages
+    // themselves stay reachable by links (a sign-in link opened from a file included).
+    let costly = *method != Method::GET
+        || path.starts_with("/console/audit/export")
+        || path.starts_with("/console/audit/verify")
+        || path.ends_with("/live");
+    if let Some(site) = headers
+        .get("sec-fetch-site")
+        .map(|value| value.to_str().unwrap_or(""))
+        && costly
+        && !matches!(site, "same-origin" | "none")
+    {
+        return Err(ConsoleError::Foreign(format!(
+            "a request from another site or port ({site}) is refused: open the console itself"
+        )));
+    }
     match headers
         .get(header::ORIGIN)
         .map(|value| value.to_str().unwrap_or(""))
@@ -85,9 +102,13 @@ fn secure(mut response: Response) -> Response {
         HeaderValue::from_static("nosniff"),
     );
     headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    // Not `no-referrer`: under it a browser sends `Origin: null` with a plain form's POST
+    // (Fetch, "append a request Origin header"), which the origin check must refuse — every
+    // form without script (Sign out among them) would fail. `same-origin` sends the
+    // referrer and the origin to the console alone.
     headers.insert(
         header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
+        HeaderValue::from_static("same-origin"),
     );
     headers
         .entry(header::CACHE_CONTROL)
@@ -120,9 +141,14 @@ pub(crate) async fn signed_in(
     request: Request,
     next: Next,
 ) -> Result<Response, ConsoleError> {
+    let from_script = request.headers().contains_key("x-csrf-token");
     let session = auth::cookie_of(request.headers())
         .and_then(|id| console.shared.sessions.get(id))
-        .ok_or(ConsoleError::SignedOut)?;
+        .ok_or(if from_script {
+            ConsoleError::SessionEnded
+        } else {
+            ConsoleError::SignedOut
+        })?;
     let (mut parts, body) = request.into_parts();
     let body = if parts.method == Method::POST {
         let bytes = axum::body::to_bytes(body, FORM_LIMIT)

@@ -80,7 +80,8 @@
       headers: { "x-csrf-token": csrf },
     })
       .then(function (response) {
-        if (response.ok) {
+        // A redirect followed (to the sign-in page) is not the answer asked for.
+        if (response.ok && !response.redirected) {
           say("Done.", "ok");
           var card = form.closest("article.approval");
           if (card) card.classList.add("answered");

@@ -132,5 +132,22 @@ async fn a_waiting_call_appears_live_and_approving_it_in_the_browser_completes_i
         audit.contains("approved by alice (console) via operator"),
         "{audit}"
     );
+
+    // Sign out, a plain form (no script): the browser's own POST is taken, and the console
+    // asks to sign in again.
+    let sign_out = browser
+        .find("form.who button")
+        .await
+        .expect("the Sign out button");
+    browser.click(&sign_out).await;
+    browser
+        .wait_for("input[name=\"token\"]", Duration::from_secs(10))
+        .await;
+    browser
+        .open(&format!("{}/console/servers", gateway.url))
+        .await;
+    browser
+        .wait_for("input[name=\"token\"]", Duration::from_secs(10))
+        .await;
     browser.quit().await;
 }

@@ -147,7 +147,8 @@ async fn foreign_hosts_and_origins_are_refused_and_every_answer_carries_the_head
     );
     assert_eq!(headers["x-content-type-options"], "nosniff");
     assert_eq!(headers["x-frame-options"], "DENY");
-    assert_eq!(headers["referrer-policy"], "no-referrer");
+    // Not no-referrer: under it a browser's plain form POST says `Origin: null`.
+    assert_eq!(headers["referrer-policy"], "same-origin");
     let html = page.text().await.expect("body");
     assert!(
         !html.contains("<script>") && !html.contains(" style="),
@@ -194,6 +195,53 @@ async fn foreign_hosts_and_origins_are_refused_and_every_answer_carries_the_head
         .await
         .expect("POST");
     assert_eq!(sign_in.status(), 403, "no sign-in from another site either");
+    assert!(browser.page("/console/servers").await.contains("state up"));
+
+    // A costly read asked by a page of another site or port (an `<img>` of the export)
+    // is refused; the same page reached by a link is not.
+    for site in ["cross-site", "same-site"] {
+        let export = browser
+            .get("/console/audit/export.jsonl")
+            .header("sec-fetch-site", site)
+            .send()
+            .await
+            .expect("GET");
+        assert_eq!(export.status(), 403, "{site}");
+    }
+    let linked = browser
+        .get("/console/tools")
+        .header("sec-fetch-site", "cross-site")
+        .send()
+        .await
+        .expect("GET");
+    assert_eq!(linked.status(), 200);
+    let own = browser
+        .get("/console/audit/export.jsonl")
+        .header("sec-fetch-site", "same-origin")
+        .send()
+        .await
+        .expect("GET");
+    assert_eq!(own.status(), 200);
+}
+
+/// The page's script learns that its session ended (401), instead of following a redirect
+/// to the sign-in page and taking it for a success.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_script_whose_session_ended_is_told_so() {
+    let gateway = Gateway::start().await;
+    let browser = gateway.signed_in().await;
+    let answer = browser
+        .http
+        .post(format!("{}/console/servers/fx", gateway.url))
+        .header("origin", &gateway.url)
+        .header("cookie", "switchboard_console=0000")
+        .header("x-csrf-token", "0000")
+        .form(&[("action", "disable")])
+        .send()
+        .await
+        .expect("POST");
+    assert_eq!(answer.status(), 401);
+    assert!(answer.text().await.expect("body").contains("session ended"));
     assert!(browser.page("/console/servers").await.contains("state up"));
 }
 

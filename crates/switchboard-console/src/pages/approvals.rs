@@ -151,25 +151,45 @@ pub(crate) async fn page(
     )
 }
 
-/// `GET /console/approvals/live`: the queue's HTML again at every change (event `queue`).
+/// How often a live queue checks that its session still holds (signed out, expired).
+const SESSION_CHECK_EVERY: Duration = Duration::from_secs(30);
+
+/// `GET /console/approvals/live`: the queue's HTML again at every change (event `queue`),
+/// while the session holds: signed out or expired, the stream ends.
 pub(crate) async fn live(
     State(console): State<Console>,
     Extension(session): Extension<Session>,
+    headers: HeaderMap,
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
     let pending = console.shared.host.pending_approvals();
     let changes = pending.as_ref().map(|pending| pending.subscribe());
+    let id = crate::auth::cookie_of(&headers).unwrap_or("").to_owned();
     let stream = futures::stream::unfold(
-        (pending, changes, session, true),
-        |(pending, mut changes, session, first)| async move {
+        (console, id, pending, changes, session, true),
+        |(console, id, pending, mut changes, session, first)| async move {
             if !first {
-                match changes.as_mut() {
-                    Some(changes) => changes.changed().await.ok()?,
-                    None => futures::future::pending::<()>().await,
+                loop {
+                    let changed = async {
+                        match changes.as_mut() {
+                            Some(changes) => changes.changed().await.is_ok(),
+                            None => futures::future::pending().await,
+                        }
+                    };
+                    let changed = tokio::select! {
+                        changed = changed => Some(changed),
+                        () = tokio::time::sleep(SESSION_CHECK_EVERY) => None,
+                    };
+                    console.shared.sessions.get(&id)?;
+                    match changed {
+                        Some(true) => break,
+                        Some(false) => return None,
+                        None => {}
+                    }
                 }
             }
             let html = queue(pending.as_deref(), &session).into_string();
             let event = Event::default().event("queue").data(html);
-            Some((Ok(event), (pending, changes, session, false)))
+            Some((Ok(event), (console, id, pending, changes, session, false)))
         },
     );
     Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
