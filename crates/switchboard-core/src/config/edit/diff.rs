@@ -161,11 +161,15 @@ fn range(at: usize, count: usize) -> String {
 }
 
 /// `after` (a re-print of the edited document) as an edit of `original`: the lines the edit
-/// kept are copied from `original`, the new ones written with its line break.
+/// kept are copied from `original`, the new ones written with its line break. Only when the
+/// re-print of the unedited document is `original` line for line (line breaks aside): a
+/// printer that moved lines (dotted keys written apart are printed together) would have
+/// lines copied by the wrong index, so then `after` is taken as it is.
 pub(super) fn replay(original: &str, before: &str, after: &str) -> String {
     let source = lines(original);
     let (old, new) = (lines(before), lines(after));
-    if source.len() != old.len() {
+    let body = |line: &str| line.trim_end_matches(['\n', '\r']).to_owned();
+    if source.len() != old.len() || source.iter().zip(&old).any(|(s, o)| body(s) != body(o)) {
         return after.to_owned();
     }
     let crlf = original

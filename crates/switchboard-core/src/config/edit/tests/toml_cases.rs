@@ -281,6 +281,28 @@ fn inline_and_dotted_servers() {
     let new = set_enabled(dotted, Format::Toml, "a", false).expect("set");
     assert!(!server(&toml(&new), "a").expect("a").enabled);
     assert!(new.starts_with("[servers]\na.command = \"x\"\n"), "{new}");
+
+    // Dotted keys of one server written apart: the printer groups them, and the edit must
+    // still remove the right server and keep the other whole.
+    let apart =
+        "[servers]\na.command = \"npx\"\nb.url = \"http://h/mcp\"\na.args = [\"-y\", \"pkg\"]\n";
+    let new = remove_server(apart, Format::Toml, "b").expect("removed");
+    let config = toml(&new);
+    assert_eq!(ids(&config), ["a"], "{new}");
+    let crate::config::Transport::Stdio { command, args, .. } =
+        &server(&config, "a").expect("a").transport
+    else {
+        panic!("a is stdio: {new}");
+    };
+    assert_eq!((command.as_str(), args.len()), ("npx", 2), "{new}");
+    let apart = "[servers.x]\ncommand = \"x\"\nenv.A = \"1\"\nenabled = true\nenv.B = \"2\"\n";
+    let new = set_enabled(apart, Format::Toml, "x", false).expect("set");
+    let x = server(&toml(&new), "x").expect("x").clone();
+    assert!(!x.enabled, "{new}");
+    let crate::config::Transport::Stdio { env, .. } = &x.transport else {
+        panic!("x is stdio: {new}");
+    };
+    assert_eq!(env.len(), 2, "{new}");
 }
 
 #[test]
