@@ -281,6 +281,7 @@ impl Walk<'_> {
         match check_url(&url) {
             Ok(()) => Some(url),
             Err(message) => {
+                let url = super::redacted_url(&url);
                 self.problem(node.pos, format!("{what} '{url}' {message}"), None);
                 None
             }
@@ -297,7 +298,10 @@ impl Walk<'_> {
         };
         self.problem(
             node.pos,
-            format!("{what} '{url}' must use https:// (plain http:// only on loopback)"),
+            format!(
+                "{what} '{}' must use https:// (plain http:// only on loopback)",
+                super::redacted_url(&url)
+            ),
             Some(format!("e.g. \"https://{authority}\"")),
         );
         None

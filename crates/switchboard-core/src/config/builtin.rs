@@ -255,7 +255,8 @@ impl Walk<'_> {
             (Some(url_node), Some(url)) if !url.contains("{query}") => self.problem(
                 url_node.pos,
                 format!(
-                    "{what}.url '{url}' has no {{query}}: with backend = \"json\" it is a template and {{query}} is replaced by the search"
+                    "{what}.url '{}' has no {{query}}: with backend = \"json\" it is a template and {{query}} is replaced by the search",
+                    super::redacted_url(url)
                 ),
                 Some(URL_TEMPLATE_EXAMPLE.to_owned()),
             ),
@@ -385,7 +386,7 @@ impl Walk<'_> {
         if let Err(message) = check_url(&url) {
             self.problem(
                 node.pos,
-                format!("{what} '{url}' {message}"),
+                format!("{what} '{}' {message}", super::redacted_url(&url)),
                 Some("write e.g. \"https://search.example.org\"".to_owned()),
             );
             return None;

@@ -115,7 +115,7 @@ impl Walk<'_> {
                 Ok(()) => registries.push(url),
                 Err(message) => self.problem(
                     item.pos,
-                    format!("{item_what} '{url}' {message}"),
+                    format!("{item_what} '{}' {message}", super::redacted_url(&url)),
                     Some("write a registry's base URL, e.g. \"https://registry.modelcontextprotocol.io\"".to_owned()),
                 ),
             }

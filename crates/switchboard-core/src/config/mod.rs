@@ -75,6 +75,7 @@ pub use substitute::{
     remove_secrets, write_secret,
 };
 pub use tiers::default_tiers;
+pub use transport::redacted_url;
 
 /// The syntax of a config file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -76,7 +76,10 @@ impl Walk<'_> {
                     } else {
                         self.problem(
                             value.pos,
-                            format!("{what} must be a redis://, rediss:// or unix:// URL, found '{url}'"),
+                            format!(
+                                "{what} must be a redis://, rediss:// or unix:// URL, found '{}'",
+                                super::redacted_url(&url)
+                            ),
                             Some("e.g. \"redis://127.0.0.1:6379\" or \"unix:///run/redis/redis.sock\"".to_owned()),
                         );
                     }

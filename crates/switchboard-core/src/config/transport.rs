@@ -144,7 +144,7 @@ impl Walk<'_> {
         if let Err(message) = check_url(&url) {
             self.problem(
                 url_node.pos,
-                format!("url '{url}' {message}"),
+                format!("url '{}' {message}", redacted_url(&url)),
                 Some(
                     "write e.g. \"http://127.0.0.1:8000/mcp\" or \"https://example.com/mcp\""
                         .to_owned(),
@@ -187,6 +187,23 @@ fn takes_url(builtin: &Node) -> bool {
     matches!(&builtin.value, Value::String(name) if keys_of(name).contains(&"url"))
 }
 
+/// A URL without what may carry a secret — its user info and its query — for messages, logs
+/// and records (a value substituted from the environment or the secrets file may be there).
+pub fn redacted_url(url: &str) -> String {
+    let (base, query) = match url.split_once('?') {
+        Some((base, _)) => (base, "?[redacted]"),
+        None => (url, ""),
+    };
+    let Some((scheme, rest)) = base.split_once("://") else {
+        return format!("{base}{query}");
+    };
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    match authority.rsplit_once('@') {
+        Some((_, host)) => format!("{scheme}://[redacted]@{host}{path}{query}"),
+        None => format!("{base}{query}"),
+    }
+}
+
 /// An upstream URL: `http://` or `https://` and a host.
 pub(super) fn check_url(url: &str) -> Result<(), &'static str> {
     let Some((scheme, rest)) = url.split_once("://") else {
@@ -200,4 +217,23 @@ pub(super) fn check_url(url: &str) -> Result<(), &'static str> {
         return Err("has no host");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redacted_url;
+
+    #[test]
+    fn urls_lose_their_user_info_and_query() {
+        assert_eq!(
+            redacted_url("http://127.0.0.1:9/mcp"),
+            "http://127.0.0.1:9/mcp"
+        );
+        assert_eq!(
+            redacted_url("https://bob:pw@h.example/mcp?token=abc"),
+            "https://[redacted]@h.example/mcp?[redacted]"
+        );
+        assert_eq!(redacted_url("https://h/a@b"), "https://h/a@b");
+        assert_eq!(redacted_url("not a url?x"), "not a url?[redacted]");
+    }
 }

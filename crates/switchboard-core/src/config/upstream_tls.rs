@@ -37,7 +37,10 @@ impl Walk<'_> {
             {
                 self.problem(
                     key_pos,
-                    format!("{what} is for https:// servers, and this one's url is {url}"),
+                    format!(
+                        "{what} is for https:// servers, and this one's url is {}",
+                        super::redacted_url(url)
+                    ),
                     Some("use https:// in url, or drop tls".to_owned()),
                 );
                 return None;

@@ -61,22 +61,6 @@ pub(crate) fn entry_of(config: &Config, server: &str) -> Option<Value> {
     config.server(server).map(redacted_entry)
 }
 
-/// A URL without what may carry a secret: its user info and its query.
-fn redacted_url(url: &str) -> String {
-    let (base, query) = match url.split_once('?') {
-        Some((base, _)) => (base, "?[redacted]"),
-        None => (url, ""),
-    };
-    let Some((scheme, rest)) = base.split_once("://") else {
-        return format!("{base}{query}");
-    };
-    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    match authority.rsplit_once('@') {
-        Some((_, host)) => format!("{scheme}://[redacted]@{host}{path}{query}"),
-        None => format!("{base}{query}"),
-    }
-}
-
 /// The entry with every env and header value replaced by `[redacted]` (the keys stay), and
 /// a URL's user info and query; the paths of its `tls` files as they are.
 pub fn redacted_entry(server: &ServerConfig) -> Value {
@@ -94,10 +78,10 @@ pub fn redacted_entry(server: &ServerConfig) -> Value {
             cwd,
         } => json!({"command": command, "args": args, "env": hide(env), "cwd": cwd}),
         Transport::Http { url, headers } => {
-            json!({"url": redacted_url(url), "headers": hide(headers)})
+            json!({"url": switchboard_core::config::redacted_url(url), "headers": hide(headers)})
         }
         Transport::Sse { url, headers } => {
-            json!({"url": redacted_url(url), "transport": "sse", "headers": hide(headers)})
+            json!({"url": switchboard_core::config::redacted_url(url), "transport": "sse", "headers": hide(headers)})
         }
         Transport::Builtin { name, .. } => json!({"builtin": name}),
     };
@@ -122,23 +106,4 @@ pub fn redacted_entry(server: &ServerConfig) -> Value {
         }
     }
     entry
-}
-
-#[cfg(test)]
-mod tests {
-    use super::redacted_url;
-
-    #[test]
-    fn urls_lose_their_user_info_and_query() {
-        assert_eq!(
-            redacted_url("http://127.0.0.1:9/mcp"),
-            "http://127.0.0.1:9/mcp"
-        );
-        assert_eq!(
-            redacted_url("https://bob:pw@h.example/mcp?token=abc"),
-            "https://[redacted]@h.example/mcp?[redacted]"
-        );
-        assert_eq!(redacted_url("https://h/a@b"), "https://h/a@b");
-        assert_eq!(redacted_url("not a url?x"), "not a url?[redacted]");
-    }
 }

@@ -571,3 +571,18 @@ fn manager_problems() {
         "{errors}"
     );
 }
+
+/// A value substituted into a URL (from the environment or the secrets file) never reaches a
+/// problem's text: messages are logged, kept for `status` and recorded in the ledger.
+#[test]
+fn problems_never_show_a_urls_secrets() {
+    let env = MapEnvironment(std::collections::BTreeMap::from([(
+        "API_KEY".to_owned(),
+        "s3cr3t-value".to_owned(),
+    )]));
+    let text = "[servers.a]\nurl = \"http://10.0.0.5/mcp?api_key=${API_KEY}\"\ntls = { ca = \"ca.pem\" }\n\n[servers.b]\nurl = \"ftp://user:${API_KEY}@h/x\"\n";
+    let errors = Config::parse(text, Origin::Inline, Format::Toml, &env).expect_err("invalid");
+    let shown = errors.to_string();
+    assert_eq!(shown.matches("[redacted]").count(), 2, "{shown}");
+    assert!(!shown.contains("s3cr3t-value"), "{shown}");
+}
