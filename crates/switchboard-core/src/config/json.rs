@@ -108,7 +108,8 @@ pub(crate) fn scan(text: &str) -> Result<Option<Span>, SyntaxError> {
     let mut parser = Parser {
         text,
         bytes: text.as_bytes(),
-        at: 0,
+        // A byte order mark, as some Windows editors write UTF-8, is no value.
+        at: if text.starts_with('\u{feff}') { 3 } else { 0 },
         depth: 0,
     };
     parser.skip_space()?;

@@ -128,7 +128,10 @@ fn secret_line(line: &str) -> Option<(&str, &str)> {
         return None;
     }
     let (key, value) = trimmed.split_once('=')?;
-    Some((key.trim_end(), value))
+    // `export NAME=VALUE`, as a file also sourced by a shell writes it.
+    let key = key.trim_end();
+    let key = key.strip_prefix("export ").map_or(key, str::trim_start);
+    Some((key.trim_start_matches('\u{feff}'), value))
 }
 
 /// The variables of a secrets file; a key written twice takes its last value.
@@ -316,6 +319,29 @@ pub fn substitute(text: &str, env: &dyn Environment) -> Result<String, Substitut
             Some((name, default)) => (name, Some(default)),
             None => (reference, None),
         };
+        // VS Code's `${env:NAME}` is `${NAME}`; its other variables are VS Code's to fill.
+        let name = name.strip_prefix("env:").unwrap_or(name);
+        if name.contains(':') || matches!(name, "workspaceFolder" | "userHome" | "cwd") {
+            return Err(SubstitutionError {
+                offset: here,
+                message: format!("'${{{reference}}}' is a VS Code variable the gateway cannot fill"),
+                hint: Some(
+                    "give the value through an environment variable: ${NAME}, ${env:NAME} or ${NAME:-default}"
+                        .to_owned(),
+                ),
+            });
+        }
+        if let Some(default) = default
+            && default.replace("$$", "").contains("${")
+        {
+            return Err(SubstitutionError {
+                offset: here,
+                message: format!(
+                    "the default of '${{{reference}}}' holds a '$': references do not nest"
+                ),
+                hint: Some("write $$ for a literal $ in a default".to_owned()),
+            });
+        }
         if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
             return Err(SubstitutionError {
                 offset: here,
@@ -326,8 +352,12 @@ pub fn substitute(text: &str, env: &dyn Environment) -> Result<String, Substitut
             });
         }
         match (env.var(name), default) {
+            // `:-` as in the shell: the default stands for an unset or an empty variable.
+            (Some(value), Some(default)) if value.is_empty() => {
+                out.push_str(&default.replace("$$", "$"));
+            }
             (Some(value), _) => out.push_str(&value),
-            (None, Some(default)) => out.push_str(default),
+            (None, Some(default)) => out.push_str(&default.replace("$$", "$")),
             (None, None) => {
                 return Err(SubstitutionError {
                     offset: here,
@@ -369,6 +399,16 @@ mod tests {
         for (input, expected) in cases {
             assert_eq!(substitute(input, &env()).expect(input), expected, "{input}");
         }
+    }
+
+    /// A secrets file written to be sourced by a shell too (`export NAME=`), or saved with a
+    /// byte order mark, gives its names as written.
+    #[test]
+    fn secrets_lines_with_export_or_a_byte_order_mark() {
+        let secrets = parse_secrets("\u{feff}A=1\nexport GH=abc\n  export  T = x\n");
+        assert_eq!(secrets.get("A").map(String::as_str), Some("1"));
+        assert_eq!(secrets.get("GH").map(String::as_str), Some("abc"));
+        assert_eq!(secrets.get("T").map(String::as_str), Some(" x"));
     }
 
     #[test]

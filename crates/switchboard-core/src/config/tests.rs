@@ -255,6 +255,16 @@ fn json_shapes() {
     assert_eq!(foreign.gateway.separator, ".");
 }
 
+/// A JSON file saved with a byte order mark (PowerShell's UTF-8) reads as without one.
+#[test]
+fn a_json_file_with_a_byte_order_mark() {
+    let config = check_ok(
+        "\u{feff}{\"mcpServers\": {\"a\": {\"command\": \"x\"}}}",
+        Format::Json,
+    );
+    assert_eq!(config.servers[0].id, "a");
+}
+
 #[test]
 fn substitution() {
     let cases = [
@@ -268,6 +278,11 @@ fn substitution() {
         ("$HOME stays", "$HOME stays"),
         ("${TOKEN}${TOKEN}", "t0kt0k"),
         ("${MISSING:-a b:c}", "a b:c"),
+        // `:-` as in the shell: an empty variable takes the default too.
+        ("${EMPTY:-fallback}", "fallback"),
+        ("${MISSING:-$$5}", "$5"),
+        // VS Code's ${env:NAME}.
+        ("${env:TOKEN}", "t0k"),
     ];
     for (input, expected) in cases {
         for format in [Format::Toml, Format::Json] {

@@ -17,7 +17,7 @@ use super::suggest;
 use super::tree::{Node, Pos, Value};
 use super::{Format, ParsedText};
 
-pub(super) const ROOT_KEYS: [&str; 14] = [
+pub(super) const ROOT_KEYS: [&str; 15] = [
     "auth",
     "telemetry",
     "shared",
@@ -32,6 +32,7 @@ pub(super) const ROOT_KEYS: [&str; 14] = [
     "mcpServers",
     "agents",
     "capabilities",
+    "inputs",
 ];
 pub(super) const GATEWAY_KEYS: [&str; 24] = [
     "ledger",
@@ -145,6 +146,9 @@ pub fn validate(
             "gateway" => walk.gateway(node, &mut config.gateway),
             "aliases" => config.aliases = walk.string_map(node, "aliases"),
             "servers" | "mcpServers" => walk.servers(node, key, &mut config.servers),
+            // VS Code's mcp.json: the prompts behind its `${input:ID}` references. Read by
+            // VS Code, not here; a reference to one is refused where it is used.
+            "inputs" => {}
             other => walk.unknown(*key_pos, other, "", &ROOT_KEYS),
         }
     }

@@ -62,7 +62,8 @@ fn checked_in_schema_matches_the_types() {
 fn schema_and_validator_know_the_same_keys() {
     let schema = schema();
     let cases = [
-        ("/properties", keys(&ROOT_KEYS, &["mcpServers"])),
+        // The JSON client formats' keys: mcpServers, and VS Code's inputs.
+        ("/properties", keys(&ROOT_KEYS, &["mcpServers", "inputs"])),
         ("/$defs/Gateway/properties", keys(&GATEWAY_KEYS, &[])),
         (
             "/$defs/Server/properties",

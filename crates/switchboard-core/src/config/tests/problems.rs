@@ -293,6 +293,17 @@ fn unset_variables_point_at_the_reference() {
         "[servers.a]\ncommand = \"${OPEN\"\n",
         &[(2, 12, "unclosed")],
     );
+    // References do not nest: the first `}` ends one, so a nested one is refused, not copied
+    // through as text.
+    toml(
+        "[servers.a]\ncommand = \"${A:-${B}}\"\n",
+        &[(2, 12, "references do not nest")],
+    );
+    // VS Code's own variables are VS Code's to fill; its `inputs` are left to it.
+    json(
+        "{\"inputs\": [{\"id\": \"key\", \"type\": \"promptString\"}], \"servers\": {\"a\": {\"command\": \"${input:key}\"}}}",
+        &[(1, 83, "a VS Code variable the gateway cannot fill")],
+    );
 }
 
 #[test]
