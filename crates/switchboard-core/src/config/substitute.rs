@@ -173,52 +173,89 @@ pub fn write_secret(path: &Path, key: &str, value: &str) -> io::Result<()> {
             format!("the value of secret {key} contains a line break: secrets are one line each"),
         ));
     }
-    let text = read_secrets_file(path)?;
-    let mut lines = Vec::new();
-    let mut written = false;
-    for line in text.lines() {
-        if secret_line(line).is_some_and(|(k, _)| k == key) {
-            if !written {
-                lines.push(format!("{key}={value}"));
-                written = true;
+    locked(path, || {
+        let text = read_secrets_file(path)?;
+        let mut lines = Vec::new();
+        let mut written = false;
+        for line in text.lines() {
+            if secret_line(line).is_some_and(|(k, _)| k == key) {
+                if !written {
+                    lines.push(format!("{key}={value}"));
+                    written = true;
+                }
+            } else {
+                lines.push(line.to_owned());
             }
-        } else {
-            lines.push(line.to_owned());
         }
+        if !written {
+            lines.push(format!("{key}={value}"));
+        }
+        write_secrets_file(path, &lines)
+    })
+}
+
+/// Runs `change` (a read, change and write of the secrets file at `path`) holding an
+/// exclusive lock on `<path>.lock`: two installs given secrets at once (or the CLI beside
+/// the gateway) each keep their line.
+fn locked<T>(path: &Path, change: impl FnOnce() -> io::Result<T>) -> io::Result<T> {
+    create_private_dir(path)?;
+    let mut lock_name = path.as_os_str().to_owned();
+    lock_name.push(".lock");
+    let mut options = OpenOptions::new();
+    options.write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let lock = options.open(PathBuf::from(lock_name))?;
+    lock.lock()?;
+    let changed = change();
+    lock.unlock()?;
+    changed
+}
+
+/// The directory of `path`, created 0700 if it is not there.
+fn create_private_dir(path: &Path) -> io::Result<PathBuf> {
+    let dir = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    if !dir.exists() {
+        let mut builder = fs::DirBuilder::new();
+        builder.recursive(true);
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        builder.create(&dir)?;
     }
-    if !written {
-        lines.push(format!("{key}={value}"));
-    }
-    write_secrets_file(path, &lines)
+    Ok(dir)
 }
 
 /// Drops every line of the secrets file at `path` whose key starts with `prefix` (comments and
 /// other lines stay). A missing file is no error.
 pub fn remove_secrets(path: &Path, prefix: &str) -> io::Result<()> {
-    let text = read_secrets_file(path)?;
-    let lines: Vec<String> = text
-        .lines()
-        .filter(|line| !secret_line(line).is_some_and(|(key, _)| key.starts_with(prefix)))
-        .map(str::to_owned)
-        .collect();
-    if lines.len() == text.lines().count() {
+    drop_lines(path, |key| key.starts_with(prefix))
+}
+
+/// Drops the lines whose key `gone` says, under the file's lock; a missing file is no error.
+fn drop_lines(path: &Path, gone: impl Fn(&str) -> bool) -> io::Result<()> {
+    if !path.exists() {
         return Ok(());
     }
-    write_secrets_file(path, &lines)
+    locked(path, || {
+        let text = read_secrets_file(path)?;
+        let lines: Vec<String> = text
+            .lines()
+            .filter(|line| !secret_line(line).is_some_and(|(key, _)| gone(key)))
+            .map(str::to_owned)
+            .collect();
+        if lines.len() == text.lines().count() {
+            return Ok(());
+        }
+        write_secrets_file(path, &lines)
+    })
 }
 
 /// Drops the line of exactly `key`, if there is one.
 pub fn remove_secret(path: &Path, key: &str) -> io::Result<()> {
-    let text = read_secrets_file(path)?;
-    let lines: Vec<String> = text
-        .lines()
-        .filter(|line| secret_line(line).is_none_or(|(k, _)| k != key))
-        .map(str::to_owned)
-        .collect();
-    if lines.len() == text.lines().count() {
-        return Ok(());
-    }
-    write_secrets_file(path, &lines)
+    drop_lines(path, |k| k == key)
 }
 
 /// The file's text; empty when it does not exist.
@@ -231,19 +268,17 @@ fn read_secrets_file(path: &Path) -> io::Result<String> {
 }
 
 /// Writes `lines` to `path` atomically with mode 0600, creating the directory (0700) if
-/// needed.
+/// needed. A secrets file that is a symlink (into a dotfiles checkout) is written where it
+/// points, and stays a link.
 fn write_secrets_file(path: &Path, lines: &[String]) -> io::Result<()> {
-    let dir = match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
-        _ => PathBuf::from("."),
+    let linked;
+    let path = if fs::symlink_metadata(path).is_ok_and(|meta| meta.file_type().is_symlink()) {
+        linked = fs::canonicalize(path)?;
+        linked.as_path()
+    } else {
+        path
     };
-    if !dir.exists() {
-        let mut builder = fs::DirBuilder::new();
-        builder.recursive(true);
-        #[cfg(unix)]
-        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-        builder.create(&dir)?;
-    }
+    let dir = create_private_dir(path)?;
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let name = path
         .file_name()
@@ -430,6 +465,37 @@ mod tests {
             (dir, path)
         }
 
+        /// Writers at once each keep their line (the file's lock), and a secrets file that
+        /// is a link is written where it points, staying a link.
+        #[test]
+        fn concurrent_writers_keep_every_line_and_a_link_stays_a_link() {
+            let (dir, real) = file("# secrets\n");
+            let path = dir.path().join("linked.env");
+            std::os::unix::fs::symlink(&real, &path).expect("symlink");
+            let writers: Vec<_> = (0..8)
+                .map(|n| {
+                    let path = path.clone();
+                    std::thread::spawn(move || write_secret(&path, &format!("KEY_{n}"), "v"))
+                })
+                .collect();
+            for writer in writers {
+                writer.join().expect("writer").expect("written");
+            }
+            let text = fs::read_to_string(&real).expect("read");
+            for n in 0..8 {
+                assert!(text.contains(&format!("KEY_{n}=v")), "{text}");
+            }
+            assert!(
+                fs::symlink_metadata(&path)
+                    .expect("meta")
+                    .file_type()
+                    .is_symlink(),
+                "still a link"
+            );
+            remove_secret(&path, "KEY_3").expect("removed");
+            assert!(!fs::read_to_string(&real).expect("read").contains("KEY_3"));
+        }
+
         #[test]
         fn the_process_environment_comes_first_then_the_file() {
             let path_var = std::env::var("PATH").expect("tests run with PATH set");
@@ -498,9 +564,10 @@ mod tests {
                 .expect("list")
                 .filter_map(Result::ok)
                 .map(|entry| entry.file_name())
-                .filter(|name| name != "secrets.env")
+                // The lock beside the file stays, as every writer's meeting point.
+                .filter(|name| name != "secrets.env" && name != "secrets.env.lock")
                 .collect();
-            assert!(leftovers.is_empty(), "{leftovers:?}");
+            assert!(leftovers.is_empty(), "no temporary file is left: {leftovers:?}");
         }
 
         #[test]
