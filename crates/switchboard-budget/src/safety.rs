@@ -3,7 +3,8 @@
 //! win). Absent hints take the protocol's conservative defaults: `readOnlyHint` absent ⇒ not
 //! read-only; `destructiveHint` absent ⇒ destructive (unless read-only); `idempotentHint`
 //! absent ⇒ not idempotent (unless read-only). An operator's `destructive` or `idempotent`
-//! holds even for a tool that calls itself read-only.
+//! holds even for a tool that calls itself read-only; an operator's `destructive` also
+//! unsays the tool's read-only claim, so neither idempotence nor caching follows from it.
 //!
 //! Retries and hedging need [`ToolSafety::idempotent`]; automatic probes need
 //! [`ToolSafety::probe_verdict`] to be [`ProbeVerdict::Eligible`].
@@ -50,10 +51,13 @@ impl ToolSafety {
         declared: &Declared,
         overrides: &SafetyOverride,
     ) -> Self {
-        let read_only = overrides
-            .read_only
-            .or_else(|| annotations.and_then(|a| a.read_only_hint))
-            .unwrap_or(false);
+        // An operator who says destructive does not believe the tool's read-only claim (unless
+        // they say read-only too): nothing is derived from it — not idempotence (retries,
+        // hedges), not caching.
+        let claimed = annotations
+            .and_then(|a| a.read_only_hint)
+            .filter(|_| overrides.destructive != Some(true));
+        let read_only = overrides.read_only.or(claimed).unwrap_or(false);
         // The operator's word is taken as given; only what the tool says gives way to
         // read-only (a read-only tool destroys nothing and may be repeated).
         let destructive = overrides.destructive.unwrap_or_else(|| {

@@ -95,6 +95,9 @@ fn operator_overrides_win() {
     let safety = ToolSafety::resolve(Some(&read_only), &Declared::default(), &destroys);
     assert!(safety.destructive, "{safety:?}");
     assert_eq!(safety.probe_verdict(), ProbeVerdict::Destructive);
+    // Nothing is derived from the claim the operator does not believe: not retried or
+    // hedged (idempotent), not cached (read-only).
+    assert!(!safety.read_only && !safety.idempotent, "{safety:?}");
 }
 
 #[test]
