@@ -567,7 +567,10 @@ mod tests {
                 // The lock beside the file stays, as every writer's meeting point.
                 .filter(|name| name != "secrets.env" && name != "secrets.env.lock")
                 .collect();
-            assert!(leftovers.is_empty(), "no temporary file is left: {leftovers:?}");
+            assert!(
+                leftovers.is_empty(),
+                "no temporary file is left: {leftovers:?}"
+            );
         }
 
         #[test]

@@ -110,7 +110,7 @@ impl BudgetedUpstream {
                 // Waiting on another caller's run of the same call, this one keeps its own
                 // deadline.
                 let limit = cache::WaitLimit {
-                    until: clock.now() + plan.deadline,
+                    until: attempts.deadline_at,
                     timed_out: || attempts.timeout(),
                 };
                 self.budget
@@ -128,6 +128,9 @@ struct Attempts<'a> {
     tool: &'a str,
     key: &'a str,
     deadline: Duration,
+    /// When the call must be over, fixed as it is planned: a caller that waited on another's
+    /// run of the same call and then runs it itself keeps it (no fresh deadline).
+    deadline_at: Instant,
     plan: Option<CallPlan>,
 }
 
@@ -147,6 +150,7 @@ impl<'a> Attempts<'a> {
             tool,
             key,
             deadline,
+            deadline_at: upstream.budget.clock.now() + deadline,
             plan,
         }
     }
@@ -161,8 +165,7 @@ impl<'a> Attempts<'a> {
             return self.measured(arguments, ctx).await;
         };
         let budget = self.budget();
-        let start = budget.clock.now();
-        let deadline_at = start + self.deadline;
+        let deadline_at = self.deadline_at;
         let mut rng = SmallRng::from_rng(&mut rand::rng());
         let context = RetryContext {
             policy: &budget.retry_policy,
@@ -208,10 +211,9 @@ impl<'a> Attempts<'a> {
         }
     }
 
-    /// One attempt without a plan of its own: the deadline from now.
+    /// One attempt, neither retried nor hedged, within the call's deadline.
     async fn measured(&self, arguments: Map<String, Value>, ctx: &CallContext) -> Answer {
-        let deadline_at = self.budget().clock.now() + self.deadline;
-        self.attempt(arguments, ctx, deadline_at).await
+        self.attempt(arguments, ctx, self.deadline_at).await
     }
 
     /// One request to the upstream, cut at the deadline, measured.

@@ -69,6 +69,16 @@ fn budget() -> Arc<LatencyBudget> {
                 "append",
                 json!({"readOnlyHint": false, "destructiveHint": false}),
             ),
+            {
+                // Read-only, cacheable for a minute, over in a second.
+                let mut cached = ToolDefinition::new("cached", "t", json!({"type": "object"}));
+                cached.annotations = serde_json::from_value(json!({"readOnlyHint": true})).ok();
+                cached.meta = json!({"switchboard.dev/latency":
+                    {"cacheable_seconds": 60, "max_duration_ms": 1000}})
+                .as_object()
+                .cloned();
+                ListedTool::compile(cached)
+            },
         ]),
         overrides: BTreeMap::new(),
         call_timeout: Duration::from_secs(5),
@@ -248,4 +258,38 @@ async fn a_deadline_from_receipt_includes_the_wait_before_the_call() {
         "{answer:?}"
     );
     assert_eq!(called.elapsed(), Duration::from_millis(200));
+}
+
+/// A caller that waited on another's run of the same cached call, and runs it itself once
+/// that one timed out, keeps its own deadline: it does not get a fresh one.
+#[tokio::test(start_paused = true)]
+async fn a_waiter_that_runs_the_call_itself_keeps_its_own_deadline() {
+    let upstream = Arc::new(budgeted(Arc::new(Silent)));
+    let first = {
+        let upstream = upstream.clone();
+        tokio::spawn(async move {
+            upstream
+                .call_tool("cached", Map::new(), &CallContext::default())
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let started = tokio::time::Instant::now();
+    let second = upstream
+        .call_tool("cached", Map::new(), &CallContext::default())
+        .await;
+    assert!(
+        matches!(second, Err(UpstreamError::Timeout { .. })),
+        "{second:?}"
+    );
+    assert_eq!(
+        started.elapsed(),
+        Duration::from_secs(1),
+        "its own second, not the first caller's rest and a second more"
+    );
+    let first = first.await.expect("join");
+    assert!(
+        matches!(first, Err(UpstreamError::Timeout { .. })),
+        "{first:?}"
+    );
 }
