@@ -81,6 +81,12 @@ impl Slot {
     }
 }
 
+/// Whether a held slot may go: its answer expired, or it never got one and nobody runs or
+/// waits for it (its caller gave up), which only the map still holds.
+fn stale(slot: &Arc<Slot>, now: Instant, ttl: Duration) -> bool {
+    slot.expired(now, ttl) || (slot.answer.get().is_none() && Arc::strong_count(slot) == 1)
+}
+
 /// Cached results by key.
 pub struct ResultCache {
     slots: Mutex<HashMap<String, Arc<Slot>>>,
@@ -289,7 +295,7 @@ impl ResultCache {
             return Some(slot.clone());
         }
         if slots.len() >= self.capacity {
-            slots.retain(|_, slot| !slot.expired(now, ttl));
+            slots.retain(|_, slot| !stale(slot, now, ttl));
             if slots.len() >= self.capacity {
                 return None;
             }
@@ -501,6 +507,35 @@ mod tests {
             .expect("answer");
         assert_eq!(runs.load(Ordering::SeqCst), 2, "expired after the ttl");
         assert!(fresh.meta.is_none());
+    }
+
+    /// Calls whose callers gave up before an answer leave no slot behind that would fill
+    /// the cache: a full cache of such slots still takes a new key.
+    #[tokio::test(start_paused = true)]
+    async fn slots_of_calls_given_up_do_not_fill_the_cache() {
+        let cache = ResultCache::with_capacity(2);
+        let ttl = Duration::from_secs(60);
+        let never = || std::future::pending::<Answer>();
+        for key in ["a", "b"] {
+            let gave_up = tokio::time::timeout(
+                Duration::from_millis(10),
+                cache.get_or_run(key.into(), ttl, Instant::now, no_limit(), never),
+            )
+            .await;
+            assert!(gave_up.is_err());
+        }
+        let runs = AtomicUsize::new(0);
+        let ok = || async {
+            runs.fetch_add(1, Ordering::SeqCst);
+            Ok(ToolOutcome::text("c"))
+        };
+        for _ in 0..2 {
+            cache
+                .get_or_run("c".into(), ttl, Instant::now, no_limit(), ok)
+                .await
+                .expect("answer");
+        }
+        assert_eq!(runs.load(Ordering::SeqCst), 1, "the second call was a hit");
     }
 
     #[tokio::test(start_paused = true)]
