@@ -231,10 +231,12 @@ impl Host {
         )
         .await;
         let elapsed = latency.clock.now().saturating_duration_since(started);
+        // A tool's own `isError` is an answer (a probe's minimal input may well earn one):
+        // only no answer counts against its health (`switchboard_budget::window`).
         let sample = match answer {
             Err(_) => Sample::timeout(elapsed),
-            Ok(Ok(outcome)) if !outcome.is_error => Sample::ok(elapsed),
-            Ok(_) => Sample::error(elapsed),
+            Ok(Ok(_)) => Sample::ok(elapsed),
+            Ok(Err(_)) => Sample::error(elapsed),
         };
         latency.record(&traits.key, sample);
         Some(sample)

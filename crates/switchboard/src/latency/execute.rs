@@ -240,7 +240,8 @@ impl<'a> Attempts<'a> {
         }
         let elapsed = budget.clock.now().saturating_duration_since(started);
         let sample = match &answer {
-            Ok(outcome) if outcome.is_error => Some(Sample::error(elapsed)),
+            // A tool's own `isError` is an answer, given in its time (bad arguments are the
+            // model's): only no answer counts against the tool's health.
             Ok(_) => Some(Sample::ok(elapsed)),
             Err(UpstreamError::Timeout { .. }) => Some(Sample::timeout(elapsed)),
             Err(UpstreamError::Cancelled) => None,

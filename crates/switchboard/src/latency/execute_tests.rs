@@ -293,3 +293,37 @@ async fn a_waiter_that_runs_the_call_itself_keeps_its_own_deadline() {
         "{first:?}"
     );
 }
+
+/// Answers every call with the tool's own error (`isError`), as for bad arguments.
+struct Refusing;
+
+impl Upstream for Refusing {
+    fn call_tool<'a>(
+        &'a self,
+        _tool: &'a str,
+        _arguments: Map<String, Value>,
+        _ctx: &'a CallContext,
+    ) -> BoxFuture<'a, Result<ToolOutcome, UpstreamError>> {
+        Box::pin(async { Ok(ToolOutcome::error("no such file")) })
+    }
+}
+
+/// A tool's own error is an answer: it does not count against the tool's health (bad
+/// arguments are the model's), as the window's `Outcome::Ok` says.
+#[tokio::test(start_paused = true)]
+async fn a_tools_own_errors_are_answers_to_its_health() {
+    let upstream = budgeted(Arc::new(Refusing));
+    for _ in 0..30 {
+        let answer = upstream
+            .call_tool("append", Map::new(), &CallContext::default())
+            .await
+            .expect("an answer");
+        assert!(answer.is_error);
+    }
+    let summary = upstream
+        .budget
+        .book()
+        .summary(&super::tool_key("s", "append"))
+        .expect("measured");
+    assert_eq!((summary.samples, summary.error_rate), (30, 0.0));
+}
