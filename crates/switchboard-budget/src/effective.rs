@@ -59,7 +59,8 @@ impl Declared {
         };
         Self {
             estimated: pick(|m| m.estimated_duration_ms),
-            max: pick(|m| m.max_duration_ms),
+            // A bound of 0 ms would time every call out at once: no bound declared.
+            max: pick(|m| m.max_duration_ms.filter(|ms| *ms > 0)),
             idempotent: overrides
                 .and_then(|m| m.idempotent)
                 .or_else(|| meta.and_then(|m| m.idempotent)),
@@ -161,6 +162,12 @@ mod tests {
         assert_eq!(declared.max, Some(ms(400)));
         assert_eq!(declared.idempotent, Some(true));
         assert_eq!(Declared::resolve(None, None), Declared::default());
+        // A declared bound of 0 ms is no bound (it would time every call out at once).
+        let zero = LatencyMeta {
+            max_duration_ms: Some(0),
+            ..LatencyMeta::default()
+        };
+        assert_eq!(Declared::resolve(Some(&zero), None).max, None);
     }
 
     #[test]
