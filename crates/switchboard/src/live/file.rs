@@ -96,9 +96,11 @@ pub(super) fn edit(before: &str, target: &Path, change: &Change) -> Result<Strin
         Change::Remove { server } => edit::remove_server(before, format, server),
         Change::Enable { server } => edit::set_enabled(before, format, server, true),
         Change::Disable { server } => edit::set_enabled(before, format, server, false),
-        Change::Restart { server } => match edit::server_text(before, format, server) {
-            Some(_) => Ok(before.to_owned()),
-            None => Err(edit::EditError::Missing(server.clone())),
+        // Nothing is edited: the server need only be in the file, in whichever form.
+        Change::Restart { server } => match edit::server_ids(before, format) {
+            Ok(ids) if ids.contains(server) => Ok(before.to_owned()),
+            Ok(_) => Err(edit::EditError::Missing(server.clone())),
+            Err(error) => Err(error),
         },
     };
     edited.map_err(ChangeError::from_edit)

@@ -61,12 +61,21 @@ fn container_of(doc: &DocumentMut, id: &str) -> Option<&'static str> {
 
 pub(super) fn server_ids(text: &str) -> Result<Vec<String>, EditError> {
     let doc = parse(text)?;
-    Ok(doc
-        .iter()
-        .filter(|(key, _)| CONTAINERS.contains(key))
-        .filter_map(|(_, item)| item.as_table_like())
-        .flat_map(|servers| servers.iter().map(|(id, _)| id.to_owned()))
-        .collect())
+    let mut ids = Vec::new();
+    for (_, item) in doc.iter().filter(|(key, _)| CONTAINERS.contains(key)) {
+        if let Some(servers) = item.as_table_like() {
+            ids.extend(servers.iter().map(|(id, _)| id.to_owned()));
+        } else if let Some(servers) = item.as_array_of_tables() {
+            // `[[servers]]` with `id = "..."` (the seeds' form, read but not edited).
+            ids.extend(
+                servers
+                    .iter()
+                    .filter_map(|server| server.get("id").and_then(Item::as_str))
+                    .map(str::to_owned),
+            );
+        }
+    }
+    Ok(ids)
 }
 
 pub(super) fn server_text(text: &str, id: &str) -> Option<String> {

@@ -449,4 +449,9 @@ fn servers_as_an_array_of_tables_are_refused_saying_how_to_write_them() {
             "{error:?}"
         );
     }
+    // What edits nothing (a restart) finds the server there.
+    assert_eq!(
+        crate::config::edit::server_ids(text, Format::Toml).expect("ids"),
+        ["a"]
+    );
 }
