@@ -67,11 +67,21 @@ pub fn locate(
     if let Some((path, how)) = named {
         let path = cwd.join(path);
         if !path.is_file() {
+            let what = match std::fs::metadata(&path) {
+                Ok(meta) if meta.is_dir() => "is a directory, not a file",
+                Ok(_) => {
+                    "is not a regular file (a pipe or a device cannot be read again on reload)"
+                }
+                Err(error) if error.kind() == std::io::ErrorKind::PermissionDenied => {
+                    "cannot be looked at (permission denied)"
+                }
+                Err(_) => "does not exist",
+            };
             let problem = Problem::new(
                 &path.display().to_string(),
                 0,
                 0,
-                format!("the config file named by {how} does not exist"),
+                format!("the config file named by {how} {what}"),
                 Some(
                     "check the path, or omit it to use ./switchboard.toml or the built-in default"
                         .to_owned(),
@@ -217,6 +227,18 @@ mod tests {
         assert!(
             text.contains("nope.toml: the config file named by --config does not exist"),
             "{text}"
+        );
+        // A directory is there: not said to be missing.
+        let errors = locate(
+            Some(dir.path()),
+            &MapEnvironment::default(),
+            dir.path(),
+            None,
+        )
+        .expect_err("a directory");
+        assert!(
+            errors.to_string().contains("is a directory, not a file"),
+            "{errors}"
         );
     }
 }
