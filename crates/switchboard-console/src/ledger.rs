@@ -119,6 +119,14 @@ pub(crate) async fn verify(
     every: u64,
     mut progress: impl FnMut(u64, u64) + Send + 'static,
 ) -> Result<Option<VerifyReport>, ConsoleError> {
+    // A whole read of the ledger: one at a time (a tab reloaded ten times starts one walk
+    // after the other, never ten at once on the blocking pool).
+    let Ok(_walking) = console.shared.verifying.try_lock() else {
+        return Err(ConsoleError::Refused(
+            "a check of the chain is running already: wait for its verdict, then check again"
+                .to_owned(),
+        ));
+    };
     if let Some(pool) = &console.shared.postgres {
         let mut client = postgres::connect(pool).await?;
         return Ok(Some(

@@ -87,6 +87,8 @@ pub(crate) struct Shared {
     pub(crate) sessions: auth::Sessions,
     /// The ledger's running figures, brought up to date by each page that shows them.
     pub(crate) tally: std::sync::Mutex<switchboard_ledger::tally::Tally>,
+    /// Held while a walk of the whole chain runs: one at a time, however many ask.
+    pub(crate) verifying: tokio::sync::Mutex<()>,
 }
 
 impl Console {
@@ -105,6 +107,7 @@ impl Console {
                 trace_url: options.trace_url,
                 sessions: auth::Sessions::default(),
                 tally: std::sync::Mutex::default(),
+                verifying: tokio::sync::Mutex::new(()),
             }),
         };
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
