@@ -31,6 +31,10 @@ pub(crate) struct Connection {
     retiring: AtomicBool,
     /// Why the connection left the fleet ("removed", "replaced"), once it has.
     retired: Mutex<Option<&'static str>>,
+    /// This server's own budgets of retries and hedges: a failing server spends what its own
+    /// calls earn, never what a busy healthy one does.
+    pub(crate) retries: switchboard_budget::ExtraRequestBudget,
+    pub(crate) hedges: switchboard_budget::ExtraRequestBudget,
 }
 
 impl Connection {
@@ -42,6 +46,8 @@ impl Connection {
             cut_off: AtomicBool::new(false),
             retiring: AtomicBool::new(false),
             retired: Mutex::new(None),
+            retries: switchboard_budget::ExtraRequestBudget::retries(),
+            hedges: switchboard_budget::ExtraRequestBudget::hedges(),
         })
     }
 

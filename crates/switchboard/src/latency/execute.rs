@@ -25,7 +25,7 @@ use rand::SeedableRng;
 use rand::rngs::SmallRng;
 use serde_json::{Map, Value};
 use switchboard_budget::retry::{RetryContext, RetryError};
-use switchboard_budget::{Failure, Sample, call_with_bounded_retries, hedged};
+use switchboard_budget::{ExtraRequestBudget, Failure, Sample, call_with_bounded_retries, hedged};
 use switchboard_core::pipeline::CACHE_META_KEY;
 use switchboard_core::upstream::{Upstream, UpstreamError};
 use switchboard_core::{CallContext, Progress, ServerId, ToolOutcome};
@@ -159,6 +159,22 @@ impl<'a> Attempts<'a> {
         &self.upstream.budget
     }
 
+    /// The server's own retry budget (the Host's, for an upstream outside its fleet).
+    fn retries(&self) -> &ExtraRequestBudget {
+        match &self.upstream.lease {
+            Some(lease) => &lease.connection().retries,
+            None => &self.upstream.budget.retries,
+        }
+    }
+
+    /// The server's own hedge budget (the Host's, for an upstream outside its fleet).
+    fn hedges(&self) -> &ExtraRequestBudget {
+        match &self.upstream.lease {
+            Some(lease) => &lease.connection().hedges,
+            None => &self.upstream.budget.hedges,
+        }
+    }
+
     async fn run(&self, arguments: Map<String, Value>, ctx: &CallContext) -> Answer {
         let Some(plan) = self.plan.filter(|plan| plan.idempotent) else {
             // Neither retried nor hedged: one attempt, no copy of the arguments.
@@ -174,7 +190,7 @@ impl<'a> Attempts<'a> {
             // timeout, so the loop arms no timer of its own (`call_with_bounded_retries`);
             // its deadline, just after, is what backoff pauses are judged against.
             deadline: deadline_at + Duration::from_millis(1),
-            budget: &budget.retries,
+            budget: self.retries(),
             rng: &mut rng,
             clock: budget.clock.as_ref(),
         };
@@ -204,7 +220,7 @@ impl<'a> Attempts<'a> {
             None => self.attempt(arguments.clone(), ctx, deadline_at).await,
             Some(delay) => {
                 let run = || self.attempt(arguments.clone(), ctx, deadline_at);
-                hedged(run, delay, &budget.hedges, budget.clock.as_ref())
+                hedged(run, delay, self.hedges(), budget.clock.as_ref())
                     .await
                     .result
             }

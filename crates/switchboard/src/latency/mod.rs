@@ -126,8 +126,11 @@ pub struct LatencyBudget {
     overrides: std::sync::RwLock<Arc<HashMap<String, ToolSettings>>>,
     pub(crate) deadlines: DeadlinePolicy,
     pub(crate) retry_policy: RetryPolicy,
+    /// The retry budget of upstreams outside the fleet (a fleet's server has its own, on its
+    /// connection).
     pub(crate) retries: ExtraRequestBudget,
     pub(crate) hedge_policy: Option<HedgePolicy>,
+    /// The hedge budget of upstreams outside the fleet, as `retries`.
     pub(crate) hedges: ExtraRequestBudget,
     pub(crate) cache: cache::ResultCache,
     pub(crate) clock: Arc<dyn Clock>,
