@@ -121,6 +121,9 @@ pub struct LatencyBudget {
     tools: ArcSwap<ToolTable>,
     fits: ArcSwap<Fits>,
     last_change: Mutex<Option<Instant>>,
+    /// Held from computing the placements to storing them: placements computed from an older
+    /// catalog never replace those of a newer one.
+    publishing: Mutex<()>,
     republish_scheduled: AtomicBool,
     /// The operator's per-tool settings; a reload replaces them.
     overrides: std::sync::RwLock<Arc<HashMap<String, ToolSettings>>>,
@@ -201,6 +204,7 @@ impl LatencyBudget {
             tools: ArcSwap::default(),
             fits: ArcSwap::default(),
             last_change: Mutex::new(None),
+            publishing: Mutex::new(()),
             republish_scheduled: AtomicBool::new(false),
             overrides: std::sync::RwLock::new(Arc::new(overrides)),
             deadlines: DeadlinePolicy {
@@ -342,6 +346,10 @@ impl LatencyBudget {
     /// once; a measurement-driven change waits until `list_interval` has passed since the last
     /// one, then is announced.
     pub(crate) fn publish(&self, forced: bool) {
+        let _publishing = self
+            .publishing
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         let fits = self.compute_fits();
         if **self.fits.load() == fits {
             return;
