@@ -5,10 +5,12 @@
 //! Every line used to go through the writer task, which on many cores lives on another
 //! thread than the request: a wake-up of that thread per call. A sender now tries first to
 //! write its line itself, once and without waiting (the pipe almost always has room). It
-//! does so only holding the stdin lock and with no line queued and unwritten (`pending`), so
-//! a line never overtakes one sent before it; what a short write leaves over is queued
-//! before the lock is let go, so it goes next. Nothing is awaited in that attempt, so a
-//! sender that is dropped cannot leave half a line behind.
+//! does so only holding the stdin lock, with no line queued and unwritten (`pending`) and
+//! room in the queue taken beforehand, so a line never overtakes one sent before it, and
+//! what a short write leaves over is queued, before the lock is let go, so it goes next.
+//! A sender that queues its line does so holding the lock too: it can never slip in between
+//! a short write and its rest. Nothing is awaited in the attempt, so a sender that is
+//! dropped cannot leave half a line behind.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -49,6 +51,8 @@ impl<W: AsyncWrite + Unpin + Send + 'static> Stdin<W> {
         line.push(b'\n');
         if let Ok(mut pipe) = self.pipe.try_lock()
             && self.pending.load(Ordering::Acquire) == 0
+            // Room for what a short write leaves over, taken before anything is written.
+            && let Ok(room) = self.queue.try_reserve()
         {
             let mut context = Context::from_waker(Waker::noop());
             match Pin::new(&mut *pipe).poll_write(&mut context, &line) {
@@ -61,12 +65,12 @@ impl<W: AsyncWrite + Unpin + Send + 'static> Stdin<W> {
             }
             // Queued while the lock is held: nothing can be written before the rest.
             self.pending.fetch_add(1, Ordering::AcqRel);
-            return self.queue.try_send(line).map_err(|_| {
-                self.pending.fetch_sub(1, Ordering::AcqRel);
-                Closed
-            });
+            room.send(line);
+            return Ok(());
         }
         let permit = self.queue.reserve().await.map_err(|_| Closed)?;
+        // Queued holding the lock, as a short write's rest is: never between one and its rest.
+        let _pipe = self.pipe.lock().await;
         // Counted before the line can be taken, so the writer never counts it down first.
         self.pending.fetch_add(1, Ordering::AcqRel);
         permit.send(line);
@@ -167,5 +171,52 @@ mod tests {
         drop(reader);
         let stdin = Stdin::start(writer);
         assert!(stdin.send(b"anyone?".to_vec()).await.is_err());
+    }
+
+    /// Many senders at once on several threads, into a pipe smaller than their lines (short
+    /// writes all the time): every line arrives whole, never cut by another.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn lines_of_senders_on_many_threads_arrive_whole() {
+        let (writer, mut reader) = tokio::io::duplex(48);
+        let stdin = Arc::new(Stdin::start(writer));
+        let senders: Vec<_> = (0..4)
+            .map(|who| {
+                let stdin = stdin.clone();
+                tokio::spawn(async move {
+                    for n in 0..200 {
+                        let line = format!(
+                            "{{\"who\":{who},\"n\":{n},\"pad\":\"{}\"}}",
+                            "y".repeat(40 + n % 90)
+                        );
+                        stdin.send(line.into_bytes()).await.expect("stdin open");
+                    }
+                })
+            })
+            .collect();
+        let mut received = Vec::new();
+        let mut chunk = [0u8; 256];
+        while received.iter().filter(|&&byte| byte == b'\n').count() < 4 * 200 {
+            let read = tokio::time::timeout(Duration::from_secs(10), reader.read(&mut chunk))
+                .await
+                .expect("lines keep coming")
+                .expect("reads");
+            received.extend_from_slice(&chunk[..read]);
+        }
+        for sender in senders {
+            sender.await.expect("a sender finishes");
+        }
+        let text = String::from_utf8(received).expect("UTF-8");
+        let mut next = [0_usize; 4];
+        for line in text.lines() {
+            let value: serde_json::Value = serde_json::from_str(line)
+                .unwrap_or_else(|_| panic!("a line cut by another: {line}"));
+            let who = value["who"].as_u64().expect("who") as usize;
+            assert_eq!(
+                value["n"].as_u64(),
+                Some(next[who] as u64),
+                "each sender's lines in order"
+            );
+            next[who] += 1;
+        }
     }
 }
