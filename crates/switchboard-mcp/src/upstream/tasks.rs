@@ -278,9 +278,14 @@ impl RpcClient {
                     update.insert("taskId".into(), Value::String(id.clone()));
                     update.insert("inputResponses".into(), answers);
                     declare_extension(&mut update);
-                    self.request("tasks/update", Some(Value::Object(update)))
-                        .await
-                        .map_err(|error| self.upstream_error(error))?;
+                    // The caller's answer, as the caller: a server that ties its task to the
+                    // caller's identity takes it (the gateway's own would be refused, or
+                    // answer in the caller's name).
+                    let updated = tokio::select! {
+                        updated = self.request_for("tasks/update", Some(Value::Object(update)), polls()) => updated,
+                        () = ctx.cancel.cancelled() => return Err(UpstreamError::Cancelled),
+                    };
+                    updated.map_err(|error| self.upstream_error(error))?;
                     continue;
                 }
                 ("cancelled", _) => {
