@@ -497,3 +497,54 @@ fn a_tier_for_an_unknown_session_is_refused() {
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("no session 'typo'"), "{stderr}");
 }
+
+/// The pids of processes whose command line holds `marker`.
+fn pids_with(marker: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|line| String::from_utf8_lossy(&line).contains(marker))
+        })
+        .filter(|pid| alive(*pid))
+        .collect()
+}
+
+/// A server removed while it is still starting (its handshake not answered yet) leaves no
+/// process behind: nothing else could close it.
+#[test]
+fn a_server_removed_mid_handshake_leaves_no_process() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let marker = format!("slow-start-{}", std::process::id());
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "[gateway]\nconnect_timeout = \"60s\"\n\n[servers.slow]\ncommand = {}\nargs = [\"echo\", \"--start-delay-ms\", \"60000\", \"--name\", {}]\n",
+            quoted(&fixture()),
+            quoted(&marker)
+        ),
+    );
+    let admin = dir.path().join("admin.json");
+    let admin_arg = admin.display().to_string();
+    let _gateway = HttpGateway::start(&config, &["--admin-file", &admin_arg]);
+    let child = wait_for(Duration::from_secs(10), || {
+        pids_with(&marker).first().copied()
+    })
+    .expect("the server's process starts");
+    let removed = run_switchboard(
+        &config,
+        &["servers", "remove", "slow", "--admin-file", &admin_arg],
+    );
+    assert!(
+        removed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&removed.stderr)
+    );
+    assert!(
+        wait_for(Duration::from_secs(10), || (!alive(child)).then_some(())).is_some(),
+        "the removed server's process {child} still runs"
+    );
+}

@@ -173,6 +173,9 @@ impl Worker {
         };
         let (events_tx, mut events) = mpsc::unbounded_channel();
         let client = RpcClient::start(self.spec.id.clone(), &self.label, opened, events_tx);
+        // Until the client is published, stopping mid-handshake (this future dropped) closes
+        // it: nobody else could, and its child would outlive the supervisor.
+        let unpublished = Unpublished(Some(client.clone()));
         let handshake = async {
             let negotiated = negotiate(&client, self.spec.era, self.spec.discover_timeout).await?;
             let tools = list_tools(&client).await?;
@@ -191,8 +194,12 @@ impl Worker {
         };
         let (negotiated, tools, extras) = match tokio::time::timeout_at(deadline, handshake).await {
             Ok(Ok(ready)) => ready,
-            Ok(Err(reason)) => return Some(fail(&client, reason).await),
+            Ok(Err(reason)) => {
+                unpublished.disarm();
+                return Some(fail(&client, reason).await);
+            }
             Err(_) => {
+                unpublished.disarm();
                 let reason = format!(
                     "timed out after {} ms waiting for the server to initialize",
                     self.spec.connect_timeout.as_millis()
@@ -203,6 +210,7 @@ impl Worker {
         tracing::info!(target: "switchboard::upstream", server = %self.label, era = negotiated.era.label(), version = negotiated.era.version(), tools = tools.len(), "connected");
         self.slot.set_current(Some(client.clone()));
         self.slot.set_client(Some(client.clone()));
+        unpublished.disarm();
         self.publish(|status| {
             *status = ServerStatus {
                 state: ServerState::Up,
@@ -339,6 +347,27 @@ impl Worker {
 }
 
 /// Closes a connection whose handshake failed; the reason, with what the transport saw.
+/// A client not published yet (see [`Instance::connect_and_serve`]): closed when dropped
+/// armed.
+struct Unpublished(Option<Arc<RpcClient>>);
+
+impl Unpublished {
+    /// Published, or closed otherwise: nothing to do when dropped.
+    fn disarm(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for Unpublished {
+    fn drop(&mut self) {
+        if let Some(client) = self.0.take()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn(async move { client.close().await });
+        }
+    }
+}
+
 async fn fail(client: &RpcClient, reason: String) -> String {
     let reason = match client.transport_diagnostics() {
         Some(extra) => format!("{reason}; {extra}"),
