@@ -148,6 +148,17 @@ async fn bad_input_gets_errors_and_the_front_keeps_serving() {
             .expect("message")
             .contains("256-byte limit")
     );
+    assert_eq!(
+        oversized["id"], 5,
+        "answered to the request it was, its id read from its start"
+    );
+    // A message of exactly the limit is taken: its line ending is not counted.
+    let head = r#"{"jsonrpc":"2.0","id":10,"method":"ping","params":{"pad":""#;
+    let tail = r#""}}"#;
+    let exact = format!("{head}{}{tail}", "x".repeat(256 - head.len() - tail.len()));
+    assert_eq!(exact.len(), 256);
+    client.send(&exact).await;
+    assert_eq!(client.receive().await["result"], json!({}));
     client
         .send(r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"missing"}}"#)
         .await;

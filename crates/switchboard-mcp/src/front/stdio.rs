@@ -106,9 +106,11 @@ pub async fn serve(
         match read {
             Ok(0) => break,
             Ok(_) => {}
-            Err(LineError::TooLong) => {
+            Err(LineError::TooLong(id)) => {
+                // Answered to the request it was, when its id could be read from its start:
+                // the client need not wait for it.
                 let message = Message::error(
-                    None,
+                    id,
                     code::INVALID_REQUEST,
                     format!(
                         "message exceeds the {}-byte limit",
@@ -338,44 +340,54 @@ async fn write_lines(
 }
 
 enum LineError {
-    TooLong,
+    /// A line over the limit (skipped), with the request id its start shows, if any.
+    TooLong(Option<RequestId>),
     Io,
 }
 
-/// Reads one line; a line over the limit is skipped entirely and reported.
+/// How much of an oversized line is kept to find its request's id.
+const ID_SEARCH_BYTES: usize = 4096;
+
+/// Reads one line; a line over the limit (its line ending not counted) is skipped entirely
+/// and reported.
 async fn read_line(
     reader: &mut BufReader<impl AsyncRead + Unpin>,
     line: &mut Vec<u8>,
     max_bytes: usize,
 ) -> Result<usize, LineError> {
-    let mut too_long = false;
+    let mut too_long: Option<Option<RequestId>> = None;
     loop {
         let available = reader.fill_buf().await.map_err(|_| LineError::Io)?;
         if available.is_empty() {
-            return if too_long {
-                Err(LineError::TooLong)
-            } else {
-                Ok(line.len())
+            return match too_long {
+                Some(id) => Err(LineError::TooLong(id)),
+                None => Ok(line.len()),
             };
         }
         let (chunk, done) = match available.iter().position(|&b| b == b'\n') {
             Some(end) => (&available[..=end], true),
             None => (available, false),
         };
-        if !too_long {
+        if too_long.is_none() {
             line.extend_from_slice(chunk);
-            if line.len() > max_bytes {
-                too_long = true;
+            let ending = if line.ends_with(b"\r\n") {
+                2
+            } else {
+                usize::from(line.ends_with(b"\n"))
+            };
+            if line.len() - ending > max_bytes {
+                too_long = Some(crate::jsonrpc::id_in_start(
+                    &line[..line.len().min(ID_SEARCH_BYTES)],
+                ));
                 line.clear();
             }
         }
         let consumed = chunk.len();
         reader.consume(consumed);
         if done {
-            return if too_long {
-                Err(LineError::TooLong)
-            } else {
-                Ok(line.len())
+            return match too_long {
+                Some(id) => Err(LineError::TooLong(id)),
+                None => Ok(line.len()),
             };
         }
     }
