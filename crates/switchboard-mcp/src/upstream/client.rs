@@ -402,6 +402,9 @@ struct InFlight<'a> {
     answered: bool,
 }
 
+/// How long the notice that a call was given up may wait to be sent.
+const CANCEL_NOTICE_PATIENCE: std::time::Duration = std::time::Duration::from_secs(5);
+
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         self.client.shared.waiting.forget(self.id);
@@ -418,9 +421,13 @@ impl Drop for InFlight<'_> {
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
                 let params = json!({"requestId": id, "reason": "cancelled by the caller"});
-                let _ = transport
-                    .send(Message::notification("notifications/cancelled", params))
-                    .await;
+                // Bounded: a server that stopped reading would otherwise hold one task per
+                // abandoned call, for ever.
+                let _ = tokio::time::timeout(
+                    CANCEL_NOTICE_PATIENCE,
+                    transport.send(Message::notification("notifications/cancelled", params)),
+                )
+                .await;
             });
         }
     }
