@@ -264,3 +264,36 @@ async fn subscriptions_listen_streams_list_changes_until_cancelled() {
         "the cancelled subscription ends without an answer"
     );
 }
+
+/// A client that closes its input and never reads what is written to it does not keep the
+/// front from returning: what is left to write gets a moment, then is dropped.
+#[tokio::test]
+async fn a_client_that_stops_reading_does_not_keep_the_front_from_stopping() {
+    let (mut client_in, server_in) = tokio::io::duplex(1 << 20);
+    // Room for a few answers only, and nobody reads them.
+    let (server_out, _unread) = tokio::io::duplex(256);
+    let (backend, _version, _cancelled) = support::fake_backend();
+    let options = StdioOptions {
+        max_message_bytes: 1 << 20,
+        grace: Duration::from_millis(200),
+    };
+    let served = tokio::spawn(serve(
+        Dispatcher::new(backend, None),
+        server_in,
+        server_out,
+        options,
+        CancellationToken::new(),
+    ));
+    for id in 0..200 {
+        let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#);
+        client_in
+            .write_all(format!("{line}\n").as_bytes())
+            .await
+            .expect("write");
+    }
+    drop(client_in);
+    tokio::time::timeout(Duration::from_secs(10), served)
+        .await
+        .expect("the front returns though its answers are never read")
+        .expect("join");
+}

@@ -219,7 +219,13 @@ pub async fn serve(
         }
     }
     drop(out_tx);
-    let _ = writer.await;
+    // What is left to say is written, for a little while: a call parked on the client
+    // (holding a sender) or a client that no longer reads stdout must not keep the gateway
+    // from stopping.
+    let mut writer = writer;
+    if tokio::time::timeout(LAST_WORDS, &mut writer).await.is_err() {
+        writer.abort();
+    }
     if let Some(session) = dispatcher.session() {
         dispatcher.backend().session_closed(session);
     }
@@ -338,6 +344,9 @@ async fn write_lines(
         }
     }
 }
+
+/// How long the answers left are written once input is over and the grace period is past.
+const LAST_WORDS: std::time::Duration = std::time::Duration::from_secs(2);
 
 enum LineError {
     /// A line over the limit (skipped), with the request id its start shows, if any.
