@@ -202,6 +202,8 @@ fn main() -> ExitCode {
     // Don't wait for stray blocking tasks (stdin readers) at exit.
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));
     switchboard_mcp::upstream::reaper::finish();
+    // The last log lines (a shutdown's) reach stderr before the process ends.
+    logging::flush();
     match result {
         Ok(code) => code,
         Err(error) => {

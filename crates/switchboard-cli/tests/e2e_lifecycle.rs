@@ -76,6 +76,53 @@ fn a_gateway_whose_stderr_is_closed_keeps_serving() {
     assert_eq!(result["content"][0]["text"], "still here", "{result}");
 }
 
+/// Whoever starts the gateway may pipe its stderr and never read it (MCP clients may ignore
+/// stderr): once the pipe is full, log lines are dropped, and the gateway — on stdio, one
+/// runtime thread — goes on answering instead of blocking on a log write. Here a server
+/// writes 20,000 lines to its stderr, which the gateway logs.
+#[test]
+fn a_gateway_whose_stderr_is_never_read_keeps_serving() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "[servers.echo]\ncommand = \"sh\"\nargs = [\"-c\", {}]\n",
+            quoted(&format!(
+                "yes a-line-on-the-servers-stderr | head -n 20000 >&2 & exec {} echo",
+                fixture()
+            ))
+        ),
+    );
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    let mut command = Command::new(switchboard());
+    command
+        .arg("--config")
+        .arg(&config)
+        .args(["--log", "info", "serve"])
+        .stderr(writer);
+    let mut client = StdioClient::spawn(&mut command).expect("gateway");
+    // On a thread: a gateway that blocks would hold the test for ever, not fail it.
+    let (done, answered) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        client.initialize().expect("initialize");
+        std::thread::sleep(Duration::from_millis(500));
+        for n in 0..20 {
+            let result = client
+                .request(
+                    "tools/call",
+                    json!({"name": "echo__echo", "arguments": {"message": format!("call {n}")}}),
+                )
+                .expect("the call is answered");
+            assert_eq!(result["content"][0]["text"], format!("call {n}"));
+        }
+        let _ = done.send(());
+    });
+    answered
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the calls are answered while stderr is never read");
+    drop(reader);
+}
+
 fn child_pids(client: &mut StdioClient, servers: &[&str]) -> Vec<u32> {
     servers
         .iter()
