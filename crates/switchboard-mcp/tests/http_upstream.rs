@@ -254,10 +254,9 @@ async fn sends_do_not_wait_for_answers() {
     );
 }
 
-#[tokio::test]
-async fn a_dropped_stream_is_resumed_with_last_event_id() {
-    let (server, url) = start().await;
-    let mut opened = open(&url);
+/// A transport to `url` whose session is initialized, in the 2025-11-25 era.
+async fn legacy_session(url: &str) -> Opened {
+    let mut opened = open(url);
     opened
         .transport
         .send(request(1, "initialize", json!({})))
@@ -266,17 +265,29 @@ async fn a_dropped_stream_is_resumed_with_last_event_id() {
     next_message(&mut opened).await;
     opened.transport.set_protocol_version("2025-11-25");
     opened
+}
+
+/// Sends the `resume` request, whose answer comes on a resumed stream, and checks it came.
+async fn resume(opened: &mut Opened) {
+    opened
         .transport
         .send(request(2, "resume", json!({})))
         .await
         .expect("send");
-    let Message::Response { id, result } = next_message(&mut opened).await else {
+    let Message::Response { id, result } = next_message(opened).await else {
         panic!("expected the resumed answer");
     };
     assert_eq!(
         (id, result),
         (RequestId::Number(2), json!({"resumed": true}))
     );
+}
+
+#[tokio::test]
+async fn a_dropped_stream_is_resumed_with_last_event_id() {
+    let (server, url) = start().await;
+    let mut opened = legacy_session(&url).await;
+    resume(&mut opened).await;
     let get = server
         .seen()
         .into_iter()
@@ -290,27 +301,9 @@ async fn a_dropped_stream_is_resumed_with_last_event_id() {
 #[tokio::test]
 async fn a_busy_answer_to_a_resuming_get_is_asked_again() {
     let (server, url) = start().await;
-    let mut opened = open(&url);
-    opened
-        .transport
-        .send(request(1, "initialize", json!({})))
-        .await
-        .expect("send");
-    next_message(&mut opened).await;
-    opened.transport.set_protocol_version("2025-11-25");
+    let mut opened = legacy_session(&url).await;
     *server.next_get.lock().expect("lock") = Some(axum::http::StatusCode::SERVICE_UNAVAILABLE);
-    opened
-        .transport
-        .send(request(2, "resume", json!({})))
-        .await
-        .expect("send");
-    let Message::Response { id, result } = next_message(&mut opened).await else {
-        panic!("expected the resumed answer");
-    };
-    assert_eq!(
-        (id, result),
-        (RequestId::Number(2), json!({"resumed": true}))
-    );
+    resume(&mut opened).await;
     let resuming = server
         .seen()
         .into_iter()
@@ -323,14 +316,7 @@ async fn a_busy_answer_to_a_resuming_get_is_asked_again() {
 #[tokio::test]
 async fn a_404_to_the_session_stream_ends_the_session() {
     let (server, url) = start().await;
-    let mut opened = open(&url);
-    opened
-        .transport
-        .send(request(1, "initialize", json!({})))
-        .await
-        .expect("send");
-    next_message(&mut opened).await;
-    opened.transport.set_protocol_version("2025-11-25");
+    let mut opened = legacy_session(&url).await;
     *server.next_get.lock().expect("lock") = Some(axum::http::StatusCode::NOT_FOUND);
     let initialized = Message::Notification {
         method: "notifications/initialized".into(),
