@@ -125,7 +125,16 @@ if [[ $scenario == floor ]]; then
 fi
 main=$(( ($(total "$work/callgrind-$large-01") - $(total "$work/callgrind-$small-01")) / (large - small) ))
 echo "$front → $upstream, $binary: $main instructions per call on the gateway's runtime thread"
-if [[ -f $work/callgrind-$large-02 && -f $work/callgrind-$small-02 ]]; then
-    writer=$(( ($(total "$work/callgrind-$large-02") - $(total "$work/callgrind-$small-02")) / (large - small) ))
+# The ledger writer is the other thread that works per call (the busiest of them): threads
+# are numbered in the order they start, and which starts second (the log writer, the ledger's)
+# is no promise.
+writer=0
+for file in "$work/callgrind-$large"-*; do
+    suffix=${file##*-}
+    [[ $suffix == 01 || ! -f $work/callgrind-$small-$suffix ]] && continue
+    delta=$(( ($(total "$file") - $(total "$work/callgrind-$small-$suffix")) / (large - small) ))
+    (( delta > writer )) && writer=$delta
+done
+if (( writer > 0 )); then
     echo "  and $writer on the ledger writer's thread (one batch per call at this pace)"
 fi
