@@ -420,23 +420,6 @@ pub fn params_meta(params: Option<&Value>) -> Option<&Map<String, Value>> {
     params?.get("_meta")?.as_object()
 }
 
-/// The `"id"` a JSON-RPC message's first bytes show (a number or a string), if they do.
-pub(crate) fn id_in_start(start: &[u8]) -> Option<RequestId> {
-    let at = start.windows(4).position(|w| w == b"\"id\"")?;
-    let rest = &start[at + 4..];
-    let colon = rest.iter().position(|b| !b.is_ascii_whitespace())?;
-    let rest = rest.get(colon..)?.strip_prefix(b":")?;
-    let value = serde_json::Deserializer::from_slice(rest)
-        .into_iter::<serde_json::Value>()
-        .next()?
-        .ok()?;
-    match value {
-        serde_json::Value::Number(n) => n.as_i64().map(RequestId::Number),
-        serde_json::Value::String(s) => Some(RequestId::String(s)),
-        _ => None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;

@@ -15,6 +15,7 @@
 
 pub mod busy_poll;
 pub mod era;
+mod framing;
 pub mod front;
 pub mod jsonrpc;
 pub mod oauth;

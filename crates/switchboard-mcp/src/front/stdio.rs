@@ -11,13 +11,14 @@ use std::time::Duration;
 
 use serde_json::Value;
 use switchboard_core::{CallContext, ProgressSink};
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::dispatch::{Dispatcher, Notifier, RequestEra, progress_notification, progress_token};
 use super::relay::Relay;
 use super::subscriptions::ResourceSubscriptions;
+use crate::framing::{Unread, read_bounded_line};
 use crate::jsonrpc::{Message, RequestId, code};
 
 /// Options of the stdio front.
@@ -101,12 +102,12 @@ pub async fn serve(
         line.clear();
         let read = tokio::select! {
             () = shutdown.cancelled() => break,
-            read = read_line(&mut reader, &mut line, options.max_message_bytes) => read,
+            read = read_bounded_line(&mut reader, &mut line, options.max_message_bytes) => read,
         };
         match read {
             Ok(0) => break,
             Ok(_) => {}
-            Err(LineError::TooLong(id)) => {
+            Err(Unread::TooLarge(id)) => {
                 // Answered to the request it was, when its id could be read from its start:
                 // the client need not wait for it.
                 let message = Message::error(
@@ -120,7 +121,7 @@ pub async fn serve(
                 let _ = out_tx.send(message.to_line());
                 continue;
             }
-            Err(LineError::Io) => break,
+            Err(Unread::Failed(_)) => break,
         }
         let bytes = line.trim_ascii();
         if bytes.is_empty() {
@@ -347,57 +348,3 @@ async fn write_lines(
 
 /// How long the answers left are written once input is over and the grace period is past.
 const LAST_WORDS: std::time::Duration = std::time::Duration::from_secs(2);
-
-enum LineError {
-    /// A line over the limit (skipped), with the request id its start shows, if any.
-    TooLong(Option<RequestId>),
-    Io,
-}
-
-/// How much of an oversized line is kept to find its request's id.
-const ID_SEARCH_BYTES: usize = 4096;
-
-/// Reads one line; a line over the limit (its line ending not counted) is skipped entirely
-/// and reported.
-async fn read_line(
-    reader: &mut BufReader<impl AsyncRead + Unpin>,
-    line: &mut Vec<u8>,
-    max_bytes: usize,
-) -> Result<usize, LineError> {
-    let mut too_long: Option<Option<RequestId>> = None;
-    loop {
-        let available = reader.fill_buf().await.map_err(|_| LineError::Io)?;
-        if available.is_empty() {
-            return match too_long {
-                Some(id) => Err(LineError::TooLong(id)),
-                None => Ok(line.len()),
-            };
-        }
-        let (chunk, done) = match available.iter().position(|&b| b == b'\n') {
-            Some(end) => (&available[..=end], true),
-            None => (available, false),
-        };
-        if too_long.is_none() {
-            line.extend_from_slice(chunk);
-            let ending = if line.ends_with(b"\r\n") {
-                2
-            } else {
-                usize::from(line.ends_with(b"\n"))
-            };
-            if line.len() - ending > max_bytes {
-                too_long = Some(crate::jsonrpc::id_in_start(
-                    &line[..line.len().min(ID_SEARCH_BYTES)],
-                ));
-                line.clear();
-            }
-        }
-        let consumed = chunk.len();
-        reader.consume(consumed);
-        if done {
-            return match too_long {
-                Some(id) => Err(LineError::TooLong(id)),
-                None => Ok(line.len()),
-            };
-        }
-    }
-}

@@ -22,14 +22,15 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
-use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
+use tokio::io::{AsyncRead, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::mpsc;
 
 use super::reaper;
 use super::stdin::Stdin;
 use super::transport::{DirectAnswers, Inbound, OfferedAnswers, Opened, Transport, TransportError};
-use crate::jsonrpc::{Message, RequestId, RpcError, code};
+use crate::framing::{Unread, read_bounded_line};
+use crate::jsonrpc::{Message, RpcError, code};
 
 /// How to start the child.
 #[derive(Debug, Clone)]
@@ -357,7 +358,9 @@ async fn read_messages(reading: Reading, stdout: impl AsyncRead + Unpin) {
                 tracing::warn!(target: "switchboard::upstream", server = %server, "dropped a message over the {max_bytes}-byte limit that answers no request");
                 continue;
             }
-            Err(Unread::Failed(error)) => break error,
+            Err(Unread::Failed(error)) => {
+                break format!("reading the server's stdout failed: {error}");
+            }
         }
         let trimmed = line.trim_ascii();
         if trimmed.is_empty() {
@@ -381,90 +384,9 @@ async fn read_messages(reading: Reading, stdout: impl AsyncRead + Unpin) {
     let _ = inbound.send(Inbound::Closed(reason)).await;
 }
 
-/// Why a line was not read.
-enum Unread {
-    /// Over the limit and skipped, with the request id its start shows (if it answers one).
-    TooLarge(Option<RequestId>),
-    /// Reading stdout failed: the connection is over.
-    Failed(String),
-}
-
-/// Reads one line into `line`; a line over `max_bytes` (its line ending not counted) is
-/// skipped whole, in bounded memory. Returns bytes read (0 = EOF).
-async fn read_bounded_line(
-    reader: &mut BufReader<impl AsyncRead + Unpin>,
-    line: &mut Vec<u8>,
-    max_bytes: usize,
-) -> Result<usize, Unread> {
-    let mut too_large: Option<Option<RequestId>> = None;
-    loop {
-        let available = match reader.fill_buf().await {
-            Ok(bytes) => bytes,
-            Err(error) => {
-                return Err(Unread::Failed(format!(
-                    "reading the server's stdout failed: {error}"
-                )));
-            }
-        };
-        if available.is_empty() {
-            return match too_large {
-                Some(id) => Err(Unread::TooLarge(id)),
-                None => Ok(line.len()),
-            };
-        }
-        let (chunk, done) = match available.iter().position(|&b| b == b'\n') {
-            Some(end) => (&available[..=end], true),
-            None => (available, false),
-        };
-        if too_large.is_none() {
-            line.extend_from_slice(chunk);
-            let ending = if line.ends_with(b"\r\n") {
-                2
-            } else {
-                usize::from(line.ends_with(b"\n"))
-            };
-            if line.len() - ending > max_bytes {
-                too_large = Some(crate::jsonrpc::id_in_start(&line[..line.len().min(4096)]));
-                line.clear();
-            }
-        }
-        let consumed = chunk.len();
-        reader.consume(consumed);
-        if done {
-            return match too_large {
-                Some(id) => Err(Unread::TooLarge(id)),
-                None => Ok(line.len()),
-            };
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A line over the limit is skipped whole, with the id of the request it answers, and
-    /// the next line reads as usual; a line of exactly the limit is taken.
-    #[tokio::test]
-    async fn an_oversized_answer_is_skipped_with_its_id_and_reading_goes_on() {
-        let big = format!(
-            r#"{{"jsonrpc":"2.0","id":7,"result":{{"text":"{}"}}}}"#,
-            "z".repeat(500)
-        );
-        let exact = r#"{"jsonrpc":"2.0","id":8,"result":{}}"#;
-        let text = format!("{big}\n{exact}\r\n");
-        let mut reader = BufReader::with_capacity(64, text.as_bytes());
-        let mut line = Vec::new();
-        let first = read_bounded_line(&mut reader, &mut line, exact.len()).await;
-        assert!(
-            matches!(first, Err(Unread::TooLarge(Some(RequestId::Number(7))))),
-            "the oversized answer names request 7"
-        );
-        line.clear();
-        let second = read_bounded_line(&mut reader, &mut line, exact.len()).await;
-        assert!(matches!(second, Ok(n) if n == exact.len() + 2));
-        assert_eq!(line.trim_ascii(), exact.as_bytes());
-    }
 
     fn command(command: &str, cwd: Option<&str>) -> StdioCommand {
         StdioCommand {
