@@ -76,7 +76,7 @@ impl OtlpExporter {
         let sender = Sender {
             resource: resource_json(&settings),
             endpoint: settings.endpoint.clone(),
-            shown: shown_url(&settings.endpoint),
+            shown: switchboard_core::config::redacted_url(&settings.endpoint),
             headers,
             timeout: settings.timeout,
             exported: exporter.exported.clone(),
@@ -155,17 +155,6 @@ pub(super) fn bound(span: &mut FinishedSpan, limit: usize) {
             *text = switchboard_ledger::redact::redact(&object).to_string();
         }
         cut(text);
-    }
-}
-
-/// `url` for a log: its userinfo and query left out (an endpoint may carry credentials there).
-pub(super) fn shown_url(url: &str) -> String {
-    let without_query = url.split(['?', '#']).next().unwrap_or(url);
-    let shown = crate::shared::limiter::redacted(without_query);
-    if shown != url {
-        format!("{shown} (credentials left out)")
-    } else {
-        shown
     }
 }
 
