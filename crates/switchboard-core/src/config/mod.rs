@@ -57,12 +57,13 @@ pub use builtin::BUILTINS;
 pub use duration::{DURATION_HINT, parse_duration};
 pub use locate::{Located, LookupStep, locate};
 pub use model::{
-    Activation, AgentConfig, ApprovalMode, BuiltinSettings, Config, CostConfig, DEFAULT_REGISTRY,
-    EnergyConfig, EnergyRange, EraPreference, Exposure, GatewayConfig, HookConfig, HookEvent,
-    JsonSearchMapping, LatencyConfig, LedgerUnavailable, LimitsConfig, MAX_INSTANCES,
-    ManagerConfig, PlayerSetting, QuotaConfig, RootConfig, ScopeGrant, SecretString, ServerConfig,
-    StorageConfig, StyleSetting, TasksConfig, TelemetryConfig, ToolOverrideConfig, Transport,
-    Trust, UpstreamAuthConfig, UpstreamGrant, UpstreamTlsConfig, busy_poll_window,
+    Activation, AgentConfig, ApprovalMode, BuiltinSettings, Config, CostConfig,
+    DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_CONNECTIONS, DEFAULT_REGISTRY, EnergyConfig, EnergyRange,
+    EraPreference, Exposure, GatewayConfig, HookConfig, HookEvent, JsonSearchMapping,
+    LatencyConfig, LedgerUnavailable, LimitsConfig, MAX_INSTANCES, ManagerConfig, PlayerSetting,
+    QuotaConfig, RootConfig, ScopeGrant, SecretString, ServerConfig, StorageConfig, StyleSetting,
+    TasksConfig, TelemetryConfig, ToolOverrideConfig, Transport, Trust, UpstreamAuthConfig,
+    UpstreamGrant, UpstreamTlsConfig, busy_poll_window,
 };
 pub use problem::{ConfigErrors, Origin, Problem};
 pub use sandbox::{NetworkAccess, SandboxConfig, SandboxSetting, parse_size};

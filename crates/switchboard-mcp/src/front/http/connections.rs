@@ -34,11 +34,11 @@ pub struct ConnectionLimits {
 }
 
 impl Default for ConnectionLimits {
-    /// 30 s for the headers, 10,000 connections (the config's defaults).
+    /// The config's defaults: 30 s for the headers, 10,000 connections.
     fn default() -> Self {
         Self {
-            header_timeout: Some(Duration::from_secs(30)),
-            max_connections: 10_000,
+            header_timeout: Some(switchboard_core::config::DEFAULT_HEADER_TIMEOUT),
+            max_connections: switchboard_core::config::DEFAULT_MAX_CONNECTIONS,
         }
     }
 }
