@@ -13,6 +13,7 @@ pub mod catalog;
 pub mod clock;
 pub mod config;
 pub mod context;
+pub mod file_lock;
 pub mod hex;
 pub mod hooks;
 pub mod idle;

@@ -53,25 +53,14 @@ fn written_beside(path: &Path, bytes: &[u8]) -> std::io::Result<std::path::PathB
     Ok(temp)
 }
 
-/// Runs `change` holding an exclusive lock on `<path>.lock` (created 0600 beside the file;
-/// the file itself is replaced, not written in place, so it cannot carry the lock). Other
-/// writers through this function wait for it; readers do not.
+/// Runs `change` holding an exclusive lock on `<path>.lock`, creating the directory first
+/// (`switchboard_core::file_lock`). Other writers through this function wait for it; readers
+/// do not.
 pub fn locked<T>(path: &Path, change: impl FnOnce() -> T) -> std::io::Result<T> {
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent)?;
     }
-    let mut lock_name = path.as_os_str().to_owned();
-    lock_name.push(".lock");
-    let lock = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .open(std::path::PathBuf::from(lock_name))?;
-    lock.lock()?;
-    let changed = change();
-    lock.unlock()?;
-    Ok(changed)
+    switchboard_core::file_lock::locked(path, change)
 }
 
 #[cfg(test)]

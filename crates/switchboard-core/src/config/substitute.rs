@@ -199,17 +199,7 @@ pub fn write_secret(path: &Path, key: &str, value: &str) -> io::Result<()> {
 /// the gateway) each keep their line.
 fn locked<T>(path: &Path, change: impl FnOnce() -> io::Result<T>) -> io::Result<T> {
     create_private_dir(path)?;
-    let mut lock_name = path.as_os_str().to_owned();
-    lock_name.push(".lock");
-    let mut options = OpenOptions::new();
-    options.write(true).create(true).truncate(false);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let lock = options.open(PathBuf::from(lock_name))?;
-    lock.lock()?;
-    let changed = change();
-    lock.unlock()?;
-    changed
+    crate::file_lock::locked(path, change)?
 }
 
 /// The directory of `path`, created 0700 if it is not there.
