@@ -2,8 +2,9 @@
 //!
 //! Requests run concurrently (each in its own task); answers and notifications go through one
 //! writer task that flushes once per burst. `notifications/cancelled` cancels the named call,
-//! which cancels it upstream. When stdin closes, in-flight calls get a grace period, then the
-//! front returns.
+//! which cancels it upstream. A line over the message limit is answered with an error to the
+//! request it was ([`crate::framing`]). When stdin closes, in-flight calls get a grace period,
+//! what is left to write a moment more, then the front returns.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

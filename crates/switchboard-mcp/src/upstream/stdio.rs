@@ -4,9 +4,10 @@
 //! The child runs in its own process group, so the whole group (an `npx` wrapper and the node
 //! process under it) is killed together when the connection is closed or dropped — no orphans;
 //! if this process dies without doing that, the [`reaper`] does it.
-//! Its stderr is forwarded to the log under the server's name. Lines longer than the message
-//! limit are refused; lines that are not JSON are logged and remembered, so a failure to start
-//! can say what the server printed instead.
+//! Its stderr is forwarded to the log under the server's name. A line longer than the message
+//! limit is skipped ([`crate::framing`]), failing only the request it answers; lines that are
+//! not JSON are logged and remembered, so a failure to start can say what the server printed
+//! instead.
 //!
 //! An answer read from stdout goes straight to the request waiting for it, on the reading
 //! task's thread, when nothing read before it still waits in the inbound channel (so it
