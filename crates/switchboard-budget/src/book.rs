@@ -50,6 +50,8 @@ pub struct ToolBudget {
     window: LatencyWindow,
     health: HealthTracker,
     placement: Placement,
+    /// When a call was last recorded (not restored: a stored window says nothing of when).
+    last_recorded: Option<Instant>,
 }
 
 impl ToolBudget {
@@ -67,6 +69,11 @@ impl ToolBudget {
 
     pub fn placement(&self) -> Placement {
         self.placement
+    }
+
+    /// When a call was last recorded here; `None` when none was since the book began.
+    pub fn last_recorded(&self) -> Option<Instant> {
+        self.last_recorded
     }
 }
 
@@ -118,6 +125,7 @@ impl LatencyBook {
                 window: LatencyWindow::new(capacity),
                 health: HealthTracker::default(),
                 placement: Placement::Unknown,
+                last_recorded: None,
             };
             tools.insert(Arc::clone(&name), tool);
         }
@@ -166,6 +174,7 @@ impl LatencyBook {
         let config = &self.config;
         let tool = Self::entry(&mut self.tools, config.window, name);
         tool.window.record(sample);
+        tool.last_recorded = Some(now);
         let max = tool.declared.max;
         let window = &tool.window;
         let health = tool.health.observe(&sample, max, &config.health, now, |n| {
@@ -184,6 +193,22 @@ impl LatencyBook {
             health,
             placement_changed,
         }
+    }
+
+    /// Where `samples` alone would place the tool, from its placement now (the hysteresis of
+    /// [`Placement::update`] applies): what a fresh measurement says, without recording it.
+    pub fn placement_of(&self, name: &str, samples: &[Sample]) -> Placement {
+        let config = &self.config;
+        let (previous, declared) = self
+            .tools
+            .get(name)
+            .map_or((Placement::Unknown, Declared::default()), |tool| {
+                (tool.placement, tool.declared)
+            });
+        let window =
+            LatencyWindow::from_samples(config.window.max(samples.len()), samples.iter().copied());
+        let effective = EffectiveLatency::of(&config.effective, &window, &declared);
+        Placement::update(previous, effective, &config.tiers, config.placement_margin)
     }
 
     pub fn tool(&self, name: &str) -> Option<&ToolBudget> {

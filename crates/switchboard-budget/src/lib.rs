@@ -10,6 +10,8 @@
 //! - [`visible`]: anti-churn of one session's visible (= callable) set;
 //! - [`book`]: the per-environment book tying the above together;
 //! - [`predict`]: latency prediction for masking;
+//! - [`recheck`]: when a hidden tool nobody calls is re-measured, and whether a burst of
+//!   probes replaces its window;
 //! - [`selector`]: the seed's tier selector (turn context → tier + reason);
 //! - [`deadline`], [`retry`], [`hedge`], [`extra_budget`]: call deadlines, retries and hedged
 //!   requests within budgets of extra load;
@@ -26,6 +28,7 @@ pub mod health;
 pub mod hedge;
 pub mod predict;
 pub mod probe;
+pub mod recheck;
 pub mod retry;
 pub mod safety;
 pub mod selector;
@@ -43,6 +46,7 @@ pub use health::{HealthConfig, HealthScore, HealthState, HealthTracker, HealthTr
 pub use hedge::{HedgePolicy, Hedged, hedged};
 pub use predict::{MaskingConfig, Prediction};
 pub use probe::minimal_instance;
+pub use recheck::{MAX_RECHECK_INTERVAL, RecheckPolicy, RecheckSchedule, worth_a_burst};
 pub use retry::{Failure, RetryPolicy, call_with_bounded_retries, call_with_retries};
 pub use safety::{ProbeVerdict, SafetyOverride, ToolSafety, probe_targets};
 pub use selector::{Selection, SelectorConfig, TierSelector, TurnContext};

@@ -160,6 +160,16 @@ pub enum Placement {
 }
 
 impl Placement {
+    /// Whether this placement is in a faster tier than `other` (nothing is faster or slower
+    /// than [`Placement::Unknown`]).
+    pub fn is_faster_than(self, other: Placement) -> bool {
+        match (self, other) {
+            (Placement::Tier(a), Placement::Tier(b)) => a < b,
+            (Placement::Tier(_), Placement::TooSlow) => true,
+            _ => false,
+        }
+    }
+
     /// The placement of an effective latency, with hysteresis against `previous` (see the
     /// module doc).
     pub fn update(

@@ -372,3 +372,74 @@ async fn parallel_calls_cost_their_slowest_call() {
         "300 ms is under the 700 ms masking threshold"
     );
 }
+
+/// Calls `lab__work` `calls` times at `work_ms`, each ended in real time.
+async fn measure_work(host: &Host, lab: &Lab, work_ms: u64, calls: usize) {
+    lab.work_ms.store(work_ms, Ordering::SeqCst);
+    for _ in 0..calls {
+        call(host, "lab__work").await;
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_hidden_tool_nobody_calls_is_rechecked_and_returns_when_it_is_fast_again() {
+    let lab = Arc::new(Lab::default());
+    let host = start(lab.clone(), LatencyConfig::default());
+    host.ready().await;
+    // A slow spell: 100 calls at 900 ms place it in standard, hidden from fast.
+    measure_work(&host, &lab, 900, 100).await;
+    assert!(!visible_in(&host, "fast").contains(&"lab__work".to_owned()));
+    // It is fast again, but only fast-tier agents are left and they cannot see it: no calls.
+    lab.work_ms.store(100, Ordering::SeqCst);
+    let before = lab.work_calls.load(Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    assert_eq!(
+        lab.work_calls.load(Ordering::SeqCst),
+        before,
+        "probed before the quiet spell lasted recheck_after"
+    );
+    let mut waited = 30;
+    while !visible_in(&host, "fast").contains(&"lab__work".to_owned()) {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        waited += 1;
+        assert!(
+            waited <= 180,
+            "still hidden after {waited} s without a call"
+        );
+    }
+    let probes = lab.work_calls.load(Ordering::SeqCst) - before;
+    assert_eq!(probes, 20, "one probe, then a burst of min_samples in all");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_tool_that_stays_slow_costs_one_probe_per_doubling_interval() {
+    let lab = Arc::new(Lab::default());
+    let host = start(lab.clone(), LatencyConfig::default());
+    host.ready().await;
+    measure_work(&host, &lab, 900, 100).await;
+    let before = lab.work_calls.load(Ordering::SeqCst);
+    // Quiet for 16 minutes: rechecks at about 1, 3, 7 and 15 minutes, one probe each.
+    tokio::time::sleep(Duration::from_secs(16 * 60)).await;
+    let probes = lab.work_calls.load(Ordering::SeqCst) - before;
+    assert_eq!(probes, 4, "{probes} probes of a tool that stayed slow");
+    assert!(!visible_in(&host, "fast").contains(&"lab__work".to_owned()));
+    // A destructive tool is never probed, however long it stays hidden.
+    assert_eq!(lab.write_calls.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn rechecks_can_be_switched_off() {
+    let lab = Arc::new(Lab::default());
+    let host = start(
+        lab.clone(),
+        LatencyConfig {
+            recheck_after: Duration::ZERO,
+            ..LatencyConfig::default()
+        },
+    );
+    host.ready().await;
+    measure_work(&host, &lab, 900, 100).await;
+    let before = lab.work_calls.load(Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_secs(600)).await;
+    assert_eq!(lab.work_calls.load(Ordering::SeqCst), before);
+}

@@ -750,6 +750,9 @@ pub struct LatencyConfig {
     pub recover_calls: u32,
     /// Or: how long a healthy streak must last to promote it.
     pub recover_after: Duration,
+    /// How long a tool placed slower than the fastest tier may go without a call before it is
+    /// re-measured by probes (doubling while nothing changes); zero: never.
+    pub recheck_after: Duration,
 }
 
 impl Default for LatencyConfig {
@@ -768,6 +771,7 @@ impl Default for LatencyConfig {
             hedging: true,
             recover_calls: 20,
             recover_after: Duration::from_secs(60),
+            recheck_after: Duration::from_secs(60),
         }
     }
 }

@@ -261,6 +261,9 @@ struct Latency {
     recover_calls: Option<u64>,
     /// Or a healthy streak this long (default "60s").
     recover_after: Option<Duration>,
+    /// Re-measure a tool placed slower than the fastest tier after this long without a call,
+    /// by probes, doubling while nothing changes (default "60s"; "0": never).
+    recheck_after: Option<Duration>,
 }
 
 #[derive(JsonSchema)]

@@ -21,6 +21,7 @@
 //! hedging = true             # second request to an idempotent tool slower than its p95
 //! recover_calls = 20         # healthy calls in a row that promote a degraded tool back
 //! recover_after = "60s"      # or a healthy streak this long
+//! recheck_after = "60s"      # re-measure a hidden tool nobody called this long ("0": never)
 //!
 //! [servers.search.tools.web_search]
 //! estimated_duration_ms = 800   # overrides the tool's declared _meta
@@ -39,9 +40,10 @@ use super::model::{LatencyConfig, TierConfig};
 use super::tree::{Node, Value};
 use super::validate::Walk;
 
-pub(super) const LATENCY_KEYS: [&str; 13] = [
+pub(super) const LATENCY_KEYS: [&str; 14] = [
     "recover_calls",
     "recover_after",
+    "recheck_after",
     "quantile",
     "window",
     "min_samples",
@@ -161,6 +163,11 @@ impl Walk<'_> {
                 "recover_after" => {
                     if let Some(after) = self.duration(value, &what) {
                         latency.recover_after = after;
+                    }
+                }
+                "recheck_after" => {
+                    if let Some(after) = self.duration(value, &what) {
+                        latency.recheck_after = after;
                     }
                 }
                 other => self.unknown(*key_pos, other, "[latency]", &LATENCY_KEYS),

@@ -60,7 +60,7 @@ pub(crate) struct ProbeTarget {
 }
 
 /// Why a tool may not be probed, in words.
-fn refusal(verdict: ProbeVerdict) -> Option<&'static str> {
+pub(super) fn refusal(verdict: ProbeVerdict) -> Option<&'static str> {
     match verdict {
         ProbeVerdict::Eligible => None,
         ProbeVerdict::Destructive => Some("destructive tools are never probed"),
@@ -70,7 +70,7 @@ fn refusal(verdict: ProbeVerdict) -> Option<&'static str> {
 }
 
 /// The input a probe sends: configured, else minimal; checked against the schema.
-fn probe_input(
+pub(super) fn probe_input(
     traits: &ToolTraits,
     entry: Option<&CatalogEntry>,
 ) -> Result<Map<String, Value>, String> {

@@ -1,6 +1,7 @@
 //! The Host's latency housekeeping, every [`TICK`]: background probes (tools never measured
 //! on a fresh connection when `probe_on_connect` is set, and degraded tools so they can
-//! recover without real traffic), then saving the stats file when something was recorded —
+//! recover without real traffic), rechecks of hidden tools nobody calls (`super::recheck`,
+//! each in a task of its own), then saving the stats file when something was recorded —
 //! or, with `[storage] url`, saving this replica's windows to PostgreSQL and merging the
 //! other replicas' in (`latency::shared`).
 //! The task holds the Host weakly and ends when the Host is gone.
@@ -28,6 +29,7 @@ impl Host {
                 let Some(inner) = weak.upgrade() else { return };
                 let host = Host { inner };
                 host.background_probes().await;
+                host.start_due_rechecks();
                 let latency = host.inner.latency.clone();
                 drop(host);
                 if let Some(shared) = latency.shared_stats() {

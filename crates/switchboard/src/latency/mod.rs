@@ -11,6 +11,7 @@
 //! - [`cache`]: results of cacheable read-only or idempotent tools, with coalescing.
 //! - [`report`]: the operator's view (`switchboard tools --stats`).
 //! - [`calibrate`]: probes, on demand, at connect time and for degraded tools.
+//! - [`recheck`]: probes that re-measure a hidden tool nobody calls any more.
 //! - [`persist`]: loading and saving windows per environment (the stats file).
 //! - [`shared`]: with `[storage] url`, every replica's windows on PostgreSQL instead, merged.
 
@@ -20,6 +21,7 @@ pub mod calibrate;
 pub mod execute;
 mod maintenance;
 mod persist;
+mod recheck;
 pub mod report;
 pub mod shared;
 
@@ -145,6 +147,9 @@ pub struct LatencyBudget {
     /// Called with the tiers whose visible tools changed (the Host announces `list_changed`
     /// to the sessions listing in them).
     on_change: OnceLock<TiersChanged>,
+    recheck_policy: switchboard_budget::RecheckPolicy,
+    /// Each catalog tool's recheck schedule, by stats key ([`recheck`]).
+    rechecks: Mutex<foldhash::HashMap<Arc<str>, switchboard_budget::RecheckSchedule>>,
     me: Weak<Self>,
 }
 
@@ -198,6 +203,8 @@ impl LatencyBudget {
                 max_attempts: settings.max_attempts.max(1),
                 ..RetryPolicy::default()
             },
+            recheck_policy: switchboard_budget::RecheckPolicy::after(settings.recheck_after),
+            rechecks: Mutex::default(),
             settings,
             book: Mutex::new(LatencyBook::new(config)),
             tiers,

@@ -179,6 +179,19 @@ impl SharedStats {
         );
     }
 
+    /// Replaces the window this replica measured of `key` with `samples` (a recheck's burst,
+    /// `super::recheck`); the other replicas' windows are theirs to recheck.
+    pub(crate) fn replace(&self, key: &str, samples: &[Sample], capacity: usize) {
+        let window = LatencyWindow::from_samples(capacity, samples.iter().copied());
+        lock(&self.own).insert(
+            Arc::from(key),
+            Own {
+                window,
+                changed: true,
+            },
+        );
+    }
+
     /// Saves the own windows that changed, reads the other replicas' and puts the union in
     /// `budget`'s book, for the tools of its catalog. Logs the first failure of a run of them
     /// and the recovery after.
