@@ -12,12 +12,18 @@ use support::*;
 use switchboard_fixtures::client::StdioClient;
 
 fn gateway(config_text: &str, dir: &std::path::Path) -> StdioClient {
+    gateway_as(config_text, dir, &[])
+}
+
+/// A gateway serving stdio with `serve_args` (`--agent NAME`).
+fn gateway_as(config_text: &str, dir: &std::path::Path, serve_args: &[&str]) -> StdioClient {
     let config = write_config(dir, config_text);
     let mut command = Command::new(switchboard());
     command
         .arg("--config")
         .arg(&config)
         .args(["--log", "error", "serve"])
+        .args(serve_args)
         .env("PATH", node_path())
         .stderr(Stdio::null());
     StdioClient::spawn(&mut command).expect("gateway")
@@ -115,6 +121,104 @@ fn prompts_completion_resources_and_subscriptions_of_a_real_server() {
     })
     .expect("a resource update reaches the client");
     assert_eq!(update["params"]["uri"], uri.as_str());
+}
+
+/// The names (prompts) or URIs (resources) of a list answer.
+fn listed(answer: &Value, list: &str, field: &str) -> Vec<String> {
+    answer[list]
+        .as_array()
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|item| item[field].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn an_agent_sees_prompts_and_resources_only_of_the_servers_its_view_holds() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let text = format!(
+        "[servers.everything]\ncommand = {}\n\n[servers.clock]\nbuiltin = \"clock\"\n\n\
+         [agents.npc]\nallow = [\"clock:*\"]\n\n\
+         [agents.echoer]\nallow = [\"everything__echo\"]\n\n\
+         [agents.reader]\nallow = [\"everything:*\"]\ndeny = [\"everything__echo\"]\n",
+        quoted(
+            &node_bin()
+                .join("mcp-server-everything")
+                .display()
+                .to_string()
+        )
+    );
+    // One tool of the server is enough to see its prompts and resources.
+    let mut echoer = gateway_as(&text, dir.path(), &["--agent", "echoer"]);
+    initialize_with(&mut echoer, json!({}));
+    let prompts = echoer.request("prompts/list", json!({})).expect("prompts");
+    assert!(
+        listed(&prompts, "prompts", "name").contains(&"everything__simple-prompt".to_owned()),
+        "{prompts}"
+    );
+    let resources = echoer
+        .request("resources/list", json!({}))
+        .expect("resources");
+    let uris = listed(&resources, "resources", "uri");
+    let uri = uris.first().expect("a resource").clone();
+
+    // Naming the server opens it too, whatever is denied of its tools.
+    let mut reader = gateway_as(&text, dir.path(), &["--agent", "reader"]);
+    initialize_with(&mut reader, json!({}));
+    let read = reader
+        .request("resources/read", json!({"uri": uri}))
+        .expect("read");
+    assert_eq!(read["contents"][0]["uri"], uri.as_str());
+
+    // npc may see the clock only: everything's prompts and resources do not exist for it.
+    let mut npc = gateway_as(&text, dir.path(), &["--agent", "npc"]);
+    initialize_with(&mut npc, json!({}));
+    let prompts = npc.request("prompts/list", json!({})).expect("prompts");
+    assert!(
+        !listed(&prompts, "prompts", "name")
+            .iter()
+            .any(|name| name.starts_with("everything__")),
+        "{prompts}"
+    );
+    let resources = npc.request("resources/list", json!({})).expect("resources");
+    assert!(
+        !listed(&resources, "resources", "uri").contains(&uri),
+        "{resources}"
+    );
+    let templates = npc
+        .request("resources/templates/list", json!({}))
+        .expect("templates");
+    assert_eq!(
+        listed(&templates, "resourceTemplates", "uriTemplate"),
+        Vec::<String>::new(),
+        "{templates}"
+    );
+    let get = npc
+        .exchange("prompts/get", json!({"name": "everything__simple-prompt"}))
+        .expect("answer");
+    assert_eq!(get["error"]["code"], -32602, "{get}");
+    let read = npc
+        .exchange("resources/read", json!({"uri": uri}))
+        .expect("answer");
+    assert!(
+        read.get("error").is_some(),
+        "npc read another server's resource: {read}"
+    );
+    let completion = npc
+        .request("completion/complete", json!({"ref": {"type": "ref/prompt", "name": "everything__completable-prompt"}, "argument": {"name": "department", "value": "E"}}))
+        .expect("complete");
+    assert_eq!(
+        completion["completion"]["values"],
+        json!([]),
+        "{completion}"
+    );
+    let subscribe = npc
+        .exchange("resources/subscribe", json!({"uri": uri}))
+        .expect("answer");
+    assert!(subscribe.get("error").is_some(), "{subscribe}");
 }
 
 #[test]

@@ -39,6 +39,12 @@ impl ToolPattern {
             Self::Exposed(glob) => glob_match(glob, &entry.exposed),
         }
     }
+
+    /// Whether the pattern names every tool of `server` (`server:*`, globs allowed in the
+    /// server part).
+    pub fn names_server(&self, server: &str) -> bool {
+        matches!(self, Self::Server { server: glob, tool } if tool == "*" && glob_match(glob, server))
+    }
 }
 
 /// An agent's permissions.
@@ -70,6 +76,14 @@ impl AgentPolicy {
 /// What one caller may see and call.
 pub trait View: Send + Sync {
     fn contains(&self, entry: &CatalogEntry) -> bool;
+
+    /// Whether the view opens server `server` as a whole (an allow pattern `server:*`, or no
+    /// allow list), for what a server offers beside tools: a server of prompts or resources
+    /// alone is seen through this. Default: no.
+    fn contains_server(&self, server: &str) -> bool {
+        let _ = server;
+        false
+    }
 }
 
 /// Everything in the catalog (no agents configured, or an unrestricted agent).
@@ -80,11 +94,20 @@ impl View for FullView {
     fn contains(&self, _entry: &CatalogEntry) -> bool {
         true
     }
+
+    fn contains_server(&self, _server: &str) -> bool {
+        true
+    }
 }
 
 impl View for AgentPolicy {
     fn contains(&self, entry: &CatalogEntry) -> bool {
         self.permits(entry)
+    }
+
+    fn contains_server(&self, server: &str) -> bool {
+        (self.allow.is_empty() || self.allow.iter().any(|p| p.names_server(server)))
+            && !self.deny.iter().any(|p| p.names_server(server))
     }
 }
 
@@ -108,6 +131,14 @@ struct Scoped {
 impl View for Scoped {
     fn contains(&self, entry: &CatalogEntry) -> bool {
         !self.closed.iter().any(|pattern| pattern.matches(entry)) && self.permitted.contains(entry)
+    }
+
+    fn contains_server(&self, server: &str) -> bool {
+        !self
+            .closed
+            .iter()
+            .any(|pattern| pattern.names_server(server))
+            && self.permitted.contains_server(server)
     }
 }
 
@@ -165,6 +196,26 @@ mod tests {
     use super::*;
     use crate::catalog::tests::slice;
     use crate::catalog::{Catalog, NamingRules};
+
+    #[test]
+    fn a_server_is_opened_as_a_whole_by_server_star_or_no_allow_list() {
+        let policy = |allow: &[&str], deny: &[&str]| AgentPolicy {
+            name: "a".to_owned(),
+            allow: allow.iter().map(|p| ToolPattern::parse(p)).collect(),
+            deny: deny.iter().map(|p| ToolPattern::parse(p)).collect(),
+        };
+        assert!(policy(&[], &[]).contains_server("docs"));
+        assert!(policy(&["docs:*"], &[]).contains_server("docs"));
+        assert!(policy(&["do*:*"], &[]).contains_server("docs"));
+        // One tool, or an exposed-name glob, names tools, not the server.
+        assert!(!policy(&["docs:search"], &[]).contains_server("docs"));
+        assert!(!policy(&["docs__*"], &[]).contains_server("docs"));
+        assert!(!policy(&["dice:*"], &[]).contains_server("docs"));
+        assert!(!policy(&[], &["docs:*"]).contains_server("docs"));
+        // Denying one tool leaves the server open.
+        assert!(policy(&["docs:*"], &["docs:delete"]).contains_server("docs"));
+        assert!(FullView.contains_server("docs"));
+    }
 
     #[test]
     fn scope_gates_hide_what_the_token_does_not_open() {

@@ -1,10 +1,12 @@
 //! Prompts of every server under exposed names (`<prefix><separator><prompt>`, the same rule as
 //! tools, first server wins on a collision), and `prompts/get` routed back to the owner, whose
-//! requests for the client's input reach the client as a tool call's do.
+//! requests for the client's input reach the client as a tool call's do. A caller lists, gets
+//! and completes the prompts of the servers it may see ([`Host::sees_server`]); another
+//! server's prompt is unknown to it.
 
 use serde_json::{Map, Value, json};
-use switchboard_core::CallContext;
 use switchboard_core::naming::exposed_name;
+use switchboard_core::{CallContext, Caller};
 use switchboard_mcp::jsonrpc::{RpcError, code};
 use switchboard_mcp::upstream::session::{Rounds, input_required_result};
 
@@ -52,6 +54,13 @@ impl Host {
         exposed
     }
 
+    /// The prompts of the servers `caller` may see.
+    pub(crate) fn prompts_for(&self, caller: &Caller) -> Vec<ExposedPrompt> {
+        let mut prompts = self.prompts();
+        prompts.retain(|prompt| self.sees_server(caller, &prompt.server.plan.spec.id));
+        prompts
+    }
+
     /// `prompts/get` on the server that owns the prompt, for `ctx`'s caller: a server that
     /// asks for the client's input gets it as in a call (a modern client answers
     /// `input_required` and retries; a legacy one is asked mid-request).
@@ -63,8 +72,10 @@ impl Host {
     ) -> Result<Value, RpcError> {
         self.wait_for_startup().await;
         let unknown = || RpcError::new(code::INVALID_PARAMS, format!("Unknown prompt: {name}"));
+        let caller = Caller::new(ctx.agent.clone(), ctx.session.clone())
+            .with_principal(ctx.principal.clone());
         let prompt = self
-            .prompts()
+            .prompts_for(&caller)
             .into_iter()
             .find(|p| p.definition["name"] == name)
             .ok_or_else(unknown)?;
@@ -90,9 +101,14 @@ impl Host {
 }
 
 impl Host {
-    /// `completion/complete`: a prompt reference goes to the prompt's server under its own
-    /// name, a resource reference to the resource's server; no owner, no suggestions.
-    pub(crate) async fn complete(&self, mut params: Value) -> Result<Value, RpcError> {
+    /// `completion/complete` for `caller`: a prompt reference goes to the prompt's server under
+    /// its own name, a resource reference to the resource's server; no owner `caller` may see,
+    /// no suggestions.
+    pub(crate) async fn complete(
+        &self,
+        caller: &Caller,
+        mut params: Value,
+    ) -> Result<Value, RpcError> {
         self.wait_for_startup().await;
         let empty = json!({"completion": {"values": [], "hasMore": false}});
         let owner = match params.pointer("/ref/type").and_then(Value::as_str) {
@@ -103,7 +119,7 @@ impl Host {
                     .unwrap_or_default()
                     .to_owned();
                 let Some(prompt) = self
-                    .prompts()
+                    .prompts_for(caller)
                     .into_iter()
                     .find(|p| p.definition["name"] == name.as_str())
                 else {
@@ -118,7 +134,7 @@ impl Host {
                     .and_then(Value::as_str)
                     .unwrap_or_default()
                     .to_owned();
-                self.resource_owner(&uri)
+                self.resource_owner(caller, &uri)
             }
             _ => None,
         };

@@ -1,14 +1,21 @@
 //! Resources of every server, URIs unchanged, and `resources/read` routed to the owner.
 //!
-//! Routing, in order: a URI some server listed; a URI a tool of some server returned (a
-//! `resource_link` or an embedded resource — recorded when the result passed through); the
-//! server whose resource template's fixed prefix matches; else each server that serves
-//! resources, in config order, until one has it.
+//! A caller sees, reads and subscribes to the resources of the servers it may see
+//! ([`Host::sees_server`]: its view holds one of their tools, or opens the server as a whole);
+//! another server's URI is not found, as an unknown one.
+//!
+//! Routing, among those servers, in order: a URI some server listed; the servers whose
+//! resource template's fixed prefix matches, the longest prefix first; a URI a tool of some
+//! server returned (a `resource_link` or an embedded resource, recorded when the result passed
+//! through, when no listing or template names an owner, at most [`MAX_LINK_ROUTES`] of them);
+//! else each server that serves resources, in config order, until one has it — all of them
+//! within one call timeout, not one each.
 //!
 //! With `[shared] redis`, a session's subscriptions are kept in its shared state
 //! (`crate::sessions::shared`) and the updates a server sends are told to the other replicas
 //! on the event bus, so they reach the session's GET stream on whichever replica serves it.
 
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,22 +28,75 @@ use crate::Host;
 use crate::fleet::Member;
 use crate::shared::sessions::SessionChange;
 
+/// The most URIs from tool results remembered for routing; the oldest go first.
+pub(crate) const MAX_LINK_ROUTES: usize = 10_000;
+
+/// URIs tool results linked to, and the server whose tool returned each, oldest first out.
+#[derive(Debug, Default)]
+pub(crate) struct LinkRoutes {
+    servers: HashMap<String, ServerId>,
+    order: VecDeque<String>,
+}
+
+impl LinkRoutes {
+    fn insert(&mut self, uri: &str, server: &ServerId) {
+        if let Some(known) = self.servers.get_mut(uri) {
+            *known = server.clone();
+            return;
+        }
+        while self.order.len() >= MAX_LINK_ROUTES {
+            if let Some(oldest) = self.order.pop_front() {
+                self.servers.remove(&oldest);
+            }
+        }
+        self.servers.insert(uri.to_owned(), server.clone());
+        self.order.push_back(uri.to_owned());
+    }
+
+    fn get(&self, uri: &str) -> Option<&ServerId> {
+        self.servers.get(uri)
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.servers.len()
+    }
+}
+
+/// The fixed part of a URI template, before its first expression (`file:///{path}` →
+/// `file:///`).
+fn template_prefix(template: &Value) -> &str {
+    let template = template
+        .get("uriTemplate")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    template.split('{').next().unwrap_or("")
+}
+
 impl Host {
-    pub(crate) fn resources(&self) -> Vec<Value> {
+    /// The fleet's servers `caller` may see the prompts and resources of, in config order.
+    pub(crate) fn members_seen_by(&self, caller: &Caller) -> Vec<Arc<Member>> {
         self.inner
             .fleet
             .load()
             .members
             .iter()
+            .filter(|member| self.sees_server(caller, &member.plan.spec.id))
+            .cloned()
+            .collect()
+    }
+
+    /// The resources of the servers `caller` may see.
+    pub(crate) fn resources(&self, caller: &Caller) -> Vec<Value> {
+        self.members_seen_by(caller)
+            .iter()
             .flat_map(|m| m.supervisor().status().extras.resources.to_vec())
             .collect()
     }
 
-    pub(crate) fn resource_templates(&self) -> Vec<Value> {
-        self.inner
-            .fleet
-            .load()
-            .members
+    /// The resource templates of the servers `caller` may see.
+    pub(crate) fn resource_templates(&self, caller: &Caller) -> Vec<Value> {
+        self.members_seen_by(caller)
             .iter()
             .flat_map(|m| m.supervisor().status().extras.resource_templates.to_vec())
             .collect()
@@ -58,15 +118,38 @@ impl Host {
         let Some(first) = uris.next() else {
             return;
         };
-        let Ok(mut routes) = self.inner.resource_routes.lock() else {
-            return;
+        let fleet = self.inner.fleet.load_full();
+        // A URI a listing or a template names an owner for is routed there: a link in one
+        // server's result never takes another server's resource over.
+        let owned = |uri: &str| {
+            fleet
+                .members
+                .iter()
+                .any(|member| lists(member, uri) || matching_template(member, uri).is_some())
         };
-        for uri in std::iter::once(first).chain(uris) {
-            routes.insert(uri.to_owned(), server.clone());
+        let unowned: Vec<&str> = std::iter::once(first)
+            .chain(uris)
+            .filter(|uri| !owned(uri))
+            .collect();
+        if unowned.is_empty() {
+            return;
+        }
+        let mut routes = self
+            .inner
+            .resource_routes
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        for uri in unowned {
+            routes.insert(uri, server);
         }
     }
 
-    pub(crate) async fn read_resource(&self, uri: &str) -> Result<Value, RpcError> {
+    /// `resources/read` of `uri` for `caller`, on the servers it may see.
+    pub(crate) async fn read_resource(
+        &self,
+        caller: &Caller,
+        uri: &str,
+    ) -> Result<Value, RpcError> {
         self.wait_for_startup().await;
         let not_found = || {
             RpcError::new(
@@ -74,23 +157,38 @@ impl Host {
                 format!("Resource not found: {uri}"),
             )
         };
-        let candidates = self.resource_candidates(uri);
-        let mut last_error = None;
+        let candidates = self.resource_candidates(caller, uri);
+        // One call timeout for them all: an unknown URI tried on every server costs the
+        // slowest server's bound, not the sum.
+        let Some(bound) = candidates.iter().map(|m| m.plan.call_timeout).max() else {
+            return Err(not_found());
+        };
+        let deadline = tokio::time::Instant::now() + bound;
+        let mut answered_error = None;
+        let mut unavailable = None;
         for member in candidates {
             let Some(client) = member.supervisor().client() else {
                 continue;
             };
             let _lease = member.connection.lease();
-            let timeout = member.plan.call_timeout;
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            let timeout = member.plan.call_timeout.min(left);
+            if timeout.is_zero() {
+                break;
+            }
             match self
                 .forward(&client, "resources/read", json!({"uri": uri}), timeout)
                 .await
             {
                 Ok(result) => return Ok(result),
-                Err(error) => last_error = Some(error),
+                // A server's own answer says more than another's silence or absence.
+                Err(error) if error.code != code::INTERNAL_ERROR => {
+                    answered_error.get_or_insert(error);
+                }
+                Err(error) => unavailable = Some(error),
             }
         }
-        Err(last_error.unwrap_or_else(not_found))
+        Err(answered_error.or(unavailable).unwrap_or_else(not_found))
     }
 
     /// `resources/subscribe` or `resources/unsubscribe` of `caller` on the server that owns
@@ -102,7 +200,7 @@ impl Host {
         uri: &str,
         subscribe: bool,
     ) -> Result<Value, RpcError> {
-        let answer = self.subscribe_upstream(uri, subscribe).await?;
+        let answer = self.subscribe_upstream(caller, uri, subscribe).await?;
         let change = if subscribe {
             SessionChange::Subscribe(uri)
         } else {
@@ -122,7 +220,12 @@ impl Host {
         Ok(answer)
     }
 
-    async fn subscribe_upstream(&self, uri: &str, subscribe: bool) -> Result<Value, RpcError> {
+    async fn subscribe_upstream(
+        &self,
+        caller: &Caller,
+        uri: &str,
+        subscribe: bool,
+    ) -> Result<Value, RpcError> {
         self.wait_for_startup().await;
         let method = if subscribe {
             "resources/subscribe"
@@ -130,7 +233,7 @@ impl Host {
             "resources/unsubscribe"
         };
         let mut last_error = None;
-        for member in self.resource_candidates(uri) {
+        for member in self.resource_candidates(caller, uri) {
             let supervisor = member.supervisor();
             let subscribable = supervisor
                 .status()
@@ -162,52 +265,40 @@ impl Host {
         }))
     }
 
-    /// The most likely owner of `uri`, if any server could own it.
-    pub(crate) fn resource_owner(&self, uri: &str) -> Option<Arc<Member>> {
-        self.resource_candidates(uri).into_iter().next()
+    /// The most likely owner of `uri` among the servers `caller` may see, if any could own it.
+    pub(crate) fn resource_owner(&self, caller: &Caller, uri: &str) -> Option<Arc<Member>> {
+        self.resource_candidates(caller, uri).into_iter().next()
     }
 
-    /// Servers that may own `uri`, most likely first.
-    fn resource_candidates(&self, uri: &str) -> Vec<Arc<Member>> {
-        let fleet = self.inner.fleet.load_full();
-        let members = &fleet.members;
-        let listed = members.iter().find(|m| {
-            m.supervisor()
-                .status()
-                .extras
-                .resources
-                .iter()
-                .any(|r| r.get("uri").and_then(Value::as_str) == Some(uri))
-        });
-        if let Some(member) = listed {
+    /// Servers `caller` may see that may own `uri`, most likely first (the module doc).
+    fn resource_candidates(&self, caller: &Caller, uri: &str) -> Vec<Arc<Member>> {
+        let members = self.members_seen_by(caller);
+        if let Some(member) = members.iter().find(|m| lists(m, uri)) {
             return vec![member.clone()];
+        }
+        let mut templated: Vec<(usize, &Arc<Member>)> = members
+            .iter()
+            .filter_map(|m| matching_template(m, uri).map(|prefix| (prefix, m)))
+            .collect();
+        if !templated.is_empty() {
+            // Longest prefix first; the sort is stable, so config order breaks ties.
+            templated.sort_by_key(|(prefix, _)| std::cmp::Reverse(*prefix));
+            return templated.into_iter().map(|(_, m)| m.clone()).collect();
         }
         let routed = self
             .inner
             .resource_routes
             .lock()
-            .ok()
-            .and_then(|routes| routes.get(uri).cloned());
-        if let Some(member) = routed.and_then(|server| fleet.find(&server)) {
-            return vec![member.clone()];
-        }
-        let templated = members.iter().find(|m| {
-            m.supervisor()
-                .status()
-                .extras
-                .resource_templates
-                .iter()
-                .any(|t| {
-                    let template = t.get("uriTemplate").and_then(Value::as_str).unwrap_or("");
-                    let prefix = template.split('{').next().unwrap_or("");
-                    !prefix.is_empty() && uri.starts_with(prefix)
-                })
-        });
-        if let Some(member) = templated {
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .get(uri)
+            .cloned();
+        if let Some(member) =
+            routed.and_then(|server| members.iter().find(|m| m.plan.spec.id == server))
+        {
             return vec![member.clone()];
         }
         members
-            .iter()
+            .into_iter()
             .filter(|m| {
                 m.supervisor()
                     .status()
@@ -215,7 +306,6 @@ impl Host {
                     .get("resources")
                     .is_some()
             })
-            .cloned()
             .collect()
     }
 
@@ -245,6 +335,32 @@ impl Host {
     }
 }
 
+/// Whether `member` listed a resource of this URI.
+fn lists(member: &Member, uri: &str) -> bool {
+    member
+        .supervisor()
+        .status()
+        .extras
+        .resources
+        .iter()
+        .any(|r| r.get("uri").and_then(Value::as_str) == Some(uri))
+}
+
+/// The length of the longest fixed prefix of `member`'s resource templates that `uri` starts
+/// with, if one does (an empty prefix matches nothing).
+fn matching_template(member: &Member, uri: &str) -> Option<usize> {
+    member
+        .supervisor()
+        .status()
+        .extras
+        .resource_templates
+        .iter()
+        .map(template_prefix)
+        .filter(|prefix| !prefix.is_empty() && uri.starts_with(prefix))
+        .map(str::len)
+        .max()
+}
+
 /// Waits for `answer`, `client`'s answer to `method`, at most `timeout`: a JSON-RPC error
 /// passes through, a lost connection or the deadline becomes an error naming the server.
 pub(crate) async fn within<T>(
@@ -268,5 +384,39 @@ pub(crate) async fn within<T>(
                 timeout.as_millis()
             ),
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn link_routes_keep_the_newest_and_forget_the_oldest_past_the_bound() {
+        let mut routes = LinkRoutes::default();
+        let (a, b) = (ServerId::new("a"), ServerId::new("b"));
+        for n in 0..MAX_LINK_ROUTES + 5 {
+            routes.insert(&format!("mem://{n}"), &a);
+        }
+        assert_eq!(routes.len(), MAX_LINK_ROUTES);
+        assert_eq!(routes.get("mem://0"), None, "the oldest went first");
+        assert_eq!(
+            routes.get(&format!("mem://{}", MAX_LINK_ROUTES + 4)),
+            Some(&a)
+        );
+        // A link seen again is re-routed, not added twice.
+        routes.insert("mem://10", &b);
+        assert_eq!(routes.get("mem://10"), Some(&b));
+        assert_eq!(routes.len(), MAX_LINK_ROUTES);
+    }
+
+    #[test]
+    fn a_template_prefix_is_its_text_before_the_first_expression() {
+        assert_eq!(
+            template_prefix(&json!({"uriTemplate": "https://api.github.com/repos/{owner}/{repo}"})),
+            "https://api.github.com/repos/"
+        );
+        assert_eq!(template_prefix(&json!({"uriTemplate": "{+url}"})), "");
+        assert_eq!(template_prefix(&json!({})), "");
     }
 }

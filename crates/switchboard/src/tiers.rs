@@ -15,7 +15,7 @@ use std::sync::Arc;
 use switchboard_budget::TierId;
 use switchboard_core::agent::{View, scoped_view};
 use switchboard_core::tier::Tier;
-use switchboard_core::{Caller, CatalogEntry};
+use switchboard_core::{Caller, CatalogEntry, ServerId};
 
 use crate::host::Host;
 use crate::shared::sessions::SessionChange;
@@ -37,6 +37,10 @@ impl View for TierFit {
                 .is_some_and(|fastest| fastest <= tier)
         });
         fits && self.permitted.contains(entry)
+    }
+
+    fn contains_server(&self, server: &str) -> bool {
+        self.permitted.contains_server(server)
     }
 }
 
@@ -110,6 +114,20 @@ impl Host {
             }
             _ => permitted,
         }
+    }
+
+    /// Whether `caller` may see what server `server` offers beside tools (prompts, resources,
+    /// completions, subscriptions): its permitted view, in any tier, holds one of the
+    /// server's tools, or opens the server as a whole (`server:*`, or no allow list) — how a
+    /// server of prompts or resources alone is opened to a restricted agent.
+    pub(crate) fn sees_server(&self, caller: &Caller, server: &ServerId) -> bool {
+        let view = self.permitted(caller);
+        view.contains_server(server.as_str())
+            || self
+                .catalog()
+                .entries()
+                .iter()
+                .any(|entry| entry.spec.server == *server && view.contains(entry))
     }
 
     /// Whether the scopes of the caller's token narrow its agent's view.

@@ -108,8 +108,9 @@ pub trait Backend: Send + Sync + 'static {
     ) {
     }
 
-    /// Every server's prompts, names as exposed. Default: none.
-    fn list_prompts(&self) -> BoxFuture<'_, Vec<Value>> {
+    /// The prompts `caller` may see, names as exposed. Default: none.
+    fn list_prompts(&self, caller: &Caller) -> BoxFuture<'_, Vec<Value>> {
+        let _ = caller;
         Box::pin(async { Vec::new() })
     }
 
@@ -131,18 +132,22 @@ pub trait Backend: Send + Sync + 'static {
         })
     }
 
-    /// Every server's resources (URIs unchanged). Default: none.
-    fn list_resources(&self) -> BoxFuture<'_, Vec<Value>> {
+    /// The resources `caller` may see (URIs unchanged). Default: none.
+    fn list_resources(&self, caller: &Caller) -> BoxFuture<'_, Vec<Value>> {
+        let _ = caller;
         Box::pin(async { Vec::new() })
     }
 
-    /// Every server's resource templates. Default: none.
-    fn list_resource_templates(&self) -> BoxFuture<'_, Vec<Value>> {
+    /// The resource templates `caller` may see. Default: none.
+    fn list_resource_templates(&self, caller: &Caller) -> BoxFuture<'_, Vec<Value>> {
+        let _ = caller;
         Box::pin(async { Vec::new() })
     }
 
-    /// `resources/read`, routed to the server that owns the URI.
-    fn read_resource(&self, uri: String) -> BoxFuture<'_, Result<Value, RpcError>> {
+    /// `resources/read` for `caller`, routed to the server that owns the URI among those it
+    /// may see.
+    fn read_resource(&self, caller: Caller, uri: String) -> BoxFuture<'_, Result<Value, RpcError>> {
+        let _ = caller;
         Box::pin(async move {
             Err(RpcError::new(
                 code::RESOURCE_NOT_FOUND,
@@ -183,10 +188,10 @@ pub trait Backend: Send + Sync + 'static {
         None
     }
 
-    /// `completion/complete`, routed to the server that owns the prompt or resource referred
-    /// to. Default: no suggestions.
-    fn complete(&self, params: Value) -> BoxFuture<'_, Result<Value, RpcError>> {
-        let _ = params;
+    /// `completion/complete` for `caller`, routed to the server that owns the prompt or
+    /// resource referred to. Default: no suggestions.
+    fn complete(&self, caller: Caller, params: Value) -> BoxFuture<'_, Result<Value, RpcError>> {
+        let _ = (caller, params);
         Box::pin(async { Ok(serde_json::json!({"completion": {"values": [], "hasMore": false}})) })
     }
 

@@ -262,23 +262,30 @@ impl Dispatcher {
                     )),
                 },
                 "logging/setLevel" => Ok(json!({})),
-                "prompts/list" => Ok(self.listed("prompts", self.backend.list_prompts().await, era)),
-                "resources/list" => {
-                    Ok(self.listed("resources", self.backend.list_resources().await, era))
-                }
+                "prompts/list" => Ok(self.listed(
+                    "prompts",
+                    self.backend.list_prompts(&self.caller()).await,
+                    era,
+                )),
+                "resources/list" => Ok(self.listed(
+                    "resources",
+                    self.backend.list_resources(&self.caller()).await,
+                    era,
+                )),
                 "resources/templates/list" => Ok(self.listed(
                     "resourceTemplates",
-                    self.backend.list_resource_templates().await,
+                    self.backend.list_resource_templates(&self.caller()).await,
                     era,
                 )),
                 "prompts/get" => match string_param(params.as_ref(), "name") {
                     Ok(name) => {
                         let arguments = params.as_ref().and_then(|p| p.get("arguments")).cloned();
-                        let ctx = CallContext {
+                        let mut ctx = CallContext {
                             modern: (era == RequestEra::Modern)
                                 .then(|| modern_request(params.as_ref())),
                             ..ctx
                         };
+                        self.fill_caller(&mut ctx);
                         let cancel = ctx.cancel.clone();
                         unless_cancelled(&cancel, self.backend.get_prompt(ctx, name, arguments))
                             .await
@@ -287,9 +294,8 @@ impl Dispatcher {
                 },
                 "resources/read" => match string_param(params.as_ref(), "uri") {
                     Ok(uri) => {
-                        let read =
-                            unless_cancelled(&ctx.cancel, self.backend.read_resource(uri.clone()))
-                                .await;
+                        let reading = self.backend.read_resource(self.caller(), uri.clone());
+                        let read = unless_cancelled(&ctx.cancel, reading).await;
                         read.map_err(|error| modern_not_found(error, &uri, era))
                     }
                     Err(error) => Err(error),
@@ -310,7 +316,7 @@ impl Dispatcher {
                 "completion/complete" => {
                     let completing = self
                         .backend
-                        .complete(params.clone().unwrap_or_else(|| json!({})));
+                        .complete(self.caller(), params.clone().unwrap_or_else(|| json!({})));
                     unless_cancelled(&ctx.cancel, completing).await
                 }
                 task if TASK_METHODS.contains(&task) => {

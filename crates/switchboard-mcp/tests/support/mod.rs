@@ -73,7 +73,11 @@ impl Backend for FakeBackend {
         self.version.subscribe()
     }
 
-    fn read_resource(&self, uri: String) -> BoxFuture<'_, Result<Value, RpcError>> {
+    fn read_resource(
+        &self,
+        _caller: Caller,
+        uri: String,
+    ) -> BoxFuture<'_, Result<Value, RpcError>> {
         /// Says "read" when the read it belongs to is dropped.
         struct Told(mpsc::UnboundedSender<String>);
         impl Drop for Told {

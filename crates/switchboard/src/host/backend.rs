@@ -205,10 +205,11 @@ impl Backend for Host {
             .record_request(method, agent, elapsed, error);
     }
 
-    fn list_prompts(&self) -> BoxFuture<'_, Vec<Value>> {
+    fn list_prompts(&self, caller: &Caller) -> BoxFuture<'_, Vec<Value>> {
+        let caller = caller.clone();
         Box::pin(async move {
             self.wait_for_startup().await;
-            self.prompts()
+            self.prompts_for(&caller)
                 .into_iter()
                 .map(|prompt| prompt.definition)
                 .collect()
@@ -224,17 +225,19 @@ impl Backend for Host {
         Box::pin(async move { Host::get_prompt(self, &ctx, &name, arguments).await })
     }
 
-    fn list_resources(&self) -> BoxFuture<'_, Vec<Value>> {
+    fn list_resources(&self, caller: &Caller) -> BoxFuture<'_, Vec<Value>> {
+        let caller = caller.clone();
         Box::pin(async move {
             self.wait_for_startup().await;
-            self.resources()
+            self.resources(&caller)
         })
     }
 
-    fn list_resource_templates(&self) -> BoxFuture<'_, Vec<Value>> {
+    fn list_resource_templates(&self, caller: &Caller) -> BoxFuture<'_, Vec<Value>> {
+        let caller = caller.clone();
         Box::pin(async move {
             self.wait_for_startup().await;
-            self.resource_templates()
+            self.resource_templates(&caller)
         })
     }
 
@@ -242,8 +245,8 @@ impl Backend for Host {
         Box::pin(self.wait_for_startup())
     }
 
-    fn complete(&self, params: Value) -> BoxFuture<'_, Result<Value, RpcError>> {
-        Box::pin(async move { Host::complete(self, params).await })
+    fn complete(&self, caller: Caller, params: Value) -> BoxFuture<'_, Result<Value, RpcError>> {
+        Box::pin(async move { Host::complete(self, &caller, params).await })
     }
 
     fn subscribe_resource(
@@ -267,7 +270,7 @@ impl Backend for Host {
         Some(self.inner.resource_updates.subscribe())
     }
 
-    fn read_resource(&self, uri: String) -> BoxFuture<'_, Result<Value, RpcError>> {
-        Box::pin(async move { Host::read_resource(self, &uri).await })
+    fn read_resource(&self, caller: Caller, uri: String) -> BoxFuture<'_, Result<Value, RpcError>> {
+        Box::pin(async move { Host::read_resource(self, &caller, &uri).await })
     }
 }

@@ -52,7 +52,7 @@ pub(crate) struct Inner {
     pub(crate) live: crate::live::LiveState,
     /// Resource URIs seen in tool results → the server whose tool returned them, so a
     /// `resource_link` can be read back through the gateway.
-    pub(crate) resource_routes: Mutex<std::collections::HashMap<String, ServerId>>,
+    pub(crate) resource_routes: Mutex<crate::resources::LinkRoutes>,
     catalog: ArcSwap<Catalog>,
     version: watch::Sender<u64>,
     /// Bumped when the exposed prompts or resources change.
