@@ -222,6 +222,67 @@ fn an_agent_sees_prompts_and_resources_only_of_the_servers_its_view_holds() {
 }
 
 #[test]
+fn a_slow_resource_listing_leaves_the_server_up_with_its_tools() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let text = format!(
+        "[gateway]\nprefix_tools = false\nconnect_timeout = \"2s\"\n\n[servers.c]\ncommand = {}\nargs = [\"conformance\"]\nenv = {{ CONFORMANCE_SLOW_RESOURCE_LIST_MS = \"4000\" }}\n",
+        quoted(&fixture())
+    );
+    let mut client = gateway(&text, dir.path());
+    initialize_with(&mut client, json!({}));
+    let answer = client
+        .request(
+            "tools/call",
+            json!({"name": "test_simple_text", "arguments": {}}),
+        )
+        .expect("call");
+    assert_eq!(
+        answer["content"][0]["text"], "This is a simple text response for testing.",
+        "{answer}"
+    );
+    // The prompts came; the resources that did not come in time are not shown.
+    let prompts = client.request("prompts/list", json!({})).expect("prompts");
+    assert!(
+        listed(&prompts, "prompts", "name").contains(&"test_simple_prompt".to_owned()),
+        "{prompts}"
+    );
+}
+
+#[test]
+fn a_failed_prompt_listing_keeps_the_last_one() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let text = format!(
+        "[gateway]\nprefix_tools = false\n\n[servers.c]\ncommand = {}\nargs = [\"conformance\"]\nenv = {{ CONFORMANCE_FLAKY_PROMPT_LIST = \"1\" }}\n",
+        quoted(&fixture())
+    );
+    let mut client = gateway(&text, dir.path());
+    initialize_with(&mut client, json!({}));
+    let before = listed(
+        &client.request("prompts/list", json!({})).expect("prompts"),
+        "prompts",
+        "name",
+    );
+    assert!(
+        before.contains(&"test_simple_prompt".to_owned()),
+        "{before:?}"
+    );
+    // The server announces a change, then fails to list its prompts.
+    client
+        .request(
+            "tools/call",
+            json!({"name": "test_trigger_prompt_change", "arguments": {}}),
+        )
+        .expect("trigger");
+    std::thread::sleep(Duration::from_millis(1_500));
+    let after = listed(
+        &client.request("prompts/list", json!({})).expect("prompts"),
+        "prompts",
+        "name",
+    );
+    assert_eq!(after, before, "one failed listing emptied the prompts");
+}
+
+#[test]
 fn upstream_requests_are_relayed_to_a_client_that_supports_them() {
     let dir = tempfile::tempdir().expect("tempdir");
     let text = conformance_config();

@@ -13,6 +13,10 @@
 //! (`greet`, `slow_compute`, …, declaring `execution.taskSupport`; the gateway runs the
 //! tasks) are the `task_tools` module; a `notifications/cancelled` raises the cancel flag of
 //! the call it names (the `peer` module keeps them).
+//!
+//! Two switches in its environment misbehave for the gateway's tests:
+//! `CONFORMANCE_SLOW_RESOURCE_LIST_MS` answers `resources/list` that late, and
+//! `CONFORMANCE_FLAKY_PROMPT_LIST` fails `prompts/list` while a prompt change is in effect.
 
 use std::io::BufRead;
 use std::sync::Arc;
@@ -478,12 +482,26 @@ pub fn serve() -> i32 {
                         },
                     }
                 }
-                "resources/list" => Ok(json!({"resources": resources()})),
+                "resources/list" => {
+                    if let Some(delay) = std::env::var("CONFORMANCE_SLOW_RESOURCE_LIST_MS")
+                        .ok()
+                        .and_then(|ms| ms.parse().ok())
+                    {
+                        std::thread::sleep(Duration::from_millis(delay));
+                    }
+                    Ok(json!({"resources": resources()}))
+                }
                 "resources/templates/list" => Ok(
                     json!({"resourceTemplates": [{"uriTemplate": "test://template/{id}/data", "name": "template", "title": "Resource Template", "description": "A resource template with parameter substitution", "mimeType": "application/json"}]}),
                 ),
                 "resources/read" => {
                     read_resource(params.get("uri").and_then(Value::as_str).unwrap_or(""))
+                }
+                "prompts/list"
+                    if peer.prompts_grown.load(Ordering::SeqCst)
+                        && std::env::var_os("CONFORMANCE_FLAKY_PROMPT_LIST").is_some() =>
+                {
+                    Err((-32603, "prompts cannot be listed now".to_owned()))
                 }
                 "prompts/list" => {
                     let mut listed = prompts();

@@ -226,19 +226,51 @@ pub struct Extras {
     pub resource_templates: Arc<[Value]>,
 }
 
-pub async fn list_prompts(client: &RpcClient, capabilities: &Value) -> Arc<[Value]> {
+impl Extras {
+    /// Lists all three, per `capabilities`, prompts and resources each within `bound`: what
+    /// fails or takes longer is empty (and logged), and never fails the server.
+    pub async fn list(client: &RpcClient, capabilities: &Value, bound: Duration) -> Self {
+        let late = |what: &str| {
+            tracing::warn!(target: "switchboard::upstream", server = %client.label(), "listing {what} took over {} ms: none are shown until the server announces a change", bound.as_millis());
+        };
+        let prompts = match tokio::time::timeout(bound, list_prompts(client, capabilities)).await {
+            Ok(prompts) => prompts,
+            Err(_) => {
+                late("prompts");
+                None
+            }
+        };
+        let (resources, resource_templates) =
+            match tokio::time::timeout(bound, list_resources(client, capabilities)).await {
+                Ok(listed) => listed,
+                Err(_) => {
+                    late("resources");
+                    (None, None)
+                }
+            };
+        Self {
+            prompts: prompts.unwrap_or_default(),
+            resources: resources.unwrap_or_default(),
+            resource_templates: resource_templates.unwrap_or_default(),
+        }
+    }
+}
+
+/// A server's prompts; none when it offers none, `None` when listing them failed (logged).
+pub async fn list_prompts(client: &RpcClient, capabilities: &Value) -> Option<Arc<[Value]>> {
     if capabilities.get("prompts").is_none() {
-        return Arc::from([]);
+        return Some(Arc::from([]));
     }
     logged(client, list_all(client, "prompts/list", "prompts").await)
 }
 
+/// A server's resources and resource templates, each as [`list_prompts`].
 pub async fn list_resources(
     client: &RpcClient,
     capabilities: &Value,
-) -> (Arc<[Value]>, Arc<[Value]>) {
+) -> (Option<Arc<[Value]>>, Option<Arc<[Value]>>) {
     if capabilities.get("resources").is_none() {
-        return (Arc::from([]), Arc::from([]));
+        return (Some(Arc::from([])), Some(Arc::from([])));
     }
     let resources = logged(
         client,
@@ -251,12 +283,12 @@ pub async fn list_resources(
     (resources, templates)
 }
 
-fn logged(client: &RpcClient, items: Result<Vec<Value>, String>) -> Arc<[Value]> {
+fn logged(client: &RpcClient, items: Result<Vec<Value>, String>) -> Option<Arc<[Value]>> {
     match items {
-        Ok(items) => items.into(),
+        Ok(items) => Some(items.into()),
         Err(reason) => {
             tracing::warn!(target: "switchboard::upstream", server = %client.label(), "{reason}");
-            Arc::from([])
+            None
         }
     }
 }

@@ -145,6 +145,8 @@ impl Worker {
             self.publish(|status| {
                 status.state = ServerState::Down;
                 status.tools = Arc::from([]);
+                // Its prompts and resources go with its tools (announced as changed).
+                status.extras = Extras::default();
                 status.error = Some(reason);
                 status.failures = failures;
                 status.settled = true;
@@ -179,20 +181,9 @@ impl Worker {
         let handshake = async {
             let negotiated = negotiate(&client, self.spec.era, self.spec.discover_timeout).await?;
             let tools = list_tools(&client).await?;
-            let prompts = list_prompts(&client, &negotiated.capabilities).await;
-            let (resources, resource_templates) =
-                list_resources(&client, &negotiated.capabilities).await;
-            Ok::<_, String>((
-                negotiated,
-                tools,
-                Extras {
-                    prompts,
-                    resources,
-                    resource_templates,
-                },
-            ))
+            Ok::<_, String>((negotiated, tools))
         };
-        let (negotiated, tools, extras) = match tokio::time::timeout_at(deadline, handshake).await {
+        let (negotiated, tools) = match tokio::time::timeout_at(deadline, handshake).await {
             Ok(Ok(ready)) => ready,
             Ok(Err(reason)) => {
                 unpublished.disarm();
@@ -207,6 +198,14 @@ impl Worker {
                 return Some(fail(&client, reason).await);
             }
         };
+        // Prompts and resources have their own bound: a slow or failing listing of them leaves
+        // them empty (logged), never the server down with its tools.
+        let extras = Extras::list(
+            &client,
+            &negotiated.capabilities,
+            self.spec.discover_timeout,
+        )
+        .await;
         tracing::info!(target: "switchboard::upstream", server = %self.label, era = negotiated.era.label(), version = negotiated.era.version(), tools = tools.len(), "connected");
         self.slot.set_current(Some(client.clone()));
         self.slot.set_client(Some(client.clone()));
@@ -318,15 +317,21 @@ impl Worker {
                     tracing::warn!(target: "switchboard::upstream", server = %self.label, "refreshing tools failed: {reason}")
                 }
             },
+            // A listing that fails keeps the last one (logged), as tools do.
             ServerEvent::PromptsChanged => {
-                let prompts = list_prompts(client, capabilities).await;
-                self.publish(|status| status.extras.prompts = prompts);
+                if let Some(prompts) = list_prompts(client, capabilities).await {
+                    self.publish(|status| status.extras.prompts = prompts);
+                }
             }
             ServerEvent::ResourcesChanged => {
                 let (resources, templates) = list_resources(client, capabilities).await;
                 self.publish(|status| {
-                    status.extras.resources = resources;
-                    status.extras.resource_templates = templates;
+                    if let Some(resources) = resources {
+                        status.extras.resources = resources;
+                    }
+                    if let Some(templates) = templates {
+                        status.extras.resource_templates = templates;
+                    }
                 });
             }
         }
