@@ -163,6 +163,11 @@ async fn legacy_sessions_on(server: Server) {
     let session = session_id(&init);
     let body: Value = init.json().await.expect("json");
     assert_eq!(body["result"]["protocolVersion"], "2025-11-25");
+    assert_eq!(
+        body["result"]["capabilities"]["resources"].get("subscribe"),
+        None,
+        "subscriptions announced with no server that takes them: {body}"
+    );
 
     let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
     let without = server.post(list).send().await.expect("no session");
@@ -278,6 +283,11 @@ async fn modern_requests_need_no_session_and_headers_must_match() {
         .await
         .expect("json");
     assert_eq!(discover["result"]["supportedVersions"][0], "2026-07-28");
+    assert_eq!(
+        discover["result"]["capabilities"]["resources"].get("subscribe"),
+        None,
+        "2026-07-28 has no resources/subscribe: {discover}"
+    );
 }
 
 #[tokio::test]

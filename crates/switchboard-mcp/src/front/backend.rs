@@ -168,6 +168,12 @@ pub trait Backend: Send + Sync + 'static {
         Box::pin(async { Ok(Value::Object(serde_json::Map::new())) })
     }
 
+    /// Whether a server behind the backend may take `resources/subscribe` (the handshake's
+    /// `resources.subscribe` capability says so). Default: no.
+    fn offers_subscriptions(&self) -> bool {
+        false
+    }
+
     /// Whether `caller`'s session subscribed to `uri` in a way the front did not see: through
     /// another replica that shares the session's state with this one. Default: never (the
     /// front's own record of the session's subscriptions is the whole truth).

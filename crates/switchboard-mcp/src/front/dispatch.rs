@@ -443,10 +443,15 @@ impl Dispatcher {
         let mut capabilities = json!({
             "tools": {"listChanged": true},
             "prompts": {"listChanged": self.backend.lists_version().is_some()},
-            "resources": {"listChanged": self.backend.lists_version().is_some(), "subscribe": true},
+            "resources": {"listChanged": self.backend.lists_version().is_some()},
             "completions": {},
             "logging": {},
         });
+        // Per-URI subscriptions are the handshake era's (2026-07-28 removed the methods), and
+        // only worth announcing when a server behind the gateway takes them.
+        if era == RequestEra::Legacy && self.backend.offers_subscriptions() {
+            capabilities["resources"]["subscribe"] = json!(true);
+        }
         if self.backend.runs_tasks() {
             capabilities[match era {
                 RequestEra::Legacy => "tasks",

@@ -258,6 +258,20 @@ impl Backend for Host {
         Box::pin(async move { Host::subscribe_resource(self, &caller, &uri, subscribe).await })
     }
 
+    /// A server still starting may take them: only a fleet that answered without them is
+    /// known not to.
+    fn offers_subscriptions(&self) -> bool {
+        self.inner.fleet.load().members.iter().any(|member| {
+            let status = member.supervisor().status();
+            !status.settled
+                || status
+                    .capabilities
+                    .pointer("/resources/subscribe")
+                    .and_then(Value::as_bool)
+                    == Some(true)
+        })
+    }
+
     fn resource_subscribed(&self, caller: &Caller, uri: &str) -> bool {
         Host::resource_subscribed(self, caller, uri)
     }
