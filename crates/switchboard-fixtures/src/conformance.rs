@@ -17,6 +17,7 @@
 //! Two switches in its environment misbehave for the gateway's tests:
 //! `CONFORMANCE_SLOW_RESOURCE_LIST_MS` answers `resources/list` that late, and
 //! `CONFORMANCE_FLAKY_PROMPT_LIST` fails `prompts/list` while a prompt change is in effect.
+//! The unlisted resource `test://subscriptions` reads back the URIs it is subscribed to.
 
 use std::io::BufRead;
 use std::sync::Arc;
@@ -437,7 +438,24 @@ pub fn serve() -> i32 {
                     "capabilities": {"tools": {"listChanged": true}, "resources": {"subscribe": true, "listChanged": true}, "prompts": {"listChanged": true}, "logging": {}, "completions": {}},
                     "serverInfo": {"name": "mcp-conformance-test-server", "version": "1.0.0"}
                 })),
-                "ping" | "resources/subscribe" | "resources/unsubscribe" => Ok(json!({})),
+                "ping" => Ok(json!({})),
+                "resources/subscribe" | "resources/unsubscribe" => {
+                    peer.note_subscription(
+                        params.get("uri").and_then(Value::as_str).unwrap_or(""),
+                        method == "resources/subscribe",
+                    );
+                    Ok(json!({}))
+                }
+                // Not listed: what the gateway subscribed this process to, for its tests.
+                "resources/read"
+                    if params.get("uri").and_then(Value::as_str)
+                        == Some("test://subscriptions") =>
+                {
+                    let uris = peer.subscriptions();
+                    Ok(
+                        json!({"contents": [{"uri": "test://subscriptions", "mimeType": "application/json", "text": json!(uris).to_string()}]}),
+                    )
+                }
                 "logging/setLevel" => {
                     peer.log(&format!(
                         "Log level set to: {}",

@@ -27,6 +27,8 @@ pub(crate) struct Peer {
     pub prompts_grown: AtomicBool,
     /// The cancel flags of the running calls, by their request id (as JSON text).
     pub cancels: Mutex<HashMap<String, Arc<AtomicBool>>>,
+    /// The resource URIs the client subscribed to.
+    subscribed: Mutex<std::collections::BTreeSet<String>>,
 }
 
 impl Peer {
@@ -38,7 +40,27 @@ impl Peer {
             grown: AtomicBool::new(false),
             prompts_grown: AtomicBool::new(false),
             cancels: Mutex::default(),
+            subscribed: Mutex::default(),
         }
+    }
+
+    /// Notes a `resources/subscribe` (`true`) or `resources/unsubscribe` of `uri`.
+    pub fn note_subscription(&self, uri: &str, subscribed: bool) {
+        if let Ok(mut uris) = self.subscribed.lock() {
+            if subscribed {
+                uris.insert(uri.to_owned());
+            } else {
+                uris.remove(uri);
+            }
+        }
+    }
+
+    /// The resource URIs subscribed to now, in order.
+    pub fn subscriptions(&self) -> Vec<String> {
+        self.subscribed
+            .lock()
+            .map(|uris| uris.iter().cloned().collect())
+            .unwrap_or_default()
     }
 
     /// Sends a request to the client and waits for its answer: the result, or the error

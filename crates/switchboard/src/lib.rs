@@ -37,6 +37,7 @@ pub mod pins;
 pub mod private_file;
 mod prompts;
 pub mod quotas;
+mod resource_subscriptions;
 mod resources;
 mod result_shaping;
 pub mod sandbox;

@@ -26,7 +26,6 @@ use switchboard_mcp::upstream::client::{ClientError, RpcClient};
 
 use crate::Host;
 use crate::fleet::Member;
-use crate::shared::sessions::SessionChange;
 
 /// The most URIs from tool results remembered for routing; the oldest go first.
 pub(crate) const MAX_LINK_ROUTES: usize = 10_000;
@@ -191,87 +190,13 @@ impl Host {
         Err(answered_error.or(unavailable).unwrap_or_else(not_found))
     }
 
-    /// `resources/subscribe` or `resources/unsubscribe` of `caller` on the server that owns
-    /// `uri`; with sessions' state shared, the session's subscription is then kept for every
-    /// replica, so its updates reach the session's GET stream wherever it is.
-    pub(crate) async fn subscribe_resource(
-        &self,
-        caller: &Caller,
-        uri: &str,
-        subscribe: bool,
-    ) -> Result<Value, RpcError> {
-        let answer = self.subscribe_upstream(caller, uri, subscribe).await?;
-        let change = if subscribe {
-            SessionChange::Subscribe(uri)
-        } else {
-            SessionChange::Unsubscribe(uri)
-        };
-        if self.inner.options.shared_sessions.is_some() {
-            let applied = self.change_session(caller, change).await.map_err(|refused| {
-                RpcError::new(
-                    code::INTERNAL_ERROR,
-                    format!("the subscription to {uri} cannot be shared with the other replicas now: {refused}"),
-                )
-            })?;
-            if let Some(note) = applied.only_here {
-                tracing::warn!(target: "switchboard::shared", "a subscription to {uri} is {note}");
-            }
-        }
-        Ok(answer)
-    }
-
-    async fn subscribe_upstream(
-        &self,
-        caller: &Caller,
-        uri: &str,
-        subscribe: bool,
-    ) -> Result<Value, RpcError> {
-        self.wait_for_startup().await;
-        let method = if subscribe {
-            "resources/subscribe"
-        } else {
-            "resources/unsubscribe"
-        };
-        let mut last_error = None;
-        for member in self.resource_candidates(caller, uri) {
-            let supervisor = member.supervisor();
-            let subscribable = supervisor
-                .status()
-                .capabilities
-                .pointer("/resources/subscribe")
-                .and_then(Value::as_bool)
-                == Some(true);
-            let Some(client) = supervisor.client().filter(|_| subscribable) else {
-                continue;
-            };
-            match self
-                .forward(
-                    &client,
-                    method,
-                    json!({"uri": uri}),
-                    member.plan.call_timeout,
-                )
-                .await
-            {
-                Ok(result) => return Ok(result),
-                Err(error) => last_error = Some(error),
-            }
-        }
-        Err(last_error.unwrap_or_else(|| {
-            RpcError::new(
-                code::INVALID_PARAMS,
-                format!("no server offers subscriptions to {uri}"),
-            )
-        }))
-    }
-
     /// The most likely owner of `uri` among the servers `caller` may see, if any could own it.
     pub(crate) fn resource_owner(&self, caller: &Caller, uri: &str) -> Option<Arc<Member>> {
         self.resource_candidates(caller, uri).into_iter().next()
     }
 
     /// Servers `caller` may see that may own `uri`, most likely first (the module doc).
-    fn resource_candidates(&self, caller: &Caller, uri: &str) -> Vec<Arc<Member>> {
+    pub(crate) fn resource_candidates(&self, caller: &Caller, uri: &str) -> Vec<Arc<Member>> {
         let members = self.members_seen_by(caller);
         if let Some(member) = members.iter().find(|m| lists(m, uri)) {
             return vec![member.clone()];

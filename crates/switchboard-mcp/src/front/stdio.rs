@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::dispatch::{Dispatcher, Notifier, RequestEra, progress_notification, progress_token};
 use super::relay::Relay;
-use super::subscriptions::ResourceSubscriptions;
+use super::subscriptions::{ResourceSubscriptions, SubscriptionChange};
 use crate::framing::{Unread, read_bounded_line};
 use crate::jsonrpc::{Message, RequestId, code};
 
@@ -167,7 +167,8 @@ pub async fn serve(
                 if method == "tools/list" {
                     listed.cancel();
                 }
-                subscriptions.note(&method, params.as_ref());
+                let subscription = SubscriptionChange::of(&method, params.as_ref());
+                let subscriptions = subscriptions.clone();
                 // Legacy clients can be asked things mid-call; modern ones answer input_required.
                 if RequestEra::of(params.as_ref()) == RequestEra::Legacy {
                     ctx.caller = Some(relay.caller(notify.clone()));
@@ -182,6 +183,9 @@ pub async fn serve(
                     let answer = dispatcher
                         .handle_streaming(id.clone(), &method, params, ctx, Some(notify))
                         .await;
+                    if let Some(change) = &subscription {
+                        subscriptions.apply(change, &answer);
+                    }
                     if let Ok(mut map) = in_flight.lock() {
                         map.remove(&id);
                     }

@@ -19,23 +19,53 @@ pub struct ResourceSubscriptions {
     uris: Mutex<HashSet<String>>,
 }
 
-impl ResourceSubscriptions {
-    /// Notes a `resources/subscribe` or `resources/unsubscribe` request of the client.
-    pub fn note(&self, method: &str, params: Option<&Value>) {
-        let Some(uri) = params.and_then(|p| p.get("uri")).and_then(Value::as_str) else {
-            return;
+/// What a `resources/subscribe` or `resources/unsubscribe` request asks, applied to a
+/// client's [`ResourceSubscriptions`] once its answer is known.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubscriptionChange {
+    uri: String,
+    subscribe: bool,
+}
+
+impl SubscriptionChange {
+    /// The change `method` asks for, if it is a subscription request naming a URI.
+    pub fn of(method: &str, params: Option<&Value>) -> Option<Self> {
+        let subscribe = match method {
+            "resources/subscribe" => true,
+            "resources/unsubscribe" => false,
+            _ => return None,
         };
+        let uri = params?.get("uri")?.as_str()?.to_owned();
+        Some(Self { uri, subscribe })
+    }
+}
+
+impl ResourceSubscriptions {
+    /// Notes a `resources/subscribe` or `resources/unsubscribe` request of the client before
+    /// its answer is known (a streamed answer); see [`ResourceSubscriptions::apply`].
+    pub fn note(&self, method: &str, params: Option<&Value>) {
+        if let Some(change) = SubscriptionChange::of(method, params) {
+            self.set(&change);
+        }
+    }
+
+    /// Applies `change` once the request was `answer`ed: a subscription only when it
+    /// succeeded (a refused one delivers nothing), an unsubscription whatever the answer
+    /// (the client wants no more updates).
+    pub fn apply(&self, change: &SubscriptionChange, answer: &Message) {
+        if !change.subscribe || matches!(answer, Message::Response { .. }) {
+            self.set(change);
+        }
+    }
+
+    fn set(&self, change: &SubscriptionChange) {
         let Ok(mut uris) = self.uris.lock() else {
             return;
         };
-        match method {
-            "resources/subscribe" => {
-                uris.insert(uri.to_owned());
-            }
-            "resources/unsubscribe" => {
-                uris.remove(uri);
-            }
-            _ => {}
+        if change.subscribe {
+            uris.insert(change.uri.clone());
+        } else {
+            uris.remove(&change.uri);
         }
     }
 

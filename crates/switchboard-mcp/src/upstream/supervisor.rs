@@ -9,7 +9,7 @@
 mod instance;
 mod pool;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::num::NonZeroU8;
 use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
@@ -158,6 +158,9 @@ type OnChange = Arc<dyn SupervisorObserver>;
 /// A running supervisor of one upstream (one process, or a pool of them).
 pub struct Supervisor {
     id: ServerId,
+    /// The resource URIs the server is subscribed to through this gateway, sent again each
+    /// time an instance (re)connects ([`Supervisor::note_subscription`]).
+    subscribed: Arc<Mutex<BTreeSet<String>>>,
     /// One per process, in order: instance 1 first.
     instances: Box<[Arc<Slot>]>,
     /// Where the next call's look for the least busy instance starts, so ties go round.
@@ -183,6 +186,7 @@ impl Supervisor {
             _ => 1,
         };
         let stop = CancellationToken::new();
+        let subscribed = Arc::new(Mutex::new(BTreeSet::new()));
         let mut instances = Vec::with_capacity(usize::from(count));
         let mut tasks = Vec::with_capacity(usize::from(count));
         for index in 1..=count {
@@ -200,12 +204,14 @@ impl Supervisor {
                 slot: slot.clone(),
                 stop: stop.clone(),
                 on_change: on_change.clone(),
+                subscribed: subscribed.clone(),
             };
             tasks.push(tokio::spawn(worker.run()));
             instances.push(slot);
         }
         Arc::new(Self {
             id: spec.id,
+            subscribed,
             instances: instances.into_boxed_slice(),
             cursor: AtomicUsize::new(0),
             stop,
@@ -215,6 +221,21 @@ impl Supervisor {
 
     pub fn id(&self) -> &ServerId {
         &self.id
+    }
+
+    /// Notes that the server is (`true`) or no longer is subscribed to `uri`: a connection
+    /// that replaces a lost one subscribes again to every URI noted (for a pool, each
+    /// instance does as it connects).
+    pub fn note_subscription(&self, uri: &str, subscribed: bool) {
+        let mut uris = self
+            .subscribed
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if subscribed {
+            uris.insert(uri.to_owned());
+        } else {
+            uris.remove(uri);
+        }
     }
 
     /// How many instances it runs (1 unless it is a pool).

@@ -189,6 +189,7 @@ impl Backend for Host {
     fn session_closed(&self, session: &str) {
         self.inner.sessions.close(session);
         self.forget_shared_session(session);
+        self.forget_subscriptions_of(session);
         // Nobody can reach the session's tasks any more: their calls stop.
         self.inner.tasks.close_session(session);
     }

@@ -53,6 +53,8 @@ pub(crate) struct Inner {
     /// Resource URIs seen in tool results → the server whose tool returned them, so a
     /// `resource_link` can be read back through the gateway.
     pub(crate) resource_routes: Mutex<crate::resources::LinkRoutes>,
+    /// Which sessions are subscribed to which resource of which server.
+    pub(crate) resource_subscribers: Mutex<crate::resource_subscriptions::Subscribers>,
     catalog: ArcSwap<Catalog>,
     version: watch::Sender<u64>,
     /// Bumped when the exposed prompts or resources change.
@@ -150,6 +152,7 @@ impl Host {
                 extras_seen: Mutex::new((0, 0)),
                 rebuild_lock: Mutex::new(()),
                 resource_routes: Mutex::default(),
+                resource_subscribers: Mutex::default(),
                 listings: Mutex::default(),
                 sessions: Sessions::default(),
                 tasks: crate::tasks::TaskStore::new(options.tasks.clone(), Arc::new(SystemClock)),

@@ -59,6 +59,7 @@ use self::sessions::{Asker, Session, SessionTable};
 pub use self::sessions::{EndedAnswer, EndedSessions, EndedUnavailable, LocalEndedSessions};
 use super::dispatch::{Dispatcher, progress_token};
 use super::envelope;
+use super::subscriptions::SubscriptionChange;
 use crate::era::META_LOG_LEVEL;
 use crate::jsonrpc::{Message, RequestId, code, params_meta};
 use crate::oauth::OAuthVerifier;
@@ -345,9 +346,7 @@ async fn post_as(
             },
         }
     };
-    if let Some(session) = &session {
-        session.subscriptions.note(&method, params.as_ref());
-    }
+    let subscription = SubscriptionChange::of(&method, params.as_ref());
     let cancel = CancellationToken::new();
     if let Some(session) = &session
         && let Ok(mut map) = session.in_flight.lock()
@@ -386,6 +385,10 @@ async fn post_as(
     // The caller's trace context, when `params._meta` carries none (the dispatcher reads that).
     let trace = TraceContext::extract(|name| header_str(&headers, name));
     let mut response = if streams {
+        // A streamed answer is not seen here: the subscription counts from the request.
+        if let Some(session) = &session {
+            session.subscriptions.note(&method, params.as_ref());
+        }
         let call = StreamedCall {
             id,
             method,
@@ -406,6 +409,9 @@ async fn post_as(
         let mut call = CallInFlight::new(
             async move {
                 let answer = dispatcher.handle(id.clone(), &method, params, ctx).await;
+                if let (Some(session), Some(change)) = (&session, &subscription) {
+                    session.subscriptions.apply(change, &answer);
+                }
                 forget_request(session.as_deref(), &id);
                 answer
             },

@@ -12,7 +12,7 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use rand::Rng;
-use serde_json::Value;
+use serde_json::{Value, json};
 use switchboard_core::catalog::ListedTool;
 use switchboard_core::upstream::Upstream;
 use tokio::sync::{mpsc, watch};
@@ -98,6 +98,8 @@ pub(super) struct Worker {
     pub(super) slot: Arc<Slot>,
     pub(super) stop: CancellationToken,
     pub(super) on_change: OnChange,
+    /// The supervisor's resource subscriptions, sent again on each new connection.
+    pub(super) subscribed: Arc<std::sync::Mutex<std::collections::BTreeSet<String>>>,
 }
 
 impl Worker {
@@ -222,6 +224,7 @@ impl Worker {
                 ..ServerStatus::starting()
             };
         });
+        self.subscribe_again(&client).await;
         // Modern servers send list changes only on a subscription stream; legacy ones send them
         // unasked. The stream lives as long as the connection.
         let listen = listen_for_changes(&client, &negotiated);
@@ -299,6 +302,32 @@ impl Worker {
             }
             Endpoint::InProcess(_) => {
                 Err(TransportError::new("in-process servers have no transport"))
+            }
+        }
+    }
+
+    /// Subscribes a new connection to the resources the server was subscribed to through
+    /// the last one (a restart loses a server's subscriptions), each within the discover
+    /// timeout; a refusal is logged and the URI forgotten.
+    async fn subscribe_again(&self, client: &RpcClient) {
+        let uris: Vec<String> = self
+            .subscribed
+            .lock()
+            .map(|uris| uris.iter().cloned().collect())
+            .unwrap_or_default();
+        for uri in uris {
+            let request = client.request("resources/subscribe", Some(json!({"uri": uri})));
+            match tokio::time::timeout(self.spec.discover_timeout, request).await {
+                Ok(Ok(_)) => {}
+                Ok(Err(error)) => {
+                    tracing::warn!(target: "switchboard::upstream", server = %self.label, "subscribing again to {uri} failed: {error}");
+                    if let Ok(mut uris) = self.subscribed.lock() {
+                        uris.remove(&uri);
+                    }
+                }
+                Err(_) => {
+                    tracing::warn!(target: "switchboard::upstream", server = %self.label, "subscribing again to {uri} took over {} ms", self.spec.discover_timeout.as_millis());
+                }
             }
         }
     }
