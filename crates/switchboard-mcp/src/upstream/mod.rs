@@ -4,11 +4,13 @@
 //! `session` negotiates the era and lists tools; `supervisor` keeps it all alive (one
 //! connection, or a pool of stdio processes); `tasks` follows a server's own task for a
 //! call that is one; `inprocess` adapts built-in tool providers;
-//! `reaper` kills the stdio servers' process groups if this process dies without doing it.
+//! `process_group` kills a child with everything it started (a stdio server, a command hook);
+//! `reaper` kills those groups if this process dies without doing it.
 
 pub mod client;
 pub mod http;
 pub mod inprocess;
+pub mod process_group;
 pub mod reaper;
 pub mod session;
 mod span;

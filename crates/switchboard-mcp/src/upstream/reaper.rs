@@ -1,9 +1,10 @@
-//! Kills the stdio servers' process groups when this process dies without doing it itself
-//! (SIGKILL, the OOM killer, a crash). A clean exit kills them already, but a server that does
-//! not stop when its stdin closes — an `npx` wrapper whose node process keeps timers, a
-//! server with a background job — would otherwise outlive a killed gateway.
+//! Kills the stdio servers' and command hooks' process groups ([`super::process_group`]) when
+//! this process dies without doing it itself (SIGKILL, the OOM killer, a crash). A clean exit
+//! kills them already, but a server that does not stop when its stdin closes — an `npx`
+//! wrapper whose node process keeps timers, a server with a background job — would otherwise
+//! outlive a killed gateway.
 //!
-//! The reaper is a small `sh` started with the first stdio server, in its own process group,
+//! The reaper is a small `sh` started with the first such group, in its own process group,
 //! reading `+ PGID` and `- PGID` lines on its stdin as groups start and end. Only this process
 //! holds the pipe's other end (std opens pipes close-on-exec), so however this process ends,
 //! the reaper reads end of file and kills every group still listed, then exits. Nothing is
@@ -57,7 +58,7 @@ fn start() -> Result<Reaper, String> {
     Ok(Reaper { child, input })
 }
 
-/// Lists a server's process group, to be killed if this process dies first.
+/// Lists a child's process group, to be killed if this process dies first.
 pub(super) fn adopt(pgid: i32) {
     tell(&format!("+ {pgid}\n"));
 }

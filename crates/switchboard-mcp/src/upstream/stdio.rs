@@ -3,7 +3,8 @@
 //!
 //! The child runs in its own process group, so the whole group (an `npx` wrapper and the node
 //! process under it) is killed together when the connection is closed or dropped — no orphans;
-//! if this process dies without doing that, the [`reaper`] does it.
+//! if this process dies without doing that, the [`reaper`](super::reaper) does it
+//! ([`ProcessGroup`]).
 //! Its stderr is forwarded to the log under the server's name. A line longer than the message
 //! limit is skipped ([`crate::framing`]), failing only the request it answers; lines that are
 //! not JSON are logged and remembered, so a failure to start can say what the server printed
@@ -21,13 +22,11 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
 use tokio::io::{AsyncRead, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::mpsc;
 
-use super::reaper;
+use super::process_group::ProcessGroup;
 use super::stdin::Stdin;
 use super::transport::{DirectAnswers, Inbound, OfferedAnswers, Opened, Transport, TransportError};
 use crate::framing::{Unread, read_bounded_line};
@@ -56,32 +55,9 @@ pub struct Wrapper {
     pub args: Vec<String>,
 }
 
-/// Kills the child's process group when dropped.
-struct GroupGuard {
-    pgid: Option<Pid>,
-}
-
-impl GroupGuard {
-    fn signal(&self, signal: Signal) {
-        if let Some(pgid) = self.pgid {
-            // ESRCH (already gone) is the expected case after a clean exit.
-            let _ = killpg(pgid, signal);
-        }
-    }
-}
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        self.signal(Signal::SIGKILL);
-        if let Some(pgid) = self.pgid {
-            reaper::release(pgid.as_raw());
-        }
-    }
-}
-
 struct StdioTransport {
     stdin: Stdin<ChildStdin>,
-    group: Arc<GroupGuard>,
+    group: Arc<ProcessGroup>,
     /// The child's exit status once it exited (set by the task that waits on it).
     exited: tokio::sync::watch::Receiver<Option<std::process::ExitStatus>>,
     last_garbage: Arc<Mutex<Option<String>>>,
@@ -125,17 +101,17 @@ impl Transport for StdioTransport {
 
     fn close(&self) -> BoxFuture<'_, ()> {
         Box::pin(async move {
-            self.group.signal(Signal::SIGTERM);
+            self.group.terminate();
             let mut exited = self.exited.clone();
             let mut gone = async || exited.wait_for(Option::is_some).await.is_ok();
             if tokio::time::timeout(Duration::from_secs(2), gone())
                 .await
                 .is_err()
             {
-                self.group.signal(Signal::SIGKILL);
+                self.group.kill();
                 gone().await;
             }
-            self.group.signal(Signal::SIGKILL);
+            self.group.kill();
         })
     }
 }
@@ -185,13 +161,7 @@ pub fn spawn(server: &str, spec: &StdioCommand) -> Result<Opened, TransportError
         };
         TransportError::new(format!("cannot start '{}': {error}{hint}", spec.command))
     })?;
-    let pgid = child.id().and_then(|id| i32::try_from(id).ok());
-    if let Some(pgid) = pgid {
-        reaper::adopt(pgid);
-    }
-    let group = Arc::new(GroupGuard {
-        pgid: pgid.map(Pid::from_raw),
-    });
+    let group = Arc::new(ProcessGroup::of(&child));
     let (Some(stdin), Some(stdout), Some(stderr)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())
     else {
@@ -239,7 +209,7 @@ async fn watch_exit(
     mut child: Child,
     exited: tokio::sync::watch::Sender<Option<std::process::ExitStatus>>,
     inbound: mpsc::Sender<Inbound>,
-    group: Arc<GroupGuard>,
+    group: Arc<ProcessGroup>,
 ) {
     let Ok(status) = child.wait().await else {
         return;
@@ -248,7 +218,7 @@ async fn watch_exit(
     let _ = inbound
         .send(Inbound::Closed(format!("the server exited ({status})")))
         .await;
-    group.signal(Signal::SIGKILL);
+    group.kill();
 }
 
 /// The longest stderr line logged whole; past it a line is logged in pieces of this size.
