@@ -13,7 +13,7 @@
 //! - any other exit, a timeout, or output that is not such JSON: the hook failed, and its
 //!   `on_failure` rule decides (deny by default).
 
-use std::process::Stdio;
+use std::process::{Output, Stdio};
 
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
@@ -21,7 +21,8 @@ use switchboard_core::ToolOutcome;
 use switchboard_core::agent::{ToolPattern, glob_match};
 use switchboard_core::config::{HookConfig, HookEvent};
 use switchboard_core::hooks::{After, Before, FailurePolicy, Hook, HookCall, HookFailure};
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::process::{Child, ChildStdin};
 
 /// The most output read from a hook.
 const MAX_OUTPUT: usize = 1 << 20;
@@ -59,7 +60,8 @@ impl CommandHook {
         }
     }
 
-    /// Runs the command with `input` on stdin; `Ok(None)` = exit 0 and no output.
+    /// Runs the command with `input` on stdin, and reads its answer. The timeout covers the
+    /// whole exchange, writing the input included.
     async fn run(&self, input: Value) -> Result<Answer, HookFailure> {
         let mut child = tokio::process::Command::new(&self.config.command)
             .args(&self.config.args)
@@ -69,21 +71,58 @@ impl CommandHook {
             .kill_on_drop(true)
             .spawn()
             .map_err(|error| self.failure(format!("cannot start: {error}")))?;
-        if let Some(mut stdin) = child.stdin.take() {
-            let line = input.to_string();
-            // A hook that does not read its input is its own business.
-            let _ = stdin.write_all(line.as_bytes()).await;
-            let _ = stdin.shutdown().await;
-        }
-        let output = tokio::time::timeout(self.config.timeout, child.wait_with_output())
+        let output = tokio::time::timeout(
+            self.config.timeout,
+            self.exchange(&mut child, input.to_string()),
+        )
+        .await
+        .map_err(|_| {
+            self.failure(format!(
+                "no answer within {} ms",
+                self.config.timeout.as_millis()
+            ))
+        })??;
+        self.answer(&output)
+    }
+
+    /// Writes the input while reading the output and waiting for the exit, all at once, so
+    /// neither side waits on a full pipe: a hook may answer (or write to stderr) before it
+    /// reads its input, or never read it.
+    async fn exchange(&self, child: &mut Child, input: String) -> Result<Output, HookFailure> {
+        let (Some(stdin), Some(stdout), Some(stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            return Err(self.failure("its pipes were not created"));
+        };
+        let exited = async {
+            child
+                .wait()
+                .await
+                .map_err(|error| self.failure(format!("could not be waited for: {error}")))
+        };
+        let ((), stdout, stderr, status) = tokio::try_join!(
+            write_input(stdin, input),
+            self.read_output(stdout),
+            self.read_output(stderr),
+            exited,
+        )?;
+        Ok(Output {
+            status,
+            stdout,
+            stderr,
+        })
+    }
+
+    async fn read_output(&self, mut pipe: impl AsyncRead + Unpin) -> Result<Vec<u8>, HookFailure> {
+        let mut output = Vec::new();
+        pipe.read_to_end(&mut output)
             .await
-            .map_err(|_| {
-                self.failure(format!(
-                    "no answer within {} ms",
-                    self.config.timeout.as_millis()
-                ))
-            })?
             .map_err(|error| self.failure(format!("could not be read: {error}")))?;
+        Ok(output)
+    }
+
+    /// What the hook's exit and output say.
+    fn answer(&self, output: &Output) -> Result<Answer, HookFailure> {
         let stdout = String::from_utf8_lossy(&output.stdout[..output.stdout.len().min(MAX_OUTPUT)]);
         let stderr = String::from_utf8_lossy(&output.stderr[..output.stderr.len().min(4096)]);
         match output.status.code() {
@@ -100,6 +139,14 @@ impl CommandHook {
             None => Err(self.failure("was killed by a signal")),
         }
     }
+}
+
+/// Writes the call to the hook's stdin and closes it. A hook that does not read its input
+/// (and exits first: a broken pipe) is its own business.
+async fn write_input(mut stdin: ChildStdin, input: String) -> Result<(), HookFailure> {
+    let _ = stdin.write_all(input.as_bytes()).await;
+    let _ = stdin.shutdown().await;
+    Ok(())
 }
 
 enum Answer {

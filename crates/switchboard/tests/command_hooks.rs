@@ -75,6 +75,14 @@ async fn call(host: &Host, tool: &str, text: &str) -> ToolOutcome {
         .expect("an outcome")
 }
 
+/// A call that must end within 10 s, so a hook that hangs the gateway fails the test rather
+/// than hanging it.
+async fn call_within_10s(host: &Host, tool: &str, text: &str) -> ToolOutcome {
+    tokio::time::timeout(Duration::from_secs(10), call(host, tool, text))
+        .await
+        .expect("the call ended within 10 s")
+}
+
 #[tokio::test]
 async fn command_hooks_allow_deny_rewrite_and_replace() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -195,6 +203,45 @@ async fn failing_hooks_fail_closed_unless_told_otherwise() {
         call(&host, "t__echo", "x").await.text_content(),
         "t:echox",
         "a missing command fails open too"
+    );
+    host.shutdown().await;
+}
+
+/// Regression: the input was written before the timeout began and before anything read the
+/// hook's output, so a hook that answered 100 KB before reading a large input (both pipes
+/// full), or never read it, hung the call for good.
+#[tokio::test]
+async fn a_large_input_neither_deadlocks_a_hook_nor_escapes_its_timeout() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let chatty = script(
+        dir.path(),
+        "chatty",
+        r"head -c 100000 /dev/zero | tr '\0' ' '; cat > /dev/null",
+    );
+    let deaf = script(dir.path(), "deaf", "exec sleep 30");
+    let host = host_with(&[
+        HookConfig {
+            timeout: Duration::from_secs(5),
+            ..hook(HookEvent::PreCall, chatty, &["t__echo"], false)
+        },
+        HookConfig {
+            timeout: Duration::from_secs(1),
+            ..hook(HookEvent::PreCall, deaf, &["t__slow"], false)
+        },
+    ])
+    .await;
+    let large = "many words ".repeat(24 * 1024);
+    let answered = call_within_10s(&host, "t__echo", &large).await;
+    assert!(
+        !answered.is_error && answered.text_content().starts_with("t:echomany words"),
+        "{:.200}",
+        answered.text_content()
+    );
+    let unread = call_within_10s(&host, "t__slow", &large).await;
+    assert!(
+        unread.is_error && unread.text_content().contains("no answer within 1000 ms"),
+        "{}",
+        unread.text_content()
     );
     host.shutdown().await;
 }
