@@ -10,8 +10,13 @@
 //! - exit 0 with `{"arguments": {...}}`: run the call with these arguments (validated again);
 //! - exit 0 with `{"result": {CallToolResult}}`: replace the result (post_call);
 //! - exit 2: deny, with stderr as the reason;
-//! - any other exit, a timeout, or output that is not such JSON: the hook failed, and its
-//!   `on_failure` rule decides (deny by default).
+//! - any other exit, a timeout, more than [`MAX_OUTPUT`] bytes on stdout, or output that is
+//!   not such JSON: the hook failed, and its `on_failure` rule decides (deny by default).
+//!
+//! The command runs in a process group of its own, killed whole once the command exits, fails
+//! or times out: nothing it started (a `sh` hook's `curl`) outlives it or holds its pipes
+//! open. The timeout covers the whole exchange; the input is written while the output is
+//! read, and no more output is read than is kept.
 
 use std::process::{Output, Stdio};
 
@@ -21,11 +26,15 @@ use switchboard_core::ToolOutcome;
 use switchboard_core::agent::{ToolPattern, glob_match};
 use switchboard_core::config::{HookConfig, HookEvent};
 use switchboard_core::hooks::{After, Before, FailurePolicy, Hook, HookCall, HookFailure};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
-use tokio::process::{Child, ChildStdin};
+use switchboard_mcp::upstream::process_group::ProcessGroup;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout};
 
-/// The most output read from a hook.
+/// The most a hook may answer on stdout; more is a failure.
 const MAX_OUTPUT: usize = 1 << 20;
+/// The most of a hook's stderr kept (for a denial's reason or a failure); the rest is read
+/// and dropped, so a chatty hook does not block on a full pipe.
+const MAX_STDERR: usize = 4096;
 
 /// One `[[hooks]]` entry, runnable.
 pub struct CommandHook {
@@ -68,12 +77,15 @@ impl CommandHook {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
+            .process_group(0)
             .kill_on_drop(true)
             .spawn()
             .map_err(|error| self.failure(format!("cannot start: {error}")))?;
+        // Killed when dropped, on every way out of here.
+        let group = ProcessGroup::of(&child);
         let output = tokio::time::timeout(
             self.config.timeout,
-            self.exchange(&mut child, input.to_string()),
+            self.exchange(&mut child, &group, input.to_string()),
         )
         .await
         .map_err(|_| {
@@ -87,23 +99,28 @@ impl CommandHook {
 
     /// Writes the input while reading the output and waiting for the exit, all at once, so
     /// neither side waits on a full pipe: a hook may answer (or write to stderr) before it
-    /// reads its input, or never read it.
-    async fn exchange(&self, child: &mut Child, input: String) -> Result<Output, HookFailure> {
+    /// reads its input, or never read it. Too long an answer ends it at once.
+    async fn exchange(
+        &self,
+        child: &mut Child,
+        group: &ProcessGroup,
+        input: String,
+    ) -> Result<Output, HookFailure> {
         let (Some(stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
             return Err(self.failure("its pipes were not created"));
         };
         let exited = async {
-            child
-                .wait()
-                .await
-                .map_err(|error| self.failure(format!("could not be waited for: {error}")))
+            let status = child.wait().await;
+            // What it left running would hold its pipes open.
+            group.kill();
+            status.map_err(|error| self.failure(format!("could not be waited for: {error}")))
         };
         let ((), stdout, stderr, status) = tokio::try_join!(
             write_input(stdin, input),
-            self.read_output(stdout),
-            self.read_output(stderr),
+            self.read_answer(stdout),
+            read_stderr(stderr),
             exited,
         )?;
         Ok(Output {
@@ -113,18 +130,24 @@ impl CommandHook {
         })
     }
 
-    async fn read_output(&self, mut pipe: impl AsyncRead + Unpin) -> Result<Vec<u8>, HookFailure> {
-        let mut output = Vec::new();
-        pipe.read_to_end(&mut output)
+    /// Reads stdout to its end, failing once it passes [`MAX_OUTPUT`].
+    async fn read_answer(&self, stdout: ChildStdout) -> Result<Vec<u8>, HookFailure> {
+        let mut answer = Vec::new();
+        stdout
+            .take(MAX_OUTPUT as u64 + 1)
+            .read_to_end(&mut answer)
             .await
-            .map_err(|error| self.failure(format!("could not be read: {error}")))?;
-        Ok(output)
+            .map_err(|error| self.failure(format!("its answer could not be read: {error}")))?;
+        if answer.len() > MAX_OUTPUT {
+            return Err(self.failure(format!("answered more than {MAX_OUTPUT} bytes on stdout")));
+        }
+        Ok(answer)
     }
 
     /// What the hook's exit and output say.
     fn answer(&self, output: &Output) -> Result<Answer, HookFailure> {
-        let stdout = String::from_utf8_lossy(&output.stdout[..output.stdout.len().min(MAX_OUTPUT)]);
-        let stderr = String::from_utf8_lossy(&output.stderr[..output.stderr.len().min(4096)]);
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
         match output.status.code() {
             Some(0) if stdout.trim().is_empty() => Ok(Answer::Nothing),
             Some(0) => serde_json::from_str(stdout.trim())
@@ -139,6 +162,18 @@ impl CommandHook {
             None => Err(self.failure("was killed by a signal")),
         }
     }
+}
+
+/// Reads stderr to its end, keeping the first [`MAX_STDERR`] bytes. A failure to read it only
+/// shortens the reason.
+async fn read_stderr(mut stderr: ChildStderr) -> Result<Vec<u8>, HookFailure> {
+    let mut kept = Vec::new();
+    let _ = (&mut stderr)
+        .take(MAX_STDERR as u64)
+        .read_to_end(&mut kept)
+        .await;
+    let _ = tokio::io::copy(&mut stderr, &mut tokio::io::sink()).await;
+    Ok(kept)
 }
 
 /// Writes the call to the hook's stdin and closes it. A hook that does not read its input

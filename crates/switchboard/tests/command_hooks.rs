@@ -245,3 +245,126 @@ async fn a_large_input_neither_deadlocks_a_hook_nor_escapes_its_timeout() {
     );
     host.shutdown().await;
 }
+
+/// Regression: a hook's output was read whole and cut afterwards, so an answer of 2 MB was
+/// waited for to its end (or the timeout) and then judged by its first megabyte.
+#[tokio::test]
+async fn an_answer_over_the_limit_fails_at_once_and_stderr_is_cut() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let flood = script(
+        dir.path(),
+        "flood",
+        r"head -c 2000000 /dev/zero | tr '\0' ' '; exec sleep 30",
+    );
+    let noisy = script(
+        dir.path(),
+        "noisy",
+        r"head -c 1000000 /dev/zero | tr '\0' 'e' >&2; exit 2",
+    );
+    let host = host_with(&[
+        HookConfig {
+            timeout: Duration::from_secs(5),
+            ..hook(HookEvent::PreCall, flood, &["t__echo"], false)
+        },
+        HookConfig {
+            timeout: Duration::from_secs(5),
+            ..hook(HookEvent::PreCall, noisy, &["t__guarded"], false)
+        },
+    ])
+    .await;
+    let flooded = call_within_10s(&host, "t__echo", "x").await;
+    assert!(
+        flooded.is_error
+            && flooded
+                .text_content()
+                .contains("answered more than 1048576 bytes on stdout"),
+        "{}",
+        flooded.text_content()
+    );
+    let noisy = call_within_10s(&host, "t__guarded", "x").await;
+    assert!(
+        noisy.is_error && noisy.text_content().ends_with(&"e".repeat(4096)),
+        "{:.200}",
+        noisy.text_content()
+    );
+    assert!(noisy.text_content().len() < 4096 + 200, "stderr was cut");
+    host.shutdown().await;
+}
+
+/// Whether process `pid` runs (a zombie waiting to be reaped does not).
+fn running(pid: &str) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(") ")
+            .is_some_and(|(_, rest)| !rest.starts_with('Z'))
+    })
+}
+
+/// Whether the process whose pid `file` holds ends within 10 s.
+async fn ends_within_10s(file: &Path) -> bool {
+    let pid = std::fs::read_to_string(file).expect("the hook wrote its child's pid");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while running(pid.trim()) {
+        if Instant::now() > deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    true
+}
+
+/// Regression: only the hook's own process was killed, and its answer read until every
+/// holder of its stdout closed it; a process it left in the background kept the call waiting
+/// for the timeout, and outlived it.
+#[tokio::test]
+async fn what_a_hook_starts_ends_with_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (early, stuck) = (dir.path().join("early.pid"), dir.path().join("stuck.pid"));
+    let leaver = script(
+        dir.path(),
+        "leaver",
+        &format!(
+            "sleep 30 & echo $! > '{}'; echo 'answered early' >&2; exit 2",
+            early.display()
+        ),
+    );
+    let sleeper = script(
+        dir.path(),
+        "sleeper",
+        &format!("sleep 30 & echo $! > '{}'; exec sleep 30", stuck.display()),
+    );
+    let host = host_with(&[
+        HookConfig {
+            timeout: Duration::from_secs(5),
+            ..hook(HookEvent::PreCall, leaver, &["t__echo"], false)
+        },
+        HookConfig {
+            timeout: Duration::from_secs(1),
+            ..hook(HookEvent::PreCall, sleeper, &["t__slow"], false)
+        },
+    ])
+    .await;
+    let answered = call_within_10s(&host, "t__echo", "x").await;
+    assert!(
+        answered.is_error && answered.text_content().ends_with(": answered early"),
+        "{}",
+        answered.text_content()
+    );
+    assert!(
+        ends_within_10s(&early).await,
+        "the hook's background process outlived it"
+    );
+    let timed_out = call_within_10s(&host, "t__slow", "x").await;
+    assert!(
+        timed_out.is_error
+            && timed_out
+                .text_content()
+                .contains("no answer within 1000 ms"),
+        "{}",
+        timed_out.text_content()
+    );
+    assert!(
+        ends_within_10s(&stuck).await,
+        "the timed-out hook's background process outlived it"
+    );
+    host.shutdown().await;
+}
