@@ -6,12 +6,14 @@
 //! stdout, or says nothing:
 //!
 //! - exit 0 with no output: allow the call / keep the result;
-//! - exit 0 with `{"decision": "deny", "reason": "..."}`: deny the call (pre_call);
+//! - exit 0 with `{"decision": "deny", "reason": "..."}` (or `"block"`, Claude Code's word):
+//!   deny the call (pre_call) / withhold the result (post_call);
 //! - exit 0 with `{"arguments": {...}}`: run the call with these arguments (validated again);
 //! - exit 0 with `{"result": {CallToolResult}}`: replace the result (post_call);
 //! - exit 2: deny, with stderr as the reason;
-//! - any other exit, a timeout, more than [`MAX_OUTPUT`] bytes on stdout, or output that is
-//!   not such JSON: the hook failed, and its `on_failure` rule decides (deny by default).
+//! - any other exit, a timeout, more than [`MAX_OUTPUT`] bytes on stdout, any other
+//!   `decision`, or output that is not such JSON: the hook failed, and its `on_failure` rule
+//!   decides (deny by default): a decision it does not know is never taken for an allow.
 //!
 //! The command runs in a process group of its own, killed whole once the command exits, fails
 //! or times out: nothing it started (a `sh` hook's `curl`) outlives it or holds its pipes
@@ -21,7 +23,7 @@
 use std::process::{Output, Stdio};
 
 use futures::future::BoxFuture;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use switchboard_core::ToolOutcome;
 use switchboard_core::agent::{ToolPattern, glob_match};
 use switchboard_core::config::{HookConfig, HookEvent};
@@ -144,17 +146,50 @@ impl CommandHook {
         Ok(answer)
     }
 
+    /// The reason of a JSON answer that denies: `None` when it has no `decision`, a failure
+    /// when its decision is not one this knows (so its `on_failure` rule decides, and a word
+    /// meant as a refusal never lets the call through).
+    fn denial(&self, answer: &Map<String, Value>) -> Result<Option<String>, HookFailure> {
+        let Some(decision) = answer.get("decision") else {
+            return Ok(None);
+        };
+        match decision.as_str() {
+            Some("deny" | "block") => Ok(Some(
+                answer
+                    .get("reason")
+                    .and_then(Value::as_str)
+                    .unwrap_or("no reason given")
+                    .to_owned(),
+            )),
+            _ => Err(self.failure(format!(
+                "answered an unknown decision {decision} (known: \"deny\", \"block\")"
+            ))),
+        }
+    }
+
+    /// A post-call answer that the result is not to be delivered.
+    fn withheld(&self, reason: &str) -> After {
+        After::Replace {
+            outcome: Box::new(ToolOutcome::error(format!(
+                "result withheld by {}: {reason}",
+                self.name
+            ))),
+        }
+    }
+
     /// What the hook's exit and output say.
     fn answer(&self, output: &Output) -> Result<Answer, HookFailure> {
         let stdout = String::from_utf8_lossy(&output.stdout);
         let stderr = String::from_utf8_lossy(&output.stderr);
         match output.status.code() {
             Some(0) if stdout.trim().is_empty() => Ok(Answer::Nothing),
-            Some(0) => serde_json::from_str(stdout.trim())
-                .map(Answer::Json)
-                .map_err(|error| {
-                    self.failure(format!("answered something that is not JSON ({error})"))
-                }),
+            Some(0) => match serde_json::from_str(stdout.trim()) {
+                Ok(Value::Object(answer)) => Ok(Answer::Json(answer)),
+                Ok(_) => Err(self.failure("answered JSON that is not an object")),
+                Err(error) => {
+                    Err(self.failure(format!("answered something that is not JSON ({error})")))
+                }
+            },
             Some(2) => Ok(Answer::Deny(stderr.trim().to_owned())),
             Some(code) => {
                 Err(self.failure(format!("exited with status {code}: {}", stderr.trim())))
@@ -186,7 +221,7 @@ async fn write_input(mut stdin: ChildStdin, input: String) -> Result<(), HookFai
 
 enum Answer {
     Nothing,
-    Json(Value),
+    Json(Map<String, Value>),
     Deny(String),
 }
 
@@ -240,14 +275,8 @@ impl Hook for CommandHook {
                     },
                 }),
                 Answer::Json(answer) => {
-                    if answer.get("decision").and_then(Value::as_str) == Some("deny") {
-                        let reason = answer
-                            .get("reason")
-                            .and_then(Value::as_str)
-                            .unwrap_or("no reason given");
-                        return Ok(Before::Deny {
-                            reason: reason.to_owned(),
-                        });
+                    if let Some(reason) = self.denial(&answer)? {
+                        return Ok(Before::Deny { reason });
                     }
                     match answer.get("arguments") {
                         None => Ok(Before::Allow),
@@ -281,24 +310,24 @@ impl Hook for CommandHook {
             }
             match self.run(input).await? {
                 Answer::Nothing => Ok(After::Keep),
-                Answer::Deny(reason) => Ok(After::Replace {
-                    outcome: Box::new(ToolOutcome::error(format!(
-                        "result withheld by {}: {reason}",
-                        self.name
-                    ))),
-                }),
-                Answer::Json(answer) => match answer.get("result") {
-                    None => Ok(After::Keep),
-                    Some(result) => serde_json::from_value(result.clone())
-                        .map(|outcome| After::Replace {
-                            outcome: Box::new(outcome),
-                        })
-                        .map_err(|error| {
-                            self.failure(format!(
-                                "answered a result that is not a CallToolResult ({error})"
-                            ))
-                        }),
-                },
+                Answer::Deny(reason) => Ok(self.withheld(&reason)),
+                Answer::Json(answer) => {
+                    if let Some(reason) = self.denial(&answer)? {
+                        return Ok(self.withheld(&reason));
+                    }
+                    match answer.get("result") {
+                        None => Ok(After::Keep),
+                        Some(result) => serde_json::from_value(result.clone())
+                            .map(|outcome| After::Replace {
+                                outcome: Box::new(outcome),
+                            })
+                            .map_err(|error| {
+                                self.failure(format!(
+                                    "answered a result that is not a CallToolResult ({error})"
+                                ))
+                            }),
+                    }
+                }
             }
         })
     }

@@ -1,5 +1,6 @@
 //! Command hooks with real child processes: deny, rewrite, replace, and the failure rules
-//! (crash, timeout, garbage) fail closed or open as configured.
+//! (crash, timeout, garbage, too long an answer, a decision not understood) fail closed or
+//! open as configured; full pipes do not hang a call, and nothing a hook starts outlives it.
 
 mod support;
 
@@ -365,6 +366,83 @@ async fn what_a_hook_starts_ends_with_it() {
     assert!(
         ends_within_10s(&stuck).await,
         "the timed-out hook's background process outlived it"
+    );
+    host.shutdown().await;
+}
+
+/// Regression: only `"decision": "deny"` was read, so Claude Code's `"block"`, any other word,
+/// or JSON that is not an object let the call through, and a post-call deny kept the result.
+#[tokio::test]
+async fn a_decision_not_understood_never_lets_a_call_through() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pre = script(
+        dir.path(),
+        "pre",
+        r#"input=$(cat); case "$input" in
+  *'"text":"block"'*) echo '{"decision": "block", "reason": "blocked"}';;
+  *'"text":"maybe"'*) echo '{"decision": "maybe"}';;
+  *'"text":"list"'*) echo '["deny"]';;
+esac"#,
+    );
+    let post = script(
+        dir.path(),
+        "post",
+        r#"input=$(cat); case "$input" in
+  *'"text":"deny"'*) echo '{"decision": "deny", "reason": "not for you"}';;
+  *'"text":"ask"'*) echo '{"decision": "ask"}';;
+esac"#,
+    );
+    let host = host_with(&[
+        hook(HookEvent::PreCall, pre.clone(), &["t__echo"], false),
+        hook(HookEvent::PreCall, pre, &["t__lenient"], true),
+        hook(HookEvent::PostCall, post, &["t__guarded"], false),
+    ])
+    .await;
+    let blocked = call(&host, "t__echo", "block").await;
+    assert!(
+        blocked.is_error && blocked.text_content().ends_with(": blocked"),
+        "{}",
+        blocked.text_content()
+    );
+    let unknown = call(&host, "t__echo", "maybe").await;
+    assert!(
+        unknown.is_error
+            && unknown
+                .text_content()
+                .contains(r#"unknown decision "maybe""#),
+        "{}",
+        unknown.text_content()
+    );
+    let list = call(&host, "t__echo", "list").await;
+    assert!(
+        list.is_error && list.text_content().contains("not an object"),
+        "{}",
+        list.text_content()
+    );
+    assert_eq!(
+        call(&host, "t__lenient", "maybe").await.text_content(),
+        "t:lenientmaybe",
+        "on_failure decides: fail-open lets it go on"
+    );
+    assert_eq!(
+        call(&host, "t__guarded", "fine").await.text_content(),
+        "t:guardedfine"
+    );
+    let withheld = call(&host, "t__guarded", "deny").await;
+    assert!(
+        withheld.is_error
+            && withheld.text_content().ends_with(": not for you")
+            && !withheld.text_content().contains("t:guarded"),
+        "{}",
+        withheld.text_content()
+    );
+    let asked = call(&host, "t__guarded", "ask").await;
+    assert!(
+        asked.is_error
+            && asked.text_content().contains("result withheld")
+            && asked.text_content().contains(r#"unknown decision "ask""#),
+        "{}",
+        asked.text_content()
     );
     host.shutdown().await;
 }
