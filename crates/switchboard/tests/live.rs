@@ -247,6 +247,28 @@ async fn a_change_elsewhere_keeps_the_rate_limiters_state_and_a_change_of_limits
     host.shutdown().await;
 }
 
+/// A change of governance elsewhere (a cost) rebuilds the limits, and the gateway's
+/// unchanged rate keeps what it counted.
+#[tokio::test]
+async fn a_change_of_costs_keeps_the_state_of_unchanged_limits() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("switchboard.toml");
+    std::fs::write(&path, LIMITED).expect("write");
+    let host = Host::from_config(&parse(LIMITED, &path)).expect("host");
+    host.ready().await;
+    assert!(!now(&host).await.is_error, "the first call is within it");
+
+    let costed = format!("{LIMITED}cost = 1\n");
+    host.reload(parse(&costed, &path), Surface::Library)
+        .await
+        .expect("reload");
+    assert!(
+        now(&host).await.is_error,
+        "a change of costs gave the gateway's rate a fresh burst"
+    );
+    host.shutdown().await;
+}
+
 #[tokio::test]
 async fn a_change_of_an_agents_view_alone_is_announced() {
     let dir = tempfile::tempdir().expect("tempdir");

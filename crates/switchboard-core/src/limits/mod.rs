@@ -166,9 +166,21 @@ impl Limits {
         self.spending.clone()
     }
 
+    /// Keeps what `previous` counted so far, so a reload of the governance forgets nothing
+    /// it still applies: the limiter (permits held by calls in flight, the GCRA schedule) of
+    /// every scope whose limits are unchanged, in this process and in the fail-open
+    /// fallback, and the spending of every agent whose quota is unchanged.
+    pub fn keep_state_of(&mut self, previous: &Limits) {
+        self.local.keep_limiters_of(&previous.local);
+        if let (Some(shared), Some(old)) = (&mut self.shared, &previous.shared) {
+            shared.fallback.keep_limiters_of(&old.fallback);
+        }
+        self.keep_spending_of(previous);
+    }
+
     /// Keeps the spending counted so far by `previous` for every agent whose quota (budget
     /// and window) is unchanged, so a reload of the governance does not forget it.
-    pub fn keep_spending_of(&mut self, previous: &Limits) {
+    fn keep_spending_of(&mut self, previous: &Limits) {
         for (agent, quota) in &mut self.quotas {
             if let Some(old) = previous.quotas.get(agent)
                 && old.same_budget(quota)
@@ -327,6 +339,24 @@ impl LocalLimits {
             specs,
             limiters: Mutex::default(),
         }
+    }
+
+    /// Takes over the limiters of `previous` whose scope keeps the same limits here: the
+    /// calls admitted there hold their permits here too, and the rates go on where they were.
+    fn keep_limiters_of(&mut self, previous: &LocalLimits) {
+        let old = match previous.limiters.lock() {
+            Ok(limiters) => limiters,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let kept = old
+            .iter()
+            .filter(|(scope, limiter)| self.specs.get(*scope) == Some(&limiter.spec))
+            .map(|(scope, limiter)| (scope.clone(), limiter.clone()))
+            .collect();
+        *self
+            .limiters
+            .get_mut()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = kept;
     }
 
     fn limiter(&self, scope: &Scope) -> Option<Arc<Limiter>> {

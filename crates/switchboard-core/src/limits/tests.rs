@@ -150,6 +150,91 @@ async fn concurrency_caps_hold_permits_for_the_call() {
         .expect("a slot is free again");
 }
 
+/// A reload that keeps a scope's limits keeps its limiter: a call admitted before still holds
+/// its permit and a burst spent stays spent; a scope whose limits changed starts afresh.
+#[tokio::test(start_paused = true)]
+async fn a_reload_keeps_the_limiters_whose_limits_did_not_change() {
+    let server = Scope::Server("slow".into());
+    let agent = Scope::Agent("npc".into());
+    let rate = LimitSpec {
+        per_minute: Some(60.0),
+        burst: Some(2),
+        ..LimitSpec::default()
+    };
+    let specs = HashMap::from([
+        (
+            server.clone(),
+            LimitSpec {
+                max_concurrent: Some(1),
+                ..LimitSpec::default()
+            },
+        ),
+        (agent.clone(), rate),
+    ]);
+    let before = Limits::new(specs.clone(), HashMap::new());
+    let running = before
+        .admit(std::slice::from_ref(&server), None)
+        .await
+        .expect("runs");
+    for _ in 0..2 {
+        before
+            .admit(std::slice::from_ref(&agent), None)
+            .await
+            .expect("burst");
+    }
+
+    let mut after = Limits::new(specs, HashMap::new());
+    after.keep_state_of(&before);
+    assert!(
+        after
+            .admit(std::slice::from_ref(&server), None)
+            .await
+            .is_err(),
+        "max_concurrent = 1 holds across the reload"
+    );
+    assert!(
+        after
+            .admit(std::slice::from_ref(&agent), None)
+            .await
+            .is_err(),
+        "the burst stays spent"
+    );
+    drop(running);
+    after
+        .admit(&[server], None)
+        .await
+        .expect("the call admitted before the reload gave its permit back here");
+
+    let raised = LimitSpec {
+        burst: Some(3),
+        ..rate
+    };
+    let mut changed = Limits::new(HashMap::from([(agent.clone(), raised)]), HashMap::new());
+    changed.keep_state_of(&after);
+    changed
+        .admit(&[agent], None)
+        .await
+        .expect("a changed limit starts afresh");
+}
+
+/// The fail-open fallback's limiters are kept as well.
+#[tokio::test(start_paused = true)]
+async fn a_reload_keeps_the_fail_open_limiters() {
+    let capped = LimitSpec {
+        max_concurrent: Some(1),
+        ..LimitSpec::default()
+    };
+    let scopes = [Scope::Agent("a".into())];
+    let before = agent_limits(capped, FakeStore::new(vec![]), WhenUnreachable::FailOpen);
+    let _running = before.admit(&scopes, None).await.expect("runs");
+    let mut after = agent_limits(capped, FakeStore::new(vec![]), WhenUnreachable::FailOpen);
+    after.keep_state_of(&before);
+    assert!(
+        after.admit(&scopes, None).await.is_err(),
+        "the replica's share of the cap holds across the reload"
+    );
+}
+
 #[tokio::test(start_paused = true)]
 async fn quotas_refuse_until_the_window_frees_budget() {
     let quotas = HashMap::from([("npc".to_owned(), Quota::new(3.0, Duration::from_secs(60)))]);
@@ -239,7 +324,7 @@ async fn shared_quotas_count_the_other_replicas_spending_until_it_leaves() {
     // A reload with the same quota keeps what was spent here; a changed one starts afresh.
     let same = HashMap::from([("npc".to_owned(), Quota::new(3.0, window))]);
     let mut reloaded = Limits::new(HashMap::new(), same);
-    reloaded.keep_spending_of(&limits);
+    reloaded.keep_state_of(&limits);
     reloaded.charge(Some("npc"), 2.0);
     assert!(
         reloaded.admit(&[], Some("npc")).await.is_err(),
@@ -247,7 +332,7 @@ async fn shared_quotas_count_the_other_replicas_spending_until_it_leaves() {
     );
     let changed = HashMap::from([("npc".to_owned(), Quota::new(4.0, window))]);
     let mut reloaded = Limits::new(HashMap::new(), changed);
-    reloaded.keep_spending_of(&limits);
+    reloaded.keep_state_of(&limits);
     reloaded.charge(Some("npc"), 2.0);
     assert!(reloaded.admit(&[], Some("npc")).await.is_ok(), "2 of 4");
 }
