@@ -4,7 +4,8 @@
 //! concurrency permits (per server, per tool, per agent) while the call runs, spaces requests
 //! with GCRA per agent, per tool and globally, and checks the agent's cost quota. An
 //! over-limit call waits up to the queue time of the limit that stopped it, then fails with
-//! "rate limited, retry after N ms". All waiting is on the injected clock's timeline
+//! "rate limited, retry after N ms"; while it waits for one cap it holds no other cap's
+//! permit (a call queued for a full server takes none of the gateway's). All waiting is on the injected clock's timeline
 //! (tokio time), so tests run on paused time.
 //!
 //! Rates and caps are embedded (per process) unless [`Limits::with_shared`] hands them to a
@@ -373,12 +374,17 @@ impl LocalLimits {
         )
     }
 
-    /// Admits one call limited by `scopes` (checked in order), waiting up to each limit's
-    /// queue time. A call one limit refuses gives back the rate slots the limits before it
-    /// took: a refused call uses up no one's rate.
+    /// Admits one call limited by `scopes`: a slot of every rate, waiting for the latest of
+    /// them (each at most its queue time), then a permit of every cap ([`take_permits`]).
+    /// A call one limit refuses gives back the rate slots the others took: a refused call
+    /// uses up no one's rate.
     async fn admit(&self, scopes: &[Scope]) -> Result<Admission, Refusal> {
+        let limiters: Vec<(&Scope, Arc<Limiter>)> = scopes
+            .iter()
+            .filter_map(|scope| Some((scope, self.limiter(scope)?)))
+            .collect();
         let mut reserved = Vec::new();
-        let admitted = self.admit_reserving(scopes, &mut reserved).await;
+        let admitted = admit_reserving(&limiters, &mut reserved).await;
         if admitted.is_err() {
             let now = Instant::now();
             for limiter in reserved {
@@ -389,52 +395,99 @@ impl LocalLimits {
         }
         admitted
     }
+}
 
-    /// [`LocalLimits::admit`], noting in `reserved` each limiter whose rate slot it took.
-    async fn admit_reserving(
-        &self,
-        scopes: &[Scope],
-        reserved: &mut Vec<Arc<Limiter>>,
-    ) -> Result<Admission, Refusal> {
-        let mut admission = Admission::default();
-        for scope in scopes {
-            let Some(limiter) = self.limiter(scope) else {
-                continue;
-            };
-            let queue = limiter.spec.queue.unwrap_or_default();
-            if let Some(rate) = &limiter.rate {
-                match rate.reserve(Instant::now(), queue) {
-                    Ok(wait) => {
-                        reserved.push(limiter.clone());
-                        if !wait.is_zero() {
-                            tokio::time::sleep(wait).await;
-                        }
-                    }
-                    Err(retry_after) => {
-                        return Err(Refusal::RateLimited {
-                            scope: scope.to_string(),
-                            retry_after,
-                        });
-                    }
-                }
+/// [`LocalLimits::admit`], noting in `reserved` each limiter whose rate slot it took.
+async fn admit_reserving(
+    limiters: &[(&Scope, Arc<Limiter>)],
+    reserved: &mut Vec<Arc<Limiter>>,
+) -> Result<Admission, Refusal> {
+    let wait = reserve_rates(limiters, reserved, Instant::now())?;
+    if !wait.is_zero() {
+        tokio::time::sleep(wait).await;
+    }
+    Ok(Admission {
+        _permits: take_permits(limiters).await?,
+        _lease: None,
+    })
+}
+
+/// Takes a slot of every rate among `limiters` at `now`, noting each in `reserved`, and says
+/// how long the call waits for the last of them; refuses when one would wait longer than its
+/// scope's queue time.
+fn reserve_rates(
+    limiters: &[(&Scope, Arc<Limiter>)],
+    reserved: &mut Vec<Arc<Limiter>>,
+    now: Instant,
+) -> Result<Duration, Refusal> {
+    let mut wait = Duration::ZERO;
+    for (scope, limiter) in limiters {
+        let Some(rate) = &limiter.rate else {
+            continue;
+        };
+        match rate.reserve(now, limiter.spec.queue.unwrap_or_default()) {
+            Ok(until) => {
+                reserved.push(limiter.clone());
+                wait = wait.max(until);
             }
-            if let Some(slots) = &limiter.slots {
-                let permit = match slots.clone().try_acquire_owned() {
-                    Ok(permit) => permit,
-                    Err(_) if queue.is_zero() => {
-                        return Err(busy(scope, limiter.spec, Duration::from_millis(100)));
-                    }
-                    Err(_) => {
-                        match tokio::time::timeout(queue, slots.clone().acquire_owned()).await {
-                            Ok(Ok(permit)) => permit,
-                            _ => return Err(busy(scope, limiter.spec, queue)),
-                        }
-                    }
-                };
-                admission._permits.push(permit);
+            Err(retry_after) => {
+                return Err(Refusal::RateLimited {
+                    scope: scope.to_string(),
+                    retry_after,
+                });
             }
         }
-        Ok(admission)
+    }
+    Ok(wait)
+}
+
+/// A permit of every cap among `limiters`, all taken together: a call never holds one cap's
+/// permit while it waits for another's, so calls queued behind one full cap (a slow server)
+/// take none of a broader cap's slots (the gateway's). When a cap is full the call lets go
+/// of what it took, waits for that cap — up to its queue time, counted from the first try —
+/// and tries them all again; refused when the queue time of the cap it waits for runs out.
+async fn take_permits(
+    limiters: &[(&Scope, Arc<Limiter>)],
+) -> Result<Vec<OwnedSemaphorePermit>, Refusal> {
+    let caps: Vec<(&Scope, LimitSpec, &Arc<Semaphore>)> = limiters
+        .iter()
+        .filter_map(|(scope, limiter)| Some((*scope, limiter.spec, limiter.slots.as_ref()?)))
+        .collect();
+    let started = Instant::now();
+    // The permit the call waited for last, and whose cap it is.
+    let mut waited: Option<(usize, OwnedSemaphorePermit)> = None;
+    loop {
+        let mut held = waited.take();
+        let mut permits = Vec::with_capacity(caps.len());
+        let mut full = None;
+        for (index, (_, _, slots)) in caps.iter().enumerate() {
+            let taken = match held.take_if(|(cap, _)| *cap == index) {
+                Some((_, permit)) => Some(permit),
+                None => Arc::clone(slots).try_acquire_owned().ok(),
+            };
+            match taken {
+                Some(permit) => permits.push(permit),
+                None => {
+                    full = Some(index);
+                    break;
+                }
+            }
+        }
+        let Some(index) = full else {
+            return Ok(permits);
+        };
+        // Nothing is held while waiting.
+        drop((held, permits));
+        let (scope, spec, slots) = caps[index];
+        let queue = spec.queue.unwrap_or_default();
+        if queue.is_zero() {
+            return Err(busy(scope, spec, Duration::from_millis(100)));
+        }
+        let left = queue.saturating_sub(started.elapsed());
+        match tokio::time::timeout(left, Arc::clone(slots).acquire_owned()).await {
+            Ok(Ok(permit)) => waited = Some((index, permit)),
+            _ => return Err(busy(scope, spec, queue)),
+        }
     }
 }
 

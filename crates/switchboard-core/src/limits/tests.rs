@@ -150,6 +150,92 @@ async fn concurrency_caps_hold_permits_for_the_call() {
         .expect("a slot is free again");
 }
 
+/// Calls queued for a slow server's only slot hold none of the gateway's permits while they
+/// wait, so every other tool keeps the gateway's slots; they get in one after another.
+#[tokio::test(start_paused = true)]
+async fn calls_queued_for_one_cap_hold_no_permit_of_another() {
+    let gateway = LimitSpec {
+        max_concurrent: Some(8),
+        ..LimitSpec::default()
+    };
+    let one_at_a_time = LimitSpec {
+        max_concurrent: Some(1),
+        queue: Some(Duration::from_secs(10)),
+        ..LimitSpec::default()
+    };
+    let slow = Scope::Server("slow".into());
+    let limits = Arc::new(Limits::new(
+        HashMap::from([(Scope::Global, gateway), (slow.clone(), one_at_a_time)]),
+        HashMap::new(),
+    ));
+    let to_slow = [Scope::Global, slow];
+    let running = limits.admit(&to_slow, None).await.expect("runs");
+    let queued: Vec<_> = (0..8)
+        .map(|_| {
+            let limits = limits.clone();
+            let scopes = to_slow.clone();
+            tokio::spawn(async move { limits.admit(&scopes, None).await.map(drop) })
+        })
+        .collect();
+    // Paused time moves on only once every queued call waits.
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    let elsewhere = [Scope::Global, Scope::Server("fast".into())];
+    let others: Vec<Admission> =
+        futures::future::join_all((0..7).map(|_| limits.admit(&elsewhere, None)))
+            .await
+            .into_iter()
+            .collect::<Result<_, _>>()
+            .expect("the queued calls hold none of the gateway's slots");
+    drop((running, others));
+    for call in queued {
+        call.await.expect("the task").expect("admitted in turn");
+    }
+}
+
+/// A call that got the permit it waited for and then finds another cap full lets go of the
+/// first while it waits again, and is refused once the queue time of the cap it waits for,
+/// counted from its first try, runs out.
+#[tokio::test(start_paused = true)]
+async fn a_call_waiting_again_lets_go_of_the_permit_it_waited_for() {
+    let cap = |secs| LimitSpec {
+        max_concurrent: Some(1),
+        queue: Some(Duration::from_secs(secs)),
+        ..LimitSpec::default()
+    };
+    let server = Scope::Server("s".into());
+    let limits = Arc::new(Limits::new(
+        HashMap::from([(Scope::Global, cap(3)), (server.clone(), cap(10))]),
+        HashMap::new(),
+    ));
+    let start = Instant::now();
+    let on_server = limits
+        .admit(std::slice::from_ref(&server), None)
+        .await
+        .expect("a");
+    let both = {
+        let limits = limits.clone();
+        let scopes = [Scope::Global, server.clone()];
+        tokio::spawn(async move { limits.admit(&scopes, None).await.map(drop) })
+    };
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let on_gateway = limits.admit(&[Scope::Global], None).await.expect("c");
+    drop(on_server);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let again = limits.admit(&[server], None).await;
+    assert!(
+        again.is_ok(),
+        "the waiting call let go of the server's slot"
+    );
+    let refused = both.await.expect("the task").expect_err("out of time");
+    assert_eq!(
+        start.elapsed(),
+        Duration::from_secs(3),
+        "the gateway's queue"
+    );
+    assert!(refused.to_string().contains("gateway"), "{refused}");
+    drop((again, on_gateway));
+}
+
 /// A reload that keeps a scope's limits keeps its limiter: a call admitted before still holds
 /// its permit and a burst spent stays spent; a scope whose limits changed starts afresh.
 #[tokio::test(start_paused = true)]
