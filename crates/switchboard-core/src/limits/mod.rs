@@ -376,40 +376,49 @@ impl LocalLimits {
 
     /// Admits one call limited by `scopes`: a slot of every rate, waiting for the latest of
     /// them (each at most its queue time), then a permit of every cap ([`take_permits`]).
-    /// A call one limit refuses gives back the rate slots the others took: a refused call
-    /// uses up no one's rate.
+    /// A call that is not admitted — one limit refused it, or it was dropped while it
+    /// waited (its caller cancelled it) — gives back the rate slots it took: a call that
+    /// does not run uses up no one's rate.
     async fn admit(&self, scopes: &[Scope]) -> Result<Admission, Refusal> {
         let limiters: Vec<(&Scope, Arc<Limiter>)> = scopes
             .iter()
             .filter_map(|scope| Some((scope, self.limiter(scope)?)))
             .collect();
-        let mut reserved = Vec::new();
-        let admitted = admit_reserving(&limiters, &mut reserved).await;
-        if admitted.is_err() {
-            let now = Instant::now();
-            for limiter in reserved {
-                if let Some(rate) = &limiter.rate {
-                    rate.give_back(now);
-                }
-            }
+        let mut reserved = Reserved::default();
+        let wait = reserve_rates(&limiters, &mut reserved.0, Instant::now())?;
+        if !wait.is_zero() {
+            tokio::time::sleep(wait).await;
         }
-        admitted
+        let permits = take_permits(&limiters).await?;
+        reserved.keep();
+        Ok(Admission {
+            _permits: permits,
+            _lease: None,
+        })
     }
 }
 
-/// [`LocalLimits::admit`], noting in `reserved` each limiter whose rate slot it took.
-async fn admit_reserving(
-    limiters: &[(&Scope, Arc<Limiter>)],
-    reserved: &mut Vec<Arc<Limiter>>,
-) -> Result<Admission, Refusal> {
-    let wait = reserve_rates(limiters, reserved, Instant::now())?;
-    if !wait.is_zero() {
-        tokio::time::sleep(wait).await;
+/// The limiters whose rate slot a call took before it is admitted: the slots go back when
+/// this is dropped, unless [`Reserved::keep`] says the call was admitted.
+#[derive(Default)]
+struct Reserved(Vec<Arc<Limiter>>);
+
+impl Reserved {
+    /// The call was admitted: it keeps its slots.
+    fn keep(mut self) {
+        self.0.clear();
     }
-    Ok(Admission {
-        _permits: take_permits(limiters).await?,
-        _lease: None,
-    })
+}
+
+impl Drop for Reserved {
+    fn drop(&mut self) {
+        let now = Instant::now();
+        for limiter in &self.0 {
+            if let Some(rate) = &limiter.rate {
+                rate.give_back(now);
+            }
+        }
+    }
 }
 
 /// Takes a slot of every rate among `limiters` at `now`, noting each in `reserved`, and says

@@ -236,6 +236,62 @@ async fn a_call_waiting_again_lets_go_of_the_permit_it_waited_for() {
     drop((again, on_gateway));
 }
 
+/// A call dropped while it waits (its caller cancelled it) gives back the rate slots it took,
+/// whether it waited for its rate's turn or for a cap's permit.
+#[tokio::test(start_paused = true)]
+async fn a_call_cancelled_while_queued_gives_its_rate_slots_back() {
+    let agent = Scope::Agent("npc".into());
+    let server = Scope::Server("s".into());
+    let rate = LimitSpec {
+        per_minute: Some(60.0),
+        queue: Some(Duration::from_secs(1)),
+        ..LimitSpec::default()
+    };
+    let cap = LimitSpec {
+        max_concurrent: Some(1),
+        queue: Some(Duration::from_secs(10)),
+        ..LimitSpec::default()
+    };
+    let limits = Limits::new(
+        HashMap::from([(agent.clone(), rate), (server.clone(), cap)]),
+        HashMap::new(),
+    );
+    let (rated, both) = ([agent.clone()], [agent, server.clone()]);
+    let start = Instant::now();
+    let running = limits.admit(&[server], None).await.expect("runs");
+    limits.admit(&rated, None).await.expect("first");
+    let cancel = Duration::from_millis(100);
+    let waiting_for_the_rate = limits.admit(&rated, None);
+    assert!(
+        tokio::time::timeout(cancel, waiting_for_the_rate)
+            .await
+            .is_err()
+    );
+    limits
+        .admit(&rated, None)
+        .await
+        .expect("the slot the cancelled call took is free again");
+    assert_eq!(start.elapsed(), Duration::from_secs(1), "the next slot");
+
+    tokio::time::advance(Duration::from_secs(1)).await;
+    let waiting_for_a_permit = limits.admit(&both, None);
+    assert!(
+        tokio::time::timeout(cancel, waiting_for_a_permit)
+            .await
+            .is_err()
+    );
+    drop(running);
+    limits
+        .admit(&rated, None)
+        .await
+        .expect("a call that waited for a permit took a slot too");
+    assert_eq!(
+        start.elapsed(),
+        Duration::from_millis(2100),
+        "at once: the cancelled call's slot was given back"
+    );
+}
+
 /// A reload that keeps a scope's limits keeps its limiter: a call admitted before still holds
 /// its permit and a burst spent stays spent; a scope whose limits changed starts afresh.
 #[tokio::test(start_paused = true)]
