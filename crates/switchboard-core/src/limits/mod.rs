@@ -170,7 +170,7 @@ impl Limits {
     /// Keeps what `previous` counted so far, so a reload of the governance forgets nothing
     /// it still applies: the limiter (permits held by calls in flight, the GCRA schedule) of
     /// every scope whose limits are unchanged, in this process and in the fail-open
-    /// fallback, and the spending of every agent whose quota is unchanged.
+    /// fallback, and the spending of every agent that still has a quota.
     pub fn keep_state_of(&mut self, previous: &Limits) {
         self.local.keep_limiters_of(&previous.local);
         if let (Some(shared), Some(old)) = (&mut self.shared, &previous.shared) {
@@ -179,15 +179,19 @@ impl Limits {
         self.keep_spending_of(previous);
     }
 
-    /// Keeps the spending counted so far by `previous` for every agent whose quota (budget
-    /// and window) is unchanged, so a reload of the governance does not forget it.
+    /// Keeps the spending counted so far by `previous` for every agent that still has a
+    /// quota: an unchanged quota is kept whole, a changed one counts it under its new budget
+    /// and window.
     fn keep_spending_of(&mut self, previous: &Limits) {
         for (agent, quota) in &mut self.quotas {
-            if let Some(old) = previous.quotas.get(agent)
-                && old.same_budget(quota)
-            {
-                *quota = old.clone();
-            }
+            let Some(old) = previous.quotas.get(agent) else {
+                continue;
+            };
+            *quota = if old.same_budget(quota) {
+                old.clone()
+            } else {
+                Arc::new(quota.counting_spending_of(old))
+            };
         }
     }
 

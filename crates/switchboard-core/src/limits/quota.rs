@@ -3,7 +3,7 @@
 //! store, the others' comes from [`SharedSpending`]).
 
 use std::collections::VecDeque;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -28,7 +28,17 @@ impl CostModel {
 pub struct Quota {
     limit: f64,
     window: Duration,
-    spent: Mutex<VecDeque<(Instant, f64)>>,
+    /// The agent's charges, shared with the quotas it had before a reload changed its budget
+    /// or window (see [`Quota::counting_spending_of`]).
+    spent: Arc<Mutex<Charges>>,
+}
+
+/// An agent's charges, oldest first.
+#[derive(Debug)]
+struct Charges {
+    at: VecDeque<(Instant, f64)>,
+    /// How long a charge is kept: the window of the newest quota counting these charges.
+    kept: Duration,
 }
 
 /// The quota is used up.
@@ -46,19 +56,50 @@ impl Quota {
         Self {
             limit,
             window,
-            spent: Mutex::default(),
+            spent: Arc::new(Mutex::new(Charges {
+                at: VecDeque::new(),
+                kept: window,
+            })),
         }
     }
 
-    fn spent_at(&self, now: Instant, spent: &mut VecDeque<(Instant, f64)>) -> f64 {
-        while let Some((at, _)) = spent.front() {
-            if now.saturating_duration_since(*at) >= self.window {
-                spent.pop_front();
+    /// This budget and window, counting the charges `previous` counts (the agent's quota
+    /// before a reload changed it): what was spent still counts, under the new window, and
+    /// so does what calls admitted under `previous` are charged later.
+    pub fn counting_spending_of(&self, previous: &Quota) -> Quota {
+        lock(&previous.spent).kept = self.window;
+        Quota {
+            limit: self.limit,
+            window: self.window,
+            spent: previous.spent.clone(),
+        }
+    }
+
+    /// This quota's spending at `now`, once `charges` let go of what left their window.
+    fn spent_at(&self, now: Instant, charges: &mut Charges) -> f64 {
+        while let Some((at, _)) = charges.at.front() {
+            if now.saturating_duration_since(*at) >= charges.kept {
+                charges.at.pop_front();
             } else {
                 break;
             }
         }
-        spent.iter().map(|(_, cost)| cost).sum()
+        self.in_window(now, charges).map(|(_, cost)| cost).sum()
+    }
+
+    /// The charges in this quota's window at `now` (a quota still used by calls admitted
+    /// before a reload may have a longer window than the charges are kept for).
+    fn in_window<'a>(
+        &self,
+        now: Instant,
+        charges: &'a Charges,
+    ) -> impl Iterator<Item = (Instant, f64)> + 'a {
+        let window = self.window;
+        charges
+            .at
+            .iter()
+            .copied()
+            .filter(move |(at, _)| now.saturating_duration_since(*at) < window)
     }
 
     /// Whether `other` has the same budget and window.
@@ -83,19 +124,16 @@ impl Quota {
         now: Instant,
         others: Option<(&SharedSpending, &str)>,
     ) -> Result<(), QuotaExceeded> {
-        let mut spent = match self.spent.lock() {
-            Ok(spent) => spent,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let mut spent = lock(&self.spent);
         let elsewhere = others.map_or(0.0, |(others, agent)| others.others_at(agent, now));
         let total = self.spent_at(now, &mut spent) + elsewhere;
         if total < self.limit {
             return Ok(());
         }
         // The budget frees up as the oldest charges, here or elsewhere, leave the window.
-        let mut leaving: Vec<(Instant, f64)> = spent
-            .iter()
-            .map(|(at, cost)| (*at + self.window, *cost))
+        let mut leaving: Vec<(Instant, f64)> = self
+            .in_window(now, &spent)
+            .map(|(at, cost)| (at + self.window, cost))
             .collect();
         if let Some((others, agent)) = others {
             leaving.extend(
@@ -128,7 +166,14 @@ impl Quota {
             return;
         }
         if let Ok(mut spent) = self.spent.lock() {
-            spent.push_back((now, cost));
+            spent.at.push_back((now, cost));
         }
+    }
+}
+
+fn lock(charges: &Mutex<Charges>) -> MutexGuard<'_, Charges> {
+    match charges.lock() {
+        Ok(charges) => charges,
+        Err(poisoned) => poisoned.into_inner(),
     }
 }

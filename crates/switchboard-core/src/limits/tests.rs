@@ -412,6 +412,40 @@ async fn quotas_refuse_until_the_window_frees_budget() {
         .expect("the window moved on");
 }
 
+/// Lowering a runaway agent's budget keeps what it spent: the new budget counts it (and what
+/// calls admitted before the reload charge after it), under the new window.
+#[tokio::test(start_paused = true)]
+async fn a_changed_quota_counts_what_was_spent_under_the_old_one() {
+    let quota = |cost, window| HashMap::from([("npc".to_owned(), Quota::new(cost, window))]);
+    let hour = Duration::from_secs(3600);
+    let before = Limits::new(HashMap::new(), quota(100.0, hour));
+    before.charge(Some("npc"), 80.0);
+
+    let mut lowered = Limits::new(HashMap::new(), quota(50.0, hour));
+    lowered.keep_state_of(&before);
+    // A call admitted before the reload is charged to the limits it started under.
+    before.charge(Some("npc"), 5.0);
+    match lowered.admit(&[], Some("npc")).await {
+        Err(Refusal::Quota(exceeded)) => {
+            assert_eq!((exceeded.spent, exceeded.limit), (85.0, 50.0));
+        }
+        other => panic!("the lowered budget counts what was spent, got {other:?}"),
+    }
+
+    let ten_minutes = Duration::from_secs(600);
+    let mut shorter = Limits::new(HashMap::new(), quota(50.0, ten_minutes));
+    shorter.keep_state_of(&lowered);
+    assert!(
+        shorter.admit(&[], Some("npc")).await.is_err(),
+        "still spent"
+    );
+    tokio::time::advance(ten_minutes).await;
+    shorter
+        .admit(&[], Some("npc"))
+        .await
+        .expect("the spending left the new, shorter window");
+}
+
 #[tokio::test(start_paused = true)]
 async fn shared_quotas_count_the_other_replicas_spending_until_it_leaves() {
     let window = Duration::from_secs(60);
@@ -463,9 +497,10 @@ async fn shared_quotas_count_the_other_replicas_spending_until_it_leaves() {
         .await
         .expect("the other replica's spending left the window");
 
-    // A reload with the same quota keeps what was spent here; a changed one starts afresh.
+    // A reload keeps what was spent here, with the same quota or a changed one, and the
+    // other replicas' spending.
     let same = HashMap::from([("npc".to_owned(), Quota::new(3.0, window))]);
-    let mut reloaded = Limits::new(HashMap::new(), same);
+    let mut reloaded = Limits::new(HashMap::new(), same).with_shared_spending(spending.clone());
     reloaded.keep_state_of(&limits);
     reloaded.charge(Some("npc"), 2.0);
     assert!(
@@ -473,10 +508,22 @@ async fn shared_quotas_count_the_other_replicas_spending_until_it_leaves() {
         "1 + 2 kept"
     );
     let changed = HashMap::from([("npc".to_owned(), Quota::new(4.0, window))]);
-    let mut reloaded = Limits::new(HashMap::new(), changed);
-    reloaded.keep_state_of(&limits);
-    reloaded.charge(Some("npc"), 2.0);
-    assert!(reloaded.admit(&[], Some("npc")).await.is_ok(), "2 of 4");
+    let mut raised = Limits::new(HashMap::new(), changed).with_shared_spending(spending.clone());
+    raised.keep_state_of(&reloaded);
+    assert!(raised.admit(&[], Some("npc")).await.is_ok(), "3 of 4");
+    spending.replace_others(HashMap::from([(
+        "npc".to_owned(),
+        vec![Spent {
+            leaves: Instant::now() + window,
+            cost: 1.0,
+        }],
+    )]));
+    assert!(
+        raised.admit(&[], Some("npc")).await.is_err(),
+        "3 here and 1 elsewhere of 4"
+    );
+    let unsent = spending.take_unsent().unsent;
+    assert_eq!(unsent[0].cost, 2.0, "what was charged since, sent once");
 }
 
 /// A shared store that is down, or answers from a script of verdicts.

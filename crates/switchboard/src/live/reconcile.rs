@@ -283,8 +283,9 @@ impl Host {
 
     /// Naming, agents, exposure, limits, costs, hooks, approval rules and per-tool settings
     /// of `config`, applied to calls that start from now on. Governance is replaced only
-    /// when its own settings changed, and then keeps the state of every rate limiter,
-    /// concurrency cap and quota whose own limits did not change. Returns whether what callers see may have changed (naming, agents,
+    /// when its own settings changed, and then keeps the state of every rate limiter and
+    /// concurrency cap whose own limits did not change, and what every agent that keeps a
+    /// quota spent. Returns whether what callers see may have changed (naming, agents,
     /// exposure), so listings are announced even if no tool changed.
     fn adopt_settings(&self, config: &Config, previous: Option<&Config>) -> bool {
         let views_changed = previous.is_none_or(|old| views_inputs(old) != views_inputs(config));
@@ -319,7 +320,7 @@ impl Host {
                 }
             };
             // Limiters whose limits are unchanged keep their permits and schedules, quotas
-            // what was spent so far, and the other replicas' spending.
+            // (changed or not) what was spent so far, and the other replicas' spending.
             governance.limits.keep_state_of(&current.limits);
             if let Some(spending) = current.limits.shared_spending() {
                 governance.limits =
