@@ -19,6 +19,7 @@ use std::time::Duration;
 use super::model::{CostConfig, LimitsConfig, QuotaConfig};
 use super::tree::{Node, Value};
 use super::validate::Walk;
+use crate::limits::{MAX_QUOTA_WINDOW, MIN_PER_MINUTE, MIN_QUOTA_WINDOW};
 
 pub(super) const LIMIT_KEYS: [&str; 4] = ["per_minute", "burst", "max_concurrent", "queue"];
 const COST_KEYS: [&str; 2] = ["fixed", "per_second"];
@@ -30,7 +31,7 @@ impl Walk<'_> {
         for (key, key_pos, value) in self.table(node, what) {
             let key_what = format!("{what}.{key}");
             match key.as_str() {
-                "per_minute" => limits.per_minute = self.positive_number(value, &key_what),
+                "per_minute" => limits.per_minute = self.rate(value, &key_what),
                 "burst" => {
                     limits.burst = self
                         .count(value, &key_what)
@@ -77,7 +78,7 @@ impl Walk<'_> {
             let key_what = format!("{what}.{key}");
             match key.as_str() {
                 "cost" => cost = self.positive_number(value, &key_what),
-                "window" => window = self.duration(value, &key_what),
+                "window" => window = self.quota_window(value, &key_what),
                 other => self.unknown(*key_pos, other, what, &QUOTA_KEYS),
             }
         }
@@ -92,6 +93,46 @@ impl Walk<'_> {
             cost: cost?,
             window: window?,
         })
+    }
+
+    /// A `per_minute`: at least [`MIN_PER_MINUTE`] (slower is a wait nobody means, and
+    /// past what a limiter's schedule can hold).
+    fn rate(&mut self, node: &Node, what: &str) -> Option<f64> {
+        match self.number(node) {
+            Some(x) if x >= MIN_PER_MINUTE => Some(x),
+            _ => {
+                self.problem(
+                    node.pos,
+                    format!(
+                        "{what} must be a number of at least {MIN_PER_MINUTE} (a call about every \
+                         week), found {}",
+                        describe(node)
+                    ),
+                    None,
+                );
+                None
+            }
+        }
+    }
+
+    /// A quota's `window`: from [`MIN_QUOTA_WINDOW`] to [`MAX_QUOTA_WINDOW`] (a zero window
+    /// would count nothing, and a quota is not kept for longer than a year).
+    fn quota_window(&mut self, node: &Node, what: &str) -> Option<Duration> {
+        let window = self.duration(node, what)?;
+        if (MIN_QUOTA_WINDOW..=MAX_QUOTA_WINDOW).contains(&window) {
+            return Some(window);
+        }
+        self.problem(
+            node.pos,
+            format!(
+                "{what} must be between {}s and {}h (365 days), found {}s",
+                MIN_QUOTA_WINDOW.as_secs(),
+                MAX_QUOTA_WINDOW.as_secs() / 3600,
+                window.as_secs_f64()
+            ),
+            None,
+        );
+        None
     }
 
     fn number(&mut self, node: &Node) -> Option<f64> {

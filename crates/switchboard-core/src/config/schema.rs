@@ -329,8 +329,8 @@ enum OnFailure {
 #[serde(default, deny_unknown_fields)]
 #[allow(dead_code)]
 struct Limits {
-    /// Requests per minute.
-    #[schemars(range(min = 0))]
+    /// Requests per minute: at least 0.0001 (a call about every week).
+    #[schemars(range(min = 0.0001))]
     per_minute: Option<f64>,
     /// Requests allowed back to back above the steady rate (default 1).
     #[schemars(range(min = 1))]
@@ -366,7 +366,7 @@ struct Quota {
     /// The budget.
     #[schemars(range(min = 0))]
     cost: f64,
-    /// The window (default 1h).
+    /// The window (default 1h): at least 1s, at most 8760h (365 days).
     #[serde(default)]
     window: Option<Duration>,
 }

@@ -6,6 +6,10 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+/// The slowest rate a limit may have, in requests per minute: about one a week (the config
+/// refuses less; a limiter takes less as this).
+pub const MIN_PER_MINUTE: f64 = 1e-4;
+
 /// A GCRA limiter.
 #[derive(Debug)]
 pub struct Gcra {
@@ -19,12 +23,29 @@ pub struct Gcra {
 impl Gcra {
     /// `rate` requests per minute, `burst` of them back to back.
     pub fn per_minute(rate: f64, burst: u32) -> Self {
-        let interval = Duration::from_secs_f64(60.0 / rate.max(1e-6));
+        let interval = Self::interval(rate);
         Self {
             interval,
-            tolerance: interval * burst.max(1).saturating_sub(1),
+            tolerance: Self::tolerance(interval, burst),
             tat: Mutex::new(None),
         }
+    }
+
+    /// The time between requests at `per_minute` requests per minute, a rate below
+    /// [`MIN_PER_MINUTE`] (or not a number) taken as that.
+    pub fn interval(per_minute: f64) -> Duration {
+        let rate = if per_minute >= MIN_PER_MINUTE {
+            per_minute
+        } else {
+            MIN_PER_MINUTE
+        };
+        Duration::try_from_secs_f64(60.0 / rate).unwrap_or(Duration::ZERO)
+    }
+
+    /// How far ahead of schedule a request may be when `burst` may go back to back: `burst`
+    /// − 1 intervals, saturating.
+    pub fn tolerance(interval: Duration, burst: u32) -> Duration {
+        interval.saturating_mul(burst.max(1).saturating_sub(1))
     }
 
     /// Reserves the next slot. `Ok(wait)`: the request may go after `wait` (zero = now), and

@@ -25,8 +25,8 @@ use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
-pub use gcra::Gcra;
-pub use quota::{CostModel, Quota, QuotaExceeded};
+pub use gcra::{Gcra, MIN_PER_MINUTE};
+pub use quota::{CostModel, MAX_QUOTA_WINDOW, MIN_QUOTA_WINDOW, Quota, QuotaExceeded};
 pub use shared::{
     Lease, SharedCheck, SharedHealth, SharedLimiter, SharedUnavailable, SharedVerdict,
     WhenUnreachable,

@@ -23,6 +23,13 @@ impl CostModel {
     }
 }
 
+/// The shortest window a quota may have (the config refuses less; a zero window would count
+/// nothing).
+pub const MIN_QUOTA_WINDOW: Duration = Duration::from_secs(1);
+
+/// The longest window a quota may have: a year (the config refuses more).
+pub const MAX_QUOTA_WINDOW: Duration = Duration::from_secs(365 * 24 * 3600);
+
 /// A budget of cost over a sliding window.
 #[derive(Debug)]
 pub struct Quota {
@@ -133,7 +140,7 @@ impl Quota {
         // The budget frees up as the oldest charges, here or elsewhere, leave the window.
         let mut leaving: Vec<(Instant, f64)> = self
             .in_window(now, &spent)
-            .map(|(at, cost)| (at + self.window, cost))
+            .filter_map(|(at, cost)| Some((at.checked_add(self.window)?, cost)))
             .collect();
         if let Some((others, agent)) = others {
             leaving.extend(
@@ -165,9 +172,8 @@ impl Quota {
         if cost <= 0.0 {
             return;
         }
-        if let Ok(mut spent) = self.spent.lock() {
-            spent.at.push_back((now, cost));
-        }
+        // A lock poisoned by a panic elsewhere still holds every charge: keep counting.
+        lock(&self.spent).at.push_back((now, cost));
     }
 }
 
@@ -175,5 +181,41 @@ fn lock(charges: &Mutex<Charges>) -> MutexGuard<'_, Charges> {
     match charges.lock() {
         Ok(charges) => charges,
         Err(poisoned) => poisoned.into_inner(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A panic while the charges were locked (poisoning the lock) loses no later charge.
+    #[test]
+    fn a_poisoned_quota_still_counts_charges() {
+        let quota = Quota::new(2.0, Duration::from_secs(60));
+        let poisoner = std::thread::scope(|scope| {
+            scope
+                .spawn(|| {
+                    let _held = quota.spent.lock();
+                    panic!("a panic while the charges are locked");
+                })
+                .join()
+        });
+        assert!(poisoner.is_err() && quota.spent.is_poisoned());
+        let now = Instant::now();
+        quota.charge(now, 2.0);
+        assert_eq!(quota.check(now).map_err(|e| e.spent), Err(2.0));
+    }
+
+    /// A window past what the clock can add (an embedder's: the config refuses more than a
+    /// year) refuses with its own length as the wait, never a panic.
+    #[test]
+    fn a_window_past_the_clock_never_panics() {
+        let quota = Quota::new(1.0, Duration::MAX);
+        let now = Instant::now();
+        quota.charge(now, 1.0);
+        let exceeded = quota.check(now).expect_err("spent");
+        assert_eq!(exceeded.retry_after, Duration::MAX);
+        quota.charge(now, 1.0);
+        assert_eq!(quota.check(now).map_err(|e| e.spent), Err(2.0));
     }
 }

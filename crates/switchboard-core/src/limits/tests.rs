@@ -41,6 +41,27 @@ async fn gcra_spaces_requests_and_allows_a_burst() {
     }
 }
 
+/// A rate too slow for the clock, or a burst whose tolerance would overflow (an embedder's:
+/// the config refuses such a rate), is bounded, never a panic.
+#[tokio::test(start_paused = true)]
+async fn extreme_rates_and_bursts_are_bounded() {
+    let slowest = Gcra::interval(MIN_PER_MINUTE);
+    assert_eq!(slowest, Duration::from_secs(600_000));
+    assert_eq!(Gcra::interval(1e-300), slowest);
+    assert_eq!(Gcra::interval(f64::NAN), slowest);
+    assert_eq!(Gcra::interval(f64::INFINITY), Duration::ZERO);
+    assert_eq!(Gcra::tolerance(Duration::MAX, u32::MAX), Duration::MAX);
+    assert_eq!(Gcra::tolerance(slowest, 0), Duration::ZERO);
+    let rate = Gcra::per_minute(1e-300, u32::MAX);
+    let now = Instant::now();
+    assert_eq!(rate.reserve(now, Duration::ZERO), Ok(Duration::ZERO));
+    assert_eq!(
+        rate.reserve(now, Duration::ZERO),
+        Ok(Duration::ZERO),
+        "burst"
+    );
+}
+
 #[tokio::test(start_paused = true)]
 async fn over_the_rate_a_call_waits_its_queue_time_or_is_refused() {
     let spec = LimitSpec {

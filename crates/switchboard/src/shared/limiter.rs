@@ -29,7 +29,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use switchboard_core::limits::{
-    Lease, Scope, SharedCheck, SharedHealth, SharedLimiter, SharedUnavailable, SharedVerdict,
+    Gcra, Lease, Scope, SharedCheck, SharedHealth, SharedLimiter, SharedUnavailable, SharedVerdict,
 };
 use tokio::sync::Notify;
 use tokio::time::Instant;
@@ -191,8 +191,10 @@ impl RedisLimiter {
         for (index, check) in checks.iter().enumerate() {
             let spec = check.spec;
             if let Some(rate) = spec.per_minute.filter(|rate| *rate > 0.0) {
-                let interval = Duration::from_secs_f64(60.0 / rate);
-                let tolerance = interval * spec.burst.unwrap_or(1).max(1).saturating_sub(1);
+                // Bounded like the embedded limiter's: no rate or burst an embedder hands
+                // in makes this overflow.
+                let interval = Gcra::interval(rate);
+                let tolerance = Gcra::tolerance(interval, spec.burst.unwrap_or(1));
                 let key = rate_keys.next().unwrap_or_default();
                 let wanted = lock(&self.inner.ahead).asked(&key, rate / 60.0, Instant::now());
                 asking.1.push((key.clone(), wanted));

@@ -420,6 +420,32 @@ fn agent_problems() {
     );
 }
 
+/// Values that parse but that no limiter could apply: a rate too slow to schedule, a quota
+/// window of zero (which would count nothing) or of more than a year.
+#[test]
+fn limit_values_out_of_range() {
+    toml(
+        "[agents.a]\nlimits = { per_minute = 1e-300, burst = 4294967295 }\nquota = { cost = 1, window = \"0\" }\n\n[agents.b]\nquota = { cost = 1, window = \"9000h\" }\n",
+        &[
+            (
+                2,
+                25,
+                "agents.a.limits.per_minute must be a number of at least 0.0001",
+            ),
+            (
+                3,
+                30,
+                "agents.a.quota.window must be between 1s and 8760h (365 days), found 0s",
+            ),
+            (
+                6,
+                30,
+                "agents.b.quota.window must be between 1s and 8760h (365 days), found 32400000s",
+            ),
+        ],
+    );
+}
+
 #[test]
 fn limit_problems() {
     toml(
@@ -428,7 +454,7 @@ fn limit_problems() {
             (
                 2,
                 25,
-                "gateway.limits.per_minute must be a number above 0, found 0",
+                "gateway.limits.per_minute must be a number of at least 0.0001 (a call about every week), found 0",
             ),
             (2, 28, "unknown key 'burts' in gateway.limits"),
             (2, 47, "gateway.limits.queue is not a duration"),

@@ -363,3 +363,20 @@ async fn units_taken_ahead_never_pass_the_limit() {
     );
     assert!(taken >= 50, "{taken} admitted: at least the burst");
 }
+
+/// A rate too slow for a `Duration` and a burst whose tolerance would overflow one (an
+/// embedder's: the config refuses such a rate) are bounded like the embedded limiter's, not
+/// a panic on the call's path.
+#[tokio::test]
+async fn extreme_rates_and_bursts_are_bounded() {
+    let redis = Redis::start();
+    let a = RedisLimiter::connect(&redis.url(), "t").expect("limiter");
+    let extreme = agent(LimitSpec {
+        per_minute: Some(1e-300),
+        burst: Some(u32::MAX),
+        ..RATE
+    });
+    for _ in 0..3 {
+        assert!(admitted(&verdict(&a, &extreme).await), "within the burst");
+    }
+}
