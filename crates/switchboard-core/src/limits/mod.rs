@@ -5,8 +5,8 @@
 //! with GCRA per agent, per tool and globally, and checks the agent's cost quota. An
 //! over-limit call waits up to the queue time of the limit that stopped it, then fails with
 //! "rate limited, retry after N ms"; while it waits for one cap it holds no other cap's
-//! permit (a call queued for a full server takes none of the gateway's). All waiting is on the injected clock's timeline
-//! (tokio time), so tests run on paused time.
+//! permit (a call queued for a full server takes none of the gateway's). All waiting is on
+//! the injected clock's timeline (tokio time), so tests run on paused time.
 //!
 //! Rates and caps are embedded (per process) unless [`Limits::with_shared`] hands them to a
 //! store all replicas share ([`shared`]). Quotas count this replica's spending here, plus,
