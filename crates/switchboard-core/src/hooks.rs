@@ -72,6 +72,12 @@ pub trait Hook: Send + Sync {
         true
     }
 
+    /// Whether the hook comes from the config's `[[hooks]]`: a reload of the config replaces
+    /// those, and keeps the others (an embedder's own). Default: no.
+    fn is_configured(&self) -> bool {
+        false
+    }
+
     fn on_failure(&self) -> FailurePolicy {
         FailurePolicy::Closed
     }

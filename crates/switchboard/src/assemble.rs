@@ -42,8 +42,13 @@ impl Host {
         Self::from_config_with(config, HostOptions::default())
     }
 
-    /// Like [`Host::from_config`], with options (recorder, identity) chosen by the caller;
-    /// naming comes from the config.
+    /// Like [`Host::from_config`], with options chosen by the caller. The config decides
+    /// naming, exposure, tiers and latency settings, tool settings, tasks, agents, limits,
+    /// costs and approval rules, replacing those fields of `options`; the caller's recorder,
+    /// identity, keys, telemetry exporter and stores given in `options` are kept, its own
+    /// hooks (`options.governance.hooks`) run after the config's `[[hooks]]` (and stay
+    /// through reloads), and its approver, when it gives one, decides approvals in place of
+    /// the gateway's queue.
     pub fn from_config_with(
         config: &Config,
         mut options: HostOptions,
@@ -118,13 +123,15 @@ impl Host {
         }
         let approvals = Arc::new(approvals);
         options.pending_approvals = Some(approvals.pending.clone());
+        let embedder = Arc::clone(&options.governance);
         let mut governance = governance(config);
+        governance.hooks.extend(embedder.hooks.iter().cloned());
         governance.limits = share_limits(std::mem::take(&mut governance.limits), config, None)?;
         if let Some(url) = &config.storage.url {
             governance.limits =
                 std::mem::take(&mut governance.limits).with_shared_spending(share_quotas(&url.0)?);
         }
-        governance.approver = Some(approvals);
+        governance.approver = embedder.approver.clone().or(Some(approvals));
         options.governance = Arc::new(governance);
         options.agents = agent_profiles(config);
         let database = options

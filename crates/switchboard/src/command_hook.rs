@@ -243,6 +243,10 @@ impl Hook for CommandHook {
         &self.name
     }
 
+    fn is_configured(&self) -> bool {
+        true
+    }
+
     fn applies(&self, call: &HookCall) -> bool {
         let agent_ok = self.config.agents.is_empty()
             || call

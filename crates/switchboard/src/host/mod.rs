@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 use switchboard_core::agent::{AgentPolicy, FullView, ToolPattern, View};
 use switchboard_core::catalog::ServerSlice;
 use switchboard_core::clock::SystemClock;
+use switchboard_core::latency_meta::RequestedDeadline;
 use switchboard_core::pipeline::{CallError, Pipeline};
 use switchboard_core::upstream::{Upstream, UpstreamDirectory};
 use switchboard_core::{
@@ -289,13 +290,28 @@ impl Host {
         json
     }
 
-    /// Runs one call through the pipeline, within the view of `ctx.agent`.
+    /// Runs one call through the pipeline, within the view of `ctx.agent`. Right after the
+    /// Host is built it first waits (at most `startup_wait`) for the servers' first
+    /// connection attempts, as a client's first request does. A deadline of
+    /// `RequestedDeadline::Within` counts from here: waiting for start-up, an approval or an
+    /// admission slot is part of it.
     pub async fn call(
         &self,
         ctx: &CallContext,
         name: &str,
         arguments: Map<String, Value>,
     ) -> Result<ToolOutcome, CallError> {
+        if let Some(deadline @ RequestedDeadline::Within(_)) = ctx.deadline {
+            let anchored = CallContext {
+                deadline: Some(deadline.received_at(tokio::time::Instant::now())),
+                ..ctx.clone()
+            };
+            self.wait_for_startup().await;
+            return self
+                .call_as(&anchored, &Caller::of(&anchored), name, arguments)
+                .await;
+        }
+        self.wait_for_startup().await;
         self.call_as(ctx, &Caller::of(ctx), name, arguments).await
     }
 
@@ -354,7 +370,9 @@ impl Host {
         if let Some(manager) = self.manager() {
             manager.shutdown().await;
         }
-        if let Err(error) = self.inner.latency.save() {
+        // SQLite writes: off the runtime's threads.
+        let latency = self.inner.latency.clone();
+        if let Ok(Err(error)) = tokio::task::spawn_blocking(move || latency.save()).await {
             tracing::warn!(%error, "latency stats were not saved");
         }
         self.sync_latency_stats().await;
@@ -589,7 +607,11 @@ fn budget_of(options: &HostOptions) -> Arc<LatencyBudget> {
     let tiers = if tiers.is_empty() {
         switchboard_budget::TierSet::default()
     } else {
-        switchboard_budget::TierSet::new(tiers).unwrap_or_default()
+        switchboard_budget::TierSet::new(tiers).unwrap_or_else(|error| {
+            // A config's tiers are checked when it loads; an embedder's options are not.
+            tracing::warn!(target: "switchboard::latency", "HostOptions::tiers: {error}; the default tiers are used");
+            switchboard_budget::TierSet::default()
+        })
     };
     let persistence = options.latency_database.as_deref().and_then(|path| {
         Persistence::open(path)

@@ -305,6 +305,14 @@ impl Host {
             let mut governance = crate::assemble::governance(config);
             let current = self.inner.pipeline.governance();
             governance.approver = current.approver.clone();
+            // The config's hooks are replaced; an embedder's own stay, after them.
+            governance.hooks.extend(
+                current
+                    .hooks
+                    .iter()
+                    .filter(|hook| !hook.is_configured())
+                    .cloned(),
+            );
             // The running connection to Redis is kept unless where it points changed.
             let same_redis = previous.is_some_and(|old| {
                 (&old.shared.redis, old.shared.deployment())

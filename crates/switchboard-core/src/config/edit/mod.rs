@@ -83,6 +83,24 @@ pub struct ServerEntry {
     pub sandbox: Option<Box<EntrySandbox>>,
 }
 
+impl ServerEntry {
+    /// An entry of `transport`, enabled, with the gateway's default trust and sandbox.
+    ///
+    /// ```
+    /// use switchboard_core::config::edit::{EntryTransport, ServerEntry};
+    /// let entry = ServerEntry::new(EntryTransport::Builtin { name: "dice".into() });
+    /// assert_eq!(entry.enabled, None);
+    /// ```
+    pub fn new(transport: EntryTransport) -> Self {
+        Self {
+            transport,
+            enabled: None,
+            trust: None,
+            sandbox: None,
+        }
+    }
+}
+
 /// The `tls` of a new HTTP server entry (`[servers.ID.tls]`, docs/config.md): the files, as
 /// the user wrote them (a relative path is the config file's directory's).
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
