@@ -12,18 +12,12 @@ use futures::future::BoxFuture;
 use serde_json::Map;
 use switchboard::{Host, HostOptions, Surface};
 use switchboard_core::CallContext;
-use switchboard_core::config::{Config, Format, MapEnvironment, Origin};
+use switchboard_core::config::Config;
 use switchboard_core::hooks::{Before, Hook, HookCall, HookFailure};
 use switchboard_core::pipeline::Governance;
 
 fn parse(text: &str, path: &Path) -> Config {
-    Config::parse(
-        text,
-        Origin::from(path),
-        Format::Toml,
-        &MapEnvironment::default(),
-    )
-    .expect("valid config")
+    support::parse_config(text, path)
 }
 
 #[tokio::test]

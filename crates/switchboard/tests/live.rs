@@ -3,23 +3,19 @@
 //! `Host::apply` persists, refuses stale revisions and read-only changes, and a dry run
 //! writes nothing.
 
+mod support;
+
 use std::path::Path;
 
 use switchboard::live::Action;
 use switchboard::{Change, ChangeError, ChangeRequest, Host, LiveOptions, Surface};
+use switchboard_core::config::Config;
 use switchboard_core::config::edit::{EntryTransport, ServerEntry};
-use switchboard_core::config::{Config, Format, MapEnvironment, Origin};
 
 const START: &str = "# two built-ins\n[servers.clock]\nbuiltin = \"clock\"\n\n[servers.dice]   # rolls\nbuiltin = \"dice\"\nseed = 7\n";
 
 fn parse(text: &str, path: &Path) -> Config {
-    Config::parse(
-        text,
-        Origin::from(path),
-        Format::Toml,
-        &MapEnvironment::default(),
-    )
-    .expect("valid config")
+    support::parse_config(text, path)
 }
 
 fn names(host: &Host) -> Vec<String> {

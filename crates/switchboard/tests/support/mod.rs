@@ -116,3 +116,15 @@ pub async fn migrated_postgres() -> switchboard_testkit::postgres::Postgres {
         .expect("migrate");
     postgres
 }
+
+/// A valid TOML config `text`, as if read from `path`.
+pub fn parse_config(text: &str, path: &Path) -> switchboard_core::config::Config {
+    use switchboard_core::config::{Config, Format, MapEnvironment, Origin};
+    Config::parse(
+        text,
+        Origin::from(path),
+        Format::Toml,
+        &MapEnvironment::default(),
+    )
+    .expect("valid config")
+}
