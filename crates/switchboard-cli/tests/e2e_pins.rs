@@ -62,7 +62,38 @@ fn a_pinned_tool_whose_definition_changes_is_held_back_until_approved() {
         "{diff}"
     );
 
-    live.json(&["tools", "pins", "approve", "a__echo", "--json"]);
+    // An approval names the definition it approves: another one is refused, and stays held.
+    let seen = listed["held"][0]["fingerprint"]
+        .as_str()
+        .expect("a fingerprint")
+        .to_owned();
+    assert!(
+        diff.contains(&seen),
+        "diff does not print the fingerprint: {diff}"
+    );
+    let other = live.cli(&[
+        "tools",
+        "pins",
+        "approve",
+        "a__echo",
+        "--fingerprint",
+        "00ff",
+    ]);
+    assert!(!other.status.success(), "approved a definition nobody saw");
+    assert!(
+        String::from_utf8_lossy(&other.stderr).contains("changed again"),
+        "{}",
+        String::from_utf8_lossy(&other.stderr)
+    );
+    live.json(&[
+        "tools",
+        "pins",
+        "approve",
+        "a__echo",
+        "--fingerprint",
+        &seen,
+        "--json",
+    ]);
     assert_eq!(
         text_of(&live.call("a__echo", r#"{"message": "back"}"#)),
         "back"

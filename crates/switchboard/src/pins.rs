@@ -1,10 +1,17 @@
 //! Tool-definition pinning, the defence against a "rug pull": a server that changes what a
 //! tool says it does after the tool was trusted. For a server with `trust = "pinned"`, each
-//! tool's definition — name, title, description, input and output schemas, annotations — is
+//! tool's definition — everything a client is sent of it: name, title, description, input
+//! and output schemas, annotations, `_meta`, icons, `execution` and any other field — is
 //! pinned the first time it is seen (a SHA-256 of its canonical JSON, and the definition
 //! itself for diffs). A tool whose definition later differs from its pin (on a reconnect, a
 //! restart, a `list_changed`) is quarantined: hidden and uncallable, reported with the fields
-//! that changed, until an operator approves the new definition, which becomes the pin.
+//! that changed and the fingerprint of its new definition, until an operator approves that
+//! definition — given its fingerprint, only that one: a tool that changed again since is
+//! still held — and it becomes the pin.
+//!
+//! Pins written before `_meta` and the other fields were covered (no `covers` in the file)
+//! still hold for what they covered: a tool that matches one is pinned anew, wholly, without
+//! being held.
 //!
 //! Pins are kept in a JSON file (`gateway.pins`, default `pins.json` beside the ledger),
 //! written atomically and readable by the gateway's user only. A file that cannot be read is
@@ -30,7 +37,14 @@ pub struct Pin {
     pub fingerprint: String,
     /// Milliseconds since the Unix epoch.
     pub pinned_at_ms: u64,
+    /// Which fields it covers: [`COVERS_ALL`], or 0 for a pin of the first five (name,
+    /// title, description, schemas, annotations) written before the others were covered.
+    #[serde(default)]
+    pub covers: u8,
 }
+
+/// A pin of the whole definition.
+pub const COVERS_ALL: u8 = 1;
 
 /// A tool held back because its definition no longer matches its pin.
 #[derive(Debug, Clone, Serialize)]
@@ -41,6 +55,8 @@ pub struct Quarantined {
     pub changed: Vec<String>,
     pub pinned: Value,
     pub now: Value,
+    /// The fingerprint of `now`: what an approval names to approve this definition only.
+    pub fingerprint: String,
 }
 
 /// Why an approval was refused.
@@ -52,6 +68,15 @@ pub enum PinError {
     Unknown(String),
     #[error("cannot keep the pins in {path}: {reason}")]
     Io { path: String, reason: String },
+    #[error(
+        "the definition of '{server}:{tool}' changed again since fingerprint {expected}: it is still held; see what it says now with `switchboard tools pins diff {server}:{tool}` (fingerprint {now})"
+    )]
+    ChangedAgain {
+        server: String,
+        tool: String,
+        expected: String,
+        now: String,
+    },
 }
 
 #[derive(Default, Serialize, Deserialize)]
@@ -130,14 +155,9 @@ impl PinStore {
             state.stored.pins.retain(|k, _| !k.starts_with(&prefix));
             state.quarantined.retain(|_, q| q.server != server);
             for listed in tools {
-                let definition = pinned_fields(&listed.definition);
                 state.stored.pins.insert(
                     key(server, &listed.definition.name),
-                    Pin {
-                        fingerprint: fingerprint(&definition),
-                        definition,
-                        pinned_at_ms: now_ms,
-                    },
+                    Pin::of(&listed.definition, now_ms),
                 );
             }
         });
@@ -163,17 +183,25 @@ impl PinStore {
                 let key = key(server.as_str(), tool);
                 match state.stored.pins.get(&key) {
                     None => {
-                        state.stored.pins.insert(
-                            key,
-                            Pin {
-                                definition,
-                                fingerprint,
-                                pinned_at_ms: now_ms,
-                            },
-                        );
+                        state
+                            .stored
+                            .pins
+                            .insert(key, Pin::of(&listed.definition, now_ms));
                         dirty = true;
                     }
-                    Some(pin) if pin.fingerprint == fingerprint => {}
+                    Some(pin) if pin.covers == COVERS_ALL && pin.fingerprint == fingerprint => {}
+                    Some(pin)
+                        if pin.covers != COVERS_ALL
+                            && pin.fingerprint
+                                == self::fingerprint(&first_fields(&listed.definition)) =>
+                    {
+                        // An older pin that still holds: pinned anew, wholly.
+                        state
+                            .stored
+                            .pins
+                            .insert(key, Pin::of(&listed.definition, now_ms));
+                        dirty = true;
+                    }
                     Some(pin) => {
                         let changed = changed_fields(&pin.definition, &definition);
                         held.insert(
@@ -192,6 +220,7 @@ impl PinStore {
                                 changed,
                                 pinned: pin.definition.clone(),
                                 now: definition,
+                                fingerprint,
                             },
                         );
                     }
@@ -223,24 +252,43 @@ impl PinStore {
         })
     }
 
-    /// Makes a quarantined tool's current definition its pin.
-    pub fn approve(&self, server: &str, tool: &str) -> Result<Quarantined, PinError> {
+    /// Makes a quarantined tool's current definition its pin; given `expected` (the
+    /// fingerprint the operator saw), only if the definition is still that one.
+    pub fn approve(
+        &self,
+        server: &str,
+        tool: &str,
+        expected: Option<&str>,
+    ) -> Result<Quarantined, PinError> {
         let approved = self.with(|state| {
-            let held = state.quarantined.remove(&key(server, tool))?;
+            let key = key(server, tool);
+            let held = state.quarantined.get(&key)?;
+            if let Some(expected) = expected
+                && expected != held.fingerprint
+            {
+                return Some(Err(PinError::ChangedAgain {
+                    server: server.to_owned(),
+                    tool: tool.to_owned(),
+                    expected: expected.to_owned(),
+                    now: held.fingerprint.clone(),
+                }));
+            }
+            let held = state.quarantined.remove(&key)?;
             state.stored.pins.insert(
-                key(server, tool),
+                key,
                 Pin {
-                    fingerprint: fingerprint(&held.now),
+                    fingerprint: held.fingerprint.clone(),
                     definition: held.now.clone(),
                     pinned_at_ms: crate::fleet::unix_ms(),
+                    covers: COVERS_ALL,
                 },
             );
-            Some(held)
+            Some(Ok(held))
         });
         let approved = approved.ok_or_else(|| PinError::NotQuarantined {
             server: server.to_owned(),
             tool: tool.to_owned(),
-        })?;
+        })??;
         self.save()?;
         Ok(approved)
     }
@@ -259,8 +307,26 @@ impl PinStore {
     }
 }
 
-/// The fields a pin covers, as the server listed them.
+impl Pin {
+    /// A pin of the whole of `definition`, now.
+    fn of(definition: &switchboard_core::ToolDefinition, now_ms: u64) -> Self {
+        let fields = pinned_fields(definition);
+        Self {
+            fingerprint: fingerprint(&fields),
+            definition: fields,
+            pinned_at_ms: now_ms,
+            covers: COVERS_ALL,
+        }
+    }
+}
+
+/// What a pin covers: the definition as clients are sent it, every field.
 fn pinned_fields(definition: &switchboard_core::ToolDefinition) -> Value {
+    serde_json::to_value(definition).unwrap_or_else(|_| first_fields(definition))
+}
+
+/// The fields pins covered before `_meta` and the others were (see the module doc).
+fn first_fields(definition: &switchboard_core::ToolDefinition) -> Value {
     let mut fields = Map::new();
     fields.insert("name".into(), json!(definition.name));
     for (key, value) in [
@@ -286,8 +352,7 @@ fn pinned_fields(definition: &switchboard_core::ToolDefinition) -> Value {
     Value::Object(fields)
 }
 
-/// The fingerprint a tool's definition is pinned by (name, title, description, schemas,
-/// annotations).
+/// The fingerprint a tool's definition is pinned by (the whole definition).
 pub fn definition_fingerprint(definition: &switchboard_core::ToolDefinition) -> String {
     fingerprint(&pinned_fields(definition))
 }
@@ -364,7 +429,12 @@ impl crate::Host {
     /// Approves the new definition of a held-back tool, named `server:tool` or by its exposed
     /// name: it becomes the pin, the tool is served again (announced with `list_changed`), and
     /// the approval is a row of the audit ledger.
-    pub fn approve_tool(&self, name: &str, actor: Option<&str>) -> Result<HeldTool, PinError> {
+    pub fn approve_tool(
+        &self,
+        name: &str,
+        actor: Option<&str>,
+        fingerprint: Option<&str>,
+    ) -> Result<HeldTool, PinError> {
         let held = self
             .held_tools()
             .into_iter()
@@ -381,7 +451,11 @@ impl crate::Host {
                 server: held.quarantined.server.clone(),
                 tool: held.quarantined.tool.clone(),
             })?;
-        pins.approve(&held.quarantined.server, &held.quarantined.tool)?;
+        pins.approve(
+            &held.quarantined.server,
+            &held.quarantined.tool,
+            fingerprint,
+        )?;
         self.inner.rebuild();
         let server = &held.quarantined.server;
         let surface = crate::fleet::Surface::Cli.as_str();
@@ -438,11 +512,11 @@ mod tests {
         let quarantined = store.quarantined();
         assert_eq!(quarantined[0].changed, ["description"]);
 
-        let approved = store.approve("fs", "read").expect("approve");
+        let approved = store.approve("fs", "read", None).expect("approve");
         assert_eq!(approved.tool, "read");
         assert!(store.judge(&server, &[evil]).is_empty());
         assert!(
-            store.approve("fs", "read").is_err(),
+            store.approve("fs", "read", None).is_err(),
             "nothing left to approve"
         );
         let reopened = PinStore::open(Some(path));
@@ -457,5 +531,96 @@ mod tests {
         let store = PinStore::open(Some(path.clone()));
         store.judge(&ServerId::new("s"), &[tool("x", json!({"type": "object"}))]);
         assert_eq!(std::fs::read_to_string(&path).expect("read"), "not json");
+    }
+
+    #[test]
+    fn an_approval_names_the_definition_it_approves() {
+        let server = ServerId::new("fs");
+        let schema = json!({"type": "object"});
+        let store = PinStore::open(None);
+        store.judge(&server, &[tool("Reads a file", schema.clone())]);
+        store.judge(&server, &[tool("Reads a file, then more", schema.clone())]);
+        let seen = store.quarantined()[0].fingerprint.clone();
+        // It changes again before the operator approves what they saw.
+        store.judge(&server, &[tool("Reads a file, and sends it away", schema)]);
+        let refused = store.approve("fs", "read", Some(&seen));
+        assert!(
+            matches!(refused, Err(PinError::ChangedAgain { .. })),
+            "{refused:?}"
+        );
+        assert_eq!(store.quarantined().len(), 1, "still held");
+        let now = store.quarantined()[0].fingerprint.clone();
+        let approved = store.approve("fs", "read", Some(&now)).expect("approve");
+        assert_eq!(
+            approved.now["description"],
+            "Reads a file, and sends it away"
+        );
+    }
+
+    #[test]
+    fn meta_and_fields_not_interpreted_are_pinned_too() {
+        let server = ServerId::new("fs");
+        let with = |meta: Value, execution: Value| {
+            let definition: ToolDefinition = serde_json::from_value(json!({
+                "name": "read", "inputSchema": {"type": "object"},
+                "_meta": meta, "execution": execution,
+            }))
+            .expect("definition");
+            ListedTool::compile(definition)
+        };
+        let store = PinStore::open(None);
+        let first = with(json!({"ui": "a"}), json!({"taskSupport": "forbidden"}));
+        assert!(store.judge(&server, &[first]).is_empty());
+        let held = store.judge(
+            &server,
+            &[with(
+                json!({"ui": "b"}),
+                json!({"taskSupport": "forbidden"}),
+            )],
+        );
+        assert!(held["read"].contains("_meta"), "{held:?}");
+        let held = store.judge(
+            &server,
+            &[with(json!({"ui": "a"}), json!({"taskSupport": "required"}))],
+        );
+        assert!(held["read"].contains("execution"), "{held:?}");
+    }
+
+    #[test]
+    fn a_pin_of_the_first_fields_still_holds_and_is_pinned_anew_wholly() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("pins.json");
+        let listed = {
+            let definition: ToolDefinition = serde_json::from_value(json!({
+                "name": "read", "description": "Reads a file", "inputSchema": {"type": "object"},
+                "_meta": {"ui": "a"},
+            }))
+            .expect("definition");
+            ListedTool::compile(definition)
+        };
+        // A pins file as an earlier version wrote it: the first fields, no `covers`.
+        let old = first_fields(&listed.definition);
+        let file = json!({"pins": {"fs:read": {
+            "definition": old, "fingerprint": fingerprint(&old), "pinned_at_ms": 1,
+        }}});
+        std::fs::write(&path, file.to_string()).expect("write");
+        let store = PinStore::open(Some(path.clone()));
+        let server = ServerId::new("fs");
+        assert!(
+            store
+                .judge(&server, std::slice::from_ref(&listed))
+                .is_empty()
+        );
+        let stored: Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).expect("read")).expect("json");
+        assert_eq!(stored["pins"]["fs:read"]["covers"], COVERS_ALL);
+        assert_eq!(stored["pins"]["fs:read"]["definition"]["_meta"]["ui"], "a");
+        // From now on a change of `_meta` is held like any other.
+        let changed = {
+            let mut definition = listed.definition.clone();
+            definition.meta = Some(Map::from_iter([("ui".to_owned(), json!("b"))]));
+            ListedTool::compile(definition)
+        };
+        assert!(!store.judge(&server, &[changed]).is_empty());
     }
 }

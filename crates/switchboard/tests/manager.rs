@@ -444,7 +444,7 @@ async fn a_server_the_manager_added_is_held_to_its_vetted_definitions() {
     let held = host.held_tools();
     assert_eq!(held.len(), 1, "{held:?}");
     assert_eq!(held[0].quarantined.changed, ["description"]);
-    host.approve_tool("echo__echo", Some("operator"))
+    host.approve_tool("echo__echo", Some("operator"), None)
         .expect("approve");
     assert!(exposed(&host), "approved, it is back");
     host.shutdown().await;

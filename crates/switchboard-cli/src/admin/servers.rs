@@ -21,6 +21,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::json;
+use switchboard::pins::PinError;
 use switchboard::{Change, ChangeError, ChangeRequest, Surface};
 use switchboard_core::config::edit::ServerEntry;
 
@@ -191,6 +192,9 @@ pub(super) struct Approval {
     name: String,
     #[serde(default)]
     actor: Option<String>,
+    /// The fingerprint of the definition the operator saw: only that one is approved.
+    #[serde(default)]
+    fingerprint: Option<String>,
 }
 
 pub(super) async fn approve_tool(
@@ -201,11 +205,17 @@ pub(super) async fn approve_tool(
     if !authorized(&state, &headers) {
         return refuse();
     }
-    match state
-        .host
-        .approve_tool(&approval.name, approval.actor.as_deref())
-    {
+    match state.host.approve_tool(
+        &approval.name,
+        approval.actor.as_deref(),
+        approval.fingerprint.as_deref(),
+    ) {
         Ok(held) => Json(held).into_response(),
+        Err(error @ PinError::ChangedAgain { .. }) => (
+            StatusCode::CONFLICT,
+            Json(json!({"error": {"code": "conflict", "message": error.to_string()}})),
+        )
+            .into_response(),
         Err(error) => (
             StatusCode::NOT_FOUND,
             Json(json!({"error": {"code": "not_found", "message": error.to_string()}})),

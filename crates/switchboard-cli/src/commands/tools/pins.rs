@@ -1,7 +1,7 @@
 //! `switchboard tools pins list|diff NAME|approve NAME`: tools of `trust = "pinned"` servers
 //! held back because their definitions changed since they were pinned, on the running
 //! gateway (admin endpoint). `approve` makes the new definition the pin and serves the tool
-//! again.
+//! again; with the `--fingerprint` that `diff` printed, only the definition shown then.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -31,7 +31,13 @@ enum PinsAction {
     /// What changed in a held-back tool's definition (NAME: its exposed name or SERVER:TOOL).
     Diff { name: String },
     /// Accept a held-back tool's new definition: it becomes the pin, the tool is served again.
-    Approve { name: String },
+    Approve {
+        name: String,
+        /// The fingerprint `diff` printed: approve that definition only (a tool that changed
+        /// again since stays held). Without it, the definition held now is approved.
+        #[arg(long, value_name = "HEX")]
+        fingerprint: Option<String>,
+    },
 }
 
 pub async fn run(config: Option<&std::path::Path>, args: PinsArgs) -> anyhow::Result<ExitCode> {
@@ -82,9 +88,14 @@ pub async fn run(config: Option<&std::path::Path>, args: PinsArgs) -> anyhow::Re
                 &pretty(&tool["now"]),
             );
             print_line(diff.trim_end())?;
+            print_line(&format!(
+                "fingerprint {} (switchboard tools pins approve {name} --fingerprint {})",
+                text(&tool["fingerprint"]),
+                text(&tool["fingerprint"])
+            ))?;
         }
-        PinsAction::Approve { name } => {
-            let body = json!({"name": name, "actor": std::env::var("USER").ok()});
+        PinsAction::Approve { name, fingerprint } => {
+            let body = json!({"name": name, "actor": std::env::var("USER").ok(), "fingerprint": fingerprint});
             let approved = admin.post("/pins/approve", body).await?;
             if args.json {
                 print_json(&approved)?;
