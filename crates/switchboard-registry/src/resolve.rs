@@ -15,7 +15,7 @@ use crate::server_json::{Argument, KeyValueInput, Package, ServerJson};
 mod exact;
 
 pub use exact::inexact_reason;
-use exact::{DEFAULT_BASES, identifier_problem, oci_image};
+use exact::{DEFAULT_BASES, identifier_problem, npm_inexact_reason, oci_image};
 
 /// A value the user must (or may) supply: an environment variable or a header.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -263,16 +263,16 @@ fn resolve_package(
         version: version.to_owned(),
         reason,
     };
-    let exact = |version: Option<&str>| -> Result<String, ResolveError> {
+    let exact = |version: Option<&str>, reason_of: fn(&str) -> Option<&'static str>| {
         let version = version.unwrap_or("");
-        match inexact_reason(version) {
+        match reason_of(version) {
             Some(reason) => Err(inexact(version, reason)),
             None => Ok(version.to_owned()),
         }
     };
     let (choice, command) = match registry {
         "npm" => {
-            let version = exact(package.version.as_deref())?;
+            let version = exact(package.version.as_deref(), npm_inexact_reason)?;
             let command = format!(
                 "npm install --prefix <dir> {}@{version}, then <dir>/node_modules/.bin/<bin of {}>{}",
                 package.identifier,
@@ -289,7 +289,7 @@ fn resolve_package(
             (choice, command)
         }
         "pypi" => {
-            let version = exact(package.version.as_deref())?;
+            let version = exact(package.version.as_deref(), inexact_reason)?;
             let command = format!(
                 "python3 -m venv <dir>/venv, <dir>/venv/bin/python -m pip install {}=={version}, then <dir>/venv/bin/<console script of {}>{}",
                 package.identifier,

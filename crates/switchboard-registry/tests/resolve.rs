@@ -302,6 +302,17 @@ fn inexact_versions_are_refused_naming_the_package() {
         "1.0.0#main",
         "1.0.0:x",
         "1.0.0@x",
+        // npm reads a partial version as a range (`1.x`, `1.2.x`), anything else as a tag.
+        "1",
+        "1.2",
+        "v1.2",
+        "1.2.3.4",
+        "0.6.2.post1",
+        "01.2.3",
+        "1.2.3-",
+        "1.2.3-01",
+        "1.2.3+",
+        "1.2.3-rc..1",
     ] {
         let error = resolve(&server(json!([npm(version)]), json!([]))).expect_err(version);
         let text = error.to_string();
@@ -320,9 +331,25 @@ fn inexact_versions_are_refused_naming_the_package() {
         resolve(&server(json!([missing]), json!([]))),
         Err(ResolveError::InexactVersion { .. })
     ));
-    for version in ["1.0.0", "2026.1.26", "1.0.0-rc.1", "0.6.2.post1", "v1.2.3"] {
+    for version in [
+        "1.0.0",
+        "2026.1.26",
+        "1.0.0-rc.1",
+        "v1.2.3",
+        "1.0.0+build.5",
+        "1.0.0-0.alpha-1+sha.0a1",
+    ] {
         assert!(
             resolve(&server(json!([npm(version)]), json!([]))).is_ok(),
+            "{version}"
+        );
+    }
+    // pip pins `==1.2` and `==0.6.2.post1` exactly: the npm rule is npm's alone.
+    for version in ["1.2", "0.6.2.post1", "2"] {
+        let pypi = json!({"registryType": "pypi", "identifier": "mem", "version": version,
+                          "transport": {"type": "stdio"}});
+        assert!(
+            resolve(&server(json!([pypi]), json!([]))).is_ok(),
             "{version}"
         );
     }

@@ -1,4 +1,5 @@
-//! What counts as pinned: an exact version (no range, no `latest`, no wildcard), an image
+//! What counts as pinned: an exact version (no range, no `latest`, no wildcard; for npm a
+//! full `MAJOR.MINOR.PATCH`, since npm reads `1.2` as a range), an image
 //! reference with a digest or a fixed tag, a package identifier that is a plain name of its
 //! registry (not a path, URL or flag the installer would take for something else), from the
 //! registry's default base URL.
@@ -95,6 +96,58 @@ pub fn inexact_reason(version: &str) -> Option<&'static str> {
         return Some("it names an archive file");
     }
     None
+}
+
+/// Why `version` is not an exact npm version, if it is not: [`inexact_reason`], and then
+/// nothing but a full semver `MAJOR.MINOR.PATCH[-PRERELEASE][+BUILD]` (an optional leading
+/// `v`, as npm takes it). npm reads `1` or `1.2` as a range (`1.x`, `1.2.x`), and anything
+/// that is neither a version nor a range (`1.2.3.4`, `0.6.2.post1`) as a dist-tag, which moves.
+pub(crate) fn npm_inexact_reason(version: &str) -> Option<&'static str> {
+    if let Some(reason) = inexact_reason(version) {
+        return Some(reason);
+    }
+    let version = version.trim();
+    let version = version.strip_prefix('v').unwrap_or(version);
+    let (rest, build) = match version.split_once('+') {
+        Some((rest, build)) => (rest, Some(build)),
+        None => (version, None),
+    };
+    let (core, pre) = match rest.split_once('-') {
+        Some((core, pre)) => (core, Some(pre)),
+        None => (rest, None),
+    };
+    let parts: Vec<&str> = core.split('.').collect();
+    if parts.len() != 3 || !parts.iter().all(|part| semver_number(part)) {
+        return Some("npm takes it as a range or a tag: only MAJOR.MINOR.PATCH is exact");
+    }
+    if pre.is_some_and(|pre| !semver_identifiers(pre, true)) {
+        return Some("its pre-release part is not dot-separated [0-9A-Za-z-] identifiers");
+    }
+    if build.is_some_and(|build| !semver_identifiers(build, false)) {
+        return Some("its build part is not dot-separated [0-9A-Za-z-] identifiers");
+    }
+    None
+}
+
+/// A semver numeric identifier: digits, without a leading zero unless it is `0`.
+fn semver_number(part: &str) -> bool {
+    !part.is_empty()
+        && part.chars().all(|c| c.is_ascii_digit())
+        && (part == "0" || !part.starts_with('0'))
+}
+
+/// Dot-separated non-empty identifiers of `[0-9A-Za-z-]`; numeric ones of a pre-release
+/// (`numbers_strict`) without a leading zero.
+fn semver_identifiers(text: &str, numbers_strict: bool) -> bool {
+    text.split('.').all(|identifier| {
+        !identifier.is_empty()
+            && identifier
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-')
+            && (!numbers_strict
+                || !identifier.chars().all(|c| c.is_ascii_digit())
+                || semver_number(identifier))
+    })
 }
 
 /// The image reference to pull: `identifier` must carry a digest or a tag other than
