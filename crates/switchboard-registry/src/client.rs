@@ -3,7 +3,9 @@
 //! the official registry promises no uptime.
 //!
 //! A source that fails is skipped with a warning while another answers; only when every
-//! source fails is it an error, naming each. Catalog files are re-read on every call (they
+//! source fails is it an error, naming each. A registry is trusted only with its own answers:
+//! its redirects are followed within its origin alone, and a look-up's answer must be the
+//! server (and version) asked for. Catalog files are re-read on every call (they
 //! are local and may be edited); registry answers are cached per (base, query, limit) and per
 //! (base, name, version).
 
@@ -28,6 +30,8 @@ const MAX_PAGES: usize = 10;
 const MAX_PAGE_LIMIT: usize = 100;
 /// The largest answer read.
 const MAX_BODY: usize = 16 << 20;
+/// The most redirects one request follows (each within the origin asked).
+const MAX_REDIRECTS: usize = 5;
 
 /// Where to look, and how long a registry's answer stays good.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -90,6 +94,7 @@ impl Registry {
                     .timeout(HTTP_TIMEOUT)
                     .user_agent(concat!("switchboard-registry/", env!("CARGO_PKG_VERSION")))
                     .use_preconfigured_tls(tls)
+                    .redirect(same_origin_redirects())
                     .build()
                     .map_err(|error| format!("cannot build the HTTP client: {error}"))
             });
@@ -313,6 +318,7 @@ impl Registry {
         let listing = listing::parse_entry(&body)
             .map_err(|failure| shape_error(&url, failure))?
             .into_listing(base);
+        answers_what_was_asked(&url, &listing, name, version)?;
         self.store(key, Cached::Get(Box::new(listing.clone())));
         Ok(Some(listing))
     }
@@ -372,6 +378,50 @@ impl Registry {
             cache.insert(key, (Instant::now(), value));
         }
     }
+}
+
+/// Redirects are followed only within the origin asked (scheme, host and port), at most
+/// [`MAX_REDIRECTS`]: a registry's answer decides what the gateway installs, so it may not be
+/// handed to another host, nor from https down to http.
+fn same_origin_redirects() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let Some(first) = attempt.previous().first() else {
+            return attempt.stop();
+        };
+        let (from, to) = (first.origin(), attempt.url().origin());
+        if from != to {
+            let refusal = format!(
+                "redirected from {} to {}: a registry may redirect only within its own origin",
+                from.ascii_serialization(),
+                to.ascii_serialization()
+            );
+            attempt.error(refusal)
+        } else if attempt.previous().len() > MAX_REDIRECTS {
+            attempt.error(format!("more than {MAX_REDIRECTS} redirects"))
+        } else {
+            attempt.follow()
+        }
+    })
+}
+
+/// Whether a registry's answer to `GET …/servers/{name}/versions/{version}` is that server
+/// (and that version, when one was asked): else [`RegistryError::Mismatch`].
+fn answers_what_was_asked(
+    url: &Url,
+    listing: &Listing,
+    name: &str,
+    version: Option<&str>,
+) -> Result<(), RegistryError> {
+    let server = &listing.server;
+    let wrong_version = version.is_some_and(|version| server.version != version);
+    if server.name == name && !wrong_version {
+        return Ok(());
+    }
+    Err(RegistryError::Mismatch {
+        url: url.to_string(),
+        asked: version.map_or_else(|| name.to_owned(), |v| format!("{name} version {v}")),
+        answered: format!("{} version {}", server.name, server.version),
+    })
 }
 
 /// `listing` if active, else [`RegistryError::Inactive`].

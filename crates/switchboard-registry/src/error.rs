@@ -30,6 +30,14 @@ pub enum RegistryError {
         json_path: String,
         message: String,
     },
+    /// The registry answered a look-up with another server, or another version of it, than
+    /// the one asked for.
+    #[error("registry request {url} asked for {asked} but the answer is {answered}")]
+    Mismatch {
+        url: String,
+        asked: String,
+        answered: String,
+    },
     /// A catalog file that cannot be read.
     #[error("cannot read catalog {}: {source}", path.display())]
     CatalogRead {

@@ -1,7 +1,8 @@
 //! The registry client against a small v0.1 registry on 127.0.0.1 (axum, in the test): search
 //! follows the cursor and keeps active latest entries only, answers are cached for the TTL,
 //! look-ups by name (URL-encoded) and version, failures named with their URL and JSON path,
-//! and a failing registry skipped while a catalog answers.
+//! a failing registry skipped while a catalog answers, redirects followed within the
+//! registry's origin only, and an answer for another server or version refused.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -400,6 +401,115 @@ async fn an_answer_of_the_wrong_shape_names_the_url_and_json_path() {
             .contains("invalid registry URL 'ftp://example.com'"),
         "{bad}"
     );
+}
+
+/// Serves, on 127.0.0.1, redirects from `/old/…` to `…` (in `elsewhere`, another origin,
+/// when given; else here) and `fake` for everything else; its base URL, `…/old`.
+async fn serve_redirecting(fake: Arc<Fake>, elsewhere: Option<String>) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let address = listener.local_addr().expect("address");
+    let handler = move |state: State<Arc<Fake>>, uri: Uri| {
+        let elsewhere = elsewhere.clone();
+        async move {
+            match uri.path().strip_prefix("/old") {
+                Some(rest) => {
+                    let query = uri.query().map(|q| format!("?{q}")).unwrap_or_default();
+                    let target = format!("{}{rest}{query}", elsewhere.unwrap_or_default());
+                    (
+                        StatusCode::TEMPORARY_REDIRECT,
+                        [(axum::http::header::LOCATION, target)],
+                    )
+                        .into_response()
+                }
+                None => answer(state, uri).await,
+            }
+        }
+    };
+    let router = Router::new().fallback(handler).with_state(fake);
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    format!("http://{address}/old")
+}
+
+/// Regression: the client followed up to 10 redirects to any host (https to http too), so
+/// whoever could answer for the registry once could send the gateway anywhere.
+#[tokio::test]
+async fn redirects_are_followed_within_the_registrys_origin_only() {
+    let fake = || {
+        Arc::new(Fake {
+            entries: five(),
+            ..Fake::default()
+        })
+    };
+    let here = serve_redirecting(fake(), None).await;
+    let found = registry(vec![here], Duration::ZERO)
+        .get("io.example/alpha", None)
+        .await
+        .expect("a redirect within the origin is followed");
+    assert_eq!(found.server.name, "io.example/alpha");
+
+    let other = fake();
+    let elsewhere = serve(other.clone()).await;
+    // Another port of the same host is another origin.
+    let base = serve_redirecting(fake(), Some(elsewhere)).await;
+    let error = registry(vec![base.clone()], Duration::ZERO)
+        .get("io.example/alpha", None)
+        .await
+        .expect_err("a redirect to another origin is refused");
+    let text = error.to_string();
+    assert!(
+        text.contains("may redirect only within its own origin"),
+        "{text}"
+    );
+    assert!(text.contains(&base), "names the request: {text}");
+    assert_eq!(
+        other.requests.load(Ordering::SeqCst),
+        0,
+        "the other origin is never asked"
+    );
+}
+
+/// Regression: a look-up took whatever server the registry answered with.
+#[tokio::test]
+async fn a_look_up_answered_with_another_server_or_version_is_refused() {
+    let answered = entry("io.example/other", "2.0.0", "active", true);
+    let fake = Arc::new(Fake {
+        canned: Some((StatusCode::OK, answered.to_string())),
+        ..Fake::default()
+    });
+    let base = serve(fake).await;
+    let registry = registry(vec![base], Duration::ZERO);
+    for (name, version, asked) in [
+        ("io.example/wanted", None, "io.example/wanted but"),
+        (
+            "io.example/wanted",
+            Some("2.0.0"),
+            "io.example/wanted version 2.0.0 but",
+        ),
+        (
+            "io.example/other",
+            Some("1.0.0"),
+            "io.example/other version 1.0.0 but",
+        ),
+    ] {
+        let error = registry.get(name, version).await.expect_err(name);
+        let text = error.to_string();
+        assert!(
+            text.contains(asked) && text.contains("the answer is io.example/other version 2.0.0"),
+            "{name} {version:?}: {text}"
+        );
+    }
+    let same = registry
+        .get("io.example/other", Some("2.0.0"))
+        .await
+        .expect("the server asked for");
+    assert_eq!(same.server.version, "2.0.0");
+    let latest = registry
+        .get("io.example/other", None)
+        .await
+        .expect("any version is the latest asked for");
+    assert_eq!(latest.server.version, "2.0.0");
 }
 
 /// The futures can be spawned: they are `Send`.
