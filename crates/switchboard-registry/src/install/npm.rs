@@ -1,7 +1,8 @@
 //! npm packages: `npm install --prefix DIR PACKAGE@VERSION` into a directory of their own,
-//! then the package's `bin` (from its installed `package.json`) is the command.
+//! then the package's `bin` (from its installed `package.json`) is the command — a plain file
+//! name under `DIR/node_modules/.bin` whose link stays inside `DIR`.
 
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -53,14 +54,43 @@ pub(crate) async fn install(
     })?;
     let bin = pick_bin(package, &json)
         .map_err(|reason| InstallError::NoCommand(format!("{}: {reason}", manifest.display())))?;
-    let path = dir.join("node_modules").join(".bin").join(&bin);
-    if !path.exists() {
+    let path = bin_path(dir, package, &bin)?;
+    progress(90, &format!("found bin {bin}"));
+    Ok(path)
+}
+
+/// `DIR/node_modules/.bin/BIN`, the command: `bin` comes from the package's own
+/// `package.json`, so it must be one plain file name (no `/`, `..` or `.`), and what the
+/// link resolves to must lie inside `dir` — else a package could make the gateway run any
+/// program on the machine (`"bin": {"../../../../usr/bin/env": …}`).
+pub(crate) fn bin_path(dir: &Path, package: &str, bin: &str) -> Result<PathBuf, InstallError> {
+    let mut components = Path::new(bin).components();
+    let plain = matches!(
+        (components.next(), components.next()),
+        (Some(Component::Normal(name)), None) if name == bin
+    );
+    if !plain {
         return Err(InstallError::NoCommand(format!(
-            "npm installed {package} but did not link its bin '{bin}' at {}",
-            path.display()
+            "package {package} names its bin '{bin}', which is not a plain file name"
         )));
     }
-    progress(90, &format!("found bin {bin}"));
+    let path = dir.join("node_modules").join(".bin").join(bin);
+    let not_linked = || {
+        InstallError::NoCommand(format!(
+            "npm installed {package} but did not link its bin '{bin}' at {}",
+            path.display()
+        ))
+    };
+    let target = std::fs::canonicalize(&path).map_err(|_| not_linked())?;
+    let root = std::fs::canonicalize(dir)
+        .map_err(|error| InstallError::Io(format!("cannot resolve {}", dir.display()), error))?;
+    if !target.starts_with(&root) || !target.is_file() {
+        return Err(InstallError::NoCommand(format!(
+            "the bin '{bin}' of package {package} leads to {}, which is not a file inside {}",
+            target.display(),
+            root.display()
+        )));
+    }
     Ok(path)
 }
 

@@ -172,6 +172,70 @@ async fn a_failing_npm_install_removes_the_directory_and_reports_the_output() {
     assert!(error.to_string().contains("its last output"), "{error}");
 }
 
+/// Regression: a `bin` key of the package's own `package.json` was joined to `.bin/` as it
+/// was, so `../../…/usr/bin/env` made the gateway's launch command `/usr/bin/env`.
+#[tokio::test]
+async fn a_bin_name_that_leaves_the_install_is_refused() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let escape = format!("{}usr/bin/env", "../".repeat(24));
+    let manifest = json!({"name": "escaping-server", "version": "1.0.0",
+                          "bin": {escape.clone(): "cli.js"}});
+    let tarball = pack(
+        tmp.path(),
+        &manifest,
+        &[("cli.js", "#!/usr/bin/env node\n")],
+    );
+    let dir = tmp.path().join("escaping");
+    let error = install_with(
+        &npm_resolution("escaping-server", &[]),
+        &dir,
+        &overrides(&tarball, npm_env(tmp.path())),
+        &CancellationToken::new(),
+        &|_, _| {},
+    )
+    .await
+    .expect_err("the bin leaves the directory");
+    assert!(
+        matches!(&error, InstallError::NoCommand(m) if m.contains("not a plain file name")),
+        "{error}"
+    );
+    assert!(!dir.exists(), "the directory is removed");
+}
+
+#[test]
+fn a_bin_link_must_stay_inside_the_install() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("install");
+    let bins = dir.join("node_modules/.bin");
+    let package = dir.join("node_modules/thing");
+    std::fs::create_dir_all(&bins).expect("bins");
+    std::fs::create_dir_all(&package).expect("package");
+    std::fs::write(package.join("cli.js"), "").expect("cli");
+    let outside = tmp.path().join("outside.js");
+    std::fs::write(&outside, "").expect("outside");
+    std::os::unix::fs::symlink("../thing/cli.js", bins.join("thing")).expect("link");
+    std::os::unix::fs::symlink(&outside, bins.join("away")).expect("link");
+    std::os::unix::fs::symlink("../thing", bins.join("folder")).expect("link");
+    assert_eq!(
+        npm::bin_path(&dir, "thing", "thing").expect("inside"),
+        bins.join("thing")
+    );
+    for (bin, why) in [
+        ("away", "not a file inside"),
+        ("folder", "not a file inside"),
+        ("missing", "did not link"),
+        ("..", "not a plain file name"),
+        (".", "not a plain file name"),
+        ("", "not a plain file name"),
+        ("a/b", "not a plain file name"),
+        ("thing/", "not a plain file name"),
+        ("/usr/bin/env", "not a plain file name"),
+    ] {
+        let error = npm::bin_path(&dir, "thing", bin).expect_err(bin);
+        assert!(error.to_string().contains(why), "{bin:?}: {error}");
+    }
+}
+
 /// Whether `pid` is a live process (a zombie counts as gone).
 fn alive(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
