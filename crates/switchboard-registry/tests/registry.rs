@@ -528,6 +528,7 @@ fn futures_are_send() {
     send(switchboard_registry::install(
         &resolution,
         std::path::Path::new("/nonexistent"),
+        switchboard_registry::install::STEP_DEADLINE,
         &cancel,
         &|_, _| {},
     ));

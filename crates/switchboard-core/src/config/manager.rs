@@ -11,6 +11,7 @@
 //! database = "manager.db"         # the operations database (default: the manager's)
 //! registry_ttl = "10m"            # how long registry answers are cached
 //! approval_timeout = "1h"         # how long an activation waits for an approval
+//! step_timeout = "15m"            # how long one install step (npm, pip, docker pull) may run
 //! trust = "pinned"                # pinned | auto: the trust of servers it installs
 //!
 //! [manager.energy]
@@ -28,7 +29,7 @@ use super::transport::check_url;
 use super::tree::{Node, Value};
 use super::validate::Walk;
 
-pub(super) const MANAGER_KEYS: [&str; 10] = [
+pub(super) const MANAGER_KEYS: [&str; 11] = [
     "registries",
     "catalogs",
     "activation",
@@ -37,6 +38,7 @@ pub(super) const MANAGER_KEYS: [&str; 10] = [
     "database",
     "registry_ttl",
     "approval_timeout",
+    "step_timeout",
     "trust",
     "energy",
 ];
@@ -79,6 +81,10 @@ impl Walk<'_> {
                     if let Some(timeout) = self.duration(value, &what) {
                         manager.approval_timeout = timeout;
                     }
+                }
+                "step_timeout" => {
+                    manager.step_timeout =
+                        self.positive_duration(value, &what, manager.step_timeout);
                 }
                 "trust" => {
                     if let Some(trust) = self.trust_mode(value, &what) {

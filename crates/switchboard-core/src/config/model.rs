@@ -801,6 +801,9 @@ pub struct ManagerConfig {
     pub registry_ttl: Duration,
     /// How long an activation waits for an approval (default 1 h).
     pub approval_timeout: Duration,
+    /// How long one install step (`npm install`, `pip install`, `docker pull`) may run before
+    /// it is killed and its operation fails (default 15 min, more than zero).
+    pub step_timeout: Duration,
     /// The trust given to servers the manager installs (default [`Trust::Pinned`]).
     pub trust: Trust,
     /// Energy costs of operations (`[manager.energy]`).
@@ -818,6 +821,7 @@ impl Default for ManagerConfig {
             database: None,
             registry_ttl: Duration::from_secs(10 * 60),
             approval_timeout: Duration::from_secs(60 * 60),
+            step_timeout: Duration::from_secs(15 * 60),
             trust: Trust::Pinned,
             energy: EnergyConfig::default(),
         }

@@ -182,6 +182,9 @@ struct Manager {
     registry_ttl: Option<Duration>,
     /// How long an activation waits for an approval (default "1h").
     approval_timeout: Option<Duration>,
+    /// How long one install step (npm install, pip install, docker pull) may run before it is
+    /// killed and its operation fails (default "15m").
+    step_timeout: Option<Duration>,
     /// The trust given to the servers it installs (default "pinned").
     trust: Option<TrustMode>,
     /// Energy costs of its operations.

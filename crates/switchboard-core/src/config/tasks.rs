@@ -79,7 +79,12 @@ impl Walk<'_> {
         tasks
     }
 
-    fn positive_duration(&mut self, node: &Node, what: &str, current: Duration) -> Duration {
+    pub(super) fn positive_duration(
+        &mut self,
+        node: &Node,
+        what: &str,
+        current: Duration,
+    ) -> Duration {
         match self.duration(node, what) {
             Some(duration) if duration.is_zero() => {
                 self.problem(node.pos, format!("{what} must be longer than zero"), None);

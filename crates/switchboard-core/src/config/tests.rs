@@ -600,12 +600,13 @@ fn manager_settings_and_defaults() {
     assert_eq!(manager.max_concurrent, 2);
     assert_eq!(manager.registry_ttl, Duration::from_secs(600));
     assert_eq!(manager.approval_timeout, Duration::from_secs(3600));
+    assert_eq!(manager.step_timeout, Duration::from_secs(900));
     assert_eq!(manager.trust, Trust::Pinned);
     assert_eq!(manager.energy.per_second, 2.0);
     assert_eq!(manager.energy.search, EnergyRange::new(20.0, 50.0));
     assert_eq!(manager.energy.remove, EnergyRange::new(2.0, 5.0));
 
-    let text = "[manager]\nregistries = [\"http://127.0.0.1:8080\", \"${TOKEN_REGISTRY:-https://r.example/}\"]\ncatalogs = [\"catalog.json\", \"/srv/all.json\"]\nactivation = \"auto\"\nmax_concurrent = 4\ninstall_dir = \"servers\"\ndatabase = \"${HOME}/manager.db\"\nregistry_ttl = \"30s\"\napproval_timeout = 90000\ntrust = \"auto\"\n\n[manager.energy]\nper_second = 0\nsearch = [1, 1.5]\nremove = [0, 0]\n";
+    let text = "[manager]\nregistries = [\"http://127.0.0.1:8080\", \"${TOKEN_REGISTRY:-https://r.example/}\"]\ncatalogs = [\"catalog.json\", \"/srv/all.json\"]\nactivation = \"auto\"\nmax_concurrent = 4\ninstall_dir = \"servers\"\ndatabase = \"${HOME}/manager.db\"\nregistry_ttl = \"30s\"\napproval_timeout = 90000\nstep_timeout = \"2m\"\ntrust = \"auto\"\n\n[manager.energy]\nper_second = 0\nsearch = [1, 1.5]\nremove = [0, 0]\n";
     let origin = Origin::File(PathBuf::from("/etc/sb/switchboard.toml"));
     let config = Config::parse(text, origin, Format::Toml, &env()).expect("valid");
     let manager = config.manager;
@@ -626,12 +627,26 @@ fn manager_settings_and_defaults() {
     assert_eq!(manager.database, Some(PathBuf::from("/home/u/manager.db")));
     assert_eq!(manager.registry_ttl, Duration::from_secs(30));
     assert_eq!(manager.approval_timeout, Duration::from_secs(90));
+    assert_eq!(manager.step_timeout, Duration::from_secs(120));
     assert_eq!(manager.trust, Trust::Auto);
     let energy = manager.energy;
     assert_eq!(energy.per_second, 0.0);
     assert_eq!(energy.search, EnergyRange::new(1.0, 1.5));
     assert_eq!(energy.remove, EnergyRange::new(0.0, 0.0));
     assert_eq!(energy.install, EnergyConfig::default().install, "unwritten");
+
+    let zero = Config::parse(
+        "[manager]\nstep_timeout = \"0s\"\n",
+        Origin::Inline,
+        Format::Toml,
+        &env(),
+    )
+    .expect_err("a step must have time to run");
+    assert!(
+        zero.to_string()
+            .contains("manager.step_timeout must be longer than zero"),
+        "{zero}"
+    );
 
     let none = check_ok("[manager]\nregistries = []\n", Format::Toml);
     assert!(

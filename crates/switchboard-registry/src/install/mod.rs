@@ -4,7 +4,8 @@
 //!
 //! Every step is a child process with no shell ([`process`]), in its own process group,
 //! inheriting the environment (so `npm_config_*`, `PIP_*` and proxies reach the tools).
-//! Cancellation kills the group; any failure or cancellation removes the directory, so a
+//! Cancellation, or a step running past its deadline ([`STEP_DEADLINE`] unless the caller
+//! gives one), kills the group; any failure or cancellation removes the directory, so a
 //! directory that exists after `install` returned `Ok` is a complete installation.
 
 mod npm;
@@ -16,6 +17,7 @@ mod tests;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use thiserror::Error;
 use tokio_util::sync::CancellationToken;
@@ -51,11 +53,23 @@ pub enum InstallError {
     /// A tool the install needs is missing or not working; the message says how to get it.
     #[error("{0}")]
     Unavailable(String),
-    /// A step exited unsuccessfully (or ran past its deadline).
+    /// A step exited unsuccessfully.
     #[error("`{command}` failed ({status}){}", output_note(.output))]
     Failed {
         command: String,
         status: String,
+        /// The last lines it printed.
+        output: String,
+    },
+    /// A step ran past its deadline: it was killed with everything it started.
+    #[error(
+        "`{command}` was stopped after {} s without finishing (with every process it started){}",
+        .after.as_secs(),
+        output_note(.output)
+    )]
+    TimedOut {
+        command: String,
+        after: Duration,
         /// The last lines it printed.
         output: String,
     },
@@ -77,29 +91,51 @@ fn output_note(output: &str) -> String {
     }
 }
 
+/// How long one step of an install (`npm install`, `pip install`, `docker pull`, …) may run
+/// when the caller has no deadline of its own: long enough for a large package on a slow
+/// link, short enough that a hung one gives its slot back the same hour.
+pub const STEP_DEADLINE: Duration = Duration::from_secs(15 * 60);
+
 /// Installs `resolution` into `dir` (created; removed again on failure or cancellation) and
-/// returns how to start it.
+/// returns how to start it. A step still running after `step_deadline` is killed with its
+/// process group and the install fails ([`InstallError::TimedOut`]).
 pub async fn install(
     resolution: &Resolution,
     dir: &Path,
+    step_deadline: Duration,
     cancel: &CancellationToken,
     progress: ProgressFn<'_>,
 ) -> Result<Launch, InstallError> {
-    install_with(resolution, dir, &Overrides::default(), cancel, progress).await
+    let settings = Settings {
+        deadline: step_deadline,
+        ..Settings::default()
+    };
+    install_with(resolution, dir, &settings, cancel, progress).await
 }
 
-/// What tests change about an install: the spec handed to npm or pip (a local tarball or
-/// wheel instead of `PACKAGE@VERSION`), and variables for the children.
-#[derive(Default)]
-pub(crate) struct Overrides {
+/// What an install's steps are given: each one's deadline, and — changed by tests — the spec
+/// handed to npm or pip (a local tarball or wheel instead of `PACKAGE@VERSION`) and variables
+/// for the children.
+pub(crate) struct Settings {
     pub spec: Option<String>,
     pub env: Vec<(String, String)>,
+    pub deadline: Duration,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            spec: None,
+            env: Vec::new(),
+            deadline: STEP_DEADLINE,
+        }
+    }
 }
 
 pub(crate) async fn install_with(
     resolution: &Resolution,
     dir: &Path,
-    overrides: &Overrides,
+    settings: &Settings,
     cancel: &CancellationToken,
     progress: ProgressFn<'_>,
 ) -> Result<Launch, InstallError> {
@@ -124,7 +160,7 @@ pub(crate) async fn install_with(
     tokio::fs::create_dir_all(&dir)
         .await
         .map_err(|error| InstallError::Io(format!("cannot create {}", dir.display()), error))?;
-    let result = install_package(resolution, &dir, overrides, cancel, progress).await;
+    let result = install_package(resolution, &dir, settings, cancel, progress).await;
     match &result {
         Ok(_) => progress(100, "installed"),
         Err(error) => {
@@ -140,11 +176,10 @@ pub(crate) async fn install_with(
 async fn install_package(
     resolution: &Resolution,
     dir: &Path,
-    overrides: &Overrides,
+    settings: &Settings,
     cancel: &CancellationToken,
     progress: ProgressFn<'_>,
 ) -> Result<Launch, InstallError> {
-    let env = &overrides.env;
     match &resolution.choice {
         Choice::Npm {
             package,
@@ -160,11 +195,11 @@ async fn install_package(
                     "npm runtime arguments (for node/npx) are ignored: the package's bin runs directly"
                 );
             }
-            let spec = overrides
+            let spec = settings
                 .spec
                 .clone()
                 .unwrap_or_else(|| format!("{package}@{version}"));
-            let bin = npm::install(&spec, package, dir, env, cancel, progress).await?;
+            let bin = npm::install(&spec, package, dir, settings, cancel, progress).await?;
             Ok(stdio(bin, package_args.clone(), fixed))
         }
         Choice::Pypi {
@@ -173,11 +208,11 @@ async fn install_package(
             package_args,
             env: fixed,
         } => {
-            let spec = overrides
+            let spec = settings
                 .spec
                 .clone()
                 .unwrap_or_else(|| format!("{package}=={version}"));
-            let script = pypi::install(&spec, package, dir, env, cancel, progress).await?;
+            let script = pypi::install(&spec, package, dir, settings, cancel, progress).await?;
             Ok(stdio(script, package_args.clone(), fixed))
         }
         Choice::Oci {
@@ -186,7 +221,7 @@ async fn install_package(
             package_args,
             env: fixed,
         } => {
-            oci::pull(image, env, cancel, progress).await?;
+            oci::pull(image, settings, cancel, progress).await?;
             let names = fixed
                 .keys()
                 .chain(resolution.inputs.iter().map(|input| &input.name));

@@ -8,7 +8,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::process::Step;
-use super::{InstallError, ProgressFn};
+use super::{InstallError, ProgressFn, Settings};
 
 /// Installs `spec` (`PACKAGE@VERSION`; in tests a tarball path) into `dir`, which exists, and
 /// returns the absolute path of `package`'s bin.
@@ -16,7 +16,7 @@ pub(crate) async fn install(
     spec: &str,
     package: &str,
     dir: &Path,
-    env: &[(String, String)],
+    settings: &Settings,
     cancel: &CancellationToken,
     progress: ProgressFn<'_>,
 ) -> Result<PathBuf, InstallError> {
@@ -32,8 +32,8 @@ pub(crate) async fn install(
             "--loglevel=error".into(),
             spec.to_owned(),
         ],
-        env,
-        deadline: None,
+        env: &settings.env,
+        deadline: settings.deadline,
     };
     step.run(cancel).await?;
     progress(80, &format!("reading the bin of {package}"));

@@ -6,7 +6,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use super::process::{Step, missing_program, on_path};
-use super::{InstallError, ProgressFn};
+use super::{InstallError, ProgressFn, Settings};
 
 /// How long `docker info` may take to say whether an engine answers.
 const INFO_DEADLINE: Duration = Duration::from_secs(20);
@@ -14,19 +14,21 @@ const INFO_DEADLINE: Duration = Duration::from_secs(20);
 /// Pulls `image` once an engine is known to answer.
 pub(crate) async fn pull(
     image: &str,
-    env: &[(String, String)],
+    settings: &Settings,
     cancel: &CancellationToken,
     progress: ProgressFn<'_>,
 ) -> Result<(), InstallError> {
+    let env = &settings.env;
     if !on_path("docker", env) {
         return Err(InstallError::Unavailable(missing_program("docker")));
     }
     progress(5, "docker info");
+    let info_deadline = INFO_DEADLINE.min(settings.deadline);
     let info = Step {
         program: "docker",
         args: vec!["info".into()],
         env,
-        deadline: Some(INFO_DEADLINE),
+        deadline: info_deadline,
     };
     match info.run(cancel).await {
         Ok(_) => {}
@@ -38,6 +40,12 @@ pub(crate) async fn pull(
                 format!("docker is installed but no engine answers: {last}")
             }));
         }
+        Err(InstallError::TimedOut { .. }) => {
+            return Err(InstallError::Unavailable(format!(
+                "docker is installed but its engine did not answer `docker info` within {} s",
+                info_deadline.as_secs()
+            )));
+        }
         Err(other) => return Err(other),
     }
     progress(20, &format!("docker pull {image}"));
@@ -45,7 +53,7 @@ pub(crate) async fn pull(
         program: "docker",
         args: vec!["pull".into(), image.to_owned()],
         env,
-        deadline: None,
+        deadline: settings.deadline,
     }
     .run(cancel)
     .await?;

@@ -1,7 +1,8 @@
 //! One installer step as a child process: no shell, stdin closed, stdout and stderr kept (the
 //! last [`TAIL_LINES`] lines, for the error message), in a process group of its own so that
 //! everything it starts (npm's lifecycle scripts, pip's build backends) is killed with it —
-//! on cancellation, on a deadline, and after it exits, so nothing outlives the step.
+//! on cancellation, at its deadline (a hung `docker pull` or postinstall script must not hold
+//! an install open for ever), and after it exits, so nothing outlives the step.
 //!
 //! Installs are background work: every step runs at low CPU priority (`nice -n 10`), where
 //! util-linux's `chrt` and `ionice` are there also in the SCHED_IDLE policy (`chrt --idle 0`)
@@ -39,8 +40,9 @@ pub(crate) struct Step<'a> {
     pub args: Vec<String>,
     /// Variables set on top of the inherited environment.
     pub env: &'a [(String, String)],
-    /// Killed and reported as failed after this long.
-    pub deadline: Option<Duration>,
+    /// Killed with its process group, and reported as [`InstallError::TimedOut`], after
+    /// this long.
+    pub deadline: Duration,
 }
 
 impl Step<'_> {
@@ -116,20 +118,11 @@ impl Step<'_> {
                 .take()
                 .map(|err| tokio::spawn(keep_tail(err, tail.clone()))),
         ];
-        let deadline = async {
-            match self.deadline {
-                Some(deadline) => tokio::time::sleep(deadline).await,
-                None => std::future::pending().await,
-            }
-        };
-        let outcome: Result<ExitStatus, Option<String>> = tokio::select! {
+        let outcome: Result<ExitStatus, Stopped> = tokio::select! {
             biased;
-            () = cancel.cancelled() => Err(None),
-            () = deadline => Err(Some(format!(
-                "no end within {} s",
-                self.deadline.unwrap_or_default().as_secs()
-            ))),
-            status = child.wait() => status.map_err(|error| Some(format!("cannot wait for it: {error}"))),
+            () = cancel.cancelled() => Err(Stopped::Cancelled),
+            () = tokio::time::sleep(self.deadline) => Err(Stopped::TimedOut),
+            status = child.wait() => status.map_err(|error| Stopped::Lost(error.to_string())),
         };
         kill_group();
         if outcome.is_err() {
@@ -152,14 +145,27 @@ impl Step<'_> {
                 status: status.to_string(),
                 output,
             }),
-            Err(None) => Err(InstallError::Cancelled),
-            Err(Some(status)) => Err(InstallError::Failed {
+            Err(Stopped::Cancelled) => Err(InstallError::Cancelled),
+            Err(Stopped::TimedOut) => Err(InstallError::TimedOut {
                 command: self.command_line(),
-                status,
+                after: self.deadline,
+                output,
+            }),
+            Err(Stopped::Lost(error)) => Err(InstallError::Failed {
+                command: self.command_line(),
+                status: format!("cannot wait for it: {error}"),
                 output,
             }),
         }
     }
+}
+
+/// Why a step was stopped before it exited.
+enum Stopped {
+    Cancelled,
+    TimedOut,
+    /// Waiting for it failed.
+    Lost(String),
 }
 
 /// Keeps the last [`TAIL_LINES`] lines of `stream` in `tail`.

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use tokio_util::sync::CancellationToken;
 
 use super::process::Step;
-use super::{InstallError, ProgressFn};
+use super::{InstallError, ProgressFn, Settings};
 
 /// Installs `spec` (`PACKAGE==VERSION`; in tests a wheel path) into `dir/venv` and returns
 /// the absolute path of `package`'s console script.
@@ -15,7 +15,7 @@ pub(crate) async fn install(
     spec: &str,
     package: &str,
     dir: &Path,
-    env: &[(String, String)],
+    settings: &Settings,
     cancel: &CancellationToken,
     progress: ProgressFn<'_>,
 ) -> Result<PathBuf, InstallError> {
@@ -24,8 +24,8 @@ pub(crate) async fn install(
     Step {
         program: "python3",
         args: vec!["-m".into(), "venv".into(), venv.display().to_string()],
-        env,
-        deadline: None,
+        env: &settings.env,
+        deadline: settings.deadline,
     }
     .run(cancel)
     .await?;
@@ -42,8 +42,8 @@ pub(crate) async fn install(
             "--no-input".into(),
             spec.to_owned(),
         ],
-        env,
-        deadline: None,
+        env: &settings.env,
+        deadline: settings.deadline,
     }
     .run(cancel)
     .await?;

@@ -72,10 +72,11 @@ fn npm_resolution(package: &str, package_args: &[&str]) -> Resolution {
     }
 }
 
-fn overrides(spec: &Path, env: Vec<(String, String)>) -> Overrides {
-    Overrides {
+fn overrides(spec: &Path, env: Vec<(String, String)>) -> Settings {
+    Settings {
         spec: Some(spec.display().to_string()),
         env,
+        ..Settings::default()
     }
 }
 
@@ -299,9 +300,10 @@ async fn missing_tools_say_how_to_get_them() {
     let error = install_with(
         &npm_resolution("anything", &[]),
         &tmp.path().join("x"),
-        &Overrides {
+        &Settings {
             spec: None,
             env: no_path.clone(),
+            ..Settings::default()
         },
         &CancellationToken::new(),
         &|_, _| {},
@@ -318,9 +320,10 @@ async fn missing_tools_say_how_to_get_them() {
     let error = install_with(
         &docker,
         &tmp.path().join("y"),
-        &Overrides {
+        &Settings {
             spec: None,
             env: no_path,
+            ..Settings::default()
         },
         &CancellationToken::new(),
         &|_, _| {},
@@ -387,9 +390,10 @@ async fn oci_needs_an_engine_and_passes_variables_by_name() {
     let down = install_with(
         &oci_resolution(),
         &tmp.path().join("down"),
-        &Overrides {
+        &Settings {
             spec: None,
             env: fake_docker(tmp.path(), false),
+            ..Settings::default()
         },
         &CancellationToken::new(),
         &|_, _| {},
@@ -407,9 +411,10 @@ async fn oci_needs_an_engine_and_passes_variables_by_name() {
     let launch = install_with(
         &oci_resolution(),
         &tmp.path().join("up"),
-        &Overrides {
+        &Settings {
             spec: None,
             env: fake_docker(tmp.path(), true),
+            ..Settings::default()
         },
         &CancellationToken::new(),
         &|_, _| {},
@@ -440,6 +445,75 @@ async fn oci_needs_an_engine_and_passes_variables_by_name() {
     );
 }
 
+/// A stand-in `docker` whose engine answers but whose `pull` hangs (as one on a stalled
+/// registry does), after starting a child of its own and writing both pids to `pids`.
+fn hanging_docker(tmp: &Path, pids: &Path) -> Vec<(String, String)> {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = tmp.join("bin-hang");
+    std::fs::create_dir_all(&bin).expect("bin");
+    let script = format!(
+        "#!/bin/sh\ncase \"$1\" in info) exit 0;; esac\nsleep 3600 &\necho \"$$ $!\" > '{}'\nwait\n",
+        pids.display()
+    );
+    let path = bin.join("docker");
+    std::fs::write(&path, script).expect("script");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    vec![(
+        "PATH".to_owned(),
+        format!("{}:/usr/bin:/bin", bin.display()),
+    )]
+}
+
+/// Regression: steps had no deadline, so a hung `docker pull` (or npm postinstall) kept its
+/// operation in progress, and its slot taken, for ever.
+#[tokio::test]
+async fn a_step_past_its_deadline_is_killed_with_its_group_and_fails_the_install() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let pids = tmp.path().join("pull.pids");
+    let dir = tmp.path().join("hung");
+    let settings = Settings {
+        env: hanging_docker(tmp.path(), &pids),
+        deadline: Duration::from_secs(2),
+        ..Settings::default()
+    };
+    let (resolution, cancel) = (oci_resolution(), CancellationToken::new());
+    let started = Instant::now();
+    let install = install_with(&resolution, &dir, &settings, &cancel, &|_, _| {});
+    let error = tokio::time::timeout(Duration::from_secs(30), install)
+        .await
+        .expect("the install ends at its step's deadline")
+        .expect_err("the pull never ends");
+    assert!(
+        started.elapsed() < Duration::from_secs(25),
+        "{:?}",
+        started.elapsed()
+    );
+    let InstallError::TimedOut { command, after, .. } = &error else {
+        panic!("expected TimedOut, got {error}");
+    };
+    assert_eq!(command, "docker pull ghcr.io/example/server:1.0.0");
+    assert_eq!(*after, Duration::from_secs(2));
+    let text = error.to_string();
+    assert!(
+        text.contains("was stopped after 2 s without finishing"),
+        "{text}"
+    );
+    assert!(!dir.exists(), "the directory is removed");
+    let text = std::fs::read_to_string(&pids).expect("the pull wrote its pids");
+    let pids: Vec<i32> = text
+        .split_whitespace()
+        .map(|pid| pid.parse().expect("pid"))
+        .collect();
+    assert_eq!(pids.len(), 2, "{text}");
+    let gone_by = Instant::now() + Duration::from_secs(5);
+    while pids.iter().any(|pid| alive(*pid)) && Instant::now() < gone_by {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    for pid in pids {
+        assert!(!alive(pid), "process {pid} of the hung step is gone");
+    }
+}
+
 #[tokio::test]
 async fn remotes_install_nothing() {
     let tmp = tempfile::tempdir().expect("tempdir");
@@ -455,9 +529,15 @@ async fn remotes_install_nothing() {
         inputs: vec![],
         preview: String::new(),
     };
-    let launch = install(&resolution, &dir, &CancellationToken::new(), &|_, _| {})
-        .await
-        .expect("remote");
+    let launch = install(
+        &resolution,
+        &dir,
+        STEP_DEADLINE,
+        &CancellationToken::new(),
+        &|_, _| {},
+    )
+    .await
+    .expect("remote");
     assert_eq!(
         launch,
         Launch::Sse {
@@ -469,7 +549,7 @@ async fn remotes_install_nothing() {
     let cancelled = CancellationToken::new();
     cancelled.cancel();
     assert!(matches!(
-        install(&resolution, &dir, &cancelled, &|_, _| {}).await,
+        install(&resolution, &dir, STEP_DEADLINE, &cancelled, &|_, _| {}).await,
         Err(InstallError::Cancelled)
     ));
 }
@@ -607,7 +687,7 @@ async fn steps_run_at_low_priority_and_show_the_real_command() {
         program: "cat",
         args: vec!["/proc/self/stat".to_owned()],
         env: &[],
-        deadline: None,
+        deadline: STEP_DEADLINE,
     };
     assert_eq!(
         step.command_line(),
@@ -632,7 +712,7 @@ async fn steps_run_at_low_priority_and_show_the_real_command() {
             program: "ionice",
             args: vec![],
             env: &[],
-            deadline: None,
+            deadline: STEP_DEADLINE,
         };
         let class = step
             .run(&CancellationToken::new())
@@ -645,7 +725,7 @@ async fn steps_run_at_low_priority_and_show_the_real_command() {
         program: "no-such-program-here",
         args: vec![],
         env: &[],
-        deadline: None,
+        deadline: STEP_DEADLINE,
     };
     let error = missing
         .run(&CancellationToken::new())

@@ -1,7 +1,7 @@
 //! An install: look the server up, resolve its `server.json` (the command line is a step
-//! before anything runs), wait for its inputs, install it into `install_dir/SERVER`, then
-//! vet and add it like any entry (`Job::add`). A failure or a cancel after the install
-//! removes the directory again.
+//! before anything runs), wait for its inputs, install it into `install_dir/SERVER` (each
+//! step within `[manager] step_timeout`), then vet and add it like any entry (`Job::add`).
+//! A failure or a cancel after the install removes the directory again.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -132,6 +132,17 @@ fn transport_of(launch: Launch, env: BTreeMap<String, String>) -> EntryTransport
     }
 }
 
+/// An install's failure as the operation's: a step past `[manager] step_timeout` says so.
+pub(super) fn install_error(error: switchboard_registry::InstallError) -> WorkError {
+    match error {
+        switchboard_registry::InstallError::Cancelled => WorkError::Cancelled,
+        error @ switchboard_registry::InstallError::TimedOut { .. } => {
+            failed(format!("{error} ([manager] step_timeout)"))
+        }
+        error => failed(error),
+    }
+}
+
 /// Removes an install directory off the runtime's threads (a `node_modules` is thousands of
 /// files).
 pub(super) async fn remove_dir(dir: &Path) -> Result<(), String> {
@@ -229,13 +240,15 @@ impl Job<'_> {
             let scaled = 15 + u8::try_from(u16::from(percent.min(100)) * 55 / 100).unwrap_or(55);
             self.step(scaled, message);
         };
-        let launch = match switchboard_registry::install(resolution, &dir, self.cancel, &progress)
-            .await
-        {
-            Ok(launch) => launch,
-            Err(switchboard_registry::InstallError::Cancelled) => return Err(WorkError::Cancelled),
-            Err(error) => return Err(failed(error)),
-        };
+        let launch = switchboard_registry::install(
+            resolution,
+            &dir,
+            self.settings.step_timeout,
+            self.cancel,
+            &progress,
+        )
+        .await
+        .map_err(install_error)?;
         let env = inputs::entries(&server_id, &resolution.inputs, &values);
         let entry = ServerEntry {
             transport: transport_of(launch, env),

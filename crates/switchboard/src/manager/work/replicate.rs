@@ -9,8 +9,8 @@
 
 use serde_json::json;
 
-use super::install::remove_dir;
-use super::{Job, Outcome, WorkError, failed};
+use super::install::{install_error, remove_dir};
+use super::{Job, Outcome, failed};
 use crate::live::Change;
 use crate::manager::inputs;
 
@@ -67,17 +67,19 @@ impl Job<'_> {
                     15 + u8::try_from(u16::from(percent.min(100)) * 70 / 100).unwrap_or(70);
                 self.step(scaled, message);
             };
-            let outcome =
-                switchboard_registry::install(&resolution, &installed.dir, self.cancel, &progress)
-                    .await;
+            let outcome = switchboard_registry::install(
+                &resolution,
+                &installed.dir,
+                self.settings.step_timeout,
+                self.cancel,
+                &progress,
+            )
+            .await;
             if let Err(error) = outcome {
                 if let Err(e) = remove_dir(&installed.dir).await {
                     tracing::warn!("{e}");
                 }
-                return Err(match error {
-                    switchboard_registry::InstallError::Cancelled => WorkError::Cancelled,
-                    error => failed(error),
-                });
+                return Err(install_error(error));
             }
         }
         let configured = self
