@@ -20,9 +20,14 @@ use switchboard_core::config::{Config, Format, MapEnvironment, Origin};
 
 /// A Host on `servers` (TOML server tables) with the manager's files in `dir`.
 fn host_in(dir: &Path, extra: &str) -> (Host, PathBuf) {
+    host_installing_into(dir, "servers", extra)
+}
+
+/// [`host_in`] with `install_dir` (relative to `dir`).
+fn host_installing_into(dir: &Path, install_dir: &str, extra: &str) -> (Host, PathBuf) {
     let path = dir.join("switchboard.toml");
     let text = format!(
-        "[manager]\nregistries = []\ncatalogs = [\"catalog.json\"]\ndatabase = \"ops.db\"\ninstall_dir = \"servers\"\nmax_concurrent = 1\n\n[servers.clock]\nbuiltin = \"clock\"\n{extra}"
+        "[manager]\nregistries = []\ncatalogs = [\"catalog.json\"]\ndatabase = \"ops.db\"\ninstall_dir = \"{install_dir}\"\nmax_concurrent = 1\n\n[servers.clock]\nbuiltin = \"clock\"\n{extra}"
     );
     std::fs::write(&path, &text).expect("write config");
     let config = Config::parse(
@@ -544,5 +549,119 @@ async fn an_agent_has_a_bounded_number_of_operations_open() {
     for id in &ids {
         manager.cancel(id, "done").expect("cancel");
     }
+    host.shutdown().await;
+}
+
+/// Writes an install record of `server` whose directory is `dir`, as a hand edit of the
+/// operations database, or another replica on PostgreSQL, could.
+fn record(database: &Path, server: &str, dir: &Path) {
+    let installed = switchboard::manager::Installed {
+        server: server.to_owned(),
+        name: "io.example/needs-input".to_owned(),
+        version: "1.0.0".to_owned(),
+        dir: dir.to_owned(),
+        operation: "01J00000000000000000000000".to_owned(),
+        installed_ms: 1,
+        secrets: Vec::new(),
+        replica: None,
+        agent: None,
+    };
+    let connection = rusqlite::Connection::open(database).expect("open the database");
+    connection
+        .execute(
+            "INSERT INTO installs (server, body) VALUES (?1, ?2)",
+            (server, serde_json::to_string(&installed).expect("json")),
+        )
+        .expect("insert");
+}
+
+/// Regression: the directory of an install record was deleted as it stood (`remove`), or
+/// when its parent was the install root (`root/..` passed for a stale install and for a
+/// replica's copy).
+#[tokio::test]
+async fn install_records_never_lead_the_manager_outside_install_dir_server() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    catalog_with_input(dir.path());
+    let (host, _) = host_installing_into(dir.path(), "area/servers", "");
+    host.ready().await;
+    let root = dir.path().join("area").join("servers");
+    let precious = dir.path().join("area").join("precious");
+    std::fs::create_dir_all(&precious).expect("precious");
+    std::fs::write(precious.join("file"), "keep me").expect("file");
+    let own = root.join("fine");
+    std::fs::create_dir_all(&own).expect("own");
+    // The database exists once an operation was kept.
+    let search = Request::new(Work::Search {
+        query: "x".to_owned(),
+        limit: 1,
+    });
+    assert_eq!(finished(&host, search).await.state, State::Completed);
+    let database = dir.path().join("ops.db");
+    record(&database, "escape", &root.join("..").join("precious"));
+    record(&database, "fine", &own);
+    record(&database, "needs-input", &root.join(".."));
+    record(&database, "copy", &root.join(".."));
+
+    let remove = |server: &str| {
+        let mut request = Request::new(Work::Remove {
+            server: server.to_owned(),
+        });
+        request.by = Requester::Operator;
+        request
+    };
+    let escaped = finished(&host, remove("escape")).await;
+    assert_eq!(escaped.state, State::Completed, "{escaped:#?}");
+    let result = escaped.result.expect("result");
+    assert!(result["uninstalled"].is_null(), "{result}");
+    assert!(
+        result["left"].as_str().is_some_and(|l| l.contains("left")),
+        "{result}"
+    );
+    assert!(
+        precious.join("file").exists(),
+        "the record's directory stays"
+    );
+    let fine = finished(&host, remove("fine")).await;
+    assert_eq!(fine.state, State::Completed, "{fine:#?}");
+    assert!(!own.exists(), "install_dir/SERVER is removed");
+
+    // A stale record of the server id an install adds (its input given, so it goes on to
+    // clear the record, then fails probation).
+    let mut again = install("io.example/needs-input");
+    if let Work::Install { values, .. } = &mut again.work {
+        values.insert("X-Region".to_owned(), "eu".to_owned());
+    }
+    let again = finished(&host, again).await;
+    assert_eq!(again.state, State::Failed, "{again:#?}");
+    assert!(
+        again
+            .steps
+            .iter()
+            .any(|s| s.message.starts_with("leaving the earlier install's")),
+        "{again:#?}"
+    );
+    assert!(precious.join("file").exists(), "root/.. stays");
+
+    // A replica's copy of an install recorded at root/.. is refused.
+    let copy = finished(
+        &host,
+        Request::new(Work::Replicate {
+            server: "copy".to_owned(),
+        }),
+    )
+    .await;
+    assert_eq!(copy.state, State::Failed, "{copy:#?}");
+    let error = copy.error.unwrap_or_default();
+    assert!(error.contains("which is not"), "{error}");
+    assert!(precious.join("file").exists());
+    let left: Vec<String> = host
+        .manager()
+        .expect("manager")
+        .installed()
+        .expect("installs")
+        .into_iter()
+        .map(|i| i.server)
+        .collect();
+    assert_eq!(left, ["copy"]);
     host.shutdown().await;
 }

@@ -1,12 +1,15 @@
 //! An install: look the server up, resolve its `server.json` (the command line is a step
 //! before anything runs), wait for its inputs, install it into `install_dir/SERVER` (each
 //! step within `[manager] step_timeout`), then vet and add it like any entry (`Job::add`).
-//! A failure or a cancel after the install removes the directory again.
+//! A failure or a cancel after the install removes the directory again. Only
+//! `install_dir/SERVER` is ever removed ([`is_install_dir`]), whatever an install record
+//! says.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::json;
+use switchboard_core::config::ManagerConfig;
 use switchboard_core::config::edit::{EntryTransport, ServerEntry};
 use switchboard_registry::{Launch, Resolution};
 
@@ -143,6 +146,30 @@ pub(super) fn install_error(error: switchboard_registry::InstallError) -> WorkEr
     }
 }
 
+/// Where the manager installs servers now: `[manager] install_dir`, else the default, as an
+/// absolute path.
+pub(super) fn install_root(settings: &ManagerConfig) -> Result<PathBuf, WorkError> {
+    let root = settings
+        .install_dir
+        .clone()
+        .unwrap_or_else(crate::manager::default_install_dir);
+    std::path::absolute(&root).map_err(|e| {
+        failed(format!(
+            "cannot resolve [manager] install_dir {}: {e}",
+            root.display()
+        ))
+    })
+}
+
+/// Whether `dir` is exactly `root/SERVER`, for a valid server id: the only directory the
+/// manager installs a server into, so the only one it removes. A path read from an install
+/// record (which a hand edit, or on PostgreSQL any replica, may have written: `root/..`,
+/// `/`) is held to this before anything is deleted.
+pub(super) fn is_install_dir(root: &Path, server: &str, dir: &Path) -> bool {
+    crate::manager::valid_server_id(server)
+        && std::path::absolute(dir).is_ok_and(|dir| dir == root.join(server))
+}
+
 /// Removes an install directory off the runtime's threads (a `node_modules` is thousands of
 /// files).
 pub(super) async fn remove_dir(dir: &Path) -> Result<(), String> {
@@ -207,30 +234,14 @@ impl Job<'_> {
     ) -> Outcome {
         let server_id = server_id.to_owned();
         let values = self.inputs(&server_id, resolution, values.clone()).await?;
-        let root = self
-            .settings
-            .install_dir
-            .clone()
-            .unwrap_or_else(crate::manager::default_install_dir);
+        let root = install_root(self.settings)?;
         let dir = root.join(&server_id);
-        if !crate::manager::valid_server_id(&server_id) || dir.parent() != Some(root.as_path()) {
+        if !is_install_dir(&root, &server_id, &dir) {
             return Err(failed(format!(
                 "'{server_id}' cannot name a directory of the manager's"
             )));
         }
-        if let Some(stale) = self.manager.installed_server(&server_id).map_err(failed)? {
-            // Installed before, and since taken out of the config by hand or by `servers
-            // remove` (a configured one was refused above): nothing uses it any more.
-            self.step(
-                12,
-                &format!("clearing the earlier install in {}", stale.dir.display()),
-            );
-            if stale.dir.parent() == Some(root.as_path()) {
-                remove_dir(&stale.dir).await.map_err(failed)?;
-            }
-            inputs::forget_secrets(&stale.secrets);
-            self.manager.forget_install(&server_id).map_err(failed)?;
-        }
+        self.clear_stale_install(&server_id, &root).await?;
         if dir.exists() {
             // Left by a run that died mid-install: nothing refers to it.
             remove_dir(&dir).await.map_err(failed)?;
@@ -294,6 +305,33 @@ impl Job<'_> {
                 Err(error)
             }
         }
+    }
+
+    /// Clears the record of an earlier install of `server`, taken out of the config since by
+    /// hand or by `servers remove` (a configured one was refused): its directory, when it is
+    /// `root/SERVER`, and its secrets.
+    async fn clear_stale_install(&self, server: &str, root: &Path) -> Result<(), WorkError> {
+        let Some(stale) = self.manager.installed_server(server).map_err(failed)? else {
+            return Ok(());
+        };
+        if is_install_dir(root, server, &stale.dir) {
+            self.step(
+                12,
+                &format!("clearing the earlier install in {}", stale.dir.display()),
+            );
+            remove_dir(&stale.dir).await.map_err(failed)?;
+        } else {
+            self.step(
+                12,
+                &format!(
+                    "leaving the earlier install's {} in place: it is not {}",
+                    stale.dir.display(),
+                    root.join(server).display()
+                ),
+            );
+        }
+        inputs::forget_secrets(&stale.secrets);
+        self.manager.forget_install(server).map_err(failed)
     }
 
     /// Waits until every required input of the server has a value (from the request, the

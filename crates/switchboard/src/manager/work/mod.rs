@@ -449,18 +449,37 @@ impl Job<'_> {
             return Err(failed(format!("no server '{server}' in the configuration")));
         }
         let mut uninstalled = None;
+        let mut left = None;
         if let Some(installed) = installed {
-            self.step(70, &format!("uninstalling {}", installed.dir.display()));
-            install::remove_dir(&installed.dir).await.map_err(failed)?;
+            let root = install::install_root(self.settings)?;
+            if install::is_install_dir(&root, server, &installed.dir) {
+                self.step(70, &format!("uninstalling {}", installed.dir.display()));
+                install::remove_dir(&installed.dir).await.map_err(failed)?;
+                uninstalled = Some(installed.dir);
+            } else {
+                // Not the manager's directory for this server (a changed install_dir, or a
+                // record that says anything else): the record goes, the directory stays.
+                let note = format!(
+                    "left {} in place: it is not {}, the only directory the manager removes for '{server}'",
+                    installed.dir.display(),
+                    root.join(server).display()
+                );
+                tracing::warn!(server, "{note}");
+                self.step(70, &note);
+                left = Some(note);
+            }
             inputs::forget_secrets(&installed.secrets);
             self.manager.forget_install(server).map_err(failed)?;
-            uninstalled = Some(installed.dir);
         }
-        Ok(json!({
+        let mut result = json!({
             "server": server,
             "removed": report.is_some(),
             "uninstalled": uninstalled,
-        }))
+        });
+        if let Some(left) = left {
+            result["left"] = json!(left);
+        }
+        Ok(result)
     }
 }
 

@@ -4,12 +4,12 @@
 //! `[manager] install_dir`. A replica that runs the entry without that path installs the
 //! same package (name and exact version from the shared install record, resolved again from
 //! its registries) into the same path, then restarts the server here only. It refuses,
-//! saying what to do, when its `install_dir` differs from the installer's or a secret the
-//! server needs is missing from its own secrets file.
+//! saying what to do, when the recorded path is not `install_dir/SERVER` of its own
+//! `install_dir` or a secret the server needs is missing from its own secrets file.
 
 use serde_json::json;
 
-use super::install::{install_error, remove_dir};
+use super::install::{install_error, install_root, is_install_dir, remove_dir};
 use super::{Job, Outcome, failed};
 use crate::live::Change;
 use crate::manager::inputs;
@@ -22,22 +22,14 @@ impl Job<'_> {
             .map_err(failed)?
             .ok_or_else(|| failed(format!("no install of '{server}' is on record")))?;
         let by = installed.replica.as_deref().unwrap_or("another replica");
-        let root = self
-            .settings
-            .install_dir
-            .clone()
-            .unwrap_or_else(crate::manager::default_install_dir);
-        let root = std::path::absolute(&root).map_err(|e| {
-            failed(format!(
-                "cannot resolve [manager] install_dir {}: {e}",
-                root.display()
-            ))
-        })?;
-        if installed.dir.parent() != Some(root.as_path()) {
+        let root = install_root(self.settings)?;
+        // The record may say anything (any replica writes it): only `root/SERVER` is ever
+        // installed into, and removed again on failure.
+        if !is_install_dir(&root, server, &installed.dir) {
             return Err(failed(format!(
-                "'{server}' was installed into {} on replica {by}, which is not under this replica's [manager] install_dir ({}): give every replica the same install_dir",
+                "'{server}' was installed into {} on replica {by}, which is not {} under this replica's [manager] install_dir: give every replica the same install_dir",
                 installed.dir.display(),
-                root.display()
+                root.join(server).display()
             )));
         }
         let missing = inputs::missing_secrets(&installed.secrets);
