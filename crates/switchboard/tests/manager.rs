@@ -3,7 +3,9 @@
 //! away servers that exit, speak garbage or list a tool whose schema does not compile, and
 //! adds nothing; a vetted server is added pinned; operations run in priority order, can be
 //! cancelled while they wait, survive a restart as failed, and charge their energy to the
-//! agent that asked — whose quota, once spent, refuses the next request readably.
+//! agent that asked — whose quota, once spent, refuses the next request readably. A secret
+//! serves only the operation it was given for, and goes when that one installs nothing; an
+//! install record never leads the manager to delete anything but `install_dir/SERVER`.
 
 mod support;
 
@@ -550,6 +552,214 @@ async fn an_agent_has_a_bounded_number_of_operations_open() {
         manager.cancel(id, "done").expect("cancel");
     }
     host.shutdown().await;
+}
+
+/// Runs `body` (given a directory of its own) in a child process of this test binary whose
+/// secrets file, data directory and home are in a temp directory: the manager writes secrets
+/// to the secrets file the environment names, and a test must not touch the user's.
+fn with_own_secrets<Body, Done>(test: &str, body: Body)
+where
+    Body: FnOnce(PathBuf) -> Done,
+    Done: Future<Output = ()>,
+{
+    const HOME: &str = "SWITCHBOARD_TEST_OWN_SECRETS_HOME";
+    if let Some(home) = std::env::var_os(HOME) {
+        let runtime = tokio::runtime::Runtime::new().expect("runtime");
+        runtime.block_on(body(PathBuf::from(home)));
+        return;
+    }
+    let home = tempfile::tempdir().expect("tempdir");
+    let output = std::process::Command::new(std::env::current_exe().expect("this test binary"))
+        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .env(HOME, home.path())
+        .env("SWITCHBOARD_SECRETS", home.path().join("secrets.env"))
+        .env("XDG_DATA_HOME", home.path().join("data"))
+        .env("HOME", home.path())
+        .output()
+        .expect("run the test in a process of its own");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && stdout.contains("1 passed"),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// The secrets file of a test run by [`with_own_secrets`].
+fn secrets() -> String {
+    let path = std::env::var_os("SWITCHBOARD_SECRETS").expect("run by with_own_secrets");
+    std::fs::read_to_string(path).unwrap_or_default()
+}
+
+/// The key the secrets file keeps `value` under, if it keeps it.
+fn key_of(value: &str) -> Option<String> {
+    secrets()
+        .lines()
+        .find_map(|line| line.strip_suffix(&format!("={value}")).map(str::to_owned))
+}
+
+/// `needs-input`, and two packages of different publishers that both become server id
+/// `github` and take a secret `Authorization` header, served at `url`.
+fn catalog_with_tokens(dir: &Path, url: &str) {
+    let keyed = |name: &str| {
+        json!({
+            "name": name,
+            "description": "A remote server that needs a token.",
+            "version": "1.0.0",
+            "remotes": [{"type": "streamable-http", "url": url,
+                         "headers": [{"name": "Authorization", "isRequired": true, "isSecret": true}]}]
+        })
+    };
+    std::fs::write(
+        dir.join("catalog.json"),
+        json!([{
+            "name": "io.example/needs-input",
+            "description": "A remote server that needs a region.",
+            "version": "1.0.0",
+            "remotes": [{"type": "streamable-http", "url": "http://127.0.0.1:9/mcp",
+                         "headers": [{"name": "X-Region", "isRequired": true}]}]
+        }, keyed("io.example/github"), keyed("io.other/github")])
+        .to_string(),
+    )
+    .expect("write catalog");
+}
+
+/// An operator's install of `name` giving `token` as its secret `Authorization`.
+fn install_with_token(name: &str, token: &str) -> Request {
+    let mut request = install(name);
+    if let Work::Install { values, .. } = &mut request.work {
+        values.insert("Authorization".to_owned(), token.to_owned());
+    }
+    request
+}
+
+/// Queues an install that waits for its input, holding the only slot.
+async fn blocked(host: &Host) -> String {
+    let manager = host.manager().expect("manager");
+    let id = manager
+        .queue(install("io.example/needs-input"))
+        .await
+        .expect("queued");
+    until(host, &id, |o| o.waiting.is_some()).await;
+    id
+}
+
+async fn cancelled(host: &Host, id: &str) {
+    host.manager()
+        .expect("manager")
+        .cancel(id, "done")
+        .expect("cancel");
+    until(host, id, |o| o.state == State::Cancelled).await;
+}
+
+/// Regression: a secret given for server id `github` stayed in the secrets file when its
+/// operation was cancelled or failed, and a later request for another package under the
+/// same id counted it as given — handing one publisher's token to another.
+#[test]
+fn a_secret_serves_only_the_operation_it_was_given_for() {
+    with_own_secrets(
+        "a_secret_serves_only_the_operation_it_was_given_for",
+        |home| async move {
+            let dir = home.join("gateway");
+            std::fs::create_dir_all(&dir).expect("dir");
+            catalog_with_tokens(&dir, "http://127.0.0.1:9/mcp");
+            let (host, _) = host_in(&dir, "");
+            host.ready().await;
+            let manager = host.manager().expect("manager");
+
+            // Cancelled while it waits in the queue.
+            let blocker = blocked(&host).await;
+            let id = manager
+                .queue(install_with_token("io.example/github", "tok-cancelled"))
+                .await
+                .expect("queued");
+            let key = key_of("tok-cancelled").expect("kept at once");
+            cancelled(&host, &id).await;
+            assert_eq!(key_of("tok-cancelled"), None, "{}", secrets());
+
+            // Failed before it installed anything: its package is gone from the catalog.
+            let id = manager
+                .queue(install_with_token("io.example/github", "tok-failed"))
+                .await
+                .expect("queued");
+            assert!(key_of("tok-failed").is_some());
+            let catalog = std::fs::read_to_string(dir.join("catalog.json")).expect("catalog");
+            let without: Vec<serde_json::Value> =
+                serde_json::from_str::<Vec<serde_json::Value>>(&catalog)
+                    .expect("catalog")
+                    .into_iter()
+                    .filter(|entry| entry["name"] != "io.example/github")
+                    .collect();
+            std::fs::write(dir.join("catalog.json"), json!(without).to_string())
+                .expect("write catalog");
+            cancelled(&host, &blocker).await;
+            until(&host, &id, |o| o.state == State::Failed).await;
+            assert_eq!(key_of("tok-failed"), None, "{}", secrets());
+
+            // A value under the key that no operation of this run gave (a crash's, an older
+            // gateway's) is not given: another package under that id asks for its own.
+            let mut file = secrets();
+            file.push_str(&format!("{key}=tok-left-over\n"));
+            std::fs::write(
+                std::env::var_os("SWITCHBOARD_SECRETS").expect("secrets path"),
+                file,
+            )
+            .expect("write secrets");
+            let other = manager
+                .queue(install("io.other/github"))
+                .await
+                .expect("queued");
+            until(&host, &other, |o| o.waiting.is_some()).await;
+            let waiting = manager.status(&other).expect("status").waiting;
+            assert_eq!(
+                waiting,
+                Some(switchboard::manager::Waiting::Input {
+                    names: vec!["Authorization".to_owned()]
+                })
+            );
+            cancelled(&host, &other).await;
+            host.shutdown().await;
+        },
+    );
+}
+
+/// Regression: the secret given for an operation the gateway's end cut off stayed in the
+/// secrets file for good.
+#[test]
+fn a_secret_of_an_operation_cut_off_by_a_restart_is_removed_at_the_next_start() {
+    with_own_secrets(
+        "a_secret_of_an_operation_cut_off_by_a_restart_is_removed_at_the_next_start",
+        |home| async move {
+            let dir = home.join("gateway");
+            std::fs::create_dir_all(&dir).expect("dir");
+            catalog_with_tokens(&dir, "http://127.0.0.1:9/mcp");
+            let first = dir.clone();
+            // Dropped mid-operation with its runtime, as a killed process would be.
+            let id = std::thread::spawn(move || {
+                let runtime = tokio::runtime::Runtime::new().expect("runtime");
+                let id = runtime.block_on(async {
+                    let (host, _) = host_in(&first, "");
+                    host.ready().await;
+                    blocked(&host).await;
+                    host.manager()
+                        .expect("manager")
+                        .queue(install_with_token("io.example/github", "tok-cut-off"))
+                        .await
+                        .expect("queued")
+                });
+                drop(runtime);
+                id
+            })
+            .join()
+            .expect("the first gateway");
+            assert!(key_of("tok-cut-off").is_some(), "{}", secrets());
+            let (host, _) = host_in(&dir, "");
+            let operation = host.manager().expect("manager").status(&id).expect("kept");
+            assert_eq!(operation.state, State::Failed, "{operation:#?}");
+            assert_eq!(key_of("tok-cut-off"), None, "{}", secrets());
+            host.shutdown().await;
+        },
+    );
 }
 
 /// Writes an install record of `server` whose directory is `dir`, as a hand edit of the

@@ -4,6 +4,11 @@
 //! (mode 0600) under `SWITCHBOARD_SECRET_<SERVER>_<NAME>_<HASH>`, and the server's config entry
 //! refers to it as `${…}`; the value never reaches an operation, the ledger, a log line or
 //! `status`.
+//!
+//! The key says only which server id and input a secret is for, not which package: a key
+//! left by an earlier operation (one that was cancelled, failed, or cut off by a restart)
+//! may be another package's token. So a stored secret counts as given only when the
+//! operation at hand wrote it (`owned`: the keys on its [`super::Operation::secrets`]).
 
 use std::collections::BTreeMap;
 
@@ -38,11 +43,12 @@ pub(crate) fn secret_key(server: &str, name: &str) -> String {
     )
 }
 
-/// The keys of `server`'s secret inputs that have a value in the secrets file.
-pub(crate) fn stored_secret_keys(server: &str, inputs: &[Input]) -> Vec<String> {
+/// The keys of `server`'s secret inputs that this operation wrote (`owned`) and that have a
+/// value in the secrets file: what its install uses, and records.
+pub(crate) fn stored_secret_keys(server: &str, inputs: &[Input], owned: &[String]) -> Vec<String> {
     inputs
         .iter()
-        .filter(|input| input.secret && has_secret(server, &input.name))
+        .filter(|input| given_secret(server, input, owned))
         .map(|input| secret_key(server, &input.name))
         .collect()
 }
@@ -66,25 +72,30 @@ pub(crate) fn missing_secrets(keys: &[String]) -> Vec<String> {
         .collect()
 }
 
-fn has_secret(server: &str, name: &str) -> bool {
-    GatewayEnvironment::new()
-        .var(&secret_key(server, name))
-        .is_some()
+/// Whether `input` is a secret this operation gave (its key among `owned`) and the secrets
+/// file still has it. A stored value under a key the operation did not write is not given.
+fn given_secret(server: &str, input: &Input, owned: &[String]) -> bool {
+    if !input.secret {
+        return false;
+    }
+    let key = secret_key(server, &input.name);
+    owned.contains(&key) && GatewayEnvironment::new().var(&key).is_some()
 }
 
-/// The inputs that have neither a value, nor a default, nor (for a secret) a stored value.
-/// Only required ones count unless `all`.
+/// The required inputs that have neither a value, nor a default, nor (for a secret) a value
+/// this operation gave (`owned`: the keys it wrote; none before it is queued).
 pub(crate) fn missing<'a>(
     server: &str,
     inputs: &'a [Input],
     values: &BTreeMap<String, String>,
+    owned: &[String],
 ) -> Vec<&'a Input> {
     inputs
         .iter()
         .filter(|input| input.required)
         .filter(|input| input.default.is_none())
         .filter(|input| !values.contains_key(&input.name))
-        .filter(|input| !(input.secret && has_secret(server, &input.name)))
+        .filter(|input| !given_secret(server, input, owned))
         .collect()
 }
 
@@ -115,16 +126,15 @@ impl Screened {
     }
 }
 
-/// Takes values given for `server`'s inputs: secrets are written to the secrets file, the
-/// rest are returned (to be written into the config entry). Unknown names are refused.
+/// Takes values given for `server`'s inputs: secrets are written to the secrets file (their
+/// keys returned first), the rest are returned (to be written into the config entry).
+/// Unknown names are refused.
 pub(crate) fn accept(
     server: &str,
     inputs: &[Input],
     given: BTreeMap<String, String>,
-) -> Result<BTreeMap<String, String>, String> {
-    screen(server, inputs, given)?
-        .keep()
-        .map(|(_, plain)| plain)
+) -> Result<(Vec<String>, BTreeMap<String, String>), String> {
+    screen(server, inputs, given)?.keep()
 }
 
 /// Checks values given for `server`'s inputs — each must name one, and one with choices
@@ -163,17 +173,19 @@ pub(crate) fn screen(
     Ok(Screened { plain, secrets })
 }
 
-/// What the config entry gets for each input: a secret as a `${…}` reference, the others
-/// as their value or default (inputs with neither are left out).
+/// What the config entry gets for each input: a secret this operation gave (`owned`) as a
+/// `${…}` reference, the others as their value or default (inputs with neither are left
+/// out).
 pub(crate) fn entries(
     server: &str,
     inputs: &[Input],
     values: &BTreeMap<String, String>,
+    owned: &[String],
 ) -> BTreeMap<String, String> {
     inputs
         .iter()
         .filter_map(|input| {
-            let value = if input.secret && has_secret(server, &input.name) {
+            let value = if given_secret(server, input, owned) {
                 format!("${{{}}}", secret_key(server, &input.name))
             } else {
                 values

@@ -1,6 +1,7 @@
 //! The life of an operation inside the manager: started when a slot frees up (`pump`,
 //! `run`), its steps, waits and result recorded and saved at every change, ended once
-//! (`finish`: state, energy charged to the agent, a message) — and the manager's own
+//! (`finish`: state, energy charged to the agent, a message, and — when it did not succeed —
+//! the secrets given for it removed) — and the manager's own
 //! resources: the database (opened on first use, owned through a lock), the installs it
 //! keeps, the registry client for the settings now, and the background chores it runs
 //! (`every`).
@@ -142,6 +143,11 @@ impl Manager {
             lock(&self.shared.reserved).remove(&server);
         }
         let mut operation = active.operation;
+        if outcome.is_err() {
+            // Nothing was installed: the secrets given for it go with it, so that no later
+            // request under the same server id — maybe for another package — finds them.
+            super::inputs::forget_secrets(&operation.secrets);
+        }
         let at_ms = now_ms();
         operation.energy = energy;
         operation.waiting = None;
@@ -256,6 +262,30 @@ impl Manager {
             Some(())
         });
         self.save_active(id);
+    }
+
+    /// Notes that the secrets under `keys` were given for operation `id` (written to the
+    /// secrets file for it): its install may use them, and they go if it does not install.
+    pub(crate) fn own_secrets(&self, id: &str, keys: &[String]) {
+        if keys.is_empty() {
+            return;
+        }
+        self.update(id, |active| {
+            let owned = &mut active.operation.secrets;
+            for key in keys {
+                if !owned.contains(key) {
+                    owned.push(key.clone());
+                }
+            }
+            Some(())
+        });
+        self.save_active(id);
+    }
+
+    /// The secrets-file keys written for operation `id` so far.
+    pub(crate) fn owned_secrets(&self, id: &str) -> Vec<String> {
+        self.update(id, |active| Some(active.operation.secrets.clone()))
+            .unwrap_or_default()
     }
 
     /// Opens the channel the operator's input values come through.

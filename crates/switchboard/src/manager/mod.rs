@@ -215,11 +215,17 @@ impl Manager {
         if manager.shared.postgres.is_none() && manager.shared.database.exists() && manager.claim()
         {
             match manager.with_sqlite(|store| store.fail_interrupted(now_ms())) {
-                Ok(0) => {}
-                Ok(count) => tracing::warn!(
-                    count,
-                    "operations left unfinished by the last run were marked failed"
-                ),
+                Ok(interrupted) if interrupted.is_empty() => {}
+                Ok(interrupted) => {
+                    tracing::warn!(
+                        count = interrupted.len(),
+                        "operations left unfinished by the last run were marked failed"
+                    );
+                    // They installed nothing: the secrets given for them go, as in `finish`.
+                    for operation in &interrupted {
+                        inputs::forget_secrets(&operation.secrets);
+                    }
+                }
                 Err(error) => tracing::error!("{error}"),
             }
         }
@@ -396,6 +402,7 @@ impl Manager {
         let id = switchboard_core::call_id::new_call_id(SystemTime::now());
         let mut operation = Operation::queued(id.clone(), request, now_ms());
         operation.replica = self.replica();
+        operation.secrets.clone_from(&written);
         if let Err(error) = self.keep_new(&operation, adds.as_deref()).await {
             unreserve();
             inputs::forget_secrets(&written);

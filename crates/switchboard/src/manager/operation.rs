@@ -270,6 +270,11 @@ pub struct Operation {
     /// their operations (`[storage] url`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replica: Option<String>,
+    /// The secrets-file keys (never the values) of the secrets given for this operation: the
+    /// only stored secrets its install may use, removed again when it ends without installing
+    /// (failed, cancelled, or cut off by a restart).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub secrets: Vec<String>,
 }
 
 impl Operation {
@@ -294,6 +299,7 @@ impl Operation {
             started_ms: None,
             finished_ms: None,
             replica: None,
+            secrets: Vec::new(),
         }
     }
 

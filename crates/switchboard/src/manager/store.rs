@@ -167,11 +167,11 @@ impl Store {
     }
 
     /// Marks every operation the last run left queued or in progress failed, saying why.
-    /// Returns how many.
-    pub(crate) fn fail_interrupted(&self, now_ms: u64) -> Result<usize, StoreError> {
+    /// Returns them as they are now.
+    pub(crate) fn fail_interrupted(&self, now_ms: u64) -> Result<Vec<Operation>, StoreError> {
         let bodies =
             self.bodies("SELECT body FROM operations WHERE state IN ('queued', 'in_progress')")?;
-        let mut count = 0;
+        let mut failed = Vec::new();
         for body in bodies {
             let Ok(mut operation) = serde_json::from_str::<Operation>(&body) else {
                 continue;
@@ -184,9 +184,9 @@ impl Store {
             };
             operation.fail_interrupted(now_ms, reason);
             self.save(&operation)?;
-            count += 1;
+            failed.push(operation);
         }
-        Ok(count)
+        Ok(failed)
     }
 
     /// Deletes the finished operations `retention` does not keep at `now_ms`; returns how
@@ -323,8 +323,16 @@ mod tests {
         store.save(&done).expect("save");
         drop(store);
         let store = Store::open(&path).expect("reopen");
-        assert_eq!(store.fail_interrupted(10).expect("fail"), 1);
+        let interrupted = store.fail_interrupted(10).expect("fail");
+        assert_eq!(
+            interrupted
+                .iter()
+                .map(|o| o.id.as_str())
+                .collect::<Vec<_>>(),
+            ["01A"]
+        );
         let failed = store.get("01A").expect("get").expect("row");
+        assert_eq!(interrupted[0], failed, "returned as saved");
         assert_eq!(failed.state, State::Failed);
         assert!(
             failed

@@ -158,7 +158,9 @@ impl ManagerTools {
         if let Ok(listing) = manager.registry(&settings).get(name, version).await
             && let Ok(resolution) = switchboard_registry::resolve(&listing.server)
         {
-            let missing = inputs::missing(&server, &resolution.inputs, &values);
+            // No operation exists yet, so no stored secret is this request's: every required
+            // one is asked for, even if a key of this server id is in the secrets file.
+            let missing = inputs::missing(&server, &resolution.inputs, &values, &[]);
             if !missing.is_empty()
                 && let Some(given) = inputs::elicit(&server, &resolution.inputs, &missing, ctx)
                     .await

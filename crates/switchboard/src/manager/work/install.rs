@@ -214,14 +214,10 @@ impl Job<'_> {
                 listing.server.name, listing.server.version, listing.source, resolution.preview
             ),
         );
-        let installing = self.installing(&server_id, &listing, &resolution, values, activation);
-        let outcome = installing.await;
-        if outcome.is_err() {
-            // Secrets given for this install (by elicitation, the operator, the request) go
-            // with it: no server id refers to them.
-            inputs::forget_secrets(&inputs::stored_secret_keys(&server_id, &resolution.inputs));
-        }
-        outcome
+        // Whatever ends this short of success, `Manager::finish` removes the secrets given
+        // for it (`Operation::secrets`).
+        self.installing(&server_id, &listing, &resolution, values, activation)
+            .await
     }
 
     async fn installing(
@@ -260,7 +256,8 @@ impl Job<'_> {
         )
         .await
         .map_err(install_error)?;
-        let env = inputs::entries(&server_id, &resolution.inputs, &values);
+        let owned = self.manager.owned_secrets(self.id);
+        let env = inputs::entries(&server_id, &resolution.inputs, &values, &owned);
         let entry = ServerEntry {
             transport: transport_of(launch, env),
             enabled: None,
@@ -275,7 +272,7 @@ impl Job<'_> {
             dir: dir.clone(),
             operation: self.id.to_owned(),
             installed_ms: now_ms(),
-            secrets: inputs::stored_secret_keys(&server_id, &resolution.inputs),
+            secrets: inputs::stored_secret_keys(&server_id, &resolution.inputs, &owned),
             replica: self.manager.replica(),
         };
         let origin = json!({
@@ -345,7 +342,8 @@ impl Job<'_> {
         let deadline = tokio::time::Instant::now() + self.settings.approval_timeout;
         let mut receiver = None;
         loop {
-            let missing = inputs::missing(server, &resolution.inputs, &values);
+            let owned = self.manager.owned_secrets(self.id);
+            let missing = inputs::missing(server, &resolution.inputs, &values, &owned);
             if missing.is_empty() {
                 self.manager.set_waiting(self.id, None);
                 return Ok(values);
@@ -389,7 +387,10 @@ impl Job<'_> {
                 return Err(failed("the input channel closed"));
             };
             match inputs::accept(server, &resolution.inputs, given) {
-                Ok(plain) => values.extend(plain),
+                Ok((written, plain)) => {
+                    self.manager.own_secrets(self.id, &written);
+                    values.extend(plain);
+                }
                 Err(problem) => self.step(12, &format!("input refused: {problem}")),
             }
         }
