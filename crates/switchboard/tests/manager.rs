@@ -762,6 +762,93 @@ fn a_secret_of_an_operation_cut_off_by_a_restart_is_removed_at_the_next_start() 
     );
 }
 
+/// `switchboard-fixture http-echo` on a free loopback port, killed when dropped.
+struct Echo {
+    child: std::process::Child,
+    address: String,
+}
+
+impl Echo {
+    fn start() -> Self {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(fixture())
+            .arg("http-echo")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start the echo fixture");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("its address");
+        let address = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("the fixture said {line:?}"))
+            .to_owned();
+        Self { child, address }
+    }
+}
+
+impl Drop for Echo {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Regression: installing again a server taken out of the config by hand accepted the
+/// secret given, then cleared the earlier install's record with its secrets — under the
+/// same keys — so the server was added without its token.
+#[test]
+fn reinstalling_after_a_hand_removal_keeps_the_secret_just_given() {
+    with_own_secrets(
+        "reinstalling_after_a_hand_removal_keeps_the_secret_just_given",
+        |home| async move {
+            let echo = Echo::start();
+            let dir = home.join("gateway");
+            std::fs::create_dir_all(&dir).expect("dir");
+            catalog_with_tokens(&dir, &format!("http://{}/mcp", echo.address));
+            let (host, path) = host_in(&dir, "");
+            host.ready().await;
+            let reference = "${SWITCHBOARD_SECRET_GITHUB_AUTHORIZATION_";
+            let first = finished(&host, install_with_token("io.example/github", "tok-first")).await;
+            assert_eq!(first.state, State::Completed, "{first:#?}");
+            assert!(
+                std::fs::read_to_string(&path)
+                    .expect("config")
+                    .contains(reference)
+            );
+            // Out of the config by hand: the install record stays behind.
+            host.apply(switchboard::ChangeRequest::new(
+                switchboard::Change::Remove {
+                    server: "github".to_owned(),
+                },
+                switchboard::Surface::Library,
+            ))
+            .await
+            .expect("removed");
+            let second =
+                finished(&host, install_with_token("io.example/github", "tok-second")).await;
+            assert_eq!(second.state, State::Completed, "{second:#?}");
+            assert!(key_of("tok-second").is_some(), "{}", secrets());
+            assert_eq!(key_of("tok-first"), None);
+            let text = std::fs::read_to_string(&path).expect("config");
+            assert!(text.contains(reference), "{text}");
+            let installed = host
+                .manager()
+                .expect("manager")
+                .installed()
+                .expect("installs");
+            assert_eq!(installed.len(), 1, "{installed:?}");
+            assert_eq!(installed[0].operation, second.id);
+            assert_eq!(installed[0].secrets.len(), 1, "{installed:?}");
+            host.shutdown().await;
+        },
+    );
+}
+
 /// Writes an install record of `server` whose directory is `dir`, as a hand edit of the
 /// operations database, or another replica on PostgreSQL, could.
 fn record(database: &Path, server: &str, dir: &Path) {

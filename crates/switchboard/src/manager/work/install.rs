@@ -1,9 +1,9 @@
 //! An install: look the server up, resolve its `server.json` (the command line is a step
-//! before anything runs), wait for its inputs, install it into `install_dir/SERVER` (each
-//! step within `[manager] step_timeout`), then vet and add it like any entry (`Job::add`).
-//! A failure or a cancel after the install removes the directory again. Only
-//! `install_dir/SERVER` is ever removed ([`is_install_dir`]), whatever an install record
-//! says.
+//! before anything runs), clear a stale install of the same server id, wait for its inputs,
+//! install it into `install_dir/SERVER` (each step within `[manager] step_timeout`), then
+//! vet and add it like any entry (`Job::add`). A failure or a cancel after the install
+//! removes the directory again. Only `install_dir/SERVER` is ever removed
+//! ([`is_install_dir`]), whatever an install record says.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -229,7 +229,6 @@ impl Job<'_> {
         activation: Activation,
     ) -> Outcome {
         let server_id = server_id.to_owned();
-        let values = self.inputs(&server_id, resolution, values.clone()).await?;
         let root = install_root(self.settings)?;
         let dir = root.join(&server_id);
         if !is_install_dir(&root, &server_id, &dir) {
@@ -237,7 +236,10 @@ impl Job<'_> {
                 "'{server_id}' cannot name a directory of the manager's"
             )));
         }
+        // Before the inputs: the earlier install's secrets are under the keys this one's
+        // take, so they go first, and never a key given for this operation.
         self.clear_stale_install(&server_id, &root).await?;
+        let values = self.inputs(&server_id, resolution, values.clone()).await?;
         if dir.exists() {
             // Left by a run that died mid-install: nothing refers to it.
             remove_dir(&dir).await.map_err(failed)?;
@@ -306,7 +308,8 @@ impl Job<'_> {
 
     /// Clears the record of an earlier install of `server`, taken out of the config since by
     /// hand or by `servers remove` (a configured one was refused): its directory, when it is
-    /// `root/SERVER`, and its secrets.
+    /// `root/SERVER`, and its secrets — except those given for this operation, which are
+    /// under the same keys.
     async fn clear_stale_install(&self, server: &str, root: &Path) -> Result<(), WorkError> {
         let Some(stale) = self.manager.installed_server(server).map_err(failed)? else {
             return Ok(());
@@ -327,7 +330,13 @@ impl Job<'_> {
                 ),
             );
         }
-        inputs::forget_secrets(&stale.secrets);
+        let owned = self.manager.owned_secrets(self.id);
+        let theirs: Vec<String> = stale
+            .secrets
+            .into_iter()
+            .filter(|key| !owned.contains(key))
+            .collect();
+        inputs::forget_secrets(&theirs);
         self.manager.forget_install(server).map_err(failed)
     }
 
