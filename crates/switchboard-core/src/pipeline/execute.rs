@@ -21,8 +21,12 @@ pub(crate) async fn execute(
     let server = &entry.spec.server;
     let Some(upstream) = upstreams.upstream(server) else {
         let outcome = ToolOutcome::error(format!("server '{server}' is not connected"));
-        return Fate::new(Ok(outcome), CallStatus::UpstreamDown);
+        return Fate::unsent(Ok(outcome), CallStatus::UpstreamDown);
     };
+    // Cancelled before it got here (while it waited for an approval or a slot): never sent.
+    if ctx.cancel.is_cancelled() {
+        return Fate::unsent(Err(CallError::Cancelled), CallStatus::Cancelled);
+    }
     // A task's call is bounded by the task's TTL (its runner cancels it then), not by the
     // tool's deadline: a task exists for calls longer than that.
     let deadline = if ctx.caller.as_ref().is_some_and(|caller| caller.is_task()) {

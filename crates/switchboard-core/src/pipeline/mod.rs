@@ -66,11 +66,32 @@ pub enum CallError {
 pub(crate) struct Fate {
     pub(crate) result: Result<ToolOutcome, CallError>,
     pub(crate) status: CallStatus,
+    /// Whether the call was sent to its server (a call that was not costs nothing).
+    pub(crate) sent: bool,
 }
 
 impl Fate {
     pub(crate) fn new(result: Result<ToolOutcome, CallError>, status: CallStatus) -> Self {
-        Self { result, status }
+        Self {
+            result,
+            status,
+            sent: true,
+        }
+    }
+
+    /// The fate of a call that never reached its server.
+    pub(crate) fn unsent(result: Result<ToolOutcome, CallError>, status: CallStatus) -> Self {
+        Self {
+            result,
+            status,
+            sent: false,
+        }
+    }
+
+    /// Whether the call is priced: it reached its server, and its result did not come from
+    /// the cache.
+    fn priced(&self) -> bool {
+        self.sent && !self.result.as_ref().is_ok_and(envelope::served_from_cache)
     }
 }
 
@@ -290,8 +311,14 @@ impl Pipeline {
         let started = self.clock.now();
         let mut fate = execute::execute(upstreams, entry, arguments, ctx).await;
         drop(admission);
-        let cost = governance.cost_of(entry, self.clock.now().saturating_duration_since(started));
-        governance.charge(ctx, cost);
+        let cost = if fate.priced() {
+            governance.cost_of(entry, self.clock.now().saturating_duration_since(started))
+        } else {
+            0.0
+        };
+        if cost > 0.0 {
+            governance.charge(ctx, cost);
+        }
         if let (Some(call), Ok(outcome)) = (&hooked, &mut fate.result) {
             let started = self.clock.wall();
             let withheld = hooks::run_after(hooks, call, outcome).await;

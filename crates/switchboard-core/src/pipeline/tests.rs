@@ -475,6 +475,47 @@ async fn limits_refuse_with_a_readable_error_and_costs_are_charged() {
     assert_eq!(costs, [1.0, 0.0, 1.0, 0.0], "refused calls cost nothing");
 }
 
+#[tokio::test(start_paused = true)]
+async fn a_call_that_never_reached_its_server_costs_nothing() {
+    use std::collections::HashMap;
+
+    use crate::limits::{CostModel, Limits, Quota};
+    let quotas = HashMap::from([("npc".to_owned(), Quota::new(1.0, Duration::from_secs(3600)))]);
+    let governance = Governance {
+        limits: Limits::new(HashMap::new(), quotas),
+        costs: HashMap::from([(
+            "s".into(),
+            HashMap::from([(
+                "*".into(),
+                CostModel {
+                    fixed: 1.0,
+                    per_second: 0.0,
+                },
+            )]),
+        )]),
+        ..Governance::default()
+    };
+    let mut fixture = Fixture::governed(governance);
+    let npc = CallContext::default().with_agent("npc");
+    // The server is not connected: twice, and the budget of one call is still whole.
+    fixture.directory = Directory(None);
+    for _ in 0..2 {
+        let down = fixture
+            .call(&npc, "s__echo", json!({"text": "a"}))
+            .await
+            .expect("a tool error");
+        assert!(down.is_error);
+        assert_eq!(down.call.as_ref().expect("the envelope").cost, 0.0);
+    }
+    fixture.directory = Directory(Some(Arc::new(Scripted)));
+    let ran = fixture
+        .call(&npc, "s__echo", json!({"text": "b"}))
+        .await
+        .expect("ok");
+    assert!(!ran.is_error, "{}", ran.text_content());
+    assert_eq!(ran.call.as_ref().expect("the envelope").cost, 1.0);
+}
+
 /// A scripted hook: denies `s__progress`, rewrites echo's text, upper-cases echo results,
 /// and fails on `s__down`.
 struct Scripted2 {
