@@ -7,7 +7,8 @@
 //! trip ([`allowance`]; never more than the limit). A cap is a sorted set of leases scored by expiry; the
 //! leases a replica holds are renewed together every [`LEASE`]/3 (`renew.lua`, one round
 //! trip), each is removed when its call ends, and a dead replica's leases expire on their
-//! own after [`LEASE`].
+//! own after [`LEASE`]. A renewal adds a lease that is gone, so the leases of running calls
+//! come back within [`LEASE`]/3 after a Redis restart or failover lost them.
 //!
 //! Keys: `switchboard:{deployment}:rate:<scope>` and `…:lease:<scope>` (the braces are a
 //! Redis Cluster hash tag: one deployment's keys share a slot, so a script may touch them
@@ -437,7 +438,31 @@ async fn renew_leases(inner: std::sync::Weak<Inner>, lease: Duration, stop: Canc
         if let Ok(Err(error)) = tokio::time::timeout(COMMAND_TIMEOUT, renewed).await {
             tracing::debug!(target: "switchboard::shared", "leases not renewed: {error}");
         }
+        release_again_if_dropped(&strong, held).await;
     }
+}
+
+/// Removes again the leases of `renewed` whose calls ended while their renewal was on its
+/// way: the renewal adds a lease that is gone, so one landing after the release (a script
+/// loaded again after a Redis restart runs after it) would hold a slot for a lease length.
+async fn release_again_if_dropped(inner: &Inner, renewed: Vec<(String, String)>) {
+    let ended: Vec<(String, String)> = {
+        let held = lock(&inner.held);
+        renewed
+            .into_iter()
+            .filter(|(_, member)| !held.contains_key(member))
+            .collect()
+    };
+    if ended.is_empty() {
+        return;
+    }
+    let mut release = redis::pipe();
+    for (key, member) in &ended {
+        release.cmd("ZREM").arg(key).arg(member).ignore();
+    }
+    let mut connection = inner.connection.clone();
+    let released = release.query_async::<()>(&mut connection);
+    let _ = tokio::time::timeout(COMMAND_TIMEOUT, released).await;
 }
 
 fn micros(duration: Duration) -> u64 {

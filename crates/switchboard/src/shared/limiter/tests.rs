@@ -202,6 +202,60 @@ async fn a_lease_is_renewed_while_its_call_runs() {
     drop(held);
 }
 
+/// A Redis restart or failover loses every lease; the replica's next renewal puts back those
+/// of the calls still running, so a cap never admits past itself afterwards.
+#[tokio::test]
+async fn a_lease_lost_with_its_key_is_put_back_by_the_renewal() {
+    let redis = Redis::start();
+    let lease = Duration::from_millis(300);
+    let a = RedisLimiter::with_lease(&redis.url(), "t", lease).expect("limiter");
+    let b = RedisLimiter::with_lease(&redis.url(), "t", lease).expect("limiter");
+    let checks = agent(LimitSpec {
+        max_concurrent: Some(1),
+        ..CAP
+    });
+    let held = verdict(&a, &checks).await;
+    assert!(admitted(&held));
+    redis.cli(&["FLUSHALL"]);
+    // One renewal (every lease/3) later, with room to spare.
+    tokio::time::sleep(lease / 3 * 2).await;
+    let lost = format!("{}lease:agent:a", a.inner.prefix);
+    assert_eq!(redis.cli(&["ZCARD", &lost]).trim(), "1", "the lease is back");
+    assert!(
+        matches!(verdict(&b, &checks).await, SharedVerdict::Busy { .. }),
+        "the running call still counts against the cap"
+    );
+    drop(held);
+}
+
+/// A renewal that lands after its call's release (a script loaded again after a Redis
+/// restart runs after the release) is undone: no lease outlives its call.
+#[tokio::test]
+async fn a_lease_renewed_after_its_release_is_removed_again() {
+    let redis = Redis::start();
+    let a = RedisLimiter::connect(&redis.url(), "t").expect("limiter");
+    let checks = agent(LimitSpec {
+        max_concurrent: Some(1),
+        ..CAP
+    });
+    let held = verdict(&a, &checks).await;
+    let renewed: Vec<(String, String)> = lock(&a.inner.held)
+        .iter()
+        .flat_map(|(member, keys)| keys.iter().map(|key| (key.clone(), member.clone())))
+        .collect();
+    drop(held);
+    let (key, member) = renewed.first().cloned().expect("one lease");
+    let started = Instant::now();
+    while redis.cli(&["ZCARD", &key]).trim() != "0" {
+        assert!(started.elapsed() < Duration::from_secs(2), "released");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // The late renewal.
+    redis.cli(&["ZADD", &key, "99999999999999999", &member]);
+    release_again_if_dropped(&a.inner, renewed).await;
+    assert_eq!(redis.cli(&["ZCARD", &key]).trim(), "0");
+}
+
 #[tokio::test]
 async fn an_outage_is_reported_at_once_and_redis_coming_back_is_noticed() {
     let mut redis = Redis::start();
