@@ -17,9 +17,11 @@
 //! replica then answers the same. An owner with a heartbeat but no subscriber may be
 //! subscribing again (its connection was lost, Redis restarted): its task is failed only
 //! once reads have found it so for [`RESUBSCRIBE_GRACE`] on the Redis clock (the grace the
-//! answers routed to a replica get), and answered as it stands meanwhile. The owner's write
-//! renews its heartbeat too, so a record written just after a restart does not make it look
-//! gone. `tasks/cancel` on another replica is published to the
+//! answers routed to a replica get), and answered as it stands meanwhile. An owner with no
+//! heartbeat at all gets [`UNBEATEN_GRACE`] the same way: a Redis restart or failover loses
+//! every heartbeat key while the replicas live, and the owner's next beat finds its tasks
+//! still working. The owner's write renews its heartbeat too, so a record written just after
+//! a restart does not make it look gone. `tasks/cancel` on another replica is published to the
 //! owner's own channel ([`TaskCommand`]), in the script that checks it lives.
 //!
 //! Each write also publishes [`SharedEvent::TaskChanged`] on the event bus (the task's fields
@@ -38,8 +40,15 @@ use switchboard_core::limits::WhenUnreachable;
 use switchboard_core::task::{TaskEnd, TaskOwner, TaskStatus, TaskView};
 
 use super::bounded::Bounded;
-use super::events::{EventBus, HEARTBEAT_LIFE, RESUBSCRIBE_GRACE, SharedEvent};
+use super::events::{EventBus, HEARTBEAT_EVERY, HEARTBEAT_LIFE, RESUBSCRIBE_GRACE, SharedEvent};
 use super::limiter::SharedError;
+
+/// How long reads give an owner with no heartbeat before they fail its tasks: its key may
+/// have been lost (a Redis restart or failover, an eviction) while it lives, and its next
+/// beat — one [`HEARTBEAT_EVERY`] while its subscription held, the first of a new one within
+/// [`RESUBSCRIBE_GRACE`] — comes within this. A machine gone silent has no heartbeat
+/// [`HEARTBEAT_LIFE`] after its last beat, and its tasks fail this much later.
+pub const UNBEATEN_GRACE: Duration = HEARTBEAT_EVERY.saturating_add(RESUBSCRIBE_GRACE);
 
 /// A command to the replica that runs a task, sent on its own channel.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -113,8 +122,9 @@ pub struct Found {
     pub replica: String,
     /// A cancel was delivered to the owner (only [`SharedTasks::cancel`] sets it).
     pub asked: bool,
-    /// Its owner has a heartbeat but no subscription: subscribing again, or dead — the task
-    /// is failed once that lasted the grace, so a waiter reads it again soon.
+    /// Its owner is not found alive (a heartbeat but no subscription, or no heartbeat):
+    /// subscribing again, its heartbeat lost with Redis, or dead — the task is failed once
+    /// that lasted the grace, so a waiter reads it again soon.
     pub unheard: bool,
 }
 
@@ -192,6 +202,15 @@ pub fn status_of(status: &str) -> Option<TaskStatus> {
 
 fn millis(time: SystemTime) -> u64 {
     time.duration_since(UNIX_EPOCH).map_or(0, duration_ms)
+}
+
+/// Adds the liveness check's arguments (`scripts::READ_FN`'s `grace`, `unbeaten` and
+/// `stale`) to a script's invocation.
+fn liveness(invocation: &mut redis::ScriptInvocation<'_>) {
+    invocation
+        .arg(duration_ms(RESUBSCRIBE_GRACE))
+        .arg(duration_ms(UNBEATEN_GRACE))
+        .arg(duration_ms(HEARTBEAT_LIFE));
 }
 
 fn duration_ms(duration: Duration) -> u64 {
@@ -390,9 +409,8 @@ impl SharedTasks {
         let mut invocation = self.read.prepare_invoke();
         invocation
             .key(format!("{}{id}", self.owner_prefix(digest)))
-            .arg(&self.prefix)
-            .arg(duration_ms(RESUBSCRIBE_GRACE))
-            .arg(duration_ms(HEARTBEAT_LIFE));
+            .arg(&self.prefix);
+        liveness(&mut invocation);
         let found: Option<Fields> = self.redis.invoke(invocation).await?;
         Ok(found.and_then(Fields::found))
     }
@@ -405,9 +423,8 @@ impl SharedTasks {
         invocation
             .key(self.set_key(&digest))
             .arg(&self.prefix)
-            .arg(&owner_prefix)
-            .arg(duration_ms(RESUBSCRIBE_GRACE))
-            .arg(duration_ms(HEARTBEAT_LIFE));
+            .arg(&owner_prefix);
+        liveness(&mut invocation);
         let found: Vec<Fields> = self.redis.invoke(invocation).await?;
         Ok(found
             .into_iter()
@@ -449,9 +466,8 @@ impl SharedTasks {
         invocation
             .key(format!("{}{id}", self.owner_prefix(digest)))
             .arg(&self.prefix)
-            .arg(command)
-            .arg(duration_ms(RESUBSCRIBE_GRACE))
-            .arg(duration_ms(HEARTBEAT_LIFE));
+            .arg(command);
+        liveness(&mut invocation);
         let found: Option<Fields> = self.redis.invoke(invocation).await?;
         Ok(found.and_then(Fields::found))
     }

@@ -220,7 +220,11 @@ async fn a_lease_lost_with_its_key_is_put_back_by_the_renewal() {
     // One renewal (every lease/3) later, with room to spare.
     tokio::time::sleep(lease / 3 * 2).await;
     let lost = format!("{}lease:agent:a", a.inner.prefix);
-    assert_eq!(redis.cli(&["ZCARD", &lost]).trim(), "1", "the lease is back");
+    assert_eq!(
+        redis.cli(&["ZCARD", &lost]).trim(),
+        "1",
+        "the lease is back"
+    );
     assert!(
         matches!(verdict(&b, &checks).await, SharedVerdict::Busy { .. }),
         "the running call still counts against the cap"

@@ -12,22 +12,20 @@
 use serde::{Deserialize, Serialize};
 use switchboard_core::task::{TaskOwner, TaskView};
 
-use super::{
-    Fields, Found, HEARTBEAT_LIFE, RESUBSCRIBE_GRACE, Record, SharedTasks, TaskCommand, duration_ms,
-};
+use super::{Fields, Found, Record, SharedTasks, TaskCommand, liveness};
 
 /// How many of the deployment's newest tasks its set keeps (the write trims the rest): a
 /// bound on what a deployment that never opens the console holds for it.
 pub const KEPT: usize = 10_000;
 
-/// `KEYS[1]` the deployment's set; `ARGV[1]` the prefix, `ARGV[2]` and `ARGV[3]` as `READ`'s,
-/// `ARGV[4]` how many. The newest records with their caller appended; entries whose record
+/// `KEYS[1]` the deployment's set; `ARGV[1]` the prefix, `ARGV[2]` to `ARGV[4]` as `READ`'s,
+/// `ARGV[5]` how many. The newest records with their caller appended; entries whose record
 /// expired leave the set.
 pub(super) const ALL: &str = r"
 local out = {}
-for _, member in ipairs(redis.call('ZREVRANGE', KEYS[1], 0, tonumber(ARGV[4]) - 1)) do
+for _, member in ipairs(redis.call('ZREVRANGE', KEYS[1], 0, tonumber(ARGV[5]) - 1)) do
   local key = ARGV[1] .. 'task:' .. member
-  local found = read(key, ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]))
+  local found = read(key, ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]))
   if found then
     found[7] = redis.call('HGET', key, 'owner') or false
     out[#out + 1] = found
@@ -82,12 +80,9 @@ impl SharedTasks {
     /// failed first, as on any read).
     pub async fn all(&self, limit: usize) -> Result<Vec<OperatorTask>, String> {
         let mut invocation = self.all.prepare_invoke();
-        invocation
-            .key(self.all_key())
-            .arg(&self.prefix)
-            .arg(duration_ms(RESUBSCRIBE_GRACE))
-            .arg(duration_ms(HEARTBEAT_LIFE))
-            .arg(limit.max(1));
+        invocation.key(self.all_key()).arg(&self.prefix);
+        liveness(&mut invocation);
+        invocation.arg(limit.max(1));
         let rows: Vec<Fields> = self.redis.invoke(invocation).await?;
         Ok(rows
             .into_iter()

@@ -5,11 +5,13 @@
 /// The Lua that decides whether a task still working has an owner: `owner(prefix, replica)`
 /// says `alive` (its heartbeat key is there and its channel has a subscriber), `unheard` (a
 /// heartbeat but no subscriber: dead, or subscribing again after a lost connection or a
-/// Redis restart) or `gone` (no heartbeat). Then `read(key, prefix, grace, stale)`: the
-/// record's fields, the task marked failed first when its owner is gone, or has been unheard
-/// for `grace` ms on the Redis clock (the first read that finds it unheard notes when, in
-/// `unheard_ms`; a note older than `stale` ms is from an earlier time and starts again), nil
-/// when there is no record.
+/// Redis restart) or `gone` (no heartbeat: its machine went silent, or the key was lost in a
+/// Redis restart or failover while it lives). Then `read(key, prefix, grace, unbeaten,
+/// stale)`: the record's fields, the task marked failed first when its owner has been
+/// unheard for `grace` ms, or gone for `unbeaten` ms, on the Redis clock (the first read that
+/// finds it not alive notes when, in `unheard_ms`; a note older than `stale` ms is from an
+/// earlier time and starts again; a read that finds it alive drops the note), nil when there
+/// is no record.
 pub(super) const READ_FN: &str = r"
 local function owner(prefix, replica)
   if redis.call('EXISTS', prefix .. 'alive:' .. replica) == 0 then return 'gone' end
@@ -20,7 +22,7 @@ end
 local function terminal(status)
   return status == 'completed' or status == 'failed' or status == 'cancelled'
 end
-local function read(key, prefix, grace, stale)
+local function read(key, prefix, grace, unbeaten, stale)
   local f = redis.call('HMGET', key, 'status', 'replica', 'record', 'gone', 'gone_ms', 'unheard_ms')
   if not f[3] then return nil end
   local state = 'asked'
@@ -33,14 +35,14 @@ local function read(key, prefix, grace, stale)
     else
       local t = redis.call('TIME')
       local ms = t[1] .. string.format('%03d', math.floor(tonumber(t[2]) / 1000))
-      if found == 'unheard' then
-        local since = tonumber(f[6] or '')
-        if not since or tonumber(ms) - since > stale then
-          redis.call('HSET', key, 'unheard_ms', ms)
-          state = 'waiting'
-        elseif tonumber(ms) - since < grace then
-          state = 'waiting'
-        end
+      local since = tonumber(f[6] or '')
+      local allowed = grace
+      if found == 'gone' then allowed = unbeaten end
+      if not since or tonumber(ms) - since > stale then
+        redis.call('HSET', key, 'unheard_ms', ms)
+        state = 'waiting'
+      elseif tonumber(ms) - since < allowed then
+        state = 'waiting'
       end
       if state ~= 'waiting' then
         local why = 'the replica that ran this task (' .. f[2] .. ') is gone'
@@ -54,28 +56,30 @@ local function read(key, prefix, grace, stale)
 end
 ";
 
-/// `KEYS[1]` the record; `ARGV[1]` the prefix, `ARGV[2]` the grace, `ARGV[3]` how old an
-/// unheard note is stale (ms). The record (see `READ_FN`) or nil.
-pub(super) const READ: &str = "return read(KEYS[1], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]))";
+/// `KEYS[1]` the record; `ARGV[1]` the prefix, `ARGV[2]` the grace of an unheard owner,
+/// `ARGV[3]` that of an owner without heartbeat, `ARGV[4]` how old a note is stale (ms). The
+/// record (see `READ_FN`) or nil.
+pub(super) const READ: &str =
+    "return read(KEYS[1], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]))";
 
 /// `KEYS[1]` the caller's set; `ARGV[1]` the prefix, `ARGV[2]` the caller's record prefix,
-/// `ARGV[3]` and `ARGV[4]` as `READ`'s. Every record of the caller, newest first; ids whose
+/// `ARGV[3]` to `ARGV[5]` as `READ`'s `ARGV[2]` to `ARGV[4]`. Every record of the caller, newest first; ids whose
 /// record expired leave the set.
 pub(super) const LIST: &str = r"
 local out = {}
 for _, id in ipairs(redis.call('ZREVRANGE', KEYS[1], 0, -1)) do
-  local found = read(ARGV[2] .. id, ARGV[1], tonumber(ARGV[3]), tonumber(ARGV[4]))
+  local found = read(ARGV[2] .. id, ARGV[1], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]))
   if found then out[#out + 1] = found else redis.call('ZREM', KEYS[1], id) end
 end
 return out
 ";
 
 /// `KEYS[1]` the record; `ARGV[1]` the prefix, `ARGV[2]` the command for its owner,
-/// `ARGV[3]` and `ARGV[4]` as `READ`'s. The record as `READ` gives it; its last field says
+/// `ARGV[3]` to `ARGV[5]` as `READ`'s `ARGV[2]` to `ARGV[4]`. The record as `READ` gives it; its last field says
 /// `asked` when the owner was sent the command (it lives and the task still works),
 /// `waiting` or `unheard` when the owner could not hear it now.
 pub(super) const SEND: &str = r"
-local found = read(KEYS[1], ARGV[1], tonumber(ARGV[3]), tonumber(ARGV[4]))
+local found = read(KEYS[1], ARGV[1], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]))
 if found and found[6] == 'asked' then
   if redis.call('PUBLISH', ARGV[1] .. 'replica:' .. found[5], ARGV[2]) == 0 then
     found[6] = 'unheard'

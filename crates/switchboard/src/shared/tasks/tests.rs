@@ -173,6 +173,81 @@ async fn a_running_task_is_not_failed_while_its_owner_subscribes_again_after_a_r
     );
 }
 
+/// The owner's heartbeat key, as a test deletes it behind the replicas' backs.
+fn heartbeat_key(replica: &SharedTasks) -> String {
+    format!("{}alive:{}", replica.prefix, replica.replica())
+}
+
+/// A Redis failover or restart with persistence can keep the records and lose the
+/// heartbeats of replicas that live: the owner's next beat comes before its tasks fail.
+#[tokio::test]
+async fn a_running_task_is_not_failed_while_its_owners_lost_heartbeat_comes_back() {
+    let redis = Redis::start();
+    let (a, b) = (replica(&redis), replica(&redis));
+    alive(&a).await;
+    let alice = owner("alice");
+    a.write(&alice, "slow", &working("t1"))
+        .await
+        .expect("written");
+    let heartbeat = heartbeat_key(&a);
+    redis.cli(&["DEL", &heartbeat]);
+    let started = std::time::Instant::now();
+    let mut unbeaten_reads = 0;
+    while started.elapsed() < UNBEATEN_GRACE * 2 {
+        let unbeaten = redis.cli(&["EXISTS", &heartbeat]).trim() == "0";
+        let found = b.get(&alice, "t1").await.expect("read").expect("found");
+        assert_eq!(
+            found.view.status,
+            TaskStatus::Working,
+            "{:?} after the heartbeat was lost",
+            started.elapsed()
+        );
+        if unbeaten {
+            unbeaten_reads += 1;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(unbeaten_reads > 0, "no read fell before the next beat");
+    let found = b.cancel(&alice, "t1").await.expect("cancel");
+    assert!(
+        found.is_some_and(|found| found.asked),
+        "the cancel reached it"
+    );
+}
+
+/// An owner with no heartbeat that never beats again has its tasks failed, after the grace.
+#[tokio::test]
+async fn a_task_whose_owner_has_no_heartbeat_is_failed_after_the_grace() {
+    let redis = Redis::start();
+    let (a, b) = (replica(&redis), replica(&redis));
+    alive(&a).await;
+    let alice = owner("alice");
+    a.write(&alice, "slow", &working("t1"))
+        .await
+        .expect("written");
+    let heartbeat = heartbeat_key(&a);
+    drop(a);
+    redis.cli(&["DEL", &heartbeat]);
+    let started = std::time::Instant::now();
+    loop {
+        let found = b.get(&alice, "t1").await.expect("read").expect("found");
+        if found.view.status == TaskStatus::Failed {
+            break;
+        }
+        assert!(found.unheard, "a waiter is told to read again soon");
+        assert!(
+            started.elapsed() < UNBEATEN_GRACE + Duration::from_secs(1),
+            "never failed"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        started.elapsed() >= UNBEATEN_GRACE - Duration::from_millis(50),
+        "failed after {:?}, within the grace",
+        started.elapsed()
+    );
+}
+
 /// The next command a replica hears, within 2 s.
 async fn next(commands: &mut tokio::sync::broadcast::Receiver<TaskCommand>) -> TaskCommand {
     tokio::time::timeout(Duration::from_secs(2), commands.recv())
