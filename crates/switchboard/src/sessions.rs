@@ -86,6 +86,23 @@ impl SessionState {
         changed
     }
 
+    /// This copy as shared state, when it was shared (taken from Redis or the bus, or changed
+    /// there) and holds anything (`None`: nothing to write back; what a replica kept alone
+    /// while Redis was down, under `fail_open`, never was shared and stays its own).
+    pub(crate) fn held(&self) -> Option<SessionRecord> {
+        if self.shared_version == 0 {
+            return None;
+        }
+        let record = SessionRecord {
+            version: self.shared_version,
+            categories: self.loaded.clone(),
+            read_more: self.read_more_listed,
+            tier: self.tier.clone(),
+            resources: self.resources.clone(),
+        };
+        (!record.is_blank()).then_some(record)
+    }
+
     /// Takes the shared state `record` unless this copy is of a later version; whether the
     /// session's state changed (it is told if so).
     pub(crate) fn adopt(&mut self, record: &SessionRecord) -> bool {

@@ -122,3 +122,28 @@ async fn a_loaded_category_follows_the_session_and_fail_open_keeps_it_here_while
     assert!(!loaded.text_content().contains("only"), "{loaded:?}");
     listed_within_a_second(&b, &two, true).await;
 }
+
+/// A Redis restart loses the sessions' state while the replicas hold it: the first replica
+/// that serves the session after it writes its copy back, so a replica that never held the
+/// session finds it whole.
+#[tokio::test]
+async fn a_session_state_lost_in_a_redis_restart_is_written_back_by_a_replica_holding_it() {
+    let mut redis = Redis::start();
+    let (a, b) = (replica(&redis).await, replica(&redis).await);
+    let one = session("s1");
+    load(&a, &one).await;
+    listed_within_a_second(&b, &one, true).await;
+
+    redis.restart();
+    let c = replica(&redis).await;
+    let started = Instant::now();
+    // B's next requests read the session again once its bus subscribed again.
+    while !lists_roll(&c, &one).await {
+        assert!(lists_roll(&b, &one).await, "B keeps its copy");
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "the session's state never came back"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

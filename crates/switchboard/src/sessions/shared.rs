@@ -6,7 +6,9 @@
 //!
 //! A session's copy is read from Redis on its first request on this replica and again once
 //! after every new bus epoch (the bus may have missed a change meanwhile); in between, its
-//! requests ask Redis nothing. While Redis does not answer, listings and calls go on with the
+//! requests ask Redis nothing. When Redis lost the session's state (a restart or failover)
+//! and this replica holds some, the read writes the copy back, and a change carries it to
+//! be written back first: a change after the loss never stands for the whole state. While Redis does not answer, listings and calls go on with the
 //! copy held here (these are presentation and latency choices, not permissions: the view
 //! never depends on them), and `[shared] redis_unavailable` decides for changes: `fail_open`
 //! applies them here alone and says so, `fail_closed` refuses them saying why.
@@ -62,12 +64,23 @@ impl Host {
         // Registered before the question, so a change heard meanwhile is not lost.
         sessions.with(caller, |state| state.digest = Some(digest));
         sessions.share(digest, key);
-        if let Ok(record) = shared.read(&digest).await {
-            sessions.with(caller, |state| {
-                state.adopt(&record);
-                state.synced_epoch = epoch;
-            });
+        let Ok(mut record) = shared.read(&digest).await else {
+            return;
+        };
+        if record.version == 0
+            && let Some(held) = sessions.with(caller, |state| state.held())
+        {
+            // Redis lost the session's state (a restart or failover) while this copy holds
+            // it: written back, so replicas that read it next find it whole.
+            match shared.restore(&digest, &held).await {
+                Ok(restored) => record = restored,
+                Err(_) => return,
+            }
         }
+        sessions.with(caller, |state| {
+            state.adopt(&record);
+            state.synced_epoch = epoch;
+        });
     }
 
     /// Applies `change` to the caller's session state: in Redis first when it is shared.
@@ -88,7 +101,8 @@ impl Host {
         let digest = session_digest(&key);
         sessions.with(caller, |state| state.digest = Some(digest));
         sessions.share(digest, key);
-        match shared.change(&digest, change).await {
+        let held = sessions.with(caller, |state| state.held());
+        match shared.change(&digest, change, held.as_ref()).await {
             Ok(done) => {
                 sessions.with(caller, |state| state.adopt(&done.record));
                 Ok(Applied {

@@ -18,8 +18,12 @@
 //!
 //! Every change runs one script that changes the hash, bumps its version and, when something
 //! changed, publishes [`SharedEvent::SessionChanged`] with the whole new state on the event
-//! bus in the same step: replicas holding the session take it as they hear it, so a session's
-//! requests ask Redis only on their first request on a replica and once after each new
+//! bus in the same step. A Redis restart or failover may lose the hash while replicas hold
+//! the session: a change carries the replica's copy, which the script writes back first when
+//! the hash has no version (and a replica that reads no state while it holds some writes it
+//! back, [`SharedSessions::restore`]), so a change after the loss never stands for the whole
+//! state. Replicas holding the session take what is published as they hear it, so a
+//! session's requests ask Redis only on their first request on a replica and once after each new
 //! [`EventBus::epoch`] (`crate::sessions`' shared side does the asking).
 //!
 //! Commands are bounded (`shared::bounded`: 500 ms each, none for 250 ms after a failure);
@@ -49,11 +53,22 @@ pub const REST_LIFE: Duration = Duration::from_secs(600);
 pub const MAX_SHARED_REST: usize = 4 * 1024 * 1024;
 
 /// `KEYS[1]` the session's hash; `ARGV`: the change (`load`, `unload`, `read_more`, `tier`,
-/// `subscribe`, `unsubscribe`), its value (a category, a tier, `''` to clear the tier, a URI), the hash's life (ms), the events
-/// channel (`''`: none), this replica's name, the session's digest. Returns how many fields
-/// changed and the hash's fields after the change.
+/// `subscribe`, `unsubscribe`, or `restore` alone), its value (a category, a tier, `''` to
+/// clear the tier, a URI), the hash's life (ms), the events channel (`''`: none), this
+/// replica's name, the session's digest, then the state the replica holds: its version and
+/// its fields, name and value (none: it holds nothing). A hash without a version lost the
+/// session's state (a Redis restart or failover): the held fields are written back before
+/// the change, which then applies to the whole state. Returns how many fields the change
+/// itself changed and the hash's fields after it.
 const CHANGE: &str = r#"
 local key, op, value = KEYS[1], ARGV[1], ARGV[2]
+local restored = 0
+if #ARGV > 7 and redis.call('HEXISTS', key, 'v') == 0 then
+  for i = 8, #ARGV - 1, 2 do
+    restored = restored + redis.call('HSETNX', key, ARGV[i], ARGV[i + 1])
+  end
+  if restored > 0 then redis.call('HSET', key, 'v', ARGV[7]) end
+end
 local changed = 0
 if op == 'load' then
   changed = redis.call('HSETNX', key, 'c:' .. value, 1)
@@ -79,7 +94,7 @@ elseif op == 'tier' then
     changed = 1
   end
 end
-if changed > 0 then
+if changed + restored > 0 then
   local t = redis.call('TIME')
   local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
   local last = tonumber(redis.call('HGET', key, 'v') or '0')
@@ -87,7 +102,7 @@ if changed > 0 then
 end
 if redis.call('EXISTS', key) == 1 then redis.call('PEXPIRE', key, ARGV[3]) end
 local fields = redis.call('HGETALL', key)
-if changed > 0 and ARGV[4] ~= '' then
+if changed + restored > 0 and ARGV[4] ~= '' then
   local categories, resources, read_more, tier, version = {}, {}, 'false', 'null', '0'
   for i = 1, #fields, 2 do
     local field, x = fields[i], fields[i + 1]
@@ -151,6 +166,33 @@ impl SessionRecord {
             }
         }
         record
+    }
+}
+
+impl SessionRecord {
+    /// Whether it holds nothing a session changed (its version aside).
+    pub fn is_blank(&self) -> bool {
+        self.categories.is_empty()
+            && !self.read_more
+            && self.tier.is_none()
+            && self.resources.is_empty()
+    }
+
+    /// The hash's fields of the record (as [`SessionRecord::of_fields`] reads them), its
+    /// version aside.
+    fn fields(&self) -> Vec<(String, &str)> {
+        let categories = self
+            .categories
+            .iter()
+            .map(|name| (format!("c:{name}"), "1"));
+        let resources = self.resources.iter().map(|uri| (format!("r:{uri}"), "1"));
+        let read_more = self.read_more.then(|| ("read_more".to_owned(), "1"));
+        let tier = self.tier.as_deref().map(|tier| ("tier".to_owned(), tier));
+        categories
+            .chain(resources)
+            .chain(read_more)
+            .chain(tier)
+            .collect()
     }
 }
 
@@ -262,13 +304,38 @@ impl SharedSessions {
     }
 
     /// Applies `change` to the session's shared state, and tells the other replicas when it
-    /// changed anything.
+    /// changed anything. `held`: this replica's copy, written back first when Redis lost the
+    /// session's state (a restart or failover), so the change does not stand for all of it.
     pub async fn change(
         &self,
         session: &SessionDigest,
         change: SessionChange<'_>,
+        held: Option<&SessionRecord>,
     ) -> Result<Changed, String> {
         let (op, value) = change.parts();
+        self.run_change(session, op, value, held).await
+    }
+
+    /// Writes `held`, this replica's copy, back when Redis has no state of the session (lost
+    /// in a restart or failover), and tells the other replicas; the state Redis then holds.
+    pub async fn restore(
+        &self,
+        session: &SessionDigest,
+        held: &SessionRecord,
+    ) -> Result<SessionRecord, String> {
+        let done = self.run_change(session, "restore", "", Some(held)).await?;
+        Ok(done.record)
+    }
+
+    /// Runs the change script (`CHANGE`): `op` with `value`, `held` written back first if
+    /// Redis lost the session's state.
+    async fn run_change(
+        &self,
+        session: &SessionDigest,
+        op: &str,
+        value: &str,
+        held: Option<&SessionRecord>,
+    ) -> Result<Changed, String> {
         let (channel, origin) = match &self.bus {
             Some(bus) => (bus.channel().to_owned(), bus.replica().to_owned()),
             None => (String::new(), String::new()),
@@ -282,6 +349,12 @@ impl SharedSessions {
             .arg(channel)
             .arg(origin)
             .arg(hex(session));
+        if let Some(held) = held.filter(|held| !held.is_blank()) {
+            invocation.arg(held.version);
+            for (field, value) in held.fields() {
+                invocation.arg(field).arg(value);
+            }
+        }
         let (changed, fields): (i64, Vec<String>) = self.redis.invoke(invocation).await?;
         Ok(Changed {
             changed: changed > 0,
