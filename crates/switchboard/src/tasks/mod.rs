@@ -27,7 +27,7 @@ use switchboard_core::{CallContext, Caller, ProgressSink, ToolCall, ToolOutcome}
 use switchboard_mcp::front::Backend;
 use tokio::sync::oneshot;
 
-pub use store::{Mirror, Mirrored, Task, TaskSettings, TaskStore, UpstreamTask};
+pub use store::{Mirror, Mirrored, PendingChange, Task, TaskSettings, TaskStore, UpstreamTask};
 
 use crate::Host;
 use caller::TaskCaller;
@@ -138,6 +138,9 @@ impl Host {
         // Every replica can find the task before its client hears of it (a relayed call's
         // task is shared once the server makes it one).
         if !modern && let Err(error) = self.share_new_task(&task).await {
+            // Ended first: a write that lands after the wait gave up is followed by its end,
+            // so no other replica finds it working.
+            cancel(&task, error.to_string()).ok();
             self.inner.tasks.remove(&task.id);
             return Err(error);
         }

@@ -25,7 +25,7 @@ use switchboard_core::limits::WhenUnreachable;
 use switchboard_core::task::{TaskEnd, TaskError, TaskOwner, TaskStatus, TaskView};
 use tokio::sync::broadcast;
 
-use super::store::Mirrored;
+use super::store::{Mirrored, PendingChange};
 use crate::Host;
 use crate::shared::SharedEvent;
 use crate::shared::tasks::{
@@ -58,7 +58,7 @@ impl Host {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
-        let (sender, changes) = tokio::sync::mpsc::unbounded_channel::<Mirrored>();
+        let (sender, changes) = tokio::sync::mpsc::unbounded_channel::<Arc<PendingChange>>();
         self.inner.tasks.mirror_to(sender);
         let weak = Arc::downgrade(&self.inner);
         runtime.spawn(mirror(changes, shared.clone(), weak));
@@ -403,7 +403,9 @@ pub(crate) fn relay_change(tasks: &super::TaskStore, event: &SharedEvent) {
     }
 }
 
-/// Writes the changes of this replica's tasks to Redis, in order, until the store goes. A
+/// Writes the changes of this replica's tasks to Redis, in order, until the store goes: the
+/// latest change of each task when its turn comes (changes made meanwhile are folded into
+/// it, `PendingChange`), so a burst of progress messages costs a few writes, not one each. A
 /// change Redis did not take is written again every [`POLL_EVERY`] until it does (or a newer
 /// one of the task replaces it), so a task that ended during an outage is seen ended once
 /// Redis is back. And when the event bus subscribes again (Redis restarted, or the
@@ -411,7 +413,7 @@ pub(crate) fn relay_change(tasks: &super::TaskStore, event: &SharedEvent) {
 /// again: a Redis that restarted empty has the records back at once, not at each task's
 /// next change.
 async fn mirror(
-    mut changes: tokio::sync::mpsc::UnboundedReceiver<Mirrored>,
+    mut changes: tokio::sync::mpsc::UnboundedReceiver<Arc<PendingChange>>,
     writer: Arc<SharedTasks>,
     host: std::sync::Weak<crate::host::Inner>,
 ) {
@@ -452,17 +454,20 @@ async fn mirror(
                 continue;
             }
         };
+        let Some(pending) = change else {
+            return;
+        };
         let Some(Mirrored {
             owner,
             tool,
             view,
-            ack,
-        }) = change
+            acks,
+        }) = pending.take()
         else {
-            return;
+            continue;
         };
         let id = view.id.clone();
-        if ack.is_none() && !admitted.contains_key(&id) {
+        if acks.is_empty() && !admitted.contains_key(&id) {
             continue;
         }
         let terminal = view.status.is_terminal();
@@ -482,8 +487,8 @@ async fn mirror(
         if terminal {
             admitted.remove(&id);
         }
-        if let Some(ack) = ack {
-            let _ = ack.send(written.map_err(|error| {
+        for ack in acks {
+            let _ = ack.send(written.clone().map_err(|error| {
                 TaskError::Unavailable(format!(
                     "the task cannot be shared with the other replicas now ({error})"
                 ))

@@ -15,6 +15,8 @@ use tokio::sync::{broadcast, oneshot, watch};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::shared::limiter::COMMAND_TIMEOUT;
+
 /// Bounds of the task store.
 #[derive(Debug, Clone)]
 pub struct TaskSettings {
@@ -78,17 +80,52 @@ struct TaskState {
 }
 
 /// A task's state as it changed, for the replicas' shared store (`tasks::shared`): its
-/// fields, its open questions, and its result or error once it ended. `ack` is told how the
-/// write went.
+/// fields, its open questions, and its result or error once it ended. `acks` are told how
+/// the write went.
 pub struct Mirrored {
     pub owner: TaskOwner,
     pub tool: String,
     pub view: TaskView,
-    pub ack: Option<oneshot::Sender<Result<(), TaskError>>>,
+    pub acks: Vec<oneshot::Sender<Result<(), TaskError>>>,
 }
 
-/// Where a store's tasks' changes are mirrored.
-pub type Mirror = tokio::sync::mpsc::UnboundedSender<Mirrored>;
+/// A task's change waiting for the mirror: the latest one only. A newer change replaces it
+/// (and takes its acks), so a task that changes faster than the mirror writes — a burst of
+/// progress messages — has one write waiting, not one per change.
+#[derive(Default)]
+pub struct PendingChange(Mutex<Option<Mirrored>>);
+
+impl PendingChange {
+    /// Puts `change` in place of the one waiting; whether none was waiting (the mirror is
+    /// then told, once).
+    fn put(&self, mut change: Mirrored) -> bool {
+        let mut waiting = self
+            .0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let was_empty = match waiting.take() {
+            Some(replaced) => {
+                change.acks.extend(replaced.acks);
+                false
+            }
+            None => true,
+        };
+        *waiting = Some(change);
+        was_empty
+    }
+
+    /// The change waiting, if any (the next change tells the mirror again).
+    pub fn take(&self) -> Option<Mirrored> {
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take()
+    }
+}
+
+/// Where a store's tasks' changes are mirrored: each task's [`PendingChange`], sent when a
+/// change arrives in an empty one (so at most one message per task waits).
+pub type Mirror = tokio::sync::mpsc::UnboundedSender<Arc<PendingChange>>;
 
 /// One task.
 pub struct Task {
@@ -108,6 +145,8 @@ pub struct Task {
     changed: watch::Sender<u64>,
     events: broadcast::Sender<(TaskOwner, TaskView)>,
     mirror: Option<Mirror>,
+    /// This task's change waiting for the mirror.
+    pending: Arc<PendingChange>,
     /// The store's clock: its wall time stamps each change.
     clock: Arc<dyn Clock>,
 }
@@ -206,16 +245,19 @@ impl Task {
             }
             return;
         };
-        let view = self.view_of(state);
-        let _ = mirror.send(Mirrored {
+        let change = Mirrored {
             owner: self.owner.clone(),
             tool: self.tool.clone(),
-            view,
-            ack,
-        });
+            view: self.view_of(state),
+            acks: ack.into_iter().collect(),
+        };
+        if self.pending.put(change) {
+            let _ = mirror.send(self.pending.clone());
+        }
     }
 
-    /// Hands the task as it stands to the mirror and waits until it is written: the other
+    /// Hands the task as it stands to the mirror and waits until it is written, at most
+    /// [`COMMAND_TIMEOUT`] (the mirror may be busy with other tasks' writes): the other
     /// replicas can see it once this returns `Ok`.
     pub async fn mirror_now(&self) -> Result<(), TaskError> {
         let (ack, written) = oneshot::channel();
@@ -223,7 +265,13 @@ impl Task {
             let state = self.lock();
             self.mirror_state(&state, Some(ack));
         }
-        written.await.unwrap_or(Ok(()))
+        match tokio::time::timeout(COMMAND_TIMEOUT, written).await {
+            Ok(written) => written.unwrap_or(Ok(())),
+            Err(_) => Err(TaskError::Unavailable(format!(
+                "the task cannot be shared with the other replicas now (not written within {} ms)",
+                COMMAND_TIMEOUT.as_millis()
+            ))),
+        }
     }
 
     /// A progress message of the task's call becomes its status message while it works.
@@ -449,6 +497,7 @@ impl TaskStore {
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner())
                 .clone(),
+            pending: Arc::default(),
             clock: self.clock.clone(),
         });
         let mut tasks = self.map();

@@ -182,3 +182,75 @@ async fn expired_tasks_are_dropped_and_cancelled() {
     assert_eq!(task.view().status, TaskStatus::Cancelled, "waiters wake");
     assert!(store.is_empty());
 }
+
+/// A task mirrored while the mirror is behind: a burst of progress messages leaves one
+/// change waiting (the latest), not one per message.
+#[test]
+fn a_burst_of_changes_waits_for_the_mirror_as_its_latest_change_only() {
+    let store = store(10);
+    let (mirror, mut waiting) = tokio::sync::mpsc::unbounded_channel();
+    store.mirror_to(mirror);
+    let task = store
+        .create(owner("a"), "t", None, None)
+        .expect("test value");
+    for step in 0..1_000 {
+        task.note_progress(format!("step {step}"));
+    }
+    let pending = waiting.try_recv().expect("the mirror is told");
+    assert!(waiting.try_recv().is_err(), "told once for the burst");
+    let latest = pending.take().expect("a change waits");
+    assert_eq!(latest.view.status_message.as_deref(), Some("step 999"));
+    assert!(pending.take().is_none());
+    // The next change tells the mirror again.
+    task.note_progress("after".to_owned());
+    let pending = waiting.try_recv().expect("told again");
+    let latest = pending.take().expect("a change waits");
+    assert_eq!(latest.view.status_message.as_deref(), Some("after"));
+}
+
+/// A change folded into one waiting keeps the waiting one's acks: whoever waits for the
+/// first write is told when the latest is written.
+#[tokio::test]
+async fn a_folded_change_keeps_the_acks_of_the_one_it_replaced() {
+    let store = store(10);
+    let (mirror, mut waiting) = tokio::sync::mpsc::unbounded_channel();
+    store.mirror_to(mirror);
+    let task = store
+        .create(owner("a"), "t", None, None)
+        .expect("test value");
+    let mirrored = task.clone();
+    let waiter = tokio::spawn(async move { mirrored.mirror_now().await });
+    tokio::task::yield_now().await;
+    task.note_progress("later".to_owned());
+    let pending: Arc<PendingChange> = waiting.recv().await.expect("told");
+    let change = pending.take().expect("a change waits");
+    assert_eq!(change.view.status_message.as_deref(), Some("later"));
+    assert_eq!(change.acks.len(), 1);
+    for ack in change.acks {
+        let _ = ack.send(Ok(()));
+    }
+    assert_eq!(waiter.await.expect("joined"), Ok(()));
+}
+
+/// A mirror that does not write (Redis stalled, or busy with other tasks' writes) keeps no
+/// new task waiting past the command bound.
+#[tokio::test]
+async fn mirroring_now_gives_up_after_the_command_timeout() {
+    let store = store(10);
+    let (mirror, _never_written) = tokio::sync::mpsc::unbounded_channel();
+    store.mirror_to(mirror);
+    let task = store
+        .create(owner("a"), "t", None, None)
+        .expect("test value");
+    let started = Instant::now();
+    let bounded = tokio::time::timeout(COMMAND_TIMEOUT * 4, task.mirror_now()).await;
+    let error = bounded
+        .expect("returns within the bound")
+        .expect_err("not written");
+    assert!(
+        matches!(&error, TaskError::Unavailable(why) if why.contains("not written within")),
+        "{error:?}"
+    );
+    assert!(started.elapsed() >= COMMAND_TIMEOUT);
+    assert!(started.elapsed() < COMMAND_TIMEOUT + Duration::from_millis(300));
+}
