@@ -277,6 +277,22 @@ impl Sessions {
         }
     }
 
+    /// The shared sessions held here that hold anything, with their state: what is written
+    /// back when Redis may have lost it.
+    pub(crate) fn held_shared(&self) -> Vec<(SessionDigest, SessionRecord)> {
+        let index: Vec<(SessionDigest, String)> = lock_index(&self.shared)
+            .iter()
+            .map(|(digest, key)| (*digest, key.clone()))
+            .collect();
+        index
+            .into_iter()
+            .filter_map(|(digest, key)| {
+                let held = lock(self.shard(&key)).map.get(&key)?.held()?;
+                Some((digest, held))
+            })
+            .collect()
+    }
+
     /// A change of a shared session heard from another replica: taken if the session is
     /// held here (and the change is not older than what it holds).
     pub(crate) fn heard(&self, digest: &SessionDigest, record: &SessionRecord) {

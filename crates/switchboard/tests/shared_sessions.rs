@@ -147,3 +147,25 @@ async fn a_session_state_lost_in_a_redis_restart_is_written_back_by_a_replica_ho
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// After a Redis restart every replica writes back the sessions it holds as soon as its bus
+/// subscribed again: a replica that never held a session finds it whole, though no replica
+/// holding it served it since.
+#[tokio::test]
+async fn after_a_redis_restart_the_replicas_write_back_the_sessions_they_hold() {
+    let mut redis = Redis::start();
+    let a = replica(&redis).await;
+    let one = session("s1");
+    load(&a, &one).await;
+
+    redis.restart();
+    let c = replica(&redis).await;
+    let started = Instant::now();
+    while !lists_roll(&c, &one).await {
+        assert!(
+            started.elapsed() < Duration::from_secs(3),
+            "the session's state was not written back"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

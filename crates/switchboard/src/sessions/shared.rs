@@ -8,7 +8,9 @@
 //! after every new bus epoch (the bus may have missed a change meanwhile); in between, its
 //! requests ask Redis nothing. When Redis lost the session's state (a restart or failover)
 //! and this replica holds some, the read writes the copy back, and a change carries it to
-//! be written back first: a change after the loss never stands for the whole state. While Redis does not answer, listings and calls go on with the
+//! be written back first: a change after the loss never stands for the whole state. Every
+//! time the bus subscribes again, the sessions held here are written back where Redis has
+//! none of their state, so a replica that never held one finds it whole after a restart. While Redis does not answer, listings and calls go on with the
 //! copy held here (these are presentation and latency choices, not permissions: the view
 //! never depends on them), and `[shared] redis_unavailable` decides for changes: `fail_open`
 //! applies them here alone and says so, `fail_closed` refuses them saying why.
@@ -24,6 +26,10 @@ use crate::host::Host;
 use crate::sessions::key_of;
 use crate::shared::SharedEvent;
 use crate::shared::sessions::{SessionChange, SessionRecord, SharedSessions, session_digest};
+
+/// How often the bus is checked for a new subscription, after which the sessions held here
+/// are written back (a Redis that restarted empty has them back within about this).
+const REWRITE_CHECK_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// What a change of a session's state did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -149,11 +155,21 @@ impl Host {
     }
 
     /// Takes the session changes other replicas announce, as the bus's subscriber hears
-    /// them (so none is missed while subscribed), until the Host goes.
+    /// them (so none is missed while subscribed), and writes the sessions held here back
+    /// whenever the bus subscribes again, until the Host goes.
     pub(crate) fn follow_sessions(&self) {
-        let Some(bus) = self.shared_sessions().and_then(|shared| shared.bus()) else {
+        let Some(shared) = self.shared_sessions() else {
             return;
         };
+        let Some(bus) = shared.bus() else {
+            return;
+        };
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(write_back_after_resubscribing(
+                shared.clone(),
+                Arc::downgrade(&self.inner),
+            ));
+        }
         let weak = Arc::downgrade(&self.inner);
         bus.on_event(Box::new(move |event| {
             let SharedEvent::SessionChanged {
@@ -185,4 +201,63 @@ impl Host {
             inner.sessions.heard(&digest, &record);
         }));
     }
+}
+
+/// Every time the event bus subscribes again (Redis restarted, failed over, or the
+/// connection was lost), writes back the state of every shared session held here where
+/// Redis has none (`SharedSessions::restore` writes nothing where it has some): a replica
+/// that never held a session finds it whole after a Redis restart without waiting for a
+/// replica holding it to serve it. Checked every [`REWRITE_CHECK_EVERY`], until the Host goes.
+async fn write_back_after_resubscribing(
+    shared: Arc<SharedSessions>,
+    host: std::sync::Weak<crate::host::Inner>,
+) {
+    // The subscription whose sessions are written back (or need not be).
+    let mut done = shared.epoch();
+    let mut check = tokio::time::interval(REWRITE_CHECK_EVERY);
+    check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        check.tick().await;
+        if host.strong_count() == 0 {
+            return;
+        }
+        // Epochs count subscriptions from 1, and 0 while none holds: the first needs none.
+        let now = shared.epoch();
+        if now == 0 || now == done {
+            continue;
+        }
+        if now == 1 {
+            done = now;
+            continue;
+        }
+        let Some(held) = host.upgrade().map(|inner| inner.sessions.held_shared()) else {
+            return;
+        };
+        if write_back(&shared, &host, held).await {
+            done = now;
+        }
+    }
+}
+
+/// Writes back each of `held` where Redis has no state of it, taking what Redis then holds;
+/// whether all were written (a failure leaves the rest for the next try).
+async fn write_back(
+    shared: &SharedSessions,
+    host: &std::sync::Weak<crate::host::Inner>,
+    held: Vec<(crate::shared::sessions::SessionDigest, SessionRecord)>,
+) -> bool {
+    for (digest, held) in held {
+        let record = match shared.restore(&digest, &held).await {
+            Ok(record) => record,
+            Err(why) => {
+                tracing::debug!(target: "switchboard::shared", "sessions' state not written back yet: {why}");
+                return false;
+            }
+        };
+        match host.upgrade() {
+            Some(inner) => inner.sessions.heard(&digest, &record),
+            None => return true,
+        }
+    }
+    true
 }
