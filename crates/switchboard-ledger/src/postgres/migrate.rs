@@ -102,6 +102,11 @@ fn pg(what: &str) -> impl FnOnce(tokio_postgres::Error) -> LedgerError + '_ {
 /// Applies the migrations the database lacks; returns them (none when it was up to date).
 pub async fn migrate(client: &mut Client) -> Result<Vec<Migration>, LedgerError> {
     let tx = client.transaction().await.map_err(pg("begin"))?;
+    // A migration may rewrite a big table, and another replica's waits for it: the
+    // sessions' statement and lock timeouts (`tls::SESSION_TIMEOUTS`) are not for it.
+    tx.batch_execute("SET LOCAL statement_timeout = 0; SET LOCAL lock_timeout = 0")
+        .await
+        .map_err(pg("lift the timeouts"))?;
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&LOCK_KEY])
         .await
         .map_err(pg("lock the schema"))?;

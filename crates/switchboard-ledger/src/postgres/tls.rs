@@ -28,6 +28,7 @@ use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::str::FromStr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use rustls::pki_types::ServerName;
 use switchboard_tls::{FileError, Role};
@@ -51,9 +52,10 @@ pub struct Target {
 }
 
 impl Target {
-    /// Reads `url` (`sslrootcert` taken out and its CA loaded); a connect timeout and the
-    /// application name `switchboard` unless the URL sets them. The URL is never repeated in
-    /// an error: it may hold a password.
+    /// Reads `url` (`sslrootcert` taken out and its CA loaded); a connect timeout, the
+    /// application name `switchboard`, the server-side timeouts ([`SESSION_TIMEOUTS`]) and
+    /// TCP keepalives ([`KEEPALIVE_IDLE`]) unless the URL sets them. The URL is never
+    /// repeated in an error: it may hold a password.
     pub fn parse(url: &str) -> Result<Self, LedgerError> {
         let (url, files) = take_files(url)?;
         let mut config = tokio_postgres::Config::from_str(&url).map_err(|error| {
@@ -65,6 +67,7 @@ impl Target {
         if config.get_application_name().is_none() {
             config.application_name("switchboard");
         }
+        bound_sessions(&mut config, &url);
         let client = match (files.cert, files.key) {
             (Some(cert), Some(key)) => Some(ClientCert { cert, key }),
             (None, None) => None,
@@ -100,6 +103,54 @@ impl Target {
         tokio_postgres::Error,
     > {
         self.config.connect(self.tls.clone()).await
+    }
+}
+
+/// The server settings each session gets (`options=-c name=value`) unless the URL's
+/// `options` names them: a replica frozen inside a transaction (holding the ledger's head,
+/// say) is cut off after `idle_in_transaction_session_timeout` instead of blocking every
+/// other replica until TCP gives up, and a writer waiting behind such a lock, or a statement
+/// stuck on the server, fails and is retried instead of hanging. Migrations, which may take
+/// longer, lift the last two for their own transaction ([`super::migrate`]).
+pub const SESSION_TIMEOUTS: [(&str, &str); 3] = [
+    ("lock_timeout", "10s"),
+    ("statement_timeout", "30s"),
+    ("idle_in_transaction_session_timeout", "30s"),
+];
+
+/// How long a connection may be silent before TCP probes the server (unless the URL sets
+/// `keepalives_idle`); with [`KEEPALIVE_INTERVAL`] and [`KEEPALIVE_RETRIES`] a server gone
+/// without a word (a host powered off, a dropped route) is noticed within about a minute
+/// instead of the system's two hours.
+pub const KEEPALIVE_IDLE: Duration = Duration::from_secs(30);
+/// Between unanswered keepalive probes (unless the URL sets `keepalives_interval`).
+pub const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(10);
+/// Unanswered probes before the connection is dropped (unless the URL sets
+/// `keepalives_retries`).
+pub const KEEPALIVE_RETRIES: u32 = 3;
+
+/// Adds to `config` the [`SESSION_TIMEOUTS`] its `options` lack and, unless `url` sets them,
+/// the keepalive settings.
+fn bound_sessions(config: &mut tokio_postgres::Config, url: &str) {
+    let given = config.get_options().unwrap_or_default().to_owned();
+    let mut options = given.clone();
+    for (name, value) in SESSION_TIMEOUTS {
+        if !given.contains(name) {
+            if !options.is_empty() {
+                options.push(' ');
+            }
+            options.push_str(&format!("-c {name}={value}"));
+        }
+    }
+    config.options(options);
+    if !url.contains("keepalives_idle") {
+        config.keepalives_idle(KEEPALIVE_IDLE);
+    }
+    if config.get_keepalives_interval().is_none() {
+        config.keepalives_interval(KEEPALIVE_INTERVAL);
+    }
+    if config.get_keepalives_retries().is_none() {
+        config.keepalives_retries(KEEPALIVE_RETRIES);
     }
 }
 
