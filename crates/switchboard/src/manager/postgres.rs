@@ -18,7 +18,9 @@
 //! then records who did (`reaped_by`) and refuses its owner's later writes. A live replica
 //! beats every second, so its operations are failed only if it cannot reach PostgreSQL for
 //! the whole lease. A replica that stops cleanly takes its heartbeat away, so what it left
-//! open is failed at once. The heartbeat and the failing of abandoned operations are in
+//! open is failed at once. A replica's name carries a random incarnation besides its host
+//! and process id (in a container every restart is process 1 on the same host), and what a
+//! predecessor of the same host and process left open is failed as the replica starts. The heartbeat and the failing of abandoned operations are in
 //! `lease`; this file is the store, its mirror and the tasks that keep it.
 
 use std::collections::{BTreeMap, HashMap};
@@ -55,6 +57,17 @@ const LOOK_BACK_SECS: f64 = 10.0;
 
 /// How long a failed write waits before it is tried again.
 const RETRY: Duration = Duration::from_millis(500);
+
+/// What separates a replica's process (host and process id) from its incarnation in its
+/// name (no host name holds it).
+const INCARNATION: char = '#';
+
+/// The name of this run of `process` (host and process id): in a container every restart
+/// is process 1 on the same host name, so a random incarnation tells a restarted replica
+/// from its predecessor, whose operations it must not take for its own.
+fn incarnation_of(process: &str) -> String {
+    format!("{process}{INCARNATION}{:08x}", rand::random::<u32>())
+}
 
 /// Where errors say they come from (the URL may hold a password).
 const WHERE: &str = "on PostgreSQL ([storage] url)";
@@ -118,7 +131,10 @@ impl SharedOperations {
     /// The store on `url`, followed from now on by tasks that end with it; needs a Tokio
     /// runtime. Nothing is connected yet.
     pub(crate) fn start(url: &str) -> Result<Arc<Self>, StoreError> {
-        Self::start_as(url, switchboard_ledger::postgres::replica())
+        Self::start_as(
+            url,
+            incarnation_of(&switchboard_ledger::postgres::replica()),
+        )
     }
 
     /// [`SharedOperations::start`] for the replica named `replica`.
@@ -150,9 +166,18 @@ impl SharedOperations {
         Ok(store)
     }
 
-    /// This replica's name, as operations and installs record it.
+    /// This replica's name, as operations and installs record it: host, process id and
+    /// incarnation ([`incarnation_of`]).
     pub(crate) fn replica(&self) -> &str {
         &self.replica
+    }
+
+    /// What the names of this process's predecessors start with (host and process id, and
+    /// [`INCARNATION`]): a process of that name that is not this one has ended. None when
+    /// the name has no incarnation (tests name replicas as they like).
+    fn predecessors(&self) -> Option<String> {
+        let (process, _) = self.replica.rsplit_once(INCARNATION)?;
+        Some(format!("{process}{INCARNATION}"))
     }
 
     /// Waits (at most `within`) until the mirror was read from PostgreSQL once.

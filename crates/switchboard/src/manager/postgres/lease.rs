@@ -1,7 +1,9 @@
 //! The lease of a replica on its operations: each replica beats its heartbeat in
 //! `manager_replicas` every [`super::HEARTBEAT`] on PostgreSQL's clock, and an operation still
 //! open whose replica's heartbeat is older than [`LEASE`] (or gone: a clean stop takes it
-//! away) is marked failed, once, by the first replica that notices.
+//! away) is marked failed, once, by the first replica that notices. An open operation of an
+//! earlier run of this replica's process (its name but another incarnation) is failed at the
+//! first beat, as SQLite's `fail_interrupted` does at start.
 
 use super::{CHANNEL, LEASE, SharedOperations, failed, pg};
 use crate::manager::now_ms;
@@ -32,30 +34,42 @@ impl SharedOperations {
         }
         let tx = client.transaction().await.map_err(pg("begin"))?;
         let lease = LEASE.as_secs_f64();
+        // An earlier run of this process (same host and process id, another incarnation)
+        // has ended, whatever its heartbeat says.
+        let predecessors = self.predecessors();
         let orphans = tx
             .query(
-                "SELECT o.id, o.body, o.replica FROM manager_operations o
+                "SELECT o.id, o.body, o.replica,
+                     coalesce(starts_with(o.replica, $3), false) AS restarted
+                 FROM manager_operations o
                  LEFT JOIN manager_replicas r ON r.replica = o.replica
                  WHERE o.state IN ('queued', 'in_progress') AND o.replica <> $1
-                   AND (r.replica IS NULL OR r.heartbeat_at < now() - make_interval(secs => $2))
+                   AND (r.replica IS NULL OR r.heartbeat_at < now() - make_interval(secs => $2)
+                        OR starts_with(o.replica, $3))
                  FOR UPDATE OF o SKIP LOCKED",
-                &[&self.replica, &lease],
+                &[&self.replica, &lease, &predecessors],
             )
             .await
             .map_err(pg("look for abandoned operations"))?;
         let mut count = 0;
         for row in &orphans {
-            let (Ok(id), Ok(body), Ok(owner)) = (
+            let (Ok(id), Ok(body), Ok(owner), Ok(restarted)) = (
                 row.try_get::<_, String>(0),
                 row.try_get::<_, String>(1),
                 row.try_get::<_, String>(2),
+                row.try_get::<_, bool>(3),
             ) else {
                 continue;
             };
             let Ok(mut operation) = serde_json::from_str::<Operation>(&body) else {
                 continue;
             };
-            operation.fail_interrupted(now_ms(), abandoned(&operation, &owner, &self.replica));
+            let reason = if restarted {
+                interrupted(&operation, &owner, &self.replica)
+            } else {
+                abandoned(&operation, &owner, &self.replica)
+            };
+            operation.fail_interrupted(now_ms(), reason);
             let body = serde_json::to_string(&operation).map_err(|e| failed("encode", e))?;
             tx.execute(
                 "UPDATE manager_operations SET state = 'failed', body = $2, reaped_by = $3,
@@ -92,12 +106,25 @@ impl SharedOperations {
 
 /// Why an abandoned operation failed, naming both replicas.
 fn abandoned(operation: &Operation, owner: &str, by: &str) -> String {
-    let when = match operation.state {
-        State::InProgress => "while this operation was in progress",
-        _ => "before this operation started",
-    };
     format!(
-        "replica {owner} stopped answering {when} (no heartbeat for {} s); marked failed by replica {by}",
+        "replica {owner} stopped answering {} (no heartbeat for {} s); marked failed by replica {by}",
+        when(operation),
         LEASE.as_secs()
     )
+}
+
+/// Why an operation of this process's predecessor failed, naming both runs.
+fn interrupted(operation: &Operation, predecessor: &str, by: &str) -> String {
+    format!(
+        "replica {predecessor} stopped {}; marked failed by its restart, replica {by}",
+        when(operation)
+    )
+}
+
+/// When an open operation was interrupted, by its state.
+fn when(operation: &Operation) -> &'static str {
+    match operation.state {
+        State::InProgress => "while this operation was in progress",
+        _ => "before this operation started",
+    }
 }

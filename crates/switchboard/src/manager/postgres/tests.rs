@@ -472,3 +472,49 @@ async fn two_replicas_adding_one_new_server_at_once_admit_one_operation() {
     assert!(a.close(Duration::from_secs(10)).await);
     assert!(b.close(Duration::from_secs(10)).await);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_replica_fails_what_its_predecessor_left_open_as_it_starts() {
+    let postgres = server();
+    migrated(&postgres).await;
+    // Process 1 of host `box` crashed a moment ago (its heartbeat is still fresh) with an
+    // operation in progress; process 12 of the same host is alive.
+    for (id, owner) in [("01P", "box:1#0000aaaa"), ("01Q", "box:12#0000cccc")] {
+        let operation = operation(id, owner, State::InProgress);
+        let body = serde_json::to_string(&operation).expect("json");
+        sql(
+            &postgres,
+            &format!(
+                "INSERT INTO manager_operations (id, created_ms, state, body, replica) \
+                 VALUES ('{id}', {}, 'in_progress', '{body}', '{owner}'); \
+                 INSERT INTO manager_replicas (replica, heartbeat_at) \
+                 VALUES ('{owner}', now() + interval '60 seconds')",
+                operation.created_ms
+            ),
+        );
+    }
+    // Restarted as process 1 again, as in a container: a name of its own all the same.
+    let named = incarnation_of("box:1");
+    assert!(named.starts_with("box:1#") && named != "box:1#0000aaaa");
+    let restarted = replica(&postgres, &named);
+    restarted.synced(Duration::from_secs(10)).await;
+    let states = sql(
+        &postgres,
+        "SELECT string_agg(id || '=' || state || '/' || coalesce(reaped_by, '-'), ' ' \
+         ORDER BY id) FROM manager_operations",
+    );
+    assert_eq!(states, format!("01P=failed/{named} 01Q=in_progress/-"));
+    let body = sql(
+        &postgres,
+        "SELECT body FROM manager_operations WHERE id = '01P'",
+    );
+    let failed: Operation = serde_json::from_str(&body).expect("body");
+    assert_eq!(
+        failed.error.expect("a reason"),
+        format!(
+            "replica box:1#0000aaaa stopped while this operation was in progress; marked failed \
+             by its restart, replica {named}"
+        )
+    );
+    assert!(restarted.close(Duration::from_secs(10)).await);
+}
