@@ -15,7 +15,9 @@
 //! [`HEARTBEAT`], and with every write of an operation. An operation still queued or in
 //! progress whose replica has no heartbeat newer than [`LEASE`] is marked failed, with the
 //! reason, by the first replica that notices (`FOR UPDATE SKIP LOCKED`, so once); its row
-//! then records who did (`reaped_by`) and refuses its owner's later writes. A live replica
+//! then records who did (`reaped_by`) and refuses its owner's later writes; the owner, once
+//! it reads that, cancels the operation. Only a replica that reached PostgreSQL throughout
+//! the lease judges others' heartbeats (after an outage all are stale). A live replica
 //! beats every second, so its operations are failed only if it cannot reach PostgreSQL for
 //! the whole lease. A replica that stops cleanly takes its heartbeat away, so what it left
 //! open is failed at once. A replica's name carries a random incarnation besides its host
@@ -92,6 +94,8 @@ pub(crate) struct SharedOperations {
     /// Set by [`SharedOperations::close`], under the lock every heartbeat takes: no beat
     /// comes after the one `close` takes away.
     closed: tokio::sync::Mutex<bool>,
+    /// Whether this replica has reached PostgreSQL for a whole lease (so may fail others').
+    continuity: Mutex<lease::Continuity>,
 }
 
 /// Cancellations asked of this replica: (id, reason) not yet handed to the manager, and the
@@ -160,6 +164,7 @@ impl SharedOperations {
             arrived: watch::channel(0).0,
             cancels: Mutex::default(),
             closed: tokio::sync::Mutex::new(false),
+            continuity: Mutex::default(),
         });
         tokio::spawn(write_behind(Arc::downgrade(&store), queue));
         tokio::spawn(follow(Arc::downgrade(&store), config));
@@ -327,7 +332,7 @@ impl SharedOperations {
                 if row.try_get::<_, i64>(0).unwrap_or(0) == 0 {
                     tracing::warn!(
                         id = operation.id,
-                        "operation {} was marked failed by another replica while this one ran it (its heartbeat lapsed); this replica's later changes of it are not kept",
+                        "operation {} was marked failed by another replica while this one ran it (its heartbeat lapsed); this replica's later changes of it are not kept, and it is cancelled once its row is read",
                         operation.id
                     );
                 }
@@ -410,12 +415,13 @@ impl SharedOperations {
                     _ => continue,
                 };
             mirror.seq = mirror.seq.max(seq);
-            if replica == self.replica
-                && let Ok(Some(reason)) = row.try_get::<_, Option<String>>(5)
-            {
-                let mut cancels = super::lock(&self.cancels);
-                if cancels.seen.insert(id.clone()) {
-                    cancels.waiting.push((id.clone(), reason));
+            if replica == self.replica {
+                let asked = row.try_get::<_, Option<String>>(5).ok().flatten();
+                if let Some(reason) = asked.or_else(|| reaped_by.as_deref().map(reaped)) {
+                    let mut cancels = super::lock(&self.cancels);
+                    if cancels.seen.insert(id.clone()) {
+                        cancels.waiting.push((id.clone(), reason));
+                    }
                 }
             }
             if replica == self.replica && reaped_by.is_none() && mirror.operations.contains_key(&id)
@@ -452,6 +458,14 @@ impl SharedOperations {
         }
         Ok(())
     }
+}
+
+/// Why this replica cancels an operation of its own that replica `by` marked failed.
+fn reaped(by: &str) -> String {
+    format!(
+        "replica {by} marked it failed while this replica ran it (this replica's heartbeat \
+         lapsed); stopped so it does not go on unrecorded"
+    )
 }
 
 impl Mirror {

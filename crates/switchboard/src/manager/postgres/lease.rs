@@ -4,6 +4,14 @@
 //! away) is marked failed, once, by the first replica that notices. An open operation of an
 //! earlier run of this replica's process (its name but another incarnation) is failed at the
 //! first beat, as SQLite's `fail_interrupted` does at start.
+//!
+//! A stale heartbeat is taken for a dead replica only by a replica that reached PostgreSQL
+//! throughout the last lease ([`Continuity`]): after an outage longer than the lease every
+//! heartbeat is stale, and the first replica back would otherwise fail the operations the
+//! others are still running. An owner that reads that its operation was failed all the same
+//! cancels it (`SharedOperations::refresh`).
+
+use std::time::{Duration, Instant};
 
 use super::{CHANNEL, LEASE, SharedOperations, failed, pg};
 use crate::manager::now_ms;
@@ -17,21 +25,32 @@ impl SharedOperations {
     /// Beats this replica's heartbeat, and fails the open operations of replicas whose
     /// heartbeat is older than [`LEASE`]. Returns how many it failed.
     pub(super) async fn beat_and_reap(&self) -> Result<usize, StoreError> {
-        let mut client = self.client().await?;
-        {
+        let mut client = match self.client().await {
+            Ok(client) => client,
+            Err(error) => {
+                crate::manager::lock(&self.continuity).beat_failed();
+                return Err(error);
+            }
+        };
+        let judges = {
             let closed = self.closed.lock().await;
             if *closed {
                 return Ok(0);
             }
-            client
+            let beat = client
                 .execute(
                     "INSERT INTO manager_replicas (replica) VALUES ($1)
                      ON CONFLICT (replica) DO UPDATE SET heartbeat_at = now()",
                     &[&self.replica],
                 )
-                .await
-                .map_err(pg("heartbeat"))?;
-        }
+                .await;
+            let mut continuity = crate::manager::lock(&self.continuity);
+            if beat.is_err() {
+                continuity.beat_failed();
+            }
+            beat.map_err(pg("heartbeat"))?;
+            continuity.beat_succeeded(Instant::now())
+        };
         let tx = client.transaction().await.map_err(pg("begin"))?;
         let lease = LEASE.as_secs_f64();
         // An earlier run of this process (same host and process id, another incarnation)
@@ -44,10 +63,10 @@ impl SharedOperations {
                  FROM manager_operations o
                  LEFT JOIN manager_replicas r ON r.replica = o.replica
                  WHERE o.state IN ('queued', 'in_progress') AND o.replica <> $1
-                   AND (r.replica IS NULL OR r.heartbeat_at < now() - make_interval(secs => $2)
-                        OR starts_with(o.replica, $3))
+                   AND (r.replica IS NULL OR starts_with(o.replica, $3)
+                        OR ($4 AND r.heartbeat_at < now() - make_interval(secs => $2)))
                  FOR UPDATE OF o SKIP LOCKED",
-                &[&self.replica, &lease, &predecessors],
+                &[&self.replica, &lease, &predecessors, &judges],
             )
             .await
             .map_err(pg("look for abandoned operations"))?;
@@ -92,15 +111,63 @@ impl SharedOperations {
                 .map_err(pg("announce"))?;
         }
         // A heartbeat this old is a replica long gone, whose open operations were failed
-        // above: no row means the same, so the table does not grow with every restart.
+        // above: no row means the same, so the table does not grow with every restart (and
+        // only as seen by a replica connected throughout, as those failures are).
         tx.execute(
-            "DELETE FROM manager_replicas WHERE heartbeat_at < now() - make_interval(secs => $1)",
-            &[&FORGOTTEN_AFTER.as_secs_f64()],
+            "DELETE FROM manager_replicas
+             WHERE $2 AND heartbeat_at < now() - make_interval(secs => $1)",
+            &[&FORGOTTEN_AFTER.as_secs_f64(), &judges],
         )
         .await
         .map_err(pg("forget replicas long gone"))?;
         tx.commit().await.map_err(pg("commit"))?;
         Ok(count)
+    }
+}
+
+/// Whether this replica has reached PostgreSQL throughout the last [`LEASE`], and so may
+/// take another replica's stale heartbeat for that replica's death: after an outage every
+/// heartbeat is stale only because PostgreSQL was away, and the replicas, still running
+/// their operations, need a whole lease to beat again.
+#[derive(Debug, Default)]
+pub(super) struct Continuity {
+    /// Since when the heartbeats have gone through, each within [`LONGEST_GAP`] of the one
+    /// before.
+    since: Option<Instant>,
+    /// The last heartbeat that went through.
+    last: Option<Instant>,
+}
+
+/// The longest time between two heartbeats that went through for this replica to count as
+/// connected in between (beats hung as long as this could have hidden an outage the others
+/// saw).
+const LONGEST_GAP: Duration = Duration::from_secs(LEASE.as_secs() / 2);
+
+impl Continuity {
+    /// Notes a heartbeat that went through at `now`; returns whether this replica has been
+    /// connected for a whole lease.
+    pub(super) fn beat_succeeded(&mut self, now: Instant) -> bool {
+        let resumed = self
+            .last
+            .is_none_or(|last| now.saturating_duration_since(last) > LONGEST_GAP);
+        if resumed {
+            self.since = Some(now);
+        }
+        self.last = Some(now);
+        self.since
+            .is_some_and(|since| now.saturating_duration_since(since) >= LEASE)
+    }
+
+    /// Notes a heartbeat that did not go through: PostgreSQL may be away for the others too.
+    pub(super) fn beat_failed(&mut self) {
+        *self = Self::default();
+    }
+
+    /// As if the heartbeats had gone through since `since`, the last one now.
+    #[cfg(test)]
+    pub(super) fn connected_since(&mut self, since: Instant) {
+        self.since = Some(since);
+        self.last = Some(Instant::now());
     }
 }
 
@@ -126,5 +193,39 @@ fn when(operation: &Operation) -> &'static str {
     match operation.state {
         State::InProgress => "while this operation was in progress",
         _ => "before this operation started",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_replica_judges_others_only_after_a_whole_lease_of_heartbeats() {
+        let start = Instant::now();
+        let at = |secs: u64| start + Duration::from_secs(secs);
+        let mut continuity = Continuity::default();
+        // Beating every second from the start: not a whole lease yet, then one.
+        for second in 0..LEASE.as_secs() {
+            assert!(!continuity.beat_succeeded(at(second)), "at {second} s");
+        }
+        assert!(continuity.beat_succeeded(at(LEASE.as_secs())));
+        // A failed beat (PostgreSQL away): a whole lease again from the next one through.
+        continuity.beat_failed();
+        let back = LEASE.as_secs() + 30;
+        assert!(!continuity.beat_succeeded(at(back)));
+        assert!(!continuity.beat_succeeded(at(back + LEASE.as_secs() - 1)));
+        // A beat that hung longer than the longest gap counts as an outage too.
+        let hung = back + LEASE.as_secs() - 1 + LONGEST_GAP.as_secs() + 1;
+        assert!(!continuity.beat_succeeded(at(hung)));
+        let mut second = hung;
+        while second < hung + LEASE.as_secs() {
+            second += LONGEST_GAP.as_secs();
+            assert_eq!(
+                continuity.beat_succeeded(at(second)),
+                second - hung >= LEASE.as_secs(),
+                "at {second} s"
+            );
+        }
     }
 }

@@ -43,6 +43,14 @@ async fn saved_by(postgres: &Postgres, name: &str, operations: &[Operation]) {
     assert!(store.close(Duration::from_secs(10)).await, "written");
 }
 
+/// As if `store` had reached PostgreSQL throughout the last lease (it may judge others).
+fn connected_for_a_lease(store: &SharedOperations) {
+    let since = std::time::Instant::now()
+        .checked_sub(LEASE)
+        .expect("the clock is past a lease");
+    crate::manager::lock(&store.continuity).connected_since(since);
+}
+
 fn sql(postgres: &Postgres, query: &str) -> String {
     postgres.psql(DATABASE, query).expect("psql")
 }
@@ -89,6 +97,7 @@ async fn only_replicas_past_the_lease_have_their_open_operations_failed_and_once
     // The watcher's own follower reaps too: a call that finds the rows locked by it skips
     // them, so the outcome is read once both are done (they commit within moments).
     let watcher = replica(&postgres, "watcher");
+    connected_for_a_lease(&watcher);
     let expected = "01A=failed/watcher 01B=completed/- 01C=failed/watcher 01D=in_progress/-";
     let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
     let mut states;
@@ -517,4 +526,77 @@ async fn a_restarted_replica_fails_what_its_predecessor_left_open_as_it_starts()
         )
     );
     assert!(restarted.close(Duration::from_secs(10)).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_back_from_an_outage_fails_no_stale_heartbeats_until_connected_a_lease() {
+    let postgres = server();
+    migrated(&postgres).await;
+    // `other` is running its operation; its heartbeat is stale only because PostgreSQL was
+    // away (for everyone) longer than the lease.
+    let operation = operation("01S", "other", State::InProgress);
+    let body = serde_json::to_string(&operation).expect("json");
+    sql(
+        &postgres,
+        &format!(
+            "INSERT INTO manager_operations (id, created_ms, state, body, replica) \
+             VALUES ('01S', {}, 'in_progress', '{body}', 'other'); \
+             INSERT INTO manager_replicas (replica, heartbeat_at) \
+             VALUES ('other', now() - interval '{} seconds')",
+            operation.created_ms,
+            LEASE.as_secs() + 20
+        ),
+    );
+    let first_back = replica(&postgres, "first_back");
+    first_back.synced(Duration::from_secs(10)).await;
+    for _ in 0..3 {
+        assert_eq!(first_back.beat_and_reap().await.expect("beat"), 0);
+    }
+    let state = || {
+        sql(
+            &postgres,
+            "SELECT state FROM manager_operations WHERE id = '01S'",
+        )
+    };
+    assert_eq!(state(), "in_progress", "judged before a lease connected");
+    // A lease later `other` has not beaten again: it is gone.
+    connected_for_a_lease(&first_back);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while state() != "failed" && tokio::time::Instant::now() < deadline {
+        first_back.beat_and_reap().await.expect("beat");
+        tokio::time::sleep(POLL / 5).await;
+    }
+    assert_eq!(state(), "failed");
+    assert!(first_back.close(Duration::from_secs(10)).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_owner_that_reads_its_operation_was_failed_by_another_replica_cancels_it() {
+    let postgres = server();
+    migrated(&postgres).await;
+    let owner = replica(&postgres, "owner");
+    owner.synced(Duration::from_secs(10)).await;
+    owner
+        .save(&operation("01R", "owner", State::InProgress))
+        .expect("save");
+    assert!(owner.flush(Duration::from_secs(10)).await, "written");
+    // Another replica took the owner's heartbeat for lapsed.
+    sql(
+        &postgres,
+        "UPDATE manager_operations SET state = 'failed', reaped_by = 'judge', \
+         updated_at = now(), seq = nextval('manager_operations_seq') WHERE id = '01R'",
+    );
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let mut asked = Vec::new();
+    while asked.is_empty() && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(POLL / 5).await;
+        asked = owner.cancel_requests();
+    }
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert_eq!(asked[0].0, "01R");
+    assert!(
+        asked[0].1.starts_with("replica judge marked it failed"),
+        "{asked:?}"
+    );
+    assert!(owner.close(Duration::from_secs(10)).await);
 }
