@@ -221,12 +221,20 @@ impl QuotaStore {
     /// Deletes rows that left their window more than a minute ago (any replica's: the work is
     /// idempotent), and the send numbers of processes that sent nothing for 30 days; how many
     /// rows.
+    /// An error when PostgreSQL has not answered within the exchange's time limit (that
+    /// connection is then closed, not put back in the pool: it may be stalled, and the
+    /// exchanges would wait on it next).
     pub async fn prune(&self) -> Result<u64, QuotaStoreError> {
         let client = self.client().await?;
-        let row = client
-            .query_one(PRUNE, &[])
-            .await
-            .map_err(pg("delete expired spending"))?;
+        let pruned = tokio::time::timeout(self.timeout, client.query_one(PRUNE, &[])).await;
+        let Ok(row) = pruned else {
+            drop(deadpool_postgres::Object::take(client));
+            return Err(QuotaStoreError::Postgres(format!(
+                "delete expired spending: no answer within {:?}; the connection was closed",
+                self.timeout
+            )));
+        };
+        let row = row.map_err(pg("delete expired spending"))?;
         let deleted: i64 = row.try_get(0).map_err(pg("delete expired spending"))?;
         Ok(u64::try_from(deleted).unwrap_or(0))
     }

@@ -4,7 +4,8 @@
 //! with the database stopped, each keeps enforcing with its own spending and the other's as
 //! last read, and what was spent meanwhile reaches the other once the database is back. A send
 //! given up on that the database applied anyway is not counted again when it is repeated. A
-//! process restarted under the same replica name counts what its predecessor spent.
+//! process restarted under the same replica name counts what its predecessor spent. A prune
+//! PostgreSQL does not answer gives up within the exchange's time limit.
 
 mod support;
 
@@ -245,4 +246,35 @@ async fn each_send_number_is_applied_once_per_process_and_a_restart_starts_afres
         )
         .expect("rows");
     assert_eq!(kept.trim(), "1", "the restarted process's numbers are kept");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prune_the_database_does_not_answer_gives_up_within_the_exchange_limit() {
+    let postgres = support::migrated_postgres().await;
+    // No lock timeout on this replica's sessions: a wait for a lock stands for a connection
+    // that went silent.
+    let url = format!("{}&options=-c%20lock_timeout%3D0", postgres.url());
+    let store = QuotaStore::new(&url, "host-a:1".to_owned())
+        .expect("store")
+        .with_exchange_timeout(Duration::from_millis(300));
+    let pool = switchboard_ledger::postgres::pool(&postgres.url(), 1).expect("pool");
+    let blocker = pool.get().await.expect("a connection");
+    blocker
+        .batch_execute("BEGIN; LOCK TABLE quota_spending IN ACCESS EXCLUSIVE MODE")
+        .await
+        .expect("the table held");
+    let asked = Instant::now();
+    let pruned = tokio::time::timeout(Duration::from_secs(5), store.prune())
+        .await
+        .expect("the prune gave up by itself");
+    let error = pruned.expect_err("the table was held").to_string();
+    assert!(error.contains("no answer within 300ms"), "{error}");
+    assert!(
+        asked.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        asked.elapsed()
+    );
+    // Once the table is free, the next prune goes through (on a connection of its own).
+    blocker.batch_execute("COMMIT").await.expect("unlock");
+    store.prune().await.expect("pruned");
 }

@@ -2,14 +2,15 @@
 //! replica's `LiveTokens` follows the table (a revocation written without a notification is
 //! still seen, by the poll), tokens of agents the config does not define are ignored, and
 //! when the database goes away the stored tokens are refused within `STALE_AFTER` of the
-//! last read — the config's own tokens stay accepted — and accepted again once it is back.
+//! last read — the config's own tokens stay accepted — and accepted again once it is back. A
+//! read PostgreSQL does not answer gives up within `READ_TIMEOUT`.
 
 mod support;
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use switchboard::tokens::shared::{POLL, STALE_AFTER};
+use switchboard::tokens::shared::{POLL, READ_TIMEOUT, STALE_AFTER};
 use switchboard::tokens::{LiveTokens, SharedTokens, new_token};
 use switchboard_mcp::front::http::Authenticator;
 use switchboard_testkit::postgres::DATABASE;
@@ -117,4 +118,29 @@ async fn stored_tokens_are_followed_and_refused_within_the_bound_when_the_databa
     .await
     .expect("accepted again once the database is back");
     assert_eq!(live.agent_for(&first), None, "still revoked");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_the_database_does_not_answer_gives_up_within_the_read_timeout() {
+    let postgres = support::migrated_postgres().await;
+    // No lock timeout on this replica's sessions: a wait for a lock stands for a connection
+    // that went silent.
+    let url = format!("{}&options=-c%20lock_timeout%3D0", postgres.url());
+    let store = SharedTokens::new(&url).expect("store");
+    let pool = switchboard_ledger::postgres::pool(&postgres.url(), 1).expect("pool");
+    let blocker = pool.get().await.expect("a connection");
+    blocker
+        .batch_execute("BEGIN; LOCK TABLE agent_tokens IN ACCESS EXCLUSIVE MODE")
+        .await
+        .expect("the table held");
+    let asked = Instant::now();
+    let read = tokio::time::timeout(READ_TIMEOUT * 3, store.live())
+        .await
+        .expect("the read gave up by itself");
+    let error = read.expect_err("the table was held").to_string();
+    assert!(error.contains("no answer within"), "{error}");
+    assert!(asked.elapsed() < READ_TIMEOUT * 2, "{:?}", asked.elapsed());
+    // Once the table is free, the next read goes through (on a connection of its own).
+    blocker.batch_execute("COMMIT").await.expect("unlock");
+    assert!(store.live().await.expect("read").is_empty());
 }

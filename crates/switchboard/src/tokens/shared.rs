@@ -33,6 +33,11 @@ pub const POLL: Duration = Duration::from_millis(250);
 /// can still be accepted anywhere.
 pub const STALE_AFTER: Duration = Duration::from_secs(1);
 
+/// How long a read of the tokens may wait for PostgreSQL's answer (the quotas' exchange
+/// has the same bound): a stalled connection would otherwise stop the follower for good.
+/// Its answer is trusted for [`STALE_AFTER`] from the read's start anyway.
+pub const READ_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// What went wrong with the shared tokens.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -84,18 +89,30 @@ impl SharedTokens {
             .map_err(|error| SharedTokenError::Postgres(format!("connect: {error}")))
     }
 
-    /// The tokens not revoked, oldest first.
+    /// The tokens not revoked, oldest first; an error when PostgreSQL has not answered
+    /// within [`READ_TIMEOUT`] (that connection is then closed, not put back in the pool:
+    /// it may be stalled).
     pub async fn live(&self) -> Result<Vec<StoredToken>, SharedTokenError> {
         let client = self.client().await?;
-        let rows = client
-            .query(
+        let read = tokio::time::timeout(
+            READ_TIMEOUT,
+            client.query(
                 "SELECT agent, hash, created FROM agent_tokens WHERE revoked_at IS NULL \
                  ORDER BY created_at, hash",
                 &[],
-            )
-            .await
-            .map_err(pg("read the tokens"))?;
-        rows.iter().map(token_of).collect()
+            ),
+        )
+        .await;
+        let Ok(rows) = read else {
+            drop(deadpool_postgres::Object::take(client));
+            return Err(SharedTokenError::Postgres(format!(
+                "read the tokens: no answer within {READ_TIMEOUT:?}; the connection was closed"
+            )));
+        };
+        rows.map_err(pg("read the tokens"))?
+            .iter()
+            .map(token_of)
+            .collect()
     }
 
     /// Stores `tokens` (those already stored, revoked or not, are left as they are: a revoked
