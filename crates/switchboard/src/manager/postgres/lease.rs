@@ -23,7 +23,9 @@ const FORGOTTEN_AFTER: std::time::Duration = std::time::Duration::from_secs(3600
 
 impl SharedOperations {
     /// Beats this replica's heartbeat, and fails the open operations of replicas whose
-    /// heartbeat is older than [`LEASE`]. Returns how many it failed.
+    /// heartbeat is gone, or older than [`LEASE`] once this replica has been connected for a
+    /// lease ([`Continuity`]), and those of earlier runs of this process. Returns how many it
+    /// failed.
     pub(super) async fn beat_and_reap(&self) -> Result<usize, StoreError> {
         let mut client = match self.client().await {
             Ok(client) => client,
