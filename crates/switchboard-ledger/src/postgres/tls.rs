@@ -433,6 +433,37 @@ mod tests {
     }
 
     #[test]
+    fn sessions_get_the_timeouts_and_keepalives_the_url_does_not_set() {
+        let target = Target::parse("postgres://u@h/db").expect("parses");
+        let config = target.config();
+        assert_eq!(
+            config.get_options(),
+            Some(
+                "-c lock_timeout=10s -c statement_timeout=30s \
+                 -c idle_in_transaction_session_timeout=30s"
+            )
+        );
+        assert_eq!(config.get_keepalives_idle(), KEEPALIVE_IDLE);
+        assert_eq!(config.get_keepalives_interval(), Some(KEEPALIVE_INTERVAL));
+        assert_eq!(config.get_keepalives_retries(), Some(KEEPALIVE_RETRIES));
+        let target = Target::parse(
+            "postgres://u@h/db?options=-c%20statement_timeout%3D0&keepalives_idle=90\
+             &keepalives_retries=5",
+        )
+        .expect("parses");
+        let config = target.config();
+        assert_eq!(
+            config.get_options(),
+            Some(
+                "-c statement_timeout=0 -c lock_timeout=10s \
+                 -c idle_in_transaction_session_timeout=30s"
+            )
+        );
+        assert_eq!(config.get_keepalives_idle(), Duration::from_secs(90));
+        assert_eq!(config.get_keepalives_retries(), Some(5));
+    }
+
+    #[test]
     fn a_certificate_without_its_key_is_refused_before_connecting() {
         for url in [
             "postgres://u@h/db?sslcert=/c.crt",
