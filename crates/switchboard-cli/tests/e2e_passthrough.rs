@@ -249,6 +249,28 @@ fn a_slow_resource_listing_leaves_the_server_up_with_its_tools() {
 }
 
 #[test]
+fn a_resource_two_servers_list_is_listed_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = |id: &str| {
+        format!(
+            "[servers.{id}]\ncommand = {}\nargs = [\"conformance\"]\n",
+            quoted(&fixture())
+        )
+    };
+    let mut client = gateway(&format!("{}\n{}", server("a"), server("b")), dir.path());
+    initialize_with(&mut client, json!({}));
+    let resources = client
+        .request("resources/list", json!({}))
+        .expect("resources");
+    let uris = listed(&resources, "resources", "uri");
+    let copies = uris
+        .iter()
+        .filter(|uri| *uri == "test://static-text")
+        .count();
+    assert_eq!(copies, 1, "{uris:?}");
+}
+
+#[test]
 fn a_failed_prompt_listing_keeps_the_last_one() {
     let dir = tempfile::tempdir().expect("tempdir");
     let text = format!(

@@ -38,6 +38,10 @@ pub struct AssembleError(pub String);
 
 impl Host {
     /// Builds and starts a Host from a config. Returns at once; servers connect in parallel.
+    ///
+    /// # Panics
+    ///
+    /// Outside a Tokio runtime, as [`Host::start`].
     pub fn from_config(config: &Config) -> Result<Self, AssembleError> {
         Self::from_config_with(config, HostOptions::default())
     }

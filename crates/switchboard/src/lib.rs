@@ -49,6 +49,12 @@ mod tiers;
 pub mod tokens;
 mod tool_search;
 
+/// The embedding guide, `docs/library.md`, compiled with the documentation tests so that its
+/// example stays true to the API.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/library.md")]
+pub struct LibraryGuide;
+
 pub use approvals::{
     AnswerError, Approvals, Grant, MemoryNonces, PendingApproval, PendingApprovals, Sealer,
     StateError, UsedNonces,

@@ -85,11 +85,17 @@ impl Host {
             .collect()
     }
 
-    /// The resources of the servers `caller` may see.
+    /// The resources of the servers `caller` may see; a URI two servers list is listed once,
+    /// as the first server's (where reads of it go).
     pub(crate) fn resources(&self, caller: &Caller) -> Vec<Value> {
+        let mut seen = std::collections::HashSet::new();
         self.members_seen_by(caller)
             .iter()
             .flat_map(|m| m.supervisor().status().extras.resources.to_vec())
+            .filter(|resource| {
+                let uri = resource.get("uri").and_then(Value::as_str).unwrap_or("");
+                seen.insert(uri.to_owned())
+            })
             .collect()
     }
 

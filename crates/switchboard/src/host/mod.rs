@@ -99,8 +99,21 @@ pub struct Host {
     pub(crate) inner: Arc<Inner>,
 }
 
+impl std::fmt::Debug for Host {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Host")
+            .field("servers", &self.inner.fleet.load().members.len())
+            .field("tools", &self.catalog().entries().len())
+            .finish_non_exhaustive()
+    }
+}
+
 impl Host {
     /// Starts every server in parallel and returns at once; see [`Host::ready`].
+    ///
+    /// # Panics
+    ///
+    /// Outside a Tokio runtime: each server's supervisor is a task of the current runtime.
     pub fn start(plans: Vec<ServerPlan>, options: HostOptions) -> Self {
         Self::start_linked(plans, options, crate::manager::ManagerSlot::default())
     }

@@ -33,6 +33,17 @@ pub struct ServerPlan {
     pub pinned: bool,
 }
 
+impl std::fmt::Debug for ServerPlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerPlan")
+            .field("server", &self.spec.id)
+            .field("prefix", &self.prefix)
+            .field("call_timeout", &self.call_timeout)
+            .field("pinned", &self.pinned)
+            .finish_non_exhaustive()
+    }
+}
+
 /// Host-wide options.
 #[derive(Clone)]
 pub struct HostOptions {
@@ -151,5 +162,18 @@ impl Settings {
             agents: options.agents.clone(),
             exposure: options.exposure,
         }
+    }
+}
+
+impl std::fmt::Debug for HostOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostOptions")
+            .field("startup_wait", &self.startup_wait)
+            .field("agents", &self.agents.keys().collect::<Vec<_>>())
+            .field("tiers", &self.tiers)
+            .field("latency", &self.latency)
+            .field("tasks", &self.tasks)
+            .field("metrics", &self.metrics)
+            .finish_non_exhaustive()
     }
 }
