@@ -4,6 +4,11 @@
 //! on cancellation, at its deadline (a hung `docker pull` or postinstall script must not hold
 //! an install open for ever), and after it exits, so nothing outlives the step.
 //!
+//! A step sees only the variables an installer needs ([`passed_to_installers`]: `PATH`,
+//! `HOME`, locale, proxies, CA bundles, `npm_config_*`, `PIP_*`, `DOCKER_*` and the like) and
+//! those its install sets: the gateway's own environment — tokens, `SWITCHBOARD_SECRET_*`,
+//! cloud credentials — never reaches a package's install scripts.
+//!
 //! Installs are background work: every step runs at low CPU priority (`nice -n 10`), where
 //! util-linux's `chrt` and `ionice` are there also in the SCHED_IDLE policy (`chrt --idle 0`)
 //! and the idle IO class (`ionice -c 3 -t`), so that npm or pip yields the CPU to the
@@ -25,6 +30,47 @@ use tokio_util::sync::CancellationToken;
 
 use super::InstallError;
 
+/// Whether the gateway's variable `name` is passed on to installer steps: what npm, pip,
+/// uv and docker need to find their programs, caches, registries, proxies and certificates,
+/// nothing else.
+pub(crate) fn passed_to_installers(name: &str) -> bool {
+    const NAMES: [&str; 20] = [
+        "PATH",
+        "HOME",
+        "USER",
+        "LOGNAME",
+        "LANG",
+        "LANGUAGE",
+        "TZ",
+        "TERM",
+        "TMPDIR",
+        "XDG_CACHE_HOME",
+        "XDG_CONFIG_HOME",
+        "XDG_DATA_HOME",
+        "XDG_RUNTIME_DIR",
+        "SSL_CERT_FILE",
+        "SSL_CERT_DIR",
+        "NODE_EXTRA_CA_CERTS",
+        "REQUESTS_CA_BUNDLE",
+        "CURL_CA_BUNDLE",
+        "REGISTRY_AUTH_FILE",
+        "CONTAINER_HOST",
+    ];
+    const PREFIXES: [&str; 7] = [
+        "LC_",
+        "npm_config_",
+        "NPM_CONFIG_",
+        "PIP_",
+        "UV_",
+        "DOCKER_",
+        "CONTAINERS_",
+    ];
+    const PROXIES: [&str; 4] = ["http_proxy", "https_proxy", "no_proxy", "all_proxy"];
+    NAMES.contains(&name)
+        || PREFIXES.iter().any(|prefix| name.starts_with(prefix))
+        || PROXIES.iter().any(|proxy| name.eq_ignore_ascii_case(proxy))
+}
+
 /// How many lines of output an error keeps.
 pub(crate) const TAIL_LINES: usize = 40;
 /// The longest line kept, in characters.
@@ -38,7 +84,7 @@ pub(crate) const NICENESS: i32 = 10;
 pub(crate) struct Step<'a> {
     pub program: &'a str,
     pub args: Vec<String>,
-    /// Variables set on top of the inherited environment.
+    /// Variables set on top of the environment passed on ([`passed_to_installers`]).
     pub env: &'a [(String, String)],
     /// Killed with its process group, and reported as [`InstallError::TimedOut`], after
     /// this long.
@@ -83,6 +129,11 @@ impl Step<'_> {
         };
         command
             .args(&self.args)
+            .env_clear()
+            .envs(
+                std::env::vars_os()
+                    .filter(|(name, _)| name.to_str().is_some_and(passed_to_installers)),
+            )
             .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

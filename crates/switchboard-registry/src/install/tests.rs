@@ -733,3 +733,35 @@ async fn steps_run_at_low_priority_and_show_the_real_command() {
         .expect_err("not there");
     assert!(matches!(error, InstallError::Unavailable(_)), "{error}");
 }
+
+#[tokio::test]
+async fn an_installer_step_sees_what_installers_need_and_not_the_gateways_environment() {
+    // Cargo gives the test process variables no installer needs.
+    assert!(std::env::var_os("CARGO_MANIFEST_DIR").is_some());
+    async fn printenv(name: &str, env: &[(String, String)]) -> Result<String, InstallError> {
+        let step = process::Step {
+            program: "printenv",
+            args: vec![name.to_owned()],
+            env,
+            deadline: Duration::from_secs(10),
+        };
+        step.run(&CancellationToken::new()).await
+    }
+    let given = [("npm_config_cache".to_owned(), "/tmp/cache".to_owned())];
+    assert!(printenv("PATH", &[]).await.is_ok(), "PATH is passed on");
+    let own = printenv("npm_config_cache", &given)
+        .await
+        .expect("set by the step");
+    assert!(own.contains("/tmp/cache"), "{own}");
+    let leaked = printenv("CARGO_MANIFEST_DIR", &[]).await;
+    assert!(
+        matches!(leaked, Err(InstallError::Failed { .. })),
+        "the gateway's own variable reached an installer: {leaked:?}"
+    );
+    assert!(process::passed_to_installers("HTTPS_PROXY"));
+    assert!(process::passed_to_installers("PIP_INDEX_URL"));
+    assert!(!process::passed_to_installers(
+        "SWITCHBOARD_SECRET_GITHUB_TOKEN"
+    ));
+    assert!(!process::passed_to_installers("AWS_SECRET_ACCESS_KEY"));
+}
