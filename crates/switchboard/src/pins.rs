@@ -9,6 +9,10 @@
 //! definition — given its fingerprint, only that one: a tool that changed again since is
 //! still held — and it becomes the pin.
 //!
+//! A server the server manager added is *closed*: its tools were vetted on probation and
+//! pinned then ([`PinStore::seed`]), so a tool it lists later that was not vetted is held back
+//! like a changed one, not pinned on first sight.
+//!
 //! Pins written before `_meta` and the other fields were covered (no `covers` in the file)
 //! still hold for what they covered: a tool that matches one is pinned anew, wholly, without
 //! being held.
@@ -59,6 +63,13 @@ pub struct Quarantined {
     pub fingerprint: String,
 }
 
+/// A server's pins as they were before [`PinStore::seed`] replaced them.
+#[derive(Debug, Clone, Default)]
+pub struct SeededOver {
+    pins: BTreeMap<String, Pin>,
+    closed: bool,
+}
+
 /// Why an approval was refused.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum PinError {
@@ -83,6 +94,10 @@ pub enum PinError {
 struct Stored {
     /// By `server:tool`.
     pins: BTreeMap<String, Pin>,
+    /// Servers whose whole tool list was vetted ([`PinStore::seed`]): a tool they list later
+    /// that was not is held back too, not pinned on first sight.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeSet::is_empty")]
+    closed: std::collections::BTreeSet<String>,
 }
 
 /// The pins, and the tools held back now.
@@ -146,19 +161,50 @@ impl PinStore {
     }
 
     /// Pins `tools` of `server` as they are now, replacing whatever was pinned for that
-    /// server before: the definitions a probation vetted become the ones its tools are held
-    /// to (the server manager calls this before it adds a server it vetted).
-    pub fn seed(&self, server: &str, tools: &[ListedTool]) {
+    /// server before, and closes the server: the definitions a probation vetted become the
+    /// ones its tools are held to (the server manager calls this before it adds a server it
+    /// vetted). Returns what was there before, for [`PinStore::restore`] should the addition
+    /// fail.
+    pub fn seed(&self, server: &str, tools: &[ListedTool]) -> SeededOver {
         let now_ms = crate::fleet::unix_ms();
+        let before = self.with(|state| {
+            let prefix = key(server, "");
+            let pins = state
+                .stored
+                .pins
+                .iter()
+                .filter(|(k, _)| k.starts_with(&prefix))
+                .map(|(k, pin)| (k.clone(), pin.clone()))
+                .collect();
+            let closed = state.stored.closed.contains(server);
+            SeededOver { pins, closed }
+        });
         self.with(|state| {
             let prefix = key(server, "");
             state.stored.pins.retain(|k, _| !k.starts_with(&prefix));
+            state.stored.closed.insert(server.to_owned());
             state.quarantined.retain(|_, q| q.server != server);
             for listed in tools {
                 state.stored.pins.insert(
                     key(server, &listed.definition.name),
                     Pin::of(&listed.definition, now_ms),
                 );
+            }
+        });
+        if let Err(error) = self.save() {
+            tracing::warn!("{error}");
+        }
+        before
+    }
+
+    /// Puts back what [`PinStore::seed`] replaced for `server`.
+    pub fn restore(&self, server: &str, before: SeededOver) {
+        self.with(|state| {
+            let prefix = key(server, "");
+            state.stored.pins.retain(|k, _| !k.starts_with(&prefix));
+            state.stored.pins.extend(before.pins);
+            if !before.closed {
+                state.stored.closed.remove(server);
             }
         });
         if let Err(error) = self.save() {
@@ -173,57 +219,61 @@ impl PinStore {
         let (held, dirty) = self.with(|state| {
             let mut held = BTreeMap::new();
             let mut dirty = false;
-            state
-                .quarantined
-                .retain(|_, q| q.server != server.as_str());
+            state.quarantined.retain(|_, q| q.server != server.as_str());
             for listed in tools {
                 let tool = &listed.definition.name;
                 let definition = pinned_fields(&listed.definition);
                 let fingerprint = fingerprint(&definition);
                 let key = key(server.as_str(), tool);
-                match state.stored.pins.get(&key) {
-                    None => {
-                        state
-                            .stored
-                            .pins
-                            .insert(key, Pin::of(&listed.definition, now_ms));
-                        dirty = true;
-                    }
-                    Some(pin) if pin.covers == COVERS_ALL && pin.fingerprint == fingerprint => {}
+                // Held: why, the fields that changed, and the pinned definition.
+                let hold = match state.stored.pins.get(&key) {
+                    None if state.stored.closed.contains(server.as_str()) => Some((
+                        "it was not among the tools vetted with its server".to_owned(),
+                        vec!["(new tool)".to_owned()],
+                        Value::Null,
+                    )),
+                    Some(pin) if pin.covers == COVERS_ALL && pin.fingerprint == fingerprint => None,
                     Some(pin)
-                        if pin.covers != COVERS_ALL
-                            && pin.fingerprint
-                                == self::fingerprint(&first_fields(&listed.definition)) =>
+                        if pin.covers == COVERS_ALL
+                            || pin.fingerprint
+                                != self::fingerprint(&first_fields(&listed.definition)) =>
                     {
-                        // An older pin that still holds: pinned anew, wholly.
+                        let changed = changed_fields(&pin.definition, &definition);
+                        let why = format!(
+                            "its definition changed since it was pinned ({})",
+                            changed.join(", ")
+                        );
+                        Some((why, changed, pin.definition.clone()))
+                    }
+                    // First sight, or an older pin that still holds: pinned (anew), wholly.
+                    _ => {
                         state
                             .stored
                             .pins
-                            .insert(key, Pin::of(&listed.definition, now_ms));
+                            .insert(key.clone(), Pin::of(&listed.definition, now_ms));
                         dirty = true;
+                        None
                     }
-                    Some(pin) => {
-                        let changed = changed_fields(&pin.definition, &definition);
-                        held.insert(
-                            tool.clone(),
-                            format!(
-                                "its definition changed since it was pinned ({}); approve it with `switchboard tools pins approve {}:{tool}`",
-                                changed.join(", "),
-                                server.as_str()
-                            ),
-                        );
-                        state.quarantined.insert(
-                            key,
-                            Quarantined {
-                                server: server.as_str().to_owned(),
-                                tool: tool.clone(),
-                                changed,
-                                pinned: pin.definition.clone(),
-                                now: definition,
-                                fingerprint,
-                            },
-                        );
-                    }
+                };
+                if let Some((why, changed, pinned)) = hold {
+                    held.insert(
+                        tool.clone(),
+                        format!(
+                            "{why}; approve it with `switchboard tools pins approve {}:{tool}`",
+                            server.as_str()
+                        ),
+                    );
+                    state.quarantined.insert(
+                        key,
+                        Quarantined {
+                            server: server.as_str().to_owned(),
+                            tool: tool.clone(),
+                            changed,
+                            pinned,
+                            now: definition,
+                            fingerprint,
+                        },
+                    );
                 }
             }
             (held, dirty)
@@ -622,5 +672,57 @@ mod tests {
             ListedTool::compile(definition)
         };
         assert!(!store.judge(&server, &[changed]).is_empty());
+    }
+
+    #[test]
+    fn a_vetted_server_that_lists_a_tool_nobody_vetted_has_it_held() {
+        let server = ServerId::new("fs");
+        let schema = json!({"type": "object"});
+        let store = PinStore::open(None);
+        store.seed("fs", &[tool("Reads a file", schema.clone())]);
+        let extra = {
+            let definition: ToolDefinition = serde_json::from_value(json!({
+                "name": "wipe", "description": "Deletes everything", "inputSchema": schema,
+            }))
+            .expect("definition");
+            ListedTool::compile(definition)
+        };
+        let held = store.judge(&server, &[tool("Reads a file", schema), extra.clone()]);
+        assert_eq!(held.keys().collect::<Vec<_>>(), ["wipe"], "{held:?}");
+        assert_eq!(store.quarantined()[0].changed, ["(new tool)"]);
+        store.approve("fs", "wipe", None).expect("approve");
+        assert!(store.judge(&server, &[extra]).is_empty());
+        // A server nobody vetted pins what it lists first, as before.
+        let other = ServerId::new("notes");
+        assert!(
+            store
+                .judge(&other, &[tool("Notes", json!({"type": "object"}))])
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn a_seed_undone_gives_the_server_back_its_pins() {
+        let server = ServerId::new("fs");
+        let schema = json!({"type": "object"});
+        let store = PinStore::open(None);
+        store.judge(&server, &[tool("Reads a file", schema.clone())]);
+        let before = store.seed("fs", &[tool("Something else", schema.clone())]);
+        store.restore("fs", before);
+        assert!(
+            store
+                .judge(&server, &[tool("Reads a file", schema.clone())])
+                .is_empty(),
+            "the old pin is back"
+        );
+        // And the server is open again: a new tool is pinned on first sight.
+        let extra = {
+            let definition: ToolDefinition = serde_json::from_value(json!({
+                "name": "list", "inputSchema": schema,
+            }))
+            .expect("definition");
+            ListedTool::compile(definition)
+        };
+        assert!(store.judge(&server, &[extra]).is_empty());
     }
 }

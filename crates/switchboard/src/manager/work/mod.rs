@@ -230,11 +230,12 @@ impl Job<'_> {
             entry.enabled = Some(false);
         }
         self.check_cancel()?;
-        if entry.trust == Some(Trust::Pinned)
-            && let Some(pins) = &self.host.inner.options.pins
-        {
-            pins.seed(server, &tools);
-        }
+        let seeded = match &self.host.inner.options.pins {
+            Some(pins) if entry.trust == Some(Trust::Pinned) => {
+                Some((pins.clone(), pins.seed(server, &tools)))
+            }
+            _ => None,
+        };
         self.step(95, &format!("adding '{server}'"));
         let mut change = ChangeRequest::new(
             Change::Add {
@@ -249,8 +250,19 @@ impl Job<'_> {
         // then it is undone below.
         let applied = tokio::spawn(async move { host.apply(change).await })
             .await
-            .map_err(|e| failed(format!("the change task failed: {e}")))?;
-        let report_of_change = applied.map_err(|e| failed(format!("adding failed: {e}")))?;
+            .map_err(|e| failed(format!("the change task failed: {e}")))
+            .and_then(|applied| applied.map_err(|e| failed(format!("adding failed: {e}"))));
+        let report_of_change = match applied {
+            Ok(report) => report,
+            Err(error) => {
+                // Not added (another server of that id, a file that refused the change): the
+                // pins of whatever holds the id stay as they were.
+                if let Some((pins, before)) = seeded {
+                    pins.restore(server, before);
+                }
+                return Err(error);
+            }
+        };
         if self.cancel.is_cancelled() {
             self.undo_add(server).await;
             return Err(WorkError::Cancelled);
