@@ -7,8 +7,8 @@
 //!   `switchboard console` prints as a link; `GET /console/sign-in/{code}` redeems it;
 //! - `POST /console/sign-out`.
 //!
-//! A session is a random 256-bit id in a cookie (`HttpOnly; SameSite=Strict;
-//! Path=/console`), held here with its operator, its CSRF token and its expiry
+//! A session is a random 256-bit id in a cookie named for the port the console is reached on
+//! ([`cookie_name`]; `HttpOnly; SameSite=Strict; Path=/console`), held here with its operator, its CSRF token and its expiry
 //! ([`SESSION_LIFETIME`]); only the server knows what an id means, and nothing about it is in
 //! the cookie.
 
@@ -28,8 +28,26 @@ use crate::error::ConsoleError;
 use crate::form::Fields;
 use crate::{Console, layout};
 
-/// The session cookie's name.
+/// The session cookie's name, and the stem of a port's ([`cookie_name`]).
 pub(crate) const COOKIE: &str = "switchboard_console";
+
+/// The session cookie's name for the console a request reached: `switchboard_console_PORT`
+/// for the port in its `Host` (browsers keep cookies by host, not port, so two gateways on
+/// one machine would otherwise sign each other out), [`COOKIE`] without one.
+pub(crate) fn cookie_name(headers: &HeaderMap) -> String {
+    let port = headers
+        .get(header::HOST)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|host| host.rsplit_once(':'))
+        .map(|(_, port)| port)
+        .filter(|port| {
+            !port.is_empty() && port.len() <= 5 && port.bytes().all(|b| b.is_ascii_digit())
+        });
+    match port {
+        Some(port) => format!("{COOKIE}_{port}"),
+        None => COOKIE.to_owned(),
+    }
+}
 /// How long a session lasts.
 pub(crate) const SESSION_LIFETIME: Duration = Duration::from_secs(12 * 3_600);
 /// How long a sign-in code can be redeemed.
@@ -145,22 +163,24 @@ impl Sessions {
     }
 }
 
-/// The session id the request's cookie carries.
+/// The session id the request's cookie of this console ([`cookie_name`]) carries.
 pub(crate) fn cookie_of(headers: &HeaderMap) -> Option<&str> {
+    let wanted = cookie_name(headers);
     headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|value| value.to_str().ok())
         .flat_map(|value| value.split(';'))
         .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(name, _)| *name == COOKIE)
+        .find(|(name, _)| *name == wanted)
         .map(|(_, value)| value.trim())
 }
 
 /// Signs the browser in with a new session and sends it to the approvals page.
-fn signed_in(id: &str) -> Response {
+fn signed_in(headers: &HeaderMap, id: &str) -> Response {
     let cookie = format!(
-        "{COOKIE}={id}; HttpOnly; SameSite=Strict; Path=/console; Max-Age={}",
+        "{}={id}; HttpOnly; SameSite=Strict; Path=/console; Max-Age={}",
+        cookie_name(headers),
         SESSION_LIFETIME.as_secs()
     );
     let mut response = (
@@ -200,7 +220,11 @@ fn sign_in_page(problem: Option<&str>) -> maud::Markup {
     )
 }
 
-pub(crate) async fn sign_in(State(console): State<Console>, body: Bytes) -> Response {
+pub(crate) async fn sign_in(
+    State(console): State<Console>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let fields = Fields::of_body(&body);
     let given = fields.get("token").unwrap_or("");
     if !same_secret(given, &console.shared.admin_token) {
@@ -214,11 +238,12 @@ pub(crate) async fn sign_in(State(console): State<Console>, body: Bytes) -> Resp
         .shared
         .sessions
         .start(operator_name(fields.get("operator")));
-    signed_in(&id)
+    signed_in(&headers, &id)
 }
 
 pub(crate) async fn redeem(
     State(console): State<Console>,
+    headers: HeaderMap,
     Path(code): Path<String>,
 ) -> Result<Response, ConsoleError> {
     let id = console.shared.sessions.redeem(&code).ok_or_else(|| {
@@ -227,24 +252,26 @@ pub(crate) async fn redeem(
                 .to_owned(),
         )
     })?;
-    Ok(signed_in(&id))
+    Ok(signed_in(&headers, &id))
 }
 
 pub(crate) async fn sign_out(State(console): State<Console>, headers: HeaderMap) -> Response {
     if let Some(id) = cookie_of(&headers) {
         console.shared.sessions.end(id);
     }
-    (
+    let mut response = (
         StatusCode::SEE_OTHER,
-        [
-            (header::LOCATION, "/console/sign-in"),
-            (
-                header::SET_COOKIE,
-                "switchboard_console=; HttpOnly; SameSite=Strict; Path=/console; Max-Age=0",
-            ),
-        ],
+        [(header::LOCATION, "/console/sign-in")],
     )
-        .into_response()
+        .into_response();
+    let expired = format!(
+        "{}=; HttpOnly; SameSite=Strict; Path=/console; Max-Age=0",
+        cookie_name(&headers)
+    );
+    if let Ok(value) = HeaderValue::from_str(&expired) {
+        response.headers_mut().insert(header::SET_COOKIE, value);
+    }
+    response
 }
 
 /// `POST /console/codes`: the admin API's side of `switchboard console`.
@@ -303,6 +330,20 @@ mod tests {
             HeaderValue::from_static("a=1; switchboard_console=abc ; b=2"),
         );
         assert_eq!(cookie_of(&headers), Some("abc"));
+        // Each port's console has a cookie of its own: another port's is not this one's.
+        headers.insert(header::HOST, HeaderValue::from_static("127.0.0.1:7001"));
+        assert_eq!(cookie_of(&headers), None);
+        headers.insert(
+            header::COOKIE,
+            HeaderValue::from_static(
+                "switchboard_console_7002=other; switchboard_console_7001=mine",
+            ),
+        );
+        assert_eq!(cookie_of(&headers), Some("mine"));
+        headers.insert(header::HOST, HeaderValue::from_static("[::1]:7002"));
+        assert_eq!(cookie_of(&headers), Some("other"));
+        headers.insert(header::HOST, HeaderValue::from_static("localhost"));
+        assert_eq!(cookie_name(&headers), "switchboard_console");
         assert_eq!(operator_name(Some("  \u{7}bob ")), "bob");
         assert_eq!(operator_name(Some("")), "operator");
     }

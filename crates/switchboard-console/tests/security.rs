@@ -39,8 +39,11 @@ async fn signing_in_sets_a_strict_http_only_cookie_and_wrong_tokens_are_refused(
         .expect("ascii")
         .to_owned();
     let (pair, flags) = cookie.split_once(';').expect("flags");
+    // Named for the port, so two gateways on one machine keep their sessions apart.
+    let port = gateway.url.rsplit(':').next().expect("a port").to_owned();
+    let name = format!("switchboard_console_{port}");
     let id = pair
-        .strip_prefix("switchboard_console=")
+        .strip_prefix(&format!("{name}="))
         .expect("the cookie's name");
     assert_eq!(id.len(), 64, "256 random bits in hex: {id}");
     assert!(id.chars().all(|c| c.is_ascii_hexdigit()));
@@ -55,7 +58,7 @@ async fn signing_in_sets_a_strict_http_only_cookie_and_wrong_tokens_are_refused(
 
     // A forged or expired session is no session.
     let mut forged = gateway.client();
-    forged.cookie = Some(format!("switchboard_console={}", "0".repeat(64)));
+    forged.cookie = Some(format!("{name}={}", "0".repeat(64)));
     assert_eq!(forged.status_of("/console/tools").await, 303);
 
     // Signing out ends the session on the server, not just in the browser.
