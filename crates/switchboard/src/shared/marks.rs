@@ -51,6 +51,9 @@ pub struct SharedMarks {
     /// Where ends are announced and heard; none: every request asks Redis.
     bus: Option<EventBus>,
     nonces: MemoryNonces,
+    /// What this replica writes as a used nonce's value: a nonce found used with it was
+    /// used here, by a request whose answer from Redis was lost.
+    writer: String,
 }
 
 type Digest32 = [u8; 32];
@@ -179,6 +182,7 @@ impl SharedMarks {
                 "sessions and approval states that need it are refused",
             )?,
             prefix: format!("switchboard:{{{deployment}}}:"),
+            writer: format!("{:032x}", rand::random::<u128>()),
             policy,
             sessions,
             bus,
@@ -298,20 +302,37 @@ impl SharedMarks {
         if self.nonces.used_here(&nonce, now_ms) {
             return Ok(false);
         }
+        let key = format!("{}nonce:{}", self.prefix, hex(&nonce));
         let mut command = redis::cmd("SET");
         command
-            .arg(format!("{}nonce:{}", self.prefix, hex(&nonce)))
-            .arg(1)
+            .arg(&key)
+            .arg(&self.writer)
             .arg("NX")
             .arg("PX")
             .arg(expires_ms.saturating_sub(now_ms).max(1));
-        match self.redis.query::<Option<String>>(command).await {
-            Ok(set) => {
-                self.nonces.use_here(nonce, expires_ms, now_ms);
-                Ok(set.is_some())
+        let first = match self.redis.query::<Option<String>>(command).await {
+            Ok(set) if set.is_some() => true,
+            // Used already: by this replica, when a request's SET went through but its answer
+            // was lost (refused then, under fail_closed, and never used here) — the retry is
+            // that use — or by another request, and then never again.
+            Ok(_) => {
+                let mut get = redis::cmd("GET");
+                get.arg(&key);
+                match self.redis.query::<Option<String>>(get).await {
+                    Ok(writer) => writer.as_deref() == Some(self.writer.as_str()),
+                    Err(why) => {
+                        return self.unanswered(why, || false);
+                    }
+                }
             }
-            Err(why) => self.unanswered(why, || self.nonces.use_here(nonce, expires_ms, now_ms)),
-        }
+            Err(why) => {
+                return self.unanswered(why, || self.nonces.use_here(nonce, expires_ms, now_ms));
+            }
+        };
+        // Marked here in one step with its check: of two requests with one nonce at once on
+        // this replica, one is the first use.
+        let unused_here = self.nonces.use_here(nonce, expires_ms, now_ms);
+        Ok(unused_here && first)
     }
 }
 

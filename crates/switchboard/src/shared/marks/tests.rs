@@ -51,6 +51,41 @@ async fn a_nonce_is_used_once_across_replicas() {
 }
 
 #[tokio::test]
+async fn a_nonce_whose_use_was_written_but_not_answered_is_used_by_the_retry_only() {
+    let redis = Redis::start();
+    let (a, b) = two_replicas(&redis);
+    let (now, expires) = (1_000, 61_000);
+    let nonce = [9; 16];
+    // a's SET went through, and its answer was lost: the request was refused.
+    let client = redis::Client::open(redis.url()).expect("client");
+    let mut connection = client
+        .get_multiplexed_async_connection()
+        .await
+        .expect("connection");
+    let _: () = redis::cmd("SET")
+        .arg(format!("{}nonce:{}", a.prefix, hex(&nonce)))
+        .arg(&a.writer)
+        .query_async(&mut connection)
+        .await
+        .expect("SET");
+    // The client's retry, on a, is that use; any later one, anywhere, is a replay.
+    assert_eq!(b.first_use(nonce, expires, now).await, Ok(false));
+    assert_eq!(a.first_use(nonce, expires, now).await, Ok(true));
+    assert_eq!(a.first_use(nonce, expires, now).await, Ok(false));
+    // Two requests with one nonce at once on one replica: one is the first use.
+    let fresh = [10; 16];
+    let (x, y) = tokio::join!(
+        a.first_use(fresh, expires, now),
+        a.first_use(fresh, expires, now)
+    );
+    assert_eq!(
+        [x, y].iter().filter(|used| **used == Ok(true)).count(),
+        1,
+        "a nonce used twice at once"
+    );
+}
+
+#[tokio::test]
 async fn an_unreachable_redis_follows_the_policy() {
     let mut redis = Redis::start();
     let open = marks(&redis, WhenUnreachable::FailOpen);
