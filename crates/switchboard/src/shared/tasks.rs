@@ -105,6 +105,22 @@ pub struct Record {
     pub input_requests: Map<String, Value>,
 }
 
+/// The most a task's record may hold in Redis: a larger result is kept by its replica alone,
+/// and the record says so ([`too_large_result`]).
+pub const MAX_SHARED_RECORD: usize = 4 * 1024 * 1024;
+
+/// What other replicas read for a result over [`MAX_SHARED_RECORD`]: a tool error saying
+/// where the result is.
+fn too_large_result(bytes: usize, replica: &str) -> Value {
+    serde_json::json!({
+        "content": [{"type": "text", "text": format!(
+            "the task's result ({bytes} bytes) is larger than the {} MiB replicas share: the replica that ran it ({replica}) holds it",
+            MAX_SHARED_RECORD / (1024 * 1024)
+        )}],
+        "isError": true,
+    })
+}
+
 /// How a task failed, as its record keeps it (and an error a client answered).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RecordError {
@@ -351,8 +367,22 @@ impl SharedTasks {
             }
             None => duration_ms(switchboard_core::task::TASK_CALL_LIMIT),
         };
-        let json =
+        let mut json =
             serde_json::to_string(&record).map_err(|e| WriteError::Unreachable(e.to_string()))?;
+        if json.len() > MAX_SHARED_RECORD {
+            // Over what replicas share: the others read that it ended, and why its result is
+            // not here; the replica that ran it still has the result whole.
+            let kept = Record {
+                result: record
+                    .result
+                    .as_ref()
+                    .map(|_| too_large_result(json.len(), self.replica())),
+                input_requests: Map::new(),
+                ..record.clone()
+            };
+            json =
+                serde_json::to_string(&kept).map_err(|e| WriteError::Unreachable(e.to_string()))?;
+        }
         let summary = Record {
             result: None,
             error: None,

@@ -87,6 +87,34 @@ async fn a_task_written_by_its_owner_is_read_listed_and_ended_on_another_replica
 }
 
 #[tokio::test]
+async fn a_result_over_what_replicas_share_is_read_elsewhere_as_an_error_naming_its_replica() {
+    let redis = Redis::start();
+    let (a, b) = (replica(&redis), replica(&redis));
+    alive(&a).await;
+    let alice = owner("alice");
+    let mut done = working("big");
+    done.status = TaskStatus::Completed;
+    let text = "x".repeat(MAX_SHARED_RECORD + 1);
+    done.end = Some(TaskEnd::Completed(
+        serde_json::json!({"content": [{"type": "text", "text": text}]}),
+    ));
+    a.write(&alice, "slow", &done)
+        .await
+        .expect("written, not retried for ever");
+    let found = b.get(&alice, "big").await.expect("read").expect("found");
+    assert_eq!(found.view.status, TaskStatus::Completed);
+    let Some(TaskEnd::Completed(result)) = found.view.end else {
+        panic!("{:?}", found.view.end);
+    };
+    assert_eq!(result["isError"], true);
+    let said = result["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(
+        said.contains(a.replica()) && said.contains("larger than"),
+        "{said}"
+    );
+}
+
+#[tokio::test]
 async fn a_task_whose_replica_is_gone_is_failed_for_every_replica_at_once() {
     let redis = Redis::start();
     let (a, b, c) = (replica(&redis), replica(&redis), replica(&redis));
