@@ -331,7 +331,7 @@ fn a_rotation_keeps_live_sessions_and_a_session_stays_with_its_agent() {
         assert!(body.contains("issued to another agent"), "{body}");
     }
 
-    keys(&ring, &["rotate"]);
+    keys(&ring, &["rotate", "--grace", "0"]);
     let newest = newest_key(&ring);
     // Every replica reads the ring again within its recheck (500 ms): wait until three
     // initializes in a row (one per replica) are sealed with the new key.
@@ -377,6 +377,34 @@ fn a_rotation_keeps_live_sessions_and_a_session_stays_with_its_agent() {
         let (status, _, body) = request(&address, "POST", "/mcp/agents/qa", Some(&fresh), LIST);
         assert_eq!(status, 200, "the new key still seals: {body}");
     }
+}
+
+#[test]
+fn a_rotated_key_opens_at_once_and_seals_after_its_grace() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ring = dir.path().join("keys.json");
+    keys(&ring, &["create"]);
+    keys(&ring, &["rotate"]);
+    let output = std::process::Command::new(switchboard())
+        .args(["keys", "list", "--json"])
+        .arg(&ring)
+        .output()
+        .expect("keys list");
+    let text = String::from_utf8_lossy(&output.stdout);
+    let listed: Vec<serde_json::Value> = text
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("json"))
+        .collect();
+    assert_eq!(listed.len(), 2, "{text}");
+    assert_eq!(
+        listed[0]["seals"], true,
+        "the old key seals until then: {text}"
+    );
+    assert_eq!(listed[1]["seals"], false, "{text}");
+    let left = listed[1]["seals_in_seconds"]
+        .as_u64()
+        .expect("seconds left");
+    assert!((100..=120).contains(&left), "{text}");
 }
 
 /// The id of the ring's newest key (`switchboard keys list --json`).

@@ -3,9 +3,11 @@
 //!
 //! The file is JSON, readable by its owner only (a file that group or others may read is
 //! refused): `{"version": 1, "keys": [{"id": "0a1b2c3d", "created": 1795000000, "secret":
-//! "<64 hex digits>"}]}`, oldest first; the last key seals, every key opens. `create` writes a
-//! new ring and never overwrites one; `rotate` appends a key; `retire` removes old keys (never
-//! the newest). [`LiveKeys`] keeps a running gateway in step with the file: it looks again at
+//! "<64 hex digits>", "seals_from"?: 1795000120}]}`, oldest first; every key opens, and a
+//! running gateway seals with the newest key whose `seals_from` (default: `created`) has come,
+//! so a rotation can give the file time to reach every replica before any seals with the new
+//! key. `create` writes a new ring and never overwrites one; `rotate` appends a key;
+//! `retire` removes old keys (never the newest). [`LiveKeys`] keeps a running gateway in step with the file: it looks again at
 //! most every 500 ms, so a rotation on disk reaches every replica without a restart, and a
 //! file that turns bad leaves the keys read before in force.
 
@@ -22,6 +24,11 @@ use crate::followed_file::FollowedFile;
 
 /// The file format's version.
 const FORMAT: u32 = 1;
+
+/// How long a key `switchboard keys rotate` adds only opens before it seals, by default: the
+/// time a ring file copied to every replica (a secret manager, a config push) may take to
+/// reach the last of them.
+pub const ROTATION_GRACE: Duration = Duration::from_secs(120);
 
 /// What is wrong with a key ring file or an operation on it.
 #[derive(Debug, thiserror::Error)]
@@ -70,8 +77,19 @@ pub struct StoredKey {
     pub id: String,
     /// When it was made, in seconds since the Unix epoch.
     pub created: u64,
+    /// From when it seals, in seconds since the Unix epoch (until then it only opens);
+    /// absent: from when it was made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seals_from: Option<u64>,
     /// 32 bytes as 64 hex digits.
     secret: String,
+}
+
+impl StoredKey {
+    /// From when the key seals, in seconds since the Unix epoch.
+    pub fn seals_from(&self) -> u64 {
+        self.seals_from.unwrap_or(self.created)
+    }
 }
 
 impl std::fmt::Debug for StoredKey {
@@ -79,6 +97,7 @@ impl std::fmt::Debug for StoredKey {
         f.debug_struct("StoredKey")
             .field("id", &self.id)
             .field("created", &self.created)
+            .field("seals_from", &self.seals_from)
             .field("secret", &"***")
             .finish()
     }
@@ -107,6 +126,7 @@ impl StoredKey {
         Self {
             id,
             created: seconds(now),
+            seals_from: None,
             secret: switchboard_core::hex::encode(&rand::random::<[u8; 32]>()),
         }
     }
@@ -197,9 +217,37 @@ impl RingFile {
         Ok(())
     }
 
-    /// The ring the keys make (`None` only for a file that failed [`RingFile::load`]'s checks).
+    /// The ring the keys make, the newest sealing (`None` only for a file that failed
+    /// [`RingFile::load`]'s checks).
     pub fn ring(&self) -> Option<KeyRing> {
         KeyRing::new(self.keys.iter().filter_map(StoredKey::to_key).collect())
+    }
+
+    /// The ring in force at `now`, as a running gateway uses it: every key opens; the newest
+    /// key whose `seals_from` has come seals (the oldest while none has). With it, when the
+    /// next key starts sealing (the ring is to be taken again then).
+    pub fn ring_at(&self, now: SystemTime) -> Option<(KeyRing, Option<SystemTime>)> {
+        let mut usable: Vec<(u64, SealKey)> = self
+            .keys
+            .iter()
+            .filter_map(|key| Some((key.seals_from(), key.to_key()?)))
+            .collect();
+        let now = seconds(now);
+        let sealing = usable
+            .iter()
+            .rposition(|(from, _)| *from <= now)
+            .unwrap_or(0);
+        let switch_at = usable[sealing + 1..]
+            .iter()
+            .map(|(from, _)| *from)
+            .filter(|from| *from > now)
+            .min()
+            .map(|from| UNIX_EPOCH + Duration::from_secs(from));
+        // The ring seals with its last key.
+        let seals = usable.remove(sealing);
+        usable.push(seals);
+        let ring = KeyRing::new(usable.into_iter().map(|(_, key)| key).collect())?;
+        Some((ring, switch_at))
     }
 
     /// Writes a new ring to `path`, mode 0600, whole or not at all (a crash mid-write never
@@ -255,7 +303,16 @@ impl RingFile {
 
     /// Adds a key that seals from now on; the others still open. Returns its id.
     pub fn rotate(&mut self, now: SystemTime) -> String {
-        let key = StoredKey::generate(&self.keys, now);
+        self.rotate_sealing_after(now, Duration::ZERO)
+    }
+
+    /// Adds a key that opens from now on and seals after `grace` (the time the file takes to
+    /// reach every replica: none seals with a key another cannot open yet). Returns its id.
+    pub fn rotate_sealing_after(&mut self, now: SystemTime, grace: Duration) -> String {
+        let mut key = StoredKey::generate(&self.keys, now);
+        if !grace.is_zero() {
+            key.seals_from = Some(seconds(now + grace));
+        }
         let id = key.id.clone();
         self.keys.push(key);
         id
@@ -293,8 +350,29 @@ impl RingFile {
 /// key of this process when there is no file.
 pub struct LiveKeys {
     file: Option<FollowedFile>,
-    ring: RwLock<Arc<KeyRing>>,
+    ring: RwLock<InForce>,
     clock: Arc<dyn Clock>,
+}
+
+/// The ring in force, and what it was made from.
+struct InForce {
+    ring: Arc<KeyRing>,
+    /// The file's keys (none for a fixed ring).
+    keys: Option<RingFile>,
+    /// When a newer key starts sealing ([`RingFile::ring_at`]).
+    switch_at: Option<SystemTime>,
+}
+
+impl InForce {
+    /// The ring `keys` make at `now`.
+    fn of(keys: RingFile, now: SystemTime) -> Option<Self> {
+        let (ring, switch_at) = keys.ring_at(now)?;
+        Some(Self {
+            ring: Arc::new(ring),
+            keys: Some(keys),
+            switch_at,
+        })
+    }
 }
 
 impl std::fmt::Debug for LiveKeys {
@@ -310,10 +388,10 @@ impl LiveKeys {
     /// should not start unable to open its replicas' sessions).
     pub fn follow(path: &Path, clock: Arc<dyn Clock>) -> Result<Self, KeyRingError> {
         let file = FollowedFile::new(path, clock.now());
-        let ring = Self::read(path)?;
+        let ring = Self::read(path, clock.wall())?;
         Ok(Self {
             file: Some(file),
-            ring: RwLock::new(Arc::new(ring)),
+            ring: RwLock::new(ring),
             clock,
         })
     }
@@ -322,14 +400,18 @@ impl LiveKeys {
     pub fn fixed(ring: KeyRing, clock: Arc<dyn Clock>) -> Self {
         Self {
             file: None,
-            ring: RwLock::new(Arc::new(ring)),
+            ring: RwLock::new(InForce {
+                ring: Arc::new(ring),
+                keys: None,
+                switch_at: None,
+            }),
             clock,
         }
     }
 
-    fn read(path: &Path) -> Result<KeyRing, KeyRingError> {
+    fn read(path: &Path, now: SystemTime) -> Result<InForce, KeyRingError> {
         let file = RingFile::load(path)?;
-        file.ring().ok_or_else(|| KeyRingError::Content {
+        InForce::of(file, now).ok_or_else(|| KeyRingError::Content {
             path: path.to_owned(),
             message: "it holds no key".to_owned(),
         })
@@ -338,28 +420,58 @@ impl LiveKeys {
     /// Reads the file again if it changed (see [`FollowedFile`]).
     fn refresh(&self) {
         let Some(file) = &self.file else { return };
-        file.reread(self.clock.now(), |path| match Self::read(path) {
-            Ok(ring) => {
-                if let Ok(mut current) = self.ring.write() {
-                    *current = Arc::new(ring);
+        file.reread(self.clock.now(), |path| {
+            match Self::read(path, self.clock.wall()) {
+                Ok(ring) => {
+                    if let Ok(mut current) = self.ring.write() {
+                        *current = ring;
+                    }
+                    tracing::info!("key ring {} changed: keys read again", path.display());
+                    Ok(())
                 }
-                tracing::info!("key ring {} changed: keys read again", path.display());
-                Ok(())
-            }
-            Err(error) => {
-                tracing::warn!("{error}; the keys read before stay in force");
-                Err(())
+                Err(error) => {
+                    tracing::warn!("{error}; the keys read before stay in force");
+                    Err(())
+                }
             }
         });
+    }
+}
+
+impl LiveKeys {
+    /// Takes the ring again when a newer key's grace has ended, so that it seals.
+    fn switch_if_due(&self) {
+        let now = self.clock.wall();
+        let due = |in_force: &InForce| in_force.switch_at.is_some_and(|at| at <= now);
+        let is_due = match self.ring.read() {
+            Ok(in_force) => due(&in_force),
+            Err(poisoned) => due(&poisoned.into_inner()),
+        };
+        if !is_due {
+            return;
+        }
+        let mut in_force = match self.ring.write() {
+            Ok(in_force) => in_force,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if due(&in_force)
+            && let Some(next) = in_force
+                .keys
+                .clone()
+                .and_then(|keys| InForce::of(keys, now))
+        {
+            *in_force = next;
+        }
     }
 }
 
 impl Keys for LiveKeys {
     fn ring(&self) -> Arc<KeyRing> {
         self.refresh();
+        self.switch_if_due();
         match self.ring.read() {
-            Ok(ring) => ring.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
+            Ok(in_force) => in_force.ring.clone(),
+            Err(poisoned) => poisoned.into_inner().ring.clone(),
         }
     }
 

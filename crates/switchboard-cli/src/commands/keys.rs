@@ -1,7 +1,8 @@
 //! `switchboard keys`: the key ring file that seals session ids and `requestState` so that
 //! replicas sharing it serve each other's sessions (`[shared] keys = "FILE"`,
 //! docs/scale-out.md). `create FILE` writes a new ring (mode 0600, never over a file);
-//! `rotate FILE` adds the key that seals from now on (old keys still open what they sealed);
+//! `rotate FILE [--grace 2m]` adds a key that opens at once and seals once every replica has
+//! read it (old keys still open what they sealed);
 //! `retire FILE --keep N | KEY_ID` removes old keys; `list FILE` shows ids and ages, never a
 //! secret. A running gateway follows the file within a second (`switchboard::keyring`).
 
@@ -24,8 +25,15 @@ pub struct KeysArgs {
 enum Action {
     /// Write a new key ring of one key to FILE (mode 0600); refuses an existing file.
     Create { file: PathBuf },
-    /// Add a key that seals from now on; the older keys still open what they sealed.
-    Rotate { file: PathBuf },
+    /// Add a key: it opens at once and seals after --grace (default 2m), once every replica
+    /// has read the file; the older keys still open what they sealed.
+    Rotate {
+        file: PathBuf,
+        /// How long the new key only opens before it seals: the time the file takes to reach
+        /// every replica. "0" seals at once (one gateway, or a file every replica shares).
+        #[arg(long, value_name = "DURATION", default_value = "2m", value_parser = grace)]
+        grace: std::time::Duration,
+    },
     /// Remove old keys: all but the newest N (--keep N), or the one named KEY_ID. The newest
     /// key, which seals, is never removed.
     Retire {
@@ -73,13 +81,21 @@ pub fn run(args: KeysArgs) -> anyhow::Result<ExitCode> {
                 ring.keys[0].id
             );
         }
-        Action::Rotate { file } => {
+        Action::Rotate { file, grace } => {
             let (id, older) = RingFile::update(&file, |ring| {
-                let id = ring.rotate(now);
+                let id = ring.rotate_sealing_after(now, grace);
                 Ok((id, ring.keys.len() - 1))
             })?;
+            let from = if grace.is_zero() {
+                "from now on".to_owned()
+            } else {
+                format!(
+                    "in {}s, once every replica has read it (it opens now)",
+                    grace.as_secs()
+                )
+            };
             eprintln!(
-                "added key {id} to {}: it seals from now on; {older} older key(s) still open what they sealed",
+                "added key {id} to {}: it seals {from}; {older} older key(s) still open what they sealed",
                 file.display(),
             );
         }
@@ -109,26 +125,40 @@ pub fn run(args: KeysArgs) -> anyhow::Result<ExitCode> {
         }
         Action::List { file, json } => {
             let ring = RingFile::load(&file)?;
-            let newest = ring.keys.len().saturating_sub(1);
-            for (index, key) in ring.keys.iter().enumerate() {
+            // As a running gateway sees it now (a key in its grace only opens).
+            let sealing = ring
+                .ring_at(now)
+                .map(|(in_force, _)| switchboard_mcp::seal::key_id_text(in_force.current().id()));
+            let now_secs = now
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs());
+            for key in &ring.keys {
                 let age = key.age(now);
-                let seals = index == newest;
+                let seals = sealing.as_deref() == Some(key.id.as_str());
+                let seals_in = key.seals_from().saturating_sub(now_secs);
                 if json {
                     let line = serde_json::json!({"id": key.id, "created": key.created,
-                        "age_seconds": age.as_secs(), "seals": seals});
+                        "age_seconds": age.as_secs(), "seals": seals,
+                        "seals_in_seconds": (seals_in > 0).then_some(seals_in)});
                     print_line(&line.to_string())?;
                 } else {
-                    print_line(&format!(
-                        "{}  {:>8}  {}",
-                        key.id,
-                        age_text(age),
-                        if seals { "seals" } else { "opens" }
-                    ))?;
+                    let role = match (seals, seals_in) {
+                        (true, _) => "seals".to_owned(),
+                        (false, 0) => "opens".to_owned(),
+                        (false, left) => format!("opens; seals in {left}s"),
+                    };
+                    print_line(&format!("{}  {:>8}  {role}", key.id, age_text(age)))?;
                 }
             }
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A `--grace` duration (`90s`, `2m`, `0`).
+fn grace(text: &str) -> Result<std::time::Duration, String> {
+    switchboard_core::config::parse_duration(text)
+        .ok_or_else(|| format!("'{text}' is not a duration (e.g. 90s, 2m, 0)"))
 }
 
 #[cfg(test)]

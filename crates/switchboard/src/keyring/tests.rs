@@ -160,19 +160,31 @@ fn rotate_seals_with_the_new_key_and_retire_drops_old_ones() {
 fn a_live_ring_follows_the_file_within_its_recheck() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("keys.json");
-    let mut file = RingFile::generate(SystemTime::now());
-    file.create(&path).expect("create");
     let clock = ManualClock::new();
+    let mut file = RingFile::generate(clock.wall());
+    file.create(&path).expect("create");
     let live = LiveKeys::follow(&path, clock.clone()).expect("follow");
-    let old = live.seal(&BINDING, Duration::from_secs(60), b"kept");
-    let new_id = file.rotate(SystemTime::now());
+    let old_id = key_id_text(live.ring().current().id());
+    let old = live.seal(&BINDING, Duration::from_secs(600), b"kept");
+    let new_id = file.rotate_sealing_after(clock.wall(), ROTATION_GRACE);
     file.save(&path).expect("save");
-    assert_ne!(
-        key_id_text(live.ring().current().id()),
-        new_id,
+    assert!(
+        !live
+            .ring()
+            .holds(u32::from_str_radix(&new_id, 16).expect("hex")),
         "not before the recheck"
     );
+    // Read within the recheck: the new key opens at once, and seals once every replica has
+    // read it too.
     clock.advance(RECHECK);
+    let ring = live.ring();
+    assert!(ring.holds(u32::from_str_radix(&new_id, 16).expect("hex")));
+    assert_eq!(
+        key_id_text(ring.current().id()),
+        old_id,
+        "sealing before its grace"
+    );
+    clock.advance(ROTATION_GRACE);
     assert_eq!(key_id_text(live.ring().current().id()), new_id);
     assert_eq!(live.open(&old, &BINDING), Ok(b"kept".to_vec()));
     // A file that turns bad leaves the keys in force.
@@ -180,6 +192,38 @@ fn a_live_ring_follows_the_file_within_its_recheck() {
     clock.advance(RECHECK);
     assert_eq!(key_id_text(live.ring().current().id()), new_id);
     // Expiry follows the injected wall clock.
-    clock.advance(Duration::from_secs(60));
+    clock.advance(Duration::from_secs(600));
     assert_eq!(live.open(&old, &BINDING), Err(OpenError::Expired));
+}
+
+#[test]
+fn the_key_that_seals_is_the_newest_whose_time_has_come() {
+    let start = UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+    let mut file = RingFile::generate(start);
+    let first = file.keys[0].id.clone();
+    let (ring, switch_at) = file.ring_at(start).expect("ring");
+    assert_eq!(key_id_text(ring.current().id()), first);
+    assert_eq!(switch_at, None);
+    let later = start + Duration::from_secs(3_600);
+    let second = file.rotate_sealing_after(later, ROTATION_GRACE);
+    let (ring, switch_at) = file.ring_at(later).expect("ring");
+    assert_eq!(
+        key_id_text(ring.current().id()),
+        first,
+        "not before its grace"
+    );
+    assert!(
+        ring.holds(u32::from_str_radix(&second, 16).expect("hex")),
+        "it opens already"
+    );
+    assert_eq!(switch_at, Some(later + ROTATION_GRACE));
+    let (ring, switch_at) = file.ring_at(later + ROTATION_GRACE).expect("ring");
+    assert_eq!(key_id_text(ring.current().id()), second);
+    assert_eq!(switch_at, None);
+    // Rotated at once, a key seals at once; a file without `seals_from` reads as before.
+    let third = file.rotate(later);
+    let (ring, _) = file.ring_at(later).expect("ring");
+    assert_eq!(key_id_text(ring.current().id()), third);
+    let text = serde_json::to_string(&file).expect("json");
+    assert_eq!(text.matches("seals_from").count(), 1, "{text}");
 }
