@@ -116,6 +116,14 @@ pub enum ResolveError {
         package: String,
         reason: String,
     },
+    /// A remote whose address is one no registry server should have: the machine's own
+    /// link-local services (a cloud's instance metadata), the unspecified address.
+    #[error("remote {url} of server '{name}': {reason}")]
+    UnsafeRemote {
+        name: String,
+        url: String,
+        reason: &'static str,
+    },
     /// A package identifier that is not a plain package name or image reference (a path, a
     /// URL, a flag), which the installer would take for something else.
     #[error("{registry} package '{package}' of server '{name}': {reason}")]
@@ -164,6 +172,13 @@ pub fn resolve(server: &ServerJson) -> Result<Resolution, ResolveError> {
         Some((kind, remote))
     });
     if let Some((transport, remote)) = remote {
+        if let Some(reason) = unreachable_on_purpose(&remote.url) {
+            return Err(ResolveError::UnsafeRemote {
+                name: server.name.clone(),
+                url: remote.url.clone(),
+                reason,
+            });
+        }
         let (headers, inputs) = split_headers(&remote.headers);
         let kind = match transport {
             RemoteKind::Http => "streamable HTTP",
@@ -503,4 +518,34 @@ fn with_notes(mut preview: String, fixed: &[String], inputs: &[Input]) -> String
         preview.push_str(&format!("; needs {}", names.join(", ")));
     }
     preview
+}
+
+/// Why a registry remote's URL is refused, if it is: a link-local host (169.254.0.0/16,
+/// fe80::/10: where clouds serve instance metadata and credentials), an unspecified one
+/// (0.0.0.0, ::), or a metadata service's name. A server listed in a registry connects out to
+/// the internet; these would turn a model's request into a read of the gateway's machine.
+pub(crate) fn unreachable_on_purpose(url: &str) -> Option<&'static str> {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host);
+    let host = match host.strip_prefix('[') {
+        Some(bracketed) => bracketed.split(']').next().unwrap_or(""),
+        None => host.rsplit_once(':').map_or(host, |(host, _)| host),
+    };
+    let host = host.trim_end_matches('.').to_ascii_lowercase();
+    if ["metadata.google.internal", "metadata", "instance-data"].contains(&host.as_str()) {
+        return Some("a cloud metadata service's name is refused");
+    }
+    match host.parse::<std::net::IpAddr>() {
+        Ok(std::net::IpAddr::V4(ip)) if ip.is_link_local() => {
+            Some("a link-local address (169.254.0.0/16) is refused")
+        }
+        Ok(std::net::IpAddr::V6(ip)) if (ip.segments()[0] & 0xffc0) == 0xfe80 => {
+            Some("a link-local address (fe80::/10) is refused")
+        }
+        Ok(ip) if ip.is_unspecified() => Some("an unspecified address is refused"),
+        _ => None,
+    }
 }

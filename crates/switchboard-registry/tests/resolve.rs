@@ -251,6 +251,29 @@ fn remotes_keep_url_templates_and_ask_for_unfixed_headers() {
 }
 
 #[test]
+fn remotes_on_the_machines_own_link_local_services_are_refused() {
+    for url in [
+        "http://169.254.169.254/latest/meta-data/",
+        "http://[fe80::1]:8080/mcp",
+        "http://metadata.google.internal/computeMetadata/v1/",
+        "http://user@0.0.0.0:9000/mcp",
+    ] {
+        let refused = resolve(&server(
+            json!([]),
+            json!([{"type": "streamable-http", "url": url}]),
+        ));
+        assert!(
+            matches!(refused, Err(ResolveError::UnsafeRemote { .. })),
+            "{url}: {refused:?}"
+        );
+    }
+    for url in ["https://api.example.com/mcp", "http://127.0.0.1:3000/mcp"] {
+        let resolved = resolve(&server(json!([]), json!([{"type": "sse", "url": url}])));
+        assert!(resolved.is_ok(), "{url}: {resolved:?}");
+    }
+}
+
+#[test]
 fn nothing_runnable_lists_what_is_offered() {
     let nuget = json!({"registryType": "nuget", "identifier": "Some.Server", "version": "1.0.0",
                        "transport": {"type": "stdio"}});
