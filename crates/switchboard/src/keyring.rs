@@ -13,6 +13,7 @@
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -351,6 +352,9 @@ impl RingFile {
 pub struct LiveKeys {
     file: Option<FollowedFile>,
     ring: RwLock<InForce>,
+    /// Whether the ring in force awaits a key's time to seal: without one (the usual case),
+    /// taking the ring reads no clock.
+    switching: AtomicBool,
     clock: Arc<dyn Clock>,
 }
 
@@ -391,6 +395,7 @@ impl LiveKeys {
         let ring = Self::read(path, clock.wall())?;
         Ok(Self {
             file: Some(file),
+            switching: AtomicBool::new(ring.switch_at.is_some()),
             ring: RwLock::new(ring),
             clock,
         })
@@ -405,6 +410,7 @@ impl LiveKeys {
                 keys: None,
                 switch_at: None,
             }),
+            switching: AtomicBool::new(false),
             clock,
         }
     }
@@ -424,6 +430,8 @@ impl LiveKeys {
             match Self::read(path, self.clock.wall()) {
                 Ok(ring) => {
                     if let Ok(mut current) = self.ring.write() {
+                        self.switching
+                            .store(ring.switch_at.is_some(), Ordering::Release);
                         *current = ring;
                     }
                     tracing::info!("key ring {} changed: keys read again", path.display());
@@ -441,6 +449,9 @@ impl LiveKeys {
 impl LiveKeys {
     /// Takes the ring again when a newer key's grace has ended, so that it seals.
     fn switch_if_due(&self) {
+        if !self.switching.load(Ordering::Acquire) {
+            return;
+        }
         let now = self.clock.wall();
         let due = |in_force: &InForce| in_force.switch_at.is_some_and(|at| at <= now);
         let is_due = match self.ring.read() {
@@ -460,6 +471,8 @@ impl LiveKeys {
                 .clone()
                 .and_then(|keys| InForce::of(keys, now))
         {
+            self.switching
+                .store(next.switch_at.is_some(), Ordering::Release);
             *in_force = next;
         }
     }
