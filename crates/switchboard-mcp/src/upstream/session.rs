@@ -233,21 +233,19 @@ impl Extras {
         let late = |what: &str| {
             tracing::warn!(target: "switchboard::upstream", server = %client.label(), "listing {what} took over {} ms: none are shown until the server announces a change", bound.as_millis());
         };
-        let prompts = match tokio::time::timeout(bound, list_prompts(client, capabilities)).await {
-            Ok(prompts) => prompts,
-            Err(_) => {
-                late("prompts");
-                None
-            }
-        };
-        let (resources, resource_templates) =
-            match tokio::time::timeout(bound, list_resources(client, capabilities)).await {
-                Ok(listed) => listed,
-                Err(_) => {
-                    late("resources");
-                    (None, None)
-                }
-            };
+        // Both at once: a slow one costs one bound, not two.
+        let (prompts, resources) = tokio::join!(
+            tokio::time::timeout(bound, list_prompts(client, capabilities)),
+            tokio::time::timeout(bound, list_resources(client, capabilities))
+        );
+        let prompts = prompts.unwrap_or_else(|_| {
+            late("prompts");
+            None
+        });
+        let (resources, resource_templates) = resources.unwrap_or_else(|_| {
+            late("resources");
+            (None, None)
+        });
         Self {
             prompts: prompts.unwrap_or_default(),
             resources: resources.unwrap_or_default(),

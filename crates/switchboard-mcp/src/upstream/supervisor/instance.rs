@@ -200,18 +200,12 @@ impl Worker {
                 return Some(fail(&client, reason).await);
             }
         };
-        // Prompts and resources have their own bound: a slow or failing listing of them leaves
-        // them empty (logged), never the server down with its tools.
-        let extras = Extras::list(
-            &client,
-            &negotiated.capabilities,
-            self.spec.discover_timeout,
-        )
-        .await;
         tracing::info!(target: "switchboard::upstream", server = %self.label, era = negotiated.era.label(), version = negotiated.era.version(), tools = tools.len(), "connected");
         self.slot.set_current(Some(client.clone()));
         self.slot.set_client(Some(client.clone()));
         unpublished.disarm();
+        // Its tools serve at once; it is settled (a first listing waits for that) once its
+        // prompts and resources are listed too.
         self.publish(|status| {
             *status = ServerStatus {
                 state: ServerState::Up,
@@ -219,12 +213,24 @@ impl Worker {
                 tools: tools.into_iter().map(ListedTool::compile).collect(),
                 server_info: negotiated.server_info.clone(),
                 capabilities: negotiated.capabilities.clone(),
-                extras,
-                settled: true,
                 ..ServerStatus::starting()
             };
         });
-        self.subscribe_again(&client).await;
+        // Prompts and resources have their own bound: a slow or failing listing of them leaves
+        // them empty (logged), never the server down with its tools. Subscriptions are sent
+        // again meanwhile; a change the server announces in between waits in the events.
+        let (extras, ()) = tokio::join!(
+            Extras::list(
+                &client,
+                &negotiated.capabilities,
+                self.spec.discover_timeout
+            ),
+            self.subscribe_again(&client)
+        );
+        self.publish(|status| {
+            status.extras = extras;
+            status.settled = true;
+        });
         // Modern servers send list changes only on a subscription stream; legacy ones send them
         // unasked. The stream lives as long as the connection.
         let listen = listen_for_changes(&client, &negotiated);
