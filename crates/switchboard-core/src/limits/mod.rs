@@ -388,8 +388,12 @@ impl LocalLimits {
             .iter()
             .filter_map(|scope| Some((scope, self.limiter(scope)?)))
             .collect();
+        // No limit applies to this call: no clock is read.
+        if limiters.is_empty() {
+            return Ok(Admission::default());
+        }
         let mut reserved = Reserved::default();
-        let wait = reserve_rates(&limiters, &mut reserved.0, Instant::now())?;
+        let wait = reserve_rates(&limiters, &mut reserved.0)?;
         if !wait.is_zero() {
             tokio::time::sleep(wait).await;
         }
@@ -431,13 +435,15 @@ impl Drop for Reserved {
 fn reserve_rates(
     limiters: &[(&Scope, Arc<Limiter>)],
     reserved: &mut Vec<Arc<Limiter>>,
-    now: Instant,
 ) -> Result<Duration, Refusal> {
     let mut wait = Duration::ZERO;
+    // Read once, and only when a rate applies.
+    let mut now = None;
     for (scope, limiter) in limiters {
         let Some(rate) = &limiter.rate else {
             continue;
         };
+        let now = *now.get_or_insert_with(Instant::now);
         match rate.reserve(now, limiter.spec.queue.unwrap_or_default()) {
             Ok(until) => {
                 reserved.push(limiter.clone());
@@ -466,7 +472,8 @@ async fn take_permits(
         .iter()
         .filter_map(|(scope, limiter)| Some((*scope, limiter.spec, limiter.slots.as_ref()?)))
         .collect();
-    let started = Instant::now();
+    // When the call first found a cap full (its queue time counts from then).
+    let mut started = None;
     // The permit the call waited for last, and whose cap it is.
     let mut waited: Option<(usize, OwnedSemaphorePermit)> = None;
     loop {
@@ -496,6 +503,7 @@ async fn take_permits(
         if queue.is_zero() {
             return Err(busy(scope, spec, Duration::from_millis(100)));
         }
+        let started = *started.get_or_insert_with(Instant::now);
         let left = queue.saturating_sub(started.elapsed());
         match tokio::time::timeout(left, Arc::clone(slots).acquire_owned()).await {
             Ok(Ok(permit)) => waited = Some((index, permit)),
