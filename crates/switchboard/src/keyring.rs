@@ -326,7 +326,8 @@ impl RingFile {
         self.keys.drain(..cut).map(|key| key.id).collect()
     }
 
-    /// Removes the key `id`, unless it is the newest (the one that seals).
+    /// Removes the key `id`, unless it is the newest. (Retiring every older key leaves the
+    /// newest alone, and it then seals at once, its `seals_from` or not.)
     pub fn retire(&mut self, path: &Path, id: &str) -> Result<(), KeyRingError> {
         let index = self
             .keys

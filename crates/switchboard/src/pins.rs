@@ -197,6 +197,11 @@ impl PinStore {
         before
     }
 
+    /// Forgets `server`'s pins and opens it again (the manager removed it).
+    pub fn forget_server(&self, server: &str) {
+        self.restore(server, SeededOver::default());
+    }
+
     /// Puts back what [`PinStore::seed`] replaced for `server`.
     pub fn restore(&self, server: &str, before: SeededOver) {
         self.with(|state| {
@@ -238,7 +243,13 @@ impl PinStore {
                             || pin.fingerprint
                                 != self::fingerprint(&first_fields(&listed.definition)) =>
                     {
-                        let changed = changed_fields(&pin.definition, &definition);
+                        // An older pin is compared on the fields it covered.
+                        let now = if pin.covers == COVERS_ALL {
+                            &definition
+                        } else {
+                            &first_fields(&listed.definition)
+                        };
+                        let changed = changed_fields(&pin.definition, now);
                         let why = format!(
                             "its definition changed since it was pinned ({})",
                             changed.join(", ")
@@ -724,5 +735,41 @@ mod tests {
             ListedTool::compile(definition)
         };
         assert!(store.judge(&server, &[extra]).is_empty());
+    }
+
+    #[test]
+    fn an_older_pin_that_no_longer_holds_names_only_the_fields_it_covered() {
+        let listed = |description: &str| {
+            let definition: ToolDefinition = serde_json::from_value(json!({
+                "name": "read", "description": description, "inputSchema": {"type": "object"},
+                "_meta": {"ui": "a"}, "icons": [{"src": "x.png"}],
+            }))
+            .expect("definition");
+            ListedTool::compile(definition)
+        };
+        let old = first_fields(&listed("Reads a file").definition);
+        let store = PinStore::open(None);
+        store.with(|state| {
+            state.stored.pins.insert(
+                key("fs", "read"),
+                Pin {
+                    fingerprint: fingerprint(&old),
+                    definition: old.clone(),
+                    pinned_at_ms: 1,
+                    covers: 0,
+                },
+            );
+        });
+        let held = store.judge(&ServerId::new("fs"), &[listed("Reads it, then sends it")]);
+        assert!(held.contains_key("read"), "{held:?}");
+        assert_eq!(store.quarantined()[0].changed, ["description"]);
+        // A server the manager removed is forgotten: a new one of that name starts open.
+        store.seed("fs", &[]);
+        store.forget_server("fs");
+        assert!(
+            store
+                .judge(&ServerId::new("fs"), &[listed("Anything")])
+                .is_empty()
+        );
     }
 }

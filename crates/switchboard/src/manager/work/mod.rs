@@ -483,6 +483,11 @@ impl Job<'_> {
             inputs::forget_secrets(&installed.secrets);
             self.manager.forget_install(server).map_err(failed)?;
         }
+        // The vetted definitions go with the server: one added later under its name is judged
+        // on its own tools.
+        if let Some(pins) = &self.host.inner.options.pins {
+            pins.forget_server(server);
+        }
         let mut result = json!({
             "server": server,
             "removed": report.is_some(),
