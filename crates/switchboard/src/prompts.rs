@@ -1,7 +1,7 @@
 //! Prompts of every server under exposed names (`<prefix><separator><prompt>`, the same rule as
 //! tools, first server wins on a collision), and `prompts/get` routed back to the owner, whose
 //! requests for the client's input reach the client as a tool call's do. A caller lists, gets
-//! and completes the prompts of the servers it may see ([`Host::sees_server`]); another
+//! and completes the prompts of the servers it may see ([`Host::servers_seen_by`]); another
 //! server's prompt is unknown to it.
 
 use serde_json::{Map, Value, json};
@@ -56,8 +56,9 @@ impl Host {
 
     /// The prompts of the servers `caller` may see.
     pub(crate) fn prompts_for(&self, caller: &Caller) -> Vec<ExposedPrompt> {
+        let seen = self.servers_seen_by(caller);
         let mut prompts = self.prompts();
-        prompts.retain(|prompt| self.sees_server(caller, &prompt.server.plan.spec.id));
+        prompts.retain(|prompt| seen.contains(&prompt.server.plan.spec.id));
         prompts
     }
 

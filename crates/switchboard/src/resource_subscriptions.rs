@@ -83,6 +83,14 @@ impl Subscribers {
     }
 }
 
+/// Whether a server's handshake `capabilities` say it takes `resources/subscribe`.
+pub(crate) fn takes_subscriptions(capabilities: &Value) -> bool {
+    capabilities
+        .pointer("/resources/subscribe")
+        .and_then(Value::as_bool)
+        == Some(true)
+}
+
 /// The key a caller's subscriptions are counted under: its session (a stdio client has one
 /// connection, and no session id).
 fn session_key(caller: &Caller) -> &str {
@@ -149,12 +157,7 @@ impl Host {
         let mut last_error = None;
         for member in candidates {
             let supervisor = member.supervisor();
-            let subscribable = supervisor
-                .status()
-                .capabilities
-                .pointer("/resources/subscribe")
-                .and_then(Value::as_bool)
-                == Some(true);
+            let subscribable = takes_subscriptions(&supervisor.status().capabilities);
             let Some(client) = supervisor.client().filter(|_| subscribable) else {
                 continue;
             };

@@ -1,7 +1,7 @@
 //! Resources of every server, URIs unchanged, and `resources/read` routed to the owner.
 //!
 //! A caller sees, reads and subscribes to the resources of the servers it may see
-//! ([`Host::sees_server`]: its view holds one of their tools, or opens the server as a whole);
+//! ([`Host::servers_seen_by`]: its view holds one of their tools, or opens the server as a whole);
 //! another server's URI is not found, as an unknown one.
 //!
 //! Routing, among those servers, in order: a URI some server listed; the servers whose
@@ -75,12 +75,13 @@ fn template_prefix(template: &Value) -> &str {
 impl Host {
     /// The fleet's servers `caller` may see the prompts and resources of, in config order.
     pub(crate) fn members_seen_by(&self, caller: &Caller) -> Vec<Arc<Member>> {
+        let seen = self.servers_seen_by(caller);
         self.inner
             .fleet
             .load()
             .members
             .iter()
-            .filter(|member| self.sees_server(caller, &member.plan.spec.id))
+            .filter(|member| seen.contains(&member.plan.spec.id))
             .cloned()
             .collect()
     }

@@ -10,6 +10,7 @@
 //! Whether a tool fits a tier is the latency budget's call (`crate::latency`): measured
 //! latency once there are enough samples, declared before, demoted one tier while degraded.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use switchboard_budget::TierId;
@@ -116,18 +117,26 @@ impl Host {
         }
     }
 
-    /// Whether `caller` may see what server `server` offers beside tools (prompts, resources,
-    /// completions, subscriptions): its permitted view, in any tier, holds one of the
-    /// server's tools, or opens the server as a whole (`server:*`, or no allow list) — how a
-    /// server of prompts or resources alone is opened to a restricted agent.
-    pub(crate) fn sees_server(&self, caller: &Caller, server: &ServerId) -> bool {
+    /// The servers whose prompts, resources, completions and subscriptions `caller` may see:
+    /// those its permitted view, in any tier, holds one of the tools of, or opens as a whole
+    /// (`server:*`, or no allow list) — how a server of prompts or resources alone is opened
+    /// to a restricted agent. One view and one pass over the catalog per request.
+    pub(crate) fn servers_seen_by(&self, caller: &Caller) -> HashSet<ServerId> {
         let view = self.permitted(caller);
-        view.contains_server(server.as_str())
-            || self
-                .catalog()
-                .entries()
-                .iter()
-                .any(|entry| entry.spec.server == *server && view.contains(entry))
+        let mut seen: HashSet<ServerId> = self
+            .catalog()
+            .entries()
+            .iter()
+            .filter(|entry| view.contains(entry))
+            .map(|entry| entry.spec.server.clone())
+            .collect();
+        for member in &self.inner.fleet.load().members {
+            let server = &member.plan.spec.id;
+            if !seen.contains(server) && view.contains_server(server.as_str()) {
+                seen.insert(server.clone());
+            }
+        }
+        seen
     }
 
     /// Whether the scopes of the caller's token narrow its agent's view.

@@ -265,11 +265,7 @@ impl Backend for Host {
         self.inner.fleet.load().members.iter().any(|member| {
             let status = member.supervisor().status();
             !status.settled
-                || status
-                    .capabilities
-                    .pointer("/resources/subscribe")
-                    .and_then(Value::as_bool)
-                    == Some(true)
+                || crate::resource_subscriptions::takes_subscriptions(&status.capabilities)
         })
     }
 

@@ -314,16 +314,17 @@ impl Host {
         name: &str,
         arguments: Map<String, Value>,
     ) -> Result<ToolOutcome, CallError> {
-        if let Some(deadline @ RequestedDeadline::Within(_)) = ctx.deadline {
-            let anchored = CallContext {
-                deadline: Some(deadline.received_at(tokio::time::Instant::now())),
-                ..ctx.clone()
-            };
-            self.wait_for_startup().await;
-            return self
-                .call_as(&anchored, &Caller::of(&anchored), name, arguments)
-                .await;
-        }
+        let anchored;
+        let ctx = match ctx.deadline {
+            Some(deadline @ RequestedDeadline::Within(_)) => {
+                anchored = CallContext {
+                    deadline: Some(deadline.received_at(tokio::time::Instant::now())),
+                    ..ctx.clone()
+                };
+                &anchored
+            }
+            _ => ctx,
+        };
         self.wait_for_startup().await;
         self.call_as(ctx, &Caller::of(ctx), name, arguments).await
     }
