@@ -80,12 +80,40 @@ impl Walk<'_> {
                     Some("use 1-64 characters of A-Z a-z 0-9 _ -".to_owned()),
                 );
             }
-            if let Some(ceiling) = self.duration(value, &format!("tiers.{name}")) {
-                tiers.push(TierConfig {
-                    name: name.to_lowercase(),
-                    ceiling,
-                });
+            let Some(ceiling) = self.duration(value, &format!("tiers.{name}")) else {
+                continue;
+            };
+            let name = name.to_lowercase();
+            // Tiers are told apart by name (case-insensitive) and ordered by ceiling: a twin
+            // of either would leave the latency book unable to place a tool in one of them.
+            if tiers.iter().any(|tier: &TierConfig| tier.name == name) {
+                self.problem(
+                    *name_pos,
+                    format!("tier '{name}' is defined twice (tier names ignore case)"),
+                    None,
+                );
+                continue;
             }
+            if ceiling.is_zero() {
+                self.problem(
+                    value.pos,
+                    format!("tiers.{name} is zero: no call fits a tier of no time"),
+                    Some("give it the time a turn may take, e.g. \"500ms\"".to_owned()),
+                );
+                continue;
+            }
+            if let Some(twin) = tiers.iter().find(|tier| tier.ceiling == ceiling) {
+                self.problem(
+                    value.pos,
+                    format!(
+                        "tiers.{name} has the same ceiling as tier '{}' ({ceiling:?})",
+                        twin.name
+                    ),
+                    Some("each tier needs a ceiling of its own".to_owned()),
+                );
+                continue;
+            }
+            tiers.push(TierConfig { name, ceiling });
         }
         if tiers.is_empty() {
             self.problem(

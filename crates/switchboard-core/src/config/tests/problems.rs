@@ -482,6 +482,26 @@ fn hook_problems() {
 }
 
 #[test]
+fn tiers_need_names_and_ceilings_of_their_own() {
+    toml(
+        "[tiers]\nvoice = \"300ms\"\nchat = \"300ms\"\nVoice = \"1s\"\nnone = \"0s\"\nbatch = \"10s\"\n",
+        &[
+            (
+                3,
+                8,
+                "tiers.chat has the same ceiling as tier 'voice' (300ms)",
+            ),
+            (
+                4,
+                1,
+                "tier 'voice' is defined twice (tier names ignore case)",
+            ),
+            (5, 8, "tiers.none is zero: no call fits a tier of no time"),
+        ],
+    );
+}
+
+#[test]
 fn tier_problems() {
     toml(
         "[agents.npc]\ntier = \"fsat\"\n\n[tiers]\nfast = \"soon\"\nslow = \"2s\"\n\n[latency]\nquantile = \"p42\"\nwindow = 10\nmin_samples = 20\n",
