@@ -272,13 +272,14 @@ impl LatencyBook {
         )
     }
 
-    /// The measured p99 once the window has enough samples (for deadlines).
+    /// The measured p99 of the calls that finished, once enough did (for deadlines: a timeout,
+    /// recorded at the deadline it was cut at, would raise the next one; see `window`).
     pub fn measured_p99(&self, name: &str) -> Option<Duration> {
         let tool = self.tools.get(name)?;
-        if tool.window.len() < self.config.effective.min_samples.max(1) {
+        if tool.window.finished_len() < self.config.effective.min_samples.max(1) {
             return None;
         }
-        tool.window.quantile(0.99)
+        tool.window.finished_quantile(0.99)
     }
 }
 

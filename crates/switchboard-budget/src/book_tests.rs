@@ -100,3 +100,21 @@ fn restoring_a_window_re_places_the_tool() {
         Some(HealthState::Healthy)
     );
 }
+
+#[test]
+fn a_hanging_call_does_not_raise_the_next_deadline() {
+    // A 50 ms tool whose deadline is derived from its p99: a call that hangs is cut at that
+    // deadline and recorded there; it must not become the p99 that sets the next deadline.
+    let mut book = LatencyBook::default();
+    let now = Instant::now();
+    for _ in 0..30 {
+        book.record("lookup", Sample::ok(ms(50)), now);
+    }
+    assert_eq!(book.measured_p99("lookup"), Some(ms(50)));
+    for _ in 0..3 {
+        book.record("lookup", Sample::timeout(ms(1_000)), now);
+        assert_eq!(book.measured_p99("lookup"), Some(ms(50)));
+    }
+    // Placement still sees the hangs: the caller waited for them.
+    assert!(book.summary("lookup").is_some_and(|s| s.p99 > ms(50)));
+}

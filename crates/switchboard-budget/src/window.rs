@@ -14,8 +14,12 @@
 //!
 //! **Which samples count.** Quantiles are over every outcome (the caller waits for an error as
 //! long as for a success; a timeout counts with the time it took to give up). Error and timeout
-//! rates are over the same window. The window never reads a clock: callers hand in measured
-//! durations.
+//! rates are over the same window. The one exception is the deadline's p99
+//! ([`LatencyWindow::finished_quantile`]): a timeout is recorded at the deadline it was cut at,
+//! so counting it would raise the next deadline (p99 × the safety factor) each time a call hangs
+//! — 1 s, 2 s, 4 s, … up to the call timeout. A timeout says only "at least this long"; the
+//! deadline is derived from the calls that finished. The window never reads a clock: callers
+//! hand in measured durations.
 
 use std::time::Duration;
 
@@ -175,6 +179,8 @@ pub struct LatencyWindow {
     timeouts: u32,
     /// The same latencies, ascending.
     sorted: Vec<u32>,
+    /// The latencies of the timeouts among them, ascending (few: a healthy tool has none).
+    timed_out: Vec<u32>,
 }
 
 impl Default for LatencyWindow {
@@ -195,6 +201,7 @@ impl LatencyWindow {
             errors: 0,
             timeouts: 0,
             sorted: Vec::with_capacity(capacity),
+            timed_out: Vec::new(),
         }
     }
 
@@ -232,10 +239,19 @@ impl LatencyWindow {
             if let Ok(index) = self.sorted.binary_search(&evicted_us) {
                 self.sorted.remove(index);
             }
+            if evicted == Outcome::Timeout
+                && let Ok(index) = self.timed_out.binary_search(&evicted_us)
+            {
+                self.timed_out.remove(index);
+            }
             self.next = (self.next + 1) % self.capacity;
         }
         let at = self.sorted.partition_point(|&held| held < micros);
         self.sorted.insert(at, micros);
+        if sample.outcome == Outcome::Timeout {
+            let at = self.timed_out.partition_point(|&held| held < micros);
+            self.timed_out.insert(at, micros);
+        }
         self.count(sample.outcome, true);
     }
 
@@ -318,6 +334,42 @@ impl LatencyWindow {
     /// The quantile `fraction` (0..=1) of latency, `None` when empty.
     pub fn quantile(&self, fraction: f64) -> Option<Duration> {
         hazen_quantile(&self.sorted, fraction).map(|micros| Duration::from_secs_f64(micros / 1e6))
+    }
+
+    /// How many of the calls held finished (answered or failed) rather than timed out.
+    pub fn finished_len(&self) -> usize {
+        self.len() - self.timed_out.len()
+    }
+
+    /// The quantile `fraction` (0..=1) of the calls that finished, leaving out timeouts (see
+    /// the module doc); `None` when none finished. Walks down from the largest latency, so the
+    /// upper quantiles a deadline reads cost a few steps plus one per timeout held.
+    pub fn finished_quantile(&self, fraction: f64) -> Option<Duration> {
+        let finished = self.finished_len();
+        if finished == 0 {
+            return None;
+        }
+        let (index, weight) = hazen_position(finished, fraction);
+        let low = f64::from(self.finished_at(index)?);
+        let high = f64::from(self.finished_at((index + 1).min(finished - 1))?);
+        Some(Duration::from_secs_f64((low + weight * (high - low)) / 1e6))
+    }
+
+    /// The `rank`-th smallest latency (0-based) among the finished calls.
+    fn finished_at(&self, rank: usize) -> Option<u32> {
+        let mut larger = self.finished_len().checked_sub(rank + 1)?;
+        let mut cut = self.timed_out.iter().rev().peekable();
+        for &micros in self.sorted.iter().rev() {
+            // Every timeout's latency is also in `sorted`: skip one copy of each.
+            if cut.next_if_eq(&&micros).is_some() {
+                continue;
+            }
+            if larger == 0 {
+                return Some(micros);
+            }
+            larger -= 1;
+        }
+        None
     }
 
     /// All derived figures, `None` when empty.

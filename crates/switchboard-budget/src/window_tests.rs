@@ -84,3 +84,40 @@ fn outcome_codes_round_trip() {
     }
     assert_eq!(Outcome::from_code(9), None);
 }
+
+#[test]
+fn the_finished_quantile_leaves_timeouts_out_through_evictions() {
+    // Mixed outcomes with repeated values, many more than the window holds: the finished
+    // quantile must match sorting the finished samples afresh, whichever copy a timeout shares
+    // its latency with.
+    let mut window = LatencyWindow::new(50);
+    let fractions = [0.0, 0.5, 0.95, 0.99, 1.0];
+    for i in 0..600u64 {
+        let latency = ms((i * 7919) % 31);
+        let sample = match i % 7 {
+            0 | 3 => Sample::timeout(latency),
+            5 => Sample::error(latency),
+            _ => Sample::ok(latency),
+        };
+        window.record(sample);
+        let mut finished: Vec<u32> = window
+            .samples()
+            .filter(|sample| sample.outcome != Outcome::Timeout)
+            .map(|sample| u32::try_from(sample.latency.as_micros()).expect("fits"))
+            .collect();
+        finished.sort_unstable();
+        assert_eq!(window.finished_len(), finished.len(), "after {i}");
+        for fraction in fractions {
+            let expected = hazen_quantile(&finished, fraction)
+                .map(|micros| Duration::from_secs_f64(micros / 1e6));
+            assert_eq!(
+                window.finished_quantile(fraction),
+                expected,
+                "after {i}, q{fraction}"
+            );
+        }
+    }
+    let mut cut = LatencyWindow::new(3);
+    cut.record(Sample::timeout(ms(9)));
+    assert_eq!(cut.finished_quantile(0.99), None, "nothing finished");
+}
