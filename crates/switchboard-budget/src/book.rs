@@ -195,6 +195,19 @@ impl LatencyBook {
         }
     }
 
+    /// Promotes the degraded tools nothing has called for the health's `recover_after`;
+    /// says whether any was.
+    pub fn recover_idle(&mut self, now: Instant) -> bool {
+        let config = &self.config.health;
+        let mut promoted = false;
+        for tool in self.tools.values_mut() {
+            if let Some(last) = tool.last_recorded {
+                promoted |= tool.health.recover_when_idle(last, config, now).is_some();
+            }
+        }
+        promoted
+    }
+
     /// Where `samples` alone would place the tool, from its placement now (the hysteresis of
     /// [`Placement::update`] applies): what a fresh measurement says, without recording it.
     pub fn placement_of(&self, name: &str, samples: &[Sample]) -> Placement {

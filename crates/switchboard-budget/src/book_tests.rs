@@ -118,3 +118,20 @@ fn a_hanging_call_does_not_raise_the_next_deadline() {
     // Placement still sees the hangs: the caller waited for them.
     assert!(book.summary("lookup").is_some_and(|s| s.p99 > ms(50)));
 }
+
+#[test]
+fn a_degraded_tool_nothing_calls_is_given_another_chance() {
+    let mut book = LatencyBook::default();
+    let start = Instant::now();
+    for _ in 0..30 {
+        book.record("create_ticket", Sample::error(ms(40)), start);
+    }
+    assert_eq!(book.profile("create_ticket").health, HealthState::Degraded);
+    assert!(!book.recover_idle(start + ms(30_000)), "called 30 s ago");
+    assert!(book.recover_idle(start + ms(60_000)));
+    assert_eq!(book.profile("create_ticket").health, HealthState::Healthy);
+    assert!(
+        !book.recover_idle(start + ms(90_000)),
+        "nothing left to promote"
+    );
+}

@@ -11,8 +11,11 @@
 //! **Hysteresis.** A healthy tool is demoted when the score over the calls since its last
 //! transition (at least `min_samples` of them, at most the window) is bad. A degraded tool is
 //! promoted after `recover_calls` consecutive healthy calls (ok, and within `max_duration_ms`),
-//! or once its current healthy streak has lasted `recover_after`. Because evidence restarts at
-//! each transition, a promoted tool is not re-demoted by the bad calls still in its window.
+//! or once its current healthy streak has lasted `recover_after` — or when nothing has called
+//! it for `recover_after` ([`HealthTracker::recover_when_idle`]): a tool that may not be probed
+//! (not idempotent) and that its callers no longer see would otherwise stay degraded until a
+//! restart. Because evidence restarts at each transition, a promoted tool is not re-demoted by
+//! the bad calls still in its window; new bad calls demote it again.
 //! Demotion means one tier down (see [`crate::tiers`]).
 
 use std::time::Duration;
@@ -169,6 +172,22 @@ impl HealthTracker {
         }
     }
 
+    /// Promotes a degraded tool whose last call was `recover_after` or longer before `now`:
+    /// the evidence against it is that old (see the module doc).
+    pub fn recover_when_idle(
+        &mut self,
+        last_call: Instant,
+        config: &HealthConfig,
+        now: Instant,
+    ) -> Option<HealthTransition> {
+        let idle = now.saturating_duration_since(last_call) >= config.recover_after;
+        if self.state == HealthState::Degraded && idle {
+            self.transition(HealthState::Healthy);
+            return Some(HealthTransition::Promoted);
+        }
+        None
+    }
+
     fn transition(&mut self, state: HealthState) {
         self.state = state;
         self.calls_since_transition = 0;
@@ -268,6 +287,40 @@ mod tests {
         for _ in 0..100 {
             assert_eq!(tool.call(Sample::ok(ms(100)), now), None);
         }
+    }
+
+    #[test]
+    fn a_degraded_tool_nothing_calls_recovers_after_recover_after() {
+        let config = HealthConfig::default();
+        let mut tool = Tool::new(config);
+        let start = Instant::now();
+        for _ in 0..30 {
+            tool.call(Sample::error(ms(10)), start);
+        }
+        assert_eq!(tool.tracker.state(), HealthState::Degraded);
+        let last = start;
+        assert_eq!(
+            tool.tracker
+                .recover_when_idle(last, &config, start + ms(59_000)),
+            None
+        );
+        assert_eq!(
+            tool.tracker
+                .recover_when_idle(last, &config, start + ms(60_000)),
+            Some(HealthTransition::Promoted)
+        );
+        assert_eq!(tool.tracker.state(), HealthState::Healthy);
+        // Healthy already: nothing to do; new bad calls demote it again.
+        assert_eq!(
+            tool.tracker
+                .recover_when_idle(last, &config, start + ms(120_000)),
+            None
+        );
+        let mut transitions = Vec::new();
+        for _ in 0..10 {
+            transitions.extend(tool.call(Sample::error(ms(10)), start + ms(121_000)));
+        }
+        assert_eq!(transitions, vec![HealthTransition::Demoted]);
     }
 
     #[test]

@@ -9,7 +9,9 @@
 //! A tool **fits** tier *t* when its placement is at or below *t* and it is healthy; a degraded
 //! tool is demoted one tier: it fits only from the tier above its placement. An **unknown** tool
 //! (nothing measured or declared) fits only tiers with `allow_unknown` (default STANDARD and
-//! DEEP), from the second such tier when degraded. A batch of parallel calls fits a tier when
+//! DEEP), from the second such tier when degraded. The slowest tier has no tier below it: a
+//! degraded tool placed there stays in it (hidden from every tier, it could be neither called
+//! nor shown to recover). A batch of parallel calls fits a tier when
 //! the *maximum* of its tools' latencies does — every tool of it fits ([`batch_fits`]).
 //!
 //! [`TierView::compute`] is a linear scan over pre-computed [`ToolProfile`]s: it never reads
@@ -217,7 +219,7 @@ pub struct ToolProfile {
 impl ToolProfile {
     /// Whether the tool is shown (and callable) in `tier`.
     pub fn fits(&self, tiers: &TierSet, tier: TierId) -> bool {
-        let demotion = usize::from(self.health == HealthState::Degraded);
+        let demotion = usize::from(self.health == HealthState::Degraded && tier != tiers.slowest());
         match self.placement {
             Placement::Tier(placed) => placed.0 + demotion <= tier.0,
             Placement::TooSlow => false,

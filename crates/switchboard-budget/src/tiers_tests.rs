@@ -97,10 +97,11 @@ fn fit_follows_placement_health_and_the_unknown_policy() {
             HealthState::Healthy,
             [false, false, true],
         ),
+        // No tier below the slowest: a degraded tool there stays in it.
         (
             Placement::Tier(deep),
             HealthState::Degraded,
-            [false, false, false],
+            [false, false, true],
         ),
         (
             Placement::TooSlow,

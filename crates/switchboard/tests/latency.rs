@@ -1,8 +1,8 @@
 //! The latency budget inside the Host, on paused time, with an in-process provider whose
 //! tools have programmable latency: tiers follow measured drift with hysteresis and without
 //! flapping, each change is announced, hedging cuts a bimodal tail within its extra-load
-//! budget, probes at connect never touch a destructive tool, and parallel calls cost their
-//! slowest call.
+//! budget, probes at connect never touch a destructive tool, parallel calls cost their
+//! slowest call, and a degraded tool that may not be probed recovers when nothing calls it.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -23,7 +23,9 @@ use switchboard_mcp::upstream::{Endpoint, EraChoice, UpstreamSpec};
 use tokio::time::Instant;
 
 /// `work` (read-only) takes `work_ms`; `search` (idempotent) takes 10 ms except every
-/// `slow_every`-th call, 2 s; `write` (destructive) takes 5 ms. Counts what it runs.
+/// `slow_every`-th call, 2 s; `write` (destructive) takes 5 ms; `ticket` (neither read-only nor
+/// idempotent, so never probed; bounded at 100 ms) takes 5 ms, or hangs while `ticket_hangs`.
+/// Counts what it runs.
 #[derive(Default)]
 struct Lab {
     work_ms: AtomicU64,
@@ -31,6 +33,8 @@ struct Lab {
     search_calls: AtomicUsize,
     write_calls: AtomicUsize,
     work_calls: AtomicUsize,
+    ticket_hangs: std::sync::atomic::AtomicBool,
+    ticket_calls: AtomicUsize,
 }
 
 fn annotated(name: &str, annotations: Value) -> ToolDefinition {
@@ -63,6 +67,17 @@ impl ToolProvider for Lab {
                 "write",
                 json!({"readOnlyHint": false, "destructiveHint": true}),
             ),
+            {
+                let mut ticket = annotated(
+                    "ticket",
+                    json!({"readOnlyHint": false, "destructiveHint": false, "idempotentHint": false}),
+                );
+                ticket.meta = Some(Map::from_iter([(
+                    "switchboard.dev/latency".to_owned(),
+                    json!({"estimated_duration_ms": 5, "max_duration_ms": 100}),
+                )]));
+                ticket
+            },
         ]
     }
 
@@ -85,6 +100,14 @@ impl ToolProvider for Lab {
                         2_000
                     } else {
                         10
+                    }
+                }
+                "ticket" => {
+                    self.ticket_calls.fetch_add(1, Ordering::SeqCst);
+                    if self.ticket_hangs.load(Ordering::SeqCst) {
+                        60_000
+                    } else {
+                        5
                     }
                 }
                 _ => {
@@ -442,4 +465,47 @@ async fn rechecks_can_be_switched_off() {
     let before = lab.work_calls.load(Ordering::SeqCst);
     tokio::time::sleep(Duration::from_secs(600)).await;
     assert_eq!(lab.work_calls.load(Ordering::SeqCst), before);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_degraded_tool_that_may_not_be_probed_recovers_when_nothing_calls_it() {
+    let lab = Arc::new(Lab::default());
+    let host = start(lab.clone(), LatencyConfig::default());
+    host.ready().await;
+    let ticket = "lab__ticket".to_owned();
+    assert!(visible_in(&host, "fast").contains(&ticket), "declared 5 ms");
+    // A bad spell: every call hangs past its 100 ms bound, and it is demoted a tier.
+    lab.ticket_hangs.store(true, Ordering::SeqCst);
+    for _ in 0..10 {
+        let answer = host
+            .call(&CallContext::default(), &ticket, Map::new())
+            .await
+            .expect("call");
+        assert!(answer.is_error, "cut at its bound: {answer:?}");
+    }
+    assert!(!visible_in(&host, "fast").contains(&ticket), "degraded");
+    assert!(visible_in(&host, "standard").contains(&ticket));
+    // Fast-tier callers no longer see it and it may not be probed: nothing calls it. After
+    // recover_after (60 s) of that it gets another chance.
+    lab.ticket_hangs.store(false, Ordering::SeqCst);
+    let before = lab.ticket_calls.load(Ordering::SeqCst);
+    let mut waited = 0;
+    while !visible_in(&host, "fast").contains(&ticket) {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        waited += 1;
+        assert!(
+            waited <= 70,
+            "still demoted after {waited} s without a call"
+        );
+    }
+    assert!(
+        waited >= 55,
+        "promoted after {waited} s, before recover_after"
+    );
+    assert_eq!(
+        lab.ticket_calls.load(Ordering::SeqCst),
+        before,
+        "a tool that is not idempotent is never probed"
+    );
+    assert!(!lab.ticket_hangs.load(Ordering::SeqCst));
 }

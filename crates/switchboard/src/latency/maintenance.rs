@@ -1,7 +1,8 @@
 //! The Host's latency housekeeping, every [`TICK`]: background probes (tools never measured
 //! on a fresh connection when `probe_on_connect` is set, and degraded tools so they can
-//! recover without real traffic), rechecks of hidden tools nobody calls (`super::recheck`,
-//! each in a task of its own), then saving the stats file when something was recorded —
+//! recover without real traffic), promotion of degraded tools nothing called for
+//! `recover_after` (those that may not be probed), rechecks of hidden tools nobody calls
+//! (`super::recheck`, each in a task of its own), then saving the stats file when something was recorded —
 //! or, with `[storage] url`, saving this replica's windows to PostgreSQL and merging the
 //! other replicas' in (`latency::shared`).
 //! The task holds the Host weakly and ends when the Host is gone.
@@ -29,6 +30,7 @@ impl Host {
                 let Some(inner) = weak.upgrade() else { return };
                 let host = Host { inner };
                 host.background_probes().await;
+                host.inner.latency.recover_idle();
                 host.start_due_rechecks();
                 let latency = host.inner.latency.clone();
                 drop(host);

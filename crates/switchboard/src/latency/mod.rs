@@ -344,6 +344,15 @@ impl LatencyBudget {
         }
     }
 
+    /// Gives degraded tools nothing has called for the health's `recover_after` another
+    /// chance (see `switchboard_budget::health`), announcing the listings that change.
+    pub(crate) fn recover_idle(&self) {
+        let now = self.clock.now();
+        if self.book().recover_idle(now) {
+            self.publish(false);
+        }
+    }
+
     /// Whether something was recorded since the last save (and clears the mark).
     pub(crate) fn take_dirty(&self) -> bool {
         self.dirty.swap(false, Ordering::AcqRel)
