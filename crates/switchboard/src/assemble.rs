@@ -31,6 +31,8 @@ use crate::latency::{ToolSettings, tool_key};
 use crate::manager::ManagerSlot;
 use switchboard_budget::SafetyOverride;
 
+mod pin_store;
+
 /// A config that validated but cannot be run (e.g. an unknown built-in).
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -52,13 +54,15 @@ impl Host {
     /// identity, keys, telemetry exporter and stores given in `options` are kept, its own
     /// hooks (`options.governance.hooks`) run after the config's `[[hooks]]` (and stay
     /// through reloads), and its approver, when it gives one, decides approvals in place of
-    /// the gateway's queue.
+    /// the gateway's queue. Without `options.pins`, pins are kept where the config says
+    /// (`gateway.pins`, else `pins.json` beside the ledger), as the gateway keeps them.
     pub fn from_config_with(
         config: &Config,
         mut options: HostOptions,
     ) -> Result<Self, AssembleError> {
         let slot = crate::manager::ManagerSlot::default();
         let plans = plans_linked(config, &slot, options.sandbox_launcher.as_deref())?;
+        options.pins = Some(pin_store::pin_store(config, options.pins.take())?);
         options.naming = NamingRules {
             separator: config.gateway.separator.clone(),
             aliases: config.aliases.clone(),

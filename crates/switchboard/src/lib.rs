@@ -22,6 +22,7 @@
 mod approvals;
 mod assemble;
 mod command_hook;
+pub mod data_dir;
 mod exposure;
 mod fleet;
 mod followed_file;

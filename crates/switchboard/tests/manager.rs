@@ -20,7 +20,8 @@ use switchboard::manager::{Activation, Request, Requester, State, Work};
 use switchboard_core::config::edit::{EntryTransport, ServerEntry};
 use switchboard_core::config::{Config, Format, MapEnvironment, Origin};
 
-/// A Host on `servers` (TOML server tables) with the manager's files in `dir`.
+/// A Host on `servers` (TOML server tables) with the manager's files, and the pins of the
+/// servers it adds, in `dir`.
 fn host_in(dir: &Path, extra: &str) -> (Host, PathBuf) {
     host_installing_into(dir, "servers", extra)
 }
@@ -29,7 +30,7 @@ fn host_in(dir: &Path, extra: &str) -> (Host, PathBuf) {
 fn host_installing_into(dir: &Path, install_dir: &str, extra: &str) -> (Host, PathBuf) {
     let path = dir.join("switchboard.toml");
     let text = format!(
-        "[manager]\nregistries = []\ncatalogs = [\"catalog.json\"]\ndatabase = \"ops.db\"\ninstall_dir = \"{install_dir}\"\nmax_concurrent = 1\n\n[servers.clock]\nbuiltin = \"clock\"\n{extra}"
+        "[gateway]\npins = \"pins.json\"\n\n[manager]\nregistries = []\ncatalogs = [\"catalog.json\"]\ndatabase = \"ops.db\"\ninstall_dir = \"{install_dir}\"\nmax_concurrent = 1\n\n[servers.clock]\nbuiltin = \"clock\"\n{extra}"
     );
     std::fs::write(&path, &text).expect("write config");
     let config = Config::parse(

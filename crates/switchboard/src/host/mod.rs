@@ -124,6 +124,7 @@ impl Host {
         options: HostOptions,
         manager: crate::manager::ManagerSlot,
     ) -> Self {
+        let options = options.pinning(&plans);
         let inner = Arc::new_cyclic(|weak: &Weak<Inner>| {
             let started = Stamp::now(Surface::Startup);
             let members = plans

@@ -76,8 +76,10 @@ pub struct HostOptions {
     pub tool_settings: std::collections::HashMap<String, crate::latency::ToolSettings>,
     /// The file latency windows are kept in between runs (`None`: memory only).
     pub latency_database: Option<std::path::PathBuf>,
-    /// Pinned tool definitions, for servers with `trust = "pinned"` (`None`: nothing is
-    /// pinned, every definition is served).
+    /// Pinned tool definitions, for servers with `trust = "pinned"` and those the server
+    /// manager adds. `None`: [`crate::Host::from_config`] opens the store the config names
+    /// (`gateway.pins`, else `pins.json` beside the ledger); [`crate::Host::start`] with a
+    /// pinned plan pins in this process's memory, and says so in a warning.
     pub pins: Option<Arc<crate::pins::PinStore>>,
     /// The server manager's operations database (`None`: `[manager] database`, else
     /// [`crate::manager::default_database_path`]).
@@ -145,6 +147,27 @@ impl Default for HostOptions {
             shared_tasks: None,
             shared_sessions: None,
         }
+    }
+}
+
+impl HostOptions {
+    /// These options, with a pin store in memory when a plan is pinned and none was given:
+    /// a pinned server's definitions are never served unpinned.
+    pub(crate) fn pinning(mut self, plans: &[ServerPlan]) -> Self {
+        let pinned: Vec<&str> = plans
+            .iter()
+            .filter(|plan| plan.pinned)
+            .map(|plan| plan.spec.id.as_str())
+            .collect();
+        if self.pins.is_none() && !pinned.is_empty() {
+            tracing::warn!(
+                target: "switchboard::pins",
+                "servers {pinned:?} are pinned but HostOptions::pins is not set: their \
+                 definitions are pinned in memory only, for this process"
+            );
+            self.pins = Some(Arc::new(crate::pins::PinStore::open(None)));
+        }
+        self
     }
 }
 

@@ -671,13 +671,9 @@ pub fn default_install_dir() -> PathBuf {
     data_dir().join("servers")
 }
 
+/// The data directory, else `./switchboard` when there is none.
 fn data_dir() -> PathBuf {
-    std::env::var_os("XDG_DATA_HOME")
-        .filter(|p| !p.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".local/share")))
-        .unwrap_or_else(|| PathBuf::from("."))
-        .join("switchboard")
+    crate::data_dir::data_dir().unwrap_or_else(|| PathBuf::from(".").join("switchboard"))
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

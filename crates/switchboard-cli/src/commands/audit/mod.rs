@@ -63,27 +63,20 @@ enum Action {
     Verify,
 }
 
-/// The ledger file of a config.
+/// The ledger file of a config (`--ledger`, else the library's rule:
+/// [`switchboard::data_dir::ledger_path`]).
 pub fn ledger_path(config: &Config, explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
-    if let Some(path) = explicit
-        .map(Path::to_owned)
-        .or_else(|| config.gateway.ledger.clone())
-    {
-        return Ok(path);
+    match explicit {
+        Some(path) => Ok(path.to_owned()),
+        None => switchboard::data_dir::ledger_path(config)
+            .context("no data directory: set XDG_DATA_HOME or HOME, or gateway.ledger"),
     }
-    let data =
-        data_dir().context("no data directory: set XDG_DATA_HOME or HOME, or gateway.ledger")?;
-    Ok(data.join("ledger.db"))
 }
 
 /// Switchboard's data directory: `$XDG_DATA_HOME/switchboard`, else
 /// `~/.local/share/switchboard`.
 pub fn data_dir() -> Option<PathBuf> {
-    std::env::var_os("XDG_DATA_HOME")
-        .filter(|p| !p.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|home| Path::new(&home).join(".local/share")))
-        .map(|data| data.join("switchboard"))
+    switchboard::data_dir::data_dir()
 }
 
 /// Where latency stats are kept: `[latency] database`, else `latency.db` in the data
@@ -97,12 +90,10 @@ pub fn latency_path(config: &Config) -> Option<PathBuf> {
 }
 
 /// Where pinned tool definitions are kept: `gateway.pins`, else `pins.json` beside the
-/// ledger (`None` without a place: pins then live in memory only).
+/// ledger (`None` without a place: pins then live in memory only). The library's rule, so a
+/// Host built by an embedding program opens the same file.
 pub fn pins_path(config: &Config) -> Option<PathBuf> {
-    config.gateway.pins.clone().or_else(|| {
-        let ledger = ledger_path(config, None).ok()?;
-        Some(ledger.with_file_name("pins.json"))
-    })
+    switchboard::data_dir::pins_path(config)
 }
 
 /// `[storage] url`, the shared PostgreSQL, when the config names one.

@@ -1,0 +1,49 @@
+//! The pin store of a Host built from a config: the embedder's own (`HostOptions::pins`),
+//! else the one the config names — `gateway.pins`, else `pins.json` beside the ledger, the
+//! file `switchboard serve` keeps them in ([`crate::data_dir::pins_path`]). A config whose
+//! servers say `trust = "pinned"` is never run with their definitions unpinned: where no
+//! file can be named, building the Host is refused.
+//!
+//! The store is opened whether or not a server is pinned now: a reload or the server
+//! manager (which adds every server it vets *closed*, see [`crate::pins`]) may bring one
+//! later. Opening reads the file if it exists; it is written only when a pinned server's
+//! definitions are first pinned or an operator approves one.
+
+use std::sync::Arc;
+
+use switchboard_core::config::{Config, Trust};
+
+use super::AssembleError;
+use crate::pins::PinStore;
+
+/// `given`, else the store at the config's pins file.
+pub(super) fn pin_store(
+    config: &Config,
+    given: Option<Arc<PinStore>>,
+) -> Result<Arc<PinStore>, AssembleError> {
+    if let Some(store) = given {
+        return Ok(store);
+    }
+    if let Some(path) = crate::data_dir::pins_path(config) {
+        return Ok(Arc::new(PinStore::open(Some(path))));
+    }
+    let pinned: Vec<String> = config
+        .servers
+        .iter()
+        .filter(|server| server.trust == Trust::Pinned)
+        .map(|server| format!("'{}'", server.id))
+        .collect();
+    if pinned.is_empty() {
+        // Nothing is pinned now; a server pinned later is pinned for this process.
+        return Ok(Arc::new(PinStore::open(None)));
+    }
+    Err(AssembleError(format!(
+        "server{} {} {} trust = \"pinned\", but there is no place for pins: no gateway.pins, \
+         no gateway.ledger and no data directory ($XDG_DATA_HOME or $HOME); set gateway.pins \
+         in the config, or give HostOptions::pins (PinStore::open(None) keeps them in this \
+         process's memory only)",
+        if pinned.len() == 1 { "" } else { "s" },
+        pinned.join(", "),
+        if pinned.len() == 1 { "has" } else { "have" },
+    )))
+}
