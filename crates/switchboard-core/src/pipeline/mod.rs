@@ -60,6 +60,10 @@ pub enum CallError {
         input_requests: Value,
         request_state: Option<String>,
     },
+    /// The Host was shut down: its servers are stopped and no call runs any more (an
+    /// embedder's mistake, not the model's: no outcome to act on).
+    #[error("the Host was shut down: no call runs after Host::shutdown")]
+    ShutDown,
 }
 
 /// What a stage decided: the answer, and how to record it.

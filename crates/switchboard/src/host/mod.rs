@@ -4,7 +4,6 @@
 //! `switchboard status` shows of each server.
 
 use std::sync::{Arc, Mutex, Weak};
-use std::time::Duration;
 
 use arc_swap::ArcSwap;
 use serde_json::{Map, Value};
@@ -36,6 +35,7 @@ use crate::tool_search::SearchCache;
 mod backend;
 mod options;
 mod replicas;
+mod shutdown;
 mod status;
 
 pub(crate) use options::Settings;
@@ -83,6 +83,8 @@ pub(crate) struct Inner {
     listings: Mutex<std::collections::HashMap<String, (u64, Arc<str>)>>,
     /// Set once the start-up wait is over.
     started: std::sync::atomic::AtomicBool,
+    /// How far [`Host::shutdown`] has come: what is refused from then on.
+    pub(crate) shut_down: shutdown::ShutDown,
     /// Measured latency, tier placements, deadlines, retries, hedging and the result cache.
     pub(crate) latency: Arc<LatencyBudget>,
     pub(crate) pipeline: Pipeline,
@@ -177,6 +179,7 @@ impl Host {
                 remainders: Remainders::default(),
                 full_view: Arc::new(FullView),
                 started: std::sync::atomic::AtomicBool::new(false),
+                shut_down: shutdown::ShutDown::default(),
                 latency,
                 pipeline: Pipeline::governed(
                     recorder,
@@ -338,6 +341,9 @@ impl Host {
         name: &str,
         arguments: Map<String, Value>,
     ) -> Result<ToolOutcome, CallError> {
+        if self.inner.shut_down.refuses_calls() {
+            return Err(CallError::ShutDown);
+        }
         let catalog = self.catalog();
         let tier = self.active_tier(caller);
         let view = self.view_at(caller, tier.as_ref());
@@ -372,39 +378,6 @@ impl Host {
     /// Problems of the catalog that belong to no single server (dangling aliases).
     pub fn catalog_problems(&self) -> Vec<CatalogProblem> {
         self.catalog().problems().to_vec()
-    }
-
-    /// Stops every server (killing child process groups), those still draining too, after
-    /// cancelling the tasks still running and saving latency stats (the stats file, or this
-    /// replica's windows on PostgreSQL) and sending its quota spending not yet sent.
-    pub async fn shutdown(&self) {
-        // No managed change is reconciled while (or after) the servers stop.
-        self.inner.live.stop_managed();
-        // Tasks' calls first, while their servers still answer the cancellation.
-        self.inner.tasks.cancel_all(Duration::from_secs(2)).await;
-        if let Some(manager) = self.manager() {
-            manager.shutdown().await;
-        }
-        // SQLite writes: off the runtime's threads.
-        let latency = self.inner.latency.clone();
-        if let Ok(Err(error)) = tokio::task::spawn_blocking(move || latency.save()).await {
-            tracing::warn!(%error, "latency stats were not saved");
-        }
-        self.sync_latency_stats().await;
-        if let Some(spending) = self.inner.pipeline.governance().limits.shared_spending()
-            && !spending.flush(Duration::from_secs(2)).await
-        {
-            tracing::warn!(
-                target: "switchboard::quotas",
-                "quota spending of this replica's last moments was not sent to PostgreSQL"
-            );
-        }
-        let fleet = self.inner.fleet.load_full();
-        futures::future::join_all(fleet.members.iter().map(|m| m.supervisor().stop())).await;
-        self.inner.draining.close_all().await;
-        if let Some(telemetry) = &self.inner.options.telemetry {
-            telemetry.flush(Duration::from_secs(2)).await;
-        }
     }
 
     /// At start-up only: waits (bounded) for the first connection attempts, so a client's

@@ -29,6 +29,10 @@ impl Host {
                 ticks.tick().await;
                 let Some(inner) = weak.upgrade() else { return };
                 let host = Host { inner };
+                if host.is_shut_down() {
+                    // Its servers are stopped: nothing to probe, and the stats were saved.
+                    return;
+                }
                 host.background_probes().await;
                 host.inner.latency.recover_idle();
                 host.start_due_rechecks();

@@ -114,11 +114,14 @@ pub enum ChangeError {
     /// Reading or writing the config file failed.
     #[error("{0}")]
     Io(String),
+    /// The Host was shut down: nothing is changed, no server started again.
+    #[error("the Host was shut down: no change applies after Host::shutdown")]
+    ShutDown,
 }
 
 impl ChangeError {
     /// A stable code for programs: `read_only`, `conflict`, `invalid`, `not_found`, `exists`,
-    /// `failed`, `io`.
+    /// `failed`, `io`, `shut_down`.
     pub fn code(&self) -> &'static str {
         match self {
             Self::ReadOnly => "read_only",
@@ -128,6 +131,7 @@ impl ChangeError {
             Self::Exists(_) => "exists",
             Self::Failed { .. } => "failed",
             Self::Io(_) => "io",
+            Self::ShutDown => "shut_down",
         }
     }
 
@@ -140,6 +144,7 @@ impl ChangeError {
             Self::NotFound(_) => 404,
             Self::Failed { .. } => 502,
             Self::Io(_) => 500,
+            Self::ShutDown => 503,
         }
     }
 

@@ -116,6 +116,11 @@ impl LiveState {
         }
     }
 
+    /// Waits for the change operation's turn (a shutdown waits for the change under way).
+    pub(crate) async fn turn(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.turn.lock().await
+    }
+
     /// Remembers the config a Host was started from.
     pub(crate) fn init(&self, config: &Config) {
         let config = Arc::new(config.clone());
@@ -210,6 +215,9 @@ impl Host {
     /// config file → record in the ledger. Serialized with every other change.
     pub async fn apply(&self, request: ChangeRequest) -> Result<ChangeReport, ChangeError> {
         let _turn = self.inner.live.turn.lock().await;
+        if self.inner.shut_down.refuses_changes() {
+            return Err(ChangeError::ShutDown);
+        }
         let result = self.apply_in_turn(&request).await;
         if !request.dry_run
             && let Err(error) = &result

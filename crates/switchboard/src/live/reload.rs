@@ -25,6 +25,9 @@ impl Host {
     /// (or that did not change) is left alone.
     pub async fn reload_file(&self, by: Surface) -> Result<ChangeReport, ChangeError> {
         let _turn = self.inner.live.turn.lock().await;
+        if self.inner.shut_down.refuses_changes() {
+            return Err(ChangeError::ShutDown);
+        }
         let (path, known_hash, adjust) = self.inner.live.with(|applied| {
             (
                 applied.config.as_ref().and_then(|c| c.source.clone()),
@@ -108,6 +111,9 @@ impl Host {
         by: Surface,
         hash: Option<String>,
     ) -> Result<ChangeReport, ChangeError> {
+        if self.inner.shut_down.refuses_changes() {
+            return Err(ChangeError::ShutDown);
+        }
         let (current, started_with) = self
             .inner
             .live

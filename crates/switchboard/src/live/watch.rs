@@ -146,8 +146,8 @@ pub async fn reload(host: &Host, by: Surface) {
                 .collect();
             tracing::info!(target: "switchboard::config", revision = %report.revision, "configuration reloaded ({}): {}", by.as_str(), if changed.is_empty() { "no server changed".to_owned() } else { changed.join(", ") });
         }
-        // Problems were logged, located, by reload_file.
-        Err(super::ChangeError::Invalid(_)) => {}
+        // Problems were logged, located, by reload_file; a Host shut down reloads nothing.
+        Err(super::ChangeError::Invalid(_) | super::ChangeError::ShutDown) => {}
         Err(error) => tracing::error!(target: "switchboard::config", "reload failed: {error}"),
     }
 }

@@ -347,8 +347,16 @@ impl Manager {
 
     /// Queues an operation and returns its id at once. A model's request is refused when its
     /// agent's quota has no room left or it has too many operations open; a request naming a
-    /// server id the config could not hold, or one another operation is adding, is refused.
+    /// server id the config could not hold, or one another operation is adding, is refused;
+    /// every request once the Host was shut down is [`ManagerError::Gone`].
     pub async fn queue(&self, request: Request) -> Result<String, ManagerError> {
+        if self
+            .shared
+            .stopping
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            return Err(ManagerError::Gone);
+        }
         self.admit(request.agent.as_deref(), request.work.kind())
             .await?;
         // Held until the operation is among the active ones, which then count it.
