@@ -31,12 +31,10 @@ use crate::latency::{ToolSettings, tool_key};
 use crate::manager::ManagerSlot;
 use switchboard_budget::SafetyOverride;
 
+mod error;
 mod pin_store;
 
-/// A config that validated but cannot be run (e.g. an unknown built-in).
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct AssembleError(pub String);
+pub use error::AssembleError;
 
 impl Host {
     /// Builds and starts a Host from a config. Returns at once; servers connect in parallel.
@@ -82,7 +80,7 @@ impl Host {
                 switchboard_ledger::postgres::replica(),
                 config.shared.deployment(),
             )
-            .map_err(|error| AssembleError(format!("[storage] url: {error}")))?;
+            .map_err(AssembleError::storage)?;
             options.shared_stats = Some(Arc::new(stats));
             if let Some(file) = options.latency_database.take() {
                 tracing::info!(
@@ -117,8 +115,7 @@ impl Host {
         if let Some(url) = &config.shared.redis
             && options.events.is_none()
         {
-            let bus = crate::shared::EventBus::connect(url, config.shared.deployment())
-                .map_err(|error| AssembleError(error.to_string()))?;
+            let bus = crate::shared::EventBus::connect(url, config.shared.deployment())?;
             options.events = Some(bus);
         }
         let mut approvals = match shared_state(&mut options, config)? {
@@ -127,7 +124,7 @@ impl Host {
         };
         if let Some(url) = &config.storage.url {
             approvals.pending = crate::approvals::PendingApprovals::on_postgres(&url.0)
-                .map_err(|error| AssembleError(format!("[storage] url: approvals: {error}")))?;
+                .map_err(|error| AssembleError::storage(format!("approvals: {error}")))?;
         }
         let approvals = Arc::new(approvals);
         options.pending_approvals = Some(approvals.pending.clone());
@@ -149,9 +146,8 @@ impl Host {
             .unwrap_or_else(crate::manager::default_database_path);
         let shared_operations = match &config.storage.url {
             Some(url) => Some(
-                crate::manager::postgres::SharedOperations::start(&url.0).map_err(|error| {
-                    AssembleError(format!("[storage] url: server manager: {error}"))
-                })?,
+                crate::manager::postgres::SharedOperations::start(&url.0)
+                    .map_err(|error| AssembleError::storage(format!("server manager: {error}")))?,
             ),
             None => None,
         };
@@ -181,21 +177,17 @@ fn shared_state(
         return Ok(None);
     };
     let deployment = config.shared.deployment();
-    let failed = |error: crate::shared::SharedError| AssembleError(error.to_string());
-    let marks = Arc::new(
-        crate::shared::SharedMarks::connect(
-            url,
-            deployment,
-            config.shared.redis_unavailable,
-            options.events.clone(),
-        )
-        .map_err(failed)?,
-    );
+    let marks = Arc::new(crate::shared::SharedMarks::connect(
+        url,
+        deployment,
+        config.shared.redis_unavailable,
+        options.events.clone(),
+    )?);
     if options.ended_sessions.is_none() {
         options.ended_sessions = Some(marks.clone());
     }
     if options.shared_results.is_none() {
-        let results = crate::shared::RedisResults::connect(url, deployment).map_err(failed)?;
+        let results = crate::shared::RedisResults::connect(url, deployment)?;
         options.shared_results = Some(Arc::new(results));
     }
     if options.shared_sessions.is_none() {
@@ -204,8 +196,7 @@ fn shared_state(
             deployment,
             config.shared.redis_unavailable,
             options.events.clone(),
-        )
-        .map_err(failed)?;
+        )?;
         options.shared_sessions = Some(Arc::new(sessions));
     }
     if options.shared_tasks.is_none()
@@ -216,8 +207,7 @@ fn shared_state(
             deployment,
             config.shared.redis_unavailable,
             bus,
-        )
-        .map_err(failed)?;
+        )?;
         options.shared_tasks = Some(Arc::new(tasks));
     }
     Ok(Some(marks))
@@ -229,8 +219,7 @@ fn shared_state(
 fn keys_of(config: &Config) -> Result<Arc<dyn Keys>, AssembleError> {
     let clock = Arc::new(switchboard_core::clock::SystemClock);
     if let Some(path) = &config.shared.keys {
-        let live = LiveKeys::follow(path, clock)
-            .map_err(|error| AssembleError(format!("[shared] keys: {error}")))?;
+        let live = LiveKeys::follow(path, clock)?;
         return Ok(Arc::new(live));
     }
     Ok(match &config.gateway.approval_key {
@@ -426,9 +415,8 @@ fn endpoint_of(
             headers: headers.clone(),
             credentials: match &server.auth {
                 Some(auth) => Some(Arc::new(
-                    switchboard_mcp::upstream::http::UpstreamCredentials::new(auth).map_err(
-                        |error| AssembleError(format!("server '{}': {error}", server.id)),
-                    )?,
+                    switchboard_mcp::upstream::http::UpstreamCredentials::new(auth)
+                        .map_err(|error| AssembleError::server(&server.id, error))?,
                 )),
                 None => None,
             },
@@ -444,7 +432,7 @@ fn endpoint_of(
         )),
         Transport::Builtin { name, settings } => {
             let provider = switchboard_tools::builtin(name, settings)
-                .map_err(|error| AssembleError(format!("server '{}': {error}", server.id)))?;
+                .map_err(|error| AssembleError::server(&server.id, error))?;
             Endpoint::InProcess(provider)
         }
     })
@@ -467,12 +455,9 @@ fn sandbox_command(
     launcher: Option<&Path>,
 ) -> Result<(), AssembleError> {
     let Some(launcher) = launcher else {
-        return Err(AssembleError(format!(
-            "server '{id}' has a sandbox, but this gateway has no sandbox launcher: the \
-             switchboard binary is its own; a program embedding the library sets \
-             HostOptions::sandbox_launcher to a binary that runs switchboard::sandbox::exec \
-             (or sets sandbox = false on the server)"
-        )));
+        return Err(AssembleError::SandboxWithoutLauncher {
+            server: id.to_owned(),
+        });
     };
     let launch = crate::sandbox::launch(
         sandbox,
@@ -547,10 +532,10 @@ pub(crate) fn share_limits(
     };
     let store = match store {
         Some(store) => store,
-        None => Arc::new(
-            crate::shared::RedisLimiter::connect(url, config.shared.deployment())
-                .map_err(|error| AssembleError(error.to_string()))?,
-        ),
+        None => Arc::new(crate::shared::RedisLimiter::connect(
+            url,
+            config.shared.deployment(),
+        )?),
     };
     Ok(limits.with_shared(
         store,
@@ -563,12 +548,10 @@ pub(crate) fn share_limits(
 /// fresh by a task of its own (`quotas::follow`) while the returned value lives.
 fn share_quotas(url: &str) -> Result<Arc<SharedSpending>, AssembleError> {
     if tokio::runtime::Handle::try_current().is_err() {
-        return Err(AssembleError(
-            "[storage] url: shared quotas need a Tokio runtime".to_owned(),
-        ));
+        return Err(AssembleError::storage("shared quotas need a Tokio runtime"));
     }
     let store = crate::quotas::QuotaStore::new(url, switchboard_ledger::postgres::replica())
-        .map_err(|error| AssembleError(format!("[storage] url: {error}")))?;
+        .map_err(AssembleError::storage)?;
     let spending = Arc::new(SharedSpending::new());
     crate::quotas::follow(store, &spending);
     Ok(spending)

@@ -31,19 +31,11 @@ pub(super) fn pin_store(
         .servers
         .iter()
         .filter(|server| server.trust == Trust::Pinned)
-        .map(|server| format!("'{}'", server.id))
+        .map(|server| server.id.clone())
         .collect();
     if pinned.is_empty() {
         // Nothing is pinned now; a server pinned later is pinned for this process.
         return Ok(Arc::new(PinStore::open(None)));
     }
-    Err(AssembleError(format!(
-        "server{} {} {} trust = \"pinned\", but there is no place for pins: no gateway.pins, \
-         no gateway.ledger and no data directory ($XDG_DATA_HOME or $HOME); set gateway.pins \
-         in the config, or give HostOptions::pins (PinStore::open(None) keeps them in this \
-         process's memory only)",
-        if pinned.len() == 1 { "" } else { "s" },
-        pinned.join(", "),
-        if pinned.len() == 1 { "has" } else { "have" },
-    )))
+    Err(AssembleError::NoPlaceForPins { servers: pinned })
 }

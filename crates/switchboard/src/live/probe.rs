@@ -82,7 +82,7 @@ pub async fn test_server(
             .server(server)
             .ok_or_else(|| ChangeError::NotFound(server.to_owned()))?;
         let plan = crate::assemble::plan(&config, settings, sandbox_launcher)
-            .map_err(|error| ChangeError::Invalid(vec![error.0]))?;
+            .map_err(|error| ChangeError::Invalid(vec![error.to_string()]))?;
         let began = Instant::now();
         let supervisor = Supervisor::start(plan.spec.clone(), Arc::new(Unheard));
         let bound = plan.spec.connect_timeout + Duration::from_secs(1);

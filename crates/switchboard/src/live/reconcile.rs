@@ -123,7 +123,7 @@ impl Host {
                 )
             })
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|error| ChangeError::Invalid(vec![error.0]))?;
+            .map_err(|error| ChangeError::Invalid(vec![error.to_string()]))?;
         // Settings outside the plan (limits, costs, approvals, per-tool safety) live in the
         // governance and the latency budget; a server whose entry changed in them is updated.
         let running = self.config();

@@ -90,7 +90,7 @@ pub(crate) async fn vet(
         settings,
         host.inner.options.sandbox_launcher.as_deref(),
     )
-    .map_err(|error| error.0)?;
+    .map_err(|error| error.to_string())?;
     let began = Instant::now();
     let supervisor = Supervisor::start(plan.spec.clone(), Arc::new(Unheard));
     let bound = plan.spec.connect_timeout + Duration::from_secs(1);

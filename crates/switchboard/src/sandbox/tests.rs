@@ -125,8 +125,12 @@ fn a_sandbox_without_a_launcher_is_refused_not_dropped() {
         panic!("a sandboxed server was planned without a launcher");
     };
     assert!(
+        matches!(&error, crate::AssembleError::SandboxWithoutLauncher { server } if server == "a"),
+        "{error:?}"
+    );
+    assert!(
         error
-            .0
+            .to_string()
             .contains("server 'a' has a sandbox, but this gateway has no sandbox launcher"),
         "{error}"
     );
