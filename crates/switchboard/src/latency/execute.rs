@@ -7,12 +7,15 @@
 //!    ("working…") to a caller that asked for progress, so a voice client can say something;
 //! 3. the result cache (with coalescing), for cacheable read-only or idempotent tools: this
 //!    replica's, then the replicas' shared one (`[shared] redis`);
-//! 4. retries, for idempotent tools only, after transport errors and timeouts only, with
-//!    backoff and jitter, within the deadline and a 10% extra-request budget;
+//! 4. retries, for idempotent tools only, after transport errors only, with backoff and
+//!    jitter, within the deadline and a 10% extra-request budget (every attempt is cut at the
+//!    call's deadline, so one that timed out leaves no time for another);
 //! 5. hedging, for idempotent tools with enough samples: a second request after the p95, the
 //!    first answer wins, within a 5% budget;
 //! 6. measure: every attempt's latency and outcome goes into the book, and into the
-//!    gateway's metrics (`mcp_client_operation_duration_seconds`).
+//!    gateway's metrics (`mcp_client_operation_duration_seconds`). A hedge's latency in the
+//!    book counts from its primary's start — what the caller waited —, so a tail the hedge
+//!    cut still reaches placement and health (the primary it beat is dropped, unrecorded).
 //!
 //! A passed deadline drops the attempt's future, which cancels it upstream
 //! (`notifications/cancelled`); the caller gets a timeout error naming the deadline.
@@ -215,11 +218,15 @@ impl<'a> Attempts<'a> {
         deadline_at: Instant,
     ) -> Answer {
         let budget = self.budget();
-        let remaining = deadline_at.saturating_duration_since(budget.clock.now());
+        let began = budget.clock.now();
+        let remaining = deadline_at.saturating_duration_since(began);
         match hedge_after.filter(|delay| *delay < remaining) {
-            None => self.attempt(arguments.clone(), ctx, deadline_at).await,
+            None => {
+                self.attempt(arguments.clone(), ctx, deadline_at, began)
+                    .await
+            }
             Some(delay) => {
-                let run = || self.attempt(arguments.clone(), ctx, deadline_at);
+                let run = || self.attempt(arguments.clone(), ctx, deadline_at, began);
                 hedged(run, delay, self.hedges(), budget.clock.as_ref())
                     .await
                     .result
@@ -229,15 +236,18 @@ impl<'a> Attempts<'a> {
 
     /// One attempt, neither retried nor hedged, within the call's deadline.
     async fn measured(&self, arguments: Map<String, Value>, ctx: &CallContext) -> Answer {
-        self.attempt(arguments, ctx, self.deadline_at).await
+        let began = self.budget().clock.now();
+        self.attempt(arguments, ctx, self.deadline_at, began).await
     }
 
-    /// One request to the upstream, cut at the deadline, measured.
+    /// One request to the upstream, cut at the deadline, measured: in the book from `began`
+    /// (the caller's wait: a hedge's primary's start), in the metrics from its own start.
     async fn attempt(
         &self,
         arguments: Map<String, Value>,
         ctx: &CallContext,
         deadline_at: Instant,
+        began: Instant,
     ) -> Answer {
         let budget = self.budget();
         let started = budget.clock.now();
@@ -254,16 +264,18 @@ impl<'a> Attempts<'a> {
         {
             meta.shift_remove(CACHE_META_KEY);
         }
-        let elapsed = budget.clock.now().saturating_duration_since(started);
+        let now = budget.clock.now();
+        let elapsed = now.saturating_duration_since(started);
+        let waited = now.saturating_duration_since(began);
         let sample = match &answer {
             // A tool's own `isError` is an answer, given in its time (bad arguments are the
             // model's): only no answer counts against the tool's health.
-            Ok(_) => Some(Sample::ok(elapsed)),
-            Err(UpstreamError::Timeout { .. }) => Some(Sample::timeout(elapsed)),
+            Ok(_) => Some(Sample::ok(waited)),
+            Err(UpstreamError::Timeout { .. }) => Some(Sample::timeout(waited)),
             Err(UpstreamError::Cancelled) => None,
             // A request for the client's input is an answer, given in the usual time.
-            Err(UpstreamError::InputRequired { .. }) => Some(Sample::ok(elapsed)),
-            Err(_) => Some(Sample::error(elapsed)),
+            Err(UpstreamError::InputRequired { .. }) => Some(Sample::ok(waited)),
+            Err(_) => Some(Sample::error(waited)),
         };
         if let Some(sample) = sample {
             budget.record(self.key, sample);
