@@ -37,6 +37,21 @@ impl Client {
     }
 }
 
+/// Serves a fake backend's front on these pipes until the input ends.
+fn spawn_front(
+    backend: std::sync::Arc<support::FakeBackend>,
+    (input, output): (DuplexStream, DuplexStream),
+    options: StdioOptions,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(serve(
+        Dispatcher::new(backend, None),
+        input,
+        output,
+        options,
+        CancellationToken::new(),
+    ))
+}
+
 fn start(max_message_bytes: usize) -> Client {
     let (client_in, server_in) = tokio::io::duplex(1 << 20);
     let (server_out, client_out) = tokio::io::duplex(1 << 20);
@@ -45,13 +60,7 @@ fn start(max_message_bytes: usize) -> Client {
         max_message_bytes,
         grace: Duration::from_secs(1),
     };
-    tokio::spawn(serve(
-        Dispatcher::new(backend, None),
-        server_in,
-        server_out,
-        options,
-        CancellationToken::new(),
-    ));
+    spawn_front(backend, (server_in, server_out), options);
     Client {
         input: client_in,
         output: BufReader::new(client_out).lines(),
@@ -277,13 +286,7 @@ async fn a_client_that_stops_reading_does_not_keep_the_front_from_stopping() {
         max_message_bytes: 1 << 20,
         grace: Duration::from_millis(200),
     };
-    let served = tokio::spawn(serve(
-        Dispatcher::new(backend, None),
-        server_in,
-        server_out,
-        options,
-        CancellationToken::new(),
-    ));
+    let served = spawn_front(backend, (server_in, server_out), options);
     for id in 0..200 {
         let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#);
         client_in
@@ -296,4 +299,76 @@ async fn a_client_that_stops_reading_does_not_keep_the_front_from_stopping() {
         .await
         .expect("the front returns though its answers are never read")
         .expect("join");
+}
+
+/// A client that keeps sending requests but does not read its answers is not buffered for
+/// without end: once it is owed `MAX_OWED_ANSWERS` answers its input stops being read, and
+/// once it reads again every answer arrives.
+#[tokio::test]
+async fn a_client_that_does_not_read_its_answers_stops_being_read() {
+    use std::collections::BTreeSet;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use switchboard_mcp::front::stdio::MAX_OWED_ANSWERS;
+
+    const REQUESTS: usize = 20_000;
+    const PIPE: usize = 4096;
+    let (mut client_in, server_in) = tokio::io::duplex(PIPE);
+    let (server_out, client_out) = tokio::io::duplex(PIPE);
+    let (backend, _version, _cancelled) = support::fake_backend();
+    let options = StdioOptions {
+        max_message_bytes: 1 << 20,
+        grace: Duration::from_secs(1),
+    };
+    spawn_front(backend, (server_in, server_out), options);
+    let sent = Arc::new(AtomicUsize::new(0));
+    let sending = tokio::spawn({
+        let sent = sent.clone();
+        async move {
+            for id in 0..REQUESTS {
+                let line = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\"}}\n");
+                client_in.write_all(line.as_bytes()).await.expect("write");
+                sent.fetch_add(1, Ordering::SeqCst);
+            }
+            client_in
+        }
+    });
+    // Nobody reads: the sender must come to a stop, short of all it has to send.
+    let mut last = usize::MAX;
+    loop {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let now = sent.load(Ordering::SeqCst);
+        assert!(
+            now < REQUESTS,
+            "all {REQUESTS} requests were read though no answer was taken"
+        );
+        if now == last {
+            break;
+        }
+        last = now;
+    }
+    // What the front holds is the owed answers plus what its read buffer (64 KiB) and the
+    // pipes can hold of the client's lines (counted as short as a line gets).
+    let line = r#"{"jsonrpc":"2.0","id":0,"method":"ping"}"#.len() + 1;
+    let slack = (64 * 1024 + 2 * PIPE) / line + 2;
+    assert!(
+        last <= MAX_OWED_ANSWERS + slack,
+        "{last} requests read with no answer taken; at most {} expected",
+        MAX_OWED_ANSWERS + slack
+    );
+    // Reading again: every answer arrives, and the rest of the input is read.
+    let mut output = BufReader::new(client_out).lines();
+    let mut answered = BTreeSet::new();
+    while answered.len() < REQUESTS {
+        let line = tokio::time::timeout(Duration::from_secs(10), output.next_line())
+            .await
+            .expect("an answer in time")
+            .expect("read")
+            .expect("a line");
+        let answer: Value = serde_json::from_str(&line).expect("JSON");
+        assert!(answer.get("result").is_some(), "{answer}");
+        answered.insert(answer["id"].as_u64().expect("a numeric id"));
+    }
+    assert_eq!(answered.len(), REQUESTS);
+    let _client_in = sending.await.expect("the sender finishes");
 }

@@ -19,6 +19,7 @@ pub mod parked;
 pub mod relay;
 pub mod span;
 pub mod stdio;
+mod stdio_outbox;
 pub mod subscriptions;
 pub mod tasks;
 mod tool_call;

@@ -5,6 +5,10 @@
 //! which cancels it upstream. A line over the message limit is answered with an error to the
 //! request it was ([`crate::framing`]). When stdin closes, in-flight calls get a grace period,
 //! what is left to write a moment more, then the front returns.
+//!
+//! A client that stops reading its output is not buffered for without end: at most
+//! [`MAX_OWED_ANSWERS`] answers are owed to it at once, and past that its input waits
+//! (`stdio_outbox` has the rules, and which notifications may be dropped).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -12,12 +16,13 @@ use std::time::Duration;
 
 use serde_json::Value;
 use switchboard_core::{CallContext, ProgressSink};
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::sync::mpsc;
+use tokio::io::{AsyncRead, AsyncWrite, BufReader};
 use tokio_util::sync::CancellationToken;
 
 use super::dispatch::{Dispatcher, Notifier, RequestEra, progress_notification, progress_token};
 use super::relay::Relay;
+pub use super::stdio_outbox::MAX_OWED_ANSWERS;
+use super::stdio_outbox::Outbox;
 use super::subscriptions::{ResourceSubscriptions, SubscriptionChange};
 use crate::framing::{Unread, read_bounded_line};
 use crate::jsonrpc::{Message, RequestId, code};
@@ -49,8 +54,8 @@ pub async fn serve(
             dispatcher.for_session(Some(format!("stdio-{}-{n}", std::process::id())))
         }
     };
-    let (out_tx, out_rx) = mpsc::unbounded_channel::<String>();
-    let writer = tokio::spawn(write_lines(output, out_rx));
+    let (out_tx, writer) = Outbox::new();
+    let writer = tokio::spawn(writer.run(output));
     let in_flight: InFlight = Arc::default();
     let relay = Arc::new(Relay::default());
     let tasks = tokio_util::task::TaskTracker::new();
@@ -101,6 +106,15 @@ pub async fn serve(
     let mut line = Vec::with_capacity(4096);
     loop {
         line.clear();
+        // Owed before the line is read, so a client that does not take its answers stops
+        // being read once it is owed the most it may be.
+        let owed = tokio::select! {
+            () = shutdown.cancelled() => break,
+            owed = out_tx.owe() => match owed {
+                Some(owed) => owed,
+                None => break,
+            },
+        };
         let read = tokio::select! {
             () = shutdown.cancelled() => break,
             read = read_bounded_line(&mut reader, &mut line, options.max_message_bytes) => read,
@@ -119,7 +133,7 @@ pub async fn serve(
                         options.max_message_bytes
                     ),
                 );
-                let _ = out_tx.send(message.to_line());
+                out_tx.answer(message.to_line(), owed);
                 continue;
             }
             Err(Unread::Failed(_)) => break,
@@ -131,13 +145,11 @@ pub async fn serve(
         let message = match Message::parse(bytes) {
             Ok(message) => message,
             Err(malformed) => {
-                let _ = out_tx.send(
-                    Message::Error {
-                        id: malformed.id,
-                        error: malformed.error,
-                    }
-                    .to_line(),
-                );
+                let error = Message::Error {
+                    id: malformed.id,
+                    error: malformed.error,
+                };
+                out_tx.answer(error.to_line(), owed);
                 continue;
             }
         };
@@ -154,12 +166,12 @@ pub async fn serve(
                 if let Some(token) = progress_token(params.as_ref()) {
                     let out = out_tx.clone();
                     ctx.progress = Some(ProgressSink::new(move |progress| {
-                        let _ = out.send(progress_notification(&token, &progress).to_line());
+                        out.report(progress_notification(&token, &progress).to_line());
                     }));
                 }
                 let notify_out = out_tx.clone();
                 let notify: Notifier = Arc::new(move |message: Message| {
-                    let _ = notify_out.send(message.to_line());
+                    notify_out.relay(&message);
                 });
                 if method == "initialize" {
                     relay.remember_capabilities(params.as_ref());
@@ -191,7 +203,7 @@ pub async fn serve(
                     }
                     // A cancelled request gets no answer (the client has moved on).
                     if !cancel.is_cancelled() {
-                        let _ = out.send(answer.to_line());
+                        out.answer(answer.to_line(), owed);
                     }
                 }));
             }
@@ -253,7 +265,7 @@ fn cancel_request(in_flight: &InFlight, params: Option<&Value>) {
 /// Writes notifications (resource updates, task statuses) until shutdown.
 async fn forward_updates(
     updates: impl futures::Stream<Item = Message>,
-    out: mpsc::UnboundedSender<String>,
+    out: Outbox,
     shutdown: CancellationToken,
 ) {
     use futures::StreamExt;
@@ -262,7 +274,7 @@ async fn forward_updates(
         tokio::select! {
             () = shutdown.cancelled() => return,
             next = updates.next() => match next {
-                Some(note) => if out.send(note.to_line()).is_err() { return },
+                Some(note) => if !announce(&out, note.to_line(), &shutdown).await { return },
                 None => return,
             },
         }
@@ -275,7 +287,7 @@ async fn forward_updates(
 async fn announce_changes(
     mut version: tokio::sync::watch::Receiver<u64>,
     dispatcher: Dispatcher,
-    out: mpsc::UnboundedSender<String>,
+    out: Outbox,
     (initialized, listed): (CancellationToken, CancellationToken),
     shutdown: CancellationToken,
 ) {
@@ -291,7 +303,7 @@ async fn announce_changes(
         if initialized.is_cancelled() {
             let note =
                 Message::notification("notifications/tools/list_changed", serde_json::json!({}));
-            if out.send(note.to_line()).is_err() {
+            if !announce(&out, note.to_line(), &shutdown).await {
                 return;
             }
         }
@@ -304,7 +316,7 @@ async fn announce_changes(
 async fn announce_list_changes(
     mut lists: tokio::sync::watch::Receiver<crate::front::ListsVersion>,
     dispatcher: Dispatcher,
-    out: mpsc::UnboundedSender<String>,
+    out: Outbox,
     initialized: CancellationToken,
     shutdown: CancellationToken,
 ) {
@@ -324,30 +336,19 @@ async fn announce_list_changes(
         }
         for method in methods {
             let note = Message::notification(method, serde_json::json!({}));
-            if out.send(note.to_line()).is_err() {
+            if !announce(&out, note.to_line(), &shutdown).await {
                 return;
             }
         }
     }
 }
 
-async fn write_lines(
-    mut output: impl AsyncWrite + Unpin,
-    mut lines: mpsc::UnboundedReceiver<String>,
-) {
-    let mut buffer = Vec::with_capacity(8192);
-    while let Some(line) = lines.recv().await {
-        buffer.clear();
-        buffer.extend_from_slice(line.as_bytes());
-        buffer.push(b'\n');
-        while let Ok(more) = lines.try_recv() {
-            buffer.extend_from_slice(more.as_bytes());
-            buffer.push(b'\n');
-        }
-        if output.write_all(&buffer).await.is_err() || output.flush().await.is_err() {
-            // The client is gone (broken pipe): nothing left to say.
-            return;
-        }
+/// Queues an announcement once the client has room for it. False when the client is gone or
+/// the front is stopping.
+async fn announce(out: &Outbox, line: String, shutdown: &CancellationToken) -> bool {
+    tokio::select! {
+        () = shutdown.cancelled() => false,
+        sent = out.announce(line) => sent,
     }
 }
 

@@ -1,0 +1,187 @@
+//! The stdio front's outbox: every line the front writes to its client, and the bounds that
+//! keep a client that does not read its output from making the gateway hold ever more.
+//!
+//! Answers are owed: the reader takes an [`Owed`] before it reads a line — at most
+//! [`MAX_OWED_ANSWERS`] at once — and gives it back when that line's answer has been written,
+//! or at once when the line wants no answer. So once that many answers wait to be written (or
+//! are being worked out), the client's input is not read until one of them is: backpressure,
+//! and no answer is ever dropped. Notifications are not owed. Those that only report along
+//! the way (progress, an upstream's log messages) are dropped while more than
+//! [`NOTE_BUDGET_BYTES`] are unwritten; announcements (list changes, resource updates, task
+//! statuses) wait for room instead, while their sources coalesce (a watch channel keeps only
+//! the latest version); a question relayed to the client is always queued, since a call
+//! waits on it (and calls are bounded by the owed answers).
+//!
+//! Must never: block a call on a client that does not read (a call's answer is queued, never
+//! awaited), nor keep a permit once its line is written or the client is gone (the writer's
+//! end dropped drops what was queued, permits and all).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use tokio::io::{AsyncWrite, AsyncWriteExt};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc};
+
+use crate::jsonrpc::Message;
+
+/// How many answers a stdio client may be owed at once (its requests being answered, and
+/// answers written but not yet taken by the client); past this its input waits.
+pub const MAX_OWED_ANSWERS: usize = 1024;
+
+/// How many bytes of notifications may wait unwritten before those that only report are
+/// dropped and announcements wait.
+pub const NOTE_BUDGET_BYTES: usize = 1 << 20;
+
+/// One answer owed to the client: held from before its request is read until its answer is
+/// written. Dropping it pays what was owed.
+pub(super) struct Owed {
+    _permit: OwnedSemaphorePermit,
+}
+
+struct Queued {
+    line: String,
+    owed: Option<Owed>,
+}
+
+struct Shared {
+    /// Bytes of notifications queued and not yet written.
+    unwritten_notes: AtomicUsize,
+    /// Woken whenever a batch has been written.
+    room: Notify,
+    owed: Arc<Semaphore>,
+}
+
+/// The sending side, one per connection, cloned into every task that writes.
+#[derive(Clone)]
+pub(super) struct Outbox {
+    lines: mpsc::UnboundedSender<Queued>,
+    shared: Arc<Shared>,
+}
+
+/// The writing side: [`Writer::run`] on a task of its own.
+pub(super) struct Writer {
+    lines: mpsc::UnboundedReceiver<Queued>,
+    shared: Arc<Shared>,
+}
+
+impl Outbox {
+    pub(super) fn new() -> (Outbox, Writer) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let shared = Arc::new(Shared {
+            unwritten_notes: AtomicUsize::new(0),
+            room: Notify::new(),
+            owed: Arc::new(Semaphore::new(MAX_OWED_ANSWERS)),
+        });
+        let outbox = Outbox {
+            lines: tx,
+            shared: shared.clone(),
+        };
+        (outbox, Writer { lines: rx, shared })
+    }
+
+    /// Waits until the client may be owed one more answer. `None` only if the bound were
+    /// closed, which nothing does.
+    pub(super) async fn owe(&self) -> Option<Owed> {
+        let permit = self.shared.owed.clone().acquire_owned().await.ok()?;
+        Some(Owed { _permit: permit })
+    }
+
+    /// Queues the answer to a request (or to a line that could not be read), paying what
+    /// was owed once it is written.
+    pub(super) fn answer(&self, line: String, owed: Owed) {
+        let _ = self.lines.send(Queued {
+            line,
+            owed: Some(owed),
+        });
+    }
+
+    /// Queues a message a call sends along the way: a question relayed to the client always
+    /// (the call waits on it), a notification only if the notification budget has room.
+    pub(super) fn relay(&self, message: &Message) {
+        match message {
+            Message::Notification { .. } => self.report(message.to_line()),
+            _ => {
+                self.queue_note(message.to_line());
+            }
+        }
+    }
+
+    /// Queues a notification that only reports (progress, a log message), or drops it if
+    /// the client is that far behind.
+    pub(super) fn report(&self, line: String) {
+        if self.shared.unwritten_notes.load(Ordering::Relaxed) <= NOTE_BUDGET_BYTES {
+            self.queue_note(line);
+        }
+    }
+
+    /// Queues an announcement once the notification budget has room. False when the client
+    /// is gone.
+    pub(super) async fn announce(&self, line: String) -> bool {
+        loop {
+            let room = self.shared.room.notified();
+            let mut room = std::pin::pin!(room);
+            room.as_mut().enable();
+            if self.lines.is_closed() {
+                return false;
+            }
+            if self.shared.unwritten_notes.load(Ordering::Relaxed) <= NOTE_BUDGET_BYTES {
+                break;
+            }
+            room.await;
+        }
+        self.queue_note(line)
+    }
+
+    fn queue_note(&self, line: String) -> bool {
+        let len = line.len();
+        self.shared
+            .unwritten_notes
+            .fetch_add(len, Ordering::Relaxed);
+        let sent = self.lines.send(Queued { line, owed: None }).is_ok();
+        if !sent {
+            self.shared
+                .unwritten_notes
+                .fetch_sub(len, Ordering::Relaxed);
+        }
+        sent
+    }
+}
+
+impl Writer {
+    /// Writes what is queued, a burst at a time, until every [`Outbox`] is dropped or the
+    /// client is gone.
+    pub(super) async fn run(mut self, mut output: impl AsyncWrite + Unpin) {
+        let mut buffer = Vec::with_capacity(8192);
+        let mut paid = Vec::new();
+        while let Some(first) = self.lines.recv().await {
+            buffer.clear();
+            let mut notes = 0;
+            let mut take = |queued: Queued| {
+                buffer.extend_from_slice(queued.line.as_bytes());
+                buffer.push(b'\n');
+                match queued.owed {
+                    Some(owed) => paid.push(owed),
+                    None => notes += queued.line.len(),
+                }
+            };
+            take(first);
+            while let Ok(more) = self.lines.try_recv() {
+                take(more);
+            }
+            let written = output.write_all(&buffer).await.is_ok() && output.flush().await.is_ok();
+            self.shared
+                .unwritten_notes
+                .fetch_sub(notes, Ordering::Relaxed);
+            paid.clear();
+            if !written {
+                // The client is gone (broken pipe): nothing left to say. Closing drops what
+                // is queued and everything sent later, so no answer stays owed.
+                self.lines.close();
+                while self.lines.try_recv().is_ok() {}
+                self.shared.room.notify_waiters();
+                return;
+            }
+            self.shared.room.notify_waiters();
+        }
+    }
+}
