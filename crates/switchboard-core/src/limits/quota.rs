@@ -1,6 +1,12 @@
 //! Cost accounting: what a call costs (fixed and per second of wall time) and an agent's
 //! budget of cost over a sliding window (this replica's spending; with replicas sharing a
 //! store, the others' comes from [`SharedSpending`]).
+//!
+//! A quota keeps its charges one by one while they are few; past [`SEPARATE_CHARGES`] in its
+//! window, a charge made within 1/[`SEPARATE_CHARGES`] of the window after the newest one is
+//! added to it, which then counts from the later time. So a busy agent with a long window (a
+//! year at most) holds a few thousand entries, not one per call; a merged charge leaves the
+//! window at most that fraction of it late, never early: no more is let through.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -29,6 +35,9 @@ pub const MIN_QUOTA_WINDOW: Duration = Duration::from_secs(1);
 
 /// The longest window a quota may have: a year (the config refuses more).
 pub const MAX_QUOTA_WINDOW: Duration = Duration::from_secs(365 * 24 * 3600);
+
+/// How many charges a quota keeps apart before it adds close ones together.
+pub const SEPARATE_CHARGES: u32 = 4096;
 
 /// A budget of cost over a sliding window.
 #[derive(Debug)]
@@ -173,7 +182,24 @@ impl Quota {
             return;
         }
         // A lock poisoned by a panic elsewhere still holds every charge: keep counting.
-        lock(&self.spent).at.push_back((now, cost));
+        let mut charges = lock(&self.spent);
+        let close = charges.kept / SEPARATE_CHARGES;
+        let many = charges.at.len() >= SEPARATE_CHARGES as usize;
+        if let Some((newest, spent)) = charges.at.back_mut()
+            && many
+            && now.saturating_duration_since(*newest) < close
+        {
+            *newest = now.max(*newest);
+            *spent += cost;
+            return;
+        }
+        charges.at.push_back((now, cost));
+    }
+
+    /// How many separate charges the quota holds.
+    #[cfg(test)]
+    fn charges_held(&self) -> usize {
+        lock(&self.spent).at.len()
     }
 }
 
@@ -204,6 +230,38 @@ mod tests {
         let now = Instant::now();
         quota.charge(now, 2.0);
         assert_eq!(quota.check(now).map_err(|e| e.spent), Err(2.0));
+    }
+
+    /// A busy agent with a long window holds a bounded number of charges, not one per call,
+    /// and is refused exactly when it was before: at the budget, with every cost counted.
+    #[test]
+    fn a_long_window_holds_a_bounded_number_of_charges() {
+        let hour = Duration::from_secs(3600);
+        let calls = 100_000u32;
+        let quota = Quota::new(f64::from(calls), hour);
+        let start = Instant::now();
+        let mut now = start;
+        for _ in 0..calls - 1 {
+            quota.charge(now, 1.0);
+            now += Duration::from_millis(10);
+        }
+        assert!(quota.check(now).is_ok(), "one call of budget is left");
+        quota.charge(now, 1.0);
+        let held = quota.charges_held();
+        assert!(
+            held <= 2 * SEPARATE_CHARGES as usize,
+            "{held} charges held for {calls} calls"
+        );
+        let exceeded = quota.check(now).expect_err("the budget is spent");
+        assert_eq!(exceeded.spent, f64::from(calls));
+        // The oldest charges leave the window on time (a merged one at most 1/4096 of it
+        // late), and the budget frees up with them.
+        let late = hour / SEPARATE_CHARGES;
+        assert!(exceeded.retry_after <= hour - (now - start) + late);
+        assert!(quota.check(start + hour + late).is_ok());
+        // Once the window has passed, nothing is held beyond what the check let go of.
+        assert!(quota.check(now + hour).is_ok());
+        assert_eq!(quota.charges_held(), 0);
     }
 
     /// A window past what the clock can add (an embedder's: the config refuses more than a
