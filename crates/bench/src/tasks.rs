@@ -30,8 +30,9 @@ pub fn measure(bins: &Binaries, tasks: usize, ttl: Duration) -> anyhow::Result<T
     let dir = tempfile::tempdir()?;
     // One caller holds all the tasks: raise the bounds above them (and the warm-up's).
     let upstream = format!(
-        "{}\n\n[gateway.tasks]\nmax_per_caller = {}\nmax_tasks = {}\n",
+        "{}\n\n[gateway.tasks]\nmax_per_caller = {}\nmax_per_agent = {}\nmax_tasks = {}\n",
         targets::stdio_upstream(bins),
+        tasks + 100,
         tasks + 100,
         tasks + 100
     );

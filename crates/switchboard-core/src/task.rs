@@ -156,6 +156,12 @@ pub enum TaskError {
     /// The caller holds as many tasks as it may.
     #[error("too many tasks: this caller already holds {0}; fetch or cancel some first")]
     TooMany(usize),
+    /// The agent holds as many tasks as it may, all its sessions together.
+    #[error(
+        "too many tasks: agent '{agent}' already holds {limit} across its sessions \
+         ([gateway.tasks] max_per_agent); fetch or cancel some first"
+    )]
+    AgentFull { agent: String, limit: usize },
     /// The gateway holds as many tasks as it may, all callers together.
     #[error("the gateway holds as many tasks as it may ({0}); try again later")]
     Full(usize),

@@ -283,6 +283,18 @@ pub struct TasksConfig {
     pub poll_interval: Duration,
     /// Tasks all callers together may hold.
     pub max_tasks: usize,
+    /// Tasks one agent may hold, all its sessions together; `None`: a quarter of `max_tasks`
+    /// ([`TasksConfig::agent_limit`]).
+    pub max_per_agent: Option<usize>,
+}
+
+impl TasksConfig {
+    /// Tasks one agent may hold, all its sessions together: `max_per_agent`, or a quarter of
+    /// `max_tasks` (at least one), so one agent opening many sessions cannot fill the store
+    /// and deny every other.
+    pub fn agent_limit(&self) -> usize {
+        self.max_per_agent.unwrap_or((self.max_tasks / 4).max(1))
+    }
 }
 
 impl Default for GatewayConfig {

@@ -552,6 +552,11 @@ struct Tasks {
     /// oldest finished task whose result was fetched makes room first (default 100).
     #[schemars(range(min = 1))]
     max_per_caller: Option<u64>,
+    /// Tasks one agent may hold, all its sessions together, so one agent cannot fill the
+    /// gateway's tasks and deny every other; the oldest finished task of the agent whose result
+    /// was fetched makes room first (default: a quarter of max_tasks).
+    #[schemars(range(min = 1))]
+    max_per_agent: Option<u64>,
     /// Tasks all callers together may hold (default 10000).
     #[schemars(range(min = 1))]
     max_tasks: Option<u64>,

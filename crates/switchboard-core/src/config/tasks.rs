@@ -3,6 +3,7 @@
 //! ```toml
 //! [gateway.tasks]
 //! max_per_caller = 100     # tasks one caller (agent + session) holds at once
+//! max_per_agent = 2500     # one agent, all its sessions together (default: max_tasks / 4)
 //! max_tasks = 10000        # all callers together
 //! default_ttl = "1h"       # kept this long when the client asks for no TTL
 //! max_ttl = "24h"          # the longest TTL a client may ask for
@@ -15,8 +16,9 @@ use super::model::TasksConfig;
 use super::tree::Node;
 use super::validate::Walk;
 
-pub(super) const TASKS_KEYS: [&str; 5] = [
+pub(super) const TASKS_KEYS: [&str; 6] = [
     "max_per_caller",
+    "max_per_agent",
     "max_tasks",
     "default_ttl",
     "max_ttl",
@@ -31,6 +33,7 @@ impl Default for TasksConfig {
             max_ttl: Duration::from_secs(24 * 3600),
             poll_interval: Duration::from_millis(500),
             max_tasks: 10_000,
+            max_per_agent: None,
         }
     }
 }
@@ -45,6 +48,11 @@ impl Walk<'_> {
                 "max_per_caller" => {
                     if let Some(count) = self.count(value, &key_what) {
                         tasks.max_per_caller = usize::try_from(count).unwrap_or(usize::MAX);
+                    }
+                }
+                "max_per_agent" => {
+                    if let Some(count) = self.count(value, &key_what) {
+                        tasks.max_per_agent = Some(usize::try_from(count).unwrap_or(usize::MAX));
                     }
                 }
                 "max_tasks" => {

@@ -309,9 +309,10 @@ fn rpc_error(error: TaskError) -> RpcError {
             message,
             data,
         },
-        TaskError::TooMany(_) | TaskError::Full(_) | TaskError::Unavailable(_) => {
-            RpcError::new(code::INTERNAL_ERROR, error.to_string())
-        }
+        TaskError::TooMany(_)
+        | TaskError::AgentFull { .. }
+        | TaskError::Full(_)
+        | TaskError::Unavailable(_) => RpcError::new(code::INTERNAL_ERROR, error.to_string()),
         other => RpcError::new(code::INVALID_PARAMS, other.to_string()),
     }
 }

@@ -10,6 +10,7 @@
 //! for one afterwards is told it does not exist (calls that finished are in the ledger).
 //! With `[shared] redis`, every replica can read, await and cancel them ([`shared`]).
 
+mod bounds;
 mod caller;
 pub mod shared;
 mod store;

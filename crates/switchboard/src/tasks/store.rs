@@ -1,5 +1,5 @@
 //! The tasks the gateway holds: one map from task id to task, each task owned by one caller
-//! (`TaskOwner`), bounded per caller, dropped when its TTL has passed. A task's state changes
+//! (`TaskOwner`), bounded per caller, per agent and in all (`bounds`), dropped when its TTL has passed. A task's state changes
 //! under its own lock and is announced on a watch channel (for `tasks/result`, which waits)
 //! and on the store's broadcast (for `notifications/tasks/status`).
 
@@ -23,6 +23,8 @@ pub struct TaskSettings {
     /// Tasks one caller may hold at once, running and finished (the oldest finished task whose
     /// result was fetched makes room first).
     pub max_per_caller: usize,
+    /// Tasks one agent may hold at once, all its sessions together (the same making room).
+    pub max_per_agent: usize,
     /// TTL of a task whose client asked for none.
     pub default_ttl: Duration,
     /// The longest TTL a client may ask for.
@@ -38,6 +40,7 @@ impl TaskSettings {
     pub fn of(config: &switchboard_core::config::TasksConfig) -> Self {
         Self {
             max_per_caller: config.max_per_caller,
+            max_per_agent: config.agent_limit(),
             default_ttl: config.default_ttl,
             max_ttl: config.max_ttl,
             poll_interval: config.poll_interval,
@@ -134,7 +137,7 @@ pub struct Task {
     /// The tool's exposed name.
     pub tool: String,
     created_at: SystemTime,
-    created: Instant,
+    pub(super) created: Instant,
     ttl: Option<Duration>,
     poll_interval: Duration,
     /// Cancels the task's call.
@@ -380,7 +383,7 @@ impl Task {
 
     /// Whether the task can make room for a new one: it ended and its client has what it
     /// needs of it (the result fetched, or the task cancelled).
-    fn evictable(&self) -> bool {
+    pub(super) fn evictable(&self) -> bool {
         let state = self.lock();
         state.status.is_terminal() && (state.fetched || state.status == TaskStatus::Cancelled)
     }
@@ -501,26 +504,7 @@ impl TaskStore {
             clock: self.clock.clone(),
         });
         let mut tasks = self.map();
-        let held: Vec<&Arc<Task>> = tasks
-            .values()
-            .filter(|held| held.owner == task.owner)
-            .collect();
-        if held.len() >= self.settings.max_per_caller {
-            match oldest_evictable(held.into_iter()) {
-                Some(oldest) => {
-                    tasks.remove(&oldest);
-                }
-                None => return Err(TaskError::TooMany(self.settings.max_per_caller)),
-            }
-        }
-        if tasks.len() >= self.settings.max_tasks {
-            match oldest_evictable(tasks.values()) {
-                Some(oldest) => {
-                    tasks.remove(&oldest);
-                }
-                None => return Err(TaskError::Full(self.settings.max_tasks)),
-            }
-        }
+        super::bounds::make_room(&mut tasks, &task.owner, &self.settings)?;
         tasks.insert(id, task.clone());
         Ok(task)
     }
@@ -660,13 +644,6 @@ impl TaskStore {
 const MIN_TTL: Duration = Duration::from_secs(1);
 
 /// The oldest task that can make room, if any.
-fn oldest_evictable<'t>(tasks: impl Iterator<Item = &'t Arc<Task>>) -> Option<String> {
-    tasks
-        .filter(|task| task.evictable())
-        .min_by_key(|task| task.created)
-        .map(|task| task.id.clone())
-}
-
 /// 128 random bits, hex: unguessable, so an id is no handle for anyone who was not told it.
 fn new_task_id() -> String {
     let bits: u128 = rand::rng().random();

@@ -21,6 +21,16 @@ fn owner(agent: &str) -> TaskOwner {
     }
 }
 
+/// Ends `task` as completed, its result read by its client: it may make room.
+fn completed_and_fetched(task: &Task) {
+    task.finish(
+        Some(TaskEnd::Completed(json!({}))),
+        TaskStatus::Completed,
+        None,
+    );
+    task.mark_fetched();
+}
+
 #[test]
 fn a_task_is_its_owners_alone() {
     let store = store(10);
@@ -50,12 +60,7 @@ fn a_caller_is_bounded_and_fetched_results_make_room() {
     store
         .create(owner("b"), "t", None, None)
         .expect("test value");
-    first.finish(
-        Some(TaskEnd::Completed(json!({}))),
-        TaskStatus::Completed,
-        None,
-    );
-    first.mark_fetched();
+    completed_and_fetched(&first);
     store
         .create(owner("a"), "t", None, None)
         .expect("test value");
@@ -253,4 +258,70 @@ async fn mirroring_now_gives_up_after_the_command_timeout() {
     );
     // Not before the bound; the upper one is the timeout above (a loaded machine is slow).
     assert!(started.elapsed() >= COMMAND_TIMEOUT);
+}
+
+/// One agent opening session after session cannot fill the store and deny every other agent:
+/// it is held to its own bound, named in the refusal, and its fetched tasks make room first.
+#[test]
+fn one_agent_across_many_sessions_cannot_starve_the_others() {
+    let bounded = |max_per_caller, max_per_agent| {
+        TaskStore::new(
+            TaskSettings {
+                max_per_caller,
+                max_per_agent,
+                max_tasks: 5,
+                ..TaskSettings::default()
+            },
+            Arc::new(SystemClock),
+        )
+    };
+    let store = bounded(2, 3);
+    let session = |agent: &str, n: usize| TaskOwner {
+        agent: Some(agent.into()),
+        session: Some(format!("session-{n}")),
+        subject: None,
+    };
+    let first = store
+        .create(session("greedy", 0), "t", None, None)
+        .expect("first");
+    for n in 1..3 {
+        store
+            .create(session("greedy", n), "t", None, None)
+            .expect("within the agent's bound");
+    }
+    let refused = store.create(session("greedy", 3), "t", None, None).err();
+    assert_eq!(
+        refused,
+        Some(TaskError::AgentFull {
+            agent: "greedy".into(),
+            limit: 3
+        })
+    );
+    let message = refused.map(|e| e.to_string()).unwrap_or_default();
+    assert!(message.contains("max_per_agent"), "{message}");
+    // Every other agent still gets its tasks.
+    store
+        .create(session("other", 0), "t", None, None)
+        .expect("another agent");
+    store
+        .create(session("third", 0), "t", None, None)
+        .expect("a third agent");
+    assert_eq!(store.len(), 5);
+    // The agent's fetched task makes room for its next one.
+    completed_and_fetched(&first);
+    store
+        .create(session("greedy", 4), "t", None, None)
+        .expect("room made");
+    assert!(store.get(&session("greedy", 0), &first.id).is_none());
+    // Anonymous callers have no agent to be bounded as.
+    let anonymous = |n: usize| TaskOwner {
+        session: Some(format!("anonymous-{n}")),
+        ..TaskOwner::default()
+    };
+    let roomy = bounded(1, 1);
+    for n in 0..3 {
+        roomy
+            .create(anonymous(n), "t", None, None)
+            .expect("anonymous");
+    }
 }

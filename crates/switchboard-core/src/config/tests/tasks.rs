@@ -49,3 +49,30 @@ fn task_bound_mistakes_are_located() {
         &[(2, 1, "unknown key 'max_per_calller' in gateway.tasks")],
     );
 }
+
+/// One agent's bound over all its sessions: a quarter of `max_tasks` unless set, read in
+/// both formats, and a bad value located.
+#[test]
+fn the_per_agent_task_bound_defaults_to_a_quarter_and_is_read() {
+    assert_eq!(TasksConfig::default().agent_limit(), 2_500);
+    let config = check_ok("[gateway.tasks]\nmax_tasks = 400\n", Format::Toml);
+    assert_eq!(config.gateway.tasks.agent_limit(), 100);
+    let config = check_ok("[gateway.tasks]\nmax_tasks = 2\n", Format::Toml);
+    assert_eq!(config.gateway.tasks.agent_limit(), 1);
+    let config = check_ok("[gateway.tasks]\nmax_per_agent = 7\n", Format::Toml);
+    assert_eq!(config.gateway.tasks.max_per_agent, Some(7));
+    assert_eq!(config.gateway.tasks.agent_limit(), 7);
+    let config = check_ok(
+        r#"{"gateway": {"tasks": {"max_per_agent": 9}}, "mcpServers": {}}"#,
+        Format::Json,
+    );
+    assert_eq!(config.gateway.tasks.agent_limit(), 9);
+    toml(
+        "[gateway.tasks]\nmax_per_agent = 0\n",
+        &[(
+            2,
+            17,
+            "gateway.tasks.max_per_agent must be a positive integer",
+        )],
+    );
+}

@@ -1,0 +1,57 @@
+//! The task store's bounds: how many tasks one caller (agent + session), one agent (all its
+//! sessions together) and all callers together may hold, and which task makes room for a
+//! new one — the oldest whose client has what it needs of it (ended, and its result fetched
+//! or the task cancelled), within the bound that is reached.
+//!
+//! The agent bound holds for named agents: anonymous callers have no identity to be fair
+//! between, so they are bounded per caller and by the whole store only. Must never: drop a
+//! task a client still needs to make room (the new one is refused instead).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use switchboard_core::task::{TaskError, TaskOwner};
+
+use super::store::{Task, TaskSettings};
+
+/// Makes room in `tasks` for one more task of `owner`, evicting at most one task per bound
+/// reached; refused, naming the bound, when a bound is reached and nothing in it can go.
+pub(super) fn make_room(
+    tasks: &mut HashMap<String, Arc<Task>>,
+    owner: &TaskOwner,
+    settings: &TaskSettings,
+) -> Result<(), TaskError> {
+    let caller = |task: &&Arc<Task>| &task.owner == owner;
+    make_room_within(tasks, caller, settings.max_per_caller)
+        .ok_or(TaskError::TooMany(settings.max_per_caller))?;
+    if let Some(agent) = owner.agent.as_deref() {
+        let agents = |task: &&Arc<Task>| task.owner.agent.as_deref() == Some(agent);
+        make_room_within(tasks, agents, settings.max_per_agent).ok_or_else(|| {
+            TaskError::AgentFull {
+                agent: agent.to_owned(),
+                limit: settings.max_per_agent,
+            }
+        })?;
+    }
+    make_room_within(tasks, |_| true, settings.max_tasks).ok_or(TaskError::Full(settings.max_tasks))
+}
+
+/// Makes room for one more among the tasks `within` selects, if they number `limit` or more:
+/// `None` when none of them can go.
+fn make_room_within(
+    tasks: &mut HashMap<String, Arc<Task>>,
+    within: impl Fn(&&Arc<Task>) -> bool,
+    limit: usize,
+) -> Option<()> {
+    let held: Vec<&Arc<Task>> = tasks.values().filter(within).collect();
+    if held.len() < limit {
+        return Some(());
+    }
+    let oldest = held
+        .into_iter()
+        .filter(|task| task.evictable())
+        .min_by_key(|task| task.created)
+        .map(|task| task.id.clone())?;
+    tasks.remove(&oldest);
+    Some(())
+}
