@@ -1,7 +1,7 @@
 //! The audit ledger as the console reads it: a read-only SQLite connection per request, on
 //! the blocking pool, so a long query never holds a runtime thread and nothing here can
 //! write — or, with `[storage] url`, a pooled PostgreSQL connection for the audit page
-//! (`page`, `row`, `verify`, `export` and `tally` choose).
+//! (`page`, `row`, `verify`, `tally` and the `export` module choose).
 
 use std::path::PathBuf;
 
@@ -139,34 +139,6 @@ pub(crate) async fn verify(
             every,
             &mut progress,
         )?)
-    })
-    .await
-}
-
-/// Adds `row` to an export as one JSON line; always goes on.
-fn export_line(out: &mut String, row: &StoredRow) -> bool {
-    if let Ok(text) = serde_json::to_string(row) {
-        out.push_str(&text);
-        out.push('\n');
-    }
-    true
-}
-
-/// The rows `query` filters, oldest first, one JSON object a line (`None`: no ledger).
-pub(crate) async fn export(
-    console: &crate::Console,
-    query: PageQuery,
-) -> Result<Option<String>, ConsoleError> {
-    if let Some(pool) = &console.shared.postgres {
-        let client = postgres::connect(pool).await?;
-        let mut out = String::new();
-        postgres::browse::each(&client, &query, |row| export_line(&mut out, row)).await?;
-        return Ok(Some(out));
-    }
-    read(console.shared.ledger.clone(), move |conn| {
-        let mut out = String::new();
-        browse::each(conn, &query, |row| export_line(&mut out, row))?;
-        Ok(out)
     })
     .await
 }

@@ -27,6 +27,7 @@ mod assets;
 mod auth;
 mod chart;
 mod error;
+mod export;
 mod form;
 mod guard;
 mod layout;

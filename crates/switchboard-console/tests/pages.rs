@@ -317,6 +317,66 @@ async fn the_audit_pages_through_the_ledger_with_its_older_link() {
     );
 }
 
+/// A large export is streamed, not built whole: the body has no length up front and
+/// arrives in pieces (the rows are read a page at a time), and it holds every filtered row
+/// once, oldest first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_export_is_streamed_with_every_row_in_order() {
+    const ROWS: i64 = 3_500;
+    let gateway = Gateway::start().await;
+    for i in 0..ROWS {
+        let agent = if i % 7 == 0 { "other" } else { "npc" };
+        let entry = json!({
+            "call_id": format!("call-{i}"), "started_ms": 1_700_000_000_000i64 + i,
+            "agent": agent, "session": null, "tier": null, "exposed": "fx__echo",
+            "server": "fx", "tool": "echo", "args_digest": null, "args_redacted": null,
+            "outcome": "ok", "error": null, "duration_us": 10, "cost": 0.0,
+            "approval": null, "result_bytes": 2, "cached": false,
+        });
+        gateway
+            .ledger
+            .record_entry(serde_json::from_value(entry).expect("an entry"));
+    }
+    gateway.flush();
+    let browser = gateway.signed_in().await;
+    let mut export = browser
+        .get("/console/audit/export.jsonl?agent=npc")
+        .send()
+        .await
+        .expect("export");
+    assert_eq!(export.status(), 200);
+    assert!(
+        export.headers().get("content-length").is_none(),
+        "a body built whole before it is sent: {:?}",
+        export.headers()
+    );
+    let mut pieces = 0;
+    let mut body = Vec::new();
+    while let Some(piece) = export.chunk().await.expect("a piece of the body") {
+        pieces += 1;
+        body.extend_from_slice(&piece);
+    }
+    assert!(pieces > 1, "the body came in {pieces} piece");
+    let calls: Vec<String> = String::from_utf8(body)
+        .expect("UTF-8")
+        .lines()
+        .map(|line| {
+            let row: Value = serde_json::from_str(line).expect("JSON line");
+            assert_eq!(row["entry"]["agent"], "npc", "{row}");
+            row["entry"]["call_id"]
+                .as_str()
+                .expect("a call id")
+                .to_owned()
+        })
+        .collect();
+    let expected: Vec<String> = (0..ROWS)
+        .filter(|i| i % 7 != 0)
+        .map(|i| format!("call-{i}"))
+        .collect();
+    assert_eq!(calls.len(), expected.len());
+    assert!(calls == expected, "every npc row once, oldest first");
+}
+
 /// Makes a token for `agent` on the agents page: the token, as the page shows it once.
 async fn made_token(browser: &Browser, agent: &str) -> String {
     let made = browser

@@ -177,6 +177,45 @@ pub fn each(
     Ok(handed)
 }
 
+/// One page of an export: the rows `query` filters whose id is above `after`, oldest first,
+/// at most `limit` of them (`before` and the query's own `limit` are ignored), and the last id
+/// read — a row whose entry does not parse is left out but still moves the next page on;
+/// `None`: no row is left. Each page is its own read, so an export holds one page at a time
+/// and no read stays open while its reader is slow.
+pub fn export_page(
+    conn: &Connection,
+    query: &PageQuery,
+    after: i64,
+    limit: usize,
+) -> Result<(Vec<StoredRow>, Option<i64>), LedgerError> {
+    let (clause, mut values) = filter(query, false);
+    values.push(rusqlite::types::Value::Integer(after));
+    let keyset = format!("id > ?{}", values.len());
+    let clause = match clause.is_empty() {
+        true => format!("WHERE {keyset}"),
+        false => format!("{clause} AND {keyset}"),
+    };
+    let mut select = conn
+        .prepare_cached(&format!(
+            "SELECT id, entry, prev_hash, row_hash FROM mcp_tool_invocations {clause}
+             ORDER BY id LIMIT {}",
+            limit.max(1)
+        ))
+        .map_err(sql)?;
+    let mut cursor = select
+        .query(rusqlite::params_from_iter(values))
+        .map_err(sql)?;
+    let mut rows = Vec::new();
+    let mut last = None;
+    while let Some(row) = cursor.next().map_err(sql)? {
+        last = Some(row.get::<_, i64>(0).map_err(sql)?);
+        if let Some(row) = stored(row).map_err(sql)? {
+            rows.push(row);
+        }
+    }
+    Ok((rows, last))
+}
+
 /// One row by id.
 pub fn row(conn: &Connection, id: i64) -> Result<Option<StoredRow>, LedgerError> {
     conn.query_row(

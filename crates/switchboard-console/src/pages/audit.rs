@@ -4,7 +4,6 @@
 //! which walks the whole hash chain; and the filtered rows as JSON lines (oldest first, each
 //! the row's hashed entry with its id and hashes).
 
-use axum::body::Body;
 use axum::extract::{Extension, Path, State};
 use axum::http::{Uri, header};
 use axum::response::sse::{Event, Sse};
@@ -291,16 +290,14 @@ pub(crate) async fn verify_live(
 }
 
 /// `GET /console/audit/export.jsonl`: the filtered rows, oldest first, one JSON object a
-/// line: `{"id", "entry", "prev_hash", "row_hash"}`.
+/// line: `{"id", "entry", "prev_hash", "row_hash"}`, streamed as it is read (`export`).
 pub(crate) async fn export(
     State(console): State<Console>,
     uri: Uri,
 ) -> Result<Response, ConsoleError> {
     let (filters, _) = Filters::of(&uri);
     let query = filters.query(None)?;
-    let text = crate::ledger::export(&console, query)
-        .await?
-        .unwrap_or_default();
+    let body = crate::export::body(console, query).await?;
     Ok((
         [
             (header::CONTENT_TYPE, "application/x-ndjson"),
@@ -309,7 +306,7 @@ pub(crate) async fn export(
                 "attachment; filename=\"ledger.jsonl\"",
             ),
         ],
-        Body::from(text),
+        body,
     )
         .into_response())
 }

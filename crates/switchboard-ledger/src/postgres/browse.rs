@@ -143,33 +143,48 @@ pub async fn each(
     let mut after = 0i64;
     let mut handed = 0;
     loop {
-        // `$1` is the keyset: the filters' values are numbered after it.
-        let (mut clauses, filters) = filter(query, 2);
-        clauses.insert(0, "id > $1".to_owned());
-        let clause = where_clause(&clauses);
-        let mut values: Values = vec![Box::new(after)];
-        values.extend(filters);
-        values.push(Box::new(EXPORT_PAGE));
-        let sql = format!(
-            "SELECT id, entry, prev_hash, row_hash FROM mcp_tool_invocations {clause}
-             ORDER BY id LIMIT ${}",
-            values.len()
-        );
-        let fetched = client
-            .query(&sql, &params(&values))
-            .await
-            .map_err(pg("read rows"))?;
-        let Some(last) = fetched.last().and_then(|row| row.try_get::<_, i64>(0).ok()) else {
+        let (rows, last) = export_page(client, query, after, EXPORT_PAGE).await?;
+        let Some(last) = last else {
             return Ok(handed);
         };
-        for row in fetched.iter().filter_map(stored) {
+        for row in &rows {
             handed += 1;
-            if !each(&row) {
+            if !each(row) {
                 return Ok(handed);
             }
         }
         after = last;
     }
+}
+
+/// One page of an export: the rows `query` filters whose id is above `after`, oldest first,
+/// at most `limit` of them (`before` and the query's own `limit` are ignored), and the last id
+/// read — a row whose entry does not parse is left out but still moves the next page on;
+/// `None`: no row is left.
+pub async fn export_page(
+    client: &tokio_postgres::Client,
+    query: &PageQuery,
+    after: i64,
+    limit: i64,
+) -> Result<(Vec<StoredRow>, Option<i64>), LedgerError> {
+    // `$1` is the keyset: the filters' values are numbered after it.
+    let (mut clauses, filters) = filter(query, 2);
+    clauses.insert(0, "id > $1".to_owned());
+    let clause = where_clause(&clauses);
+    let mut values: Values = vec![Box::new(after)];
+    values.extend(filters);
+    values.push(Box::new(limit.max(1)));
+    let sql = format!(
+        "SELECT id, entry, prev_hash, row_hash FROM mcp_tool_invocations {clause}
+         ORDER BY id LIMIT ${}",
+        values.len()
+    );
+    let fetched = client
+        .query(&sql, &params(&values))
+        .await
+        .map_err(pg("read rows"))?;
+    let last = fetched.last().and_then(|row| row.try_get::<_, i64>(0).ok());
+    Ok((fetched.iter().filter_map(stored).collect(), last))
 }
 
 /// One row by id.
