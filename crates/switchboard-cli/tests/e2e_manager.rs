@@ -6,7 +6,9 @@
 //! it, and the gateway runs npm offline so the test talks only to loopback), and, once an
 //! operator approves the activation, gets `tools/list_changed` and calls the new tool. The
 //! secret ends up in the secrets file only — never in the config, the ledger, the operations
-//! database, the gateway's log or `status`.
+//! database, the gateway's log or `status`. A server the manager installs runs in the
+//! sandbox `[manager] sandbox` gives it, written into its entry: it reads and writes its
+//! install directory (and what the operator added), and is refused a file outside it.
 
 mod support;
 
@@ -85,6 +87,36 @@ fn gateway_with(dir: &Path, config: &Path, npm: &[(&str, &str)]) -> (Killed, Str
     }
 }
 
+/// A registry in `root/registry` serving the memory server with `environment_variables`
+/// and nothing more, and its URL.
+fn memory_registry(root: &Path, environment_variables: &Value) -> (Fixture, String) {
+    let entries = root.join("registry");
+    std::fs::create_dir_all(&entries).expect("registry dir");
+    let entry = json!({
+        "name": REGISTRY_NAME,
+        "description": "Knowledge-graph memory",
+        "version": MEMORY_VERSION,
+        "packages": [{"registryType": "npm", "identifier": MEMORY_PACKAGE,
+                      "version": MEMORY_VERSION, "transport": {"type": "stdio"},
+                      "environmentVariables": environment_variables}]
+    });
+    std::fs::write(entries.join("memory.json"), entry.to_string()).expect("write entry");
+    registry(&entries)
+}
+
+/// A config of the manager's defaults on `registry_url`, installing into `root/servers`,
+/// with one built-in server.
+fn manager_config(root: &Path, registry_url: &str) -> PathBuf {
+    write_config(
+        root,
+        &format!(
+            "[manager]\nregistries = [{}]\ninstall_dir = \"servers\"\ndatabase = \"operations.db\"\n\n\
+             [servers.clock]\nbuiltin = \"clock\"\n",
+            quoted(registry_url)
+        ),
+    )
+}
+
 fn write_registry_entry(dir: &Path) {
     let entry = json!({
         "name": REGISTRY_NAME,
@@ -145,17 +177,22 @@ fn a_model_finds_requests_and_uses_a_server_an_operator_approved() {
     std::fs::create_dir_all(&entries).expect("registry dir");
     write_registry_entry(&entries);
     let (_registry, registry_url) = registry(&entries);
+    // The servers it installs run confined: the operator gives them a data directory.
+    let memory = root.join("memory");
+    std::fs::create_dir_all(&memory).expect("memory dir");
     let config = write_config(
         root,
         &format!(
             "[gateway]\nledger = \"ledger.db\"\ncall_timeout = \"90s\"\n\n\
-             [manager]\nregistries = [{}]\ninstall_dir = \"servers\"\ndatabase = \"operations.db\"\n\n\
+             [manager]\nregistries = [{}]\ninstall_dir = \"servers\"\ndatabase = \"operations.db\"\n\
+             sandbox = {{ writable = [{}] }}\n\n\
              [servers.manager]\nbuiltin = \"manager\"\n",
-            quoted(&registry_url)
+            quoted(&registry_url),
+            quoted(&memory.display().to_string())
         ),
     );
     let (_gateway, url) = gateway(root, &config);
-    let graph = root.join("graph.jsonl");
+    let graph = memory.join("graph.jsonl");
     let answers =
         json!({"MEMORY_FILE_PATH": graph.display().to_string(), "MEMORY_API_TOKEN": SECRET});
     let mut client = Command::new(venv_bin().join("python"))
@@ -225,10 +262,20 @@ fn a_model_finds_requests_and_uses_a_server_an_operator_approved() {
         "the new tool answers: {flow}"
     );
 
-    // The entry was written pinned, with the secret as a reference only.
+    // The entry was written pinned, with the secret as a reference only, in the manager's
+    // sandbox with its install directory added.
     let text = std::fs::read_to_string(&config).expect("config");
     assert!(text.contains("[servers.server-memory]"), "{text}");
     assert!(text.contains("trust = \"pinned\""), "{text}");
+    let install_dir = root.join("servers/server-memory").display().to_string();
+    assert!(
+        text.contains(&format!(
+            "writable = [{}, {}]",
+            quoted(&memory.display().to_string()),
+            quoted(&install_dir)
+        )),
+        "{text}"
+    );
     assert!(
         text.contains("${SWITCHBOARD_SECRET_SERVER_MEMORY_MEMORY_API_TOKEN_"),
         "{text}"
@@ -325,17 +372,7 @@ fn processes_mentioning(needle: &str) -> Vec<u32> {
 fn cancelling_mid_install_leaves_nothing_in_the_config_the_directory_or_the_process_table() {
     let dir = tempfile::tempdir().expect("tempdir");
     let root = dir.path();
-    let entries = root.join("registry");
-    std::fs::create_dir_all(&entries).expect("registry dir");
-    let entry = json!({
-        "name": REGISTRY_NAME,
-        "description": "Knowledge-graph memory",
-        "version": MEMORY_VERSION,
-        "packages": [{"registryType": "npm", "identifier": MEMORY_PACKAGE,
-                      "version": MEMORY_VERSION, "transport": {"type": "stdio"}}]
-    });
-    std::fs::write(entries.join("memory.json"), entry.to_string()).expect("write entry");
-    let (_registry, registry_url) = registry(&entries);
+    let (_registry, registry_url) = memory_registry(root, &json!([]));
     // npm's package registry, on loopback, takes connections and never answers: the install
     // is caught mid-way, with npm running, every time.
     let npm_registry = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
@@ -346,14 +383,7 @@ fn cancelling_mid_install_leaves_nothing_in_the_config_the_directory_or_the_proc
             held.push(stream);
         }
     });
-    let config = write_config(
-        root,
-        &format!(
-            "[manager]\nregistries = [{}]\ninstall_dir = \"servers\"\ndatabase = \"operations.db\"\n\n\
-             [servers.clock]\nbuiltin = \"clock\"\n",
-            quoted(&registry_url)
-        ),
-    );
+    let config = manager_config(root, &registry_url);
     let before = std::fs::read_to_string(&config).expect("config");
     let cache = root.join("npm-cache").display().to_string();
     let (_gateway, _url) = gateway_with(
@@ -408,4 +438,118 @@ fn cancelling_mid_install_leaves_nothing_in_the_config_the_directory_or_the_proc
     });
     assert!(left.is_some(), "npm's processes {npm:?} are gone");
     assert_eq!(processes_mentioning(&needle), Vec::<u32>::new());
+}
+
+/// `install NAME --as SERVER --env MEMORY_FILE_PATH=PATH` through the running gateway,
+/// waited for: the operation's final state.
+fn install_memory_as(root: &Path, config: &Path, server: &str, graph: &Path) -> Value {
+    let env = format!("MEMORY_FILE_PATH={}", graph.display());
+    let output = cli(
+        root,
+        config,
+        &[
+            "install",
+            REGISTRY_NAME,
+            "--as",
+            server,
+            "--env",
+            &env,
+            "--json",
+        ],
+    );
+    assert!(
+        output.status.success(),
+        "install {server}: {}\n--- gateway log ---\n{}",
+        String::from_utf8_lossy(&output.stderr),
+        std::fs::read_to_string(root.join("gateway.log")).unwrap_or_default()
+    );
+    serde_json::from_slice(&output.stdout).expect("the operation's JSON")
+}
+
+/// The text of a tool's result.
+fn result_text(result: &Value) -> String {
+    result["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|item| item["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn a_server_the_manager_installs_cannot_read_outside_its_install_directory() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    let (_registry, registry_url) = memory_registry(
+        root,
+        &json!([{"name": "MEMORY_FILE_PATH", "isRequired": true}]),
+    );
+    // A file outside any install, standing in for the gateway's secrets: a graph the server
+    // could read if it were not confined.
+    let private = root.join("private");
+    std::fs::create_dir_all(&private).expect("private dir");
+    let secret_graph = private.join("graph.jsonl");
+    std::fs::write(
+        &secret_graph,
+        r#"{"type":"entity","name":"vault","entityType":"secret","observations":["s3cret-4a9b"]}"#,
+    )
+    .expect("write the private graph");
+    let config = manager_config(root, &registry_url);
+    let (_gateway, url) = gateway(root, &config);
+
+    let prying = install_memory_as(root, &config, "prying", &secret_graph);
+    assert_eq!(prying["state"], "completed", "{prying}");
+    let own_graph = root.join("servers/keeper/graph.jsonl");
+    let keeper = install_memory_as(root, &config, "keeper", &own_graph);
+    assert_eq!(keeper["state"], "completed", "{keeper}");
+
+    let call = |tool: &str, arguments: &str| {
+        python_client(&["--era", "legacy", "--http", &url, "call", tool, arguments])
+    };
+    // The file outside its install is refused by the kernel, inside the server.
+    let refused = call("prying__read_graph", "{}");
+    let said = result_text(&refused);
+    assert_eq!(refused["isError"], true, "{refused}");
+    assert!(
+        said.contains("EACCES") || said.contains("permission denied"),
+        "{said}"
+    );
+    assert!(!refused.to_string().contains("s3cret-4a9b"), "{refused}");
+    // In its own directory it works as ever.
+    let created = call(
+        "keeper__create_entities",
+        r#"{"entities": [{"name": "note", "entityType": "memo", "observations": ["kept"]}]}"#,
+    );
+    assert_eq!(created["isError"], false, "{created}");
+    let read = call("keeper__read_graph", "{}");
+    assert_eq!(read["isError"], false, "{read}");
+    assert!(result_text(&read).contains("kept"), "{read}");
+    assert!(own_graph.is_file(), "written inside its install directory");
+
+    // The entry says what it runs under: the defaults, its install directory readable and
+    // writable, its TMPDIR inside it.
+    let text = std::fs::read_to_string(&config).expect("config");
+    let install_dir = quoted(&root.join("servers/prying").display().to_string());
+    for wanted in [
+        format!("readable = [{install_dir}]"),
+        format!("writable = [{install_dir}]"),
+        format!(
+            "TMPDIR = {}",
+            quoted(&root.join("servers/prying/tmp").display().to_string())
+        ),
+    ] {
+        assert!(text.contains(&wanted), "{wanted} in:\n{text}");
+    }
+    let status = cli(root, &config, &["status", "--json"]);
+    let status: Value = serde_json::from_slice(&status.stdout).expect("status JSON");
+    let prying_status = status["servers"]
+        .as_array()
+        .and_then(|servers| servers.iter().find(|s| s["server"] == "prying"))
+        .cloned()
+        .unwrap_or(Value::Null);
+    assert_eq!(
+        prying_status["sandbox"]["filesystem"], "enforced",
+        "{prying_status}"
+    );
 }

@@ -963,3 +963,37 @@ async fn install_records_never_lead_the_manager_outside_install_dir_server() {
     assert_eq!(left, ["copy"]);
     host.shutdown().await;
 }
+
+/// A library Host has no sandbox launcher unless its embedder names one: a package the
+/// manager would run confined is refused before anything is downloaded, never run
+/// unconfined.
+#[tokio::test]
+async fn without_a_sandbox_launcher_a_package_install_is_refused_readably() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("catalog.json"),
+        json!([{
+            "name": "io.example/memory",
+            "description": "An npm package over stdio.",
+            "version": "1.0.0",
+            "packages": [{"registryType": "npm", "identifier": "@example/memory",
+                          "version": "1.0.0", "transport": {"type": "stdio"}}]
+        }])
+        .to_string(),
+    )
+    .expect("write catalog");
+    let (host, path) = host_in(dir.path(), "");
+    host.ready().await;
+    let before = std::fs::read_to_string(&path).expect("config");
+    let operation = finished(&host, install("io.example/memory")).await;
+    assert_eq!(operation.state, State::Failed, "{operation:#?}");
+    let error = operation.error.unwrap_or_default();
+    assert!(
+        error.contains("HostOptions::sandbox_launcher")
+            && error.contains("[manager] sandbox = false"),
+        "{error}"
+    );
+    assert!(!dir.path().join("servers").join("memory").exists());
+    assert_eq!(std::fs::read_to_string(&path).expect("config"), before);
+    host.shutdown().await;
+}

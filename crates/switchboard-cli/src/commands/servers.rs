@@ -179,6 +179,7 @@ impl SandboxArgs {
             network: self.network.clone(),
             readable: self.readable.clone(),
             writable: self.writable.clone(),
+            ..EntrySandbox::default()
         };
         (self.sandbox || sandbox != EntrySandbox::default()).then_some(sandbox)
     }

@@ -13,6 +13,8 @@
 //! approval_timeout = "1h"         # how long an activation waits for an approval
 //! step_timeout = "15m"            # how long one install step (npm, pip, docker pull) may run
 //! trust = "pinned"                # pinned | auto: the trust of servers it installs
+//! sandbox = true                  # npm/PyPI servers it installs: true ([gateway.sandbox] or the
+//!                                 # defaults), a sandbox table, or false (none: they run unconfined)
 //!
 //! [manager.energy]
 //! per_second = 2.0                # cost per second an operation runs
@@ -23,13 +25,19 @@
 //! modify = [2, 5]
 //! remove = [2, 5]
 //! ```
+//!
+//! `sandbox` takes a server's sandbox keys (`[servers.ID.sandbox]`, docs/sandbox.md); a bad
+//! value is a problem at its key like a server's. Whatever it is (unless false), the entry the
+//! manager writes holds the whole sandbox, with the server's install directory added to
+//! `readable` and `writable`: it applies when the server is installed, and an operator edits
+//! the entry to change it afterwards.
 
 use super::model::{Activation, EnergyConfig, EnergyRange, ManagerConfig};
 use super::transport::check_url;
 use super::tree::{Node, Value};
 use super::validate::Walk;
 
-pub(super) const MANAGER_KEYS: [&str; 11] = [
+pub(super) const MANAGER_KEYS: [&str; 12] = [
     "registries",
     "catalogs",
     "activation",
@@ -40,6 +48,7 @@ pub(super) const MANAGER_KEYS: [&str; 11] = [
     "approval_timeout",
     "step_timeout",
     "trust",
+    "sandbox",
     "energy",
 ];
 pub(super) const ENERGY_KEYS: [&str; 7] = [
@@ -91,6 +100,7 @@ impl Walk<'_> {
                         manager.trust = trust;
                     }
                 }
+                "sandbox" => manager.sandbox = self.sandbox_setting(value, &what),
                 "energy" => manager.energy = self.energy(value, &what),
                 other => self.unknown(*key_pos, other, "[manager]", &MANAGER_KEYS),
             }

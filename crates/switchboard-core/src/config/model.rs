@@ -818,6 +818,12 @@ pub struct ManagerConfig {
     pub step_timeout: Duration,
     /// The trust given to servers the manager installs (default [`Trust::Pinned`]).
     pub trust: Trust,
+    /// The sandbox of the stdio servers it installs from npm and PyPI, written into the entry
+    /// it adds with the server's install directory readable and writable:
+    /// [`SandboxSetting::On`] (the default: `[gateway.sandbox]`, or the sandbox defaults),
+    /// [`SandboxSetting::Own`] (a table of its own) or [`SandboxSetting::Off`] (none).
+    /// [`SandboxSetting::Default`] reads as `On`.
+    pub sandbox: SandboxSetting,
     /// Energy costs of operations (`[manager.energy]`).
     pub energy: EnergyConfig,
 }
@@ -835,7 +841,22 @@ impl Default for ManagerConfig {
             approval_timeout: Duration::from_secs(60 * 60),
             step_timeout: Duration::from_secs(15 * 60),
             trust: Trust::Pinned,
+            sandbox: SandboxSetting::On,
             energy: EnergyConfig::default(),
+        }
+    }
+}
+
+impl ManagerConfig {
+    /// The sandbox of a stdio server the manager installs, before its install directory is
+    /// added, given the gateway's default (`[gateway.sandbox]`); None: `sandbox = false`.
+    pub fn install_sandbox(&self, gateway: Option<&SandboxConfig>) -> Option<SandboxConfig> {
+        match &self.sandbox {
+            SandboxSetting::Off => None,
+            SandboxSetting::Own(own) => Some(own.clone()),
+            SandboxSetting::On | SandboxSetting::Default => {
+                Some(gateway.cloned().unwrap_or_default())
+            }
         }
     }
 }

@@ -174,6 +174,12 @@ impl Walk<'_> {
             }
             _ => {}
         }
+        self.sandbox_setting(node, what)
+    }
+
+    /// A `sandbox` that is false, true or a table (a server's, or `[manager] sandbox`);
+    /// anything else is a problem at the value and reads as [`SandboxSetting::Default`].
+    pub(super) fn sandbox_setting(&mut self, node: &Node, what: &str) -> SandboxSetting {
         match node.value {
             Value::Bool(false) => SandboxSetting::Off,
             Value::Bool(true) => SandboxSetting::On,

@@ -187,6 +187,10 @@ struct Manager {
     step_timeout: Option<Duration>,
     /// The trust given to the servers it installs (default "pinned").
     trust: Option<TrustMode>,
+    /// The sandbox of the npm and PyPI servers it installs, written into their entries with
+    /// the install directory readable and writable: true (default; [gateway.sandbox], or the
+    /// defaults), a table of its own, or false (none: they run unconfined).
+    sandbox: Option<ServerSandbox>,
     /// Energy costs of its operations.
     energy: Option<Energy>,
 }

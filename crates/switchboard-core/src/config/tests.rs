@@ -605,6 +605,12 @@ fn manager_settings_and_defaults() {
     assert_eq!(manager.energy.per_second, 2.0);
     assert_eq!(manager.energy.search, EnergyRange::new(20.0, 50.0));
     assert_eq!(manager.energy.remove, EnergyRange::new(2.0, 5.0));
+    assert_eq!(manager.sandbox, SandboxSetting::On, "confined by default");
+    assert_eq!(
+        manager.install_sandbox(None),
+        Some(SandboxConfig::default()),
+        "the sandbox defaults without [gateway.sandbox]"
+    );
 
     let text = "[manager]\nregistries = [\"http://127.0.0.1:8080\", \"${TOKEN_REGISTRY:-https://r.example/}\"]\ncatalogs = [\"catalog.json\", \"/srv/all.json\"]\nactivation = \"auto\"\nmax_concurrent = 4\ninstall_dir = \"servers\"\ndatabase = \"${HOME}/manager.db\"\nregistry_ttl = \"30s\"\napproval_timeout = 90000\nstep_timeout = \"2m\"\ntrust = \"auto\"\n\n[manager.energy]\nper_second = 0\nsearch = [1, 1.5]\nremove = [0, 0]\n";
     let origin = Origin::File(PathBuf::from("/etc/sb/switchboard.toml"));
@@ -659,6 +665,32 @@ fn manager_settings_and_defaults() {
     );
     assert_eq!(json.manager.activation, Activation::Auto);
     assert_eq!(json.manager.energy.add, EnergyRange::new(1.0, 2.0));
+
+    let gateway = check_ok(
+        "[gateway.sandbox]\nmemory = \"1GiB\"\n\n[manager]\nsandbox = true\n",
+        Format::Toml,
+    );
+    assert_eq!(
+        gateway
+            .manager
+            .install_sandbox(gateway.gateway.sandbox.as_ref())
+            .and_then(|sandbox| sandbox.memory),
+        Some(1 << 30),
+        "true takes the gateway's sandbox"
+    );
+    let own = check_ok(
+        "[gateway.sandbox]\nmemory = \"1GiB\"\n\n[manager]\nsandbox = { writable = [\"/srv/data\"], network = \"none\" }\n",
+        Format::Toml,
+    );
+    let sandbox = own
+        .manager
+        .install_sandbox(own.gateway.sandbox.as_ref())
+        .expect("a sandbox");
+    assert_eq!(sandbox.memory, None, "a table replaces the gateway's whole");
+    assert_eq!(sandbox.writable, [PathBuf::from("/srv/data")]);
+    assert_eq!(sandbox.network, NetworkAccess::None);
+    let off = check_ok("[manager]\nsandbox = false\n", Format::Toml);
+    assert_eq!(off.manager.install_sandbox(None), None);
 }
 
 #[test]

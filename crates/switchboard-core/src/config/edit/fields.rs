@@ -14,6 +14,7 @@ pub(super) enum Field {
     List(Vec<String>),
     Map(Vec<(String, String)>),
     Bool(bool),
+    Integer(u64),
     /// An inline table of mixed values (a sandbox).
     Table(Vec<(&'static str, Field)>),
 }
@@ -88,6 +89,12 @@ pub(super) fn sandbox_field(sandbox: &EntrySandbox) -> (&'static str, Field) {
         ("network", &sandbox.network),
     ] {
         keys.extend(value.as_deref().map(|value| (key, Field::text(value))));
+    }
+    for (key, count) in [("files", sandbox.files), ("processes", sandbox.processes)] {
+        keys.extend(count.map(|count| (key, Field::Integer(count))));
+    }
+    if sandbox.inherit_env {
+        keys.push(("inherit_env", Field::Bool(true)));
     }
     for (key, paths) in [
         ("readable", &sandbox.readable),

@@ -42,6 +42,7 @@ fn scalar(field: &Field, pad: bool) -> String {
     match field {
         Field::Text(text) => quote(text),
         Field::Bool(value) => value.to_string(),
+        Field::Integer(value) => value.to_string(),
         Field::List(items) => {
             let items: Vec<String> = items.iter().map(|item| quote(item)).collect();
             format!("[{}]", items.join(", "))

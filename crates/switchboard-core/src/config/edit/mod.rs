@@ -128,6 +128,13 @@ pub struct EntrySandbox {
     pub user: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub processes: Option<u64>,
+    /// true writes `inherit_env = true`; false writes nothing (the default).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub inherit_env: bool,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub readable: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -270,6 +270,8 @@ fn value(field: Field) -> Value {
                 .collect(),
         ),
         Field::Bool(flag) => Value::from(flag),
+        // A count past i64 is no count anyone means: the largest TOML holds.
+        Field::Integer(count) => Value::from(i64::try_from(count).unwrap_or(i64::MAX)),
         Field::Table(entries) => Value::InlineTable(
             entries
                 .into_iter()

@@ -126,6 +126,8 @@ fn the_documented_example_satisfies_the_schema() {
         "energy = { search = [1, 2, 3] }",
         "energy = { add = [-1, 2] }",
         "energy = { serch = [1, 2] }",
+        "sandbox = \"yes\"",
+        "sandbox = { mem = 1 }",
     ] {
         let bad: Value = toml::from_str(&format!("[manager]\n{bad}\n")).expect("TOML");
         assert!(!validator.is_valid(&bad), "{bad}");

@@ -568,6 +568,21 @@ fn manager_problems() {
         ],
     );
     toml(
+        "[manager]\nsandbox = \"yes\"\n\n[manager.energy]\n",
+        &[(
+            2,
+            11,
+            "manager.sandbox must be a table, true or false, found a string",
+        )],
+    );
+    toml(
+        "[manager]\nsandbox = { mem = 1, network = \"some\" }\n",
+        &[
+            (2, 13, "unknown key 'mem' in [manager.sandbox]"),
+            (2, 32, "manager.sandbox.network must be"),
+        ],
+    );
+    toml(
         "[manager.energy]\nper_second = -1\nsearch = [50, 20]\ninstall = [1]\nadd = \"5..10\"\ntest = [-1, \"x\"]\nmodfy = [2, 5]\n",
         &[
             (

@@ -1,7 +1,8 @@
 //! An install: look the server up, resolve its `server.json` (the command line is a step
 //! before anything runs), clear a stale install of the same server id, wait for its inputs,
 //! install it into `install_dir/SERVER` (each step within `[manager] step_timeout`), then
-//! vet and add it like any entry (`Job::add`). A failure or a cancel after the install
+//! vet and add it like any entry (`Job::add`); a package that runs here (npm, PyPI) runs
+//! under `[manager] sandbox`, written into its entry (`confinement`). A failure or a cancel after the install
 //! removes the directory again. Only `install_dir/SERVER` is ever removed
 //! ([`is_install_dir`]), whatever an install record says.
 
@@ -13,6 +14,7 @@ use switchboard_core::config::ManagerConfig;
 use switchboard_core::config::edit::{EntryTransport, ServerEntry};
 use switchboard_registry::{Launch, Resolution};
 
+use super::confinement::Confinement;
 use super::{Job, Outcome, WorkError, failed, server_id_for};
 use crate::manager::operation::{Activation, Request, Waiting, Work};
 use crate::manager::{Installed, Manager, inputs, now_ms};
@@ -236,6 +238,8 @@ impl Job<'_> {
                 "'{server_id}' cannot name a directory of the manager's"
             )));
         }
+        // Before anything is downloaded: a package that would run confined needs a launcher.
+        let confinement = Confinement::of(self.host, self.settings, resolution, &dir)?;
         // Before the inputs: the earlier install's secrets are under the keys this one's
         // take, so they go first, and never a key given for this operation.
         self.clear_stale_install(&server_id, &root).await?;
@@ -259,12 +263,21 @@ impl Job<'_> {
         .await
         .map_err(install_error)?;
         let owned = self.manager.owned_secrets(self.id);
-        let env = inputs::entries(&server_id, &resolution.inputs, &values, &owned);
+        let mut env = inputs::entries(&server_id, &resolution.inputs, &values, &owned);
+        if let Some(confinement) = &confinement {
+            if let Err(error) = confinement.prepare() {
+                if let Err(e) = remove_dir(&dir).await {
+                    tracing::warn!("{e}");
+                }
+                return Err(error);
+            }
+            env.extend(confinement.env());
+        }
         let entry = ServerEntry {
             transport: transport_of(launch, env),
             enabled: None,
             trust: Some(self.settings.trust),
-            sandbox: None,
+            sandbox: confinement.map(|c| Box::new(c.entry())),
         };
         let installed = Installed {
             agent: self.request.agent.clone(),

@@ -5,6 +5,7 @@
 //! policy says so, and add it through the live-configuration operation. Cancelled or failed
 //! at any point, it undoes what it did: the directory, the processes, the config entry.
 
+mod confinement;
 mod install;
 mod replicate;
 

@@ -9,6 +9,7 @@
 
 use serde_json::json;
 
+use super::confinement::prepare_copy;
 use super::install::{install_error, install_root, is_install_dir, remove_dir};
 use super::{Job, Outcome, failed};
 use crate::live::Change;
@@ -67,11 +68,15 @@ impl Job<'_> {
                 &progress,
             )
             .await;
+            // The entry's `TMPDIR`, when it is confined, is inside the install.
+            let outcome = outcome
+                .map_err(install_error)
+                .and_then(|_| prepare_copy(&installed.dir));
             if let Err(error) = outcome {
                 if let Err(e) = remove_dir(&installed.dir).await {
                     tracing::warn!("{e}");
                 }
-                return Err(install_error(error));
+                return Err(error);
             }
         }
         let configured = self

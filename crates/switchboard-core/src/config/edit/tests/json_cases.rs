@@ -436,6 +436,8 @@ fn add_writes_the_sandbox_in_json_too() {
     let sandboxed = ServerEntry {
         sandbox: Some(Box::new(EntrySandbox {
             network: Some("none".into()),
+            files: Some(256),
+            inherit_env: true,
             readable: vec!["/srv/data".into()],
             ..EntrySandbox::default()
         })),
@@ -443,7 +445,9 @@ fn add_writes_the_sandbox_in_json_too() {
     };
     let new = add_server(JSONC, Format::Json, "github", &sandboxed).expect("added");
     assert!(
-        new.contains(r#""sandbox": {"network": "none", "readable": ["/srv/data"]}"#),
+        new.contains(
+            r#""sandbox": {"network": "none", "files": 256, "inherit_env": true, "readable": ["/srv/data"]}"#
+        ),
         "{new}"
     );
     let config = json(&new);
@@ -451,6 +455,8 @@ fn add_writes_the_sandbox_in_json_too() {
         .sandbox_of(server(&config, "github").expect("github"))
         .expect("a sandbox");
     assert_eq!(sandbox.network, crate::config::NetworkAccess::None);
+    assert_eq!(sandbox.files, Some(256));
+    assert!(sandbox.inherit_env);
 }
 
 #[test]

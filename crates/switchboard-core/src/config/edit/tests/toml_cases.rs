@@ -377,6 +377,7 @@ fn add_writes_the_sandbox_after_the_transport() {
         sandbox: Some(Box::new(EntrySandbox {
             network: Some("none".into()),
             memory: Some("1GiB".into()),
+            processes: Some(64),
             writable: vec!["/srv/work".into()],
             ..EntrySandbox::default()
         })),
@@ -385,7 +386,7 @@ fn add_writes_the_sandbox_after_the_transport() {
     let new = add_server("", Format::Toml, "github", &sandboxed).expect("added");
     assert!(
         new.ends_with(
-            "sandbox = { memory = \"1GiB\", network = \"none\", writable = [\"/srv/work\"] }\n"
+            "sandbox = { memory = \"1GiB\", network = \"none\", processes = 64, writable = [\"/srv/work\"] }\n"
         ),
         "{new}"
     );
@@ -394,6 +395,7 @@ fn add_writes_the_sandbox_after_the_transport() {
         .sandbox_of(server(&config, "github").expect("github"))
         .expect("a sandbox");
     assert_eq!(sandbox.network, crate::config::NetworkAccess::None);
+    assert_eq!(sandbox.processes, Some(64));
     // Asked for with no setting: the gateway's default; asked off: none.
     for (asked, written) in [
         (EntrySandbox::default(), "sandbox = true\n"),

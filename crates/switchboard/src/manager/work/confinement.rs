@@ -1,0 +1,182 @@
+//! The sandbox of a server the manager installs as a package on this machine (npm, PyPI):
+//! `[manager] sandbox` — the gateway's `[gateway.sandbox]` or the defaults (`true`), a table
+//! of its own, or none (`false`) — with the server's install directory readable and writable
+//! (node and python read the whole package tree, `node_modules` or the venv, which the
+//! launcher's derived paths do not cover, and write their caches beside it), and `TMPDIR` a
+//! directory inside it, since `/tmp` is not writable in a sandbox. The whole sandbox is
+//! written into the entry the manager adds, so probation and every later run are the same,
+//! and the config file and `servers show` say what the server runs under.
+//!
+//! Not for OCI images (they run in their container) nor remotes (nothing runs here). A Host
+//! without a sandbox launcher refuses such an install before anything is downloaded: it
+//! never runs a model's pick unconfined because the embedder forgot the launcher.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use switchboard_core::config::edit::EntrySandbox;
+use switchboard_core::config::{ManagerConfig, SandboxConfig};
+use switchboard_registry::{Choice, Resolution};
+
+use super::{WorkError, failed};
+use crate::Host;
+
+/// The directory inside an install that is the server's `TMPDIR`.
+const TEMP_DIR: &str = "tmp";
+
+/// How a package the manager installs is confined.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Confinement {
+    sandbox: SandboxConfig,
+    temp: PathBuf,
+}
+
+impl Confinement {
+    /// The confinement of `resolution` installed into `dir` under `host`'s settings: None for
+    /// what does not run here as a package (an image, a remote) and with `[manager] sandbox =
+    /// false`; refused when the Host has no sandbox launcher to run it with.
+    pub(super) fn of(
+        host: &Host,
+        settings: &ManagerConfig,
+        resolution: &Resolution,
+        dir: &Path,
+    ) -> Result<Option<Self>, WorkError> {
+        if !matches!(resolution.choice, Choice::Npm { .. } | Choice::Pypi { .. }) {
+            return Ok(None);
+        }
+        let config = host.config();
+        let gateway = config.as_deref().and_then(|c| c.gateway.sandbox.as_ref());
+        let Some(sandbox) = settings.install_sandbox(gateway) else {
+            return Ok(None);
+        };
+        if host.inner.options.sandbox_launcher.is_none() {
+            return Err(failed(
+                "the servers the manager installs run in a sandbox ([manager] sandbox), but this \
+                 gateway has no sandbox launcher: a program embedding the library sets \
+                 HostOptions::sandbox_launcher to a binary that runs switchboard::sandbox::exec, \
+                 or the operator sets [manager] sandbox = false (the servers then run unconfined)",
+            ));
+        }
+        Ok(Some(Self::around(sandbox, dir)))
+    }
+
+    /// `sandbox` with `dir` added to what it may read and write.
+    fn around(mut sandbox: SandboxConfig, dir: &Path) -> Self {
+        for paths in [&mut sandbox.readable, &mut sandbox.writable] {
+            if !paths.iter().any(|path| path == dir) {
+                paths.push(dir.to_path_buf());
+            }
+        }
+        Self {
+            sandbox,
+            temp: temp_dir(dir),
+        }
+    }
+
+    /// The entry's `sandbox`: every key of the sandbox, paths and all written literally (a
+    /// `$` doubled), so the entry says exactly what the server runs under.
+    pub(super) fn entry(&self) -> EntrySandbox {
+        let sandbox = &self.sandbox;
+        let paths = |paths: &[PathBuf]| -> Vec<String> {
+            paths
+                .iter()
+                .map(|path| literal(&path.display().to_string()))
+                .collect()
+        };
+        EntrySandbox {
+            off: false,
+            memory: sandbox.memory.map(|bytes| bytes.to_string()),
+            cpu: sandbox.cpu.map(|cpu| {
+                if cpu.subsec_nanos() == 0 {
+                    format!("{}s", cpu.as_secs())
+                } else {
+                    format!("{}ms", cpu.as_millis())
+                }
+            }),
+            user: sandbox.user.clone(),
+            network: Some(sandbox.network.as_str().to_owned()),
+            files: sandbox.files,
+            processes: sandbox.processes,
+            inherit_env: sandbox.inherit_env,
+            readable: paths(&sandbox.readable),
+            writable: paths(&sandbox.writable),
+        }
+    }
+
+    /// The variables the server gets on top of its own: `TMPDIR`, inside its install.
+    pub(super) fn env(&self) -> BTreeMap<String, String> {
+        BTreeMap::from([(
+            "TMPDIR".to_owned(),
+            literal(&self.temp.display().to_string()),
+        )])
+    }
+
+    /// Makes what the server expects inside its install directory (its `TMPDIR`), once the
+    /// package is in place.
+    pub(super) fn prepare(&self) -> Result<(), WorkError> {
+        prepare(&self.temp)
+    }
+}
+
+/// The `TMPDIR` of a server installed into `dir`.
+fn temp_dir(dir: &Path) -> PathBuf {
+    dir.join(TEMP_DIR)
+}
+
+fn prepare(temp: &Path) -> Result<(), WorkError> {
+    std::fs::create_dir_all(temp)
+        .map_err(|error| failed(format!("cannot create {}: {error}", temp.display())))
+}
+
+/// Makes the `TMPDIR` of a copy of an install another replica made (the entry names it), in
+/// `dir`.
+pub(super) fn prepare_copy(dir: &Path) -> Result<(), WorkError> {
+    prepare(&temp_dir(dir))
+}
+
+/// `text` as a config value that is never substituted.
+fn literal(text: &str) -> String {
+    text.replace('$', "$$")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use switchboard_core::config::NetworkAccess;
+
+    use super::*;
+
+    #[test]
+    fn the_install_directory_is_added_and_every_key_is_written() {
+        let gateway = SandboxConfig {
+            memory: Some(1 << 30),
+            cpu: Some(Duration::from_millis(1500)),
+            files: Some(256),
+            processes: Some(64),
+            inherit_env: false,
+            readable: vec![PathBuf::from("/srv/shared")],
+            writable: vec![PathBuf::from("/srv/$work")],
+            network: NetworkAccess::None,
+            user: Some("nobody".to_owned()),
+        };
+        let dir = Path::new("/var/lib/switchboard/servers/memory");
+        let confinement = Confinement::around(gateway, dir);
+        let entry = confinement.entry();
+        assert_eq!(entry.memory.as_deref(), Some("1073741824"));
+        assert_eq!(entry.cpu.as_deref(), Some("1500ms"));
+        assert_eq!((entry.files, entry.processes), (Some(256), Some(64)));
+        assert_eq!(entry.network.as_deref(), Some("none"));
+        assert_eq!(entry.user.as_deref(), Some("nobody"));
+        assert_eq!(entry.readable, ["/srv/shared", dir.to_str().unwrap_or("")]);
+        assert_eq!(entry.writable, ["/srv/$$work", dir.to_str().unwrap_or("")]);
+        assert_eq!(
+            confinement.env()["TMPDIR"],
+            "/var/lib/switchboard/servers/memory/tmp"
+        );
+        let defaults = Confinement::around(SandboxConfig::default(), dir).entry();
+        assert_eq!(defaults.network.as_deref(), Some("any"));
+        assert_eq!((defaults.memory, defaults.cpu), (None, None));
+        assert_eq!(defaults.writable, [dir.to_str().unwrap_or("")]);
+    }
+}
