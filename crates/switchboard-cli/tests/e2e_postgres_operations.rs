@@ -399,7 +399,10 @@ fn npc_replicas(dir: &Path, postgres: &Postgres, registry: &Registry) -> (Live, 
                 &registry.url,
                 &dir.join(name).join("servers"),
             );
-            let mut text = std::fs::read_to_string(&config).expect("config");
+            // The registry's remotes are on loopback: a model's request may name them here.
+            let mut text = std::fs::read_to_string(&config)
+                .expect("config")
+                .replace("[manager]\n", "[manager]\nallow_private_remotes = true\n");
             text.push_str(
                 "\n[agents.npc]\nallow = [\"*\"]\n\n[servers.manager]\nbuiltin = \"manager\"\n",
             );

@@ -28,9 +28,14 @@ fn host_in(dir: &Path, extra: &str) -> (Host, PathBuf) {
 
 /// [`host_in`] with `install_dir` (relative to `dir`).
 fn host_installing_into(dir: &Path, install_dir: &str, extra: &str) -> (Host, PathBuf) {
+    host_with_manager(dir, &format!("install_dir = \"{install_dir}\"\n"), extra)
+}
+
+/// [`host_in`] with more `[manager]` keys.
+fn host_with_manager(dir: &Path, manager: &str, extra: &str) -> (Host, PathBuf) {
     let path = dir.join("switchboard.toml");
     let text = format!(
-        "[gateway]\npins = \"pins.json\"\n\n[manager]\nregistries = []\ncatalogs = [\"catalog.json\"]\ndatabase = \"ops.db\"\ninstall_dir = \"{install_dir}\"\nmax_concurrent = 1\n\n[servers.clock]\nbuiltin = \"clock\"\n{extra}"
+        "[gateway]\npins = \"pins.json\"\n\n[manager]\nregistries = []\ncatalogs = [\"catalog.json\"]\ndatabase = \"ops.db\"\n{manager}max_concurrent = 1\n\n[servers.clock]\nbuiltin = \"clock\"\n{extra}"
     );
     std::fs::write(&path, &text).expect("write config");
     let config = Config::parse(
@@ -996,4 +1001,100 @@ async fn without_a_sandbox_launcher_a_package_install_is_refused_readably() {
     assert!(!dir.path().join("servers").join("memory").exists());
     assert_eq!(std::fs::read_to_string(&path).expect("config"), before);
     host.shutdown().await;
+}
+
+/// A catalog of remotes at `urls`, named `io.example/remote-N`.
+fn catalog_of_remotes(dir: &Path, urls: &[String]) {
+    let entries: Vec<serde_json::Value> = urls
+        .iter()
+        .enumerate()
+        .map(|(n, url)| {
+            json!({"name": format!("io.example/remote-{n}"), "description": "A remote.",
+                   "version": "1.0.0", "remotes": [{"type": "streamable-http", "url": url}]})
+        })
+        .collect();
+    std::fs::write(dir.join("catalog.json"), json!(entries).to_string()).expect("write catalog");
+}
+
+fn by_model(name: &str) -> Request {
+    let mut request = install(name);
+    request.by = Requester::Model;
+    request
+}
+
+/// A remote a model asks for must be on the public internet: loopback, private and the like
+/// are refused before anything connects, by the address a name resolves to as well; an
+/// operator may install one, and `allow_private_remotes` lets a model's through.
+#[tokio::test]
+async fn a_model_cannot_point_the_manager_at_internal_addresses() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let urls = [
+        "http://127.0.0.1:9/mcp",
+        "http://localhost:9/mcp",
+        "http://10.20.30.40:9/mcp",
+        "http://[fd00::1]:9/mcp",
+        "http://100.64.1.1:9/mcp",
+    ]
+    .map(str::to_owned);
+    catalog_of_remotes(dir.path(), &urls);
+    let (host, path) = host_in(dir.path(), "");
+    host.ready().await;
+    let before = std::fs::read_to_string(&path).expect("config");
+    for (n, url) in urls.iter().enumerate() {
+        let operation = finished(&host, by_model(&format!("io.example/remote-{n}"))).await;
+        assert_eq!(operation.state, State::Failed, "{operation:#?}");
+        let error = operation.error.unwrap_or_default();
+        assert!(
+            error.contains("refused") && error.contains("allow_private_remotes"),
+            "{url}: {error}"
+        );
+        assert!(
+            operation.result.is_none(),
+            "nothing was probed for {url}: {:?}",
+            operation.result
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&path).expect("config"), before);
+    // An operator's install of the same remote goes on to probation (nothing answers there).
+    let operator = finished(&host, install("io.example/remote-0")).await;
+    let error = operator.error.unwrap_or_default();
+    assert!(error.contains("probation failed"), "{error}");
+    host.shutdown().await;
+
+    // Allowed, a model's remote is probed; what an internal service answered does not reach
+    // the model, only its status.
+    let internal = internal_service("db-password=hunter2");
+    let allowed = tempfile::tempdir().expect("tempdir");
+    catalog_of_remotes(allowed.path(), &[internal]);
+    let (host, _) = host_with_manager(allowed.path(), "allow_private_remotes = true\n", "");
+    host.ready().await;
+    let operation = finished(&host, by_model("io.example/remote-0")).await;
+    assert_eq!(operation.state, State::Failed, "{operation:#?}");
+    let error = operation.error.clone().unwrap_or_default();
+    assert!(
+        error.contains("probation failed") && error.contains("HTTP 500"),
+        "{error}"
+    );
+    let seen = format!("{error} {:?}", operation.result);
+    assert!(!seen.contains("hunter2"), "{seen}");
+    host.shutdown().await;
+}
+
+/// A service on loopback that answers every request `500` with `body`; its URL.
+fn internal_service(body: &'static str) -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}/mcp", listener.local_addr().expect("address"));
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let mut request = [0u8; 4096];
+            let _ = stream.read(&mut request);
+            let answer = format!(
+                "HTTP/1.1 500 Internal Server Error\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = stream.write_all(answer.as_bytes());
+        }
+    });
+    url
 }

@@ -15,6 +15,7 @@
 //! trust = "pinned"                # pinned | auto: the trust of servers it installs
 //! sandbox = true                  # npm/PyPI servers it installs: true ([gateway.sandbox] or the
 //!                                 # defaults), a sandbox table, or false (none: they run unconfined)
+//! allow_private_remotes = false   # may a model's remote be on loopback or a private network
 //!
 //! [manager.energy]
 //! per_second = 2.0                # cost per second an operation runs
@@ -31,13 +32,17 @@
 //! manager writes holds the whole sandbox, with the server's install directory added to
 //! `readable` and `writable`: it applies when the server is installed, and an operator edits
 //! the entry to change it afterwards.
+//!
+//! `allow_private_remotes` lets a remote a model asks for be on a loopback, private or other
+//! non-public address (every address its host resolves to is checked at install); an
+//! operator's own install is never held to that.
 
 use super::model::{Activation, EnergyConfig, EnergyRange, ManagerConfig};
 use super::transport::check_url;
 use super::tree::{Node, Value};
 use super::validate::Walk;
 
-pub(super) const MANAGER_KEYS: [&str; 12] = [
+pub(super) const MANAGER_KEYS: [&str; 13] = [
     "registries",
     "catalogs",
     "activation",
@@ -49,6 +54,7 @@ pub(super) const MANAGER_KEYS: [&str; 12] = [
     "step_timeout",
     "trust",
     "sandbox",
+    "allow_private_remotes",
     "energy",
 ];
 pub(super) const ENERGY_KEYS: [&str; 7] = [
@@ -101,6 +107,9 @@ impl Walk<'_> {
                     }
                 }
                 "sandbox" => manager.sandbox = self.sandbox_setting(value, &what),
+                "allow_private_remotes" => {
+                    manager.allow_private_remotes = self.bool(value, &what).unwrap_or(false);
+                }
                 "energy" => manager.energy = self.energy(value, &what),
                 other => self.unknown(*key_pos, other, "[manager]", &MANAGER_KEYS),
             }

@@ -824,6 +824,10 @@ pub struct ManagerConfig {
     /// [`SandboxSetting::Own`] (a table of its own) or [`SandboxSetting::Off`] (none).
     /// [`SandboxSetting::Default`] reads as `On`.
     pub sandbox: SandboxSetting,
+    /// Whether a remote a model asks for may be on a loopback, private (RFC 1918, ULA, CGNAT)
+    /// or otherwise non-public address (default false: refused; an operator's install
+    /// may always name one). Link-local and metadata addresses are refused regardless.
+    pub allow_private_remotes: bool,
     /// Energy costs of operations (`[manager.energy]`).
     pub energy: EnergyConfig,
 }
@@ -842,6 +846,7 @@ impl Default for ManagerConfig {
             step_timeout: Duration::from_secs(15 * 60),
             trust: Trust::Pinned,
             sandbox: SandboxSetting::On,
+            allow_private_remotes: false,
             energy: EnergyConfig::default(),
         }
     }

@@ -191,6 +191,9 @@ struct Manager {
     /// the install directory readable and writable: true (default; [gateway.sandbox], or the
     /// defaults), a table of its own, or false (none: they run unconfined).
     sandbox: Option<ServerSandbox>,
+    /// Whether a remote a model asks for may be on a loopback, private or other non-public
+    /// address (default false: refused; an operator's install may name one).
+    allow_private_remotes: Option<bool>,
     /// Energy costs of its operations.
     energy: Option<Energy>,
 }

@@ -606,6 +606,10 @@ fn manager_settings_and_defaults() {
     assert_eq!(manager.energy.search, EnergyRange::new(20.0, 50.0));
     assert_eq!(manager.energy.remove, EnergyRange::new(2.0, 5.0));
     assert_eq!(manager.sandbox, SandboxSetting::On, "confined by default");
+    assert!(
+        !manager.allow_private_remotes,
+        "a model's remote must be public"
+    );
     assert_eq!(
         manager.install_sandbox(None),
         Some(SandboxConfig::default()),
@@ -689,8 +693,12 @@ fn manager_settings_and_defaults() {
     assert_eq!(sandbox.memory, None, "a table replaces the gateway's whole");
     assert_eq!(sandbox.writable, [PathBuf::from("/srv/data")]);
     assert_eq!(sandbox.network, NetworkAccess::None);
-    let off = check_ok("[manager]\nsandbox = false\n", Format::Toml);
+    let off = check_ok(
+        "[manager]\nsandbox = false\nallow_private_remotes = true\n",
+        Format::Toml,
+    );
     assert_eq!(off.manager.install_sandbox(None), None);
+    assert!(off.manager.allow_private_remotes);
 }
 
 #[test]

@@ -128,6 +128,7 @@ fn the_documented_example_satisfies_the_schema() {
         "energy = { serch = [1, 2] }",
         "sandbox = \"yes\"",
         "sandbox = { mem = 1 }",
+        "allow_private_remotes = \"yes\"",
     ] {
         let bad: Value = toml::from_str(&format!("[manager]\n{bad}\n")).expect("TOML");
         assert!(!validator.is_valid(&bad), "{bad}");

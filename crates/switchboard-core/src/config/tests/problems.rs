@@ -568,12 +568,15 @@ fn manager_problems() {
         ],
     );
     toml(
-        "[manager]\nsandbox = \"yes\"\n\n[manager.energy]\n",
-        &[(
-            2,
-            11,
-            "manager.sandbox must be a table, true or false, found a string",
-        )],
+        "[manager]\nsandbox = \"yes\"\nallow_private_remotes = 1\n\n[manager.energy]\n",
+        &[
+            (
+                2,
+                11,
+                "manager.sandbox must be a table, true or false, found a string",
+            ),
+            (3, 25, "manager.allow_private_remotes must be"),
+        ],
     );
     toml(
         "[manager]\nsandbox = { mem = 1, network = \"some\" }\n",

@@ -1,5 +1,5 @@
 //! An install: look the server up, resolve its `server.json` (the command line is a step
-//! before anything runs), clear a stale install of the same server id, wait for its inputs,
+//! before anything runs; a model's remote must be public, `model_remotes`), clear a stale install of the same server id, wait for its inputs,
 //! install it into `install_dir/SERVER` (each step within `[manager] step_timeout`), then
 //! vet and add it like any entry (`Job::add`); a package that runs here (npm, PyPI) runs
 //! under `[manager] sandbox`, written into its entry (`confinement`). A failure or a cancel after the install
@@ -12,11 +12,12 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 use switchboard_core::config::ManagerConfig;
 use switchboard_core::config::edit::{EntryTransport, ServerEntry};
-use switchboard_registry::{Launch, Resolution};
+use switchboard_registry::{Choice, Launch, Resolution};
 
 use super::confinement::Confinement;
+use super::model_remotes;
 use super::{Job, Outcome, WorkError, failed, server_id_for};
-use crate::manager::operation::{Activation, Request, Waiting, Work};
+use crate::manager::operation::{Activation, Request, Requester, Waiting, Work};
 use crate::manager::{Installed, Manager, inputs, now_ms};
 
 /// Screens the values given with an install before the request is kept: each must name an
@@ -199,6 +200,14 @@ impl Job<'_> {
             .await?
             .map_err(failed)?;
         let resolution = switchboard_registry::resolve(&listing.server).map_err(failed)?;
+        if let Choice::Remote { url, .. } = &resolution.choice
+            && self.request.by == Requester::Model
+            && !self.settings.allow_private_remotes
+        {
+            self.or_cancel(model_remotes::check_public(url))
+                .await?
+                .map_err(failed)?;
+        }
         let server_id = server.map_or_else(|| server_id_for(name), str::to_owned);
         if self
             .host

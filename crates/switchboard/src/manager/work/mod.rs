@@ -7,11 +7,12 @@
 
 mod confinement;
 mod install;
+mod model_remotes;
 mod replicate;
 
 use serde_json::{Value, json};
 use switchboard_core::approval::{ApprovalRequest, Decision};
-use switchboard_core::config::edit::ServerEntry;
+use switchboard_core::config::edit::{EntryTransport, ServerEntry};
 use switchboard_core::config::{self, ManagerConfig, Trust};
 use tokio_util::sync::CancellationToken;
 
@@ -185,6 +186,30 @@ impl Job<'_> {
         Ok(json!({"query": query, "servers": servers}))
     }
 
+    /// What a remote answered is cut from a model's report (its HTTP status stays): the body
+    /// of an internal service's error page is not the model's to read. The gateway's log
+    /// keeps it whole for the operator.
+    fn keep_remote_answers_from_the_model(&self, report: &mut vet::VetReport) {
+        let notes = report.reason.iter_mut().chain(
+            report
+                .tools
+                .iter_mut()
+                .filter_map(|t| t.probe_note.as_mut()),
+        );
+        for note in notes {
+            let cut = model_remotes::without_response_bodies(note);
+            if cut != *note {
+                tracing::warn!(
+                    server = report.server,
+                    operation = self.id,
+                    "probation of '{}': {note}",
+                    report.server
+                );
+                *note = cut;
+            }
+        }
+    }
+
     /// Vets `entry`, has its activation approved when the policy says so, and adds it.
     pub(super) async fn add(
         &self,
@@ -195,11 +220,18 @@ impl Job<'_> {
     ) -> Outcome {
         self.check_cancel()?;
         self.step(72, &format!("probation: starting '{server}'"));
-        let (report, tools) = match vet::vet(self.host, server, &entry, self.cancel).await {
+        let (mut report, tools) = match vet::vet(self.host, server, &entry, self.cancel).await {
             Ok(vetted) => vetted,
             Err(_) if self.cancel.is_cancelled() => return Err(WorkError::Cancelled),
             Err(reason) => return Err(failed(format!("probation could not run: {reason}"))),
         };
+        let remote = matches!(
+            entry.transport,
+            EntryTransport::Http { .. } | EntryTransport::Sse { .. }
+        );
+        if remote && self.request.by == Requester::Model {
+            self.keep_remote_answers_from_the_model(&mut report);
+        }
         let report_json = serde_json::to_value(&report).unwrap_or(Value::Null);
         if !report.passed {
             self.manager.set_result(
