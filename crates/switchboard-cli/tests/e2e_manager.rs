@@ -541,6 +541,14 @@ fn a_server_the_manager_installs_cannot_read_outside_its_install_directory() {
     ] {
         assert!(text.contains(&wanted), "{wanted} in:\n{text}");
     }
+    let shown = cli(root, &config, &["servers", "show", "prying"]);
+    let shown: Value = serde_json::from_slice(&shown.stdout).expect("servers show JSON");
+    let prying_dir = root.join("servers/prying").display().to_string();
+    assert_eq!(
+        shown["entry"]["sandbox"]["writable"],
+        json!([prying_dir]),
+        "{shown}"
+    );
     let status = cli(root, &config, &["status", "--json"]);
     let status: Value = serde_json::from_slice(&status.stdout).expect("status JSON");
     let prying_status = status["servers"]

@@ -2,7 +2,7 @@
 //! the server's entry before and after — secret values (env, headers) redacted.
 
 use serde_json::{Value, json};
-use switchboard_core::config::{Config, ServerConfig, Transport};
+use switchboard_core::config::{Config, SandboxSetting, ServerConfig, Transport};
 use switchboard_core::pipeline::ChangeRecord;
 
 use super::{Action, ChangeError, ChangeRequest, ServerOutcome, Surface};
@@ -62,7 +62,8 @@ pub(crate) fn entry_of(config: &Config, server: &str) -> Option<Value> {
 }
 
 /// The entry with every env and header value replaced by `[redacted]` (the keys stay), and
-/// a URL's user info and query; the paths of its `tls` files as they are.
+/// a URL's user info and query; the paths of its `tls` files and its own `sandbox` as they
+/// are.
 pub fn redacted_entry(server: &ServerConfig) -> Value {
     let hide = |map: &std::collections::BTreeMap<String, String>| -> Value {
         map.keys()
@@ -97,6 +98,9 @@ pub fn redacted_entry(server: &ServerConfig) -> Value {
                 json!(server.tools.keys().collect::<Vec<_>>()),
             );
         }
+        if let Some(sandbox) = sandbox_of(&server.sandbox) {
+            entry.insert("sandbox".into(), sandbox);
+        }
         // Paths, not secrets: a change of files is seen in the record.
         if let Some(tls) = &server.tls {
             entry.insert(
@@ -106,4 +110,25 @@ pub fn redacted_entry(server: &ServerConfig) -> Value {
         }
     }
     entry
+}
+
+/// A server's own `sandbox` as its entry says it: false, true, or the table (limits in bytes,
+/// seconds and counts); None when it says nothing (the gateway's default applies).
+fn sandbox_of(setting: &SandboxSetting) -> Option<Value> {
+    match setting {
+        SandboxSetting::Default => None,
+        SandboxSetting::Off => Some(Value::Bool(false)),
+        SandboxSetting::On => Some(Value::Bool(true)),
+        SandboxSetting::Own(sandbox) => Some(json!({
+            "memory": sandbox.memory,
+            "cpu": sandbox.cpu.map(|cpu| cpu.as_secs_f64()),
+            "files": sandbox.files,
+            "processes": sandbox.processes,
+            "inherit_env": sandbox.inherit_env,
+            "readable": sandbox.readable,
+            "writable": sandbox.writable,
+            "network": sandbox.network.as_str(),
+            "user": sandbox.user,
+        })),
+    }
 }
