@@ -7,16 +7,22 @@
 //! written into the entry the manager adds, so probation and every later run are the same,
 //! and the config file and `servers show` say what the server runs under.
 //!
+//! The launcher also makes every absolute path among a server's arguments readable (a script
+//! and its siblings, a directory to serve): a model's install whose command line names one
+//! outside its install directory — from its `server.json` or a value given with the install —
+//! is refused ([`check_arguments`]), or the sandbox would open `/root/.ssh` to it. An
+//! operator's install may name such paths: the operator chose them.
+//!
 //! Not for OCI images (they run in their container) nor remotes (nothing runs here). A Host
 //! without a sandbox launcher refuses such an install before anything is downloaded: it
 //! never runs a model's pick unconfined because the embedder forgot the launcher.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use switchboard_core::config::edit::EntrySandbox;
 use switchboard_core::config::{ManagerConfig, SandboxConfig};
-use switchboard_registry::{Choice, Resolution};
+use switchboard_registry::{Choice, Launch, Resolution};
 
 use super::{WorkError, failed};
 use crate::Host;
@@ -118,6 +124,28 @@ impl Confinement {
     }
 }
 
+/// Refuses a command line that names an absolute path outside `dir` (see the module doc).
+pub(super) fn check_arguments(launch: &Launch, dir: &Path) -> Result<(), WorkError> {
+    let Launch::Stdio { args, .. } = launch else {
+        return Ok(());
+    };
+    let outside = args.iter().find(|arg| {
+        let path = Path::new(arg.as_str());
+        let climbs = path.components().any(|c| c == Component::ParentDir);
+        path.is_absolute() && (climbs || !path.starts_with(dir))
+    });
+    match outside {
+        None => Ok(()),
+        Some(arg) => Err(failed(format!(
+            "its command line names '{arg}', outside its install directory {}: a sandboxed \
+             server may read every absolute path among its arguments, so a server a model asks \
+             for may name only its own files (an operator may install it with `switchboard \
+             install`)",
+            dir.display()
+        ))),
+    }
+}
+
 /// The `TMPDIR` of a server installed into `dir`.
 fn temp_dir(dir: &Path) -> PathBuf {
     dir.join(TEMP_DIR)
@@ -146,6 +174,38 @@ mod tests {
     use switchboard_core::config::NetworkAccess;
 
     use super::*;
+
+    #[test]
+    fn a_command_line_may_name_no_absolute_path_outside_the_install() {
+        let dir = Path::new("/var/lib/switchboard/servers/fs");
+        let launch = |args: &[&str]| Launch::Stdio {
+            command: "/usr/bin/node".to_owned(),
+            args: args.iter().map(|arg| (*arg).to_owned()).collect(),
+            env: BTreeMap::new(),
+        };
+        let inside = launch(&[
+            "/var/lib/switchboard/servers/fs/node_modules/x/dist/index.js",
+            "--verbose",
+            "relative/path",
+        ]);
+        assert!(check_arguments(&inside, dir).is_ok());
+        for named in [
+            "/root/.ssh",
+            "/var/lib/switchboard/servers/fs/../other",
+            "/var/lib/switchboard/servers/fsx",
+        ] {
+            let error = match check_arguments(&launch(&["index.js", named]), dir) {
+                Err(WorkError::Failed(reason)) => reason,
+                other => format!("{other:?}"),
+            };
+            assert!(error.contains(named), "{named}: {error}");
+        }
+        let remote = Launch::Http {
+            url: "https://example.com/mcp".to_owned(),
+            headers: BTreeMap::new(),
+        };
+        assert!(check_arguments(&remote, dir).is_ok());
+    }
 
     #[test]
     fn the_install_directory_is_added_and_every_key_is_written() {

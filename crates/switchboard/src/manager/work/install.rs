@@ -14,7 +14,7 @@ use switchboard_core::config::ManagerConfig;
 use switchboard_core::config::edit::{EntryTransport, ServerEntry};
 use switchboard_registry::{Choice, Launch, Resolution};
 
-use super::confinement::Confinement;
+use super::confinement::{self, Confinement};
 use super::model_remotes;
 use super::{Job, Outcome, WorkError, failed, server_id_for};
 use crate::manager::operation::{Activation, Request, Requester, Waiting, Work};
@@ -274,7 +274,11 @@ impl Job<'_> {
         let owned = self.manager.owned_secrets(self.id);
         let mut env = inputs::entries(&server_id, &resolution.inputs, &values, &owned);
         if let Some(confinement) = &confinement {
-            if let Err(error) = confinement.prepare() {
+            let checked = match self.request.by {
+                Requester::Model => confinement::check_arguments(&launch, &dir),
+                _ => Ok(()),
+            };
+            if let Err(error) = checked.and_then(|()| confinement.prepare()) {
                 if let Err(e) = remove_dir(&dir).await {
                     tracing::warn!("{e}");
                 }
