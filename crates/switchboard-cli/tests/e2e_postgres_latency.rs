@@ -5,7 +5,8 @@
 //! calls through B too, much slower: `switchboard tools --stats` (a third replica, started
 //! afterwards) reports the union of both replicas' samples — quantiles over every call, not
 //! an average of each replica's — and each replica saved only the calls it measured. With
-//! PostgreSQL stopped calls go on and are measured; once it is back they reach the fleet.
+//! PostgreSQL stopped calls go on and are measured; once it is back they reach the fleet. A
+//! recheck's burst outweighs a stopped replica's older window of the same tool.
 
 mod support;
 
@@ -18,6 +19,11 @@ use switchboard_testkit::postgres::{DATABASE, Postgres};
 
 /// A replica's config in `dir` on `postgres`: tiers ten times tighter than the defaults.
 fn replica_config(dir: &Path, postgres: &Postgres) -> PathBuf {
+    replica_config_with(dir, postgres, "")
+}
+
+/// [`replica_config`] with more `[latency]` keys.
+fn replica_config_with(dir: &Path, postgres: &Postgres, latency: &str) -> PathBuf {
     std::fs::create_dir_all(dir).expect("replica dir");
     write_config(
         dir,
@@ -25,9 +31,10 @@ fn replica_config(dir: &Path, postgres: &Postgres) -> PathBuf {
             "[gateway]\nledger = \"ledger.db\"\n\n[manager]\ndatabase = \"manager.db\"\n\
              registries = []\n\n[storage]\nurl = {}\nledger_unavailable = \"journal\"\n\n\
              [tiers]\nfast = \"50ms\"\nstandard = \"150ms\"\ndeep = \"400ms\"\n\n\
-             [latency]\nmin_samples = 5\n\n\
+             [latency]\nmin_samples = 5\n{}\n\
              [servers.lab]\ncommand = {}\nargs = [\"latency\", \"--scale\", \"0.1\"]\n",
             quoted(&postgres.url()),
+            latency,
             quoted(&fixture())
         ),
     )
@@ -35,10 +42,15 @@ fn replica_config(dir: &Path, postgres: &Postgres) -> PathBuf {
 
 /// The tools a replica lists at `/mcp/tiers/deep` (400 ms).
 async fn deep_tier(url: &str) -> Vec<String> {
+    tier(url, "deep").await
+}
+
+/// The tools a replica lists at `/mcp/tiers/NAME`.
+async fn tier(url: &str, name: &str) -> Vec<String> {
     let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {}}}});
-    let (status, text, _) = post(&format!("{url}/tiers/deep"), None, list).await;
+    let (status, text, _) = post(&format!("{url}/tiers/{name}"), None, list).await;
     assert_eq!(status, 200, "{text}");
     let value: Value = serde_json::from_str(&text).expect("a JSON answer");
     value["result"]["tools"]
@@ -150,4 +162,62 @@ async fn replicas_merge_their_latency_samples_on_postgres() {
     );
     postgres.resume().expect("resume PostgreSQL");
     fleet_stats(&config_a, 9).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_recheck_outweighs_a_stopped_replicas_older_window() {
+    let postgres = Postgres::start().unwrap_or_else(|error| panic!("{error}"));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config_a = replica_config(&dir.path().join("a"), &postgres);
+    let config_b = replica_config_with(
+        &dir.path().join("b"),
+        &postgres,
+        "recheck_after = \"1s\"\nlist_interval = \"1s\"",
+    );
+    let migrated = run_bare(&config_a, &["migrate"]);
+    assert!(migrated.status.success(), "{migrated:?}");
+
+    // A slow spell on A (~100 ms a call: standard, hidden from fast), saved, then A stops.
+    let a = HttpGateway::start(&config_a, &[]);
+    wait_calls(&a.url, 6, 1000).await;
+    let saved = Instant::now();
+    while postgres
+        .psql(
+            DATABASE,
+            "SELECT coalesce(sum(cardinality(latencies_us)), 0) FROM latency_windows",
+        )
+        .expect("the windows")
+        .trim()
+        != "6"
+    {
+        assert!(
+            saved.elapsed() < Duration::from_secs(10),
+            "A saved its window"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    drop(a);
+
+    // B reads A's window, and nobody calls the tool on B: its recheck finds it fast again
+    // (a probe waits 0 ms) and places it in fast. It stays there: A's older window no longer
+    // counts against that tool on B.
+    let b = HttpGateway::start(&config_b, &[]);
+    let wait = "lab__wait".to_owned();
+    let started = Instant::now();
+    while !tier(&b.url, "fast").await.contains(&wait) {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "B never rechecked lab__wait into fast"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let promoted = Instant::now();
+    while promoted.elapsed() < Duration::from_secs(7) {
+        assert!(
+            tier(&b.url, "fast").await.contains(&wait),
+            "lab__wait left fast again {:?} after its recheck",
+            promoted.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
 }

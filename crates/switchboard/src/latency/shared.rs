@@ -14,7 +14,10 @@
 //! that changed and reads the others' rows saved within [`KEEP`]; the gateway saves once more
 //! as it stops. Replicas are named as the ledger names them (host and process id), so the
 //! rows of a replica that stopped keep counting for [`KEEP`] after its last save, as a stats
-//! file outlives its gateway; older rows are deleted.
+//! file outlives its gateway; older rows are deleted. A recheck's burst (`super::recheck`)
+//! is fresher evidence than any window saved before it: the other replicas' rows of that
+//! tool saved before the burst are left out of the merge — else a stopped replica's slow
+//! spell would undo the recheck at the next tick, for a day.
 //!
 //! **Environment.** Stats are kept per environment; with shared stats the default is
 //! `<deployment>/<transport>` (`[shared] deployment`) rather than this machine's host name,
@@ -27,7 +30,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use switchboard_budget::{Environment, LatencyWindow, Outcome, Sample};
 use switchboard_ledger::postgres::Pool;
@@ -68,6 +71,8 @@ struct Saved {
 struct Own {
     window: LatencyWindow,
     changed: bool,
+    /// When a recheck's burst replaced it: other replicas' rows saved before are older.
+    rechecked_at: Option<SystemTime>,
 }
 
 /// This replica's share of the fleet's latency statistics.
@@ -175,6 +180,7 @@ impl SharedStats {
             Own {
                 window,
                 changed: true,
+                rechecked_at: None,
             },
         );
     }
@@ -188,6 +194,7 @@ impl SharedStats {
             Own {
                 window,
                 changed: true,
+                rechecked_at: Some(SystemTime::now()),
             },
         );
     }
@@ -243,7 +250,17 @@ impl SharedStats {
             .iter()
             .map(|(key, traits)| (traits.environment.as_str().to_owned(), key.to_string()))
             .unzip();
-        let others = self.read_others(&environments, &keys).await?;
+        let rechecked: HashMap<String, f64> = lock(&self.own)
+            .iter()
+            .filter_map(|(key, entry)| {
+                let at = entry
+                    .rechecked_at?
+                    .duration_since(SystemTime::UNIX_EPOCH)
+                    .ok()?;
+                Some((key.to_string(), at.as_secs_f64()))
+            })
+            .collect();
+        let others = self.read_others(&environments, &keys, &rechecked).await?;
         let merged = self.merge_into(budget, &tools, others);
         budget.publish(false);
         Ok(Synced { saved, merged })
@@ -294,11 +311,13 @@ impl SharedStats {
     }
 
     /// The other replicas' samples per tool key (of these environments and keys, pairwise),
-    /// each replica's oldest first, replicas in name order.
+    /// each replica's oldest first, replicas in name order; of a tool `rechecked` here (Unix
+    /// seconds), only rows saved since.
     async fn read_others(
         &self,
         environments: &[String],
         keys: &[String],
+        rechecked: &HashMap<String, f64>,
     ) -> Result<HashMap<String, Vec<Sample>>, SharedStatsError> {
         if keys.is_empty() {
             return Ok(HashMap::new());
@@ -310,7 +329,8 @@ impl SharedStats {
             .map_err(|error| SharedStatsError::Postgres(format!("connect: {error}")))?;
         let rows = client
             .query(
-                "SELECT w.tool, w.latencies_us, w.outcomes FROM latency_windows w \
+                "SELECT w.tool, w.latencies_us, w.outcomes, \
+                 EXTRACT(EPOCH FROM w.saved_at)::float8 FROM latency_windows w \
                  JOIN UNNEST($2::text[], $3::text[]) AS t (environment, tool) \
                    ON w.environment = t.environment AND w.tool = t.tool \
                  WHERE w.replica <> $1 AND w.saved_at > now() - make_interval(secs => $4) \
@@ -324,6 +344,10 @@ impl SharedStats {
             let tool: String = row.try_get(0).map_err(pg("read a window"))?;
             let latencies: Vec<i64> = row.try_get(1).map_err(pg("read a window"))?;
             let outcomes: Vec<i16> = row.try_get(2).map_err(pg("read a window"))?;
+            let saved_at: f64 = row.try_get(3).map_err(pg("read a window"))?;
+            if rechecked.get(&tool).is_some_and(|at| saved_at < *at) {
+                continue;
+            }
             others
                 .entry(tool)
                 .or_default()
