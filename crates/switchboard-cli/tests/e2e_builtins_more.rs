@@ -344,13 +344,13 @@ fn a_gateway_serves_the_five_new_builtins_to_the_python_sdk() {
 #[test]
 fn the_new_tools_declare_their_output_and_latency_and_fit_their_tiers() {
     let campaign = Campaign::new();
-    let all = campaign.tools(&["--tier", "deep"], "mcp");
+    let all = campaign.tools(&[], "mcp");
     let tools = all.as_array().expect("tools");
     for name in NEW_TOOLS {
         let tool = tools
             .iter()
             .find(|t| t["name"] == name)
-            .unwrap_or_else(|| panic!("{name} missing from the deep tier: {all}"));
+            .unwrap_or_else(|| panic!("{name} missing from the listing: {all}"));
         assert_eq!(
             tool["outputSchema"]["type"], "object",
             "{name} declares an output schema"
@@ -363,9 +363,11 @@ fn the_new_tools_declare_their_output_and_latency_and_fit_their_tiers() {
     }
 
     // Tiers judge the declared p90, interpolated log-normally between the estimate and the
-    // bound: music (50/200 ms and less) is FAST; rules' lookups (300 ms, bound 1.5 s) and the
-    // sessions tools (200 ms, bound 1.5 s) are STANDARD, as the seed places them; web
-    // (1.5/3 s, p90 ≈ 2.3 s) and images (2/4 s, p90 ≈ 2.9 s) only DEEP.
+    // bound: music (50 ms, bound 200 ms; play_track 3 s for mpv's startup, p90 ≈ 480 ms) is
+    // FAST; rules' lookups (300 ms, bound 1.5 s) and the sessions tools (200 ms, bound 6 s over
+    // SQLite's busy timeout, p90 ≈ 1.3 s) are STANDARD, as the seed places them; web (0.7 s,
+    // bound its 15 s timeout, p90 ≈ 3.8 s) only DEEP. images declares its 2-minute timeout as
+    // its bound (a hosted model takes 10-60 s): its p90 (≈ 20 s) is past every default tier.
     let fast = listed_names(&campaign.tools(&["--tier", "fast"], "json"));
     for tool in [
         "music__play_track",
@@ -411,9 +413,14 @@ fn the_new_tools_declare_their_output_and_latency_and_fit_their_tiers() {
         );
     }
 
-    let deep = listed_names(&all);
+    let deep = listed_names(&campaign.tools(&["--tier", "deep"], "json"));
     for tool in NEW_TOOLS {
-        assert!(deep.contains(&tool.to_owned()), "{tool} in deep: {deep:?}");
+        let slower_than_deep = tool == "images__generate_image";
+        assert_eq!(
+            deep.contains(&tool.to_owned()),
+            !slower_than_deep,
+            "{tool} in deep: {deep:?}"
+        );
     }
 }
 

@@ -247,4 +247,6 @@ fn style_spec(style: &StyleSetting) -> images::StyleSpec {
 }
 
 #[cfg(test)]
+mod bounds_tests;
+#[cfg(test)]
 mod tests;

@@ -7,6 +7,14 @@ use std::path::Path;
 
 use rusqlite::Connection;
 
+/// How long a statement waits for another connection's write lock before failing.
+pub(crate) const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The declared bound (`max_duration_ms`) of a tool that touches one of these files: above
+/// [`BUSY_TIMEOUT`], so a call waiting its turn behind another writer is not cut off by its
+/// own deadline (the bound is the call's hard deadline) while the wait it was promised runs.
+pub(crate) const STORE_BOUND_MS: u64 = 6_000;
+
 /// A database error as a tool's readable error text.
 pub(crate) fn sql(error: rusqlite::Error) -> String {
     format!("database error: {error}")
@@ -20,8 +28,7 @@ pub(crate) fn open(path: &Path) -> Result<Connection, String> {
     }
     let conn =
         Connection::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
-    conn.busy_timeout(std::time::Duration::from_secs(5))
-        .map_err(sql)?;
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(sql)?;
     let mode: String = conn
         .query_row("PRAGMA journal_mode=WAL", [], |row| row.get(0))
         .map_err(|e| format!("{}: {e}", path.display()))?;

@@ -295,7 +295,8 @@ fn settings_are_checked_and_the_tool_declares_itself() {
             latency.max_duration_ms,
             latency.idempotent
         ),
-        (Some(2_000), Some(4_000), Some(false))
+        (Some(2_000), Some(120_000), Some(false)),
+        "the bound is the configured timeout (default 2 minutes)"
     );
     let annotations = tool.annotations.as_ref().expect("annotations");
     assert_eq!(

@@ -391,7 +391,8 @@ fn tools_declare_deep_latency_and_honest_annotations() {
         let latency = LatencyMeta::from_meta(tool.meta.as_ref()).expect("latency meta");
         assert_eq!(
             (latency.estimated_duration_ms, latency.max_duration_ms),
-            (Some(1_500), Some(3_000))
+            (Some(700), Some(15_000)),
+            "the bound is the configured timeout (default 15 s)"
         );
         assert_eq!(latency.idempotent, Some(true));
         let annotations = tool.annotations.as_ref().expect("annotations");

@@ -336,8 +336,11 @@ impl ToolServerArgs {
     }
 }
 
-/// A minute, or longer for a built-in whose own deadline is longer (images wait 2 minutes
-/// for a picture by default), so that the built-in's deadline is the one that answers.
+/// The server's call timeout: a minute, or the built-in's own timeout and 5 s when that is
+/// longer (images wait 2 minutes for a picture by default). It never decides alone: a call's
+/// hard deadline is the smallest of this and the tool's declared `max_duration_ms`, so web and
+/// images declare their configured timeout as that bound (and the other built-ins bounds above
+/// their own internal waits) — this timeout only must not undercut it.
 fn call_timeout(args: &ToolServerArgs) -> Duration {
     let own = match args.name.as_str() {
         "images" => args

@@ -44,6 +44,12 @@ fn tool(
     definition
 }
 
+/// The declared bound of `write_file` and `edit_file`: an edit's diff alone may take
+/// [`super::DIFF_TIME`] (1 s), then the file is written and renamed into place. The bound
+/// is the call's hard deadline, and a call cut off by it must not write (see
+/// `files::cancel`); the declared p90 (≈ 170 ms) keeps both FAST until measured.
+pub const WRITE_BOUND_MS: u64 = 3_000;
+
 fn object(properties: Value, required: &[&str]) -> Value {
     json!({"type": "object", "properties": properties, "required": required, "additionalProperties": false})
 }
@@ -91,7 +97,7 @@ pub fn all() -> Vec<ToolDefinition> {
             ),
             json!({"type": "object", "properties": {"path": string, "bytes": {"type": "integer"}}, "required": ["path", "bytes"]}),
             Effect::Destroys,
-            (5, 500),
+            (5, WRITE_BOUND_MS),
         ),
         tool(
             "edit_file",
@@ -105,7 +111,7 @@ pub fn all() -> Vec<ToolDefinition> {
             ),
             json!({"type": "object", "properties": {"path": string, "diff": string, "dryRun": {"type": "boolean"}}, "required": ["path", "diff", "dryRun"]}),
             Effect::Destroys,
-            (5, 500),
+            (5, WRITE_BOUND_MS),
         ),
         tool(
             "list_directory",

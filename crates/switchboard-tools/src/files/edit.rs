@@ -14,7 +14,7 @@ use super::Files;
 use super::read::Content;
 
 /// The longest a diff is searched for before a coarser one is taken.
-const DIFF_TIME: Duration = Duration::from_secs(1);
+pub(crate) const DIFF_TIME: Duration = Duration::from_secs(1);
 
 /// One replacement.
 pub struct Edit {

@@ -11,6 +11,9 @@ mod read;
 pub mod roots;
 mod write;
 
+#[cfg(test)]
+pub(crate) use edit::DIFF_TIME;
+
 use std::path::PathBuf;
 
 use futures::future::BoxFuture;

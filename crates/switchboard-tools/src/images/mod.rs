@@ -37,8 +37,9 @@ use switchboard_core::{CallContext, ToolDefinition, ToolOutcome};
 pub use backends::DEFAULT_OPENAI_MODEL;
 pub use output::{Format, slug, timestamp};
 
-/// Typical and worst-case duration of `generate_image`, in milliseconds: the DEEP tier only.
-pub const LATENCY_MS: (u64, u64) = (2_000, 4_000);
+/// Typical duration of `generate_image`, in milliseconds; its declared worst case is the
+/// configured `timeout`.
+pub const ESTIMATED_MS: u64 = 2_000;
 /// The style applied when a call names none, if configured.
 pub const DEFAULT_STYLE: &str = "default";
 
@@ -366,7 +367,10 @@ impl ToolProvider for Images {
     }
 
     fn tools(&self) -> Vec<ToolDefinition> {
-        vec![definition::generate_image(&self.settings.styles)]
+        vec![definition::generate_image(
+            &self.settings.styles,
+            self.settings.timeout,
+        )]
     }
 
     fn call<'a>(

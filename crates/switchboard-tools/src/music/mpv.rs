@@ -17,8 +17,11 @@ use super::ipc::{Ipc, IpcError};
 use super::player::{Player, Started};
 use super::process::{Group, PrivateDir};
 
-/// How long mpv may take to open its socket after it is started.
-const STARTUP_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long mpv may take to open its socket after it is started (it takes 130-215 ms on a
+/// desktop). `play_track` declares a bound above it (see [`super::PLAY_TRACK_MAX_MS`]): the
+/// bound is the call's hard deadline, and a deadline shorter than the startup drops the call's
+/// future mid-start, which kills mpv before it plays.
+pub(crate) const STARTUP_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The arguments every mpv the server starts gets (before the socket and the extra ones).
 pub(crate) const BASE_ARGS: [&str; 4] = [

@@ -290,7 +290,8 @@ fn tools_declare_standard_latency_and_effects() {
             switchboard_core::LatencyMeta::from_meta(tool.meta.as_ref()).expect("latency");
         assert_eq!(
             (latency.estimated_duration_ms, latency.max_duration_ms),
-            (Some(200), Some(1500))
+            (Some(200), Some(6_000)),
+            "the bound covers SQLite's 5 s busy timeout"
         );
         let annotations = tool.annotations.as_ref().expect("annotations");
         let reads = tool.name != "append_turn";

@@ -1,13 +1,17 @@
 //! The web tools as MCP lists them: input and output schemas, honest annotations (read-only,
 //! idempotent, open-world: they reach the internet), and declared latency under
-//! `_meta["switchboard.dev/latency"]` — 1.5 s typical, 3 s at worst, which places both tools in
-//! the DEEP tier only (see docs/tiers.md).
+//! `_meta["switchboard.dev/latency"]` — 700 ms typical, and at worst the configured `timeout`
+//! (default 15 s): the declared bound is the call's hard deadline, so it must not be shorter
+//! than the built-in's own timeout. With the default timeout the declared p90 (≈ 3.8 s, see
+//! docs/tiers.md) places both tools in the DEEP tier only.
+
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use switchboard_core::{LatencyMeta, ToolAnnotations, ToolDefinition};
 
-/// Typical and worst-case duration of a web tool, in milliseconds.
-pub const LATENCY_MS: (u64, u64) = (1_500, 3_000);
+/// Typical duration of a web tool, in milliseconds; the worst case is the configured timeout.
+pub const ESTIMATED_MS: u64 = 700;
 /// Results per search when the caller does not say, and at most.
 pub const DEFAULT_LIMIT: u64 = 5;
 pub const MAX_LIMIT: u64 = 20;
@@ -19,6 +23,7 @@ fn tool(
     input: Value,
     output: Value,
     cacheable_seconds: u64,
+    timeout: Duration,
 ) -> ToolDefinition {
     let mut definition = ToolDefinition::new(name, description, input);
     definition.title = Some(title.to_owned());
@@ -30,14 +35,22 @@ fn tool(
         ..ToolAnnotations::default()
     });
     definition.output_schema = Some(output);
-    LatencyMeta::new(LATENCY_MS.0, LATENCY_MS.1)
+    LatencyMeta::new(ESTIMATED_MS, max_duration_ms(timeout))
         .idempotent(true)
         .cacheable_seconds(cacheable_seconds)
         .write_into(&mut definition.meta);
     definition
 }
 
-pub fn all() -> Vec<ToolDefinition> {
+/// The declared bound of a web tool: its own `timeout`, so the built-in's deadline (with its
+/// clear "did not answer within" message) is the one that answers, never a shorter one.
+pub fn max_duration_ms(timeout: Duration) -> u64 {
+    u64::try_from(timeout.as_millis())
+        .unwrap_or(u64::MAX)
+        .max(ESTIMATED_MS)
+}
+
+pub fn all(timeout: Duration) -> Vec<ToolDefinition> {
     let string = json!({"type": "string"});
     vec![
         tool(
@@ -69,6 +82,7 @@ pub fn all() -> Vec<ToolDefinition> {
                 "required": ["query", "backend", "results"]
             }),
             300,
+            timeout,
         ),
         tool(
             "fetch_page",
@@ -100,6 +114,7 @@ pub fn all() -> Vec<ToolDefinition> {
                 "required": ["url", "final_url", "content_type", "text", "bytes", "truncated"]
             }),
             60,
+            timeout,
         ),
     ]
 }

@@ -28,7 +28,7 @@ use serde_json::{Map, Value, json};
 use switchboard_core::upstream::{ToolError, ToolProvider};
 use switchboard_core::{CallContext, ToolDefinition, ToolOutcome};
 
-pub use definitions::LATENCY_MS;
+pub use definitions::{ESTIMATED_MS, max_duration_ms};
 pub use fetch::Page;
 pub use html::{Readable, readable};
 pub use search::{BRAVE_URL, SearchResult};
@@ -278,7 +278,7 @@ impl ToolProvider for Web {
     }
 
     fn tools(&self) -> Vec<ToolDefinition> {
-        definitions::all()
+        definitions::all(self.settings.timeout)
     }
 
     fn call<'a>(

@@ -329,12 +329,14 @@ fn tools_declare_honest_annotations_schemas_and_fast_latency() {
         );
         assert!(tool.output_schema.is_some(), "{}", tool.name);
         let latency = LatencyMeta::from_meta(tool.meta.as_ref()).expect("latency");
-        // FAST: the seed's 50-200 ms at most, well under the tier's 500 ms ceiling.
-        assert!(
-            latency.max_duration_ms.expect("max") <= 200,
-            "{}",
-            tool.name
-        );
+        // FAST: the seed's 50-200 ms at most, well under the tier's 500 ms ceiling; only
+        // play_track, which may start mpv, declares a bound past mpv's startup allowance.
+        let bound = latency.max_duration_ms.expect("max");
+        if tool.name == "play_track" {
+            assert_eq!(bound, crate::music::PLAY_TRACK_MAX_MS);
+        } else {
+            assert!(bound <= 200, "{}", tool.name);
+        }
         assert_eq!(latency.idempotent, Some(idempotent), "{}", tool.name);
     }
     assert_eq!(
