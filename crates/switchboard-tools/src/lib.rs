@@ -7,6 +7,7 @@
 //! (`switchboard_core::config::BUILTINS` is this list plus `"manager"`), which acts on a
 //! running gateway's servers and so is built by the gateway itself, never here.
 
+mod cancel;
 pub mod clock;
 pub mod dice;
 pub mod files;
@@ -248,5 +249,7 @@ fn style_spec(style: &StyleSetting) -> images::StyleSpec {
 
 #[cfg(test)]
 mod bounds_tests;
+#[cfg(test)]
+mod cancel_tests;
 #[cfg(test)]
 mod tests;

@@ -97,7 +97,11 @@ impl Files {
         })
     }
 
-    fn dispatch(&self, tool: &str, arguments: &Map<String, Value>) -> Result<ToolOutcome, String> {
+    pub(crate) fn dispatch(
+        &self,
+        tool: &str,
+        arguments: &Map<String, Value>,
+    ) -> Result<ToolOutcome, String> {
         let text = |key: &str| -> Result<&str, String> {
             arguments
                 .get(key)
@@ -353,11 +357,18 @@ impl ToolProvider for Files {
     ) -> BoxFuture<'a, Result<ToolOutcome, ToolError>> {
         // On a blocking thread: a walk, a search or a diff may take a while, and must not hold
         // a runtime thread (nor keep the call's deadline from ending its wait).
+        // A write whose call was dropped (its deadline passed) stops before the rename: the
+        // caller was told it failed, so nothing may change (see `crate::cancel`).
         let files = self.clone();
         let tool = tool.to_owned();
         Box::pin(async move {
-            tokio::task::spawn_blocking(move || files.dispatch(&tool, &arguments))
-                .await
+            let cancel = crate::cancel::CancelOnDrop::new();
+            let flag = cancel.flag();
+            let work =
+                move || crate::cancel::run_cancellable(flag, || files.dispatch(&tool, &arguments));
+            let answer = tokio::task::spawn_blocking(work).await;
+            drop(cancel);
+            answer
                 .map_err(|error| ToolError::new(format!("files: the operation failed: {error}")))?
                 .map_err(ToolError::new)
         })

@@ -60,6 +60,7 @@ impl Files {
             }
             file.write_all(content.as_bytes())?;
             file.sync_all()?;
+            crate::cancel::ensure_running().map_err(std::io::Error::other)?;
             dir.rename(&temp, dir, &located.inner)
         })();
         if let Err(error) = written {
@@ -86,6 +87,7 @@ impl Files {
                 "'{to}' already exists (pass overwrite: true to replace it)"
             ));
         }
+        crate::cancel::ensure_running()?;
         source
             .root
             .dir

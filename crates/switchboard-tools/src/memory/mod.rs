@@ -305,8 +305,15 @@ impl ToolProvider for Memory {
         let store = self.store.clone();
         let tool = tool.to_owned();
         Box::pin(async move {
-            tokio::task::spawn_blocking(move || run(&store, &tool, &arguments))
-                .await
+            // A write whose call was dropped (its deadline passed) is not committed: the
+            // caller was told it failed (see `crate::cancel`).
+            let cancel = crate::cancel::CancelOnDrop::new();
+            let flag = cancel.flag();
+            let work =
+                move || crate::cancel::run_cancellable(flag, || run(&store, &tool, &arguments));
+            let answer = tokio::task::spawn_blocking(work).await;
+            drop(cancel);
+            answer
                 .map_err(|error| ToolError::new(format!("memory: the operation failed: {error}")))?
                 .map_err(ToolError::new)
         })

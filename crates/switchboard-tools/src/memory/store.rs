@@ -115,6 +115,7 @@ impl Store {
                 }
                 created.push(name.clone());
             }
+            crate::cancel::ensure_running()?;
             tx.commit().map_err(sql)?;
             Ok(json!({"created": created, "skipped": skipped}))
         })
@@ -139,6 +140,7 @@ impl Store {
                 .map_err(sql)?;
             }
             tx.execute("UPDATE entities SET updated_at = ?1 WHERE id = ?2", params![at, id]).map_err(sql)?;
+            crate::cancel::ensure_running()?;
             tx.commit().map_err(sql)?;
             Ok(json!({"entity": entity, "added": observations.len()}))
         })
@@ -162,6 +164,7 @@ impl Store {
                     .map_err(sql)?;
                 if inserted == 1 { created += 1 } else { existing += 1 }
             }
+            crate::cancel::ensure_running()?;
             tx.commit().map_err(sql)?;
             Ok(json!({"created": created, "existing": existing}))
         })
@@ -181,6 +184,7 @@ impl Store {
                     _ => deleted.push(name.clone()),
                 }
             }
+            crate::cancel::ensure_running()?;
             tx.commit().map_err(sql)?;
             Ok(json!({"deleted": deleted, "missing": missing}))
         })
@@ -262,6 +266,7 @@ impl Store {
                 .map_err(sql)?;
                 ids.push(tx.last_insert_rowid());
             }
+            crate::cancel::ensure_running()?;
             tx.commit().map_err(sql)?;
             Ok(ids)
         })
@@ -304,6 +309,7 @@ impl Store {
 
     pub fn put_summary(&self, session: &str, summary: &str) -> Result<(), String> {
         self.with(|conn| {
+            crate::cancel::ensure_running()?;
             conn.execute(
                 "INSERT INTO summaries (session_id, summary, updated_at) VALUES (?1, ?2, ?3)
                  ON CONFLICT(session_id) DO UPDATE SET summary = excluded.summary, updated_at = excluded.updated_at",
