@@ -252,4 +252,6 @@ mod bounds_tests;
 #[cfg(test)]
 mod cancel_tests;
 #[cfg(test)]
+mod sqlite_tests;
+#[cfg(test)]
 mod tests;

@@ -92,7 +92,7 @@ impl Store {
         entities: &[(String, String, Vec<String>)],
     ) -> Result<Value, String> {
         self.with(|conn| {
-            let tx = conn.transaction().map_err(sql)?;
+            let tx = crate::sqlite::write_transaction(conn).map_err(sql)?;
             let (mut created, mut skipped) = (Vec::new(), Vec::new());
             let at = now();
             for (name, kind, observations) in entities {
@@ -129,7 +129,7 @@ impl Store {
         source: Option<&str>,
     ) -> Result<Value, String> {
         self.with(|conn| {
-            let tx = conn.transaction().map_err(sql)?;
+            let tx = crate::sqlite::write_transaction(conn).map_err(sql)?;
             let id = Self::known(&tx, entity)?;
             let at = now();
             for text in observations {
@@ -152,7 +152,7 @@ impl Store {
         relations: &[(String, String, String)],
     ) -> Result<Value, String> {
         self.with(|conn| {
-            let tx = conn.transaction().map_err(sql)?;
+            let tx = crate::sqlite::write_transaction(conn).map_err(sql)?;
             let (mut created, mut existing) = (0, 0);
             for (from, to, kind) in relations {
                 let (from_id, to_id) = (Self::known(&tx, from)?, Self::known(&tx, to)?);
@@ -173,7 +173,7 @@ impl Store {
     /// Deletes entities with their observations and relations.
     pub fn delete_entities(&self, names: &[String]) -> Result<Value, String> {
         self.with(|conn| {
-            let tx = conn.transaction().map_err(sql)?;
+            let tx = crate::sqlite::write_transaction(conn).map_err(sql)?;
             let (mut deleted, mut missing) = (Vec::new(), Vec::new());
             for name in names {
                 match tx
@@ -251,7 +251,7 @@ impl Store {
         facts: &[(String, Option<String>, Option<String>)],
     ) -> Result<Vec<i64>, String> {
         self.with(|conn| {
-            let tx = conn.transaction().map_err(sql)?;
+            let tx = crate::sqlite::write_transaction(conn).map_err(sql)?;
             let mut ids = Vec::with_capacity(facts.len());
             let at = now();
             for (text, subject, source) in facts {

@@ -62,24 +62,5 @@ pub const MIGRATIONS: [&str; 1] = ["
 
 /// Brings the schema to the newest version.
 pub fn migrate(conn: &mut Connection) -> Result<(), String> {
-    let current: usize = conn
-        .query_row("PRAGMA user_version", [], |row| row.get::<_, i64>(0))
-        .map_err(|e| e.to_string())?
-        .try_into()
-        .map_err(|_| "negative schema version".to_owned())?;
-    if current > MIGRATIONS.len() {
-        return Err(format!(
-            "the rules database has schema version {current}, newer than this Switchboard knows ({}); use a newer Switchboard",
-            MIGRATIONS.len()
-        ));
-    }
-    for (index, sql) in MIGRATIONS.iter().enumerate().skip(current) {
-        let tx = conn.transaction().map_err(|e| e.to_string())?;
-        tx.execute_batch(sql)
-            .map_err(|e| format!("migration to version {}: {e}", index + 1))?;
-        tx.pragma_update(None, "user_version", (index + 1) as i64)
-            .map_err(|e| e.to_string())?;
-        tx.commit().map_err(|e| e.to_string())?;
-    }
-    Ok(())
+    crate::sqlite::migrate(conn, &MIGRATIONS, MIGRATIONS.len(), "rules database")
 }

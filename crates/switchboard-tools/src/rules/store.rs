@@ -172,7 +172,7 @@ impl Store {
         removed: &[String],
     ) -> Result<usize, String> {
         self.with(|conn| {
-            let tx = conn.transaction().map_err(sql)?;
+            let tx = crate::sqlite::write_transaction(conn).map_err(sql)?;
             for path in removed {
                 Self::remove_source(&tx, path, &file_attribution(path))?;
                 tx.execute("DELETE FROM files WHERE path = ?1", [path]).map_err(sql)?;
@@ -229,7 +229,7 @@ impl Store {
     ) -> Result<usize, String> {
         let source = format!("import:{name}");
         self.with(|conn| {
-            let tx = conn.transaction().map_err(sql)?;
+            let tx = crate::sqlite::write_transaction(conn).map_err(sql)?;
             let replaced = Self::remove_source(&tx, &source, &source)?;
             tx.execute(
                 "INSERT INTO attributions (key, license, text) VALUES (?1, ?2, ?3)",

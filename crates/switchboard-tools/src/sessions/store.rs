@@ -13,7 +13,7 @@ use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::sqlite::sql;
-use rusqlite::{Connection, TransactionBehavior, params};
+use rusqlite::{Connection, params};
 use serde_json::{Value, json};
 
 use crate::memory::store::fts_query;
@@ -75,7 +75,7 @@ impl TurnStore {
     /// the turns tables when missing.
     pub fn open(path: &Path) -> Result<Self, String> {
         let mut conn = crate::sqlite::open(path)?;
-        let tx = conn.transaction().map_err(sql)?;
+        let tx = crate::sqlite::write_transaction(&mut conn).map_err(sql)?;
         tx.execute_batch(TABLES)
             .map_err(|e| format!("{}: creating the session tables: {e}", path.display()))?;
         tx.commit().map_err(sql)?;
@@ -96,9 +96,7 @@ impl TurnStore {
     pub fn append(&self, session: &str, speaker: &str, text: &str) -> Result<(i64, i64), String> {
         self.with(|conn| {
             // IMMEDIATE: two writers never pick the same turn number.
-            let tx = conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(sql)?;
+            let tx = crate::sqlite::write_transaction(conn).map_err(sql)?;
             let turn: i64 = tx
                 .query_row(
                     "SELECT COALESCE(MAX(turn), 0) + 1 FROM session_turns WHERE session_id = ?1",
