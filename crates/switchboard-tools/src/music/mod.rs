@@ -189,7 +189,7 @@ impl Music {
         Ok(ToolOutcome::structured_with_text(
             json!({
                 "mood": mood,
-                "track": started.track,
+                "track": started.track.to_string_lossy(),
                 "playlist_length": started.playlist_length,
                 "backend": self.backend(),
                 "shuffle": shuffle,
@@ -218,7 +218,7 @@ impl Music {
                     track.display()
                 );
                 (
-                    json!({"stopped": true, "mood": mood, "track": track, "backend": self.backend()}),
+                    json!({"stopped": true, "mood": mood, "track": track.to_string_lossy(), "backend": self.backend()}),
                     text,
                 )
             }

@@ -192,7 +192,20 @@ async fn kill(slot: &mut Option<Running>) {
 
 /// Loads `tracks` as mpv's whole playlist, playing the first.
 async fn load(ipc: &mut Ipc, tracks: &[PathBuf]) -> Result<Result<Started, String>, IpcError> {
-    let Some(first) = tracks.first() else {
+    // A path that is not UTF-8 cannot go into JSON (playlists skip them; this is the guard).
+    let mut names = Vec::with_capacity(tracks.len());
+    for track in tracks {
+        match track.to_str() {
+            Some(name) => names.push(name),
+            None => {
+                return Ok(Err(format!(
+                    "{} has a name that is not valid UTF-8, which mpv's JSON IPC cannot carry",
+                    track.to_string_lossy()
+                )));
+            }
+        }
+    }
+    let Some(first) = names.first() else {
         return Ok(Err("the playlist is empty".to_owned()));
     };
     let mut commands = vec![
@@ -200,7 +213,7 @@ async fn load(ipc: &mut Ipc, tracks: &[PathBuf]) -> Result<Result<Started, Strin
         json!(["loadfile", first, "replace"]),
     ];
     commands.extend(
-        tracks[1..]
+        names[1..]
             .iter()
             .map(|track| json!(["loadfile", track, "append"])),
     );
@@ -218,7 +231,7 @@ async fn load(ipc: &mut Ipc, tracks: &[PathBuf]) -> Result<Result<Started, Strin
         .and_then(|count| usize::try_from(count).ok())
         .unwrap_or(tracks.len());
     Ok(Ok(Started {
-        track: first.clone(),
+        track: PathBuf::from(first),
         playlist_length: count,
     }))
 }

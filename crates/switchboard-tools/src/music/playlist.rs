@@ -1,7 +1,8 @@
 //! Moods to playlists: each configured path is a file (played as it is) or a directory,
 //! which expands to the audio files directly in it (by extension, see [`AUDIO_EXTENSIONS`]),
 //! sorted by name. Paths that are missing or unreadable become problems to report, never
-//! panics; a mood is playable when at least one track was found.
+//! panics; so do files whose path is not UTF-8, which mpv's JSON IPC (and the tools' JSON
+//! answers) cannot name. A mood is playable when at least one track was found.
 
 use std::path::{Path, PathBuf};
 
@@ -30,12 +31,12 @@ pub fn resolve(paths: &[PathBuf]) -> Playlist {
                     path.display(),
                     AUDIO_EXTENSIONS.join(", ")
                 )),
-                Ok(files) => playlist.tracks.extend(files),
+                Ok(files) => files.into_iter().for_each(|file| playlist.add(file)),
                 Err(error) => playlist
                     .problems
                     .push(format!("cannot read directory {}: {error}", path.display())),
             },
-            Ok(_) => playlist.tracks.push(path.clone()),
+            Ok(_) => playlist.add(path.clone()),
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => playlist
                 .problems
                 .push(format!("{} does not exist", path.display())),
@@ -45,6 +46,20 @@ pub fn resolve(paths: &[PathBuf]) -> Playlist {
         }
     }
     playlist
+}
+
+impl Playlist {
+    /// Adds a track, or a problem when its path is not UTF-8.
+    fn add(&mut self, track: PathBuf) {
+        if track.to_str().is_some() {
+            self.tracks.push(track);
+        } else {
+            self.problems.push(format!(
+                "{} is skipped: its name is not valid UTF-8, which mpv's JSON IPC cannot carry (rename it)",
+                track.to_string_lossy()
+            ));
+        }
+    }
 }
 
 /// Whether `path` has one of the [`AUDIO_EXTENSIONS`].

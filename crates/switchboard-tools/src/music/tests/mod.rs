@@ -344,3 +344,56 @@ fn tools_declare_honest_annotations_schemas_and_fast_latency() {
         json!(["battle", "tavern"])
     );
 }
+
+/// Regression: a file name that is not UTF-8 made play_track panic (a path cannot go into
+/// JSON); it is now skipped and reported, and the call answers.
+#[tokio::test]
+async fn a_track_whose_name_is_not_utf8_is_skipped_and_reported() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mixed = dir.path().join("mixed");
+    let only = dir.path().join("only");
+    std::fs::create_dir(&mixed).expect("mkdir");
+    std::fs::create_dir(&only).expect("mkdir");
+    let latin1 = std::ffi::OsStr::from_bytes(b"caf\xe9.wav");
+    for folder in [&mixed, &only] {
+        std::fs::write(folder.join(latin1), b"RIFF").expect("latin-1 name");
+    }
+    std::fs::write(mixed.join("ok.wav"), b"RIFF").expect("ok");
+    let null = Arc::new(NullPlayer::default());
+    let music = Music::with_player(
+        moods(&[
+            ("mixed", vec![mixed.clone()]),
+            ("only", vec![only.clone()]),
+            ("file", vec![only.join(latin1)]),
+        ]),
+        null.clone(),
+    )
+    .expect("music");
+
+    let playing = call(&music, "play_track", json!({"mood": "mixed"}))
+        .await
+        .expect("play");
+    assert_eq!(playing["track"], json!(mixed.join("ok.wav")));
+    assert_eq!(playing["playlist_length"], 1);
+    let problems = playing["problems"].to_string();
+    assert!(
+        problems.contains("caf\u{fffd}.wav") && problems.contains("not valid UTF-8"),
+        "{problems}"
+    );
+    assert_eq!(null.history().len(), 1);
+
+    for mood in ["only", "file"] {
+        let refused = call(&music, "play_track", json!({"mood": mood}))
+            .await
+            .expect_err(mood);
+        assert!(
+            refused.to_string().contains("nothing to play")
+                && refused.to_string().contains("not valid UTF-8"),
+            "{mood}: {refused}"
+        );
+    }
+    let listed = call(&music, "list_moods", json!({})).await.expect("list");
+    assert_eq!(listed["moods"][1]["name"], "mixed");
+    assert_eq!(listed["moods"][1]["tracks"], 1);
+}
