@@ -33,6 +33,7 @@ mod problem;
 mod sandbox;
 mod schema;
 mod server;
+mod sessions_database;
 mod shared;
 mod storage;
 mod substitute;

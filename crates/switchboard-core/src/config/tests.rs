@@ -6,6 +6,7 @@ mod builtins;
 mod instances;
 mod problems;
 mod sandbox;
+mod sessions_database;
 mod shared;
 mod storage;
 mod tasks;

@@ -152,6 +152,7 @@ pub fn validate(
             other => walk.unknown(*key_pos, other, "", &ROOT_KEYS),
         }
     }
+    super::sessions_database::follow_memory_database(&mut config.servers);
     if let Some((_, _, node)) = entries.iter().find(|(key, _, _)| key == "auth") {
         walk.check_auth_agents(&config.auth, &config.agents, node.pos);
     }

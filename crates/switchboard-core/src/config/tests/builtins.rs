@@ -31,7 +31,7 @@ fn builtin_of(config: &Config, id: &str) -> (String, BuiltinSettings) {
     }
 }
 
-fn settings_of(config: &Config, id: &str) -> BuiltinSettings {
+pub(super) fn settings_of(config: &Config, id: &str) -> BuiltinSettings {
     builtin_of(config, id).1
 }
 
