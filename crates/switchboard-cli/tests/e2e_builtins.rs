@@ -299,3 +299,41 @@ fn the_python_sdk_calls_every_builtin_tool_through_the_gateway() {
         Some(2)
     );
 }
+
+/// Regression: a files server with no roots served its working directory, which is `/` for a
+/// gateway started by a desktop host or systemd — the whole filesystem, writable. It now
+/// refuses `/` and the home directory, naming the `roots` key, and keeps serving any other
+/// working directory.
+#[test]
+fn a_files_server_without_roots_refuses_the_filesystem_root_and_home() {
+    let home = tempfile::tempdir().expect("home");
+    let project = home.path().join("project");
+    std::fs::create_dir(&project).expect("project");
+    let run = |cwd: &Path| {
+        std::process::Command::new(switchboard())
+            .args(["tool-server", "files"])
+            .current_dir(cwd)
+            .env("HOME", home.path())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("run switchboard")
+    };
+    for (cwd, what) in [
+        (Path::new("/"), "the filesystem root"),
+        (home.path(), "your home directory"),
+    ] {
+        let output = run(cwd);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{what}: served; {stderr}");
+        assert!(
+            stderr.contains(what) && stderr.contains("roots = [\"DIR\"]"),
+            "{what}: {stderr}"
+        );
+    }
+    let served = run(&project);
+    assert!(
+        served.status.success(),
+        "{}",
+        String::from_utf8_lossy(&served.stderr)
+    );
+}

@@ -77,8 +77,9 @@ pub fn builtin(
                 let cwd = std::env::current_dir().map_err(|error| {
                     setup(&format!("cannot read the working directory: {error}"))
                 })?;
+                let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
                 roots.push(files::Root {
-                    path: cwd,
+                    path: implicit_files_root(cwd, home.as_deref()).map_err(|e| setup(&e))?,
                     read_only: false,
                 });
             }
@@ -144,6 +145,32 @@ pub fn builtin(
             name: name.to_owned(),
         }),
     }
+}
+
+/// The root of a `files` server that names none: the working directory — unless that is `/`
+/// or the user's home, as it is for a gateway started by a desktop host or systemd, where a
+/// writable root would reach the whole filesystem or every dotfile and key.
+fn implicit_files_root(
+    cwd: std::path::PathBuf,
+    home: Option<&std::path::Path>,
+) -> Result<std::path::PathBuf, String> {
+    let same = |a: &std::path::Path, b: &std::path::Path| {
+        a == b
+            || a.canonicalize()
+                .ok()
+                .is_some_and(|a| b.canonicalize().ok() == Some(a))
+    };
+    let what = if cwd.parent().is_none() {
+        "the filesystem root"
+    } else if home.is_some_and(|home| same(&cwd, home)) {
+        "your home directory"
+    } else {
+        return Ok(cwd);
+    };
+    Err(format!(
+        "no roots are configured and the working directory is {} ({what}); a files server there could read and write all of it. Name the directories it may use: roots = [\"DIR\"] under [servers.ID] (or --root DIR)",
+        cwd.display()
+    ))
 }
 
 /// The `rules` settings: `dirs`, `database` (default [`rules::default_database_path`]).
