@@ -376,4 +376,6 @@ impl ToolProvider for Files {
 }
 
 #[cfg(test)]
+mod link_tests;
+#[cfg(test)]
 mod tests;

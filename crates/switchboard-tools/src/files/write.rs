@@ -1,6 +1,8 @@
 //! Writing: atomically (a temporary file in the same directory, with the permissions of the
 //! file it replaces, flushed to disk, then renamed over the target), within the size limit,
 //! never under a read-only root; creating directories; moving files between or within roots.
+//! Writing to a symlink writes the file it points to (beside it, keeping its permissions), so
+//! a link stays a link; a link that leads out of the root or to nothing is refused.
 
 use std::io::Write;
 
@@ -8,6 +10,33 @@ use cap_std::fs::OpenOptions;
 
 use super::Files;
 use super::roots::{Located, io_message, locate};
+
+/// Where a write to `located` lands: the path itself, or, when it is a symlink, the file it
+/// resolves to inside the same root (cap-std refuses a resolution that leaves it).
+fn symlink_target(located: &Located<'_>, given: &str) -> Result<std::path::PathBuf, String> {
+    let dir = &located.root.dir;
+    let is_link = dir
+        .symlink_metadata(&located.inner)
+        .is_ok_and(|metadata| metadata.file_type().is_symlink());
+    if !is_link {
+        return Ok(located.inner.clone());
+    }
+    let real = dir.canonicalize(&located.inner).map_err(|error| {
+        if error.kind() == std::io::ErrorKind::NotFound {
+            format!(
+                "'{given}' is a symlink to a file that does not exist; write to the file itself"
+            )
+        } else {
+            io_message(given, &error)
+        }
+    })?;
+    match dir.metadata(&real) {
+        Ok(metadata) if metadata.is_file() => Ok(real),
+        _ => Err(format!(
+            "'{given}' is a symlink to something that is not a file"
+        )),
+    }
+}
 
 impl Files {
     fn writable<'r>(&'r self, given: &str) -> Result<Located<'r>, String> {
@@ -34,12 +63,12 @@ impl Files {
             ));
         }
         let located = self.writable(given)?;
-        let name = located
-            .inner
+        let target = symlink_target(&located, given)?;
+        let name = target
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .ok_or_else(|| format!("'{given}' has no file name"))?;
-        let temp = located.inner.with_file_name(format!(
+        let temp = target.with_file_name(format!(
             ".{name}.switchboard-{:016x}.tmp",
             rand::random::<u64>()
         ));
@@ -47,7 +76,7 @@ impl Files {
         // A file written over keeps its permissions (a 0600 secret stays 0600, a script stays
         // executable); the new file is made with them before it takes the name.
         let kept = dir
-            .symlink_metadata(&located.inner)
+            .symlink_metadata(&target)
             .ok()
             .filter(|metadata| metadata.is_file())
             .map(|metadata| metadata.permissions());
@@ -61,7 +90,7 @@ impl Files {
             file.write_all(content.as_bytes())?;
             file.sync_all()?;
             crate::cancel::ensure_running().map_err(std::io::Error::other)?;
-            dir.rename(&temp, dir, &located.inner)
+            dir.rename(&temp, dir, &target)
         })();
         if let Err(error) = written {
             let _ = dir.remove_file(&temp);

@@ -1,0 +1,91 @@
+//! Writing through a symlink inside a root (regression: write_file and edit_file replaced the
+//! link with a regular file): the file it points to is written, with its permissions, and the
+//! link stays; a dangling link or one to a directory is refused and left as it is.
+
+use std::os::unix::fs::{PermissionsExt, symlink};
+
+use serde_json::{Value, json};
+
+use super::*;
+
+fn files(root: &std::path::Path) -> Files {
+    Files::new(FilesSettings {
+        roots: vec![Root {
+            path: root.to_path_buf(),
+            read_only: false,
+        }],
+        ..FilesSettings::default()
+    })
+    .expect("files")
+}
+
+fn run(files: &Files, tool: &str, arguments: Value) -> Result<ToolOutcome, String> {
+    files.dispatch(tool, arguments.as_object().expect("object"))
+}
+
+fn is_link(path: &std::path::Path) -> bool {
+    std::fs::symlink_metadata(path)
+        .expect("metadata")
+        .file_type()
+        .is_symlink()
+}
+
+#[test]
+fn writes_through_a_link_land_in_its_target_and_keep_the_link() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    std::fs::create_dir(root.join("notes")).expect("notes");
+    let real = root.join("notes/real.md");
+    std::fs::write(&real, "draft").expect("real");
+    std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    symlink("notes/real.md", root.join("today.md")).expect("link");
+    std::fs::create_dir(root.join("sub")).expect("sub");
+    symlink("../notes/real.md", root.join("sub/again.md")).expect("nested link");
+    let files = files(root);
+
+    run(
+        &files,
+        "write_file",
+        json!({"path": "today.md", "content": "written"}),
+    )
+    .expect("write through the link");
+    assert!(is_link(&root.join("today.md")), "the link is still a link");
+    assert_eq!(std::fs::read_to_string(&real).expect("real"), "written");
+    let mode = std::fs::metadata(&real).expect("meta").permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "the target keeps its permissions");
+
+    run(
+        &files,
+        "edit_file",
+        json!({"path": "sub/again.md", "edits": [{"oldText": "written", "newText": "edited"}]}),
+    )
+    .expect("edit through the link");
+    assert!(is_link(&root.join("sub/again.md")));
+    assert_eq!(std::fs::read_to_string(&real).expect("real"), "edited");
+    let beside: Vec<_> = std::fs::read_dir(root.join("notes"))
+        .expect("list")
+        .map(|entry| entry.expect("entry").file_name())
+        .collect();
+    assert_eq!(beside, ["real.md"], "no temporary file is left");
+
+    symlink("missing.md", root.join("dangling.md")).expect("dangling");
+    let refused = run(
+        &files,
+        "write_file",
+        json!({"path": "dangling.md", "content": "x"}),
+    )
+    .expect_err("a dangling link");
+    assert!(refused.contains("does not exist"), "{refused}");
+    assert!(is_link(&root.join("dangling.md")));
+    assert!(!root.join("missing.md").exists());
+
+    symlink("notes", root.join("folder.md")).expect("dir link");
+    let refused = run(
+        &files,
+        "write_file",
+        json!({"path": "folder.md", "content": "x"}),
+    )
+    .expect_err("a link to a directory");
+    assert!(refused.contains("not a file"), "{refused}");
+    assert!(is_link(&root.join("folder.md")));
+}
