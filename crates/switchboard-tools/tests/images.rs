@@ -357,3 +357,39 @@ async fn a_style_negative_prompt_reaches_each_backend() {
     );
     assert!(body.get("negative_prompt").is_none(), "{body}");
 }
+
+/// Regression: response_format was chosen from the configured model before a style's params
+/// were merged, so a style picking another model sent the wrong one (gpt-image-1 refuses it;
+/// dall-e answers a URL without it).
+#[tokio::test]
+async fn a_styles_model_decides_the_response_format() {
+    let fixture = image_api();
+    let style = |model: &str| StyleSpec {
+        suffix: None,
+        negative: None,
+        params: params(json!({"model": model})),
+    };
+    let mut configured = settings(&fixture, ImageBackend::OpenAi);
+    configured.styles = BTreeMap::from([
+        ("classic".to_owned(), style("dall-e-3")),
+        ("modern".to_owned(), style("gpt-image-1")),
+    ]);
+    for (model, chosen, wants_format) in
+        [(None, "classic", true), (Some("dall-e-3"), "modern", false)]
+    {
+        let images = Images::new(ImagesSettings {
+            model: model.map(str::to_owned),
+            ..configured.clone()
+        })
+        .expect("settings");
+        generate(&images, json!({"prompt": "a lighthouse", "style": chosen}))
+            .await
+            .expect("an image");
+        let body = fixture.last().await["body"].clone();
+        assert_eq!(
+            body.get("response_format").is_some(),
+            wants_format,
+            "{chosen}: {body}"
+        );
+    }
+}

@@ -3,7 +3,7 @@
 //! - OpenAI Images: `POST {url}/v1/images/generations`, `Authorization: Bearer KEY`,
 //!   `{model, prompt, n: 1, response_format: "b64_json", …style params}` → `data[0].b64_json`
 //!   (`gpt-image-*` models always answer base64 and refuse `response_format`, so it is left
-//!   out for them). There is no negative prompt: a style's is in the prompt, as `Avoid: …`.
+//!   out for them — decided from the model in effect, a style's `params.model` included). There is no negative prompt: a style's is in the prompt, as `Avoid: …`.
 //! - Automatic1111 / Forge: `POST {url}/sdapi/v1/txt2img`, `{prompt, steps: 20, width: 512,
 //!   height: 512, negative_prompt (the style's negative), …style params}` (with `model`,
 //!   `override_settings.sd_model_checkpoint`) → `images[0]`. An `api_key` of the form
@@ -45,9 +45,6 @@ pub fn request(
             body.insert("model".into(), json!(model));
             body.insert("prompt".into(), json!(prompt));
             body.insert("n".into(), json!(1));
-            if !model.starts_with("gpt-image") {
-                body.insert("response_format".into(), json!("b64_json"));
-            }
             let builder = client.post(format!("{base}/v1/images/generations"));
             match settings.api_key.as_ref().map(SecretString::expose) {
                 Some(key) => builder.bearer_auth(key),
@@ -80,6 +77,16 @@ pub fn request(
     };
     for (key, value) in params {
         body.insert(key.clone(), value.clone());
+    }
+    // After the style's params: a style may choose the model, and the model decides.
+    if settings.backend == ImageBackend::OpenAi {
+        let model = body
+            .get("model")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if !model.starts_with("gpt-image") {
+            body.insert("response_format".into(), json!("b64_json"));
+        }
     }
     builder
         .header(ACCEPT, "application/json")
