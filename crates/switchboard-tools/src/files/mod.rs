@@ -376,6 +376,6 @@ impl ToolProvider for Files {
 }
 
 #[cfg(test)]
-mod link_tests;
+mod write_tests;
 #[cfg(test)]
 mod tests;

@@ -38,6 +38,31 @@ fn symlink_target(located: &Located<'_>, given: &str) -> Result<std::path::PathB
     }
 }
 
+/// `Err` saying so when the directory a file would be written in is missing (or is not a
+/// directory): a write creates the file, never its directories.
+fn parent_exists(
+    located: &Located<'_>,
+    target: &std::path::Path,
+    given: &str,
+) -> Result<(), String> {
+    let Some(parent) = target.parent().filter(|p| !p.as_os_str().is_empty()) else {
+        return Ok(());
+    };
+    let shown = std::path::Path::new(given)
+        .parent()
+        .map_or_else(|| parent.display().to_string(), |p| p.display().to_string());
+    match located.root.dir.metadata(parent) {
+        Ok(metadata) if metadata.is_dir() => Ok(()),
+        Ok(_) => Err(format!(
+            "cannot write '{given}': '{shown}' is not a directory"
+        )),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Err(format!(
+            "cannot write '{given}': its directory '{shown}' does not exist (create it first with create_directory)"
+        )),
+        Err(error) => Err(io_message(given, &error)),
+    }
+}
+
 impl Files {
     fn writable<'r>(&'r self, given: &str) -> Result<Located<'r>, String> {
         let located = locate(&self.roots, given)?;
@@ -64,6 +89,7 @@ impl Files {
         }
         let located = self.writable(given)?;
         let target = symlink_target(&located, given)?;
+        parent_exists(&located, &target, given)?;
         let name = target
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())

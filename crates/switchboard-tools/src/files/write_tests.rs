@@ -1,6 +1,7 @@
 //! Writing through a symlink inside a root (regression: write_file and edit_file replaced the
 //! link with a regular file): the file it points to is written, with its permissions, and the
-//! link stays; a dangling link or one to a directory is refused and left as it is.
+//! link stays; a dangling link or one to a directory is refused and left as it is. And a write
+//! into a directory that does not exist names that directory.
 
 use std::os::unix::fs::{PermissionsExt, symlink};
 
@@ -88,4 +89,40 @@ fn writes_through_a_link_land_in_its_target_and_keep_the_link() {
     .expect_err("a link to a directory");
     assert!(refused.contains("not a file"), "{refused}");
     assert!(is_link(&root.join("folder.md")));
+}
+
+/// Regression: writing into a missing directory said the file "does not exist".
+#[test]
+fn a_write_into_a_missing_directory_says_which_directory_is_missing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("plain.txt"), "x").expect("plain");
+    let files = files(dir.path());
+    let missing = run(
+        &files,
+        "write_file",
+        json!({"path": "notes/today.md", "content": "# Notes"}),
+    )
+    .expect_err("no notes directory");
+    assert!(
+        missing.contains("its directory 'notes' does not exist")
+            && missing.contains("create_directory"),
+        "{missing}"
+    );
+    let not_dir = run(
+        &files,
+        "write_file",
+        json!({"path": "plain.txt/today.md", "content": "x"}),
+    )
+    .expect_err("a file as the directory");
+    assert!(
+        not_dir.contains("'plain.txt' is not a directory"),
+        "{not_dir}"
+    );
+    run(&files, "create_directory", json!({"path": "notes"})).expect("mkdir");
+    run(
+        &files,
+        "write_file",
+        json!({"path": "notes/today.md", "content": "# Notes"}),
+    )
+    .expect("written once the directory exists");
 }
