@@ -164,7 +164,7 @@ impl Files {
                         }
                         Ok(binary @ Content::Binary { size, .. }) => {
                             read += size;
-                            blocks.push(block(path, &binary));
+                            blocks.push(block(&binary));
                             files.push(json!({"path": path, "binary": true}));
                         }
                         Err(error) => {
@@ -332,7 +332,7 @@ fn binary_outcome(path: &str, content: &Content) -> ToolOutcome {
         Content::Text(_) => 0,
     };
     let mut outcome = ToolOutcome::structured(json!({"path": path, "binary": true, "size": size}));
-    outcome.content = vec![block(path, content)];
+    outcome.content = vec![block(content)];
     outcome
 }
 
@@ -376,6 +376,10 @@ impl ToolProvider for Files {
 }
 
 #[cfg(test)]
-mod write_tests;
+mod read_tests;
+#[cfg(test)]
+mod single_root;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod write_tests;

@@ -13,6 +13,8 @@ use super::roots::{io_message, locate};
 pub enum Content {
     Text(String),
     Binary {
+        /// `file:///absolute/path`, percent-encoded.
+        uri: String,
         mime: &'static str,
         base64: String,
         size: u64,
@@ -66,21 +68,33 @@ impl Files {
                 self.max_read_bytes
             ));
         }
+        let uri = file_uri(&located.root.path.join(&located.inner));
         if bytes.contains(&0) {
-            return Ok(self.binary(given, &bytes));
+            return Ok(binary(given, uri, &bytes));
         }
         match String::from_utf8(bytes) {
             Ok(text) => Ok(Content::Text(text)),
-            Err(error) => Ok(self.binary(given, error.as_bytes())),
+            Err(error) => Ok(binary(given, uri, error.as_bytes())),
         }
     }
+}
 
-    fn binary(&self, given: &str, bytes: &[u8]) -> Content {
-        Content::Binary {
-            mime: mime_of(given),
-            base64: base64::engine::general_purpose::STANDARD.encode(bytes),
-            size: bytes.len() as u64,
-        }
+/// The `file:` URI of an absolute path, percent-encoded (`file:///srv/my%20notes/a.bin`).
+fn file_uri(path: &std::path::Path) -> String {
+    match url::Url::from_file_path(path) {
+        Ok(url) => url.to_string(),
+        // Roots are canonical absolute paths, so this is not reached; a bare path still
+        // names the file.
+        Err(()) => format!("file://{}", path.display()),
+    }
+}
+
+fn binary(given: &str, uri: String, bytes: &[u8]) -> Content {
+    Content::Binary {
+        uri,
+        mime: mime_of(given),
+        base64: base64::engine::general_purpose::STANDARD.encode(bytes),
+        size: bytes.len() as u64,
     }
 }
 
@@ -97,12 +111,14 @@ pub fn lines(text: &str, head: Option<usize>, tail: Option<usize>) -> String {
 }
 
 /// A content block for an MCP result.
-pub fn block(given: &str, content: &Content) -> Value {
+pub fn block(content: &Content) -> Value {
     match content {
         Content::Text(text) => json!({"type": "text", "text": text}),
-        Content::Binary { mime, base64, .. } => json!({
+        Content::Binary {
+            uri, mime, base64, ..
+        } => json!({
             "type": "resource",
-            "resource": {"uri": format!("file://{given}"), "mimeType": mime, "blob": base64}
+            "resource": {"uri": uri, "mimeType": mime, "blob": base64}
         }),
     }
 }

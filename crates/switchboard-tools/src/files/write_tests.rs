@@ -5,24 +5,9 @@
 
 use std::os::unix::fs::{PermissionsExt, symlink};
 
-use serde_json::{Value, json};
+use serde_json::json;
 
-use super::*;
-
-fn files(root: &std::path::Path) -> Files {
-    Files::new(FilesSettings {
-        roots: vec![Root {
-            path: root.to_path_buf(),
-            read_only: false,
-        }],
-        ..FilesSettings::default()
-    })
-    .expect("files")
-}
-
-fn run(files: &Files, tool: &str, arguments: Value) -> Result<ToolOutcome, String> {
-    files.dispatch(tool, arguments.as_object().expect("object"))
-}
+use super::single_root::{files, run};
 
 fn is_link(path: &std::path::Path) -> bool {
     std::fs::symlink_metadata(path)
