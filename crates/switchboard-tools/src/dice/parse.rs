@@ -15,7 +15,8 @@
 //!           | "adv" | "dis"                                        advantage / disadvantage
 //! ```
 //!
-//! After a dice term, a bare `d` followed by a number drops the lowest (`4d6d1` = `4d6dl1`).
+//! Directly after a dice term (no space between), a bare `d` followed by a number drops the
+//! lowest (`4d6d1` = `4d6dl1`); `1d6 d6` is two dice terms without an operator, refused.
 //! `adv` and `dis` roll one extra die and keep the highest / lowest (`d20 adv` = `2d20kh1`).
 
 use super::DiceError;
@@ -408,7 +409,8 @@ impl Parser<'_> {
             } else if self.eat("k") {
                 let n = self.number_after("k")?;
                 keep(dice, Keep::Highest(n), self)?;
-            } else if self.peek().is_some_and(|c| c == 'd' || c == 'D')
+            } else if self.at == before
+                && self.peek().is_some_and(|c| c == 'd' || c == 'D')
                 && self
                     .chars
                     .get(self.at + 1)

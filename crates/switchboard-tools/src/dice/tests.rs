@@ -163,6 +163,27 @@ fn errors_name_the_column() {
     assert!(error("1d6r<7").contains("matches every face"));
 }
 
+/// Regression: "1d6 d6" was read as 1d6 drop-lowest-6 (a silent 0); a bare `d` drops only
+/// directly after its dice term, so two dice terms without an operator are refused.
+#[test]
+fn two_dice_terms_without_an_operator_are_refused() {
+    for (expression, column) in [("1d6 d6", 5), ("4d6 d1", 5), ("2d20 d20 + 1", 6)] {
+        let message = error(expression);
+        assert_eq!(
+            message,
+            format!("unexpected 'd' at column {column}"),
+            "{expression}"
+        );
+    }
+    let dice = seeded(3);
+    let kept = |expression: &str| {
+        let outcome = dice.roll(expression).expect(expression);
+        outcome.rolls[0].dice.iter().filter(|d| d.kept).count()
+    };
+    assert_eq!(kept("4d6d1"), 3, "a bare d directly after the term drops");
+    assert_eq!(kept("4d6 dl1"), 3, "a named drop may follow a space");
+}
+
 #[test]
 fn limits_keep_every_roll_cheap() {
     assert_eq!(error("1001d6"), "at most 1000 dice per roll at column 1");
