@@ -7,6 +7,7 @@
 mod definitions;
 mod edit;
 mod listing;
+mod partial;
 mod read;
 pub mod roots;
 mod write;
@@ -22,7 +23,7 @@ use switchboard_core::upstream::{ToolError, ToolProvider};
 use switchboard_core::{CallContext, ToolDefinition, ToolOutcome};
 
 use edit::Edit;
-use read::{Content, block, lines};
+use read::{Content, block};
 use roots::{RootDir, RootError};
 
 /// One root of the files provider.
@@ -118,14 +119,17 @@ impl Files {
         match tool {
             "read_file" => {
                 let path = text("path")?;
-                match self.read(path)? {
-                    Content::Text(content) => {
-                        let shown = lines(&content, number("head"), number("tail"));
-                        Ok(with_text(
-                            json!({"path": path, "content": shown, "binary": false}),
-                            shown,
-                        ))
-                    }
+                let (head, tail) = (number("head"), number("tail"));
+                let content = if head.is_some() || tail.is_some() {
+                    self.read_lines(path, head, tail)?
+                } else {
+                    self.read(path)?
+                };
+                match content {
+                    Content::Text(shown) => Ok(with_text(
+                        json!({"path": path, "content": shown, "binary": false}),
+                        shown,
+                    )),
                     binary @ Content::Binary { .. } => Ok(binary_outcome(path, &binary)),
                 }
             }

@@ -7,7 +7,7 @@ use base64::Engine;
 use serde_json::{Value, json};
 
 use super::Files;
-use super::roots::{io_message, locate};
+use super::roots::{Located, io_message, locate};
 
 /// What a read produced.
 pub enum Content {
@@ -38,15 +38,24 @@ fn mime_of(path: &str) -> &'static str {
 }
 
 impl Files {
-    /// Reads one file, within the size limit.
-    pub(super) fn read(&self, given: &str) -> Result<Content, String> {
+    /// Opens `given` inside its root: where it is, the open file and its metadata.
+    pub(super) fn open_for_reading(
+        &self,
+        given: &str,
+    ) -> Result<(Located<'_>, cap_std::fs::File, cap_std::fs::Metadata), String> {
         let located = locate(&self.roots, given)?;
-        let mut file = located
+        let file = located
             .root
             .dir
             .open(located.rel())
             .map_err(|e| io_message(given, &e))?;
         let meta = file.metadata().map_err(|e| io_message(given, &e))?;
+        Ok((located, file, meta))
+    }
+
+    /// Reads one file, within the size limit.
+    pub(super) fn read(&self, given: &str) -> Result<Content, String> {
+        let (located, mut file, meta) = self.open_for_reading(given)?;
         if meta.is_dir() {
             return Err(format!("'{given}' is a directory (use list_directory)"));
         }

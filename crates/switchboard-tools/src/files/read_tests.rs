@@ -4,6 +4,7 @@
 use serde_json::{Value, json};
 
 use super::single_root::{files, run};
+use super::{Files, FilesSettings, Root};
 
 #[test]
 fn a_binary_file_is_named_by_an_absolute_percent_encoded_file_uri() {
@@ -37,4 +38,50 @@ fn a_binary_file_is_named_by_an_absolute_percent_encoded_file_uri() {
         .collect();
     assert_eq!(uris, [&json!(expected)]);
     assert!(expected.starts_with("file:///"), "{expected}");
+}
+
+/// Regression: head and tail were refused for a file over max_read_bytes; they now read only
+/// the start, or a window at the end, within the limit.
+#[test]
+fn head_and_tail_of_a_file_over_the_read_limit() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log: String = (1..=2_000).map(|n| format!("line {n}\n")).collect();
+    std::fs::write(dir.path().join("big.log"), &log).expect("log");
+    let files = Files::new(FilesSettings {
+        roots: vec![Root {
+            path: dir.path().to_path_buf(),
+            read_only: true,
+        }],
+        max_read_bytes: 1_000,
+        max_write_bytes: 1_000,
+    })
+    .expect("files");
+    let content = |arguments: Value| -> Result<String, String> {
+        let read = run(&files, "read_file", arguments)?;
+        Ok(read.structured_content.expect("structured")["content"]
+            .as_str()
+            .expect("content")
+            .to_owned())
+    };
+    assert_eq!(
+        content(json!({"path": "big.log", "head": 3})).expect("head"),
+        "line 1\nline 2\nline 3\n"
+    );
+    assert_eq!(
+        content(json!({"path": "big.log", "tail": 2})).expect("tail"),
+        "line 1999\nline 2000\n"
+    );
+    let whole = content(json!({"path": "big.log"})).expect_err("whole file");
+    assert!(
+        whole.contains("over the read limit of 1000 bytes"),
+        "{whole}"
+    );
+    for (key, which) in [("head", "first"), ("tail", "last")] {
+        let too_many = content(json!({"path": "big.log", key: 500})).expect_err(key);
+        assert!(
+            too_many.contains(&format!("the {which} 500 lines"))
+                && too_many.contains("ask for fewer"),
+            "{too_many}"
+        );
+    }
 }
