@@ -116,9 +116,13 @@ pub fn all() -> Vec<ToolDefinition> {
         tool(
             "list_directory",
             "List a directory",
-            "The entries of one directory, marked [DIR] or [FILE], with sizes.",
-            object(json!({"path": path("Directory path")}), &["path"]),
-            json!({"type": "object", "properties": {"path": string, "entries": {"type": "array", "items": {"type": "object", "properties": {"name": string, "type": string, "size": {"type": "integer"}}}}}, "required": ["path", "entries"]}),
+            "The entries of one directory, marked [DIR] or [FILE], with sizes; at most max_entries (truncated: true when there are more).",
+            object(
+                json!({"path": path("Directory path"),
+                "max_entries": {"type": "integer", "minimum": 1, "maximum": 20000, "description": "Default 1000"}}),
+                &["path"],
+            ),
+            json!({"type": "object", "properties": {"path": string, "entries": {"type": "array", "items": {"type": "object", "properties": {"name": string, "type": string, "size": {"type": "integer"}}}}, "truncated": {"type": "boolean"}}, "required": ["path", "entries", "truncated"]}),
             Effect::Reads,
             (2, 200),
         ),

@@ -37,12 +37,19 @@ struct Entry {
     meta: cap_std::fs::Metadata,
 }
 
-/// Entries of one directory, sorted by name. An entry that goes between the listing and the
-/// look at it (a file another call is writing and renaming) is passed over, not an error.
-fn entries(dir: &Dir, path: &Path) -> std::io::Result<Vec<Entry>> {
+/// At most `max` entries of one directory, sorted by name, and whether there were more (then
+/// the reading stopped: which `max` are listed is the file system's order, not the names').
+/// An entry that goes between the listing and the look at it (a file another call is writing
+/// and renaming) is passed over, not an error.
+fn entries(dir: &Dir, path: &Path, max: usize) -> std::io::Result<(Vec<Entry>, bool)> {
     let mut found = Vec::new();
+    let mut more = false;
     for entry in dir.read_dir(path)? {
         let entry = entry?;
+        if found.len() >= max {
+            more = true;
+            break;
+        }
         let meta = match entry.metadata() {
             Ok(meta) => meta,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => continue,
@@ -56,20 +63,26 @@ fn entries(dir: &Dir, path: &Path) -> std::io::Result<Vec<Entry>> {
         });
     }
     found.sort_by(|a, b| a.name.cmp(&b.name));
-    Ok(found)
+    Ok((found, more))
 }
 
 impl Files {
-    pub(super) fn list_directory(&self, given: &str) -> Result<Vec<Value>, String> {
+    /// At most `max` entries of a directory, and whether it has more.
+    pub(super) fn list_directory(
+        &self,
+        given: &str,
+        max: usize,
+    ) -> Result<(Vec<Value>, bool), String> {
         let located = locate(&self.roots, given)?;
-        let listed =
-            entries(&located.root.dir, located.rel()).map_err(|e| io_message(given, &e))?;
-        Ok(listed
+        let (listed, more) =
+            entries(&located.root.dir, located.rel(), max).map_err(|e| io_message(given, &e))?;
+        let listed = listed
             .into_iter()
             .map(|Entry { name, meta, .. }| {
                 json!({"name": name, "type": kind(&meta), "size": meta.len()})
             })
-            .collect())
+            .collect();
+        Ok((listed, more))
     }
 
     pub(super) fn directory_tree(
@@ -104,11 +117,16 @@ impl Files {
         truncated: &mut bool,
     ) -> std::io::Result<Value> {
         let mut children = Vec::new();
+        // Read no more of a directory than the tree may still show (and one to know).
+        let (listed, more) = entries(dir, path, limit.saturating_sub(*visited))?;
+        if more {
+            *truncated = true;
+        }
         for Entry {
             name,
             file_name,
             meta,
-        } in entries(dir, path)?
+        } in listed
         {
             if *visited >= limit {
                 *truncated = true;
@@ -150,8 +168,11 @@ impl Files {
         let mut visited = 0usize;
         let mut truncated = false;
         while let Some(path) = stack.pop() {
-            let listed = match entries(dir, &path) {
-                Ok(listed) => listed,
+            let listed = match entries(dir, &path, MAX_VISITED.saturating_sub(visited)) {
+                Ok((listed, more)) => {
+                    truncated |= more;
+                    listed
+                }
                 Err(error) if path == located.rel() => return Err(io_message(given, &error)),
                 Err(_) => continue,
             };

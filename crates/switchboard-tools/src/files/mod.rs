@@ -221,7 +221,8 @@ impl Files {
             }
             "list_directory" => {
                 let path = text("path")?;
-                let entries = self.list_directory(path)?;
+                let max = number("max_entries").unwrap_or(1_000).clamp(1, 20_000);
+                let (entries, truncated) = self.list_directory(path, max)?;
                 let lines: Vec<String> = entries
                     .iter()
                     .map(|e| {
@@ -233,9 +234,15 @@ impl Files {
                         format!("{tag} {}", e["name"].as_str().unwrap_or(""))
                     })
                     .collect();
+                let mut text = lines.join("\n");
+                if truncated {
+                    text.push_str(&format!(
+                        "\n… more entries not listed (at most {max}; raise max_entries)"
+                    ));
+                }
                 Ok(with_text(
-                    json!({"path": path, "entries": entries}),
-                    lines.join("\n"),
+                    json!({"path": path, "entries": entries, "truncated": truncated}),
+                    text,
                 ))
             }
             "directory_tree" => {
@@ -379,6 +386,8 @@ impl ToolProvider for Files {
     }
 }
 
+#[cfg(test)]
+mod listing_tests;
 #[cfg(test)]
 mod read_tests;
 #[cfg(test)]
