@@ -4,6 +4,9 @@
 //!
 //! * keys it rejects (`additionalProperties`, `$schema`, `$ref`/`$defs` — inlining is not
 //!   attempted —, `default`, `examples`, …) are dropped;
+//! * `format` stays only where Gemini takes it (`enum`/`date-time` on strings, `int32`/`int64`
+//!   on integers, `float`/`double` on numbers); any other (`uri`, `email`, `uuid`, …) moves
+//!   into the description as `(format: uri)`;
 //! * type unions become their first non-null type, `nullable` for the null;
 //! * `anyOf` and `oneOf` become `anyOf` of their members in the subset (a `{"type": "null"}`
 //!   member becomes `nullable`; a single member left is inlined);
@@ -76,7 +79,44 @@ fn subset(schema: &Value) -> Value {
     if let Some(values) = values {
         enumeration(values, &mut out);
     }
+    keep_format(&mut out);
     Value::Object(out)
+}
+
+/// The `format`s Gemini takes, per type; it answers HTTP 400 to any other.
+const FORMATS: [(&str, &[&str]); 3] = [
+    ("string", &["enum", "date-time"]),
+    ("integer", &["int32", "int64"]),
+    ("number", &["float", "double"]),
+];
+
+/// Keeps `out`'s `format` where Gemini takes it for `out`'s type, else moves it into the
+/// description (`(format: uri)`): the model still learns what the tool expects.
+fn keep_format(out: &mut Map<String, Value>) {
+    let Some(format) = out.remove("format") else {
+        return;
+    };
+    let kind = out.get("type").and_then(Value::as_str).unwrap_or("");
+    let allowed = FORMATS
+        .iter()
+        .any(|(type_, formats)| *type_ == kind && formats.iter().any(|f| format == *f));
+    if allowed {
+        out.insert("format".into(), format);
+        return;
+    }
+    let named = format
+        .as_str()
+        .map_or_else(|| format.to_string(), str::to_owned);
+    describe(out, &format!("(format: {named})"));
+}
+
+/// Appends `hint` to `out`'s description (or makes it the description).
+fn describe(out: &mut Map<String, Value>, hint: &str) {
+    let description = match out.get("description").and_then(Value::as_str) {
+        Some(text) if !text.trim().is_empty() => format!("{} {hint}", text.trim_end()),
+        _ => hint.to_owned(),
+    };
+    out.insert("description".into(), Value::String(description));
 }
 
 /// `anyOf` / `oneOf` of `map` into `out`, as `anyOf` of subset members.
@@ -145,12 +185,7 @@ fn enumeration(values: Vec<Value>, out: &mut Map<String, Value>) {
         return;
     }
     let listed: Vec<String> = values.iter().map(Value::to_string).collect();
-    let hint = format!("One of: {}.", listed.join(", "));
-    let description = match out.get("description").and_then(Value::as_str) {
-        Some(text) if !text.trim().is_empty() => format!("{} {hint}", text.trim_end()),
-        _ => hint,
-    };
-    out.insert("description".into(), Value::String(description));
+    describe(out, &format!("One of: {}.", listed.join(", ")));
 }
 
 /// A name Gemini takes: the LLM-safe name, of `_` and the name unless it starts with a
@@ -235,6 +270,49 @@ mod tests {
         assert_eq!(
             properties["kind"],
             json!({"type": "string", "enum": ["page"]})
+        );
+    }
+
+    /// Gemini takes `format` only as `enum`/`date-time` on strings, `int32`/`int64` on
+    /// integers and `float`/`double` on numbers (any other is HTTP 400 for the whole
+    /// request): the rest move into the description, nested ones too.
+    #[test]
+    fn formats_gemini_rejects_move_to_the_description() {
+        let declaration = declared(
+            "fetch",
+            json!({"type": "object", "properties": {
+                "url": {"type": "string", "format": "uri", "description": "Page to fetch"},
+                "when": {"type": "string", "format": "date-time"},
+                "count": {"type": "integer", "format": "int64"},
+                "ratio": {"type": "number", "format": "double"},
+                "id": {"type": "integer", "format": "uint32"},
+                "links": {"type": "array", "items": {"type": "string", "format": "uri"}},
+            }}),
+        );
+        let properties = &declaration["parameters"]["properties"];
+        assert_eq!(
+            properties["url"],
+            json!({"type": "string", "description": "Page to fetch (format: uri)"})
+        );
+        assert_eq!(
+            properties["when"],
+            json!({"type": "string", "format": "date-time"})
+        );
+        assert_eq!(
+            properties["count"],
+            json!({"type": "integer", "format": "int64"})
+        );
+        assert_eq!(
+            properties["ratio"],
+            json!({"type": "number", "format": "double"})
+        );
+        assert_eq!(
+            properties["id"],
+            json!({"type": "integer", "description": "(format: uint32)"})
+        );
+        assert_eq!(
+            properties["links"]["items"],
+            json!({"type": "string", "description": "(format: uri)"})
         );
     }
 
