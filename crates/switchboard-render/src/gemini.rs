@@ -14,6 +14,11 @@
 //!   no type whose values are all numbers or booleans takes that type, and on a non-string
 //!   schema the values move to the description (`One of: 1, 2, 3.`) — stringified, they
 //!   would make the model send `"1"` where the tool takes `1`;
+//! * an object without properties (a map of `additionalProperties`, or any object) is
+//!   refused: it loses its type and says `(a JSON object; each value: string)` in its
+//!   description; an array needs `items`: tuple items (`prefixItems`) become `items` of their
+//!   one type or `anyOf` their types, the order in the description (`(in order: string,
+//!   integer)`), and an array that says nothing of its items takes strings;
 //! * a tool without parameters declares none (an object schema without properties is
 //!   refused);
 //! * a name must start with a letter or `_`: one that does not is prefixed with `_`.
@@ -52,6 +57,8 @@ fn subset(schema: &Value) -> Value {
                     .map(|p| p.iter().map(|(k, v)| (k.clone(), subset(v))).collect())
                     .unwrap_or_default(),
             ),
+            // Draft-04 tuple `items` (an array) are read by `array_items`.
+            "items" if !value.is_object() => continue,
             "items" => subset(value),
             "type" => match value {
                 Value::Array(types) => {
@@ -80,7 +87,85 @@ fn subset(schema: &Value) -> Value {
         enumeration(values, &mut out);
     }
     keep_format(&mut out);
+    match out.get("type").and_then(Value::as_str) {
+        Some("object") => open_object(map, &mut out),
+        Some("array") => array_items(map, &mut out),
+        _ => {}
+    }
     Value::Object(out)
+}
+
+/// An object schema without properties (a map: `additionalProperties`, or no constraint at
+/// all) is refused by Gemini ("properties: should be non-empty for OBJECT type"): it loses
+/// its type — the model may then send any JSON value — and the description says it is an
+/// object, with the type of its values when `additionalProperties` gives one.
+fn open_object(map: &Map<String, Value>, out: &mut Map<String, Value>) {
+    let has_properties = out
+        .get("properties")
+        .and_then(Value::as_object)
+        .is_some_and(|properties| !properties.is_empty());
+    if has_properties {
+        return;
+    }
+    out.remove("type");
+    out.remove("properties");
+    out.remove("required");
+    let values = map
+        .get("additionalProperties")
+        .filter(|values| values.is_object())
+        .map(subset)
+        .and_then(|values| {
+            values
+                .get("type")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        });
+    match values {
+        Some(kind) => describe(out, &format!("(a JSON object; each value: {kind})")),
+        None => describe(out, "(a JSON object)"),
+    }
+}
+
+/// An array schema without usable `items` is refused by Gemini ("items: missing field"):
+/// tuple items (`prefixItems`, or draft-04 `items` as an array) become `items` of their one
+/// type, or `anyOf` their types, with the order in the description; an array that says
+/// nothing of its items takes strings.
+fn array_items(map: &Map<String, Value>, out: &mut Map<String, Value>) {
+    let usable = out
+        .get("items")
+        .and_then(Value::as_object)
+        .is_some_and(|items| items.contains_key("type") || items.contains_key("anyOf"));
+    if usable {
+        return;
+    }
+    let tuple = map
+        .get("prefixItems")
+        .or_else(|| map.get("items"))
+        .and_then(Value::as_array);
+    let members: Vec<Value> = tuple
+        .map(|members| members.iter().map(subset).collect())
+        .unwrap_or_default();
+    let mut distinct: Vec<Value> = Vec::with_capacity(members.len());
+    for member in &members {
+        if (member.get("type").is_some() || member.get("anyOf").is_some())
+            && !distinct.contains(member)
+        {
+            distinct.push(member.clone());
+        }
+    }
+    let items = match <[Value; 1]>::try_from(distinct) {
+        Ok([only]) => only,
+        Err(distinct) if !distinct.is_empty() => json!({"anyOf": distinct}),
+        Err(_) => json!({"type": "string"}),
+    };
+    if !members.is_empty() {
+        let order: Vec<&str> = members
+            .iter()
+            .map(|member| member.get("type").and_then(Value::as_str).unwrap_or("any"))
+            .collect();
+        describe(out, &format!("(in order: {})", order.join(", ")));
+    }
+    out.insert("items".into(), items);
 }
 
 /// The `format`s Gemini takes, per type; it answers HTTP 400 to any other.
@@ -313,6 +398,55 @@ mod tests {
         assert_eq!(
             properties["links"]["items"],
             json!({"type": "string", "description": "(format: uri)"})
+        );
+    }
+
+    /// Gemini refuses an object without properties and an array without items (HTTP 400
+    /// for the whole request), nested ones too: a map loses its type and says what it is,
+    /// tuples become items of their types, a bare array takes strings.
+    #[test]
+    fn nested_maps_and_tuples_become_what_gemini_takes() {
+        let declaration = declared(
+            "shape",
+            json!({"type": "object", "properties": {
+                "labels": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Labels"},
+                "extra": {"type": "object"},
+                "tags": {"type": "array"},
+                "point": {"type": "array", "prefixItems": [{"type": "number"}, {"type": "number"}]},
+                "pair": {"type": "array", "prefixItems": [{"type": "string"}, {"type": "integer"}]},
+                "old": {"type": "array", "items": [{"type": "boolean"}]},
+                "rows": {"type": "array", "items": {"type": "object", "properties": {"id": {"type": "integer"}}}},
+            }}),
+        );
+        let properties = &declaration["parameters"]["properties"];
+        assert_eq!(
+            properties["labels"],
+            json!({"description": "Labels (a JSON object; each value: string)"})
+        );
+        assert_eq!(
+            properties["extra"],
+            json!({"description": "(a JSON object)"})
+        );
+        assert_eq!(
+            properties["tags"],
+            json!({"type": "array", "items": {"type": "string"}})
+        );
+        assert_eq!(
+            properties["point"],
+            json!({"type": "array", "items": {"type": "number"}, "description": "(in order: number, number)"})
+        );
+        assert_eq!(
+            properties["pair"],
+            json!({"type": "array", "items": {"anyOf": [{"type": "string"}, {"type": "integer"}]},
+                   "description": "(in order: string, integer)"})
+        );
+        assert_eq!(
+            properties["old"],
+            json!({"type": "array", "items": {"type": "boolean"}, "description": "(in order: boolean)"})
+        );
+        assert_eq!(
+            properties["rows"]["items"],
+            json!({"type": "object", "properties": {"id": {"type": "integer"}}})
         );
     }
 
