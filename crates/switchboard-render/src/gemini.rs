@@ -2,8 +2,11 @@
 //! an OpenAPI subset of JSON Schema, and one declaration it rejects fails the whole request
 //! (HTTP 400), so every schema is brought inside that subset:
 //!
-//! * keys it rejects (`additionalProperties`, `$schema`, `$ref`/`$defs` — inlining is not
-//!   attempted —, `default`, `examples`, …) are dropped;
+//! * local `$ref`s are inlined and `allOf` members merged into their holder first
+//!   ([`crate::inline`]; a recursive or foreign reference becomes a description holding the
+//!   minified schema it stood for);
+//! * keys it rejects (`additionalProperties`, `$schema`, `default`, `examples`, …) are
+//!   dropped;
 //! * `format` stays only where Gemini takes it (`enum`/`date-time` on strings, `int32`/`int64`
 //!   on integers, `float`/`double` on numbers); any other (`uri`, `email`, `uuid`, …) moves
 //!   into the description as `(format: uri)`;
@@ -25,7 +28,12 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::{RenderTool, names::llm_name, slim::slim};
+use crate::{
+    RenderTool,
+    inline::{inlined, with_hint},
+    names::llm_name,
+    slim::slim,
+};
 
 const KEEP: [&str; 11] = [
     "type",
@@ -197,10 +205,7 @@ fn keep_format(out: &mut Map<String, Value>) {
 
 /// Appends `hint` to `out`'s description (or makes it the description).
 fn describe(out: &mut Map<String, Value>, hint: &str) {
-    let description = match out.get("description").and_then(Value::as_str) {
-        Some(text) if !text.trim().is_empty() => format!("{} {hint}", text.trim_end()),
-        _ => hint.to_owned(),
-    };
+    let description = with_hint(out.get("description"), hint);
     out.insert("description".into(), Value::String(description));
 }
 
@@ -286,7 +291,7 @@ fn gemini_name(name: &str) -> String {
 
 /// A tool's parameters, or none when it takes none.
 fn parameters(tool: &RenderTool<'_>) -> Option<Value> {
-    let parameters = subset(&slim(&tool.definition.input_schema));
+    let parameters = subset(&inlined(&slim(&tool.definition.input_schema)));
     let takes_some = parameters
         .get("properties")
         .and_then(Value::as_object)
@@ -447,6 +452,29 @@ mod tests {
         assert_eq!(
             properties["rows"]["items"],
             json!({"type": "object", "properties": {"id": {"type": "integer"}}})
+        );
+    }
+
+    /// pydantic's `$ref` into `$defs` and a root `allOf` keep their parameters.
+    #[test]
+    fn references_and_all_of_keep_their_parameters() {
+        let declaration = declared(
+            "search",
+            json!({"type": "object", "properties": {"opts": {"$ref": "#/$defs/Opts"}},
+                   "$defs": {"Opts": {"type": "object", "properties": {"depth": {"type": "integer"}}}}}),
+        );
+        assert_eq!(
+            declaration["parameters"],
+            json!({"type": "object", "properties": {"opts": {"type": "object",
+                "properties": {"depth": {"type": "integer"}}}}})
+        );
+        let declaration = declared(
+            "query",
+            json!({"allOf": [{"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}]}),
+        );
+        assert_eq!(
+            declaration["parameters"],
+            json!({"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]})
         );
     }
 

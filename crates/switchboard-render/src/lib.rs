@@ -1,12 +1,14 @@
 //! Renderers: one catalog of tools, written for whichever API reads it — MCP, OpenAI (Chat
 //! Completions, Responses, Realtime), Anthropic, Gemini — or as a compact one-line-per-tool
-//! listing or TOON; plus LLM-safe names, meaning-preserving schema slimming, o200k_base token
+//! listing or TOON; plus LLM-safe names, meaning-preserving schema slimming, `$ref`/`allOf`
+//! inlining for readers that do not follow them, o200k_base token
 //! counts, and adaptive TOON for results. Every choice of format here was measured
 //! (`cargo run -p bench --release -- tokens`).
 
 pub mod anthropic;
 pub mod compact;
 pub mod gemini;
+pub mod inline;
 pub mod mcp;
 pub mod names;
 pub mod openai;

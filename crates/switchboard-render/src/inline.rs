@@ -1,0 +1,276 @@
+//! Local `$ref`s and `allOf`, resolved into the schema that holds them, for the renderers
+//! whose readers do not follow them: Gemini's subset drops `$ref`, `$defs` and `allOf`, and
+//! the compact listing reads only a schema's own `properties`. Without this, a pydantic
+//! model's nested parameter (`{"$ref": "#/$defs/Opts"}`) or a root `allOf` of parameter
+//! groups renders as no parameters at all.
+//!
+//! [`inlined`] replaces every local reference (`#` plus a JSON pointer: `#/$defs/X`,
+//! `#/definitions/X`) by its target and merges every `allOf` member into the schema holding
+//! it (properties and `required` united; the holder's own keys win). A reference that cannot
+//! be inlined — not local, pointing nowhere, recursive, or deeper than [`MAX_DEPTH`] —
+//! becomes a schema whose description holds the minified JSON Schema it stood for, so the
+//! model still reads it. [`root_merged`] does the same at the root only, for the APIs that
+//! follow `$ref` themselves (OpenAI, Anthropic) but need an object schema at the root.
+
+use serde_json::{Map, Value};
+
+/// References followed inside one another before the rest is described instead.
+pub const MAX_DEPTH: usize = 8;
+
+/// The target of a local reference in `root`.
+fn target<'a>(root: &'a Value, reference: &str) -> Option<&'a Value> {
+    root.pointer(reference.strip_prefix('#')?)
+}
+
+/// Merges `member` into `out`: properties and `required` united, other keys kept where `out`
+/// already has them.
+fn merge(out: &mut Map<String, Value>, member: Value) {
+    let Value::Object(member) = member else {
+        return;
+    };
+    for (key, value) in member {
+        match (key.as_str(), out.get_mut(&key), value) {
+            ("properties", Some(Value::Object(mine)), Value::Object(theirs)) => {
+                for (name, schema) in theirs {
+                    mine.entry(name).or_insert(schema);
+                }
+            }
+            ("required", Some(Value::Array(mine)), Value::Array(theirs)) => {
+                for name in theirs {
+                    if !mine.contains(&name) {
+                        mine.push(name);
+                    }
+                }
+            }
+            (_, Some(_), _) => {}
+            (_, None, value) => {
+                out.insert(key, value);
+            }
+        }
+    }
+}
+
+/// An object with `properties` but no `type` is an object.
+fn typed(out: &mut Map<String, Value>) {
+    if !out.contains_key("type") && out.contains_key("properties") {
+        out.insert("type".into(), Value::String("object".into()));
+    }
+}
+
+/// `description` (a schema's, if any) with `hint` after it.
+pub(crate) fn with_hint(description: Option<&Value>, hint: &str) -> String {
+    match description.and_then(Value::as_str) {
+        Some(text) if !text.trim().is_empty() => format!("{} {hint}", text.trim_end()),
+        _ => hint.to_owned(),
+    }
+}
+
+/// A schema saying, in its description, the JSON Schema `original` it stands for.
+fn described(description: Option<&Value>, original: &Value) -> Value {
+    let text = with_hint(description, &format!("(JSON Schema: {original})"));
+    let mut out = Map::new();
+    out.insert("description".into(), Value::String(text));
+    Value::Object(out)
+}
+
+struct Inliner<'a> {
+    root: &'a Value,
+    /// The references being inlined, outermost first.
+    following: Vec<String>,
+}
+
+impl Inliner<'_> {
+    fn schema(&mut self, value: &Value) -> Value {
+        match value {
+            Value::Object(map) => self.object(map),
+            Value::Array(members) => Value::Array(members.iter().map(|m| self.schema(m)).collect()),
+            other => other.clone(),
+        }
+    }
+
+    fn object(&mut self, map: &Map<String, Value>) -> Value {
+        let resolved = match map.get("$ref").and_then(Value::as_str) {
+            Some(reference) => match self.reference(reference) {
+                Ok(resolved) => Some(resolved),
+                Err(original) => return described(map.get("description"), &original),
+            },
+            None => None,
+        };
+        let mut out = Map::with_capacity(map.len());
+        for (key, value) in map {
+            let inlined = match key.as_str() {
+                "$ref" | "$defs" | "definitions" | "allOf" => continue,
+                "properties" | "patternProperties" => Value::Object(
+                    value
+                        .as_object()
+                        .map(|named| {
+                            named
+                                .iter()
+                                .map(|(name, schema)| (name.clone(), self.schema(schema)))
+                                .collect()
+                        })
+                        .unwrap_or_default(),
+                ),
+                "enum" | "const" | "default" | "examples" | "required" => value.clone(),
+                _ => self.schema(value),
+            };
+            out.insert(key.clone(), inlined);
+        }
+        if let Some(resolved) = resolved {
+            merge(&mut out, resolved);
+        }
+        if let Some(members) = map.get("allOf").and_then(Value::as_array) {
+            for member in members {
+                let member = self.schema(member);
+                merge(&mut out, member);
+            }
+        }
+        if map.contains_key("$ref") || map.contains_key("allOf") {
+            typed(&mut out);
+        }
+        Value::Object(out)
+    }
+
+    /// The target of `reference`, inlined; or, where it cannot be, the JSON Schema to
+    /// describe instead (the target, or the reference itself).
+    fn reference(&mut self, reference: &str) -> Result<Value, Value> {
+        let Some(found) = target(self.root, reference) else {
+            let mut original = Map::new();
+            original.insert("$ref".into(), Value::String(reference.to_owned()));
+            return Err(Value::Object(original));
+        };
+        let recursive = self.following.iter().any(|seen| seen == reference);
+        if recursive || self.following.len() >= MAX_DEPTH {
+            return Err(found.clone());
+        }
+        self.following.push(reference.to_owned());
+        let resolved = self.schema(found);
+        self.following.pop();
+        Ok(resolved)
+    }
+}
+
+/// A copy of `schema` with its local references and `allOf`s inlined (module doc).
+pub fn inlined(schema: &Value) -> Value {
+    Inliner {
+        root: schema,
+        following: Vec::new(),
+    }
+    .schema(schema)
+}
+
+/// A copy of `schema` with only a root `$ref` and root `allOf` merged into the root (their
+/// own references left for the reader to follow: `$defs` stays), so the root is an object
+/// schema with its properties.
+pub fn root_merged(schema: &Value) -> Value {
+    let Value::Object(root) = schema else {
+        return schema.clone();
+    };
+    if !root.contains_key("$ref") && !root.contains_key("allOf") {
+        return schema.clone();
+    }
+    let one_level = |member: &Value| -> Option<Value> {
+        match member.get("$ref").and_then(Value::as_str) {
+            Some(reference) => target(schema, reference).cloned(),
+            None => Some(member.clone()),
+        }
+    };
+    let mut members = Vec::new();
+    if root.contains_key("$ref") {
+        members.push(one_level(schema));
+    }
+    if let Some(all) = root.get("allOf").and_then(Value::as_array) {
+        members.extend(all.iter().map(one_level));
+    }
+    // A reference that points nowhere: the reader's own error says so better than a guess.
+    let Some(members) = members.into_iter().collect::<Option<Vec<Value>>>() else {
+        return schema.clone();
+    };
+    let mut out = root.clone();
+    out.remove("$ref");
+    out.remove("allOf");
+    for member in members {
+        merge(&mut out, member);
+    }
+    typed(&mut out);
+    Value::Object(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// pydantic's nested model: the `$ref` is replaced by its definition, `$defs` goes, and
+    /// the reference's own description stays over the definition's.
+    #[test]
+    fn local_references_are_inlined() {
+        let schema = json!({
+            "type": "object",
+            "properties": {"opts": {"$ref": "#/$defs/Opts", "description": "Options"}},
+            "$defs": {"Opts": {"type": "object", "description": "Theirs",
+                               "properties": {"depth": {"type": "integer"}}}},
+        });
+        assert_eq!(
+            inlined(&schema),
+            json!({"type": "object", "properties": {"opts": {
+                "description": "Options", "type": "object",
+                "properties": {"depth": {"type": "integer"}}}}})
+        );
+    }
+
+    /// A root `allOf` of parameter groups (and a root `$ref`) is one object schema.
+    #[test]
+    fn all_of_members_merge_into_their_holder() {
+        let schema = json!({
+            "allOf": [
+                {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]},
+                {"$ref": "#/definitions/B"},
+            ],
+            "definitions": {"B": {"properties": {"b": {"type": "integer"}}, "required": ["b"]}},
+        });
+        let expected = json!({"type": "object",
+            "properties": {"a": {"type": "string"}, "b": {"type": "integer"}},
+            "required": ["a", "b"]});
+        assert_eq!(inlined(&schema), expected);
+        let merged = root_merged(&schema);
+        assert_eq!(merged["properties"]["a"], json!({"type": "string"}));
+        assert_eq!(merged["properties"]["b"], json!({"type": "integer"}));
+        assert_eq!(merged["required"], json!(["a", "b"]));
+        assert_eq!(merged["type"], "object");
+        let rooted = json!({"$ref": "#/$defs/Args", "$defs": {"Args": {"type": "object",
+            "properties": {"q": {"$ref": "#/$defs/Q"}}}, "Q": {"type": "string"}}});
+        let merged = root_merged(&rooted);
+        assert_eq!(merged["properties"]["q"], json!({"$ref": "#/$defs/Q"}));
+        assert!(merged.get("$defs").is_some(), "{merged}");
+        assert_eq!(
+            inlined(&rooted),
+            json!({"type": "object", "properties": {"q": {"type": "string"}}})
+        );
+    }
+
+    /// A recursive or dangling reference ends in a description of the schema it stood for,
+    /// never a loop.
+    #[test]
+    fn references_that_cannot_be_inlined_are_described() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "tree": {"$ref": "#/$defs/Node"},
+                "far": {"$ref": "https://example.com/schema.json"},
+            },
+            "$defs": {"Node": {"type": "object", "properties": {
+                "children": {"type": "array", "items": {"$ref": "#/$defs/Node"}}}}},
+        });
+        let out = inlined(&schema);
+        assert_eq!(
+            out["properties"]["tree"]["properties"]["children"]["items"],
+            json!({"description": format!("(JSON Schema: {})", schema["$defs"]["Node"])})
+        );
+        assert_eq!(
+            out["properties"]["far"],
+            json!({"description": "(JSON Schema: {\"$ref\":\"https://example.com/schema.json\"})"})
+        );
+    }
+}
