@@ -8,6 +8,8 @@
 //! tools that would get the same exposed name never shadow each other silently — the one of
 //! the server listed first in the config keeps the name and the other is reported as a
 //! [`CatalogProblem::Collision`]; a tool whose input schema does not compile is quarantined.
+//! A name resolves as an exposed name, then an alias, then as the LLM-safe name a renderer
+//! wrote for an exposed name ([`crate::llm_names`]), mapped once per snapshot.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -198,6 +200,25 @@ impl std::fmt::Display for CatalogProblem {
     }
 }
 
+/// The LLM-safe names renderers write for `entries`, to their index: a name that is already
+/// an exposed name or an alias keeps meaning that; of two entries rendering the same name,
+/// the first in listing order keeps it.
+fn rendered_names(
+    entries: &[Arc<CatalogEntry>],
+    by_name: &HashMap<String, usize>,
+    aliases: &HashMap<String, usize>,
+) -> HashMap<String, usize> {
+    let mut rendered = HashMap::new();
+    for (index, entry) in entries.iter().enumerate() {
+        for name in crate::llm_names::rendered_names(&entry.exposed) {
+            if !by_name.contains_key(&name) && !aliases.contains_key(&name) {
+                rendered.entry(name).or_insert(index);
+            }
+        }
+    }
+    rendered
+}
+
 /// An immutable snapshot of every exposed tool.
 #[derive(Debug, Default)]
 pub struct Catalog {
@@ -207,6 +228,9 @@ pub struct Catalog {
     /// Every call resolves its name here: hashed with foldhash, not SipHash.
     by_name: HashMap<String, usize>,
     aliases: HashMap<String, usize>,
+    /// The names the renderers wrote for exposed names no LLM API takes as they are
+    /// (`fs__read.file` → `fs__read_file_3d6b9878`): a model calls by the name it was shown.
+    rendered: HashMap<String, usize>,
     problems: Vec<CatalogProblem>,
 }
 
@@ -305,11 +329,13 @@ impl Catalog {
                 }),
             }
         }
+        let rendered = rendered_names(&entries, &by_name, &aliases);
         Self {
             listing: std::sync::OnceLock::new(),
             entries,
             by_name,
             aliases,
+            rendered,
             problems,
         }
     }
@@ -334,9 +360,13 @@ impl Catalog {
             .clone()
     }
 
-    /// Looks a tool up by exposed name or alias.
+    /// Looks a tool up by exposed name, alias, or the LLM-safe name a renderer wrote for it.
     pub fn resolve(&self, name: &str) -> Option<&Arc<CatalogEntry>> {
-        let index = self.by_name.get(name).or_else(|| self.aliases.get(name))?;
+        let index = self
+            .by_name
+            .get(name)
+            .or_else(|| self.aliases.get(name))
+            .or_else(|| self.rendered.get(name))?;
         self.entries.get(*index)
     }
 
@@ -423,6 +453,39 @@ pub(crate) mod tests {
             names(&prefixed),
             ["one__read_more"],
             "a prefix keeps it apart"
+        );
+    }
+
+    /// The names the OpenAI/Anthropic/Gemini renders write resolve to their tools; an
+    /// exposed name or alias that happens to equal one keeps its own meaning.
+    #[test]
+    fn rendered_llm_names_resolve_to_their_tools() {
+        let catalog = Catalog::build(
+            &[
+                slice("fs", "fs", &["read.file"]),
+                slice("nine", "9ball", &["rack"]),
+            ],
+            &NamingRules::default(),
+        );
+        let dotted = crate::llm_names::llm_name("fs__read.file");
+        assert_ne!(dotted, "fs__read.file");
+        let entry = catalog.resolve(&dotted).expect("rendered name resolves");
+        assert_eq!(entry.exposed, "fs__read.file");
+        let gemini = catalog
+            .resolve("_9ball__rack")
+            .expect("Gemini's name resolves");
+        assert_eq!(gemini.exposed, "9ball__rack");
+        assert!(catalog.resolve("fs__read_file").is_none());
+        let shadowed = Catalog::build(
+            &[
+                slice("fs", "fs", &["read.file"]),
+                slice("plain", "", &[dotted.as_str()]),
+            ],
+            &NamingRules::default(),
+        );
+        assert_eq!(
+            shadowed.resolve(&dotted).expect("exposed").spec.server,
+            ServerId::new("plain")
         );
     }
 

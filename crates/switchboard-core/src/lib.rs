@@ -19,6 +19,7 @@ pub mod hooks;
 pub mod idle;
 pub mod latency_meta;
 pub mod limits;
+pub mod llm_names;
 pub mod loopback;
 pub mod metrics;
 pub mod naming;

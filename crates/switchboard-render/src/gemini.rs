@@ -31,7 +31,7 @@ use serde_json::{Map, Value, json};
 use crate::{
     RenderTool,
     inline::{inlined, with_hint},
-    names::llm_name,
+    names::gemini_name,
     slim::slim,
 };
 
@@ -276,17 +276,6 @@ fn enumeration(values: Vec<Value>, out: &mut Map<String, Value>) {
     }
     let listed: Vec<String> = values.iter().map(Value::to_string).collect();
     describe(out, &format!("One of: {}.", listed.join(", ")));
-}
-
-/// A name Gemini takes: the LLM-safe name, of `_` and the name unless it starts with a
-/// letter or `_`.
-fn gemini_name(name: &str) -> String {
-    let safe = llm_name(name);
-    if safe.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
-        safe
-    } else {
-        llm_name(&format!("_{name}"))
-    }
 }
 
 /// A tool's parameters, or none when it takes none.
