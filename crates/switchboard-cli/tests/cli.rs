@@ -387,6 +387,24 @@ fn tools_render_an_offline_catalog_for_every_llm_api() {
         mcp[0]["inputSchema"]["$schema"], "http://json-schema.org/draft-07/schema#",
         "MCP is as served"
     );
+    // The MCP listing as the compact listing mode sends it: what max_listing_tokens is
+    // compared with.
+    let mcp_compact: serde_json::Value =
+        serde_json::from_str(&run("mcp-compact", &[])).expect("json");
+    assert_eq!(mcp_compact[0]["name"], "gh__create_issue");
+    assert_eq!(mcp_compact[0]["description"], "Open a new issue.");
+    assert!(
+        mcp_compact[0]["inputSchema"].get("$schema").is_none(),
+        "slimmed"
+    );
+    let mcp_tokens: usize = run("mcp", &["--count-tokens"]).parse().expect("a number");
+    let mcp_compact_tokens: usize = run("mcp-compact", &["--count-tokens"])
+        .parse()
+        .expect("a number");
+    assert!(
+        mcp_compact_tokens < mcp_tokens,
+        "{mcp_compact_tokens} vs {mcp_tokens}"
+    );
     assert!(run("toon", &[]).starts_with("tools[1]{name,params,description}:"));
     let compact_tokens: usize = run("compact", &["--count-tokens"])
         .parse()

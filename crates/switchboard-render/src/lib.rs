@@ -1,4 +1,5 @@
-//! Renderers: one catalog of tools, written for whichever API reads it — MCP, OpenAI (Chat
+//! Renderers: one catalog of tools, written for whichever API reads it — MCP (full, or as
+//! the gateway's compact listing mode sends it), OpenAI (Chat
 //! Completions, Responses, Realtime), Anthropic, Gemini — or as a compact one-line-per-tool
 //! listing or TOON; plus LLM-safe names, meaning-preserving schema slimming, `$ref`/`allOf`
 //! inlining for readers that do not follow them, o200k_base token
@@ -28,6 +29,16 @@ pub struct RenderTool<'a> {
     pub definition: &'a ToolDefinition,
 }
 
+impl<'a> RenderTool<'a> {
+    /// A tool under the name its definition carries (a listed definition's exposed name).
+    pub fn listed(definition: &'a ToolDefinition) -> Self {
+        Self {
+            name: &definition.name,
+            definition,
+        }
+    }
+}
+
 impl RenderTool<'_> {
     pub fn description(&self) -> &str {
         self.definition.description.as_deref().unwrap_or("")
@@ -38,6 +49,8 @@ impl RenderTool<'_> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     Mcp,
+    /// MCP as the gateway's compact listing mode sends it.
+    McpCompact,
     OpenAiChat,
     OpenAiResponses,
     OpenAiRealtime,
@@ -48,8 +61,9 @@ pub enum Format {
 }
 
 impl Format {
-    pub const ALL: [Format; 8] = [
+    pub const ALL: [Format; 9] = [
         Self::Mcp,
+        Self::McpCompact,
         Self::OpenAiChat,
         Self::OpenAiResponses,
         Self::OpenAiRealtime,
@@ -62,6 +76,7 @@ impl Format {
     pub fn name(self) -> &'static str {
         match self {
             Self::Mcp => "mcp",
+            Self::McpCompact => "mcp-compact",
             Self::OpenAiChat => "openai",
             Self::OpenAiResponses => "openai-responses",
             Self::OpenAiRealtime => "openai-realtime",
@@ -76,7 +91,7 @@ impl Format {
 /// An unknown format name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown format '{0}' (known: mcp, openai, openai-responses, openai-realtime, anthropic, gemini, compact, toon)"
+    "unknown format '{0}' (known: mcp, mcp-compact, openai, openai-responses, openai-realtime, anthropic, gemini, compact, toon)"
 )]
 pub struct UnknownFormat(pub String);
 
@@ -95,6 +110,7 @@ impl FromStr for Format {
 pub fn render_value(format: Format, tools: &[RenderTool<'_>]) -> Option<Value> {
     Some(match format {
         Format::Mcp => mcp::tools(tools),
+        Format::McpCompact => mcp::compact_tools(tools),
         Format::OpenAiChat => openai::chat(tools),
         Format::OpenAiResponses => openai::responses(tools),
         Format::OpenAiRealtime => openai::realtime(tools),

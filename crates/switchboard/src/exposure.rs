@@ -13,9 +13,10 @@ use switchboard_core::agent::{AgentPolicy, ScopeGate, ToolPattern};
 use switchboard_core::config::Exposure;
 use switchboard_core::pipeline::CallError;
 use switchboard_core::{CallContext, Caller, CatalogEntry, ToolDefinition, ToolOutcome};
+use switchboard_render::mcp::compacted;
 
 use crate::host::Host;
-use crate::listing_fit::{ListingMode, compacted};
+use crate::listing_fit::ListingMode;
 use crate::meta_tools::{
     self, CALL_TOOL, DESCRIBE_TOOL, LIST_CATEGORIES, LOAD_CATEGORY, READ_MORE, SEARCH_TOOLS,
     UNLOAD_CATEGORY,

@@ -1,13 +1,16 @@
 //! Fitting a listing into an agent's `max_listing_tokens`: the gateway tries, in order, the
 //! full listing, a compact one (first-sentence descriptions, slimmed schemas), categories
-//! mode, then search mode, and lists the first that fits (o200k_base tokens). The choice is
-//! made once per catalog version and agent, and logged.
+//! mode, then search mode, and lists the first that fits, in o200k_base tokens of the MCP
+//! JSON — what `switchboard tools --format mcp|mcp-compact --count-tokens` counts. The
+//! choice is made once per catalog version and agent, and logged.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 
 use switchboard_core::config::Exposure;
 use switchboard_core::{Caller, ToolDefinition};
+
+use switchboard_render::mcp::compacted;
 
 use crate::host::Host;
 use crate::meta_tools;
@@ -70,18 +73,6 @@ fn view_key(visible: &[std::sync::Arc<switchboard_core::CatalogEntry>]) -> u64 {
         entry.exposed.hash(&mut hasher);
     }
     hasher.finish()
-}
-
-/// A definition as the compact listing shows it.
-pub(crate) fn compacted(definition: &ToolDefinition) -> ToolDefinition {
-    let mut compact = definition.clone();
-    compact.description = definition
-        .description
-        .as_deref()
-        .map(switchboard_render::compact::first_sentence);
-    compact.input_schema = switchboard_render::slim::slim(&definition.input_schema);
-    compact.output_schema = None;
-    compact
 }
 
 fn tokens_of(tools: &[ToolDefinition]) -> usize {

@@ -55,13 +55,7 @@ async fn calls_by_rendered_names_reach_their_tools() {
     let host = Host::start(plans, HostOptions::default());
     host.ready().await;
     let definitions = host.list_tools(&Caller::default()).await;
-    let tools: Vec<RenderTool<'_>> = definitions
-        .iter()
-        .map(|definition| RenderTool {
-            name: &definition.name,
-            definition,
-        })
-        .collect();
+    let tools: Vec<RenderTool<'_>> = definitions.iter().map(RenderTool::listed).collect();
     let mut seen = Vec::new();
     for format in [
         Format::OpenAiChat,

@@ -18,8 +18,9 @@ use crate::usage::usage;
 pub struct ToolsArgs {
     #[command(subcommand)]
     action: Option<ToolsAction>,
-    /// Output: table, json (one object per tool), or a rendering for an LLM API: mcp, openai,
-    /// openai-responses, openai-realtime, anthropic, gemini, compact, toon.
+    /// Output: table, json (one object per tool), or a rendering for an LLM API: mcp,
+    /// mcp-compact (MCP as the compact listing mode sends it), openai, openai-responses,
+    /// openai-realtime, anthropic, gemini, compact, toon.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
     /// Only the tools this agent (one of the config's [agents]) may see and call.
@@ -32,7 +33,8 @@ pub struct ToolsArgs {
     /// Only the tools that fit this latency tier (one of the config's [tiers]).
     #[arg(long, value_name = "TIER")]
     tier: Option<String>,
-    /// Print the o200k_base token count of the rendering instead of the rendering.
+    /// Print the o200k_base token count of the rendering instead of the rendering (mcp and
+    /// mcp-compact count what max_listing_tokens is compared with).
     #[arg(long)]
     count_tokens: bool,
     /// Latency figures per tool (p50/p90/p99, errors, samples, declared vs measured, badge,
@@ -55,6 +57,7 @@ pub enum Format {
     Table,
     Json,
     Mcp,
+    McpCompact,
     Openai,
     OpenaiResponses,
     OpenaiRealtime,
@@ -71,6 +74,7 @@ impl Format {
         Some(match self {
             Self::Table | Self::Json => return None,
             Self::Mcp => R::Mcp,
+            Self::McpCompact => R::McpCompact,
             Self::Openai => R::OpenAiChat,
             Self::OpenaiResponses => R::OpenAiResponses,
             Self::OpenaiRealtime => R::OpenAiRealtime,
@@ -90,7 +94,7 @@ pub async fn run(config: Option<&Path>, args: ToolsArgs) -> anyhow::Result<ExitC
     }
     if let Some(path) = &args.catalog {
         let rendering = args.format.rendering().ok_or_else(|| {
-            usage("--catalog renders for an LLM API: pick --format mcp, openai, openai-responses, openai-realtime, anthropic, gemini, compact or toon")
+            usage("--catalog renders for an LLM API: pick --format mcp, mcp-compact, openai, openai-responses, openai-realtime, anthropic, gemini, compact or toon")
         })?;
         if args.agent.is_some() || args.tier.is_some() || args.stats {
             // A catalog file knows no agents, tiers or measurements.
@@ -103,7 +107,7 @@ pub async fn run(config: Option<&Path>, args: ToolsArgs) -> anyhow::Result<ExitC
     }
     if args.count_tokens && args.format.rendering().is_none() {
         return Err(usage(
-            "--count-tokens needs an LLM rendering: --format mcp, openai, anthropic, gemini, compact or toon",
+            "--count-tokens needs an LLM rendering: --format mcp, mcp-compact, openai, anthropic, gemini, compact or toon",
         ));
     }
     if args.stats && args.format.rendering().is_some() {
