@@ -3,9 +3,10 @@
 //! store, the others' comes from [`SharedSpending`]).
 //!
 //! A quota keeps its charges one by one while they are few; past [`SEPARATE_CHARGES`] in its
-//! window, a charge made within 1/[`SEPARATE_CHARGES`] of the window after the newest one is
-//! added to it, which then counts from the later time. So a busy agent with a long window (a
-//! year at most) holds a few thousand entries, not one per call; a merged charge leaves the
+//! window, a charge made within 1/[`SEPARATE_CHARGES`] of the window after the *first* charge
+//! of the newest entry is added to that entry, which then counts from the later time. So a
+//! busy agent with a long window (a year at most) holds a few thousand entries, not one per
+//! call; an entry spans less than that fraction of the window, so a merged charge leaves the
 //! window at most that fraction of it late, never early: no more is let through.
 
 use std::collections::VecDeque;
@@ -53,6 +54,8 @@ pub struct Quota {
 #[derive(Debug)]
 struct Charges {
     at: VecDeque<(Instant, f64)>,
+    /// When the newest entry's first charge was made (entries merge only within a span).
+    newest_began: Option<Instant>,
     /// How long a charge is kept: the window of the newest quota counting these charges.
     kept: Duration,
 }
@@ -74,6 +77,7 @@ impl Quota {
             window,
             spent: Arc::new(Mutex::new(Charges {
                 at: VecDeque::new(),
+                newest_began: None,
                 kept: window,
             })),
         }
@@ -185,15 +189,17 @@ impl Quota {
         let mut charges = lock(&self.spent);
         let close = charges.kept / SEPARATE_CHARGES;
         let many = charges.at.len() >= SEPARATE_CHARGES as usize;
+        let began = charges.newest_began;
         if let Some((newest, spent)) = charges.at.back_mut()
             && many
-            && now.saturating_duration_since(*newest) < close
+            && began.is_some_and(|began| now.saturating_duration_since(began) < close)
         {
             *newest = now.max(*newest);
             *spent += cost;
             return;
         }
         charges.at.push_back((now, cost));
+        charges.newest_began = Some(now);
     }
 
     /// How many separate charges the quota holds.
@@ -262,6 +268,31 @@ mod tests {
         // Once the window has passed, nothing is held beyond what the check let go of.
         assert!(quota.check(now + hour).is_ok());
         assert_eq!(quota.charges_held(), 0);
+    }
+
+    /// A steady stream of calls, closer together than the merging span, for two windows:
+    /// what is counted is the last window's calls (a merged entry at most a span late), not
+    /// an entry that kept absorbing calls for longer than its span.
+    #[test]
+    fn merged_charges_span_no_more_than_their_share_of_the_window() {
+        let hour = Duration::from_secs(3600);
+        let every = Duration::from_millis(500);
+        let in_a_window = 7_200.0;
+        // Room for a window's calls and the two a span late.
+        let quota = Quota::new(in_a_window + 3.0, hour);
+        let mut now = Instant::now();
+        for call in 0..2 * 7_200 {
+            quota.charge(now, 1.0);
+            now += every;
+            if call > 7_200 {
+                assert!(
+                    quota.check(now).is_ok(),
+                    "call {call}: {:?}",
+                    quota.check(now).err()
+                );
+            }
+        }
+        assert!(quota.charges_held() <= 2 * SEPARATE_CHARGES as usize);
     }
 
     /// A window past what the clock can add (an embedder's: the config refuses more than a
