@@ -24,8 +24,9 @@ use tokio::time::Instant;
 
 /// `work` (read-only) takes `work_ms`; `search` (idempotent) takes 10 ms except every
 /// `slow_every`-th call, 2 s; `write` (destructive) takes 5 ms; `ticket` (neither read-only nor
-/// idempotent, so never probed; bounded at 100 ms) takes 5 ms, or hangs while `ticket_hangs`.
-/// Counts what it runs.
+/// idempotent, so never probed; bounded at 100 ms) takes 5 ms, or hangs while `ticket_hangs`;
+/// `stuck` (read-only, so probed) takes 5 ms, or a minute while `stuck_hangs`. Counts what it
+/// runs.
 #[derive(Default)]
 struct Lab {
     work_ms: AtomicU64,
@@ -35,6 +36,7 @@ struct Lab {
     work_calls: AtomicUsize,
     ticket_hangs: std::sync::atomic::AtomicBool,
     ticket_calls: AtomicUsize,
+    stuck_hangs: std::sync::atomic::AtomicBool,
 }
 
 fn annotated(name: &str, annotations: Value) -> ToolDefinition {
@@ -78,6 +80,7 @@ impl ToolProvider for Lab {
                 )]));
                 ticket
             },
+            annotated("stuck", json!({"readOnlyHint": true})),
         ]
     }
 
@@ -102,6 +105,8 @@ impl ToolProvider for Lab {
                         10
                     }
                 }
+                "stuck" if self.stuck_hangs.load(Ordering::SeqCst) => 60_000,
+                "stuck" => 5,
                 "ticket" => {
                     self.ticket_calls.fetch_add(1, Ordering::SeqCst);
                     if self.ticket_hangs.load(Ordering::SeqCst) {
@@ -528,4 +533,39 @@ async fn a_degraded_tool_that_may_not_be_probed_recovers_when_nothing_calls_it()
         "a tool that is not idempotent is never probed"
     );
     assert!(!lab.ticket_hangs.load(Ordering::SeqCst));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_hanging_degraded_tool_does_not_hold_back_the_housekeeping() {
+    let lab = Arc::new(Lab::default());
+    let host = start(lab.clone(), LatencyConfig::default());
+    host.ready().await;
+    let context = CallContext::default();
+    // `stuck` hangs: its calls are cut at the call timeout (10 s) and it is degraded; from
+    // then on every background probe of it waits those 10 s.
+    lab.stuck_hangs.store(true, Ordering::SeqCst);
+    for _ in 0..10 {
+        let answer = host.call(&context, "lab__stuck", Map::new()).await;
+        assert!(answer.expect("call").is_error);
+    }
+    // `ticket` degraded too (once a listing change may be announced again); its promotion
+    // after recover_after (60 s) without a call is the housekeeping's, which the probes of
+    // `stuck` must not delay.
+    tokio::time::sleep(Duration::from_secs(31)).await;
+    lab.ticket_hangs.store(true, Ordering::SeqCst);
+    for _ in 0..10 {
+        let answer = host.call(&context, "lab__ticket", Map::new()).await;
+        assert!(answer.expect("call").is_error);
+    }
+    let ticket = "lab__ticket".to_owned();
+    assert!(!visible_in(&host, "fast").contains(&ticket), "degraded");
+    let mut waited = 0;
+    while !visible_in(&host, "fast").contains(&ticket) {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        waited += 1;
+        assert!(
+            waited <= 63,
+            "promoted only after {waited} s: the housekeeping waited on probes"
+        );
+    }
 }
