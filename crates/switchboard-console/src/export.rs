@@ -3,8 +3,10 @@
 //! the client takes it. So an export of a million rows holds one page, never all of them,
 //! and no read stays open while the client is slow.
 //!
-//! The first page is read before the answer starts, so a ledger that cannot be read is an
-//! error status; a failure later cuts the body short (a download that does not end well).
+//! The export holds the rows there were when it began (up to the newest row's id then): on a
+//! busy gateway a download slower than the calls would otherwise never end. The first page
+//! is read before the answer starts, so a ledger that cannot be read is an error status; a
+//! failure later cuts the body short (a download that does not end well).
 
 use axum::body::{Body, Bytes};
 use switchboard_ledger::browse::{self, PageQuery, StoredRow};
@@ -19,7 +21,10 @@ pub(crate) const PAGE_ROWS: usize = 1_000;
 /// The rows `query` filters, oldest first, one JSON object a line, as a body that reads the
 /// ledger page by page while it is sent. Empty when there is no ledger.
 pub(crate) async fn body(console: Console, query: PageQuery) -> Result<Body, ConsoleError> {
-    let Some((first, after)) = next_page(&console, &query, 0).await? else {
+    let Some(upto) = last_id(&console).await? else {
+        return Ok(Body::empty());
+    };
+    let Some((first, after)) = next_page(&console, &query, 0, upto).await? else {
         return Ok(Body::empty());
     };
     let rest = futures::stream::try_unfold(Some(after), move |after| {
@@ -28,7 +33,7 @@ pub(crate) async fn body(console: Console, query: PageQuery) -> Result<Body, Con
             let Some(after) = after else {
                 return Ok(None);
             };
-            Ok(next_page(&console, &query, after)
+            Ok(next_page(&console, &query, after, upto)
                 .await?
                 .map(|(lines, last)| (lines, Some(last))))
         }
@@ -37,21 +42,34 @@ pub(crate) async fn body(console: Console, query: PageQuery) -> Result<Body, Con
     Ok(Body::from_stream(futures::StreamExt::chain(first, rest)))
 }
 
-/// The lines of the page after row `after`, and the last id it read; `None`: no row is
-/// left, or no ledger.
+/// The newest row's id now; `None`: no ledger.
+async fn last_id(console: &Console) -> Result<Option<i64>, ConsoleError> {
+    if let Some(pool) = &console.shared.postgres {
+        let client = postgres::connect(pool).await?;
+        return Ok(Some(postgres::browse::last_id(&client).await?));
+    }
+    let read = crate::ledger::read(console.shared.ledger.clone(), |conn| {
+        Ok(browse::last_id(conn)?)
+    });
+    read.await
+}
+
+/// The lines of the page after row `after` (up to row `upto`), and the last id it read;
+/// `None`: no row is left, or no ledger.
 async fn next_page(
     console: &Console,
     query: &PageQuery,
     after: i64,
+    upto: i64,
 ) -> Result<Option<(Bytes, i64)>, ConsoleError> {
     let (rows, last) = if let Some(pool) = &console.shared.postgres {
         let client = postgres::connect(pool).await?;
         let limit = i64::try_from(PAGE_ROWS).unwrap_or(i64::MAX);
-        postgres::browse::export_page(&client, query, after, limit).await?
+        postgres::browse::export_page(&client, query, after, upto, limit).await?
     } else {
         let query = query.clone();
         let read = crate::ledger::read(console.shared.ledger.clone(), move |conn| {
-            Ok(browse::export_page(conn, &query, after, PAGE_ROWS)?)
+            Ok(browse::export_page(conn, &query, after, upto, PAGE_ROWS)?)
         });
         match read.await? {
             Some(page) => page,

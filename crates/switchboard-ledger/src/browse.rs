@@ -181,16 +181,19 @@ pub fn each(
 /// at most `limit` of them (`before` and the query's own `limit` are ignored), and the last id
 /// read — a row whose entry does not parse is left out but still moves the next page on;
 /// `None`: no row is left. Each page is its own read, so an export holds one page at a time
-/// and no read stays open while its reader is slow.
+/// and no read stays open while its reader is slow; rows above `upto` (the [`last_id`] when
+/// the export began) are not read, so an export of a busy ledger ends.
 pub fn export_page(
     conn: &Connection,
     query: &PageQuery,
     after: i64,
+    upto: i64,
     limit: usize,
 ) -> Result<(Vec<StoredRow>, Option<i64>), LedgerError> {
     let (clause, mut values) = filter(query, false);
     values.push(rusqlite::types::Value::Integer(after));
-    let keyset = format!("id > ?{}", values.len());
+    values.push(rusqlite::types::Value::Integer(upto));
+    let keyset = format!("id > ?{} AND id <= ?{}", values.len() - 1, values.len());
     let clause = match clause.is_empty() {
         true => format!("WHERE {keyset}"),
         false => format!("{clause} AND {keyset}"),
@@ -214,6 +217,16 @@ pub fn export_page(
         }
     }
     Ok((rows, last))
+}
+
+/// The id of the newest row (0 when there is none): where an export that begins now ends.
+pub fn last_id(conn: &Connection) -> Result<i64, LedgerError> {
+    conn.query_row(
+        "SELECT coalesce(max(id), 0) FROM mcp_tool_invocations",
+        [],
+        |row| row.get(0),
+    )
+    .map_err(sql)
 }
 
 /// One row by id.

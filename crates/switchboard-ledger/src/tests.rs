@@ -623,6 +623,32 @@ fn keyset_pages_walk_every_matching_row_once_newest_first() {
 }
 
 #[test]
+fn an_export_ends_at_the_rows_there_were_when_it_began() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut conn = store::open(&dir.path().join("ledger.db")).expect("open");
+    assert_eq!(browse::last_id(&conn).expect("empty"), 0);
+    let batch = |from: usize| -> Vec<LedgerEntry> {
+        (from..from + 10).map(|i| entry(i, "npc", "ok")).collect()
+    };
+    store::insert(&mut conn, &batch(0)).expect("insert");
+    let upto = browse::last_id(&conn).expect("last id");
+    assert_eq!(upto, 10);
+    let query = browse::PageQuery::default();
+    let (first, last) = browse::export_page(&conn, &query, 0, upto, 4).expect("page");
+    assert_eq!(first.len(), 4);
+    // Calls go on while the export is downloaded: their rows are not part of it.
+    store::insert(&mut conn, &batch(10)).expect("insert more");
+    let mut after = last.expect("a last id");
+    let mut ids: Vec<i64> = first.iter().map(|row| row.id).collect();
+    while let (rows, Some(last)) = browse::export_page(&conn, &query, after, upto, 4).expect("page")
+    {
+        ids.extend(rows.iter().map(|row| row.id));
+        after = last;
+    }
+    assert_eq!(ids, (1..=10).collect::<Vec<i64>>());
+}
+
+#[test]
 fn the_tally_reads_only_new_rows_and_keeps_its_window() {
     const BASE: i64 = 1_800_000_000_000;
     const MINUTE: i64 = 60_000;

@@ -142,8 +142,9 @@ pub async fn each(
 ) -> Result<usize, LedgerError> {
     let mut after = 0i64;
     let mut handed = 0;
+    let upto = last_id(client).await?;
     loop {
-        let (rows, last) = export_page(client, query, after, EXPORT_PAGE).await?;
+        let (rows, last) = export_page(client, query, after, upto, EXPORT_PAGE).await?;
         let Some(last) = last else {
             return Ok(handed);
         };
@@ -160,18 +161,20 @@ pub async fn each(
 /// One page of an export: the rows `query` filters whose id is above `after`, oldest first,
 /// at most `limit` of them (`before` and the query's own `limit` are ignored), and the last id
 /// read — a row whose entry does not parse is left out but still moves the next page on;
-/// `None`: no row is left.
+/// `None`: no row is left. Rows above `upto` (the [`last_id`] when the export began) are not
+/// read, so an export of a busy ledger ends.
 pub async fn export_page(
     client: &tokio_postgres::Client,
     query: &PageQuery,
     after: i64,
+    upto: i64,
     limit: i64,
 ) -> Result<(Vec<StoredRow>, Option<i64>), LedgerError> {
-    // `$1` is the keyset: the filters' values are numbered after it.
-    let (mut clauses, filters) = filter(query, 2);
-    clauses.insert(0, "id > $1".to_owned());
+    // `$1` and `$2` are the keyset: the filters' values are numbered after them.
+    let (mut clauses, filters) = filter(query, 3);
+    clauses.insert(0, "id > $1 AND id <= $2".to_owned());
     let clause = where_clause(&clauses);
-    let mut values: Values = vec![Box::new(after)];
+    let mut values: Values = vec![Box::new(after), Box::new(upto)];
     values.extend(filters);
     values.push(Box::new(limit.max(1)));
     let sql = format!(
@@ -185,6 +188,18 @@ pub async fn export_page(
         .map_err(pg("read rows"))?;
     let last = fetched.last().and_then(|row| row.try_get::<_, i64>(0).ok());
     Ok((fetched.iter().filter_map(stored).collect(), last))
+}
+
+/// The id of the newest row (0 when there is none): where an export that begins now ends.
+pub async fn last_id(client: &tokio_postgres::Client) -> Result<i64, LedgerError> {
+    let row = client
+        .query_one(
+            "SELECT coalesce(max(id), 0)::int8 FROM mcp_tool_invocations",
+            &[],
+        )
+        .await
+        .map_err(pg("read the newest row's id"))?;
+    row.try_get(0).map_err(pg("read the newest row's id"))
 }
 
 /// One row by id.
