@@ -198,9 +198,11 @@ pub fn export_page(
         true => format!("WHERE {keyset}"),
         false => format!("{clause} AND {keyset}"),
     };
+    // Walked by rowid: through the agent index SQLite would read and sort all of an agent's
+    // remaining rows for every page — quadratic over an export.
     let mut select = conn
         .prepare_cached(&format!(
-            "SELECT id, entry, prev_hash, row_hash FROM mcp_tool_invocations {clause}
+            "SELECT id, entry, prev_hash, row_hash FROM mcp_tool_invocations NOT INDEXED {clause}
              ORDER BY id LIMIT {}",
             limit.max(1)
         ))
