@@ -285,14 +285,25 @@ impl LatencyBook {
         )
     }
 
-    /// The measured p99 of the calls that finished, once enough did (for deadlines: a timeout,
-    /// recorded at the deadline it was cut at, would raise the next one; see `window`).
+    /// The measured p99 for deadlines, once enough calls were measured. While timeouts are
+    /// rare (at most the health's `max_timeout_rate` of the window), of the calls that
+    /// finished: a timeout is recorded at the deadline it was cut at and would raise the next
+    /// one each time a call hangs (see `window`). Past that rate the tool has got slower, and
+    /// every call counts, timeouts at their deadline: the deadline doubles until calls finish
+    /// again, instead of cutting every call at a deadline the finished calls no longer move.
     pub fn measured_p99(&self, name: &str) -> Option<Duration> {
         let tool = self.tools.get(name)?;
-        if tool.window.finished_len() < self.config.effective.min_samples.max(1) {
+        let window = &tool.window;
+        let min_samples = self.config.effective.min_samples.max(1);
+        if window.timeout_rate() > self.config.health.max_timeout_rate {
+            return (window.len() >= min_samples)
+                .then(|| window.quantile(0.99))
+                .flatten();
+        }
+        if window.finished_len() < min_samples {
             return None;
         }
-        tool.window.finished_quantile(0.99)
+        window.finished_quantile(0.99)
     }
 }
 

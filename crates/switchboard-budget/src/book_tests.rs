@@ -135,3 +135,26 @@ fn a_degraded_tool_nothing_calls_is_given_another_chance() {
         "nothing left to promote"
     );
 }
+
+#[test]
+fn a_tool_that_got_slower_for_good_gets_a_longer_deadline() {
+    // 30 calls of 800 ms: a deadline of 1.6 s. Then every call takes 3 s and is cut at 1.6 s:
+    // once timeouts pass the health's 10%, they count, and the deadline grows with them.
+    let mut book = LatencyBook::default();
+    let now = Instant::now();
+    for _ in 0..30 {
+        book.record("report", Sample::ok(ms(800)), now);
+    }
+    assert_eq!(book.measured_p99("report"), Some(ms(800)));
+    let mut cut = 0;
+    while book.measured_p99("report") == Some(ms(800)) {
+        book.record("report", Sample::timeout(ms(1_600)), now);
+        cut += 1;
+        assert!(
+            cut <= 4,
+            "still {:?} after {cut} timeouts",
+            book.measured_p99("report")
+        );
+    }
+    assert_eq!(book.measured_p99("report"), Some(ms(1_600)));
+}

@@ -17,8 +17,9 @@
 //! rates are over the same window. The one exception is the deadline's p99
 //! ([`LatencyWindow::finished_quantile`]): a timeout is recorded at the deadline it was cut at,
 //! so counting it would raise the next deadline (p99 × the safety factor) each time a call hangs
-//! — 1 s, 2 s, 4 s, … up to the call timeout. A timeout says only "at least this long"; the
-//! deadline is derived from the calls that finished. The window never reads a clock: callers
+//! — 1 s, 2 s, 4 s, … up to the call timeout. A timeout says only "at least this long"; while
+//! timeouts are rare the deadline is derived from the calls that finished (the book decides
+//! when they are not: `LatencyBook::measured_p99`). The window never reads a clock: callers
 //! hand in measured durations.
 
 use std::time::Duration;
