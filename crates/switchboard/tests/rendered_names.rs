@@ -1,12 +1,16 @@
 //! A model calls a tool by the name a render showed it: the LLM-safe names of the OpenAI,
 //! Anthropic and Gemini renders (`fs__read.file` → `fs__read_file_<hash>`, `9ball__rack` →
-//! `_9ball__rack` for Gemini) reach their tools through `Host::call_tool`.
+//! `_9ball__rack` for Gemini) reach their tools through `Host::call_tool`, and are recorded
+//! under the tools' exposed names.
 
 mod support;
+
+use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value};
 use support::{Named, plan};
 use switchboard::{Host, HostOptions};
+use switchboard_core::pipeline::{CallRecord, Recorder};
 use switchboard_core::{CallContext, Caller, ToolCall};
 use switchboard_mcp::front::Backend;
 use switchboard_render::{Format, RenderTool, render_value};
@@ -34,6 +38,18 @@ fn rendered_names(format: Format, rendered: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// The names calls were recorded under.
+#[derive(Default)]
+struct Names(Mutex<Vec<String>>);
+
+impl Recorder for Names {
+    fn record(&self, record: &CallRecord) {
+        if let Ok(mut names) = self.0.lock() {
+            names.push(record.name.clone());
+        }
+    }
+}
+
 #[tokio::test]
 async fn calls_by_rendered_names_reach_their_tools() {
     let plans = vec![
@@ -52,7 +68,12 @@ async fn calls_by_rendered_names_reach_their_tools() {
             "",
         ),
     ];
-    let host = Host::start(plans, HostOptions::default());
+    let recorded = Arc::new(Names::default());
+    let options = HostOptions {
+        recorder: recorded.clone(),
+        ..HostOptions::default()
+    };
+    let host = Host::start(plans, options);
     host.ready().await;
     let definitions = host.list_tools(&Caller::default()).await;
     let tools: Vec<RenderTool<'_>> = definitions.iter().map(RenderTool::listed).collect();
@@ -84,4 +105,16 @@ async fn calls_by_rendered_names_reach_their_tools() {
         "the dotted name was hashed: {seen:?}"
     );
     assert!(seen.iter().any(|name| name == "_9ball__rack"), "{seen:?}");
+    let names = recorded
+        .0
+        .lock()
+        .map(|names| names.clone())
+        .unwrap_or_default();
+    assert_eq!(names.len(), seen.len());
+    assert!(
+        names
+            .iter()
+            .all(|name| name == "fs__read.file" || name == "9ball__rack"),
+        "recorded under {names:?}"
+    );
 }

@@ -170,6 +170,12 @@ impl Pipeline {
             .as_ref()
             .ok()
             .map(|entry| (entry.spec.server.clone(), entry.upstream_name.clone()));
+        // A render's LLM-safe name is the tool's exposed name in another spelling: one tool,
+        // one audit trail.
+        let name = match &entry {
+            Ok(entry) if catalog.is_rendered_name(&call.name) => entry.exposed.clone(),
+            _ => call.name,
+        };
         let arguments = self.recorder.capture_arguments(&call.arguments);
         let (fate, cost, approval) = match entry {
             Err(error) => (Fate::new(Err(error), CallStatus::UnknownTool), 0.0, None),
@@ -186,7 +192,7 @@ impl Pipeline {
         }
         let record = CallRecord {
             call_id,
-            name: call.name,
+            name,
             target,
             agent: ctx.agent.clone(),
             principal: ctx.principal.as_deref().cloned(),
