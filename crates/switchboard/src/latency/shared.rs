@@ -16,8 +16,9 @@
 //! rows of a replica that stopped keep counting for [`KEEP`] after its last save, as a stats
 //! file outlives its gateway; older rows are deleted. A recheck's burst (`super::recheck`)
 //! is fresher evidence than any window saved before it: the other replicas' rows of that
-//! tool saved before the burst are left out of the merge — else a stopped replica's slow
-//! spell would undo the recheck at the next tick, for a day.
+//! tool saved before the burst was (by the database's clock, `saved_at`) are left out of the
+//! merge — else a stopped replica's slow spell would undo the recheck at the next tick, for a
+//! day.
 //!
 //! **Environment.** Stats are kept per environment; with shared stats the default is
 //! `<deployment>/<transport>` (`[shared] deployment`) rather than this machine's host name,
@@ -30,7 +31,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use switchboard_budget::{Environment, LatencyWindow, Outcome, Sample};
 use switchboard_ledger::postgres::Pool;
@@ -71,8 +72,19 @@ struct Saved {
 struct Own {
     window: LatencyWindow,
     changed: bool,
-    /// When a recheck's burst replaced it: other replicas' rows saved before are older.
-    rechecked_at: Option<SystemTime>,
+    /// Whether a recheck's burst replaced it: other replicas' rows saved before are older.
+    rechecked: Recheck,
+}
+
+/// A recheck's burst in an own window, timed by the database's clock (the other replicas'
+/// rows carry its `saved_at`, so no machine's clock is compared with another's).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Recheck {
+    Never,
+    /// Replaced, not saved yet.
+    Unsaved,
+    /// Saved at this database time (Unix seconds).
+    SavedAt(f64),
 }
 
 /// This replica's share of the fleet's latency statistics.
@@ -180,7 +192,7 @@ impl SharedStats {
             Own {
                 window,
                 changed: true,
-                rechecked_at: None,
+                rechecked: Recheck::Never,
             },
         );
     }
@@ -194,7 +206,7 @@ impl SharedStats {
             Own {
                 window,
                 changed: true,
-                rechecked_at: Some(SystemTime::now()),
+                rechecked: Recheck::Unsaved,
             },
         );
     }
@@ -246,29 +258,40 @@ impl SharedStats {
         };
         let saved = self.save(&changed).await?;
         unsaved.saved();
+        {
+            let mut own = lock(&self.own);
+            for (key, at) in &saved {
+                if let Some(entry) = own.get_mut(key)
+                    && entry.rechecked == Recheck::Unsaved
+                {
+                    entry.rechecked = Recheck::SavedAt(*at);
+                }
+            }
+        }
         let (environments, keys): (Vec<String>, Vec<String>) = tools
             .iter()
             .map(|(key, traits)| (traits.environment.as_str().to_owned(), key.to_string()))
             .unzip();
         let rechecked: HashMap<String, f64> = lock(&self.own)
             .iter()
-            .filter_map(|(key, entry)| {
-                let at = entry
-                    .rechecked_at?
-                    .duration_since(SystemTime::UNIX_EPOCH)
-                    .ok()?;
-                Some((key.to_string(), at.as_secs_f64()))
+            .filter_map(|(key, entry)| match entry.rechecked {
+                Recheck::SavedAt(at) => Some((key.to_string(), at)),
+                Recheck::Never | Recheck::Unsaved => None,
             })
             .collect();
         let others = self.read_others(&environments, &keys, &rechecked).await?;
         let merged = self.merge_into(budget, &tools, others);
         budget.publish(false);
-        Ok(Synced { saved, merged })
+        Ok(Synced {
+            saved: saved.len(),
+            merged,
+        })
     }
 
-    async fn save(&self, windows: &[Saved]) -> Result<usize, SharedStatsError> {
+    /// Saves `windows`; says when (the database's time, Unix seconds) each was saved.
+    async fn save(&self, windows: &[Saved]) -> Result<Vec<(Arc<str>, f64)>, SharedStatsError> {
         if windows.is_empty() {
-            return Ok(0);
+            return Ok(Vec::new());
         }
         let mut client = self
             .pool
@@ -282,23 +305,28 @@ impl SharedStats {
                  VALUES ($1, $2, $3, $4, $5) \
                  ON CONFLICT (environment, tool, replica) DO UPDATE SET \
                  latencies_us = EXCLUDED.latencies_us, outcomes = EXCLUDED.outcomes, \
-                 saved_at = now()",
+                 saved_at = now() \
+                 RETURNING EXTRACT(EPOCH FROM saved_at)::float8",
             )
             .await
             .map_err(pg("prepare the save"))?;
+        let mut when = Vec::with_capacity(windows.len());
         for saved in windows {
-            tx.execute(
-                &upsert,
-                &[
-                    &saved.environment.as_str(),
-                    &&*saved.key,
-                    &self.replica,
-                    &saved.latencies,
-                    &saved.outcomes,
-                ],
-            )
-            .await
-            .map_err(pg("save a window"))?;
+            let row = tx
+                .query_one(
+                    &upsert,
+                    &[
+                        &saved.environment.as_str(),
+                        &&*saved.key,
+                        &self.replica,
+                        &saved.latencies,
+                        &saved.outcomes,
+                    ],
+                )
+                .await
+                .map_err(pg("save a window"))?;
+            let at: f64 = row.try_get(0).map_err(pg("save a window"))?;
+            when.push((saved.key.clone(), at));
         }
         tx.execute(
             "DELETE FROM latency_windows WHERE saved_at < now() - make_interval(secs => $1)",
@@ -307,7 +335,7 @@ impl SharedStats {
         .await
         .map_err(pg("delete old windows"))?;
         tx.commit().await.map_err(pg("commit the windows"))?;
-        Ok(windows.len())
+        Ok(when)
     }
 
     /// The other replicas' samples per tool key (of these environments and keys, pairwise),
