@@ -219,8 +219,9 @@ async fn a_legacy_session_runs_a_tool_as_a_task_and_fetches_its_result() {
     let task = &created["task"];
     assert_eq!(task["status"], "working", "{created}");
     assert_eq!(task["ttl"], 60000, "{created}");
+    // At once: before the call's second of work (with room for a loaded machine).
     assert!(
-        took < Duration::from_millis(500),
+        took < Duration::from_millis(900),
         "the task came back after {took:?}, not at once"
     );
     let id = task["taskId"].as_str().expect("taskId").to_owned();
