@@ -426,6 +426,16 @@ impl Manager {
                 inputs: None,
             },
         );
+        if self
+            .shared
+            .stopping
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            // The gateway began stopping while this was being queued, after it cancelled the
+            // work it had: this operation is cancelled before anything can start it.
+            let _ = self.cancel(&id, "the gateway is shutting down");
+            return Err(ManagerError::Gone);
+        }
         {
             let mut queue = lock(&self.shared.queue);
             queue.sequence += 1;
