@@ -1,7 +1,8 @@
 //! A Host an agent builds from a config with `trust = "pinned"` servers pins their tool
 //! definitions where the gateway would (`pins.json` beside the ledger), though the
 //! embedder gave no pin store: a definition that changed since is held back, never served.
-//! A Host started from pinned plans alone pins in memory.
+//! A Host started from pinned plans alone pins in memory. Two Hosts of one process on the
+//! same pins file keep each other's pins.
 
 mod support;
 
@@ -18,6 +19,16 @@ fn config(dir: &Path, description: &str) -> switchboard_core::config::Config {
     let text = format!(
         "[gateway]\nledger = \"ledger.db\"\n\n[servers.fx]\ncommand = {:?}\nargs = [\"echo\"]\n\
          trust = \"pinned\"\nenv = {{ SWITCHBOARD_FIXTURE_ECHO_DESCRIPTION = {description:?} }}\n",
+        support::fixture()
+    );
+    support::parse_config(&text, &dir.join("switchboard.toml"))
+}
+
+/// A config whose pinned fixture server is named `id`, its pins in `dir`.
+fn config_of(dir: &Path, id: &str) -> switchboard_core::config::Config {
+    let text = format!(
+        "[gateway]\npins = \"pins.json\"\n\n[servers.{id}]\ncommand = {:?}\nargs = [\"echo\"]\n\
+         trust = \"pinned\"\n",
         support::fixture()
     );
     support::parse_config(&text, &dir.join("switchboard.toml"))
@@ -89,4 +100,21 @@ async fn a_pinned_plan_started_without_a_pin_store_is_pinned_in_memory() {
         host.pins_counts()
     );
     host.shutdown().await;
+}
+
+#[tokio::test]
+async fn two_hosts_on_one_pins_file_keep_each_others_pins() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // Both open the file before either has pinned anything.
+    let first = Host::from_config(&config_of(dir.path(), "fa")).expect("host");
+    let second = Host::from_config(&config_of(dir.path(), "fb")).expect("host");
+    first.ready().await;
+    second.ready().await;
+    first.shutdown().await;
+    second.shutdown().await;
+    let pins = std::fs::read_to_string(dir.path().join("pins.json")).expect("pins");
+    assert!(
+        pins.contains("fa:echo") && pins.contains("fb:echo"),
+        "each Host saved its own pins over the other's: {pins}"
+    );
 }

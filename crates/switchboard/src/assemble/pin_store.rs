@@ -7,9 +7,13 @@
 //! The store is opened whether or not a server is pinned now: a reload or the server
 //! manager (which adds every server it vets *closed*, see [`crate::pins`]) may bring one
 //! later. Opening reads the file if it exists; it is written only when a pinned server's
-//! definitions are first pinned or an operator approves one.
+//! definitions are first pinned or an operator approves one. Hosts of one process that name
+//! the same file share one store ([`shared_store`]): each saving its own copy of the file's
+//! pins would drop the others' (another process writing the file still can).
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, Weak};
 
 use switchboard_core::config::{Config, Trust};
 
@@ -25,7 +29,7 @@ pub(super) fn pin_store(
         return Ok(store);
     }
     if let Some(path) = crate::data_dir::pins_path(config) {
-        return Ok(Arc::new(PinStore::open(Some(path))));
+        return Ok(shared_store(path));
     }
     let pinned: Vec<String> = config
         .servers
@@ -38,4 +42,19 @@ pub(super) fn pin_store(
         return Ok(Arc::new(PinStore::open(None)));
     }
     Err(AssembleError::NoPlaceForPins { servers: pinned })
+}
+
+/// The store of the pins file at `path` this process has open, else a newly opened one.
+fn shared_store(path: PathBuf) -> Arc<PinStore> {
+    static OPEN: Mutex<Option<HashMap<PathBuf, Weak<PinStore>>>> = Mutex::new(None);
+    let key = std::path::absolute(&path).unwrap_or_else(|_| path.clone());
+    let mut open = OPEN.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let open = open.get_or_insert_with(HashMap::new);
+    open.retain(|_, store| store.strong_count() > 0);
+    if let Some(store) = open.get(&key).and_then(Weak::upgrade) {
+        return store;
+    }
+    let store = Arc::new(PinStore::open(Some(path)));
+    open.insert(key, Arc::downgrade(&store));
+    store
 }
