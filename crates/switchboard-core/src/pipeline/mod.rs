@@ -173,7 +173,9 @@ impl Pipeline {
         // A render's LLM-safe name is the tool's exposed name in another spelling: one tool,
         // one audit trail.
         let name = match &entry {
-            Ok(entry) if catalog.is_rendered_name(&call.name) => entry.exposed.clone(),
+            Ok(entry) if entry.exposed != call.name && catalog.is_rendered_name(&call.name) => {
+                entry.exposed.clone()
+            }
             _ => call.name,
         };
         let arguments = self.recorder.capture_arguments(&call.arguments);
