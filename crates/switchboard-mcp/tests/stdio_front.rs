@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use switchboard_mcp::front::Dispatcher;
-use switchboard_mcp::front::stdio::{StdioOptions, serve};
+use switchboard_mcp::front::stdio::{MAX_OWED_ANSWERS, StdioOptions, serve};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
@@ -25,6 +25,15 @@ impl Client {
             .write_all(format!("{line}\n").as_bytes())
             .await
             .expect("write");
+    }
+
+    /// Checks what the backend says next, within five seconds: "wait" (a call cancelled),
+    /// "reading" (a read that hangs started) or "read" (that read dropped).
+    async fn expect_told(&mut self, expected: &str, why: &str) {
+        let told = tokio::time::timeout(Duration::from_secs(5), self.cancelled.recv())
+            .await
+            .unwrap_or_else(|_| panic!("{expected:?} in time: {why}"));
+        assert_eq!(told.as_deref(), Some(expected), "{why}");
     }
 
     async fn receive(&mut self) -> Value {
@@ -53,13 +62,17 @@ fn spawn_front(
 }
 
 fn start(max_message_bytes: usize) -> Client {
+    start_with(StdioOptions {
+        max_message_bytes,
+        grace: Duration::from_secs(1),
+        max_owed_answers: MAX_OWED_ANSWERS,
+    })
+}
+
+fn start_with(options: StdioOptions) -> Client {
     let (client_in, server_in) = tokio::io::duplex(1 << 20);
     let (server_out, client_out) = tokio::io::duplex(1 << 20);
     let (backend, version, cancelled) = support::fake_backend();
-    let options = StdioOptions {
-        max_message_bytes,
-        grace: Duration::from_secs(1),
-    };
     spawn_front(backend, (server_in, server_out), options);
     Client {
         input: client_in,
@@ -205,10 +218,7 @@ async fn progress_uses_the_clients_token_and_cancel_reaches_the_backend() {
         .send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"wait"}}"#)
         .await;
     client.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2,"reason":"bored"}}"#).await;
-    let cancelled = tokio::time::timeout(Duration::from_secs(5), client.cancelled.recv())
-        .await
-        .expect("cancel in time");
-    assert_eq!(cancelled.as_deref(), Some("wait"));
+    client.expect_told("wait", "the call is cancelled").await;
     // The cancelled request gets no answer; the next one does.
     client
         .send(r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#)
@@ -220,17 +230,13 @@ async fn progress_uses_the_clients_token_and_cancel_reaches_the_backend() {
     client
         .send(r#"{"jsonrpc":"2.0","id":4,"method":"resources/read","params":{"uri":"wait://forever"}}"#)
         .await;
-    let reading = tokio::time::timeout(Duration::from_secs(5), client.cancelled.recv())
-        .await
-        .expect("reading in time");
-    assert_eq!(reading.as_deref(), Some("reading"));
+    client.expect_told("reading", "the read starts").await;
     client
         .send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":4}}"#)
         .await;
-    let dropped = tokio::time::timeout(Duration::from_secs(5), client.cancelled.recv())
-        .await
-        .expect("dropped in time");
-    assert_eq!(dropped.as_deref(), Some("read"));
+    client
+        .expect_told("read", "the read is dropped when cancelled")
+        .await;
     client
         .send(r#"{"jsonrpc":"2.0","id":5,"method":"ping"}"#)
         .await;
@@ -285,6 +291,7 @@ async fn a_client_that_stops_reading_does_not_keep_the_front_from_stopping() {
     let options = StdioOptions {
         max_message_bytes: 1 << 20,
         grace: Duration::from_millis(200),
+        max_owed_answers: MAX_OWED_ANSWERS,
     };
     let served = spawn_front(backend, (server_in, server_out), options);
     for id in 0..200 {
@@ -309,7 +316,6 @@ async fn a_client_that_does_not_read_its_answers_stops_being_read() {
     use std::collections::BTreeSet;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
-    use switchboard_mcp::front::stdio::MAX_OWED_ANSWERS;
 
     const REQUESTS: usize = 20_000;
     const PIPE: usize = 4096;
@@ -319,6 +325,7 @@ async fn a_client_that_does_not_read_its_answers_stops_being_read() {
     let options = StdioOptions {
         max_message_bytes: 1 << 20,
         grace: Duration::from_secs(1),
+        max_owed_answers: MAX_OWED_ANSWERS,
     };
     spawn_front(backend, (server_in, server_out), options);
     let sent = Arc::new(AtomicUsize::new(0));
@@ -371,4 +378,50 @@ async fn a_client_that_does_not_read_its_answers_stops_being_read() {
     }
     assert_eq!(answered.len(), REQUESTS);
     let _client_in = sending.await.expect("the sender finishes");
+}
+
+/// Owed the most answers it may be, a client's notifications are still read: its calls may be
+/// waiting on them. Two reads that hang until cancelled fill the bound, a ping waits for room,
+/// and the cancellations behind it in the input end both reads; then the ping is answered.
+#[tokio::test]
+async fn a_cancellation_is_read_while_the_most_answers_are_owed() {
+    let mut client = start_with(StdioOptions {
+        max_message_bytes: 1 << 20,
+        grace: Duration::from_secs(1),
+        max_owed_answers: 2,
+    });
+    for id in [1, 2] {
+        client
+            .send(&format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"resources/read","params":{{"uri":"wait://forever"}}}}"#
+            ))
+            .await;
+        client.expect_told("reading", "the read starts").await;
+    }
+    client
+        .send(r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#)
+        .await;
+    for id in [1, 2] {
+        client
+            .send(&format!(
+                r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{id}}}}}"#
+            ))
+            .await;
+    }
+    for _ in [1, 2] {
+        client
+            .expect_told("read", "cancelled though the most answers are owed")
+            .await;
+    }
+    let ping = client.receive().await;
+    assert_eq!(
+        ping["id"], 3,
+        "the request that waited for room runs: {ping}"
+    );
+    assert_eq!(ping["result"], json!({}));
+    // The front reads on, and the cancelled reads were never answered.
+    client
+        .send(r#"{"jsonrpc":"2.0","id":4,"method":"ping"}"#)
+        .await;
+    assert_eq!(client.receive().await["id"], 4);
 }

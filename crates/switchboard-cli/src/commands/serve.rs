@@ -364,6 +364,7 @@ pub async fn run(config: Option<&Path>, args: ServeArgs) -> anyhow::Result<ExitC
             let options = StdioOptions {
                 max_message_bytes,
                 grace,
+                max_owed_answers: stdio::MAX_OWED_ANSWERS,
             };
             stdio::serve(
                 dispatcher,

@@ -410,6 +410,7 @@ pub async fn run(args: ToolServerArgs) -> anyhow::Result<ExitCode> {
     let options = StdioOptions {
         max_message_bytes: 16 << 20,
         grace: Duration::from_secs(5),
+        max_owed_answers: stdio::MAX_OWED_ANSWERS,
     };
     stdio::serve(
         dispatcher,

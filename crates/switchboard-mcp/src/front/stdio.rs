@@ -7,8 +7,10 @@
 //! what is left to write a moment more, then the front returns.
 //!
 //! A client that stops reading its output is not buffered for without end: at most
-//! [`MAX_OWED_ANSWERS`] answers are owed to it at once, and past that its input waits
-//! (`stdio_outbox` has the rules, and which notifications may be dropped).
+//! `max_owed_answers` ([`MAX_OWED_ANSWERS`] by default) answers are owed to it at once, and
+//! past that its requests wait, and then its input (`stdio_outbox` has the rules, and which
+//! notifications may be dropped). Its responses and notifications are read and handled at
+//! once whatever is owed: the calls holding the owed answers may be waiting on them.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -22,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 use super::dispatch::{Dispatcher, Notifier, RequestEra, progress_notification, progress_token};
 use super::relay::Relay;
 pub use super::stdio_outbox::MAX_OWED_ANSWERS;
-use super::stdio_outbox::Outbox;
+use super::stdio_outbox::{Claim, Claims, Outbox};
 use super::subscriptions::{ResourceSubscriptions, SubscriptionChange};
 use crate::framing::{Unread, read_bounded_line};
 use crate::jsonrpc::{Message, RequestId, code};
@@ -33,6 +35,9 @@ pub struct StdioOptions {
     pub max_message_bytes: usize,
     /// How long in-flight calls may run after stdin closes or shutdown is requested.
     pub grace: Duration,
+    /// How many answers the client may be owed at once before its requests wait
+    /// ([`MAX_OWED_ANSWERS`] unless a test needs fewer; at least 1).
+    pub max_owed_answers: usize,
 }
 
 type InFlight = Arc<Mutex<HashMap<RequestId, CancellationToken>>>;
@@ -54,7 +59,8 @@ pub async fn serve(
             dispatcher.for_session(Some(format!("stdio-{}-{n}", std::process::id())))
         }
     };
-    let (out_tx, writer) = Outbox::new();
+    let (out_tx, writer) = Outbox::new(options.max_owed_answers);
+    let mut claims = out_tx.claims();
     let writer = tokio::spawn(writer.run(output));
     let in_flight: InFlight = Arc::default();
     let relay = Arc::new(Relay::default());
@@ -106,55 +112,60 @@ pub async fn serve(
     let mut line = Vec::with_capacity(4096);
     loop {
         line.clear();
-        // Owed before the line is read, so a client that does not take its answers stops
-        // being read once it is owed the most it may be.
-        let owed = tokio::select! {
-            () = shutdown.cancelled() => break,
-            owed = out_tx.owe() => match owed {
-                Some(owed) => owed,
-                None => break,
-            },
-        };
         let read = tokio::select! {
             () = shutdown.cancelled() => break,
             read = read_bounded_line(&mut reader, &mut line, options.max_message_bytes) => read,
         };
-        match read {
+        let parsed = match read {
             Ok(0) => break,
-            Ok(_) => {}
-            Err(Unread::TooLarge(id)) => {
-                // Answered to the request it was, when its id could be read from its start:
-                // the client need not wait for it.
-                let message = Message::error(
-                    id,
-                    code::INVALID_REQUEST,
-                    format!(
-                        "message exceeds the {}-byte limit",
-                        options.max_message_bytes
-                    ),
-                );
-                out_tx.answer(message.to_line(), owed);
-                continue;
-            }
-            Err(Unread::Failed(_)) => break,
-        }
-        let bytes = line.trim_ascii();
-        if bytes.is_empty() {
-            continue;
-        }
-        let message = match Message::parse(bytes) {
-            Ok(message) => message,
-            Err(malformed) => {
-                let error = Message::Error {
+            Ok(_) => {
+                let bytes = line.trim_ascii();
+                if bytes.is_empty() {
+                    continue;
+                }
+                Message::parse(bytes).map_err(|malformed| Message::Error {
                     id: malformed.id,
                     error: malformed.error,
+                })
+            }
+            // Answered to the request it was, when its id could be read from its start: the
+            // client need not wait for it.
+            Err(Unread::TooLarge(id)) => Err(Message::error(
+                id,
+                code::INVALID_REQUEST,
+                format!(
+                    "message exceeds the {}-byte limit",
+                    options.max_message_bytes
+                ),
+            )),
+            Err(Unread::Failed(_)) => break,
+        };
+        // Only what will be answered claims an owed answer; the rest is handled at once.
+        let message = match parsed {
+            Ok(message) => message,
+            Err(error) => {
+                let Some(claim) = claim_or_stop(&mut claims, &shutdown).await else {
+                    break;
                 };
-                out_tx.answer(error.to_line(), owed);
+                match claim {
+                    Claim::Owed(owed) => out_tx.answer(error.to_line(), owed),
+                    waiting => {
+                        let out = out_tx.clone();
+                        tasks.spawn(async move {
+                            if let Some(owed) = waiting.owed().await {
+                                out.answer(error.to_line(), owed);
+                            }
+                        });
+                    }
+                }
                 continue;
             }
         };
         match message {
             Message::Request { id, method, params } => {
+                let Some(claim) = claim_or_stop(&mut claims, &shutdown).await else {
+                    break;
+                };
                 let cancel = CancellationToken::new();
                 if let Ok(mut map) = in_flight.lock() {
                     map.insert(id.clone(), cancel.clone());
@@ -192,6 +203,17 @@ pub async fn serve(
                 // times on the way (docs/bench/history.md, "Boxed before spawning").
                 tasks.spawn(Box::pin(async move {
                     let cancel = ctx.cancel.clone();
+                    // A request cancelled while its answer waits to be owed never runs.
+                    let owed = tokio::select! {
+                        () = cancel.cancelled() => None,
+                        owed = claim.owed() => owed,
+                    };
+                    let Some(owed) = owed else {
+                        if let Ok(mut map) = in_flight.lock() {
+                            map.remove(&id);
+                        }
+                        return;
+                    };
                     let answer = dispatcher
                         .handle_streaming(id.clone(), &method, params, ctx, Some(notify))
                         .await;
@@ -246,6 +268,15 @@ pub async fn serve(
     }
     if let Some(session) = dispatcher.session() {
         dispatcher.backend().session_closed(session);
+    }
+}
+
+/// The claim of a request (or unreadable line) just read, waiting first for the claim
+/// before it to be owed; `None` once the front is stopping.
+async fn claim_or_stop(claims: &mut Claims, shutdown: &CancellationToken) -> Option<Claim> {
+    tokio::select! {
+        () = shutdown.cancelled() => None,
+        claim = claims.claim() => Some(claim),
     }
 }
 

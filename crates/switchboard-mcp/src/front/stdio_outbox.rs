@@ -1,12 +1,18 @@
 //! The stdio front's outbox: every line the front writes to its client, and the bounds that
 //! keep a client that does not read its output from making the gateway hold ever more.
 //!
-//! Answers are owed: the reader takes an [`Owed`] before it reads a line — at most
-//! [`MAX_OWED_ANSWERS`] at once — and gives it back when that line's answer has been written,
-//! or at once when the line wants no answer. So once that many answers wait to be written (or
-//! are being worked out), the client's input is not read until one of them is: backpressure,
-//! and no answer is ever dropped. Notifications are not owed. Those that only report along
-//! the way (progress, an upstream's log messages) are dropped while more than
+//! Answers are owed: a line that will be answered (a request, or a line that could not be
+//! read) claims an [`Owed`] once it has been read — at most `max_owed_answers` at once
+//! ([`MAX_OWED_ANSWERS`] unless the front's options say otherwise) — and gives it back when
+//! its answer has been written. Responses to questions relayed to the client and
+//! notifications (`notifications/cancelled` among them) claim nothing: they are always read
+//! and handled at once, since the calls that hold the owed answers may be waiting on them.
+//! When the bound is full, a request's claim waits (its call does not start until it is
+//! owed), and reading goes on past it, to the next line that will be answered, which waits
+//! until the claim before it is owed. So once that many answers wait to be written (or are
+//! being worked out), the client's input stops being read with at most two requests held:
+//! backpressure, and no answer is ever dropped. Notifications are not owed. Those that only
+//! report along the way (progress, an upstream's log messages) are dropped while more than
 //! [`NOTE_BUDGET_BYTES`] are unwritten; announcements (list changes, resource updates, task
 //! statuses) wait for room instead, while their sources coalesce (a watch channel keeps only
 //! the latest version); a question relayed to the client is always queued, since a call
@@ -20,22 +26,39 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tokio::io::{AsyncWrite, AsyncWriteExt};
-use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 
 use crate::jsonrpc::Message;
 
-/// How many answers a stdio client may be owed at once (its requests being answered, and
-/// answers written but not yet taken by the client); past this its input waits.
+/// How many answers a stdio client may be owed at once by default (its requests being
+/// answered, and answers written but not yet taken by the client); past this its input waits.
 pub const MAX_OWED_ANSWERS: usize = 1024;
 
 /// How many bytes of notifications may wait unwritten before those that only report are
 /// dropped and announcements wait.
 pub const NOTE_BUDGET_BYTES: usize = 1 << 20;
 
-/// One answer owed to the client: held from before its request is read until its answer is
-/// written. Dropping it pays what was owed.
+/// One answer owed to the client: held from its request's claim until its answer is written.
+/// Dropping it pays what was owed.
 pub(super) struct Owed {
     _permit: OwnedSemaphorePermit,
+}
+
+/// The claim of a line that will be answered: its answer owed already, or its place in line
+/// to be owed one ([`Claim::owed`]).
+pub(super) enum Claim {
+    Owed(Owed),
+    Waiting {
+        bound: Arc<Semaphore>,
+        /// Dropped once owed (or given up): the reader's next claim waits for that.
+        _turn: oneshot::Sender<()>,
+    },
+}
+
+/// The reader's side of the owed answers: at most one claim waits for room at a time.
+pub(super) struct Claims {
+    bound: Arc<Semaphore>,
+    waiting: Option<oneshot::Receiver<()>>,
 }
 
 struct Queued {
@@ -65,12 +88,13 @@ pub(super) struct Writer {
 }
 
 impl Outbox {
-    pub(super) fn new() -> (Outbox, Writer) {
+    /// An outbox that owes at most `max_owed_answers` answers at once (at least one).
+    pub(super) fn new(max_owed_answers: usize) -> (Outbox, Writer) {
         let (tx, rx) = mpsc::unbounded_channel();
         let shared = Arc::new(Shared {
             unwritten_notes: AtomicUsize::new(0),
             room: Notify::new(),
-            owed: Arc::new(Semaphore::new(MAX_OWED_ANSWERS)),
+            owed: Arc::new(Semaphore::new(max_owed_answers.max(1))),
         });
         let outbox = Outbox {
             lines: tx,
@@ -79,11 +103,12 @@ impl Outbox {
         (outbox, Writer { lines: rx, shared })
     }
 
-    /// Waits until the client may be owed one more answer. `None` only if the bound were
-    /// closed, which nothing does.
-    pub(super) async fn owe(&self) -> Option<Owed> {
-        let permit = self.shared.owed.clone().acquire_owned().await.ok()?;
-        Some(Owed { _permit: permit })
+    /// The reader's claims on this outbox's owed answers.
+    pub(super) fn claims(&self) -> Claims {
+        Claims {
+            bound: self.shared.owed.clone(),
+            waiting: None,
+        }
     }
 
     /// Queues the answer to a request (or to a line that could not be read), paying what
@@ -144,6 +169,43 @@ impl Outbox {
                 .fetch_sub(len, Ordering::Relaxed);
         }
         sent
+    }
+}
+
+impl Claims {
+    /// Claims an answer for a line just read: owed at once while the bound has room, else a
+    /// claim that waits for it. Returns once the claim before it, if it waited, is owed (or
+    /// given up), so only one claim waits at a time.
+    pub(super) async fn claim(&mut self) -> Claim {
+        if let Some(previous) = self.waiting.take() {
+            // Err only means the previous claim is gone: nothing left to wait for.
+            let _ = previous.await;
+        }
+        match self.bound.clone().try_acquire_owned() {
+            Ok(permit) => Claim::Owed(Owed { _permit: permit }),
+            Err(_) => {
+                let (turn, waiting) = oneshot::channel();
+                self.waiting = Some(waiting);
+                Claim::Waiting {
+                    bound: self.bound.clone(),
+                    _turn: turn,
+                }
+            }
+        }
+    }
+}
+
+impl Claim {
+    /// Waits until the answer is owed. `None` only if the bound were closed, which nothing
+    /// does.
+    pub(super) async fn owed(self) -> Option<Owed> {
+        match self {
+            Claim::Owed(owed) => Some(owed),
+            Claim::Waiting { bound, _turn } => {
+                let permit = bound.acquire_owned().await.ok()?;
+                Some(Owed { _permit: permit })
+            }
+        }
     }
 }
 
