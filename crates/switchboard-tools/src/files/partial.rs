@@ -44,6 +44,13 @@ impl Files {
                 .take(limit)
                 .read_to_end(&mut window)
                 .map_err(|e| io_message(given, &e))?;
+            // Only whole lines are shown: the limit may have cut the last one, perhaps inside
+            // a character that would then not decode.
+            let whole = window
+                .iter()
+                .rposition(|b| *b == b'\n')
+                .map_or(0, |i| i + 1);
+            window.truncate(whole);
         } else {
             let start = meta.len().saturating_sub(limit);
             file.seek(SeekFrom::Start(start))

@@ -85,3 +85,29 @@ fn head_and_tail_of_a_file_over_the_read_limit() {
         );
     }
 }
+
+/// Regression: head over the read limit failed "not UTF-8" when the limit fell inside a
+/// multi-byte character of the line it cut.
+#[test]
+fn head_over_the_read_limit_cuts_between_lines_not_inside_a_character() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // Lines of 3-byte characters: byte 1,000 falls inside one.
+    let line = format!("{}\n", "語".repeat(34));
+    let text: String = (0..100).map(|_| line.as_str()).collect();
+    std::fs::write(dir.path().join("cjk.txt"), &text).expect("text");
+    let files = Files::new(FilesSettings {
+        roots: vec![Root {
+            path: dir.path().to_path_buf(),
+            read_only: true,
+        }],
+        max_read_bytes: 1_000,
+        max_write_bytes: 1_000,
+    })
+    .expect("files");
+    let read = run(&files, "read_file", json!({"path": "cjk.txt", "head": 2})).expect("head");
+    let content = read.structured_content.expect("structured")["content"]
+        .as_str()
+        .expect("content")
+        .to_owned();
+    assert_eq!(content, line.repeat(2));
+}
