@@ -41,12 +41,18 @@ impl Drop for CancelOnDrop {
     }
 }
 
-/// Runs `work` on this thread with `flag` as its cancellation flag.
+/// Runs `work` on this thread with `flag` as its cancellation flag; the thread's flag before
+/// is back afterwards, also when `work` panics (a pool thread runs other work next).
 pub(crate) fn run_cancellable<R>(flag: Arc<AtomicBool>, work: impl FnOnce() -> R) -> R {
-    CURRENT.with(|current| *current.borrow_mut() = Some(flag));
-    let result = work();
-    CURRENT.with(|current| *current.borrow_mut() = None);
-    result
+    struct Restore(Option<Arc<AtomicBool>>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let before = self.0.take();
+            CURRENT.with(|current| *current.borrow_mut() = before);
+        }
+    }
+    let _restore = Restore(CURRENT.with(|current| current.borrow_mut().replace(flag)));
+    work()
 }
 
 /// `Err` when the running call was cancelled (its caller has already been answered), for the

@@ -100,3 +100,22 @@ async fn a_memory_write_that_timed_out_is_not_committed() {
     let facts = &found.structured_content.expect("structured")["facts"];
     assert_eq!(facts, &json!([]), "nothing was committed: {facts}");
 }
+
+/// Regression: work that panicked inside `run_cancellable` left its (later raised) flag on the
+/// thread, and the next work on that pool thread found itself cancelled.
+#[test]
+fn a_panicking_call_leaves_no_flag_on_its_thread() {
+    let flag = Arc::new(AtomicBool::new(false));
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        run_cancellable(flag.clone(), || panic!("the work failed"))
+    }));
+    assert!(panicked.is_err());
+    // Its caller went away: the flag goes up.
+    flag.store(true, std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(crate::cancel::ensure_running(), Ok(()));
+    let fresh = Arc::new(AtomicBool::new(false));
+    assert_eq!(
+        run_cancellable(fresh, crate::cancel::ensure_running),
+        Ok(())
+    );
+}
