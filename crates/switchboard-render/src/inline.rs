@@ -6,16 +6,21 @@
 //!
 //! [`inlined`] replaces every local reference (`#` plus a JSON pointer: `#/$defs/X`,
 //! `#/definitions/X`) by its target and merges every `allOf` member into the schema holding
-//! it (properties and `required` united; the holder's own keys win). A reference that cannot
-//! be inlined — not local, pointing nowhere, recursive, or deeper than [`MAX_DEPTH`] —
-//! becomes a schema whose description holds the minified JSON Schema it stood for, so the
-//! model still reads it. [`root_merged`] does the same at the root only, for the APIs that
+//! it (properties and `required` united, a property both define merged the same way; the
+//! holder's own keys win). A reference that cannot be inlined — not local, pointing nowhere,
+//! recursive, deeper than [`MAX_DEPTH`], or met once the result holds [`MAX_NODES`] schema
+//! objects (definitions that each use the next several times would otherwise grow as a
+//! power of their depth: a 2 KB schema into 10⁸ objects) — becomes a schema whose description
+//! holds the minified JSON Schema it stood for, so the model still reads it. [`root_merged`] does the same at the root only, for the APIs that
 //! follow `$ref` themselves (OpenAI, Anthropic) but need an object schema at the root.
 
 use serde_json::{Map, Value};
 
 /// References followed inside one another before the rest is described instead.
 pub const MAX_DEPTH: usize = 8;
+
+/// Schema objects an inlined result holds before further references are described instead.
+pub const MAX_NODES: usize = 10_000;
 
 /// The target of a local reference in `root`.
 fn target<'a>(root: &'a Value, reference: &str) -> Option<&'a Value> {
@@ -32,7 +37,15 @@ fn merge(out: &mut Map<String, Value>, member: Value) {
         match (key.as_str(), out.get_mut(&key), value) {
             ("properties", Some(Value::Object(mine)), Value::Object(theirs)) => {
                 for (name, schema) in theirs {
-                    mine.entry(name).or_insert(schema);
+                    match mine.get_mut(&name) {
+                        // Both constrain it: the member's constraints stay (an enum the
+                        // holder only describes), the holder's keys win where both speak.
+                        Some(Value::Object(existing)) => merge(existing, schema),
+                        Some(_) => {}
+                        None => {
+                            mine.insert(name, schema);
+                        }
+                    }
                 }
             }
             ("required", Some(Value::Array(mine)), Value::Array(theirs)) => {
@@ -77,6 +90,8 @@ struct Inliner<'a> {
     root: &'a Value,
     /// The references being inlined, outermost first.
     following: Vec<String>,
+    /// Schema objects produced so far.
+    nodes: usize,
 }
 
 impl Inliner<'_> {
@@ -89,6 +104,7 @@ impl Inliner<'_> {
     }
 
     fn object(&mut self, map: &Map<String, Value>) -> Value {
+        self.nodes += 1;
         let resolved = match map.get("$ref").and_then(Value::as_str) {
             Some(reference) => match self.reference(reference) {
                 Ok(resolved) => Some(resolved),
@@ -140,7 +156,7 @@ impl Inliner<'_> {
             return Err(Value::Object(original));
         };
         let recursive = self.following.iter().any(|seen| seen == reference);
-        if recursive || self.following.len() >= MAX_DEPTH {
+        if recursive || self.following.len() >= MAX_DEPTH || self.nodes >= MAX_NODES {
             return Err(found.clone());
         }
         self.following.push(reference.to_owned());
@@ -155,6 +171,7 @@ pub fn inlined(schema: &Value) -> Value {
     Inliner {
         root: schema,
         following: Vec::new(),
+        nodes: 0,
     }
     .schema(schema)
 }
@@ -217,6 +234,54 @@ mod tests {
             json!({"type": "object", "properties": {"opts": {
                 "description": "Options", "type": "object",
                 "properties": {"depth": {"type": "integer"}}}}})
+        );
+    }
+
+    /// Definitions that each use the next ten times would grow as ten to the power of their
+    /// depth: past MAX_NODES the rest is described, and the result stays small.
+    #[test]
+    fn nested_references_stop_growing_at_the_node_budget() {
+        let mut defs = Map::new();
+        for level in 0..8 {
+            let next = json!({"$ref": format!("#/$defs/D{}", level + 1)});
+            let properties: Map<String, Value> =
+                (0..10).map(|k| (format!("p{k}"), next.clone())).collect();
+            defs.insert(
+                format!("D{level}"),
+                json!({"type": "object", "properties": properties}),
+            );
+        }
+        defs.insert("D8".into(), json!({"type": "string"}));
+        let schema = json!({"type": "object", "properties": {"root": {"$ref": "#/$defs/D0"}},
+                            "$defs": defs});
+        let started = std::time::Instant::now();
+        let out = inlined(&schema);
+        let size = out.to_string().len();
+        assert!(size < 20_000_000, "{size} bytes");
+        assert!(started.elapsed() < std::time::Duration::from_secs(10));
+        assert!(
+            out.to_string().contains("JSON Schema"),
+            "the rest is described"
+        );
+    }
+
+    /// A property the holder only describes keeps the member's constraints on it.
+    #[test]
+    fn a_property_both_define_keeps_the_members_constraints() {
+        let schema = json!({
+            "type": "object",
+            "properties": {"mode": {"description": "How to run"}},
+            "allOf": [{"$ref": "#/$defs/Base"}],
+            "$defs": {"Base": {"properties": {"mode": {"enum": ["a", "b"], "type": "string",
+                                                      "description": "Base's"}},
+                               "required": ["mode"]}},
+        });
+        assert_eq!(
+            inlined(&schema),
+            json!({"type": "object",
+                   "properties": {"mode": {"description": "How to run", "enum": ["a", "b"],
+                                           "type": "string"}},
+                   "required": ["mode"]})
         );
     }
 
