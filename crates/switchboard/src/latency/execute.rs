@@ -222,11 +222,11 @@ impl<'a> Attempts<'a> {
         let remaining = deadline_at.saturating_duration_since(began);
         match hedge_after.filter(|delay| *delay < remaining) {
             None => {
-                self.attempt(arguments.clone(), ctx, deadline_at, began)
+                self.attempt(arguments.clone(), ctx, deadline_at, Some(began))
                     .await
             }
             Some(delay) => {
-                let run = || self.attempt(arguments.clone(), ctx, deadline_at, began);
+                let run = || self.attempt(arguments.clone(), ctx, deadline_at, Some(began));
                 hedged(run, delay, self.hedges(), budget.clock.as_ref())
                     .await
                     .result
@@ -236,18 +236,18 @@ impl<'a> Attempts<'a> {
 
     /// One attempt, neither retried nor hedged, within the call's deadline.
     async fn measured(&self, arguments: Map<String, Value>, ctx: &CallContext) -> Answer {
-        let began = self.budget().clock.now();
-        self.attempt(arguments, ctx, self.deadline_at, began).await
+        self.attempt(arguments, ctx, self.deadline_at, None).await
     }
 
     /// One request to the upstream, cut at the deadline, measured: in the book from `began`
-    /// (the caller's wait: a hedge's primary's start), in the metrics from its own start.
+    /// (the caller's wait: a hedge's primary's start; else its own start), in the metrics
+    /// from its own start.
     async fn attempt(
         &self,
         arguments: Map<String, Value>,
         ctx: &CallContext,
         deadline_at: Instant,
-        began: Instant,
+        began: Option<Instant>,
     ) -> Answer {
         let budget = self.budget();
         let started = budget.clock.now();
@@ -266,7 +266,7 @@ impl<'a> Attempts<'a> {
         }
         let now = budget.clock.now();
         let elapsed = now.saturating_duration_since(started);
-        let waited = now.saturating_duration_since(began);
+        let waited = now.saturating_duration_since(began.unwrap_or(started));
         let sample = match &answer {
             // A tool's own `isError` is an answer, given in its time (bad arguments are the
             // model's): only no answer counts against the tool's health.
