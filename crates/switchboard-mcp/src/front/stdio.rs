@@ -203,10 +203,13 @@ pub async fn serve(
                 // times on the way (docs/bench/history.md, "Boxed before spawning").
                 tasks.spawn(Box::pin(async move {
                     let cancel = ctx.cancel.clone();
-                    // A request cancelled while its answer waits to be owed never runs.
+                    // A request cancelled while its answer waits to be owed never runs; one
+                    // owed at once runs as before, and its cancellation reaches the backend
+                    // (biased: with both ready, a random pick dropped it unseen).
                     let owed = tokio::select! {
-                        () = cancel.cancelled() => None,
+                        biased;
                         owed = claim.owed() => owed,
+                        () = cancel.cancelled() => None,
                     };
                     let Some(owed) = owed else {
                         if let Ok(mut map) = in_flight.lock() {
