@@ -26,7 +26,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tokio::io::{AsyncWrite, AsyncWriteExt};
-use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
+use tokio::sync::{Notify, mpsc, oneshot};
 
 use crate::jsonrpc::Message;
 
@@ -38,10 +38,66 @@ pub const MAX_OWED_ANSWERS: usize = 1024;
 /// dropped and announcements wait.
 pub const NOTE_BUDGET_BYTES: usize = 1 << 20;
 
+/// How many answers are owed, and the wake-up of the one claim that may wait for room: an
+/// atomic count rather than a semaphore, whose every release takes a lock — this is paid on
+/// every request.
+pub(super) struct Bound {
+    owed: AtomicUsize,
+    max: usize,
+    room: Notify,
+}
+
+impl Bound {
+    /// An answer owed now, if the bound has room.
+    fn try_owe(self: &Arc<Self>) -> Option<Owed> {
+        let mut current = self.owed.load(Ordering::Relaxed);
+        loop {
+            if current >= self.max {
+                return None;
+            }
+            match self.owed.compare_exchange_weak(
+                current,
+                current + 1,
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => {
+                    return Some(Owed {
+                        bound: self.clone(),
+                    });
+                }
+                Err(now) => current = now,
+            }
+        }
+    }
+
+    /// An answer owed once the bound has room.
+    async fn owe(self: &Arc<Self>) -> Owed {
+        loop {
+            let room = self.room.notified();
+            let mut room = std::pin::pin!(room);
+            room.as_mut().enable();
+            if let Some(owed) = self.try_owe() {
+                return owed;
+            }
+            room.await;
+        }
+    }
+}
+
 /// One answer owed to the client: held from its request's claim until its answer is written.
 /// Dropping it pays what was owed.
 pub(super) struct Owed {
-    _permit: OwnedSemaphorePermit,
+    bound: Arc<Bound>,
+}
+
+impl Drop for Owed {
+    fn drop(&mut self) {
+        // Only a full bound has a claim waiting for room (one at a time).
+        if self.bound.owed.fetch_sub(1, Ordering::AcqRel) == self.bound.max {
+            self.bound.room.notify_one();
+        }
+    }
 }
 
 /// The claim of a line that will be answered: its answer owed already, or its place in line
@@ -49,7 +105,7 @@ pub(super) struct Owed {
 pub(super) enum Claim {
     Owed(Owed),
     Waiting {
-        bound: Arc<Semaphore>,
+        bound: Arc<Bound>,
         /// Dropped once owed (or given up): the reader's next claim waits for that.
         _turn: oneshot::Sender<()>,
     },
@@ -57,7 +113,7 @@ pub(super) enum Claim {
 
 /// The reader's side of the owed answers: at most one claim waits for room at a time.
 pub(super) struct Claims {
-    bound: Arc<Semaphore>,
+    bound: Arc<Bound>,
     waiting: Option<oneshot::Receiver<()>>,
 }
 
@@ -71,7 +127,7 @@ struct Shared {
     unwritten_notes: AtomicUsize,
     /// Woken whenever a batch has been written.
     room: Notify,
-    owed: Arc<Semaphore>,
+    owed: Arc<Bound>,
 }
 
 /// The sending side, one per connection, cloned into every task that writes.
@@ -94,7 +150,11 @@ impl Outbox {
         let shared = Arc::new(Shared {
             unwritten_notes: AtomicUsize::new(0),
             room: Notify::new(),
-            owed: Arc::new(Semaphore::new(max_owed_answers.max(1))),
+            owed: Arc::new(Bound {
+                owed: AtomicUsize::new(0),
+                max: max_owed_answers.max(1),
+                room: Notify::new(),
+            }),
         });
         let outbox = Outbox {
             lines: tx,
@@ -181,9 +241,9 @@ impl Claims {
             // Err only means the previous claim is gone: nothing left to wait for.
             let _ = previous.await;
         }
-        match self.bound.clone().try_acquire_owned() {
-            Ok(permit) => Claim::Owed(Owed { _permit: permit }),
-            Err(_) => {
+        match self.bound.try_owe() {
+            Some(owed) => Claim::Owed(owed),
+            None => {
                 let (turn, waiting) = oneshot::channel();
                 self.waiting = Some(waiting);
                 Claim::Waiting {
@@ -196,15 +256,11 @@ impl Claims {
 }
 
 impl Claim {
-    /// Waits until the answer is owed. `None` only if the bound were closed, which nothing
-    /// does.
+    /// Waits until the answer is owed (always `Some`: the bound is never closed).
     pub(super) async fn owed(self) -> Option<Owed> {
         match self {
             Claim::Owed(owed) => Some(owed),
-            Claim::Waiting { bound, _turn } => {
-                let permit = bound.acquire_owned().await.ok()?;
-                Some(Owed { _permit: permit })
-            }
+            Claim::Waiting { bound, _turn } => Some(bound.owe().await),
         }
     }
 }
@@ -235,6 +291,7 @@ impl Writer {
                 .unwritten_notes
                 .fetch_sub(notes, Ordering::Relaxed);
             paid.clear();
+            let room_made = notes > 0;
             if !written {
                 // The client is gone (broken pipe): nothing left to say. Closing drops what
                 // is queued and everything sent later, so no answer stays owed.
@@ -243,7 +300,10 @@ impl Writer {
                 self.shared.room.notify_waiters();
                 return;
             }
-            self.shared.room.notify_waiters();
+            // Announcements wait for notes' room: only written notes make any.
+            if room_made {
+                self.shared.room.notify_waiters();
+            }
         }
     }
 }
