@@ -4,7 +4,8 @@
 //!
 //! * local `$ref`s are inlined and `allOf` members merged into their holder first
 //!   ([`crate::inline`]; a recursive or foreign reference becomes a description holding the
-//!   minified schema it stood for);
+//!   minified schema it stood for, and one met once the copies exceed the inlining budget a
+//!   description naming the reference);
 //! * keys it rejects (`additionalProperties`, `$schema`, `default`, `examples`, …) are
 //!   dropped;
 //! * `format` stays only where Gemini takes it (`enum`/`date-time` on strings, `int32`/`int64`

@@ -8,19 +8,31 @@
 //! `#/definitions/X`) by its target and merges every `allOf` member into the schema holding
 //! it (properties and `required` united, a property both define merged the same way; the
 //! holder's own keys win). A reference that cannot be inlined — not local, pointing nowhere,
-//! recursive, deeper than [`MAX_DEPTH`], or met once the result holds [`MAX_NODES`] schema
-//! objects (definitions that each use the next several times would otherwise grow as a
-//! power of their depth: a 2 KB schema into 10⁸ objects) — becomes a schema whose description
-//! holds the minified JSON Schema it stood for, so the model still reads it. [`root_merged`] does the same at the root only, for the APIs that
-//! follow `$ref` themselves (OpenAI, Anthropic) but need an object schema at the root.
+//! recursive, or deeper than [`MAX_DEPTH`] — becomes a schema whose description holds the
+//! minified JSON Schema it stood for, so the model still reads it.
+//!
+//! Every copy of a definition costs its size, so the inlined references together may copy at
+//! most [`MAX_INLINED_BYTES`] of definitions (descriptions of what could not be inlined
+//! included): without a bound, definitions that each use the next ten times grow as ten to the
+//! power of their depth (a 2 KB schema into 10⁸ objects), and two thousand uses of one 100 KB
+//! definition into 200 MB, from a model's `search_tools` call. A reference met past the budget
+//! is described by the reference alone (`{"$ref": "#/$defs/X"}`, with a note that it was left
+//! out), so the result is at most the schema's own size, the budget, and one short description
+//! per reference site.
+//!
+//! [`root_merged`] does the same at the root only, for the APIs that follow `$ref` themselves
+//! (OpenAI, Anthropic) but need an object schema at the root.
+
+use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
 /// References followed inside one another before the rest is described instead.
 pub const MAX_DEPTH: usize = 8;
 
-/// Schema objects an inlined result holds before further references are described instead.
-pub const MAX_NODES: usize = 10_000;
+/// Bytes of (minified) definitions the inlined references of one schema may copy before
+/// further references are described by the reference alone (module doc).
+pub const MAX_INLINED_BYTES: usize = 256 * 1024;
 
 /// The target of a local reference in `root`.
 fn target<'a>(root: &'a Value, reference: &str) -> Option<&'a Value> {
@@ -78,20 +90,37 @@ pub(crate) fn with_hint(description: Option<&Value>, hint: &str) -> String {
     }
 }
 
-/// A schema saying, in its description, the JSON Schema `original` it stands for.
-fn described(description: Option<&Value>, original: &Value) -> Value {
-    let text = with_hint(description, &format!("(JSON Schema: {original})"));
+/// A schema saying, in its description, the JSON Schema `original` it stands for, and `note`.
+fn described(description: Option<&Value>, original: &Value, note: &str) -> Value {
+    let text = with_hint(description, &format!("(JSON Schema: {original}{note})"));
     let mut out = Map::new();
     out.insert("description".into(), Value::String(text));
     Value::Object(out)
+}
+
+/// The schema `{"$ref": reference}`.
+fn reference_only(reference: &str) -> Value {
+    let mut out = Map::new();
+    out.insert("$ref".into(), Value::String(reference.to_owned()));
+    Value::Object(out)
+}
+
+/// Why a reference is not inlined.
+enum NotInlined {
+    /// Described by the JSON Schema it stands for (its target, or the reference itself).
+    Described(Value),
+    /// Past the budget: described by the reference alone.
+    LeftOut,
 }
 
 struct Inliner<'a> {
     root: &'a Value,
     /// The references being inlined, outermost first.
     following: Vec<String>,
-    /// Schema objects produced so far.
-    nodes: usize,
+    /// Bytes of definitions copied so far (at most [`MAX_INLINED_BYTES`]).
+    copied: usize,
+    /// The minified size of each reference's target, measured once.
+    sizes: HashMap<String, usize>,
 }
 
 impl Inliner<'_> {
@@ -104,11 +133,18 @@ impl Inliner<'_> {
     }
 
     fn object(&mut self, map: &Map<String, Value>) -> Value {
-        self.nodes += 1;
         let resolved = match map.get("$ref").and_then(Value::as_str) {
             Some(reference) => match self.reference(reference) {
                 Ok(resolved) => Some(resolved),
-                Err(original) => return described(map.get("description"), &original),
+                Err(NotInlined::Described(original)) => {
+                    return described(map.get("description"), &original, "");
+                }
+                Err(NotInlined::LeftOut) => {
+                    let note = format!(
+                        "; its definition is left out: the schema's references copy more than {MAX_INLINED_BYTES} bytes"
+                    );
+                    return described(map.get("description"), &reference_only(reference), &note);
+                }
             },
             None => None,
         };
@@ -147,17 +183,23 @@ impl Inliner<'_> {
         Value::Object(out)
     }
 
-    /// The target of `reference`, inlined; or, where it cannot be, the JSON Schema to
-    /// describe instead (the target, or the reference itself).
-    fn reference(&mut self, reference: &str) -> Result<Value, Value> {
+    /// The target of `reference`, inlined; or why it is not.
+    fn reference(&mut self, reference: &str) -> Result<Value, NotInlined> {
         let Some(found) = target(self.root, reference) else {
-            let mut original = Map::new();
-            original.insert("$ref".into(), Value::String(reference.to_owned()));
-            return Err(Value::Object(original));
+            return Err(NotInlined::Described(reference_only(reference)));
         };
+        // Inlined or described, the copy costs the target's size.
+        let size = *self
+            .sizes
+            .entry(reference.to_owned())
+            .or_insert_with(|| found.to_string().len());
+        if self.copied.saturating_add(size) > MAX_INLINED_BYTES {
+            return Err(NotInlined::LeftOut);
+        }
+        self.copied += size;
         let recursive = self.following.iter().any(|seen| seen == reference);
-        if recursive || self.following.len() >= MAX_DEPTH || self.nodes >= MAX_NODES {
-            return Err(found.clone());
+        if recursive || self.following.len() >= MAX_DEPTH {
+            return Err(NotInlined::Described(found.clone()));
         }
         self.following.push(reference.to_owned());
         let resolved = self.schema(found);
@@ -171,7 +213,8 @@ pub fn inlined(schema: &Value) -> Value {
     Inliner {
         root: schema,
         following: Vec::new(),
-        nodes: 0,
+        copied: 0,
+        sizes: HashMap::new(),
     }
     .schema(schema)
 }
@@ -237,10 +280,20 @@ mod tests {
         );
     }
 
+    /// `schema` inlined, within 2 seconds, and the size of the result minified.
+    fn inlined_within_budget(schema: &Value) -> (Value, usize) {
+        let started = std::time::Instant::now();
+        let out = inlined(schema);
+        let elapsed = started.elapsed();
+        assert!(elapsed < std::time::Duration::from_secs(2), "{elapsed:?}");
+        let size = out.to_string().len();
+        (out, size)
+    }
+
     /// Definitions that each use the next ten times would grow as ten to the power of their
-    /// depth: past MAX_NODES the rest is described, and the result stays small.
+    /// depth: past the budget references are left out, and the result stays small.
     #[test]
-    fn nested_references_stop_growing_at_the_node_budget() {
+    fn nested_references_stop_growing_at_the_budget() {
         let mut defs = Map::new();
         for level in 0..8 {
             let next = json!({"$ref": format!("#/$defs/D{}", level + 1)});
@@ -254,14 +307,34 @@ mod tests {
         defs.insert("D8".into(), json!({"type": "string"}));
         let schema = json!({"type": "object", "properties": {"root": {"$ref": "#/$defs/D0"}},
                             "$defs": defs});
-        let started = std::time::Instant::now();
-        let out = inlined(&schema);
-        let size = out.to_string().len();
-        assert!(size < 20_000_000, "{size} bytes");
-        assert!(started.elapsed() < std::time::Duration::from_secs(10));
+        let (out, size) = inlined_within_budget(&schema);
+        assert!(size < 4 * MAX_INLINED_BYTES, "{size} bytes");
+        // The first levels are inlined, the rest named.
+        assert_eq!(
+            out["properties"]["root"]["properties"]["p0"]["type"],
+            "object"
+        );
+        assert!(out.to_string().contains("is left out"), "the rest is named");
+    }
+
+    /// Many uses of one large definition each cost its size: two thousand copies of 100 KB
+    /// were 200 MB.
+    #[test]
+    fn many_uses_of_a_large_definition_stop_at_the_budget() {
+        let properties: Map<String, Value> = (0..2000)
+            .map(|k| (format!("p{k}"), json!({"$ref": "#/$defs/Big"})))
+            .collect();
+        let schema = json!({"type": "object", "properties": properties, "$defs": {"Big": {
+            "type": "string", "description": "x".repeat(100_000)}}});
+        let (out, size) = inlined_within_budget(&schema);
+        assert!(size < 2 * MAX_INLINED_BYTES, "{size} bytes");
+        assert_eq!(out["properties"]["p0"]["type"], "string");
+        let last = out["properties"]["p1999"]["description"]
+            .as_str()
+            .unwrap_or_default();
         assert!(
-            out.to_string().contains("JSON Schema"),
-            "the rest is described"
+            last.contains("#/$defs/Big") && last.contains("left out"),
+            "{last}"
         );
     }
 
