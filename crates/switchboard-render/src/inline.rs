@@ -6,8 +6,14 @@
 //!
 //! [`inlined`] replaces every local reference (`#` plus a JSON pointer: `#/$defs/X`,
 //! `#/definitions/X`) by its target and merges every `allOf` member into the schema holding
-//! it (properties and `required` united, a property both define merged the same way; the
-//! holder's own keys win). A reference that cannot be inlined — not local, pointing nowhere,
+//! it (properties and `required` united, a property both define merged the same way). Where
+//! both constrain the same value, the stricter constraint is kept: `enum` the values in both
+//! (in the holder's order), `type` the types in both (`integer` where one says `number`), the
+//! larger of two `minimum`, `exclusiveMinimum`, `minLength`, `minItems`, `minProperties` and
+//! the smaller of two `maximum`, `exclusiveMaximum`, `maxLength`, `maxItems`,
+//! `maxProperties`; where no value could satisfy both (no common type or value), and for
+//! every other key (`description`, `format`, `pattern`, …), the holder's own stays. A
+//! property the holder allows anything (`true`) takes the member's schema. A reference that cannot be inlined — not local, pointing nowhere,
 //! recursive, or deeper than [`MAX_DEPTH`] — becomes a schema whose description holds the
 //! minified JSON Schema it stood for, so the model still reads it.
 //!
@@ -39,8 +45,8 @@ fn target<'a>(root: &'a Value, reference: &str) -> Option<&'a Value> {
     root.pointer(reference.strip_prefix('#')?)
 }
 
-/// Merges `member` into `out`: properties and `required` united, other keys kept where `out`
-/// already has them.
+/// Merges `member` into `out`: properties and `required` united, the stricter of two
+/// constraints kept, other keys kept where `out` already has them (module doc).
 fn merge(out: &mut Map<String, Value>, member: Value) {
     let Value::Object(member) = member else {
         return;
@@ -51,8 +57,11 @@ fn merge(out: &mut Map<String, Value>, member: Value) {
                 for (name, schema) in theirs {
                     match mine.get_mut(&name) {
                         // Both constrain it: the member's constraints stay (an enum the
-                        // holder only describes), the holder's keys win where both speak.
+                        // holder only describes), the stricter where both speak.
                         Some(Value::Object(existing)) => merge(existing, schema),
+                        Some(existing @ Value::Bool(true)) => {
+                            *existing = schema;
+                        }
                         Some(_) => {}
                         None => {
                             mine.insert(name, schema);
@@ -67,11 +76,78 @@ fn merge(out: &mut Map<String, Value>, member: Value) {
                     }
                 }
             }
-            (_, Some(_), _) => {}
+            (key, Some(mine), theirs) => {
+                if let Some(kept) = stricter(key, mine, &theirs) {
+                    *mine = kept;
+                }
+            }
             (_, None, value) => {
                 out.insert(key, value);
             }
         }
+    }
+}
+
+/// Where the holder (`mine`) and a member both constrain a value by `key`, the constraint
+/// that admits less; `None` keeps the holder's.
+fn stricter(key: &str, mine: &Value, theirs: &Value) -> Option<Value> {
+    match key {
+        "enum" => {
+            let (Value::Array(mine), Value::Array(theirs)) = (mine, theirs) else {
+                return None;
+            };
+            let both: Vec<Value> = mine
+                .iter()
+                .filter(|value| theirs.contains(value))
+                .cloned()
+                .collect();
+            (!both.is_empty()).then_some(Value::Array(both))
+        }
+        "type" => common_types(mine, theirs),
+        "minimum" | "exclusiveMinimum" | "minLength" | "minItems" | "minProperties" => {
+            (theirs.as_f64()? > mine.as_f64()?).then(|| theirs.clone())
+        }
+        "maximum" | "exclusiveMaximum" | "maxLength" | "maxItems" | "maxProperties" => {
+            (theirs.as_f64()? < mine.as_f64()?).then(|| theirs.clone())
+        }
+        _ => None,
+    }
+}
+
+/// The types two `type`s (a name or a list of names) both allow, `integer` where one allows
+/// `number`; `None` when they share none.
+fn common_types(mine: &Value, theirs: &Value) -> Option<Value> {
+    let names = |types: &Value| -> Option<Vec<String>> {
+        match types {
+            Value::String(name) => Some(vec![name.clone()]),
+            Value::Array(names) => names
+                .iter()
+                .map(|name| name.as_str().map(str::to_owned))
+                .collect(),
+            _ => None,
+        }
+    };
+    let (mine, theirs) = (names(mine)?, names(theirs)?);
+    let allows = |list: &[String], name: &str| list.iter().any(|t| t == name);
+    let mut both: Vec<String> = Vec::new();
+    for name in &mine {
+        let common = if allows(&theirs, name) {
+            name.as_str()
+        } else if (name == "number" && allows(&theirs, "integer"))
+            || (name == "integer" && allows(&theirs, "number"))
+        {
+            "integer"
+        } else {
+            continue;
+        };
+        if !allows(&both, common) {
+            both.push(common.to_owned());
+        }
+    }
+    match both.as_slice() {
+        [] => None,
+        [one] => Some(Value::String(one.clone())),
+        _ => Some(Value::Array(both.into_iter().map(Value::String).collect())),
     }
 }
 
@@ -356,6 +432,37 @@ mod tests {
                                            "type": "string"}},
                    "required": ["mode"]})
         );
+    }
+
+    /// Where holder and member both constrain a value, the stricter constraint stays: the
+    /// holder's looser enum, type or bounds let through what the server then refuses.
+    #[test]
+    fn a_property_both_constrain_keeps_the_stricter_constraint() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "mode": {"description": "How", "enum": ["c", "b", "a"], "type": ["string", "null"]},
+                "count": {"type": "number", "minimum": 0, "maximum": 100, "format": "int32"},
+                "tag": true,
+                "odd": {"type": "string", "enum": ["x"]},
+            },
+            "allOf": [{"$ref": "#/$defs/Base"}],
+            "$defs": {"Base": {"properties": {
+                "mode": {"enum": ["a", "b"], "type": "string", "description": "Base's"},
+                "count": {"type": "integer", "minimum": 1, "maximum": 200, "format": "int64"},
+                "tag": {"type": "string"},
+                "odd": {"type": "integer", "enum": ["y"]},
+            }}},
+        });
+        let expected = json!({
+            "mode": {"description": "How", "enum": ["b", "a"], "type": "string"},
+            "count": {"type": "integer", "minimum": 1, "maximum": 100, "format": "int32"},
+            "tag": {"type": "string"},
+            // Nothing satisfies both: the holder's stays.
+            "odd": {"type": "string", "enum": ["x"]},
+        });
+        assert_eq!(inlined(&schema)["properties"], expected);
+        assert_eq!(root_merged(&schema)["properties"], expected);
     }
 
     /// A root `allOf` of parameter groups (and a root `$ref`) is one object schema.
