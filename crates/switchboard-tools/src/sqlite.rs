@@ -29,9 +29,22 @@ pub(crate) fn open(path: &Path) -> Result<Connection, String> {
     let conn =
         Connection::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
     conn.busy_timeout(BUSY_TIMEOUT).map_err(sql)?;
-    let mode: String = conn
-        .query_row("PRAGMA journal_mode=WAL", [], |row| row.get(0))
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let started = std::time::Instant::now();
+    let mode: String = loop {
+        match conn.query_row("PRAGMA journal_mode=WAL", [], |row| row.get(0)) {
+            Ok(mode) => break mode,
+            // Switching a fresh file to WAL takes a lock the busy handler does not wait for:
+            // another connection opening it at that moment fails it at once. Try again, as
+            // long as the busy timeout would have waited.
+            Err(rusqlite::Error::SqliteFailure(error, _))
+                if error.code == rusqlite::ErrorCode::DatabaseBusy
+                    && started.elapsed() < BUSY_TIMEOUT =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            Err(e) => return Err(format!("{}: {e}", path.display())),
+        }
+    };
     if !mode.eq_ignore_ascii_case("wal") {
         return Err(format!(
             "{}: cannot use WAL mode (got {mode})",
