@@ -40,6 +40,28 @@ fn a_binary_file_is_named_by_an_absolute_percent_encoded_file_uri() {
     assert!(expected.starts_with("file:///"), "{expected}");
 }
 
+/// A read-only files provider over `root` that reads at most 1,000 bytes.
+fn read_limited_to_1000_bytes(root: &std::path::Path) -> Files {
+    Files::new(FilesSettings {
+        roots: vec![Root {
+            path: root.to_path_buf(),
+            read_only: true,
+        }],
+        max_read_bytes: 1_000,
+        max_write_bytes: 1_000,
+    })
+    .expect("files")
+}
+
+/// The text `read_file` answers for `arguments`.
+fn read_text(files: &Files, arguments: Value) -> Result<String, String> {
+    let read = run(files, "read_file", arguments)?;
+    Ok(read.structured_content.expect("structured")["content"]
+        .as_str()
+        .expect("content")
+        .to_owned())
+}
+
 /// Regression: head and tail were refused for a file over max_read_bytes; they now read only
 /// the start, or a window at the end, within the limit.
 #[test]
@@ -47,22 +69,8 @@ fn head_and_tail_of_a_file_over_the_read_limit() {
     let dir = tempfile::tempdir().expect("tempdir");
     let log: String = (1..=2_000).map(|n| format!("line {n}\n")).collect();
     std::fs::write(dir.path().join("big.log"), &log).expect("log");
-    let files = Files::new(FilesSettings {
-        roots: vec![Root {
-            path: dir.path().to_path_buf(),
-            read_only: true,
-        }],
-        max_read_bytes: 1_000,
-        max_write_bytes: 1_000,
-    })
-    .expect("files");
-    let content = |arguments: Value| -> Result<String, String> {
-        let read = run(&files, "read_file", arguments)?;
-        Ok(read.structured_content.expect("structured")["content"]
-            .as_str()
-            .expect("content")
-            .to_owned())
-    };
+    let files = read_limited_to_1000_bytes(dir.path());
+    let content = |arguments: Value| read_text(&files, arguments);
     assert_eq!(
         content(json!({"path": "big.log", "head": 3})).expect("head"),
         "line 1\nline 2\nline 3\n"
@@ -95,19 +103,7 @@ fn head_over_the_read_limit_cuts_between_lines_not_inside_a_character() {
     let line = format!("{}\n", "語".repeat(34));
     let text: String = (0..100).map(|_| line.as_str()).collect();
     std::fs::write(dir.path().join("cjk.txt"), &text).expect("text");
-    let files = Files::new(FilesSettings {
-        roots: vec![Root {
-            path: dir.path().to_path_buf(),
-            read_only: true,
-        }],
-        max_read_bytes: 1_000,
-        max_write_bytes: 1_000,
-    })
-    .expect("files");
-    let read = run(&files, "read_file", json!({"path": "cjk.txt", "head": 2})).expect("head");
-    let content = read.structured_content.expect("structured")["content"]
-        .as_str()
-        .expect("content")
-        .to_owned();
+    let files = read_limited_to_1000_bytes(dir.path());
+    let content = read_text(&files, json!({"path": "cjk.txt", "head": 2})).expect("head");
     assert_eq!(content, line.repeat(2));
 }
