@@ -22,33 +22,38 @@ pub(super) fn make_room(
     settings: &TaskSettings,
 ) -> Result<(), TaskError> {
     let caller = |task: &&Arc<Task>| &task.owner == owner;
-    make_room_within(tasks, caller, settings.max_per_caller)
+    let held = tasks.values().filter(caller).count();
+    make_room_within(tasks, caller, held, settings.max_per_caller)
         .ok_or(TaskError::TooMany(settings.max_per_caller))?;
     if let Some(agent) = owner.agent.as_deref() {
         let agents = |task: &&Arc<Task>| task.owner.agent.as_deref() == Some(agent);
-        make_room_within(tasks, agents, settings.max_per_agent).ok_or_else(|| {
+        let held = tasks.values().filter(agents).count();
+        make_room_within(tasks, agents, held, settings.max_per_agent).ok_or_else(|| {
             TaskError::AgentFull {
                 agent: agent.to_owned(),
                 limit: settings.max_per_agent,
             }
         })?;
     }
-    make_room_within(tasks, |_| true, settings.max_tasks).ok_or(TaskError::Full(settings.max_tasks))
+    let held = tasks.len();
+    make_room_within(tasks, |_| true, held, settings.max_tasks)
+        .ok_or(TaskError::Full(settings.max_tasks))
 }
 
-/// Makes room for one more among the tasks `within` selects, if they number `limit` or more:
-/// `None` when none of them can go.
+/// Makes room for one more among the tasks `within` selects (`held` of them), if they number
+/// `limit` or more: `None` when none of them can go. Only a full bound scans for what can go.
 fn make_room_within(
     tasks: &mut HashMap<String, Arc<Task>>,
     within: impl Fn(&&Arc<Task>) -> bool,
+    held: usize,
     limit: usize,
 ) -> Option<()> {
-    let held: Vec<&Arc<Task>> = tasks.values().filter(within).collect();
-    if held.len() < limit {
+    if held < limit {
         return Some(());
     }
-    let oldest = held
-        .into_iter()
+    let oldest = tasks
+        .values()
+        .filter(within)
         .filter(|task| task.evictable())
         .min_by_key(|task| task.created)
         .map(|task| task.id.clone())?;

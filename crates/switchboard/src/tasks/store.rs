@@ -643,7 +643,6 @@ impl TaskStore {
 /// The shortest TTL a task gets.
 const MIN_TTL: Duration = Duration::from_secs(1);
 
-/// The oldest task that can make room, if any.
 /// 128 random bits, hex: unguessable, so an id is no handle for anyone who was not told it.
 fn new_task_id() -> String {
     let bits: u128 = rand::rng().random();
