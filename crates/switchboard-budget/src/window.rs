@@ -177,7 +177,6 @@ pub struct LatencyWindow {
     /// Where the next sample goes once the ring is full.
     next: usize,
     errors: u32,
-    timeouts: u32,
     /// The same latencies, ascending.
     sorted: Vec<u32>,
     /// The latencies of the timeouts among them, ascending (few: a healthy tool has none).
@@ -200,7 +199,6 @@ impl LatencyWindow {
             outcomes: Vec::with_capacity(capacity),
             next: 0,
             errors: 0,
-            timeouts: 0,
             sorted: Vec::with_capacity(capacity),
             timed_out: Vec::new(),
         }
@@ -256,16 +254,15 @@ impl LatencyWindow {
         self.count(sample.outcome, true);
     }
 
+    /// Counts errors (timeouts are counted by `timed_out`'s length).
     fn count(&mut self, outcome: Outcome, add: bool) {
-        let counter = match outcome {
-            Outcome::Ok => return,
-            Outcome::Error => &mut self.errors,
-            Outcome::Timeout => &mut self.timeouts,
-        };
+        if outcome != Outcome::Error {
+            return;
+        }
         if add {
-            *counter += 1;
+            self.errors += 1;
         } else {
-            *counter = counter.saturating_sub(1);
+            self.errors = self.errors.saturating_sub(1);
         }
     }
 
@@ -317,18 +314,18 @@ impl LatencyWindow {
     }
 
     pub fn error_rate(&self) -> f64 {
-        self.rate(self.errors)
+        self.rate(self.errors as usize)
     }
 
     pub fn timeout_rate(&self) -> f64 {
-        self.rate(self.timeouts)
+        self.rate(self.timed_out.len())
     }
 
-    fn rate(&self, count: u32) -> f64 {
+    fn rate(&self, count: usize) -> f64 {
         if self.is_empty() {
             0.0
         } else {
-            f64::from(count) / self.len() as f64
+            count as f64 / self.len() as f64
         }
     }
 
@@ -346,14 +343,8 @@ impl LatencyWindow {
     /// the module doc); `None` when none finished. Walks down from the largest latency, so the
     /// upper quantiles a deadline reads cost a few steps plus one per timeout held.
     pub fn finished_quantile(&self, fraction: f64) -> Option<Duration> {
-        let finished = self.finished_len();
-        if finished == 0 {
-            return None;
-        }
-        let (index, weight) = hazen_position(finished, fraction);
-        let low = f64::from(self.finished_at(index)?);
-        let high = f64::from(self.finished_at((index + 1).min(finished - 1))?);
-        Some(Duration::from_secs_f64((low + weight * (high - low)) / 1e6))
+        hazen_at(self.finished_len(), fraction, |rank| self.finished_at(rank))
+            .map(|micros| Duration::from_secs_f64(micros / 1e6))
     }
 
     /// The `rank`-th smallest latency (0-based) among the finished calls.
@@ -396,16 +387,21 @@ fn hazen_position(n: usize, fraction: f64) -> (usize, f64) {
     (lower - 1, position - lower as f64)
 }
 
-/// Hazen-rule quantile of sorted values, `None` when empty.
-fn hazen_quantile(sorted: &[u32], fraction: f64) -> Option<f64> {
-    let n = sorted.len();
+/// Hazen-rule quantile of `n` sorted values, the value of each rank given by `at`; `None`
+/// when empty.
+fn hazen_at(n: usize, fraction: f64, at: impl Fn(usize) -> Option<u32>) -> Option<f64> {
     if n == 0 {
         return None;
     }
     let (index, weight) = hazen_position(n, fraction);
-    let low = f64::from(sorted[index]);
-    let high = f64::from(sorted[(index + 1).min(n - 1)]);
+    let low = f64::from(at(index)?);
+    let high = f64::from(at((index + 1).min(n - 1))?);
     Some(low + weight * (high - low))
+}
+
+/// Hazen-rule quantile of sorted values, `None` when empty.
+fn hazen_quantile(sorted: &[u32], fraction: f64) -> Option<f64> {
+    hazen_at(sorted.len(), fraction, |rank| sorted.get(rank).copied())
 }
 
 #[cfg(test)]
