@@ -256,42 +256,42 @@ impl SharedStats {
             own: &self.own,
             keys: changed.iter().map(|saved| saved.key.clone()).collect(),
         };
-        let saved = self.save(&changed).await?;
+        let saved_at = self.save(&changed).await?;
         unsaved.saved();
-        {
-            let mut own = lock(&self.own);
-            for (key, at) in &saved {
-                if let Some(entry) = own.get_mut(key)
-                    && entry.rechecked == Recheck::Unsaved
+        // A burst saved just now (its window was taken from `changed`, so it is no longer
+        // marked changed) is timed by that save; every timed one is compared with the rows.
+        let rechecked: HashMap<Arc<str>, f64> = lock(&self.own)
+            .iter_mut()
+            .filter_map(|(key, entry)| {
+                if let (Recheck::Unsaved, false, Some(at)) =
+                    (entry.rechecked, entry.changed, saved_at)
                 {
-                    entry.rechecked = Recheck::SavedAt(*at);
+                    entry.rechecked = Recheck::SavedAt(at);
                 }
-            }
-        }
+                match entry.rechecked {
+                    Recheck::SavedAt(at) => Some((key.clone(), at)),
+                    Recheck::Never | Recheck::Unsaved => None,
+                }
+            })
+            .collect();
         let (environments, keys): (Vec<String>, Vec<String>) = tools
             .iter()
             .map(|(key, traits)| (traits.environment.as_str().to_owned(), key.to_string()))
             .unzip();
-        let rechecked: HashMap<String, f64> = lock(&self.own)
-            .iter()
-            .filter_map(|(key, entry)| match entry.rechecked {
-                Recheck::SavedAt(at) => Some((key.to_string(), at)),
-                Recheck::Never | Recheck::Unsaved => None,
-            })
-            .collect();
         let others = self.read_others(&environments, &keys, &rechecked).await?;
         let merged = self.merge_into(budget, &tools, others);
         budget.publish(false);
         Ok(Synced {
-            saved: saved.len(),
+            saved: changed.len(),
             merged,
         })
     }
 
-    /// Saves `windows`; says when (the database's time, Unix seconds) each was saved.
-    async fn save(&self, windows: &[Saved]) -> Result<Vec<(Arc<str>, f64)>, SharedStatsError> {
+    /// Saves `windows` in one transaction; says when (the database's time, Unix seconds, the
+    /// `saved_at` of every row it wrote), `None` when there was nothing to save.
+    async fn save(&self, windows: &[Saved]) -> Result<Option<f64>, SharedStatsError> {
         if windows.is_empty() {
-            return Ok(Vec::new());
+            return Ok(None);
         }
         let mut client = self
             .pool
@@ -305,28 +305,29 @@ impl SharedStats {
                  VALUES ($1, $2, $3, $4, $5) \
                  ON CONFLICT (environment, tool, replica) DO UPDATE SET \
                  latencies_us = EXCLUDED.latencies_us, outcomes = EXCLUDED.outcomes, \
-                 saved_at = now() \
-                 RETURNING EXTRACT(EPOCH FROM saved_at)::float8",
+                 saved_at = now()",
             )
             .await
             .map_err(pg("prepare the save"))?;
-        let mut when = Vec::with_capacity(windows.len());
+        // now() is the transaction's start: the saved_at of every row below.
+        let when: f64 = tx
+            .query_one("SELECT EXTRACT(EPOCH FROM now())::float8", &[])
+            .await
+            .and_then(|row| row.try_get(0))
+            .map_err(pg("read the time of the save"))?;
         for saved in windows {
-            let row = tx
-                .query_one(
-                    &upsert,
-                    &[
-                        &saved.environment.as_str(),
-                        &&*saved.key,
-                        &self.replica,
-                        &saved.latencies,
-                        &saved.outcomes,
-                    ],
-                )
-                .await
-                .map_err(pg("save a window"))?;
-            let at: f64 = row.try_get(0).map_err(pg("save a window"))?;
-            when.push((saved.key.clone(), at));
+            tx.execute(
+                &upsert,
+                &[
+                    &saved.environment.as_str(),
+                    &&*saved.key,
+                    &self.replica,
+                    &saved.latencies,
+                    &saved.outcomes,
+                ],
+            )
+            .await
+            .map_err(pg("save a window"))?;
         }
         tx.execute(
             "DELETE FROM latency_windows WHERE saved_at < now() - make_interval(secs => $1)",
@@ -335,7 +336,7 @@ impl SharedStats {
         .await
         .map_err(pg("delete old windows"))?;
         tx.commit().await.map_err(pg("commit the windows"))?;
-        Ok(when)
+        Ok(Some(when))
     }
 
     /// The other replicas' samples per tool key (of these environments and keys, pairwise),
@@ -345,7 +346,7 @@ impl SharedStats {
         &self,
         environments: &[String],
         keys: &[String],
-        rechecked: &HashMap<String, f64>,
+        rechecked: &HashMap<Arc<str>, f64>,
     ) -> Result<HashMap<String, Vec<Sample>>, SharedStatsError> {
         if keys.is_empty() {
             return Ok(HashMap::new());
@@ -373,7 +374,10 @@ impl SharedStats {
             let latencies: Vec<i64> = row.try_get(1).map_err(pg("read a window"))?;
             let outcomes: Vec<i16> = row.try_get(2).map_err(pg("read a window"))?;
             let saved_at: f64 = row.try_get(3).map_err(pg("read a window"))?;
-            if rechecked.get(&tool).is_some_and(|at| saved_at < *at) {
+            if rechecked
+                .get(tool.as_str())
+                .is_some_and(|at| saved_at < *at)
+            {
                 continue;
             }
             others
