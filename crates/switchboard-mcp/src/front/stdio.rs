@@ -152,9 +152,7 @@ pub async fn serve(
                     waiting => {
                         let out = out_tx.clone();
                         tasks.spawn(async move {
-                            if let Some(owed) = waiting.owed().await {
-                                out.answer(error.to_line(), owed);
-                            }
+                            out.answer(error.to_line(), waiting.owed().await);
                         });
                     }
                 }
@@ -208,7 +206,7 @@ pub async fn serve(
                     // (biased: with both ready, a random pick dropped it unseen).
                     let owed = tokio::select! {
                         biased;
-                        owed = claim.owed() => owed,
+                        owed = claim.owed() => Some(owed),
                         () = cancel.cancelled() => None,
                     };
                     let Some(owed) = owed else {

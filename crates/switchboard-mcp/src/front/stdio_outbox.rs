@@ -50,25 +50,14 @@ pub(super) struct Bound {
 impl Bound {
     /// An answer owed now, if the bound has room.
     fn try_owe(self: &Arc<Self>) -> Option<Owed> {
-        let mut current = self.owed.load(Ordering::Relaxed);
-        loop {
-            if current >= self.max {
-                return None;
-            }
-            match self.owed.compare_exchange_weak(
-                current,
-                current + 1,
-                Ordering::AcqRel,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => {
-                    return Some(Owed {
-                        bound: self.clone(),
-                    });
-                }
-                Err(now) => current = now,
-            }
-        }
+        self.owed
+            .fetch_update(Ordering::AcqRel, Ordering::Relaxed, |owed| {
+                (owed < self.max).then_some(owed + 1)
+            })
+            .ok()
+            .map(|_| Owed {
+                bound: self.clone(),
+            })
     }
 
     /// An answer owed once the bound has room.
@@ -256,11 +245,11 @@ impl Claims {
 }
 
 impl Claim {
-    /// Waits until the answer is owed (always `Some`: the bound is never closed).
-    pub(super) async fn owed(self) -> Option<Owed> {
+    /// Waits until the answer is owed.
+    pub(super) async fn owed(self) -> Owed {
         match self {
-            Claim::Owed(owed) => Some(owed),
-            Claim::Waiting { bound, _turn } => Some(bound.owe().await),
+            Claim::Owed(owed) => owed,
+            Claim::Waiting { bound, _turn } => bound.owe().await,
         }
     }
 }
