@@ -370,12 +370,11 @@ impl Catalog {
         self.entries.get(*index)
     }
 
-    /// Whether `name` reaches a tool only as a render's LLM-safe name (neither an exposed name
-    /// nor an alias): such a call is recorded under the tool's exposed name.
+    /// Whether `name` reaches a tool only as a render's LLM-safe name (the table holds none
+    /// that is an exposed name or an alias): such a call is recorded under the tool's exposed
+    /// name.
     pub fn is_rendered_name(&self, name: &str) -> bool {
         self.rendered.contains_key(name)
-            && !self.by_name.contains_key(name)
-            && !self.aliases.contains_key(name)
     }
 
     /// Problems found while building (collisions, quarantined and hidden tools).
