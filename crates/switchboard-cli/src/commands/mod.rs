@@ -86,9 +86,6 @@ pub async fn start_host(explicit: Option<&Path>, agent: Option<&str>) -> anyhow:
     let options = switchboard::HostOptions {
         recorder: std::sync::Arc::new(ledger),
         latency_database: audit::latency_path(&config),
-        pins: Some(std::sync::Arc::new(switchboard::pins::PinStore::open(
-            audit::pins_path(&config),
-        ))),
         manager_database: manager::database_path(&config),
         sandbox_launcher: std::env::current_exe().ok(),
         ..switchboard::HostOptions::default()

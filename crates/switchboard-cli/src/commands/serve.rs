@@ -178,9 +178,6 @@ pub async fn run(config: Option<&Path>, args: ServeArgs) -> anyhow::Result<ExitC
     let options = switchboard::HostOptions {
         recorder: Arc::new(ledger.clone()),
         latency_database: super::audit::latency_path(&config),
-        pins: Some(Arc::new(switchboard::pins::PinStore::open(
-            super::audit::pins_path(&config),
-        ))),
         // operations.db beside the ledger, unless `[manager] database` names one.
         manager_database: super::manager::database_path(&config),
         sandbox_launcher: std::env::current_exe().ok(),

@@ -73,12 +73,6 @@ pub fn ledger_path(config: &Config, explicit: Option<&Path>) -> anyhow::Result<P
     }
 }
 
-/// Switchboard's data directory: `$XDG_DATA_HOME/switchboard`, else
-/// `~/.local/share/switchboard`.
-pub fn data_dir() -> Option<PathBuf> {
-    switchboard::data_dir::data_dir()
-}
-
 /// Where latency stats are kept: `[latency] database`, else `latency.db` in the data
 /// directory (`None` without one: stats then live in memory only).
 pub fn latency_path(config: &Config) -> Option<PathBuf> {
@@ -86,14 +80,7 @@ pub fn latency_path(config: &Config) -> Option<PathBuf> {
         .latency
         .database
         .clone()
-        .or_else(|| Some(data_dir()?.join("latency.db")))
-}
-
-/// Where pinned tool definitions are kept: `gateway.pins`, else `pins.json` beside the
-/// ledger (`None` without a place: pins then live in memory only). The library's rule, so a
-/// Host built by an embedding program opens the same file.
-pub fn pins_path(config: &Config) -> Option<PathBuf> {
-    switchboard::data_dir::pins_path(config)
+        .or_else(|| Some(switchboard::data_dir::data_dir()?.join("latency.db")))
 }
 
 /// `[storage] url`, the shared PostgreSQL, when the config names one.

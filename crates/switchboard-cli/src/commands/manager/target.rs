@@ -222,9 +222,6 @@ impl Local {
                 let opened = super::super::audit::open_ledger(&loaded)?;
                 options.recorder = Arc::new(opened.clone());
                 options.latency_database = super::super::audit::latency_path(&loaded);
-                options.pins = Some(Arc::new(switchboard::pins::PinStore::open(
-                    super::super::audit::pins_path(&loaded),
-                )));
                 ledger = Some(opened);
             }
         }
