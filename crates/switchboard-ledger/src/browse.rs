@@ -149,34 +149,6 @@ pub fn page(conn: &Connection, query: &PageQuery) -> Result<Page, LedgerError> {
     Ok(Page { rows, next_before })
 }
 
-/// Every row `query` asks for, oldest first, handed to `each` one at a time (the export).
-/// `before_id` and `limit` are ignored.
-pub fn each(
-    conn: &Connection,
-    query: &PageQuery,
-    mut each: impl FnMut(&StoredRow) -> bool,
-) -> Result<usize, LedgerError> {
-    let (clause, values) = filter(query, false);
-    let mut select = conn
-        .prepare(&format!(
-            "SELECT id, entry, prev_hash, row_hash FROM mcp_tool_invocations {clause} ORDER BY id"
-        ))
-        .map_err(sql)?;
-    let mut cursor = select
-        .query(rusqlite::params_from_iter(values))
-        .map_err(sql)?;
-    let mut handed = 0;
-    while let Some(row) = cursor.next().map_err(sql)? {
-        if let Some(row) = stored(row).map_err(sql)? {
-            handed += 1;
-            if !each(&row) {
-                break;
-            }
-        }
-    }
-    Ok(handed)
-}
-
 /// One page of an export: the rows `query` filters whose id is above `after`, oldest first,
 /// at most `limit` of them (`before` and the query's own `limit` are ignored), and the last id
 /// read — a row whose entry does not parse is left out but still moves the next page on;

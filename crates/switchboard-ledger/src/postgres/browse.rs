@@ -10,9 +10,6 @@ use crate::browse::{Page, PageQuery, StoredRow};
 use crate::tally::{TallyPlan, TallyRow};
 use crate::{LedgerEntry, LedgerError};
 
-/// Rows read per round trip of an export.
-const EXPORT_PAGE: i64 = 5_000;
-
 fn pg(what: &'static str) -> impl Fn(tokio_postgres::Error) -> LedgerError {
     move |error| LedgerError::Postgres(format!("{what}: {}", describe(&error)))
 }
@@ -131,31 +128,6 @@ pub async fn page(client: &tokio_postgres::Client, query: &PageQuery) -> Result<
         .then(|| keys.get(limit - 1).copied())
         .flatten();
     Ok(Page { rows, next_before })
-}
-
-/// Every row `query` asks for, oldest first, handed to `each` one at a time (`false`
-/// stops); read [`EXPORT_PAGE`] rows per round trip. `before` and `limit` are ignored.
-pub async fn each(
-    client: &tokio_postgres::Client,
-    query: &PageQuery,
-    mut each: impl FnMut(&StoredRow) -> bool,
-) -> Result<usize, LedgerError> {
-    let mut after = 0i64;
-    let mut handed = 0;
-    let upto = last_id(client).await?;
-    loop {
-        let (rows, last) = export_page(client, query, after, upto, EXPORT_PAGE).await?;
-        let Some(last) = last else {
-            return Ok(handed);
-        };
-        for row in &rows {
-            handed += 1;
-            if !each(row) {
-                return Ok(handed);
-            }
-        }
-        after = last;
-    }
 }
 
 /// One page of an export: the rows `query` filters whose id is above `after`, oldest first,
