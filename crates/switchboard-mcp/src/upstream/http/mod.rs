@@ -88,12 +88,46 @@ fn failed_request(id: &RequestId, message: String) -> Message {
     }
 }
 
-/// The first bytes of an error body, for messages.
+/// The first bytes of an error body, for messages: a failed answer is reported as
+/// `HTTP {status} from {url}{snippet}` ([`before_answer_body`] takes the body off again).
 fn snippet(body: &str) -> String {
     let trimmed: String = body.trim().chars().take(200).collect();
     if trimmed.is_empty() {
         String::new()
     } else {
         format!(": {trimmed}")
+    }
+}
+
+/// A failure's `reason` up to the body of the failed HTTP answer it quotes (as [`snippet`]
+/// writes it), for those who must not pass a remote's words on; `None` when it quotes none.
+pub fn before_answer_body(reason: &str) -> Option<&str> {
+    let http = reason.find("HTTP ")?;
+    let from = http + reason[http..].find(" from ")? + " from ".len();
+    let body = reason[from..].find(": ")?;
+    Some(&reason[..from + body])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_quoted_answer_body_comes_off_as_it_was_put_on() {
+        let url = "http://10.0.0.5:8080/admin";
+        let reason = format!(
+            "it did not start: HTTP 500 Internal Server Error from {url}{}",
+            snippet("{\"users\": [\"root\"]}")
+        );
+        assert_eq!(
+            before_answer_body(&reason),
+            Some(format!("it did not start: HTTP 500 Internal Server Error from {url}").as_str())
+        );
+        let bodiless = format!("HTTP 404 Not Found from {url}{}", snippet("  "));
+        assert_eq!(before_answer_body(&bodiless), None);
+        assert_eq!(
+            before_answer_body("cannot reach http://x.example/mcp: refused"),
+            None
+        );
     }
 }

@@ -63,22 +63,10 @@ pub(super) async fn check_public(url: &str) -> Result<(), String> {
 }
 
 /// `reason` without what a remote's HTTP answer said: `HTTP 500 … from URL: BODY` keeps
-/// `HTTP 500 … from URL` (the transports write a failed answer so).
+/// `HTTP 500 … from URL` (cut where the transports put the body on).
 pub(super) fn without_response_bodies(reason: &str) -> String {
-    let Some(http) = reason.find("HTTP ") else {
-        return reason.to_owned();
-    };
-    let Some(from) = reason[http..]
-        .find(" from ")
-        .map(|at| http + at + " from ".len())
-    else {
-        return reason.to_owned();
-    };
-    match reason[from..].find(": ") {
-        Some(body) => format!(
-            "{} (its answer is in the gateway's log)",
-            &reason[..from + body]
-        ),
+    match switchboard_mcp::upstream::http::before_answer_body(reason) {
+        Some(kept) => format!("{kept} (its answer is in the gateway's log)"),
         None => reason.to_owned(),
     }
 }
