@@ -73,7 +73,7 @@ pub use server::is_valid_id;
 pub use shared::SharedConfig;
 pub use storage::{check_postgres_url, check_private_key_file};
 pub use substitute::{
-    Environment, GatewayEnvironment, MapEnvironment, ProcessEnvironment, remove_secret,
+    Environment, GatewayEnvironment, MapEnvironment, ProcessEnvironment, literal, remove_secret,
     remove_secrets, write_secret,
 };
 pub use tiers::default_tiers;

@@ -308,6 +308,12 @@ pub struct SubstitutionError {
     pub hint: Option<String>,
 }
 
+/// `text` as a config value that substitution gives back unchanged (every `$` doubled): for
+/// values a program writes into a config file that must never name a variable.
+pub fn literal(text: &str) -> String {
+    text.replace('$', "$$")
+}
+
 /// Expands every reference in `text`.
 pub fn substitute(text: &str, env: &dyn Environment) -> Result<String, SubstitutionError> {
     if !text.contains('$') {

@@ -188,10 +188,9 @@ pub(crate) fn entries(
             let value = if given_secret(server, input, owned) {
                 format!("${{{}}}", secret_key(server, &input.name))
             } else {
-                values
-                    .get(&input.name)
-                    .or(input.default.as_ref())?
-                    .replace('$', "$$")
+                switchboard_core::config::literal(
+                    values.get(&input.name).or(input.default.as_ref())?,
+                )
             };
             Some((input.name.clone(), value))
         })

@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
 use switchboard_core::config::edit::EntrySandbox;
-use switchboard_core::config::{ManagerConfig, SandboxConfig};
+use switchboard_core::config::{ManagerConfig, SandboxConfig, literal};
 use switchboard_registry::{Choice, Launch, Resolution};
 
 use super::{WorkError, failed};
@@ -34,7 +34,8 @@ const TEMP_DIR: &str = "tmp";
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct Confinement {
     sandbox: SandboxConfig,
-    temp: PathBuf,
+    /// The server's install directory.
+    dir: PathBuf,
 }
 
 impl Confinement {
@@ -75,7 +76,7 @@ impl Confinement {
         }
         Self {
             sandbox,
-            temp: temp_dir(dir),
+            dir: dir.to_path_buf(),
         }
     }
 
@@ -113,14 +114,14 @@ impl Confinement {
     pub(super) fn env(&self) -> BTreeMap<String, String> {
         BTreeMap::from([(
             "TMPDIR".to_owned(),
-            literal(&self.temp.display().to_string()),
+            literal(&temp_dir(&self.dir).display().to_string()),
         )])
     }
 
     /// Makes what the server expects inside its install directory (its `TMPDIR`), once the
     /// package is in place.
     pub(super) fn prepare(&self) -> Result<(), WorkError> {
-        prepare(&self.temp)
+        make_temp_dir(&self.dir)
     }
 }
 
@@ -151,20 +152,12 @@ fn temp_dir(dir: &Path) -> PathBuf {
     dir.join(TEMP_DIR)
 }
 
-fn prepare(temp: &Path) -> Result<(), WorkError> {
-    std::fs::create_dir_all(temp)
+/// Makes the `TMPDIR` of the server installed into `dir`: for a fresh install, and for a copy
+/// of an install another replica made (the entry names it).
+pub(super) fn make_temp_dir(dir: &Path) -> Result<(), WorkError> {
+    let temp = temp_dir(dir);
+    std::fs::create_dir_all(&temp)
         .map_err(|error| failed(format!("cannot create {}: {error}", temp.display())))
-}
-
-/// Makes the `TMPDIR` of a copy of an install another replica made (the entry names it), in
-/// `dir`.
-pub(super) fn prepare_copy(dir: &Path) -> Result<(), WorkError> {
-    prepare(&temp_dir(dir))
-}
-
-/// `text` as a config value that is never substituted.
-fn literal(text: &str) -> String {
-    text.replace('$', "$$")
 }
 
 #[cfg(test)]

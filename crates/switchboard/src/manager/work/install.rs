@@ -100,7 +100,7 @@ fn passing_only_set_variables(args: Vec<String>, env: &BTreeMap<String, String>)
 /// the gateway hand it a variable or a secret. Only the inputs' own `${…}` references
 /// (`env`, made by [`inputs::entries`]) stay references.
 fn transport_of(launch: Launch, env: BTreeMap<String, String>) -> EntryTransport {
-    let literal = |text: String| text.replace('$', "$$");
+    let literal = |text: String| switchboard_core::config::literal(&text);
     let literals = |map: BTreeMap<String, String>| {
         map.into_iter()
             .map(|(k, v)| (k, literal(v)))
