@@ -211,13 +211,21 @@ impl Host {
         })
     }
 
-    /// The one change operation: validate → apply to the running Host → persist into the
-    /// config file → record in the ledger. Serialized with every other change.
-    pub async fn apply(&self, request: ChangeRequest) -> Result<ChangeReport, ChangeError> {
-        let _turn = self.inner.live.turn.lock().await;
+    /// Takes the change operation's turn for a change, a reload or the managed config's
+    /// follower; refused once the Host has shut down (checked in the turn, which the shutdown
+    /// takes to mark it).
+    pub(super) async fn change_turn(&self) -> Result<tokio::sync::MutexGuard<'_, ()>, ChangeError> {
+        let turn = self.inner.live.turn().await;
         if self.inner.shut_down.refuses_changes() {
             return Err(ChangeError::ShutDown);
         }
+        Ok(turn)
+    }
+
+    /// The one change operation: validate → apply to the running Host → persist into the
+    /// config file → record in the ledger. Serialized with every other change.
+    pub async fn apply(&self, request: ChangeRequest) -> Result<ChangeReport, ChangeError> {
+        let _turn = self.change_turn().await?;
         let result = self.apply_in_turn(&request).await;
         if !request.dry_run
             && let Err(error) = &result

@@ -15,7 +15,7 @@ impl Host {
     /// drain. Nothing is written. A server whose replacement fails to start keeps its
     /// previous settings (reported in its outcome and in `status`).
     pub async fn reload(&self, config: Config, by: Surface) -> Result<ChangeReport, ChangeError> {
-        let _turn = self.inner.live.turn.lock().await;
+        let _turn = self.change_turn().await?;
         self.reload_in_turn(config, by, None).await
     }
 
@@ -24,10 +24,7 @@ impl Host {
     /// `status` until a good file arrives. From the watcher, a file the gateway wrote itself
     /// (or that did not change) is left alone.
     pub async fn reload_file(&self, by: Surface) -> Result<ChangeReport, ChangeError> {
-        let _turn = self.inner.live.turn.lock().await;
-        if self.inner.shut_down.refuses_changes() {
-            return Err(ChangeError::ShutDown);
-        }
+        let _turn = self.change_turn().await?;
         let (path, known_hash, adjust) = self.inner.live.with(|applied| {
             (
                 applied.config.as_ref().and_then(|c| c.source.clone()),
@@ -105,15 +102,13 @@ impl Host {
         ChangeError::Invalid(problems)
     }
 
+    /// Reconciles the Host with `config`; its callers hold the turn (`change_turn`).
     pub(super) async fn reload_in_turn(
         &self,
         config: Config,
         by: Surface,
         hash: Option<String>,
     ) -> Result<ChangeReport, ChangeError> {
-        if self.inner.shut_down.refuses_changes() {
-            return Err(ChangeError::ShutDown);
-        }
         let (current, started_with) = self
             .inner
             .live

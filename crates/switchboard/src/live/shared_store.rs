@@ -224,7 +224,7 @@ impl Host {
         if store.head_revision().await? == known {
             return Ok(());
         }
-        let _turn = self.inner.live.turn.lock().await;
+        let _turn = self.change_turn().await?;
         if !self.inner.live.following() {
             return Ok(());
         }
