@@ -96,18 +96,37 @@ pub struct Refused {
     pub reason: String,
 }
 
-impl std::fmt::Display for Refused {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl Refused {
+    /// The first of `addresses` (those `host` is at) that is not public, as a refusal.
+    pub fn first_of(host: &str, addresses: impl IntoIterator<Item = IpAddr>) -> Option<Self> {
+        addresses.into_iter().find_map(|ip| {
+            Some(Refused {
+                host: host.to_owned(),
+                ip,
+                reason: non_public(ip)?,
+            })
+        })
+    }
+
+    /// Where the host is and what that address is: "10.0.0.5 is a private address",
+    /// "intranet resolves to 10.0.0.5, which is a private address".
+    pub fn place(&self) -> String {
         let at = if self.host == self.ip.to_string() {
             format!("{} is", self.host)
         } else {
             format!("{} resolves to {}, which is", self.host, self.ip)
         };
+        format!("{at} a {} address", self.reason)
+    }
+}
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "refused: {at} a {} address; fetch_page reaches only public addresses \
+            "refused: {}; fetch_page reaches only public addresses \
              (the operator can set allow_private = true)",
-            self.reason
+            self.place()
         )
     }
 }
@@ -131,13 +150,8 @@ pub fn check_host(url: &Url, allow_private: bool) -> Result<(), String> {
         Some(url::Host::Ipv4(v4)) => IpAddr::V4(v4),
         Some(url::Host::Ipv6(v6)) => IpAddr::V6(v6),
     };
-    match non_public(ip) {
-        Some(reason) if !allow_private => Err(Refused {
-            host: ip.to_string(),
-            ip,
-            reason,
-        }
-        .to_string()),
+    match Refused::first_of(&ip.to_string(), [ip]) {
+        Some(refused) if !allow_private => Err(refused.to_string()),
         _ => Ok(()),
     }
 }
@@ -155,17 +169,11 @@ impl Resolve for GuardedResolver {
         Box::pin(async move {
             let addresses: Vec<SocketAddr> =
                 tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
-            if !allow_private {
-                for address in &addresses {
-                    if let Some(reason) = non_public(address.ip()) {
-                        return Err(Box::new(Refused {
-                            host,
-                            ip: address.ip(),
-                            reason,
-                        })
-                            as Box<dyn std::error::Error + Send + Sync>);
-                    }
-                }
+            if !allow_private
+                && let Some(refused) =
+                    Refused::first_of(&host, addresses.iter().map(SocketAddr::ip))
+            {
+                return Err(Box::new(refused) as Box<dyn std::error::Error + Send + Sync>);
             }
             Ok(Box::new(addresses.into_iter()) as Addrs)
         })

@@ -4,7 +4,7 @@
 //! could make the gateway connect to a service on its own machine or network (an admin
 //! endpoint, a database's HTTP port) and read what probation reports back. Unless `[manager]
 //! allow_private_remotes`, every address the remote's host resolves to must be public
-//! (`switchboard_tools::web::guard::non_public`, the rule `fetch_page` keeps): loopback,
+//! (`switchboard_tools::web::guard::Refused`, the rule `fetch_page` keeps): loopback,
 //! RFC 1918, unique local (fc00::/7), CGNAT (100.64.0.0/10), unspecified and the like are
 //! refused. An operator's or a program's install is not held to this. The check is made
 //! when the server is installed; the connection made later resolves the name again.
@@ -13,9 +13,7 @@
 //! the body the remote answered with ([`without_response_bodies`]), which could carry an
 //! internal service's content; the gateway's log keeps it for the operator.
 
-use std::net::IpAddr;
-
-use switchboard_tools::web::guard::non_public;
+use switchboard_tools::web::guard::Refused;
 
 /// Refuses `url` unless every address its host resolves to is public; the error names the
 /// host, the address and why.
@@ -27,39 +25,24 @@ pub(super) async fn check_public(url: &str) -> Result<(), String> {
         .host()
         .ok_or_else(|| format!("remote {url} has no host"))?;
     let host = host.trim_start_matches('[').trim_end_matches(']');
-    let port = uri
-        .port_u16()
-        .unwrap_or(if uri.scheme_str() == Some("https") {
-            443
-        } else {
-            80
-        });
-    let addresses: Vec<IpAddr> = match host.parse::<IpAddr>() {
-        Ok(ip) => vec![ip],
-        Err(_) => tokio::net::lookup_host((host, port))
-            .await
-            .map_err(|error| format!("remote {url}: cannot resolve {host}: {error}"))?
-            .map(|address| address.ip())
-            .collect(),
-    };
+    // A literal address comes back as it is; a name is resolved (the port plays no part).
+    let addresses: Vec<_> = tokio::net::lookup_host((host, 0))
+        .await
+        .map_err(|error| format!("remote {url}: cannot resolve {host}: {error}"))?
+        .map(|address| address.ip())
+        .collect();
     if addresses.is_empty() {
         return Err(format!("remote {url}: {host} resolves to no address"));
     }
-    for ip in addresses {
-        if let Some(reason) = non_public(ip) {
-            let at = if host == ip.to_string() {
-                format!("{host} is")
-            } else {
-                format!("{host} resolves to {ip}, which is")
-            };
-            return Err(format!(
-                "remote {url} refused: {at} a {reason} address; a server a model asks for \
-                 must be on the public internet (an operator can install it, or set [manager] \
-                 allow_private_remotes = true)"
-            ));
-        }
+    match Refused::first_of(host, addresses) {
+        None => Ok(()),
+        Some(refused) => Err(format!(
+            "remote {url} refused: {}; a server a model asks for must be on the public \
+             internet (an operator can install it, or set [manager] allow_private_remotes = \
+             true)",
+            refused.place()
+        )),
     }
-    Ok(())
 }
 
 /// `reason` without what a remote's HTTP answer said: `HTTP 500 … from URL: BODY` keeps
