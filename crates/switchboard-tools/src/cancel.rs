@@ -1,9 +1,10 @@
 //! Cancellation of blocking work whose caller has gone: the built-ins that write (`files`,
 //! `memory`) run each call on a blocking thread, which keeps running when the call's future is
 //! dropped at its deadline. So that the outcome matches what the caller is told ("did not
-//! answer within …": nothing happened), the future holds a [`CancelOnDrop`] guard that raises
-//! the call's flag when dropped, and the work checks the flag with [`ensure_running`] right
-//! before the step that makes it visible (a file's rename into place, a transaction's commit).
+//! answer within …": nothing happened), the work runs through [`spawn_blocking_cancellable`],
+//! whose future holds a [`CancelOnDrop`] guard that raises the call's flag when dropped, and
+//! the work checks the flag with [`ensure_running`] right before the step that makes it
+//! visible (a file's rename into place, a transaction's commit: `crate::sqlite::commit`).
 //!
 //! The flag travels to those steps through a thread-local set for the length of the work by
 //! [`run_cancellable`], so the stores' own functions keep their signatures. Work run outside it
@@ -18,19 +19,19 @@ thread_local! {
 }
 
 /// Raises its flag when dropped: hold it in the call's future across the blocking work.
-pub(crate) struct CancelOnDrop {
+struct CancelOnDrop {
     flag: Arc<AtomicBool>,
 }
 
 impl CancelOnDrop {
-    pub(crate) fn new() -> Self {
+    fn new() -> Self {
         Self {
             flag: Arc::new(AtomicBool::new(false)),
         }
     }
 
     /// The flag to hand to the blocking work.
-    pub(crate) fn flag(&self) -> Arc<AtomicBool> {
+    fn flag(&self) -> Arc<AtomicBool> {
         self.flag.clone()
     }
 }
@@ -39,6 +40,18 @@ impl Drop for CancelOnDrop {
     fn drop(&mut self) {
         self.flag.store(true, Ordering::SeqCst);
     }
+}
+
+/// Runs `work` on a blocking thread, cancelled (see the module doc) when the returned future
+/// is dropped before it ends.
+pub(crate) async fn spawn_blocking_cancellable<R: Send + 'static>(
+    work: impl FnOnce() -> R + Send + 'static,
+) -> Result<R, tokio::task::JoinError> {
+    let cancel = CancelOnDrop::new();
+    let flag = cancel.flag();
+    let answer = tokio::task::spawn_blocking(move || run_cancellable(flag, work)).await;
+    drop(cancel);
+    answer
 }
 
 /// Runs `work` on this thread with `flag` as its cancellation flag; the thread's flag before

@@ -64,6 +64,13 @@ pub(crate) fn write_transaction(conn: &mut Connection) -> rusqlite::Result<Trans
     conn.transaction_with_behavior(TransactionBehavior::Immediate)
 }
 
+/// Commits `tx` unless the call it serves was cancelled (its caller already told it failed:
+/// see `crate::cancel`), which rolls it back instead.
+pub(crate) fn commit(tx: Transaction<'_>) -> Result<(), String> {
+    crate::cancel::ensure_running()?;
+    tx.commit().map_err(sql)
+}
+
 /// Brings the schema to version `target` by running `migrations[current..target]`, where
 /// `current` is `PRAGMA user_version`. Each step reads the version inside its own IMMEDIATE
 /// transaction, so processes opening a fresh file together run each migration once (the

@@ -373,13 +373,8 @@ impl ToolProvider for Files {
         let files = self.clone();
         let tool = tool.to_owned();
         Box::pin(async move {
-            let cancel = crate::cancel::CancelOnDrop::new();
-            let flag = cancel.flag();
-            let work =
-                move || crate::cancel::run_cancellable(flag, || files.dispatch(&tool, &arguments));
-            let answer = tokio::task::spawn_blocking(work).await;
-            drop(cancel);
-            answer
+            crate::cancel::spawn_blocking_cancellable(move || files.dispatch(&tool, &arguments))
+                .await
                 .map_err(|error| ToolError::new(format!("files: the operation failed: {error}")))?
                 .map_err(ToolError::new)
         })

@@ -307,13 +307,8 @@ impl ToolProvider for Memory {
         Box::pin(async move {
             // A write whose call was dropped (its deadline passed) is not committed: the
             // caller was told it failed (see `crate::cancel`).
-            let cancel = crate::cancel::CancelOnDrop::new();
-            let flag = cancel.flag();
-            let work =
-                move || crate::cancel::run_cancellable(flag, || run(&store, &tool, &arguments));
-            let answer = tokio::task::spawn_blocking(work).await;
-            drop(cancel);
-            answer
+            crate::cancel::spawn_blocking_cancellable(move || run(&store, &tool, &arguments))
+                .await
                 .map_err(|error| ToolError::new(format!("memory: the operation failed: {error}")))?
                 .map_err(ToolError::new)
         })

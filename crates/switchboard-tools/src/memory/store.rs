@@ -115,8 +115,7 @@ impl Store {
                 }
                 created.push(name.clone());
             }
-            crate::cancel::ensure_running()?;
-            tx.commit().map_err(sql)?;
+            crate::sqlite::commit(tx)?;
             Ok(json!({"created": created, "skipped": skipped}))
         })
     }
@@ -140,8 +139,7 @@ impl Store {
                 .map_err(sql)?;
             }
             tx.execute("UPDATE entities SET updated_at = ?1 WHERE id = ?2", params![at, id]).map_err(sql)?;
-            crate::cancel::ensure_running()?;
-            tx.commit().map_err(sql)?;
+            crate::sqlite::commit(tx)?;
             Ok(json!({"entity": entity, "added": observations.len()}))
         })
     }
@@ -164,8 +162,7 @@ impl Store {
                     .map_err(sql)?;
                 if inserted == 1 { created += 1 } else { existing += 1 }
             }
-            crate::cancel::ensure_running()?;
-            tx.commit().map_err(sql)?;
+            crate::sqlite::commit(tx)?;
             Ok(json!({"created": created, "existing": existing}))
         })
     }
@@ -184,8 +181,7 @@ impl Store {
                     _ => deleted.push(name.clone()),
                 }
             }
-            crate::cancel::ensure_running()?;
-            tx.commit().map_err(sql)?;
+            crate::sqlite::commit(tx)?;
             Ok(json!({"deleted": deleted, "missing": missing}))
         })
     }
@@ -266,8 +262,7 @@ impl Store {
                 .map_err(sql)?;
                 ids.push(tx.last_insert_rowid());
             }
-            crate::cancel::ensure_running()?;
-            tx.commit().map_err(sql)?;
+            crate::sqlite::commit(tx)?;
             Ok(ids)
         })
     }
