@@ -183,7 +183,8 @@ impl Files {
             } in listed
             {
                 visited += 1;
-                if visited > MAX_VISITED || found.len() >= max_results {
+                // `entries` lists no more than MAX_VISITED in all: only the results bound.
+                if found.len() >= max_results {
                     truncated = true;
                     break;
                 }

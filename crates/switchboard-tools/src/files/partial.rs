@@ -78,13 +78,9 @@ impl Files {
             format!("'{given}' is not UTF-8 text, and is over the read limit of {limit} bytes")
         })?;
         let found: Vec<&str> = text.split_inclusive('\n').collect();
-        let whole = if head.is_some() {
-            // The last line read may have been cut by the limit.
-            found.iter().take_while(|line| line.ends_with('\n')).count()
-        } else {
-            found.len()
-        };
-        if whole < wanted {
+        // Whole lines only: the head window ends at its last newline, the tail's starts after
+        // its first.
+        if found.len() < wanted {
             return Err(format!(
                 "the {which} {wanted} lines of '{given}' are more than the read limit of {limit} bytes (the file is {} bytes); ask for fewer lines",
                 meta.len()
