@@ -8,8 +8,8 @@
 //! manager (which adds every server it vets *closed*, see [`crate::pins`]) may bring one
 //! later. Opening reads the file if it exists; it is written only when a pinned server's
 //! definitions are first pinned or an operator approves one. Hosts of one process that name
-//! the same file share one store ([`shared_store`]): each saving its own copy of the file's
-//! pins would drop the others' (another process writing the file still can).
+//! the same file share one store ([`shared_store`]), which holds what is held back and
+//! approved; processes sharing the file change it under its lock (`crate::pins`).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
