@@ -6,16 +6,20 @@
 //!
 //! [`inlined`] replaces every local reference (`#` plus a JSON pointer: `#/$defs/X`,
 //! `#/definitions/X`) by its target and merges every `allOf` member into the schema holding
-//! it (properties and `required` united, a property both define merged the same way). Where
-//! both constrain the same value, the stricter constraint is kept: `enum` the values in both
+//! it (`properties`, `patternProperties` and `required` united; a property both define, the
+//! `items` and the `additionalProperties` merged the same way). Where both constrain the
+//! same value, the stricter constraint is kept: `enum` the values in both
 //! (in the holder's order), `type` the types in both (`integer` where one says `number`), the
 //! larger of two `minimum`, `exclusiveMinimum`, `minLength`, `minItems`, `minProperties` and
 //! the smaller of two `maximum`, `exclusiveMaximum`, `maxLength`, `maxItems`,
 //! `maxProperties`; where no value could satisfy both (no common type or value), and for
-//! every other key (`description`, `format`, `pattern`, …), the holder's own stays. A
-//! property the holder allows anything (`true`) takes the member's schema. A reference that cannot be inlined — not local, pointing nowhere,
-//! recursive, or deeper than [`MAX_DEPTH`] — becomes a schema whose description holds the
-//! minified JSON Schema it stood for, so the model still reads it.
+//! every other key (`description`, `format`, `pattern`, …), the holder's own stays. A value
+//! the holder allows anything (`true`) takes the member's schema; one a member allows nothing
+//! (`false`) allows nothing. Merging copies no definition: the members were inlined within
+//! the budget below, so the result stays within it. A reference that cannot be inlined —
+//! not local, pointing nowhere, recursive, or deeper than [`MAX_DEPTH`] — becomes a schema
+//! whose description holds the minified JSON Schema it stood for, so the model still reads
+//! it.
 //!
 //! Every copy of a definition costs its size, so the inlined references together may copy at
 //! most [`MAX_INLINED_BYTES`] of definitions (descriptions of what could not be inlined
@@ -53,22 +57,21 @@ fn merge(out: &mut Map<String, Value>, member: Value) {
     };
     for (key, value) in member {
         match (key.as_str(), out.get_mut(&key), value) {
-            ("properties", Some(Value::Object(mine)), Value::Object(theirs)) => {
+            (
+                "properties" | "patternProperties",
+                Some(Value::Object(mine)),
+                Value::Object(theirs),
+            ) => {
                 for (name, schema) in theirs {
                     match mine.get_mut(&name) {
-                        // Both constrain it: the member's constraints stay (an enum the
-                        // holder only describes), the stricter where both speak.
-                        Some(Value::Object(existing)) => merge(existing, schema),
-                        Some(existing @ Value::Bool(true)) => {
-                            *existing = schema;
-                        }
-                        Some(_) => {}
+                        Some(existing) => merge_schema(existing, schema),
                         None => {
                             mine.insert(name, schema);
                         }
                     }
                 }
             }
+            ("items" | "additionalProperties", Some(mine), theirs) => merge_schema(mine, theirs),
             ("required", Some(Value::Array(mine)), Value::Array(theirs)) => {
                 for name in theirs {
                     if !mine.contains(&name) {
@@ -85,6 +88,18 @@ fn merge(out: &mut Map<String, Value>, member: Value) {
                 out.insert(key, value);
             }
         }
+    }
+}
+
+/// Merges a member's schema for one value (a property, the items, the other properties'
+/// values) into the holder's: both objects merge (the member's constraints stay, the
+/// stricter where both speak); a holder allowing anything (`true`) takes the member's, a
+/// member allowing nothing (`false`) wins; otherwise the holder's stays.
+fn merge_schema(mine: &mut Value, theirs: Value) {
+    match (mine, theirs) {
+        (Value::Object(mine), Value::Object(theirs)) => merge(mine, Value::Object(theirs)),
+        (mine @ Value::Bool(true), theirs) | (mine, theirs @ Value::Bool(false)) => *mine = theirs,
+        _ => {}
     }
 }
 
@@ -463,6 +478,53 @@ mod tests {
         });
         assert_eq!(inlined(&schema)["properties"], expected);
         assert_eq!(root_merged(&schema)["properties"], expected);
+    }
+
+    /// An `allOf` member's constraints on the items, on the other properties' values and on
+    /// the values of keys matching a pattern merge into the holder's as a property's do:
+    /// the holder's whole `items` or `additionalProperties` used to win, losing the member's.
+    #[test]
+    fn all_of_merges_items_and_map_values() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "tags": {"type": "array", "items": {"type": "string", "description": "A tag"}},
+                "labels": {"type": "object", "additionalProperties": {"type": "string"},
+                           "patternProperties": {"^x-": {"type": "string"}}},
+                "any": {"type": "array", "items": true},
+                "closed": {"type": "object", "additionalProperties": {"type": "string"}},
+            },
+            "allOf": [{"properties": {
+                "tags": {"items": {"enum": ["a", "b"], "maxLength": 5}},
+                "labels": {"additionalProperties": {"maxLength": 10},
+                           "patternProperties": {"^x-": {"maxLength": 3}, "^y-": {"type": "integer"}}},
+                "any": {"items": {"type": "integer"}},
+                "closed": {"additionalProperties": false},
+            }}],
+        });
+        assert_eq!(
+            inlined(&schema)["properties"],
+            json!({
+                "tags": {"type": "array", "items": {"type": "string", "description": "A tag",
+                                                    "enum": ["a", "b"], "maxLength": 5}},
+                "labels": {"type": "object",
+                           "additionalProperties": {"type": "string", "maxLength": 10},
+                           "patternProperties": {"^x-": {"type": "string", "maxLength": 3},
+                                                 "^y-": {"type": "integer"}}},
+                "any": {"type": "array", "items": {"type": "integer"}},
+                "closed": {"type": "object", "additionalProperties": false},
+            })
+        );
+        let map = json!({"additionalProperties": {"type": "string"},
+                         "allOf": [{"$ref": "#/$defs/M"}],
+                         "$defs": {"M": {"type": "object", "additionalProperties": {"minLength": 1}}}});
+        let expected = json!({"type": "object",
+                              "additionalProperties": {"type": "string", "minLength": 1}});
+        assert_eq!(inlined(&map), expected);
+        assert_eq!(
+            root_merged(&map)["additionalProperties"],
+            expected["additionalProperties"]
+        );
     }
 
     /// A root `allOf` of parameter groups (and a root `$ref`) is one object schema.
