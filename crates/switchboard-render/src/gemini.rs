@@ -7,7 +7,9 @@
 //!   minified schema it stood for, and one met once the copies exceed the inlining budget a
 //!   description naming the reference);
 //! * keys it rejects (`additionalProperties`, `$schema`, `default`, `examples`, …) are
-//!   dropped;
+//!   dropped; the constraints it cannot express are said in the description: `not` and
+//!   `if`/`then`/`else` as a sentence ([`crate::in_words`]), `patternProperties` as
+//!   `(keys matching ^x-: string)`;
 //! * `format` stays only where Gemini takes it (`enum`/`date-time` on strings, `int32`/`int64`
 //!   on integers, `float`/`double` on numbers); any other (`uri`, `email`, `uuid`, …) moves
 //!   into the description as `(format: uri)`;
@@ -18,19 +20,22 @@
 //!   no type whose values are all numbers or booleans takes that type, and on a non-string
 //!   schema the values move to the description (`One of: 1, 2, 3.`) — stringified, they
 //!   would make the model send `"1"` where the tool takes `1`;
-//! * an object without properties (a map of `additionalProperties`, or any object) is
-//!   refused: it loses its type and says `(a JSON object; each value: string)` in its
-//!   description; an array needs `items`: tuple items (`prefixItems`) become `items` of their
+//! * an object without properties (a map of `additionalProperties` or `patternProperties`,
+//!   or any object) is refused: it loses its type and says `(a JSON object; each value:
+//!   string)` in its description; an array needs `items`: tuple items (`prefixItems`) become `items` of their
 //!   one type or `anyOf` their types, the order in the description (`(in order: string,
 //!   integer)`), and an array that says nothing of its items takes strings;
 //! * a tool without parameters declares none (an object schema without properties is
-//!   refused);
+//!   refused); a tool whose arguments are a map (a root of `additionalProperties` or
+//!   `patternProperties` and no properties) declares them as `parametersJsonSchema`, the
+//!   JSON Schema Gemini also reads: an object whose values have the map's value type, with
+//!   the description a nested map would have;
 //! * a name must start with a letter or `_`: one that does not is prefixed with `_`.
 
 use serde_json::{Map, Value, json};
 
 use crate::{
-    RenderTool,
+    RenderTool, in_words,
     inline::{inlined, with_hint},
     names::gemini_name,
     slim::slim,
@@ -101,7 +106,47 @@ fn subset(schema: &Value) -> Value {
         Some("array") => array_items(map, &mut out),
         _ => {}
     }
+    if let Some(not) = map.get("not") {
+        describe(&mut out, &in_words::negation(not));
+    }
+    if let Some(conditional) = in_words::conditional(map) {
+        describe(&mut out, &conditional);
+    }
     Value::Object(out)
+}
+
+/// The type of a map's values (`additionalProperties`, a `patternProperties` member) as the
+/// subset renders it; `None` when it has none.
+fn value_kind(values: &Value) -> Option<String> {
+    let rendered = values.is_object().then(|| subset(values))?;
+    rendered
+        .get("type")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+}
+
+/// `patternProperties` in words: `keys matching ^x-: string` per pattern, `; no other keys`
+/// where `additionalProperties` is `false`; `None` without patterns. Bounded like
+/// [`in_words`]'s sentences.
+fn keyed_values(map: &Map<String, Value>) -> Option<String> {
+    let patterns = map
+        .get("patternProperties")
+        .and_then(Value::as_object)
+        .filter(|patterns| !patterns.is_empty())?;
+    let mut clauses: Vec<String> = patterns
+        .iter()
+        .map(|(pattern, values)| {
+            let kind = value_kind(values).unwrap_or_else(|| "any".to_owned());
+            format!("keys matching {pattern}: {kind}")
+        })
+        .collect();
+    if map.get("additionalProperties") == Some(&Value::Bool(false)) {
+        clauses.push("no other keys".to_owned());
+    }
+    Some(in_words::bounded(
+        clauses.join("; "),
+        "keys matching patterns have constrained values",
+    ))
 }
 
 /// An object schema without properties (a map: `additionalProperties`, or no constraint at
@@ -113,26 +158,27 @@ fn open_object(map: &Map<String, Value>, out: &mut Map<String, Value>) {
         .get("properties")
         .and_then(Value::as_object)
         .is_some_and(|properties| !properties.is_empty());
+    let keyed = keyed_values(map);
     if has_properties {
+        if let Some(keyed) = keyed {
+            describe(out, &format!("({keyed})"));
+        }
         return;
     }
     out.remove("type");
     out.remove("properties");
     out.remove("required");
-    let values = map
-        .get("additionalProperties")
-        .filter(|values| values.is_object())
-        .map(subset)
-        .and_then(|values| {
-            values
-                .get("type")
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-        });
-    match values {
-        Some(kind) => describe(out, &format!("(a JSON object; each value: {kind})")),
-        None => describe(out, "(a JSON object)"),
+    let mut parts = vec!["a JSON object".to_owned()];
+    if let Some(kind) = map.get("additionalProperties").and_then(value_kind) {
+        let which = if keyed.is_some() {
+            "each other value"
+        } else {
+            "each value"
+        };
+        parts.push(format!("{which}: {kind}"));
     }
+    parts.extend(keyed);
+    describe(out, &format!("({})", parts.join("; ")));
 }
 
 /// An array schema without usable `items` is refused by Gemini ("items: missing field"):
@@ -279,15 +325,48 @@ fn enumeration(values: Vec<Value>, out: &mut Map<String, Value>) {
     describe(out, &format!("One of: {}.", listed.join(", ")));
 }
 
-/// A tool's parameters, or none when it takes none.
-fn parameters(tool: &RenderTool<'_>) -> Option<Value> {
-    let parameters = subset(&inlined(&slim(&tool.definition.input_schema)));
+/// A tool's parameters and the key of the declaration that holds them, or none when it
+/// takes none.
+fn parameters(tool: &RenderTool<'_>) -> Option<(&'static str, Value)> {
+    let source = inlined(&slim(&tool.definition.input_schema));
+    let parameters = subset(&source);
     let takes_some = parameters
         .get("properties")
         .and_then(Value::as_object)
         .is_some_and(|properties| !properties.is_empty())
         || parameters.get("anyOf").is_some();
-    takes_some.then_some(parameters)
+    if takes_some {
+        return Some(("parameters", parameters));
+    }
+    map_of_arguments(&source).map(|map| ("parametersJsonSchema", map))
+}
+
+/// A root that is a map of arguments (`additionalProperties` or `patternProperties`, no
+/// properties) as `parametersJsonSchema`: `parameters` refuses an object without
+/// properties, and arguments nested under a made-up parameter would not be the tool's. The
+/// JSON Schema is an object whose values have the map's value type, with the description
+/// the subset gave it (`(a JSON object; each value: string)`); `None` for any other root.
+fn map_of_arguments(source: &Value) -> Option<Value> {
+    let values = source.get("additionalProperties");
+    let patterned = source
+        .get("patternProperties")
+        .and_then(Value::as_object)
+        .is_some_and(|patterns| !patterns.is_empty());
+    if !patterned && !matches!(values, Some(Value::Object(_) | Value::Bool(true))) {
+        return None;
+    }
+    // Rendered as an object, a root without `type` is described as one too.
+    let mut root = source.as_object()?.clone();
+    root.insert("type".into(), json!("object"));
+    let rendered = subset(&Value::Object(root));
+    let mut map = json!({"type": "object"});
+    if let Some(description) = rendered.get("description") {
+        map["description"] = description.clone();
+    }
+    if let Some(kind) = values.and_then(value_kind) {
+        map["additionalProperties"] = json!({"type": kind});
+    }
+    Some(map)
 }
 
 pub fn tools(tools: &[RenderTool<'_>]) -> Value {
@@ -296,8 +375,8 @@ pub fn tools(tools: &[RenderTool<'_>]) -> Value {
         .map(|tool| {
             let mut declaration =
                 json!({"name": gemini_name(tool.name), "description": tool.description()});
-            if let Some(parameters) = parameters(tool) {
-                declaration["parameters"] = parameters;
+            if let Some((key, parameters)) = parameters(tool) {
+                declaration[key] = parameters;
             }
             declaration
         })
@@ -488,6 +567,79 @@ mod tests {
             properties["maybe"],
             json!({"type": "string", "nullable": true, "description": "Maybe"})
         );
+    }
+
+    /// Gemini's subset has no `not`, `if`/`then`/`else` or `patternProperties`: they were
+    /// dropped without a word; now the description says them.
+    #[test]
+    fn constraints_the_subset_cannot_express_are_said_in_the_description() {
+        let declaration = declared(
+            "configure",
+            json!({"type": "object", "properties": {
+                "name": {"type": "string", "description": "User", "not": {"enum": ["root", "admin"]}},
+                "headers": {"type": "object", "patternProperties": {"^x-": {"type": "string"}},
+                            "additionalProperties": false},
+                "env": {"type": "object", "properties": {"path": {"type": "string"}},
+                        "patternProperties": {"^[A-Z_]+$": {"type": "integer"}}},
+                "labels": {"type": "object", "additionalProperties": {"type": "string"},
+                           "patternProperties": {"^n": {"type": "number"}}},
+            },
+            "if": {"properties": {"kind": {"const": "file"}}}, "then": {"required": ["path"]}}),
+        );
+        let parameters = &declaration["parameters"];
+        assert_eq!(
+            parameters["description"],
+            "If kind is \"file\", path must be given."
+        );
+        let properties = &parameters["properties"];
+        assert_eq!(
+            properties["name"],
+            json!({"type": "string", "description": "User Must not be: \"root\", \"admin\"."})
+        );
+        assert_eq!(
+            properties["headers"],
+            json!({"description": "(a JSON object; keys matching ^x-: string; no other keys)"})
+        );
+        assert_eq!(
+            properties["env"],
+            json!({"type": "object", "properties": {"path": {"type": "string"}},
+                   "description": "(keys matching ^[A-Z_]+$: integer)"})
+        );
+        assert_eq!(
+            properties["labels"],
+            json!({"description": "(a JSON object; each other value: string; keys matching ^n: number)"})
+        );
+    }
+
+    /// A root that is only a map of arguments had no parameters at all (an object without
+    /// properties is refused as `parameters`): it is declared as `parametersJsonSchema`.
+    #[test]
+    fn a_root_map_of_arguments_is_declared_as_json_schema() {
+        let declaration = declared(
+            "env",
+            json!({"type": "object", "description": "Variables",
+                   "additionalProperties": {"type": "string", "minLength": 1}}),
+        );
+        assert_eq!(
+            declaration,
+            json!({"name": "env", "description": "A tool.", "parametersJsonSchema": {
+                "type": "object", "description": "Variables (a JSON object; each value: string)",
+                "additionalProperties": {"type": "string"}}})
+        );
+        let free = declared("free", json!({"additionalProperties": true}));
+        assert_eq!(
+            free["parametersJsonSchema"],
+            json!({"type": "object", "description": "(a JSON object)"})
+        );
+        let keyed = declared(
+            "keyed",
+            json!({"type": "object", "patternProperties": {"^x-": {"type": "integer"}}}),
+        );
+        assert_eq!(
+            keyed["parametersJsonSchema"],
+            json!({"type": "object", "description": "(a JSON object; keys matching ^x-: integer)"})
+        );
+        assert!(keyed.get("parameters").is_none(), "{keyed}");
     }
 
     /// A tool without parameters declares none; a name must start with a letter or `_`.

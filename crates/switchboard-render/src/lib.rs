@@ -9,6 +9,7 @@
 pub mod anthropic;
 pub mod compact;
 pub mod gemini;
+pub mod in_words;
 pub mod inline;
 pub mod mcp;
 pub mod names;
