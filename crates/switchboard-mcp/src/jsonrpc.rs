@@ -21,6 +21,11 @@ pub mod code {
     pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
     /// MCP (2026-07-28): the request's protocol version is not one the server speaks.
     pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+    /// Switchboard's own, in the implementation-defined sub-range (-32000 to -32019) that
+    /// MCP leaves to implementations (-32020 to -32099 are the specification's): a stdio
+    /// client sent a request while it was owed the most answers and the most requests waited
+    /// for room already; the request was not run.
+    pub const TOO_MANY_REQUESTS_WAITING: i64 = -32011;
 }
 
 /// A request or notification id: a string or an integer.

@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use switchboard_mcp::front::Dispatcher;
-use switchboard_mcp::front::stdio::{MAX_OWED_ANSWERS, StdioOptions, serve};
+use switchboard_mcp::front::stdio::{
+    MAX_OWED_ANSWERS, MAX_WAITING_REQUESTS, REFUSAL_BUDGET_BYTES, StdioOptions, serve,
+};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
@@ -309,8 +311,9 @@ async fn a_client_that_stops_reading_does_not_keep_the_front_from_stopping() {
 }
 
 /// A client that keeps sending requests but does not read its answers is not buffered for
-/// without end: once it is owed `MAX_OWED_ANSWERS` answers its input stops being read, and
-/// once it reads again every answer arrives.
+/// without end: once it is owed `MAX_OWED_ANSWERS` answers, `MAX_WAITING_REQUESTS` more wait
+/// and those past them are refused, and once `REFUSAL_BUDGET_BYTES` of refusals are unwritten
+/// its input stops being read; once it reads again every request is answered or refused.
 #[tokio::test]
 async fn a_client_that_does_not_read_its_answers_stops_being_read() {
     use std::collections::BTreeSet;
@@ -354,16 +357,19 @@ async fn a_client_that_does_not_read_its_answers_stops_being_read() {
         }
         last = now;
     }
-    // What the front holds is the owed answers plus what its read buffer (64 KiB) and the
-    // pipes can hold of the client's lines (counted as short as a line gets).
+    // What the front holds is the owed answers, the requests waiting, the refusals unwritten
+    // (counted as short as one gets: its message alone is longer) plus what its read buffer
+    // (64 KiB) and the pipes can hold of the client's lines (counted as short as a line gets).
     let line = r#"{"jsonrpc":"2.0","id":0,"method":"ping"}"#.len() + 1;
+    let refusals = REFUSAL_BUDGET_BYTES / 100 + 1;
+    let held = MAX_OWED_ANSWERS + MAX_WAITING_REQUESTS + refusals;
     let slack = (64 * 1024 + 2 * PIPE) / line + 2;
     assert!(
-        last <= MAX_OWED_ANSWERS + slack,
+        last <= held + slack,
         "{last} requests read with no answer taken; at most {} expected",
-        MAX_OWED_ANSWERS + slack
+        held + slack
     );
-    // Reading again: every answer arrives, and the rest of the input is read.
+    // Reading again: every request is answered or refused, and the rest of the input is read.
     let mut output = BufReader::new(client_out).lines();
     let mut answered = BTreeSet::new();
     while answered.len() < REQUESTS {
@@ -373,8 +379,14 @@ async fn a_client_that_does_not_read_its_answers_stops_being_read() {
             .expect("read")
             .expect("a line");
         let answer: Value = serde_json::from_str(&line).expect("JSON");
-        assert!(answer.get("result").is_some(), "{answer}");
-        answered.insert(answer["id"].as_u64().expect("a numeric id"));
+        assert!(
+            answer.get("result").is_some() || answer["error"]["code"] == -32011,
+            "{answer}"
+        );
+        assert!(
+            answered.insert(answer["id"].as_u64().expect("a numeric id")),
+            "answered twice: {answer}"
+        );
     }
     assert_eq!(answered.len(), REQUESTS);
     let _client_in = sending.await.expect("the sender finishes");
@@ -424,4 +436,83 @@ async fn a_cancellation_is_read_while_the_most_answers_are_owed() {
         .send(r#"{"jsonrpc":"2.0","id":4,"method":"ping"}"#)
         .await;
     assert_eq!(client.receive().await["id"], 4);
+}
+
+/// Owed the most answers it may be by calls that wait on its answers to questions relayed to
+/// it, a client that sends more requests before those answers is still read: its requests wait
+/// for room, the one past the most that may wait is refused at once with its id, and the
+/// answers behind them all end the calls — then every waiting request is answered.
+#[tokio::test]
+async fn requests_sent_before_the_answers_owed_calls_wait_on_do_not_stall_the_client() {
+    use std::collections::BTreeMap;
+
+    let mut client = start_with(StdioOptions {
+        max_message_bytes: 1 << 20,
+        grace: Duration::from_secs(1),
+        max_owed_answers: 2,
+    });
+    client.send(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"roots":{}},"clientInfo":{"name":"t","version":"1"}}}"#).await;
+    assert_eq!(client.receive().await["id"], 0);
+    client
+        .send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
+        .await;
+    for id in [1, 2] {
+        client
+            .send(&format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"ask","arguments":{{}}}}}}"#
+            ))
+            .await;
+    }
+    // Both calls ask the client something: the most answers are owed now.
+    let mut questions = Vec::new();
+    for _ in [1, 2] {
+        let question = client.receive().await;
+        assert_eq!(question["method"], "roots/list", "{question}");
+        questions.push(question["id"].as_str().expect("a string id").to_owned());
+    }
+    // More requests than may wait for room, and only then the answers the calls wait on.
+    let first = 10;
+    let refused = first + MAX_WAITING_REQUESTS as u64;
+    for id in first..=refused {
+        client
+            .send(&format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#))
+            .await;
+    }
+    for question in &questions {
+        client
+            .send(&format!(
+                r#"{{"jsonrpc":"2.0","id":"{question}","result":{{"roots":[{{"uri":"file:///{question}"}}]}}}}"#
+            ))
+            .await;
+    }
+    let mut answers = BTreeMap::new();
+    for _ in 0..2 + MAX_WAITING_REQUESTS + 1 {
+        let answer = client.receive().await;
+        let id = answer["id"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("an answer: {answer}"));
+        assert!(answers.insert(id, answer).is_none(), "answered twice: {id}");
+    }
+    let mut asked: Vec<_> = [1, 2]
+        .iter()
+        .map(|id| answers[id]["result"]["content"][0]["text"].clone())
+        .collect();
+    asked.sort_by_key(ToString::to_string);
+    let mut expected: Vec<_> = questions
+        .iter()
+        .map(|q| json!(format!("file:///{q}")))
+        .collect();
+    expected.sort_by_key(ToString::to_string);
+    assert_eq!(asked, expected, "each call got its answer");
+    for id in first..refused {
+        assert_eq!(answers[&id]["result"], json!({}), "{}", answers[&id]);
+    }
+    let refusal = &answers[&refused]["error"];
+    assert_eq!(refusal["code"], -32011, "{refusal}");
+    assert_eq!(refusal["data"]["owedAnswers"], 2, "{refusal}");
+    // Nothing more was owed, and the front reads on.
+    client
+        .send(r#"{"jsonrpc":"2.0","id":99,"method":"ping"}"#)
+        .await;
+    assert_eq!(client.receive().await["id"], 99);
 }

@@ -7,10 +7,12 @@
 //! what is left to write a moment more, then the front returns.
 //!
 //! A client that stops reading its output is not buffered for without end: at most
-//! `max_owed_answers` ([`MAX_OWED_ANSWERS`] by default) answers are owed to it at once, and
-//! past that its requests wait, and then its input (`stdio_outbox` has the rules, and which
-//! notifications may be dropped). Its responses and notifications are read and handled at
-//! once whatever is owed: the calls holding the owed answers may be waiting on them.
+//! `max_owed_answers` ([`MAX_OWED_ANSWERS`] by default) answers are owed to it at once, past
+//! that its requests wait for room, at most [`MAX_WAITING_REQUESTS`] of them, and past those
+//! are refused at once (`stdio_outbox` has the rules, and which notifications may be
+//! dropped). Its input is read on whatever is owed — its responses and notifications are
+//! handled at once, since the calls holding the owed answers may be waiting on them — and
+//! waits only while it leaves too many refusals unread.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -23,8 +25,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::dispatch::{Dispatcher, Notifier, RequestEra, progress_notification, progress_token};
 use super::relay::Relay;
-pub use super::stdio_outbox::MAX_OWED_ANSWERS;
-use super::stdio_outbox::{Claim, Claims, Outbox};
+use super::stdio_outbox::{Claim, Outbox};
+pub use super::stdio_outbox::{MAX_OWED_ANSWERS, MAX_WAITING_REQUESTS, REFUSAL_BUDGET_BYTES};
 use super::subscriptions::{ResourceSubscriptions, SubscriptionChange};
 use crate::framing::{Unread, read_bounded_line};
 use crate::jsonrpc::{Message, RequestId, code};
@@ -144,16 +146,21 @@ pub async fn serve(
         let message = match parsed {
             Ok(message) => message,
             Err(error) => {
-                let Some(claim) = claim_or_stop(&mut claims, &shutdown).await else {
-                    break;
-                };
-                match claim {
-                    Claim::Owed(owed) => out_tx.answer(error.to_line(), owed),
-                    waiting => {
+                match claims.claim(line.len()) {
+                    Ok(Claim::Owed(owed)) => out_tx.answer(error.to_line(), owed),
+                    Ok(waiting) => {
                         let out = out_tx.clone();
                         tasks.spawn(async move {
-                            out.answer(error.to_line(), waiting.owed().await);
+                            let never = CancellationToken::new();
+                            if let Some(owed) = waiting.owed(&never).await {
+                                out.answer(error.to_line(), owed);
+                            }
                         });
+                    }
+                    Err(_) => {
+                        if !unless_stopping(&shutdown, out_tx.refuse(error.to_line())).await {
+                            break;
+                        }
                     }
                 }
                 continue;
@@ -161,8 +168,15 @@ pub async fn serve(
         };
         match message {
             Message::Request { id, method, params } => {
-                let Some(claim) = claim_or_stop(&mut claims, &shutdown).await else {
-                    break;
+                let claim = match claims.claim(line.len()) {
+                    Ok(claim) => claim,
+                    Err(refused) => {
+                        let refusal = refused.answer(id).to_line();
+                        if !unless_stopping(&shutdown, out_tx.refuse(refusal)).await {
+                            break;
+                        }
+                        continue;
+                    }
                 };
                 let cancel = CancellationToken::new();
                 if let Ok(mut map) = in_flight.lock() {
@@ -202,14 +216,8 @@ pub async fn serve(
                 tasks.spawn(Box::pin(async move {
                     let cancel = ctx.cancel.clone();
                     // A request cancelled while its answer waits to be owed never runs; one
-                    // owed at once runs as before, and its cancellation reaches the backend
-                    // (biased: with both ready, a random pick dropped it unseen).
-                    let owed = tokio::select! {
-                        biased;
-                        owed = claim.owed() => Some(owed),
-                        () = cancel.cancelled() => None,
-                    };
-                    let Some(owed) = owed else {
+                    // owed at once runs as before, and its cancellation reaches the backend.
+                    let Some(owed) = claim.owed(&cancel).await else {
                         if let Ok(mut map) = in_flight.lock() {
                             map.remove(&id);
                         }
@@ -269,15 +277,6 @@ pub async fn serve(
     }
     if let Some(session) = dispatcher.session() {
         dispatcher.backend().session_closed(session);
-    }
-}
-
-/// The claim of a request (or unreadable line) just read, waiting first for the claim
-/// before it to be owed; `None` once the front is stopping.
-async fn claim_or_stop(claims: &mut Claims, shutdown: &CancellationToken) -> Option<Claim> {
-    tokio::select! {
-        () = shutdown.cancelled() => None,
-        claim = claims.claim() => Some(claim),
     }
 }
 
@@ -378,9 +377,17 @@ async fn announce_list_changes(
 /// Queues an announcement once the client has room for it. False when the client is gone or
 /// the front is stopping.
 async fn announce(out: &Outbox, line: String, shutdown: &CancellationToken) -> bool {
+    unless_stopping(shutdown, out.announce(line)).await
+}
+
+/// What `queued` says (whether a line was queued), or false once the front is stopping.
+async fn unless_stopping(
+    shutdown: &CancellationToken,
+    queued: impl std::future::Future<Output = bool>,
+) -> bool {
     tokio::select! {
         () = shutdown.cancelled() => false,
-        sent = out.announce(line) => sent,
+        sent = queued => sent,
     }
 }
 

@@ -7,38 +7,72 @@
 //! its answer has been written. Responses to questions relayed to the client and
 //! notifications (`notifications/cancelled` among them) claim nothing: they are always read
 //! and handled at once, since the calls that hold the owed answers may be waiting on them.
-//! When the bound is full, a request's claim waits (its call does not start until it is
-//! owed), and reading goes on past it, to the next line that will be answered, which waits
-//! until the claim before it is owed. So once that many answers wait to be written (or are
-//! being worked out), the client's input stops being read with at most two requests held:
-//! backpressure, and no answer is ever dropped. Notifications are not owed. Those that only
-//! report along the way (progress, an upstream's log messages) are dropped while more than
-//! [`NOTE_BUDGET_BYTES`] are unwritten; announcements (list changes, resource updates, task
-//! statuses) wait for room instead, while their sources coalesce (a watch channel keeps only
-//! the latest version); a question relayed to the client is always queued, since a call
-//! waits on it (and calls are bounded by the owed answers).
+//!
+//! When the bound is full, a request's claim waits for room (its call does not start until
+//! it is owed), and reading goes on: the client's answers to relayed questions may come
+//! after more requests, and the calls holding the owed answers wait on them. Claims are
+//! owed in the order their lines were read. At most [`MAX_WAITING_REQUESTS`] requests, of
+//! at most [`MAX_WAITING_BYTES`] as read (one alone may be as large as a message may be),
+//! wait at once; a request past that is refused at once and never run ([`Refused`]: an
+//! error with its id saying how many answers the client is owed and to send fewer requests
+//! at once; an unreadable line past that gets its own error so). A refusal is an answer
+//! too, written at once, ahead of requests read before it that still wait; the client's
+//! input waits while more than [`REFUSAL_BUDGET_BYTES`] of refusals are unwritten. So the
+//! input of a client that reads its output is always read on; it stops being read only
+//! while the client leaves that many refusals unread — one that does not read its output
+//! at all cannot be sending answers to questions it has not read, and one that reads again
+//! is read again. No answer is ever dropped: every request read is answered, or refused,
+//! unless the client cancels it (then it gets no answer, as before).
+//!
+//! Notifications are not owed. Those that only report along the way (progress, an
+//! upstream's log messages) are dropped while more than [`NOTE_BUDGET_BYTES`] are unwritten;
+//! announcements (list changes, resource updates, task statuses) wait for room instead,
+//! while their sources coalesce (a watch channel keeps only the latest version); a question
+//! relayed to the client is always queued, since a call waits on it (and calls are bounded
+//! by the owed answers).
 //!
 //! Must never: block a call on a client that does not read (a call's answer is queued, never
 //! awaited), nor keep a permit once its line is written or the client is gone (the writer's
-//! end dropped drops what was queued, permits and all).
+//! end dropped drops what was queued, permits and all); nor cost a request more than one
+//! atomic claim while the bound has room (waiting and its counts happen only when it is
+//! full).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use serde_json::json;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::{Notify, mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
 
-use crate::jsonrpc::Message;
+use crate::jsonrpc::{Message, RequestId, RpcError, code};
 
 /// How many answers a stdio client may be owed at once by default (its requests being
 /// answered, and answers written but not yet taken by the client); past this its input waits.
 pub const MAX_OWED_ANSWERS: usize = 1024;
 
+/// How many requests may wait for room at once, the owed answers being at their bound; past
+/// this a request is refused. A client sends a handful at once between reading its answers
+/// (a model's parallel tool calls); 64 leaves it plenty, and what they hold stays small
+/// beside the calls of the owed answers.
+pub const MAX_WAITING_REQUESTS: usize = 64;
+
+/// How many bytes of requests (as read) may wait for room at once: 4 MiB, 64 KiB a request
+/// at the count's bound. A request that would wait alone waits whatever its size (up to the
+/// message limit), so a large one is refused only behind others.
+pub const MAX_WAITING_BYTES: usize = 4 << 20;
+
+/// How many bytes of refused requests' answers may wait unwritten before the client's input
+/// waits: 64 KiB, some 250 refusals. A client that reads its output takes them as they come;
+/// one that does not is read no further, so a client that sends far past the bounds before
+/// reading has only that many of its requests refused, and the rest are read once it reads.
+pub const REFUSAL_BUDGET_BYTES: usize = 64 << 10;
+
 /// How many bytes of notifications may wait unwritten before those that only report are
 /// dropped and announcements wait.
 pub const NOTE_BUDGET_BYTES: usize = 1 << 20;
 
-/// How many answers are owed, and the wake-up of the one claim that may wait for room: an
+/// How many answers are owed, and the wake-up of the claim first in line for room: an
 /// atomic count rather than a semaphore, whose every release takes a lock — this is paid on
 /// every request.
 pub(super) struct Bound {
@@ -82,7 +116,8 @@ pub(super) struct Owed {
 
 impl Drop for Owed {
     fn drop(&mut self) {
-        // Only a full bound has a claim waiting for room (one at a time).
+        // Only a full bound has a claim waiting for room (the first in line; the others wait
+        // for its turn).
         if self.bound.owed.fetch_sub(1, Ordering::AcqRel) == self.bound.max {
             self.bound.room.notify_one();
         }
@@ -95,28 +130,104 @@ pub(super) enum Claim {
     Owed(Owed),
     Waiting {
         bound: Arc<Bound>,
-        /// Dropped once owed (or given up): the reader's next claim waits for that.
+        /// The turn of the claim read before it, while that one waits too.
+        after: Option<oneshot::Receiver<()>>,
+        /// Dropped once owed (or given up): the claim read next waits for that.
         _turn: oneshot::Sender<()>,
+        _place: Place,
     },
 }
 
-/// The reader's side of the owed answers: at most one claim waits for room at a time.
+/// The reader's side of the owed answers: claims wait for room one behind the other.
 pub(super) struct Claims {
     bound: Arc<Bound>,
-    waiting: Option<oneshot::Receiver<()>>,
+    /// The turn of the last claim read that waits: the next claim waits behind it.
+    last: Option<oneshot::Receiver<()>>,
+    waiting: Arc<WaitingCount>,
+}
+
+/// How many requests wait for room, and how many bytes they were as read.
+#[derive(Default)]
+struct WaitingCount {
+    requests: AtomicUsize,
+    bytes: AtomicUsize,
+}
+
+/// A waiting claim's share of [`WaitingCount`], given back when it stops waiting.
+pub(super) struct Place {
+    count: Arc<WaitingCount>,
+    bytes: usize,
+}
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        self.count.requests.fetch_sub(1, Ordering::Relaxed);
+        self.count.bytes.fetch_sub(self.bytes, Ordering::Relaxed);
+    }
+}
+
+/// A request refused at once: the most answers are owed and the most requests wait already.
+#[derive(Debug)]
+pub(super) struct Refused {
+    max_owed: usize,
+}
+
+impl Refused {
+    /// The error that answers the refused request `id`.
+    pub(super) fn answer(&self, id: RequestId) -> Message {
+        let max_owed = self.max_owed;
+        let mut error = RpcError::new(
+            code::TOO_MANY_REQUESTS_WAITING,
+            format!(
+                "this client is owed the most answers the gateway holds for it ({max_owed}) \
+                 and the most requests wait for room already; this request was not run: send \
+                 fewer requests at once"
+            ),
+        );
+        error.data = Some(json!({ "owedAnswers": max_owed }));
+        Message::Error {
+            id: Some(id),
+            error,
+        }
+    }
 }
 
 struct Queued {
     line: String,
-    owed: Option<Owed>,
+    kind: Kind,
+}
+
+/// What a queued line is, and so what its writing pays back.
+enum Kind {
+    Answer(Owed),
+    Unowed(Unowed),
+}
+
+/// A line that owes nothing, counted against a budget of unwritten bytes instead.
+#[derive(Clone, Copy)]
+enum Unowed {
+    Note,
+    Refusal,
 }
 
 struct Shared {
     /// Bytes of notifications queued and not yet written.
     unwritten_notes: AtomicUsize,
+    /// Bytes of refusals queued and not yet written.
+    unwritten_refusals: AtomicUsize,
     /// Woken whenever a batch has been written.
     room: Notify,
     owed: Arc<Bound>,
+}
+
+impl Shared {
+    /// The bytes of `unowed` lines unwritten, and how many may be before more wait.
+    fn unwritten(&self, unowed: Unowed) -> (&AtomicUsize, usize) {
+        match unowed {
+            Unowed::Note => (&self.unwritten_notes, NOTE_BUDGET_BYTES),
+            Unowed::Refusal => (&self.unwritten_refusals, REFUSAL_BUDGET_BYTES),
+        }
+    }
 }
 
 /// The sending side, one per connection, cloned into every task that writes.
@@ -138,6 +249,7 @@ impl Outbox {
         let (tx, rx) = mpsc::unbounded_channel();
         let shared = Arc::new(Shared {
             unwritten_notes: AtomicUsize::new(0),
+            unwritten_refusals: AtomicUsize::new(0),
             room: Notify::new(),
             owed: Arc::new(Bound {
                 owed: AtomicUsize::new(0),
@@ -156,7 +268,8 @@ impl Outbox {
     pub(super) fn claims(&self) -> Claims {
         Claims {
             bound: self.shared.owed.clone(),
-            waiting: None,
+            last: None,
+            waiting: Arc::default(),
         }
     }
 
@@ -165,7 +278,7 @@ impl Outbox {
     pub(super) fn answer(&self, line: String, owed: Owed) {
         let _ = self.lines.send(Queued {
             line,
-            owed: Some(owed),
+            kind: Kind::Answer(owed),
         });
     }
 
@@ -175,7 +288,7 @@ impl Outbox {
         match message {
             Message::Notification { .. } => self.report(message.to_line()),
             _ => {
-                self.queue_note(message.to_line());
+                self.queue_unowed(message.to_line(), Unowed::Note);
             }
         }
     }
@@ -184,13 +297,26 @@ impl Outbox {
     /// the client is that far behind.
     pub(super) fn report(&self, line: String) {
         if self.shared.unwritten_notes.load(Ordering::Relaxed) <= NOTE_BUDGET_BYTES {
-            self.queue_note(line);
+            self.queue_unowed(line, Unowed::Note);
         }
     }
 
     /// Queues an announcement once the notification budget has room. False when the client
     /// is gone.
     pub(super) async fn announce(&self, line: String) -> bool {
+        self.room_for(Unowed::Note).await && self.queue_unowed(line, Unowed::Note)
+    }
+
+    /// Queues the answer to a refused request (or an unreadable line refused) once the
+    /// refusal budget has room. False when the client is gone.
+    pub(super) async fn refuse(&self, line: String) -> bool {
+        self.room_for(Unowed::Refusal).await && self.queue_unowed(line, Unowed::Refusal)
+    }
+
+    /// Waits until no more than the budget of `unowed` lines is unwritten.
+    /// False when the client is gone.
+    async fn room_for(&self, unowed: Unowed) -> bool {
+        let (unwritten, budget) = self.shared.unwritten(unowed);
         loop {
             let room = self.shared.room.notified();
             let mut room = std::pin::pin!(room);
@@ -198,58 +324,94 @@ impl Outbox {
             if self.lines.is_closed() {
                 return false;
             }
-            if self.shared.unwritten_notes.load(Ordering::Relaxed) <= NOTE_BUDGET_BYTES {
-                break;
+            if unwritten.load(Ordering::Relaxed) <= budget {
+                return true;
             }
             room.await;
         }
-        self.queue_note(line)
     }
 
-    fn queue_note(&self, line: String) -> bool {
+    /// Queues a note or a refusal, counting its bytes until it is written.
+    fn queue_unowed(&self, line: String, unowed: Unowed) -> bool {
+        let (unwritten, _) = self.shared.unwritten(unowed);
         let len = line.len();
-        self.shared
-            .unwritten_notes
-            .fetch_add(len, Ordering::Relaxed);
-        let sent = self.lines.send(Queued { line, owed: None }).is_ok();
+        unwritten.fetch_add(len, Ordering::Relaxed);
+        let kind = Kind::Unowed(unowed);
+        let sent = self.lines.send(Queued { line, kind }).is_ok();
         if !sent {
-            self.shared
-                .unwritten_notes
-                .fetch_sub(len, Ordering::Relaxed);
+            unwritten.fetch_sub(len, Ordering::Relaxed);
         }
         sent
     }
 }
 
 impl Claims {
-    /// Claims an answer for a line just read: owed at once while the bound has room, else a
-    /// claim that waits for it. Returns once the claim before it, if it waited, is owed (or
-    /// given up), so only one claim waits at a time.
-    pub(super) async fn claim(&mut self) -> Claim {
-        if let Some(previous) = self.waiting.take() {
-            // Err only means the previous claim is gone: nothing left to wait for.
-            let _ = previous.await;
+    /// Claims an answer for a line of `bytes` just read: owed at once while the bound has
+    /// room and no claim waits, else a claim that waits behind those read before it — or
+    /// refused, when the most requests wait already.
+    pub(super) fn claim(&mut self, bytes: usize) -> Result<Claim, Refused> {
+        if let Some(last) = &mut self.last {
+            if let Err(oneshot::error::TryRecvError::Empty) = last.try_recv() {
+                return self.wait(bytes);
+            }
+            // The last claim that waited is owed or given up, and every one before it.
+            self.last = None;
         }
         match self.bound.try_owe() {
-            Some(owed) => Claim::Owed(owed),
-            None => {
-                let (turn, waiting) = oneshot::channel();
-                self.waiting = Some(waiting);
-                Claim::Waiting {
-                    bound: self.bound.clone(),
-                    _turn: turn,
-                }
-            }
+            Some(owed) => Ok(Claim::Owed(owed)),
+            None => self.wait(bytes),
         }
+    }
+
+    fn wait(&mut self, bytes: usize) -> Result<Claim, Refused> {
+        let requests = self.waiting.requests.load(Ordering::Relaxed);
+        let held = self.waiting.bytes.load(Ordering::Relaxed);
+        if requests > 0
+            && (requests >= MAX_WAITING_REQUESTS || held.saturating_add(bytes) > MAX_WAITING_BYTES)
+        {
+            return Err(Refused {
+                max_owed: self.bound.max,
+            });
+        }
+        self.waiting.requests.fetch_add(1, Ordering::Relaxed);
+        self.waiting.bytes.fetch_add(bytes, Ordering::Relaxed);
+        let (turn, next) = oneshot::channel();
+        Ok(Claim::Waiting {
+            bound: self.bound.clone(),
+            after: self.last.replace(next),
+            _turn: turn,
+            _place: Place {
+                count: self.waiting.clone(),
+                bytes,
+            },
+        })
     }
 }
 
 impl Claim {
-    /// Waits until the answer is owed.
-    pub(super) async fn owed(self) -> Owed {
+    /// Waits until the answer is owed, claims being owed in the order they were read; `None`
+    /// when `cancel` fires while it waits (an answer owed already is returned as is). A claim
+    /// cancelled behind another keeps its place until that one is owed, so those read after
+    /// it stay in order.
+    pub(super) async fn owed(self, cancel: &CancellationToken) -> Option<Owed> {
         match self {
-            Claim::Owed(owed) => owed,
-            Claim::Waiting { bound, _turn } => bound.owe().await,
+            Claim::Owed(owed) => Some(owed),
+            Claim::Waiting {
+                bound,
+                after,
+                _turn,
+                _place,
+            } => {
+                if let Some(after) = after {
+                    // Err only means the claim before is owed or given up: its turn is over.
+                    let _ = after.await;
+                }
+                tokio::select! {
+                    biased;
+                    () = cancel.cancelled() => None,
+                    owed = bound.owe() => Some(owed),
+                }
+            }
         }
     }
 }
@@ -262,13 +424,14 @@ impl Writer {
         let mut paid = Vec::new();
         while let Some(first) = self.lines.recv().await {
             buffer.clear();
-            let mut notes = 0;
+            let (mut notes, mut refusals) = (0, 0);
             let mut take = |queued: Queued| {
                 buffer.extend_from_slice(queued.line.as_bytes());
                 buffer.push(b'\n');
-                match queued.owed {
-                    Some(owed) => paid.push(owed),
-                    None => notes += queued.line.len(),
+                match queued.kind {
+                    Kind::Answer(owed) => paid.push(owed),
+                    Kind::Unowed(Unowed::Note) => notes += queued.line.len(),
+                    Kind::Unowed(Unowed::Refusal) => refusals += queued.line.len(),
                 }
             };
             take(first);
@@ -279,8 +442,11 @@ impl Writer {
             self.shared
                 .unwritten_notes
                 .fetch_sub(notes, Ordering::Relaxed);
+            self.shared
+                .unwritten_refusals
+                .fetch_sub(refusals, Ordering::Relaxed);
             paid.clear();
-            let room_made = notes > 0;
+            let room_made = notes > 0 || refusals > 0;
             if !written {
                 // The client is gone (broken pipe): nothing left to say. Closing drops what
                 // is queued and everything sent later, so no answer stays owed.
@@ -289,10 +455,15 @@ impl Writer {
                 self.shared.room.notify_waiters();
                 return;
             }
-            // Announcements wait for notes' room: only written notes make any.
+            // Announcements and refusals wait for their budget's room: only written notes and
+            // refusals make any.
             if room_made {
                 self.shared.room.notify_waiters();
             }
         }
     }
 }
+
+#[cfg(test)]
+#[path = "stdio_outbox_tests.rs"]
+mod tests;

@@ -1,5 +1,6 @@
 //! A backend for front tests: `echo`, `progress` (reports once), `wait` (until cancelled,
-//! then reports the cancellation), anything else unknown; the resource `wait://forever`
+//! then reports the cancellation), `ask` (asks the client `roots/list` and answers with the
+//! first root's URI, or `(not asked)`), anything else unknown; the resource `wait://forever`
 //! never reads, and reports when its read starts and when it is dropped.
 
 use std::sync::Arc;
@@ -58,6 +59,17 @@ impl Backend for FakeBackend {
                         });
                     }
                     Ok(ToolOutcome::text("done"))
+                }
+                "ask" => {
+                    let roots = match &ctx.caller {
+                        Some(caller) => caller.request("roots/list", json!({})).await.ok(),
+                        None => None,
+                    };
+                    let uri = roots
+                        .as_ref()
+                        .and_then(|roots| roots["roots"][0]["uri"].as_str())
+                        .unwrap_or("(not asked)");
+                    Ok(ToolOutcome::text(uri))
                 }
                 "wait" => {
                     ctx.cancel.cancelled().await;
