@@ -364,8 +364,8 @@ fn the_new_tools_declare_their_output_and_latency_and_fit_their_tiers() {
 
     // Tiers judge the declared p90, interpolated log-normally between the estimate and the
     // bound: music (50 ms, bound 200 ms; play_track 3 s for mpv's startup, p90 ≈ 480 ms) is
-    // FAST; rules' lookups (300 ms, bound 1.5 s) and the sessions tools (200 ms, bound 6 s over
-    // SQLite's busy timeout, p90 ≈ 1.3 s) are STANDARD, as the seed places them; web (0.7 s,
+    // FAST; rules' lookups and the sessions tools (200 ms, bound 6 s over SQLite's busy
+    // timeout, p90 ≈ 1.3 s) are STANDARD, as the seed places them; web (0.7 s,
     // bound its 15 s timeout, p90 ≈ 3.8 s) only DEEP. images declares its 2-minute timeout as
     // its bound (a hosted model takes 10-60 s): its p90 (≈ 20 s) is past every default tier.
     let fast = listed_names(&campaign.tools(&["--tier", "fast"], "json"));

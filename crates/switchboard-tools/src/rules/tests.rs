@@ -458,7 +458,7 @@ async fn tools_declare_their_latency_and_effects() {
             assert_eq!(annotations.read_only_hint, Some(true));
             assert_eq!(
                 (latency.estimated_duration_ms, latency.max_duration_ms),
-                (Some(300), Some(1500))
+                (Some(200), Some(crate::sqlite::STORE_BOUND_MS))
             );
         }
     }
