@@ -1,7 +1,7 @@
 //! A call dropped at its deadline changes nothing (regression: an edit answered "did not
 //! answer within 500ms" and still rewrote the file): a write whose call was cancelled stops
-//! before the rename, and a memory write held up by another writer is not committed once its
-//! caller has been told it failed.
+//! before the rename, and a memory write or a session's turn held up by another writer is not
+//! committed once its caller has been told it failed.
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -14,6 +14,7 @@ use switchboard_core::upstream::ToolProvider;
 use crate::cancel::run_cancellable;
 use crate::files::{Files, FilesSettings, Root};
 use crate::memory::{Memory, MemorySettings};
+use crate::sessions::{Sessions, SessionsSettings};
 
 fn arguments(value: Value) -> serde_json::Map<String, Value> {
     value.as_object().cloned().unwrap_or_default()
@@ -66,6 +67,24 @@ fn a_cancelled_write_leaves_the_file_and_no_temporary_behind() {
     assert!(written.is_ok(), "{written:?}");
 }
 
+/// Calls `tool` while another connection holds `database`'s write lock, so that the call waits
+/// in SQLite's busy handler past the deadline its caller gives it; the lock is let go once the
+/// caller has given up.
+async fn time_out_behind_another_writer(
+    provider: &dyn ToolProvider,
+    database: &std::path::Path,
+    tool: &str,
+    args: Value,
+) {
+    let other = rusqlite::Connection::open(database).expect("other connection");
+    other.execute_batch("BEGIN IMMEDIATE").expect("lock");
+    let ctx = CallContext::default();
+    let call = provider.call(tool, arguments(args), &ctx);
+    let timed_out = tokio::time::timeout(Duration::from_millis(300), call).await;
+    assert!(timed_out.is_err(), "{tool} waits for the other writer");
+    other.execute_batch("COMMIT").expect("release");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_memory_write_that_timed_out_is_not_committed() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -74,31 +93,57 @@ async fn a_memory_write_that_timed_out_is_not_committed() {
         database: database.clone(),
     })
     .expect("memory");
-    // Another writer holds the database: the call waits in SQLite's busy handler past the
-    // deadline the caller gives it.
-    let other = rusqlite::Connection::open(&database).expect("other connection");
-    other.execute_batch("BEGIN IMMEDIATE").expect("lock");
-    let ctx = CallContext::default();
-    let call = memory.call(
+    time_out_behind_another_writer(
+        &memory,
+        &database,
         "add_facts",
-        arguments(json!({"facts": [{"text": "the bridge at Oakvale is out"}]})),
-        &ctx,
-    );
-    let timed_out = tokio::time::timeout(Duration::from_millis(300), call).await;
-    assert!(timed_out.is_err(), "the call waits for the other writer");
-    other.execute_batch("COMMIT").expect("release");
+        json!({"facts": [{"text": "the bridge at Oakvale is out"}]}),
+    )
+    .await;
 
     // The store runs one call at a time: this search starts once the dropped call is over.
     let found = memory
         .call(
             "search_facts",
             arguments(json!({"query": "bridge Oakvale"})),
-            &ctx,
+            &CallContext::default(),
         )
         .await
         .expect("search");
     let facts = &found.structured_content.expect("structured")["facts"];
     assert_eq!(facts, &json!([]), "nothing was committed: {facts}");
+}
+
+/// Regression: `append_turn` committed without looking at the flag, so a turn whose call had
+/// been answered "did not answer within …" was still recorded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_turn_that_timed_out_is_not_appended() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let database = dir.path().join("memory.db");
+    let sessions = Sessions::open(SessionsSettings {
+        database: database.clone(),
+    })
+    .expect("sessions");
+    time_out_behind_another_writer(
+        &sessions,
+        &database,
+        "append_turn",
+        json!({"session_id": "s1", "speaker": "DM", "text": "The bridge at Oakvale is out."}),
+    )
+    .await;
+
+    // The store runs one call at a time: this append starts once the dropped call is over,
+    // and is the session's first turn.
+    let appended = sessions
+        .call(
+            "append_turn",
+            arguments(json!({"session_id": "s1", "speaker": "Aria", "text": "We ford the river."})),
+            &CallContext::default(),
+        )
+        .await
+        .expect("append");
+    let turn = &appended.structured_content.expect("structured")["turn"];
+    assert_eq!(turn, &json!(1), "the timed-out turn was not recorded");
 }
 
 /// Regression: work that panicked inside `run_cancellable` left its (later raised) flag on the

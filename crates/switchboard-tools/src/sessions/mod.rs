@@ -239,7 +239,8 @@ impl ToolProvider for Sessions {
         let stores = self.stores.clone();
         let tool = tool.to_owned();
         Box::pin(async move {
-            tokio::task::spawn_blocking(move || run(&stores, &tool, &arguments))
+            // Cancellable: an append whose call timed out is not committed (`crate::cancel`).
+            crate::cancel::spawn_blocking_cancellable(move || run(&stores, &tool, &arguments))
                 .await
                 .map_err(|error| {
                     ToolError::new(format!("sessions: the operation failed: {error}"))

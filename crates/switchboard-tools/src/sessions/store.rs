@@ -92,7 +92,8 @@ impl TurnStore {
         f(&mut conn)
     }
 
-    /// Records a turn now; returns its number in the session (from 1) and its time (ms).
+    /// Records a turn now; returns its number in the session (from 1) and its time (ms). Not
+    /// committed when the call it serves was cancelled ([`crate::sqlite::commit`]).
     pub fn append(&self, session: &str, speaker: &str, text: &str) -> Result<(i64, i64), String> {
         self.with(|conn| {
             // IMMEDIATE: two writers never pick the same turn number.
@@ -110,7 +111,7 @@ impl TurnStore {
                 params![session, turn, speaker, text, at],
             )
             .map_err(sql)?;
-            tx.commit().map_err(sql)?;
+            crate::sqlite::commit(tx)?;
             Ok((turn, at))
         })
     }
