@@ -51,7 +51,7 @@ fn checked_in_schema_matches_the_types() {
     let checked_in = std::fs::read_to_string(&path).unwrap_or_default();
     assert!(
         checked_in == generated,
-        "{} is out of date with the types in config/schema.rs; \
+        "{} is out of date with the types in config/schema.rs and config/schema/; \
          run SWITCHBOARD_BLESS=1 cargo test -p switchboard-core config to update it, and commit it",
         path.display()
     );
