@@ -52,7 +52,7 @@ pub async fn fetch(client: &Client, settings: &WebSettings, address: &str) -> Re
             .send()
             .await
             .map_err(|error| match refusal(&error) {
-                Some(refused) => refused.to_string(),
+                Some(refused) => guard::refused_fetch(refused),
                 None => format!("cannot fetch {url}: {}", describe(&error)),
             })?;
         let location = response

@@ -4,7 +4,7 @@
 //! could make the gateway connect to a service on its own machine or network (an admin
 //! endpoint, a database's HTTP port) and read what probation reports back. Unless `[manager]
 //! allow_private_remotes`, every address the remote's host resolves to must be public
-//! (`switchboard_tools::web::guard::Refused`, the rule `fetch_page` keeps): loopback,
+//! (`switchboard_core::public_address::Refused`, the rule `fetch_page` keeps): loopback,
 //! RFC 1918, unique local (fc00::/7), CGNAT (100.64.0.0/10), unspecified and the like are
 //! refused. An operator's or a program's install is not held to this. The check is made
 //! when the server is installed; the connection made later resolves the name again.
@@ -13,7 +13,7 @@
 //! the body the remote answered with ([`without_response_bodies`]), which could carry an
 //! internal service's content; the gateway's log keeps it for the operator.
 
-use switchboard_tools::web::guard::Refused;
+use switchboard_core::public_address::Refused;
 
 /// Refuses `url` unless every address its host resolves to is public; the error names the
 /// host, the address and why.
