@@ -134,7 +134,7 @@ async fn serve_connection(
 }
 
 fn open(url: &str) -> Opened {
-    open_streamable_http("test", url, &BTreeMap::new(), None, None, 1 << 20).expect("open")
+    open_streamable_http("test", url, &BTreeMap::new(), None, None, false, 1 << 20).expect("open")
 }
 
 /// Sends request `id` and returns what answers it.
@@ -266,6 +266,7 @@ fn a_url_that_is_not_http_is_refused_at_open() {
         &BTreeMap::new(),
         None,
         None,
+        false,
         1 << 20,
     );
     let Err(error) = refused else {

@@ -16,7 +16,7 @@ use switchboard_mcp::upstream::transport::{DirectAnswers, Inbound, Opened};
 
 fn open(url: &str) -> Opened {
     let headers = BTreeMap::from([("authorization".to_owned(), "Bearer t".to_owned())]);
-    open_streamable_http("test", url, &headers, None, None, 1 << 20).expect("open")
+    open_streamable_http("test", url, &headers, None, None, false, 1 << 20).expect("open")
 }
 
 fn request(id: i64, method: &str, params: Value) -> Message {

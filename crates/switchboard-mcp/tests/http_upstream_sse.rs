@@ -116,7 +116,7 @@ async fn start(endpoint: &str) -> (Server, String) {
 
 async fn open(url: &str) -> Result<Opened, String> {
     let headers = BTreeMap::new();
-    let opening = open_legacy_sse("test", url, &headers, None, 1 << 20);
+    let opening = open_legacy_sse("test", url, &headers, None, false, 1 << 20);
     match tokio::time::timeout(Duration::from_secs(5), opening).await {
         Ok(result) => result.map_err(|error| error.0),
         Err(_) => panic!("opening blocked"),

@@ -421,11 +421,13 @@ fn endpoint_of(
                 None => None,
             },
             tls: server.tls.as_ref().map(tls_files),
+            public_only: server.public_only,
         },
         Transport::Sse { url, headers } => Endpoint::Sse {
             url: url.clone(),
             headers: headers.clone(),
             tls: server.tls.as_ref().map(tls_files),
+            public_only: server.public_only,
         },
         Transport::Builtin { name, .. } if name == "manager" => Endpoint::InProcess(Arc::new(
             crate::manager::tools::ManagerTools::new(slot.clone()),
@@ -472,8 +474,8 @@ fn sandbox_command(
 }
 
 /// The hash of what a server's connection depends on: its transport (command, args, env, cwd,
-/// url, headers, built-in and its settings), its TLS files (named and their contents), auth,
-/// sandbox, era and number of instances (a new number starts
+/// url, headers, built-in and its settings), its TLS files (named and their contents),
+/// `public_only`, auth, sandbox, era and number of instances (a new number starts
 /// a new pool beside the old, as any other change of the connection does). Gateway-wide
 /// bounds (connect timeout, message size) apply to the next connection and are left out, so
 /// changing them restarts nothing.
@@ -496,6 +498,10 @@ pub fn connection_fingerprint(config: &Config, server: &ServerConfig) -> String 
         for path in [&tls.ca, &tls.cert, &tls.key].into_iter().flatten() {
             files.push(std::fs::read(path).unwrap_or_else(|error| error.to_string().into_bytes()));
         }
+    }
+    // Nor does public_only left false.
+    if server.public_only {
+        text.push_str("\u{0}public_only");
     }
     // No auth hashes as before it existed; its secret prints redacted, so it is added
     // itself (only a hash of the whole leaves this function).

@@ -359,6 +359,11 @@ pub struct ServerConfig {
     pub auth: Option<UpstreamAuthConfig>,
     /// Its own CA and client certificate for TLS (`[servers.ID.tls]`, https only).
     pub tls: Option<UpstreamTlsConfig>,
+    /// `public_only`: every connection to this HTTP server (its endpoint, a legacy SSE
+    /// server's POST endpoint, redirects) resolves the host once, is refused when any
+    /// address is not on the public internet, and goes only to the addresses checked. The
+    /// manager writes it into a model's remote.
+    pub public_only: bool,
 }
 
 /// `[servers.ID.tls]`: files for TLS with one `https://` server, resolved against the
@@ -472,6 +477,7 @@ impl ServerConfig {
             sandbox: SandboxSetting::Default,
             auth: None,
             tls: None,
+            public_only: false,
         }
     }
 }

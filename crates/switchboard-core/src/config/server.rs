@@ -11,7 +11,7 @@ use super::tree::{Node, Pos, Value};
 use super::validate::{Walk, is_name_text};
 
 /// Keys a server entry may carry (native and JSON forms together).
-pub(super) const SERVER_KEYS: [&str; 24] = [
+pub(super) const SERVER_KEYS: [&str; 25] = [
     "category",
     "limits",
     "cost",
@@ -32,6 +32,7 @@ pub(super) const SERVER_KEYS: [&str; 24] = [
     "sandbox",
     "auth",
     "tls",
+    "public_only",
     "tools",
     "enabled",
     "id",
@@ -185,6 +186,10 @@ impl Walk<'_> {
                     let transport = transport_known.then_some(&server.transport);
                     server.tls = self.upstream_tls(value, *key_pos, &key_what, transport);
                 }
+                "public_only" => {
+                    let transport = transport_known.then_some(&server.transport);
+                    server.public_only = self.public_only(value, *key_pos, &key_what, transport);
+                }
                 "tools" => {
                     for (tool, _, spec) in self.table(value, &key_what) {
                         let spec = self.tool_override(spec, &format!("{key_what}.{tool}"));
@@ -205,6 +210,32 @@ impl Walk<'_> {
             );
         }
         servers.push(server);
+    }
+
+    /// `public_only`: every connection to this HTTP server goes to public internet
+    /// addresses only, checked as it is made. Refused at the key on a stdio or built-in
+    /// server, whose connections (if any) the gateway does not make; `None` (the transport
+    /// unknown after a problem of its own) judges only the value.
+    fn public_only(
+        &mut self,
+        node: &Node,
+        key_pos: Pos,
+        what: &str,
+        transport: Option<&Transport>,
+    ) -> bool {
+        if let Some(Transport::Stdio { .. } | Transport::Builtin { .. }) = transport {
+            self.problem(
+                key_pos,
+                format!("{what} is for HTTP servers (\"url\"), and this one is not"),
+                Some(
+                    "it holds the gateway's connections to a server's url to public \
+                     addresses; a process or a built-in reaches what it likes"
+                        .to_owned(),
+                ),
+            );
+            return false;
+        }
+        self.bool(node, what).unwrap_or(false)
     }
 
     /// `instances`: how many processes of a stdio server run side by side (1..=64). Refused

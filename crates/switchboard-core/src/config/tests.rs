@@ -5,6 +5,7 @@ mod auth;
 mod builtins;
 mod instances;
 mod problems;
+mod public_only;
 mod sandbox;
 mod sessions_database;
 mod shared;

@@ -41,12 +41,16 @@ pub enum Endpoint {
         credentials: Option<Arc<crate::upstream::http::UpstreamCredentials>>,
         /// Its own CA and client certificate (`[servers.ID.tls]`).
         tls: Option<crate::upstream::http::TlsFiles>,
+        /// Every connection held to public addresses (`[servers.ID] public_only`).
+        public_only: bool,
     },
     Sse {
         url: String,
         headers: BTreeMap<String, String>,
         /// Its own CA and client certificate (`[servers.ID.tls]`).
         tls: Option<crate::upstream::http::TlsFiles>,
+        /// Every connection held to public addresses (`[servers.ID] public_only`).
+        public_only: bool,
     },
     InProcess(Arc<dyn ToolProvider>),
 }

@@ -62,8 +62,8 @@ pub(crate) fn entry_of(config: &Config, server: &str) -> Option<Value> {
 }
 
 /// The entry with every env and header value replaced by `[redacted]` (the keys stay), and
-/// a URL's user info and query; the paths of its `tls` files and its own `sandbox` as they
-/// are.
+/// a URL's user info and query; the paths of its `tls` files, its own `sandbox` and
+/// `public_only` (when set) as they are.
 pub fn redacted_entry(server: &ServerConfig) -> Value {
     let hide = |map: &std::collections::BTreeMap<String, String>| -> Value {
         map.keys()
@@ -107,6 +107,9 @@ pub fn redacted_entry(server: &ServerConfig) -> Value {
                 "tls".into(),
                 json!({"ca": tls.ca, "cert": tls.cert, "key": tls.key}),
             );
+        }
+        if server.public_only {
+            entry.insert("public_only".into(), json!(true));
         }
     }
     entry

@@ -128,3 +128,40 @@ pub fn parse_config(text: &str, path: &Path) -> switchboard_core::config::Config
     )
     .expect("valid config")
 }
+
+/// `switchboard-fixture http-echo` on a free loopback port, killed when dropped.
+pub struct Echo {
+    child: std::process::Child,
+    /// Where it listens, `127.0.0.1:PORT`.
+    pub address: String,
+}
+
+impl Echo {
+    pub fn start() -> Self {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(fixture())
+            .arg("http-echo")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start the echo fixture");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("its address");
+        let address = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("the fixture said {line:?}"))
+            .to_owned();
+        Self { child, address }
+    }
+}
+
+impl Drop for Echo {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

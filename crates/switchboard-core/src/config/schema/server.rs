@@ -15,7 +15,7 @@ use super::security::{ServerSandbox, UpstreamAuth, UpstreamTls};
 /// One server: exactly one of `command` (stdio), `url` (HTTP) or `builtin`.
 #[derive(JsonSchema)]
 #[serde(default, deny_unknown_fields)]
-#[schemars(extend("dependentRequired" = {"instances": ["command"]}))]
+#[schemars(extend("dependentRequired" = {"instances": ["command"], "public_only": ["url"]}))]
 #[allow(dead_code)]
 pub(super) struct Server {
     /// stdio: the program to run.
@@ -73,6 +73,11 @@ pub(super) struct Server {
     /// to this file).
     #[serde(skip_serializing_if = "Option::is_none")]
     tls: Option<UpstreamTls>,
+    /// HTTP: every connection to the server goes to public internet addresses only: the
+    /// host is resolved once per connection, any loopback, private or other non-public
+    /// address refuses it, and only the addresses checked are connected to (default false;
+    /// the manager sets it on a remote a model installs).
+    public_only: bool,
     /// false keeps the server configured but not started (default true).
     enabled: bool,
     /// Display name.
@@ -294,6 +299,7 @@ impl Default for Server {
             sandbox: None,
             auth: None,
             tls: None,
+            public_only: false,
             enabled: true,
             name: String::new(),
             tools: BTreeMap::new(),

@@ -52,14 +52,16 @@ const EARLY_ANSWER_WAIT: Duration = Duration::from_secs(1);
 /// The most of a body [`Response::text`] reads (error answers and refusals).
 const TEXT_LIMIT: usize = 64 * 1024;
 
-/// Where a connection goes: scheme, host and port, and for `https` the TLS settings it was
-/// made with ([`UpstreamTls`]'s id).
+/// Where a connection goes: scheme, host and port, for `https` the TLS settings it was
+/// made with ([`UpstreamTls`]'s id), and whether it was held to public addresses
+/// ([`super::public_only`]): a connection is only reused for the origin it was opened for.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(super) struct Origin {
     tls: bool,
     host: String,
     port: u16,
     tls_settings: u64,
+    public_only: bool,
 }
 
 /// A URL parsed once into what a request needs: its origin, the request target and the
@@ -119,6 +121,7 @@ impl Target {
                 host,
                 port,
                 tls_settings: PUBLIC_ROOTS,
+                public_only: false,
             },
             path,
             host: host_header,
@@ -137,14 +140,21 @@ impl Target {
         self
     }
 
+    /// This target with every connection to it held to public addresses (a server's
+    /// `public_only`), or not.
+    pub(super) fn public_only(mut self, public_only: bool) -> Target {
+        self.origin.public_only = public_only;
+        self
+    }
+
     /// `reference` resolved against this URL (an SSE `endpoint` event, a `Location`), with
-    /// the same TLS settings.
+    /// the same TLS settings, held to public addresses if this one is.
     pub(super) fn join(&self, reference: &str) -> Result<Target, String> {
         let joined = self
             .url
             .join(reference)
             .map_err(|error| format!("invalid URL reference '{reference}': {error}"))?;
-        let joined = Target::from_url(joined)?;
+        let joined = Target::from_url(joined)?.public_only(self.origin.public_only);
         Ok(match self.upstream {
             true => joined.with_tls(self.tls.clone()),
             false => joined,
@@ -404,14 +414,23 @@ fn with_pool<T>(f: impl FnOnce(&mut Pool) -> T) -> Option<T> {
         .flatten()
 }
 
-/// A new connection to `target`'s origin, TLS set up where it is `https`.
+/// A new connection to `target`'s origin, TLS set up where it is `https`; for a
+/// `public_only` origin, to the addresses its host resolved to once and all found public.
 async fn connect(target: &Target, client: &HttpClient) -> Result<Connection, HttpError> {
     let origin = &target.origin;
     let address = format!("{}:{}", origin.host, origin.port);
+    let cannot =
+        |error: &dyn std::fmt::Display| HttpError(format!("cannot connect to {address}: {error}"));
     let connecting = async {
-        let tcp = TcpStream::connect((origin.host.as_str(), origin.port))
-            .await
-            .map_err(|error| HttpError(format!("cannot connect to {address}: {error}")))?;
+        let tcp = if origin.public_only {
+            let checked = super::public_only::public_addresses(&origin.host, origin.port)
+                .await
+                .map_err(|error| cannot(&error))?;
+            TcpStream::connect(checked.as_slice()).await
+        } else {
+            TcpStream::connect((origin.host.as_str(), origin.port)).await
+        }
+        .map_err(|error| cannot(&error))?;
         let _ = tcp.set_nodelay(true);
         let keepalive = socket2::TcpKeepalive::new().with_time(TCP_KEEPALIVE);
         let _ = socket2::SockRef::from(&tcp).set_tcp_keepalive(&keepalive);
@@ -562,6 +581,7 @@ mod tests {
                 host: "mcp.example.com".to_owned(),
                 port: 443,
                 tls_settings: PUBLIC_ROOTS,
+                public_only: false,
             }
         );
     }
@@ -654,6 +674,7 @@ mod tests {
                 host: "127.0.0.1".to_owned(),
                 port,
                 tls_settings: PUBLIC_ROOTS,
+                public_only: false,
             };
             pool.idle.entry(origin).or_default().push_back(Idle {
                 connection: Connection::new(Stream::Plain(tcp)),

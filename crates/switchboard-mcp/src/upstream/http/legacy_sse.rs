@@ -51,16 +51,20 @@ impl Drop for AbortOnDrop {
 }
 
 /// Opens the event stream and waits for the `endpoint` event (the caller bounds the wait).
+/// `public_only` holds every connection to public addresses, the POST endpoint's included
+/// (`super::public_only`).
 pub async fn open_legacy_sse(
     server: &str,
     url: &str,
     headers: &BTreeMap<String, String>,
     tls: Option<&super::TlsFiles>,
+    public_only: bool,
     max_message_bytes: usize,
 ) -> Result<Opened, TransportError> {
     let base = Target::parse(url)
         .and_then(|target| Ok(target.with_tls(super::tls::load(tls)?)))
-        .map_err(TransportError::new)?;
+        .map_err(TransportError::new)?
+        .public_only(public_only);
     let headers = header_map(headers)?;
     let mut get_headers = headers.clone();
     get_headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));

@@ -13,6 +13,7 @@ mod exchange;
 mod headers;
 mod held_tasks;
 mod legacy_sse;
+mod public_only;
 mod sse;
 mod streamable;
 mod tls;

@@ -68,13 +68,15 @@ struct StreamableHttp {
     shared: Arc<Shared>,
 }
 
-/// Opens a Streamable HTTP connection (no I/O until the first message).
+/// Opens a Streamable HTTP connection (no I/O until the first message); `public_only` holds
+/// every connection to public addresses (`super::public_only`).
 pub fn open_streamable_http(
     server: &str,
     url: &str,
     headers: &BTreeMap<String, String>,
     credentials: Option<Arc<super::UpstreamCredentials>>,
     tls: Option<&super::TlsFiles>,
+    public_only: bool,
     max_message_bytes: usize,
 ) -> Result<Opened, TransportError> {
     let tls = super::tls::load(tls).map_err(TransportError::new)?;
@@ -82,7 +84,7 @@ pub fn open_streamable_http(
         credentials.reach_with(tls.clone());
     }
     let endpoint = Target::parse(url)
-        .map(|target| target.with_tls(tls))
+        .map(|target| target.with_tls(tls).public_only(public_only))
         .map_err(TransportError::new)?;
     let (inbound_tx, inbound) = mpsc::channel(256);
     let shared = Arc::new(Shared {

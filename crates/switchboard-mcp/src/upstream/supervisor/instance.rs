@@ -288,20 +288,28 @@ impl Worker {
                 headers,
                 credentials,
                 tls,
+                public_only,
             } => http::open_streamable_http(
                 &self.label,
                 url,
                 headers,
                 credentials.clone(),
                 tls.as_ref(),
+                *public_only,
                 spec.max_message_bytes,
             ),
-            Endpoint::Sse { url, headers, tls } => {
+            Endpoint::Sse {
+                url,
+                headers,
+                tls,
+                public_only,
+            } => {
                 http::open_legacy_sse(
                     &self.label,
                     url,
                     headers,
                     tls.as_ref(),
+                    *public_only,
                     spec.max_message_bytes,
                 )
                 .await
