@@ -188,6 +188,7 @@ async fn a_server_naming_tls_files_is_not_shared() {
                     ca: Some(ca.display().to_string()),
                     ..EntryTls::default()
                 }),
+                public_only: false,
             },
             enabled: None,
             trust: None,

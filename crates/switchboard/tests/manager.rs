@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::json;
-use support::fixture;
+use support::{Echo, fixture};
 use switchboard::Host;
 use switchboard::manager::{Activation, Request, Requester, State, Work};
 use switchboard_core::config::edit::{EntryTransport, ServerEntry};
@@ -768,42 +768,6 @@ fn a_secret_of_an_operation_cut_off_by_a_restart_is_removed_at_the_next_start() 
     );
 }
 
-/// `switchboard-fixture http-echo` on a free loopback port, killed when dropped.
-struct Echo {
-    child: std::process::Child,
-    address: String,
-}
-
-impl Echo {
-    fn start() -> Self {
-        use std::io::BufRead;
-        let mut child = std::process::Command::new(fixture())
-            .arg("http-echo")
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("start the echo fixture");
-        let mut line = String::new();
-        std::io::BufReader::new(child.stdout.take().expect("stdout"))
-            .read_line(&mut line)
-            .expect("its address");
-        let address = line
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("the fixture said {line:?}"))
-            .to_owned();
-        Self { child, address }
-    }
-}
-
-impl Drop for Echo {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// Regression: installing again a server taken out of the config by hand accepted the
 /// secret given, then cleared the earlier install's record with its secrets — under the
 /// same keys — so the server was added without its token.
@@ -1078,6 +1042,39 @@ async fn a_model_cannot_point_the_manager_at_internal_addresses() {
     let seen = format!("{error} {:?}", operation.result);
     assert!(!seen.contains("hunter2"), "{seen}");
     host.shutdown().await;
+}
+
+/// The entry a remote's install writes carries `public_only` only for a model's remote held
+/// to public addresses (which no test on loopback can install: its unit test is
+/// `install::tests::only_a_models_remote_is_written_public_only`): an operator's install of a
+/// remote on loopback, and a model's that `allow_private_remotes` lets through, are written
+/// without it and connect.
+#[tokio::test]
+async fn a_remote_reachable_on_loopback_is_written_without_public_only() {
+    let echo = Echo::start();
+    let url = format!("http://{}/mcp", echo.address);
+    for (manager, by_the_model) in [("", false), ("allow_private_remotes = true\n", true)] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        catalog_of_remotes(dir.path(), std::slice::from_ref(&url));
+        let (host, path) = host_with_manager(
+            dir.path(),
+            &format!("install_dir = \"servers\"\n{manager}"),
+            "",
+        );
+        host.ready().await;
+        let request = match by_the_model {
+            true => by_model("io.example/remote-0"),
+            false => install("io.example/remote-0"),
+        };
+        let operation = finished(&host, request).await;
+        assert_eq!(operation.state, State::Completed, "{operation:#?}");
+        let written = std::fs::read_to_string(&path).expect("config");
+        assert!(
+            written.contains(&url) && !written.contains("public_only"),
+            "{written}"
+        );
+        host.shutdown().await;
+    }
 }
 
 /// A service on loopback that answers every request `500` with `body`; its URL.

@@ -105,6 +105,10 @@ struct EntryArgs {
     /// That certificate's private key (PEM), readable by its owner alone (chmod 600).
     #[arg(long, value_name = "FILE", requires_all = ["url", "tls_cert"])]
     tls_key: Option<PathBuf>,
+    /// Hold every connection to the HTTP server to public internet addresses, checked as
+    /// each is made (public_only = true).
+    #[arg(long, requires = "url")]
+    public_only: bool,
     /// A built-in tool server: clock, dice, files, memory, rules, sessions, music, web,
     /// images or manager (with default settings; web needs a backend set in the file).
     #[arg(long, value_name = "NAME")]
@@ -320,11 +324,13 @@ fn entry_of(args: &EntryArgs) -> anyhow::Result<Option<ServerEntry>> {
                 url: url.clone(),
                 headers,
                 tls,
+                public_only: args.public_only,
             },
             Some("sse") => EntryTransport::Sse {
                 url: url.clone(),
                 headers,
                 tls,
+                public_only: args.public_only,
             },
             Some(other) => bail!("--transport {other}: use streamable-http or sse"),
         }

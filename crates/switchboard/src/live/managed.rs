@@ -245,6 +245,7 @@ mod tests {
                     url: "https://mcp.internal.example/mcp".into(),
                     headers: BTreeMap::new(),
                     tls,
+                    public_only: false,
                 },
                 enabled: None,
                 trust: None,

@@ -1,7 +1,7 @@
 //! The keys and values of a new server entry before either format writes them: the transport's
 //! keys in the order a person writes them (`command`, `args`, `env`, `cwd`; `url`, the SSE
-//! marker, `headers`, `tls`; `builtin`), then `sandbox` and `trust`, shared by the TOML and the
-//! JSON editors.
+//! marker, `headers`, `tls`, `public_only`; `builtin`), then `sandbox` and `trust`, shared by
+//! the TOML and the JSON editors.
 
 use std::collections::BTreeMap;
 
@@ -52,7 +52,18 @@ pub(super) fn transport_fields(
             }
             fields.extend(cwd.as_deref().map(|cwd| ("cwd", Field::text(cwd))));
         }
-        EntryTransport::Http { url, headers, tls } | EntryTransport::Sse { url, headers, tls } => {
+        EntryTransport::Http {
+            url,
+            headers,
+            tls,
+            public_only,
+        }
+        | EntryTransport::Sse {
+            url,
+            headers,
+            tls,
+            public_only,
+        } => {
             fields.push(("url", Field::text(url)));
             if let (EntryTransport::Sse { .. }, Some(key)) = (transport, sse_key) {
                 fields.push((key, Field::text("sse")));
@@ -61,6 +72,9 @@ pub(super) fn transport_fields(
                 fields.push(("headers", Field::map(headers)));
             }
             fields.extend(tls.as_ref().map(tls_field));
+            if *public_only {
+                fields.push(("public_only", Field::Bool(true)));
+            }
         }
         EntryTransport::Builtin { name } => fields.push(("builtin", Field::text(name))),
     }

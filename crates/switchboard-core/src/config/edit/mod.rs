@@ -53,6 +53,10 @@ pub enum EntryTransport {
         /// certificate).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         tls: Option<EntryTls>,
+        /// true: written as `public_only = true` (every connection held to public
+        /// addresses); false writes nothing.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        public_only: bool,
     },
     /// The legacy HTTP+SSE transport.
     Sse {
@@ -61,6 +65,8 @@ pub enum EntryTransport {
         headers: BTreeMap<String, String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         tls: Option<EntryTls>,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        public_only: bool,
     },
     /// A built-in tool provider, served in-process.
     Builtin { name: String },

@@ -74,11 +74,22 @@ fn legacy_sse(enabled: Option<bool>) -> ServerEntry {
             url: "http://127.0.0.1:9001/sse".into(),
             headers: BTreeMap::from([("Authorization".into(), "Bearer ${TOKEN}".into())]),
             tls: None,
+            public_only: false,
         },
         enabled,
         trust: None,
         sandbox: None,
     }
+}
+
+/// A remote held to public addresses, as the manager writes a model's.
+fn public_remote() -> ServerEntry {
+    ServerEntry::new(EntryTransport::Http {
+        url: "https://mcp.example.com/mcp".into(),
+        headers: BTreeMap::new(),
+        tls: None,
+        public_only: true,
+    })
 }
 
 fn sse_transport() -> Transport {
@@ -107,6 +118,7 @@ fn mutual_tls(dir: &std::path::Path) -> ServerEntry {
                 cert: path("gateway.crt"),
                 key: path("gateway.key"),
             }),
+            public_only: false,
         },
         enabled: None,
         trust: None,

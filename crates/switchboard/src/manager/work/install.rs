@@ -1,5 +1,6 @@
 //! An install: look the server up, resolve its `server.json` (the command line is a step
-//! before anything runs; a model's remote must be public, `model_remotes`), clear a stale install of the same server id, wait for its inputs,
+//! before anything runs; a model's remote must be public, `model_remotes`, and its entry is
+//! written `public_only`), clear a stale install of the same server id, wait for its inputs,
 //! install it into `install_dir/SERVER` (each step within `[manager] step_timeout`), then
 //! vet and add it like any entry (`Job::add`); a package that runs here (npm, PyPI) runs
 //! under `[manager] sandbox`, written into its entry (`confinement`). A failure or a cancel after the install
@@ -98,8 +99,13 @@ fn passing_only_set_variables(args: Vec<String>, env: &BTreeMap<String, String>)
 /// The config entry of a launch. Every string that came from the `server.json` is written
 /// with `$` doubled, so no `${VAR}` in it is ever substituted: a registry entry cannot make
 /// the gateway hand it a variable or a secret. Only the inputs' own `${…}` references
-/// (`env`, made by [`inputs::entries`]) stay references.
-fn transport_of(launch: Launch, env: BTreeMap<String, String>) -> EntryTransport {
+/// (`env`, made by [`inputs::entries`]) stay references. A remote is written `public_only`
+/// when `public_only` says ([`public_only_remote`]).
+fn transport_of(
+    launch: Launch,
+    env: BTreeMap<String, String>,
+    public_only: bool,
+) -> EntryTransport {
     let literal = |text: String| switchboard_core::config::literal(&text);
     let literals = |map: BTreeMap<String, String>| {
         map.into_iter()
@@ -129,13 +135,21 @@ fn transport_of(launch: Launch, env: BTreeMap<String, String>) -> EntryTransport
             url: literal(url),
             headers: literals(headers).into_iter().chain(env).collect(),
             tls: None,
+            public_only,
         },
         Launch::Sse { url, headers } => EntryTransport::Sse {
             url: literal(url),
             headers: literals(headers).into_iter().chain(env).collect(),
             tls: None,
+            public_only,
         },
     }
+}
+
+/// Whether a remote installed for `by` is held to public addresses at every connection
+/// (`public_only`, `model_remotes`): a model's, unless `[manager] allow_private_remotes`.
+fn public_only_remote(by: Requester, settings: &ManagerConfig) -> bool {
+    by == Requester::Model && !settings.allow_private_remotes
 }
 
 /// An install's failure as the operation's: a step past `[manager] step_timeout` says so.
@@ -201,8 +215,7 @@ impl Job<'_> {
             .map_err(failed)?;
         let resolution = switchboard_registry::resolve(&listing.server).map_err(failed)?;
         if let Choice::Remote { url, .. } = &resolution.choice
-            && self.request.by == Requester::Model
-            && !self.settings.allow_private_remotes
+            && public_only_remote(self.request.by, self.settings)
         {
             self.or_cancel(model_remotes::check_public(url))
                 .await?
@@ -286,8 +299,9 @@ impl Job<'_> {
             }
             env.extend(confinement.env());
         }
+        let public_only = public_only_remote(self.request.by, self.settings);
         let entry = ServerEntry {
-            transport: transport_of(launch, env),
+            transport: transport_of(launch, env, public_only),
             enabled: None,
             trust: Some(self.settings.trust),
             sandbox: confinement.map(|c| Box::new(c.entry())),
@@ -447,7 +461,7 @@ mod tests {
             BTreeMap::from([("KEY".to_owned(), "${SWITCHBOARD_SECRET_X_KEY_1}".to_owned())]);
         let EntryTransport::Stdio {
             command, args, env, ..
-        } = transport_of(launch, inputs)
+        } = transport_of(launch, inputs, false)
         else {
             panic!("stdio");
         };
@@ -462,12 +476,38 @@ mod tests {
             url: "https://x.example/mcp?k=${OPENAI_API_KEY}".to_owned(),
             headers: BTreeMap::from([("X".to_owned(), "${OPENAI_API_KEY}".to_owned())]),
         };
-        let EntryTransport::Http { url, headers, .. } = transport_of(remote, BTreeMap::new())
+        let EntryTransport::Http { url, headers, .. } =
+            transport_of(remote, BTreeMap::new(), false)
         else {
             panic!("http");
         };
         assert_eq!(url, "https://x.example/mcp?k=$${OPENAI_API_KEY}");
         assert_eq!(headers["X"], "$${OPENAI_API_KEY}");
+    }
+
+    /// A model's remote is written `public_only`, so each later connection checks the
+    /// addresses again; an operator's is not, nor a model's where `[manager]
+    /// allow_private_remotes` lets it reach private ones.
+    #[test]
+    fn only_a_models_remote_is_written_public_only() {
+        let settings = ManagerConfig::default();
+        assert!(!settings.allow_private_remotes, "the default");
+        assert!(public_only_remote(Requester::Model, &settings));
+        assert!(!public_only_remote(Requester::Operator, &settings));
+        let allowing = ManagerConfig {
+            allow_private_remotes: true,
+            ..ManagerConfig::default()
+        };
+        assert!(!public_only_remote(Requester::Model, &allowing));
+        let sse = Launch::Sse {
+            url: "https://x.example/sse".to_owned(),
+            headers: BTreeMap::new(),
+        };
+        let EntryTransport::Sse { public_only, .. } = transport_of(sse, BTreeMap::new(), true)
+        else {
+            panic!("sse");
+        };
+        assert!(public_only);
     }
 
     /// docker passes `-e NAME` from its own environment, the gateway's: only the variables
@@ -497,7 +537,7 @@ mod tests {
             env: BTreeMap::from([("MODE".to_owned(), "fast".to_owned())]),
         };
         let inputs = BTreeMap::from([("KEY".to_owned(), "value".to_owned())]);
-        let EntryTransport::Stdio { args, .. } = transport_of(launch, inputs) else {
+        let EntryTransport::Stdio { args, .. } = transport_of(launch, inputs, false) else {
             panic!("stdio");
         };
         assert_eq!(

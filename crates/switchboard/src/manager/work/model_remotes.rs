@@ -4,10 +4,14 @@
 //! could make the gateway connect to a service on its own machine or network (an admin
 //! endpoint, a database's HTTP port) and read what probation reports back. Unless `[manager]
 //! allow_private_remotes`, every address the remote's host resolves to must be public
-//! (`switchboard_core::public_address::Refused`, the rule `fetch_page` keeps): loopback,
-//! RFC 1918, unique local (fc00::/7), CGNAT (100.64.0.0/10), unspecified and the like are
-//! refused. An operator's or a program's install is not held to this. The check is made
-//! when the server is installed; the connection made later resolves the name again.
+//! (`switchboard_core::public_address`, the rule `fetch_page` keeps): loopback, RFC 1918,
+//! unique local (fc00::/7), CGNAT (100.64.0.0/10), unspecified and the like are refused. An
+//! operator's or a program's install is not held to this. The check is made when the server
+//! is installed, so the model hears early and plainly why; and the entry written for it
+//! carries `public_only = true`, so every connection made later (probation's included)
+//! resolves the name once, refuses any address that is not public, and connects only to
+//! the addresses it checked: a name that answers a public address at install and
+//! 127.0.0.1 later (DNS rebinding, a re-pointed record) reaches nothing.
 //!
 //! When such a remote fails probation, the reason a model reads keeps the HTTP status but not
 //! the body the remote answered with ([`without_response_bodies`]), which could carry an

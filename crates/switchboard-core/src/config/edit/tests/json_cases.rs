@@ -473,3 +473,11 @@ fn an_https_server_is_added_with_its_tls_files() {
     let [_, cert, _] = tls_paths(&json(&new), "internal", dir.path());
     assert_eq!(cert, Some(dir.path().join("gateway.crt")));
 }
+
+#[test]
+fn a_public_only_remote_is_added_with_its_key() {
+    let new = add_server(JSONC, Format::Json, "asked", &public_remote()).expect("added");
+    assert!(new.contains(r#""public_only": true"#), "{new}");
+    let config = json(&new);
+    assert!(server(&config, "asked").expect("asked").public_only);
+}

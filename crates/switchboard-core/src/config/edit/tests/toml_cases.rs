@@ -433,6 +433,14 @@ fn an_https_server_is_added_with_its_tls_files() {
     assert_eq!(key, Some(dir.path().join("gateway.key")));
 }
 
+#[test]
+fn a_public_only_remote_is_added_with_its_key() {
+    let new = add_server("", Format::Toml, "remote", &public_remote()).expect("added");
+    assert!(new.ends_with("public_only = true\n"), "{new}");
+    let config = toml(&new);
+    assert!(server(&config, "remote").expect("remote").public_only);
+}
+
 /// A file listing its servers as `[[servers]]` entries (which the config reads) is refused by
 /// every change saying how to write it, not answered "no such server".
 #[test]
