@@ -6,16 +6,24 @@
 //!   ([`crate::inline`]; a recursive or foreign reference becomes a description holding the
 //!   minified schema it stood for, and one met once the copies exceed the inlining budget a
 //!   description naming the reference);
-//! * keys it rejects (`additionalProperties`, `$schema`, `default`, `examples`, …) are
-//!   dropped; the constraints it cannot express are said in the description: `not` and
-//!   `if`/`then`/`else` as a sentence ([`crate::in_words`]), `patternProperties` as
-//!   `(keys matching ^x-: string)`;
+//! * only the keys in `KEEP` are sent (type, description, properties, required, items,
+//!   format, nullable, minimum, maximum, minItems, maxItems; some Gemini API versions refuse
+//!   others) with `anyOf` and `enum`; `$schema`, `default`, `examples`, … are dropped, and
+//!   the constraints it cannot express are said in the description: `not` and
+//!   `if`/`then`/`else` as a sentence ([`crate::in_words`]), the rest as clauses of one
+//!   parenthesised hint — a map's or a tuple's shape (below), `patternProperties` as `keys
+//!   matching ^x-: string`, `additionalProperties: false` beside properties as `no other
+//!   keys`, a moved format (below), then the limits [`in_words::limits`] words: `pattern`,
+//!   `minLength`/`maxLength`, `exclusiveMinimum`/`exclusiveMaximum`, `multipleOf`,
+//!   `uniqueItems`, `minProperties`/`maxProperties`, `dependentRequired` (or `dependencies`
+//!   of the array form) — as in `(format: email; pattern: ^[a-z]+$; 1–64 characters)`;
 //! * `format` stays only where Gemini takes it (`enum`/`date-time` on strings, `int32`/`int64`
 //!   on integers, `float`/`double` on numbers); any other (`uri`, `email`, `uuid`, …) moves
-//!   into the description as `(format: uri)`;
+//!   into the hint as `format: uri`;
 //! * type unions become their first non-null type, `nullable` for the null;
 //! * `anyOf` and `oneOf` become `anyOf` of their members in the subset (a `{"type": "null"}`
-//!   member becomes `nullable`; a single member left is inlined);
+//!   member becomes `nullable`; a single member left is inlined, its description joining
+//!   the holder's);
 //! * `enum` (and `const`) is a list of non-empty strings on a string schema: a schema with
 //!   no type whose values are all numbers or booleans takes that type, and on a non-string
 //!   schema the values move to the description (`One of: 1, 2, 3.`) — stringified, they
@@ -100,11 +108,18 @@ fn subset(schema: &Value) -> Value {
     if let Some(values) = values {
         enumeration(values, &mut out);
     }
-    keep_format(&mut out);
-    match out.get("type").and_then(Value::as_str) {
+    // What the subset drops, said in one parenthesised hint: the shape first, then the
+    // format, then the limits.
+    let moved_format = keep_format(&mut out);
+    let mut hints = match out.get("type").and_then(Value::as_str) {
         Some("object") => open_object(map, &mut out),
         Some("array") => array_items(map, &mut out),
-        _ => {}
+        _ => Vec::new(),
+    };
+    hints.extend(moved_format);
+    hints.extend(in_words::limits(map));
+    if !hints.is_empty() {
+        describe(&mut out, &format!("({})", hints.join("; ")));
     }
     if let Some(not) = map.get("not") {
         describe(&mut out, &in_words::negation(not));
@@ -151,19 +166,24 @@ fn keyed_values(map: &Map<String, Value>) -> Option<String> {
 
 /// An object schema without properties (a map: `additionalProperties`, or no constraint at
 /// all) is refused by Gemini ("properties: should be non-empty for OBJECT type"): it loses
-/// its type — the model may then send any JSON value — and the description says it is an
-/// object, with the type of its values when `additionalProperties` gives one.
-fn open_object(map: &Map<String, Value>, out: &mut Map<String, Value>) {
+/// its type — the model may then send any JSON value — and the hint says it is an object,
+/// with the type of its values when `additionalProperties` gives one. An object with
+/// properties keeps them; its hint says its `patternProperties`, or `no other keys` where
+/// `additionalProperties` is `false`. Returns the hint's clauses.
+fn open_object(map: &Map<String, Value>, out: &mut Map<String, Value>) -> Vec<String> {
     let has_properties = out
         .get("properties")
         .and_then(Value::as_object)
         .is_some_and(|properties| !properties.is_empty());
     let keyed = keyed_values(map);
     if has_properties {
-        if let Some(keyed) = keyed {
-            describe(out, &format!("({keyed})"));
-        }
-        return;
+        let closed = map.get("additionalProperties") == Some(&Value::Bool(false));
+        // `keyed_values` says `no other keys` itself.
+        return match keyed {
+            Some(keyed) => vec![keyed],
+            None if closed => vec!["no other keys".to_owned()],
+            None => Vec::new(),
+        };
     }
     out.remove("type");
     out.remove("properties");
@@ -178,20 +198,20 @@ fn open_object(map: &Map<String, Value>, out: &mut Map<String, Value>) {
         parts.push(format!("{which}: {kind}"));
     }
     parts.extend(keyed);
-    describe(out, &format!("({})", parts.join("; ")));
+    parts
 }
 
 /// An array schema without usable `items` is refused by Gemini ("items: missing field"):
 /// tuple items (`prefixItems`, or draft-04 `items` as an array) become `items` of their one
 /// type, or `anyOf` their types, with the order in the description; an array that says
-/// nothing of its items takes strings.
-fn array_items(map: &Map<String, Value>, out: &mut Map<String, Value>) {
+/// nothing of its items takes strings. Returns the hint's clauses.
+fn array_items(map: &Map<String, Value>, out: &mut Map<String, Value>) -> Vec<String> {
     let usable = out
         .get("items")
         .and_then(Value::as_object)
         .is_some_and(|items| items.contains_key("type") || items.contains_key("anyOf"));
     if usable {
-        return;
+        return Vec::new();
     }
     let tuple = map
         .get("prefixItems")
@@ -213,14 +233,15 @@ fn array_items(map: &Map<String, Value>, out: &mut Map<String, Value>) {
         Err(distinct) if !distinct.is_empty() => json!({"anyOf": distinct}),
         Err(_) => json!({"type": "string"}),
     };
-    if !members.is_empty() {
-        let order: Vec<&str> = members
-            .iter()
-            .map(|member| member.get("type").and_then(Value::as_str).unwrap_or("any"))
-            .collect();
-        describe(out, &format!("(in order: {})", order.join(", ")));
-    }
     out.insert("items".into(), items);
+    if members.is_empty() {
+        return Vec::new();
+    }
+    let order: Vec<&str> = members
+        .iter()
+        .map(|member| member.get("type").and_then(Value::as_str).unwrap_or("any"))
+        .collect();
+    vec![format!("in order: {}", order.join(", "))]
 }
 
 /// The `format`s Gemini takes, per type; it answers HTTP 400 to any other.
@@ -230,24 +251,22 @@ const FORMATS: [(&str, &[&str]); 3] = [
     ("number", &["float", "double"]),
 ];
 
-/// Keeps `out`'s `format` where Gemini takes it for `out`'s type, else moves it into the
-/// description (`(format: uri)`): the model still learns what the tool expects.
-fn keep_format(out: &mut Map<String, Value>) {
-    let Some(format) = out.remove("format") else {
-        return;
-    };
+/// Keeps `out`'s `format` where Gemini takes it for `out`'s type, else returns it as a clause
+/// for the description's hint (`format: uri`): the model still learns what the tool expects.
+fn keep_format(out: &mut Map<String, Value>) -> Option<String> {
+    let format = out.remove("format")?;
     let kind = out.get("type").and_then(Value::as_str).unwrap_or("");
     let allowed = FORMATS
         .iter()
         .any(|(type_, formats)| *type_ == kind && formats.iter().any(|f| format == *f));
     if allowed {
         out.insert("format".into(), format);
-        return;
+        return None;
     }
     let named = format
         .as_str()
         .map_or_else(|| format.to_string(), str::to_owned);
-    describe(out, &format!("(format: {named})"));
+    Some(format!("format: {named}"))
 }
 
 /// Appends `hint` to `out`'s description (or makes it the description).
@@ -272,7 +291,14 @@ fn union(map: &Map<String, Value>, out: &mut Map<String, Value>) {
     match <[Value; 1]>::try_from(kept) {
         Ok([Value::Object(only)]) => {
             for (key, value) in only {
-                out.entry(key).or_insert(value);
+                match (key.as_str(), &value, out.contains_key(&key)) {
+                    // The member's description holds what its subset dropped (`(pattern: x)`):
+                    // it joins the holder's rather than being lost to it.
+                    ("description", Value::String(said), true) => describe(out, said),
+                    _ => {
+                        out.entry(key).or_insert(value);
+                    }
+                }
             }
         }
         Ok([other]) => {
@@ -559,13 +585,187 @@ mod tests {
             }}),
         );
         let properties = &declaration["parameters"]["properties"];
+        // `pattern` is not sent (the subset has none); the member's description says it.
         assert_eq!(
             properties["either"],
-            json!({"anyOf": [{"type": "string"}, {"type": "integer", "description": "One of: 1, 2."}]})
+            json!({"anyOf": [{"type": "string", "description": "(pattern: x)"},
+                             {"type": "integer", "description": "One of: 1, 2."}]})
         );
         assert_eq!(
             properties["maybe"],
             json!({"type": "string", "nullable": true, "description": "Maybe"})
+        );
+    }
+
+    /// pydantic's `Optional[constr(pattern=…)]`: the one member left after the null is
+    /// inlined, and what its description says joins the holder's instead of being lost to it.
+    #[test]
+    fn an_inlined_members_constraints_join_the_holders_description() {
+        let declaration = declared(
+            "optional",
+            json!({"type": "object", "properties": {
+                "code": {"anyOf": [{"type": "string", "pattern": "^[A-Z]{3}$"}, {"type": "null"}],
+                         "description": "Currency"},
+                "link": {"anyOf": [{"type": "string", "format": "uri"}, {"type": "null"}]},
+            }}),
+        );
+        let properties = &declaration["parameters"]["properties"];
+        assert_eq!(
+            properties["code"],
+            json!({"type": "string", "nullable": true, "description": "Currency (pattern: ^[A-Z]{3}$)"})
+        );
+        assert_eq!(
+            properties["link"],
+            json!({"type": "string", "nullable": true, "description": "(format: uri)"})
+        );
+    }
+
+    /// The keys of `schema` (and of the schemas inside it) outside the subset, `anyOf` and
+    /// `enum`: none may be sent.
+    fn keys_outside_the_subset(schema: &Value) -> Vec<String> {
+        let mut outside = Vec::new();
+        if let Some(map) = schema.as_object() {
+            for (key, value) in map {
+                match key.as_str() {
+                    "properties" => value
+                        .as_object()
+                        .into_iter()
+                        .flat_map(|properties| properties.values())
+                        .for_each(|inner| outside.extend(keys_outside_the_subset(inner))),
+                    "items" => outside.extend(keys_outside_the_subset(value)),
+                    "anyOf" => value
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .for_each(|inner| outside.extend(keys_outside_the_subset(inner))),
+                    key if KEEP.contains(&key) || key == "enum" => {}
+                    other => outside.push(other.to_owned()),
+                }
+            }
+        }
+        outside
+    }
+
+    /// Checks that `parameters` send no key outside the subset and render each `(property,
+    /// rendering)` as given.
+    fn check_said_not_sent<const N: usize>(parameters: &Value, expected: [(&str, Value); N]) {
+        assert_eq!(keys_outside_the_subset(parameters), Vec::<String>::new());
+        for (name, rendering) in expected {
+            assert_eq!(parameters["properties"][name], rendering, "{name}");
+        }
+    }
+
+    /// A string's `pattern` and `minLength`/`maxLength`, a number's exclusive bounds (draft
+    /// 2020-12 numbers, draft-4 booleans) and `multipleOf` are not sent but said in one
+    /// parenthesised hint, after a moved format and an enum's values, never repeating them.
+    #[test]
+    fn string_and_number_limits_are_said_not_sent() {
+        let declaration = declared(
+            "limits",
+            json!({"type": "object", "properties": {
+                "login": {"type": "string", "description": "Login", "pattern": "^[a-z]+$",
+                          "minLength": 1, "maxLength": 64},
+                "email": {"type": "string", "format": "email", "maxLength": 254},
+                "step": {"type": "integer", "exclusiveMinimum": 0, "multipleOf": 5, "maximum": 100},
+                "ratio": {"type": "number", "minimum": 0, "exclusiveMinimum": true},
+                "size": {"const": 3, "exclusiveMaximum": 4},
+                "mode": {"type": "string", "enum": ["a", "b"], "minLength": 1},
+            }}),
+        );
+        check_said_not_sent(
+            &declaration["parameters"],
+            [
+                (
+                    "login",
+                    json!({"type": "string",
+                           "description": "Login (pattern: ^[a-z]+$; 1–64 characters)"}),
+                ),
+                (
+                    "email",
+                    json!({"type": "string",
+                           "description": "(format: email; at most 254 characters)"}),
+                ),
+                (
+                    "step",
+                    json!({"type": "integer", "maximum": 100,
+                           "description": "(greater than 0; a multiple of 5)"}),
+                ),
+                (
+                    "ratio",
+                    json!({"type": "number", "minimum": 0, "description": "(greater than 0)"}),
+                ),
+                (
+                    "size",
+                    json!({"type": "integer", "description": "One of: 3. (less than 4)"}),
+                ),
+                (
+                    "mode",
+                    json!({"type": "string", "enum": ["a", "b"],
+                           "description": "(at least 1 character)"}),
+                ),
+            ],
+        );
+    }
+
+    /// `uniqueItems`, `minProperties`/`maxProperties`, `dependentRequired` (and draft-7
+    /// `dependencies`) and `additionalProperties: false` beside properties are not sent but
+    /// said in the hint, beside what it says of an array's or a map's shape.
+    #[test]
+    fn item_and_key_limits_are_said_not_sent() {
+        let declaration = declared(
+            "keys",
+            json!({"type": "object", "additionalProperties": false,
+                   "dependencies": {"start": ["end"]},
+                   "properties": {
+                "start": {"type": "integer"},
+                "end": {"type": "integer"},
+                "tags": {"type": "array", "items": {"type": "string", "minLength": 1},
+                         "uniqueItems": true, "maxItems": 5},
+                "pair": {"type": "array", "prefixItems": [{"type": "string"}, {"type": "integer"}],
+                         "uniqueItems": true},
+                "options": {"type": "object", "additionalProperties": false, "minProperties": 1,
+                            "properties": {"a": {"type": "string"}},
+                            "dependentRequired": {"a": ["b"]}},
+                "labels": {"type": "object", "additionalProperties": {"type": "string"},
+                           "maxProperties": 3},
+                "headers": {"type": "object", "additionalProperties": false,
+                            "properties": {"host": {"type": "string"}},
+                            "patternProperties": {"^x-": {"type": "string"}}},
+            }}),
+        );
+        let parameters = &declaration["parameters"];
+        assert_eq!(
+            parameters["description"],
+            "(no other keys; if start is given, end must be too)"
+        );
+        check_said_not_sent(
+            parameters,
+            [
+                (
+                    "tags",
+                    json!({"type": "array", "maxItems": 5, "description": "(unique items)",
+                           "items": {"type": "string", "description": "(at least 1 character)"}}),
+                ),
+                (
+                    "pair",
+                    json!({"type": "array", "items": {"anyOf": [{"type": "string"}, {"type": "integer"}]},
+                           "description": "(in order: string, integer; unique items)"}),
+                ),
+                (
+                    "options",
+                    json!({"type": "object", "properties": {"a": {"type": "string"}},
+                           "description": "(no other keys; at least 1 key; if a is given, b must be too)"}),
+                ),
+                (
+                    "labels",
+                    json!({"description": "(a JSON object; each value: string; at most 3 keys)"}),
+                ),
+                (
+                    "headers",
+                    json!({"type": "object", "properties": {"host": {"type": "string"}},
+                           "description": "(keys matching ^x-: string; no other keys)"}),
+                ),
+            ],
         );
     }
 

@@ -1,7 +1,8 @@
-//! Constraints a reader's schema subset cannot express — `not` and `if`/`then`/`else` —
-//! said in words for the description of the value they constrain, so the model still learns
-//! them (Gemini's subset has neither; [`crate::gemini`]). Each becomes one short sentence
-//! that depends only on the schema:
+//! Constraints a reader's schema subset cannot express — `not`, `if`/`then`/`else`, and the
+//! limits on a value's pattern, length, range, items and keys — said in words for the
+//! description of the value they constrain, so the model still learns them (Gemini's subset
+//! has none of them; [`crate::gemini`]). `not` and a conditional each become one short
+//! sentence that depends only on the schema:
 //!
 //! * a simple `not` (of `enum`, `const`, `type`, `required` or `pattern`) as
 //!   `Must not be: "a", "b".`, `Must not be of type: null.`, `Must not have all of: a, b.`,
@@ -10,8 +11,16 @@
 //!   `If kind is "file", path must be given; otherwise url must be given.`;
 //! * anything else as the minified JSON Schema it is (`Must not match the JSON Schema: {…}.`).
 //!
-//! A sentence is at most [`MAX_WORDED_CHARS`] characters: a longer one becomes a sentence
-//! saying that such a constraint applies, so a large schema cannot flood the description.
+//! The limits become clauses for one parenthesised hint ([`limits`]): `pattern: ^[a-z]+$`,
+//! `1–64 characters` (`minLength`/`maxLength`), `greater than 0` / `less than 9`
+//! (`exclusiveMinimum`/`exclusiveMaximum`, a number, or `true` beside `minimum`/`maximum` in
+//! draft 4), `a multiple of 5`, `unique items`, `at most 3 keys`
+//! (`minProperties`/`maxProperties`), `if a is given, b must be too` (`dependentRequired`,
+//! or draft-7 `dependencies` of the array form).
+//!
+//! A sentence (and a pattern or dependencies clause) is at most [`MAX_WORDED_CHARS`]
+//! characters: a longer one becomes one saying that such a constraint applies, so a large
+//! schema cannot flood the description.
 
 use serde_json::{Map, Value};
 
@@ -91,6 +100,100 @@ pub fn negation(not: &Value) -> String {
         sentence,
         "Some values are excluded by a further constraint (not).",
     )
+}
+
+/// The constraints of `schema` on a value's pattern, length, range, items and keys that a
+/// subset keeping only `minimum`, `maximum`, `minItems` and `maxItems` cannot express, as
+/// clauses for one parenthesised hint (module doc); empty when it has none.
+pub fn limits(schema: &Map<String, Value>) -> Vec<String> {
+    let mut clauses = Vec::new();
+    if let Some(Value::String(pattern)) = schema.get("pattern") {
+        clauses.push(bounded(
+            format!("pattern: {pattern}"),
+            "a pattern too long to show",
+        ));
+    }
+    clauses.extend(counted(schema, ("minLength", "maxLength"), "character"));
+    clauses.extend(exclusive(
+        schema,
+        ("exclusiveMinimum", "minimum"),
+        "greater than",
+    ));
+    clauses.extend(exclusive(
+        schema,
+        ("exclusiveMaximum", "maximum"),
+        "less than",
+    ));
+    if let Some(step) = schema.get("multipleOf").filter(|step| step.is_number()) {
+        clauses.push(format!("a multiple of {step}"));
+    }
+    if schema.get("uniqueItems") == Some(&Value::Bool(true)) {
+        clauses.push("unique items".to_owned());
+    }
+    clauses.extend(counted(schema, ("minProperties", "maxProperties"), "key"));
+    clauses.extend(dependencies(schema));
+    clauses
+}
+
+/// A count between the `(least, most)` keys of `schema` in `unit`s: `1–64 characters`,
+/// `at least 1 key`, `exactly 8 characters`; `None` when neither bounds it (a least of 0
+/// does not).
+fn counted(schema: &Map<String, Value>, (least, most): (&str, &str), unit: &str) -> Option<String> {
+    let least = schema
+        .get(least)
+        .and_then(Value::as_u64)
+        .filter(|least| *least > 0);
+    let most = schema.get(most).and_then(Value::as_u64);
+    let units = |count: u64| match count {
+        1 => format!("1 {unit}"),
+        count => format!("{count} {unit}s"),
+    };
+    match (least, most) {
+        (Some(least), Some(most)) if least == most => Some(format!("exactly {}", units(most))),
+        (Some(least), Some(most)) => Some(format!("{least}–{most} {unit}s")),
+        (Some(least), None) => Some(format!("at least {}", units(least))),
+        (None, Some(most)) => Some(format!("at most {}", units(most))),
+        (None, None) => None,
+    }
+}
+
+/// An exclusive bound as `greater than 0` (`relation` and the bound): the number of the
+/// `exclusive` key (draft 6 on), or the `inclusive` key's number where `exclusive` is `true`
+/// (draft 4); `None` otherwise.
+fn exclusive(
+    schema: &Map<String, Value>,
+    (exclusive, inclusive): (&str, &str),
+    relation: &str,
+) -> Option<String> {
+    let bound = match schema.get(exclusive)? {
+        bound @ Value::Number(_) => bound,
+        Value::Bool(true) => schema.get(inclusive).filter(|bound| bound.is_number())?,
+        _ => return None,
+    };
+    Some(format!("{relation} {bound}"))
+}
+
+/// `if a is given, b must be too` for each property that `dependentRequired` (or a draft-7
+/// `dependencies` entry of the array form) makes require others, as one bounded clause;
+/// `None` when there are none.
+fn dependencies(schema: &Map<String, Value>) -> Option<String> {
+    let mut clauses: Vec<String> = Vec::new();
+    for key in ["dependentRequired", "dependencies"] {
+        let Some(Value::Object(entries)) = schema.get(key) else {
+            continue;
+        };
+        for (name, required) in entries {
+            let Some(required) = required.as_array().and_then(|required| names(required)) else {
+                continue;
+            };
+            let clause = format!("if {name} is given, {required} must be too");
+            if !clauses.contains(&clause) {
+                clauses.push(clause);
+            }
+        }
+    }
+    (!clauses.is_empty())
+        .then(|| bounded(clauses.join("; "), "some keys need others to be given too"))
 }
 
 /// Whether a clause states a condition or a requirement.
@@ -251,6 +354,102 @@ mod tests {
         for (not, expected) in cases {
             assert_eq!(negation(&not), expected, "{not}");
         }
+    }
+
+    fn limits_of(schema: Value) -> Vec<String> {
+        limits(schema.as_object().expect("an object schema"))
+    }
+
+    /// Checks each `(schema, clauses)` case against [`limits`].
+    fn check_limits<const N: usize>(cases: [(Value, &[&str]); N]) {
+        for (schema, expected) in cases {
+            assert_eq!(limits_of(schema.clone()), expected, "{schema}");
+        }
+    }
+
+    /// A string's pattern and length read as clauses; a bound of 0 characters below says
+    /// nothing, a long pattern only that one applies.
+    #[test]
+    fn string_limits_in_words() {
+        check_limits([
+            (
+                json!({"type": "string", "pattern": "^[a-z]+$", "minLength": 1, "maxLength": 64}),
+                &["pattern: ^[a-z]+$", "1–64 characters"],
+            ),
+            (json!({"minLength": 1}), &["at least 1 character"]),
+            (json!({"maxLength": 10}), &["at most 10 characters"]),
+            (
+                json!({"minLength": 8, "maxLength": 8}),
+                &["exactly 8 characters"],
+            ),
+            (json!({"minLength": 0, "description": "x"}), &[]),
+            (
+                json!({"pattern": "z".repeat(300)}),
+                &["a pattern too long to show"],
+            ),
+        ]);
+    }
+
+    /// Exclusive bounds (numbers from draft 6 on, booleans beside `minimum`/`maximum` in
+    /// draft 4) and `multipleOf` read as clauses; the inclusive bounds the subset keeps do not.
+    #[test]
+    fn number_limits_in_words() {
+        check_limits([
+            (
+                json!({"exclusiveMinimum": 0, "multipleOf": 5, "maximum": 100}),
+                &["greater than 0", "a multiple of 5"],
+            ),
+            (json!({"exclusiveMaximum": 1.5}), &["less than 1.5"]),
+            (
+                json!({"minimum": 0, "exclusiveMinimum": true, "maximum": 9, "exclusiveMaximum": true}),
+                &["greater than 0", "less than 9"],
+            ),
+            (
+                json!({"minimum": 0, "exclusiveMinimum": false, "exclusiveMaximum": true}),
+                &[],
+            ),
+            (json!({"minimum": 1, "maximum": 10}), &[]),
+        ]);
+    }
+
+    /// `uniqueItems: true` reads as a clause; `false` and the item counts the subset keeps do
+    /// not.
+    #[test]
+    fn item_limits_in_words() {
+        check_limits([
+            (
+                json!({"uniqueItems": true, "maxItems": 3}),
+                &["unique items"],
+            ),
+            (json!({"uniqueItems": false, "minItems": 1}), &[]),
+        ]);
+    }
+
+    /// Key counts and keys that require others (`dependentRequired`, draft-7 `dependencies`
+    /// of the array form) read as clauses; a schema dependency does not.
+    #[test]
+    fn key_limits_in_words() {
+        check_limits([
+            (
+                json!({"minProperties": 1, "maxProperties": 3}),
+                &["1–3 keys"],
+            ),
+            (json!({"maxProperties": 1}), &["at most 1 key"]),
+            (json!({"minProperties": 2}), &["at least 2 keys"]),
+            (
+                json!({"dependentRequired": {"a": ["b"], "c": ["d", "e"], "f": []}}),
+                &["if a is given, b must be too; if c is given, d, e must be too"],
+            ),
+            (
+                json!({"dependencies": {"a": ["b"], "x": {"required": ["y"]}},
+                       "dependentRequired": {"a": ["b"]}}),
+                &["if a is given, b must be too"],
+            ),
+            (
+                json!({"dependentRequired": {"k".repeat(250): ["v"]}}),
+                &["some keys need others to be given too"],
+            ),
+        ]);
     }
 
     /// Conditionals on property values and required properties read as sentences; others
