@@ -355,7 +355,16 @@ fn enumeration(values: Vec<Value>, out: &mut Map<String, Value>) {
 /// takes none.
 fn parameters(tool: &RenderTool<'_>) -> Option<(&'static str, Value)> {
     let source = inlined(&slim(&tool.definition.input_schema));
-    let parameters = subset(&source);
+    // A model fills a declaration's parameters and nothing else: a closed root says nothing
+    // more, and would cost every strict tool (pydantic's `extra="forbid"`, zod's `strict`)
+    // a `(no other keys)` hint.
+    let mut root = source.clone();
+    if let Some(map) = root.as_object_mut()
+        && map.get("additionalProperties") == Some(&Value::Bool(false))
+    {
+        map.remove("additionalProperties");
+    }
+    let parameters = subset(&root);
     let takes_some = parameters
         .get("properties")
         .and_then(Value::as_object)
@@ -736,7 +745,7 @@ mod tests {
         let parameters = &declaration["parameters"];
         assert_eq!(
             parameters["description"],
-            "(no other keys; if start is given, end must be too)"
+            "(if start is given, end must be too)"
         );
         check_said_not_sent(
             parameters,
