@@ -27,14 +27,43 @@ pub struct FileLock {
 impl FileLock {
     /// Waits for the lock of `path` (whose directory must exist).
     pub fn acquire(path: &Path) -> io::Result<FileLock> {
+        let file = Self::open(path)?;
+        file.lock()?;
+        Ok(FileLock { _file: file })
+    }
+
+    /// `<path>.lock`, created 0600 if need be.
+    fn open(path: &Path) -> io::Result<File> {
         let mut lock_name = path.as_os_str().to_owned();
         lock_name.push(".lock");
         let mut options = OpenOptions::new();
         options.write(true).create(true).truncate(false);
         #[cfg(unix)]
         std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-        let file = options.open(PathBuf::from(lock_name))?;
-        file.lock()?;
-        Ok(FileLock { _file: file })
+        options.open(PathBuf::from(lock_name))
+    }
+}
+
+impl FileLock {
+    /// [`FileLock::acquire`], waiting at most `wait`: past it, an error of kind `TimedOut`
+    /// saying another holder keeps the lock (a suspended process, a stuck writer).
+    pub fn acquire_within(path: &Path, wait: std::time::Duration) -> io::Result<FileLock> {
+        let file = Self::open(path)?;
+        let deadline = std::time::Instant::now() + wait;
+        loop {
+            match file.try_lock() {
+                Ok(()) => return Ok(FileLock { _file: file }),
+                Err(std::fs::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+                Err(std::fs::TryLockError::WouldBlock) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        format!("another holder kept its lock for over {wait:?}"),
+                    ));
+                }
+                Err(std::fs::TryLockError::Error(error)) => return Err(error),
+            }
+        }
     }
 }
