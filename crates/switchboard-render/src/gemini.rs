@@ -13,7 +13,7 @@
 //!   `if`/`then`/`else` as a sentence ([`crate::in_words`]), the rest as clauses of one
 //!   parenthesised hint — a map's or a tuple's shape (below), `patternProperties` as `keys
 //!   matching ^x-: string`, `additionalProperties: false` beside properties as `no other
-//!   keys`, a moved format (below), then the limits [`in_words::limits`] words: `pattern`,
+//!   keys` (not at the root: a model fills the declared parameters only), a moved format (below), then the limits [`in_words::limits`] words: `pattern`,
 //!   `minLength`/`maxLength`, `exclusiveMinimum`/`exclusiveMaximum`, `multipleOf`,
 //!   `uniqueItems`, `minProperties`/`maxProperties`, `dependentRequired` (or `dependencies`
 //!   of the array form) — as in `(format: email; pattern: ^[a-z]+$; 1–64 characters)`;
@@ -798,7 +798,7 @@ mod tests {
         let parameters = &declaration["parameters"];
         assert_eq!(
             parameters["description"],
-            "If kind is \"file\", path must be given."
+            "If kind is \"file\" or not given, path must be given."
         );
         let properties = &parameters["properties"];
         assert_eq!(

@@ -8,7 +8,9 @@
 //!   `Must not be: "a", "b".`, `Must not be of type: null.`, `Must not have all of: a, b.`,
 //!   `Must not match ^x.`;
 //! * a conditional whose parts only name required properties and property values as
-//!   `If kind is "file", path must be given; otherwise url must be given.`;
+//!   `If kind is "file", path must be given; otherwise url must be given.` (a value of a
+//!   property its part does not require is met by its absence too: `kind is "file" or not
+//!   given`, `mode must be "r" if given`);
 //! * anything else as the minified JSON Schema it is (`Must not match the JSON Schema: {…}.`).
 //!
 //! The limits become clauses for one parenthesised hint ([`limits`]): `pattern: ^[a-z]+$`,
@@ -214,15 +216,14 @@ fn clause(schema: &Value, mood: Mood) -> Option<String> {
         match (key.as_str(), value) {
             (key, _) if ANNOTATIONS.contains(&key) => {}
             ("required", Value::Array(required)) => {
-                // A condition on a property's value already says it is given.
+                // A required property's value, said, already says it is given.
                 let valued = schema.get("properties").and_then(Value::as_object);
                 let required: Vec<Value> = required
                     .iter()
                     .filter(|name| {
-                        !matches!(mood, Mood::States)
-                            || !name
-                                .as_str()
-                                .is_some_and(|name| valued.is_some_and(|v| v.contains_key(name)))
+                        !name
+                            .as_str()
+                            .is_some_and(|name| valued.is_some_and(|v| v.contains_key(name)))
                     })
                     .cloned()
                     .collect();
@@ -237,7 +238,10 @@ fn clause(schema: &Value, mood: Mood) -> Option<String> {
                 parts.push(format!("{} {verb}", names(&required)?));
             }
             ("properties", Value::Object(properties)) => {
-                parts.extend(property_values(properties, mood)?);
+                let required = schema.get("required").and_then(Value::as_array);
+                let is_required =
+                    |name: &str| required.is_some_and(|r| r.iter().any(|n| n == name));
+                parts.extend(property_values(properties, mood, is_required)?);
             }
             _ => return None,
         }
@@ -246,20 +250,34 @@ fn clause(schema: &Value, mood: Mood) -> Option<String> {
 }
 
 /// `name is "value"` (or `is one of …`, `must be …`) for each property that `properties`
-/// gives a `const` or an `enum`; `None` when one says anything else.
-fn property_values(properties: &Map<String, Value>, mood: Mood) -> Option<Vec<String>> {
+/// gives a `const` or an `enum`; `None` when one says anything else. A property the same
+/// schema does not require meets its value when absent too (JSON Schema's `properties` says
+/// nothing of a missing key): `or not given` in a condition, `if given` in a requirement.
+fn property_values(
+    properties: &Map<String, Value>,
+    mood: Mood,
+    is_required: impl Fn(&str) -> bool,
+) -> Option<Vec<String>> {
     let verb = match mood {
         Mood::States => "is",
         Mood::Requires => "must be",
     };
     properties
         .iter()
-        .map(|(name, schema)| match only_constraint(schema)? {
-            ("const", value) => Some(format!("{name} {verb} {value}")),
-            ("enum", Value::Array(values)) if !values.is_empty() => {
-                Some(format!("{name} {verb} one of {}", listed(values)))
-            }
-            _ => None,
+        .map(|(name, schema)| {
+            let value = match only_constraint(schema)? {
+                ("const", value) => value.to_string(),
+                ("enum", Value::Array(values)) if !values.is_empty() => {
+                    format!("one of {}", listed(values))
+                }
+                _ => return None,
+            };
+            let absent = match (is_required(name), mood) {
+                (true, _) => "",
+                (false, Mood::States) => " or not given",
+                (false, Mood::Requires) => " if given",
+            };
+            Some(format!("{name} {verb} {value}{absent}"))
         })
         .collect()
 }
@@ -470,7 +488,17 @@ mod tests {
         assert_eq!(
             conditional_of(json!({"if": {"properties": {"mode": {"enum": ["a", "b"]}}},
                                   "else": {"properties": {"level": {"const": 3}}}})),
-            Some("Unless mode is one of \"a\", \"b\", level must be 3.".to_owned())
+            Some(
+                "Unless mode is one of \"a\", \"b\" or not given, level must be 3 if given."
+                    .to_owned()
+            )
+        );
+        // A value the condition does not require is met by its absence too.
+        assert_eq!(
+            conditional_of(json!({"if": {"properties": {"kind": {"const": "file"}}},
+                                  "then": {"properties": {"mode": {"const": "r"}},
+                                           "required": ["mode"]}})),
+            Some("If kind is \"file\" or not given, mode must be \"r\".".to_owned())
         );
         assert_eq!(
             conditional_of(json!({"if": {"type": "string"}, "then": {"minLength": 1}})),
