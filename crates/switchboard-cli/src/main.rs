@@ -6,6 +6,7 @@
 
 mod admin;
 mod commands;
+mod failure;
 mod logging;
 mod output;
 mod process_stdio;
@@ -211,7 +212,7 @@ fn main() -> ExitCode {
                 return ExitCode::SUCCESS;
             }
             // Not `eprintln!`, which panics when stderr is gone.
-            let _ = writeln!(std::io::stderr(), "error: {error:#}");
+            let _ = writeln!(std::io::stderr(), "error: {}", failure::describe(&error));
             if usage::is_usage(&error) {
                 ExitCode::from(2)
             } else {

@@ -466,23 +466,6 @@ fn admin_commands_say_why_they_cannot_reach_the_gateway() {
     gateway.terminate();
 }
 
-/// `switchboard ARGS...` in `dir`, with every user file (config lookup, ledger, latency
-/// stats, tokens, admin file) kept there.
-fn isolated(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
-    Command::new(switchboard())
-        .args(args)
-        .current_dir(dir)
-        .env_remove("SWITCHBOARD_CONFIG")
-        .env_remove("SWITCHBOARD_LOG")
-        .env("SWITCHBOARD_ADMIN_FILE", dir.join("admin.json"))
-        .env("XDG_CONFIG_HOME", dir)
-        .env("XDG_DATA_HOME", dir)
-        .env("XDG_STATE_HOME", dir)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run switchboard")
-}
-
 /// `--config` and `--log` are global: they go before the command, between a command and its
 /// subcommand, or after the subcommand, for every command — and the file they name is the
 /// one used. A command's own options still do not go beside its subcommands.

@@ -8,24 +8,10 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 use serde_json::{Value, json};
 use support::*;
-
-/// `switchboard ARGS...` run in `dir`, with every user directory there.
-fn switchboard_in(dir: &Path, args: &[&str]) -> Output {
-    Command::new(switchboard())
-        .args(args)
-        .current_dir(dir)
-        .env_remove("SWITCHBOARD_CONFIG")
-        .env("XDG_CONFIG_HOME", dir)
-        .env("XDG_DATA_HOME", dir)
-        .env("XDG_STATE_HOME", dir)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run switchboard")
-}
 
 fn succeeded(output: &Output) -> String {
     assert!(
@@ -144,7 +130,7 @@ params = {{ width = 16, height = 8 }}
         let config = self.config_arg();
         let mut all = vec!["--config", &config, "tools", "--format", format];
         all.extend_from_slice(args);
-        let output = switchboard_in(self.path(), &all);
+        let output = isolated(self.path(), &all);
         succeeded(&output);
         stdout_json(&output)
     }
@@ -564,7 +550,7 @@ fn the_srd_is_imported_with_its_attribution_and_found_through_the_gateway() {
     synthetic_srd(&srd);
     let srd_arg = srd.display().to_string();
 
-    let printed = succeeded(&switchboard_in(
+    let printed = succeeded(&isolated(
         campaign.path(),
         &["--config", &config, "rules", "import-5e-srd", &srd_arg],
     ));
@@ -585,7 +571,7 @@ fn the_srd_is_imported_with_its_attribution_and_found_through_the_gateway() {
         "the config's dirs are indexed too: {printed}"
     );
 
-    let again = switchboard_in(
+    let again = isolated(
         campaign.path(),
         &[
             "--config",
@@ -636,7 +622,7 @@ fn the_srd_is_imported_with_its_attribution_and_found_through_the_gateway() {
         "# Exploration\n\n## Travel pace\n\nA fast pace covers four miles an hour.\n",
     )
     .expect("new rules file");
-    let reindexed = stdout_json(&switchboard_in(
+    let reindexed = stdout_json(&isolated(
         campaign.path(),
         &["--config", &config, "rules", "reindex", "--json"],
     ));
@@ -653,12 +639,12 @@ fn the_srd_is_imported_with_its_attribution_and_found_through_the_gateway() {
 
     // Without a config, --database and --dir say where; no directories is refused.
     let bare = tempfile::tempdir().expect("tempdir");
-    let refused = switchboard_in(bare.path(), &["rules", "reindex"]);
+    let refused = isolated(bare.path(), &["rules", "reindex"]);
     assert_eq!(refused.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert!(stderr.contains("no rules directories"), "{stderr}");
     let database = bare.path().join("own.db").display().to_string();
-    let imported = succeeded(&switchboard_in(
+    let imported = succeeded(&isolated(
         bare.path(),
         &["rules", "import-5e-srd", &srd_arg, "--database", &database],
     ));
@@ -669,7 +655,7 @@ fn the_srd_is_imported_with_its_attribution_and_found_through_the_gateway() {
 #[test]
 fn the_manager_and_misplaced_flags_are_refused_by_tool_server() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let manager = switchboard_in(dir.path(), &["tool-server", "manager"]);
+    let manager = isolated(dir.path(), &["tool-server", "manager"]);
     assert_eq!(manager.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&manager.stderr);
     assert!(
@@ -678,7 +664,7 @@ fn the_manager_and_misplaced_flags_are_refused_by_tool_server() {
         "{stderr}"
     );
 
-    let misplaced = switchboard_in(dir.path(), &["tool-server", "dice", "--dir", "x"]);
+    let misplaced = isolated(dir.path(), &["tool-server", "dice", "--dir", "x"]);
     assert_eq!(misplaced.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&misplaced.stderr);
     assert!(
@@ -686,7 +672,7 @@ fn the_manager_and_misplaced_flags_are_refused_by_tool_server() {
         "{stderr}"
     );
 
-    let no_backend = switchboard_in(dir.path(), &["tool-server", "web"]);
+    let no_backend = isolated(dir.path(), &["tool-server", "web"]);
     assert_eq!(no_backend.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&no_backend.stderr);
     assert!(
@@ -694,7 +680,7 @@ fn the_manager_and_misplaced_flags_are_refused_by_tool_server() {
         "{stderr}"
     );
 
-    let no_key = switchboard_in(
+    let no_key = isolated(
         dir.path(),
         &[
             "tool-server",

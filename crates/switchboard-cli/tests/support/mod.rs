@@ -106,6 +106,23 @@ pub fn write_config(dir: &Path, text: &str) -> PathBuf {
     path
 }
 
+/// `switchboard ARGS...` in `dir`, with every user file (config lookup, ledger, latency
+/// stats, tokens, admin file) kept there.
+pub fn isolated(dir: &Path, args: &[&str]) -> Output {
+    Command::new(switchboard())
+        .args(args)
+        .current_dir(dir)
+        .env_remove("SWITCHBOARD_CONFIG")
+        .env_remove("SWITCHBOARD_LOG")
+        .env("SWITCHBOARD_ADMIN_FILE", dir.join("admin.json"))
+        .env("XDG_CONFIG_HOME", dir)
+        .env("XDG_DATA_HOME", dir)
+        .env("XDG_STATE_HOME", dir)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run switchboard")
+}
+
 /// `switchboard --config CONFIG ARGS...` with the environment as it is (no npm packages
 /// needed: only the fixture servers run).
 pub fn run_bare(config: &Path, args: &[&str]) -> Output {

@@ -1,0 +1,38 @@
+//! What the command line says when it cannot do what was asked: each cause once, the
+//! choices that exist, and hints that fit the question (regressions found walking through the
+//! docs as a new user).
+
+mod support;
+
+use std::path::Path;
+
+use support::*;
+
+/// A config of the clock alone, as `dir`'s ./switchboard.toml (which `isolated` finds).
+fn clock_config(dir: &Path) {
+    write_config(dir, "[servers.clock]\nbuiltin = \"clock\"\n");
+}
+
+/// An error whose message names its source, and reports it as its source too, was printed
+/// with the source twice (`cannot read catalog F: No such file … (os error 2): No such file …
+/// (os error 2)`).
+#[test]
+fn an_error_names_its_cause_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    clock_config(dir.path());
+    let missing = dir.path().join("missing.json");
+    let output = isolated(
+        dir.path(),
+        &[
+            "tools",
+            "--catalog",
+            &missing.display().to_string(),
+            "--format",
+            "mcp",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("cannot read catalog"), "{stderr}");
+    assert_eq!(stderr.matches("(os error 2)").count(), 1, "{stderr}");
+}
