@@ -36,3 +36,20 @@ fn an_error_names_its_cause_once() {
     assert!(stderr.contains("cannot read catalog"), "{stderr}");
     assert_eq!(stderr.matches("(os error 2)").count(), 1, "{stderr}");
 }
+
+/// `--count-tokens` on a table listing named the LLM renderings but left out
+/// openai-responses and openai-realtime, which it takes.
+#[test]
+fn count_tokens_without_a_rendering_names_every_rendering() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    clock_config(dir.path());
+    let output = isolated(dir.path(), &["tools", "--count-tokens"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(
+            "--format mcp, mcp-compact, openai, openai-responses, openai-realtime, anthropic, gemini, compact or toon"
+        ),
+        "{stderr}"
+    );
+}

@@ -84,6 +84,23 @@ impl Format {
             Self::Toon => R::Toon,
         })
     }
+
+    /// The `--format` values that render for an LLM API, as a sentence's list
+    /// ("mcp, …, compact or toon"): what an error about a table or JSON listing offers instead.
+    fn llm_renderings() -> String {
+        use clap::ValueEnum;
+        let names: Vec<String> = Self::value_variants()
+            .iter()
+            .filter(|format| format.rendering().is_some())
+            .filter_map(|format| format.to_possible_value())
+            .map(|value| value.get_name().to_owned())
+            .collect();
+        match names.split_last() {
+            Some((last, [])) => last.clone(),
+            Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+            None => String::new(),
+        }
+    }
 }
 
 pub async fn run(config: Option<&Path>, args: ToolsArgs) -> anyhow::Result<ExitCode> {
@@ -94,7 +111,10 @@ pub async fn run(config: Option<&Path>, args: ToolsArgs) -> anyhow::Result<ExitC
     }
     if let Some(path) = &args.catalog {
         let rendering = args.format.rendering().ok_or_else(|| {
-            usage("--catalog renders for an LLM API: pick --format mcp, mcp-compact, openai, openai-responses, openai-realtime, anthropic, gemini, compact or toon")
+            usage(format!(
+                "--catalog renders for an LLM API: pick --format {}",
+                Format::llm_renderings()
+            ))
         })?;
         if args.agent.is_some() || args.tier.is_some() || args.stats {
             // A catalog file knows no agents, tiers or measurements.
@@ -106,9 +126,10 @@ pub async fn run(config: Option<&Path>, args: ToolsArgs) -> anyhow::Result<ExitC
         return Ok(ExitCode::SUCCESS);
     }
     if args.count_tokens && args.format.rendering().is_none() {
-        return Err(usage(
-            "--count-tokens needs an LLM rendering: --format mcp, mcp-compact, openai, anthropic, gemini, compact or toon",
-        ));
+        return Err(usage(format!(
+            "--count-tokens needs an LLM rendering: --format {}",
+            Format::llm_renderings()
+        )));
     }
     if args.stats && args.format.rendering().is_some() {
         return Err(usage(
