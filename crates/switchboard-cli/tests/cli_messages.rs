@@ -53,3 +53,19 @@ fn count_tokens_without_a_rendering_names_every_rendering() {
         "{stderr}"
     );
 }
+
+/// `status --local` said "no gateway running on this config" even while one ran: it shows
+/// a Host of its own because it was asked to, and says so.
+#[test]
+fn status_local_says_it_was_asked_for() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    clock_config(dir.path());
+    let output = isolated(dir.path(), &["status", "--local", "--json"]);
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(stdout_json(&output)["source"], "local (--local)");
+    let output = isolated(dir.path(), &["status", "--json"]);
+    assert_eq!(
+        stdout_json(&output)["source"],
+        "local (no gateway running on this config)"
+    );
+}

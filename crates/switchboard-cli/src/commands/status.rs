@@ -41,7 +41,9 @@ pub async fn run(config: Option<&Path>, args: StatusArgs) -> anyhow::Result<Exit
             status["source"] = json!(format!("gateway at {}", admin.url()));
             status
         }
-        None => local_status(config).await?,
+        // Say why this shows a Host of its own: asked to, or no gateway runs the config.
+        None if args.local => local_status(config, "local (--local)").await?,
+        None => local_status(config, "local (no gateway running on this config)").await?,
     };
     if args.json {
         print_json(&status)?;
@@ -61,8 +63,9 @@ fn running_gateway(config: Option<&Path>, admin_file: Option<&Path>) -> Option<A
     admin.runs(ours.as_deref()).then_some(admin)
 }
 
-/// Starts a Host on the config, waits for first connections, and reports.
-async fn local_status(config: Option<&Path>) -> anyhow::Result<Value> {
+/// Starts a Host on the config, waits for first connections, and reports, saying in
+/// `source` why the report is local.
+async fn local_status(config: Option<&Path>, source: &str) -> anyhow::Result<Value> {
     let host = super::start_host(config, None).await?;
     let live = host.live_status();
     let problems: Vec<String> = host
@@ -72,7 +75,7 @@ async fn local_status(config: Option<&Path>) -> anyhow::Result<Value> {
         .map(ToString::to_string)
         .collect();
     let status = json!({
-        "source": "local (no gateway running on this config)",
+        "source": source,
         "revision": live.revision,
         "live": live,
         "servers": host.status(),
