@@ -69,3 +69,31 @@ fn status_local_says_it_was_asked_for() {
         "local (no gateway running on this config)"
     );
 }
+
+/// A call outside an agent's view pointed at `switchboard tools`, which lists every tool,
+/// the refused one included: the hint names the agent's own listing.
+#[test]
+fn an_unknown_tool_for_an_agent_points_at_that_agents_tools() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_config(
+        dir.path(),
+        "[servers.clock]\nbuiltin = \"clock\"\n[servers.dice]\nbuiltin = \"dice\"\n\n\
+         [agents.npc]\nallow = [\"dice:*\"]\n",
+    );
+    let output = isolated(dir.path(), &["call", "--agent", "npc", "clock__now"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("unknown tool: clock__now")
+            && stderr.contains(
+                "hint: `switchboard tools --agent npc` lists the tools agent npc can call"
+            ),
+        "{stderr}"
+    );
+    let output = isolated(dir.path(), &["call", "nope__x"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("hint: `switchboard tools` lists the tools that can be called"),
+        "{stderr}"
+    );
+}

@@ -53,8 +53,11 @@ pub async fn run(config: Option<&Path>, args: CallArgs) -> anyhow::Result<ExitCo
         None => calling.await,
     };
     host.shutdown().await;
-    let outcome = result.map_err(|error| {
-        anyhow::anyhow!("{error}\n  hint: `switchboard tools` lists the tools that can be called")
+    let outcome = result.map_err(|error| match error {
+        switchboard_core::pipeline::CallError::UnknownTool { .. } => {
+            anyhow::anyhow!("{error}\n  hint: {}", tools_hint(args.agent.as_deref()))
+        }
+        other => anyhow::Error::new(other),
     })?;
     if args.json {
         print_json(&outcome)?;
@@ -79,6 +82,17 @@ pub async fn run(config: Option<&Path>, args: CallArgs) -> anyhow::Result<ExitCo
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Where to look for the name of a tool that is unknown (or outside the agent's view, which
+/// reads the same): the listing of the tools this caller may call.
+fn tools_hint(agent: Option<&str>) -> String {
+    match agent {
+        Some(agent) => {
+            format!("`switchboard tools --agent {agent}` lists the tools agent {agent} can call")
+        }
+        None => "`switchboard tools` lists the tools that can be called".to_owned(),
+    }
 }
 
 /// Runs `calling`, answering the approvals it waits for: at the terminal, or denied at once
