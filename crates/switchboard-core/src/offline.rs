@@ -89,7 +89,22 @@ impl OfflineCatalog {
 
     /// Parses catalog text; errors name the JSON path of the bad entry.
     pub fn parse(text: &str) -> Result<Self, ParseError> {
-        let raw: RawCatalog = serde_json::from_str(text).map_err(ParseError::Json)?;
+        let value: Value = serde_json::from_str(text).map_err(ParseError::Json)?;
+        if !value.is_object() {
+            // Serde would read an array as the struct's fields in order and complain about
+            // the first element, which says nothing of what a catalog is.
+            return Err(ParseError::Shape {
+                at: "$".to_owned(),
+                message: format!(
+                    "a catalog is an object {{\"tools\": [...]}} (each an MCP tool definition with its \"server\"), not {}",
+                    crate::json_kind(&value)
+                ),
+            });
+        }
+        let raw: RawCatalog = serde_json::from_value(value).map_err(|error| ParseError::Shape {
+            at: "$".to_owned(),
+            message: error.to_string(),
+        })?;
         let mut tools = Vec::with_capacity(raw.tools.len());
         for (index, entry) in raw.tools.into_iter().enumerate() {
             tools.push(tool_entry(index, entry, &raw.servers)?);
@@ -182,6 +197,27 @@ mod tests {
         assert_eq!(catalog.tools[1].server, "git");
         assert_eq!(catalog.tools[1].category, "vcs");
         assert!(catalog.tools[1].definition.extra.is_empty());
+    }
+
+    /// A listing rendered for an LLM API (an array) is valid JSON but no catalog: the error
+    /// says what a catalog is rather than what serde expected of the array's first element.
+    #[test]
+    fn a_file_that_is_not_an_object_is_told_what_a_catalog_is() {
+        let error = OfflineCatalog::parse(r#"[{"type": "function", "function": {"name": "x"}}]"#)
+            .expect_err("an array");
+        let text = error.to_string();
+        assert!(
+            text.starts_with("$: a catalog is an object {\"tools\": [...]}")
+                && text.ends_with("not an array"),
+            "{text}"
+        );
+        let error = OfflineCatalog::parse(r#"{"servers": []}"#).expect_err("no tools");
+        assert!(
+            error.to_string().contains("missing field `tools`"),
+            "{error}"
+        );
+        let error = OfflineCatalog::parse(r#"{"tools": [}"#).expect_err("syntax");
+        assert!(matches!(error, ParseError::Json(_)), "{error}");
     }
 
     #[test]

@@ -26,7 +26,8 @@ pub struct ToolsArgs {
     /// Only the tools this agent (one of the config's [agents]) may see and call.
     #[arg(long, value_name = "NAME")]
     agent: Option<String>,
-    /// Render an offline catalog file (shape of shared/catalog/tools.json) instead of the
+    /// Render an offline catalog file (JSON {"tools": [...]}, each an MCP tool definition
+    /// with its "server"; docs/cli.md) instead of the
     /// configured servers; nothing is started.
     #[arg(long, value_name = "FILE")]
     catalog: Option<std::path::PathBuf>,

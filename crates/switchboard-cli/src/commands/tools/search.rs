@@ -21,7 +21,8 @@ pub struct SearchArgs {
     /// Print a JSON array of {id, name, server, score, description}, best first.
     #[arg(long)]
     json: bool,
-    /// Search this offline catalog file (shape of shared/catalog/tools.json) instead of the
+    /// Search this offline catalog file (JSON {"tools": [...]}, each an MCP tool definition
+    /// with its "server"; docs/cli.md) instead of the
     /// configured servers.
     #[arg(long, value_name = "FILE")]
     catalog: Option<PathBuf>,
