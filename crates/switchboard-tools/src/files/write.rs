@@ -38,12 +38,14 @@ fn symlink_target(located: &Located<'_>, given: &str) -> Result<std::path::PathB
     }
 }
 
-/// `Err` saying so when the directory a file would be written in is missing (or is not a
-/// directory): a write creates the file, never its directories.
+/// `Err` saying so when the directory a file would be written (or moved) in is missing (or
+/// is not a directory): a write or a move creates the file, never its directories. `action`
+/// words the refusal: "write" or "move to".
 fn parent_exists(
     located: &Located<'_>,
     target: &std::path::Path,
     given: &str,
+    action: &str,
 ) -> Result<(), String> {
     let Some(parent) = target.parent().filter(|p| !p.as_os_str().is_empty()) else {
         return Ok(());
@@ -54,10 +56,10 @@ fn parent_exists(
     match located.root.dir.metadata(parent) {
         Ok(metadata) if metadata.is_dir() => Ok(()),
         Ok(_) => Err(format!(
-            "cannot write '{given}': '{shown}' is not a directory"
+            "cannot {action} '{given}': '{shown}' is not a directory"
         )),
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => Err(format!(
-            "cannot write '{given}': its directory '{shown}' does not exist (create it first with create_directory)"
+            "cannot {action} '{given}': its directory '{shown}' does not exist (create it first with create_directory)"
         )),
         Err(error) => Err(io_message(given, &error)),
     }
@@ -89,7 +91,7 @@ impl Files {
         }
         let located = self.writable(given)?;
         let target = symlink_target(&located, given)?;
-        parent_exists(&located, &target, given)?;
+        parent_exists(&located, &target, given, "write")?;
         let name = target
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -137,6 +139,15 @@ impl Files {
     pub(super) fn move_file(&self, from: &str, to: &str, overwrite: bool) -> Result<(), String> {
         let source = self.writable(from)?;
         let target = self.writable(to)?;
+        // Name the path that is missing: the rename's own error cannot tell which.
+        match source.root.dir.symlink_metadata(&source.inner) {
+            Ok(_) => {}
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                return Err(format!("cannot move '{from}': it does not exist"));
+            }
+            Err(error) => return Err(io_message(from, &error)),
+        }
+        parent_exists(&target, &target.inner, to, "move to")?;
         if !overwrite && target.root.dir.symlink_metadata(&target.inner).is_ok() {
             return Err(format!(
                 "'{to}' already exists (pass overwrite: true to replace it)"

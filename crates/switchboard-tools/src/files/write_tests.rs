@@ -1,7 +1,7 @@
 //! Writing through a symlink inside a root (regression: write_file and edit_file replaced the
 //! link with a regular file): the file it points to is written, with its permissions, and the
 //! link stays; a dangling link or one to a directory is refused and left as it is. And a write
-//! into a directory that does not exist names that directory.
+//! or a move into a directory that does not exist names that directory.
 
 use std::os::unix::fs::{PermissionsExt, symlink};
 
@@ -110,4 +110,40 @@ fn a_write_into_a_missing_directory_says_which_directory_is_missing() {
         json!({"path": "notes/today.md", "content": "# Notes"}),
     )
     .expect("written once the directory exists");
+}
+
+/// A move said `'a -> b' does not exist` whether the source was missing or the destination's
+/// directory was: each refusal names the path that is missing.
+#[test]
+fn a_move_names_the_missing_source_or_destination_directory() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("today.md"), "x").expect("today");
+    let files = files(dir.path());
+    let no_source = run(
+        &files,
+        "move_file",
+        json!({"source": "nothere.md", "destination": "x.md"}),
+    )
+    .expect_err("no source");
+    assert_eq!(no_source, "cannot move 'nothere.md': it does not exist");
+    let no_directory = run(
+        &files,
+        "move_file",
+        json!({"source": "today.md", "destination": "archive/today.md"}),
+    )
+    .expect_err("no archive directory");
+    assert!(
+        no_directory.starts_with(
+            "cannot move to 'archive/today.md': its directory 'archive' does not exist"
+        ),
+        "{no_directory}"
+    );
+    run(&files, "create_directory", json!({"path": "archive"})).expect("mkdir");
+    run(
+        &files,
+        "move_file",
+        json!({"source": "today.md", "destination": "archive/today.md"}),
+    )
+    .expect("moved once the directory exists");
+    assert!(dir.path().join("archive/today.md").exists());
 }
