@@ -97,3 +97,18 @@ fn an_unknown_tool_for_an_agent_points_at_that_agents_tools() {
         "{stderr}"
     );
 }
+
+/// `tools --tier` with a tier the config does not define said only "unknown tier": like
+/// `serve --tier`, it names the tiers there are.
+#[test]
+fn an_unknown_tier_names_the_configured_ones() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    clock_config(dir.path());
+    let output = isolated(dir.path(), &["tools", "--tier", "warp"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("unknown tier 'warp' (the config defines: fast, standard, deep)"),
+        "{stderr}"
+    );
+}

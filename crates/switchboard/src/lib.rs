@@ -93,3 +93,4 @@ pub use sessions::shared::Unshared;
 /// assert_eq!(name("think carefully and search the web for it"), "deep");
 /// ```
 pub use switchboard_budget::{Selection, SelectorConfig, TierSelector, TierSet, TurnContext};
+pub use tiers::UnknownTier;

@@ -45,6 +45,15 @@ impl View for TierFit {
     }
 }
 
+/// A tier name the config does not define (`serve --tier`, `tools --tier`, `tier set`).
+#[derive(Debug, thiserror::Error)]
+#[error("unknown tier '{name}' (the config defines: {})", known.join(", "))]
+pub struct UnknownTier {
+    pub name: String,
+    /// The configured tiers' names, fastest first.
+    pub known: Vec<String>,
+}
+
 impl Host {
     /// The tier named `name` (case-insensitive); an unknown name has a zero ceiling, so
     /// nothing fits it.
@@ -62,14 +71,17 @@ impl Host {
             })
     }
 
-    /// Whether a tier of this name is configured.
-    pub fn knows_tier(&self, name: &str) -> bool {
-        let name = name.to_lowercase();
-        self.inner
-            .options
-            .tiers
-            .iter()
-            .any(|tier| tier.name == name)
+    /// `Ok` when a tier of this name (case-insensitive) is configured; else an error that
+    /// names the tiers that are, for the operator who mistyped one.
+    pub fn check_tier(&self, name: &str) -> Result<(), UnknownTier> {
+        let tiers = &self.inner.options.tiers;
+        if tiers.iter().any(|tier| tier.name == name.to_lowercase()) {
+            return Ok(());
+        }
+        Err(UnknownTier {
+            name: name.to_owned(),
+            known: tiers.iter().map(|tier| tier.name.clone()).collect(),
+        })
     }
 
     /// The caller's active tier, if any.

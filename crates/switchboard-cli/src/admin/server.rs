@@ -55,9 +55,9 @@ async fn set_tier(
         return refuse();
     }
     if let Some(tier) = &change.tier
-        && !state.host.knows_tier(tier)
+        && let Err(unknown) = state.host.check_tier(tier)
     {
-        return (StatusCode::BAD_REQUEST, format!("unknown tier '{tier}'")).into_response();
+        return (StatusCode::BAD_REQUEST, unknown.to_string()).into_response();
     }
     match (&change.session, &change.agent) {
         (Some(session), None) if !state.host.knows_session(session) => {

@@ -250,14 +250,8 @@ pub async fn run(config: Option<&Path>, args: ServeArgs) -> anyhow::Result<ExitC
         shutdown.clone(),
     )
     .await?;
-    if let Some(tier) = &args.tier
-        && !host.knows_tier(tier)
-    {
-        let known: Vec<&str> = config.tiers.iter().map(|t| t.name.as_str()).collect();
-        bail!(
-            "unknown tier '{tier}' (the config defines: {})",
-            known.join(", ")
-        );
+    if let Some(tier) = &args.tier {
+        host.check_tier(tier)?;
     }
     let dispatcher = Dispatcher::new(Arc::new(host.clone()), args.agent.clone())
         .for_tier(args.tier.as_ref().map(|t| t.to_lowercase()))

@@ -141,10 +141,10 @@ pub async fn run(config: Option<&Path>, args: ToolsArgs) -> anyhow::Result<ExitC
     // With `[storage] url`, the figures (tiers, stats) are the fleet's.
     host.sync_latency_stats().await;
     if let Some(tier) = &args.tier
-        && !host.knows_tier(tier)
+        && let Err(unknown) = host.check_tier(tier)
     {
         host.shutdown().await;
-        anyhow::bail!("unknown tier '{tier}'");
+        return Err(unknown.into());
     }
     if args.stats {
         let caller = switchboard_core::Caller::new(args.agent.clone(), None)
