@@ -310,7 +310,12 @@ fn answer(operation: &Operation) -> ToolOutcome {
             operation.progress,
             operation.message
         ),
-        _ => operation.summary(),
+        // A model that reads only the text (most clients hand it nothing else) needs what
+        // the operation produced there too: a search's servers, a test's report.
+        _ => match &operation.result {
+            Some(result) => format!("{}\n{result}", operation.summary()),
+            None => operation.summary(),
+        },
     };
     let mut outcome = ToolOutcome::structured_with_text(value, text);
     if operation.state == State::Failed {
@@ -501,5 +506,27 @@ impl ToolProvider for ManagerTools {
                 other => Err(ToolError::new(format!("the manager has no tool '{other}'"))),
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A finished operation's text carries its result: a client that shows the model only
+    /// the text content (no `structuredContent`) still sees what a search found.
+    #[test]
+    fn a_finished_operations_text_carries_its_result() {
+        let request = Request::new(Work::Search {
+            query: "memory".into(),
+            limit: 10,
+        });
+        let mut operation = Operation::queued("01TEST".into(), request, 0);
+        operation.state = State::Completed;
+        operation.progress = 100;
+        operation.result = Some(json!({"servers": [{"name": "io.example/memory"}]}));
+        let text = answer(&operation).text_content();
+        assert!(text.contains("completed"), "{text}");
+        assert!(text.contains("io.example/memory"), "{text}");
     }
 }
