@@ -57,6 +57,18 @@ pub enum SandboxError {
     Exec { command: String, source: nix::Error },
 }
 
+/// The launcher's flags, each followed by its value.
+const FLAGS: [&str; 8] = [
+    "--memory",
+    "--cpu",
+    "--files",
+    "--processes",
+    "--user",
+    "--read",
+    "--write",
+    "--network",
+];
+
 impl ExecPlan {
     /// Reads the flags after `sandbox-exec` (the launcher's own argv, without the program
     /// and subcommand).
@@ -70,6 +82,12 @@ impl ExecPlan {
             if flag == "--" {
                 plan.command = args.collect();
                 break;
+            }
+            if !FLAGS.contains(&flag.as_str()) {
+                return Err(SandboxError::Usage(format!(
+                    "'{flag}' is not a flag ({}): write FLAGS -- COMMAND ARGS",
+                    FLAGS.join(", ")
+                )));
             }
             let value = args
                 .next()
@@ -90,7 +108,11 @@ impl ExecPlan {
                 "--network" if matches!(value.as_str(), "none" | "loopback" | "any") => {
                     plan.network = value;
                 }
-                _ => return Err(SandboxError::Usage(format!("unknown flag {flag} {value}"))),
+                _ => {
+                    return Err(SandboxError::Usage(format!(
+                        "{flag} {value}: use none, loopback or any"
+                    )));
+                }
             }
         }
         if plan.command.is_empty() {

@@ -68,6 +68,29 @@ fn the_launcher_refuses_what_it_cannot_read() {
     }
 }
 
+/// Each mistake says what is wrong: a command without `--` before it is not taken for a
+/// flag that lacks its value, and a known flag with a bad value is not an unknown flag.
+#[test]
+fn the_launchers_usage_errors_say_what_is_wrong() {
+    let error = |args: &[&str]| match ExecPlan::parse(args.iter().map(|s| (*s).to_owned())) {
+        Ok(plan) => panic!("{args:?} parsed: {plan:?}"),
+        Err(error) => error.to_string(),
+    };
+    let missing_dashes = error(&["/bin/true"]);
+    assert!(
+        missing_dashes.contains("'/bin/true' is not a flag")
+            && missing_dashes.contains("FLAGS -- COMMAND ARGS"),
+        "{missing_dashes}"
+    );
+    let unknown = error(&["--bogus", "--", "x"]);
+    assert!(unknown.contains("'--bogus' is not a flag"), "{unknown}");
+    let network = error(&["--network", "lan", "--", "x"]);
+    assert!(
+        network.contains("--network lan: use none, loopback or any"),
+        "{network}"
+    );
+}
+
 #[test]
 fn status_says_what_holds_on_this_kernel_and_user() {
     let full = KernelSupport {
