@@ -91,8 +91,14 @@ impl Walk<'_> {
                     endpoint = self.fetched_url(value, &key_what);
                     refused |= endpoint.is_none();
                 }
-                "client_id" => client_id = self.string(value, &key_what),
-                "client_secret" => secret = self.string(value, &key_what),
+                "client_id" => {
+                    client_id = self.string(value, &key_what);
+                    refused |= client_id.is_none();
+                }
+                "client_secret" => {
+                    secret = self.string(value, &key_what);
+                    refused |= secret.is_none();
+                }
                 "scope" => scope = self.string(value, &key_what),
                 "resource" => resource = self.string(value, &key_what),
                 "audience" => audience = Some((*key_pos, self.string(value, &key_what))),

@@ -100,6 +100,17 @@ fn upstream_auth_mistakes_are_located() {
         &format!("{http}auth = {{ grant = \"client_credentials\", client_id = \"gw\" }}\n"),
         &[(3, 8, "needs token_endpoint, client_secret")],
     );
+    // A secret from an unset variable is that one problem, not also a missing client_secret.
+    toml(
+        &format!(
+            "{http}auth = {{ grant = \"client_credentials\", token_endpoint = \"https://l/t\", client_id = \"a\", client_secret = \"${{NOPE}}\" }}\n"
+        ),
+        &[(
+            3,
+            106,
+            "client_secret: environment variable NOPE is not set",
+        )],
+    );
     toml(
         &format!(
             "{http}auth = {{ grant = \"client_credentials\", token_endpoint = \"http://login.example.com/token\", client_id = \"a\", client_secret = \"b\" }}\n"
