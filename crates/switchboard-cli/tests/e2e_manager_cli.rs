@@ -315,6 +315,47 @@ fn search_servers_through_the_gateway_finds_what_the_registry_serves() {
 }
 
 #[test]
+fn a_dry_run_looks_up_the_version_asked_for() {
+    let world = World::new(false);
+    for (version, headers) in [("1.2.0", secret_header()), ("2.0.0", json!([]))] {
+        world.publish(
+            &format!("echo-{version}.json"),
+            &json!({
+                "name": "io.example.tests/echo",
+                "description": format!("Echo, version {version}"),
+                "version": version,
+                "remotes": [{
+                    "type": "streamable-http",
+                    "url": format!("http://{}/mcp/{version}", world.echo.address),
+                    "headers": headers,
+                }],
+            }),
+        );
+    }
+
+    let older = stdout(&world.ok(&["install", "io.example.tests/echo@1.2.0", "--dry-run"]));
+    assert!(older.contains("io.example.tests/echo 1.2.0"), "{older}");
+    assert!(older.contains("/mcp/1.2.0"), "{older}");
+    assert!(
+        older.contains("input: X-Api-Key (required, secret)"),
+        "{older}"
+    );
+    assert!(!older.contains("2.0.0"), "{older}");
+
+    let latest = stdout(&world.ok(&["install", "io.example.tests/echo", "--dry-run"]));
+    assert!(latest.contains("io.example.tests/echo 2.0.0"), "{latest}");
+
+    let missing = world.cli(&["install", "io.example.tests/echo@9.9.9", "--dry-run"]);
+    assert!(!missing.status.success(), "{}", stdout(&missing));
+    let said = stderr(&missing);
+    assert!(
+        said.contains("io.example.tests/echo@9.9.9") && said.contains("no server"),
+        "{said}"
+    );
+    assert!(stdout(&missing).is_empty(), "{}", stdout(&missing));
+}
+
+#[test]
 fn install_follows_the_operation_and_adds_a_pinned_server() {
     let mut world = World::new(false);
     world.publish_echo("io.example.tests/echo", &json!([]));

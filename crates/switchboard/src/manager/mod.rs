@@ -15,13 +15,15 @@
 //! Code map: [`operation`] (the vocabulary), [`store`] (the database, and the
 //! `OperationStore` seam), `postgres` (the store the replicas share), [`energy`] (costs and
 //! the drain), `lifecycle` (an operation from start to end, saved at every step), `work`
-//! (what each kind of operation does; an install in `work::install`), `vet` (probation before a server's
+//! (what each kind of operation does; an install in `work::install`), [`listing`] (a registry
+//! listing as the operator sees it, and one exact version looked up for a dry run), `vet` (probation before a server's
 //! tools reach a model), `inputs` (a server's required inputs, secrets kept out of the
 //! ledger), `retention` (finished operations pruned), [`tools`] (the built-in provider).
 
 pub mod energy;
 mod inputs;
 mod lifecycle;
+pub mod listing;
 mod open_slots;
 pub mod operation;
 pub(crate) mod postgres;

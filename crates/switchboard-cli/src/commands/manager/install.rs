@@ -83,19 +83,20 @@ pub async fn install(config: Option<&Path>, args: InstallArgs) -> anyhow::Result
         "--detach needs a running gateway (without one, the install runs in this command)",
     );
     let target = Target::open(config, args.admin_file.as_deref(), purpose, refusal).await?;
-    let outcome = install_on(&target, &args, env).await;
+    let outcome = install_on(config, &target, &args, env).await;
     target.close().await;
     outcome
 }
 
 async fn install_on(
+    config: Option<&Path>,
     target: &Target,
     args: &InstallArgs,
     env: BTreeMap<String, String>,
 ) -> anyhow::Result<ExitCode> {
     let (name, version) = split_version(&args.name);
     if args.dry_run {
-        return dry_run(target, args, &name, version.as_deref()).await;
+        return dry_run(config, target, args, &name, version.as_deref()).await;
     }
     // Values of inputs known not to be secret travel with the request; the others are given
     // once the operation asks for them, so a secret never lands in the operation's record.
@@ -209,14 +210,26 @@ async fn install_on(
 }
 
 async fn dry_run(
+    config: Option<&Path>,
     target: &Target,
     args: &InstallArgs,
     name: &str,
     version: Option<&str>,
 ) -> anyhow::Result<ExitCode> {
-    let listing = lookup(target, name).await?.with_context(|| {
-        format!("no server named '{name}' in the registries (switchboard search-servers {name})")
-    })?;
+    let listing = match version {
+        // A search finds latest versions only: an exact one is asked for by name and version.
+        Some(version) => {
+            let config = super::super::load_config(config)?;
+            switchboard::manager::listing::look_up(&config.manager, name, Some(version))
+                .await
+                .with_context(|| format!("cannot look up {name}@{version}"))?
+        }
+        None => lookup(target, name).await?.with_context(|| {
+            format!(
+                "no server named '{name}' in the registries (switchboard search-servers {name})"
+            )
+        })?,
+    };
     let server = args
         .server
         .clone()
@@ -237,14 +250,6 @@ async fn dry_run(
     ))?;
     if let Some(description) = listing["description"].as_str() {
         print_line(&format!("  {description}"))?;
-    }
-    if let Some(wanted) = version
-        && listing["version"] != wanted
-    {
-        print_line(&format!(
-            "  note: the registry's latest is {}; {wanted} is looked up when it is installed",
-            text(&listing["version"])
-        ))?;
     }
     print_line(&format!("  would add it as: {server}"))?;
     print_line(&format!("  would run: {}", text(&listing["install"])))?;

@@ -156,32 +156,7 @@ impl Job<'_> {
             .or_cancel(registry.search(query, limit.clamp(1, 100)))
             .await?
             .map_err(failed)?;
-        let servers: Vec<Value> = listings
-            .iter()
-            .map(|listing| {
-                let server = &listing.server;
-                let (install, inputs) = match switchboard_registry::resolve(server) {
-                    Ok(resolution) => (
-                        Value::String(resolution.preview.clone()),
-                        resolution
-                            .inputs
-                            .iter()
-                            .map(|i| json!({"name": i.name, "required": i.required, "secret": i.secret}))
-                            .collect(),
-                    ),
-                    Err(error) => (json!(format!("cannot be installed: {error}")), Vec::new()),
-                };
-                json!({
-                    "name": server.name,
-                    "title": server.title,
-                    "description": server.description,
-                    "version": server.version,
-                    "source": listing.source,
-                    "install": install,
-                    "inputs": inputs,
-                })
-            })
-            .collect();
+        let servers: Vec<Value> = listings.iter().map(super::listing::summary).collect();
         self.step(100, &format!("{} found", servers.len()));
         Ok(json!({"query": query, "servers": servers}))
     }
