@@ -80,6 +80,10 @@ pub(crate) fn serve_requests<S: Read + Write>(
     while let Some(request) = read_message(connection) {
         let response = if request.start != "/mcp" {
             reply(404, &[], "")
+        } else if request.method != "POST" {
+            // No SSE stream on GET and no session to DELETE: what the spec asks of such a
+            // server, so a client in front (the gateway) takes it quietly.
+            reply(405, &["Allow: POST".to_owned()], "")
         } else {
             answer(request)
         };
@@ -92,6 +96,8 @@ pub(crate) fn serve_requests<S: Read + Write>(
 
 /// One HTTP/1.1 message as the fixtures read it.
 pub(crate) struct Request {
+    /// The start line's first word: a request's method (a response's protocol version).
+    pub method: String,
     /// The start line's second word: a request's path, a response's status.
     pub start: String,
     /// Its `Mcp-Session-Id` header.
@@ -106,7 +112,9 @@ pub(crate) fn read_message(reader: &mut BufReader<impl Read>) -> Option<Request>
     if reader.read_line(&mut line).ok()? == 0 {
         return None;
     }
-    let start = line.split_whitespace().nth(1)?.to_owned();
+    let mut words = line.split_whitespace();
+    let method = words.next()?.to_owned();
+    let start = words.next()?.to_owned();
     let mut length = 0usize;
     let mut session = None;
     loop {
@@ -130,6 +138,7 @@ pub(crate) fn read_message(reader: &mut BufReader<impl Read>) -> Option<Request>
     let mut body = vec![0; length];
     reader.read_exact(&mut body).ok()?;
     Some(Request {
+        method,
         start,
         session,
         body,
@@ -179,6 +188,7 @@ pub(crate) fn reply(status: u16, headers: &[String], body: &str) -> String {
         200 => "OK",
         202 => "Accepted",
         400 => "Bad Request",
+        405 => "Method Not Allowed",
         502 => "Bad Gateway",
         _ => "Not Found",
     };

@@ -1,8 +1,9 @@
 //! `switchboard-fixture forward`, the benchmarks' bare forwarder, over real HTTP on 127.0.0.1:
 //! in front of the stdio echo fixture, two connections' requests with the same id share the
 //! pipe and each gets its own answer, under its own id, even out of order; in front of the
-//! HTTP echo fixture, requests and session ids go through as they came; a wrong command line
-//! says what is wrong.
+//! HTTP echo fixture, requests and session ids go through as they came; both answer a GET
+//! (an SSE stream neither offers) 405, as the spec asks; a wrong command line says what is
+//! wrong.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -170,18 +171,23 @@ fn requests_of_two_connections_share_the_pipe_and_each_gets_its_own_answer() {
     assert_eq!(answer, json!({"jsonrpc": "2.0", "id": "s-1", "result": {}}));
 }
 
-#[test]
-fn in_front_of_an_http_server_requests_and_sessions_go_through() {
+/// `http-echo` and a forwarder in front of it, each with its address.
+fn http_echo_behind_a_forwarder() -> [(Running, String); 2] {
     let mut upstream = fixture();
     upstream.arg("http-echo");
-    let (_upstream, upstream_address) = listening(upstream);
+    let (upstream, upstream_address) = listening(upstream);
     let mut command = fixture();
     command.args([
         "forward",
         "--upstream",
         &format!("http://{upstream_address}/mcp"),
     ]);
-    let (_forwarder, address) = listening(command);
+    [(upstream, upstream_address), listening(command)]
+}
+
+#[test]
+fn in_front_of_an_http_server_requests_and_sessions_go_through() {
+    let [(_upstream, _), (_forwarder, address)] = http_echo_behind_a_forwarder();
     let mut connection = Connection::open(&address);
     let session = connection.initialize();
     assert!(
@@ -199,6 +205,22 @@ fn in_front_of_an_http_server_requests_and_sessions_go_through() {
         assert_eq!(status, 200);
         assert_eq!(answer["id"], id, "{answer}");
         assert_eq!(answer["result"]["content"][0]["text"], message, "{answer}");
+    }
+}
+
+#[test]
+fn a_get_is_answered_405_by_the_echo_server_and_the_forwarder() {
+    let [(_upstream, upstream_address), (_forwarder, address)] = http_echo_behind_a_forwarder();
+    for address in [&upstream_address, &address] {
+        let mut connection = Connection::open(address);
+        connection
+            .writer
+            .write_all(b"GET /mcp HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n")
+            .expect("send");
+        let (status, _, body) = connection.answer();
+        assert_eq!(status, 405, "GET on {address}: {body}");
+        // The connection stays usable for the POSTs that follow.
+        assert!(connection.initialize().is_some(), "{address}");
     }
 }
 
