@@ -617,6 +617,37 @@ fn cancelling_a_waiting_install_leaves_nothing() {
 }
 
 #[test]
+fn without_a_gateway_operations_list_runs_despite_an_unrelated_unset_variable() {
+    let world = World::new(false);
+    let mut text = world.config_text();
+    text.push_str(
+        "\n[telemetry]\nendpoint = \"http://127.0.0.1:9\"\n\
+         headers = { Authorization = \"Bearer ${SWITCHBOARD_TEST_UNSET_OTLP_TOKEN}\" }\n",
+    );
+    std::fs::write(&world.config, text).expect("write the config");
+
+    let listed = world.ok(&["operations", "list"]);
+    assert!(
+        stdout(&listed).contains("no operations"),
+        "{}",
+        stdout(&listed)
+    );
+    let said = stderr(&listed);
+    assert!(
+        said.contains("variables not set: SWITCHBOARD_TEST_UNSET_OTLP_TOKEN"),
+        "{said}"
+    );
+    // An install needs the whole config: there, the unset variable still refuses it.
+    let refused = world.cli(&["install", "io.example.tests/echo"]);
+    assert!(!refused.status.success());
+    assert!(
+        stderr(&refused).contains("SWITCHBOARD_TEST_UNSET_OTLP_TOKEN is not set"),
+        "{}",
+        stderr(&refused)
+    );
+}
+
+#[test]
 fn without_a_gateway_install_runs_here_and_writes_the_file() {
     let world = World::new(false);
     world.publish_echo("io.example.tests/echo", &json!([]));

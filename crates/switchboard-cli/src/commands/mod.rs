@@ -23,19 +23,69 @@ use std::path::Path;
 
 use anyhow::Context;
 use switchboard::Host;
-use switchboard_core::config::{Config, GatewayEnvironment, Located, locate};
+use switchboard_core::config::{Config, Environment, GatewayEnvironment, Located, locate};
 
 /// Finds and loads the config (lookup order in `Config` docs) and says which was used.
 pub fn load_config(explicit: Option<&Path>) -> anyhow::Result<Config> {
     let env = GatewayEnvironment::new();
+    load_config_in(explicit, &env, &env)
+}
+
+/// [`load_config`] for a command that reads no server and no secret of the config (the
+/// manager's operations, a search): a variable that is not set reads as empty, and each one
+/// is named in a warning instead of refusing the file — an unset `${OTLP_TOKEN}` is no reason
+/// not to list operations.
+pub fn load_config_for_reading(explicit: Option<&Path>) -> anyhow::Result<Config> {
+    let env = UnsetAsEmpty {
+        inner: GatewayEnvironment::new(),
+        unset: std::sync::Mutex::new(std::collections::BTreeSet::new()),
+    };
+    let config = load_config_in(explicit, &env.inner, &env)?;
+    let unset = env.unset.into_inner().unwrap_or_else(|e| e.into_inner());
+    if !unset.is_empty() {
+        let names: Vec<String> = unset.into_iter().collect();
+        tracing::warn!(
+            "variables not set: {} (the config's values that use them read as empty; this command does not use them)",
+            names.join(", ")
+        );
+    }
+    Ok(config)
+}
+
+/// An environment in which a variable `inner` lacks reads as empty, its name noted.
+struct UnsetAsEmpty {
+    inner: GatewayEnvironment,
+    unset: std::sync::Mutex<std::collections::BTreeSet<String>>,
+}
+
+impl Environment for UnsetAsEmpty {
+    fn var(&self, name: &str) -> Option<String> {
+        self.inner.var(name).or_else(|| {
+            self.unset
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(name.to_owned());
+            Some(String::new())
+        })
+    }
+}
+
+/// The config found with `locating` (`$SWITCHBOARD_CONFIG`), its `${NAME}`s filled from
+/// `substituting`.
+fn load_config_in(
+    explicit: Option<&Path>,
+    locating: &dyn Environment,
+    substituting: &dyn Environment,
+) -> anyhow::Result<Config> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let user_dir = user_config_dir();
-    let located = locate(explicit, &env, &cwd, user_dir.as_deref())
+    let located = locate(explicit, locating, &cwd, user_dir.as_deref())
         .map_err(|errors| anyhow::anyhow!("{errors}"))?;
     match located {
         Located::File { path, .. } => {
             tracing::info!("config: {}", path.display());
-            Config::load(&path, &env).map_err(|errors| anyhow::anyhow!("invalid config:\n{errors}"))
+            Config::load(&path, substituting)
+                .map_err(|errors| anyhow::anyhow!("invalid config:\n{errors}"))
         }
         Located::BuiltinDefault => {
             tracing::info!("config: built-in default (no config file found)");

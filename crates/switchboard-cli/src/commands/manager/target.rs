@@ -209,7 +209,10 @@ impl Local {
     /// A Host on the config, as `serve` would build it (the same ledger, pins and operations
     /// database); for [`Use::Read`] without its servers.
     async fn start(config: Option<&Path>, purpose: Use) -> anyhow::Result<Self> {
-        let mut loaded = super::super::load_config(config)?;
+        let mut loaded = match purpose {
+            Use::Read => super::super::load_config_for_reading(config)?,
+            Use::Change => super::super::load_config(config)?,
+        };
         let mut options = HostOptions {
             manager_database: super::database_path(&loaded),
             sandbox_launcher: std::env::current_exe().ok(),
