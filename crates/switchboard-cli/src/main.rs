@@ -178,7 +178,7 @@ fn main() -> ExitCode {
             Command::Tools(args) => commands::tools::run(cli.config.as_deref(), args).await,
             Command::Call(args) => commands::call::run(cli.config.as_deref(), args).await,
             Command::Status(args) => commands::status::run(cli.config.as_deref(), args).await,
-            Command::Config(command) => commands::config::run(command),
+            Command::Config(command) => commands::config::run(cli.config.as_deref(), command),
             Command::ToolServer(args) => commands::tool_server::run(*args).await,
             Command::Rules(args) => commands::rules::run(cli.config.as_deref(), args),
             Command::Approvals(args) => commands::approvals::run(cli.config.as_deref(), args).await,

@@ -116,6 +116,64 @@ fn serve_refuses_a_busy_poll_window_it_cannot_use() {
 }
 
 #[test]
+fn config_check_without_a_file_checks_the_config_commands_would_load() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let good = write_config(dir.path(), "[servers.clock]\nbuiltin = \"clock\"\n");
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "[servers.a]\ncomand = \"x\"\n").expect("write");
+    let check = |flag: Option<&std::path::Path>, env: Option<&std::path::Path>| {
+        let mut command = Command::new(switchboard());
+        if let Some(flag) = flag {
+            command.arg("--config").arg(flag);
+        }
+        command.args(["config", "check"]).current_dir(dir.path());
+        match env {
+            Some(env) => command.env("SWITCHBOARD_CONFIG", env),
+            None => command.env_remove("SWITCHBOARD_CONFIG"),
+        };
+        let output = command
+            .env("XDG_CONFIG_HOME", dir.path().join("xdg"))
+            .output()
+            .expect("run");
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    let (good_path, bad_path) = (good.display().to_string(), bad.display().to_string());
+
+    let (code, out, err) = check(Some(&good), None);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        out.contains(&format!("{good_path}: ok (1 servers")),
+        "{out}"
+    );
+    assert!(
+        err.contains(&format!("checking {good_path} (from --config)")),
+        "{err}"
+    );
+
+    let (code, _, err) = check(None, Some(&bad));
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("(from $SWITCHBOARD_CONFIG)"), "{err}");
+    assert!(
+        err.contains(&format!("{bad_path}:2:1: unknown key 'comand'")),
+        "{err}"
+    );
+
+    // --config comes before the variable.
+    let (code, _, err) = check(Some(&good), Some(&bad));
+    assert_eq!(code, Some(0), "{err}");
+
+    // Neither: ./switchboard.toml, where write_config put the good one.
+    let (code, out, err) = check(None, None);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("(from ./switchboard.toml)"), "{err}");
+    assert!(out.contains(": ok (1 servers"), "{out}");
+}
+
+#[test]
 fn config_check_reports_every_problem_with_its_place() {
     let dir = tempfile::tempdir().expect("tempdir");
     let good = write_config(dir.path(), "[servers.clock]\nbuiltin = \"clock\"\n");

@@ -96,18 +96,22 @@ fn load_config_in(
 
 /// The config file commands would load (None: the built-in default).
 pub fn located_config_file(explicit: Option<&Path>) -> anyhow::Result<Option<std::path::PathBuf>> {
+    Ok(match located_config(explicit)? {
+        Located::File { path, .. } => Some(path),
+        Located::BuiltinDefault => None,
+    })
+}
+
+/// The config commands would load, and how it was found.
+pub fn located_config(explicit: Option<&Path>) -> anyhow::Result<Located> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
-    let located = locate(
+    locate(
         explicit,
         &GatewayEnvironment::new(),
         &cwd,
         user_config_dir().as_deref(),
     )
-    .map_err(|errors| anyhow::anyhow!("{errors}"))?;
-    Ok(match located {
-        Located::File { path, .. } => Some(path),
-        Located::BuiltinDefault => None,
-    })
+    .map_err(|errors| anyhow::anyhow!("{errors}"))
 }
 
 /// The user's config directory (`$XDG_CONFIG_HOME`, else `~/.config`).
