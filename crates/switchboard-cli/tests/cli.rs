@@ -116,6 +116,21 @@ fn serve_refuses_a_busy_poll_window_it_cannot_use() {
 }
 
 #[test]
+fn search_servers_refuses_a_limit_outside_1_to_100() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for limit in ["0", "101"] {
+        let output = isolated(dir.path(), &["search-servers", "memory", "--limit", limit]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{limit}: {stderr}");
+        assert!(
+            stderr.contains(&format!("invalid value '{limit}' for '--limit <LIMIT>'"))
+                && stderr.contains("1..=100"),
+            "{limit}: {stderr}"
+        );
+    }
+}
+
+#[test]
 fn config_check_without_a_file_checks_the_config_commands_would_load() {
     let dir = tempfile::tempdir().expect("tempdir");
     let good = write_config(dir.path(), "[servers.clock]\nbuiltin = \"clock\"\n");

@@ -48,8 +48,8 @@ pub struct SearchArgs {
     #[arg(default_value = "")]
     query: String,
     /// The most servers to show (1–100).
-    #[arg(long, default_value_t = 20)]
-    limit: usize,
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u16).range(1..=100))]
+    limit: u16,
     /// Print JSON: {query, servers: [{name, title, description, version, source, install,
     /// inputs: [{name, required, secret}]}]}.
     #[arg(long)]
@@ -65,7 +65,7 @@ pub async fn search(config: Option<&Path>, args: SearchArgs) -> anyhow::Result<E
     if target.is_local() {
         say("note: no gateway runs this config: searching from this command");
     }
-    let searched = target.search(&args.query, args.limit.clamp(1, 100)).await;
+    let searched = target.search(&args.query, usize::from(args.limit)).await;
     target.close().await;
     let result = searched_result(&searched?)?;
     if args.json {
