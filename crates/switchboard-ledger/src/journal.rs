@@ -75,7 +75,7 @@ use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError, RwLock};
 
 use crate::{BATCH, ChainStore, LedgerEntry, LedgerError};
@@ -104,8 +104,13 @@ thread_local! {
 /// This process's journal: its shard files, one lock each.
 pub(crate) struct Journals {
     shards: Box<[Shard]>,
-    /// Where each shard's file is by name: only the rotating writer looks.
+    /// Where each shard's file is by name: only the rotating writer (and [`Self::close`])
+    /// looks.
     names: Mutex<Vec<Names>>,
+    /// The shards' files were removed on a clean close ([`Self::close`]): a row recorded
+    /// after it is written to a file opened again under the shard's name, for the next
+    /// opener to replay.
+    closed: AtomicBool,
 }
 
 /// One shard, alone on its cache line (two of them, for CPUs that fetch lines in pairs), so
@@ -137,16 +142,19 @@ pub(crate) fn shard_count() -> usize {
 }
 
 /// Opens (creating) a journal file to append to.
-fn open_to_append(path: &Path) -> Result<File, LedgerError> {
+fn appending(path: &Path) -> std::io::Result<File> {
     OpenOptions::new()
         .create(true)
         .truncate(false)
         .append(true)
         .open(path)
-        .map_err(|e| LedgerError::Journal {
-            path: path.display().to_string(),
-            reason: e.to_string(),
-        })
+}
+
+fn open_to_append(path: &Path) -> Result<File, LedgerError> {
+    appending(path).map_err(|e| LedgerError::Journal {
+        path: path.display().to_string(),
+        reason: e.to_string(),
+    })
 }
 
 impl Journals {
@@ -170,6 +178,7 @@ impl Journals {
         Ok(Self {
             shards: shards.into_boxed_slice(),
             names: Mutex::new(names),
+            closed: AtomicBool::new(false),
         })
     }
 
@@ -178,13 +187,39 @@ impl Journals {
     pub(crate) fn record<T>(&self, line: String, hand_off: impl FnOnce(String) -> T) -> T {
         let shard = &self.shards[SLOT.with(|slot| *slot) % self.shards.len()];
         let shard = shard.file.read().unwrap_or_else(PoisonError::into_inner);
-        if let Err(error) = (&shard.file).write_all(line.as_bytes()) {
+        let written = if self.closed.load(Ordering::SeqCst) {
+            appending(&shard.path).and_then(|mut file| file.write_all(line.as_bytes()))
+        } else {
+            (&shard.file).write_all(line.as_bytes())
+        };
+        if let Err(error) = written {
             tracing::error!(
                 "ledger: cannot write the journal {}: {error}",
                 shard.path.display()
             );
         }
         hand_off(line)
+    }
+
+    /// Removes this process's shard files on a clean stop, if `on_record` — asked holding
+    /// every shard's lock, so no row is between its journal line and its hand-off to the
+    /// writer — says every row journaled is on record; whether they were removed. A row
+    /// recorded after that opens its shard's file again ([`Self::record`]).
+    pub(crate) fn close(&self, on_record: impl FnOnce() -> bool) -> bool {
+        // In the rotation's order: the names, then every shard's lock.
+        let names = self.names.lock().unwrap_or_else(PoisonError::into_inner);
+        let _held: Vec<_> = self
+            .shards
+            .iter()
+            .map(|shard| shard.file.write().unwrap_or_else(PoisonError::into_inner))
+            .collect();
+        if !on_record() {
+            return false;
+        }
+        let files: Vec<PathBuf> = names.iter().map(|names| names.now.clone()).collect();
+        self.closed.store(true, Ordering::SeqCst);
+        remove_segments(&files);
+        true
     }
 
     /// Rolls every shard over. First, no lock held, opens a fresh file per shard; then,

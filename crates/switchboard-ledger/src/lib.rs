@@ -147,6 +147,9 @@ pub(crate) struct Stats {
     pub(crate) failing: AtomicBool,
     /// Why, while `failing`.
     pub(crate) failure: Mutex<String>,
+    /// A failed append left rows to the journal (for good: they are the next opener's to
+    /// replay), so a clean close keeps the journal.
+    pub(crate) left_to_journal: AtomicBool,
 }
 
 impl Stats {
@@ -369,6 +372,23 @@ impl Ledger {
             self.shared.ring_now();
             let _ = wait.recv();
         }
+    }
+
+    /// The close of a clean stop: [`Ledger::flush_within`], then this process's journal
+    /// files removed if every row journaled is on record (none left to the journal by a
+    /// failed append, none waiting for the store); whether everything got there. What did
+    /// not stays in the journal, for the next opener to replay; so does a row recorded
+    /// after the close.
+    pub fn close_within(&self, patience: std::time::Duration) -> bool {
+        if !self.flush_within(patience) {
+            return false;
+        }
+        let stats = &self.shared.stats;
+        self.shared.journal.close(|| {
+            stats.queued.load(Ordering::SeqCst) == 0
+                && !stats.left_to_journal.load(Ordering::SeqCst)
+        });
+        true
     }
 
     /// [`Ledger::flush`], waiting `patience` at most (a shared store may be unreachable);

@@ -156,6 +156,7 @@ impl Writer {
                 }
                 Err(error) => {
                     tracing::error!("{error}; the rows stay in the journal");
+                    self.stats.left_to_journal.store(true, Ordering::SeqCst);
                     self.settled(batch.len());
                     round.left_to_journal = true;
                 }

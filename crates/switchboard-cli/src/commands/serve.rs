@@ -372,8 +372,8 @@ pub async fn run(config: Option<&Path>, args: ServeArgs) -> anyhow::Result<ExitC
     }
     host.shutdown().await;
     // A shared store may be unreachable: what does not get there stays in the journal,
-    // replayed by the next gateway that starts here.
-    if !ledger.flush_within(LEDGER_FLUSH_PATIENCE) {
+    // replayed by the next gateway that starts here; once everything is, the journal goes.
+    if !ledger.close_within(LEDGER_FLUSH_PATIENCE) {
         tracing::warn!(
             "the ledger's last rows were not written within {LEDGER_FLUSH_PATIENCE:?}; they stay in its journal"
         );

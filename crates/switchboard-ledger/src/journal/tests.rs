@@ -2,7 +2,8 @@
 //! SIGKILLed process's shards and retired segments replayed with rotations going on,
 //! rotation retiring every shard and the segments removed once on record, journals of the
 //! older single-file naming replayed, live processes' files left alone, and `catch_up`
-//! reading every file. The rotation against a slow or failing store: `rotation_tests`.
+//! reading every file, and a clean close removing the journal only when its rows are on
+//! record. The rotation against a slow or failing store: `rotation_tests`.
 
 use std::collections::HashSet;
 use std::io::Write;
@@ -12,7 +13,7 @@ use std::time::Duration;
 
 use super::*;
 use crate::tests::{acked_until_killed, entry};
-use crate::{Filter, Ledger, Tuning, store};
+use crate::{ChainStore, Filter, Ledger, LedgerEntry, LedgerError, Tuning, store};
 
 /// A ledger at `path` journaling to `shards` shards, rolling them over every `rotate_every`
 /// rows.
@@ -433,4 +434,65 @@ fn a_torn_line_in_the_middle_spoils_no_other_row() {
         .map(|i| entry(i, "npc", "ok").call_id)
         .collect();
     assert_eq!(read, expected);
+}
+
+/// This process's shard files of the ledger at `path` that exist.
+fn own_shards(path: &Path, shards: usize) -> Vec<std::path::PathBuf> {
+    (0..shards)
+        .map(|k| shard_of(path, std::process::id(), k))
+        .filter(|shard| shard.exists())
+        .collect()
+}
+
+#[test]
+fn a_clean_close_removes_the_journal_once_its_rows_are_on_record() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("close.db");
+    let ledger = sharded(&path, 4, 1_000);
+    record_from_threads(&ledger, 4, 25);
+    assert_eq!(own_shards(&path, 4).len(), 4);
+
+    assert!(ledger.close_within(Duration::from_secs(20)));
+    assert_eq!(on_record(&path).len(), 100);
+    assert_eq!(own_shards(&path, 4), Vec::<std::path::PathBuf>::new());
+
+    // A row recorded after the close is journaled again, for the next opener.
+    ledger.record_entry(entry(7_000_000, "npc", "ok"));
+    let reopened = own_shards(&path, 4);
+    assert_eq!(reopened.len(), 1, "{reopened:?}");
+    assert_eq!(lines_in(&reopened[0]), 1);
+    ledger.flush();
+    assert_eq!(on_record(&path).len(), 101);
+}
+
+/// A store that refuses every append for good (as SQLite does: no retry).
+struct Refusing;
+
+impl ChainStore for Refusing {
+    fn append(&mut self, _rows: &[(&LedgerEntry, &str)]) -> Result<usize, LedgerError> {
+        Err(LedgerError::Database("refused for the test".to_owned()))
+    }
+}
+
+#[test]
+fn a_clean_close_keeps_a_journal_whose_rows_a_store_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("refused.db");
+    let ledger = Ledger::start(
+        Box::new(Refusing),
+        &path,
+        Tuning {
+            shards: 2,
+            rotate_every: 1_000,
+        },
+    )
+    .expect("start");
+    ledger.record_entry(entry(1, "npc", "ok"));
+    ledger.close_within(Duration::from_secs(20));
+    let kept = own_shards(&path, 2);
+    assert_eq!(
+        kept.iter().map(|s| lines_in(s)).sum::<usize>(),
+        1,
+        "{kept:?}"
+    );
 }

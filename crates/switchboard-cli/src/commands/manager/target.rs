@@ -76,7 +76,7 @@ impl Target {
             local.host.shutdown().await;
             // A shared store may be away: what is not written in time stays journaled.
             if let Some(ledger) = local.ledger
-                && !ledger.flush_within(std::time::Duration::from_secs(10))
+                && !ledger.close_within(std::time::Duration::from_secs(10))
             {
                 tracing::warn!("the ledger's last rows stay in its journal for the next start");
             }
