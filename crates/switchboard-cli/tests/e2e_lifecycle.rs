@@ -438,48 +438,6 @@ fn silent_connections_are_closed_after_the_configured_header_timeout() {
     }
 }
 
-/// The admin file names the gateway that serves: a second `serve` that cannot start (its
-/// port is taken) leaves the first one's file alone, and a gateway that stops removes its
-/// own.
-#[test]
-fn the_admin_file_belongs_to_the_gateway_that_serves() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let config = write_config(dir.path(), "[gateway]\n");
-    let admin = dir.path().join("admin.json");
-    let admin_arg = admin.display().to_string();
-    let mut first = HttpGateway::start(&config, &["--admin-file", &admin_arg]);
-    let owner = |path: &std::path::Path| -> Option<u64> {
-        let file: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
-        file["pid"].as_u64()
-    };
-    assert_eq!(owner(&admin), Some(u64::from(first.child.id())));
-    let second = Command::new(switchboard())
-        .arg("--config")
-        .arg(&config)
-        .args([
-            "serve",
-            "--http",
-            &first.authority(),
-            "--admin-file",
-            &admin_arg,
-        ])
-        .stdin(Stdio::null())
-        .output()
-        .expect("run a second gateway");
-    assert!(!second.status.success(), "the port is taken");
-    assert_eq!(
-        owner(&admin),
-        Some(u64::from(first.child.id())),
-        "the failed start left the running gateway's admin file"
-    );
-    first.terminate();
-    assert!(
-        !admin.exists(),
-        "the stopped gateway removed its admin file"
-    );
-}
-
 /// An operator command reaches the gateway only if it runs the config the command would
 /// load — `./switchboard.toml` included, as `status` judges — so a command typed in another
 /// project's directory never changes this gateway.

@@ -5,13 +5,24 @@
 //! `~/.local/state/switchboard/admin.json`. The file is written once the gateway is ready to
 //! serve (a start that fails leaves another gateway's file alone) and removed when it stops,
 //! unless another gateway has written its own over it since ([`Published`]).
+//!
+//! **The first gateway keeps the file.** A second gateway on the same admin file while the
+//! first still runs (say an operator's `serve --http` daemon, then a stdio `serve` that a
+//! desktop client launches on the same state) leaves the first's file in place and does not
+//! advertise its own endpoint, saying so in its log: operator commands (`status`,
+//! `approvals`, `reload`) keep reaching the gateway the operator started and saw reachable,
+//! rather than moving to whichever process a client started last and vanishing with it. A
+//! gateway operators must reach alongside another gets its own `--admin-file`. A file whose
+//! gateway is gone (its pid no longer runs, or its endpoint no longer answers) is replaced.
 
 pub mod client;
 pub(crate) mod operations;
 pub mod server;
 mod servers;
 
+use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
@@ -44,52 +55,79 @@ pub fn admin_path(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
     Ok(state.join("switchboard").join("admin.json"))
 }
 
-/// An admin file this gateway wrote: removed when dropped (the gateway stops), unless
-/// another gateway has written its own over it since.
+/// An admin file this gateway wrote: removed when dropped (the gateway stops), unless it
+/// is no longer this gateway's (another has written its own since, or removed it): a
+/// gateway never removes a file it does not own.
 #[derive(Debug)]
 pub struct Published {
     path: PathBuf,
     token: String,
+    pid: u32,
+}
+
+impl Published {
+    /// Whether the file at the path is still the one this gateway wrote.
+    fn still_ours(&self) -> bool {
+        AdminFile::read(&self.path)
+            .is_ok_and(|file| file.token == self.token && file.pid == self.pid)
+    }
 }
 
 impl Drop for Published {
     fn drop(&mut self) {
-        if AdminFile::read(&self.path).is_ok_and(|file| file.token == self.token) {
+        if self.still_ours() {
             let _ = std::fs::remove_file(&self.path);
         }
     }
 }
 
+/// How long a gateway waits for another's admin endpoint to accept a connection before it
+/// counts that gateway as gone (loopback: an answer or a refusal comes at once).
+const LIVENESS_PATIENCE: Duration = Duration::from_millis(500);
+
 impl AdminFile {
-    /// Writes the file at `path` for this gateway, saying so when it replaces the file of
-    /// another gateway still running (operator commands reach this one from now on).
-    pub fn publish(&self, path: &Path) -> anyhow::Result<Published> {
-        if let Ok(previous) = Self::read(path)
-            && previous.pid != self.pid
-            && previous.is_running()
+    /// Writes the file at `path` for this gateway, unless it names another gateway that
+    /// still runs: that one keeps it (the module doc says why), and this gateway says in its
+    /// log that it is not advertised (`None`).
+    pub fn publish(&self, path: &Path) -> anyhow::Result<Option<Published>> {
+        if let Ok(first) = Self::read(path)
+            && first.pid != self.pid
+            && first.is_running()
+            && first.answers()
         {
             tracing::warn!(
-                "{} named the running gateway {} (pid {}, config {}); operator commands reach this gateway from now on (give each gateway its own --admin-file to keep them apart)",
+                "{} names the gateway already running at {} (pid {}, config {}); it keeps the file, so operator commands (status, approvals, reload, the console) reach that gateway, not this one: give this gateway its own --admin-file to reach it",
                 path.display(),
-                previous.url,
-                previous.pid,
-                previous.config.as_deref().map_or_else(
+                first.url,
+                first.pid,
+                first.config.as_deref().map_or_else(
                     || "built-in default".to_owned(),
                     |c| c.display().to_string()
                 ),
             );
+            return Ok(None);
         }
         self.write(path)?;
-        Ok(Published {
+        Ok(Some(Published {
             path: path.to_owned(),
             token: self.token.clone(),
-        })
+            pid: self.pid,
+        }))
     }
 
     /// Whether the process that wrote the file still runs.
     pub fn is_running(&self) -> bool {
         i32::try_from(self.pid)
             .is_ok_and(|pid| nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok())
+    }
+
+    /// Whether the endpoint the file names accepts a connection: a gateway killed outright
+    /// leaves its file behind, and its pid may since be another process's.
+    fn answers(&self) -> bool {
+        self.url
+            .strip_prefix("http://")
+            .and_then(|authority| authority.parse::<SocketAddr>().ok())
+            .is_some_and(|address| TcpStream::connect_timeout(&address, LIVENESS_PATIENCE).is_ok())
     }
 
     /// Writes the file readable by its owner only.

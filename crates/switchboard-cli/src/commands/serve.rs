@@ -427,9 +427,12 @@ struct AdminReady {
 }
 
 impl AdminReady {
-    /// Serves the endpoint and writes the admin file (removed when the value drops).
-    fn open(self) -> anyhow::Result<crate::admin::Published> {
-        let published = self.file.publish(&self.path)?;
+    /// Writes the admin file (removed when the value drops) and serves the endpoint; when
+    /// another running gateway keeps the file, serves nothing: no one could reach it.
+    fn open(self) -> anyhow::Result<Option<crate::admin::Published>> {
+        let Some(published) = self.file.publish(&self.path)? else {
+            return Ok(None);
+        };
         tracing::info!(
             "admin endpoint on {} (token in {})",
             self.file.url,
@@ -440,7 +443,7 @@ impl AdminReady {
             self.file.url
         );
         tokio::spawn(self.serve);
-        Ok(published)
+        Ok(Some(published))
     }
 }
 
