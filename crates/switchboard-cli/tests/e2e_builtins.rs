@@ -337,3 +337,60 @@ fn a_files_server_without_roots_refuses_the_filesystem_root_and_home() {
         String::from_utf8_lossy(&served.stderr)
     );
 }
+
+/// Regression: with no config file, run from the home directory (or `/`), `serve`, `tools`
+/// and `call` failed outright because the default files server refused its root, with a hint
+/// at a `[servers.ID]` section of a config that does not exist. The other built-ins now
+/// serve, files left out with a notice saying why and how to give it a root; a config that
+/// names `files` explicitly still fails as before.
+#[test]
+fn the_builtin_default_serves_without_files_from_the_home_directory() {
+    let home = tempfile::tempdir().expect("home");
+    let run = |args: &[&str]| {
+        std::process::Command::new(switchboard())
+            .args(args)
+            .current_dir(home.path())
+            .env("HOME", home.path())
+            .env_remove("SWITCHBOARD_CONFIG")
+            .env("SWITCHBOARD_ADMIN_FILE", home.path().join("admin.json"))
+            .env("XDG_CONFIG_HOME", home.path().join(".config"))
+            .env("XDG_DATA_HOME", home.path().join(".local/share"))
+            .env("XDG_STATE_HOME", home.path().join(".local/state"))
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("run switchboard")
+    };
+    let listed = run(&["tools", "--format", "json"]);
+    let stderr = String::from_utf8_lossy(&listed.stderr);
+    assert!(listed.status.success(), "{stderr}");
+    let tools = String::from_utf8_lossy(&listed.stdout);
+    assert!(tools.contains("clock__"), "{tools}");
+    assert!(!tools.contains("files__"), "{tools}");
+    let notice = stderr
+        .lines()
+        .find(|line| line.contains("files server is left out"))
+        .unwrap_or_else(|| panic!("no notice about files: {stderr}"));
+    assert!(
+        notice.contains("your home directory")
+            && notice.contains("[servers.files]")
+            && notice.contains("roots = [\"DIR\"]"),
+        "{notice}"
+    );
+    let called = run(&["call", "dice__roll", "expression=1d6"]);
+    assert!(
+        called.status.success(),
+        "{}",
+        String::from_utf8_lossy(&called.stderr)
+    );
+
+    let elsewhere = home.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).expect("mkdir");
+    let named = write_config(&elsewhere, "[servers.files]\nbuiltin = \"files\"\n");
+    let refused = run(&["--config", &named.display().to_string(), "tools"]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("your home directory") && !stderr.contains("left out"),
+        "{stderr}"
+    );
+}

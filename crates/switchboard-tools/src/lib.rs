@@ -148,12 +148,32 @@ pub fn builtin(
 }
 
 /// The root of a `files` server that names none: the working directory — unless that is `/`
-/// or the user's home, as it is for a gateway started by a desktop host or systemd, where a
-/// writable root would reach the whole filesystem or every dotfile and key.
+/// or the user's home ([`unfit_implicit_root`]).
 fn implicit_files_root(
     cwd: std::path::PathBuf,
     home: Option<&std::path::Path>,
 ) -> Result<std::path::PathBuf, String> {
+    match unfit_implicit_root(&cwd, home) {
+        None => Ok(cwd),
+        Some(why) => Err(format!(
+            "no roots are configured and {why}. Name the directories it may use: roots = [\"DIR\"] under [servers.ID] (or --root DIR)"
+        )),
+    }
+}
+
+/// Why the working directory may not be the root of a `files` server that names none
+/// (`None`: it may): `/` or the user's home, as it is for a gateway started by a desktop host
+/// or systemd, where a writable root would reach the whole filesystem or every dotfile and
+/// key. Reads the process's working directory and `$HOME`; a working directory that cannot be
+/// read is left for the server's start to report.
+pub fn working_directory_unfit_as_files_root() -> Option<String> {
+    let cwd = std::env::current_dir().ok()?;
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    unfit_implicit_root(&cwd, home.as_deref())
+}
+
+/// [`working_directory_unfit_as_files_root`] for a given working directory and home.
+fn unfit_implicit_root(cwd: &std::path::Path, home: Option<&std::path::Path>) -> Option<String> {
     let same = |a: &std::path::Path, b: &std::path::Path| {
         a == b
             || a.canonicalize()
@@ -162,13 +182,13 @@ fn implicit_files_root(
     };
     let what = if cwd.parent().is_none() {
         "the filesystem root"
-    } else if home.is_some_and(|home| same(&cwd, home)) {
+    } else if home.is_some_and(|home| same(cwd, home)) {
         "your home directory"
     } else {
-        return Ok(cwd);
+        return None;
     };
-    Err(format!(
-        "no roots are configured and the working directory is {} ({what}); a files server there could read and write all of it. Name the directories it may use: roots = [\"DIR\"] under [servers.ID] (or --root DIR)",
+    Some(format!(
+        "the working directory is {} ({what}); a files server there could read and write all of it",
         cwd.display()
     ))
 }

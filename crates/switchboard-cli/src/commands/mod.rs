@@ -19,6 +19,7 @@ pub mod token;
 pub mod tool_server;
 pub mod tools;
 
+use std::io::Write;
 use std::path::Path;
 
 use anyhow::Context;
@@ -89,9 +90,26 @@ fn load_config_in(
         }
         Located::BuiltinDefault => {
             tracing::info!("config: built-in default (no config file found)");
-            Ok(Config::builtin_default())
+            Ok(builtin_default())
         }
     }
+}
+
+/// The built-in default, less the `files` server where the working directory may not be its
+/// root (`/`, the home directory): the other built-ins still serve, and a one-line notice
+/// says why `files` is missing and how to give it a root. A config file that names `files`
+/// with no root still fails to start it, with its own message.
+fn builtin_default() -> Config {
+    let mut config = Config::builtin_default();
+    if let Some(why) = switchboard_tools::working_directory_unfit_as_files_root() {
+        config.servers.retain(|server| server.id != "files");
+        // Not `eprintln!`: a command whose stderr is closed still runs.
+        let _ = writeln!(
+            std::io::stderr(),
+            "switchboard: notice: the built-in files server is left out: {why}; run from a project directory, or give it roots in a config file ([servers.files] builtin = \"files\", roots = [\"DIR\"])"
+        );
+    }
+    config
 }
 
 /// The config file commands would load (None: the built-in default).
