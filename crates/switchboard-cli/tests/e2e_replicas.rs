@@ -407,6 +407,40 @@ fn a_rotated_key_opens_at_once_and_seals_after_its_grace() {
     assert!((100..=120).contains(&left), "{text}");
 }
 
+/// Regression: `keys retire --keep 1` in a rotation's grace removed the key that sealed, so
+/// the new one sealed before every replica had read it. `--keep` keeps it, saying why, and
+/// retiring it by id is refused.
+#[test]
+fn retiring_in_a_grace_keeps_the_key_that_seals() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ring = dir.path().join("keys.json");
+    keys(&ring, &["create"]);
+    let sealing = newest_key(&ring);
+    keys(&ring, &["rotate"]);
+    // `keys ACTION FILE ARGS...`
+    let run = |action: &str, args: &[&str]| {
+        std::process::Command::new(switchboard())
+            .args(["keys", action])
+            .arg(&ring)
+            .args(args)
+            .output()
+            .expect("run switchboard keys")
+    };
+    let kept = run("retire", &["--keep", "1"]);
+    let stderr = String::from_utf8_lossy(&kept.stderr);
+    assert!(kept.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!("kept {sealing}")) && stderr.contains("seals now"),
+        "{stderr}"
+    );
+    let listed = String::from_utf8_lossy(&run("list", &[]).stdout).into_owned();
+    assert!(listed.contains(&sealing), "{listed}");
+    let refused = run("retire", &[&sealing]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("cannot be retired yet"), "{stderr}");
+}
+
 /// The id of the ring's newest key (`switchboard keys list --json`).
 fn newest_key(ring: &Path) -> String {
     let output = std::process::Command::new(switchboard())

@@ -7,7 +7,8 @@
 //! running gateway seals with the newest key whose `seals_from` (default: `created`) has come,
 //! so a rotation can give the file time to reach every replica before any seals with the new
 //! key. `create` writes a new ring and never overwrites one; `rotate` appends a key;
-//! `retire` removes old keys (never the newest). [`LiveKeys`] keeps a running gateway in step with the file: it looks again at
+//! `retire` removes old keys: never the newest, the one that seals now, nor the one due to
+//! seal next ([`InUse`]), so retiring during a rotation's grace cannot defeat it. [`LiveKeys`] keeps a running gateway in step with the file: it looks again at
 //! most every 500 ms, so a rotation on disk reaches every replica without a restart, and a
 //! file that turns bad leaves the keys read before in force.
 
@@ -66,8 +67,47 @@ pub enum KeyRingError {
     Content { path: PathBuf, message: String },
     #[error("key ring {path} has no key {id} (`switchboard keys list {path}` shows them)")]
     NoSuchKey { path: PathBuf, id: String },
-    #[error("key ring {path}: {id} is the key that seals; rotate first, then retire it")]
+    #[error("key ring {path}: {id} is the newest key; rotate first, then retire it")]
     Newest { path: PathBuf, id: String },
+    #[error("key ring {path}: {id} {why}; it cannot be retired yet")]
+    InUse {
+        path: PathBuf,
+        id: String,
+        why: InUse,
+    },
+}
+
+/// Why a key must stay in the ring now, whatever `retire` asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InUse {
+    /// Running gateways seal with it (a newer key may be in its grace: until it ends, this
+    /// key seals, and removing it would make the newer one seal before every replica has it).
+    Seals,
+    /// It starts sealing after its grace, in this many seconds.
+    SealsNext { in_seconds: u64 },
+}
+
+impl std::fmt::Display for InUse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Seals => write!(
+                f,
+                "is the key that seals now (a newer key's grace has not ended, or there is none)"
+            ),
+            Self::SealsNext { in_seconds } => write!(
+                f,
+                "is due to seal next, in {in_seconds}s, once its grace ends"
+            ),
+        }
+    }
+}
+
+/// What `retire --keep N` did: the keys removed, and the older keys it kept because they
+/// are in use ([`InUse`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Retired {
+    pub removed: Vec<String>,
+    pub kept: Vec<(String, InUse)>,
 }
 
 /// One key as stored. `Debug` shows its id and age, never the secret.
@@ -319,16 +359,64 @@ impl RingFile {
         id
     }
 
-    /// Removes all but the newest `keep` keys (at least one stays); returns the ids removed.
-    pub fn retire_keeping(&mut self, keep: usize) -> Vec<String> {
-        let keep = keep.max(1);
-        let cut = self.keys.len().saturating_sub(keep);
-        self.keys.drain(..cut).map(|key| key.id).collect()
+    /// Which keys are in use at `now`, by index: the one that seals and the one due to seal
+    /// next (as [`RingFile::ring_at`] chooses them).
+    fn in_use(&self, now: SystemTime) -> Vec<(usize, InUse)> {
+        let now = seconds(now);
+        let sealing = self
+            .keys
+            .iter()
+            .rposition(|key| key.seals_from() <= now)
+            .unwrap_or(0);
+        let mut in_use = vec![(sealing, InUse::Seals)];
+        let next = self
+            .keys
+            .iter()
+            .enumerate()
+            .skip(sealing + 1)
+            .filter(|(_, key)| key.seals_from() > now)
+            .min_by_key(|(_, key)| key.seals_from());
+        if let Some((index, key)) = next {
+            in_use.push((
+                index,
+                InUse::SealsNext {
+                    in_seconds: key.seals_from() - now,
+                },
+            ));
+        }
+        in_use
     }
 
-    /// Removes the key `id`, unless it is the newest. (Retiring every older key leaves the
-    /// newest alone, and it then seals at once, its `seals_from` or not.)
-    pub fn retire(&mut self, path: &Path, id: &str) -> Result<(), KeyRingError> {
+    /// Removes all but the newest `keep` keys (at least one stays), keeping as well any
+    /// older key in use at `now` ([`InUse`]).
+    pub fn retire_keeping(&mut self, keep: usize, now: SystemTime) -> Retired {
+        let cut = self.keys.len().saturating_sub(keep.max(1));
+        let in_use = self.in_use(now);
+        let mut retired = Retired::default();
+        let mut index = 0;
+        self.keys.retain(|key| {
+            let at = index;
+            index += 1;
+            if at >= cut {
+                return true;
+            }
+            match in_use.iter().find(|(used, _)| *used == at) {
+                Some((_, why)) => {
+                    retired.kept.push((key.id.clone(), *why));
+                    true
+                }
+                None => {
+                    retired.removed.push(key.id.clone());
+                    false
+                }
+            }
+        });
+        retired
+    }
+
+    /// Removes the key `id`, unless it is the newest or in use at `now` ([`InUse`]).
+    /// (Retiring every older key once the newest seals leaves it alone.)
+    pub fn retire(&mut self, path: &Path, id: &str, now: SystemTime) -> Result<(), KeyRingError> {
         let index = self
             .keys
             .iter()
@@ -337,6 +425,17 @@ impl RingFile {
                 path: path.to_owned(),
                 id: id.to_owned(),
             })?;
+        if let Some((_, why)) = self
+            .in_use(now)
+            .into_iter()
+            .find(|(used, _)| *used == index)
+        {
+            return Err(KeyRingError::InUse {
+                path: path.to_owned(),
+                id: id.to_owned(),
+                why,
+            });
+        }
         if index + 1 == self.keys.len() {
             return Err(KeyRingError::Newest {
                 path: path.to_owned(),

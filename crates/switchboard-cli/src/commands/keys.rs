@@ -3,7 +3,8 @@
 //! docs/scale-out.md). `create FILE` writes a new ring (mode 0600, never over a file);
 //! `rotate FILE [--grace 2m]` adds a key that opens at once and seals once every replica has
 //! read it (old keys still open what they sealed);
-//! `retire FILE --keep N | KEY_ID` removes old keys; `list FILE` shows ids and ages, never a
+//! `retire FILE --keep N | KEY_ID` removes old keys, never one in use (the key that seals, the
+//! one due to seal next: a rotation's grace holds); `list FILE` shows ids and ages, never a
 //! secret. A running gateway follows the file within a second (`switchboard::keyring`).
 
 use std::path::PathBuf;
@@ -11,7 +12,7 @@ use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
 
 use anyhow::bail;
-use switchboard::keyring::RingFile;
+use switchboard::keyring::{Retired, RingFile};
 
 use crate::output::print_line;
 
@@ -34,8 +35,9 @@ enum Action {
         #[arg(long, value_name = "DURATION", default_value = "2m", value_parser = grace)]
         grace: std::time::Duration,
     },
-    /// Remove old keys: all but the newest N (--keep N), or the one named KEY_ID. The newest
-    /// key, which seals, is never removed.
+    /// Remove old keys: all but the newest N (--keep N), or the one named KEY_ID. Never the
+    /// newest, the key that seals now, nor the key due to seal next (during a rotation's
+    /// grace the older key still seals): --keep keeps them, KEY_ID is refused.
     Retire {
         file: PathBuf,
         /// The id of the key to remove (from `keys list`).
@@ -103,16 +105,22 @@ pub fn run(args: KeysArgs) -> anyhow::Result<ExitCode> {
             if id.is_none() && keep.is_none() {
                 bail!("name a KEY_ID or give --keep N");
             }
-            let (removed, held) = RingFile::update(&file, |ring| {
-                let removed = match (&id, keep) {
+            let (Retired { removed, kept }, held) = RingFile::update(&file, |ring| {
+                let retired = match (&id, keep) {
                     (Some(id), _) => {
-                        ring.retire(&file, id)?;
-                        vec![id.clone()]
+                        ring.retire(&file, id, now)?;
+                        Retired {
+                            removed: vec![id.clone()],
+                            kept: Vec::new(),
+                        }
                     }
-                    (None, keep) => ring.retire_keeping(usize::from(keep.unwrap_or_default())),
+                    (None, keep) => ring.retire_keeping(usize::from(keep.unwrap_or_default()), now),
                 };
-                Ok((removed, ring.keys.len()))
+                Ok((retired, ring.keys.len()))
             })?;
+            for (id, why) in &kept {
+                eprintln!("kept {id}: it {why}; retire it once a newer key seals");
+            }
             if removed.is_empty() {
                 eprintln!("nothing to retire: {} holds {held} key(s)", file.display(),);
             } else {

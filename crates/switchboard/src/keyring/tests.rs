@@ -131,22 +131,28 @@ fn rotate_seals_with_the_new_key_and_retire_drops_old_ones() {
     let old = before.seal(&BINDING, now + Duration::from_secs(60), b"s");
     assert_eq!(ring.open(&old, &BINDING, now), Ok(b"s".to_vec()));
     let path = Path::new("keys.json");
-    let refused = file.retire(path, &third);
+    let refused = file.retire(path, &third, now);
     assert!(
-        matches!(refused, Err(KeyRingError::Newest { .. })),
+        matches!(
+            refused,
+            Err(KeyRingError::InUse {
+                why: InUse::Seals,
+                ..
+            })
+        ),
         "{refused:?}"
     );
-    let unknown = file.retire(path, "ffffffff");
+    let unknown = file.retire(path, "ffffffff", now);
     assert!(
         matches!(unknown, Err(KeyRingError::NoSuchKey { .. })),
         "{unknown:?}"
     );
-    file.retire(path, &second).expect("retire");
-    assert_eq!(file.retire_keeping(1), vec![first.clone()]);
+    file.retire(path, &second, now).expect("retire");
+    assert_eq!(file.retire_keeping(1, now).removed, vec![first.clone()]);
     assert_eq!(file.keys.len(), 1);
     assert_eq!(
-        file.retire_keeping(0),
-        Vec::<String>::new(),
+        file.retire_keeping(0, now),
+        Retired::default(),
         "the newest stays"
     );
     let ring = file.ring().expect("ring");
@@ -154,6 +160,48 @@ fn rotate_seals_with_the_new_key_and_retire_drops_old_ones() {
         ring.open(&old, &BINDING, now),
         Err(OpenError::UnknownKey(first))
     );
+}
+
+/// Regression: `retire --keep 1` during a rotation's grace removed the key that sealed,
+/// so the new key sealed at once, before every replica had read it. Retiring never removes
+/// the key that seals nor the key due to seal next.
+#[test]
+fn retiring_during_a_grace_keeps_the_key_that_seals_and_the_next() {
+    let now = SystemTime::now();
+    let path = Path::new("keys.json");
+    let mut file = RingFile::generate(now - Duration::from_secs(3_600));
+    let sealing = file.keys[0].id.clone();
+    let next = file.rotate_sealing_after(now, Duration::from_secs(120));
+    let retired = file.retire_keeping(1, now);
+    assert_eq!(retired.removed, Vec::<String>::new());
+    assert_eq!(retired.kept, vec![(sealing.clone(), InUse::Seals)]);
+    let refused = file.retire(path, &sealing, now).expect_err("it seals");
+    assert!(refused.to_string().contains("seals now"), "{refused}");
+    let (ring, _) = file.ring_at(now).expect("ring");
+    assert_eq!(key_id_text(ring.current().id()), sealing);
+
+    // A second rotation in the first's grace: the next key to seal stays too.
+    let last = file.rotate_sealing_after(now, Duration::from_secs(240));
+    let refused = file.retire(path, &next, now).expect_err("it seals next");
+    assert!(
+        matches!(
+            refused,
+            KeyRingError::InUse {
+                why: InUse::SealsNext { in_seconds: 120 },
+                ..
+            }
+        ),
+        "{refused:?}"
+    );
+    assert_eq!(file.retire_keeping(1, now).removed, Vec::<String>::new());
+    assert_eq!(file.keys.len(), 3);
+
+    // Once the grace is over the older key retires.
+    let later = now + Duration::from_secs(300);
+    let retired = file.retire_keeping(1, later);
+    assert_eq!(retired.removed, vec![sealing, next]);
+    assert_eq!(file.keys.len(), 1);
+    assert_eq!(file.keys[0].id, last);
 }
 
 #[test]
