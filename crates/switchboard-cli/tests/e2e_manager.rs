@@ -541,7 +541,7 @@ fn a_server_the_manager_installs_cannot_read_outside_its_install_directory() {
     ] {
         assert!(text.contains(&wanted), "{wanted} in:\n{text}");
     }
-    let shown = cli(root, &config, &["servers", "show", "prying"]);
+    let shown = cli(root, &config, &["servers", "show", "prying", "--json"]);
     let shown: Value = serde_json::from_slice(&shown.stdout).expect("servers show JSON");
     let prying_dir = root.join("servers/prying").display().to_string();
     assert_eq!(

