@@ -74,3 +74,51 @@ fn servers_show_prints_text_and_json_on_request() {
         "{live}"
     );
 }
+
+/// Regression: `audit --outcome bogus` listed nothing and exited 0.
+#[test]
+fn audit_refuses_an_unknown_outcome_naming_the_known_ones() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let refused = isolated(dir.path(), &["audit", "--outcome", "bogus"]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("'bogus'")
+            && stderr.contains("invalid_arguments")
+            && stderr.contains("config_refused"),
+        "{stderr}"
+    );
+}
+
+/// Regression: the outcome column was 14 wide, so `invalid_arguments` pushed its row's
+/// tool name out of line with the others.
+#[test]
+fn the_audit_table_lines_up_on_long_outcomes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = config_with_a_secret(dir.path());
+    let config_arg = config.display().to_string();
+    stdout(&isolated(
+        dir.path(),
+        &[
+            "--config",
+            &config_arg,
+            "call",
+            "dice__roll",
+            "expression=1d6",
+        ],
+    ));
+    let invalid = isolated(
+        dir.path(),
+        &["--config", &config_arg, "call", "dice__roll", "nonsense=1"],
+    );
+    assert!(!invalid.status.success(), "an invalid call fails");
+    let table = stdout(&isolated(dir.path(), &["--config", &config_arg, "audit"]));
+    let rows: Vec<&str> = table.lines().collect();
+    assert_eq!(rows.len(), 2, "{table}");
+    assert!(table.contains("invalid_arguments"), "{table}");
+    let columns: Vec<Option<usize>> = rows.iter().map(|row| row.find("dice__roll")).collect();
+    assert!(
+        columns[0].is_some() && columns[0] == columns[1],
+        "the tool column moves:\n{table}"
+    );
+}

@@ -33,7 +33,9 @@ use crate::{CallContext, Catalog, CatalogEntry, ToolCall, ToolOutcome};
 
 pub use admit::Governance;
 pub use envelope::{CACHE_META_KEY, CALL_META_KEY, CallEnvelope, Truncation};
-pub use record::{CallRecord, CallStatus, ChangeRecord, LogRecorder, RecordedArguments, Recorder};
+pub use record::{
+    CHANGE_OUTCOMES, CallRecord, CallStatus, ChangeRecord, LogRecorder, RecordedArguments, Recorder,
+};
 
 /// Why a call produced no [`ToolOutcome`]. Everything else — bad arguments, an upstream that is
 /// down or slow — is an outcome with `is_error` set, because the model can act on it.

@@ -38,6 +38,22 @@ pub enum CallStatus {
 }
 
 impl CallStatus {
+    /// Every status, in the order the docs list them.
+    pub const ALL: [Self; 12] = [
+        Self::Ok,
+        Self::ToolError,
+        Self::UnknownTool,
+        Self::InvalidArguments,
+        Self::Denied,
+        Self::RateLimited,
+        Self::TimedOut,
+        Self::Cancelled,
+        Self::UpstreamDown,
+        Self::UpstreamError,
+        Self::InputRequired,
+        Self::Unavailable,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Ok => "ok",
@@ -101,6 +117,9 @@ pub struct CallRecord {
     pub trace_id: Option<String>,
 }
 
+/// What a [`ChangeRecord`]'s `outcome` may be.
+pub const CHANGE_OUTCOMES: [&str; 3] = ["applied", "refused", "failed"];
+
 /// One change to the running configuration (a server added, removed, enabled, disabled,
 /// restarted, or its settings changed by a reload), as the audit ledger keeps it.
 #[derive(Debug, Clone, PartialEq)]
@@ -118,7 +137,7 @@ pub struct ChangeRecord {
     /// The server's entry before and after, with secret values redacted.
     pub before: Option<serde_json::Value>,
     pub after: Option<serde_json::Value>,
-    /// `applied`, `refused` or `failed`.
+    /// `applied`, `refused` or `failed` ([`CHANGE_OUTCOMES`]).
     pub outcome: String,
     pub error: Option<String>,
 }

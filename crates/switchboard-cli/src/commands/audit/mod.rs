@@ -10,6 +10,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use switchboard_core::config::Config;
+use switchboard_core::pipeline::{CHANGE_OUTCOMES, CallStatus};
 use switchboard_ledger::{Filter, Ledger, LedgerEntry};
 
 use reader::Reader;
@@ -41,8 +42,9 @@ struct FilterArgs {
     /// Exposed tool name or glob (`files__*`).
     #[arg(long)]
     tool: Option<String>,
-    /// ok, tool_error, denied, rate_limited, timed_out, cancelled, upstream_down,
-    /// input_required, …
+    /// ok, tool_error, unknown_tool, invalid_arguments, denied, rate_limited, timed_out,
+    /// cancelled, upstream_down, upstream_error, input_required, unavailable; a change of
+    /// the configuration: config_applied, config_refused, config_failed.
     #[arg(long)]
     outcome: Option<String>,
     /// Most rows (default 50, `export` all; 0 = all).
@@ -163,6 +165,31 @@ fn parse_since(text: &str) -> anyhow::Result<i64> {
     Ok(now.saturating_sub(i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)))
 }
 
+/// Every outcome a ledger row may have: a call's status, or `config_` and a change's.
+fn known_outcomes() -> Vec<String> {
+    CallStatus::ALL
+        .iter()
+        .map(|status| status.as_str().to_owned())
+        .chain(
+            CHANGE_OUTCOMES
+                .iter()
+                .map(|outcome| format!("config_{outcome}")),
+        )
+        .collect()
+}
+
+/// `--outcome`, refused unless a row could have it (a typo would list nothing, exit 0).
+fn check_outcome(outcome: &str) -> anyhow::Result<()> {
+    let known = known_outcomes();
+    if known.iter().any(|name| name == outcome) {
+        return Ok(());
+    }
+    Err(crate::usage::usage(format!(
+        "--outcome '{outcome}' is not an outcome; use one of: {}",
+        known.join(", ")
+    )))
+}
+
 fn filter(args: &FilterArgs) -> anyhow::Result<Filter> {
     Ok(Filter {
         since_ms: args.since.as_deref().map(parse_since).transpose()?,
@@ -173,9 +200,26 @@ fn filter(args: &FilterArgs) -> anyhow::Result<Filter> {
     })
 }
 
-fn line(entry: &LedgerEntry) -> String {
+/// The widths of the listing's outcome and tool columns: the longest in the rows shown.
+#[derive(Debug, Clone, Copy)]
+struct Columns {
+    outcome: usize,
+    tool: usize,
+}
+
+impl Columns {
+    fn of(rows: &[LedgerEntry]) -> Self {
+        let widest = |width: fn(&LedgerEntry) -> usize| rows.iter().map(width).max().unwrap_or(0);
+        Self {
+            outcome: widest(|row| row.outcome.chars().count()),
+            tool: widest(|row| row.exposed.chars().count()),
+        }
+    }
+}
+
+fn line(entry: &LedgerEntry, columns: Columns) -> String {
     format!(
-        "{}  {:<14} {:<28} agent={} {:>8.1} ms{}{}",
+        "{}  {:<outcome$}  {:<tool$}  agent={} {:>8.1} ms{}{}",
         entry.call_id,
         entry.outcome,
         entry.exposed,
@@ -189,6 +233,8 @@ fn line(entry: &LedgerEntry) -> String {
             "  {}",
             e.lines().next().unwrap_or("")
         )),
+        outcome = columns.outcome,
+        tool = columns.tool,
     )
 }
 
@@ -200,6 +246,16 @@ pub async fn run(config: Option<&Path>, args: AuditArgs) -> anyhow::Result<ExitC
         return Err(crate::usage::usage(format!(
             "export format '{format}' is not known (use jsonl)"
         )));
+    }
+    let export_filter = match &args.action {
+        Some(Action::Export { filter, .. }) => Some(filter),
+        _ => None,
+    };
+    for outcome in [&args.filter, export_filter.unwrap_or(&args.filter)]
+        .into_iter()
+        .filter_map(|filter| filter.outcome.as_deref())
+    {
+        check_outcome(outcome)?;
     }
     let config = super::load_config(config)?;
     // `--ledger FILE` names a SQLite file, and wins over `[storage] url`.
@@ -245,8 +301,9 @@ pub async fn run(config: Option<&Path>, args: AuditArgs) -> anyhow::Result<ExitC
             if args.json {
                 print_json(&rows)?;
             } else {
+                let columns = Columns::of(&rows);
                 for row in &rows {
-                    print_line(&line(row))?;
+                    print_line(&line(row, columns))?;
                 }
             }
         }
