@@ -1,4 +1,5 @@
-//! Writing to stdout without panicking when the reader goes away (`switchboard tools | head`).
+//! Writing to stdout without panicking when the reader goes away (`switchboard tools | head`),
+//! and the one way commands show a past time to people ([`ago`]).
 
 use std::io::Write;
 
@@ -21,4 +22,17 @@ pub fn is_broken_pipe(error: &anyhow::Error) -> bool {
         .chain()
         .filter_map(|cause| cause.downcast_ref::<std::io::Error>())
         .any(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+}
+
+/// "3s", "5m", "2h", "4d" since a Unix time in milliseconds (a time to come: "0s").
+pub fn ago(at_ms: u64) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(0));
+    match now.saturating_sub(at_ms) / 1000 {
+        s if s < 120 => format!("{s}s"),
+        s if s < 7200 => format!("{}m", s / 60),
+        s if s < 172_800 => format!("{}h", s / 3600),
+        s => format!("{}d", s / 86_400),
+    }
 }

@@ -122,3 +122,29 @@ fn the_audit_table_lines_up_on_long_outcomes() {
         "the tool column moves:\n{table}"
     );
 }
+
+/// Regression: `token list` showed the raw `unix:SECONDS` the token file keeps.
+#[test]
+fn token_list_shows_when_a_token_was_made_as_an_age() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = config_with_a_secret(dir.path());
+    let config_arg = config.display().to_string();
+    stdout(&isolated(
+        dir.path(),
+        &["--config", &config_arg, "token", "create", "npc"],
+    ));
+    let listed = stdout(&isolated(
+        dir.path(),
+        &["--config", &config_arg, "token", "list"],
+    ));
+    assert!(!listed.contains("unix:"), "{listed}");
+    assert!(listed.contains("s ago"), "{listed}");
+    let json = stdout(&isolated(
+        dir.path(),
+        &["--config", &config_arg, "token", "list", "--json"],
+    ));
+    assert!(
+        json.contains("\"created\":\"unix:"),
+        "--json keeps the stored value: {json}"
+    );
+}

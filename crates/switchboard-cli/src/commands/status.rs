@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use serde_json::{Value, json};
 
 use crate::admin::client::AdminClient;
-use crate::output::{print_json, print_line};
+use crate::output::{ago, print_json, print_line};
 
 #[derive(Debug, clap::Args)]
 pub struct StatusArgs {
@@ -128,7 +128,12 @@ pub fn print_status(status: &Value) -> anyhow::Result<()> {
     ))?;
     for report in status["servers"].as_array().into_iter().flatten() {
         let changed = match report["changed"]["by"].as_str() {
-            Some(by) => format!("{} ago by {by}", ago(report["changed"]["at_ms"].as_u64())),
+            Some(by) => format!(
+                "{} ago by {by}",
+                report["changed"]["at_ms"]
+                    .as_u64()
+                    .map_or_else(|| "-".to_owned(), ago)
+            ),
             None => "-".to_owned(),
         };
         print_line(&format!(
@@ -241,18 +246,5 @@ fn state_of(report: &Value) -> String {
     match (instances["up"].as_u64(), instances["configured"].as_u64()) {
         (Some(up), Some(configured)) => format!("{state} {up}/{configured}"),
         _ => state.to_owned(),
-    }
-}
-
-/// "3s", "5m", "2h" since a Unix time in milliseconds.
-fn ago(at_ms: Option<u64>) -> String {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(0));
-    let seconds = now.saturating_sub(at_ms.unwrap_or(now)) / 1000;
-    match seconds {
-        s if s < 120 => format!("{s}s"),
-        s if s < 7200 => format!("{}m", s / 60),
-        s => format!("{}h", s / 3600),
     }
 }

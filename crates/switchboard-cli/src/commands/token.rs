@@ -17,7 +17,7 @@ use switchboard::tokens::{
 };
 use switchboard_core::config::Config;
 
-use crate::output::print_line;
+use crate::output::{ago, print_line};
 
 #[derive(Debug, clap::Args)]
 pub struct TokenArgs {
@@ -237,6 +237,18 @@ fn in_config<T>(config: &Config, id: &str, why: String) -> anyhow::Result<T> {
     bail!("{why}")
 }
 
+/// When a token was made, for people: `unix:SECONDS` (as the token file keeps it) as
+/// "5m ago", as the other commands show times; anything else as written.
+fn created_text(created: &str) -> String {
+    created
+        .strip_prefix("unix:")
+        .and_then(|seconds| seconds.parse::<u64>().ok())
+        .map_or_else(
+            || created.to_owned(),
+            |seconds| format!("{} ago", ago(seconds.saturating_mul(1000))),
+        )
+}
+
 /// Prints the config's tokens and the `stored` ones (kept where `kept` says).
 fn list(config: &Config, stored: Vec<StoredToken>, kept: &str, json: bool) -> anyhow::Result<()> {
     let listed = config_tokens(config)
@@ -244,7 +256,10 @@ fn list(config: &Config, stored: Vec<StoredToken>, kept: &str, json: bool) -> an
         .map(|token| (token, "config"))
         .chain(stored.into_iter().map(|token| (token, kept)));
     for (token, kept) in listed {
-        let created = token.created.clone().unwrap_or_default();
+        let created = token
+            .created
+            .as_deref()
+            .map_or_else(String::new, created_text);
         if json {
             let line = serde_json::json!({"agent": token.agent, "id": token.id(),
                 "created": token.created, "kept": kept});

@@ -13,7 +13,7 @@ use serde_json::json;
 use switchboard::manager::{Operation, State, Waiting, Work};
 
 use super::{Target, Use, parse_pairs, say, truncate};
-use crate::output::{print_json, print_line};
+use crate::output::{ago, print_json, print_line};
 
 #[derive(Debug, clap::Args)]
 pub struct OperationsArgs {
@@ -305,17 +305,4 @@ async fn give(
     } else {
         ExitCode::SUCCESS
     })
-}
-
-/// "3s", "5m", "2h", "4d" since a Unix time in milliseconds.
-fn ago(at_ms: u64) -> String {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(0));
-    match now.saturating_sub(at_ms) / 1000 {
-        s if s < 120 => format!("{s}s"),
-        s if s < 7200 => format!("{}m", s / 60),
-        s if s < 172_800 => format!("{}h", s / 3600),
-        s => format!("{}d", s / 86_400),
-    }
 }
