@@ -22,13 +22,14 @@ fn config_with_a_secret(dir: &Path) -> std::path::PathBuf {
     write_config(
         dir,
         &format!(
-            "[servers.a]\ncommand = {}\nargs = [\"echo\"]\nenv = {{ API_KEY = \"literal-secret-value\" }}\n\n[servers.dice]\nbuiltin = \"dice\"\n\n[agents.npc]\nallow = [\"*\"]\n",
+            "[servers.a]\ncommand = {}\nargs = [\"echo\"]\nenv = {{ API_KEY = \"literal-secret-value\", HOME_DIR = \"${{HOME}}\", DEFAULTED = \"${{SB_UNSET_IN_TESTS:-literal-default}}\" }}\n\n[servers.dice]\nbuiltin = \"dice\"\n\n[agents.npc]\nallow = [\"*\"]\n",
             quoted(&fixture())
         ),
     )
 }
 
-/// Regression: `servers show` printed JSON without `--json`.
+/// Regression: `servers show` printed JSON without `--json`, and redacted `${VAR}`
+/// references as if they were secrets.
 #[test]
 fn servers_show_prints_text_and_json_on_request() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -42,6 +43,13 @@ fn servers_show_prints_text_and_json_on_request() {
     assert!(offline.contains("entry:"), "{offline}");
     assert!(offline.contains("API_KEY=[redacted]"), "{offline}");
     assert!(!offline.contains("literal-secret-value"), "{offline}");
+    // A reference is not a secret: shown as written, a default it gives redacted.
+    assert!(offline.contains("HOME_DIR=${HOME}"), "{offline}");
+    assert!(
+        offline.contains("DEFAULTED=${SB_UNSET_IN_TESTS:-[redacted]}"),
+        "{offline}"
+    );
+    assert!(!offline.contains("literal-default"), "{offline}");
     let json = stdout(&isolated(
         dir.path(),
         &[

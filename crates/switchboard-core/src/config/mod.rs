@@ -30,6 +30,7 @@ mod locate;
 mod manager;
 mod model;
 mod problem;
+mod reference;
 mod sandbox;
 mod schema;
 mod server;
@@ -67,6 +68,7 @@ pub use model::{
     UpstreamGrant, UpstreamTlsConfig, busy_poll_window,
 };
 pub use problem::{ConfigErrors, Origin, Problem};
+pub use reference::shown_reference;
 pub use sandbox::{NetworkAccess, SandboxConfig, SandboxSetting, parse_size};
 pub use schema::native_schema;
 pub use server::is_valid_id;

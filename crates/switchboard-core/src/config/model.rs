@@ -364,6 +364,10 @@ pub struct ServerConfig {
     /// address is not on the public internet, and goes only to the addresses checked. The
     /// manager writes it into a model's remote.
     pub public_only: bool,
+    /// The `env` and `headers` values that hold a `${VAR}` reference, as written (a default
+    /// redacted; [`super::shown_reference`]), keyed `env.NAME` / `headers.NAME`: what
+    /// `servers show` and the ledger show where they redact a literal value.
+    pub references: BTreeMap<String, String>,
 }
 
 /// `[servers.ID.tls]`: files for TLS with one `https://` server, resolved against the
@@ -478,6 +482,7 @@ impl ServerConfig {
             auth: None,
             tls: None,
             public_only: false,
+            references: BTreeMap::new(),
         }
     }
 }

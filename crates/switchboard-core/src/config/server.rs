@@ -153,6 +153,11 @@ impl Walk<'_> {
         let transport_known = transport.is_some();
         let placeholder = Transport::builtin("");
         let mut server = ServerConfig::new(id, transport.unwrap_or(placeholder));
+        server.references = super::reference::references_in(node.get("env"), "env");
+        server.references.extend(super::reference::references_in(
+            node.get("headers"),
+            "headers",
+        ));
         let mut auth_pos = None;
         for (key, key_pos, value) in entries {
             let key_what = format!("{what}.{key}");

@@ -1,5 +1,6 @@
 //! Configuration changes as rows of the audit ledger: who, through which surface, what, and
-//! the server's entry before and after — secret values (env, headers) redacted.
+//! the server's entry before and after — secret values (env, headers) redacted, `${VAR}`
+//! references shown.
 
 use serde_json::{Value, json};
 use switchboard_core::config::{Config, SandboxSetting, ServerConfig, Transport};
@@ -61,13 +62,21 @@ pub(crate) fn entry_of(config: &Config, server: &str) -> Option<Value> {
     config.server(server).map(redacted_entry)
 }
 
-/// The entry with every env and header value replaced by `[redacted]` (the keys stay), and
-/// a URL's user info and query; the paths of its `tls` files, its own `sandbox` and
+/// The entry with every literal env and header value replaced by `[redacted]` (the keys
+/// stay; a `${VAR}` reference shown as written, its default redacted), and a URL's user
+/// info and query; the paths of its `tls` files, its own `sandbox` and
 /// `public_only` (when set) as they are.
 pub fn redacted_entry(server: &ServerConfig) -> Value {
-    let hide = |map: &std::collections::BTreeMap<String, String>| -> Value {
+    // A `${VAR}` reference is shown as written: it names where a secret is, not the secret.
+    let hide = |map: &std::collections::BTreeMap<String, String>, table: &str| -> Value {
         map.keys()
-            .map(|key| (key.clone(), Value::String(REDACTED.to_owned())))
+            .map(|key| {
+                let shown = server
+                    .references
+                    .get(&format!("{table}.{key}"))
+                    .map_or(REDACTED, String::as_str);
+                (key.clone(), Value::String(shown.to_owned()))
+            })
             .collect::<serde_json::Map<_, _>>()
             .into()
     };
@@ -77,12 +86,12 @@ pub fn redacted_entry(server: &ServerConfig) -> Value {
             args,
             env,
             cwd,
-        } => json!({"command": command, "args": args, "env": hide(env), "cwd": cwd}),
+        } => json!({"command": command, "args": args, "env": hide(env, "env"), "cwd": cwd}),
         Transport::Http { url, headers } => {
-            json!({"url": switchboard_core::config::redacted_url(url), "headers": hide(headers)})
+            json!({"url": switchboard_core::config::redacted_url(url), "headers": hide(headers, "headers")})
         }
         Transport::Sse { url, headers } => {
-            json!({"url": switchboard_core::config::redacted_url(url), "transport": "sse", "headers": hide(headers)})
+            json!({"url": switchboard_core::config::redacted_url(url), "transport": "sse", "headers": hide(headers, "headers")})
         }
         Transport::Builtin { name, .. } => json!({"builtin": name}),
     };
