@@ -1,7 +1,9 @@
 //! How a value that names `${VAR}` references is shown where the value itself would be
 //! redacted (`servers show`, the ledger's change rows): a reference says where a secret is
-//! kept, it is not one, so it is shown as written — except a reference's `:-default`, which
-//! may be a literal secret and is redacted.
+//! kept, it is not one, so it is shown as written — but a reference's `:-default` may be a
+//! literal secret, and so may the text around a reference
+//! (`postgres://app:hunter2@${DB_HOST}/db`): each is redacted, except an authorization
+//! scheme before it (`Bearer ${TOKEN}`) and white space.
 
 use std::collections::BTreeMap;
 
@@ -15,22 +17,24 @@ const REDACTED_DEFAULT: &str = "[redacted]";
 /// whole) or one that is not well formed (the config then fails to load anyway).
 pub fn shown_reference(text: &str) -> Option<String> {
     let mut shown = String::with_capacity(text.len());
+    let mut literal = String::new();
     let mut rest = text;
     let mut references = 0;
     while let Some(index) = rest.find('$') {
-        shown.push_str(&rest[..index]);
+        literal.push_str(&rest[..index]);
         let after = &rest[index + 1..];
         if let Some(tail) = after.strip_prefix('$') {
-            shown.push_str("$$");
+            literal.push_str("$$");
             rest = tail;
             continue;
         }
         let Some(body) = after.strip_prefix('{') else {
-            shown.push('$');
+            literal.push('$');
             rest = after;
             continue;
         };
         let end = body.find('}')?;
+        shown.push_str(&masked(&std::mem::take(&mut literal)));
         match body[..end].split_once(":-") {
             Some((name, _)) => {
                 shown.push_str(&format!("${{{name}:-{REDACTED_DEFAULT}}}"));
@@ -40,8 +44,22 @@ pub fn shown_reference(text: &str) -> Option<String> {
         references += 1;
         rest = &body[end + 1..];
     }
-    shown.push_str(rest);
+    literal.push_str(rest);
+    shown.push_str(&masked(&literal));
     (references > 0).then_some(shown)
+}
+
+/// Literal text beside a reference as it is shown: white space and an authorization scheme
+/// (`Bearer `, `Basic `, `Token `) as written, anything else redacted — it may be a secret.
+fn masked(literal: &str) -> String {
+    let scheme = literal.trim_end().eq_ignore_ascii_case("bearer")
+        || literal.trim_end().eq_ignore_ascii_case("basic")
+        || literal.trim_end().eq_ignore_ascii_case("token");
+    if literal.trim().is_empty() || (scheme && literal.ends_with(' ')) {
+        literal.to_owned()
+    } else {
+        REDACTED_DEFAULT.to_owned()
+    }
 }
 
 /// The entries of a table of strings (`env`, `headers`) that hold a reference, as
@@ -75,6 +93,23 @@ mod tests {
             Some("${KEY:-[redacted]}")
         );
         assert_eq!(shown_reference("sk-literal"), None);
+        // The text around a reference may hold a secret of its own.
+        assert_eq!(
+            shown_reference("postgres://app:hunter2@${DB_HOST}/db").as_deref(),
+            Some("[redacted]${DB_HOST}[redacted]")
+        );
+        assert_eq!(
+            shown_reference("sk-live-abc${SUFFIX}").as_deref(),
+            Some("[redacted]${SUFFIX}")
+        );
+        assert_eq!(
+            shown_reference("pa$$w${X}").as_deref(),
+            Some("[redacted]${X}")
+        );
+        assert_eq!(
+            shown_reference("${USER} ${PASS}").as_deref(),
+            Some("${USER} ${PASS}")
+        );
         assert_eq!(
             shown_reference("cost $$5"),
             None,
