@@ -637,6 +637,14 @@ fn without_a_gateway_operations_list_runs_despite_an_unrelated_unset_variable() 
         said.contains("variables not set: SWITCHBOARD_TEST_UNSET_OTLP_TOKEN"),
         "{said}"
     );
+    // So does a dry run of a version, which looks it up in the registries.
+    world.publish_echo("io.example.tests/echo", &json!([]));
+    let version = world.ok(&["install", "io.example.tests/echo@1.2.0", "--dry-run"]);
+    assert!(
+        stdout(&version).contains("io.example.tests/echo 1.2.0"),
+        "{}",
+        stdout(&version)
+    );
     // An install needs the whole config: there, the unset variable still refuses it.
     let refused = world.cli(&["install", "io.example.tests/echo"]);
     assert!(!refused.status.success());

@@ -219,7 +219,9 @@ async fn dry_run(
     let listing = match version {
         // A search finds latest versions only: an exact one is asked for by name and version.
         Some(version) => {
-            let config = super::super::load_config(config)?;
+            // As the target loaded it for a dry run: an unrelated unset variable is no reason
+            // not to look.
+            let config = super::super::load_config_for_reading(config)?;
             switchboard::manager::listing::look_up(&config.manager, name, Some(version))
                 .await
                 .with_context(|| format!("cannot look up {name}@{version}"))?
