@@ -387,8 +387,7 @@ impl Ledger {
         self.shared.journal.close(|| {
             stats.queued.load(Ordering::SeqCst) == 0
                 && !stats.left_to_journal.load(Ordering::SeqCst)
-        });
-        true
+        })
     }
 
     /// [`Ledger::flush`], waiting `patience` at most (a shared store may be unreachable);
