@@ -128,3 +128,35 @@ fn the_admin_file_belongs_to_the_gateway_that_serves() {
         "the stopped gateway removed its admin file"
     );
 }
+
+/// A gateway left unadvertised takes the admin file once the gateway that kept it stops,
+/// so operator commands reach the one still running.
+#[test]
+fn an_unadvertised_gateway_takes_the_file_once_the_first_stops() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = write_config(dir.path(), "[gateway]\n");
+    let admin = dir.path().join("admin.json");
+    let admin_arg = admin.display().to_string();
+    let mut first = HttpGateway::start(&config, &["--admin-file", &admin_arg]);
+    assert_eq!(owner(&admin), Some(u64::from(first.child.id())));
+    let second = HttpGateway::start(&config, &["--admin-file", &admin_arg]);
+    let second_pid = u64::from(second.child.id());
+    assert_eq!(owner(&admin), Some(u64::from(first.child.id())));
+
+    first.terminate();
+    let taken = wait_for(Duration::from_secs(20), || {
+        (owner(&admin) == Some(second_pid)).then_some(())
+    });
+    assert!(
+        taken.is_some(),
+        "the second gateway did not take the file: {:?}",
+        owner(&admin)
+    );
+    let reaches = status_source(&config, &admin_arg);
+    assert!(reaches.starts_with("gateway at "), "{reaches}");
+    drop(second);
+    assert!(
+        wait_for(Duration::from_secs(15), || (!admin.exists()).then_some(())).is_some(),
+        "the second gateway removed its file when it stopped"
+    );
+}

@@ -13,7 +13,10 @@
 //! `approvals`, `reload`) keep reaching the gateway the operator started and saw reachable,
 //! rather than moving to whichever process a client started last and vanishing with it. A
 //! gateway operators must reach alongside another gets its own `--admin-file`. A file whose
-//! gateway is gone (its pid no longer runs, or its endpoint no longer answers) is replaced.
+//! gateway is gone (its pid no longer runs, or its endpoint no longer answers) is replaced:
+//! at start, and by a gateway left unadvertised, which looks again every
+//! [`ADVERTISE_RETRY`] and takes the file once the first gateway has stopped. Of two
+//! gateways starting together where there is no file, the first to write it keeps it.
 
 pub mod client;
 pub(crate) mod operations;
@@ -81,38 +84,55 @@ impl Drop for Published {
     }
 }
 
+/// How often a gateway whose admin file another keeps looks whether that one has stopped.
+pub const ADVERTISE_RETRY: Duration = Duration::from_secs(2);
+
 /// How long a gateway waits for another's admin endpoint to accept a connection before it
 /// counts that gateway as gone (loopback: an answer or a refusal comes at once).
 const LIVENESS_PATIENCE: Duration = Duration::from_millis(500);
 
 impl AdminFile {
     /// Writes the file at `path` for this gateway, unless it names another gateway that
-    /// still runs: that one keeps it (the module doc says why), and this gateway says in its
-    /// log that it is not advertised (`None`).
-    pub fn publish(&self, path: &Path) -> anyhow::Result<Option<Published>> {
+    /// still runs: that one keeps it (the module doc says why), and is returned.
+    pub fn publish(&self, path: &Path) -> anyhow::Result<Result<Published, AdminFile>> {
         if let Ok(first) = Self::read(path)
             && first.pid != self.pid
             && first.is_running()
             && first.answers()
         {
-            tracing::warn!(
-                "{} names the gateway already running at {} (pid {}, config {}); it keeps the file, so operator commands (status, approvals, reload, the console) reach that gateway, not this one: give this gateway its own --admin-file to reach it",
-                path.display(),
-                first.url,
-                first.pid,
-                first.config.as_deref().map_or_else(
-                    || "built-in default".to_owned(),
-                    |c| c.display().to_string()
-                ),
-            );
-            return Ok(None);
+            return Ok(Err(first));
         }
-        self.write(path)?;
-        Ok(Some(Published {
+        let published = Published {
             path: path.to_owned(),
             token: self.token.clone(),
             pid: self.pid,
-        }))
+        };
+        if path.exists() {
+            // A gone gateway's file, or this one's.
+            self.write(path)?;
+            return Ok(Ok(published));
+        }
+        // No file: taken only if no gateway starting beside this one took it first.
+        let text = serde_json::to_string_pretty(self)?;
+        match switchboard::private_file::create_new(path, text.as_bytes()) {
+            Ok(()) => Ok(Ok(published)),
+            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => self.publish(path),
+            Err(error) => Err(error).with_context(|| format!("cannot write {}", path.display())),
+        }
+    }
+
+    /// What a gateway that `keeper` keeps the admin file at `path` from says in its log.
+    pub fn kept_by(path: &Path, keeper: &AdminFile) -> String {
+        format!(
+            "{} names the gateway already running at {} (pid {}, config {}); it keeps the file, so operator commands (status, approvals, reload, the console) reach that gateway, not this one, until it stops: give this gateway its own --admin-file to reach it",
+            path.display(),
+            keeper.url,
+            keeper.pid,
+            keeper.config.as_deref().map_or_else(
+                || "built-in default".to_owned(),
+                |c| c.display().to_string()
+            ),
+        )
     }
 
     /// Whether the process that wrote the file still runs.
