@@ -229,9 +229,15 @@ impl Journals {
     /// one the shard's name. Returns the retired segments, each of whose rows was received
     /// before or by `receive` (module doc): the caller deletes them ([`remove_segments`])
     /// once those rows are on record.
+    /// After a clean close ([`Self::close`]) nothing is rotated: rows recorded then are
+    /// appended by the shard's name, and stay there for the next opener.
     pub(crate) fn rotate(&self, receive: impl FnOnce()) -> Vec<PathBuf> {
         let generation = NEXT_GENERATION.fetch_add(1, Ordering::Relaxed);
         let mut names = self.names.lock().unwrap_or_else(PoisonError::into_inner);
+        // `close` sets the flag holding the names' lock: read under it, it cannot change.
+        if self.closed.load(Ordering::SeqCst) {
+            return Vec::new();
+        }
         let mut fresh: Vec<Option<(File, PathBuf)>> = names
             .iter()
             .map(|names| {

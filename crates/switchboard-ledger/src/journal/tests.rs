@@ -465,6 +465,28 @@ fn a_clean_close_removes_the_journal_once_its_rows_are_on_record() {
     assert_eq!(on_record(&path).len(), 101);
 }
 
+/// After a clean close nothing rotates: every row recorded after it keeps its journal line
+/// for the next opener (a rotation would retire the files those rows are appended to by
+/// name, racing the appends).
+#[test]
+fn rows_recorded_after_a_clean_close_are_not_rotated_away() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("late.db");
+    let ledger = sharded(&path, 2, 5);
+    assert!(ledger.close_within(Duration::from_secs(20)));
+    for n in 0..20 {
+        ledger.record_entry(entry(8_000_000 + n, "npc", "ok"));
+        ledger.flush();
+    }
+    assert_eq!(on_record(&path).len(), 20);
+    let kept = own_shards(&path, 2);
+    assert_eq!(
+        kept.iter().map(|s| lines_in(s)).sum::<usize>(),
+        20,
+        "{kept:?}"
+    );
+}
+
 /// A store that refuses every append for good (as SQLite does: no retry).
 struct Refusing;
 
