@@ -15,9 +15,10 @@
 //! gateway operators must reach alongside another gets its own `--admin-file`. A file whose
 //! gateway is gone (its pid no longer runs, or its endpoint no longer answers) is replaced:
 //! at start, and by a gateway left unadvertised, which looks again every
-//! [`ADVERTISE_RETRY`] and takes the file once the first gateway has stopped. Of two
+//! [`advertise::ADVERTISE_RETRY`] and takes the file once the first gateway has stopped. Of two
 //! gateways starting together where there is no file, the first to write it keeps it.
 
+pub(crate) mod advertise;
 pub mod client;
 pub(crate) mod operations;
 pub mod server;
@@ -83,9 +84,6 @@ impl Drop for Published {
         }
     }
 }
-
-/// How often a gateway whose admin file another keeps looks whether that one has stopped.
-pub const ADVERTISE_RETRY: Duration = Duration::from_secs(2);
 
 /// How long a gateway waits for another's admin endpoint to accept a connection before it
 /// counts that gateway as gone (loopback: an answer or a refusal comes at once).

@@ -23,6 +23,7 @@ use switchboard_mcp::front::stdio::{self, StdioOptions};
 use switchboard_mcp::oauth::OAuthVerifier;
 use tokio_util::sync::CancellationToken;
 
+use crate::admin::advertise::AdminReady;
 use crate::admin::{AdminFile, admin_path, server};
 
 /// How long the errors of calls cut off at the drain timeout get to reach their clients.
@@ -417,90 +418,6 @@ struct AdminSetup<'a> {
     trace_url: Option<String>,
 }
 
-/// The admin endpoint, listening but not yet serving nor announced: [`AdminReady::open`]
-/// does both once the gateway is ready, so a start that fails later leaves the admin file of
-/// another gateway alone.
-struct AdminReady {
-    file: AdminFile,
-    path: std::path::PathBuf,
-    serve: std::pin::Pin<Box<dyn std::future::Future<Output = std::io::Result<()>> + Send>>,
-}
-
-impl AdminReady {
-    /// Serves the endpoint and writes the admin file (removed when the value drops). When
-    /// another running gateway keeps the file, the endpoint serves unadvertised, and a task
-    /// looks again every `ADVERTISE_RETRY`: once that gateway has stopped, this one takes
-    /// the file.
-    fn open(self) -> anyhow::Result<Advertised> {
-        let AdminReady { file, path, serve } = self;
-        tokio::spawn(serve);
-        let published = match file.publish(&path)? {
-            Ok(published) => {
-                announce(&file, &path);
-                Some(published)
-            }
-            Err(keeper) => {
-                tracing::warn!("{}", crate::admin::AdminFile::kept_by(&path, &keeper));
-                None
-            }
-        };
-        let waiting = published.is_none();
-        let published = std::sync::Arc::new(std::sync::Mutex::new(published));
-        let retry = waiting.then(|| {
-            let published = published.clone();
-            tokio::spawn(async move {
-                loop {
-                    tokio::time::sleep(crate::admin::ADVERTISE_RETRY).await;
-                    let (file, path) = (file.clone(), path.clone());
-                    let taken = tokio::task::spawn_blocking(move || {
-                        let taken = file.publish(&path);
-                        (taken, file, path)
-                    })
-                    .await;
-                    let Ok((Ok(Ok(taken)), file, path)) = taken else {
-                        continue;
-                    };
-                    announce(&file, &path);
-                    *published.lock().unwrap_or_else(|e| e.into_inner()) = Some(taken);
-                    return;
-                }
-            })
-        });
-        Ok(Advertised {
-            _published: published,
-            retry,
-        })
-    }
-}
-
-/// Says in the log where the admin endpoint and the console are.
-fn announce(file: &crate::admin::AdminFile, path: &std::path::Path) {
-    tracing::info!(
-        "admin endpoint on {} (token in {})",
-        file.url,
-        path.display()
-    );
-    tracing::info!(
-        "console on {}/console (`switchboard console` signs you in)",
-        file.url
-    );
-}
-
-/// The admin file as this gateway holds it, or waits to: dropped when the gateway stops,
-/// it stops waiting and removes the file if it is this gateway's.
-struct Advertised {
-    _published: std::sync::Arc<std::sync::Mutex<Option<crate::admin::Published>>>,
-    retry: Option<tokio::task::JoinHandle<()>>,
-}
-
-impl Drop for Advertised {
-    fn drop(&mut self) {
-        if let Some(retry) = &self.retry {
-            retry.abort();
-        }
-    }
-}
-
 /// Binds the admin endpoint (with the console); [`AdminReady::open`] serves it.
 async fn start_admin(
     host: &Host,
@@ -557,11 +474,7 @@ async fn start_admin(
         console,
         shutdown,
     ));
-    Ok(AdminReady {
-        file: admin,
-        path,
-        serve,
-    })
+    Ok(AdminReady::new(admin, path, serve))
 }
 
 async fn refuse_collisions(host: &Host) -> anyhow::Result<()> {

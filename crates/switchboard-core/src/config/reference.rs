@@ -52,10 +52,11 @@ pub fn shown_reference(text: &str) -> Option<String> {
 /// Literal text beside a reference as it is shown: white space and an authorization scheme
 /// (`Bearer `, `Basic `, `Token `) as written, anything else redacted — it may be a secret.
 fn masked(literal: &str) -> String {
-    let scheme = literal.trim_end().eq_ignore_ascii_case("bearer")
-        || literal.trim_end().eq_ignore_ascii_case("basic")
-        || literal.trim_end().eq_ignore_ascii_case("token");
-    if literal.trim().is_empty() || (scheme && literal.ends_with(' ')) {
+    let word = literal.trim_end();
+    let scheme = ["bearer", "basic", "token"]
+        .iter()
+        .any(|scheme| word.eq_ignore_ascii_case(scheme));
+    if word.is_empty() || (scheme && literal.ends_with(' ')) {
         literal.to_owned()
     } else {
         REDACTED_DEFAULT.to_owned()
