@@ -33,15 +33,28 @@ fn status_source(config: &std::path::Path, admin: &str) -> String {
         .to_owned()
 }
 
-/// A stdio gateway started beside a running HTTP gateway on the same config and admin file
-/// leaves that gateway's file alone, running and after it exits.
-#[test]
-fn a_second_gateway_leaves_the_first_gateways_admin_file_alone() {
+/// An HTTP gateway on a config of its own, with its admin file in the same temp dir: the
+/// dir (kept while the test runs), the config, the admin file and its argument, the gateway.
+fn first_gateway() -> (
+    tempfile::TempDir,
+    std::path::PathBuf,
+    std::path::PathBuf,
+    String,
+    HttpGateway,
+) {
     let dir = tempfile::tempdir().expect("tempdir");
     let config = write_config(dir.path(), "[gateway]\n");
     let admin = dir.path().join("admin.json");
     let admin_arg = admin.display().to_string();
-    let mut first = HttpGateway::start(&config, &["--admin-file", &admin_arg]);
+    let first = HttpGateway::start(&config, &["--admin-file", &admin_arg]);
+    (dir, config, admin, admin_arg, first)
+}
+
+/// A stdio gateway started beside a running HTTP gateway on the same config and admin file
+/// leaves that gateway's file alone, running and after it exits.
+#[test]
+fn a_second_gateway_leaves_the_first_gateways_admin_file_alone() {
+    let (_dir, config, admin, admin_arg, mut first) = first_gateway();
     let first_pid = u64::from(first.child.id());
     assert_eq!(owner(&admin), Some(first_pid));
     let reaches_first = status_source(&config, &admin_arg);
@@ -97,11 +110,7 @@ fn a_second_gateway_leaves_the_first_gateways_admin_file_alone() {
 /// own.
 #[test]
 fn the_admin_file_belongs_to_the_gateway_that_serves() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let config = write_config(dir.path(), "[gateway]\n");
-    let admin = dir.path().join("admin.json");
-    let admin_arg = admin.display().to_string();
-    let mut first = HttpGateway::start(&config, &["--admin-file", &admin_arg]);
+    let (_dir, config, admin, admin_arg, mut first) = first_gateway();
     assert_eq!(owner(&admin), Some(u64::from(first.child.id())));
     let second = Command::new(switchboard())
         .arg("--config")
@@ -133,11 +142,7 @@ fn the_admin_file_belongs_to_the_gateway_that_serves() {
 /// so operator commands reach the one still running.
 #[test]
 fn an_unadvertised_gateway_takes_the_file_once_the_first_stops() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let config = write_config(dir.path(), "[gateway]\n");
-    let admin = dir.path().join("admin.json");
-    let admin_arg = admin.display().to_string();
-    let mut first = HttpGateway::start(&config, &["--admin-file", &admin_arg]);
+    let (_dir, config, admin, admin_arg, mut first) = first_gateway();
     assert_eq!(owner(&admin), Some(u64::from(first.child.id())));
     let second = HttpGateway::start(&config, &["--admin-file", &admin_arg]);
     let second_pid = u64::from(second.child.id());
