@@ -18,7 +18,8 @@
 //! (`exclusiveMinimum`/`exclusiveMaximum`, a number, or `true` beside `minimum`/`maximum` in
 //! draft 4), `a multiple of 5`, `unique items`, `at most 3 keys`
 //! (`minProperties`/`maxProperties`), `if a is given, b must be too` (`dependentRequired`,
-//! or draft-7 `dependencies` of the array form).
+//! or draft-7 `dependencies` of the array form). A limit is said only where the schema
+//! declares a type it applies to, or no type (`minLength` on a number constrains nothing).
 //!
 //! A sentence (and a pattern or dependencies clause) is at most [`MAX_WORDED_CHARS`]
 //! characters: a longer one becomes one saying that such a constraint applies, so a large
@@ -106,35 +107,56 @@ pub fn negation(not: &Value) -> String {
 
 /// The constraints of `schema` on a value's pattern, length, range, items and keys that a
 /// subset keeping only `minimum`, `maximum`, `minItems` and `maxItems` cannot express, as
-/// clauses for one parenthesised hint (module doc); empty when it has none.
+/// clauses for one parenthesised hint (module doc), each only where `schema` may be of the
+/// type it applies to; empty when it has none.
 pub fn limits(schema: &Map<String, Value>) -> Vec<String> {
     let mut clauses = Vec::new();
-    if let Some(Value::String(pattern)) = schema.get("pattern") {
-        clauses.push(bounded(
-            format!("pattern: {pattern}"),
-            "a pattern too long to show",
+    let declares = |kinds: &[&str]| declares_any(schema, kinds);
+    if declares(&["string"]) {
+        if let Some(Value::String(pattern)) = schema.get("pattern") {
+            clauses.push(bounded(
+                format!("pattern: {pattern}"),
+                "a pattern too long to show",
+            ));
+        }
+        clauses.extend(counted(schema, ("minLength", "maxLength"), "character"));
+    }
+    if declares(&["number", "integer"]) {
+        clauses.extend(exclusive(
+            schema,
+            ("exclusiveMinimum", "minimum"),
+            "greater than",
         ));
+        clauses.extend(exclusive(
+            schema,
+            ("exclusiveMaximum", "maximum"),
+            "less than",
+        ));
+        if let Some(step) = schema.get("multipleOf").filter(|step| step.is_number()) {
+            clauses.push(format!("a multiple of {step}"));
+        }
     }
-    clauses.extend(counted(schema, ("minLength", "maxLength"), "character"));
-    clauses.extend(exclusive(
-        schema,
-        ("exclusiveMinimum", "minimum"),
-        "greater than",
-    ));
-    clauses.extend(exclusive(
-        schema,
-        ("exclusiveMaximum", "maximum"),
-        "less than",
-    ));
-    if let Some(step) = schema.get("multipleOf").filter(|step| step.is_number()) {
-        clauses.push(format!("a multiple of {step}"));
-    }
-    if schema.get("uniqueItems") == Some(&Value::Bool(true)) {
+    if declares(&["array"]) && schema.get("uniqueItems") == Some(&Value::Bool(true)) {
         clauses.push("unique items".to_owned());
     }
-    clauses.extend(counted(schema, ("minProperties", "maxProperties"), "key"));
-    clauses.extend(dependencies(schema));
+    if declares(&["object"]) {
+        clauses.extend(counted(schema, ("minProperties", "maxProperties"), "key"));
+        clauses.extend(dependencies(schema));
+    }
     clauses
+}
+
+/// Whether `schema` may be of one of `kinds`: it declares one of them in `type` (a name or a
+/// list), or declares no type at all. A limit applies only to values of its own type (a
+/// `minLength` says nothing of a number), so one beside other declared types is not said:
+/// `at least 3 characters` on a number would mislead.
+fn declares_any(schema: &Map<String, Value>, kinds: &[&str]) -> bool {
+    let declared = |kind: &Value| kind.as_str().is_some_and(|kind| kinds.contains(&kind));
+    match schema.get("type") {
+        Some(Value::Array(declared_kinds)) => declared_kinds.iter().any(declared),
+        Some(kind @ Value::String(_)) => declared(kind),
+        _ => true,
+    }
 }
 
 /// A count between the `(least, most)` keys of `schema` in `unit`s: `1–64 characters`,
@@ -427,6 +449,43 @@ mod tests {
                 &[],
             ),
             (json!({"minimum": 1, "maximum": 10}), &[]),
+        ]);
+    }
+
+    /// A limit reads as a clause only beside a type it applies to (or no type): a
+    /// `minLength` on a number, a `multipleOf` on a string constrain nothing and are not said.
+    #[test]
+    fn limits_are_said_only_for_the_declared_types() {
+        check_limits([
+            (
+                json!({"type": "number", "minLength": 3, "pattern": "^a"}),
+                &[],
+            ),
+            (
+                json!({"type": "string", "multipleOf": 5, "exclusiveMinimum": 0}),
+                &[],
+            ),
+            (
+                json!({"type": "integer", "uniqueItems": true, "maxProperties": 2}),
+                &[],
+            ),
+            (
+                json!({"type": "array", "minLength": 1, "uniqueItems": true}),
+                &["unique items"],
+            ),
+            (
+                json!({"type": ["string", "integer"], "minLength": 1, "multipleOf": 2,
+                       "minProperties": 1}),
+                &["at least 1 character", "a multiple of 2"],
+            ),
+            (
+                json!({"type": "object", "pattern": "x", "dependentRequired": {"a": ["b"]}}),
+                &["if a is given, b must be too"],
+            ),
+            (
+                json!({"minLength": 1, "multipleOf": 2}),
+                &["at least 1 character", "a multiple of 2"],
+            ),
         ]);
     }
 
