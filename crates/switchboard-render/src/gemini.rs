@@ -15,8 +15,8 @@
 //!   matching ^x-: string`, `additionalProperties: false` beside properties as `no other
 //!   keys` (not at the root: a model fills the declared parameters only), a moved format (below), then the limits [`in_words::limits`] words: `pattern`,
 //!   `minLength`/`maxLength`, `exclusiveMinimum`/`exclusiveMaximum`, `multipleOf`,
-//!   `uniqueItems`, `minProperties`/`maxProperties`, `dependentRequired` (or `dependencies`
-//!   of the array form) — as in `(format: email; pattern: ^[a-z]+$; 1–64 characters)`;
+//!   `uniqueItems`, `minProperties`/`maxProperties`, `dependentRequired` and `dependentSchemas` (or
+//!   `dependencies` of either form) — as in `(format: email; pattern: ^[a-z]+$; 1–64 characters)`;
 //! * `format` stays only where Gemini takes it (`enum`/`date-time` on strings, `int32`/`int64`
 //!   on integers, `float`/`double` on numbers); any other (`uri`, `email`, `uuid`, …) moves
 //!   into the hint as `format: uri`;

@@ -18,7 +18,9 @@
 //! (`exclusiveMinimum`/`exclusiveMaximum`, a number, or `true` beside `minimum`/`maximum` in
 //! draft 4), `a multiple of 5`, `unique items`, `at most 3 keys`
 //! (`minProperties`/`maxProperties`), `if a is given, b must be too` (`dependentRequired`,
-//! or draft-7 `dependencies` of the array form). A limit is said only where the schema
+//! or draft-7 `dependencies` of the array form), `if a is given, b must be given`
+//! (`dependentSchemas`, or `dependencies` of the schema form: a requirement in words where it
+//! only names required properties and values, else the object's JSON Schema). A limit is said only where the schema
 //! declares a type it applies to, or no type (`minLength` on a number constrains nothing).
 //!
 //! A sentence (and a pattern or dependencies clause) is at most [`MAX_WORDED_CHARS`]
@@ -198,26 +200,58 @@ fn exclusive(
 }
 
 /// `if a is given, b must be too` for each property that `dependentRequired` (or a draft-7
-/// `dependencies` entry of the array form) makes require others, as one bounded clause;
-/// `None` when there are none.
+/// `dependencies` entry of the array form) makes require others, and `if a is given, …` for
+/// each that `dependentSchemas` (or a `dependencies` entry of the schema form) constrains
+/// further ([`dependent_schema`]), as one bounded clause; `None` when there are none.
 fn dependencies(schema: &Map<String, Value>) -> Option<String> {
     let mut clauses: Vec<String> = Vec::new();
-    for key in ["dependentRequired", "dependencies"] {
+    for key in ["dependentRequired", "dependencies", "dependentSchemas"] {
         let Some(Value::Object(entries)) = schema.get(key) else {
             continue;
         };
-        for (name, required) in entries {
-            let Some(required) = required.as_array().and_then(|required| names(required)) else {
-                continue;
+        for (name, dependent) in entries {
+            let clause = match dependent {
+                Value::Array(required) => match names(required) {
+                    Some(required) => format!("if {name} is given, {required} must be too"),
+                    None => continue,
+                },
+                other => match dependent_schema(name, other) {
+                    Some(clause) => clause,
+                    None => continue,
+                },
             };
-            let clause = format!("if {name} is given, {required} must be too");
             if !clauses.contains(&clause) {
                 clauses.push(clause);
             }
         }
     }
-    (!clauses.is_empty())
-        .then(|| bounded(clauses.join("; "), "some keys need others to be given too"))
+    (!clauses.is_empty()).then(|| {
+        bounded(
+            clauses.join("; "),
+            "some keys, when given, need or constrain others",
+        )
+    })
+}
+
+/// What a schema dependency asks once `name` is given: `a cannot be given` for `false`;
+/// the requirement in words where it only names required properties and property values
+/// (`if a is given, b must be given`); else the object's JSON Schema. `None` for `true` or a
+/// schema that constrains nothing.
+fn dependent_schema(name: &str, dependent: &Value) -> Option<String> {
+    match dependent {
+        Value::Bool(false) => Some(format!("{name} cannot be given")),
+        Value::Object(constraints)
+            if constraints
+                .keys()
+                .any(|key| !ANNOTATIONS.contains(&key.as_str())) =>
+        {
+            Some(match clause(dependent, Mood::Requires) {
+                Some(requirement) => format!("if {name} is given, {requirement}"),
+                None => format!("if {name} is given, the object must match {dependent}"),
+            })
+        }
+        _ => None,
+    }
 }
 
 /// Whether a clause states a condition or a requirement.
@@ -503,7 +537,7 @@ mod tests {
     }
 
     /// Key counts and keys that require others (`dependentRequired`, draft-7 `dependencies`
-    /// of the array form) read as clauses; a schema dependency does not.
+    /// of the array form) read as clauses.
     #[test]
     fn key_limits_in_words() {
         check_limits([
@@ -520,11 +554,37 @@ mod tests {
             (
                 json!({"dependencies": {"a": ["b"], "x": {"required": ["y"]}},
                        "dependentRequired": {"a": ["b"]}}),
-                &["if a is given, b must be too"],
+                &["if a is given, b must be too; if x is given, y must be given"],
             ),
             (
                 json!({"dependentRequired": {"k".repeat(250): ["v"]}}),
-                &["some keys need others to be given too"],
+                &["some keys, when given, need or constrain others"],
+            ),
+        ]);
+    }
+
+    /// Schema dependencies (`dependentSchemas`, draft-7 `dependencies` of the schema form) read
+    /// as clauses beside the array form: a requirement in words, a `false` as a key that
+    /// cannot be given, any other schema as its JSON Schema; `true` says nothing.
+    #[test]
+    fn schema_dependencies_in_words() {
+        check_limits([
+            (
+                json!({"dependentSchemas": {"card": {"required": ["billing"],
+                                                     "properties": {"mode": {"const": "pay"}}}}}),
+                &["if card is given, billing must be given and mode must be \"pay\" if given"],
+            ),
+            (
+                json!({"dependencies": {"a": ["b"], "c": {"maxProperties": 2}, "d": true},
+                       "dependentSchemas": {"e": false}}),
+                &[
+                    "if a is given, b must be too; if c is given, the object must match \
+                   {\"maxProperties\":2}; e cannot be given",
+                ],
+            ),
+            (
+                json!({"dependentSchemas": {"k": {"required": ["v".repeat(250)]}}}),
+                &["some keys, when given, need or constrain others"],
             ),
         ]);
     }
