@@ -24,10 +24,12 @@
 //! * `anyOf` and `oneOf` become `anyOf` of their members in the subset (a `{"type": "null"}`
 //!   member becomes `nullable`; a single member left is inlined, its description joining
 //!   the holder's);
-//! * `enum` (and `const`) is a list of non-empty strings on a string schema: a schema with
+//! * `enum` (or `const`, which wins beside an `enum`: it is the narrower) is a list of
+//!   non-empty strings on a string schema — Gemini refuses `""`, which the hint says instead
+//!   (`may also be ""`, or `must be ""` when it is the only value): a schema with
 //!   no type whose values are all numbers or booleans takes that type, and on a non-string
-//!   schema the values move to the description (`One of: 1, 2, 3.`) — stringified, they
-//!   would make the model send `"1"` where the tool takes `1`;
+//!   schema the values move to the description (`One of: 1, 2, 3.`, `Must be: 3.`) —
+//!   stringified, they would make the model send `"1"` where the tool takes `1`;
 //! * an object without properties (a map of `additionalProperties` or `patternProperties`,
 //!   or any object) is refused: it loses its type and says `(a JSON object; each value:
 //!   string)` in its description; an array needs `items`: tuple items (`prefixItems`) become `items` of their
@@ -100,16 +102,17 @@ fn subset(schema: &Value) -> Value {
         out.insert(key.clone(), value);
     }
     union(map, &mut out);
-    let values = match (map.get("enum"), map.get("const")) {
-        (Some(Value::Array(values)), _) => Some(values.clone()),
-        (_, Some(value)) => Some(vec![value.clone()]),
+    // A `const` beside an `enum` is the narrower of the two (a value of both).
+    let values = match (map.get("const"), map.get("enum")) {
+        (Some(value), _) => Some(vec![value.clone()]),
+        (_, Some(Value::Array(values))) => Some(values.clone()),
         _ => None,
     };
-    if let Some(values) = values {
-        enumeration(values, &mut out);
-    }
+    let empty_value = values
+        .map(|values| enumeration(values, &mut out))
+        .unwrap_or_default();
     // What the subset drops, said in one parenthesised hint: the shape first, then the
-    // format, then the limits.
+    // format, an empty string the enum could not hold, then the limits.
     let moved_format = keep_format(&mut out);
     let mut hints = match out.get("type").and_then(Value::as_str) {
         Some("object") => open_object(map, &mut out),
@@ -117,6 +120,7 @@ fn subset(schema: &Value) -> Value {
         _ => Vec::new(),
     };
     hints.extend(moved_format);
+    hints.extend(empty_value);
     hints.extend(in_words::limits(map));
     if !hints.is_empty() {
         describe(&mut out, &format!("({})", hints.join("; ")));
@@ -312,7 +316,10 @@ fn union(map: &Map<String, Value>, out: &mut Map<String, Value>) {
 }
 
 /// `values` (of `enum` or `const`) into `out` the way Gemini takes them (module doc).
-fn enumeration(values: Vec<Value>, out: &mut Map<String, Value>) {
+/// Gemini refuses `""` in an enum (`enum[1]: cannot be empty`): the empty string is left out
+/// of it and returned as a clause for the hint, `may also be ""` (`must be ""` when it was
+/// the only value), rather than lost.
+fn enumeration(values: Vec<Value>, out: &mut Map<String, Value>) -> Option<String> {
     if values.iter().any(Value::is_null) {
         out.insert("nullable".into(), Value::Bool(true));
     }
@@ -330,25 +337,33 @@ fn enumeration(values: Vec<Value>, out: &mut Map<String, Value>) {
         out.insert("type".into(), json!(inferred));
     }
     if out.get("type").is_some_and(|t| t == "string") {
-        let strings: Vec<Value> = values
+        let (empty, strings): (Vec<String>, Vec<String>) = values
             .iter()
             .map(|v| match v {
                 Value::String(text) => text.clone(),
                 other => other.to_string(),
             })
-            .filter(|text| !text.is_empty())
-            .map(Value::String)
-            .collect();
-        if !strings.is_empty() {
-            out.insert("enum".into(), Value::Array(strings));
+            .partition(String::is_empty);
+        let may_be_empty = !empty.is_empty();
+        if strings.is_empty() {
+            return may_be_empty.then(|| "must be \"\"".to_owned());
         }
-        return;
+        out.insert(
+            "enum".into(),
+            Value::Array(strings.into_iter().map(Value::String).collect()),
+        );
+        return may_be_empty.then(|| "may also be \"\"".to_owned());
     }
-    if values.is_empty() {
-        return;
-    }
-    let listed: Vec<String> = values.iter().map(Value::to_string).collect();
-    describe(out, &format!("One of: {}.", listed.join(", ")));
+    let sentence = match values.as_slice() {
+        [] => return None,
+        [only] => format!("Must be: {only}."),
+        several => {
+            let listed: Vec<String> = several.iter().map(Value::to_string).collect();
+            format!("One of: {}.", listed.join(", "))
+        }
+    };
+    describe(out, &sentence);
+    None
 }
 
 /// A tool's parameters and the key of the declaration that holds them, or none when it
@@ -451,7 +466,8 @@ mod tests {
         let properties = &declaration["parameters"]["properties"];
         assert_eq!(
             properties["mode"],
-            json!({"type": "string", "enum": ["fast"], "nullable": true})
+            json!({"type": "string", "enum": ["fast"], "nullable": true,
+                   "description": "(may also be \"\")"})
         );
         assert_eq!(
             properties["level"],
@@ -464,6 +480,40 @@ mod tests {
         assert_eq!(
             properties["kind"],
             json!({"type": "string", "enum": ["page"]})
+        );
+    }
+
+    /// A `const` beside an `enum` wins (it is the narrower) and is said; an empty string,
+    /// which Gemini refuses in an enum, is said in the hint rather than lost.
+    #[test]
+    fn const_wins_over_enum_and_empty_strings_are_said() {
+        let declaration = declared(
+            "pick",
+            json!({"type": "object", "properties": {
+                "mode": {"type": "string", "enum": ["a", "b"], "const": "a"},
+                "level": {"type": "integer", "enum": [1, 2], "const": 2},
+                "blank": {"const": ""},
+                "prefix": {"type": "string", "enum": ["x-", ""], "maxLength": 4},
+            }}),
+        );
+        check_said_not_sent(
+            &declaration["parameters"],
+            [
+                ("mode", json!({"type": "string", "enum": ["a"]})),
+                (
+                    "level",
+                    json!({"type": "integer", "description": "Must be: 2."}),
+                ),
+                (
+                    "blank",
+                    json!({"type": "string", "description": "(must be \"\")"}),
+                ),
+                (
+                    "prefix",
+                    json!({"type": "string", "enum": ["x-"],
+                           "description": "(may also be \"\"; at most 4 characters)"}),
+                ),
+            ],
         );
     }
 
@@ -705,7 +755,7 @@ mod tests {
                 ),
                 (
                     "size",
-                    json!({"type": "integer", "description": "One of: 3. (less than 4)"}),
+                    json!({"type": "integer", "description": "Must be: 3. (less than 4)"}),
                 ),
                 (
                     "mode",
