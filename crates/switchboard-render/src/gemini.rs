@@ -40,6 +40,9 @@
 //!   `patternProperties` and no properties) declares them as `parametersJsonSchema`, the
 //!   JSON Schema Gemini also reads: an object whose values have the map's value type, with
 //!   the description a nested map would have;
+//! * a property of schema `true` (anything) becomes one without a type, described `(any
+//!   JSON value)`; one of schema `false` (nothing) leaves `properties` and `required`, and
+//!   its holder's hint says `x cannot be given`;
 //! * a name must start with a letter or `_`: one that does not is prefixed with `_`.
 
 use serde_json::{Map, Value, json};
@@ -66,8 +69,11 @@ const KEEP: [&str; 11] = [
 ];
 
 fn subset(schema: &Value) -> Value {
-    let Value::Object(map) = schema else {
-        return schema.clone();
+    let map = match schema {
+        Value::Object(map) => map,
+        // Gemini reads a schema as an object: `true` (anything) is one with no type.
+        Value::Bool(true) => return json!({"description": "(any JSON value)"}),
+        other => return other.clone(),
     };
     let mut out = Map::new();
     for (key, value) in map {
@@ -75,10 +81,16 @@ fn subset(schema: &Value) -> Value {
             continue;
         }
         let value = match key.as_str() {
+            // A property of schema `false` cannot be given: [`forbidden_properties`].
             "properties" => Value::Object(
                 value
                     .as_object()
-                    .map(|p| p.iter().map(|(k, v)| (k.clone(), subset(v))).collect())
+                    .map(|p| {
+                        p.iter()
+                            .filter(|(_, v)| **v != Value::Bool(false))
+                            .map(|(k, v)| (k.clone(), subset(v)))
+                            .collect()
+                    })
                     .unwrap_or_default(),
             ),
             // Draft-04 tuple `items` (an array) are read by `array_items`.
@@ -114,11 +126,13 @@ fn subset(schema: &Value) -> Value {
     // What the subset drops, said in one parenthesised hint: the shape first, then the
     // format, an empty string the enum could not hold, then the limits.
     let moved_format = keep_format(&mut out);
+    let forbidden = forbidden_properties(map, &mut out);
     let mut hints = match out.get("type").and_then(Value::as_str) {
         Some("object") => open_object(map, &mut out),
         Some("array") => array_items(map, &mut out),
         _ => Vec::new(),
     };
+    hints.extend(forbidden);
     hints.extend(moved_format);
     hints.extend(empty_value);
     hints.extend(in_words::limits(map));
@@ -132,6 +146,32 @@ fn subset(schema: &Value) -> Value {
         describe(&mut out, &conditional);
     }
     Value::Object(out)
+}
+
+/// The properties of `map` whose schema is `false` (no value meets it: they cannot be given)
+/// leave `out`'s `required` as they left its properties, and are said as `a, b cannot be
+/// given`; `None` when there are none.
+fn forbidden_properties(map: &Map<String, Value>, out: &mut Map<String, Value>) -> Option<String> {
+    let forbidden: Vec<&str> = map
+        .get("properties")
+        .and_then(Value::as_object)?
+        .iter()
+        .filter(|(_, schema)| **schema == Value::Bool(false))
+        .map(|(name, _)| name.as_str())
+        .collect();
+    if forbidden.is_empty() {
+        return None;
+    }
+    if let Some(Value::Array(required)) = out.get_mut("required") {
+        required.retain(|name| !name.as_str().is_some_and(|name| forbidden.contains(&name)));
+        if required.is_empty() {
+            out.remove("required");
+        }
+    }
+    Some(in_words::bounded(
+        format!("{} cannot be given", forbidden.join(", ")),
+        "some keys cannot be given",
+    ))
 }
 
 /// The type of a map's values (`additionalProperties`, a `patternProperties` member) as the
@@ -514,6 +554,35 @@ mod tests {
                            "description": "(may also be \"\"; at most 4 characters)"}),
                 ),
             ],
+        );
+    }
+
+    /// Gemini reads a property's schema as an object: `true` becomes one without a type that
+    /// says it takes anything; a `false` property cannot be given, so it leaves `properties`
+    /// and `required`, and the holder says so.
+    #[test]
+    fn boolean_property_schemas_become_what_gemini_takes() {
+        let declaration = declared(
+            "flags",
+            json!({"type": "object", "required": ["any", "never", "id"], "properties": {
+                "any": true,
+                "never": false,
+                "id": {"type": "string"},
+                "nested": {"type": "object", "required": ["gone"],
+                           "properties": {"gone": false, "kept": true}},
+            }}),
+        );
+        let parameters = &declaration["parameters"];
+        assert_eq!(
+            parameters,
+            &json!({"type": "object", "required": ["any", "id"],
+                    "description": "(never cannot be given)",
+                    "properties": {
+                "any": {"description": "(any JSON value)"},
+                "id": {"type": "string"},
+                "nested": {"type": "object", "description": "(gone cannot be given)",
+                           "properties": {"kept": {"description": "(any JSON value)"}}},
+            }})
         );
     }
 
