@@ -32,14 +32,16 @@
 //!   stringified, they would make the model send `"1"` where the tool takes `1`;
 //! * an object without properties (a map of `additionalProperties` or `patternProperties`,
 //!   or any object) is refused: it loses its type and says `(a JSON object; each value:
-//!   string)` in its description; an array needs `items`: tuple items (`prefixItems`) become `items` of their
+//!   string)` in its description, with the values' limits in words (`each value: string
+//!   (at most 8 characters)`, [`in_words::value_limits`]); an array needs `items`: tuple items (`prefixItems`) become `items` of their
 //!   one type or `anyOf` their types, the order in the description (`(in order: string,
 //!   integer)`), and an array that says nothing of its items takes strings;
 //! * a tool without parameters declares none (an object schema without properties is
 //!   refused); a tool whose arguments are a map (a root of `additionalProperties` or
 //!   `patternProperties` and no properties) declares them as `parametersJsonSchema`, the
-//!   JSON Schema Gemini also reads: an object whose values have the map's value type, with
-//!   the description a nested map would have;
+//!   JSON Schema Gemini also reads: an object whose values have the map's value type and
+//!   the limits that apply to it (`minLength`, `pattern`, `minimum`, …), with the
+//!   description a nested map would have;
 //! * a property of schema `true` (anything) becomes one without a type, described `(any
 //!   JSON value)`; one of schema `false` (nothing) leaves `properties` and `required`, and
 //!   its holder's hint says `x cannot be given`;
@@ -184,6 +186,25 @@ fn value_kind(values: &Value) -> Option<String> {
         .map(str::to_owned)
 }
 
+/// The type of a map's values with their constraints in words
+/// ([`in_words::value_limits`]): `string (pattern: ^[a-z]+$; at most 8 characters)`; `None`
+/// when they have no type.
+fn value_words(values: &Value) -> Option<String> {
+    let kind = value_kind(values)?;
+    let clauses = values
+        .as_object()
+        .map(in_words::value_limits)
+        .unwrap_or_default();
+    if clauses.is_empty() {
+        return Some(kind);
+    }
+    let too_long = format!("{kind}, further constrained");
+    Some(in_words::bounded(
+        format!("{kind} ({})", clauses.join("; ")),
+        &too_long,
+    ))
+}
+
 /// `patternProperties` in words: `keys matching ^x-: string` per pattern, `; no other keys`
 /// where `additionalProperties` is `false`; `None` without patterns. Bounded like
 /// [`in_words`]'s sentences.
@@ -195,7 +216,7 @@ fn keyed_values(map: &Map<String, Value>) -> Option<String> {
     let mut clauses: Vec<String> = patterns
         .iter()
         .map(|(pattern, values)| {
-            let kind = value_kind(values).unwrap_or_else(|| "any".to_owned());
+            let kind = value_words(values).unwrap_or_else(|| "any".to_owned());
             format!("keys matching {pattern}: {kind}")
         })
         .collect();
@@ -233,7 +254,7 @@ fn open_object(map: &Map<String, Value>, out: &mut Map<String, Value>) -> Vec<St
     out.remove("properties");
     out.remove("required");
     let mut parts = vec!["a JSON object".to_owned()];
-    if let Some(kind) = map.get("additionalProperties").and_then(value_kind) {
+    if let Some(kind) = map.get("additionalProperties").and_then(value_words) {
         let which = if keyed.is_some() {
             "each other value"
         } else {
@@ -453,10 +474,54 @@ fn map_of_arguments(source: &Value) -> Option<Value> {
     if let Some(description) = rendered.get("description") {
         map["description"] = description.clone();
     }
-    if let Some(kind) = values.and_then(value_kind) {
-        map["additionalProperties"] = json!({"type": kind});
+    if let Some(values) = values
+        && let Some(kind) = value_kind(values)
+    {
+        map["additionalProperties"] = value_schema(values, kind);
     }
     Some(map)
+}
+
+/// The limits a map's values carry into `parametersJsonSchema`, which reads them as JSON
+/// Schema, per type of values: numbers, `pattern` and `uniqueItems: true` (a draft-4 boolean
+/// bound is said, not sent).
+const CARRIED_LIMITS: [(&[&str], &[&str]); 3] = [
+    (&["string"], &["pattern", "minLength", "maxLength"]),
+    (
+        &["number", "integer"],
+        &[
+            "minimum",
+            "maximum",
+            "exclusiveMinimum",
+            "exclusiveMaximum",
+            "multipleOf",
+        ],
+    ),
+    (&["array"], &["minItems", "maxItems", "uniqueItems"]),
+];
+
+/// The JSON Schema of a root map's values: `kind` with the [`CARRIED_LIMITS`] of `values`
+/// that apply to it.
+fn value_schema(values: &Value, kind: String) -> Value {
+    let keys = CARRIED_LIMITS
+        .iter()
+        .filter(|(kinds, _)| kinds.contains(&kind.as_str()))
+        .flat_map(|(_, keys)| keys.iter());
+    let mut schema = Map::new();
+    for key in keys {
+        let Some(limit) = values.get(key) else {
+            continue;
+        };
+        let carried = match (*key, limit) {
+            ("pattern", Value::String(_)) | ("uniqueItems", Value::Bool(true)) => true,
+            (_, limit) => limit.is_number(),
+        };
+        if carried {
+            schema.insert((*key).into(), limit.clone());
+        }
+    }
+    schema.insert("type".into(), Value::String(kind));
+    Value::Object(schema)
 }
 
 pub fn tools(tools: &[RenderTool<'_>]) -> Value {
@@ -951,8 +1016,9 @@ mod tests {
         assert_eq!(
             declaration,
             json!({"name": "env", "description": "A tool.", "parametersJsonSchema": {
-                "type": "object", "description": "Variables (a JSON object; each value: string)",
-                "additionalProperties": {"type": "string"}}})
+                "type": "object",
+                "description": "Variables (a JSON object; each value: string (at least 1 character))",
+                "additionalProperties": {"type": "string", "minLength": 1}}})
         );
         let free = declared("free", json!({"additionalProperties": true}));
         assert_eq!(
@@ -968,6 +1034,55 @@ mod tests {
             json!({"type": "object", "description": "(a JSON object; keys matching ^x-: integer)"})
         );
         assert!(keyed.get("parameters").is_none(), "{keyed}");
+    }
+
+    /// A map's values keep their limits: said beside their type (with what the subset would
+    /// keep for a schema of their own), and sent in a `parametersJsonSchema` root.
+    #[test]
+    fn map_value_limits_are_said_and_sent_where_json_schema_takes_them() {
+        let declaration = declared(
+            "maps",
+            json!({"type": "object", "properties": {
+                "labels": {"type": "object", "additionalProperties":
+                           {"type": "string", "pattern": "^[a-z]+$", "maxLength": 8}},
+                "env": {"type": "object", "patternProperties":
+                        {"^X": {"type": "integer", "minimum": 0, "exclusiveMaximum": 10}}},
+                "modes": {"type": "object", "additionalProperties":
+                          {"type": "string", "enum": ["r", "w"]}},
+            }}),
+        );
+        check_said_not_sent(
+            &declaration["parameters"],
+            [
+                (
+                    "labels",
+                    json!({"description":
+                        "(a JSON object; each value: string (pattern: ^[a-z]+$; at most 8 characters))"}),
+                ),
+                (
+                    "env",
+                    json!({"description":
+                        "(a JSON object; keys matching ^X: integer (at least 0; less than 10))"}),
+                ),
+                (
+                    "modes",
+                    json!({"description": "(a JSON object; each value: string (one of \"r\", \"w\"))"}),
+                ),
+            ],
+        );
+        let root = declared(
+            "scores",
+            json!({"type": "object", "additionalProperties":
+                   {"type": "number", "minimum": 0, "maximum": 1, "exclusiveMinimum": true,
+                    "multipleOf": 0.5, "minLength": 3}}),
+        );
+        assert_eq!(
+            root["parametersJsonSchema"],
+            json!({"type": "object",
+                   "description": "(a JSON object; each value: number (at most 1; greater than 0; a multiple of 0.5))",
+                   "additionalProperties": {"type": "number", "minimum": 0,
+                                            "maximum": 1, "multipleOf": 0.5}})
+        );
     }
 
     /// A tool without parameters declares none; a name must start with a letter or `_`.

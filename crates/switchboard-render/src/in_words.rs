@@ -23,6 +23,9 @@
 //! only names required properties and values, else the object's JSON Schema). A limit is said only where the schema
 //! declares a type it applies to, or no type (`minLength` on a number constrains nothing).
 //!
+//! A map's values ([`value_limits`]) add what the subset would keep for a schema of their own:
+//! `one of "a", "b"`, `format: uri`, `at least 0`, `1–5 items`.
+//!
 //! A sentence (and a pattern or dependencies clause) is at most [`MAX_WORDED_CHARS`]
 //! characters: a longer one becomes one saying that such a constraint applies, so a large
 //! schema cannot flood the description.
@@ -145,6 +148,45 @@ pub fn limits(schema: &Map<String, Value>) -> Vec<String> {
         clauses.extend(counted(schema, ("minProperties", "maxProperties"), "key"));
         clauses.extend(dependencies(schema));
     }
+    clauses
+}
+
+/// The constraints of a map's value schema (`additionalProperties`, a `patternProperties`
+/// member) in words, for the clause naming the values' type — where the value is no
+/// schema of its own, the subset's kept keys are lost too: the values (`one of "a", "b"`,
+/// `must be "a"`), `format: uri`, inclusive bounds (`at least 0`, `at most 9`), item counts
+/// (`1–5 items`), then [`limits`]; empty when it has none.
+pub fn value_limits(schema: &Map<String, Value>) -> Vec<String> {
+    let mut clauses = Vec::new();
+    match (schema.get("const"), schema.get("enum")) {
+        (Some(value), _) => clauses.push(format!("must be {value}")),
+        (_, Some(Value::Array(values))) if !values.is_empty() => {
+            clauses.push(format!("one of {}", listed(values)));
+        }
+        _ => {}
+    }
+    if let Some(Value::String(format)) = schema.get("format") {
+        clauses.push(format!("format: {format}"));
+    }
+    if declares_any(schema, &["number", "integer"]) {
+        let bounds = [
+            ("minimum", "exclusiveMinimum", "at least"),
+            ("maximum", "exclusiveMaximum", "at most"),
+        ];
+        for (inclusive, exclusive, relation) in bounds {
+            // A draft-4 `exclusiveMinimum: true` makes the bound [`limits`]' `greater than`.
+            let excluded = schema.get(exclusive) == Some(&Value::Bool(true));
+            if let Some(bound) = schema.get(inclusive).filter(|bound| bound.is_number())
+                && !excluded
+            {
+                clauses.push(format!("{relation} {bound}"));
+            }
+        }
+    }
+    if declares_any(schema, &["array"]) {
+        clauses.extend(counted(schema, ("minItems", "maxItems"), "item"));
+    }
+    clauses.extend(limits(schema));
     clauses
 }
 
@@ -561,6 +603,36 @@ mod tests {
                 &["some keys, when given, need or constrain others"],
             ),
         ]);
+    }
+
+    /// A map value's constraints read as clauses, the ones the subset keeps for a schema of
+    /// its own (values, format, inclusive bounds, item counts) too.
+    #[test]
+    fn map_value_limits_in_words() {
+        let cases: [(Value, &[&str]); 4] = [
+            (
+                json!({"type": "string", "enum": ["a", "b"], "format": "email", "maxLength": 9}),
+                &[
+                    "one of \"a\", \"b\"",
+                    "format: email",
+                    "at most 9 characters",
+                ],
+            ),
+            (
+                json!({"type": "integer", "minimum": 0, "maximum": 10, "exclusiveMaximum": true,
+                       "minLength": 2}),
+                &["at least 0", "less than 10"],
+            ),
+            (
+                json!({"type": "array", "minItems": 1, "maxItems": 5, "uniqueItems": true}),
+                &["1–5 items", "unique items"],
+            ),
+            (json!({"const": 3, "description": "x"}), &["must be 3"]),
+        ];
+        for (schema, expected) in cases {
+            let map = schema.as_object().expect("an object schema");
+            assert_eq!(value_limits(map), expected, "{schema}");
+        }
     }
 
     /// Schema dependencies (`dependentSchemas`, draft-7 `dependencies` of the schema form) read
