@@ -56,7 +56,9 @@ use crate::{
     slim::slim,
 };
 
-const KEEP: [&str; 11] = [
+/// The keys of a schema sent as they are (with `anyOf` and `enum`, which are brought into
+/// the subset first); any other is dropped or said in the description.
+pub const KEEP: [&str; 11] = [
     "type",
     "description",
     "properties",
@@ -310,7 +312,7 @@ fn array_items(map: &Map<String, Value>, out: &mut Map<String, Value>) -> Vec<St
 }
 
 /// The `format`s Gemini takes, per type; it answers HTTP 400 to any other.
-const FORMATS: [(&str, &[&str]); 3] = [
+pub const FORMATS: [(&str, &[&str]); 3] = [
     ("string", &["enum", "date-time"]),
     ("integer", &["int32", "int64"]),
     ("number", &["float", "double"]),

@@ -1,0 +1,102 @@
+//! The Gemini render of every real tool definition of `../shared/catalog/tools.json` (324
+//! tools of 20 servers, referenced from the workspace's parent like the search crate's recall
+//! test) stays inside the schema subset Gemini takes: one declaration it refuses fails the
+//! whole request (HTTP 400).
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+use switchboard_core::ToolDefinition;
+use switchboard_render::gemini::{FORMATS, KEEP};
+use switchboard_render::{Format, RenderTool, render_value};
+
+/// What in `schema` (at `path`) Gemini would refuse, each as `path: why`.
+fn refused(schema: &Value, path: &str, problems: &mut Vec<String>) {
+    let Some(map) = schema.as_object() else {
+        problems.push(format!("{path}: not an object schema: {schema}"));
+        return;
+    };
+    let kind = map.get("type").and_then(Value::as_str);
+    for (key, value) in map {
+        let at = format!("{path}.{key}");
+        match key.as_str() {
+            key if !KEEP.contains(&key) && key != "enum" && key != "anyOf" => {
+                problems.push(format!("{at}: outside the subset"));
+            }
+            "properties" => match value.as_object() {
+                Some(properties) if !properties.is_empty() => {
+                    for (name, property) in properties {
+                        refused(property, &format!("{at}.{name}"), problems);
+                    }
+                }
+                _ => problems.push(format!("{at}: empty or not an object")),
+            },
+            "items" => refused(value, &at, problems),
+            "anyOf" => {
+                for (index, member) in value.as_array().into_iter().flatten().enumerate() {
+                    refused(member, &format!("{at}[{index}]"), problems);
+                }
+            }
+            "enum" => {
+                let strings = value.as_array().is_some_and(|values| {
+                    values
+                        .iter()
+                        .all(|v| v.as_str().is_some_and(|text| !text.is_empty()))
+                });
+                if kind != Some("string") || !strings {
+                    problems.push(format!("{at}: not non-empty strings on a string: {value}"));
+                }
+            }
+            "format" => {
+                let taken = FORMATS.iter().any(|(type_, formats)| {
+                    Some(*type_) == kind && formats.iter().any(|format| value == format)
+                });
+                if !taken {
+                    problems.push(format!("{at}: {value} on {kind:?}"));
+                }
+            }
+            _ => {}
+        }
+    }
+    match kind {
+        Some("object") if !map.contains_key("properties") => {
+            problems.push(format!("{path}: an object without properties"));
+        }
+        Some("array") if !map.contains_key("items") => {
+            problems.push(format!("{path}: an array without items"));
+        }
+        _ => {}
+    }
+}
+
+#[test]
+fn every_catalog_tool_renders_inside_the_gemini_subset() {
+    let file = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/catalog/tools.json");
+    let text = std::fs::read_to_string(&file)
+        .unwrap_or_else(|error| panic!("the catalog at {}: {error}", file.display()));
+    let catalog: Value = serde_json::from_str(&text).expect("the catalog is JSON");
+    let tools = catalog["tools"].as_array().expect("the catalog's tools");
+    assert_eq!(tools.len(), 324);
+    let mut problems = Vec::new();
+    for tool in tools {
+        let name = tool["id"].as_str().expect("a tool id").replace('/', "__");
+        let definition: ToolDefinition =
+            serde_json::from_value(tool.clone()).expect("an MCP tool definition");
+        let rendered = render_value(
+            Format::Gemini,
+            &[RenderTool {
+                name: &name,
+                definition: &definition,
+            }],
+        )
+        .expect("Gemini renders a value");
+        let declaration = &rendered["functionDeclarations"][0];
+        if let Some(parameters) = declaration.get("parameters") {
+            refused(parameters, &name, &mut problems);
+        }
+        if let Some(map) = declaration.get("parametersJsonSchema") {
+            assert_eq!(map["type"], "object", "{name}");
+        }
+    }
+    assert_eq!(problems, Vec::<String>::new());
+}
