@@ -10,7 +10,7 @@
 //! Code map: `toml_tree`/`json` (text → tree), `validate` (root, `[gateway]`, typed readers),
 //! `server` and `transport` (one server), `manager` (`[manager]`), `auth` (`[auth]`), `storage` (`[storage]`), `substitute` (and the
 //! gateway's secrets file), `duration`, `suggest` (did-you-mean),
-//! `model` (the result), `problem` (located errors), `locate` (which file), `schema` (the
+//! `model` (the result, a file per section), `problem` (located errors), `locate` (which file), `schema` (the
 //! checked-in JSON Schema).
 //!
 //! This module reads no files except in [`Config::load`], [`locate`] and the secrets file of
