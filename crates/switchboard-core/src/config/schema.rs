@@ -96,6 +96,17 @@ enum Duration {
     Millis(u64),
 }
 
+impl From<std::time::Duration> for Duration {
+    /// Whole milliseconds as a number of them; anything finer in microseconds (`"100us"`).
+    fn from(duration: std::time::Duration) -> Self {
+        if duration.subsec_nanos().is_multiple_of(1_000_000) {
+            Self::Millis(u64::try_from(duration.as_millis()).unwrap_or(u64::MAX))
+        } else {
+            Self::Text(format!("{}us", duration.as_micros()))
+        }
+    }
+}
+
 /// The JSON Schema of the native format, pretty-printed.
 pub fn native_schema() -> String {
     let schema = schemars::schema_for!(SwitchboardConfig);

@@ -7,6 +7,7 @@ use super::Duration;
 use super::agents::ExposureMode;
 use super::calls::Limits;
 use super::security::Sandbox;
+use crate::config::GatewayConfig;
 
 #[derive(JsonSchema)]
 #[serde(default, deny_unknown_fields)]
@@ -128,23 +129,28 @@ pub(super) enum Approval {
     Destructive,
 }
 
-// Defaults: `Serialize` types show theirs in the schema (the real ones, below); the enums
-// are not `Serialize`, so theirs (placeholders that satisfy `serde(default)`) never show.
+// Defaults: `Serialize` types show theirs in the schema; they are the validated config's own
+// (`GatewayConfig::default()`), so the two cannot drift. The enums are not `Serialize`, so
+// theirs (placeholders that satisfy `serde(default)`) never show.
 impl Default for Gateway {
     fn default() -> Self {
+        let defaults = GatewayConfig::default();
         Self {
-            separator: "__".to_owned(),
-            prefix_tools: true,
-            call_timeout: Duration::Millis(60_000),
-            connect_timeout: Duration::Millis(30_000),
-            discover_timeout: Duration::Millis(2_000),
-            max_message_bytes: 16 * 1024 * 1024,
-            header_timeout: Duration::Millis(30_000),
-            max_connections: 10_000,
-            busy_poll: Duration::Text("100us".to_owned()),
-            watch: true,
-            read_only: false,
-            drain_timeout: Duration::Millis(30_000),
+            separator: defaults.separator,
+            prefix_tools: defaults.prefix_tools,
+            call_timeout: defaults.call_timeout.into(),
+            connect_timeout: defaults.connect_timeout.into(),
+            discover_timeout: defaults.discover_timeout.into(),
+            max_message_bytes: count(defaults.max_message_bytes),
+            // None (no bound) is written "0".
+            header_timeout: defaults
+                .header_timeout
+                .map_or(Duration::Millis(0), Duration::from),
+            max_connections: count(defaults.max_connections),
+            busy_poll: defaults.busy_poll.into(),
+            watch: defaults.watch,
+            read_only: defaults.read_only,
+            drain_timeout: defaults.drain_timeout.into(),
             exposure: None,
             limits: None,
             approval: None,
@@ -159,4 +165,9 @@ impl Default for Gateway {
             tasks: None,
         }
     }
+}
+
+/// A count as the schema writes it (every count the gateway keeps fits in a `u64`).
+fn count(value: usize) -> u64 {
+    u64::try_from(value).unwrap_or(u64::MAX)
 }

@@ -12,6 +12,10 @@ use super::calls::{Cost, Limits};
 use super::gateway::Approval;
 use super::security::{ServerSandbox, UpstreamAuth, UpstreamTls};
 
+/// A category path, for a server's tools or one tool: levels of `A-Z a-z 0-9 _ - .` separated
+/// by single `/` (the validator's rule, as a regular expression).
+const CATEGORY_PATTERN: &str = r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$";
+
 /// One server: exactly one of `command` (stdio), `url` (HTTP) or `builtin`.
 #[derive(JsonSchema)]
 #[serde(default, deny_unknown_fields)]
@@ -88,7 +92,7 @@ pub(super) struct Server {
     tools: BTreeMap<String, ToolOverride>,
     /// Category of this server's tools for lazy loading, levels separated by / (default: the
     /// server id).
-    #[schemars(regex(pattern = r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$"))]
+    #[schemars(regex(pattern = CATEGORY_PATTERN))]
     #[serde(skip_serializing_if = "String::is_empty")]
     category: String,
     /// Limits on this server's calls together.
@@ -240,7 +244,7 @@ pub(super) struct ToolOverride {
     /// Hide the tool (default false).
     hidden: bool,
     /// Category of this tool (replaces the server's).
-    #[schemars(regex(pattern = r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$"))]
+    #[schemars(regex(pattern = CATEGORY_PATTERN))]
     #[serde(skip_serializing_if = "String::is_empty")]
     category: String,
     /// Limits on this tool's calls.
