@@ -12,7 +12,8 @@ use std::sync::Arc;
 
 use switchboard_core::task::{TaskError, TaskOwner};
 
-use super::store::{Task, TaskSettings};
+use super::settings::TaskSettings;
+use super::store::Task;
 
 /// Makes room in `tasks` for one more task of `owner`, evicting at most one task per bound
 /// reached; refused, naming the bound, when a bound is reached and nothing in it can go.

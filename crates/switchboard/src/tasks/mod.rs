@@ -12,6 +12,8 @@
 
 mod bounds;
 mod caller;
+mod mirror;
+mod settings;
 pub mod shared;
 mod store;
 
@@ -28,7 +30,9 @@ use switchboard_core::{CallContext, Caller, ProgressSink, ToolCall, ToolOutcome}
 use switchboard_mcp::front::Backend;
 use tokio::sync::oneshot;
 
-pub use store::{Mirror, Mirrored, PendingChange, Task, TaskSettings, TaskStore, UpstreamTask};
+pub use mirror::{Mirror, Mirrored, PendingChange};
+pub use settings::TaskSettings;
+pub use store::{Task, TaskStore, UpstreamTask};
 
 use crate::Host;
 use caller::TaskCaller;

@@ -25,7 +25,7 @@ use switchboard_core::limits::WhenUnreachable;
 use switchboard_core::task::{TaskEnd, TaskError, TaskOwner, TaskStatus, TaskView};
 use tokio::sync::broadcast;
 
-use super::store::{Mirrored, PendingChange};
+use super::mirror::{Mirrored, PendingChange};
 use crate::Host;
 use crate::shared::SharedEvent;
 use crate::shared::tasks::{

@@ -2,6 +2,7 @@
 //! (`TaskOwner`), bounded per caller, per agent and in all (`bounds`), dropped when its TTL has passed. A task's state changes
 //! under its own lock and is announced on a watch channel (for `tasks/result`, which waits)
 //! and on the store's broadcast (for `notifications/tasks/status`).
+//! Its bounds are in `settings`; a change on its way to the replicas' shared store, in `mirror`.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -15,45 +16,9 @@ use tokio::sync::{broadcast, oneshot, watch};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::mirror::{Mirror, Mirrored, PendingChange};
+use super::settings::TaskSettings;
 use crate::shared::limiter::COMMAND_TIMEOUT;
-
-/// Bounds of the task store.
-#[derive(Debug, Clone)]
-pub struct TaskSettings {
-    /// Tasks one caller may hold at once, running and finished (the oldest finished task whose
-    /// result was fetched makes room first).
-    pub max_per_caller: usize,
-    /// Tasks one agent may hold at once, all its sessions together (the same making room).
-    pub max_per_agent: usize,
-    /// TTL of a task whose client asked for none.
-    pub default_ttl: Duration,
-    /// The longest TTL a client may ask for.
-    pub max_ttl: Duration,
-    /// How often clients are told to poll.
-    pub poll_interval: Duration,
-    /// Tasks all callers together may hold.
-    pub max_tasks: usize,
-}
-
-impl TaskSettings {
-    /// The settings of `[gateway.tasks]`.
-    pub fn of(config: &switchboard_core::config::TasksConfig) -> Self {
-        Self {
-            max_per_caller: config.max_per_caller,
-            max_per_agent: config.agent_limit(),
-            default_ttl: config.default_ttl,
-            max_ttl: config.max_ttl,
-            poll_interval: config.poll_interval,
-            max_tasks: config.max_tasks,
-        }
-    }
-}
-
-impl Default for TaskSettings {
-    fn default() -> Self {
-        Self::of(&switchboard_core::config::TasksConfig::default())
-    }
-}
 
 /// What the client answered a question: its result, or the error it answered.
 pub type Reply = Result<Value, switchboard_core::CallerError>;
@@ -81,54 +46,6 @@ struct TaskState {
     /// The result was handed to the client at least once.
     fetched: bool,
 }
-
-/// A task's state as it changed, for the replicas' shared store (`tasks::shared`): its
-/// fields, its open questions, and its result or error once it ended. `acks` are told how
-/// the write went.
-pub struct Mirrored {
-    pub owner: TaskOwner,
-    pub tool: String,
-    pub view: TaskView,
-    pub acks: Vec<oneshot::Sender<Result<(), TaskError>>>,
-}
-
-/// A task's change waiting for the mirror: the latest one only. A newer change replaces it
-/// (and takes its acks), so a task that changes faster than the mirror writes — a burst of
-/// progress messages — has one write waiting, not one per change.
-#[derive(Default)]
-pub struct PendingChange(Mutex<Option<Mirrored>>);
-
-impl PendingChange {
-    /// Puts `change` in place of the one waiting; whether none was waiting (the mirror is
-    /// then told, once).
-    fn put(&self, mut change: Mirrored) -> bool {
-        let mut waiting = self
-            .0
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let was_empty = match waiting.take() {
-            Some(replaced) => {
-                change.acks.extend(replaced.acks);
-                false
-            }
-            None => true,
-        };
-        *waiting = Some(change);
-        was_empty
-    }
-
-    /// The change waiting, if any (the next change tells the mirror again).
-    pub fn take(&self) -> Option<Mirrored> {
-        self.0
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .take()
-    }
-}
-
-/// Where a store's tasks' changes are mirrored: each task's [`PendingChange`], sent when a
-/// change arrives in an empty one (so at most one message per task waits).
-pub type Mirror = tokio::sync::mpsc::UnboundedSender<Arc<PendingChange>>;
 
 /// One task.
 pub struct Task {
