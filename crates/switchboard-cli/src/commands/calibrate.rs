@@ -52,7 +52,7 @@ pub async fn run(config: Option<&Path>, args: CalibrateArgs) -> anyhow::Result<E
     let progress: &(dyn Fn(usize, usize, &str) + Sync) =
         if interactive { &progress_bar } else { &quiet };
     let results = host.calibrate(&options, progress).await;
-    host.shutdown().await;
+    host.close().await;
     let results = results?;
     if args.json {
         print_json(&results)?;

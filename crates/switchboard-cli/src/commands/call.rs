@@ -52,7 +52,7 @@ pub async fn run(config: Option<&Path>, args: CallArgs) -> anyhow::Result<ExitCo
         Some(pending) => answered_here(calling, &pending).await,
         None => calling.await,
     };
-    host.shutdown().await;
+    host.close().await;
     let outcome = result.map_err(|error| match error {
         switchboard_core::pipeline::CallError::UnknownTool { .. } => {
             anyhow::anyhow!("{error}\n  hint: {}", tools_hint(args.agent.as_deref()))

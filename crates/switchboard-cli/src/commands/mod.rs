@@ -1,4 +1,5 @@
-//! One module per subcommand; [`load`] is how every command gets its config and Host.
+//! One module per subcommand; [`load_config`] is how every command gets its config, and
+//! [`start_host`] how a one-off command gets its Host ([`one_off`]).
 
 pub mod approvals;
 pub mod audit;
@@ -9,6 +10,7 @@ pub mod console;
 pub mod keys;
 pub mod manager;
 pub mod migrate;
+pub mod one_off;
 pub mod rules;
 pub mod sandbox_exec;
 pub mod serve;
@@ -19,11 +21,12 @@ pub mod token;
 pub mod tool_server;
 pub mod tools;
 
+pub use one_off::start_host;
+
 use std::io::Write;
 use std::path::Path;
 
 use anyhow::Context;
-use switchboard::Host;
 use switchboard_core::config::{Config, Environment, GatewayEnvironment, Located, locate};
 
 /// Finds and loads the config (lookup order in `Config` docs) and says which was used.
@@ -147,24 +150,6 @@ pub fn user_config_file() -> Option<std::path::PathBuf> {
             .join("switchboard")
             .join("switchboard.toml"),
     )
-}
-
-/// Loads the config, starts a Host and waits for every server's first connection attempt.
-/// An `agent` the config does not define is refused before anything starts.
-pub async fn start_host(explicit: Option<&Path>, agent: Option<&str>) -> anyhow::Result<Host> {
-    let config = load_config(explicit)?;
-    check_agent(&config, agent)?;
-    let ledger = audit::open_ledger(&config)?;
-    let options = switchboard::HostOptions {
-        recorder: std::sync::Arc::new(ledger),
-        latency_database: audit::latency_path(&config),
-        manager_database: manager::database_path(&config),
-        sandbox_launcher: std::env::current_exe().ok(),
-        ..switchboard::HostOptions::default()
-    };
-    let host = Host::from_config_with(&config, options)?;
-    host.ready().await;
-    Ok(host)
 }
 
 /// Refuses an agent name the config does not define (any name goes when it defines none).

@@ -372,18 +372,9 @@ pub async fn run(config: Option<&Path>, args: ServeArgs) -> anyhow::Result<ExitC
         watcher.abort();
     }
     host.shutdown().await;
-    // A shared store may be unreachable: what does not get there stays in the journal,
-    // replayed by the next gateway that starts here; once everything is, the journal goes.
-    if !ledger.close_within(LEDGER_FLUSH_PATIENCE) {
-        tracing::warn!(
-            "the ledger's last rows were not written within {LEDGER_FLUSH_PATIENCE:?}; they stay in its journal"
-        );
-    }
+    super::one_off::close_ledger(ledger).await;
     Ok(ExitCode::SUCCESS)
 }
-
-/// How long a stopping gateway waits for the ledger's last rows to be written.
-const LEDGER_FLUSH_PATIENCE: Duration = Duration::from_secs(10);
 
 /// SIGHUP reads the config file again, as `switchboard reload` does.
 async fn reload_on_hangup(host: Host) {

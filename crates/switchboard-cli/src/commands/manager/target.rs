@@ -74,11 +74,8 @@ impl Target {
     pub(crate) async fn close(self) {
         if let Self::Local(local) = self {
             local.host.shutdown().await;
-            // A shared store may be away: what is not written in time stays journaled.
-            if let Some(ledger) = local.ledger
-                && !ledger.close_within(std::time::Duration::from_secs(10))
-            {
-                tracing::warn!("the ledger's last rows stay in its journal for the next start");
+            if let Some(ledger) = local.ledger {
+                super::super::one_off::close_ledger(ledger).await;
             }
         }
     }

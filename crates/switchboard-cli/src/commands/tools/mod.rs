@@ -143,7 +143,7 @@ pub async fn run(config: Option<&Path>, args: ToolsArgs) -> anyhow::Result<ExitC
     if let Some(tier) = &args.tier
         && let Err(unknown) = host.check_tier(tier)
     {
-        host.shutdown().await;
+        host.close().await;
         return Err(unknown.into());
     }
     if args.stats {
@@ -159,7 +159,7 @@ pub async fn run(config: Option<&Path>, args: ToolsArgs) -> anyhow::Result<ExitC
             .into_iter()
             .filter(|row| visible.contains(&row.tool))
             .collect();
-        host.shutdown().await;
+        host.close().await;
         stats::print(&rows, args.format == Format::Json)?;
         return Ok(ExitCode::SUCCESS);
     }
@@ -167,7 +167,7 @@ pub async fn run(config: Option<&Path>, args: ToolsArgs) -> anyhow::Result<ExitC
         .with_tier(args.tier.as_ref().map(|t| t.to_lowercase()));
     let entries = host.visible_for(&caller);
     if let Some(rendering) = args.format.rendering() {
-        host.shutdown().await;
+        host.close().await;
         let tools: Vec<_> = entries
             .iter()
             .map(|entry| (entry.exposed.clone(), entry.spec.definition.clone()))
@@ -176,7 +176,7 @@ pub async fn run(config: Option<&Path>, args: ToolsArgs) -> anyhow::Result<ExitC
         return Ok(ExitCode::SUCCESS);
     }
     let status = host.status();
-    host.shutdown().await;
+    host.close().await;
     let state_of = |server: &str| {
         status
             .iter()
