@@ -4,7 +4,9 @@
 //! CLIENT span (child of the SERVER span) with the MCP conventions' names and attributes; the
 //! stdio server receives the same trace id with the CLIENT span as parent; the ledger row
 //! carries the trace id. The HTTP `traceparent` header is read when `_meta` has none, and a
-//! failed call's span says how it failed.
+//! failed call's span says how it failed. A one-off `switchboard call` is traced the same way
+//! (in the trace `TRACEPARENT` names) and has sent its spans when it exits; a collector that
+//! never answers holds it up 2 s at most.
 
 mod support;
 
@@ -234,4 +236,83 @@ async fn a_call_is_traced_from_the_client_through_the_gateway_into_a_stdio_serve
         .cloned()
         .unwrap_or_default();
     assert_eq!(traced["trace_id"], TRACE, "{rows:#}");
+}
+
+/// `switchboard call fx__echo message=hi` in `dir` with `TRACEPARENT` set, its traces sent
+/// to `endpoint`; it must succeed.
+async fn call_echo(dir: &std::path::Path, endpoint: &str, traceparent: &str) {
+    let ledger = dir.join("ledger.db");
+    let config = write_config(
+        dir,
+        &format!(
+            "[gateway]\nledger = {ledger}\n\n[telemetry]\nendpoint = {endpoint}\n\n\
+             [servers.fx]\ncommand = {fixture}\nargs = [\"echo\"]\n",
+            ledger = quoted(&ledger.display().to_string()),
+            endpoint = quoted(endpoint),
+            fixture = quoted(&fixture()),
+        ),
+    );
+    let mut command = std::process::Command::new(switchboard());
+    command
+        .arg("--config")
+        .arg(config)
+        .args(["call", "fx__echo", "message=hi"])
+        .env("TRACEPARENT", traceparent)
+        .env("XDG_DATA_HOME", dir)
+        .env("XDG_STATE_HOME", dir)
+        .env_remove("SWITCHBOARD_LOG");
+    let called =
+        tokio::task::spawn_blocking(move || command.output().expect("run switchboard call"))
+            .await
+            .expect("the command's thread");
+    assert!(
+        called.status.success(),
+        "{}",
+        String::from_utf8_lossy(&called.stderr)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_one_off_call_sends_its_spans_before_it_exits() {
+    let (endpoint, spans) = receiver().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let traceparent = format!("00-{TRACE}-{CALLER_SPAN}-01");
+    call_echo(dir.path(), &endpoint, &traceparent).await;
+
+    // Already sent: no waiting for the spans here.
+    let sent = spans.lock().expect("spans").clone();
+    let named = |name: &str| {
+        sent.iter()
+            .find(|span| span["traceId"] == TRACE && span["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("no span '{name}' in trace {TRACE}: {sent:#?}"))
+    };
+    let server = named("tools/call fx__echo");
+    assert_eq!(server["kind"], 2);
+    assert_eq!(server["parentSpanId"], CALLER_SPAN);
+    assert_eq!(attribute(&server, "gen_ai.tool.name"), "fx__echo");
+    assert_eq!(attribute(&server, "gen_ai.operation.name"), "execute_tool");
+    assert!(
+        attribute(&server, "network.transport").is_null(),
+        "no request was received: {server}"
+    );
+    assert_eq!(server["status"]["code"], 0);
+    let client = named("tools/call echo");
+    assert_eq!(client["kind"], 3);
+    assert_eq!(client["parentSpanId"], server["spanId"]);
+    let rows = audit_rows(&dir.path().join("switchboard.toml"));
+    assert_eq!(rows[0]["trace_id"], TRACE, "{rows:#}");
+
+    // A collector that takes the request and never answers: the command still ends at once
+    // after the 2 s it waits for the spans.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let silent_url = format!("http://{}/v1/traces", silent.local_addr().expect("address"));
+    let started = std::time::Instant::now();
+    call_echo(dir.path(), &silent_url, &traceparent).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "a silent collector held the command {:?}",
+        started.elapsed()
+    );
+    drop(silent);
 }

@@ -7,6 +7,11 @@
 //! command is the operator here); without a terminal it is denied at once, saying why — this
 //! process's queue has no other operator. With `[storage] url` the queue is the deployment's,
 //! and the call waits for an operator of any replica.
+//!
+//! With traces configured (`[telemetry]`, `OTEL_*`), the call is traced as a gateway call
+//! is — its SERVER span ([`LocalCallSpan`]), the pipeline's and the upstream's spans below it —
+//! in the trace `TRACEPARENT` (with `TRACESTATE`, `BAGGAGE`) names, if set, and the spans are
+//! sent before the command exits (`Host::shutdown` waits 2 s at most for the collector).
 
 use std::io::{IsTerminal, Write};
 use std::path::Path;
@@ -16,6 +21,9 @@ use std::sync::Arc;
 use crate::usage::usage;
 use serde_json::{Map, Value};
 use switchboard_core::CallContext;
+use switchboard_core::trace::{BAGGAGE, TRACEPARENT, TRACESTATE, TraceContext};
+use switchboard_mcp::front::Backend;
+use switchboard_mcp::front::span::LocalCallSpan;
 
 use crate::output::{print_json, print_line};
 
@@ -40,10 +48,12 @@ pub struct CallArgs {
 pub async fn run(config: Option<&Path>, args: CallArgs) -> anyhow::Result<ExitCode> {
     let arguments = parse_arguments(args.args.as_deref(), &args.pairs)?;
     let host = super::start_host(config, args.agent.as_deref()).await?;
-    let ctx = CallContext {
+    let mut ctx = CallContext {
         agent: args.agent.clone(),
+        trace: trace_of_environment(),
         ..CallContext::default()
     };
+    let span = LocalCallSpan::start(host.telemetry().as_ref(), &args.tool, &arguments, &mut ctx);
     let calling = host.call(&ctx, &args.tool, arguments);
     let result = match host
         .pending_approvals()
@@ -52,6 +62,10 @@ pub async fn run(config: Option<&Path>, args: CallArgs) -> anyhow::Result<ExitCo
         Some(pending) => answered_here(calling, &pending).await,
         None => calling.await,
     };
+    if let Some(span) = span {
+        span.finish(&result);
+    }
+    // Sends the spans too.
     host.close().await;
     let outcome = result.map_err(|error| match error {
         switchboard_core::pipeline::CallError::UnknownTool { .. } => {
@@ -81,6 +95,19 @@ pub async fn run(config: Option<&Path>, args: CallArgs) -> anyhow::Result<ExitCo
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
+    })
+}
+
+/// The trace the command was started in: OpenTelemetry's environment carriers `TRACEPARENT`,
+/// `TRACESTATE` and `BAGGAGE` (a malformed `TRACEPARENT` starts a new trace).
+fn trace_of_environment() -> Option<TraceContext> {
+    let carried = [TRACEPARENT, TRACESTATE, BAGGAGE]
+        .map(|key| (key, std::env::var(key.to_ascii_uppercase()).ok()));
+    TraceContext::extract(|key| {
+        carried
+            .iter()
+            .find(|(name, _)| *name == key)
+            .and_then(|(_, value)| value.as_deref())
     })
 }
 

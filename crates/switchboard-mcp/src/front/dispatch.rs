@@ -187,9 +187,9 @@ impl Dispatcher {
         let telemetry = self.backend.telemetry();
         let span = ServerSpan::start(
             telemetry.as_ref(),
-            (&id, method, params.as_ref()),
+            (Some(&id), method, params.as_ref()),
             self.session.as_deref(),
-            self.network_transport,
+            Some(self.network_transport),
             &mut ctx,
         );
         let answer = self.answer(id, method, params, ctx, notify).await;

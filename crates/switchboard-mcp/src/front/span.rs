@@ -9,16 +9,23 @@
 //! The caller's trace context comes from `params._meta.traceparent` (and `tracestate`), else
 //! from the HTTP `traceparent` header the front put in the context. Traced, the request runs
 //! in the span's own context; untraced, the caller's context passes through unchanged.
+//!
+//! A tool call this process makes itself (`switchboard call`) gets the same span through
+//! [`LocalCallSpan`], less what only a received request has (its JSON-RPC id, transport,
+//! session and protocol version).
 
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use serde_json::Value;
-use switchboard_core::CallContext;
+use serde_json::{Map, Value, json};
+use switchboard_core::pipeline::CallError;
 use switchboard_core::trace::{
     AttributeValue, FinishedSpan, SpanKind, Telemetry, TraceContext, target_attributes,
 };
+use switchboard_core::{CallContext, ToolOutcome};
 
+use super::dispatch::RequestEra;
+use super::tool_call::{answer_message, call_answer};
 use crate::era::META_PROTOCOL_VERSION;
 use crate::jsonrpc::{Message, RequestId};
 
@@ -41,12 +48,13 @@ pub fn trace_of_meta(params: Option<&Value>) -> Option<TraceContext> {
 
 impl ServerSpan {
     /// Sets the request's trace context in `ctx` — the span's when the request is traced,
-    /// else the caller's — and starts the span when it is.
+    /// else the caller's — and starts the span when it is. `id` and `transport` are a
+    /// received request's (none for a call made in this process).
     pub(super) fn start(
         telemetry: Option<&Arc<dyn Telemetry>>,
-        request: (&RequestId, &str, Option<&Value>),
+        request: (Option<&RequestId>, &str, Option<&Value>),
         session: Option<&str>,
-        transport: &'static str,
+        transport: Option<&'static str>,
         ctx: &mut CallContext,
     ) -> Option<Self> {
         let (id, method, params) = request;
@@ -67,11 +75,14 @@ impl ServerSpan {
         ctx.trace = Some(context.clone());
         ctx.telemetry = Some(telemetry.clone());
         let text = |key: &str| params.and_then(|p| p.get(key)).and_then(Value::as_str);
-        let mut attributes: Vec<(&'static str, AttributeValue)> = vec![
-            ("mcp.method.name", method.into()),
-            ("jsonrpc.request.id", id.to_string().into()),
-            ("network.transport", transport.into()),
-        ];
+        let mut attributes: Vec<(&'static str, AttributeValue)> =
+            vec![("mcp.method.name", method.into())];
+        if let Some(id) = id {
+            attributes.push(("jsonrpc.request.id", id.to_string().into()));
+        }
+        if let Some(transport) = transport {
+            attributes.push(("network.transport", transport.into()));
+        }
         if let Some(session) = session {
             attributes.push(("mcp.session.id", session.into()));
         }
@@ -167,6 +178,40 @@ impl ServerSpan {
     }
 }
 
+/// The SERVER span of a tool call this process makes itself rather than receives
+/// (`switchboard call`): named and attributed as a received `tools/call` is, and ended with
+/// what the gateway would have answered it, so the call is traced as a gateway call is.
+pub struct LocalCallSpan(ServerSpan);
+
+impl LocalCallSpan {
+    /// Sets the call's trace context in `ctx` — the span's when the call is traced, else the
+    /// one `ctx` brought (the caller's, if any) — and starts the span when it is.
+    pub fn start(
+        telemetry: Option<&Arc<dyn Telemetry>>,
+        tool: &str,
+        arguments: &Map<String, Value>,
+        ctx: &mut CallContext,
+    ) -> Option<Self> {
+        let params = json!({"name": tool, "arguments": arguments});
+        ServerSpan::start(
+            telemetry,
+            (None, "tools/call", Some(&params)),
+            None,
+            None,
+            ctx,
+        )
+        .map(Self)
+    }
+
+    /// Ends the span with the answer the gateway would have sent for `result`.
+    pub fn finish(self, result: &Result<ToolOutcome, CallError>) {
+        // The id is not recorded: the span was started without one.
+        let id = RequestId::Number(0);
+        let answer = answer_message(id, call_answer(result.clone()), RequestEra::Legacy);
+        self.0.finish(&answer);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Mutex;
@@ -201,9 +246,9 @@ mod tests {
         let id = RequestId::Number(1);
         let span = ServerSpan::start(
             Some(&telemetry),
-            (&id, "tools/call", Some(&params)),
+            (Some(&id), "tools/call", Some(&params)),
             None,
-            "pipe",
+            Some("pipe"),
             &mut ctx,
         )
         .expect("recorded");
