@@ -373,7 +373,7 @@ fn unusable_flags_are_usage_errors() {
     let catalog = dir.path().join("catalog.json");
     std::fs::write(&catalog, r#"{"tools": []}"#).expect("write catalog");
     let catalog_arg = catalog.display().to_string();
-    let cases: [(&[&str], &str); 7] = [
+    let cases: [(&[&str], &str); 8] = [
         (
             &["call", "clock__now", "--args", "[1]"],
             "must be a JSON object",
@@ -381,6 +381,7 @@ fn unusable_flags_are_usage_errors() {
         (&["call", "clock__now", "--args", "{"], "not valid JSON"),
         (&["call", "clock__now", "zone"], "is not KEY=VALUE"),
         (&["tools", "--count-tokens"], "needs an LLM rendering"),
+        (&["tools", "--as-sent", "--stats"], "pick one"),
         (
             &[
                 "tools",

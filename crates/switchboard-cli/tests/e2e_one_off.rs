@@ -1,11 +1,16 @@
 //! One-off commands behave like the gateway they stand in for: `switchboard call` records
 //! its call in the ledger and closes it as a stopping gateway does — the row is on record
-//! and no journal is left for the next start to replay — on success and on error alike.
+//! and no journal is left for the next start to replay — on success and on error alike;
+//! `switchboard tools --as-sent` prints exactly what a stdio `serve --agent` answers
+//! `tools/list` with, for an agent in search mode and one in full mode.
 
 mod support;
 
+use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
+use std::process::{Command, Stdio};
 
+use serde_json::{Value, json};
 use support::*;
 
 /// The ledger's journal files in `dir` (a closed ledger leaves none).
@@ -70,4 +75,146 @@ fn call_writes_its_row_and_leaves_no_journal() {
         "{rows}"
     );
     assert_eq!(rows[1]["server"], "clock", "{rows}");
+}
+
+/// A config whose agent `seeker` lists in search mode (`clock__now` pinned) and `plain` in
+/// full, both seeing the clock and dice built-ins.
+fn exposure_config(dir: &Path) -> String {
+    let config = write_config(
+        dir,
+        &format!(
+            "[gateway]\nledger = {}\n\n\
+             [agents.seeker]\nexposure = \"search\"\nallow = [\"clock:*\", \"dice:*\"]\npinned = [\"clock__now\"]\n\n\
+             [agents.plain]\nallow = [\"clock:*\", \"dice:*\"]\n\n\
+             [servers.clock]\nbuiltin = \"clock\"\n\n[servers.dice]\nbuiltin = \"dice\"\n",
+            quoted(&dir.join("ledger.db").display().to_string())
+        ),
+    );
+    config.display().to_string()
+}
+
+/// The `tools` a stdio `serve --agent AGENT` answers `tools/list` with.
+fn tools_list_over_stdio(dir: &Path, config: &str, agent: &str) -> Value {
+    let mut gateway = Command::new(switchboard())
+        .args([
+            "--config",
+            config,
+            "serve",
+            "--agent",
+            agent,
+            "--admin-file",
+        ])
+        .arg(dir.join("admin.json"))
+        .env("XDG_DATA_HOME", dir)
+        .env("XDG_STATE_HOME", dir)
+        .env_remove("SWITCHBOARD_LOG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the gateway");
+    let mut input = gateway.stdin.take().expect("stdin");
+    for request in [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "e2e_one_off", "version": "0"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+    ] {
+        writeln!(input, "{request}").expect("write a request");
+    }
+    let output = BufReader::new(gateway.stdout.take().expect("stdout"));
+    let listed = output
+        .lines()
+        .map_while(Result::ok)
+        .filter_map(|line| serde_json::from_str::<Value>(&line).ok())
+        .find(|message| message["id"] == 2)
+        .expect("an answer to tools/list");
+    drop(input);
+    let _ = gateway.wait();
+    listed["result"]["tools"].clone()
+}
+
+#[test]
+fn tools_as_sent_prints_what_tools_list_sends() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = exposure_config(dir.path());
+    let tools = |args: &[&str]| {
+        let mut all = vec!["--config", config.as_str(), "tools"];
+        all.extend(args);
+        let output = isolated(dir.path(), &all);
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        output
+    };
+
+    // Search mode: the view is every tool the agent may call; what it is sent is the
+    // meta-tools and its pinned tool — exactly what `serve --agent` answers.
+    let view = stdout_json(&tools(&["--agent", "seeker", "--format", "json"]));
+    assert!(names(&view).contains(&"dice__roll".to_owned()), "{view}");
+    let sent = stdout_json(&tools(&[
+        "--agent",
+        "seeker",
+        "--as-sent",
+        "--format",
+        "json",
+    ]));
+    assert_eq!(
+        names(&sent),
+        ["search_tools", "describe_tool", "call_tool", "clock__now"]
+    );
+    assert_eq!(sent, tools_list_over_stdio(dir.path(), &config, "seeker"));
+    let table = tools(&["--agent", "seeker", "--as-sent"]);
+    let table = String::from_utf8_lossy(&table.stdout);
+    let rows: Vec<Vec<&str>> = table
+        .lines()
+        .skip(1)
+        .map(|line| line.split_whitespace().take(2).collect())
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ["search_tools", "-"],
+            ["describe_tool", "-"],
+            ["call_tool", "-"],
+            ["clock__now", "clock"]
+        ],
+        "{table}"
+    );
+    let count = |args: &[&str]| -> u64 {
+        let output = tools(args);
+        String::from_utf8_lossy(&output.stdout)
+            .trim()
+            .parse()
+            .expect("a token count")
+    };
+    let sent_tokens = count(&[
+        "--agent",
+        "seeker",
+        "--as-sent",
+        "--format",
+        "mcp",
+        "--count-tokens",
+    ]);
+    let view_tokens = count(&["--agent", "seeker", "--format", "mcp", "--count-tokens"]);
+    assert_ne!(sent_tokens, view_tokens, "the listing sent is not the view");
+
+    // Full mode: what it is sent is its view.
+    let sent = stdout_json(&tools(&[
+        "--agent",
+        "plain",
+        "--as-sent",
+        "--format",
+        "json",
+    ]));
+    assert_eq!(
+        names(&sent),
+        names(&stdout_json(&tools(&[
+            "--agent", "plain", "--format", "mcp"
+        ])))
+    );
+    assert_eq!(sent, tools_list_over_stdio(dir.path(), &config, "plain"));
 }

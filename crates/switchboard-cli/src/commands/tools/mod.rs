@@ -1,5 +1,7 @@
 //! `switchboard tools`: what the gateway would expose, as a table or JSON; `tools search`
-//! finds tools for a task.
+//! finds tools for a task. The listing is the caller's view — every tool it may call — or,
+//! with `--as-sent`, what its `tools/list` is answered: for a `categories` or `search`
+//! exposure (chosen, or fitted to `max_listing_tokens`), the meta-tools and pinned tools.
 
 pub mod pins;
 mod rendered;
@@ -42,6 +44,11 @@ pub struct ToolsArgs {
     /// health, tiers, rank in its category); with --format json, as JSON.
     #[arg(long)]
     stats: bool,
+    /// List what the agent's tools/list is answered instead of its view: in a categories or
+    /// search exposure, the meta-tools and its pinned tools; --format json prints the
+    /// definitions as sent.
+    #[arg(long)]
+    as_sent: bool,
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -117,10 +124,10 @@ pub async fn run(config: Option<&Path>, args: ToolsArgs) -> anyhow::Result<ExitC
                 Format::llm_renderings()
             ))
         })?;
-        if args.agent.is_some() || args.tier.is_some() || args.stats {
-            // A catalog file knows no agents, tiers or measurements.
+        if args.agent.is_some() || args.tier.is_some() || args.stats || args.as_sent {
+            // A catalog file knows no agents, tiers, measurements or exposure.
             return Err(usage(
-                "--catalog renders the file's tools as they are: --agent, --tier and --stats need the configured gateway (drop --catalog)",
+                "--catalog renders the file's tools as they are: --agent, --tier, --stats and --as-sent need the configured gateway (drop --catalog)",
             ));
         }
         rendered::print(rendering, &rendered::offline(path)?, args.count_tokens)?;
@@ -131,6 +138,11 @@ pub async fn run(config: Option<&Path>, args: ToolsArgs) -> anyhow::Result<ExitC
             "--count-tokens needs an LLM rendering: --format {}",
             Format::llm_renderings()
         )));
+    }
+    if args.stats && args.as_sent {
+        return Err(usage(
+            "--stats measures the tools an agent may call, --as-sent shows its listing: pick one",
+        ));
     }
     if args.stats && args.format.rendering().is_some() {
         return Err(usage(
@@ -166,6 +178,12 @@ pub async fn run(config: Option<&Path>, args: ToolsArgs) -> anyhow::Result<ExitC
     let caller = switchboard_core::Caller::new(args.agent.clone(), None)
         .with_tier(args.tier.as_ref().map(|t| t.to_lowercase()));
     let entries = host.visible_for(&caller);
+    if args.as_sent {
+        let listed = host.listed_tools(&caller);
+        host.close().await;
+        print_as_sent(args.format, &listed, &entries, args.count_tokens)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     if let Some(rendering) = args.format.rendering() {
         host.close().await;
         let tools: Vec<_> = entries
@@ -202,32 +220,17 @@ pub async fn run(config: Option<&Path>, args: ToolsArgs) -> anyhow::Result<ExitC
             print_json(&tools)?;
         }
         _ => {
-            let width = entries
+            let rows: Vec<(&str, &str, Option<&str>)> = entries
                 .iter()
-                .map(|e| e.exposed.len())
-                .max()
-                .unwrap_or(4)
-                .max(4);
-            let server_width = entries
-                .iter()
-                .map(|e| e.spec.server.as_str().len())
-                .max()
-                .unwrap_or(6)
-                .max(6);
-            print_line(&format!(
-                "{:width$}  {:server_width$}  DESCRIPTION",
-                "NAME", "SERVER"
-            ))?;
-            for entry in &entries {
-                let description = entry.spec.definition.description.as_deref().unwrap_or("");
-                let first_line = description.lines().next().unwrap_or("");
-                print_line(&format!(
-                    "{:width$}  {:server_width$}  {}",
-                    entry.exposed,
-                    entry.spec.server.as_str(),
-                    truncate(first_line, 80)
-                ))?;
-            }
+                .map(|entry| {
+                    (
+                        entry.exposed.as_str(),
+                        entry.spec.server.as_str(),
+                        entry.spec.definition.description.as_deref(),
+                    )
+                })
+                .collect();
+            print_table(&rows)?;
             for report in status.iter().filter(|s| s.state != "up") {
                 eprintln!(
                     "note: server '{}' is {}: {}",
@@ -239,6 +242,61 @@ pub async fn run(config: Option<&Path>, args: ToolsArgs) -> anyhow::Result<ExitC
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `listed`, the definitions a `tools/list` sends, in `format`: the table (a meta-tool's
+/// server is `-`: the gateway's own), the definitions as JSON, or a rendering (or its count).
+fn print_as_sent(
+    format: Format,
+    listed: &[switchboard_core::ToolDefinition],
+    visible: &[std::sync::Arc<switchboard_core::CatalogEntry>],
+    count_tokens: bool,
+) -> anyhow::Result<()> {
+    if let Some(rendering) = format.rendering() {
+        let tools: Vec<_> = listed
+            .iter()
+            .map(|definition| (definition.name.clone(), definition.clone()))
+            .collect();
+        return rendered::print(rendering, &tools, count_tokens);
+    }
+    if format == Format::Json {
+        return print_json(&listed);
+    }
+    let server_of = |name: &str| {
+        visible
+            .iter()
+            .find(|entry| entry.exposed == name)
+            .map_or("-", |entry| entry.spec.server.as_str())
+    };
+    let rows: Vec<(&str, &str, Option<&str>)> = listed
+        .iter()
+        .map(|definition| {
+            (
+                definition.name.as_str(),
+                server_of(&definition.name),
+                definition.description.as_deref(),
+            )
+        })
+        .collect();
+    print_table(&rows)
+}
+
+/// The NAME, SERVER, DESCRIPTION table (a description's first line, cut at 80 characters).
+fn print_table(rows: &[(&str, &str, Option<&str>)]) -> anyhow::Result<()> {
+    let width = rows.iter().map(|row| row.0.len()).max().unwrap_or(4).max(4);
+    let server_width = rows.iter().map(|row| row.1.len()).max().unwrap_or(6).max(6);
+    print_line(&format!(
+        "{:width$}  {:server_width$}  DESCRIPTION",
+        "NAME", "SERVER"
+    ))?;
+    for (name, server, description) in rows {
+        let first_line = description.unwrap_or("").lines().next().unwrap_or("");
+        print_line(&format!(
+            "{name:width$}  {server:server_width$}  {}",
+            truncate(first_line, 80)
+        ))?;
+    }
+    Ok(())
 }
 
 fn truncate(text: &str, max: usize) -> String {
