@@ -38,6 +38,16 @@ impl Client {
         assert_eq!(told.as_deref(), Some(expected), "{why}");
     }
 
+    /// Cancels the hanging reads of [`owing_two_hanging_reads`].
+    async fn cancel_reads(&mut self) {
+        for id in [1, 2] {
+            self.send(&format!(
+                r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{id}}}}}"#
+            ))
+            .await;
+        }
+    }
+
     async fn receive(&mut self) -> Value {
         let line = tokio::time::timeout(Duration::from_secs(5), self.output.next_line())
             .await
@@ -82,6 +92,25 @@ fn start_with(options: StdioOptions) -> Client {
         cancelled,
         version,
     }
+}
+
+/// A client owed the most answers it may be (two): two reads that hang until cancelled
+/// (ids 1 and 2, [`Client::cancel_reads`]) have started.
+async fn owing_two_hanging_reads() -> Client {
+    let mut client = start_with(StdioOptions {
+        max_message_bytes: 1 << 20,
+        grace: Duration::from_secs(1),
+        max_owed_answers: 2,
+    });
+    for id in [1, 2] {
+        client
+            .send(&format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"resources/read","params":{{"uri":"wait://forever"}}}}"#
+            ))
+            .await;
+        client.expect_told("reading", "the read starts").await;
+    }
+    client
 }
 
 #[tokio::test]
@@ -397,29 +426,11 @@ async fn a_client_that_does_not_read_its_answers_stops_being_read() {
 /// and the cancellations behind it in the input end both reads; then the ping is answered.
 #[tokio::test]
 async fn a_cancellation_is_read_while_the_most_answers_are_owed() {
-    let mut client = start_with(StdioOptions {
-        max_message_bytes: 1 << 20,
-        grace: Duration::from_secs(1),
-        max_owed_answers: 2,
-    });
-    for id in [1, 2] {
-        client
-            .send(&format!(
-                r#"{{"jsonrpc":"2.0","id":{id},"method":"resources/read","params":{{"uri":"wait://forever"}}}}"#
-            ))
-            .await;
-        client.expect_told("reading", "the read starts").await;
-    }
+    let mut client = owing_two_hanging_reads().await;
     client
         .send(r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#)
         .await;
-    for id in [1, 2] {
-        client
-            .send(&format!(
-                r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{id}}}}}"#
-            ))
-            .await;
-    }
+    client.cancel_reads().await;
     for _ in [1, 2] {
         client
             .expect_told("read", "cancelled though the most answers are owed")
@@ -515,4 +526,35 @@ async fn requests_sent_before_the_answers_owed_calls_wait_on_do_not_stall_the_cl
         .send(r#"{"jsonrpc":"2.0","id":99,"method":"ping"}"#)
         .await;
     assert_eq!(client.receive().await["id"], 99);
+}
+
+/// Owed the most answers it may be, a client's unreadable lines take no owed answer and no
+/// place in line: each is answered at once with its error, more of them than may wait for
+/// room, and a request sent after them still waits for room (it is not refused) and runs once
+/// the calls holding the owed answers end.
+#[tokio::test]
+async fn unreadable_lines_are_answered_while_the_most_answers_are_owed() {
+    let mut client = owing_two_hanging_reads().await;
+    let garbage = MAX_WAITING_REQUESTS + 2;
+    for n in 0..garbage {
+        if n % 2 == 0 {
+            client.send("not json at all").await;
+        } else {
+            client
+                .send(r#"{"jsonrpc":"2.0","id":"bad","nonsense":true}"#)
+                .await;
+        }
+    }
+    for n in 0..garbage {
+        let answer = client.receive().await;
+        let expected = if n % 2 == 0 { -32700 } else { -32600 };
+        assert_eq!(answer["error"]["code"], expected, "line {n}: {answer}");
+    }
+    client
+        .send(r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#)
+        .await;
+    client.cancel_reads().await;
+    let ping = client.receive().await;
+    assert_eq!(ping["id"], 3, "the request waited for room: {ping}");
+    assert_eq!(ping["result"], json!({}), "{ping}");
 }

@@ -10,7 +10,7 @@
 //! `max_owed_answers` ([`MAX_OWED_ANSWERS`] by default) answers are owed to it at once, past
 //! that its requests wait for room, at most [`MAX_WAITING_REQUESTS`] of them, and past those
 //! are refused at once (`stdio_outbox` has the rules, and which notifications may be
-//! dropped). Its input is read on whatever is owed — its responses and notifications are
+//! dropped). A line that cannot be read is answered like a refusal, owing nothing. Its input is read on whatever is owed — its responses and notifications are
 //! handled at once, since the calls holding the owed answers may be waiting on them — and
 //! waits only while it leaves too many refusals unread.
 
@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::dispatch::{Dispatcher, Notifier, RequestEra, progress_notification, progress_token};
 use super::relay::Relay;
-use super::stdio_outbox::{Claim, Outbox};
+use super::stdio_outbox::Outbox;
 pub use super::stdio_outbox::{MAX_OWED_ANSWERS, MAX_WAITING_REQUESTS, REFUSAL_BUDGET_BYTES};
 use super::subscriptions::{ResourceSubscriptions, SubscriptionChange};
 use crate::framing::{Unread, read_bounded_line};
@@ -142,26 +142,14 @@ pub async fn serve(
             )),
             Err(Unread::Failed(_)) => break,
         };
-        // Only what will be answered claims an owed answer; the rest is handled at once.
+        // Only a request claims an owed answer; the rest is handled at once. An unreadable
+        // line is answered like a refusal, at once under the refusal budget: it never holds a
+        // slot, nor a place in line, that a request needs.
         let message = match parsed {
             Ok(message) => message,
             Err(error) => {
-                match claims.claim(line.len()) {
-                    Ok(Claim::Owed(owed)) => out_tx.answer(error.to_line(), owed),
-                    Ok(waiting) => {
-                        let out = out_tx.clone();
-                        tasks.spawn(async move {
-                            let never = CancellationToken::new();
-                            if let Some(owed) = waiting.owed(&never).await {
-                                out.answer(error.to_line(), owed);
-                            }
-                        });
-                    }
-                    Err(_) => {
-                        if !unless_stopping(&shutdown, out_tx.refuse(error.to_line())).await {
-                            break;
-                        }
-                    }
+                if !unless_stopping(&shutdown, out_tx.refuse(error.to_line())).await {
+                    break;
                 }
                 continue;
             }

@@ -1,12 +1,12 @@
 //! The stdio front's outbox: every line the front writes to its client, and the bounds that
 //! keep a client that does not read its output from making the gateway hold ever more.
 //!
-//! Answers are owed: a line that will be answered (a request, or a line that could not be
-//! read) claims an [`Owed`] once it has been read — at most `max_owed_answers` at once
-//! ([`MAX_OWED_ANSWERS`] unless the front's options say otherwise) — and gives it back when
-//! its answer has been written. Responses to questions relayed to the client and
-//! notifications (`notifications/cancelled` among them) claim nothing: they are always read
-//! and handled at once, since the calls that hold the owed answers may be waiting on them.
+//! Answers are owed: a request claims an [`Owed`] once it has been read — at most
+//! `max_owed_answers` at once ([`MAX_OWED_ANSWERS`] unless the front's options say
+//! otherwise) — and gives it back when its answer has been written. Responses to questions
+//! relayed to the client and notifications (`notifications/cancelled` among them) claim
+//! nothing: they are always read and handled at once, since the calls that hold the owed
+//! answers may be waiting on them.
 //!
 //! When the bound is full, a request's claim waits for room (its call does not start until
 //! it is owed), and reading goes on: the client's answers to relayed questions may come
@@ -15,14 +15,16 @@
 //! at most [`MAX_WAITING_BYTES`] as read (one alone may be as large as a message may be),
 //! wait at once; a request past that is refused at once and never run ([`Refused`]: an
 //! error with its id saying how many answers the client is owed and to send fewer requests
-//! at once; an unreadable line past that gets its own error so). A refusal is an answer
-//! too, written at once, ahead of requests read before it that still wait; the client's
-//! input waits while more than [`REFUSAL_BUDGET_BYTES`] of refusals are unwritten. So the
-//! input of a client that reads its output is always read on; it stops being read only
-//! while the client leaves that many refusals unread — one that does not read its output
-//! at all cannot be sending answers to questions it has not read, and one that reads again
-//! is read again. No answer is ever dropped: every request read is answered, or refused,
-//! unless the client cancels it (then it gets no answer, as before).
+//! at once). A line that could not be read (not JSON, not JSON-RPC, over the message limit)
+//! claims nothing either: its error is answered like a refusal, so it never holds an owed
+//! answer or a place in line that a request needs. A refusal is an answer too, written at
+//! once, ahead of requests read before it that still wait; the client's input waits while
+//! more than [`REFUSAL_BUDGET_BYTES`] of refusals are unwritten. So the input of a client
+//! that reads its output is always read on; it stops being read only while the client
+//! leaves that many refusals unread — one that does not read its output at all cannot be
+//! sending answers to questions it has not read, and one that reads again is read again. No
+//! answer is ever dropped: every request read is answered, or refused, unless the client
+//! cancels it (then it gets no answer, as before).
 //!
 //! Notifications are not owed. Those that only report along the way (progress, an
 //! upstream's log messages) are dropped while more than [`NOTE_BUDGET_BYTES`] are unwritten;
@@ -273,8 +275,7 @@ impl Outbox {
         }
     }
 
-    /// Queues the answer to a request (or to a line that could not be read), paying what
-    /// was owed once it is written.
+    /// Queues the answer to a request, paying what was owed once it is written.
     pub(super) fn answer(&self, line: String, owed: Owed) {
         let _ = self.lines.send(Queued {
             line,
@@ -307,8 +308,8 @@ impl Outbox {
         self.room_for(Unowed::Note).await && self.queue_unowed(line, Unowed::Note)
     }
 
-    /// Queues the answer to a refused request (or an unreadable line refused) once the
-    /// refusal budget has room. False when the client is gone.
+    /// Queues the answer to a refused request (or the error that answers a line that could
+    /// not be read) once the refusal budget has room. False when the client is gone.
     pub(super) async fn refuse(&self, line: String) -> bool {
         self.room_for(Unowed::Refusal).await && self.queue_unowed(line, Unowed::Refusal)
     }
