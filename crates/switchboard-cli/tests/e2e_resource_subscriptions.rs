@@ -2,7 +2,7 @@
 //! fixture, which reads back what it is subscribed to at `test://subscriptions`): the server
 //! hears the first subscribe and the last unsubscribe, a session cannot end another's
 //! subscription, a closed session's subscriptions end, and a server that restarts is
-//! subscribed again.
+//! subscribed again, its subscribers told to read their resources again.
 
 mod support;
 
@@ -81,6 +81,20 @@ impl Session<'_> {
         serde_json::from_str(text).expect("a list of URIs")
     }
 
+    /// The session's GET stream, open.
+    async fn listen(&self) -> reqwest::Response {
+        let stream = http_client()
+            .get(self.url)
+            .header("accept", "text/event-stream")
+            .header("mcp-session-id", &self.id)
+            .header("mcp-protocol-version", "2025-11-25")
+            .send()
+            .await
+            .expect("get");
+        assert_eq!(stream.status().as_u16(), 200, "the GET stream opens");
+        stream
+    }
+
     async fn close(&self) {
         let status = http_client()
             .delete(self.url)
@@ -138,7 +152,10 @@ async fn the_server_hears_the_first_subscribe_and_the_last_unsubscribe_and_again
     b.request("resources/unsubscribe", subscribe.clone()).await;
     assert_eq!(a.server_subscriptions().await, vec![URI]);
 
-    // The server restarts: its new process is subscribed again.
+    // The server restarts: its new process is subscribed again, and a's GET stream hears
+    // that the resource may have changed (a change between the restart and the subscription
+    // would have been announced to nobody).
+    let mut stream = a.listen().await;
     let server = children(gateway.child.id());
     assert_eq!(server.len(), 1, "one server process: {server:?}");
     let killed = nix::sys::signal::kill(
@@ -172,6 +189,18 @@ async fn the_server_hears_the_first_subscribe_and_the_last_unsubscribe_and_again
         vec![URI],
         "the restarted server lost the subscription"
     );
+    let mut buffer = String::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let update = loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let message = shared_replicas::next_message(&mut stream, &mut buffer, left)
+            .await
+            .expect("an update notice after the restart, though nothing changed");
+        if message["method"] == "notifications/resources/updated" {
+            break message;
+        }
+    };
+    assert_eq!(update["params"]["uri"], URI, "{update}");
 
     // The last subscriber leaves: the server is unsubscribed.
     a.request("resources/unsubscribe", subscribe.clone()).await;

@@ -322,27 +322,33 @@ impl Worker {
 
     /// Subscribes a new connection to the resources the server was subscribed to through
     /// the last one (a restart loses a server's subscriptions), each within the discover
-    /// timeout; a refusal is logged and the URI forgotten.
+    /// timeout; a refusal is logged and the URI forgotten. Then each of those URIs is
+    /// reported updated, so their subscribers read them again: the new connection served
+    /// reads before its subscriptions were back, and a change in between (or the restart
+    /// itself) was announced to nobody.
     async fn subscribe_again(&self, client: &RpcClient) {
         let uris: Vec<String> = self
             .subscribed
             .lock()
             .map(|uris| uris.iter().cloned().collect())
             .unwrap_or_default();
-        for uri in uris {
+        for uri in &uris {
             let request = client.request("resources/subscribe", Some(json!({"uri": uri})));
             match tokio::time::timeout(self.spec.discover_timeout, request).await {
                 Ok(Ok(_)) => {}
                 Ok(Err(error)) => {
                     tracing::warn!(target: "switchboard::upstream", server = %self.label, "subscribing again to {uri} failed: {error}");
-                    if let Ok(mut uris) = self.subscribed.lock() {
-                        uris.remove(&uri);
+                    if let Ok(mut subscribed) = self.subscribed.lock() {
+                        subscribed.remove(uri);
                     }
                 }
                 Err(_) => {
                     tracing::warn!(target: "switchboard::upstream", server = %self.label, "subscribing again to {uri} took over {} ms", self.spec.discover_timeout.as_millis());
                 }
             }
+        }
+        for uri in &uris {
+            self.on_change.resource_updated(&self.spec.id, uri);
         }
     }
 
