@@ -1,5 +1,5 @@
 //! Cancellation of blocking work whose caller has gone: the built-ins that write (`files`,
-//! `memory`, `sessions`) run each call on a blocking thread, which keeps running when the call's future is
+//! `memory`, `sessions`, `rules`' reindex) run each call on a blocking thread, which keeps running when the call's future is
 //! dropped at its deadline. So that the outcome matches what the caller is told ("did not
 //! answer within …": nothing happened), the work runs through [`spawn_blocking_cancellable`],
 //! whose future holds a [`CancelOnDrop`] guard that raises the call's flag when dropped, and

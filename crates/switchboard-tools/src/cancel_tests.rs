@@ -1,7 +1,7 @@
 //! A call dropped at its deadline changes nothing (regression: an edit answered "did not
 //! answer within 500ms" and still rewrote the file): a write whose call was cancelled stops
-//! before the rename, and a memory write or a session's turn held up by another writer is not
-//! committed once its caller has been told it failed.
+//! before the rename, and a memory write, a session's turn or a rules reindex held up by
+//! another writer is not committed once its caller has been told it failed.
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -14,6 +14,7 @@ use switchboard_core::upstream::ToolProvider;
 use crate::cancel::run_cancellable;
 use crate::files::{Files, FilesSettings, Root};
 use crate::memory::{Memory, MemorySettings};
+use crate::rules::{Rules, RulesSettings};
 use crate::sessions::{Sessions, SessionsSettings};
 
 fn arguments(value: Value) -> serde_json::Map<String, Value> {
@@ -67,6 +68,16 @@ fn a_cancelled_write_leaves_the_file_and_no_temporary_behind() {
     assert!(written.is_ok(), "{written:?}");
 }
 
+/// What `provider`'s `tool` answers to `args`, structured.
+async fn structured(provider: &dyn ToolProvider, tool: &str, args: Value) -> Value {
+    provider
+        .call(tool, arguments(args), &CallContext::default())
+        .await
+        .unwrap_or_else(|error| panic!("{tool}: {error:?}"))
+        .structured_content
+        .unwrap_or_else(|| panic!("{tool}: a structured answer"))
+}
+
 /// Calls `tool` while another connection holds `database`'s write lock, so that the call waits
 /// in SQLite's busy handler past the deadline its caller gives it; the lock is let go once the
 /// caller has given up.
@@ -102,15 +113,8 @@ async fn a_memory_write_that_timed_out_is_not_committed() {
     .await;
 
     // The store runs one call at a time: this search starts once the dropped call is over.
-    let found = memory
-        .call(
-            "search_facts",
-            arguments(json!({"query": "bridge Oakvale"})),
-            &CallContext::default(),
-        )
-        .await
-        .expect("search");
-    let facts = &found.structured_content.expect("structured")["facts"];
+    let found = structured(&memory, "search_facts", json!({"query": "bridge Oakvale"})).await;
+    let facts = &found["facts"];
     assert_eq!(facts, &json!([]), "nothing was committed: {facts}");
 }
 
@@ -134,16 +138,47 @@ async fn a_session_turn_that_timed_out_is_not_appended() {
 
     // The store runs one call at a time: this append starts once the dropped call is over,
     // and is the session's first turn.
-    let appended = sessions
-        .call(
-            "append_turn",
-            arguments(json!({"session_id": "s1", "speaker": "Aria", "text": "We ford the river."})),
-            &CallContext::default(),
-        )
-        .await
-        .expect("append");
-    let turn = &appended.structured_content.expect("structured")["turn"];
+    let appended = structured(
+        &sessions,
+        "append_turn",
+        json!({"session_id": "s1", "speaker": "Aria", "text": "We ford the river."}),
+    )
+    .await;
+    let turn = &appended["turn"];
     assert_eq!(turn, &json!(1), "the timed-out turn was not recorded");
+}
+
+/// Regression: `rules.reindex` ran without the flag, so a reindex whose call had been answered
+/// "did not answer within …" still landed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rules_reindex_that_timed_out_is_not_committed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().join("rules");
+    std::fs::create_dir_all(&root).expect("rules dir");
+    std::fs::write(root.join("old.md"), "# Old\n\nIndexed when opened.\n").expect("old");
+    let database = dir.path().join("rules.db");
+    let rules = Rules::open(RulesSettings {
+        dirs: vec![root.clone()],
+        database: database.clone(),
+    })
+    .expect("rules");
+    std::fs::write(root.join("new.md"), "# Fresh\n\nAdded later.\n").expect("new");
+    time_out_behind_another_writer(&rules, &database, "reindex", json!({})).await;
+
+    // The index has one connection: this search starts once the dropped reindex is over.
+    let found = structured(&rules, "search_rules", json!({"query": "fresh"})).await;
+    let hits = &found["rules"];
+    assert_eq!(
+        hits,
+        &json!([]),
+        "the timed-out reindex was not committed: {hits}"
+    );
+    let files = rules.store().files().expect("files");
+    assert_eq!(
+        files.len(),
+        1,
+        "only the file indexed when opened: {files:?}"
+    );
 }
 
 /// Regression: work that panicked inside `run_cancellable` left its (later raised) flag on the

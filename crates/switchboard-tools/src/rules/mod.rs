@@ -276,7 +276,8 @@ impl ToolProvider for Rules {
         };
         let tool = tool.to_owned();
         Box::pin(async move {
-            tokio::task::spawn_blocking(move || run(&handles, &tool, &arguments))
+            // Cancellable: a reindex whose call timed out is not committed (`crate::cancel`).
+            crate::cancel::spawn_blocking_cancellable(move || run(&handles, &tool, &arguments))
                 .await
                 .map_err(|error| ToolError::new(format!("rules: the operation failed: {error}")))?
                 .map_err(ToolError::new)

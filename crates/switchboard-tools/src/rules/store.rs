@@ -164,7 +164,8 @@ impl Store {
 
     /// One reindex's writes in one transaction: files re-sectioned (their old rules replaced),
     /// files whose content was unchanged (new time and size remembered), files removed.
-    /// Returns the number of rules in the index afterwards.
+    /// Returns the number of rules in the index afterwards. Not committed when the call it
+    /// serves was cancelled ([`crate::sqlite::commit`]).
     pub fn apply(
         &self,
         sectioned: &[FileRules],
@@ -214,7 +215,7 @@ impl Store {
             let count: i64 = tx
                 .query_row("SELECT count(*) FROM rules", [], |row| row.get(0))
                 .map_err(sql)?;
-            tx.commit().map_err(sql)?;
+            crate::sqlite::commit(tx)?;
             Ok(count as usize)
         })
     }
