@@ -27,6 +27,7 @@ pub mod offline;
 pub mod outcome;
 pub mod param_headers;
 pub mod pipeline;
+pub mod process_group;
 pub mod public_address;
 pub mod schema;
 pub mod server;

@@ -22,8 +22,7 @@ use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
+use switchboard_core::process_group::ProcessGroup;
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::process::Command;
 use tokio_util::sync::CancellationToken;
@@ -148,16 +147,8 @@ impl Step<'_> {
                 InstallError::Io(format!("cannot start `{}`", self.command_line()), error)
             }
         })?;
-        let group = child
-            .id()
-            .and_then(|id| i32::try_from(id).ok())
-            .map(Pid::from_raw);
-        let kill_group = || {
-            if let Some(group) = group {
-                // ESRCH (the group is already gone) is the usual case after a clean exit.
-                let _ = killpg(group, Signal::SIGKILL);
-            }
-        };
+        // Killed whole when dropped: once the step ends (below), or with this future.
+        let group = ProcessGroup::led_by(child.id());
         let tail = Arc::new(Mutex::new(VecDeque::new()));
         let readers = [
             child
@@ -175,7 +166,8 @@ impl Step<'_> {
             () = tokio::time::sleep(self.deadline) => Err(Stopped::TimedOut),
             status = child.wait() => status.map_err(|error| Stopped::Lost(error.to_string())),
         };
-        kill_group();
+        // After a clean exit the group is usually gone already (ESRCH).
+        drop(group);
         if outcome.is_err() {
             let _ = child.wait().await;
         }

@@ -1,6 +1,7 @@
 //! Processes the players start: each in a process group of its own, killed whole when its
 //! [`Group`] is dropped (a player that forks — mpv running a downloader, a wrapper script —
-//! leaves no orphans); the private directory that holds mpv's socket; finding programs on
+//! leaves no orphans; the signalling is `switchboard_core::process_group`'s); the private
+//! directory that holds mpv's socket; finding programs on
 //! `PATH`.
 
 use std::ffi::OsStr;
@@ -8,13 +9,13 @@ use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
+use switchboard_core::process_group::ProcessGroup;
+pub(crate) use switchboard_core::process_group::kill_group;
 use tokio::process::{Child, Command};
 
 /// A started child and its process group, killed (SIGKILL) when dropped.
 pub(crate) struct Group {
-    pgid: Option<Pid>,
+    group: ProcessGroup,
     pub(crate) child: Child,
 }
 
@@ -34,16 +35,13 @@ impl Group {
             .process_group(0)
             .kill_on_drop(true)
             .spawn()?;
-        let pgid = child
-            .id()
-            .and_then(|id| i32::try_from(id).ok())
-            .map(Pid::from_raw);
-        Ok(Self { pgid, child })
+        let group = ProcessGroup::led_by(child.id());
+        Ok(Self { group, child })
     }
 
     /// The process id of the child (also its group's id).
     pub(crate) fn pid(&self) -> Option<u32> {
-        self.pgid.and_then(|pid| u32::try_from(pid.as_raw()).ok())
+        self.group.id()
     }
 
     /// Whether the child is still running (not exited, or exited and not yet reaped).
@@ -53,30 +51,10 @@ impl Group {
 
     /// Kills the group and reaps the child.
     pub(crate) async fn kill(mut self) {
-        self.signal(Signal::SIGKILL);
+        self.group.kill();
         let _ = self.child.wait().await;
         // Reaped: its id may be reused, so the drop must not signal it again.
-        self.pgid = None;
-    }
-
-    fn signal(&self, signal: Signal) {
-        if let Some(pgid) = self.pgid {
-            // ESRCH (already gone) is the expected case after the player exited.
-            let _ = killpg(pgid, signal);
-        }
-    }
-}
-
-impl Drop for Group {
-    fn drop(&mut self) {
-        self.signal(Signal::SIGKILL);
-    }
-}
-
-/// Kills the process group `pgid` (SIGKILL) from anywhere, e.g. a `Drop` with no runtime.
-pub(crate) fn kill_group(pgid: u32) {
-    if let Ok(pgid) = i32::try_from(pgid) {
-        let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
+        self.group.forget();
     }
 }
 
