@@ -231,6 +231,33 @@ async fn bad_input_gets_errors_and_the_front_keeps_serving() {
 }
 
 #[tokio::test]
+async fn logging_set_level_refuses_a_level_mcp_does_not_name() {
+    let mut client = start(1 << 20);
+    for (id, params) in [
+        (1, json!({"level": "verbose"})),
+        (2, json!({"level": 5})),
+        (3, json!({})),
+    ] {
+        client
+            .send(&json!({"jsonrpc": "2.0", "id": id, "method": "logging/setLevel", "params": params}).to_string())
+            .await;
+        let refused = client.receive().await;
+        assert_eq!(refused["error"]["code"], -32602, "{params}: {refused}");
+        let message = refused["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("params.level") && message.contains("warning"),
+            "names the parameter and the levels: {message}"
+        );
+    }
+    client
+        .send(
+            r#"{"jsonrpc":"2.0","id":4,"method":"logging/setLevel","params":{"level":"warning"}}"#,
+        )
+        .await;
+    assert_eq!(client.receive().await["result"], json!({}));
+}
+
+#[tokio::test]
 async fn progress_uses_the_clients_token_and_cancel_reaches_the_backend() {
     let mut client = start(1 << 20);
     client.send(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"progress","_meta":{"progressToken":"tok-1"}}}"#).await;

@@ -13,7 +13,7 @@ use switchboard_core::task::TASKS_EXTENSION;
 use switchboard_core::{CallContext, Caller, Principal};
 
 use super::backend::Backend;
-use super::modern_caller::invalid_log_level;
+use super::modern_caller::{invalid_log_level, invalid_set_level};
 use super::parked::{INPUT_WAIT, ParkedCalls};
 use super::span::ServerSpan;
 use super::tasks::TASK_METHODS;
@@ -261,7 +261,10 @@ impl Dispatcher {
                         "subscriptions/listen needs a streaming transport",
                     )),
                 },
-                "logging/setLevel" => Ok(json!({})),
+                "logging/setLevel" => match invalid_set_level(params.as_ref()) {
+                    Some(problem) => Err(RpcError::new(code::INVALID_PARAMS, problem)),
+                    None => Ok(json!({})),
+                },
                 "prompts/list" => Ok(self.listed(
                     "prompts",
                     self.backend.list_prompts(&self.caller()).await,

@@ -57,12 +57,28 @@ impl LogLevel {
 /// What is wrong with a modern request's `_meta` log level, if anything.
 pub fn invalid_log_level(params: Option<&Value>) -> Option<String> {
     let level = params_meta(params)?.get(META_LOG_LEVEL)?;
-    if level.as_str().and_then(LogLevel::parse).is_some() {
+    unknown_level(&format!("_meta['{META_LOG_LEVEL}']"), Some(level))
+}
+
+/// What is wrong with a `logging/setLevel` request's `params.level`, if anything: a level
+/// MCP does not name is refused rather than taken as some level.
+pub fn invalid_set_level(params: Option<&Value>) -> Option<String> {
+    unknown_level("params.level", params.and_then(|p| p.get("level")))
+}
+
+/// `None` when `level` is a level's name, else what `place` must be and what it was.
+fn unknown_level(place: &str, level: Option<&Value>) -> Option<String> {
+    if level
+        .and_then(Value::as_str)
+        .and_then(LogLevel::parse)
+        .is_some()
+    {
         return None;
     }
     let names: Vec<&str> = LogLevel::NAMES.iter().map(|(name, _)| *name).collect();
+    let got = level.map_or_else(|| "nothing".to_owned(), Value::to_string);
     Some(format!(
-        "_meta['{META_LOG_LEVEL}'] must be one of {}; got {level}",
+        "{place} must be one of {}; got {got}",
         names.join(", ")
     ))
 }
