@@ -215,6 +215,24 @@ async fn legacy_sessions_on(server: Server) {
 }
 
 #[tokio::test]
+async fn an_initialize_whose_fields_have_the_wrong_types_is_refused_without_a_session() {
+    let server = start().await;
+    let bad = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":5,"capabilities":{},"clientInfo":{"name":"c","version":"1"}}}"#;
+    let refused = server.post(bad).send().await.expect("initialize");
+    assert_eq!(refused.status(), 400);
+    assert!(
+        refused.headers().get("mcp-session-id").is_none(),
+        "a refused initialize opens no session"
+    );
+    let body: Value = refused.json().await.expect("json");
+    assert_eq!(body["error"]["code"], -32602, "{body}");
+    assert_eq!(
+        body["error"]["message"],
+        "initialize: params.protocolVersion must be a string, got 5"
+    );
+}
+
+#[tokio::test]
 async fn modern_requests_need_no_session_and_headers_must_match() {
     let server = start().await;
     let body = modern(

@@ -258,6 +258,39 @@ async fn logging_set_level_refuses_a_level_mcp_does_not_name() {
 }
 
 #[tokio::test]
+async fn an_initialize_whose_fields_have_the_wrong_types_is_refused_naming_them() {
+    let mut client = start(1 << 20);
+    for (id, params, field) in [
+        (
+            1,
+            json!({"protocolVersion": 5, "capabilities": {}}),
+            "protocolVersion",
+        ),
+        (
+            2,
+            json!({"protocolVersion": "2025-11-25", "capabilities": []}),
+            "capabilities",
+        ),
+        (
+            3,
+            json!({"capabilities": {}, "clientInfo": "x"}),
+            "clientInfo",
+        ),
+    ] {
+        client
+            .send(
+                &json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": params})
+                    .to_string(),
+            )
+            .await;
+        let refused = client.receive().await;
+        assert_eq!(refused["error"]["code"], -32602, "{params}: {refused}");
+        let message = refused["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(&format!("params.{field}")), "{message}");
+    }
+}
+
+#[tokio::test]
 async fn progress_uses_the_clients_token_and_cancel_reaches_the_backend() {
     let mut client = start(1 << 20);
     client.send(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"progress","_meta":{"progressToken":"tok-1"}}}"#).await;

@@ -15,6 +15,7 @@ use switchboard_core::{CallContext, Caller, Principal};
 use super::backend::Backend;
 use super::modern_caller::{invalid_log_level, invalid_set_level};
 use super::parked::{INPUT_WAIT, ParkedCalls};
+use super::request_params::invalid_initialize;
 use super::span::ServerSpan;
 use super::tasks::TASK_METHODS;
 use super::tool_call::{ToolCallResult, modern_request};
@@ -251,7 +252,10 @@ impl Dispatcher {
                 return self.call_tool(id, params, ctx, era, notify.as_ref()).await;
             }
             let answer = match method {
-                "initialize" => Ok(self.initialize(params.as_ref())),
+                "initialize" => match invalid_initialize(params.as_ref()) {
+                    Some(error) => Err(error),
+                    None => Ok(self.initialize(params.as_ref())),
+                },
                 "server/discover" => Ok(self.discover()),
                 "ping" => Ok(json!({})),
                 "subscriptions/listen" => match &notify {

@@ -5,7 +5,7 @@
 //! `tools/call` is its own module (`tool_call`). While a call runs, an upstream's requests and
 //! log messages go back to a legacy client through its [`relay`], and to a modern one through
 //! its request's [`modern_caller`], whose questions [`parked`] turns into `input_required`
-//! rounds. [`tasks`] answers the task methods and task-augmented calls of both eras.
+//! rounds. `request_params` checks params whose wrong types would otherwise read as absent. [`tasks`] answers the task methods and task-augmented calls of both eras.
 //! Both eras are spoken on the same endpoint: a request is modern when its `_meta` carries
 //! the 2026-07-28 protocol version, legacy otherwise; on HTTP a modern request first passes
 //! the [`envelope`] checks.
@@ -17,6 +17,7 @@ pub mod http;
 pub mod modern_caller;
 pub mod parked;
 pub mod relay;
+mod request_params;
 pub mod span;
 pub mod stdio;
 mod stdio_outbox;

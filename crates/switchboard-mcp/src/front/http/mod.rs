@@ -59,6 +59,7 @@ use self::sessions::{Asker, Session, SessionTable};
 pub use self::sessions::{EndedAnswer, EndedSessions, EndedUnavailable, LocalEndedSessions};
 use super::dispatch::{Dispatcher, progress_token};
 use super::envelope;
+use super::request_params::invalid_initialize;
 use super::subscriptions::SubscriptionChange;
 use crate::era::META_LOG_LEVEL;
 use crate::jsonrpc::{Message, RequestId, code, params_meta};
@@ -323,6 +324,14 @@ async fn post_as(
         }
         None
     } else if method == "initialize" {
+        // A refused initialize opens no session.
+        if let Some(error) = invalid_initialize(params.as_ref()) {
+            let refusal = Message::Error {
+                id: Some(id),
+                error,
+            };
+            return rpc_response(StatusCode::BAD_REQUEST, &refusal);
+        }
         let (id, session) = state.sessions.start(asker, params.as_ref());
         new_session = Some(id);
         Some(session)

@@ -1,0 +1,54 @@
+//! Checks of a request's params that the dispatcher (and the HTTP front, before it opens a
+//! session) makes before answering, so a field of the wrong type is refused with -32602
+//! naming it rather than read as absent. It only judges params; it answers nothing itself.
+
+use serde_json::Value;
+
+use crate::jsonrpc::{RpcError, code};
+
+/// A field of a request's params: its name, whether a value fits it, and what fits, in words.
+type Field = (&'static str, fn(&Value) -> bool, &'static str);
+
+/// What is wrong with an `initialize` request's params, if anything: MCP's
+/// `protocolVersion` is a string, `capabilities` and `clientInfo` objects. A field left out
+/// is taken as before (the latest version, no capabilities); one of another type is refused.
+pub fn invalid_initialize(params: Option<&Value>) -> Option<RpcError> {
+    let fields: [Field; 3] = [
+        ("protocolVersion", Value::is_string, "a string"),
+        ("capabilities", Value::is_object, "an object"),
+        ("clientInfo", Value::is_object, "an object"),
+    ];
+    let params = params?;
+    fields.iter().find_map(|(key, fits, what)| {
+        let value = params.get(*key)?;
+        (!fits(value)).then(|| {
+            RpcError::new(
+                code::INVALID_PARAMS,
+                format!("initialize: params.{key} must be {what}, got {value}"),
+            )
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn initialize_fields_of_the_wrong_type_are_named() {
+        let valid = json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}});
+        assert!(invalid_initialize(Some(&valid)).is_none());
+        assert!(invalid_initialize(Some(&json!({}))).is_none());
+        assert!(invalid_initialize(None).is_none());
+        let refused = invalid_initialize(Some(&json!({"protocolVersion": 5})));
+        let message = refused.map(|error| error.message).unwrap_or_default();
+        assert_eq!(
+            message,
+            "initialize: params.protocolVersion must be a string, got 5"
+        );
+        assert!(invalid_initialize(Some(&json!({"capabilities": []}))).is_some());
+        assert!(invalid_initialize(Some(&json!({"clientInfo": "x"}))).is_some());
+    }
+}
