@@ -291,6 +291,24 @@ async fn an_initialize_whose_fields_have_the_wrong_types_is_refused_naming_them(
 }
 
 #[tokio::test]
+async fn a_list_cursor_the_gateway_never_gave_is_refused_not_answered_with_the_first_page() {
+    let mut client = start(1 << 20);
+    for (id, method) in [(1, "tools/list"), (2, "prompts/list"), (3, "tasks/list")] {
+        client
+            .send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": {"cursor": "garbage!!"}}).to_string())
+            .await;
+        let refused = client.receive().await;
+        assert_eq!(refused["error"]["code"], -32602, "{method}: {refused}");
+        let message = refused["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("params.cursor"), "{message}");
+    }
+    client
+        .send(r#"{"jsonrpc":"2.0","id":4,"method":"tools/list","params":{"cursor":null}}"#)
+        .await;
+    assert_eq!(client.receive().await["result"]["tools"][0]["name"], "echo");
+}
+
+#[tokio::test]
 async fn progress_uses_the_clients_token_and_cancel_reaches_the_backend() {
     let mut client = start(1 << 20);
     client.send(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"progress","_meta":{"progressToken":"tok-1"}}}"#).await;

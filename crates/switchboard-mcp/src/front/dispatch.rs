@@ -15,7 +15,7 @@ use switchboard_core::{CallContext, Caller, Principal};
 use super::backend::Backend;
 use super::modern_caller::{invalid_log_level, invalid_set_level};
 use super::parked::{INPUT_WAIT, ParkedCalls};
-use super::request_params::invalid_initialize;
+use super::request_params::{LIST_METHODS, invalid_cursor, invalid_initialize};
 use super::span::ServerSpan;
 use super::tasks::TASK_METHODS;
 use super::tool_call::{ToolCallResult, modern_request};
@@ -240,6 +240,14 @@ impl Dispatcher {
                         "Method not found: {method} is not part of protocol version {MODERN_VERSION}"
                     ),
                 );
+            }
+            if LIST_METHODS.contains(&method)
+                && let Some(error) = invalid_cursor(method, params.as_ref())
+            {
+                return Message::Error {
+                    id: Some(id),
+                    error,
+                };
             }
             if method == "tools/list" {
                 return self.list_tools(id, era).await;

@@ -1,6 +1,7 @@
 //! Checks of a request's params that the dispatcher (and the HTTP front, before it opens a
-//! session) makes before answering, so a field of the wrong type is refused with -32602
-//! naming it rather than read as absent. It only judges params; it answers nothing itself.
+//! session) makes before answering, so a field of the wrong type, or a list cursor the
+//! gateway never gave, is refused with -32602 naming it rather than read as absent. It only
+//! judges params; it answers nothing itself.
 
 use serde_json::Value;
 
@@ -30,6 +31,29 @@ pub fn invalid_initialize(params: Option<&Value>) -> Option<RpcError> {
     })
 }
 
+/// The list methods the gateway answers: each answers everything in one page, with no
+/// `nextCursor`.
+pub const LIST_METHODS: [&str; 5] = [
+    "tools/list",
+    "prompts/list",
+    "resources/list",
+    "resources/templates/list",
+    "tasks/list",
+];
+
+/// What is wrong with a list request's `params.cursor`, if anything. The gateway never
+/// hands out a cursor, so any cursor is one it did not give (MCP: an invalid cursor is
+/// -32602); answering the first page instead would show a paging client the same page again.
+pub fn invalid_cursor(method: &str, params: Option<&Value>) -> Option<RpcError> {
+    let cursor = params?.get("cursor").filter(|cursor| !cursor.is_null())?;
+    Some(RpcError::new(
+        code::INVALID_PARAMS,
+        format!(
+            "{method}: params.cursor {cursor} is not a cursor this gateway gave (it lists everything in one page, with no nextCursor); leave it out"
+        ),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -50,5 +74,17 @@ mod tests {
         );
         assert!(invalid_initialize(Some(&json!({"capabilities": []}))).is_some());
         assert!(invalid_initialize(Some(&json!({"clientInfo": "x"}))).is_some());
+    }
+
+    #[test]
+    fn any_cursor_is_one_the_gateway_never_gave() {
+        assert!(invalid_cursor("tools/list", None).is_none());
+        assert!(invalid_cursor("tools/list", Some(&json!({"cursor": null}))).is_none());
+        let refused = invalid_cursor("tools/list", Some(&json!({"cursor": "abc"})));
+        let message = refused.map(|error| error.message).unwrap_or_default();
+        assert!(
+            message.starts_with("tools/list: params.cursor \"abc\""),
+            "{message}"
+        );
     }
 }
