@@ -81,6 +81,15 @@ fn start(max_message_bytes: usize) -> Client {
     })
 }
 
+/// The default limits and this grace period.
+fn with_grace(grace: Duration) -> StdioOptions {
+    StdioOptions {
+        max_message_bytes: 1 << 20,
+        grace,
+        max_owed_answers: MAX_OWED_ANSWERS,
+    }
+}
+
 fn start_with(options: StdioOptions) -> Client {
     let (client_in, server_in) = tokio::io::duplex(1 << 20);
     let (server_out, client_out) = tokio::io::duplex(1 << 20);
@@ -397,11 +406,7 @@ async fn a_client_that_stops_reading_does_not_keep_the_front_from_stopping() {
     // Room for a few answers only, and nobody reads them.
     let (server_out, _unread) = tokio::io::duplex(256);
     let (backend, _version, _cancelled) = support::fake_backend();
-    let options = StdioOptions {
-        max_message_bytes: 1 << 20,
-        grace: Duration::from_millis(200),
-        max_owed_answers: MAX_OWED_ANSWERS,
-    };
+    let options = with_grace(Duration::from_millis(200));
     let served = spawn_front(backend, (server_in, server_out), options);
     for id in 0..200 {
         let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#);
@@ -414,6 +419,32 @@ async fn a_client_that_stops_reading_does_not_keep_the_front_from_stopping() {
     tokio::time::timeout(Duration::from_secs(10), served)
         .await
         .expect("the front returns though its answers are never read")
+        .expect("join");
+}
+
+#[tokio::test]
+async fn a_listening_subscription_does_not_hold_the_front_open_once_input_ends() {
+    let (mut client_in, server_in) = tokio::io::duplex(1 << 20);
+    let (server_out, client_out) = tokio::io::duplex(1 << 20);
+    let mut output = BufReader::new(client_out).lines();
+    let (backend, _version, _cancelled) = support::fake_backend();
+    let options = with_grace(Duration::from_secs(60));
+    let served = spawn_front(backend, (server_in, server_out), options);
+    let listen = r#"{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true}}}"#;
+    client_in
+        .write_all(format!("{listen}\n").as_bytes())
+        .await
+        .expect("write");
+    let acknowledged = tokio::time::timeout(Duration::from_secs(5), output.next_line())
+        .await
+        .expect("acknowledged in time")
+        .expect("read")
+        .unwrap_or_default();
+    assert!(acknowledged.contains("acknowledged"), "{acknowledged}");
+    drop(client_in);
+    tokio::time::timeout(Duration::from_secs(5), served)
+        .await
+        .expect("the front returns at once, not after the 60 s grace calls get")
         .expect("join");
 }
 

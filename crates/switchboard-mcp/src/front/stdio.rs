@@ -4,7 +4,8 @@
 //! writer task that flushes once per burst. `notifications/cancelled` cancels the named call,
 //! which cancels it upstream. A line over the message limit is answered with an error to the
 //! request it was ([`crate::framing`]). When stdin closes, in-flight calls get a grace period,
-//! what is left to write a moment more, then the front returns.
+//! what is left to write a moment more, then the front returns; a `subscriptions/listen`
+//! stream, which would never end, ends at once.
 //!
 //! A client that stops reading its output is not buffered for without end: at most
 //! `max_owed_answers` ([`MAX_OWED_ANSWERS`] by default) answers are owed to it at once, past
@@ -166,7 +167,13 @@ pub async fn serve(
                         continue;
                     }
                 };
-                let cancel = CancellationToken::new();
+                // A listening subscription never ends by itself: it ends with the input (or a
+                // shutdown) rather than hold the front for the grace period calls get.
+                let cancel = if method == "subscriptions/listen" {
+                    shutdown.child_token()
+                } else {
+                    CancellationToken::new()
+                };
                 if let Ok(mut map) = in_flight.lock() {
                     map.insert(id.clone(), cancel.clone());
                 }
