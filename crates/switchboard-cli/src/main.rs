@@ -2,7 +2,8 @@
 //!
 //! Exit codes: 0 success; 1 failure (invalid config, a tool call that failed or returned
 //! `isError`, a server that could not be reached); 2 usage error. Errors go to stderr as one
-//! line plus hints; a closed stdout (broken pipe) ends the program quietly with 0.
+//! line plus hints; a closed stdout (broken pipe) ends the program quietly with 0, and a closed
+//! stderr is written to with `output::note!`, never `eprintln!`, so it keeps the exit code.
 
 mod admin;
 mod commands;
@@ -168,7 +169,7 @@ fn main() -> ExitCode {
     let runtime = match builder.enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {
-            eprintln!("error: cannot start the async runtime: {error}");
+            crate::output::note!("error: cannot start the async runtime: {error}");
             return ExitCode::FAILURE;
         }
     };

@@ -1,5 +1,7 @@
 //! Writing to stdout without panicking when the reader goes away (`switchboard tools | head`),
-//! and the one way commands show a past time to people ([`ago`]).
+//! writing to stderr without panicking when it is closed ([`note!`]: `eprintln!` panics, and
+//! a command then exits 101 instead of with its own code), and the one way commands show a
+//! past time to people ([`ago`]).
 
 use std::io::Write;
 
@@ -9,6 +11,36 @@ pub fn print_line(text: &str) -> anyhow::Result<()> {
     writeln!(stdout, "{text}")?;
     stdout.flush()?;
     Ok(())
+}
+
+/// `eprintln!`, except that a closed stderr (`2>&1 | head -1`) drops the text instead of
+/// panicking: what a command says there is for people, never worth its exit code.
+macro_rules! note {
+    () => {
+        $crate::output::note_line(format_args!(""))
+    };
+    ($($arg:tt)*) => {
+        $crate::output::note_line(format_args!($($arg)*))
+    };
+}
+pub(crate) use note;
+
+/// `eprint!` as [`note!`] writes it: no newline, nothing said when stderr is closed.
+macro_rules! note_part {
+    ($($arg:tt)*) => {
+        $crate::output::note_text(format_args!($($arg)*))
+    };
+}
+pub(crate) use note_part;
+
+/// Writes a line to stderr; a closed stderr is not an error (see [`note!`]).
+pub fn note_line(text: std::fmt::Arguments<'_>) {
+    let _ = writeln!(std::io::stderr(), "{text}");
+}
+
+/// Writes text to stderr, no newline; a closed stderr is not an error (see [`note!`]).
+pub fn note_text(text: std::fmt::Arguments<'_>) {
+    let _ = write!(std::io::stderr(), "{text}");
 }
 
 /// Pretty JSON on stdout.

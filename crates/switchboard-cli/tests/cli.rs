@@ -288,6 +288,27 @@ fn a_closed_pipe_exits_quietly() {
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
 
+/// `config check` wrote its problems with `eprintln!`, which panics when stderr is closed
+/// (`switchboard config check bad.toml 2>&1 | head -1`): exit 101, not the 1 of an invalid config.
+#[test]
+fn a_closed_stderr_keeps_the_exit_code() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = write_config(
+        dir.path(),
+        "[gateway]\nseparator = 5\nprefix_tools = \"yes\"\n",
+    );
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    drop(reader);
+    let status = Command::new(switchboard())
+        .args(["config", "check"])
+        .arg(&config)
+        .stdout(Stdio::null())
+        .stderr(writer)
+        .status()
+        .expect("run");
+    assert_eq!(status.code(), Some(1), "an invalid config, told to nobody");
+}
+
 #[test]
 fn tools_search_reads_an_offline_catalog() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -30,13 +30,13 @@ pub struct CalibrateArgs {
 fn progress_bar(done: usize, total: usize, tool: &str) {
     const WIDTH: usize = 30;
     let filled = (done * WIDTH).checked_div(total).unwrap_or(WIDTH);
-    eprint!(
+    crate::output::note_part!(
         "\r[{}{}] {done}/{total} {tool:<40.40}",
         "#".repeat(filled),
         "-".repeat(WIDTH - filled)
     );
     if done == total {
-        eprintln!();
+        crate::output::note!();
     }
 }
 
@@ -61,7 +61,9 @@ pub async fn run(config: Option<&Path>, args: CalibrateArgs) -> anyhow::Result<E
     }
     let probed = results.iter().filter(|r| r.skipped.is_none()).count();
     if probed == 0 {
-        eprintln!("nothing was probed: no selected tool is read-only or idempotent and reachable");
+        crate::output::note!(
+            "nothing was probed: no selected tool is read-only or idempotent and reachable"
+        );
         return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)

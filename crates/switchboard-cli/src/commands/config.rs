@@ -27,7 +27,7 @@ pub fn run(config: Option<&Path>, command: ConfigCommand) -> anyhow::Result<Exit
                 Some(file) => file,
                 None => match super::located_config(config)? {
                     Located::File { path, how } => {
-                        eprintln!("checking {} (from {how})", path.display());
+                        crate::output::note!("checking {} (from {how})", path.display());
                         path
                     }
                     Located::BuiltinDefault => {
@@ -50,7 +50,7 @@ fn check(file: &Path) -> anyhow::Result<ExitCode> {
             if let Some(ring) = &config.shared.keys
                 && let Err(error) = switchboard::keyring::RingFile::load(ring)
             {
-                eprintln!("{}: [shared] keys: {error}", file.display());
+                crate::output::note!("{}: [shared] keys: {error}", file.display());
                 return Ok(ExitCode::FAILURE);
             }
             let enabled = config.servers.iter().filter(|s| s.enabled).count();
@@ -63,7 +63,7 @@ fn check(file: &Path) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Err(errors) => {
-            eprintln!("{errors}");
+            crate::output::note!("{errors}");
             Ok(ExitCode::FAILURE)
         }
     }

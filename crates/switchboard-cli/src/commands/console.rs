@@ -93,7 +93,7 @@ pub async fn run(config: Option<&std::path::Path>, args: ConsoleArgs) -> anyhow:
         answer["expires_in_s"].as_u64().unwrap_or(120)
     ))?;
     if !args.no_open && open_browser(&link) {
-        eprintln!("opening it in your browser");
+        crate::output::note!("opening it in your browser");
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -77,7 +77,7 @@ pub fn run(args: KeysArgs) -> anyhow::Result<ExitCode> {
         Action::Create { file } => {
             let ring = RingFile::generate(now);
             ring.create(&file)?;
-            eprintln!(
+            crate::output::note!(
                 "created key ring {} with key {} (mode 0600); point [shared] keys at it on every replica",
                 file.display(),
                 ring.keys[0].id
@@ -96,7 +96,7 @@ pub fn run(args: KeysArgs) -> anyhow::Result<ExitCode> {
                     grace.as_secs()
                 )
             };
-            eprintln!(
+            crate::output::note!(
                 "added key {id} to {}: it seals {from}; {older} older key(s) still open what they sealed",
                 file.display(),
             );
@@ -119,12 +119,12 @@ pub fn run(args: KeysArgs) -> anyhow::Result<ExitCode> {
                 Ok((retired, ring.keys.len()))
             })?;
             for (id, why) in &kept {
-                eprintln!("kept {id}: it {why}; retire it once a newer key seals");
+                crate::output::note!("kept {id}: it {why}; retire it once a newer key seals");
             }
             if removed.is_empty() {
-                eprintln!("nothing to retire: {} holds {held} key(s)", file.display(),);
+                crate::output::note!("nothing to retire: {} holds {held} key(s)", file.display(),);
             } else {
-                eprintln!(
+                crate::output::note!(
                     "retired {} from {}: what they sealed no longer opens",
                     removed.join(", "),
                     file.display()

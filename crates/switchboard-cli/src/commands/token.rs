@@ -113,7 +113,7 @@ pub async fn run(config: Option<&Path>, args: TokenArgs) -> anyhow::Result<ExitC
                 Ok(())
             })
             .map_err(anyhow::Error::msg)?;
-            eprintln!(
+            crate::output::note!(
                 "created a token for agent '{agent}' (its hash is in {}); it is shown only now:",
                 path.display()
             );
@@ -131,7 +131,7 @@ pub async fn run(config: Option<&Path>, args: TokenArgs) -> anyhow::Result<ExitC
                     .or_else(|why| in_config(&config, &id, why).map_err(|e| e.to_string()))
             })
             .map_err(anyhow::Error::msg)?;
-            eprintln!(
+            crate::output::note!(
                 "revoked token {} of agent '{}' (removed from {}); a running gateway refuses it within a second",
                 revoked.id(),
                 revoked.agent,
@@ -164,7 +164,7 @@ async fn shared(config: &Config, store: SharedTokens, action: Action) -> anyhow:
             known_agent(config, &agent)?;
             let (token, stored) = new_token(&agent);
             store.insert(&[stored]).await?;
-            eprintln!(
+            crate::output::note!(
                 "created a token for agent '{agent}' (its hash is in {KEPT}); it is shown only now:"
             );
             print_line(&token)?;
@@ -183,7 +183,7 @@ async fn shared(config: &Config, store: SharedTokens, action: Action) -> anyhow:
                 }
                 Err(error) => return Err(error.into()),
             };
-            eprintln!(
+            crate::output::note!(
                 "revoked token {} of agent '{}' (in {KEPT}); every replica refuses it within {:?}",
                 revoked.id(),
                 revoked.agent,
@@ -197,7 +197,7 @@ async fn shared(config: &Config, store: SharedTokens, action: Action) -> anyhow:
                 .into_iter()
                 .partition(|t| config.agents.contains_key(&t.agent));
             for token in &unknown {
-                eprintln!(
+                crate::output::note!(
                     "skipped token {} of agent '{}', which the config does not define",
                     token.id(),
                     token.agent

@@ -232,7 +232,7 @@ pub async fn run(config: Option<&Path>, args: ToolsArgs) -> anyhow::Result<ExitC
                 .collect();
             print_table(&rows)?;
             for report in status.iter().filter(|s| s.state != "up") {
-                eprintln!(
+                crate::output::note!(
                     "note: server '{}' is {}: {}",
                     report.server,
                     report.state,
