@@ -53,6 +53,42 @@ fn syntax_errors() {
     json("[1, 2]", &[(1, 1, "must be a table/object")]);
 }
 
+/// An integer past 64 bits was read as null: "max_connections must be an integer of at
+/// least 1, found null" for `max_connections = 99999999999999999999`.
+#[test]
+fn an_integer_past_64_bits_is_named_where_it_was_written() {
+    toml(
+        "[gateway]\nmax_connections = 99999999999999999999\n",
+        &[(
+            2,
+            19,
+            "the integer 99999999999999999999 does not fit in 64 bits",
+        )],
+    );
+    toml(
+        "[servers.a]\ncommand = \"x\"\nargs = [\"-n\"]\ninstances = [1, -99_999_999_999_999_999_999]\n",
+        &[(
+            4,
+            17,
+            "the integer -99_999_999_999_999_999_999 does not fit",
+        )],
+    );
+    let lowest = Config::parse(
+        "[gateway]\nmax_connections = -9223372036854775808\n",
+        Origin::Inline,
+        Format::Toml,
+        &env(),
+    );
+    let problems = lowest
+        .err()
+        .map(|errors| errors.to_string())
+        .unwrap_or_default();
+    assert!(
+        problems.contains("found -9223372036854775808") || problems.contains("at least 1"),
+        "the lowest 64-bit integer is an integer: {problems}"
+    );
+}
+
 #[test]
 fn unknown_keys_with_hints() {
     toml(
