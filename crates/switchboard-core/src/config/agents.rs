@@ -244,7 +244,10 @@ impl Walk<'_> {
             ref other => {
                 self.problem(
                     node.pos,
-                    format!("{what} must be a positive integer, found {}", other.kind()),
+                    format!(
+                        "{what} must be a positive integer, found {}",
+                        other.described()
+                    ),
                     None,
                 );
                 None

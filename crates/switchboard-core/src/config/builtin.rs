@@ -535,10 +535,7 @@ impl Walk<'_> {
                     node.pos,
                     format!(
                         "{what} must be an integer of at least {min}, found {}",
-                        match other {
-                            Value::Integer(n) => n.to_string(),
-                            other => other.kind().to_owned(),
-                        }
+                        other.described()
                     ),
                     None,
                 );

@@ -106,7 +106,7 @@ impl Walk<'_> {
                     format!(
                         "{what} must be a number of at least {MIN_PER_MINUTE} (a call about every \
                          week), found {}",
-                        describe(node)
+                        node.value.described()
                     ),
                     None,
                 );
@@ -149,7 +149,10 @@ impl Walk<'_> {
             _ => {
                 self.problem(
                     node.pos,
-                    format!("{what} must be a number above 0, found {}", describe(node)),
+                    format!(
+                        "{what} must be a number above 0, found {}",
+                        node.value.described()
+                    ),
                     None,
                 );
                 None
@@ -165,20 +168,12 @@ impl Walk<'_> {
                     node.pos,
                     format!(
                         "{what} must be a number of at least 0, found {}",
-                        describe(node)
+                        node.value.described()
                     ),
                     None,
                 );
                 None
             }
         }
-    }
-}
-
-fn describe(node: &Node) -> String {
-    match &node.value {
-        Value::Integer(n) => n.to_string(),
-        Value::Float(x) => x.to_string(),
-        other => other.kind().to_owned(),
     }
 }

@@ -295,7 +295,7 @@ impl Walk<'_> {
                     node.pos,
                     format!(
                         "{what} must be an integer from 1 to {MAX_INSTANCES}, found {}",
-                        other.kind()
+                        other.described()
                     ),
                     None,
                 );

@@ -59,6 +59,16 @@ impl Value {
             Self::Table(_) => "a table",
         }
     }
+
+    /// A number as written (`-5`, `0.5`), anything else by its kind: what a problem about a
+    /// value out of range says it found.
+    pub fn described(&self) -> String {
+        match self {
+            Self::Integer(n) => n.to_string(),
+            Self::Float(x) => x.to_string(),
+            other => other.kind().to_owned(),
+        }
+    }
 }
 
 impl Node {

@@ -39,7 +39,7 @@ fn instances_out_of_range_or_not_an_integer_are_located_at_the_value() {
     );
     toml(
         "[servers.a]\ncommand = \"x\"\ninstances = 2.5\n",
-        &[(3, 13, "must be an integer from 1 to 64, found a number")],
+        &[(3, 13, "must be an integer from 1 to 64, found 2.5")],
     );
     json(
         "{\"mcpServers\": {\"a\": {\"command\": \"x\",\n  \"instances\": 100}}}",

@@ -89,6 +89,20 @@ fn an_integer_past_64_bits_is_named_where_it_was_written() {
     );
 }
 
+/// A count out of range said only its kind: "max_tasks must be a positive integer, found an
+/// integer" for `max_tasks = -5`.
+#[test]
+fn a_count_out_of_range_says_the_number_it_found() {
+    toml(
+        "[gateway.tasks]\nmax_tasks = -5\n",
+        &[(2, 13, "max_tasks must be a positive integer, found -5")],
+    );
+    toml(
+        "[gateway.sandbox]\nfiles = 0\n",
+        &[(2, 9, "files must be a positive integer, found 0")],
+    );
+}
+
 #[test]
 fn unknown_keys_with_hints() {
     toml(
