@@ -686,6 +686,35 @@ async fn header_timeout_closes_silent_connections(workers: usize) {
     assert_eq!(cancelled.ok().flatten().as_deref(), Some("wait"));
 }
 
+/// A client that sent its headers and part of its body held its connection for ever (the
+/// header timeout ends with the headers): the body must come within the same bound.
+#[tokio::test]
+async fn a_body_cut_off_after_its_headers_is_answered_408_within_the_header_timeout() {
+    let timeout = Duration::from_millis(300);
+    let server = start_bounded(
+        0,
+        ConnectionLimits {
+            header_timeout: Some(timeout),
+            max_connections: 100,
+        },
+    )
+    .await;
+    let mut partial = tokio::net::TcpStream::connect(server.address())
+        .await
+        .expect("connect");
+    partial
+        .write_all(
+            b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\n\
+              content-length: 100\r\n\r\n{\"jsonrpc\"",
+        )
+        .await
+        .expect("write");
+    let read = read_until_closed(&mut partial, Duration::from_secs(5)).await;
+    let answer = read.expect("a cut-off body still holds its connection after 5 s");
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains("header_timeout"), "{answer}");
+}
+
 #[tokio::test]
 async fn the_header_timeout_closes_silent_connections() {
     header_timeout_closes_silent_connections(0).await;

@@ -112,6 +112,12 @@ struct HttpState {
     sessions: SessionTable,
 }
 
+impl axum::extract::FromRef<Arc<HttpState>> for posted::BodyTimeout {
+    fn from_ref(state: &Arc<HttpState>) -> Self {
+        Self(state.options.connections.header_timeout)
+    }
+}
+
 /// Serves until `shutdown` fires; in-flight requests are then given a grace period by the
 /// caller's runtime shutdown.
 pub async fn serve(
