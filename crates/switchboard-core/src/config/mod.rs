@@ -111,14 +111,31 @@ impl Config {
     /// Reads and validates a config file; the format follows the extension ([`Format::of`]).
     pub fn load(path: &Path, env: &dyn Environment) -> Result<Self, ConfigErrors> {
         let origin = Origin::from(path);
-        let text = std::fs::read_to_string(path).map_err(|error| {
+        let problem = |line, column, message| {
             ConfigErrors(vec![Problem::new(
                 &origin.to_string(),
-                0,
-                0,
-                format!("cannot read the config file: {error}"),
+                line,
+                column,
+                message,
                 None,
             )])
+        };
+        let bytes = std::fs::read(path)
+            .map_err(|error| problem(0, 0, format!("cannot read the config file: {error}")))?;
+        let text = String::from_utf8(bytes).map_err(|error| {
+            // Located like any other problem: the first byte that is not UTF-8.
+            let bytes = error.as_bytes();
+            let valid = error.utf8_error().valid_up_to();
+            let before = String::from_utf8_lossy(&bytes[..valid]);
+            let pos = tree::Pos::at(&before, valid);
+            problem(
+                pos.line,
+                pos.column,
+                format!(
+                    "the config file is not UTF-8: byte 0x{:02X} (at byte offset {valid}) cannot start or continue a character",
+                    bytes.get(valid).copied().unwrap_or_default()
+                ),
+            )
         })?;
         Self::parse(&text, origin, Format::of(path), env)
     }

@@ -103,6 +103,20 @@ fn a_count_out_of_range_says_the_number_it_found() {
     );
 }
 
+/// A file with a byte that is not UTF-8 was refused as "cannot read the config file: stream
+/// did not contain valid UTF-8", with no place: it is located like any other problem now.
+#[test]
+fn a_byte_that_is_not_utf8_is_located() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("switchboard.toml");
+    std::fs::write(&path, b"[servers.a]\ncommand = \"ab\xffc\"\n").expect("write");
+    let errors = Config::load(&path, &env()).expect_err("refused");
+    let problem = errors.0.first().expect("a problem");
+    assert_eq!((problem.line, problem.column), (2, 14), "{errors}");
+    assert!(problem.message.contains("not UTF-8"), "{errors}");
+    assert!(problem.message.contains("0xFF"), "{errors}");
+}
+
 #[test]
 fn unknown_keys_with_hints() {
     toml(
