@@ -12,7 +12,7 @@
 //!
 //! Each refusal is HTTP 400. Which requests are modern is [`is_modern`]; on HTTP an unknown
 //! `MCP-Protocol-Version` is judged by these checks too, so it is refused with the versions
-//! the gateway does speak.
+//! the gateway does speak — at once, as `-32022`, when the request carries no `_meta`.
 
 use http::HeaderMap;
 use serde_json::{Value, json};
@@ -44,6 +44,22 @@ pub fn check(
     declared: &[ParamHeader],
 ) -> Result<(), RpcError> {
     let Some(meta) = params_meta(params) else {
+        // A version header the gateway does not speak, on a request with no envelope: the
+        // header is what is wrong (the client is not speaking 2026-07-28 at all).
+        if let Some(sent) = header(headers, VERSION_HEADER).filter(|sent| *sent != MODERN_VERSION) {
+            let mut supported = vec![MODERN_VERSION];
+            supported.extend(LEGACY_VERSIONS);
+            return Err(RpcError {
+                data: Some(json!({"supported": supported, "requested": sent})),
+                ..RpcError::new(
+                    code::UNSUPPORTED_PROTOCOL_VERSION,
+                    format!(
+                        "unsupported protocol version '{sent}' in the MCP-Protocol-Version header (this gateway speaks {})",
+                        supported.join(", ")
+                    ),
+                )
+            });
+        }
         return Err(RpcError::new(
             code::INVALID_PARAMS,
             format!(
@@ -181,6 +197,27 @@ mod tests {
             check(&headers, "tools/call", Some(&call), &declared),
             Ok(())
         );
+    }
+
+    /// A request with no `_meta` and `MCP-Protocol-Version: 1999-01-01` was told its `_meta`
+    /// lacked the 2026-07-28 keys, never that its version is unknown.
+    #[test]
+    fn an_unknown_version_header_without_an_envelope_is_named_with_the_versions_spoken() {
+        let headers = modern_headers("1999-01-01", "ping");
+        let refused = check(&headers, "ping", None, &[]).expect_err("unsupported");
+        assert_eq!(refused.code, code::UNSUPPORTED_PROTOCOL_VERSION);
+        assert!(refused.message.contains("'1999-01-01'"), "{refused:?}");
+        let data = refused.data.unwrap_or_default();
+        assert_eq!(data["requested"], "1999-01-01");
+        assert!(
+            data["supported"]
+                .as_array()
+                .is_some_and(|supported| supported.contains(&json!("2025-11-25"))),
+            "{data}"
+        );
+        let modern = modern_headers(MODERN_VERSION, "ping");
+        let no_meta = check(&modern, "ping", None, &[]).expect_err("no _meta");
+        assert_eq!(no_meta.code, code::INVALID_PARAMS);
     }
 
     #[test]
