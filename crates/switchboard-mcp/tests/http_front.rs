@@ -232,6 +232,45 @@ async fn an_initialize_whose_fields_have_the_wrong_types_is_refused_without_a_se
     );
 }
 
+/// `/mcp/tiers/nosuch` opened a session that listed no tools and called none, each call
+/// "Unknown tool": the tier is refused at once now, saying which tiers there are.
+#[tokio::test]
+async fn an_unknown_tier_is_refused_naming_the_tiers() {
+    let server = start().await;
+    let tiers = server.url.replace("/mcp", "/mcp/tiers");
+    let post = |url: String| {
+        server
+            .client
+            .post(url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(INIT)
+    };
+    let refused = post(format!("{tiers}/nosuch")).send().await.expect("post");
+    assert_eq!(refused.status(), 404);
+    assert!(refused.headers().get("mcp-session-id").is_none());
+    let body: Value = refused.json().await.expect("json");
+    assert_eq!(
+        body["error"]["message"],
+        "unknown tier 'nosuch' (the config defines: fast)"
+    );
+    let init = server.post(INIT).send().await.expect("initialize");
+    let listened = server
+        .client
+        .get(&server.url)
+        .header("switchboard-tier", "nosuch")
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", session_id(&init))
+        .send()
+        .await
+        .expect("get");
+    assert_eq!(listened.status(), 404, "a stream for an unknown tier");
+    let text = listened.text().await.expect("text");
+    assert!(text.contains("unknown tier 'nosuch'"), "{text}");
+    let served = post(format!("{tiers}/fast")).send().await.expect("post");
+    assert_eq!(served.status(), 200);
+}
+
 #[tokio::test]
 async fn modern_requests_need_no_session_and_headers_must_match() {
     let server = start().await;

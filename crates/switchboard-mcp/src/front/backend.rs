@@ -309,6 +309,14 @@ pub trait Backend: Send + Sync + 'static {
         None
     }
 
+    /// Why a latency tier a request names (the `/mcp/tiers/{tier}` endpoint, the
+    /// `switchboard-tier` header) cannot serve it — it is not one the gateway defines —
+    /// saying which are; `None` when it can. Default: every name is taken.
+    fn unknown_tier(&self, tier: &str) -> Option<String> {
+        let _ = tier;
+        None
+    }
+
     /// Resolves once start-up is over (first connection attempts done, bounded), so a front
     /// announces real changes only, not the catalog filling up. Default: at once.
     fn settled(&self) -> BoxFuture<'_, ()> {

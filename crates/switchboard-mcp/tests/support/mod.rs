@@ -19,6 +19,10 @@ pub struct FakeBackend {
 }
 
 impl Backend for FakeBackend {
+    fn unknown_tier(&self, tier: &str) -> Option<String> {
+        (tier != "fast").then(|| format!("unknown tier '{tier}' (the config defines: fast)"))
+    }
+
     fn identity(&self) -> ServerIdentity {
         ServerIdentity {
             name: "fake".into(),

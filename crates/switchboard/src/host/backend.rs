@@ -246,6 +246,12 @@ impl Backend for Host {
         Box::pin(self.wait_for_startup())
     }
 
+    fn unknown_tier(&self, tier: &str) -> Option<String> {
+        self.check_tier(tier)
+            .err()
+            .map(|unknown| unknown.to_string())
+    }
+
     fn complete(&self, caller: Caller, params: Value) -> BoxFuture<'_, Result<Value, RpcError>> {
         Box::pin(async move { Host::complete(self, &caller, params).await })
     }

@@ -310,6 +310,15 @@ async fn post_as(
         }
         Message::PreparedResponse { .. } => return StatusCode::ACCEPTED.into_response(),
     };
+    // An unknown tier would list no tools and call none, each "unknown": say why at once.
+    if let Some(why) = header_str(&headers, TIER_HEADER)
+        .and_then(|tier| state.dispatcher.backend().unknown_tier(tier))
+    {
+        return rpc_response(
+            StatusCode::NOT_FOUND,
+            &Message::error(Some(id), code::INVALID_REQUEST, why),
+        );
+    }
     // `server/discover` is how a modern client starts, so it never needs a session.
     let modern = envelope::is_modern(&headers, &method, params.as_ref());
     let mut new_session = None;
@@ -511,6 +520,9 @@ async fn get_as(
         scoped = scoped.for_agent(agent);
     }
     if let Some(tier) = header_str(&headers, TIER_HEADER) {
+        if let Some(why) = state.dispatcher.backend().unknown_tier(tier) {
+            return plain(StatusCode::NOT_FOUND, &why);
+        }
         scoped = scoped.for_tier(Some(tier.to_lowercase()));
     }
     let caller = scoped.caller();
