@@ -44,8 +44,12 @@ pub const LIST_METHODS: [&str; 5] = [
 /// What is wrong with a list request's `params.cursor`, if anything. The gateway never
 /// hands out a cursor, so any cursor is one it did not give (MCP: an invalid cursor is
 /// -32602); answering the first page instead would show a paging client the same page again.
+/// `null` and `""` are taken for "no cursor": clients that build the params from an empty
+/// paging state send them for the first page.
 pub fn invalid_cursor(method: &str, params: Option<&Value>) -> Option<RpcError> {
-    let cursor = params?.get("cursor").filter(|cursor| !cursor.is_null())?;
+    let cursor = params?
+        .get("cursor")
+        .filter(|cursor| !cursor.is_null() && cursor.as_str() != Some(""))?;
     Some(RpcError::new(
         code::INVALID_PARAMS,
         format!(
@@ -80,6 +84,7 @@ mod tests {
     fn any_cursor_is_one_the_gateway_never_gave() {
         assert!(invalid_cursor("tools/list", None).is_none());
         assert!(invalid_cursor("tools/list", Some(&json!({"cursor": null}))).is_none());
+        assert!(invalid_cursor("tools/list", Some(&json!({"cursor": ""}))).is_none());
         let refused = invalid_cursor("tools/list", Some(&json!({"cursor": "abc"})));
         let message = refused.map(|error| error.message).unwrap_or_default();
         assert!(
