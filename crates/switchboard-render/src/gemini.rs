@@ -8,7 +8,9 @@
 //!   description naming the reference);
 //! * only the keys in `KEEP` are sent (type, description, properties, required, items,
 //!   format, nullable, minimum, maximum, minItems, maxItems; some Gemini API versions refuse
-//!   others) with `anyOf` and `enum`; `$schema`, `default`, `examples`, … are dropped, and
+//!   others; `minimum`/`maximum` only on a number or an integer, `minItems`/`maxItems` only on
+//!   an array, or where no type is declared — one dropped from a union of types is said, as
+//!   `at least 0`) with `anyOf` and `enum`; `$schema`, `default`, `examples`, … are dropped, and
 //!   the constraints it cannot express are said in the description: `not` and
 //!   `if`/`then`/`else` as a sentence ([`crate::in_words`]), the rest as clauses of one
 //!   parenthesised hint — a map's or a tuple's shape (below), `patternProperties` as `keys
@@ -127,6 +129,7 @@ fn subset(schema: &Value) -> Value {
     let empty_value = values
         .map(|values| enumeration(values, &mut out))
         .unwrap_or_default();
+    let misplaced_limits = typed_limits(map, &mut out);
     // What the subset drops, said in one parenthesised hint: the shape first, then the
     // format, an empty string the enum could not hold, then the limits.
     let moved_format = keep_format(&mut out);
@@ -139,6 +142,7 @@ fn subset(schema: &Value) -> Value {
     hints.extend(forbidden);
     hints.extend(moved_format);
     hints.extend(empty_value);
+    hints.extend(misplaced_limits);
     hints.extend(in_words::limits(map));
     if !hints.is_empty() {
         describe(&mut out, &format!("({})", hints.join("; ")));
@@ -150,6 +154,44 @@ fn subset(schema: &Value) -> Value {
         describe(&mut out, &conditional);
     }
     Value::Object(out)
+}
+
+/// The kept limits and the types they apply to: Gemini reads a `minimum` on a string or a
+/// `minItems` on a number as nothing, or refuses it.
+const TYPED_LIMITS: [(&[&str], &[&str]); 2] = [
+    (&["number", "integer"], &["minimum", "maximum"]),
+    (&["array"], &["minItems", "maxItems"]),
+];
+
+/// Keeps `out`'s [`TYPED_LIMITS`] only where `out`'s type is one they apply to (a schema
+/// without a type may be of any). One dropped where `map` declares a union of types with one
+/// it applies to (`["string", "integer"]`, sent as `string`) is returned in words for the
+/// hint (`at least 0`), so the model still learns it.
+fn typed_limits(map: &Map<String, Value>, out: &mut Map<String, Value>) -> Vec<String> {
+    let Some(kind) = out.get("type").and_then(Value::as_str).map(str::to_owned) else {
+        return Vec::new();
+    };
+    let mut dropped = Map::new();
+    for (kinds, keys) in TYPED_LIMITS {
+        if kinds.contains(&kind.as_str()) {
+            continue;
+        }
+        for key in keys {
+            if let Some(limit) = out.remove(*key) {
+                dropped.insert((*key).to_owned(), limit);
+            }
+        }
+    }
+    if dropped.is_empty() || !map.get("type").is_some_and(Value::is_array) {
+        return Vec::new();
+    }
+    // Said beside the declared types (and a draft-4 exclusive flag, said elsewhere).
+    for key in ["type", "exclusiveMinimum", "exclusiveMaximum"] {
+        if let Some(value) = map.get(key) {
+            dropped.insert(key.to_owned(), value.clone());
+        }
+    }
+    in_words::inclusive_limits(&dropped)
 }
 
 /// The properties of `map` whose schema is `false` (no value meets it: they cannot be given)

@@ -168,6 +168,16 @@ pub fn value_limits(schema: &Map<String, Value>) -> Vec<String> {
     if let Some(Value::String(format)) = schema.get("format") {
         clauses.push(format!("format: {format}"));
     }
+    clauses.extend(inclusive_limits(schema));
+    clauses.extend(limits(schema));
+    clauses
+}
+
+/// The inclusive bounds (`at least 0`, `at most 9`, where no draft-4 `exclusiveMinimum:
+/// true` makes them [`limits`]' `greater than`) and item counts (`1–5 items`) of `schema`,
+/// each only where it may be of the type the limit applies to; empty when it has none.
+pub fn inclusive_limits(schema: &Map<String, Value>) -> Vec<String> {
+    let mut clauses = Vec::new();
     if declares_any(schema, &["number", "integer"]) {
         let bounds = [
             ("minimum", "exclusiveMinimum", "at least"),
@@ -186,7 +196,6 @@ pub fn value_limits(schema: &Map<String, Value>) -> Vec<String> {
     if declares_any(schema, &["array"]) {
         clauses.extend(counted(schema, ("minItems", "maxItems"), "item"));
     }
-    clauses.extend(limits(schema));
     clauses
 }
 

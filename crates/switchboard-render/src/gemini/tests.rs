@@ -545,6 +545,44 @@ fn map_value_limits_are_said_and_sent_where_json_schema_takes_them() {
     );
 }
 
+/// `minimum`/`maximum` are sent only on numbers and `minItems`/`maxItems` only on arrays
+/// (or where no type is declared): on a string they constrain nothing. One dropped from a
+/// union of types (sent as its first) is said, as a map's values say it.
+#[test]
+fn range_and_item_limits_are_sent_only_for_their_types() {
+    let declaration = declared(
+        "typed",
+        json!({"type": "object", "properties": {
+            "name": {"type": "string", "minimum": 1, "maxItems": 3},
+            "count": {"type": "integer", "minimum": 1, "maximum": 9, "minItems": 2},
+            "tags": {"type": "array", "items": {"type": "string"},
+                     "minItems": 1, "maxItems": 5, "maximum": 4},
+            "loose": {"minimum": 0, "maxItems": 2},
+            "either": {"type": ["string", "integer"], "minimum": 0, "maxItems": 2},
+        }}),
+    );
+    check_said_not_sent(
+        &declaration["parameters"],
+        [
+            ("name", json!({"type": "string"})),
+            (
+                "count",
+                json!({"type": "integer", "minimum": 1, "maximum": 9}),
+            ),
+            (
+                "tags",
+                json!({"type": "array", "items": {"type": "string"},
+                       "minItems": 1, "maxItems": 5}),
+            ),
+            ("loose", json!({"minimum": 0, "maxItems": 2})),
+            (
+                "either",
+                json!({"type": "string", "description": "(at least 0)"}),
+            ),
+        ],
+    );
+}
+
 /// A tool without parameters declares none; a name must start with a letter or `_`.
 #[test]
 fn no_parameters_and_names_gemini_takes() {
