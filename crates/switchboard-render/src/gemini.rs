@@ -44,8 +44,8 @@
 //!   JSON Schema Gemini also reads: an object whose values have the map's value type and
 //!   the limits that apply to it (`minLength`, `pattern`, `minimum`, …), with the
 //!   description a nested map would have;
-//! * a property of schema `true` (anything) becomes one without a type, described `(any
-//!   JSON value)`; one of schema `false` (nothing) leaves `properties` and `required`, and
+//! * a property of schema `true` or `{}` (anything) becomes one without a type, described
+//!   `(any JSON value)`; one of schema `false` (nothing) leaves `properties` and `required`, and
 //!   its holder's hint says `x cannot be given`;
 //! * a name must start with a letter or `_`: one that does not is prefixed with `_`.
 
@@ -76,9 +76,11 @@ pub const KEEP: [&str; 11] = [
 
 fn subset(schema: &Value) -> Value {
     let map = match schema {
-        Value::Object(map) => map,
-        // Gemini reads a schema as an object: `true` (anything) is one with no type.
+        // Gemini reads a schema as an object: `true` and `{}` (anything) are one with no
+        // type, said to take anything.
         Value::Bool(true) => return json!({"description": "(any JSON value)"}),
+        Value::Object(map) if map.is_empty() => return json!({"description": "(any JSON value)"}),
+        Value::Object(map) => map,
         other => return other.clone(),
     };
     let mut out = Map::new();

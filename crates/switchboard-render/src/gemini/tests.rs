@@ -82,8 +82,8 @@ fn const_wins_over_enum_and_empty_strings_are_said() {
     );
 }
 
-/// Gemini reads a property's schema as an object: `true` becomes one without a type that
-/// says it takes anything; a `false` property cannot be given, so it leaves `properties`
+/// Gemini reads a property's schema as an object: `true`, and `{}` like it, become one
+/// without a type that says it takes anything; a `false` property cannot be given, so it leaves `properties`
 /// and `required`, and the holder says so.
 #[test]
 fn boolean_property_schemas_become_what_gemini_takes() {
@@ -91,6 +91,7 @@ fn boolean_property_schemas_become_what_gemini_takes() {
         "flags",
         json!({"type": "object", "required": ["any", "never", "id"], "properties": {
             "any": true,
+            "empty": {},
             "never": false,
             "id": {"type": "string"},
             "nested": {"type": "object", "required": ["gone"],
@@ -104,6 +105,7 @@ fn boolean_property_schemas_become_what_gemini_takes() {
                 "description": "(never cannot be given)",
                 "properties": {
             "any": {"description": "(any JSON value)"},
+            "empty": {"description": "(any JSON value)"},
             "id": {"type": "string"},
             "nested": {"type": "object", "description": "(gone cannot be given)",
                        "properties": {"kept": {"description": "(any JSON value)"}}},
