@@ -35,7 +35,8 @@
 //! * an object without properties (a map of `additionalProperties` or `patternProperties`,
 //!   or any object) is refused: it loses its type and says `(a JSON object; each value:
 //!   string)` in its description, with the values' limits in words (`each value: string
-//!   (at most 8 characters)`, [`in_words::value_limits`]); an array needs `items`: tuple items (`prefixItems`) become `items` of their
+//!   (at most 8 characters)`, [`in_words::value_limits`]; values defined by `anyOf` say
+//!   their members' types: `each value: string or number`); an array needs `items`: tuple items (`prefixItems`) become `items` of their
 //!   one type or `anyOf` their types, the order in the description (`(in order: string,
 //!   integer)`), and an array that says nothing of its items takes strings;
 //! * a tool without parameters declares none (an object schema without properties is
@@ -232,11 +233,30 @@ fn value_kind(values: &Value) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// The type of a map's values with their constraints in words
-/// ([`in_words::value_limits`]): `string (pattern: ^[a-z]+$; at most 8 characters)`; `None`
-/// when they have no type.
+/// The types of the `anyOf` members of `rendered` (a map's values, as the subset renders
+/// them), distinct, in words: `string or number`; `None` when a member has no type (it may
+/// be anything) or there is no union.
+fn member_kinds(rendered: &Value) -> Option<String> {
+    let mut kinds: Vec<&str> = Vec::new();
+    for member in rendered.get("anyOf").and_then(Value::as_array)? {
+        let kind = member.get("type").and_then(Value::as_str)?;
+        if !kinds.contains(&kind) {
+            kinds.push(kind);
+        }
+    }
+    (!kinds.is_empty()).then(|| kinds.join(" or "))
+}
+
+/// The type of a map's values (or of the members of the union defining them) with their
+/// constraints in words ([`in_words::value_limits`]): `string (pattern: ^[a-z]+$; at most 8
+/// characters)`, `string or number`; `None` when they have no type.
 fn value_words(values: &Value) -> Option<String> {
-    let kind = value_kind(values)?;
+    let rendered = values.is_object().then(|| subset(values))?;
+    let kind = match rendered.get("type").and_then(Value::as_str) {
+        Some(kind) => kind.to_owned(),
+        // Values defined by a union (`anyOf`/`oneOf`) have no type of their own.
+        None => member_kinds(&rendered)?,
+    };
     let clauses = values
         .as_object()
         .map(in_words::value_limits)

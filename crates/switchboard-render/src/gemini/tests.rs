@@ -585,6 +585,48 @@ fn range_and_item_limits_are_sent_only_for_their_types() {
     );
 }
 
+/// Map values defined only by a union have no type of their own: the members' types are
+/// said (a member that may be anything leaves the values unsaid, as before).
+#[test]
+fn map_values_of_a_union_say_their_members_types() {
+    let declaration = declared(
+        "unions",
+        json!({"type": "object", "properties": {
+            "settings": {"type": "object", "additionalProperties":
+                         {"anyOf": [{"type": "string"}, {"type": "number"},
+                                    {"type": "string", "format": "uri"}]}},
+            "env": {"type": "object", "patternProperties":
+                    {"^X": {"oneOf": [{"type": "integer"}, {"type": "boolean"}]}}},
+            "loose": {"type": "object", "additionalProperties":
+                      {"anyOf": [{"type": "string"}, {}]}},
+        }}),
+    );
+    check_said_not_sent(
+        &declaration["parameters"],
+        [
+            (
+                "settings",
+                json!({"description": "(a JSON object; each value: string or number)"}),
+            ),
+            (
+                "env",
+                json!({"description": "(a JSON object; keys matching ^X: integer or boolean)"}),
+            ),
+            ("loose", json!({"description": "(a JSON object)"})),
+        ],
+    );
+    let root = declared(
+        "variables",
+        json!({"type": "object", "additionalProperties":
+               {"anyOf": [{"type": "string"}, {"type": "null"}, {"type": "integer"}]}}),
+    );
+    assert_eq!(
+        root["parametersJsonSchema"],
+        json!({"type": "object",
+               "description": "(a JSON object; each value: string or integer)"})
+    );
+}
+
 /// A tool without parameters declares none; a name must start with a letter or `_`.
 #[test]
 fn no_parameters_and_names_gemini_takes() {
