@@ -8,7 +8,8 @@
 //! secret ends up in the secrets file only — never in the config, the ledger, the operations
 //! database, the gateway's log or `status`. A server the manager installs runs in the
 //! sandbox `[manager] sandbox` gives it, written into its entry: it reads and writes its
-//! install directory (and what the operator added), and is refused a file outside it.
+//! install directory (and what the operator added), and is refused a file outside it; its
+//! `HOME` is a directory of its own inside it, which it may write (a cache, `~/.config`).
 
 mod support;
 
@@ -528,9 +529,10 @@ fn a_server_the_manager_installs_cannot_read_outside_its_install_directory() {
     assert!(own_graph.is_file(), "written inside its install directory");
 
     // The entry says what it runs under: the defaults, its install directory readable and
-    // writable, its TMPDIR inside it.
+    // writable, its TMPDIR and HOME inside it.
     let text = std::fs::read_to_string(&config).expect("config");
     let install_dir = quoted(&root.join("servers/prying").display().to_string());
+    let home = root.join("servers/prying/home");
     for wanted in [
         format!("readable = [{install_dir}]"),
         format!("writable = [{install_dir}]"),
@@ -538,9 +540,11 @@ fn a_server_the_manager_installs_cannot_read_outside_its_install_directory() {
             "TMPDIR = {}",
             quoted(&root.join("servers/prying/tmp").display().to_string())
         ),
+        format!("HOME = {}", quoted(&home.display().to_string())),
     ] {
         assert!(text.contains(&wanted), "{wanted} in:\n{text}");
     }
+    assert!(home.is_dir(), "the install made the server's HOME");
     let shown = cli(root, &config, &["servers", "show", "prying", "--json"]);
     let shown: Value = serde_json::from_slice(&shown.stdout).expect("servers show JSON");
     let prying_dir = root.join("servers/prying").display().to_string();
@@ -559,5 +563,57 @@ fn a_server_the_manager_installs_cannot_read_outside_its_install_directory() {
     assert_eq!(
         prying_status["sandbox"]["filesystem"], "enforced",
         "{prying_status}"
+    );
+
+    // A server that writes to ~ (a cache, ~/.config) can, under the entry's sandbox and
+    // environment as the install wrote them: only the entry's program is swapped for the
+    // sandbox probe (and its trust, since the probe's tools are not the pinned ones).
+    let probe = |line: &str| {
+        if line.starts_with("command = ") {
+            let python = venv_bin().join("python").display().to_string();
+            let script = repo_root().join("e2e/py/sandbox_probe.py");
+            let script = script.display().to_string();
+            Some(format!(
+                "command = {}\nargs = [{}]",
+                quoted(&python),
+                quoted(&script)
+            ))
+        } else if line.starts_with("args = ") {
+            None
+        } else if line.starts_with("trust = ") {
+            Some("trust = \"auto\"".to_owned())
+        } else {
+            Some(line.to_owned())
+        }
+    };
+    let mut in_prying = false;
+    let swapped: Vec<String> = text
+        .lines()
+        .filter_map(|line| {
+            if line.starts_with('[') {
+                in_prying = line == "[servers.prying]";
+            }
+            if in_prying {
+                probe(line)
+            } else {
+                Some(line.to_owned())
+            }
+        })
+        .collect();
+    std::fs::write(&config, swapped.join("\n") + "\n").expect("write the config");
+    let reloaded = cli(root, &config, &["reload", "--json"]);
+    let reloaded: Value = serde_json::from_slice(&reloaded.stdout).unwrap_or(Value::Null);
+    assert_eq!(reloaded["servers"][0]["applied"], true, "{reloaded}");
+    let said_home = result_text(&call("prying__get_env", r#"{"name": "HOME"}"#));
+    assert_eq!(said_home, format!("env: {}", home.display()));
+    let written = home.join("probe.txt");
+    let wrote = call(
+        "prying__write_file",
+        &json!({"path": written, "text": "kept"}).to_string(),
+    );
+    assert_eq!(result_text(&wrote), "wrote", "{wrote}");
+    assert_eq!(
+        std::fs::read_to_string(&written).ok().as_deref(),
+        Some("kept")
     );
 }

@@ -2,10 +2,12 @@
 //! `[manager] sandbox` — the gateway's `[gateway.sandbox]` or the defaults (`true`), a table
 //! of its own, or none (`false`) — with the server's install directory readable and writable
 //! (node and python read the whole package tree, `node_modules` or the venv, which the
-//! launcher's derived paths do not cover, and write their caches beside it), and `TMPDIR` a
-//! directory inside it, since `/tmp` is not writable in a sandbox. The whole sandbox is
-//! written into the entry the manager adds, so probation and every later run are the same,
-//! and the config file and `servers show` say what the server runs under.
+//! launcher's derived paths do not cover, and write their caches beside it), and `TMPDIR` and
+//! `HOME` directories inside it (`tmp`, `home`), since neither `/tmp` nor the gateway's home
+//! is writable in a sandbox and a package that writes a cache or `~/.config` would fail (the
+//! gateway's home is not readable either, so the server loses nothing it could read). The
+//! whole sandbox is written into the entry the manager adds, so probation and every later run
+//! are the same, and the config file and `servers show` say what the server runs under.
 //!
 //! The launcher also makes every absolute path among a server's arguments readable (a script
 //! and its siblings, a directory to serve): a model's install whose command line names one
@@ -29,6 +31,9 @@ use crate::Host;
 
 /// The directory inside an install that is the server's `TMPDIR`.
 const TEMP_DIR: &str = "tmp";
+
+/// The directory inside an install that is the server's `HOME`.
+const HOME_DIR: &str = "home";
 
 /// How a package the manager installs is confined.
 #[derive(Debug, Clone, PartialEq)]
@@ -110,18 +115,20 @@ impl Confinement {
         }
     }
 
-    /// The variables the server gets on top of its own: `TMPDIR`, inside its install.
+    /// The variables the server gets on top of its own: `TMPDIR` and `HOME`, inside its
+    /// install.
     pub(super) fn env(&self) -> BTreeMap<String, String> {
-        BTreeMap::from([(
-            "TMPDIR".to_owned(),
-            literal(&temp_dir(&self.dir).display().to_string()),
-        )])
+        let inside = |name: &str| literal(&self.dir.join(name).display().to_string());
+        BTreeMap::from([
+            ("TMPDIR".to_owned(), inside(TEMP_DIR)),
+            ("HOME".to_owned(), inside(HOME_DIR)),
+        ])
     }
 
-    /// Makes what the server expects inside its install directory (its `TMPDIR`), once the
-    /// package is in place.
+    /// Makes what the server expects inside its install directory (its `TMPDIR` and `HOME`),
+    /// once the package is in place.
     pub(super) fn prepare(&self) -> Result<(), WorkError> {
-        make_temp_dir(&self.dir)
+        make_private_dirs(&self.dir)
     }
 }
 
@@ -147,17 +154,15 @@ pub(super) fn check_arguments(launch: &Launch, dir: &Path) -> Result<(), WorkErr
     }
 }
 
-/// The `TMPDIR` of a server installed into `dir`.
-fn temp_dir(dir: &Path) -> PathBuf {
-    dir.join(TEMP_DIR)
-}
-
-/// Makes the `TMPDIR` of the server installed into `dir`: for a fresh install, and for a copy
-/// of an install another replica made (the entry names it).
-pub(super) fn make_temp_dir(dir: &Path) -> Result<(), WorkError> {
-    let temp = temp_dir(dir);
-    std::fs::create_dir_all(&temp)
-        .map_err(|error| failed(format!("cannot create {}: {error}", temp.display())))
+/// Makes the `TMPDIR` and `HOME` of the server installed into `dir`: for a fresh install,
+/// and for a copy of an install another replica made (the entry names them).
+pub(super) fn make_private_dirs(dir: &Path) -> Result<(), WorkError> {
+    for name in [TEMP_DIR, HOME_DIR] {
+        let private = dir.join(name);
+        std::fs::create_dir_all(&private)
+            .map_err(|error| failed(format!("cannot create {}: {error}", private.display())))?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -227,9 +232,31 @@ mod tests {
             confinement.env()["TMPDIR"],
             "/var/lib/switchboard/servers/memory/tmp"
         );
+        assert_eq!(
+            confinement.env()["HOME"],
+            "/var/lib/switchboard/servers/memory/home"
+        );
         let defaults = Confinement::around(SandboxConfig::default(), dir).entry();
         assert_eq!(defaults.network.as_deref(), Some("any"));
         assert_eq!((defaults.memory, defaults.cpu), (None, None));
         assert_eq!(defaults.writable, [dir.to_str().unwrap_or("")]);
+    }
+
+    /// A package that writes to `~` (a cache, `~/.config`) needs a writable home: the install
+    /// makes the `HOME` and `TMPDIR` its entry names, inside the (writable) install directory.
+    #[test]
+    fn the_install_makes_the_servers_home_and_temp_dirs() {
+        let install = tempfile::tempdir().expect("tempdir");
+        let confinement = Confinement::around(SandboxConfig::default(), install.path());
+        confinement.prepare().expect("prepare");
+        for name in ["HOME", "TMPDIR"] {
+            let made = PathBuf::from(&confinement.env()[name]);
+            assert!(
+                made.starts_with(install.path()),
+                "{name}: {}",
+                made.display()
+            );
+            assert!(made.is_dir(), "{name}: {}", made.display());
+        }
     }
 }

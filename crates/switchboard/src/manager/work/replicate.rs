@@ -9,7 +9,7 @@
 
 use serde_json::json;
 
-use super::confinement::make_temp_dir;
+use super::confinement::make_private_dirs;
 use super::install::{install_error, install_root, is_install_dir, remove_dir};
 use super::{Job, Outcome, failed};
 use crate::live::Change;
@@ -68,10 +68,10 @@ impl Job<'_> {
                 &progress,
             )
             .await;
-            // The entry's `TMPDIR`, when it is confined, is inside the install.
+            // The entry's `TMPDIR` and `HOME`, when it is confined, are inside the install.
             let outcome = outcome
                 .map_err(install_error)
-                .and_then(|_| make_temp_dir(&installed.dir));
+                .and_then(|_| make_private_dirs(&installed.dir));
             if let Err(error) = outcome {
                 if let Err(e) = remove_dir(&installed.dir).await {
                     tracing::warn!("{e}");
