@@ -212,6 +212,10 @@ fn main() -> ExitCode {
             if output::is_broken_pipe(&error) {
                 return ExitCode::SUCCESS;
             }
+            // Said when the signal came; the command has closed since.
+            if let Some(stopped) = error.downcast_ref::<commands::stop_signals::Interrupted>() {
+                return ExitCode::from(stopped.exit_status());
+            }
             // Not `eprintln!`, which panics when stderr is gone.
             let _ = writeln!(std::io::stderr(), "error: {}", failure::describe(&error));
             if usage::is_usage(&error) {

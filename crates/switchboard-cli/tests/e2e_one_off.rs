@@ -1,6 +1,7 @@
 //! One-off commands behave like the gateway they stand in for: `switchboard call` records
 //! its call in the ledger and closes it as a stopping gateway does — the row is on record
-//! and no journal is left for the next start to replay — on success and on error alike;
+//! and no journal is left for the next start to replay — on success and on error alike, and
+//! when SIGINT or SIGTERM stops it mid-call (the call then recorded as cancelled);
 //! `switchboard tools --as-sent` prints exactly what a stdio `serve --agent` answers
 //! `tools/list` with, for an agent in search mode and one in full mode.
 
@@ -9,6 +10,10 @@ mod support;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
 
 use serde_json::{Value, json};
 use support::*;
@@ -75,6 +80,75 @@ fn call_writes_its_row_and_leaves_no_journal() {
         "{rows}"
     );
     assert_eq!(rows[1]["server"], "clock", "{rows}");
+}
+
+/// `switchboard call slow__sleep ms=60000`, sent `signal` once the sleep reached the server
+/// (its requests are copied to `requests.log` on their way in): the exit code, and the
+/// ledger's rows as (tool, outcome).
+fn interrupted_call(signal: Signal) -> (Option<i32>, Vec<(String, String)>) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let requests = dir.path().join("requests.log");
+    let copy_then_serve = format!("tee -a {} | exec {} echo", requests.display(), fixture());
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "[gateway]\nledger = {}\n\n[servers.slow]\ncommand = \"sh\"\nargs = [\"-c\", {}]\n",
+            quoted(&dir.path().join("ledger.db").display().to_string()),
+            quoted(&copy_then_serve)
+        ),
+    );
+    let mut call = Command::new(switchboard())
+        .arg("--config")
+        .arg(&config)
+        .args(["call", "slow__sleep", "ms=60000"])
+        .current_dir(dir.path())
+        .env_remove("SWITCHBOARD_LOG")
+        .env("XDG_STATE_HOME", dir.path())
+        .env("XDG_DATA_HOME", dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start switchboard call");
+    let started = wait_for(Duration::from_secs(20), || {
+        std::fs::read_to_string(&requests)
+            .ok()
+            .filter(|text| text.contains("\"tools/call\""))
+    });
+    assert!(started.is_some(), "the call never reached the server");
+    let pid = Pid::from_raw(i32::try_from(call.id()).expect("a pid"));
+    kill(pid, signal).expect("signal switchboard call");
+    let ended = wait_for(Duration::from_secs(20), || call.try_wait().ok().flatten());
+    let Some(status) = ended else {
+        let _ = call.kill();
+        panic!("switchboard call did not stop within 20 s of {signal}");
+    };
+    assert_eq!(journals(dir.path()), Vec::<String>::new(), "after {signal}");
+    let rows = audit_rows(&config);
+    let rows = rows
+        .as_array()
+        .expect("rows")
+        .iter()
+        .map(|row| {
+            let field = |name: &str| row[name].as_str().unwrap_or("").to_owned();
+            (field("exposed"), field("outcome"))
+        })
+        .collect();
+    (status.code(), rows)
+}
+
+#[test]
+fn sigint_during_a_call_records_it_cancelled_and_exits_130() {
+    let (code, rows) = interrupted_call(Signal::SIGINT);
+    assert_eq!(code, Some(130));
+    assert_eq!(rows, [("slow__sleep".to_owned(), "cancelled".to_owned())]);
+}
+
+#[test]
+fn sigterm_during_a_call_records_it_cancelled_and_exits_143() {
+    let (code, rows) = interrupted_call(Signal::SIGTERM);
+    assert_eq!(code, Some(143));
+    assert_eq!(rows, [("slow__sleep".to_owned(), "cancelled".to_owned())]);
 }
 
 /// A config whose agent `seeker` lists in search mode (`clock__now` pinned) and `plain` in

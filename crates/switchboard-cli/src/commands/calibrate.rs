@@ -51,9 +51,12 @@ pub async fn run(config: Option<&Path>, args: CalibrateArgs) -> anyhow::Result<E
     let quiet = |_: usize, _: usize, _: &str| {};
     let progress: &(dyn Fn(usize, usize, &str) + Sync) =
         if interactive { &progress_bar } else { &quiet };
-    let results = host.calibrate(&options, progress).await;
-    host.close().await;
-    let results = results?;
+    // SIGINT or SIGTERM stops the probing; the figures measured so far are saved on close.
+    let results = host
+        .unless_stopped(host.calibrate(&options, progress))
+        .await;
+    host.close().await?;
+    let results = results??;
     if args.json {
         print_json(&results)?;
     } else {

@@ -21,9 +21,11 @@ use std::sync::Arc;
 use crate::usage::usage;
 use serde_json::{Map, Value};
 use switchboard_core::CallContext;
+use switchboard_core::context::unless_cancelled;
 use switchboard_core::trace::{BAGGAGE, TRACEPARENT, TRACESTATE, TraceContext};
 use switchboard_mcp::front::Backend;
 use switchboard_mcp::front::span::LocalCallSpan;
+use tokio_util::sync::CancellationToken;
 
 use crate::output::{print_json, print_line};
 
@@ -48,9 +50,12 @@ pub struct CallArgs {
 pub async fn run(config: Option<&Path>, args: CallArgs) -> anyhow::Result<ExitCode> {
     let arguments = parse_arguments(args.args.as_deref(), &args.pairs)?;
     let host = super::start_host(config, args.agent.as_deref()).await?;
+    // SIGINT or SIGTERM cancels the call as a gateway call is cancelled when its client goes
+    // away: the pipeline ends it and records it as cancelled.
     let mut ctx = CallContext {
         agent: args.agent.clone(),
         trace: trace_of_environment(),
+        cancel: host.stop_token(),
         ..CallContext::default()
     };
     let span = LocalCallSpan::start(host.telemetry().as_ref(), &args.tool, &arguments, &mut ctx);
@@ -59,14 +64,14 @@ pub async fn run(config: Option<&Path>, args: CallArgs) -> anyhow::Result<ExitCo
         .pending_approvals()
         .filter(|pending| !pending.is_shared())
     {
-        Some(pending) => answered_here(calling, &pending).await,
+        Some(pending) => answered_here(calling, &pending, &ctx.cancel).await,
         None => calling.await,
     };
     if let Some(span) = span {
         span.finish(&result);
     }
-    // Sends the spans too.
-    host.close().await;
+    // Sends the spans too; a stopped command ends here, its call recorded as cancelled.
+    host.close().await?;
     let outcome = result.map_err(|error| match error {
         switchboard_core::pipeline::CallError::UnknownTool { .. } => {
             anyhow::anyhow!("{error}\n  hint: {}", tools_hint(args.agent.as_deref()))
@@ -123,10 +128,12 @@ fn tools_hint(agent: Option<&str>) -> String {
 }
 
 /// Runs `calling`, answering the approvals it waits for: at the terminal, or denied at once
-/// without one.
+/// without one. Once `stop` is cancelled no question is waited on: the call, cancelled by
+/// the same token, ends.
 async fn answered_here<T>(
     calling: impl std::future::Future<Output = T>,
     pending: &Arc<switchboard::PendingApprovals>,
+    stop: &CancellationToken,
 ) -> T {
     let mut changes = pending.subscribe();
     tokio::pin!(calling);
@@ -138,7 +145,10 @@ async fn answered_here<T>(
                     return calling.await;
                 }
                 for waiting in pending.list() {
-                    let (approve, reason) = decide(&waiting).await;
+                    let Some((approve, reason)) = unless_cancelled(stop, decide(&waiting)).await
+                    else {
+                        return calling.await;
+                    };
                     let _ = pending
                         .answer(&waiting.id, approve, "operator (switchboard call)", reason.as_deref())
                         .await;

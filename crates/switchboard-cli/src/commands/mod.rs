@@ -16,6 +16,7 @@ pub mod sandbox_exec;
 pub mod serve;
 pub mod servers;
 pub mod status;
+pub mod stop_signals;
 pub mod tier;
 pub mod token;
 pub mod tool_server;

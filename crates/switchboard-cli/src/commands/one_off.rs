@@ -3,22 +3,71 @@
 //! and traces) and closed as `serve` closes it on a clean stop: [`OneOffHost::close`] stops
 //! the servers, saves the latency stats and sends the queued spans (`Host::shutdown`), then
 //! writes the ledger's last rows and removes this process's journal ([`close_ledger`]).
-//! A command that started one closes it on every path, its errors included; a journal is
-//! left only when the rows could not be written, for the next start to replay.
+//! A command that started one closes it on every path, its errors and SIGINT/SIGTERM
+//! included ([`super::stop_signals`]); a journal is left only when the rows could not be
+//! written, for the next start to replay. [`HostWithLedger`] is the same Host and ledger
+//! without the signals, for the manager's local Host.
 
 use std::path::Path;
 use std::time::Duration;
 
-use switchboard::Host;
+use switchboard::{Host, HostOptions};
+use switchboard_core::config::Config;
 use switchboard_ledger::Ledger;
+use tokio_util::sync::CancellationToken;
+
+use super::stop_signals::{Interrupted, StopSignals};
 
 /// How long a stopping command or gateway waits for the ledger's last rows to be written.
 pub const LEDGER_FLUSH_PATIENCE: Duration = Duration::from_secs(10);
 
-/// A Host of this process and the ledger it records to, which it owns.
-pub struct OneOffHost {
+/// A Host of this process and the ledger it records to (if any), which it owns.
+pub struct HostWithLedger {
     host: Host,
-    ledger: Ledger,
+    ledger: Option<Ledger>,
+}
+
+/// The Host's own methods, used as on any Host; closing is [`HostWithLedger::close`].
+impl std::ops::Deref for HostWithLedger {
+    type Target = Host;
+
+    fn deref(&self) -> &Host {
+        &self.host
+    }
+}
+
+impl HostWithLedger {
+    /// A Host on `config` recording to `ledger` (`options.recorder` is expected to be it).
+    /// When the Host cannot be built, the ledger is closed before the error is returned.
+    pub async fn build(
+        config: &Config,
+        options: HostOptions,
+        ledger: Option<Ledger>,
+    ) -> anyhow::Result<Self> {
+        match Host::from_config_with(config, options) {
+            Ok(host) => Ok(Self { host, ledger }),
+            Err(error) => {
+                if let Some(ledger) = ledger {
+                    close_ledger(ledger).await;
+                }
+                Err(error.into())
+            }
+        }
+    }
+
+    /// Stops the Host and closes its ledger, as `serve` does on a clean stop.
+    pub async fn close(self) {
+        self.host.shutdown().await;
+        if let Some(ledger) = self.ledger {
+            close_ledger(ledger).await;
+        }
+    }
+}
+
+/// A one-off command's Host, its ledger, and the signals that stop the command.
+pub struct OneOffHost {
+    host: HostWithLedger,
+    stop: StopSignals,
 }
 
 /// The Host's own methods, used as on any Host; closing is [`OneOffHost::close`].
@@ -31,38 +80,58 @@ impl std::ops::Deref for OneOffHost {
 }
 
 impl OneOffHost {
-    /// Stops the Host and closes its ledger, as `serve` does on a clean stop.
-    pub async fn close(self) {
-        self.host.shutdown().await;
-        close_ledger(self.ledger).await;
+    /// Stops the Host and closes its ledger, as `serve` does on a clean stop; then the
+    /// signal that stopped the command, if one did, as the error the command ends with.
+    pub async fn close(self) -> Result<(), Interrupted> {
+        self.host.close().await;
+        match self.stop.received() {
+            Some(stopped) => Err(stopped),
+            None => Ok(()),
+        }
+    }
+
+    /// Cancelled at the first SIGINT or SIGTERM: the `CallContext::cancel` of the command's
+    /// calls, which the pipeline then ends and records as cancelled.
+    pub fn stop_token(&self) -> CancellationToken {
+        self.stop.token()
+    }
+
+    /// What `work` gives, unless SIGINT or SIGTERM comes first (`work` is then dropped).
+    pub async fn unless_stopped<T>(
+        &self,
+        work: impl std::future::Future<Output = T>,
+    ) -> Result<T, Interrupted> {
+        self.stop.unless_stopped(work).await
     }
 }
 
-/// Loads the config, starts a Host and waits for every server's first connection attempt.
+/// Loads the config, starts a Host and waits for every server's first connection attempt
+/// (SIGINT and SIGTERM, handled from the start, cut that wait short and close the Host).
 /// An `agent` the config does not define is refused before anything starts.
 pub async fn start_host(
     explicit: Option<&Path>,
     agent: Option<&str>,
 ) -> anyhow::Result<OneOffHost> {
+    let stop = StopSignals::install();
     let config = super::load_config(explicit)?;
     super::check_agent(&config, agent)?;
     let ledger = super::audit::open_ledger(&config)?;
-    let options = switchboard::HostOptions {
+    let options = HostOptions {
         recorder: std::sync::Arc::new(ledger.clone()),
         latency_database: super::audit::latency_path(&config),
         manager_database: super::manager::database_path(&config),
         sandbox_launcher: std::env::current_exe().ok(),
-        ..switchboard::HostOptions::default()
+        ..HostOptions::default()
     };
-    let host = match Host::from_config_with(&config, options) {
-        Ok(host) => host,
-        Err(error) => {
-            close_ledger(ledger).await;
-            return Err(error.into());
-        }
+    let host = OneOffHost {
+        host: HostWithLedger::build(&config, options, Some(ledger)).await?,
+        stop,
     };
-    host.ready().await;
-    Ok(OneOffHost { host, ledger })
+    if let Err(stopped) = host.unless_stopped(host.ready()).await {
+        let _ = host.close().await;
+        return Err(stopped.into());
+    }
+    Ok(host)
 }
 
 /// Writes the ledger's last rows (waiting [`LEDGER_FLUSH_PATIENCE`] at most) and removes this

@@ -82,7 +82,7 @@ async fn local_status(config: Option<&Path>, source: &str) -> anyhow::Result<Val
         "problems": problems,
         "shared_limits": host.shared_limits(),
     });
-    host.close().await;
+    host.close().await?;
     Ok(status)
 }
 

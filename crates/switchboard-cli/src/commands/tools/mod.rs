@@ -155,7 +155,7 @@ pub async fn run(config: Option<&Path>, args: ToolsArgs) -> anyhow::Result<ExitC
     if let Some(tier) = &args.tier
         && let Err(unknown) = host.check_tier(tier)
     {
-        host.close().await;
+        host.close().await?;
         return Err(unknown.into());
     }
     if args.stats {
@@ -171,7 +171,7 @@ pub async fn run(config: Option<&Path>, args: ToolsArgs) -> anyhow::Result<ExitC
             .into_iter()
             .filter(|row| visible.contains(&row.tool))
             .collect();
-        host.close().await;
+        host.close().await?;
         stats::print(&rows, args.format == Format::Json)?;
         return Ok(ExitCode::SUCCESS);
     }
@@ -180,12 +180,12 @@ pub async fn run(config: Option<&Path>, args: ToolsArgs) -> anyhow::Result<ExitC
     let entries = host.visible_for(&caller);
     if args.as_sent {
         let listed = host.listed_tools(&caller);
-        host.close().await;
+        host.close().await?;
         print_as_sent(args.format, &listed, &entries, args.count_tokens)?;
         return Ok(ExitCode::SUCCESS);
     }
     if let Some(rendering) = args.format.rendering() {
-        host.close().await;
+        host.close().await?;
         let tools: Vec<_> = entries
             .iter()
             .map(|entry| (entry.exposed.clone(), entry.spec.definition.clone()))
@@ -194,7 +194,7 @@ pub async fn run(config: Option<&Path>, args: ToolsArgs) -> anyhow::Result<ExitC
         return Ok(ExitCode::SUCCESS);
     }
     let status = host.status();
-    host.close().await;
+    host.close().await?;
     let state_of = |server: &str| {
         status
             .iter()

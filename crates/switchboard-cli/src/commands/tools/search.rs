@@ -107,7 +107,7 @@ pub async fn run(config: Option<&Path>, args: SearchArgs) -> anyhow::Result<Exit
                     description: first_line(entry.spec.definition.description.as_deref()),
                 })
                 .collect();
-            host.close().await;
+            host.close().await?;
             found
         }
     };
