@@ -394,7 +394,7 @@ fn unusable_flags_are_usage_errors() {
     let catalog = dir.path().join("catalog.json");
     std::fs::write(&catalog, r#"{"tools": []}"#).expect("write catalog");
     let catalog_arg = catalog.display().to_string();
-    let cases: [(&[&str], &str); 8] = [
+    let cases: [(&[&str], &str); 9] = [
         (
             &["call", "clock__now", "--args", "[1]"],
             "must be a JSON object",
@@ -403,6 +403,7 @@ fn unusable_flags_are_usage_errors() {
         (&["call", "clock__now", "zone"], "is not KEY=VALUE"),
         (&["tools", "--count-tokens"], "needs an LLM rendering"),
         (&["tools", "--as-sent", "--stats"], "pick one"),
+        (&["tools", "--exposure", "search"], "add --as-sent"),
         (
             &[
                 "tools",

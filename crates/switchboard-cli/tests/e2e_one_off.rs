@@ -3,7 +3,8 @@
 //! and no journal is left for the next start to replay — on success and on error alike, and
 //! when SIGINT or SIGTERM stops it mid-call (the call then recorded as cancelled);
 //! `switchboard tools --as-sent` prints exactly what a stdio `serve --agent` answers
-//! `tools/list` with, for an agent in search mode and one in full mode.
+//! `tools/list` with, for an agent in search mode and one in full mode, and with `--exposure`
+//! what `serve --exposure` answers.
 
 mod support;
 
@@ -167,17 +168,12 @@ fn exposure_config(dir: &Path) -> String {
     config.display().to_string()
 }
 
-/// The `tools` a stdio `serve --agent AGENT` answers `tools/list` with.
-fn tools_list_over_stdio(dir: &Path, config: &str, agent: &str) -> Value {
+/// The `tools` a stdio `serve SERVE_ARGS...` answers `tools/list` with.
+fn tools_list_over_stdio(dir: &Path, config: &str, serve_args: &[&str]) -> Value {
     let mut gateway = Command::new(switchboard())
-        .args([
-            "--config",
-            config,
-            "serve",
-            "--agent",
-            agent,
-            "--admin-file",
-        ])
+        .args(["--config", config, "serve"])
+        .args(serve_args)
+        .arg("--admin-file")
         .arg(dir.join("admin.json"))
         .env("XDG_DATA_HOME", dir)
         .env("XDG_STATE_HOME", dir)
@@ -240,7 +236,10 @@ fn tools_as_sent_prints_what_tools_list_sends() {
         names(&sent),
         ["search_tools", "describe_tool", "call_tool", "clock__now"]
     );
-    assert_eq!(sent, tools_list_over_stdio(dir.path(), &config, "seeker"));
+    assert_eq!(
+        sent,
+        tools_list_over_stdio(dir.path(), &config, &["--agent", "seeker"])
+    );
     let table = tools(&["--agent", "seeker", "--as-sent"]);
     let table = String::from_utf8_lossy(&table.stdout);
     let rows: Vec<Vec<&str>> = table
@@ -290,5 +289,54 @@ fn tools_as_sent_prints_what_tools_list_sends() {
             "--agent", "plain", "--format", "mcp"
         ])))
     );
-    assert_eq!(sent, tools_list_over_stdio(dir.path(), &config, "plain"));
+    assert_eq!(
+        sent,
+        tools_list_over_stdio(dir.path(), &config, &["--agent", "plain"])
+    );
+
+    // `--exposure` as `serve --exposure` takes it: over gateway.exposure, for an agent that
+    // does not choose (plain), not for one that does (seeker).
+    let sent = stdout_json(&tools(&[
+        "--agent",
+        "plain",
+        "--as-sent",
+        "--exposure",
+        "search",
+        "--format",
+        "json",
+    ]));
+    assert_eq!(
+        names(&sent),
+        ["search_tools", "describe_tool", "call_tool"],
+        "{sent}"
+    );
+    assert_eq!(
+        sent,
+        tools_list_over_stdio(
+            dir.path(),
+            &config,
+            &["--agent", "plain", "--exposure", "search"]
+        )
+    );
+    let sent = stdout_json(&tools(&[
+        "--agent",
+        "seeker",
+        "--as-sent",
+        "--exposure",
+        "full",
+        "--format",
+        "json",
+    ]));
+    assert_eq!(
+        sent,
+        tools_list_over_stdio(
+            dir.path(),
+            &config,
+            &["--agent", "seeker", "--exposure", "full"]
+        )
+    );
+    assert_eq!(
+        names(&sent),
+        ["search_tools", "describe_tool", "call_tool", "clock__now"]
+    );
 }

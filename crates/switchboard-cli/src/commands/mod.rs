@@ -7,6 +7,7 @@ pub mod calibrate;
 pub mod call;
 pub mod config;
 pub mod console;
+pub mod exposure_flag;
 pub mod keys;
 pub mod manager;
 pub mod migrate;
@@ -22,7 +23,7 @@ pub mod token;
 pub mod tool_server;
 pub mod tools;
 
-pub use one_off::start_host;
+pub use one_off::{start_host, start_host_with};
 
 use std::io::Write;
 use std::path::Path;

@@ -112,8 +112,19 @@ pub async fn start_host(
     explicit: Option<&Path>,
     agent: Option<&str>,
 ) -> anyhow::Result<OneOffHost> {
+    start_host_with(explicit, agent, |_| {}).await
+}
+
+/// [`start_host`] on the config as `adjust` changes it (a command line's word over the file,
+/// as `serve` lays its flags over it).
+pub async fn start_host_with(
+    explicit: Option<&Path>,
+    agent: Option<&str>,
+    adjust: impl FnOnce(&mut Config),
+) -> anyhow::Result<OneOffHost> {
     let stop = StopSignals::install();
-    let config = super::load_config(explicit)?;
+    let mut config = super::load_config(explicit)?;
+    adjust(&mut config);
     super::check_agent(&config, agent)?;
     let ledger = super::audit::open_ledger(&config)?;
     let options = HostOptions {

@@ -15,7 +15,6 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use switchboard::{Host, LiveOptions};
 use switchboard_core::CatalogProblem;
-use switchboard_core::config::Exposure;
 use switchboard_mcp::busy_poll::BusyPoll;
 use switchboard_mcp::front::Dispatcher;
 use switchboard_mcp::front::http::{self, Authenticator, HttpOptions};
@@ -23,6 +22,7 @@ use switchboard_mcp::front::stdio::{self, StdioOptions};
 use switchboard_mcp::oauth::OAuthVerifier;
 use tokio_util::sync::CancellationToken;
 
+use super::exposure_flag::ExposureFlag;
 use crate::admin::advertise::AdminReady;
 use crate::admin::{AdminFile, admin_path, server};
 
@@ -48,10 +48,8 @@ pub struct ServeArgs {
     /// it are listed and callable.
     #[arg(long, value_name = "TIER")]
     tier: Option<String>,
-    /// How tools are listed to callers whose agent does not choose (overrides
-    /// gateway.exposure): full, categories or search.
-    #[arg(long, value_enum, value_name = "MODE")]
-    exposure: Option<ExposureArg>,
+    #[command(flatten)]
+    exposure: ExposureFlag,
     /// Address of the admin endpoint (operator commands such as `switchboard approvals`);
     /// loopback only. Its URL and token are written to the admin file
     /// ($SWITCHBOARD_ADMIN_FILE, else $XDG_STATE_HOME/switchboard/admin.json).
@@ -150,9 +148,7 @@ pub async fn run(config: Option<&Path>, args: ServeArgs) -> anyhow::Result<ExitC
         if no_prefix {
             config.gateway.prefix_tools = false;
         }
-        if let Some(exposure) = exposure {
-            config.gateway.exposure = exposure.into();
-        }
+        exposure.apply(config);
         if let Some(window) = busy_poll {
             config.gateway.busy_poll = window;
         }
@@ -504,22 +500,4 @@ async fn watch_signals(shutdown: CancellationToken) {
         _ = interrupt.recv() => tracing::info!("SIGINT: shutting down"),
     }
     shutdown.cancel();
-}
-
-/// `--exposure`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ExposureArg {
-    Full,
-    Categories,
-    Search,
-}
-
-impl From<ExposureArg> for Exposure {
-    fn from(arg: ExposureArg) -> Self {
-        match arg {
-            ExposureArg::Full => Self::Full,
-            ExposureArg::Categories => Self::Categories,
-            ExposureArg::Search => Self::Search,
-        }
-    }
 }

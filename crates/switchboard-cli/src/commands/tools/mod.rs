@@ -13,6 +13,7 @@ use std::process::ExitCode;
 
 use serde_json::json;
 
+use super::exposure_flag::ExposureFlag;
 use crate::output::{print_json, print_line};
 use crate::usage::usage;
 
@@ -49,6 +50,10 @@ pub struct ToolsArgs {
     /// definitions as sent.
     #[arg(long)]
     as_sent: bool,
+    /// With --as-sent: list as a gateway started with this --exposure would (as `serve
+    /// --exposure`, over gateway.exposure, for agents that do not choose).
+    #[command(flatten)]
+    exposure: ExposureFlag,
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -124,10 +129,15 @@ pub async fn run(config: Option<&Path>, args: ToolsArgs) -> anyhow::Result<ExitC
                 Format::llm_renderings()
             ))
         })?;
-        if args.agent.is_some() || args.tier.is_some() || args.stats || args.as_sent {
+        if args.agent.is_some()
+            || args.tier.is_some()
+            || args.stats
+            || args.as_sent
+            || args.exposure.is_set()
+        {
             // A catalog file knows no agents, tiers, measurements or exposure.
             return Err(usage(
-                "--catalog renders the file's tools as they are: --agent, --tier, --stats and --as-sent need the configured gateway (drop --catalog)",
+                "--catalog renders the file's tools as they are: --agent, --tier, --stats, --as-sent and --exposure need the configured gateway (drop --catalog)",
             ));
         }
         rendered::print(rendering, &rendered::offline(path)?, args.count_tokens)?;
@@ -139,6 +149,11 @@ pub async fn run(config: Option<&Path>, args: ToolsArgs) -> anyhow::Result<ExitC
             Format::llm_renderings()
         )));
     }
+    if args.exposure.is_set() && !args.as_sent {
+        return Err(usage(
+            "--exposure changes only what tools/list is sent, not the tools an agent may call: add --as-sent",
+        ));
+    }
     if args.stats && args.as_sent {
         return Err(usage(
             "--stats measures the tools an agent may call, --as-sent shows its listing: pick one",
@@ -149,7 +164,11 @@ pub async fn run(config: Option<&Path>, args: ToolsArgs) -> anyhow::Result<ExitC
             "--stats prints a table (or --format json): it has no LLM rendering",
         ));
     }
-    let host = super::start_host(config, args.agent.as_deref()).await?;
+    let exposure = args.exposure;
+    let host = super::start_host_with(config, args.agent.as_deref(), |config| {
+        exposure.apply(config);
+    })
+    .await?;
     // With `[storage] url`, the figures (tiers, stats) are the fleet's.
     host.sync_latency_stats().await;
     if let Some(tier) = &args.tier
