@@ -742,3 +742,28 @@ fn without_a_gateway_install_runs_here_and_writes_the_file() {
     let secrets = std::fs::read_to_string(world.secrets()).expect("the secrets file");
     assert!(secrets.contains(SECRET), "{secrets}");
 }
+
+/// An `install` without a gateway whose local Host cannot be built (here: a `[shared] keys`
+/// file that does not exist) closes the ledger it opened: its journal does not stay behind
+/// for the next start to replay.
+#[test]
+fn without_a_gateway_an_install_whose_host_fails_leaves_no_journal() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "[gateway]\nledger = {}\n\n[shared]\nkeys = {}\n\n[servers.clock]\nbuiltin = \"clock\"\n",
+            quoted(&dir.path().join("ledger.db").display().to_string()),
+            quoted(&dir.path().join("missing/keys.json").display().to_string())
+        ),
+    );
+    let config = config.display().to_string();
+    let output = isolated(dir.path(), &["--config", &config, "install", "echo"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains("[shared] keys"),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(journals(dir.path()), Vec::<String>::new());
+}

@@ -19,16 +19,6 @@ use nix::unistd::Pid;
 use serde_json::{Value, json};
 use support::*;
 
-/// The ledger's journal files in `dir` (a closed ledger leaves none).
-fn journals(dir: &Path) -> Vec<String> {
-    std::fs::read_dir(dir)
-        .expect("read the state dir")
-        .filter_map(Result::ok)
-        .map(|entry| entry.file_name().to_string_lossy().into_owned())
-        .filter(|name| name.contains(".journal"))
-        .collect()
-}
-
 #[test]
 fn call_writes_its_row_and_leaves_no_journal() {
     let dir = tempfile::tempdir().expect("tempdir");

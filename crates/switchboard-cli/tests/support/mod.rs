@@ -83,6 +83,16 @@ pub fn audit_rows(config: &Path) -> Value {
     stdout_json(&rows)
 }
 
+/// The ledger's journal files in `dir` (a closed ledger leaves none).
+pub fn journals(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .expect("read the state dir")
+        .filter_map(Result::ok)
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.contains(".journal"))
+        .collect()
+}
+
 /// A new bearer token for `agent` (`switchboard token create`).
 pub fn create_token(config: &Path, agent: &str) -> String {
     let output = run_switchboard(config, &["token", "create", agent]);

@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use anyhow::bail;
 use switchboard::manager::{ManagerError, Operation, Priority, Request, Requester, State, Work};
-use switchboard::{Host, HostOptions, LiveOptions, Manager};
-use switchboard_ledger::Ledger;
+use switchboard::{HostOptions, LiveOptions, Manager};
 
+use super::super::one_off::HostWithLedger;
 use crate::admin::client::AdminClient;
 
 /// Where the manager commands send their work.
@@ -22,9 +22,9 @@ pub(crate) enum Target {
 }
 
 pub(crate) struct Local {
-    host: Host,
+    /// With [`Use::Change`], the ledger it records to, closed with it on every path.
+    host: HostWithLedger,
     manager: Manager,
-    ledger: Option<Ledger>,
     /// The config file changes are written to.
     file: Option<PathBuf>,
 }
@@ -73,10 +73,7 @@ impl Target {
 
     pub(crate) async fn close(self) {
         if let Self::Local(local) = self {
-            local.host.shutdown().await;
-            if let Some(ledger) = local.ledger {
-                super::super::one_off::close_ledger(ledger).await;
-            }
+            local.host.close().await;
         }
     }
 
@@ -229,7 +226,7 @@ impl Local {
             .source
             .clone()
             .or_else(super::super::user_config_file);
-        let host = Host::from_config_with(&loaded, options)?;
+        let host = HostWithLedger::build(&loaded, options, ledger).await?;
         host.set_live_options(LiveOptions {
             read_only: purpose == Use::Read,
             default_file: if loaded.source.is_none() {
@@ -243,7 +240,7 @@ impl Local {
             host.ready().await;
         }
         let Some(manager) = host.manager() else {
-            host.shutdown().await;
+            host.close().await;
             bail!("this Host runs no server manager");
         };
         // With `[storage] url`, what the replicas did is read before anything is shown.
@@ -251,7 +248,6 @@ impl Local {
         Ok(Self {
             host,
             manager,
-            ledger,
             file,
         })
     }
