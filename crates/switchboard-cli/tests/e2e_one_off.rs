@@ -1,7 +1,8 @@
 //! One-off commands behave like the gateway they stand in for: `switchboard call` records
 //! its call in the ledger and closes it as a stopping gateway does — the row is on record
 //! and no journal is left for the next start to replay — on success and on error alike, and
-//! when SIGINT or SIGTERM stops it mid-call (the call then recorded as cancelled);
+//! when SIGINT or SIGTERM stops it mid-call (the call then recorded as cancelled); a
+//! malformed `TRACEPARENT` is named in a warning;
 //! `switchboard tools --as-sent` prints exactly what a stdio `serve --agent` answers
 //! `tools/list` with, for an agent in search mode and one in full mode, and with `--exposure`
 //! what `serve --exposure` answers.
@@ -19,18 +20,21 @@ use nix::unistd::Pid;
 use serde_json::{Value, json};
 use support::*;
 
+/// A config in `dir` with the clock built-in and a ledger beside it.
+fn clock_config(dir: &Path) -> std::path::PathBuf {
+    write_config(
+        dir,
+        &format!(
+            "[gateway]\nledger = {}\n\n[servers.clock]\nbuiltin = \"clock\"\n",
+            quoted(&dir.join("ledger.db").display().to_string())
+        ),
+    )
+}
+
 #[test]
 fn call_writes_its_row_and_leaves_no_journal() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let ledger = dir.path().join("ledger.db");
-    let config = write_config(
-        dir.path(),
-        &format!(
-            "[gateway]\nledger = {}\n\n[servers.clock]\nbuiltin = \"clock\"\n",
-            quoted(&ledger.display().to_string())
-        ),
-    );
-    let config = config.display().to_string();
+    let config = clock_config(dir.path()).display().to_string();
 
     let called = isolated(dir.path(), &["--config", &config, "call", "clock__now"]);
     assert!(
@@ -71,6 +75,45 @@ fn call_writes_its_row_and_leaves_no_journal() {
         "{rows}"
     );
     assert_eq!(rows[1]["server"], "clock", "{rows}");
+}
+
+/// A malformed `TRACEPARENT` is named in one warning line saying why it was not used, and
+/// the call goes on (in a new trace); a valid one, or none, draws no warning.
+#[test]
+fn a_malformed_traceparent_is_named_in_a_warning() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = clock_config(dir.path());
+    let call = |traceparent: &str| {
+        let output = Command::new(switchboard())
+            .arg("--config")
+            .arg(&config)
+            .args(["call", "clock__now"])
+            .env_remove("SWITCHBOARD_LOG")
+            .env("XDG_STATE_HOME", dir.path())
+            .env("XDG_DATA_HOME", dir.path())
+            .env("TRACEPARENT", traceparent)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run switchboard call");
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    };
+    let warned = call("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7");
+    let lines: Vec<&str> = warned.lines().collect();
+    assert_eq!(lines.len(), 1, "{warned}");
+    assert!(
+        lines[0].contains("TRACEPARENT") && lines[0].contains("fewer than four"),
+        "{warned}"
+    );
+    assert_eq!(
+        call("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"),
+        ""
+    );
+    assert_eq!(call(""), "");
 }
 
 /// `switchboard call slow__sleep ms=60000`, sent `signal` once the sleep reached the server

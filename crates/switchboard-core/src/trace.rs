@@ -35,6 +35,25 @@ pub struct TraceContext {
     pub baggage: Option<Arc<str>>,
 }
 
+/// Why a `traceparent` is not used ([`TraceContext::try_parse`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum MalformedTraceparent {
+    #[error("it has fewer than four '-'-separated fields (version-traceid-spanid-flags)")]
+    TooFewFields,
+    #[error("its version is not two lowercase hex digits")]
+    Version,
+    #[error("version ff is invalid")]
+    VersionFf,
+    #[error("a version 00 value is 00-<32 hex>-<16 hex>-<2 hex> and nothing more (55 characters)")]
+    Version00Form,
+    #[error("its trace id must be 32 hex digits, its span id 16 and its flags 2")]
+    FieldLengths,
+    #[error("its ids and flags must be lowercase hex digits")]
+    NotLowercaseHex,
+    #[error("its trace id or span id is all zeros")]
+    ZeroId,
+}
+
 impl fmt::Debug for TraceContext {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.traceparent())
@@ -46,39 +65,55 @@ impl TraceContext {
     /// is read by its first four fields); `None` for anything malformed, an all-zero id, or
     /// version `ff` — which then starts a new trace, as the W3C recommendation says.
     pub fn parse(traceparent: &str, tracestate: Option<&str>) -> Option<Self> {
+        Self::try_parse(traceparent, tracestate).ok()
+    }
+
+    /// [`TraceContext::parse`], saying why a `traceparent` it refuses is malformed (for a
+    /// caller that tells someone, as `switchboard call` does of `$TRACEPARENT`).
+    pub fn try_parse(
+        traceparent: &str,
+        tracestate: Option<&str>,
+    ) -> Result<Self, MalformedTraceparent> {
         let text = traceparent.trim();
         let mut parts = text.split('-');
-        let (version, trace, span, flags) =
-            (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+        let (Some(version), Some(trace), Some(span), Some(flags)) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return Err(MalformedTraceparent::TooFewFields);
+        };
         let lower_hex = |s: &str| {
             s.bytes()
                 .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
         };
-        if version.len() != 2 || !lower_hex(version) || version == "ff" {
-            return None;
+        if version.len() != 2 || !lower_hex(version) {
+            return Err(MalformedTraceparent::Version);
+        }
+        if version == "ff" {
+            return Err(MalformedTraceparent::VersionFf);
         }
         if version == "00" && (parts.next().is_some() || text.len() != 55) {
-            return None;
+            return Err(MalformedTraceparent::Version00Form);
         }
         if trace.len() != 32 || span.len() != 16 || flags.len() != 2 {
-            return None;
+            return Err(MalformedTraceparent::FieldLengths);
         }
         if !lower_hex(trace) || !lower_hex(span) || !lower_hex(flags) {
-            return None;
+            return Err(MalformedTraceparent::NotLowercaseHex);
         }
         let mut trace_id = [0; 16];
         let mut span_id = [0; 8];
-        decode_hex(trace, &mut trace_id)?;
-        decode_hex(span, &mut span_id)?;
+        decode_hex(trace, &mut trace_id).ok_or(MalformedTraceparent::NotLowercaseHex)?;
+        decode_hex(span, &mut span_id).ok_or(MalformedTraceparent::NotLowercaseHex)?;
         if trace_id == [0; 16] || span_id == [0; 8] {
-            return None;
+            return Err(MalformedTraceparent::ZeroId);
         }
-        let flags = u8::from_str_radix(flags, 16).ok()?;
+        let flags =
+            u8::from_str_radix(flags, 16).map_err(|_| MalformedTraceparent::NotLowercaseHex)?;
         let state = tracestate
             .map(str::trim)
             .filter(|state| !state.is_empty() && state.len() <= 512)
             .map(Arc::from);
-        Some(Self {
+        Ok(Self {
             trace_id,
             span_id,
             sampled: flags & 1 == 1,
@@ -313,17 +348,47 @@ mod tests {
 
     #[test]
     fn malformed_traceparents_start_a_new_trace() {
-        for bad in [
-            "",
-            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7",
-            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
-            "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
-            "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
-            "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
-            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra",
-            "0x-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
-            "00-4bf92f3577b34da6a3ce929d0e0e473g-00f067aa0ba902b7-01",
+        use MalformedTraceparent::*;
+        for (bad, why) in [
+            ("", TooFewFields),
+            (
+                "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7",
+                TooFewFields,
+            ),
+            (
+                "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+                ZeroId,
+            ),
+            (
+                "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+                ZeroId,
+            ),
+            (
+                "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+                VersionFf,
+            ),
+            (
+                "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
+                NotLowercaseHex,
+            ),
+            (
+                "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra",
+                Version00Form,
+            ),
+            (
+                "0x-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+                Version,
+            ),
+            (
+                "00-4bf92f3577b34da6a3ce929d0e0e473g-00f067aa0ba902b7-01",
+                NotLowercaseHex,
+            ),
+            (
+                "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-1",
+                FieldLengths,
+            ),
         ] {
+            assert_eq!(TraceContext::try_parse(bad, None), Err(why), "{bad}");
             assert_eq!(TraceContext::parse(bad, None), None, "{bad}");
         }
         // A later version's longer form is read by its first fields.

@@ -10,8 +10,9 @@
 //!
 //! With traces configured (`[telemetry]`, `OTEL_*`), the call is traced as a gateway call
 //! is — its SERVER span ([`LocalCallSpan`]), the pipeline's and the upstream's spans below it —
-//! in the trace `TRACEPARENT` (with `TRACESTATE`, `BAGGAGE`) names, if set, and the spans are
-//! sent before the command exits (`Host::shutdown` waits 2 s at most for the collector).
+//! in the trace `TRACEPARENT` (with `TRACESTATE`, `BAGGAGE`) names, if set (a malformed one is
+//! named in a warning and a new trace starts), and the spans are sent before the command
+//! exits (`Host::shutdown` waits 2 s at most for the collector).
 
 use std::io::{IsTerminal, Write};
 use std::path::Path;
@@ -104,16 +105,26 @@ pub async fn run(config: Option<&Path>, args: CallArgs) -> anyhow::Result<ExitCo
 }
 
 /// The trace the command was started in: OpenTelemetry's environment carriers `TRACEPARENT`,
-/// `TRACESTATE` and `BAGGAGE` (a malformed `TRACEPARENT` starts a new trace).
+/// `TRACESTATE` and `BAGGAGE` (an empty variable reads as unset). A malformed `TRACEPARENT`
+/// starts a new trace, and a line on stderr says why it was not used.
 fn trace_of_environment() -> Option<TraceContext> {
-    let carried = [TRACEPARENT, TRACESTATE, BAGGAGE]
-        .map(|key| (key, std::env::var(key.to_ascii_uppercase()).ok()));
-    TraceContext::extract(|key| {
-        carried
-            .iter()
-            .find(|(name, _)| *name == key)
-            .and_then(|(_, value)| value.as_deref())
-    })
+    let variable = |key: &str| {
+        std::env::var(key.to_ascii_uppercase())
+            .ok()
+            .filter(|value| !value.trim().is_empty())
+    };
+    let traceparent = variable(TRACEPARENT)?;
+    match TraceContext::try_parse(&traceparent, variable(TRACESTATE).as_deref()) {
+        Ok(context) => Some(context.with_baggage(variable(BAGGAGE).as_deref())),
+        Err(why) => {
+            // Not `eprintln!`, which panics when stderr is gone.
+            let _ = writeln!(
+                std::io::stderr(),
+                "switchboard: warning: TRACEPARENT {traceparent:?} is not used ({why}); the call starts a new trace"
+            );
+            None
+        }
+    }
 }
 
 /// Where to look for the name of a tool that is unknown (or outside the agent's view, which
