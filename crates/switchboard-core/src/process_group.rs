@@ -26,9 +26,7 @@ impl ProcessGroup {
     /// `process_group(0)`. A child already reaped (no pid) gives a group that signals nothing.
     pub fn led_by(pid: Option<u32>) -> Self {
         Self {
-            pgid: pid
-                .and_then(|pid| i32::try_from(pid).ok())
-                .map(Pid::from_raw),
+            pgid: pid.and_then(group_id),
         }
     }
 
@@ -72,10 +70,19 @@ impl Drop for ProcessGroup {
 /// Kills the process group `pgid` (SIGKILL) from anywhere, e.g. a `Drop` with no runtime
 /// that kept only the id.
 pub fn kill_group(pgid: u32) {
-    if let Ok(pgid) = i32::try_from(pgid) {
+    if let Some(pgid) = group_id(pgid) {
         // ESRCH (already gone) is the expected case.
-        let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
+        let _ = killpg(pgid, Signal::SIGKILL);
     }
+}
+
+/// The group id a child's pid names, if it can name a child's group at all: 0 would be the
+/// caller's own group and 1 init's, so neither is ever signalled (nor an id past `i32`).
+fn group_id(pid: u32) -> Option<Pid> {
+    i32::try_from(pid)
+        .ok()
+        .filter(|pid| *pid > 1)
+        .map(Pid::from_raw)
 }
 
 #[cfg(test)]
@@ -90,6 +97,16 @@ mod tests {
             .process_group(0)
             .spawn()
             .expect("sh")
+    }
+
+    #[test]
+    fn the_callers_own_group_and_inits_are_never_named() {
+        assert!(ProcessGroup::led_by(Some(0)).id().is_none());
+        assert!(ProcessGroup::led_by(Some(1)).id().is_none());
+        assert!(ProcessGroup::led_by(Some(u32::MAX)).id().is_none());
+        assert_eq!(ProcessGroup::led_by(Some(4242)).forget(), Some(4242));
+        // Would SIGKILL this test's own group if 0 were taken for a group id.
+        kill_group(0);
     }
 
     #[test]
