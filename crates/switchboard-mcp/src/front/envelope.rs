@@ -46,7 +46,9 @@ pub fn check(
     let Some(meta) = params_meta(params) else {
         // A version header the gateway does not speak, on a request with no envelope: the
         // header is what is wrong (the client is not speaking 2026-07-28 at all).
-        if let Some(sent) = header(headers, VERSION_HEADER).filter(|sent| *sent != MODERN_VERSION) {
+        if let Some(sent) = header(headers, VERSION_HEADER)
+            .filter(|sent| *sent != MODERN_VERSION && !LEGACY_VERSIONS.contains(sent))
+        {
             let mut supported = vec![MODERN_VERSION];
             supported.extend(LEGACY_VERSIONS);
             return Err(RpcError {
@@ -215,9 +217,12 @@ mod tests {
                 .is_some_and(|supported| supported.contains(&json!("2025-11-25"))),
             "{data}"
         );
-        let modern = modern_headers(MODERN_VERSION, "ping");
-        let no_meta = check(&modern, "ping", None, &[]).expect_err("no _meta");
-        assert_eq!(no_meta.code, code::INVALID_PARAMS);
+        // A version the gateway speaks is not called unsupported: what is missing is `_meta`.
+        for spoken in [MODERN_VERSION, "2025-11-25"] {
+            let headers = modern_headers(spoken, "ping");
+            let no_meta = check(&headers, "ping", None, &[]).expect_err("no _meta");
+            assert_eq!(no_meta.code, code::INVALID_PARAMS, "{spoken}: {no_meta:?}");
+        }
     }
 
     #[test]

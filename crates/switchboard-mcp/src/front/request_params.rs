@@ -12,7 +12,8 @@ type Field = (&'static str, fn(&Value) -> bool, &'static str);
 
 /// What is wrong with an `initialize` request's params, if anything: MCP's
 /// `protocolVersion` is a string, `capabilities` and `clientInfo` objects. A field left out
-/// is taken as before (the latest version, no capabilities); one of another type is refused.
+/// or `null` (Go clients send `null` for a field they leave unset) is taken as before (the
+/// latest version, no capabilities); one of another type is refused.
 pub fn invalid_initialize(params: Option<&Value>) -> Option<RpcError> {
     let fields: [Field; 3] = [
         ("protocolVersion", Value::is_string, "a string"),
@@ -21,7 +22,7 @@ pub fn invalid_initialize(params: Option<&Value>) -> Option<RpcError> {
     ];
     let params = params?;
     fields.iter().find_map(|(key, fits, what)| {
-        let value = params.get(*key)?;
+        let value = params.get(*key).filter(|value| !value.is_null())?;
         (!fits(value)).then(|| {
             RpcError::new(
                 code::INVALID_PARAMS,
@@ -69,6 +70,9 @@ mod tests {
         let valid = json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}});
         assert!(invalid_initialize(Some(&valid)).is_none());
         assert!(invalid_initialize(Some(&json!({}))).is_none());
+        let unset =
+            json!({"protocolVersion": "2025-06-18", "capabilities": null, "clientInfo": null});
+        assert!(invalid_initialize(Some(&unset)).is_none());
         assert!(invalid_initialize(None).is_none());
         let refused = invalid_initialize(Some(&json!({"protocolVersion": 5})));
         let message = refused.map(|error| error.message).unwrap_or_default();
