@@ -74,13 +74,14 @@ impl Host {
     /// `Ok` when a tier of this name (case-insensitive) is configured; else an error that
     /// names the tiers that are, for the operator who mistyped one.
     pub fn check_tier(&self, name: &str) -> Result<(), UnknownTier> {
-        let tiers = &self.inner.options.tiers;
-        if tiers.iter().any(|tier| tier.name == name.to_lowercase()) {
+        // The latency budget's tiers: the configured ones, or the defaults a Host built
+        // without any (an embedder's `HostOptions::default()`) places its calls in.
+        if self.inner.latency.tier_id(name).is_some() {
             return Ok(());
         }
         Err(UnknownTier {
             name: name.to_owned(),
-            known: tiers.iter().map(|tier| tier.name.clone()).collect(),
+            known: self.inner.latency.tier_names(),
         })
     }
 

@@ -569,3 +569,20 @@ async fn a_hanging_degraded_tool_does_not_hold_back_the_housekeeping() {
         );
     }
 }
+
+/// A Host built without tiers (an embedder's `HostOptions::default()`) places its calls in
+/// the default tiers, so a request naming one of them (the HTTP front's `/mcp/tiers/fast`) is
+/// served, and an unknown one is refused naming those defaults (it named none, and refused
+/// `fast` too).
+#[tokio::test]
+async fn a_host_without_configured_tiers_takes_the_default_ones() {
+    let host = Host::start(Vec::new(), HostOptions::default());
+    for tier in ["fast", "Standard", "deep"] {
+        assert_eq!(host.unknown_tier(tier), None, "{tier}");
+    }
+    let refused = host.unknown_tier("nosuch").unwrap_or_default();
+    assert!(
+        refused.contains("nosuch") && refused.contains("fast, standard, deep"),
+        "{refused}"
+    );
+}

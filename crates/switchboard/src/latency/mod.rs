@@ -498,6 +498,15 @@ impl LatencyBudget {
         self.tiers.find(name)
     }
 
+    /// The names of the tiers calls are placed in, fastest first (the configured ones, or the
+    /// defaults where none are).
+    pub fn tier_names(&self) -> Vec<String> {
+        self.tiers
+            .iter()
+            .map(|(_, tier)| tier.name.clone())
+            .collect()
+    }
+
     /// How to run one call of `traits` for `ctx` in `tier` (the caller's active tier).
     pub(crate) fn plan(
         &self,
