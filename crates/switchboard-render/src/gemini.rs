@@ -45,8 +45,8 @@
 //!   JSON Schema Gemini also reads: an object whose values have the map's value type and
 //!   the limits that apply to it (`minLength`, `pattern`, `minimum`, …), with the
 //!   description a nested map would have;
-//! * a property of schema `true` or `{}` (anything) becomes one without a type, described
-//!   `(any JSON value)`; one of schema `false` (nothing) leaves `properties` and `required`, and
+//! * a property of schema `true`, `{}` or annotations only (`{"description": "x"}`: anything)
+//!   becomes one without a type, described `(any JSON value)` (`x (any JSON value)`); one of schema `false` (nothing) leaves `properties` and `required`, and
 //!   its holder's hint says `x cannot be given`;
 //! * a name must start with a letter or `_`: one that does not is prefixed with `_`.
 
@@ -54,7 +54,7 @@ use serde_json::{Map, Value, json};
 
 use crate::{
     RenderTool, in_words,
-    inline::{inlined, with_hint},
+    inline::{inlined, stands_for_a_schema, with_hint},
     names::gemini_name,
     slim::slim,
 };
@@ -75,12 +75,17 @@ pub const KEEP: [&str; 11] = [
     "maxItems",
 ];
 
+/// The hint of a schema that any JSON value meets.
+const ANY_VALUE: &str = "(any JSON value)";
+
 fn subset(schema: &Value) -> Value {
     let map = match schema {
-        // Gemini reads a schema as an object: `true` and `{}` (anything) are one with no
-        // type, said to take anything.
-        Value::Bool(true) => return json!({"description": "(any JSON value)"}),
-        Value::Object(map) if map.is_empty() => return json!({"description": "(any JSON value)"}),
+        // Gemini reads a schema as an object: `true`, `{}` and one of annotations only
+        // (anything) are one with no type, said to take anything.
+        Value::Bool(true) => return json!({"description": ANY_VALUE}),
+        Value::Object(map) if in_words::only_annotations(map) && !stands_for_a_schema(map) => {
+            return json!({"description": with_hint(map.get("description"), ANY_VALUE)});
+        }
         Value::Object(map) => map,
         other => return other.clone(),
     };

@@ -39,7 +39,21 @@ pub const MAX_WORDED_CHARS: usize = 200;
 const MAX_LISTED_VALUES: usize = 8;
 
 /// Keys that say nothing a value must satisfy.
-const ANNOTATIONS: [&str; 4] = ["description", "title", "examples", "default"];
+const ANNOTATIONS: [&str; 8] = [
+    "description",
+    "title",
+    "examples",
+    "default",
+    "$comment",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+];
+
+/// Whether `schema` holds annotations only (or nothing): any JSON value meets it.
+pub fn only_annotations(schema: &Map<String, Value>) -> bool {
+    schema.keys().all(|key| ANNOTATIONS.contains(&key.as_str()))
+}
 
 /// `sentence`, or `too_long` when `sentence` is longer than [`MAX_WORDED_CHARS`].
 pub fn bounded(sentence: String, too_long: &str) -> String {

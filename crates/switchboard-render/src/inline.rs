@@ -181,12 +181,26 @@ pub(crate) fn with_hint(description: Option<&Value>, hint: &str) -> String {
     }
 }
 
+/// The hint that opens what [`described`] says of the JSON Schema a reference stood for.
+const STANDS_FOR: &str = "(JSON Schema: ";
+
 /// A schema saying, in its description, the JSON Schema `original` it stands for, and `note`.
 fn described(description: Option<&Value>, original: &Value, note: &str) -> Value {
-    let text = with_hint(description, &format!("(JSON Schema: {original}{note})"));
+    let text = with_hint(description, &format!("{STANDS_FOR}{original}{note})"));
     let mut out = Map::new();
     out.insert("description".into(), Value::String(text));
     Value::Object(out)
+}
+
+/// Whether `schema` is one [`described`] made of a reference that could not be inlined: its
+/// description alone constrains the value (it must match the JSON Schema said there), though
+/// no key of its own does.
+pub(crate) fn stands_for_a_schema(schema: &Map<String, Value>) -> bool {
+    schema.len() == 1
+        && schema
+            .get("description")
+            .and_then(Value::as_str)
+            .is_some_and(|text| text.contains(STANDS_FOR) && text.ends_with(')'))
 }
 
 /// The schema `{"$ref": reference}`.

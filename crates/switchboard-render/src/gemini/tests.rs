@@ -113,6 +113,36 @@ fn boolean_property_schemas_become_what_gemini_takes() {
     );
 }
 
+/// A property of annotations only (a description, a title, an example) takes any JSON value,
+/// like `{}`: it says so too, after its own description. One standing for a reference that
+/// could not be inlined says the JSON Schema it must match instead.
+#[test]
+fn a_property_of_annotations_only_is_said_to_take_any_value() {
+    let declaration = declared(
+        "notes",
+        json!({"type": "object", "properties": {
+            "payload": {"description": "What to store"},
+            "meta": {"title": "Meta", "examples": [1], "deprecated": true},
+            "remote": {"$ref": "https://example.com/schema.json"},
+        }}),
+    );
+    check_said_not_sent(
+        &declaration["parameters"],
+        [
+            (
+                "payload",
+                json!({"description": "What to store (any JSON value)"}),
+            ),
+            ("meta", json!({"description": "(any JSON value)"})),
+            (
+                "remote",
+                json!({"description":
+                    "(JSON Schema: {\"$ref\":\"https://example.com/schema.json\"})"}),
+            ),
+        ],
+    );
+}
+
 /// Gemini takes `format` only as `enum`/`date-time` on strings, `int32`/`int64` on
 /// integers and `float`/`double` on numbers (any other is HTTP 400 for the whole
 /// request): the rest move into the description, nested ones too.
