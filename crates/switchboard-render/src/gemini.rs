@@ -36,9 +36,11 @@
 //!   or any object) is refused: it loses its type and says `(a JSON object; each value:
 //!   string)` in its description, with the values' limits in words (`each value: string
 //!   (at most 8 characters)`, [`in_words::value_limits`]; values defined by `anyOf` say
-//!   their members' types: `each value: string or number`); an array needs `items`: tuple items (`prefixItems`) become `items` of their
-//!   one type or `anyOf` their types, the order in the description (`(in order: string,
-//!   integer)`), and an array that says nothing of its items takes strings;
+//!   their members' types: `each value: string or number`); an array needs `items`: items
+//!   that are a map stay one the same way (no type, `(a JSON object; each value: integer)`),
+//!   tuple items (`prefixItems`) become `items` of their one type or `anyOf` their types, the
+//!   order in the description (`(in order: string, integer)`), and an array that says nothing
+//!   of its items takes strings;
 //! * a tool without parameters declares none (an object schema without properties is
 //!   refused); a tool whose arguments are a map (a root of `additionalProperties` or
 //!   `patternProperties` and no properties) declares them as `parametersJsonSchema`, the
@@ -338,29 +340,31 @@ fn open_object(map: &Map<String, Value>, out: &mut Map<String, Value>) -> Vec<St
 }
 
 /// An array schema without usable `items` is refused by Gemini ("items: missing field"):
-/// tuple items (`prefixItems`, or draft-04 `items` as an array) become `items` of their one
-/// type, or `anyOf` their types, with the order in the description; an array that says
-/// nothing of its items takes strings. Returns the hint's clauses.
+/// `items` of a schema stay as the subset renders them — without a type where they are a map
+/// (`(a JSON object; each value: integer)`) or anything, as a property would be; tuple items
+/// (`prefixItems`, or draft-04 `items` as an array) become `items` of their one type, or
+/// `anyOf` their types, with the order in the description; an array that says nothing of its
+/// items takes strings. Returns the hint's clauses.
 fn array_items(map: &Map<String, Value>, out: &mut Map<String, Value>) -> Vec<String> {
-    let usable = out
-        .get("items")
-        .and_then(Value::as_object)
-        .is_some_and(|items| items.contains_key("type") || items.contains_key("anyOf"));
-    if usable {
+    if let Some(Value::Object(items)) = out.get_mut("items") {
+        // Items whose constraints the subset can neither send nor say: as far as the model
+        // can tell, any value.
+        if items.is_empty() {
+            items.insert("description".into(), json!(ANY_VALUE));
+        }
         return Vec::new();
     }
     let tuple = map
         .get("prefixItems")
         .or_else(|| map.get("items"))
         .and_then(Value::as_array);
-    let members: Vec<Value> = tuple
-        .map(|members| members.iter().map(subset).collect())
+    let members: Vec<(&Value, Value)> = tuple
+        .map(|members| members.iter().map(|m| (m, subset(m))).collect())
         .unwrap_or_default();
     let mut distinct: Vec<Value> = Vec::with_capacity(members.len());
-    for member in &members {
-        if (member.get("type").is_some() || member.get("anyOf").is_some())
-            && !distinct.contains(member)
-        {
+    for (_, member) in &members {
+        let usable = member.as_object().is_some_and(|member| !member.is_empty());
+        if usable && !distinct.contains(member) {
             distinct.push(member.clone());
         }
     }
@@ -373,9 +377,16 @@ fn array_items(map: &Map<String, Value>, out: &mut Map<String, Value>) -> Vec<St
     if members.is_empty() {
         return Vec::new();
     }
+    // A member sent without a type (a map) is named by the type it declares.
     let order: Vec<&str> = members
         .iter()
-        .map(|member| member.get("type").and_then(Value::as_str).unwrap_or("any"))
+        .map(|(source, member)| {
+            member
+                .get("type")
+                .or_else(|| source.get("type"))
+                .and_then(Value::as_str)
+                .unwrap_or("any")
+        })
         .collect();
     vec![format!("in order: {}", order.join(", "))]
 }

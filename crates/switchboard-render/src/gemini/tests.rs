@@ -235,6 +235,39 @@ fn nested_maps_and_tuples_become_what_gemini_takes() {
     );
 }
 
+/// Items that are a map (an object of `additionalProperties`) stay one the way a property
+/// would: without a type, said to be a JSON object of their values' type — they became
+/// strings, and the model sent strings where the tool takes objects. Tuple members too.
+#[test]
+fn array_items_that_are_maps_stay_objects() {
+    let declaration = declared(
+        "batch",
+        json!({"type": "object", "properties": {
+            "counts": {"type": "array", "items": {"type": "object",
+                       "additionalProperties": {"type": "integer"}, "description": "Counts"}},
+            "rows": {"type": "array", "prefixItems": [{"type": "string"},
+                     {"type": "object", "additionalProperties": {"type": "string"}}]},
+        }}),
+    );
+    check_said_not_sent(
+        &declaration["parameters"],
+        [
+            (
+                "counts",
+                json!({"type": "array", "items":
+                       {"description": "Counts (a JSON object; each value: integer)"}}),
+            ),
+            (
+                "rows",
+                json!({"type": "array",
+                       "items": {"anyOf": [{"type": "string"},
+                                           {"description": "(a JSON object; each value: string)"}]},
+                       "description": "(in order: string, object)"}),
+            ),
+        ],
+    );
+}
+
 /// pydantic's `$ref` into `$defs` and a root `allOf` keep their parameters.
 #[test]
 fn references_and_all_of_keep_their_parameters() {
