@@ -24,8 +24,10 @@
 //!   into the hint as `format: uri`;
 //! * type unions become their first non-null type, `nullable` for the null;
 //! * `anyOf` and `oneOf` become `anyOf` of their members in the subset (a `{"type": "null"}`
-//!   member becomes `nullable`; a single member left is inlined, its description joining
-//!   the holder's);
+//!   member becomes `nullable`; a `false` member, which Gemini refuses, is left out — a union
+//!   of only `false` is said as `cannot be given`, and a property of one leaves `properties`
+//!   like a `false` one; a single member left is inlined, its description joining the
+//!   holder's);
 //! * `enum` (or `const`, which wins beside an `enum`: it is the narrower) is a list of
 //!   non-empty strings on a string schema — Gemini refuses `""`, which the hint says instead
 //!   (`may also be ""`, or `must be ""` when it is the only value): a schema with
@@ -40,7 +42,9 @@
 //!   that are a map stay one the same way (no type, `(a JSON object; each value: integer)`),
 //!   tuple items (`prefixItems`) become `items` of their one type or `anyOf` their types, the
 //!   order in the description (`(in order: string, integer)`), and an array that says nothing
-//!   of its items takes strings;
+//!   of its items takes strings; `items: true` are items without a type, said `(any JSON
+//!   value)`, and `items: false` (or draft-04 `additionalItems: false`) a `maxItems` of the
+//!   tuple's length, `must be empty` said where there is no tuple;
 //! * a tool without parameters declares none (an object schema without properties is
 //!   refused); a tool whose arguments are a map (a root of `additionalProperties` or
 //!   `patternProperties` and no properties) declares them as `parametersJsonSchema`, the
@@ -103,14 +107,21 @@ fn subset(schema: &Value) -> Value {
                     .as_object()
                     .map(|p| {
                         p.iter()
-                            .filter(|(_, v)| **v != Value::Bool(false))
+                            .filter(|(_, v)| !admits_nothing(v))
                             .map(|(k, v)| (k.clone(), subset(v)))
                             .collect()
                     })
                     .unwrap_or_default(),
             ),
-            // Draft-04 tuple `items` (an array) are read by `array_items`.
-            "items" if !value.is_object() => continue,
+            // Draft-04 tuple `items` (an array), items that admit nothing (`false`: the array
+            // must be empty) and `true` beside `prefixItems` are read by `array_items`.
+            "items"
+                if value.is_array()
+                    || admits_nothing(value)
+                    || (value == &Value::Bool(true) && map.contains_key("prefixItems")) =>
+            {
+                continue;
+            }
             "items" => subset(value),
             "type" => match value {
                 Value::Array(types) => {
@@ -129,7 +140,7 @@ fn subset(schema: &Value) -> Value {
         };
         out.insert(key.clone(), value);
     }
-    union(map, &mut out);
+    let unmet = union(map, &mut out);
     // A `const` beside an `enum` is the narrower of the two (a value of both).
     let values = match (map.get("const"), map.get("enum")) {
         (Some(value), _) => Some(vec![value.clone()]),
@@ -149,6 +160,7 @@ fn subset(schema: &Value) -> Value {
         Some("array") => array_items(map, &mut out),
         _ => Vec::new(),
     };
+    hints.extend(unmet);
     hints.extend(forbidden);
     hints.extend(moved_format);
     hints.extend(empty_value);
@@ -204,7 +216,21 @@ fn typed_limits(map: &Map<String, Value>, out: &mut Map<String, Value>) -> Vec<S
     in_words::inclusive_limits(&dropped)
 }
 
-/// The properties of `map` whose schema is `false` (no value meets it: they cannot be given)
+/// Whether no value meets `schema`: it is `false`, or a union (`anyOf`/`oneOf`) of such.
+fn admits_nothing(schema: &Value) -> bool {
+    match schema {
+        Value::Bool(false) => true,
+        Value::Object(map) => match map.get("anyOf").or_else(|| map.get("oneOf")) {
+            Some(Value::Array(members)) => {
+                !members.is_empty() && members.iter().all(admits_nothing)
+            }
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
+/// The properties of `map` whose schema admits nothing (`false`: they cannot be given)
 /// leave `out`'s `required` as they left its properties, and are said as `a, b cannot be
 /// given`; `None` when there are none.
 fn forbidden_properties(map: &Map<String, Value>, out: &mut Map<String, Value>) -> Option<String> {
@@ -212,7 +238,7 @@ fn forbidden_properties(map: &Map<String, Value>, out: &mut Map<String, Value>) 
         .get("properties")
         .and_then(Value::as_object)?
         .iter()
-        .filter(|(_, schema)| **schema == Value::Bool(false))
+        .filter(|(_, schema)| admits_nothing(schema))
         .map(|(name, _)| name.as_str())
         .collect();
     if forbidden.is_empty() {
@@ -344,7 +370,9 @@ fn open_object(map: &Map<String, Value>, out: &mut Map<String, Value>) -> Vec<St
 /// (`(a JSON object; each value: integer)`) or anything, as a property would be; tuple items
 /// (`prefixItems`, or draft-04 `items` as an array) become `items` of their one type, or
 /// `anyOf` their types, with the order in the description; an array that says nothing of its
-/// items takes strings. Returns the hint's clauses.
+/// items takes strings, and one whose items admit nothing (`items: false`) takes none past
+/// its tuple: `maxItems` the tuple's length, `must be empty` said without a tuple. Returns the
+/// hint's clauses.
 fn array_items(map: &Map<String, Value>, out: &mut Map<String, Value>) -> Vec<String> {
     if let Some(Value::Object(items)) = out.get_mut("items") {
         // Items whose constraints the subset can neither send nor say: as far as the model
@@ -374,8 +402,27 @@ fn array_items(map: &Map<String, Value>, out: &mut Map<String, Value>) -> Vec<St
         Err(_) => json!({"type": "string"}),
     };
     out.insert("items".into(), items);
+    // Items that admit nothing (`items: false`, draft-04 `additionalItems: false` beside
+    // tuple `items`) allow none past the tuple: none at all without one.
+    let closed = match map.get("items") {
+        Some(Value::Array(_)) => map.get("additionalItems").is_some_and(admits_nothing),
+        Some(items) => admits_nothing(items),
+        None => false,
+    };
+    if closed {
+        let most = members.len() as u64;
+        let sent = out.get("maxItems").and_then(Value::as_u64);
+        out.insert(
+            "maxItems".into(),
+            json!(sent.map_or(most, |sent| sent.min(most))),
+        );
+    }
     if members.is_empty() {
-        return Vec::new();
+        return if closed {
+            vec!["must be empty".to_owned()]
+        } else {
+            Vec::new()
+        };
     }
     // A member sent without a type (a map) is named by the type it declares.
     let order: Vec<&str> = members
@@ -422,13 +469,21 @@ fn describe(out: &mut Map<String, Value>, hint: &str) {
     out.insert("description".into(), Value::String(description));
 }
 
-/// `anyOf` / `oneOf` of `map` into `out`, as `anyOf` of subset members.
-fn union(map: &Map<String, Value>, out: &mut Map<String, Value>) {
+/// `anyOf` / `oneOf` of `map` into `out`, as `anyOf` of subset members; a member that admits
+/// nothing (`false`, which Gemini refuses) is left out. Returns `cannot be given` for the hint
+/// where every member admits nothing.
+fn union(map: &Map<String, Value>, out: &mut Map<String, Value>) -> Option<String> {
     let Some(Value::Array(members)) = map.get("anyOf").or_else(|| map.get("oneOf")) else {
-        return;
+        return None;
     };
+    if !members.is_empty() && members.iter().all(admits_nothing) {
+        return Some("cannot be given".to_owned());
+    }
     let mut kept = Vec::with_capacity(members.len());
     for member in members {
+        if admits_nothing(member) {
+            continue;
+        }
         if member.get("type").is_some_and(|t| t == "null") {
             out.insert("nullable".into(), Value::Bool(true));
         } else {
@@ -456,6 +511,7 @@ fn union(map: &Map<String, Value>, out: &mut Map<String, Value>) {
         }
         Err(_) => {}
     }
+    None
 }
 
 /// `values` (of `enum` or `const`) into `out` the way Gemini takes them (module doc).

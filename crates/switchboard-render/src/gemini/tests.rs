@@ -268,6 +268,66 @@ fn array_items_that_are_maps_stay_objects() {
     );
 }
 
+/// Gemini refuses a `false` schema: a `false` union member is left out (a union of only
+/// `false` cannot be given, like a `false` property); `items: true` are items of any value,
+/// not strings; `items: false` make the array empty, or closed past its tuple.
+#[test]
+fn false_union_members_and_boolean_items_become_what_gemini_takes() {
+    let declaration = declared(
+        "shapes",
+        json!({"type": "object", "required": ["id", "never"], "properties": {
+            "id": {"anyOf": [{"type": "string"}, false, {"type": "integer"}]},
+            "one": {"oneOf": [false, {"type": "boolean"}]},
+            "never": {"anyOf": [false, false]},
+            "anything": {"type": "array", "items": true},
+            "none": {"type": "array", "items": false, "description": "Unused"},
+            "pair": {"type": "array", "prefixItems": [{"type": "string"}, {"type": "integer"}],
+                     "items": false, "maxItems": 5},
+            "old": {"type": "array", "items": [{"type": "boolean"}], "additionalItems": false},
+        }}),
+    );
+    let parameters = &declaration["parameters"];
+    assert_eq!(parameters["required"], json!(["id"]));
+    assert_eq!(parameters["description"], "(never cannot be given)");
+    check_said_not_sent(
+        parameters,
+        [
+            (
+                "id",
+                json!({"anyOf": [{"type": "string"}, {"type": "integer"}]}),
+            ),
+            ("one", json!({"type": "boolean"})),
+            ("never", Value::Null),
+            (
+                "anything",
+                json!({"type": "array", "items": {"description": "(any JSON value)"}}),
+            ),
+            (
+                "none",
+                json!({"type": "array", "items": {"type": "string"}, "maxItems": 0,
+                       "description": "Unused (must be empty)"}),
+            ),
+            (
+                "pair",
+                json!({"type": "array", "maxItems": 2,
+                       "items": {"anyOf": [{"type": "string"}, {"type": "integer"}]},
+                       "description": "(in order: string, integer)"}),
+            ),
+            (
+                "old",
+                json!({"type": "array", "maxItems": 1, "items": {"type": "boolean"},
+                       "description": "(in order: boolean)"}),
+            ),
+        ],
+    );
+    let unmet = declared(
+        "unmet",
+        json!({"type": "object", "properties": {"a": {"type": "string"}},
+               "anyOf": [false]}),
+    );
+    assert_eq!(unmet["parameters"]["description"], "(cannot be given)");
+}
+
 /// pydantic's `$ref` into `$defs` and a root `allOf` keep their parameters.
 #[test]
 fn references_and_all_of_keep_their_parameters() {
