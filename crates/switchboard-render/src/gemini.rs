@@ -49,7 +49,8 @@
 //!   refused); a tool whose arguments are a map (a root of `additionalProperties` or
 //!   `patternProperties` and no properties) declares them as `parametersJsonSchema`, the
 //!   JSON Schema Gemini also reads: an object whose values have the map's value type and
-//!   the limits that apply to it (`minLength`, `pattern`, `minimum`, …), with the
+//!   the limits that apply to it (`minLength`, `pattern`, `minimum`, …; a draft-4
+//!   `exclusiveMinimum: true` beside `minimum: 0` as `exclusiveMinimum: 0`), with the
 //!   description a nested map would have;
 //! * a property of schema `true`, `{}` or annotations only (`{"description": "x"}`: anything)
 //!   becomes one without a type, described `(any JSON value)` (`x (any JSON value)`); one of schema `false` (nothing) leaves `properties` and `required`, and
@@ -622,7 +623,7 @@ fn map_of_arguments(source: &Value) -> Option<Value> {
 
 /// The limits a map's values carry into `parametersJsonSchema`, which reads them as JSON
 /// Schema, per type of values: numbers, `pattern` and `uniqueItems: true` (a draft-4 boolean
-/// bound is said, not sent).
+/// exclusive bound makes its inclusive one the exclusive number: [`value_schema`]).
 const CARRIED_LIMITS: [(&[&str], &[&str]); 3] = [
     (&["string"], &["pattern", "minLength", "maxLength"]),
     (
@@ -639,7 +640,9 @@ const CARRIED_LIMITS: [(&[&str], &[&str]); 3] = [
 ];
 
 /// The JSON Schema of a root map's values: `kind` with the [`CARRIED_LIMITS`] of `values`
-/// that apply to it.
+/// that apply to it. A draft-4 `exclusiveMinimum: true` beside `minimum: 0` is sent as
+/// `exclusiveMinimum: 0` (the form JSON Schema has had since draft 6): `minimum: 0` alone
+/// would allow the 0 the description says is excluded (`greater than 0`).
 fn value_schema(values: &Value, kind: String) -> Value {
     let keys = CARRIED_LIMITS
         .iter()
@@ -656,6 +659,16 @@ fn value_schema(values: &Value, kind: String) -> Value {
         };
         if carried {
             schema.insert((*key).into(), limit.clone());
+        }
+    }
+    for (exclusive, inclusive) in [
+        ("exclusiveMinimum", "minimum"),
+        ("exclusiveMaximum", "maximum"),
+    ] {
+        if values.get(exclusive) == Some(&Value::Bool(true))
+            && let Some(bound) = schema.remove(inclusive)
+        {
+            schema.insert(exclusive.into(), bound);
         }
     }
     schema.insert("type".into(), Value::String(kind));

@@ -622,7 +622,9 @@ fn a_root_map_of_arguments_is_declared_as_json_schema() {
 }
 
 /// A map's values keep their limits: said beside their type (with what the subset would
-/// keep for a schema of their own), and sent in a `parametersJsonSchema` root.
+/// keep for a schema of their own), and sent in a `parametersJsonSchema` root — a draft-4
+/// exclusive bound as the exclusive number, so schema and words agree (`minimum: 0` allowed
+/// the 0 that `greater than 0` excludes).
 #[test]
 fn map_value_limits_are_said_and_sent_where_json_schema_takes_them() {
     let declaration = declared(
@@ -665,8 +667,19 @@ fn map_value_limits_are_said_and_sent_where_json_schema_takes_them() {
         root["parametersJsonSchema"],
         json!({"type": "object",
                "description": "(a JSON object; each value: number (at most 1; greater than 0; a multiple of 0.5))",
-               "additionalProperties": {"type": "number", "minimum": 0,
+               "additionalProperties": {"type": "number", "exclusiveMinimum": 0,
                                         "maximum": 1, "multipleOf": 0.5}})
+    );
+    // A draft-4 exclusive maximum too; an exclusive flag without its bound sends nothing.
+    let root = declared(
+        "ratios",
+        json!({"type": "object", "additionalProperties":
+               {"type": "integer", "maximum": 10, "exclusiveMaximum": true,
+                "exclusiveMinimum": true}}),
+    );
+    assert_eq!(
+        root["parametersJsonSchema"]["additionalProperties"],
+        json!({"type": "integer", "exclusiveMaximum": 10})
     );
 }
 
