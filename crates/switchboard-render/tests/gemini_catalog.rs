@@ -2,13 +2,56 @@
 //! tools of 20 servers, referenced from the workspace's parent like the search crate's recall
 //! test) stays inside the schema subset Gemini takes: one declaration it refuses fails the
 //! whole request (HTTP 400).
+//!
+//! What Gemini takes is written here from its API reference, not read from the renderer (its
+//! `KEEP` and `FORMATS` could then hold a wrong entry and still pass): the fields of the
+//! Gemini API's `Schema` object, "a select subset of an OpenAPI 3.0 schema object"
+//! (<https://ai.google.dev/api/caching#Schema>; the Vertex AI reference,
+//! <https://cloud.google.com/vertex-ai/generative-ai/docs/reference/rest/v1/Schema>, lists
+//! the same and a few more), its `Type` values, and the `format`s the Gemini API takes per
+//! type.
 
 use std::path::PathBuf;
 
 use serde_json::Value;
 use switchboard_core::ToolDefinition;
-use switchboard_render::gemini::{FORMATS, KEEP};
 use switchboard_render::{Format, RenderTool, render_value};
+
+/// The fields of the Gemini API's `Schema` object.
+const SCHEMA_FIELDS: [&str; 22] = [
+    "type",
+    "format",
+    "title",
+    "description",
+    "nullable",
+    "enum",
+    "maxItems",
+    "minItems",
+    "properties",
+    "required",
+    "minProperties",
+    "maxProperties",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "example",
+    "anyOf",
+    "propertyOrdering",
+    "default",
+    "items",
+    "minimum",
+    "maximum",
+];
+
+/// The `Type`s of a `Schema` (`STRING`, …, `OBJECT`), lower-case as the renderer sends them.
+const TYPES: [&str; 6] = ["string", "number", "integer", "boolean", "array", "object"];
+
+/// The `format`s the Gemini API takes, per type (any other is HTTP 400).
+const FORMATS: [(&str, &[&str]); 3] = [
+    ("string", &["enum", "date-time"]),
+    ("integer", &["int32", "int64"]),
+    ("number", &["float", "double"]),
+];
 
 /// What in `schema` (at `path`) Gemini would refuse, each as `path: why`.
 fn refused(schema: &Value, path: &str, problems: &mut Vec<String>) {
@@ -20,8 +63,25 @@ fn refused(schema: &Value, path: &str, problems: &mut Vec<String>) {
     for (key, value) in map {
         let at = format!("{path}.{key}");
         match key.as_str() {
-            key if !KEEP.contains(&key) && key != "enum" && key != "anyOf" => {
-                problems.push(format!("{at}: outside the subset"));
+            key if !SCHEMA_FIELDS.contains(&key) => {
+                problems.push(format!("{at}: not a field of Gemini's Schema"));
+            }
+            "type" if !kind.is_some_and(|kind| TYPES.contains(&kind)) => {
+                problems.push(format!("{at}: {value} is not one of Gemini's types"));
+            }
+            "required" => {
+                let properties = map.get("properties").and_then(Value::as_object);
+                for name in value.as_array().into_iter().flatten() {
+                    let declared = name
+                        .as_str()
+                        .is_some_and(|name| properties.is_some_and(|p| p.contains_key(name)));
+                    if !declared {
+                        problems.push(format!("{at}: {name} is not among the properties"));
+                    }
+                }
+                if !value.is_array() {
+                    problems.push(format!("{at}: not a list: {value}"));
+                }
             }
             "properties" => match value.as_object() {
                 Some(properties) if !properties.is_empty() => {
