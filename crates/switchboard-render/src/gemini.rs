@@ -38,7 +38,8 @@
 //!   or any object) is refused: it loses its type and says `(a JSON object; each value:
 //!   string)` in its description, with the values' limits in words (`each value: string
 //!   (at most 8 characters)`, [`in_words::value_limits`]; values defined by `anyOf` say
-//!   their members' types: `each value: string or number`); an array needs `items`: items
+//!   their members' types: `each value: string or number`; values that are maps themselves
+//!   `each value: object`); an array needs `items`: items
 //!   that are a map stay one the same way (no type, `(a JSON object; each value: integer)`),
 //!   tuple items (`prefixItems`) become `items` of their one type or `anyOf` their types, the
 //!   order in the description (`(in order: string, integer)`), and an array that says nothing
@@ -257,14 +258,20 @@ fn forbidden_properties(map: &Map<String, Value>, out: &mut Map<String, Value>) 
     ))
 }
 
-/// The type of a map's values (`additionalProperties`, a `patternProperties` member) as the
-/// subset renders it; `None` when it has none.
-fn value_kind(values: &Value) -> Option<String> {
-    let rendered = values.is_object().then(|| subset(values))?;
+/// The type `rendered` is sent with or, where the subset dropped it (a map: Gemini refuses an
+/// object without properties), the one `source`, the schema it renders, declares.
+fn sent_or_declared_kind<'a>(rendered: &'a Value, source: &'a Value) -> Option<&'a str> {
     rendered
         .get("type")
+        .or_else(|| source.get("type"))
         .and_then(Value::as_str)
-        .map(str::to_owned)
+}
+
+/// The type of a map's values (`additionalProperties`, a `patternProperties` member) as the
+/// subset renders it (`object` for values that are maps themselves); `None` when it has none.
+fn value_kind(values: &Value) -> Option<String> {
+    let rendered = values.is_object().then(|| subset(values))?;
+    sent_or_declared_kind(&rendered, values).map(str::to_owned)
 }
 
 /// The types of the `anyOf` members of `rendered` (a map's values, as the subset renders
@@ -286,7 +293,7 @@ fn member_kinds(rendered: &Value) -> Option<String> {
 /// characters)`, `string or number`; `None` when they have no type.
 fn value_words(values: &Value) -> Option<String> {
     let rendered = values.is_object().then(|| subset(values))?;
-    let kind = match rendered.get("type").and_then(Value::as_str) {
+    let kind = match sent_or_declared_kind(&rendered, values) {
         Some(kind) => kind.to_owned(),
         // Values defined by a union (`anyOf`/`oneOf`) have no type of their own.
         None => member_kinds(&rendered)?,
@@ -425,16 +432,9 @@ fn array_items(map: &Map<String, Value>, out: &mut Map<String, Value>) -> Vec<St
             Vec::new()
         };
     }
-    // A member sent without a type (a map) is named by the type it declares.
     let order: Vec<&str> = members
         .iter()
-        .map(|(source, member)| {
-            member
-                .get("type")
-                .or_else(|| source.get("type"))
-                .and_then(Value::as_str)
-                .unwrap_or("any")
-        })
+        .map(|(source, member)| sent_or_declared_kind(member, source).unwrap_or("any"))
         .collect();
     vec![format!("in order: {}", order.join(", "))]
 }

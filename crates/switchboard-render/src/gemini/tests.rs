@@ -328,6 +328,36 @@ fn false_union_members_and_boolean_items_become_what_gemini_takes() {
     assert_eq!(unmet["parameters"]["description"], "(cannot be given)");
 }
 
+/// Map values that are maps themselves lose their type as any map does, but are still said
+/// (and, in a `parametersJsonSchema` root, sent) to be objects.
+#[test]
+fn map_values_that_are_maps_are_said_to_be_objects() {
+    let nested = json!({"type": "object", "additionalProperties": {"type": "string"}});
+    let declaration = declared(
+        "groups",
+        json!({"type": "object", "properties": {
+            "groups": {"type": "object", "additionalProperties": nested.clone(),
+                       "description": "Groups"},
+        }}),
+    );
+    check_said_not_sent(
+        &declaration["parameters"],
+        [(
+            "groups",
+            json!({"description": "Groups (a JSON object; each value: object)"}),
+        )],
+    );
+    let root = declared(
+        "sections",
+        json!({"type": "object", "additionalProperties": nested}),
+    );
+    assert_eq!(
+        root["parametersJsonSchema"],
+        json!({"type": "object", "description": "(a JSON object; each value: object)",
+               "additionalProperties": {"type": "object"}})
+    );
+}
+
 /// pydantic's `$ref` into `$defs` and a root `allOf` keep their parameters.
 #[test]
 fn references_and_all_of_keep_their_parameters() {
