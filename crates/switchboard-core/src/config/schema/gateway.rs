@@ -28,8 +28,9 @@ pub(super) struct Gateway {
     #[schemars(range(min = 1024))]
     max_message_bytes: u64,
     /// How long an HTTP client may take to send a request's headers, from the connection's
-    /// start or its previous answer, and then a POST's body (else 408); an idle keep-alive
-    /// connection is closed after it too. "0" turns it off (default 30s).
+    /// start or its previous answer, and then each part of a POST's body, from the part
+    /// before (the whole body within ten times it; else 408); an idle keep-alive connection
+    /// is closed after it too. "0" turns it off (default 30s).
     header_timeout: Duration,
     /// HTTP connections served at once, by the front and by the admin endpoint each; past it,
     /// new connections wait in the listen queue until one closes (default 10000). Mind the

@@ -4,20 +4,35 @@
 //! its entries and every value's handle), and every call comes as a POST; [`Posted`] takes
 //! them out of the request instead. The body is read by axum's own `Bytes` extractor, so the
 //! body limit ([`axum::extract::DefaultBodyLimit`]) and its rejection are the same as before.
-//! It must arrive within [`BodyTimeout`] of the headers (else 408): the header timeout alone
-//! let a client that sent its headers and part of a body hold its connection for ever.
+//! It must keep arriving (else 408): each part of it within [`BodyTimeout`] of the headers or
+//! of the part before — as nginx's `client_body_timeout` — and the whole within
+//! [`WHOLE_BODY_TIMEOUTS`] of them. The header timeout alone let a client that sent its
+//! headers and part of a body hold its connection for ever; a bound on the whole body alone
+//! (the header timeout, 30 s) cut a live upload of a large argument over a slow link (16 MiB
+//! in 30 s takes 4.5 Mbit/s; in 5 minutes, 0.45).
 
 use std::time::Duration;
 
-use axum::body::Bytes;
+use axum::body::{Body, Bytes};
 use axum::extract::{FromRef, FromRequest, Request};
 use axum::http::{HeaderMap, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
 
-/// How long a POST's body may take to arrive once its headers have: the connections' header
-/// timeout (none: no bound).
+/// How long a POST's body may pause: each part of it must come within this of the headers or
+/// of the part before. The connections' header timeout (none: no bound).
 #[derive(Debug, Clone, Copy)]
 pub(super) struct BodyTimeout(pub(super) Option<Duration>);
+
+/// The whole body must arrive within this many [`BodyTimeout`]s of the headers (5 minutes at
+/// the default 30 s, Node's `requestTimeout`), so a client that sends a byte now and then
+/// cannot hold its connection for ever either.
+pub(super) const WHOLE_BODY_TIMEOUTS: u32 = 10;
+
+/// The error that ends a body which paused too long; found again in the extractor's rejection.
+#[derive(Debug, thiserror::Error)]
+#[error("the request body paused longer than {0:?}")]
+struct BodyPaused(Duration);
 
 /// The parts of a POST the front reads.
 pub(super) struct Posted {
@@ -36,30 +51,70 @@ where
         let (mut parts, body) = request.into_parts();
         let uri = std::mem::take(&mut parts.uri);
         let headers = std::mem::take(&mut parts.headers);
-        let reading = Bytes::from_request(Request::from_parts(parts, body), state);
-        let read = match BodyTimeout::from_ref(state).0 {
-            Some(limit) => tokio::time::timeout(limit, reading)
+        let Some(pause) = BodyTimeout::from_ref(state).0 else {
+            let body = Bytes::from_request(Request::from_parts(parts, body), state)
                 .await
-                .map_err(|_| too_slow(limit))?,
-            None => reading.await,
+                .map_err(IntoResponse::into_response)?;
+            return Ok(Self { uri, headers, body });
         };
-        let body = read.map_err(IntoResponse::into_response)?;
+        let reading = Bytes::from_request(Request::from_parts(parts, paced(body, pause)), state);
+        let whole = pause.saturating_mul(WHOLE_BODY_TIMEOUTS);
+        let read = tokio::time::timeout(whole, reading).await.map_err(|_| {
+            too_slow(format!(
+                "did not arrive within {} s of its headers",
+                whole.as_secs()
+            ))
+        })?;
+        let body = read.map_err(|rejection| {
+            if paused(&rejection) {
+                too_slow(format!("paused longer than {} ms", pause.as_millis()))
+            } else {
+                rejection.into_response()
+            }
+        })?;
         Ok(Self { uri, headers, body })
     }
 }
 
+/// `body`, ending with [`BodyPaused`] when its next part does not come within `pause`. A body
+/// that came with its headers is read without arming a timer.
+fn paced(body: Body, pause: Duration) -> Body {
+    let parts = body.into_data_stream();
+    Body::from_stream(futures::stream::unfold(
+        Some(parts),
+        move |parts| async move {
+            let mut parts = parts?;
+            match tokio::time::timeout(pause, parts.next()).await {
+                Ok(Some(part)) => Some((part, Some(parts))),
+                Ok(None) => None,
+                Err(_) => Some((Err(axum::Error::new(BodyPaused(pause))), None)),
+            }
+        },
+    ))
+}
+
+/// Whether the body extractor gave up because the body paused (not for its size or a broken
+/// connection).
+fn paused(rejection: &axum::extract::rejection::BytesRejection) -> bool {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(rejection);
+    while let Some(error) = cause {
+        if error.is::<BodyPaused>() {
+            return true;
+        }
+        cause = error.source();
+    }
+    false
+}
+
 /// The answer to a body that did not arrive in time; the connection closes with it.
-fn too_slow(limit: Duration) -> Response {
+fn too_slow(what: String) -> Response {
     (
         StatusCode::REQUEST_TIMEOUT,
         [
             (header::CONTENT_TYPE, "text/plain; charset=utf-8"),
             (header::CONNECTION, "close"),
         ],
-        format!(
-            "the request body did not arrive within {} ms of its headers (gateway.header_timeout)",
-            limit.as_millis()
-        ),
+        format!("the request body {what} (gateway.header_timeout)"),
     )
         .into_response()
 }
@@ -75,6 +130,52 @@ mod tests {
             .header("mcp-session-id", "abc")
             .body(Body::from(body))
             .expect("a request")
+    }
+
+    /// A body sent in `parts` parts, `every` apart, then (if `stall`) never ended.
+    fn trickled(parts: usize, every: Duration, stall: bool) -> Request {
+        let stream = futures::stream::unfold(0, move |sent| async move {
+            if sent == parts {
+                if stall {
+                    futures::future::pending::<()>().await;
+                }
+                return None;
+            }
+            tokio::time::sleep(every).await;
+            Some((Ok::<_, std::io::Error>(Bytes::from_static(b"x")), sent + 1))
+        });
+        axum::http::Request::post("/mcp")
+            .body(Body::from_stream(stream))
+            .expect("a request")
+    }
+
+    /// A live upload slower than the pause bound as a whole, each part within it, is read
+    /// whole (a bound on the whole body of one header timeout cut it with 408).
+    #[tokio::test]
+    async fn a_body_that_keeps_arriving_is_read_whole() {
+        let pause = BodyTimeout(Some(Duration::from_millis(400)));
+        let request = trickled(8, Duration::from_millis(100), false);
+        let posted = Posted::from_request(request, &pause)
+            .await
+            .unwrap_or_else(|refused| panic!("read: {}", refused.status()));
+        assert_eq!(posted.body, "xxxxxxxx");
+    }
+
+    /// A body that stops coming is answered 408, saying it paused, and the connection closes.
+    #[tokio::test]
+    async fn a_body_that_pauses_too_long_is_408() {
+        let pause = BodyTimeout(Some(Duration::from_millis(100)));
+        let request = trickled(2, Duration::from_millis(10), true);
+        let Err(refused) = Posted::from_request(request, &pause).await else {
+            panic!("a stalled body was read");
+        };
+        assert_eq!(refused.status(), StatusCode::REQUEST_TIMEOUT);
+        assert_eq!(refused.headers()[header::CONNECTION], "close");
+        let text = axum::body::to_bytes(refused.into_body(), 1 << 16)
+            .await
+            .unwrap_or_default();
+        let text = String::from_utf8_lossy(&text);
+        assert!(text.contains("paused longer than 100 ms"), "{text}");
     }
 
     #[tokio::test]
