@@ -229,6 +229,13 @@ impl Message {
             None | Some(Value::Null) => None,
             Some(Value::Number(n)) => match n.as_i64() {
                 Some(n) => Some(RequestId::Number(n)),
+                None if is_integer_beyond_i64(&n) => {
+                    return Err(invalid(
+                        None,
+                        "an integer id must fit in 64 bits (-9223372036854775808 to \
+                         9223372036854775807); send a larger one as a string",
+                    ));
+                }
                 None => return Err(invalid(None, "id must be a string or an integer")),
             },
             Some(Value::String(s)) => Some(RequestId::String(s)),
@@ -406,6 +413,14 @@ fn id_value(id: &RequestId) -> Value {
     }
 }
 
+/// Whether `n`, which does not fit an `i64`, is still a whole number: one past `u64`'s range
+/// arrives as a float with no fraction (serde_json keeps no integers wider than 64 bits).
+fn is_integer_beyond_i64(n: &serde_json::Number) -> bool {
+    n.is_u64()
+        || n.as_f64()
+            .is_some_and(|f| f.is_finite() && f.fract() == 0.0 && f.abs() >= 2f64.powi(63))
+}
+
 fn not_an_object() -> Malformed {
     invalid(
         None,
@@ -540,6 +555,39 @@ mod tests {
         let version =
             Message::parse(br#"{"jsonrpc":"1.0","id":7,"method":"ping"}"#).expect_err("version");
         assert_eq!(version.id, Some(RequestId::Number(7)));
+        // An integer id too large for 64 bits is an integer: the error says what is wrong.
+        for id in [
+            "18446744073709551615",
+            "9223372036854775808",
+            "-9223372036854775809",
+            "1e30",
+        ] {
+            let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#);
+            let wide = Message::parse(line.as_bytes()).expect_err("a 64-bit overflow");
+            assert_eq!(wide.error.code, code::INVALID_REQUEST);
+            assert!(
+                wide.error.message.contains("64 bits"),
+                "{id}: {:?}",
+                wide.error
+            );
+        }
+        let widest =
+            Message::parse(br#"{"jsonrpc":"2.0","id":-9223372036854775808,"method":"ping"}"#)
+                .expect("i64::MIN is an id");
+        assert!(matches!(
+            widest,
+            Message::Request {
+                id: RequestId::Number(i64::MIN),
+                ..
+            }
+        ));
+        let fraction = Message::parse(br#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#)
+            .expect_err("a fraction");
+        assert!(
+            fraction.error.message.contains("string or an integer"),
+            "{:?}",
+            fraction.error
+        );
         let params = Message::parse(br#"{"jsonrpc":"2.0","id":7,"method":"x","params":3}"#)
             .expect_err("params");
         assert!(params.error.message.contains("params"));
