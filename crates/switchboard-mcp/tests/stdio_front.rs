@@ -48,6 +48,20 @@ impl Client {
         }
     }
 
+    /// Sends request `id` and checks it is refused with -32602; its error message.
+    async fn refused_params(&mut self, id: u64, method: &str, params: &Value) -> String {
+        self.send(
+            &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string(),
+        )
+        .await;
+        let refused = self.receive().await;
+        assert_eq!(refused["error"]["code"], -32602, "{params}: {refused}");
+        refused["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    }
+
     async fn receive(&mut self) -> Value {
         let line = tokio::time::timeout(Duration::from_secs(5), self.output.next_line())
             .await
@@ -247,12 +261,7 @@ async fn logging_set_level_refuses_a_level_mcp_does_not_name() {
         (2, json!({"level": 5})),
         (3, json!({})),
     ] {
-        client
-            .send(&json!({"jsonrpc": "2.0", "id": id, "method": "logging/setLevel", "params": params}).to_string())
-            .await;
-        let refused = client.receive().await;
-        assert_eq!(refused["error"]["code"], -32602, "{params}: {refused}");
-        let message = refused["error"]["message"].as_str().unwrap_or_default();
+        let message = client.refused_params(id, "logging/setLevel", &params).await;
         assert!(
             message.contains("params.level") && message.contains("warning"),
             "names the parameter and the levels: {message}"
@@ -315,6 +324,41 @@ async fn a_list_cursor_the_gateway_never_gave_is_refused_not_answered_with_the_f
         .send(r#"{"jsonrpc":"2.0","id":4,"method":"tools/list","params":{"cursor":null}}"#)
         .await;
     assert_eq!(client.receive().await["result"]["tools"][0]["name"], "echo");
+}
+
+#[tokio::test]
+async fn a_malformed_completion_reference_is_refused_naming_the_field_not_completed_empty() {
+    let mut client = start(1 << 20);
+    let argument = json!({"name": "department", "value": "E"});
+    for (id, params, path) in [
+        (1, json!({"ref": "x", "argument": argument}), "params.ref "),
+        (
+            2,
+            json!({"ref": {"type": "ref/tool", "name": "p"}, "argument": argument}),
+            "params.ref.type",
+        ),
+        (
+            3,
+            json!({"ref": {"type": "ref/prompt", "name": "p"}, "argument": {"value": "E"}}),
+            "params.argument.name",
+        ),
+    ] {
+        let message = client
+            .refused_params(id, "completion/complete", &params)
+            .await;
+        assert!(message.contains(path), "{message}");
+    }
+    let valid = json!({"ref": {"type": "ref/prompt", "name": "p"}, "argument": argument});
+    client
+        .send(
+            &json!({"jsonrpc": "2.0", "id": 4, "method": "completion/complete", "params": valid})
+                .to_string(),
+        )
+        .await;
+    assert_eq!(
+        client.receive().await["result"]["completion"]["values"],
+        json!([])
+    );
 }
 
 #[tokio::test]

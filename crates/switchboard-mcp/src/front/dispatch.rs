@@ -15,7 +15,7 @@ use switchboard_core::{CallContext, Caller, Principal};
 use super::backend::Backend;
 use super::modern_caller::{invalid_log_level, invalid_set_level};
 use super::parked::{INPUT_WAIT, ParkedCalls};
-use super::request_params::{LIST_METHODS, invalid_cursor, invalid_initialize};
+use super::request_params::{LIST_METHODS, invalid_complete, invalid_cursor, invalid_initialize};
 use super::span::ServerSpan;
 use super::tasks::TASK_METHODS;
 use super::tool_call::{ToolCallResult, modern_request};
@@ -328,12 +328,15 @@ impl Dispatcher {
                         Err(error) => Err(error),
                     }
                 }
-                "completion/complete" => {
-                    let completing = self
-                        .backend
-                        .complete(self.caller(), params.clone().unwrap_or_else(|| json!({})));
-                    unless_cancelled(&ctx.cancel, completing).await
-                }
+                "completion/complete" => match invalid_complete(params.as_ref()) {
+                    Some(error) => Err(error),
+                    None => {
+                        let completing = self
+                            .backend
+                            .complete(self.caller(), params.clone().unwrap_or_else(|| json!({})));
+                        unless_cancelled(&ctx.cancel, completing).await
+                    }
+                },
                 task if TASK_METHODS.contains(&task) => {
                     self.task_method(task, params.as_ref(), ctx, era).await
                 }

@@ -59,6 +59,65 @@ pub fn invalid_cursor(method: &str, params: Option<&Value>) -> Option<RpcError> 
     ))
 }
 
+/// What is wrong with a `completion/complete` request's params, if anything, by its JSON
+/// path: MCP's `ref` is an object whose `type` is `ref/prompt` (with a string `name`) or
+/// `ref/resource` (with a string `uri`), and `argument` an object with a string `name` and
+/// `value`. Without this a malformed reference would be answered with no suggestions, as if
+/// it were a well-formed one nothing completes.
+pub fn invalid_complete(params: Option<&Value>) -> Option<RpcError> {
+    let problem = complete_problem(params.unwrap_or(&Value::Null))?;
+    Some(RpcError::new(
+        code::INVALID_PARAMS,
+        format!("completion/complete: {problem}"),
+    ))
+}
+
+fn complete_problem(params: &Value) -> Option<String> {
+    let Some(reference) = params.get("ref").filter(|r| r.is_object()) else {
+        return Some(format!(
+            "params.ref must be an object ({{\"type\": \"ref/prompt\", \"name\": …}} or \
+             {{\"type\": \"ref/resource\", \"uri\": …}}), got {}",
+            shown(params.get("ref"))
+        ));
+    };
+    let named = match reference.get("type").and_then(Value::as_str) {
+        Some("ref/prompt") => "name",
+        Some("ref/resource") => "uri",
+        _ => {
+            return Some(format!(
+                "params.ref.type must be \"ref/prompt\" or \"ref/resource\", got {}",
+                shown(reference.get("type"))
+            ));
+        }
+    };
+    let strings = [
+        (reference.get(named), format!("params.ref.{named}")),
+        (
+            params.pointer("/argument/name"),
+            "params.argument.name".to_owned(),
+        ),
+        (
+            params.pointer("/argument/value"),
+            "params.argument.value".to_owned(),
+        ),
+    ];
+    if !params.get("argument").is_some_and(Value::is_object) {
+        return Some(format!(
+            "params.argument must be an object ({{\"name\": …, \"value\": …}}), got {}",
+            shown(params.get("argument"))
+        ));
+    }
+    strings.into_iter().find_map(|(value, path)| {
+        (!value.is_some_and(Value::is_string))
+            .then(|| format!("{path} must be a string, got {}", shown(value)))
+    })
+}
+
+/// A value as an error message shows it: its JSON, or "nothing" when it is absent.
+fn shown(value: Option<&Value>) -> String {
+    value.map_or_else(|| "nothing".to_owned(), Value::to_string)
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -82,6 +141,51 @@ mod tests {
         );
         assert!(invalid_initialize(Some(&json!({"capabilities": []}))).is_some());
         assert!(invalid_initialize(Some(&json!({"clientInfo": "x"}))).is_some());
+    }
+
+    #[test]
+    fn a_completion_reference_is_checked_field_by_field() {
+        let argument = json!({"name": "department", "value": "E"});
+        for valid in [
+            json!({"ref": {"type": "ref/prompt", "name": "p"}, "argument": argument}),
+            json!({"ref": {"type": "ref/resource", "uri": "file:///{x}"}, "argument": argument}),
+        ] {
+            assert!(invalid_complete(Some(&valid)).is_none(), "{valid}");
+        }
+        for (params, path) in [
+            (json!({"ref": "x", "argument": argument}), "params.ref "),
+            (json!({"argument": argument}), "params.ref "),
+            (Value::Null, "params.ref "),
+            (
+                json!({"ref": {"type": "ref/tool"}, "argument": argument}),
+                "params.ref.type",
+            ),
+            (
+                json!({"ref": {"type": "ref/prompt"}, "argument": argument}),
+                "params.ref.name",
+            ),
+            (
+                json!({"ref": {"type": "ref/resource", "uri": 3}, "argument": argument}),
+                "params.ref.uri",
+            ),
+            (
+                json!({"ref": {"type": "ref/prompt", "name": "p"}}),
+                "params.argument ",
+            ),
+            (
+                json!({"ref": {"type": "ref/prompt", "name": "p"}, "argument": {"value": "E"}}),
+                "params.argument.name",
+            ),
+            (
+                json!({"ref": {"type": "ref/prompt", "name": "p"}, "argument": {"name": "d"}}),
+                "params.argument.value",
+            ),
+        ] {
+            let refused = invalid_complete(Some(&params));
+            let message = refused.map(|error| error.message).unwrap_or_default();
+            assert!(message.contains(path), "{params}: {message:?}");
+        }
+        assert!(invalid_complete(None).is_some(), "no params, no reference");
     }
 
     #[test]
