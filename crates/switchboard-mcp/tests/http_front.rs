@@ -443,6 +443,11 @@ async fn hostile_origins_hosts_and_oversized_bodies_are_refused() {
         .await
         .expect("huge");
     assert_eq!(huge.status(), 413);
+    let refusal: Value = huge.json().await.expect("a JSON-RPC error body");
+    assert_eq!(
+        refusal["error"]["data"]["maxMessageBytes"], 4096,
+        "{refusal}"
+    );
     let garbage = server.post("{not json").send().await.expect("garbage");
     assert_eq!(garbage.status(), 400);
     let error: Value = garbage.json().await.expect("json error body");
@@ -752,6 +757,41 @@ async fn a_body_cut_off_after_its_headers_is_answered_408_within_the_header_time
     let answer = read.expect("a cut-off body still holds its connection after 5 s");
     assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
     assert!(answer.contains("header_timeout"), "{answer}");
+}
+
+/// A body past the limit was answered 400 with nothing in it, or — its `Content-Length` sent
+/// alone — not at all until the body came: it is 413 at once, with a JSON-RPC error naming
+/// the limit and the key that sets it, whether the length is declared or the body is chunked.
+#[tokio::test]
+async fn a_body_past_the_limit_is_answered_413_naming_the_limit_and_its_key() {
+    let server = start().await;
+    let head = "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\n\
+                accept: application/json, text/event-stream\r\n";
+    let declared = format!("{head}content-length: 1000000\r\n\r\n{{\"jsonrpc\"");
+    let chunked = format!(
+        "{head}transfer-encoding: chunked\r\n\r\n1388\r\n{}\r\n0\r\n\r\n",
+        "a".repeat(5000)
+    );
+    for (request, size) in [(declared, "(1000000 bytes) "), (chunked, "")] {
+        let mut stream = tokio::net::TcpStream::connect(server.address())
+            .await
+            .expect("connect");
+        stream.write_all(request.as_bytes()).await.expect("write");
+        let answer = read_until_closed(&mut stream, Duration::from_secs(5))
+            .await
+            .expect("answered and closed, not left waiting for the body");
+        assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+        let body = answer.split("\r\n\r\n").nth(1).unwrap_or_default();
+        let refusal: Value = serde_json::from_str(body).expect("a JSON-RPC error body");
+        assert_eq!(refusal["error"]["code"], -32600, "{refusal}");
+        assert_eq!(refusal["id"], Value::Null, "{refusal}");
+        let message = refusal["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains(&format!("body {size}is larger than the 4096-byte limit"))
+                && message.contains("gateway.max_message_bytes"),
+            "{message}"
+        );
+    }
 }
 
 #[tokio::test]

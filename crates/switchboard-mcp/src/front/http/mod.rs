@@ -112,9 +112,12 @@ struct HttpState {
     sessions: SessionTable,
 }
 
-impl axum::extract::FromRef<Arc<HttpState>> for posted::BodyTimeout {
+impl axum::extract::FromRef<Arc<HttpState>> for posted::PostLimits {
     fn from_ref(state: &Arc<HttpState>) -> Self {
-        Self(state.options.connections.header_timeout)
+        Self {
+            body_timeout: state.options.connections.header_timeout,
+            max_body_bytes: state.options.max_message_bytes,
+        }
     }
 }
 

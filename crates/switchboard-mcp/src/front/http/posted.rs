@@ -4,12 +4,14 @@
 //! its entries and every value's handle), and every call comes as a POST; [`Posted`] takes
 //! them out of the request instead. The body is read by axum's own `Bytes` extractor, so the
 //! body limit ([`axum::extract::DefaultBodyLimit`]) and its rejection are the same as before.
-//! It must keep arriving (else 408): each part of it within [`BodyTimeout`] of the headers or
-//! of the part before — as nginx's `client_body_timeout` — and the whole within
+//! It must keep arriving (else 408): each part of it within [`PostLimits::body_timeout`] of
+//! the headers or of the part before — as nginx's `client_body_timeout` — and the whole within
 //! [`WHOLE_BODY_TIMEOUTS`] of them. The header timeout alone let a client that sent its
 //! headers and part of a body hold its connection for ever; a bound on the whole body alone
 //! (the header timeout, 30 s) cut a live upload of a large argument over a slow link (16 MiB
-//! in 30 s takes 4.5 Mbit/s; in 5 minutes, 0.45).
+//! in 30 s takes 4.5 Mbit/s; in 5 minutes, 0.45). A body past [`PostLimits::max_body_bytes`]
+//! is answered 413 with a JSON-RPC error naming the limit and the key that sets it — at once
+//! when its `Content-Length` says so, before any of it is read.
 
 use std::time::Duration;
 
@@ -19,14 +21,22 @@ use axum::http::{HeaderMap, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 
-/// How long a POST's body may pause: each part of it must come within this of the headers or
-/// of the part before. The connections' header timeout (none: no bound).
-#[derive(Debug, Clone, Copy)]
-pub(super) struct BodyTimeout(pub(super) Option<Duration>);
+use crate::jsonrpc::{Message, RpcError, code};
 
-/// The whole body must arrive within this many [`BodyTimeout`]s of the headers (5 minutes at
-/// the default 30 s, Node's `requestTimeout`), so a client that sends a byte now and then
-/// cannot hold its connection for ever either.
+/// The bounds on a POST's body.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct PostLimits {
+    /// How long the body may pause: each part of it must come within this of the headers or
+    /// of the part before. The connections' header timeout (none: no bound).
+    pub(super) body_timeout: Option<Duration>,
+    /// The largest body taken, `gateway.max_message_bytes` (the router's
+    /// [`axum::extract::DefaultBodyLimit`] too).
+    pub(super) max_body_bytes: usize,
+}
+
+/// The whole body must arrive within this many [`PostLimits::body_timeout`]s of the headers
+/// (5 minutes at the default 30 s, Node's `requestTimeout`), so a client that sends a byte now
+/// and then cannot hold its connection for ever either.
 pub(super) const WHOLE_BODY_TIMEOUTS: u32 = 10;
 
 /// The error that ends a body which paused too long; found again in the extractor's rejection.
@@ -43,18 +53,38 @@ pub(super) struct Posted {
 
 impl<S: Send + Sync> FromRequest<S> for Posted
 where
-    BodyTimeout: FromRef<S>,
+    PostLimits: FromRef<S>,
 {
     type Rejection = Response;
 
     async fn from_request(request: Request, state: &S) -> Result<Self, Response> {
+        let limits = PostLimits::from_ref(state);
         let (mut parts, body) = request.into_parts();
         let uri = std::mem::take(&mut parts.uri);
         let headers = std::mem::take(&mut parts.headers);
-        let Some(pause) = BodyTimeout::from_ref(state).0 else {
+        let declared = headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|length| length.to_str().ok()?.parse::<u64>().ok());
+        if let Some(length) = declared
+            && length > limits.max_body_bytes as u64
+        {
+            return Err(too_large(limits.max_body_bytes, Some(length)));
+        }
+        let refused = |rejection: axum::extract::rejection::BytesRejection| {
+            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                too_large(limits.max_body_bytes, None)
+            } else if let Some(pause) = limits.body_timeout
+                && paused(&rejection)
+            {
+                too_slow(format!("paused longer than {} ms", pause.as_millis()))
+            } else {
+                rejection.into_response()
+            }
+        };
+        let Some(pause) = limits.body_timeout else {
             let body = Bytes::from_request(Request::from_parts(parts, body), state)
                 .await
-                .map_err(IntoResponse::into_response)?;
+                .map_err(refused)?;
             return Ok(Self { uri, headers, body });
         };
         let reading = Bytes::from_request(Request::from_parts(parts, paced(body, pause)), state);
@@ -65,13 +95,7 @@ where
                 whole.as_secs()
             ))
         })?;
-        let body = read.map_err(|rejection| {
-            if paused(&rejection) {
-                too_slow(format!("paused longer than {} ms", pause.as_millis()))
-            } else {
-                rejection.into_response()
-            }
-        })?;
+        let body = read.map_err(refused)?;
         Ok(Self { uri, headers, body })
     }
 }
@@ -106,6 +130,33 @@ fn paused(rejection: &axum::extract::rejection::BytesRejection) -> bool {
     false
 }
 
+/// The answer to a body past the limit (`declared`: its `Content-Length`, when it said so):
+/// 413 with a JSON-RPC error (id null: the request was not read) naming the limit and its
+/// key. The connection closes with it, as the body is left unread.
+fn too_large(limit: usize, declared: Option<u64>) -> Response {
+    let size = declared.map_or_else(String::new, |length| format!(" ({length} bytes)"));
+    let refusal = Message::Error {
+        id: None,
+        error: RpcError {
+            code: code::INVALID_REQUEST,
+            message: format!(
+                "the request body{size} is larger than the {limit}-byte limit \
+                 (gateway.max_message_bytes)"
+            ),
+            data: Some(serde_json::json!({"maxMessageBytes": limit})),
+        },
+    };
+    (
+        StatusCode::PAYLOAD_TOO_LARGE,
+        [
+            (header::CONTENT_TYPE, "application/json"),
+            (header::CONNECTION, "close"),
+        ],
+        refusal.to_line(),
+    )
+        .into_response()
+}
+
 /// The answer to a body that did not arrive in time; the connection closes with it.
 fn too_slow(what: String) -> Response {
     (
@@ -121,7 +172,6 @@ fn too_slow(what: String) -> Response {
 
 #[cfg(test)]
 mod tests {
-    use axum::body::Body;
 
     use super::*;
 
@@ -130,6 +180,19 @@ mod tests {
             .header("mcp-session-id", "abc")
             .body(Body::from(body))
             .expect("a request")
+    }
+
+    const UNBOUNDED: PostLimits = PostLimits {
+        body_timeout: None,
+        max_body_bytes: usize::MAX,
+    };
+
+    /// Limits that cut a body pausing longer than `ms`, of any size.
+    fn paused_after(ms: u64) -> PostLimits {
+        PostLimits {
+            body_timeout: Some(Duration::from_millis(ms)),
+            max_body_bytes: usize::MAX,
+        }
     }
 
     /// A body sent in `parts` parts, `every` apart, then (if `stall`) never ended.
@@ -153,7 +216,7 @@ mod tests {
     /// whole (a bound on the whole body of one header timeout cut it with 408).
     #[tokio::test]
     async fn a_body_that_keeps_arriving_is_read_whole() {
-        let pause = BodyTimeout(Some(Duration::from_millis(400)));
+        let pause = paused_after(400);
         let request = trickled(8, Duration::from_millis(100), false);
         let posted = Posted::from_request(request, &pause)
             .await
@@ -164,7 +227,7 @@ mod tests {
     /// A body that stops coming is answered 408, saying it paused, and the connection closes.
     #[tokio::test]
     async fn a_body_that_pauses_too_long_is_408() {
-        let pause = BodyTimeout(Some(Duration::from_millis(100)));
+        let pause = paused_after(100);
         let request = trickled(2, Duration::from_millis(10), true);
         let Err(refused) = Posted::from_request(request, &pause).await else {
             panic!("a stalled body was read");
@@ -180,7 +243,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_uri_headers_and_body_come_out_whole() {
-        let posted = Posted::from_request(post("{\"id\":1}"), &BodyTimeout(None))
+        let posted = Posted::from_request(post("{\"id\":1}"), &UNBOUNDED)
             .await
             .unwrap_or_else(|_| panic!("extracts"));
         assert_eq!(posted.uri, "/mcp?x=1");
