@@ -78,8 +78,8 @@ impl Walk<'_> {
                         None => None,
                     };
                 }
-                "command" => command = self.string(value, &key_what).filter(|c| !c.is_empty()),
-                "args" => hook.args = self.strings(value, &key_what),
+                "command" => command = self.os_string(value, &key_what).filter(|c| !c.is_empty()),
+                "args" => hook.args = self.os_strings(value, &key_what),
                 "tools" => hook.tools = self.strings(value, &key_what),
                 "agents" => hook.agents = self.strings(value, &key_what),
                 "timeout" => hook.timeout = self.duration(value, &key_what).unwrap_or(hook.timeout),

@@ -4,6 +4,7 @@
 mod auth;
 mod builtins;
 mod instances;
+mod nul_bytes;
 mod problems;
 mod public_only;
 mod sandbox;

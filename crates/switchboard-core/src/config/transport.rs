@@ -1,6 +1,7 @@
 //! How a server is reached: exactly one of `command` (stdio child), `url` (Streamable HTTP or
 //! legacy SSE) or `builtin` (in-process), plus the keys that go with it.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use super::model::Transport;
@@ -95,18 +96,18 @@ impl Walk<'_> {
     }
 
     fn stdio(&mut self, node: &Node, command_node: &Node, what: &str) -> Option<Transport> {
-        let command = self.string(command_node, &format!("{what}.command"));
+        let command = self.os_string(command_node, &format!("{what}.command"));
         let args = node
             .get("args")
-            .map(|n| self.strings(n, &format!("{what}.args")))
+            .map(|n| self.os_strings(n, &format!("{what}.args")))
             .unwrap_or_default();
         let env = node
             .get("env")
-            .map(|n| self.string_map(n, &format!("{what}.env")))
+            .map(|n| self.os_string_map(n, &format!("{what}.env")))
             .unwrap_or_default();
         let cwd = node
             .get("cwd")
-            .and_then(|n| self.string(n, &format!("{what}.cwd")))
+            .and_then(|n| self.os_string(n, &format!("{what}.cwd")))
             .map(PathBuf::from);
         self.reject_keys(node, what, &["url", "headers"], "HTTP", "\"command\"");
         let command = command?;
@@ -165,6 +166,52 @@ impl Walk<'_> {
                 None
             }
         }
+    }
+
+    /// A string handed to the operating system with the child it starts (its program, an
+    /// argument, its directory, an environment value: a stdio server's or a hook's): one holding a NUL byte, which no such
+    /// string can carry, is reported where it was written — the server would otherwise fail
+    /// to start on every try.
+    pub(super) fn os_string(&mut self, node: &Node, what: &str) -> Option<String> {
+        let text = self.string(node, what)?;
+        self.without_nul(node.pos, what, text)
+    }
+
+    /// [`Self::os_string`] for each item of an array (`args`).
+    pub(super) fn os_strings(&mut self, node: &Node, what: &str) -> Vec<String> {
+        let Value::Array(items) = &node.value else {
+            return self.strings(node, what);
+        };
+        items
+            .iter()
+            .enumerate()
+            .filter_map(|(i, item)| self.os_string(item, &format!("{what}[{i}]")))
+            .collect()
+    }
+
+    /// [`Self::os_string`] for each key and value of a table (`env`).
+    fn os_string_map(&mut self, node: &Node, what: &str) -> BTreeMap<String, String> {
+        self.table(node, what)
+            .iter()
+            .filter_map(|(key, key_pos, value)| {
+                let key =
+                    self.without_nul(*key_pos, &format!("{what} key {key:?}"), key.clone())?;
+                let value = self.os_string(value, &format!("{what}.{key}"))?;
+                Some((key, value))
+            })
+            .collect()
+    }
+
+    fn without_nul(&mut self, pos: Pos, what: &str, text: String) -> Option<String> {
+        if !text.contains('\0') {
+            return Some(text);
+        }
+        self.problem(
+            pos,
+            format!("{what} contains a NUL byte (\\u0000), which a program's name, arguments, environment and directory cannot hold"),
+            Some("remove the \\u0000 (or the ${…} reference that brings it)".to_owned()),
+        );
+        None
     }
 
     /// Reports keys of the other transport (`args` next to `url`, `headers` next to `command`).
