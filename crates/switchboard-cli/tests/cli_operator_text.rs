@@ -1,5 +1,6 @@
 //! What operator commands print for people: `servers show` as text (JSON with `--json`),
-//! `audit`'s table sized to its rows and its refusal of an unknown `--outcome`, `token list`'s
+//! `audit`'s table sized to its rows and its refusal of an unknown `--outcome` or of glob
+//! syntax `--tool` does not have, `token list`'s
 //! times as the other commands show them.
 
 mod support;
@@ -96,6 +97,38 @@ fn audit_refuses_an_unknown_outcome_naming_the_known_ones() {
             && stderr.contains("config_refused"),
         "{stderr}"
     );
+}
+
+/// Regression: `audit --tool '['` listed nothing and exited 0: `[` (a class in other globs)
+/// is no part of `--tool`'s, nor of any exposed name. An unknown name is still no error.
+#[test]
+fn audit_refuses_a_tool_glob_with_syntax_it_does_not_have() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (args, glob) in [
+        (&["audit", "--tool", "["][..], "'['"),
+        (
+            &["audit", "export", "--tool", "files__{a,b}"][..],
+            "'files__{a,b}'",
+        ),
+    ] {
+        let refused = isolated(dir.path(), args);
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert_eq!(refused.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(&format!("--tool {glob}")) && stderr.contains("? (one character)"),
+            "{stderr}"
+        );
+    }
+    let config = config_with_a_secret(dir.path());
+    let config_arg = config.display().to_string();
+    let with_config = |args: &[&str]| {
+        let mut all = vec!["--config", config_arg.as_str()];
+        all.extend_from_slice(args);
+        stdout(&isolated(dir.path(), &all))
+    };
+    with_config(&["call", "dice__roll", "expression=1d6"]);
+    assert!(with_config(&["audit", "--tool", "dice__r?ll"]).contains("dice__roll"));
+    assert_eq!(with_config(&["audit", "--tool", "nosuch*"]), "");
 }
 
 /// Regression: the outcome column was 14 wide, so `invalid_arguments` pushed its row's

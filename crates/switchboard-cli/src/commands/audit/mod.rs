@@ -39,7 +39,7 @@ struct FilterArgs {
     since: Option<String>,
     #[arg(long)]
     agent: Option<String>,
-    /// Exposed tool name or glob (`files__*`).
+    /// Exposed tool name or glob: `*` any run of characters, `?` one (`files__*`).
     #[arg(long)]
     tool: Option<String>,
     /// ok, tool_error, unknown_tool, invalid_arguments, denied, rate_limited, timed_out,
@@ -190,6 +190,23 @@ fn check_outcome(outcome: &str) -> anyhow::Result<()> {
     )))
 }
 
+/// What other globs give a meaning — `[a-z]` classes, `{a,b}` alternatives — and `--tool`'s
+/// does not (its wildcards are `*` and `?`, [`switchboard_core::agent::glob_match`]); no
+/// exposed name holds one either, so taken literally they would list nothing, exit 0.
+const NOT_IN_THE_GLOB: [char; 4] = ['[', ']', '{', '}'];
+
+/// `--tool`, refused when it holds a character of [`NOT_IN_THE_GLOB`].
+fn check_tool_glob(glob: &str) -> anyhow::Result<()> {
+    let Some(stray) = glob.chars().find(|c| NOT_IN_THE_GLOB.contains(c)) else {
+        return Ok(());
+    };
+    Err(crate::usage::usage(format!(
+        "--tool '{glob}': '{stray}' is not part of the glob, whose wildcards are * (any run of \
+         characters) and ? (one character); exposed names hold only A-Z a-z 0-9 _ . - \
+         (e.g. --tool 'files__*')"
+    )))
+}
+
 fn filter(args: &FilterArgs) -> anyhow::Result<Filter> {
     Ok(Filter {
         since_ms: args.since.as_deref().map(parse_since).transpose()?,
@@ -251,11 +268,13 @@ pub async fn run(config: Option<&Path>, args: AuditArgs) -> anyhow::Result<ExitC
         Some(Action::Export { filter, .. }) => Some(filter),
         _ => None,
     };
-    for outcome in [&args.filter, export_filter.unwrap_or(&args.filter)]
-        .into_iter()
-        .filter_map(|filter| filter.outcome.as_deref())
-    {
-        check_outcome(outcome)?;
+    for filter in [&args.filter, export_filter.unwrap_or(&args.filter)] {
+        if let Some(outcome) = filter.outcome.as_deref() {
+            check_outcome(outcome)?;
+        }
+        if let Some(glob) = filter.tool.as_deref() {
+            check_tool_glob(glob)?;
+        }
     }
     let config = super::load_config(config)?;
     // `--ledger FILE` names a SQLite file, and wins over `[storage] url`.
