@@ -232,6 +232,25 @@ async fn an_initialize_whose_fields_have_the_wrong_types_is_refused_without_a_se
     );
 }
 
+/// An initialize with its params by position opened a session, and every other method
+/// took an array as no params: 400 with -32602 now, and no session.
+#[tokio::test]
+async fn params_by_position_are_refused_without_a_session() {
+    let server = start().await;
+    for body in [
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":["2025-11-25"]}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/list","params":[]}"#,
+    ] {
+        let refused = server.post(body).send().await.expect("post");
+        assert_eq!(refused.status(), 400, "{body}");
+        assert!(refused.headers().get("mcp-session-id").is_none(), "{body}");
+        let answer: Value = refused.json().await.expect("json");
+        assert_eq!(answer["error"]["code"], -32602, "{answer}");
+        let message = answer["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("params must be an object"), "{message}");
+    }
+}
+
 /// `/mcp/tiers/nosuch` opened a session that listed no tools and called none, each call
 /// "Unknown tool": the tier is refused at once now, saying which tiers there are.
 #[tokio::test]

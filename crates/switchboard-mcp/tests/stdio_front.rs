@@ -361,6 +361,30 @@ async fn a_malformed_completion_reference_is_refused_naming_the_field_not_comple
     );
 }
 
+/// Params by position (an array) were taken, and read as no params at all: MCP names every
+/// param, so every method refuses them, like any params that are not an object.
+#[tokio::test]
+async fn params_by_position_are_refused_for_every_method() {
+    let mut client = start(1 << 20);
+    for (id, method) in [
+        (1, "initialize"),
+        (2, "tools/list"),
+        (3, "tools/call"),
+        (4, "prompts/get"),
+        (5, "ping"),
+    ] {
+        let message = client.refused_params(id, method, &json!(["echo"])).await;
+        assert!(
+            message.contains(&format!("{method}: params must be an object")),
+            "{message}"
+        );
+    }
+    client
+        .send(r#"{"jsonrpc":"2.0","id":6,"method":"tools/list","params":{}}"#)
+        .await;
+    assert_eq!(client.receive().await["result"]["tools"][0]["name"], "echo");
+}
+
 #[tokio::test]
 async fn progress_uses_the_clients_token_and_cancel_reaches_the_backend() {
     let mut client = start(1 << 20);

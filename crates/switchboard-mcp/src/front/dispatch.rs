@@ -15,7 +15,9 @@ use switchboard_core::{CallContext, Caller, Principal};
 use super::backend::Backend;
 use super::modern_caller::{invalid_log_level, invalid_set_level};
 use super::parked::{INPUT_WAIT, ParkedCalls};
-use super::request_params::{LIST_METHODS, invalid_complete, invalid_cursor, invalid_initialize};
+use super::request_params::{
+    LIST_METHODS, invalid_complete, invalid_cursor, invalid_initialize, params_by_position,
+};
 use super::span::ServerSpan;
 use super::tasks::TASK_METHODS;
 use super::tool_call::{ToolCallResult, modern_request};
@@ -215,6 +217,12 @@ impl Dispatcher {
             // Around the request: the upstream's answer and the client's next request are what
             // the gateway then waits for.
             let _activity = self.busy_poll.as_ref().map(BusyPoll::activity);
+            if let Some(error) = params_by_position(method, params.as_ref()) {
+                return Message::Error {
+                    id: Some(id),
+                    error,
+                };
+            }
             let era = RequestEra::of(params.as_ref());
             if era == RequestEra::Modern
                 && let Some(missing) = missing_modern_meta(params.as_ref())

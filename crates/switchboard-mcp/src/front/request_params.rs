@@ -1,4 +1,4 @@
-//! Checks of a request's params that the dispatcher (and the HTTP front, before it opens a
+//! Checks of a request's params — an object, never an array — that the dispatcher (and the HTTP front, before it opens a
 //! session) makes before answering, so a field of the wrong type, or a list cursor the
 //! gateway never gave, is refused with -32602 naming it rather than read as absent. It only
 //! judges params; it answers nothing itself.
@@ -9,6 +9,21 @@ use crate::jsonrpc::{RpcError, code};
 
 /// A field of a request's params: its name, whether a value fits it, and what fits, in words.
 type Field = (&'static str, fn(&Value) -> bool, &'static str);
+
+/// A request's params given by position (an array): JSON-RPC allows them, but MCP names
+/// every param — each method's params are an object, or absent — so no method takes them.
+/// Refused with -32602 for every method, rather than read as no params at all.
+pub fn params_by_position(method: &str, params: Option<&Value>) -> Option<RpcError> {
+    params?.is_array().then(|| {
+        RpcError::new(
+            code::INVALID_PARAMS,
+            format!(
+                "{method}: params must be an object (MCP names every param; params by \
+                 position, an array, are not taken)"
+            ),
+        )
+    })
+}
 
 /// What is wrong with an `initialize` request's params, if anything: MCP's
 /// `protocolVersion` is a string, `capabilities` and `clientInfo` objects. A field left out

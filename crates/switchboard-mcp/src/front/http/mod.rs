@@ -59,7 +59,7 @@ use self::sessions::{Asker, Session, SessionTable};
 pub use self::sessions::{EndedAnswer, EndedSessions, EndedUnavailable, LocalEndedSessions};
 use super::dispatch::{Dispatcher, progress_token};
 use super::envelope;
-use super::request_params::invalid_initialize;
+use super::request_params::{invalid_initialize, params_by_position};
 use super::subscriptions::SubscriptionChange;
 use crate::era::META_LOG_LEVEL;
 use crate::jsonrpc::{Message, RequestId, code, params_meta};
@@ -320,6 +320,17 @@ async fn post_as(
         return rpc_response(
             StatusCode::NOT_FOUND,
             &Message::error(Some(id), code::INVALID_REQUEST, why),
+        );
+    }
+    // Params by position fit no MCP method: refused before a session opens or an envelope is
+    // read from them.
+    if let Some(error) = params_by_position(&method, params.as_ref()) {
+        return rpc_response(
+            StatusCode::BAD_REQUEST,
+            &Message::Error {
+                id: Some(id),
+                error,
+            },
         );
     }
     // `server/discover` is how a modern client starts, so it never needs a session.
