@@ -2,8 +2,8 @@
 //!
 //! axum's `Uri` and `HeaderMap` extractors clone what they extract (the header map: its index,
 //! its entries and every value's handle), and every call comes as a POST; [`Posted`] takes
-//! them out of the request instead. The body is read by axum's own `Bytes` extractor, so the
-//! body limit ([`axum::extract::DefaultBodyLimit`]) and its rejection are the same as before.
+//! them out of the request instead. The body is collected here, part by part (one part, the
+//! usual case, is taken as it is: no copy, no allocation), against `max_message_bytes`.
 //! It must keep arriving (else 408): each part of it within [`PostLimits::body_timeout`] of
 //! the headers or of the part before — as nginx's `client_body_timeout` — and the whole within
 //! [`WHOLE_BODY_TIMEOUTS`] of them. The header timeout alone let a client that sent its
@@ -19,7 +19,8 @@ use axum::body::{Body, Bytes};
 use axum::extract::{FromRef, FromRequest, Request};
 use axum::http::{HeaderMap, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
-use futures::StreamExt;
+use futures::FutureExt;
+use http_body_util::BodyExt;
 
 use crate::jsonrpc::{Message, RpcError, code};
 
@@ -39,10 +40,16 @@ pub(super) struct PostLimits {
 /// and then cannot hold its connection for ever either.
 pub(super) const WHOLE_BODY_TIMEOUTS: u32 = 10;
 
-/// The error that ends a body which paused too long; found again in the extractor's rejection.
-#[derive(Debug, thiserror::Error)]
-#[error("the request body paused longer than {0:?}")]
-struct BodyPaused(Duration);
+/// Why a POST's body was not read whole.
+#[derive(Debug)]
+enum Unread {
+    /// Its next part did not come within the pause bound.
+    Paused(Duration),
+    /// It grew past the limit.
+    TooLarge,
+    /// The connection broke (or the body was otherwise unreadable).
+    Broken(axum::Error),
+}
 
 /// The parts of a POST the front reads.
 pub(super) struct Posted {
@@ -70,64 +77,74 @@ where
         {
             return Err(too_large(limits.max_body_bytes, Some(length)));
         }
-        let refused = |rejection: axum::extract::rejection::BytesRejection| {
-            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                too_large(limits.max_body_bytes, None)
-            } else if let Some(pause) = limits.body_timeout
-                && paused(&rejection)
-            {
-                too_slow(format!("paused longer than {} ms", pause.as_millis()))
-            } else {
-                rejection.into_response()
+        let reading = collect(body, limits.body_timeout, limits.max_body_bytes);
+        let read = match limits.body_timeout {
+            Some(pause) => {
+                let whole = pause.saturating_mul(WHOLE_BODY_TIMEOUTS);
+                tokio::time::timeout(whole, reading).await.map_err(|_| {
+                    too_slow(format!(
+                        "did not arrive within {} s of its headers",
+                        whole.as_secs()
+                    ))
+                })?
             }
+            None => reading.await,
         };
-        let Some(pause) = limits.body_timeout else {
-            let body = Bytes::from_request(Request::from_parts(parts, body), state)
-                .await
-                .map_err(refused)?;
-            return Ok(Self { uri, headers, body });
-        };
-        let reading = Bytes::from_request(Request::from_parts(parts, paced(body, pause)), state);
-        let whole = pause.saturating_mul(WHOLE_BODY_TIMEOUTS);
-        let read = tokio::time::timeout(whole, reading).await.map_err(|_| {
-            too_slow(format!(
-                "did not arrive within {} s of its headers",
-                whole.as_secs()
-            ))
+        let body = read.map_err(|unread| match unread {
+            Unread::Paused(pause) => {
+                too_slow(format!("paused longer than {} ms", pause.as_millis()))
+            }
+            Unread::TooLarge => too_large(limits.max_body_bytes, None),
+            Unread::Broken(error) => (
+                StatusCode::BAD_REQUEST,
+                format!("the request body could not be read: {error}"),
+            )
+                .into_response(),
         })?;
-        let body = read.map_err(refused)?;
         Ok(Self { uri, headers, body })
     }
 }
 
-/// `body`, ending with [`BodyPaused`] when its next part does not come within `pause`. A body
-/// that came with its headers is read without arming a timer.
-fn paced(body: Body, pause: Duration) -> Body {
-    let parts = body.into_data_stream();
-    Body::from_stream(futures::stream::unfold(
-        Some(parts),
-        move |parts| async move {
-            let mut parts = parts?;
-            match tokio::time::timeout(pause, parts.next()).await {
-                Ok(Some(part)) => Some((part, Some(parts))),
-                Ok(None) => None,
-                Err(_) => Some((Err(axum::Error::new(BodyPaused(pause))), None)),
-            }
-        },
-    ))
-}
-
-/// Whether the body extractor gave up because the body paused (not for its size or a broken
-/// connection).
-fn paused(rejection: &axum::extract::rejection::BytesRejection) -> bool {
-    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(rejection);
-    while let Some(error) = cause {
-        if error.is::<BodyPaused>() {
-            return true;
+/// `body`, whole, if it is at most `limit` bytes and no part of it comes later than `pause`
+/// after the one before (or the headers). A part already there is taken without arming a
+/// timer, so a body that came with its headers costs no clock read.
+async fn collect(mut body: Body, pause: Option<Duration>, limit: usize) -> Result<Bytes, Unread> {
+    let mut first: Option<Bytes> = None;
+    let mut rest: Vec<u8> = Vec::new();
+    let mut read = 0;
+    loop {
+        let mut next = body.frame();
+        let frame = match ((&mut next).now_or_never(), pause) {
+            (Some(frame), _) => frame,
+            (None, Some(pause)) => tokio::time::timeout(pause, next)
+                .await
+                .map_err(|_| Unread::Paused(pause))?,
+            (None, None) => next.await,
+        };
+        let Some(frame) = frame else { break };
+        let Ok(data) = frame.map_err(Unread::Broken)?.into_data() else {
+            continue; // trailers: nothing of the message
+        };
+        read += data.len();
+        if read > limit {
+            return Err(Unread::TooLarge);
         }
-        cause = error.source();
+        match &first {
+            None => first = Some(data),
+            Some(head) => {
+                if rest.is_empty() {
+                    rest.reserve(read);
+                    rest.extend_from_slice(head);
+                }
+                rest.extend_from_slice(&data);
+            }
+        }
     }
-    false
+    Ok(if rest.is_empty() {
+        first.unwrap_or_default()
+    } else {
+        Bytes::from(rest)
+    })
 }
 
 /// The answer to a body past the limit (`declared`: its `Content-Length`, when it said so):
@@ -172,7 +189,6 @@ fn too_slow(what: String) -> Response {
 
 #[cfg(test)]
 mod tests {
-
     use super::*;
 
     fn post(body: &'static str) -> Request {
@@ -222,6 +238,26 @@ mod tests {
             .await
             .unwrap_or_else(|refused| panic!("read: {}", refused.status()));
         assert_eq!(posted.body, "xxxxxxxx");
+    }
+
+    /// A body of several parts without a declared length is cut as soon as it grows past the
+    /// limit: 413 naming it.
+    #[tokio::test]
+    async fn a_body_of_parts_past_the_limit_is_413() {
+        let limits = PostLimits {
+            max_body_bytes: 5,
+            ..paused_after(400)
+        };
+        let request = trickled(8, Duration::from_millis(1), false);
+        let Err(refused) = Posted::from_request(request, &limits).await else {
+            panic!("a body past the limit was read");
+        };
+        assert_eq!(refused.status(), StatusCode::PAYLOAD_TOO_LARGE);
+        let text = axum::body::to_bytes(refused.into_body(), 1 << 16)
+            .await
+            .unwrap_or_default();
+        let text = String::from_utf8_lossy(&text);
+        assert!(text.contains("5-byte limit"), "{text}");
     }
 
     /// A body that stops coming is answered 408, saying it paused, and the connection closes.
