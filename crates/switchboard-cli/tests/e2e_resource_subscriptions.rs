@@ -2,7 +2,9 @@
 //! fixture, which reads back what it is subscribed to at `test://subscriptions`): the server
 //! hears the first subscribe and the last unsubscribe, a session cannot end another's
 //! subscription, a closed session's subscriptions end, and a server that restarts is
-//! subscribed again, its subscribers told to read their resources again.
+//! subscribed again, its subscribers told to read their resources again — once its resources
+//! are listed, so a read at once is its own even where another server's template overlaps
+//! the URI.
 
 mod support;
 
@@ -109,7 +111,7 @@ impl Session<'_> {
 }
 
 /// The ids of `pid`'s child processes that run the fixture (the gateway has a reaper child
-/// too).
+/// too), but not the one that shadows the others' resources.
 fn children(pid: u32) -> Vec<u32> {
     let output = std::process::Command::new("pgrep")
         .args(["-P", &pid.to_string()])
@@ -121,6 +123,9 @@ fn children(pid: u32) -> Vec<u32> {
         .filter(|child: &u32| {
             std::fs::read(format!("/proc/{child}/cmdline"))
                 .is_ok_and(|line| String::from_utf8_lossy(&line).contains("switchboard-fixture"))
+                && std::fs::read(format!("/proc/{child}/environ")).is_ok_and(|env| {
+                    !String::from_utf8_lossy(&env).contains("CONFORMANCE_SHADOW_PREFIX")
+                })
         })
         .collect()
 }
@@ -130,11 +135,14 @@ const URI: &str = "test://static-text";
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_server_hears_the_first_subscribe_and_the_last_unsubscribe_and_again_after_a_restart() {
     let dir = tempfile::tempdir().expect("tempdir");
+    // c lists its resources slowly, so a restarted c serves a while before they are listed;
+    // d's template covers c's `test://static-…` resources.
     let config = write_config(
         dir.path(),
         &format!(
-            "[servers.c]\ncommand = {}\nargs = [\"conformance\"]\n",
-            quoted(&fixture())
+            "[servers.c]\ncommand = {fixture}\nargs = [\"conformance\"]\nenv = {{ CONFORMANCE_SLOW_RESOURCE_LIST_MS = \"1500\" }}\n\n\
+             [servers.d]\ncommand = {fixture}\nargs = [\"conformance\"]\nenv = {{ CONFORMANCE_SHADOW_PREFIX = \"test://static\" }}\n",
+            fixture = quoted(&fixture())
         ),
     );
     let gateway = HttpGateway::start(&config, &[]);
@@ -168,27 +176,6 @@ async fn the_server_hears_the_first_subscribe_and_the_last_unsubscribe_and_again
         (now.len() == 1 && now != server).then_some(())
     });
     assert!(again.is_some(), "the server was not restarted");
-    // Its tools (and reads) serve as soon as it is up; the subscription is sent again
-    // beside its first listings, so a read may come first.
-    let mut resubscribed: Vec<String> = Vec::new();
-    for _ in 0..100 {
-        let answer = message_of(
-            &a.send(json!({"jsonrpc": "2.0", "id": 3, "method": "resources/read", "params": {"uri": "test://subscriptions"}}))
-                .await,
-        );
-        if let Some(text) = answer["result"]["contents"][0]["text"].as_str() {
-            resubscribed = serde_json::from_str(text).expect("a list of URIs");
-            if !resubscribed.is_empty() {
-                break;
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert_eq!(
-        resubscribed,
-        vec![URI],
-        "the restarted server lost the subscription"
-    );
     let mut buffer = String::new();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     let update = loop {
@@ -201,6 +188,18 @@ async fn the_server_hears_the_first_subscribe_and_the_last_unsubscribe_and_again
         }
     };
     assert_eq!(update["params"]["uri"], URI, "{update}");
+    // The notice follows the restarted server's listing: a read at once is its own, not d's
+    // (whose template would take the URI while c lists nothing), and it is subscribed again.
+    let read = a.request("resources/read", json!({"uri": URI})).await;
+    assert_eq!(
+        read["contents"][0]["text"], "This is the content of the static text resource.",
+        "the read after the notice went elsewhere: {read}"
+    );
+    assert_eq!(
+        a.server_subscriptions().await,
+        vec![URI],
+        "the restarted server lost the subscription"
+    );
 
     // The last subscriber leaves: the server is unsubscribed.
     a.request("resources/unsubscribe", subscribe.clone()).await;

@@ -14,9 +14,12 @@
 //! tasks) are the `task_tools` module; a `notifications/cancelled` raises the cancel flag of
 //! the call it names (the `peer` module keeps them).
 //!
-//! Two switches in its environment misbehave for the gateway's tests:
-//! `CONFORMANCE_SLOW_RESOURCE_LIST_MS` answers `resources/list` that late, and
-//! `CONFORMANCE_FLAKY_PROMPT_LIST` fails `prompts/list` while a prompt change is in effect.
+//! Three switches in its environment misbehave for the gateway's tests:
+//! `CONFORMANCE_SLOW_RESOURCE_LIST_MS` answers `resources/list` that late,
+//! `CONFORMANCE_FLAKY_PROMPT_LIST` fails `prompts/list` while a prompt change is in effect,
+//! and `CONFORMANCE_SHADOW_PREFIX` lists a template `PREFIX{rest}` too and answers every
+//! read under that prefix with a text naming the URI shadowed (a server whose template
+//! overlaps another's resources).
 //! The unlisted resource `test://subscriptions` reads back the URIs it is subscribed to.
 
 use std::io::BufRead;
@@ -331,6 +334,13 @@ fn resources() -> Value {
     ])
 }
 
+/// `CONFORMANCE_SHADOW_PREFIX`, when set (the module doc).
+fn shadow_prefix() -> Option<String> {
+    std::env::var("CONFORMANCE_SHADOW_PREFIX")
+        .ok()
+        .filter(|prefix| !prefix.is_empty())
+}
+
 fn read_resource(uri: &str) -> Result<Value, (i64, String)> {
     let contents = match uri {
         "test://static-text" => {
@@ -509,11 +519,25 @@ pub fn serve() -> i32 {
                     }
                     Ok(json!({"resources": resources()}))
                 }
-                "resources/templates/list" => Ok(
-                    json!({"resourceTemplates": [{"uriTemplate": "test://template/{id}/data", "name": "template", "title": "Resource Template", "description": "A resource template with parameter substitution", "mimeType": "application/json"}]}),
-                ),
+                "resources/templates/list" => {
+                    let mut templates = vec![
+                        json!({"uriTemplate": "test://template/{id}/data", "name": "template", "title": "Resource Template", "description": "A resource template with parameter substitution", "mimeType": "application/json"}),
+                    ];
+                    if let Some(prefix) = shadow_prefix() {
+                        templates.push(
+                            json!({"uriTemplate": format!("{prefix}{{rest}}"), "name": "shadow"}),
+                        );
+                    }
+                    Ok(json!({"resourceTemplates": templates}))
+                }
                 "resources/read" => {
-                    read_resource(params.get("uri").and_then(Value::as_str).unwrap_or(""))
+                    let uri = params.get("uri").and_then(Value::as_str).unwrap_or("");
+                    match shadow_prefix() {
+                        Some(prefix) if uri.starts_with(&prefix) => Ok(
+                            json!({"contents": [{"uri": uri, "mimeType": "text/plain", "text": format!("shadowed: {uri}")}]}),
+                        ),
+                        _ => read_resource(uri),
+                    }
                 }
                 "prompts/list"
                     if peer.prompts_grown.load(Ordering::SeqCst)

@@ -4,7 +4,8 @@
 //! unsubscription from a URI it never subscribed to changes nothing (it cannot end another
 //! session's updates). The supervisor keeps what its server is subscribed to, so a
 //! connection that replaces a lost one subscribes again
-//! (`switchboard_mcp::upstream::Supervisor::note_subscription`), and then reports each of
+//! (`switchboard_mcp::upstream::Supervisor::note_subscription`), and then, once that
+//! connection's resources are listed (so a read at once is routed to it), reports each of
 //! those URIs updated: its subscribers read again what the restart may have changed.
 //!
 //! With `[shared] redis`, a session's subscriptions are also kept in its shared state, so its

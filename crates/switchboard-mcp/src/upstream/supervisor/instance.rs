@@ -219,7 +219,7 @@ impl Worker {
         // Prompts and resources have their own bound: a slow or failing listing of them leaves
         // them empty (logged), never the server down with its tools. Subscriptions are sent
         // again meanwhile; a change the server announces in between waits in the events.
-        let (extras, ()) = tokio::join!(
+        let (extras, resubscribed) = tokio::join!(
             Extras::list(
                 &client,
                 &negotiated.capabilities,
@@ -231,6 +231,9 @@ impl Worker {
             status.extras = extras;
             status.settled = true;
         });
+        // Only now that its resources are published: a subscriber that reads at once is
+        // routed to this server, not to another whose template overlaps the URI.
+        self.report_updated(&resubscribed);
         // Modern servers send list changes only on a subscription stream; legacy ones send them
         // unasked. The stream lives as long as the connection.
         let listen = listen_for_changes(&client, &negotiated);
@@ -322,11 +325,9 @@ impl Worker {
 
     /// Subscribes a new connection to the resources the server was subscribed to through
     /// the last one (a restart loses a server's subscriptions), each within the discover
-    /// timeout; a refusal is logged and the URI forgotten. Then each of those URIs is
-    /// reported updated, so their subscribers read them again: the new connection served
-    /// reads before its subscriptions were back, and a change in between (or the restart
-    /// itself) was announced to nobody.
-    async fn subscribe_again(&self, client: &RpcClient) {
+    /// timeout; a refusal is logged and the URI forgotten. Returns the URIs it was subscribed
+    /// to, for [`Worker::report_updated`].
+    async fn subscribe_again(&self, client: &RpcClient) -> Vec<String> {
         let uris: Vec<String> = self
             .subscribed
             .lock()
@@ -347,7 +348,15 @@ impl Worker {
                 }
             }
         }
-        for uri in &uris {
+        uris
+    }
+
+    /// Reports each URI the server was subscribed to again updated, so their subscribers
+    /// read them again: the new connection served reads before its subscriptions were back,
+    /// and a change in between (or the restart itself) was announced to nobody. Called once
+    /// the connection's resources are published.
+    fn report_updated(&self, uris: &[String]) {
+        for uri in uris {
             self.on_change.resource_updated(&self.spec.id, uri);
         }
     }
