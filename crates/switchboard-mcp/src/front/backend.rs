@@ -182,6 +182,14 @@ pub trait Backend: Send + Sync + 'static {
         false
     }
 
+    /// Every URI `caller` is subscribed to through another replica (what
+    /// [`Backend::resource_subscribed`] answers one by one): a stream that fell behind
+    /// reports each updated. Default: none.
+    fn resource_subscriptions(&self, caller: &Caller) -> Vec<String> {
+        let _ = caller;
+        Vec::new()
+    }
+
     /// A stream (a GET stream, a stdio connection) is opening for `caller`: state the
     /// backend shares with other replicas about its session is brought up to date first.
     fn refresh_session<'a>(&'a self, caller: &'a Caller) -> BoxFuture<'a, ()> {

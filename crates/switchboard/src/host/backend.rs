@@ -279,6 +279,10 @@ impl Backend for Host {
         Host::resource_subscribed(self, caller, uri)
     }
 
+    fn resource_subscriptions(&self, caller: &Caller) -> Vec<String> {
+        Host::resource_subscriptions(self, caller)
+    }
+
     fn refresh_session<'a>(&'a self, caller: &'a Caller) -> BoxFuture<'a, ()> {
         Box::pin(self.sync_session(caller))
     }

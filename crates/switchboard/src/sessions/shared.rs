@@ -138,6 +138,17 @@ impl Host {
                 .with(caller, |state| state.resources.contains(uri))
     }
 
+    /// Every URI `caller`'s session is subscribed to in its shared state (none without
+    /// `[shared] redis`).
+    pub(crate) fn resource_subscriptions(&self, caller: &Caller) -> Vec<String> {
+        if self.shared_sessions().is_none() {
+            return Vec::new();
+        }
+        self.inner
+            .sessions
+            .with(caller, |state| state.resources.iter().cloned().collect())
+    }
+
     /// The session ended here (DELETE): its shared state goes too, in the background.
     pub(crate) fn forget_shared_session(&self, session: &str) {
         let Some(shared) = self.shared_sessions().cloned() else {
