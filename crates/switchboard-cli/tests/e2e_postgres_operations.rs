@@ -309,7 +309,7 @@ fn operations_are_shared_and_a_dead_replicas_are_failed_by_another() {
 
 /// A package server installed through replica A runs on replica B, whose disk lacks it: B
 /// installs the same package into the same place as an operation of its own (once), listed
-/// through A, and serves the server.
+/// through A, and serves the server; a copy that lacks the entry's HOME gets it.
 #[test]
 fn a_package_installed_on_one_replica_is_installed_by_another_on_first_need() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -361,6 +361,16 @@ fn a_package_installed_on_one_replica_is_installed_by_another_on_first_need() {
     });
     let graph = b.call("memory__read_graph", "{}");
     assert_ne!(graph["isError"], true, "{graph}");
+    // A copy made before installs had a HOME lacks the one the shared entry names: the
+    // replica makes it, though it never installs again a directory it has.
+    let home = servers.join("memory/home");
+    assert!(home.is_dir(), "the copy has the HOME its entry names");
+    std::fs::remove_dir_all(&home).expect("remove the copy's HOME");
+    let made = wait_for(Duration::from_secs(10), || home.is_dir().then_some(()));
+    assert!(
+        made.is_some(),
+        "the HOME the entry names was not made again"
+    );
     // Once: B does not install it again.
     std::thread::sleep(switchboard::manager::HEARTBEAT * 3);
     let listed = b.json(&["operations", "list", "--json"]);

@@ -6,9 +6,11 @@
 //! CLI command's Host), every [`HEARTBEAT`] it looks for a server that the running
 //! configuration has as a stdio command, that another replica installed, and whose
 //! directory this replica lacks, and queues a `replicate` operation of its own for it
-//! (`work::replicate`). Each install is tried once per replica run, so a failed attempt
-//! stays in the shared list with its reason instead of being repeated every second; a
-//! restart of the replica, or a new install of the server, tries again.
+//! (`work::replicate`); a directory it has gets the `TMPDIR` and `HOME` the entry names,
+//! should it lack them (a copy made before installs had a `HOME`). Each install is tried once
+//! per replica run, so a failed attempt stays in the shared list with its reason instead of
+//! being repeated every second; a restart of the replica, or a new install of the server,
+//! tries again.
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -165,6 +167,12 @@ impl Manager {
             let runs_here = config
                 .server(&installed.server)
                 .is_some_and(|server| matches!(server.transport, Transport::Stdio { .. }));
+            if elsewhere
+                && runs_here
+                && let Err(reason) = super::work::complete_private_dirs(&config.manager, &installed)
+            {
+                tracing::debug!(server = installed.server, "{reason}");
+            }
             if !elsewhere || !runs_here || installed.dir.exists() {
                 continue;
             }

@@ -35,6 +35,9 @@ const TEMP_DIR: &str = "tmp";
 /// The directory inside an install that is the server's `HOME`.
 const HOME_DIR: &str = "home";
 
+/// The directories inside an install that the entry names: its `TMPDIR` and `HOME`.
+pub(super) const PRIVATE_DIRS: [&str; 2] = [TEMP_DIR, HOME_DIR];
+
 /// How a package the manager installs is confined.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct Confinement {
@@ -157,7 +160,7 @@ pub(super) fn check_arguments(launch: &Launch, dir: &Path) -> Result<(), WorkErr
 /// Makes the `TMPDIR` and `HOME` of the server installed into `dir`: for a fresh install,
 /// and for a copy of an install another replica made (the entry names them).
 pub(super) fn make_private_dirs(dir: &Path) -> Result<(), WorkError> {
-    for name in [TEMP_DIR, HOME_DIR] {
+    for name in PRIVATE_DIRS {
         let private = dir.join(name);
         std::fs::create_dir_all(&private)
             .map_err(|error| failed(format!("cannot create {}: {error}", private.display())))?;

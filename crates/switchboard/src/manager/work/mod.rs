@@ -29,6 +29,7 @@ pub(crate) enum WorkError {
 }
 
 pub(crate) use install::screen_values;
+pub(super) use replicate::complete_private_dirs;
 
 type Outcome = Result<Value, WorkError>;
 

@@ -5,11 +5,14 @@
 //! same package (name and exact version from the shared install record, resolved again from
 //! its registries) into the same path, then restarts the server here only. It refuses,
 //! saying what to do, when the recorded path is not `install_dir/SERVER` of its own
-//! `install_dir` or a secret the server needs is missing from its own secrets file.
+//! `install_dir` or a secret the server needs is missing from its own secrets file. Whether
+//! it installs or finds the directory here already, it makes the `TMPDIR` and `HOME` the
+//! entry names inside it (as does the heartbeat for a copy it never replicates:
+//! [`complete_private_dirs`]).
 
 use serde_json::json;
 
-use super::confinement::make_private_dirs;
+use super::confinement::{PRIVATE_DIRS, make_private_dirs};
 use super::install::{install_error, install_root, is_install_dir, remove_dir};
 use super::{Job, Outcome, failed};
 use crate::live::Change;
@@ -43,6 +46,8 @@ impl Job<'_> {
         let wanted = format!("{}@{}", installed.name, installed.version);
         if installed.dir.exists() {
             self.step(50, &format!("{} is here already", installed.dir.display()));
+            // A copy made before installs had a `HOME` lacks the one the entry names.
+            make_private_dirs(&installed.dir)?;
         } else {
             self.step(
                 5,
@@ -98,4 +103,36 @@ impl Job<'_> {
             "restarted": configured,
         }))
     }
+}
+
+/// Makes the `TMPDIR` and `HOME` of `installed` when its directory is here and is the
+/// manager's own for the server under `settings`: the entry every replica shares names them,
+/// and a copy made before installs had a `HOME` (never replicated again, since its directory
+/// exists) lacks it. Nothing is made anywhere else, whatever the record says, and never the
+/// install directory itself: one removed meanwhile stays removed.
+pub(in crate::manager) fn complete_private_dirs(
+    settings: &switchboard_core::config::ManagerConfig,
+    installed: &crate::manager::Installed,
+) -> Result<(), String> {
+    let Ok(root) = install_root(settings) else {
+        return Ok(());
+    };
+    if !is_install_dir(&root, &installed.server, &installed.dir) {
+        return Ok(());
+    }
+    for name in PRIVATE_DIRS {
+        let private = installed.dir.join(name);
+        match std::fs::create_dir(&private) {
+            Err(error)
+                if !matches!(
+                    error.kind(),
+                    std::io::ErrorKind::AlreadyExists | std::io::ErrorKind::NotFound
+                ) =>
+            {
+                return Err(format!("cannot create {}: {error}", private.display()));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
