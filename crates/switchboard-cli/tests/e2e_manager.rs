@@ -9,7 +9,8 @@
 //! database, the gateway's log or `status`. A server the manager installs runs in the
 //! sandbox `[manager] sandbox` gives it, written into its entry: it reads and writes its
 //! install directory (and what the operator added), and is refused a file outside it; its
-//! `HOME` is a directory of its own inside it, which it may write (a cache, `~/.config`).
+//! `HOME` is a directory of its own inside it, which it may write (a cache, `~/.config`), and
+//! which an install of the same server again keeps.
 
 mod support;
 
@@ -615,5 +616,59 @@ fn a_server_the_manager_installs_cannot_read_outside_its_install_directory() {
     assert_eq!(
         std::fs::read_to_string(&written).ok().as_deref(),
         Some("kept")
+    );
+}
+
+/// What a server saved in its `HOME` (a credential, its config) outlives an install of the
+/// same server again, after its entry was taken out of the config by hand: the install
+/// removes the old directory, but the home moves into the new one.
+#[test]
+fn an_install_of_the_same_server_again_keeps_its_home() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    let (_registry, registry_url) = memory_registry(
+        root,
+        &json!([{"name": "MEMORY_FILE_PATH", "isRequired": true}]),
+    );
+    let config = manager_config(root, &registry_url);
+    let (_gateway, _url) = gateway(root, &config);
+    let graph = root.join("servers/keeper/graph.jsonl");
+    let first = install_memory_as(root, &config, "keeper", &graph);
+    assert_eq!(first["state"], "completed", "{first}");
+    let home = root.join("servers/keeper/home");
+    let credential = home.join(".config/keeper/credentials");
+    std::fs::create_dir_all(credential.parent().unwrap_or(&home)).expect("config dir");
+    std::fs::write(&credential, "token-7f3e").expect("the server saves a credential");
+
+    // The entry is taken out of the config by hand; the install record stays.
+    let text = std::fs::read_to_string(&config).expect("config");
+    let mut in_keeper = false;
+    let without: Vec<&str> = text
+        .lines()
+        .filter(|line| {
+            if line.starts_with('[') {
+                in_keeper = *line == "[servers.keeper]" || line.starts_with("[servers.keeper.");
+            }
+            !in_keeper
+        })
+        .collect();
+    std::fs::write(&config, without.join("\n") + "\n").expect("write the config");
+    let reloaded = cli(root, &config, &["reload", "--json"]);
+    assert!(
+        reloaded.status.success(),
+        "{}",
+        String::from_utf8_lossy(&reloaded.stderr)
+    );
+
+    let again = install_memory_as(root, &config, "keeper", &graph);
+    assert_eq!(again["state"], "completed", "{again}");
+    assert_eq!(
+        std::fs::read_to_string(&credential).ok().as_deref(),
+        Some("token-7f3e"),
+        "the install again wiped the server's home"
+    );
+    assert!(
+        !root.join("servers/.kept-homes/keeper").exists(),
+        "the kept home moved back"
     );
 }

@@ -5,9 +5,10 @@
 //! launcher's derived paths do not cover, and write their caches beside it), and `TMPDIR` and
 //! `HOME` directories inside it (`tmp`, `home`), since neither `/tmp` nor the gateway's home
 //! is writable in a sandbox and a package that writes a cache or `~/.config` would fail (the
-//! gateway's home is not readable either, so the server loses nothing it could read). The
-//! whole sandbox is written into the entry the manager adds, so probation and every later run
-//! are the same, and the config file and `servers show` say what the server runs under.
+//! gateway's home is not readable either, so the server loses nothing it could read); the
+//! home outlives an install of the same server again (`kept_home`). The whole sandbox is
+//! written into the entry the manager adds, so probation and every later run are the same,
+//! and the config file and `servers show` say what the server runs under.
 //!
 //! The launcher also makes every absolute path among a server's arguments readable (a script
 //! and its siblings, a directory to serve): a model's install whose command line names one
@@ -33,7 +34,7 @@ use crate::Host;
 const TEMP_DIR: &str = "tmp";
 
 /// The directory inside an install that is the server's `HOME`.
-const HOME_DIR: &str = "home";
+pub(super) const HOME_DIR: &str = "home";
 
 /// The directories inside an install that the entry names: its `TMPDIR` and `HOME`.
 pub(super) const PRIVATE_DIRS: [&str; 2] = [TEMP_DIR, HOME_DIR];

@@ -16,6 +16,7 @@ use switchboard_core::config::edit::{EntryTransport, ServerEntry};
 use switchboard_registry::{Choice, Launch, Resolution};
 
 use super::confinement::{self, Confinement};
+use super::kept_home::{self, HomeOwner};
 use super::model_remotes;
 use super::{Job, Outcome, WorkError, failed, server_id_for};
 use crate::manager::operation::{Activation, Request, Requester, Waiting, Work};
@@ -299,6 +300,21 @@ impl Job<'_> {
             }
             env.extend(confinement.env());
         }
+        // What the same server saved in its home before this install again (`kept_home`).
+        let owner = HomeOwner {
+            package: listing.server.name.clone(),
+            agent: self.request.agent.clone(),
+        };
+        match kept_home::restore_home(&root, &server_id, &dir, &owner) {
+            Ok(true) => self.step(72, "kept the server's home from its earlier install"),
+            Ok(false) => {}
+            Err(error) => {
+                if let Err(e) = remove_dir(&dir).await {
+                    tracing::warn!("{e}");
+                }
+                return Err(error);
+            }
+        }
         let public_only = public_only_remote(self.request.by, self.settings);
         let entry = ServerEntry {
             transport: transport_of(launch, env, public_only),
@@ -338,6 +354,12 @@ impl Job<'_> {
                 Ok(result)
             }
             Err(error) => {
+                // Its home waits for the next try, as the earlier install's did.
+                if let Err(WorkError::Failed(e)) =
+                    kept_home::keep_home(&root, &server_id, &dir, &owner)
+                {
+                    tracing::warn!("{e}");
+                }
                 if let Err(e) = remove_dir(&dir).await {
                     tracing::warn!("{e}");
                 }
@@ -359,6 +381,7 @@ impl Job<'_> {
                 12,
                 &format!("clearing the earlier install in {}", stale.dir.display()),
             );
+            kept_home::keep_home(root, server, &stale.dir, &HomeOwner::of(&stale))?;
             remove_dir(&stale.dir).await.map_err(failed)?;
         } else {
             self.step(

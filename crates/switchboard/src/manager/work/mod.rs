@@ -7,6 +7,7 @@
 
 mod confinement;
 mod install;
+mod kept_home;
 mod model_remotes;
 mod replicate;
 
@@ -491,6 +492,12 @@ impl Job<'_> {
             }
             inputs::forget_secrets(&installed.secrets);
             self.manager.forget_install(server).map_err(failed)?;
+        }
+        // A home kept from an install again that did not finish goes with the server.
+        if let Ok(root) = install::install_root(self.settings)
+            && let Err(WorkError::Failed(e)) = kept_home::forget_kept_home(&root, server)
+        {
+            tracing::warn!(server, "{e}");
         }
         // The vetted definitions go with the server: one added later under its name is judged
         // on its own tools.
