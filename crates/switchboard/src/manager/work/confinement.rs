@@ -4,8 +4,9 @@
 //! (node and python read the whole package tree, `node_modules` or the venv, which the
 //! launcher's derived paths do not cover, and write their caches beside it), and `TMPDIR` and
 //! `HOME` directories inside it (`tmp`, `home`), since neither `/tmp` nor the gateway's home
-//! is writable in a sandbox and a package that writes a cache or `~/.config` would fail (the
-//! gateway's home is not readable either, so the server loses nothing it could read); the
+//! is writable in a sandbox and a package that writes a cache or `~/.config` would fail. The
+//! private home hides the gateway's where the server could have read it (no Landlock, or
+//! `readable` naming places in it): docs/sandbox.md says how an operator gives it back. The
 //! home outlives an install of the same server again (`kept_home`). The whole sandbox is
 //! written into the entry the manager adds, so probation and every later run are the same,
 //! and the config file and `servers show` say what the server runs under.
