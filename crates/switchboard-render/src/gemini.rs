@@ -53,10 +53,17 @@
 //!   the limits that apply to it (`minLength`, `pattern`, `minimum`, …; a draft-4
 //!   `exclusiveMinimum: true` beside `minimum: 0` as `exclusiveMinimum: 0`), with the
 //!   description a nested map would have;
+//! * `parameters` refuse a schema without a type that is not an `anyOf` alone (a property of
+//!   any value, a map, items that are either) and an `anyOf` beside other fields (a
+//!   description, `nullable`): a tool whose render holds one is declared as
+//!   `parametersJsonSchema` instead, the same render with `nullable` as JSON Schema's `null`
+//!   type ([`json_schema`]);
 //! * a property of schema `true`, `{}` or annotations only (`{"description": "x"}`: anything)
 //!   becomes one without a type, described `(any JSON value)` (`x (any JSON value)`); one of schema `false` (nothing) leaves `properties` and `required`, and
 //!   its holder's hint says `x cannot be given`;
 //! * a name must start with a letter or `_`: one that does not is prefixed with `_`.
+
+mod json_schema;
 
 use serde_json::{Map, Value, json};
 
@@ -585,6 +592,12 @@ fn parameters(tool: &RenderTool<'_>) -> Option<(&'static str, Value)> {
         .and_then(Value::as_object)
         .is_some_and(|properties| !properties.is_empty())
         || parameters.get("anyOf").is_some();
+    if takes_some && json_schema::refused_by_parameters(&parameters) {
+        return Some((
+            "parametersJsonSchema",
+            json_schema::as_json_schema(parameters),
+        ));
+    }
     if takes_some {
         return Some(("parameters", parameters));
     }

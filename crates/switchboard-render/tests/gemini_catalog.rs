@@ -60,6 +60,15 @@ fn refused(schema: &Value, path: &str, problems: &mut Vec<String>) {
         return;
     };
     let kind = map.get("type").and_then(Value::as_str);
+    // "type must be specified when not using one_of, any_of or all_of fields"; Vertex AI:
+    // "When using any_of, it must be the only field set".
+    if map.contains_key("anyOf") {
+        if map.len() != 1 {
+            problems.push(format!("{path}: anyOf beside other fields"));
+        }
+    } else if kind.is_none() {
+        problems.push(format!("{path}: no type and no anyOf"));
+    }
     for (key, value) in map {
         let at = format!("{path}.{key}");
         match key.as_str() {
@@ -129,6 +138,62 @@ fn refused(schema: &Value, path: &str, problems: &mut Vec<String>) {
     }
 }
 
+/// The declaration Gemini is sent for the tool `name` of `definition`, and what in its `parameters`
+/// (where it has them) Gemini would refuse.
+fn render(name: &str, definition: &ToolDefinition) -> (Value, Vec<String>) {
+    let rendered = render_value(Format::Gemini, &[RenderTool { name, definition }])
+        .expect("Gemini renders a value");
+    let declaration = rendered["functionDeclarations"][0].clone();
+    let mut problems = Vec::new();
+    if let Some(parameters) = declaration.get("parameters") {
+        refused(parameters, name, &mut problems);
+    }
+    if let Some(map) = declaration.get("parametersJsonSchema") {
+        assert_eq!(map["type"], "object", "{name}");
+    }
+    (declaration, problems)
+}
+
+/// Schemas the catalog has few of: typeless nodes (any value, nested maps, items that are
+/// maps or anything, open objects) and unions with a description, which `parameters`
+/// refuses, so they are declared as `parametersJsonSchema`.
+#[test]
+fn odd_schemas_render_inside_the_gemini_subset() {
+    let odd = serde_json::json!([
+        {"type": "object", "properties": {"x": true}},
+        {"type": "object", "properties": {"x": {}}},
+        {"type": "object", "properties": {"x": {"description": "anything", "title": "X"}}},
+        {"type": "object", "properties": {"x": {"type": "object",
+            "additionalProperties": {"type": "integer"}}}},
+        {"type": "object", "properties": {"x": {"type": "object"}}},
+        {"type": "object", "properties": {"x": {"type": "array", "items": true}}},
+        {"type": "object", "properties": {"x": {"type": "array",
+            "items": {"type": "object", "additionalProperties": {"type": "string"}}}}},
+        {"type": "object", "properties": {"x": {"description": "a or b",
+            "anyOf": [{"type": "string"}, {"type": "integer"}]}}},
+        {"type": "object", "properties": {"x": {"anyOf": [{"type": "string"},
+            {"type": "integer"}, {"type": "null"}]}}},
+        {"type": "object", "properties": {"x": {"not": {"type": "string"}}}},
+        {"type": "object", "properties": {"ok": {"type": "string"}}},
+    ]);
+    let mut problems = Vec::new();
+    let mut declared_as_json_schema = 0;
+    for (index, schema) in odd.as_array().into_iter().flatten().enumerate() {
+        let definition: ToolDefinition = serde_json::from_value(serde_json::json!({
+            "name": "odd", "description": "An odd tool.", "inputSchema": schema
+        }))
+        .expect("an MCP tool definition");
+        let (declaration, refused) = render(&format!("odd_{index}"), &definition);
+        problems.extend(refused);
+        declared_as_json_schema += usize::from(declaration.get("parametersJsonSchema").is_some());
+    }
+    assert_eq!(problems, Vec::<String>::new());
+    assert_eq!(
+        declared_as_json_schema,
+        odd.as_array().map_or(0, Vec::len) - 1
+    );
+}
+
 #[test]
 fn every_catalog_tool_renders_inside_the_gemini_subset() {
     let file = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/catalog/tools.json");
@@ -142,21 +207,7 @@ fn every_catalog_tool_renders_inside_the_gemini_subset() {
         let name = tool["id"].as_str().expect("a tool id").replace('/', "__");
         let definition: ToolDefinition =
             serde_json::from_value(tool.clone()).expect("an MCP tool definition");
-        let rendered = render_value(
-            Format::Gemini,
-            &[RenderTool {
-                name: &name,
-                definition: &definition,
-            }],
-        )
-        .expect("Gemini renders a value");
-        let declaration = &rendered["functionDeclarations"][0];
-        if let Some(parameters) = declaration.get("parameters") {
-            refused(parameters, &name, &mut problems);
-        }
-        if let Some(map) = declaration.get("parametersJsonSchema") {
-            assert_eq!(map["type"], "object", "{name}");
-        }
+        problems.extend(render(&name, &definition).1);
     }
     assert_eq!(problems, Vec::<String>::new());
 }

@@ -98,7 +98,7 @@ fn boolean_property_schemas_become_what_gemini_takes() {
                        "properties": {"gone": false, "kept": true}},
         }}),
     );
-    let parameters = &declaration["parameters"];
+    let parameters = &declaration["parametersJsonSchema"];
     assert_eq!(
         parameters,
         &json!({"type": "object", "required": ["any", "id"],
@@ -127,7 +127,7 @@ fn a_property_of_annotations_only_is_said_to_take_any_value() {
         }}),
     );
     check_said_not_sent(
-        &declaration["parameters"],
+        &declaration["parametersJsonSchema"],
         [
             (
                 "payload",
@@ -203,7 +203,7 @@ fn nested_maps_and_tuples_become_what_gemini_takes() {
             "rows": {"type": "array", "items": {"type": "object", "properties": {"id": {"type": "integer"}}}},
         }}),
     );
-    let properties = &declaration["parameters"]["properties"];
+    let properties = &declaration["parametersJsonSchema"]["properties"];
     assert_eq!(
         properties["labels"],
         json!({"description": "Labels (a JSON object; each value: string)"})
@@ -250,7 +250,7 @@ fn array_items_that_are_maps_stay_objects() {
         }}),
     );
     check_said_not_sent(
-        &declaration["parameters"],
+        &declaration["parametersJsonSchema"],
         [
             (
                 "counts",
@@ -286,7 +286,7 @@ fn false_union_members_and_boolean_items_become_what_gemini_takes() {
             "old": {"type": "array", "items": [{"type": "boolean"}], "additionalItems": false},
         }}),
     );
-    let parameters = &declaration["parameters"];
+    let parameters = &declaration["parametersJsonSchema"];
     assert_eq!(parameters["required"], json!(["id"]));
     assert_eq!(parameters["description"], "(never cannot be given)");
     check_said_not_sent(
@@ -341,7 +341,7 @@ fn map_values_that_are_maps_are_said_to_be_objects() {
         }}),
     );
     check_said_not_sent(
-        &declaration["parameters"],
+        &declaration["parametersJsonSchema"],
         [(
             "groups",
             json!({"description": "Groups (a JSON object; each value: object)"}),
@@ -541,7 +541,7 @@ fn item_and_key_limits_are_said_not_sent() {
                         "patternProperties": {"^x-": {"type": "string"}}},
         }}),
     );
-    let parameters = &declaration["parameters"];
+    let parameters = &declaration["parametersJsonSchema"];
     assert_eq!(
         parameters["description"],
         "(if start is given, end must be too)"
@@ -594,7 +594,7 @@ fn constraints_the_subset_cannot_express_are_said_in_the_description() {
         },
         "if": {"properties": {"kind": {"const": "file"}}}, "then": {"required": ["path"]}}),
     );
-    let parameters = &declaration["parameters"];
+    let parameters = &declaration["parametersJsonSchema"];
     assert_eq!(
         parameters["description"],
         "If kind is \"file\" or not given, path must be given."
@@ -669,7 +669,7 @@ fn map_value_limits_are_said_and_sent_where_json_schema_takes_them() {
         }}),
     );
     check_said_not_sent(
-        &declaration["parameters"],
+        &declaration["parametersJsonSchema"],
         [
             (
                 "labels",
@@ -730,7 +730,7 @@ fn range_and_item_limits_are_sent_only_for_their_types() {
         }}),
     );
     check_said_not_sent(
-        &declaration["parameters"],
+        &declaration["parametersJsonSchema"],
         [
             ("name", json!({"type": "string"})),
             (
@@ -768,7 +768,7 @@ fn map_values_of_a_union_say_their_members_types() {
         }}),
     );
     check_said_not_sent(
-        &declaration["parameters"],
+        &declaration["parametersJsonSchema"],
         [
             (
                 "settings",
@@ -790,6 +790,46 @@ fn map_values_of_a_union_say_their_members_types() {
         root["parametersJsonSchema"],
         json!({"type": "object",
                "description": "(a JSON object; each value: string or integer)"})
+    );
+}
+
+/// `parameters` refuse a node without a type that is not an `anyOf` alone, and an `anyOf`
+/// beside other fields: a tool that would hold one is declared as `parametersJsonSchema`,
+/// `nullable` said as JSON Schema's `null` type. One without stays in `parameters`.
+#[test]
+fn a_tool_parameters_would_refuse_is_declared_as_json_schema() {
+    let declaration = declared(
+        "mixed",
+        json!({"type": "object", "properties": {
+            "payload": {"description": "Anything"},
+            "id": {"description": "An id", "anyOf": [{"type": "string"}, {"type": "integer"}]},
+            "mode": {"type": ["string", "null"], "enum": ["r", "w"]},
+            "either": {"anyOf": [{"type": "string"}, {"type": "integer"}, {"type": "null"}]},
+        }}),
+    );
+    assert!(declaration.get("parameters").is_none(), "{declaration}");
+    assert_eq!(
+        declaration["parametersJsonSchema"],
+        json!({"type": "object", "properties": {
+            "payload": {"description": "Anything (any JSON value)"},
+            "id": {"description": "An id", "anyOf": [{"type": "string"}, {"type": "integer"}]},
+            "mode": {"type": ["string", "null"], "enum": ["r", "w", null]},
+            "either": {"anyOf": [{"type": "string"}, {"type": "integer"}, {"type": "null"}]},
+        }})
+    );
+    let plain = declared(
+        "plain",
+        json!({"type": "object", "properties": {
+            "mode": {"type": ["string", "null"], "enum": ["r", "w"]},
+            "either": {"anyOf": [{"type": "string"}, {"type": "integer"}]},
+        }}),
+    );
+    assert_eq!(
+        plain["parameters"],
+        json!({"type": "object", "properties": {
+            "mode": {"type": "string", "nullable": true, "enum": ["r", "w"]},
+            "either": {"anyOf": [{"type": "string"}, {"type": "integer"}]},
+        }})
     );
 }
 
