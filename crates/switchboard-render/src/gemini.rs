@@ -31,9 +31,12 @@
 //! * `enum` (or `const`, which wins beside an `enum`: it is the narrower) is a list of
 //!   non-empty strings on a string schema — Gemini refuses `""`, which the hint says instead
 //!   (`may also be ""`, or `must be ""` when it is the only value): a schema with
-//!   no type whose values are all numbers or booleans takes that type, and on a non-string
+//!   no type whose values are all of one type takes that type, and on a non-string
 //!   schema the values move to the description (`One of: 1, 2, 3.`, `Must be: 3.`) —
-//!   stringified, they would make the model send `"1"` where the tool takes `1`;
+//!   stringified, they would make the model send `"1"` where the tool takes `1`; values of
+//!   several types (`1`, `"two"`), or ones a union of types sent as its first does not hold
+//!   (`["integer", "string"]` of `1`, `"a"`), leave the schema without a type, the values
+//!   said (`One of: 1, "two", null.`);
 //! * an object without properties (a map of `additionalProperties` or `patternProperties`,
 //!   or any object) is refused: it loses its type and says `(a JSON object; each value:
 //!   string)` in its description, with the values' limits in words (`each value: string
@@ -157,7 +160,7 @@ fn subset(schema: &Value) -> Value {
         _ => None,
     };
     let empty_value = values
-        .map(|values| enumeration(values, &mut out))
+        .map(|values| enumeration(values, map.get("type"), &mut out))
         .unwrap_or_default();
     let misplaced_limits = typed_limits(map, &mut out);
     // What the subset drops, said in one parenthesised hint: the shape first, then the
@@ -522,27 +525,71 @@ fn union(map: &Map<String, Value>, out: &mut Map<String, Value>) -> Option<Strin
     None
 }
 
+/// The JSON type of an enum's `value` (`integer` for a whole number).
+fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(number) if number.is_i64() || number.is_u64() => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// The one type `values` (none null) are all of — an integer is a number too — or `None`
+/// for values of several types (`1`, `"two"`) or none.
+fn common_kind(values: &[Value]) -> Option<&'static str> {
+    let mut kinds = values.iter().map(kind_of);
+    let first = kinds.next()?;
+    kinds.try_fold(first, |common, kind| match (common, kind) {
+        _ if common == kind => Some(common),
+        ("integer", "number") | ("number", "integer") => Some("number"),
+        _ => None,
+    })
+}
+
 /// `values` (of `enum` or `const`) into `out` the way Gemini takes them (module doc).
 /// Gemini refuses `""` in an enum (`enum[1]: cannot be empty`): the empty string is left out
 /// of it and returned as a clause for the hint, `may also be ""` (`must be ""` when it was
-/// the only value), rather than lost.
-fn enumeration(values: Vec<Value>, out: &mut Map<String, Value>) -> Option<String> {
+/// the only value), rather than lost. Values of several types (`1`, `"two"`), or ones a
+/// union of types (`["integer", "string"]`, `declared`) sent as its first type does not
+/// hold, leave `out` without a type: stringified, `1` would become `"1"`, and a type would
+/// contradict the values said.
+fn enumeration(
+    values: Vec<Value>,
+    declared: Option<&Value>,
+    out: &mut Map<String, Value>,
+) -> Option<String> {
     if values.iter().any(Value::is_null) {
         out.insert("nullable".into(), Value::Bool(true));
     }
+    let all = values.clone();
     let values: Vec<Value> = values.into_iter().filter(|v| !v.is_null()).collect();
-    if !out.contains_key("type") {
-        let inferred = if values.iter().all(Value::is_boolean) && !values.is_empty() {
-            "boolean"
-        } else if values.iter().all(|v| v.is_i64() || v.is_u64()) && !values.is_empty() {
-            "integer"
-        } else if values.iter().all(Value::is_number) && !values.is_empty() {
-            "number"
-        } else {
-            "string"
-        };
-        out.insert("type".into(), json!(inferred));
+    let common = common_kind(&values);
+    let sent = out.get("type").and_then(Value::as_str);
+    let held = |kind: &str| {
+        common.is_some_and(|common| common == kind || (kind, common) == ("number", "integer"))
+    };
+    match sent {
+        None => {
+            if let Some(kind) = common {
+                out.insert("type".into(), json!(kind));
+            }
+        }
+        Some(kind) if declared.is_some_and(Value::is_array) && !held(kind) => {
+            out.remove("type");
+        }
+        Some(_) => {}
     }
+    // Without a type, `nullable` says nothing (any value may be sent): `null` is listed.
+    let values = if out.contains_key("type") {
+        values
+    } else {
+        out.remove("nullable");
+        all
+    };
     if out.get("type").is_some_and(|t| t == "string") {
         let (empty, strings): (Vec<String>, Vec<String>) = values
             .iter()

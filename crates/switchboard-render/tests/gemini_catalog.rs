@@ -174,6 +174,7 @@ fn odd_schemas_render_inside_the_gemini_subset() {
         {"type": "object", "properties": {"x": {"anyOf": [{"type": "string"},
             {"type": "integer"}, {"type": "null"}]}}},
         {"type": "object", "properties": {"x": {"not": {"type": "string"}}}},
+        {"type": "object", "properties": {"x": {"enum": [1, "two", null]}}},
         {"type": "object", "properties": {"ok": {"type": "string"}}},
     ]);
     let mut problems = Vec::new();

@@ -48,6 +48,44 @@ fn enums_are_strings_or_move_to_the_description() {
     );
 }
 
+/// Values of several types are not stringified (the model would send `"1"` where the tool
+/// takes `1`) but said, leaving the schema without a type, so the tool is declared as
+/// JSON Schema; a union of types the values do not fit as its first is not sent as it.
+#[test]
+fn mixed_enums_are_said_not_stringified() {
+    let declaration = declared(
+        "mixed",
+        json!({"type": "object", "properties": {
+            "size": {"enum": [1, "two", null]},
+            "flag": {"enum": [true, "x"]},
+            "either": {"type": ["integer", "string"], "enum": [1, "a"]},
+            "ratio": {"type": ["number", "string"], "enum": [1, 2.5]},
+            "word": {"enum": ["a", "b"]},
+        }}),
+    );
+    let properties = &declaration["parametersJsonSchema"]["properties"];
+    assert_eq!(
+        properties["size"],
+        json!({"description": "One of: 1, \"two\", null."})
+    );
+    assert_eq!(
+        properties["flag"],
+        json!({"description": "One of: true, \"x\"."})
+    );
+    assert_eq!(
+        properties["either"],
+        json!({"description": "One of: 1, \"a\"."})
+    );
+    assert_eq!(
+        properties["ratio"],
+        json!({"type": "number", "description": "One of: 1, 2.5."})
+    );
+    assert_eq!(
+        properties["word"],
+        json!({"type": "string", "enum": ["a", "b"]})
+    );
+}
+
 /// A `const` beside an `enum` wins (it is the narrower) and is said; an empty string,
 /// which Gemini refuses in an enum, is said in the hint rather than lost.
 #[test]
