@@ -42,7 +42,7 @@
 //!   string)` in its description, with the values' limits in words (`each value: string
 //!   (at most 8 characters)`, [`in_words::value_limits`]; values defined by `anyOf` say
 //!   their members' types: `each value: string or number`; values that are maps themselves
-//!   `each value: object`); an array needs `items`: items
+//!   `each value: a map of integer`, or `object`); an array needs `items`: items
 //!   that are a map stay one the same way (no type, `(a JSON object; each value: integer)`),
 //!   tuple items (`prefixItems`) become `items` of their one type or `anyOf` their types, the
 //!   order in the description (`(in order: string, integer)`), and an array that says nothing
@@ -52,8 +52,8 @@
 //! * a tool without parameters declares none (an object schema without properties is
 //!   refused); a tool whose arguments are a map (a root of `additionalProperties` or
 //!   `patternProperties` and no properties) declares them as `parametersJsonSchema`, the
-//!   JSON Schema Gemini also reads: an object whose values have the map's value type and
-//!   the limits that apply to it (`minLength`, `pattern`, `minimum`, …; a draft-4
+//!   JSON Schema Gemini also reads: an object whose values have the map's value type (values
+//!   that are maps with their own values' schema) and the limits that apply to it (`minLength`, `pattern`, `minimum`, …; a draft-4
 //!   `exclusiveMinimum: true` beside `minimum: 0` as `exclusiveMinimum: 0`), with the
 //!   description a nested map would have;
 //! * `parameters` refuse a schema without a type that is not an `anyOf` alone (a property of
@@ -303,7 +303,15 @@ fn member_kinds(rendered: &Value) -> Option<String> {
 /// characters)`, `string or number`; `None` when they have no type.
 fn value_words(values: &Value) -> Option<String> {
     let rendered = values.is_object().then(|| subset(values))?;
+    let inner = values.get("additionalProperties");
     let kind = match sent_or_declared_kind(&rendered, values) {
+        // Values that are maps of a type of their own: `a map of integer`.
+        Some("object") if rendered.get("type").is_none() && inner.is_some_and(Value::is_object) => {
+            match inner.and_then(value_words) {
+                Some(inner) => format!("a map of {inner}"),
+                None => "object".to_owned(),
+            }
+        }
         Some(kind) => kind.to_owned(),
         // Values defined by a union (`anyOf`/`oneOf`) have no type of their own.
         None => member_kinds(&rendered)?,
@@ -730,6 +738,16 @@ fn value_schema(values: &Value, kind: String) -> Value {
         {
             schema.insert(exclusive.into(), bound);
         }
+    }
+    // Values that are maps send their own values' schema: JSON Schema takes it.
+    if kind == "object"
+        && let Some(inner) = values.get("additionalProperties")
+        && let Some(inner_kind) = value_kind(inner)
+    {
+        schema.insert(
+            "additionalProperties".into(),
+            value_schema(inner, inner_kind),
+        );
     }
     schema.insert("type".into(), Value::String(kind));
     Value::Object(schema)

@@ -367,9 +367,9 @@ fn false_union_members_and_boolean_items_become_what_gemini_takes() {
 }
 
 /// Map values that are maps themselves lose their type as any map does, but are still said
-/// (and, in a `parametersJsonSchema` root, sent) to be objects.
+/// (and, in a `parametersJsonSchema` root, sent) to be maps of their own values' type.
 #[test]
-fn map_values_that_are_maps_are_said_to_be_objects() {
+fn map_values_that_are_maps_say_their_own_values() {
     let nested = json!({"type": "object", "additionalProperties": {"type": "string"}});
     let declaration = declared(
         "groups",
@@ -382,7 +382,7 @@ fn map_values_that_are_maps_are_said_to_be_objects() {
         &declaration["parametersJsonSchema"],
         [(
             "groups",
-            json!({"description": "Groups (a JSON object; each value: object)"}),
+            json!({"description": "Groups (a JSON object; each value: a map of string)"}),
         )],
     );
     let root = declared(
@@ -391,6 +391,16 @@ fn map_values_that_are_maps_are_said_to_be_objects() {
     );
     assert_eq!(
         root["parametersJsonSchema"],
+        json!({"type": "object", "description": "(a JSON object; each value: a map of string)",
+               "additionalProperties": {"type": "object",
+                                        "additionalProperties": {"type": "string"}}})
+    );
+    let open = declared(
+        "open",
+        json!({"type": "object", "additionalProperties": {"type": "object"}}),
+    );
+    assert_eq!(
+        open["parametersJsonSchema"],
         json!({"type": "object", "description": "(a JSON object; each value: object)",
                "additionalProperties": {"type": "object"}})
     );
