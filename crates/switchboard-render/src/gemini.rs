@@ -32,11 +32,11 @@
 //!   non-empty strings on a string schema — Gemini refuses `""`, which the hint says instead
 //!   (`may also be ""`, or `must be ""` when it is the only value): a schema with
 //!   no type whose values are all of one type takes that type, and on a non-string
-//!   schema the values move to the description (`One of: 1, 2, 3.`, `Must be: 3.`) —
+//!   schema the values move to the hint (`(one of 1, 2, 3)`, `(must be 3)`) —
 //!   stringified, they would make the model send `"1"` where the tool takes `1`; values of
 //!   several types (`1`, `"two"`), or ones a union of types sent as its first does not hold
 //!   (`["integer", "string"]` of `1`, `"a"`), leave the schema without a type, the values
-//!   said (`One of: 1, "two", null.`);
+//!   said (`(one of 1, "two", null)`);
 //! * an object without properties (a map of `additionalProperties` or `patternProperties`,
 //!   or any object) is refused: it loses its type and says `(a JSON object; each value:
 //!   string)` in its description, with the values' limits in words (`each value: string
@@ -159,12 +159,12 @@ fn subset(schema: &Value) -> Value {
         (_, Some(Value::Array(values))) => Some(values.clone()),
         _ => None,
     };
-    let empty_value = values
+    let enum_words = values
         .map(|values| enumeration(values, map.get("type"), &mut out))
         .unwrap_or_default();
     let misplaced_limits = typed_limits(map, &mut out);
     // What the subset drops, said in one parenthesised hint: the shape first, then the
-    // format, an empty string the enum could not hold, then the limits.
+    // format, the enum's values the subset could not send, then the limits.
     let moved_format = keep_format(&mut out);
     let forbidden = forbidden_properties(map, &mut out);
     let mut hints = match out.get("type").and_then(Value::as_str) {
@@ -175,7 +175,7 @@ fn subset(schema: &Value) -> Value {
     hints.extend(unmet);
     hints.extend(forbidden);
     hints.extend(moved_format);
-    hints.extend(empty_value);
+    hints.extend(enum_words);
     hints.extend(misplaced_limits);
     hints.extend(in_words::limits(map));
     if !hints.is_empty() {
@@ -561,7 +561,8 @@ fn common_kind(values: &[Value]) -> Option<&'static str> {
 /// `values` (of `enum` or `const`) into `out` the way Gemini takes them (module doc).
 /// Gemini refuses `""` in an enum (`enum[1]: cannot be empty`): the empty string is left out
 /// of it and returned as a clause for the hint, `may also be ""` (`must be ""` when it was
-/// the only value), rather than lost. Values of several types (`1`, `"two"`), or ones a
+/// the only value), rather than lost; the values of a schema of another type are returned
+/// as one too (`one of 1, 2`, `must be 3`). Values of several types (`1`, `"two"`), or ones a
 /// union of types (`["integer", "string"]`, `declared`) sent as its first type does not
 /// hold, leave `out` without a type: stringified, `1` would become `"1"`, and a type would
 /// contradict the values said.
@@ -616,16 +617,14 @@ fn enumeration(
         );
         return may_be_empty.then(|| "may also be \"\"".to_owned());
     }
-    let sentence = match values.as_slice() {
-        [] => return None,
-        [only] => format!("Must be: {only}."),
+    match values.as_slice() {
+        [] => None,
+        [only] => Some(format!("must be {only}")),
         several => {
             let listed: Vec<String> = several.iter().map(Value::to_string).collect();
-            format!("One of: {}.", listed.join(", "))
+            Some(format!("one of {}", listed.join(", ")))
         }
-    };
-    describe(out, &sentence);
-    None
+    }
 }
 
 /// A tool's parameters and the key of the declaration that holds them, or none when it

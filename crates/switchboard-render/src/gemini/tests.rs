@@ -36,11 +36,11 @@ fn enums_are_strings_or_move_to_the_description() {
     );
     assert_eq!(
         properties["level"],
-        json!({"type": "integer", "description": "How hard One of: 1, 2, 3."})
+        json!({"type": "integer", "description": "How hard (one of 1, 2, 3)"})
     );
     assert_eq!(
         properties["bare"],
-        json!({"type": "integer", "description": "One of: 0, 2, 4."})
+        json!({"type": "integer", "description": "(one of 0, 2, 4)"})
     );
     assert_eq!(
         properties["kind"],
@@ -66,19 +66,19 @@ fn mixed_enums_are_said_not_stringified() {
     let properties = &declaration["parametersJsonSchema"]["properties"];
     assert_eq!(
         properties["size"],
-        json!({"description": "One of: 1, \"two\", null."})
+        json!({"description": "(one of 1, \"two\", null)"})
     );
     assert_eq!(
         properties["flag"],
-        json!({"description": "One of: true, \"x\"."})
+        json!({"description": "(one of true, \"x\")"})
     );
     assert_eq!(
         properties["either"],
-        json!({"description": "One of: 1, \"a\"."})
+        json!({"description": "(one of 1, \"a\")"})
     );
     assert_eq!(
         properties["ratio"],
-        json!({"type": "number", "description": "One of: 1, 2.5."})
+        json!({"type": "number", "description": "(one of 1, 2.5)"})
     );
     assert_eq!(
         properties["word"],
@@ -105,7 +105,7 @@ fn const_wins_over_enum_and_empty_strings_are_said() {
             ("mode", json!({"type": "string", "enum": ["a"]})),
             (
                 "level",
-                json!({"type": "integer", "description": "Must be: 2."}),
+                json!({"type": "integer", "description": "(must be 2)"}),
             ),
             (
                 "blank",
@@ -445,7 +445,7 @@ fn unions_become_any_of_in_the_subset() {
     assert_eq!(
         properties["either"],
         json!({"anyOf": [{"type": "string", "description": "(pattern: x)"},
-                         {"type": "integer", "description": "One of: 1, 2."}]})
+                         {"type": "integer", "description": "(one of 1, 2)"}]})
     );
     assert_eq!(
         properties["maybe"],
@@ -552,7 +552,7 @@ fn string_and_number_limits_are_said_not_sent() {
             ),
             (
                 "size",
-                json!({"type": "integer", "description": "Must be: 3. (less than 4)"}),
+                json!({"type": "integer", "description": "(must be 3; less than 4)"}),
             ),
             (
                 "mode",
