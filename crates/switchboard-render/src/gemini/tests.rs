@@ -61,6 +61,7 @@ fn mixed_enums_are_said_not_stringified() {
             "either": {"type": ["integer", "string"], "enum": [1, "a"]},
             "ratio": {"type": ["number", "string"], "enum": [1, 2.5]},
             "word": {"enum": ["a", "b"]},
+            "shape": {"enum": [{"a": 1}, {"b": 2}]},
         }}),
     );
     let properties = &declaration["parametersJsonSchema"]["properties"];
@@ -83,6 +84,10 @@ fn mixed_enums_are_said_not_stringified() {
     assert_eq!(
         properties["word"],
         json!({"type": "string", "enum": ["a", "b"]})
+    );
+    assert_eq!(
+        properties["shape"],
+        json!({"description": "(one of {\"a\":1}, {\"b\":2})"})
     );
 }
 
