@@ -59,7 +59,8 @@
 //! * `parameters` refuse a schema without a type that is not an `anyOf` alone (a property of
 //!   any value, a map, items that are either) and an `anyOf` beside other fields (a
 //!   description, `nullable`): a tool whose render holds one is declared as
-//!   `parametersJsonSchema` instead, the same render with `nullable` as JSON Schema's `null`
+//!   `parametersJsonSchema` instead, the same render with a map an object of its values
+//!   again (`type: object`, `additionalProperties`) and `nullable` as JSON Schema's `null`
 //!   type ([`json_schema`]);
 //! * a property of schema `true`, `{}` or annotations only (`{"description": "x"}`: anything)
 //!   becomes one without a type, described `(any JSON value)` (`x (any JSON value)`); one of schema `false` (nothing) leaves `properties` and `required`, and
@@ -379,6 +380,12 @@ fn open_object(map: &Map<String, Value>, out: &mut Map<String, Value>) -> Vec<St
     out.remove("type");
     out.remove("properties");
     out.remove("required");
+    // Marked so that, declared as JSON Schema, it is an object of its values again.
+    let values = map
+        .get("additionalProperties")
+        .filter(|values| values.is_object())
+        .map_or(Value::Bool(true), subset);
+    out.insert(json_schema::MAP_VALUES.into(), values);
     let mut parts = vec!["a JSON object".to_owned()];
     if let Some(kind) = map.get("additionalProperties").and_then(value_words) {
         let which = if keyed.is_some() {

@@ -169,7 +169,7 @@ fn a_property_of_annotations_only_is_said_to_take_any_value() {
             "remote": {"$ref": "https://example.com/schema.json"},
         }}),
     );
-    check_said_not_sent(
+    check_said_in_json_schema(
         &declaration["parametersJsonSchema"],
         [
             (
@@ -249,11 +249,11 @@ fn nested_maps_and_tuples_become_what_gemini_takes() {
     let properties = &declaration["parametersJsonSchema"]["properties"];
     assert_eq!(
         properties["labels"],
-        json!({"description": "Labels (a JSON object; each value: string)"})
+        json!({"type": "object", "description": "Labels (a JSON object; each value: string)", "additionalProperties": {"type": "string"}})
     );
     assert_eq!(
         properties["extra"],
-        json!({"description": "(a JSON object)"})
+        json!({"type": "object", "description": "(a JSON object)"})
     );
     assert_eq!(
         properties["tags"],
@@ -292,19 +292,19 @@ fn array_items_that_are_maps_stay_objects() {
                      {"type": "object", "additionalProperties": {"type": "string"}}]},
         }}),
     );
-    check_said_not_sent(
+    check_said_in_json_schema(
         &declaration["parametersJsonSchema"],
         [
             (
                 "counts",
                 json!({"type": "array", "items":
-                       {"description": "Counts (a JSON object; each value: integer)"}}),
+                       {"type": "object", "description": "Counts (a JSON object; each value: integer)", "additionalProperties": {"type": "integer"}}}),
             ),
             (
                 "rows",
                 json!({"type": "array",
                        "items": {"anyOf": [{"type": "string"},
-                                           {"description": "(a JSON object; each value: string)"}]},
+                                           {"type": "object", "description": "(a JSON object; each value: string)", "additionalProperties": {"type": "string"}}]},
                        "description": "(in order: string, object)"}),
             ),
         ],
@@ -332,7 +332,7 @@ fn false_union_members_and_boolean_items_become_what_gemini_takes() {
     let parameters = &declaration["parametersJsonSchema"];
     assert_eq!(parameters["required"], json!(["id"]));
     assert_eq!(parameters["description"], "(never cannot be given)");
-    check_said_not_sent(
+    check_said_in_json_schema(
         parameters,
         [
             (
@@ -383,11 +383,11 @@ fn map_values_that_are_maps_say_their_own_values() {
                        "description": "Groups"},
         }}),
     );
-    check_said_not_sent(
+    check_said_in_json_schema(
         &declaration["parametersJsonSchema"],
         [(
             "groups",
-            json!({"description": "Groups (a JSON object; each value: a map of string)"}),
+            json!({"type": "object", "description": "Groups (a JSON object; each value: a map of string)", "additionalProperties": {"type": "object", "description": "(a JSON object; each value: string)", "additionalProperties": {"type": "string"}}}),
         )],
     );
     let root = declared(
@@ -481,10 +481,12 @@ fn an_inlined_members_constraints_join_the_holders_description() {
     );
 }
 
-/// The keys of `schema` (and of the schemas inside it) outside the subset, `anyOf` and
-/// `enum`: none may be sent.
-fn keys_outside_the_subset(schema: &Value) -> Vec<String> {
+/// The keys of `schema` (and of the schemas inside it) outside the subset, `anyOf`,
+/// `enum` and `also`: none may be sent.
+fn keys_outside_the_subset(schema: &Value, also: &[&str]) -> Vec<String> {
     let mut outside = Vec::new();
+    let mut unsent = Vec::new();
+    let mut inside = |inner: &Value| outside.extend(keys_outside_the_subset(inner, also));
     if let Some(map) = schema.as_object() {
         for (key, value) in map {
             match key.as_str() {
@@ -492,25 +494,36 @@ fn keys_outside_the_subset(schema: &Value) -> Vec<String> {
                     .as_object()
                     .into_iter()
                     .flat_map(|properties| properties.values())
-                    .for_each(|inner| outside.extend(keys_outside_the_subset(inner))),
-                "items" => outside.extend(keys_outside_the_subset(value)),
-                "anyOf" => value
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .for_each(|inner| outside.extend(keys_outside_the_subset(inner))),
+                    .for_each(&mut inside),
+                "anyOf" => value.as_array().into_iter().flatten().for_each(&mut inside),
+                "items" => inside(value),
+                key if also.contains(&key) => inside(value),
                 key if KEEP.contains(&key) || key == "enum" => {}
-                other => outside.push(other.to_owned()),
+                other => unsent.push(other.to_owned()),
             }
         }
     }
+    outside.extend(unsent);
     outside
 }
 
 /// Checks that `parameters` send no key outside the subset and render each `(property,
 /// rendering)` as given.
 fn check_said_not_sent<const N: usize>(parameters: &Value, expected: [(&str, Value); N]) {
-    assert_eq!(keys_outside_the_subset(parameters), Vec::<String>::new());
+    check_said(parameters, &[], expected);
+}
+
+/// Checks that `parameters` declared as JSON Schema send no key outside the subset but a
+/// map's `additionalProperties`, and render each `(property, rendering)` as given.
+fn check_said_in_json_schema<const N: usize>(parameters: &Value, expected: [(&str, Value); N]) {
+    check_said(parameters, &["additionalProperties"], expected);
+}
+
+fn check_said<const N: usize>(parameters: &Value, also: &[&str], expected: [(&str, Value); N]) {
+    assert_eq!(
+        keys_outside_the_subset(parameters, also),
+        Vec::<String>::new()
+    );
     for (name, rendering) in expected {
         assert_eq!(parameters["properties"][name], rendering, "{name}");
     }
@@ -599,7 +612,7 @@ fn item_and_key_limits_are_said_not_sent() {
         parameters["description"],
         "(if start is given, end must be too)"
     );
-    check_said_not_sent(
+    check_said_in_json_schema(
         parameters,
         [
             (
@@ -619,7 +632,7 @@ fn item_and_key_limits_are_said_not_sent() {
             ),
             (
                 "labels",
-                json!({"description": "(a JSON object; each value: string; at most 3 keys)"}),
+                json!({"type": "object", "description": "(a JSON object; each value: string; at most 3 keys)", "additionalProperties": {"type": "string"}}),
             ),
             (
                 "headers",
@@ -659,7 +672,7 @@ fn constraints_the_subset_cannot_express_are_said_in_the_description() {
     );
     assert_eq!(
         properties["headers"],
-        json!({"description": "(a JSON object; keys matching ^x-: string; no other keys)"})
+        json!({"type": "object", "description": "(a JSON object; keys matching ^x-: string; no other keys)"})
     );
     assert_eq!(
         properties["env"],
@@ -668,7 +681,7 @@ fn constraints_the_subset_cannot_express_are_said_in_the_description() {
     );
     assert_eq!(
         properties["labels"],
-        json!({"description": "(a JSON object; each other value: string; keys matching ^n: number)"})
+        json!({"type": "object", "description": "(a JSON object; each other value: string; keys matching ^n: number)", "additionalProperties": {"type": "string"}})
     );
 }
 
@@ -721,22 +734,23 @@ fn map_value_limits_are_said_and_sent_where_json_schema_takes_them() {
                       {"type": "string", "enum": ["r", "w"]}},
         }}),
     );
-    check_said_not_sent(
+    check_said_in_json_schema(
         &declaration["parametersJsonSchema"],
         [
             (
                 "labels",
-                json!({"description":
-                    "(a JSON object; each value: string (pattern: ^[a-z]+$; at most 8 characters))"}),
+                json!({"type": "object", "description":
+                    "(a JSON object; each value: string (pattern: ^[a-z]+$; at most 8 characters))",
+                    "additionalProperties": {"type": "string", "description": "(pattern: ^[a-z]+$; at most 8 characters)"}}),
             ),
             (
                 "env",
-                json!({"description":
+                json!({"type": "object", "description":
                     "(a JSON object; keys matching ^X: integer (at least 0; less than 10))"}),
             ),
             (
                 "modes",
-                json!({"description": "(a JSON object; each value: string (one of \"r\", \"w\"))"}),
+                json!({"type": "object", "description": "(a JSON object; each value: string (one of \"r\", \"w\"))", "additionalProperties": {"type": "string", "enum": ["r", "w"]}}),
             ),
         ],
     );
@@ -782,7 +796,7 @@ fn range_and_item_limits_are_sent_only_for_their_types() {
             "either": {"type": ["string", "integer"], "minimum": 0, "maxItems": 2},
         }}),
     );
-    check_said_not_sent(
+    check_said_in_json_schema(
         &declaration["parametersJsonSchema"],
         [
             ("name", json!({"type": "string"})),
@@ -820,18 +834,21 @@ fn map_values_of_a_union_say_their_members_types() {
                       {"anyOf": [{"type": "string"}, {}]}},
         }}),
     );
-    check_said_not_sent(
+    check_said_in_json_schema(
         &declaration["parametersJsonSchema"],
         [
             (
                 "settings",
-                json!({"description": "(a JSON object; each value: string or number)"}),
+                json!({"type": "object", "description": "(a JSON object; each value: string or number)", "additionalProperties": {"anyOf": [{"type": "string"}, {"type": "number"}, {"type": "string", "description": "(format: uri)"}]}}),
             ),
             (
                 "env",
-                json!({"description": "(a JSON object; keys matching ^X: integer or boolean)"}),
+                json!({"type": "object", "description": "(a JSON object; keys matching ^X: integer or boolean)"}),
             ),
-            ("loose", json!({"description": "(a JSON object)"})),
+            (
+                "loose",
+                json!({"type": "object", "description": "(a JSON object)", "additionalProperties": {"anyOf": [{"type": "string"}, {"description": "(any JSON value)"}]}}),
+            ),
         ],
     );
     let root = declared(
