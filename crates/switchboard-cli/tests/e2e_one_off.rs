@@ -2,7 +2,8 @@
 //! its call in the ledger and closes it as a stopping gateway does — the row is on record
 //! and no journal is left for the next start to replay — on success and on error alike, and
 //! when SIGINT or SIGTERM stops it mid-call (the call then recorded as cancelled); a
-//! malformed `TRACEPARENT` is named in a warning;
+//! malformed `TRACEPARENT` is named in a warning; a call waits only for the server that owns
+//! its tool, not for one that hangs at start;
 //! `switchboard tools --as-sent` prints exactly what a stdio `serve --agent` answers
 //! `tools/list` with, for an agent in search mode and one in full mode, and with `--exposure`
 //! what `serve --exposure` answers.
@@ -75,6 +76,38 @@ fn call_writes_its_row_and_leaves_no_journal() {
         "{rows}"
     );
     assert_eq!(rows[1]["server"], "clock", "{rows}");
+}
+
+/// `switchboard call clock__now` with a server beside the clock that hangs at start: the
+/// call waits for the clock alone, not for the other's connect timeout (20 s).
+#[test]
+fn a_call_waits_only_for_the_server_that_owns_the_tool() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "[gateway]\nledger = {}\nconnect_timeout = \"20s\"\n\n\
+             [servers.clock]\nbuiltin = \"clock\"\n\n\
+             [servers.hangs]\ncommand = {}\nargs = [\"hang\"]\n",
+            quoted(&dir.path().join("ledger.db").display().to_string()),
+            quoted(&fixture())
+        ),
+    )
+    .display()
+    .to_string();
+
+    let started = std::time::Instant::now();
+    let called = isolated(dir.path(), &["--config", &config, "call", "clock__now"]);
+    let took = started.elapsed();
+    assert!(
+        called.status.success(),
+        "{}",
+        String::from_utf8_lossy(&called.stderr)
+    );
+    assert!(
+        took < Duration::from_secs(10),
+        "the call waited {took:?} for a server it does not use"
+    );
 }
 
 /// A malformed `TRACEPARENT` is named in one warning line saying why it was not used, and

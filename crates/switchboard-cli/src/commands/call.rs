@@ -50,7 +50,7 @@ pub struct CallArgs {
 
 pub async fn run(config: Option<&Path>, args: CallArgs) -> anyhow::Result<ExitCode> {
     let arguments = parse_arguments(args.args.as_deref(), &args.pairs)?;
-    let host = super::start_host(config, args.agent.as_deref()).await?;
+    let host = super::start_host_for_tool(config, args.agent.as_deref(), &args.tool).await?;
     // SIGINT or SIGTERM cancels the call as a gateway call is cancelled when its client goes
     // away: the pipeline ends it and records it as cancelled.
     let mut ctx = CallContext {

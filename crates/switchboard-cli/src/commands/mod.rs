@@ -23,7 +23,7 @@ pub mod token;
 pub mod tool_server;
 pub mod tools;
 
-pub use one_off::{start_host, start_host_with};
+pub use one_off::{start_host, start_host_for_tool, start_host_with};
 
 use std::io::Write;
 use std::path::Path;

@@ -112,7 +112,18 @@ pub async fn start_host(
     explicit: Option<&Path>,
     agent: Option<&str>,
 ) -> anyhow::Result<OneOffHost> {
-    start_host_with(explicit, agent, |_| {}).await
+    start(explicit, agent, |_| {}, None).await
+}
+
+/// [`start_host`] for a call of `tool`: it waits only for the servers that could own the
+/// tool (`Host::ready_for_tool`), so a server that hangs at start holds up only its own
+/// calls, and for every server when the name could be anyone's.
+pub async fn start_host_for_tool(
+    explicit: Option<&Path>,
+    agent: Option<&str>,
+    tool: &str,
+) -> anyhow::Result<OneOffHost> {
+    start(explicit, agent, |_| {}, Some(tool)).await
 }
 
 /// [`start_host`] on the config as `adjust` changes it (a command line's word over the file,
@@ -121,6 +132,16 @@ pub async fn start_host_with(
     explicit: Option<&Path>,
     agent: Option<&str>,
     adjust: impl FnOnce(&mut Config),
+) -> anyhow::Result<OneOffHost> {
+    start(explicit, agent, adjust, None).await
+}
+
+/// Starts the Host and waits for the servers that could own `tool`, or for every server.
+async fn start(
+    explicit: Option<&Path>,
+    agent: Option<&str>,
+    adjust: impl FnOnce(&mut Config),
+    tool: Option<&str>,
 ) -> anyhow::Result<OneOffHost> {
     let stop = StopSignals::install();
     let mut config = super::load_config(explicit)?;
@@ -138,7 +159,13 @@ pub async fn start_host_with(
         host: HostWithLedger::build(&config, options, Some(ledger)).await?,
         stop,
     };
-    if let Err(stopped) = host.unless_stopped(host.ready()).await {
+    let ready = async {
+        match tool {
+            Some(tool) => host.ready_for_tool(tool).await,
+            None => host.ready().await,
+        }
+    };
+    if let Err(stopped) = host.unless_stopped(ready).await {
         let _ = host.close().await;
         return Err(stopped.into());
     }

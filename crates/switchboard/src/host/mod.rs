@@ -1,7 +1,7 @@
 //! The Host: the fleet of supervised servers in (`crate::fleet`, changed while it runs by
 //! `crate::live`), one catalog snapshot and one pipeline out; [`backend`] is the Host as the
-//! stdio and HTTP fronts serve it, [`options`] what it is made from, [`status`] what
-//! `switchboard status` shows of each server.
+//! stdio and HTTP fronts serve it, [`options`] what it is made from, [`readiness`] when it is
+//! ready for work, [`status`] what `switchboard status` shows of each server.
 
 use std::sync::{Arc, Mutex, Weak};
 
@@ -34,6 +34,7 @@ use crate::tool_search::SearchCache;
 
 mod backend;
 mod options;
+mod readiness;
 mod replicas;
 mod shutdown;
 mod status;
@@ -200,16 +201,6 @@ impl Host {
         host
     }
 
-    /// Waits until every server's first connection attempt has finished (each is bounded by
-    /// its connect timeout, and they run in parallel).
-    pub async fn ready(&self) {
-        let fleet = self.inner.fleet.load_full();
-        futures::future::join_all(fleet.members.iter().map(|m| m.supervisor().settled())).await;
-        // A supervisor marks itself settled just before it asks for the rebuild: make sure
-        // the catalog already reflects what `settled` promised.
-        self.inner.rebuild();
-    }
-
     /// The current catalog snapshot.
     pub fn catalog(&self) -> Arc<Catalog> {
         self.inner.catalog.load_full()
@@ -308,8 +299,8 @@ impl Host {
     }
 
     /// Runs one call through the pipeline, within the view of `ctx.agent`. Right after the
-    /// Host is built it first waits (at most `startup_wait`) for the servers' first
-    /// connection attempts, as a client's first request does. A deadline of
+    /// Host is built it first waits (at most `startup_wait`) for the first connection
+    /// attempts of the servers that could own `name` ([`Host::ready_for_tool`]). A deadline of
     /// `RequestedDeadline::Within` counts from here: waiting for start-up, an approval or an
     /// admission slot is part of it.
     pub async fn call(
@@ -329,7 +320,7 @@ impl Host {
             }
             _ => ctx,
         };
-        self.wait_for_startup().await;
+        self.wait_for_startup_of(name).await;
         self.call_as(ctx, &Caller::of(ctx), name, arguments).await
     }
 
@@ -378,21 +369,6 @@ impl Host {
     /// Problems of the catalog that belong to no single server (dangling aliases).
     pub fn catalog_problems(&self) -> Vec<CatalogProblem> {
         self.catalog().problems().to_vec()
-    }
-
-    /// At start-up only: waits (bounded) for the first connection attempts, so a client's
-    /// first listing is complete. Afterwards returns at once — listings never wait on the network.
-    pub(crate) async fn wait_for_startup(&self) {
-        if !self
-            .inner
-            .started
-            .load(std::sync::atomic::Ordering::Acquire)
-        {
-            let _ = tokio::time::timeout(self.inner.options.startup_wait, self.ready()).await;
-            self.inner
-                .started
-                .store(true, std::sync::atomic::Ordering::Release);
-        }
     }
 }
 
