@@ -263,8 +263,9 @@ async fn logging_set_level_refuses_a_level_mcp_does_not_name() {
     ] {
         let message = client.refused_params(id, "logging/setLevel", &params).await;
         assert!(
-            message.contains("params.level") && message.contains("warning"),
-            "names the parameter and the levels: {message}"
+            message.starts_with("logging/setLevel: params.level must be one of")
+                && message.contains("warning"),
+            "names the method, the parameter and the levels: {message}"
         );
     }
     client

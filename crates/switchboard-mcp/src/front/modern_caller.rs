@@ -63,7 +63,10 @@ pub fn invalid_log_level(params: Option<&Value>) -> Option<String> {
 /// What is wrong with a `logging/setLevel` request's `params.level`, if anything: a level
 /// MCP does not name is refused rather than taken as some level.
 pub fn invalid_set_level(params: Option<&Value>) -> Option<String> {
-    unknown_level("params.level", params.and_then(|p| p.get("level")))
+    unknown_level(
+        "logging/setLevel: params.level",
+        params.and_then(|p| p.get("level")),
+    )
 }
 
 /// `None` when `level` is a level's name, else what `place` must be and what it was.
