@@ -430,6 +430,40 @@ fn unusable_flags_are_usage_errors() {
     }
 }
 
+/// `tools --catalog FILE` without `--format` prints the table `tools` prints, and an entry
+/// with an id of the form server/tool needs no `name`.
+#[test]
+fn tools_list_an_offline_catalog_as_a_table() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let catalog = dir.path().join("catalog.json");
+    std::fs::write(
+        &catalog,
+        r#"{"tools": [{"id": "gh/create_issue", "description": "Open a new issue.", "inputSchema": {"type": "object"}}]}"#,
+    )
+    .expect("write catalog");
+    let output = Command::new(switchboard())
+        .args(["tools", "--catalog", &catalog.display().to_string()])
+        .output()
+        .expect("run");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let lines: Vec<Vec<&str>> = stdout
+        .lines()
+        .map(|line| line.split_whitespace().collect())
+        .collect();
+    assert_eq!(lines[0], ["NAME", "SERVER", "DESCRIPTION"], "{stdout}");
+    assert_eq!(
+        lines[1],
+        ["gh__create_issue", "gh", "Open", "a", "new", "issue."],
+        "{stdout}"
+    );
+    assert_eq!(lines.len(), 2, "{stdout}");
+}
+
 #[test]
 fn tools_render_an_offline_catalog_for_every_llm_api() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -1,6 +1,7 @@
 //! Offline catalog files: tool definitions captured from servers and stored as JSON, in the
 //! shape of the project's benchmark catalogs (`{ "servers": [...], "tools": [...] }`, each
-//! tool an MCP tool definition plus `id` = `"<server>/<tool>"`, `server` and an optional
+//! tool an MCP tool definition plus `id` = `"<server>/<tool>"` (whose tool part is the `name`
+//! when the entry has none), `server` and an optional
 //! `category`). Used by `switchboard tools --catalog FILE` and by the benchmarks, where no
 //! server needs to run.
 
@@ -147,6 +148,12 @@ fn tool_entry(
     let server = take_string("server").map_err(field)?;
     let id = take_string("id").map_err(field)?;
     let category = take_string("category").map_err(field)?;
+    // An id names the tool: its part after the `/` is the name when the entry has none.
+    if !object.contains_key("name")
+        && let Some((_, tool)) = id.as_deref().and_then(|id| id.split_once('/'))
+    {
+        object.insert("name".to_owned(), Value::String(tool.to_owned()));
+    }
     object.remove("toolsets");
     object.remove("default_enabled");
     let definition: ToolDefinition =
@@ -197,6 +204,23 @@ mod tests {
         assert_eq!(catalog.tools[1].server, "git");
         assert_eq!(catalog.tools[1].category, "vcs");
         assert!(catalog.tools[1].definition.extra.is_empty());
+    }
+
+    /// An entry with an id of the form server/tool needs no `name`: it is the id's tool part.
+    #[test]
+    fn an_id_alone_names_the_tool() {
+        let catalog =
+            OfflineCatalog::parse(r#"{"tools": [{"id": "time/now", "description": "d"}]}"#)
+                .expect("an id is enough");
+        let tool = &catalog.tools[0];
+        assert_eq!(
+            (
+                tool.id.as_str(),
+                tool.server.as_str(),
+                tool.definition.name.as_str()
+            ),
+            ("time/now", "time", "now")
+        );
     }
 
     /// A listing rendered for an LLM API (an array) is valid JSON but no catalog: the error

@@ -29,9 +29,9 @@ pub struct ToolsArgs {
     /// Only the tools this agent (one of the config's [agents]) may see and call.
     #[arg(long, value_name = "NAME")]
     agent: Option<String>,
-    /// Render an offline catalog file (JSON {"tools": [...]}, each an MCP tool definition
-    /// with its "server"; docs/cli.md) instead of the
-    /// configured servers; nothing is started.
+    /// List (as a table) or render an offline catalog file (JSON {"tools": [...]}, each an
+    /// MCP tool definition with its "server", or an "id" server/tool; docs/cli.md) instead of
+    /// the configured servers; nothing is started.
     #[arg(long, value_name = "FILE")]
     catalog: Option<std::path::PathBuf>,
     /// Only the tools that fit this latency tier (one of the config's [tiers]).
@@ -122,13 +122,13 @@ pub async fn run(config: Option<&Path>, args: ToolsArgs) -> anyhow::Result<ExitC
         Some(ToolsAction::Pins(pins)) => return pins::run(config, pins).await,
         None => {}
     }
+    if args.count_tokens && args.format.rendering().is_none() {
+        return Err(usage(format!(
+            "--count-tokens needs an LLM rendering: --format {}",
+            Format::llm_renderings()
+        )));
+    }
     if let Some(path) = &args.catalog {
-        let rendering = args.format.rendering().ok_or_else(|| {
-            usage(format!(
-                "--catalog renders for an LLM API: pick --format {}",
-                Format::llm_renderings()
-            ))
-        })?;
         if args.agent.is_some()
             || args.tier.is_some()
             || args.stats
@@ -140,14 +140,29 @@ pub async fn run(config: Option<&Path>, args: ToolsArgs) -> anyhow::Result<ExitC
                 "--catalog renders the file's tools as they are: --agent, --tier, --stats, --as-sent and --exposure need the configured gateway (drop --catalog)",
             ));
         }
+        if args.format == Format::Table {
+            let tools = rendered::offline_by_server(path)?;
+            let rows: Vec<(&str, &str, Option<&str>)> = tools
+                .iter()
+                .map(|(name, server, definition)| {
+                    (
+                        name.as_str(),
+                        server.as_str(),
+                        definition.description.as_deref(),
+                    )
+                })
+                .collect();
+            print_table(&rows)?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        let rendering = args.format.rendering().ok_or_else(|| {
+            usage(format!(
+                "--catalog prints a table or renders for an LLM API, not JSON: drop --format or pick --format {}",
+                Format::llm_renderings()
+            ))
+        })?;
         rendered::print(rendering, &rendered::offline(path)?, args.count_tokens)?;
         return Ok(ExitCode::SUCCESS);
-    }
-    if args.count_tokens && args.format.rendering().is_none() {
-        return Err(usage(format!(
-            "--count-tokens needs an LLM rendering: --format {}",
-            Format::llm_renderings()
-        )));
     }
     if args.exposure.is_set() && !args.as_sent {
         return Err(usage(

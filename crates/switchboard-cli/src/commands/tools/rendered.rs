@@ -30,6 +30,14 @@ pub fn print(
 
 /// The tools of an offline catalog, named `<server>__<tool>` as the gateway would.
 pub fn offline(path: &Path) -> anyhow::Result<Vec<(String, ToolDefinition)>> {
+    Ok(offline_by_server(path)?
+        .into_iter()
+        .map(|(name, _, definition)| (name, definition))
+        .collect())
+}
+
+/// [`offline`] with each tool's server: (name, server, definition).
+pub fn offline_by_server(path: &Path) -> anyhow::Result<Vec<(String, String, ToolDefinition)>> {
     let catalog = OfflineCatalog::load(path)?;
     Ok(catalog
         .tools
@@ -37,6 +45,7 @@ pub fn offline(path: &Path) -> anyhow::Result<Vec<(String, ToolDefinition)>> {
         .map(|tool| {
             (
                 format!("{}__{}", tool.server, tool.definition.name),
+                tool.server,
                 tool.definition,
             )
         })
