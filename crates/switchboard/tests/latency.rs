@@ -586,3 +586,20 @@ async fn a_host_without_configured_tiers_takes_the_default_ones() {
         "{refused}"
     );
 }
+
+/// Once every server has settled, a call's start-up wait is over: later calls neither wait
+/// nor rebuild the catalog (each call rebuilt it, for a library that calls but never lists).
+#[tokio::test]
+async fn calls_after_start_up_rebuild_nothing() {
+    let host = Host::start(Vec::new(), HostOptions::default());
+    let context = switchboard_core::CallContext::default();
+    let _ = host.call(&context, "nosuch", Map::new()).await;
+    let settled = host.catalog();
+    for _ in 0..3 {
+        let _ = host.call(&context, "nosuch", Map::new()).await;
+    }
+    assert!(
+        Arc::ptr_eq(&settled, &host.catalog()),
+        "a call after start-up rebuilt the catalog"
+    );
+}

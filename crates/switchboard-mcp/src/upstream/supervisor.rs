@@ -286,6 +286,14 @@ impl Supervisor {
         self.instances.iter().find_map(|slot| slot.client())
     }
 
+    /// Whether [`Supervisor::settled`] would return at once: every instance's connection
+    /// attempt has finished, successfully or not.
+    pub fn is_settled(&self) -> bool {
+        self.instances
+            .iter()
+            .all(|slot| slot.status.borrow().settled)
+    }
+
     /// Waits until the first connection attempt has finished, successfully or not (for a
     /// pool, every instance's first attempt; they run in parallel).
     pub async fn settled(&self) {

@@ -57,11 +57,25 @@ impl Host {
     }
 
     /// [`Host::wait_for_startup`] for a call of `name`: only the servers that could own it
-    /// are waited for, so it does not end the start-up wait of other requests.
+    /// are waited for. Start-up ends (later calls wait for nothing, and rebuild nothing) once
+    /// every server has settled, or once a call has waited the whole `startup_wait`, as a
+    /// listing's wait ends it.
     pub(crate) async fn wait_for_startup_of(&self, name: &str) {
-        if !self.inner.started.load(Ordering::Acquire) {
-            let waiting = self.ready_for_tool(name);
-            let _ = tokio::time::timeout(self.inner.options.startup_wait, waiting).await;
+        if self.inner.started.load(Ordering::Acquire) {
+            return;
+        }
+        let waiting = self.ready_for_tool(name);
+        let timed_out = tokio::time::timeout(self.inner.options.startup_wait, waiting)
+            .await
+            .is_err();
+        let fleet = self.inner.fleet.load();
+        if timed_out
+            || fleet
+                .members
+                .iter()
+                .all(|member| member.supervisor().is_settled())
+        {
+            self.inner.started.store(true, Ordering::Release);
         }
     }
 
@@ -73,14 +87,52 @@ impl Host {
     }
 }
 
-/// The ids of the servers (given as id and prefix) that could expose `name`, or `None` when
-/// no prefix begins it (any server could then: wait for all).
+/// The ids of the servers (given as id and prefix) that could expose `name` — under that
+/// name, or through the alias it is (the catalog prefers a real name to an alias, so both
+/// owners are waited for) — or `None` when any server could: no prefix begins the name, or it
+/// has the shape of an LLM-safe rendered name (`…_` and 8 hex digits), whose prefix may have
+/// been rewritten (`my.fs` → `my_fs`) or cut.
 fn possible_owners<'a>(
     servers: &[(&'a str, &str)],
     naming: &NamingRules,
     name: &str,
 ) -> Option<Vec<&'a str>> {
-    let name = naming.aliases.get(name).map_or(name, String::as_str);
+    if looks_rendered(name) {
+        return None;
+    }
+    let Some(target) = naming.aliases.get(name) else {
+        return owners_of(servers, naming, name);
+    };
+    // The pass-through servers are among the target's owners, so a name no prefix begins
+    // adds none.
+    let mut owners = owners_of(servers, naming, target)?;
+    for owner in owners_of(servers, naming, name).unwrap_or_default() {
+        if !owners.contains(&owner) {
+            owners.push(owner);
+        }
+    }
+    Some(owners)
+}
+
+/// Whether `name` ends the way an LLM-safe name made by hashing does: `_` and 8 hex digits.
+fn looks_rendered(name: &str) -> bool {
+    name.len() > 9
+        && name.is_char_boundary(name.len() - 9)
+        && name[name.len() - 9..]
+            .strip_prefix('_')
+            .is_some_and(|digits| {
+                digits
+                    .chars()
+                    .all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c))
+            })
+}
+
+/// The servers whose prefix begins `name` (with every pass-through server), or `None`.
+fn owners_of<'a>(
+    servers: &[(&'a str, &str)],
+    naming: &NamingRules,
+    name: &str,
+) -> Option<Vec<&'a str>> {
     let begins = |prefix: &str| {
         name.strip_prefix(prefix)
             .is_some_and(|rest| rest.starts_with(naming.separator.as_str()))
@@ -141,5 +193,35 @@ mod tests {
         };
         assert_eq!(owners(&naming, "time"), Some(vec!["clock", "plain"]));
         assert_eq!(owners(&naming, "clock__now"), None);
+    }
+
+    /// The catalog takes a real tool of that name before the alias: an alias that is also a
+    /// prefixed name waits for both servers, not only the alias's target.
+    #[test]
+    fn an_alias_that_is_a_prefixed_name_waits_for_both_owners() {
+        let naming = NamingRules {
+            aliases: [("hangs__now".to_owned(), "clock__now".to_owned())].into(),
+            ..NamingRules::default()
+        };
+        assert_eq!(
+            owners(&naming, "hangs__now"),
+            Some(vec!["clock", "plain", "hangs"])
+        );
+    }
+
+    /// A rendered name's prefix may have been rewritten (`my.fs` → `my_fs`) or cut: any
+    /// server could own it.
+    #[test]
+    fn a_rendered_name_waits_for_every_server() {
+        let naming = NamingRules::default();
+        assert_eq!(owners(&naming, "clock__read_file_3d6b9878"), None);
+        assert_eq!(
+            owners(&naming, "clock__read_file_3d6b987"),
+            Some(vec!["clock", "plain"])
+        );
+        assert_eq!(
+            owners(&naming, "clock__read_file_3D6B9878"),
+            Some(vec!["clock", "plain"])
+        );
     }
 }
